@@ -1,0 +1,27 @@
+# make run: the whole engine on the built-in default corpus, at http://127.0.0.1:8000
+# make test: the whole test suite. Both set up .venv themselves; a second run reuses it.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.websift-installed
+
+.PHONY: run test lint bench-crawl clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+run: $(STAMP)
+	$(BIN)/websift demo
+
+test: $(STAMP)
+	bash scripts/ensure_system_packages.sh
+	$(BIN)/python -m pytest -q
+
+lint: $(STAMP)
+	$(BIN)/ruff check . || true
+
+clean:
+	rm -rf $(VENV) websift-data

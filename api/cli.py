@@ -1,0 +1,73 @@
+"""The ``websift`` command line: one entry point, a subcommand per job.
+
+Each package registers its own subcommands (``crawler/commands.py``, ``indexer/commands.py``,
+``ranking/commands.py``, ``api/commands.py``): a ``register(subparsers)`` function that adds
+parsers whose ``func`` default takes the parsed arguments and returns an exit code.  This module
+only builds the parser, adds ``--data`` to every subcommand and turns websift's own errors into
+one clear line on stderr and a non-zero exit, with no traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from crawler.datadir import default_data_dir
+from crawler.errors import WebsiftError
+
+EXIT_ERROR = 2
+EXIT_INTERRUPTED = 130
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse whose subparsers all take ``--data DIR``."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        if kwargs.get("prog", "").count(" ") >= 1:  # type: ignore[union-attr]
+            self.add_argument(
+                "--data",
+                type=Path,
+                default=None,
+                metavar="DIR",
+                help="data directory (default: $WEBSIFT_DATA or ./websift-data)",
+            )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from api import commands as api_commands
+    from crawler import commands as crawler_commands
+    from indexer import commands as indexer_commands
+    from ranking import commands as ranking_commands
+
+    parser = argparse.ArgumentParser(
+        prog="websift",
+        description="websift: crawl, index, rank and search the web you choose.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub.required = True
+    for module in (crawler_commands, indexer_commands, ranking_commands, api_commands):
+        module.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if getattr(args, "data", None) is None:
+        args.data = default_data_dir()
+    try:
+        code = args.func(args)
+    except WebsiftError as exc:
+        print(f"websift {args.command}: error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        print(f"websift {args.command}: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    return int(code or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

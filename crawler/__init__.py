@@ -1,0 +1,1 @@
+"""crawler/: give me seed URLs, I fetch pages politely and fill the crawl store."""

@@ -1,0 +1,153 @@
+"""Raw responses in WARC files (ISO 28500), written and read with warcio.
+
+Writer: one gzip member per record, appended to ``DATA/warc/<name>.warc.gz``; a file is rotated
+when it passes a size.  Each write returns ``(file name, offset, length)``, which the store keeps
+so that the indexer can seek straight to a record.  warcio puts a SHA-1 ``WARC-Payload-Digest``
+on every record; the reader checks it, so a corrupt or truncated record is reported, never
+returned as content.
+
+The body stored is the one Scrapy hands over (already decoded from any Content-Encoding), so
+the Content-Encoding and Transfer-Encoding headers are dropped and Content-Length is set to match.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import io
+import os
+import time
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+
+from warcio.archiveiterator import ArchiveIterator
+from warcio.exceptions import ArchiveLoadFailed
+from warcio.statusandheaders import StatusAndHeaders
+from warcio.warcwriter import WARCWriter
+
+from crawler.errors import WarcError
+
+DEFAULT_ROTATE_BYTES = 256 * 1024 * 1024
+_DROPPED_HEADERS = {"content-encoding", "transfer-encoding", "content-length"}
+
+
+@dataclass(frozen=True)
+class WarcLocation:
+    file: str
+    offset: int
+    length: int
+
+
+@dataclass(frozen=True)
+class WarcResponse:
+    url: str
+    status: int
+    headers: list[tuple[str, str]]
+    body: bytes
+    date: str
+
+    def header(self, name: str) -> str | None:
+        lname = name.lower()
+        for key, value in self.headers:
+            if key.lower() == lname:
+                return value
+        return None
+
+
+def payload_digest(body: bytes) -> str:
+    """The WARC payload digest warcio writes: ``sha1:`` + base32 of the SHA-1."""
+    return "sha1:" + base64.b32encode(hashlib.sha1(body).digest()).decode("ascii")
+
+
+class WarcWriterFile:
+    """Appends response records to rotating WARC files in one directory.
+
+    Each crawl process writes its own files (name carries time and pid), so two writers never
+    share a file.  ``flush`` is called after every record: what the store points at is on disk.
+    """
+
+    def __init__(self, directory: Path, prefix: str = "websift", rotate_bytes: int = DEFAULT_ROTATE_BYTES):
+        self.directory = Path(directory)
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.prefix = prefix
+        self.rotate_bytes = rotate_bytes
+        self._serial = 0
+        self._fh: io.BufferedWriter | None = None
+        self._name = ""
+
+    def _open_next(self) -> None:
+        self.close()
+        self._serial += 1
+        stamp = time.strftime("%Y%m%d%H%M%S", time.gmtime())
+        self._name = f"{self.prefix}-{stamp}-{os.getpid()}-{self._serial:05d}.warc.gz"
+        self._fh = open(self.directory / self._name, "ab")  # noqa: SIM115 - long-lived handle
+
+    def write_response(
+        self,
+        url: str,
+        status: int,
+        reason: str,
+        headers: list[tuple[str, str]],
+        body: bytes,
+    ) -> WarcLocation:
+        if self._fh is None or self._fh.tell() >= self.rotate_bytes:
+            self._open_next()
+        assert self._fh is not None
+        kept = [(k, v) for k, v in headers if k.lower() not in _DROPPED_HEADERS]
+        kept.append(("Content-Length", str(len(body))))
+        http_headers = StatusAndHeaders(f"{status} {reason}".strip(), kept, protocol="HTTP/1.1")
+        writer = WARCWriter(self._fh, gzip=True)
+        record = writer.create_warc_record(
+            url, "response", payload=io.BytesIO(body), http_headers=http_headers
+        )
+        offset = self._fh.tell()
+        writer.write_record(record)
+        self._fh.flush()
+        return WarcLocation(self._name, offset, self._fh.tell() - offset)
+
+    def sync(self) -> None:
+        """fsync the current file (called before the store commits a batch that points into it)."""
+        if self._fh is not None:
+            self._fh.flush()
+            os.fsync(self._fh.fileno())
+
+    def close(self) -> None:
+        if self._fh is not None:
+            self._fh.flush()
+            os.fsync(self._fh.fileno())
+            self._fh.close()
+            self._fh = None
+
+
+def read_response(directory: Path, location: WarcLocation) -> WarcResponse:
+    """Read one response record and check its payload digest. Raises :class:`WarcError`."""
+    path = Path(directory) / location.file
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(location.offset)
+            raw = fh.read(location.length)
+    except OSError as exc:
+        raise WarcError(f"cannot read WARC record {location.file}@{location.offset}: {exc}") from None
+    if len(raw) != location.length:
+        raise WarcError(f"WARC record {location.file}@{location.offset} is truncated")
+    try:
+        record = next(iter(ArchiveIterator(io.BytesIO(raw))))
+        body = record.raw_stream.read()
+    except (StopIteration, ArchiveLoadFailed, EOFError, zlib.error, OSError, ValueError) as exc:
+        raise WarcError(
+            f"WARC record {location.file}@{location.offset} is corrupt: "
+            f"{type(exc).__name__}: {str(exc)[:80]!r}"
+        ) from None
+    expected = record.rec_headers.get_header("WARC-Payload-Digest")
+    if expected is None or payload_digest(body) != expected:
+        raise WarcError(f"WARC record {location.file}@{location.offset} fails its digest check")
+    http = record.http_headers
+    status = int((http.get_statuscode() or "0") if http else 0)
+    return WarcResponse(
+        url=record.rec_headers.get_header("WARC-Target-URI") or "",
+        status=status,
+        headers=list(http.headers) if http else [],
+        body=body,
+        date=record.rec_headers.get_header("WARC-Date") or "",
+    )

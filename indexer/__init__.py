@@ -1,0 +1,1 @@
+"""indexer/: give me the crawl store, I build barrels, a lexicon and searchable segments."""
