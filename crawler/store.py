@@ -360,6 +360,55 @@ class CrawlStore:
         assignments = ", ".join(f"{c}=?" for c in values)
         self._conn.execute(f"UPDATE urls SET {assignments} WHERE id=?", [*values.values(), url_id])
 
+    def record_fetched(
+        self,
+        url_id: int,
+        *,
+        http_status: int,
+        content_type: str | None,
+        warc: tuple[str, int, int] | None,
+        content_hash: str | None,
+        links: Iterable[Link] = (),
+        simhash: int | None = None,
+        duplicate_of: int | None = None,
+        noindex: bool = False,
+        nofollow: bool = False,
+        etag: str | None = None,
+        last_modified: str | None = None,
+        fetched_at: float | None = None,
+    ) -> int:
+        """Store a page fetched with new content: the one way a page's content lands.
+
+        Bumps the store-wide ``seq`` (so the indexer sees it), replaces the page's out-links and
+        counts a change when the content hash differs from the previous fetch.  Call inside
+        :meth:`transaction` together with whatever else belongs to the same step.  Returns the
+        page's new ``seq``.
+        """
+        with self.transaction():
+            row = self._conn.execute(
+                "SELECT content_hash FROM urls WHERE id=?", (url_id,)
+            ).fetchone()
+            if row is None:
+                raise StoreError(f"no URL with ID {url_id} in the store")
+            changed = row[0] is not None and row[0] != content_hash
+            seq = self.next_seq()
+            wfile, woff, wlen = warc if warc is not None else (None, None, None)
+            self._conn.execute(
+                "UPDATE urls SET status=?, http_status=?, content_type=?, fetched_at=?, etag=?, "
+                "last_modified=?, content_hash=?, simhash=?, duplicate_of=?, noindex=?, "
+                "nofollow=?, error=NULL, redirect_to=NULL, warc_file=?, warc_offset=?, "
+                "warc_length=?, fetch_count=fetch_count+1, change_count=change_count+?, seq=? "
+                "WHERE id=?",
+                (
+                    FETCHED, http_status, content_type,
+                    time.time() if fetched_at is None else fetched_at,
+                    etag, last_modified, content_hash, simhash, duplicate_of, int(noindex),
+                    int(nofollow), wfile, woff, wlen, int(changed), seq, url_id,
+                ),
+            )
+            self.replace_links(url_id, links, seq)
+        return seq
+
     def url_count(self) -> int:
         return int(self._conn.execute("SELECT count(*) FROM urls").fetchone()[0])
 
