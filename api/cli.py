@@ -38,6 +38,7 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     from api import commands as api_commands
+    from api import demo as demo_commands
     from crawler import commands as crawler_commands
     from indexer import commands as indexer_commands
     from ranking import commands as ranking_commands
@@ -48,7 +49,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
-    for module in (crawler_commands, indexer_commands, ranking_commands, api_commands):
+    for module in (
+        crawler_commands, indexer_commands, ranking_commands, api_commands, demo_commands
+    ):
         module.register(sub)
     return parser
 
