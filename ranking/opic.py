@@ -27,7 +27,7 @@ estimates sum to about 1 over the pages that took part in the last window.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 
 import numpy as np
 
@@ -38,7 +38,7 @@ DEFAULT_HISTORY_DECAY = 0.05  # weight of the newest first-read history in the r
 TOTAL_CASH = 1.0
 
 
-class Strategy(str, Enum):
+class Strategy(StrEnum):
     """Page selection strategies of section 3.1."""
 
     GREEDY = "greedy"
