@@ -66,6 +66,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except WebsiftError as exc:
         print(f"websift {args.command}: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
+    except OSError as exc:
+        # Disk full (ENOSPC), file too large (EFBIG, RLIMIT_FSIZE), permissions: the stage names
+        # itself and what failed; what it had committed before stays intact (atomic writes).
+        where = f" ({exc.filename})" if exc.filename else ""
+        print(f"websift {args.command}: error: {exc.strerror or exc}{where}", file=sys.stderr)
+        return EXIT_ERROR
     except KeyboardInterrupt:
         print(f"websift {args.command}: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
