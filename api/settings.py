@@ -1,0 +1,62 @@
+"""Settings of the search service: one pydantic-settings class, environment prefix ``WEBSIFT_``.
+
+Every tunable number of ``api/`` lives here by name.  :func:`get_settings` is cached so that the
+whole process sees one object; tests build their own :class:`Settings` and pass it to
+``create_app`` (or clear the cache).
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from crawler.datadir import default_data_dir
+from ranking.fusion import DEFAULT_EXPONENT, DEFAULT_MIDPOINT, DEFAULT_WEIGHT, FusionParams
+
+
+class Settings(BaseSettings):
+    """What ``websift serve`` reads from the environment (``WEBSIFT_DATA``, ``WEBSIFT_ADMIN_TOKEN``...)."""
+
+    model_config = SettingsConfigDict(env_prefix="WEBSIFT_", extra="ignore")
+
+    data: Path = Field(default_factory=default_data_dir, description="the data directory")
+    admin_token: SecretStr | None = Field(
+        default=None, description="bearer token for POST/DELETE /topics; unset = disabled"
+    )
+    host: str = "127.0.0.1"
+    port: int = 8000
+
+    # Caps on what a request may ask for (refused with a 422 that says which cap).
+    max_query_chars: int = 512
+    max_k: int = 100
+    max_offset: int = 1000
+    default_k: int = 10
+    page_size: int = 10  # results per page on the HTML search page
+    max_recrawl_limit: int = 1000
+    default_recrawl_limit: int = 50
+    max_page_links: int = 200  # in-/out-links listed by /pages
+
+    # Hot reload: look for a newer index or ranks generation at most this often.
+    reload_check_ms: int = 250
+
+    # Fusion (ranking/fusion.py): final = BM25F + w * s^a / (s^a + k^a).
+    fusion_weight: float = DEFAULT_WEIGHT
+    fusion_midpoint: float = DEFAULT_MIDPOINT
+    fusion_exponent: float = DEFAULT_EXPONENT
+    static_score: Literal["pagerank", "opic", "none"] = "pagerank"
+    # How many text-ranked candidates the searcher re-scores with the prior (0: its own default).
+    rerank_depth: int = 0
+
+    @property
+    def fusion(self) -> FusionParams:
+        return FusionParams(self.fusion_weight, self.fusion_midpoint, self.fusion_exponent)
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    """The process-wide settings, read from the environment once."""
+    return Settings()
