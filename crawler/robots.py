@@ -247,7 +247,7 @@ class RobotsPolicy:
     def parse(cls, body: bytes | str) -> RobotsPolicy:
         """Parse robots.txt content; only the first ``MAX_ROBOTS_BYTES`` count (2.5)."""
         data = body.encode("utf-8", "surrogateescape") if isinstance(body, str) else body
-        if len(data) > MAX_ROBOTS_BYTES:
+        if len(data) >= MAX_ROBOTS_BYTES:  # maybe cut by the fetcher: drop a partial line
             data = data[:MAX_ROBOTS_BYTES]
             cut = max(data.rfind(b"\n"), data.rfind(b"\r"))
             data = data[: cut + 1]  # a line cut in half could widen an Allow: drop it
