@@ -40,7 +40,6 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
-from itertools import islice, takewhile
 from urllib.parse import quote
 
 # RFC 9309 2.5: a crawler must parse at least 500 KiB of robots.txt.
@@ -88,11 +87,6 @@ class _Rule:
     literal: str | None  # the whole pattern when it has no wildcard: a prefix test suffices
     parts: tuple[str, ...]  # the pattern split at '*'
     anchored: bool  # ends with '$': the path must end where the pattern ends
-
-    @property
-    def priority(self) -> tuple[int, int]:
-        # Most octets first (2.2.2); on a tie, Allow first ("SHOULD be used").
-        return (-len(self.pattern), 0 if self.allow else 1)
 
     def matches(self, path: str) -> bool:
         if self.literal is not None:
@@ -175,11 +169,47 @@ class _Group:
 
 @dataclass(frozen=True)
 class _Ruleset:
-    """The merged rules one agent obeys, sorted so the first match is the deciding one."""
+    """The merged rules one agent obeys, indexed by the literal text each rule starts with.
 
-    rules: tuple[_Rule, ...]
+    Every rule can only match a path that begins with its leading literal (the pattern up to
+    the first ``*``), so ``decide`` looks up the path's prefixes of the few lengths that occur
+    instead of trying every rule: a few dict probes per URL however long robots.txt is.
+    """
+
+    by_prefix: dict[str, tuple[_Rule, ...]]
+    prefix_lengths: tuple[int, ...]  # ascending
     crawl_delay: float | None
     has_group: bool
+
+    @classmethod
+    def build(cls, rules: list[_Rule], crawl_delay: float | None, has_group: bool) -> _Ruleset:
+        by_prefix: dict[str, list[_Rule]] = {}
+        for rule in rules:
+            by_prefix.setdefault(rule.parts[0], []).append(rule)
+        lengths = tuple(sorted({len(prefix) for prefix in by_prefix}))
+        frozen = {prefix: tuple(group) for prefix, group in by_prefix.items()}
+        return cls(frozen, lengths, crawl_delay, has_group)
+
+    def best(self, path: str) -> tuple[_Rule | None, _Rule | None]:
+        """The longest matching Allow and the longest matching Disallow (first line on a tie)."""
+        best_allow: _Rule | None = None
+        best_disallow: _Rule | None = None
+        for length in self.prefix_lengths:
+            if length > len(path):
+                break
+            for rule in self.by_prefix.get(path[:length], ()):
+                current = best_allow if rule.allow else best_disallow
+                if current is not None and (
+                    len(current.pattern),
+                    -current.line,
+                ) >= (len(rule.pattern), -rule.line):
+                    continue
+                if rule.matches(path):
+                    if rule.allow:
+                        best_allow = rule
+                    else:
+                        best_disallow = rule
+        return best_allow, best_disallow
 
 
 def _split_line(raw: str) -> tuple[str, str] | None:
@@ -308,12 +338,17 @@ class RobotsPolicy:
         ruleset = self._ruleset(agent)
         if not ruleset.has_group:
             return RobotsDecision(True, None, None, REASON_NO_GROUP)
-        rules = ruleset.rules
-        for index, rule in enumerate(rules):
-            if rule.matches(path):
-                reason = REASON_TIE if _allow_ties(rules, index, path) else REASON_LONGEST
-                return RobotsDecision(rule.allow, rule.text, rule.line, reason)
-        return RobotsDecision(True, None, None, REASON_NO_RULE)
+        best_allow, best_disallow = ruleset.best(path)
+        if best_allow is None and best_disallow is None:
+            return RobotsDecision(True, None, None, REASON_NO_RULE)
+        # 2.2.2: the most octets win; an Allow wins a tie with a Disallow.
+        allow_length = len(best_allow.pattern) if best_allow else -1
+        disallow_length = len(best_disallow.pattern) if best_disallow else -1
+        if best_allow is not None and allow_length >= disallow_length:
+            reason = REASON_TIE if allow_length == disallow_length else REASON_LONGEST
+            return RobotsDecision(True, best_allow.text, best_allow.line, reason)
+        assert best_disallow is not None
+        return RobotsDecision(False, best_disallow.text, best_disallow.line, REASON_LONGEST)
 
     def crawl_delay(self, agent: str) -> float | None:
         """Crawl-delay of the agent's group (the largest, when merged groups give several)."""
@@ -338,23 +373,11 @@ class RobotsPolicy:
         chosen = [g for g in self._groups if key and key != "*" and key in g.agents]
         if not chosen:  # 2.2.1: no group names the agent -> the "*" groups, merged
             chosen = [g for g in self._groups if "*" in g.agents]
-        rules = sorted((r for g in chosen for r in g.rules), key=lambda r: (r.priority, r.line))
+        rules = [rule for group in chosen for rule in group.rules]
         delays = [g.crawl_delay for g in chosen if g.crawl_delay is not None]
-        ruleset = _Ruleset(tuple(rules), max(delays) if delays else None, bool(chosen))
+        ruleset = _Ruleset.build(rules, max(delays) if delays else None, bool(chosen))
         self._rulesets[key] = ruleset
         return ruleset
-
-
-def _allow_ties(rules: tuple[_Rule, ...], index: int, path: str) -> bool:
-    """Whether the matching Allow at ``index`` only won a tie with an equally long Disallow."""
-    rule = rules[index]
-    if not rule.allow:
-        return False
-    length = len(rule.pattern)
-    same_length = takewhile(
-        lambda other: len(other.pattern) == length, islice(rules, index + 1, None)
-    )
-    return any(not other.allow and other.matches(path) for other in same_length)
 
 
 def _parse_delay(value: str) -> float | None:
