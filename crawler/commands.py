@@ -3,10 +3,173 @@
 from __future__ import annotations
 
 import argparse
+import sys
+import time
 
 from crawler import robots_command
+from crawler import settings as S
+from crawler.datadir import DataDir
+from crawler.errors import WebsiftError
+from crawler.progress import print_summary
+from crawler.recrawl import recrawl_schedule
+from crawler.scope import ScopeConfig
+from crawler.session import KIND_RECRAWL, CrawlConfig, CrawlSession
+from crawler.store import CrawlStore
+from ranking.opic import Strategy
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     """Add this package's subcommands to the `websift` parser."""
     robots_command.register(sub)
+    _register_crawl(sub)
+    _register_recrawl(sub)
+
+
+def _non_negative(kind: type[int] | type[float]):  # type: ignore[no-untyped-def]
+    def parse(text: str) -> int | float:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+        if value < 0:
+            raise argparse.ArgumentTypeError(f"must be >= 0, got {text}")
+        return value
+
+    return parse
+
+
+def _positive_int(text: str) -> int:
+    value = _non_negative(int)(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {text}")
+    return int(value)
+
+
+def _politeness_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--delay", type=_non_negative(float), default=S.DEFAULT_DELAY, metavar="S",
+                   help=f"seconds between request starts per host (default {S.DEFAULT_DELAY}; "
+                   "robots.txt Crawl-delay and slow answers raise it)")
+    p.add_argument("--concurrency-per-host", type=_positive_int,
+                   default=S.DEFAULT_CONCURRENCY_PER_HOST, metavar="K",
+                   help=f"requests in flight per host (default {S.DEFAULT_CONCURRENCY_PER_HOST})")
+    p.add_argument("--allow-private", action="store_true",
+                   help="allow private, loopback and link-local addresses (local sites)")
+    p.add_argument("--quiet", action="store_true", help="no progress line and no summary table")
+
+
+def _register_crawl(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser(
+        "crawl",
+        help="crawl from seed URLs into the crawl store (resumes an interrupted crawl)",
+        description="Fetch pages politely, OPIC-greedy first, into --data. The URLs discovered "
+        "and not yet fetched are the frontier: running it again continues where it stopped.",
+    )
+    p.add_argument("seeds", nargs="+", metavar="SEED_URL")
+    p.add_argument("--max-pages", type=_non_negative(int), default=S.DEFAULT_MAX_PAGES,
+                   metavar="N", help=f"pages to fetch in this run (default {S.DEFAULT_MAX_PAGES})")
+    p.add_argument("--max-depth", type=_non_negative(int), default=S.DEFAULT_MAX_DEPTH,
+                   metavar="D", help=f"link hops from a seed (default {S.DEFAULT_MAX_DEPTH})")
+    p.add_argument("--allow-domain", action="append", default=[], metavar="D",
+                   help="stay on these domains and their subdomains (repeatable; "
+                   "default: the seeds' hosts)")
+    p.add_argument("--any-domain", action="store_true",
+                   help="follow links to any domain (no domain restriction)")
+    p.add_argument("--filter", action="append", default=[], metavar="RE",
+                   help="a URL must match one of these regular expressions (repeatable)")
+    p.add_argument("--fence", action="append", default=[], metavar="RE",
+                   help="a URL matching one of these is never fetched (repeatable)")
+    p.add_argument("--max-pages-per-host", type=_positive_int, default=S.MAX_PAGES_PER_HOST,
+                   metavar="N", help=f"spider-trap limit per host (default {S.MAX_PAGES_PER_HOST})")
+    p.add_argument("--strategy", choices=[s.value for s in Strategy], default=S.DEFAULT_STRATEGY,
+                   help="OPIC page selection (default greedy: highest cash first)")
+    _politeness_args(p)
+    p.set_defaults(func=crawl_command)
+
+
+def _register_recrawl(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser(
+        "recrawl",
+        help="refetch known pages, most important first, with conditional requests",
+        description="Refetch fetched pages in order of refresh priority (OPIC cash gathered "
+        "since the last fetch, weighted by how often the page changed). A 304 costs no "
+        "re-indexing.",
+    )
+    p.add_argument("--budget", type=_non_negative(int), default=S.DEFAULT_RECRAWL_BUDGET,
+                   metavar="N", help=f"pages to refetch (default {S.DEFAULT_RECRAWL_BUDGET})")
+    p.add_argument("--dry-run", action="store_true",
+                   help="print the schedule (URL, priority, last fetch) and fetch nothing")
+    _politeness_args(p)
+    p.set_defaults(func=recrawl_command)
+
+
+def _scope(args: argparse.Namespace) -> ScopeConfig:
+    from crawler.urls import canonicalize, host_of
+
+    domains = tuple(args.allow_domain)
+    if not domains and not args.any_domain:
+        domains = tuple(dict.fromkeys(host_of(canonicalize(s)) for s in args.seeds))
+    return ScopeConfig(
+        allow_domains=domains,
+        filters=tuple(args.filter),
+        fences=tuple(args.fence),
+        max_depth=args.max_depth,
+        allow_private=args.allow_private,
+    )
+
+
+def _finish(summary: dict[str, object], quiet: bool) -> int:
+    if not quiet and summary:
+        print_summary(summary)
+    return 0
+
+
+def crawl_command(args: argparse.Namespace) -> int:
+    from crawler.runner import run_crawl
+
+    config = CrawlConfig(
+        seeds=list(args.seeds),
+        max_pages=args.max_pages,
+        scope=_scope(args),
+        delay=args.delay,
+        concurrency=args.concurrency_per_host,
+        strategy=Strategy(args.strategy),
+        max_pages_per_host=args.max_pages_per_host,
+    )
+    summary = run_crawl(DataDir.create(args.data), config, progress=not args.quiet)
+    return _finish(summary, args.quiet)
+
+
+def recrawl_command(args: argparse.Namespace) -> int:
+    from crawler.runner import run_session
+
+    data = DataDir.open(args.data)
+    with CrawlStore.open(data.store_path, readonly=True) as store:
+        schedule = recrawl_schedule(store, args.budget)
+    if args.dry_run:
+        print(f"{'priority':>12}  {'last fetch (UTC)':<20}  url")
+        for item in schedule:
+            when = (
+                time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(item.fetched_at))
+                if item.fetched_at is not None else "never"
+            )
+            print(f"{item.priority:12.6g}  {when:<20}  {item.url}")
+        return 0
+    if not schedule:
+        print("websift recrawl: nothing fetched yet to refresh", file=sys.stderr)
+        return 0
+    config = CrawlConfig(
+        max_pages=len(schedule),
+        scope=ScopeConfig(allow_private=args.allow_private, max_depth=None),
+        delay=args.delay,
+        concurrency=args.concurrency_per_host,
+        kind=KIND_RECRAWL,
+        recrawl=[(item.url_id, item.priority) for item in schedule],
+    )
+    session = CrawlSession(data, config)
+    try:
+        session.schedule_recrawl()
+    except WebsiftError:
+        session.close("bad_schedule")
+        raise
+    summary = run_session(session, progress=not args.quiet)
+    return _finish(summary, args.quiet)

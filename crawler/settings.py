@@ -1,7 +1,60 @@
-"""Crawl defaults: every tunable number of the crawler lives here, by name."""
+"""Crawl defaults: every tunable number of the crawler lives here, by name.
+
+The command line (``crawler/commands.py``) overrides some of them per crawl; the rest are read
+here by the components that need them, never written as literals inside functions.
+"""
 
 from __future__ import annotations
 
 # Identity: the product token robots.txt groups are matched against, and the full User-Agent.
 ROBOTS_AGENT = "websift"
 USER_AGENT = "websift/0.1 (+https://github.com/websift/websift; a polite research crawler)"
+
+# ---------------------------------------------------------------- politeness (per host)
+DEFAULT_DELAY = 1.0  # seconds between request starts to one host (--delay)
+DEFAULT_CONCURRENCY_PER_HOST = 1  # requests in flight per host (--concurrency-per-host)
+MAX_DELAY = 60.0  # no delay in force (Crawl-delay, adaptive, learned) exceeds this
+MAX_CRAWL_DELAY = 30.0  # a robots.txt Crawl-delay above this is capped to it
+# Adaptive delay: at least this factor times the host's observed response time (EWMA) divided
+# by the concurrency, so a slow server is asked less often (AutoThrottle's idea, websift's rule).
+ADAPTIVE_DELAY_FACTOR = 1.0
+RESPONSE_TIME_EWMA = 0.3  # weight of the newest observation in the response-time average
+# 429 / 503 back-off: Retry-After when given (capped), else BACKOFF_BASE * 2**(tries-1).
+BACKOFF_BASE = 2.0
+MAX_BACKOFF = 300.0
+RETRY_TIMES = 2  # retries of one URL after 429/503/timeouts/connection errors
+RETRY_STATUSES = frozenset({408, 429, 502, 503, 504})
+BACKOFF_STATUSES = frozenset({429, 503})
+
+# ---------------------------------------------------------------- robots.txt
+ROBOTS_TTL = 24 * 3600.0  # a robots.txt fetched less than this long ago is reused from the store
+
+# ---------------------------------------------------------------- limits and scope
+DEFAULT_MAX_PAGES = 1000  # pages fetched per `websift crawl` run (--max-pages)
+DEFAULT_MAX_DEPTH = 16  # link hops from a seed (--max-depth)
+MAX_PAGES_PER_HOST = 20000  # spider-trap limit: pages fetched per host in one run
+DOWNLOAD_MAXSIZE = 8 * 1024 * 1024  # bytes; a larger response is aborted, counted 'too_large'
+DOWNLOAD_WARNSIZE = 0  # Scrapy's warning threshold (0: off; the cap above is what counts)
+DOWNLOAD_TIMEOUT = 20.0  # seconds per request
+MAX_REDIRECTS = 5  # redirect hops from the URL a link named; more counts 'too_many_redirects'
+CONCURRENT_REQUESTS = 64  # total in flight over all hosts (Scrapy's global cap)
+
+# ---------------------------------------------------------------- page content
+HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
+ANCHOR_MAX_CHARS = 200  # anchor text kept per link, after whitespace is collapsed
+NOFOLLOW_RELS = frozenset({"nofollow", "ugc", "sponsored"})
+
+# ---------------------------------------------------------------- frontier (OPIC)
+DEFAULT_STRATEGY = "greedy"  # greedy | random | cycle (OPIC section 3.1)
+# The virtual page's cash is handed back every this many reads (section 2.1: "not distributed
+# all at once"), and the stored importance estimates are refreshed at the same time.
+VIRTUAL_EVERY = 32
+RANDOM_SEED = 0  # the Random strategy's generator seed (reproducible comparisons)
+
+# ---------------------------------------------------------------- recrawl
+# Refresh priority = cash since the last fetch * (1 + CHANGE_WEIGHT * change_count/fetch_count).
+RECRAWL_CHANGE_WEIGHT = 1.0
+DEFAULT_RECRAWL_BUDGET = 100
+
+# ---------------------------------------------------------------- progress
+PROGRESS_INTERVAL = 1.0  # seconds between progress lines

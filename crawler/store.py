@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -408,6 +408,60 @@ class CrawlStore:
             )
             self.replace_links(url_id, links, seq)
         return seq
+
+    def host_id_of_url(self, url_id: int) -> int:
+        row = self._conn.execute("SELECT host_id FROM urls WHERE id=?", (url_id,)).fetchone()
+        if row is None:
+            raise StoreError(f"no URL with ID {url_id} in the store")
+        return int(row[0])
+
+    def first_with_hash(self, digest: str, exclude: int) -> int | None:
+        """The lowest-ID page (not itself a duplicate) whose content hash is ``digest``."""
+        row = self._conn.execute(
+            "SELECT id FROM urls WHERE content_hash=? AND id<>? AND duplicate_of IS NULL "
+            "ORDER BY id LIMIT 1",
+            (digest, exclude),
+        ).fetchone()
+        return None if row is None else int(row[0])
+
+    def touch_fetched(
+        self, url_id: int, fetched_at: float, *, etag: str | None, last_modified: str | None
+    ) -> None:
+        """A refetch that found the content unchanged (304, or the same bytes): the fetch time
+        and count move, validators are refreshed when given, ``seq`` does not (no re-indexing)."""
+        self._conn.execute(
+            "UPDATE urls SET fetched_at=?, fetch_count=fetch_count+1, "
+            "etag=coalesce(?, etag), last_modified=coalesce(?, last_modified) WHERE id=?",
+            (fetched_at, etag, last_modified, url_id),
+        )
+
+    def bump_fetch_count(self, url_id: int) -> None:
+        self._conn.execute("UPDATE urls SET fetch_count=fetch_count+1 WHERE id=?", (url_id,))
+
+    def mark_failed(
+        self, url_id: int, reason: str, http_status: int | None, fetched_at: float
+    ) -> None:
+        """Status ``error`` with its reason.  A page that had content gets a new ``seq`` so the
+        indexer sees that it is gone."""
+        row = self._conn.execute("SELECT status FROM urls WHERE id=?", (url_id,)).fetchone()
+        if row is None:
+            raise StoreError(f"no URL with ID {url_id} in the store")
+        seq_sql, params = "", [reason, http_status, fetched_at]
+        if row[0] == FETCHED:
+            seq_sql = ", seq=?"
+            params.append(self.next_seq())
+        self._conn.execute(
+            f"UPDATE urls SET status='error', error=?, http_status=?, fetched_at=?{seq_sql} "
+            "WHERE id=?",
+            [*params, url_id],
+        )
+
+    def followed_children(self, src: int, keep: Callable[[int], bool]) -> list[int]:
+        """Distinct targets of ``src``'s followed (not nofollow) links that ``keep`` accepts."""
+        rows = self._conn.execute(
+            "SELECT DISTINCT dst FROM links WHERE src=? AND nofollow=0 AND dst<>?", (src, src)
+        ).fetchall()
+        return [int(d) for (d,) in rows if keep(int(d))]
 
     def url_count(self) -> int:
         return int(self._conn.execute("SELECT count(*) FROM urls").fetchone()[0])

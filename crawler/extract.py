@@ -1,0 +1,152 @@
+"""What a fetched HTML page says about itself: links, robots directives, text.
+
+Question: given the bytes of an HTML response, which links does it hold (with anchor text and
+nofollow), does it ask not to be indexed or followed (``<meta name="robots">``, the
+``X-Robots-Tag`` header), and what is its visible text (for near-duplicate detection)?
+
+Parsing is lxml's HTML parser, which recovers from broken markup; the encoding is the one Scrapy
+detected (header, BOM, ``<meta charset>``, then a guess).  A page lxml cannot parse at all gives
+no links and no text, and the reason is returned so the crawl counts it; it never raises.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import lxml.etree
+import lxml.html
+
+from crawler import settings as S
+
+_WS_RE = re.compile(r"\s+")
+_XML_DECL_RE = re.compile(r"^\s*<\?xml[^>]*\?>", re.IGNORECASE)
+_TEXT_SKIP = ("script", "style", "noscript", "template")
+
+
+@dataclass(frozen=True)
+class RawLink:
+    href: str  # as written in the page (resolved later against ``Extracted.base``)
+    anchor: str
+    nofollow: bool
+
+
+@dataclass
+class Extracted:
+    base: str
+    links: list[RawLink] = field(default_factory=list)
+    noindex: bool = False
+    nofollow: bool = False
+    text: str = ""
+    title: str = ""
+    parse_error: str | None = None
+
+
+def collapse(text: str, limit: int) -> str:
+    return _WS_RE.sub(" ", text).strip()[:limit]
+
+
+def robots_directives(values: list[str], agent: str) -> set[str]:
+    """Directives from meta robots contents or X-Robots-Tag values that apply to ``agent``.
+
+    ``X-Robots-Tag: otherbot: noindex`` applies only to otherbot; ``websift: nofollow`` and plain
+    ``noindex, nofollow`` apply to websift.  ``none`` means both.
+    """
+    found: set[str] = set()
+    for value in values:
+        scope_agent: str | None = None
+        for raw in value.split(","):
+            token = raw.strip().lower()
+            if ":" in token:
+                head, _, rest = token.partition(":")
+                head = head.strip()
+                if head and " " not in head and head not in ("unavailable_after", "max-snippet",
+                                                              "max-image-preview", "max-video-preview"):
+                    scope_agent = head
+                    token = rest.strip()
+            if scope_agent is not None and scope_agent not in (agent.lower(), "*"):
+                continue
+            if token == "none":
+                found.update(("noindex", "nofollow"))
+            elif token in ("noindex", "nofollow"):
+                found.add(token)
+    return found
+
+
+def _parse(body: bytes, encoding: str | None) -> lxml.html.HtmlElement:
+    try:
+        parser = lxml.html.HTMLParser(encoding=encoding) if encoding else None
+        return lxml.html.document_fromstring(body, parser=parser)
+    except (LookupError, ValueError, lxml.etree.ParserError):
+        # unknown codec name or a body libxml2 refuses as bytes: decode leniently, parse text
+        text = body.decode(encoding or "utf-8", errors="replace") if _codec_ok(encoding) else (
+            body.decode("utf-8", errors="replace")
+        )
+        return lxml.html.document_fromstring(_XML_DECL_RE.sub("", text))
+
+
+def _codec_ok(encoding: str | None) -> bool:
+    if not encoding:
+        return False
+    try:
+        "".encode(encoding)
+    except LookupError:
+        return False
+    return True
+
+
+def extract(
+    body: bytes,
+    url: str,
+    encoding: str | None,
+    x_robots_tag: list[str],
+    agent: str = S.ROBOTS_AGENT,
+    anchor_limit: int = S.ANCHOR_MAX_CHARS,
+) -> Extracted:
+    """Links, robots directives and text of one HTML page."""
+    out = Extracted(base=url)
+    header_directives = robots_directives(x_robots_tag, agent)
+    out.noindex = "noindex" in header_directives
+    out.nofollow = "nofollow" in header_directives
+    if not body.strip():
+        out.parse_error = "empty_document"
+        return out
+    try:
+        doc = _parse(body, encoding)
+    except (ValueError, lxml.etree.ParserError):
+        out.parse_error = "unparseable_html"
+        return out
+    bases = doc.xpath("//base[@href]/@href")
+    if bases:
+        out.base = str(bases[0]).strip() or url
+    metas = [
+        str(m.get("content") or "")
+        for m in doc.xpath("//meta[@name]")
+        if str(m.get("name")).strip().lower() in ("robots", agent.lower())
+    ]
+    meta_directives = robots_directives(metas, "*")
+    out.noindex = out.noindex or "noindex" in meta_directives
+    out.nofollow = out.nofollow or "nofollow" in meta_directives
+    for el in doc.xpath("//a[@href] | //area[@href]"):
+        rel = {r.lower() for r in str(el.get("rel") or "").split()}
+        if el.tag == "area":
+            anchor = str(el.get("alt") or "")
+        else:
+            anchor = el.text_content()
+            if not anchor.strip():
+                anchor = " ".join(str(a) for a in el.xpath(".//img/@alt"))
+        out.links.append(
+            RawLink(
+                href=str(el.get("href")),
+                anchor=collapse(anchor, anchor_limit),
+                nofollow=out.nofollow or bool(rel & S.NOFOLLOW_RELS),
+            )
+        )
+    titles = doc.xpath("//title")
+    if titles:
+        out.title = collapse(titles[0].text_content(), 1000)
+    for bad in doc.xpath("|".join(f"//{t}" for t in _TEXT_SKIP)):
+        bad.drop_tree()
+    body_el = doc.find("body")
+    out.text = collapse((body_el if body_el is not None else doc).text_content(), 1_000_000)
+    return out

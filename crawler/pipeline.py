@@ -1,0 +1,275 @@
+"""Recording what a fetch produced: WARC record, page row, links, OPIC step, in one transaction.
+
+Question: a response (or a failure) came back for a URL of the frontier; what lands in the store?
+
+Every outcome is one *step* and one SQLite transaction holding the page's row, its out-links and
+newly discovered URLs, and the OPIC state the step changed (``Frontier.persist``).  A WARC record
+is written and fsynced *before* the transaction that points into it commits, so a crash leaves at
+worst an unreferenced record, never a row pointing at nothing.  A URL is fetched again after a
+crash only if its step had not committed, so no page is ever stored twice.
+
+Outcomes (counted in ``stats`` as ``outcome/...``, failures as ``failure/<reason>``):
+2xx HTML (parsed: links, robots directives, exact and near duplicates), 2xx other types (stored
+and archived, not parsed), 304 / unchanged (no new ``seq``: nothing to re-index), redirects (the
+target enters the frontier, the hop count is limited), robots.txt refusals and failures.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http import HTTPStatus
+
+import numpy as np
+
+from crawler import settings as S
+from crawler.dedup import NEAR_DUPLICATE_DISTANCE, NearDuplicateIndex, content_hash, text_fingerprint
+from crawler.extract import Extracted, extract
+from crawler.frontier import Frontier
+from crawler.robots import RobotsDecision
+from crawler.store import DISALLOWED, OUT_OF_SCOPE, REDIRECT, CrawlStore, Link
+from crawler.urls import UrlError, canonicalize
+from crawler.warc import WarcWriterFile
+
+# (url, depth) -> None when in scope, else the reason key
+ScopeJudge = Callable[[str, int], "str | None"]
+
+
+@dataclass
+class Fetched:
+    """A response, in plain values (the spider converts Scrapy's objects)."""
+
+    uid: int
+    url: str
+    status: int
+    headers: list[tuple[str, str]]
+    body: bytes
+    encoding: str | None = None
+    looks_html: bool = False  # Scrapy chose HtmlResponse (type sniffed when the header is absent)
+    depth: int = 0
+    fetched_at: float = 0.0
+
+    def header(self, name: str) -> str | None:
+        lname = name.lower()
+        for key, value in self.headers:
+            if key.lower() == lname:
+                return value
+        return None
+
+    def header_all(self, name: str) -> list[str]:
+        lname = name.lower()
+        return [v for k, v in self.headers if k.lower() == lname]
+
+    @property
+    def content_type(self) -> str | None:
+        raw = self.header("Content-Type")
+        if not raw:
+            return "text/html" if self.looks_html else None
+        return raw.split(";", 1)[0].strip().lower() or None
+
+
+@dataclass
+class LinkSet:
+    links: list[Link] = field(default_factory=list)
+    children: list[int] = field(default_factory=list)  # followed, in scope, known to OPIC
+
+
+class PageRecorder:
+    """Writes each step's outcome to the WARC files, the store and the OPIC state."""
+
+    def __init__(
+        self,
+        store: CrawlStore,
+        warc: WarcWriterFile,
+        frontier: Frontier,
+        judge: ScopeJudge,
+        stats: Counter[str],
+        near: NearDuplicateIndex,
+        *,
+        agent: str = S.ROBOTS_AGENT,
+    ) -> None:
+        self.store = store
+        self.warc = warc
+        self.frontier = frontier
+        self.judge = judge
+        self.stats = stats
+        self.near = near
+        self.agent = agent
+
+    # ------------------------------------------------------------------ URLs entering
+    def discover(self, url: str, depth: int, follow: bool) -> tuple[int, bool]:
+        """Store a URL named by a link (or seed); frontier it when followed and in scope.
+
+        Returns (id, entered OPIC).  Out-of-scope URLs get status ``out_of_scope`` with the
+        reason in ``error`` (only while they were never fetched).
+        """
+        uid, created = self.store.add_url(url, depth)
+        if created:
+            self.stats["discovery/urls"] += 1
+        if self.frontier.is_known(uid):
+            return uid, False
+        reason = self.judge(url, depth)
+        if reason is not None:
+            if created:
+                self.stats[f"scope/{reason}"] += 1
+            page = self.store.page(uid) if not created else None
+            if created or (page is not None and page.status in ("discovered", OUT_OF_SCOPE)):
+                self.store.update_page(uid, status=OUT_OF_SCOPE, error=reason)
+            return uid, False
+        if not follow:
+            return uid, False
+        if not created:
+            self.store.update_page(uid, status="discovered", error=None)
+        host_id = self.store.host_id_of_url(uid)
+        self.frontier.add(uid, url, host_id, depth)
+        return uid, True
+
+    def _links(self, uid: int, depth: int, ex: Extracted) -> LinkSet:
+        out = LinkSet()
+        seen_children: set[int] = set()
+        for raw in ex.links:
+            try:
+                target = canonicalize(raw.href, ex.base)
+            except UrlError:
+                self.stats["links/unusable_href"] += 1
+                continue
+            follow = not raw.nofollow
+            dst, _ = self.discover(target, depth + 1, follow)
+            out.links.append(Link(dst, raw.anchor, raw.nofollow))
+            if follow and dst != uid and dst not in seen_children and self.frontier.is_known(dst):
+                seen_children.add(dst)
+                out.children.append(dst)
+        self.stats["links/stored"] += len(out.links)
+        return out
+
+    # ------------------------------------------------------------------ the OPIC step
+    def _step(self, uid: int, children: list[int], *, dead: bool) -> None:
+        dirty: set[int] | np.ndarray = self.frontier.read(uid, children, dead=dead)
+        if self.frontier.virtual_due():
+            dirty = self.frontier.distribute_virtual()
+        self.frontier.persist(self.store, dirty)
+
+    # ------------------------------------------------------------------ outcomes
+    def page(self, f: Fetched) -> None:
+        """A 2xx answer: archive, parse when HTML, detect duplicates, store, step OPIC."""
+        ctype = f.content_type
+        html = ctype in S.HTML_TYPES
+        phrase = _phrase(f.status)
+        loc = self.warc.write_response(f.url, f.status, phrase, f.headers, f.body)
+        self.warc.sync()  # the record is on disk before the row that points at it commits
+        digest = content_hash(f.body)
+        ex: Extracted | None = None
+        if html:
+            ex = extract(f.body, f.url, f.encoding, f.header_all("X-Robots-Tag"), self.agent)
+            if ex.parse_error:
+                self.stats[f"failure/{ex.parse_error}"] += 1
+        else:
+            self.stats["outcome/non_html"] += 1
+        with self.store.transaction():
+            previous = self.store.page(f.uid)
+            if previous is not None and previous.content_hash == digest and previous.fetch_count:
+                self._unchanged(f, previous.id)
+                return
+            duplicate_of = self.store.first_with_hash(digest, exclude=f.uid)
+            simhash: int | None = None
+            if ex is not None:
+                fp = text_fingerprint(ex.text)
+                simhash = fp.simhash
+                if duplicate_of is None:
+                    duplicate_of = self.near.find(
+                        fp.simhash, NEAR_DUPLICATE_DISTANCE, tokens=fp.tokens, exclude=f.uid
+                    )
+                    if duplicate_of is not None:
+                        self.stats["outcome/duplicate_near"] += 1
+                    else:
+                        self.near.add(f.uid, fp.simhash, tokens=fp.tokens)
+                else:
+                    self.stats["outcome/duplicate_exact"] += 1
+            elif duplicate_of is not None:
+                self.stats["outcome/duplicate_exact"] += 1
+            links = self._links(f.uid, f.depth, ex) if ex is not None else LinkSet()
+            noindex = bool(ex and ex.noindex)
+            if noindex:
+                self.stats["outcome/noindex"] += 1
+            self.store.record_fetched(
+                f.uid,
+                http_status=f.status,
+                content_type=ctype,
+                warc=(loc.file, loc.offset, loc.length),
+                content_hash=digest,
+                links=links.links,
+                simhash=simhash,
+                duplicate_of=duplicate_of,
+                noindex=noindex,
+                nofollow=bool(ex and ex.nofollow),
+                etag=f.header("ETag"),
+                last_modified=f.header("Last-Modified"),
+                fetched_at=f.fetched_at,
+            )
+            self._step(f.uid, links.children, dead=False)
+        self.stats["outcome/fetched"] += 1
+
+    def _unchanged(self, f: Fetched, uid: int) -> None:
+        """Refetched with the same bytes: like a 304, no new seq (inside the transaction)."""
+        self.store.touch_fetched(
+            uid, f.fetched_at, etag=f.header("ETag"), last_modified=f.header("Last-Modified")
+        )
+        self._step(uid, self.store.followed_children(uid, self.frontier.is_known), dead=False)
+        self.stats["outcome/unchanged"] += 1
+
+    def not_modified(self, f: Fetched) -> None:
+        """304 to a conditional request: fetched_at and fetch_count move, seq does not."""
+        with self.store.transaction():
+            self.store.touch_fetched(
+                f.uid, f.fetched_at, etag=f.header("ETag"), last_modified=f.header("Last-Modified")
+            )
+            self._step(f.uid, self.store.followed_children(f.uid, self.frontier.is_known), dead=False)
+        self.stats["outcome/not_modified"] += 1
+
+    def redirect(self, f: Fetched, location: str, hops: int, max_hops: int) -> tuple[int, str] | None:
+        """A 3xx: the source row points at the target, which enters the frontier.
+
+        Returns (target id, target URL) when the target was newly frontiered, so the caller can
+        carry the hop count to its request.
+        """
+        try:
+            target = canonicalize(location, f.url)
+        except UrlError:
+            self.failed(f.uid, "bad_redirect", f.status, f.fetched_at)
+            return None
+        if hops > max_hops:
+            self.failed(f.uid, "too_many_redirects", f.status, f.fetched_at)
+            return None
+        with self.store.transaction():
+            tid, entered = self.discover(target, f.depth, follow=True)
+            self.store.update_page(
+                f.uid, status=REDIRECT, http_status=f.status, redirect_to=tid,
+                fetched_at=f.fetched_at, error=None,
+            )
+            self.store.bump_fetch_count(f.uid)
+            children = [tid] if self.frontier.is_known(tid) and tid != f.uid else []
+            self._step(f.uid, children, dead=False)
+        self.stats["outcome/redirect"] += 1
+        return (tid, target) if entered else None
+
+    def failed(self, uid: int, reason: str, http_status: int | None, when: float) -> None:
+        """A final failure: status error with its reason; the page's cash goes back."""
+        with self.store.transaction():
+            self.store.mark_failed(uid, reason, http_status, when)
+            self._step(uid, [], dead=True)
+        self.stats[f"failure/{reason}"] += 1
+
+    def disallowed(self, uid: int, decision: RobotsDecision) -> None:
+        where = f"robots.txt line {decision.line}: {decision.rule}" if decision.line else decision.reason
+        with self.store.transaction():
+            self.store.update_page(uid, status=DISALLOWED, error=where)
+            self._step(uid, [], dead=True)
+        self.stats["outcome/disallowed"] += 1
+
+
+def _phrase(status: int) -> str:
+    try:
+        return HTTPStatus(status).phrase
+    except ValueError:
+        return ""
