@@ -21,21 +21,6 @@ EXIT_ERROR = 2
 EXIT_INTERRUPTED = 130
 
 
-class _Parser(argparse.ArgumentParser):
-    """argparse whose subparsers all take ``--data DIR``."""
-
-    def __init__(self, *args: object, **kwargs: object) -> None:
-        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
-        if kwargs.get("prog", "").count(" ") >= 1:  # type: ignore[union-attr]
-            self.add_argument(
-                "--data",
-                type=Path,
-                default=None,
-                metavar="DIR",
-                help="data directory (default: $WEBSIFT_DATA or ./websift-data)",
-            )
-
-
 def build_parser() -> argparse.ArgumentParser:
     from api import commands as api_commands
     from api import demo as demo_commands
@@ -47,13 +32,32 @@ def build_parser() -> argparse.ArgumentParser:
         prog="websift",
         description="websift: crawl, index, rank and search the web you choose.",
     )
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     for module in (
         crawler_commands, indexer_commands, ranking_commands, api_commands, demo_commands
     ):
         module.register(sub)
+    for command in sub.choices.values():
+        _add_data_option(command)
     return parser
+
+
+def _add_data_option(command: argparse.ArgumentParser) -> None:
+    """Every subcommand (and sub-subcommand) takes ``--data DIR``."""
+    subactions = [a for a in command._actions if isinstance(a, argparse._SubParsersAction)]
+    if subactions:
+        for nested in subactions[0].choices.values():
+            _add_data_option(nested)
+        return
+    if "--data" not in command._option_string_actions:
+        command.add_argument(
+            "--data",
+            type=Path,
+            default=None,
+            metavar="DIR",
+            help="data directory (default: $WEBSIFT_DATA or ./websift-data)",
+        )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
