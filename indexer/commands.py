@@ -1,9 +1,93 @@
-"""`websift` subcommands owned by indexer/ (registered by api/cli.py)."""
+"""`websift index` and `websift search` (registered by api/cli.py)."""
 
 from __future__ import annotations
 
 import argparse
+import json
+import sys
+from dataclasses import asdict
+
+from crawler.datadir import DataDir
+from indexer.build import build_index
+from indexer.searcher import Searcher
+from indexer.settings import DEFAULT_K, DEFAULT_RAM_MB
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {text}")
+    return value
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     """Add this package's subcommands to the `websift` parser."""
+    p = sub.add_parser(
+        "index", help="index the pages crawled since the last run (all of them the first time)",
+        description="Turn the crawl store into searchable index segments: forward barrels, "
+        "inverter, lexicon, bit-packed postings.  A later run adds only what changed.")
+    p.add_argument("--ram-mb", type=_positive_int, default=DEFAULT_RAM_MB, metavar="M",
+                   help=f"memory for hit buffers and barrel inversion (default {DEFAULT_RAM_MB})")
+    p.add_argument("--quiet", action="store_true", help="no progress lines")
+    p.set_defaults(func=index_command)
+
+    s = sub.add_parser("search", help="search the index from the command line",
+                       description='Query language: words, "phrases", -word, site:host, OR.')
+    s.add_argument("query", help='the query, e.g. \'"context manager" -async site:example.org\'')
+    s.add_argument("-k", type=_positive_int, default=DEFAULT_K, help="number of hits")
+    s.add_argument("--json", action="store_true", help="print the results as JSON")
+    s.add_argument("--explain", action="store_true", help="per-field, per-term score parts")
+    s.set_defaults(func=search_command)
+
+
+def index_command(args: argparse.Namespace) -> int:
+    data = DataDir.open(args.data)
+    say = None if args.quiet else (lambda msg: print(f"index: {msg}", file=sys.stderr))
+    r = build_index(data, ram_mb=args.ram_mb, progress=say)
+    if r.mode == "unchanged":
+        print(f"index: nothing new since seq {r.last_seq}; generation {r.generation} "
+              f"({r.live_docs} documents in {r.segments} segments)")
+        return 0
+    skipped = ", ".join(f"{k} {v}" for k, v in sorted(r.skipped.items())) or "none"
+    print(f"index: generation {r.generation} ({r.mode}) in {r.seconds:.1f}s: "
+          f"{r.documents} pages, {r.anchor_only} known by anchors only, {r.dropped} removed, "
+          f"{r.hits} hits; live: {r.live_docs} documents in {r.segments} segments; "
+          f"left out: {skipped}")
+    if r.skipped.get("warc_error"):
+        print(f"index: warning: {r.skipped['warc_error']} pages skipped because their WARC "
+              "record failed to read or its digest check", file=sys.stderr)
+    return 0
+
+
+def search_command(args: argparse.Namespace) -> int:
+    data = DataDir.open(args.data)
+    searcher = Searcher.open(data)
+    try:
+        res = searcher.search(args.query, k=args.k, explain=args.explain)
+    finally:
+        searcher.close()
+    if args.json:
+        print(json.dumps({"query": res.query, "total": res.total,
+                          "hits": [asdict(h) for h in res.hits]}, indent=1))
+        return 0
+    print(f"{res.total} matching documents")
+    for rank, h in enumerate(res.hits, 1):
+        print(f"{rank:2d}. {h.title}\n    {h.url}  (score {h.score:.3f})")
+        if h.snippet:
+            print(f"    {_mark(h.snippet, h.highlights)}")
+        if h.explain:
+            print("    " + json.dumps(h.explain["terms"]))
+    return 0
+
+
+def _mark(snippet: str, spans: list[tuple[int, int]]) -> str:
+    out, last = [], 0
+    for s, e in spans:
+        out.append(snippet[last:s])
+        out.append(f"[{snippet[s:e]}]")
+        last = e
+    out.append(snippet[last:])
+    return "".join(out)

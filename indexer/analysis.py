@@ -1,0 +1,107 @@
+"""The one analyzer, used at index time and at query time (Whoosh's StemmingAnalyzer chain).
+
+Chain: Whoosh's tokenizer regex ``\\w+(\\.?\\w+)*`` -> lower case -> drop tokens shorter than 2 or
+longer than 64 characters -> drop stop words -> Porter stemming (``whoosh.lang.porter.stem``).
+
+Two choices of ours on top of Whoosh's chain:
+
+* Dotted and underscored names (``unittest.mock``, ``PyConfig.filesystem_errors``) are indexed
+  twice: as the compound itself (lower case, unstemmed), at the position of its first part, and
+  as their parts (stemmed), at consecutive positions.  A query for the exact name then matches
+  the rare compound term (high IDF), and a query for one part still finds the page.
+* Stop words are left out of the lexicon but still take a position, so a phrase query keeps its
+  gaps ("to be or not to be" matches only the words at the right distances).
+
+Speed: analysis of a raw token is memoised per :class:`Analyzer` (token -> terms and offsets),
+so the Porter stemmer runs once per distinct word form.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from whoosh.analysis import STOP_WORDS
+from whoosh.lang.porter import stem
+
+from indexer.settings import MAX_TOKEN_CHARS, MIN_TOKEN_CHARS, STEM_CACHE_SIZE
+
+TOKEN_RE = re.compile(r"\w+(?:\.?\w+)*")
+_PART_SPLIT = re.compile(r"[._]+")
+
+# What one raw token becomes: its terms, each term's offset from the token's first position, and
+# how many positions the token takes.
+_Analysed = tuple[tuple[str, ...], tuple[int, ...], int]
+_NOTHING: _Analysed = ((), (), 1)
+
+
+class Analyzer:
+    """Whoosh's StemmingAnalyzer chain plus compound names; memoised per instance."""
+
+    def __init__(self, stoplist: Iterable[str] = STOP_WORDS, cache_size: int = STEM_CACHE_SIZE):
+        self.stoplist = frozenset(stoplist)
+        self.cache_size = cache_size
+        self._cache: dict[str, _Analysed] = {}
+
+    def _term(self, word: str) -> str | None:
+        if len(word) < MIN_TOKEN_CHARS or len(word) > MAX_TOKEN_CHARS or word in self.stoplist:
+            return None
+        return stem(word)
+
+    def _analyse_token(self, token: str) -> _Analysed:
+        if "." not in token and "_" not in token:
+            term = self._term(token)
+            return _NOTHING if term is None else ((term,), (0,), 1)
+        parts = [p for p in _PART_SPLIT.split(token) if p]
+        terms: list[str] = []
+        offsets: list[int] = []
+        if MIN_TOKEN_CHARS <= len(token) <= MAX_TOKEN_CHARS and len(parts) > 1:
+            terms.append(token)
+            offsets.append(0)
+        for i, part in enumerate(parts):
+            term = self._term(part)
+            if term is not None:
+                terms.append(term)
+                offsets.append(i)
+        return tuple(terms), tuple(offsets), max(1, len(parts))
+
+    def token(self, token: str) -> _Analysed:
+        """Terms, offsets and width of one lower-cased raw token (memoised)."""
+        hit = self._cache.get(token)
+        if hit is None:
+            hit = self._analyse_token(token)
+            if len(self._cache) < self.cache_size:
+                self._cache[token] = hit
+        return hit
+
+    def positions(
+        self, text: str, start: int = 0, limit: int | None = None
+    ) -> tuple[list[str], list[int], int]:
+        """Terms of ``text`` with their positions; returns (terms, positions, next position)."""
+        terms: list[str] = []
+        positions: list[int] = []
+        pos = start
+        analyse = self.token
+        for raw in TOKEN_RE.findall(text.lower()):
+            toks, offs, width = analyse(raw)
+            if toks:
+                terms.extend(toks)
+                positions.extend(pos + o for o in offs) if width > 1 else positions.append(pos)
+            pos += width
+            if limit is not None and len(terms) >= limit:
+                break
+        return terms, positions, pos
+
+    def terms(self, text: str) -> list[str]:
+        """The terms of ``text`` in order (query-time form, no positions)."""
+        out: list[str] = []
+        analyse = self.token
+        for raw in TOKEN_RE.findall(text.lower()):
+            out.extend(analyse(raw)[0])
+        return out
+
+
+def analyze(text: str) -> list[str]:
+    """The terms of ``text``: the one analyzer at index and query time (a fresh memo per call;
+    long-lived callers keep an :class:`Analyzer`)."""
+    return Analyzer().terms(text)

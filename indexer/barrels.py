@@ -1,0 +1,155 @@
+"""Forward barrels and the inverter (Brin & Page 1998, section 4.2.5 "Indexing" and "Sorting").
+
+The indexer turns each document into hits ``(word ID, doc ordinal, field, position)`` and
+ships them into *forward barrels*: barrel ``b`` holds the hits whose word ID lies in
+``[b * BARREL_WORDS, (b + 1) * BARREL_WORDS)``.  Hits are buffered in memory and written out as
+one run per barrel whenever the buffer passes ``--ram-mb`` (the slides' "barrel size = what
+fits in main memory").  Within a run, hits are in document order: that is what makes the
+barrel *forward*.
+
+The inverter (the sorter) then takes each barrel in turn.  When all its runs fit in memory it
+loads them and sorts by word ID (a stable radix sort, so document and position order survive);
+when they do not, it sorts each run on its own, writes the sorted runs, and merges them
+sequentially, one word-ID range at a time, so memory stays within the budget.  Its output is a
+sequence of hit arrays sorted by (word, doc, field, position) over increasing word ranges.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+
+from indexer.settings import BARREL_WORDS, HIT_BYTES, KILL_AFTER_BARRELS_ENV
+
+_CONVERT_EVERY = 1 << 16  # Python-list hits turned into numpy at this count
+
+
+class ForwardBarrels:
+    """Buffers hits and writes them as forward barrel runs under ``directory``."""
+
+    def __init__(self, directory: Path, ram_bytes: int) -> None:
+        self.directory = directory
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.ram_bytes = max(ram_bytes, 1 << 20)
+        self._wids: list[int] = []
+        self._pos: list[int] = []
+        self._docs: list[int] = []
+        self._fields: list[int] = []
+        self._counts: list[int] = []
+        self._chunks: list[np.ndarray] = []
+        self._chunk_hits = 0
+        self.runs: dict[int, list[Path]] = {}
+        self.run_count = 0
+        self.files_written = 0
+        self.hits_total = 0
+        kill = os.environ.get(KILL_AFTER_BARRELS_ENV)
+        self._kill_after = int(kill) if kill else None
+
+    def add(self, doc: int, field: int, wids: list[int], positions: list[int]) -> None:
+        """The hits of one field of one document (documents in increasing ordinal)."""
+        if not wids:
+            return
+        self._wids.extend(wids)
+        self._pos.extend(positions)
+        self._docs.append(doc)
+        self._fields.append(field)
+        self._counts.append(len(wids))
+        if len(self._wids) >= _CONVERT_EVERY:
+            self._convert()
+
+    def _convert(self) -> None:
+        if not self._wids:
+            return
+        counts = np.asarray(self._counts, dtype=np.int64)
+        chunk = np.empty((len(self._wids), 4), dtype=np.int32)
+        chunk[:, 0] = self._wids
+        chunk[:, 1] = np.repeat(np.asarray(self._docs, dtype=np.int32), counts)
+        chunk[:, 2] = np.repeat(np.asarray(self._fields, dtype=np.int32), counts)
+        chunk[:, 3] = self._pos
+        self._chunks.append(chunk)
+        self._chunk_hits += len(chunk)
+        self._wids, self._pos, self._docs, self._fields, self._counts = [], [], [], [], []
+        if self._chunk_hits * HIT_BYTES >= self.ram_bytes:
+            self.flush()
+
+    def flush(self) -> None:
+        """Write the buffered hits as one run per barrel they touch."""
+        self._convert_pending_only()
+        if not self._chunks:
+            return
+        hits = np.concatenate(self._chunks)
+        self._chunks, self._chunk_hits = [], 0
+        barrel = hits[:, 0] // BARREL_WORDS
+        order = np.argsort(barrel, kind="stable")
+        hits, barrel = hits[order], barrel[order]
+        bounds = np.flatnonzero(np.diff(barrel)) + 1
+        starts = np.concatenate([[0], bounds])
+        ends = np.concatenate([bounds, [len(hits)]])
+        for s, e in zip(starts, ends, strict=True):
+            b = int(barrel[s])
+            path = self.directory / f"fwd-{b:05d}-{self.run_count:05d}.npy"
+            np.save(path, hits[s:e])
+            self.runs.setdefault(b, []).append(path)
+            self.files_written += 1
+            if self._kill_after is not None and self.files_written >= self._kill_after:
+                os.kill(os.getpid(), signal.SIGKILL)
+        self.hits_total += len(hits)
+        self.run_count += 1
+
+    def _convert_pending_only(self) -> None:
+        if self._wids:
+            saved = self.ram_bytes
+            self.ram_bytes = 1 << 62  # convert without recursing into flush
+            self._convert()
+            self.ram_bytes = saved
+
+    def close(self) -> None:
+        self.flush()
+
+
+def invert(runs: list[Path], ram_bytes: int, scratch: Path) -> Iterator[np.ndarray]:
+    """Hits of one barrel sorted by (word, doc, field, position), in word-range chunks."""
+    sizes = [os.path.getsize(p) for p in runs]
+    if sum(sizes) <= ram_bytes:
+        hits = np.concatenate([np.load(p) for p in runs]) if len(runs) > 1 else np.load(runs[0])
+        yield hits[np.argsort(hits[:, 0], kind="stable")]
+        return
+    # Too big for memory: sort each run alone, then merge word ranges sequentially.
+    sorted_runs: list[Path] = []
+    counts: dict[int, int] = {}
+    for i, path in enumerate(runs):
+        hits = np.load(path)
+        hits = hits[np.argsort(hits[:, 0], kind="stable")]
+        out = scratch / f"{path.stem}-sorted-{i}.npy"
+        np.save(out, hits)
+        sorted_runs.append(out)
+        words, n = np.unique(hits[:, 0], return_counts=True)
+        for w, c in zip(words.tolist(), n.tolist(), strict=True):
+            counts[w] = counts.get(w, 0) + c
+        del hits
+        path.unlink()
+    words = np.array(sorted(counts), dtype=np.int64)
+    cum = np.cumsum([counts[w] for w in words.tolist()]) * HIT_BYTES
+    budget = max(ram_bytes // 2, HIT_BYTES)
+    maps = [np.load(p, mmap_mode="r") for p in sorted_runs]
+    keys = [np.ascontiguousarray(m[:, 0]) for m in maps]
+    lo_idx = 0
+    while lo_idx < len(words):
+        base = cum[lo_idx - 1] if lo_idx else 0
+        hi_idx = max(lo_idx + 1, int(np.searchsorted(cum, base + budget, side="right")))
+        lo_w, hi_w = words[lo_idx], words[hi_idx - 1] + 1
+        parts = []
+        for m, k in zip(maps, keys, strict=True):
+            a, b = np.searchsorted(k, [lo_w, hi_w])
+            if b > a:
+                parts.append(np.asarray(m[a:b]))
+        hits = np.concatenate(parts)
+        yield hits[np.argsort(hits[:, 0], kind="stable")]
+        lo_idx = hi_idx
+    del maps, keys
+    for p in sorted_runs:
+        p.unlink()

@@ -1,0 +1,285 @@
+"""An indexing run: the crawl store -> a new segment -> a new manifest.
+
+Which pages (Brin & Page 1998, section 4.2.5):
+* a *full document* for each page fetched with an HTML content type, not ``noindex``, not a
+  duplicate: its raw body is read back from WARC (digest-checked) and parsed once;
+* an *anchor-only document* (URL + anchor field, title = its most common anchor) for a page
+  known only through links: never fetched (discovered, out of scope, disallowed by robots.txt)
+  or fetched with a non-HTML type;
+* nothing for the rest (errors, redirects, duplicates, noindex).
+
+Incremental runs (the manifest keeps ``last_seq``): the candidates are the pages stored since
+(``urls.seq > last_seq``) plus every page whose anchor text may have changed: the targets of the
+current out-links of those pages and the targets of the anchors those pages gave in older
+segments (``anchor_pairs.npy``).  Each candidate is re-indexed whole into the new segment, or
+recorded in its ``drops`` bitmap when it is no longer indexable; the new segment masks older
+versions of all of them.  When a run would leave more than ``MAX_SEGMENTS`` live segments it
+rebuilds everything into one segment instead (our merge: a re-index from the store, which holds
+all the inputs; simple and exact, at the price of a full pass).
+
+A run is atomic: the segment is built in ``tmp-*``, renamed to ``seg-<generation>`` when
+complete, and only then named by a new manifest.  A run killed at any point leaves the previous
+manifest and its segments untouched; the next run sweeps the leftovers.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import shutil
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import numpy as np
+
+from crawler.datadir import DataDir, fsync_dir
+from crawler.errors import WarcError
+from crawler.store import DISALLOWED, DISCOVERED, FETCHED, OUT_OF_SCOPE, CrawlStore, Page
+from crawler.warc import WarcLocation, read_response
+from indexer.analysis import Analyzer
+from indexer.anchors import Anchors, in_anchors
+from indexer.errors import IndexBusy, IndexCorrupt, IndexMissing
+from indexer.manifest import (
+    Manifest,
+    SegmentEntry,
+    describe_files,
+    read_manifest,
+    write_manifest,
+)
+from indexer.parse import parse_html
+from indexer.segment import SegmentReader, SegmentWriter
+from indexer.settings import ANCHOR_GAP, DEFAULT_RAM_MB, MAX_FIELD_TOKENS, MAX_SEGMENTS
+
+_HTML_TYPES = ("text/html", "application/xhtml+xml")
+_ANCHOR_ONLY_STATUSES = (DISCOVERED, OUT_OF_SCOPE, DISALLOWED)
+
+Fields = list[tuple[list[str], list[int]]]
+
+
+@dataclass
+class IndexReport:
+    generation: int
+    mode: str  # "full", "incremental", "merge" or "unchanged"
+    last_seq: int
+    documents: int = 0  # full documents indexed
+    anchor_only: int = 0
+    dropped: int = 0
+    skipped: Counter[str] = field(default_factory=Counter)  # reason -> pages left out
+    segments: int = 0
+    live_docs: int = 0
+    seconds: float = 0.0
+    hits: int = 0
+
+
+def is_html(content_type: str | None) -> bool:
+    if content_type is None:
+        return True
+    return content_type.split(";", 1)[0].strip().lower() in _HTML_TYPES
+
+
+def host_of(url: str) -> str:
+    return (urlsplit(url).hostname or "").lower()
+
+
+@contextmanager
+def _index_lock(index_dir: Path) -> Iterator[None]:
+    index_dir.mkdir(parents=True, exist_ok=True)
+    with open(index_dir / ".lock", "w") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise IndexBusy(f"another 'websift index' is running on {index_dir}") from None
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def _sweep(index_dir: Path, keep: set[str]) -> None:
+    """Remove segment directories no manifest names (a killed run's or a replaced one's)."""
+    for p in index_dir.iterdir():
+        if p.is_dir() and (p.name.startswith("tmp-") or p.name.startswith("seg-")) \
+                and p.name not in keep:
+            shutil.rmtree(p, ignore_errors=True)
+
+
+class DocumentMaker:
+    """Turns store rows into the analysed fields of a document."""
+
+    def __init__(self, data: DataDir, store: CrawlStore) -> None:
+        self.data = data
+        self.store = store
+        self.analyzer = Analyzer()
+
+    def _field(self, text: str) -> tuple[list[str], list[int]]:
+        terms, positions, _ = self.analyzer.positions(text, 0, MAX_FIELD_TOKENS)
+        return terms, positions
+
+    def anchor_field(self, anchors: Anchors) -> tuple[list[str], list[int]]:
+        terms: list[str] = []
+        positions: list[int] = []
+        pos = 0
+        for text in anchors.texts:
+            t, p, pos = self.analyzer.positions(text, pos)
+            terms.extend(t)
+            positions.extend(p)
+            pos += ANCHOR_GAP
+        return terms, positions
+
+    def full(self, page: Page, anchors: Anchors) -> tuple[str, str, Fields]:
+        """(title, snippet text, fields) of a fetched HTML page; raises WarcError."""
+        loc = WarcLocation(str(page.warc_file), int(page.warc_offset or 0),
+                           int(page.warc_length or 0))
+        response = read_response(self.data.warc_dir, loc)
+        parsed = parse_html(response.body, page.url, page.content_type)
+        title = parsed.title or anchors.best()
+        fields = [self._field(parsed.title), self._field(parsed.headings),
+                  self._field(parsed.body), self._field(parsed.url_words),
+                  self.anchor_field(anchors)]
+        return title, parsed.text, fields
+
+    def anchor_only(self, page: Page, anchors: Anchors) -> tuple[str, str, Fields]:
+        from indexer.parse import url_words
+
+        empty: tuple[list[str], list[int]] = ([], [])
+        fields = [empty, empty, empty, self._field(url_words(page.url)),
+                  self.anchor_field(anchors)]
+        text = " · ".join(dict.fromkeys(anchors.texts))
+        return anchors.best(), text, fields
+
+
+def _candidates(store: CrawlStore, manifest: Manifest | None, snap_seq: int,
+                segments: list[SegmentReader]) -> list[int]:
+    conn = store.conn
+    if manifest is None:
+        rows = conn.execute(
+            "SELECT id FROM urls WHERE (status = ? AND seq <= ?) "
+            "UNION SELECT DISTINCT dst FROM links", (FETCHED, snap_seq)).fetchall()
+        return sorted(int(r[0]) for r in rows)
+    last = manifest.last_seq
+    changed = {int(r[0]) for r in conn.execute(
+        "SELECT id FROM urls WHERE seq > ? AND seq <= ?", (last, snap_seq))}
+    if not changed:
+        return []
+    targets = {int(r[0]) for r in conn.execute(
+        "SELECT DISTINCT dst FROM links WHERE seq > ? AND seq <= ?", (last, snap_seq))}
+    changed_arr = np.fromiter(changed, dtype=np.int64)
+    for seg in segments:
+        pairs = seg.anchor_pairs
+        if len(pairs):
+            targets.update(pairs[np.isin(pairs[:, 0], changed_arr), 1].tolist())
+    return sorted(changed | targets)
+
+
+def build_index(data: DataDir, ram_mb: int = DEFAULT_RAM_MB,
+                progress: Callable[[str], None] | None = None) -> IndexReport:
+    """Index what changed in the crawl store since the last run (everything, the first time)."""
+    started = time.monotonic()
+    index_dir = data.index_dir
+    say = progress or (lambda _msg: None)
+    with _index_lock(index_dir):
+        try:
+            manifest: Manifest | None = read_manifest(index_dir)
+        except IndexMissing:
+            manifest = None
+        except IndexCorrupt as exc:
+            say(f"previous index unusable ({exc}); rebuilding it whole")
+            manifest = None
+        _sweep(index_dir, {s.name for s in manifest.segments} if manifest else set())
+        store = CrawlStore.open(data.store_path, readonly=True)
+        try:
+            return _run(data, store, manifest, ram_mb, started, say)
+        finally:
+            store.close()
+
+
+def _run(data: DataDir, store: CrawlStore, manifest: Manifest | None, ram_mb: int,
+         started: float, say: Callable[[str], None]) -> IndexReport:
+    index_dir = data.index_dir
+    snap_seq = int(store.conn.execute("SELECT coalesce(max(seq), 0) FROM urls").fetchone()[0])
+    old_segments = [SegmentReader(index_dir / s.name) for s in manifest.segments] \
+        if manifest else []
+    mode = "full" if manifest is None else "incremental"
+    if manifest is not None and len(manifest.segments) + 1 > MAX_SEGMENTS:
+        mode = "merge"
+    generation = (manifest.generation if manifest else 0) + 1
+    ids = _candidates(store, None if mode != "incremental" else manifest, snap_seq,
+                      old_segments)
+    report = IndexReport(generation=generation, mode=mode, last_seq=snap_seq)
+    if mode == "incremental" and not ids:
+        assert manifest is not None
+        report.generation, report.mode = manifest.generation, "unchanged"
+        report.segments = len(manifest.segments)
+        report.live_docs = int(manifest.stats.get("live_docs", 0))
+        report.seconds = time.monotonic() - started
+        return report
+    tmp = index_dir / f"tmp-{generation:06d}-{os.getpid()}"
+    writer = SegmentWriter(tmp, ram_mb * 1024 * 1024)
+    maker = DocumentMaker(data, store)
+    for i, url_id in enumerate(ids):
+        page = store.page(url_id)
+        if page is None:
+            continue
+        _index_page(page, store, maker, writer, report, drop=(mode == "incremental"))
+        if (i + 1) % 1000 == 0:
+            say(f"{i + 1}/{len(ids)} pages")
+    writer.finish()
+    report.hits = writer.barrels.hits_total
+    name = f"seg-{generation:06d}"
+    os.replace(tmp, index_dir / name)
+    fsync_dir(index_dir)
+    entry = SegmentEntry(name=name, doc_count=writer.doc_count,
+                         files=describe_files(index_dir / name))
+    kept = manifest.segments if (manifest and mode == "incremental") else []
+    segments = [*kept, entry]
+    live = _live_count([*old_segments[: len(kept)], SegmentReader(index_dir / name)])
+    new = Manifest(generation=generation, last_seq=snap_seq, segments=segments,
+                   stats={"live_docs": live, "mode": mode})
+    write_manifest(index_dir, new)
+    _sweep(index_dir, {s.name for s in segments})
+    report.segments = len(segments)
+    report.live_docs = live
+    report.seconds = time.monotonic() - started
+    return report
+
+
+def _index_page(page: Page, store: CrawlStore, maker: DocumentMaker, writer: SegmentWriter,
+                report: IndexReport, drop: bool) -> None:
+    indexable = (page.status == FETCHED and page.noindex == 0 and page.duplicate_of is None
+                 and page.warc_file is not None)
+    anchor_ok = page.status in _ANCHOR_ONLY_STATUSES or (
+        page.status == FETCHED and page.noindex == 0 and page.duplicate_of is None)
+    anchors = in_anchors(store, page.id) if (indexable or anchor_ok) else Anchors([], [])
+    host = host_of(page.url)
+    if indexable and is_html(page.content_type):
+        try:
+            title, text, fields = maker.full(page, anchors)
+        except WarcError:
+            report.skipped["warc_error"] += 1
+            return
+        writer.add_document(page.id, host, page.url, title, text, fields, anchors.sources)
+        report.documents += 1
+        return
+    if anchor_ok and anchors.texts:
+        title, text, fields = maker.anchor_only(page, anchors)
+        writer.add_document(page.id, host, page.url, title, text, fields, anchors.sources)
+        report.anchor_only += 1
+        return
+    reason = ("noindex" if page.noindex else "duplicate" if page.duplicate_of is not None
+              else "not_html" if page.status == FETCHED else f"status_{page.status}")
+    report.skipped[reason] += 1
+    if drop:
+        writer.add_drop(page.id)
+        report.dropped += 1
+
+
+def _live_count(segments: list[SegmentReader]) -> int:
+    """Documents visible through the newest-wins masking (see searcher.live_masks)."""
+    from indexer.searcher import live_masks
+
+    return int(sum(int(m.sum()) for m in live_masks(segments)))

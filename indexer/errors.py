@@ -1,0 +1,25 @@
+"""Errors raised by indexer/: each one a clear, one-line message for a person."""
+
+from __future__ import annotations
+
+from crawler.errors import WebsiftError
+
+
+class IndexerError(WebsiftError):
+    """Base of the indexer's errors."""
+
+
+class IndexMissing(IndexerError):
+    """No index has been built in this data directory yet."""
+
+
+class IndexCorrupt(IndexerError):
+    """An index file is missing, fails its checksum, or has a version this websift cannot read."""
+
+
+class IndexBusy(IndexerError):
+    """Another ``websift index`` run holds the index lock."""
+
+
+class QueryError(IndexerError):
+    """A search query cannot be parsed or breaks a limit (length, number of terms)."""

@@ -1,0 +1,139 @@
+"""The query language: words, "phrases", -exclusions, site:host, OR.
+
+    tkinter font                 both words; pages with more of the query's terms rank first
+    "context manager"            the words next to each other, in this order (from positions)
+    mock -async                  no page containing "async"
+    -"event loop"                no page containing that phrase
+    site:docs.python.org         only pages of that host or its subdomains (-site: excludes)
+    asyncio OR trio              either word; counts as one part of the query
+
+Matching is an OR of the terms ranked by BM25F with a coordination factor (a page that matches
+a larger share of the query's terms is preferred), as Lucene's classic similarity does: an AND
+would lose the manual's index entries ("PyConfig.filesystem_errors C member"), whose words are
+not all on the target page, and plain OR lets pages with one frequent word win.  Quoted phrases
+are required.  Every word goes through the one analyzer (indexer/analysis.py).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from indexer.analysis import TOKEN_RE, Analyzer
+from indexer.errors import QueryError
+from indexer.settings import MAX_QUERY_CHARS, MAX_QUERY_TERMS
+
+_LEXER = re.compile(r'\s*(-?)(?:"([^"]*)("?)|(\S+))')
+_HOST_RE = re.compile(r"^[a-z0-9.\-\[\]:]+$")
+
+
+@dataclass(frozen=True)
+class Phrase:
+    """Terms with their relative positions (a single word is a phrase of its own terms)."""
+
+    text: str
+    terms: tuple[str, ...]
+    offsets: tuple[int, ...]
+
+
+@dataclass
+class ParsedQuery:
+    text: str
+    groups: list[list[Phrase]] = field(default_factory=list)  # each an OR of alternatives
+    required: list[Phrase] = field(default_factory=list)  # quoted phrases
+    excluded: list[Phrase] = field(default_factory=list)
+    sites: list[str] = field(default_factory=list)
+    excluded_sites: list[str] = field(default_factory=list)
+
+    def units(self) -> list[tuple[str, ...]]:
+        """The scoring units: each term of a plain word or phrase on its own, an OR group's
+        terms together.  Coordination counts matched units."""
+        out: list[tuple[str, ...]] = []
+        seen: set[tuple[str, ...]] = set()
+        for group in [*self.groups, *([p] for p in self.required)]:
+            if len(group) == 1:
+                cands = [(t,) for t in group[0].terms]
+            else:
+                cands = [tuple(dict.fromkeys(t for p in group for t in p.terms))]
+            for u in cands:
+                if u and u not in seen:
+                    seen.add(u)
+                    out.append(u)
+        return out
+
+    def terms(self) -> list[str]:
+        return list(dict.fromkeys(t for u in self.units() for t in u))
+
+
+def _phrase(text: str, analyzer: Analyzer) -> Phrase:
+    terms, positions, _ = analyzer.positions(text)
+    base = positions[0] if positions else 0
+    return Phrase(text, tuple(terms), tuple(p - base for p in positions))
+
+
+def _site(value: str) -> str:
+    host = value.strip().lower().rstrip(".")
+    if "://" in host:
+        host = host.split("://", 1)[1]
+    host = host.split("/", 1)[0]
+    if not host or not _HOST_RE.match(host):
+        raise QueryError(f"site: needs a host name, as in site:docs.python.org (got {value!r})")
+    return host
+
+
+def parse_query(q: str, analyzer: Analyzer | None = None) -> ParsedQuery:
+    """Parse a query; raises :class:`QueryError` with a message for a person."""
+    if not isinstance(q, str):
+        raise QueryError("the query must be text")
+    if len(q) > MAX_QUERY_CHARS:
+        raise QueryError(f"the query is {len(q)} characters long; the limit is {MAX_QUERY_CHARS}")
+    analyzer = analyzer or Analyzer()
+    parsed = ParsedQuery(text=q)
+    pending_or = False
+    positives = 0
+    pos = 0
+    stripped = q.strip()
+    while pos < len(stripped):
+        m = _LEXER.match(stripped, pos)
+        if m is None or m.end() == pos:
+            break
+        pos = m.end()
+        negate, quoted, closing, word = m.group(1), m.group(2), m.group(3), m.group(4)
+        if quoted is not None and not closing:
+            raise QueryError('a quotation mark is not closed: write "like this"')
+        if word == "OR" and not negate:
+            if not parsed.groups or pending_or:
+                raise QueryError("OR must stand between two words or phrases")
+            pending_or = True
+            continue
+        if word is not None and word.lower().startswith("site:"):
+            host = _site(word[5:])
+            (parsed.excluded_sites if negate else parsed.sites).append(host)
+            continue
+        text = quoted if quoted is not None else (word or "")
+        if word is not None and not TOKEN_RE.search(word):
+            if negate and word == "":
+                continue
+            continue  # punctuation alone: nothing to search for
+        phrase = _phrase(text, analyzer)
+        if negate:
+            if phrase.terms:
+                parsed.excluded.append(phrase)
+            continue
+        positives += 1
+        if quoted is not None and not pending_or and len(phrase.terms) > 1:
+            parsed.required.append(phrase)
+        elif pending_or:
+            parsed.groups[-1].append(phrase)
+        else:
+            parsed.groups.append([phrase])
+        pending_or = False
+    if pending_or:
+        raise QueryError("OR must stand between two words or phrases")
+    if positives == 0 and not parsed.sites:
+        raise QueryError("nothing to search for: give at least one word")
+    n_terms = sum(len(p.terms) for g in parsed.groups for p in g) + sum(
+        len(p.terms) for p in [*parsed.required, *parsed.excluded])
+    if n_terms > MAX_QUERY_TERMS:
+        raise QueryError(f"the query has {n_terms} terms; the limit is {MAX_QUERY_TERMS}")
+    return parsed

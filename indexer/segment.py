@@ -1,0 +1,325 @@
+"""One index segment: its writer (forward barrels -> inverter -> postings) and its reader.
+
+A segment is an immutable directory ``DATA/index/seg-<generation>/``; the manifest
+(indexer/manifest.py) names the live ones with each file's size and CRC32.  Files:
+
+    meta.json           format, version, counts, field length sums, host -> bitmap location
+    terms.npy, term_off.npy   the lexicon's words, sorted, as one UTF-8 blob + offsets
+    lexicon.npy         int64 (terms, 11): df, cf, then (byte start, byte end, first block) of
+                        the doc, tf and position streams: the postings location of each word
+    post_{docs,tfs,pos}.bin, post_*_w.bin   bit-packed streams (indexer/codec.py) + block widths
+    doc_ids.npy         int64: the crawl store URL ID of each document ordinal (ascending)
+    field_lens.npy      int32 (docs, fields): terms per field, for BM25F length normalisation
+    store.bin, store_off.npy  zlib'd JSON {url, title, text} per document (titles, snippets)
+    docs.roar           roaring bitmap of the URL IDs held here (they mask older segments)
+    drops.roar          URL IDs this run found no longer indexable (they mask older segments)
+    hosts.roar          one roaring bitmap per host (``site:``), located through meta.json
+    anchor_pairs.npy    int64 (pairs, 2): (source, target) of the anchors indexed here, so a
+                        later run knows which targets to re-index when a source changes
+
+Postings of a word: ascending doc ordinals (delta coded), a (df, 5) matrix of per-field term
+frequencies, and positions grouped by (doc, field) (delta coded inside each group).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import zlib
+from bisect import bisect_left
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from pyroaring import BitMap
+
+from indexer.barrels import ForwardBarrels, invert
+from indexer.codec import Encoded, decode, delta_decode_groups, delta_encode_groups, encode
+from indexer.errors import IndexCorrupt
+from indexer.settings import DOCSTORE_LEVEL, MAX_POSITION, N_FIELDS, SEGMENT_VERSION
+
+SEGMENT_FORMAT = "websift-segment"
+_STREAMS = ("docs", "tfs", "pos")
+# lexicon.npy columns
+DF, CF = 0, 1
+_COL = {s: 2 + 3 * i for i, s in enumerate(_STREAMS)}  # byte start; +1 byte end; +2 first block
+
+
+def _fsync_file(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+@dataclass
+class _Stream:
+    data: Any  # open binary file
+    widths: Any
+    nbytes: int = 0
+    nblocks: int = 0
+
+    def append(self, enc: Encoded) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        self.data.write(enc.data.tobytes())
+        self.widths.write(enc.widths.tobytes())
+        b0 = enc.byte_offsets[:-1] + self.nbytes
+        b1 = enc.byte_offsets[1:] + self.nbytes
+        k0 = enc.block_offsets[:-1] + self.nblocks
+        self.nbytes += int(enc.byte_offsets[-1])
+        self.nblocks += int(enc.block_offsets[-1])
+        return b0, b1, k0
+
+
+def postings_from_hits(hits: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray,
+                                                   dict[str, tuple[np.ndarray, np.ndarray]]]:
+    """From hits sorted by (word, doc, field, position): the words, df, cf and the three
+    streams (values, group lengths) to bit-pack."""
+    wid, doc, fld, pos = hits[:, 0], hits[:, 1], hits[:, 2], hits[:, 3]
+    n = len(hits)
+    new_post = np.ones(n, dtype=bool)
+    new_post[1:] = (wid[1:] != wid[:-1]) | (doc[1:] != doc[:-1])
+    post_idx = np.cumsum(new_post) - 1
+    first = np.flatnonzero(new_post)
+    p_wid, p_doc = wid[first], doc[first]
+    n_post = len(first)
+    tf = np.bincount(post_idx * N_FIELDS + fld, minlength=n_post * N_FIELDS).reshape(
+        n_post, N_FIELDS)
+    new_term = np.ones(n_post, dtype=bool)
+    new_term[1:] = p_wid[1:] != p_wid[:-1]
+    t_first = np.flatnonzero(new_term)
+    words = p_wid[t_first]
+    df = np.diff(np.append(t_first, n_post))
+    hit_term_first = first[t_first]
+    cf = np.diff(np.append(hit_term_first, n))
+    streams = {
+        "docs": (delta_encode_groups(p_doc, df), df),
+        "tfs": (tf.ravel(), df * N_FIELDS),
+        "pos": (delta_encode_groups(np.minimum(pos, MAX_POSITION), tf.ravel()), cf),
+    }
+    return words, df, cf, streams
+
+
+class SegmentWriter:
+    """Builds one segment from documents added in increasing URL ID."""
+
+    def __init__(self, directory: Path, ram_bytes: int) -> None:
+        self.directory = directory
+        directory.mkdir(parents=True, exist_ok=False)
+        self.ram_bytes = ram_bytes
+        self.lexicon: dict[str, int] = {}
+        self.barrels = ForwardBarrels(directory / "barrels", ram_bytes)
+        self.doc_ids: list[int] = []
+        self._lens: list[list[int]] = []
+        self._store = open(directory / "store.bin", "wb")  # noqa: SIM115 - closed in finish
+        self._store_off = [0]
+        self.hosts: dict[str, BitMap] = {}
+        self.drops = BitMap()
+        self._pairs: list[tuple[int, int]] = []
+
+    @property
+    def doc_count(self) -> int:
+        return len(self.doc_ids)
+
+    def add_document(self, url_id: int, host: str, url: str, title: str, text: str,
+                     fields: Sequence[tuple[list[str], list[int]]],
+                     anchor_sources: Sequence[int] = ()) -> None:
+        if self.doc_ids and url_id <= self.doc_ids[-1]:
+            raise ValueError("documents must be added in increasing URL ID")
+        ordinal = len(self.doc_ids)
+        self.doc_ids.append(url_id)
+        lex = self.lexicon
+        lens = []
+        for f, (terms, positions) in enumerate(fields):
+            wids = []
+            for t in terms:
+                w = lex.get(t)
+                if w is None:
+                    w = lex[t] = len(lex)
+                wids.append(w)
+            self.barrels.add(ordinal, f, wids, positions)
+            lens.append(len(terms))
+        self._lens.append(lens)
+        blob = zlib.compress(
+            json.dumps({"url": url, "title": title, "text": text}).encode(), DOCSTORE_LEVEL)
+        self._store.write(blob)
+        self._store_off.append(self._store_off[-1] + len(blob))
+        self.hosts.setdefault(host, BitMap()).add(url_id)
+        self._pairs.extend((s, url_id) for s in anchor_sources)
+
+    def add_drop(self, url_id: int) -> None:
+        """This URL had a version in an older segment and has none now."""
+        self.drops.add(url_id)
+
+    def finish(self) -> dict[str, Any]:
+        """Invert the barrels, write every file, fsync; returns meta.json's content."""
+        d = self.directory
+        self.barrels.close()
+        self._store.close()
+        n_terms = len(self.lexicon)
+        lex = np.zeros((n_terms, 2 + 3 * len(_STREAMS)), dtype=np.int64)
+        files = {s: (open(d / f"post_{s}.bin", "wb"), open(d / f"post_{s}_w.bin", "wb"))  # noqa: SIM115
+                 for s in _STREAMS}
+        streams = {s: _Stream(*files[s]) for s in _STREAMS}
+        scratch = d / "barrels"
+        for b in sorted(self.barrels.runs):
+            for hits in invert(self.barrels.runs[b], self.ram_bytes, scratch):
+                words, df, cf, raw = postings_from_hits(hits)
+                lex[words, DF] = df
+                lex[words, CF] = cf
+                for s in _STREAMS:
+                    values, lengths = raw[s]
+                    b0, b1, k0 = streams[s].append(encode(values, lengths))
+                    c = _COL[s]
+                    lex[words, c], lex[words, c + 1], lex[words, c + 2] = b0, b1, k0
+            for p in self.barrels.runs[b]:
+                p.unlink(missing_ok=True)
+        for fh, wh in files.values():
+            fh.close()
+            wh.close()
+        shutil.rmtree(scratch, ignore_errors=True)
+        terms = list(self.lexicon)
+        order = sorted(range(n_terms), key=terms.__getitem__)
+        encoded = [terms[i].encode("utf-8", "surrogatepass") for i in order]
+        offsets = np.zeros(n_terms + 1, dtype=np.int64)
+        np.cumsum([len(t) for t in encoded], out=offsets[1:])
+        np.save(d / "terms.npy", np.frombuffer(b"".join(encoded), dtype=np.uint8))
+        np.save(d / "term_off.npy", offsets)
+        np.save(d / "lexicon.npy", lex[np.asarray(order, dtype=np.int64)] if n_terms else lex)
+        np.save(d / "doc_ids.npy", np.asarray(self.doc_ids, dtype=np.int64))
+        lens = np.asarray(self._lens, dtype=np.int32).reshape(-1, N_FIELDS)
+        np.save(d / "field_lens.npy", lens)
+        np.save(d / "store_off.npy", np.asarray(self._store_off, dtype=np.int64))
+        (d / "docs.roar").write_bytes(BitMap(self.doc_ids).serialize())
+        (d / "drops.roar").write_bytes(self.drops.serialize())
+        hosts_index: dict[str, list[int]] = {}
+        with open(d / "hosts.roar", "wb") as fh:
+            pos = 0
+            for host in sorted(self.hosts):
+                blob = self.hosts[host].serialize()
+                fh.write(blob)
+                hosts_index[host] = [pos, len(blob)]
+                pos += len(blob)
+        pairs = np.asarray(self._pairs, dtype=np.int64).reshape(-1, 2)
+        np.save(d / "anchor_pairs.npy", pairs)
+        meta = {
+            "format": SEGMENT_FORMAT,
+            "version": SEGMENT_VERSION,
+            "doc_count": len(self.doc_ids),
+            "term_count": n_terms,
+            "hit_count": int(self.barrels.hits_total),
+            "field_length_sums": lens.sum(axis=0, dtype=np.int64).tolist(),
+            "hosts": hosts_index,
+        }
+        (d / "meta.json").write_text(json.dumps(meta))
+        for p in d.iterdir():
+            _fsync_file(p)
+        return meta
+
+
+def _map(path: Path) -> np.ndarray:
+    if path.stat().st_size == 0:
+        return np.zeros(0, dtype=np.uint8)
+    return np.memmap(path, dtype=np.uint8, mode="r")
+
+
+class _Terms(Sequence[bytes]):
+    """The sorted words of a segment, as a sequence of bytes for binary search."""
+
+    def __init__(self, blob: np.ndarray, offsets: np.ndarray) -> None:
+        self._blob = blob
+        self._off = offsets
+
+    def __len__(self) -> int:
+        return len(self._off) - 1
+
+    def __getitem__(self, i: int) -> bytes:  # type: ignore[override]
+        return self._blob[self._off[i] : self._off[i + 1]].tobytes()
+
+
+class SegmentReader:
+    """A read-only, memory-mapped segment."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self.name = directory.name
+        try:
+            meta = json.loads((directory / "meta.json").read_text())
+        except (OSError, ValueError) as exc:
+            raise IndexCorrupt(f"segment {directory.name}: unreadable meta.json ({exc})") from None
+        if meta.get("format") != SEGMENT_FORMAT:
+            raise IndexCorrupt(f"segment {directory.name} is not a websift segment")
+        if meta.get("version") != SEGMENT_VERSION:
+            raise IndexCorrupt(
+                f"segment {directory.name} has format version {meta.get('version')}; this "
+                f"websift reads version {SEGMENT_VERSION} (rebuild with 'websift index')")
+        self.meta = meta
+        try:
+            self._terms = _Terms(np.load(directory / "terms.npy", mmap_mode="r"),
+                                 np.load(directory / "term_off.npy"))
+            self.lexicon = np.load(directory / "lexicon.npy", mmap_mode="r")
+            self.doc_ids = np.load(directory / "doc_ids.npy")
+            self.field_lens = np.load(directory / "field_lens.npy")
+            self._store_off = np.load(directory / "store_off.npy")
+            self._store = _map(directory / "store.bin")
+            self._streams = {s: (_map(directory / f"post_{s}.bin"),
+                                 np.fromfile(directory / f"post_{s}_w.bin", dtype=np.uint8))
+                             for s in _STREAMS}
+            self.docs = BitMap.deserialize((directory / "docs.roar").read_bytes())
+            self.drops = BitMap.deserialize((directory / "drops.roar").read_bytes())
+            self._hosts_blob = (directory / "hosts.roar").read_bytes()
+            self.anchor_pairs = np.load(directory / "anchor_pairs.npy")
+        except (OSError, ValueError) as exc:
+            raise IndexCorrupt(f"segment {directory.name}: unreadable file ({exc})") from None
+        self.doc_count = int(meta["doc_count"])
+        self.field_length_sums = np.asarray(meta["field_length_sums"], dtype=np.float64)
+
+    def term_row(self, term: str) -> int:
+        """Row of ``term`` in the lexicon, or -1."""
+        key = term.encode("utf-8", "surrogatepass")
+        i = bisect_left(self._terms, key)
+        if i < len(self._terms) and self._terms[i] == key:
+            return i
+        return -1
+
+    def _decode(self, stream: str, row: int, n: int) -> np.ndarray:
+        data, widths = self._streams[stream]
+        c = _COL[stream]
+        r = self.lexicon[row]
+        return decode(data, widths, int(r[c]), int(r[c + 1]), int(r[c + 2]), n)
+
+    def postings(self, row: int) -> tuple[np.ndarray, np.ndarray]:
+        """Doc ordinals (ascending, int64) and the (df, fields) tf matrix of a lexicon row."""
+        df = int(self.lexicon[row, DF])
+        docs = np.cumsum(self._decode("docs", row, df), dtype=np.int64)
+        tfs = self._decode("tfs", row, df * N_FIELDS).reshape(df, N_FIELDS)
+        return docs, tfs
+
+    def positions(self, row: int, tfs: np.ndarray) -> np.ndarray:
+        """Positions of a row, grouped by (doc, field) in the order of ``tfs.ravel()``."""
+        cf = int(self.lexicon[row, CF])
+        return delta_decode_groups(self._decode("pos", row, cf), tfs.ravel())
+
+    def stored(self, ordinal: int) -> dict[str, str]:
+        blob = self._store[self._store_off[ordinal] : self._store_off[ordinal + 1]].tobytes()
+        try:
+            return json.loads(zlib.decompress(blob))  # type: ignore[no-any-return]
+        except (zlib.error, ValueError) as exc:
+            raise IndexCorrupt(f"segment {self.name}: stored document {ordinal} is corrupt "
+                               f"({exc})") from None
+
+    def hosts(self) -> list[str]:
+        return list(self.meta["hosts"])
+
+    def host_docs(self, host: str) -> BitMap:
+        loc = self.meta["hosts"].get(host)
+        if loc is None:
+            return BitMap()
+        start, length = loc
+        return BitMap.deserialize(self._hosts_blob[start : start + length])
+
+    def terms(self) -> list[str]:
+        return [self._terms[i].decode("utf-8", "surrogatepass") for i in range(len(self._terms))]

@@ -1,0 +1,82 @@
+"""Every default of indexer/ in one place (named, never magic numbers inside functions)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+# ---------------------------------------------------------------- fields
+# The fields of a document, in the order of the tf matrix columns.  URL words are the path's
+# words; anchor is the text of links pointing AT the page (Brin & Page 1998, section 2.2).
+FIELDS: tuple[str, ...] = ("title", "headings", "body", "url", "anchor")
+FIELD_INDEX: dict[str, int] = {name: i for i, name in enumerate(FIELDS)}
+N_FIELDS = len(FIELDS)
+
+# ---------------------------------------------------------------- analysis
+MIN_TOKEN_CHARS = 2  # Whoosh StemmingAnalyzer's minsize
+MAX_TOKEN_CHARS = 64  # longer tokens are dropped (base64 blobs, hashes)
+STEM_CACHE_SIZE = 200_000
+MAX_FIELD_TOKENS = 200_000  # tokens kept per field of one page
+ANCHOR_GAP = 8  # position gap between two anchors, so a phrase never spans two links
+
+# ---------------------------------------------------------------- parsing
+SNIPPET_TEXT_CHARS = 60_000  # characters of a page's text kept for snippets
+MAX_TITLE_CHARS = 300
+MAX_ANCHOR_CHARS = 200  # characters kept of one anchor
+MAX_ANCHORS_PER_PAGE = 500  # distinct (source, anchor) pairs kept per target page
+
+# ---------------------------------------------------------------- barrels and postings
+BARREL_WORDS = 1 << 16  # word IDs per forward barrel (barrel b covers [b*W, (b+1)*W))
+DEFAULT_RAM_MB = 256  # --ram-mb: hit buffers are flushed to forward barrel runs past this
+HIT_BYTES = 16  # bytes one buffered hit costs (word, doc, field, position; int32 each)
+BLOCK = 128  # values per bit-packing block (one bit width per block)
+ENCODE_CHUNK_VALUES = 1 << 18  # values bit-packed at once (bounds the encoder scratch: ~30 B per bit)
+MAX_POSITION = (1 << 24) - 1  # positions past this inside one field are not recorded
+
+# ---------------------------------------------------------------- segments
+MAX_SEGMENTS = 8  # more live segments than this after a run: merge them all into one
+INDEX_FORMAT = "websift-index"
+INDEX_VERSION = 1
+SEGMENT_VERSION = 1
+DOCSTORE_LEVEL = 6  # zlib level of the stored documents (url, title, snippet text)
+
+
+# ---------------------------------------------------------------- ranking (BM25F)
+@dataclass(frozen=True)
+class BM25FSettings:
+    """BM25F parameters (Robertson & Zaragoza, "The Probabilistic Relevance Framework", 3.4).
+
+    Per-field weights and length normalisation ``b`` are applied to the term frequency of each
+    field before the fields are summed, and the sum is saturated once with ``k1``.
+    """
+
+    k1: float = 1.2
+    weights: dict[str, float] = field(
+        default_factory=lambda: {
+            "title": 4.0, "headings": 2.0, "body": 1.0, "url": 2.0, "anchor": 1.5
+        }
+    )
+    b: dict[str, float] = field(
+        default_factory=lambda: {
+            "title": 0.5, "headings": 0.6, "body": 0.75, "url": 0.3, "anchor": 0.6
+        }
+    )
+    # Documents matching a larger share of the query's concepts are preferred: the BM25F sum is
+    # multiplied by (matched / total) ** coord_power (Lucene's classic coordination factor).
+    coord_power: float = 2.0
+    # Phrase and proximity evidence: a query term pair found next to each other in one field
+    # adds this share of the pair's BM25F score.
+    proximity_weight: float = 0.0
+
+
+# ---------------------------------------------------------------- queries
+MAX_QUERY_CHARS = 1000
+MAX_QUERY_TERMS = 32
+DEFAULT_K = 10
+DEFAULT_DEPTH = 1000
+SNIPPET_CHARS = 240
+SNIPPET_SCAN_CHARS = 60_000  # characters of stored text scanned for the best snippet window
+
+# ---------------------------------------------------------------- test hooks
+# When set to N, an indexing run SIGKILLs itself right after writing its N-th forward barrel run:
+# the crash test uses it to kill a run at a point it can name (tests/indexer/test_crash.py).
+KILL_AFTER_BARRELS_ENV = "WEBSIFT_INDEX_KILL_AFTER_BARRELS"

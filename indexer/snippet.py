@@ -1,0 +1,75 @@
+"""Query-biased snippets (Tombros & Sanderson 1998): the window of the page's text that holds
+the most distinct query terms, with the character spans of the matching words.
+
+Fast path: a regular expression of the query's terms (stems are prefixes of most word forms)
+and raw words finds candidate places in C; each candidate word is then put through the analyzer
+to confirm it really matches a query term.
+"""
+
+from __future__ import annotations
+
+import re
+
+from indexer.analysis import TOKEN_RE, Analyzer
+from indexer.settings import SNIPPET_CHARS, SNIPPET_SCAN_CHARS
+
+_MAX_CANDIDATES = 400
+
+
+def make_snippet(text: str, terms: set[str], words: list[str], analyzer: Analyzer,
+                 width: int = SNIPPET_CHARS) -> tuple[str, list[tuple[int, int]]]:
+    """(snippet, highlight spans inside it) for ``text`` and the query's ``terms``."""
+    scan = text[:SNIPPET_SCAN_CHARS]
+    literals = sorted({t for t in terms if t} | {w.lower() for w in words if w}, key=len,
+                      reverse=True)
+    matches: list[tuple[int, int, str]] = []
+    if literals and scan:
+        pattern = re.compile(r"(?<!\w)(?:" + "|".join(map(re.escape, literals)) + ")",
+                             re.IGNORECASE)
+        lower = scan.lower()
+        for m in pattern.finditer(scan):
+            tok = TOKEN_RE.match(lower, m.start())
+            if tok is None:
+                continue
+            found = [t for t in analyzer.token(tok.group(0))[0] if t in terms]
+            if found:
+                matches.append((tok.start(), tok.end(), found[0]))
+                if len(matches) >= _MAX_CANDIDATES:
+                    break
+    if not matches:
+        cut = _cut(scan, 0, width)
+        return cut[0], []
+    best, best_key = 0, (-1, -1)
+    for i, (start, _, _) in enumerate(matches):
+        distinct: set[str] = set()
+        count = 0
+        for s, e, t in matches[i:]:
+            if e - start > width:
+                break
+            distinct.add(t)
+            count += 1
+        key = (len(distinct), count)
+        if key > best_key:
+            best, best_key = i, key
+    anchor = matches[best][0]
+    begin = max(0, anchor - width // 5)
+    snippet, offset = _cut(scan, begin, width)
+    end = offset + len(snippet) - (1 if snippet.endswith("…") else 0)
+    shift = offset - (1 if snippet.startswith("…") else 0)
+    spans = [(s - shift, e - shift) for s, e, _ in matches if s >= offset and e <= end]
+    return snippet, spans
+
+
+def _cut(text: str, begin: int, width: int) -> tuple[str, int]:
+    """text[begin:begin+width] moved to word boundaries, with ellipses; returns (cut, offset)."""
+    if begin > 0:
+        space = text.find(" ", begin)
+        if space != -1 and space - begin < 30:
+            begin = space + 1
+    end = min(len(text), begin + width)
+    if end < len(text):
+        space = text.rfind(" ", begin, end)
+        if space > begin + width // 2:
+            end = space
+    piece = text[begin:end]
+    return ("…" if begin > 0 else "") + piece + ("…" if end < len(text) else ""), begin
