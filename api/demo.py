@@ -16,6 +16,8 @@ from __future__ import annotations
 import argparse
 import html
 import http.server
+import json
+import re
 import subprocess
 import sys
 import threading
@@ -63,13 +65,12 @@ for name in names:
 print(json.dumps(out))
 """
 _LINK = r'href="([A-Za-z_][A-Za-z0-9_.]*)\.html'
+# Test suites and tool internals are not documentation: leave them out of the corpus.
+_SKIP = re.compile(r"(^|\.)(tests?|idle_test)(\.|$)|^(idlelib|lib2to3|turtledemo|antigravity|this)\b")
 
 
 def build_site(site: Path) -> int:
     """Write the pydoc corpus into ``site`` (once); returns the number of module pages."""
-    import json
-    import re
-
     done = site / "modules.json"
     if done.exists():
         return len(json.loads(done.read_text()))
@@ -100,7 +101,7 @@ def build_site(site: Path) -> int:
             page = site / f"{name}.html"
             if page.exists():
                 wanted.extend(re.findall(_LINK, page.read_text(encoding="utf-8", errors="replace")))
-        wanted = sorted(set(wanted) - set(modules) - set(failed))
+        wanted = sorted(n for n in set(wanted) - set(modules) - set(failed) if not _SKIP.search(n))
     items = "\n".join(
         f'<li><a href="{html.escape(n)}.html">{html.escape(n)}</a> — {html.escape(i["synopsis"])}</li>'
         for n, i in sorted(modules.items())
