@@ -39,6 +39,7 @@ class Settings(BaseSettings):
     max_recrawl_limit: int = 1000
     default_recrawl_limit: int = 50
     max_page_links: int = 200  # in-/out-links listed by /pages
+    schedule_scan: int = 10000  # refresh-schedule entries /pages looks through for a page
 
     # Hot reload: look for a newer index or ranks generation at most this often.
     reload_check_ms: int = 250

@@ -1,0 +1,57 @@
+"""What routes receive through ``Depends``: the settings, a leased snapshot, the admin check."""
+
+from __future__ import annotations
+
+import hmac
+from collections.abc import Iterator
+
+from fastapi import Request
+
+from api.errors import Forbidden, Unauthorized
+from api.settings import Settings
+from api.snapshot import Snapshot, SnapshotHolder
+from crawler.datadir import DataDir
+from crawler.store import CrawlStore
+
+
+def get_app_settings(request: Request) -> Settings:
+    settings: Settings = request.app.state.settings
+    return settings
+
+
+def get_holder(request: Request) -> SnapshotHolder:
+    holder: SnapshotHolder = request.app.state.holder
+    return holder
+
+
+def get_data(request: Request) -> DataDir:
+    data: DataDir = request.app.state.data
+    return data
+
+
+def get_snapshot(request: Request) -> Iterator[Snapshot]:
+    """The current index + ranks snapshot, held for the duration of the request."""
+    with get_holder(request).lease() as snap:
+        yield snap
+
+
+def get_store(request: Request) -> Iterator[CrawlStore]:
+    """A read-only connection to the crawl store for this request."""
+    store = CrawlStore.open(get_data(request).store_path, readonly=True)
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+def require_admin(request: Request) -> None:
+    """Bearer-token check for changing endpoints: 403 if disabled or wrong, 401 if missing."""
+    token = get_app_settings(request).admin_token
+    if token is None or not token.get_secret_value():
+        raise Forbidden("admin endpoints disabled: set WEBSIFT_ADMIN_TOKEN to enable them")
+    header = request.headers.get("authorization", "")
+    scheme, _, given = header.partition(" ")
+    if not header or scheme.lower() != "bearer" or not given.strip():
+        raise Unauthorized("missing bearer token: send 'Authorization: Bearer <token>'")
+    if not hmac.compare_digest(given.strip().encode(), token.get_secret_value().encode()):
+        raise Forbidden("wrong admin token")

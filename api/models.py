@@ -1,0 +1,161 @@
+"""Response models of the HTTP API: what programs get, kept apart from the packages' own types.
+
+The packages' dataclasses (``Hit``, ``Page``, ``TopicSet``...) may change shape; these are the
+contract served in the OpenAPI description.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+
+class ErrorDetail(BaseModel):
+    code: str = Field(description="machine-readable reason, e.g. 'invalid_parameter'")
+    message: str = Field(description="what is wrong, for a person")
+
+
+class ErrorResponse(BaseModel):
+    error: ErrorDetail
+
+
+class Signals(BaseModel):
+    """The evidence one result's score was made of."""
+
+    text: float = Field(description="BM25F text similarity (title, body, anchor text)")
+    pagerank: float | None = Field(
+        description="global PageRank times the number of pages (1 = an average page); "
+        "null before 'websift rank'"
+    )
+    topic: float | None = Field(
+        description="topic-sensitive PageRank (times N) of the topic asked for; null without topic"
+    )
+    opic: float | None = Field(description="OPIC importance times N (1 = an average page)")
+    prior: float = Field(description="what importance added to the text score: w*s^a/(s^a+k^a)")
+
+
+class SearchResult(BaseModel):
+    url: str
+    title: str
+    snippet: str
+    highlights: list[tuple[int, int]] = Field(
+        description="[start, end) character spans of the snippet that match the query"
+    )
+    score: float = Field(description="final score: text + prior")
+    signals: Signals
+    explain: dict[str, Any] | None = Field(
+        default=None, description="how the score was made (only with explain=true)"
+    )
+
+
+class SearchResponse(BaseModel):
+    query: str
+    total: int = Field(description="number of matching pages")
+    took_ms: float
+    offset: int
+    k: int
+    topic: str | None = Field(description="the topic ranking used: a name, 'auto', or null")
+    topic_weights: dict[str, float] | None = Field(
+        default=None, description="with topic=auto: each topic's share, sim(topic, query)"
+    )
+    static_score: str = Field(description="the importance signal fused: pagerank, opic, topic")
+    results: list[SearchResult]
+
+
+class LinkOut(BaseModel):
+    url: str
+    anchor: str
+    nofollow: bool
+
+
+class RobotsVerdict(BaseModel):
+    allowed: bool | None = Field(description="null when robots.txt was never fetched")
+    robots_status: int | None = Field(description="HTTP status of the host's robots.txt")
+    detail: str
+
+
+class PageInfo(BaseModel):
+    url: str
+    id: int
+    status: str = Field(description="discovered, fetched, error, disallowed, redirect, out_of_scope")
+    http_status: int | None
+    fetched_at: float | None = Field(description="unix time of the last fetch")
+    fetched_at_iso: str | None
+    fetch_count: int
+    change_count: int
+    robots: RobotsVerdict
+    indexed: bool
+    not_indexed_reason: str | None = Field(
+        description="why the page is not in the index: duplicate, noindex, disallowed, error, "
+        "not fetched, not yet indexed"
+    )
+    duplicate_of: str | None
+    redirect_to: str | None
+    error: str | None
+    title: str | None
+    pagerank: float | None = Field(description="global PageRank (raw, sums to 1)")
+    pagerank_normalised: float | None = Field(description="PageRank times N (1 = average page)")
+    opic_importance: float = Field(description="OPIC importance from the crawl store")
+    refresh_priority: float = Field(description="OPIC cash: the recrawl order (higher first)")
+    next_due: dict[str, Any] | None = Field(
+        description="where the page stands in the refresh schedule"
+    )
+    graph: dict[str, Any] | None = Field(
+        description="link-graph facts: level, giant strongly connected component membership"
+    )
+    topics: dict[str, float] = Field(description="topic-sensitive PageRank (times N) per topic")
+    in_link_count: int
+    out_link_count: int
+    in_links: list[LinkOut]
+    out_links: list[LinkOut]
+
+
+class TopicIn(BaseModel):
+    name: str = Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+    urls: list[str] = Field(default_factory=list, max_length=10000)
+    hosts: list[str] = Field(default_factory=list, max_length=1000)
+    patterns: list[str] = Field(default_factory=list, max_length=1000)
+
+
+class TopicOut(BaseModel):
+    name: str
+    urls: list[str]
+    hosts: list[str]
+    patterns: list[str]
+    pages: int | None = Field(default=None, description="pages in the topic's teleport set")
+
+
+class TopicList(BaseModel):
+    topics: list[TopicOut]
+
+
+class RecrawlEntry(BaseModel):
+    url: str
+    priority: float = Field(description="refresh priority (OPIC cash)")
+    last_fetch: float | None
+    last_fetch_iso: str | None
+
+
+class RecrawlResponse(BaseModel):
+    limit: int
+    entries: list[RecrawlEntry]
+
+
+class Stats(BaseModel):
+    pages: int = Field(description="URLs in the crawl store")
+    pages_by_status: dict[str, int]
+    links: int
+    indexed_docs: int
+    index_segments: int
+    index_generation: int
+    ranks_generation: int | None
+    last_crawl: dict[str, Any] | None
+    last_rank: dict[str, Any] | None
+    reloads: int = Field(description="snapshots swapped in since the server started")
+
+
+class Health(BaseModel):
+    status: str
+    index_generation: int | None
+    ranks_generation: int | None

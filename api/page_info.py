@@ -1,0 +1,182 @@
+"""Everything the engine knows of one page, gathered from the crawl store, the index and the ranks.
+
+Used by ``GET /pages`` (JSON) and ``GET /page`` (the same facts as HTML for people).  Reads only:
+the store through a read-only connection, the index and ranks through the request's snapshot.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+
+from api.errors import NotFound
+from api.models import LinkOut, PageInfo, RobotsVerdict
+from api.snapshot import Snapshot
+from crawler import store as st
+from crawler.recrawl import recrawl_schedule
+from crawler.robots import RobotsPolicy
+from crawler.settings import ROBOTS_AGENT
+from crawler.store import CrawlStore, Page, origin_of
+from crawler.urls import canonicalize
+from indexer.searcher import Searcher
+from ranking.fusion import gather
+
+
+def iso(ts: float | None) -> str | None:
+    """A unix time as ISO 8601 UTC, to the second."""
+    if ts is None:
+        return None
+    return datetime.fromtimestamp(ts, UTC).isoformat(timespec="seconds")
+
+
+def find_page(store: CrawlStore, url: str) -> Page:
+    """The store's row for ``url`` (as given, else in canonical form); 404 if unknown."""
+    page = store.page_by_url(url)
+    if page is None:
+        page = store.page_by_url(canonicalize(url))
+    if page is None:
+        raise NotFound(f"the crawl store does not know {url!r}")
+    return page
+
+
+def stored_document(searcher: Searcher, doc_id: int) -> dict[str, str] | None:
+    """The live stored document (url, title, text) of ``doc_id``, or None if not indexed.
+
+    Newest segment first; a version masked by a newer segment or a drop is not live
+    (``Searcher.live``).  The indexer has no by-ID lookup of its own yet.
+    """
+    for si in range(len(searcher.segments) - 1, -1, -1):
+        seg = searcher.segments[si]
+        ords = np.flatnonzero(seg.doc_ids == doc_id)
+        for o in ords:
+            if searcher.live[si][o]:
+                return seg.stored(int(o))
+    return None
+
+
+def schedule_position(store: CrawlStore, url_id: int, scan: int) -> dict[str, Any] | None:
+    """Where a fetched page stands in the refresh schedule (``crawler.recrawl``), if near the top.
+
+    Scans at most ``scan`` entries of the schedule: the position of a page further down is
+    reported as "after the first ``scan``".
+    """
+    schedule = recrawl_schedule(store, scan)
+    for position, item in enumerate(schedule, start=1):
+        if item.url_id == url_id:
+            return {"position": position, "priority": item.priority,
+                    "meaning": f"refetched as number {position} by the next 'websift recrawl'"}
+    return {"position": None, "priority": None,
+            "meaning": f"not among the first {len(schedule)} pages of the refresh schedule"}
+
+
+def robots_verdict(store: CrawlStore, url: str) -> RobotsVerdict:
+    host = store.host(origin_of(url))
+    if host is None or host.robots_fetched is None:
+        return RobotsVerdict(
+            allowed=None, robots_status=None, detail="robots.txt not fetched yet"
+        )
+    decision = RobotsPolicy.from_response(host.robots_status, host.robots_body).decide(
+        ROBOTS_AGENT, url
+    )
+    detail = decision.reason
+    if decision.rule:
+        detail = f"{decision.rule} (line {decision.line})"
+    return RobotsVerdict(
+        allowed=decision.allowed, robots_status=host.robots_status, detail=detail
+    )
+
+
+def not_indexed_reason(page: Page, indexed: bool, url_of: dict[int, str]) -> str | None:
+    """Why a page is not in the index, in the words a site owner would use."""
+    if indexed:
+        return None
+    if page.status == st.DISALLOWED:
+        return "disallowed by robots.txt"
+    if page.status == st.ERROR:
+        return f"fetch failed: {page.error or 'error'}"
+    if page.status == st.REDIRECT:
+        return f"redirects to {url_of.get(page.redirect_to or 0, 'another page')}"
+    if page.status == st.OUT_OF_SCOPE:
+        return f"out of the crawl's scope: {page.error or 'refused'}"
+    if page.status == st.DISCOVERED:
+        return "not fetched yet"
+    if page.duplicate_of is not None:
+        return f"duplicate of {url_of.get(page.duplicate_of, f'page {page.duplicate_of}')}"
+    if page.noindex:
+        return "the page asks not to be indexed (noindex)"
+    if page.content_type and "html" not in page.content_type:
+        return f"content type {page.content_type} is not indexed"
+    return "not indexed yet: run 'websift index'"
+
+
+def _links(
+    store: CrawlStore, rows: list[tuple[int, str, bool]], limit: int
+) -> list[LinkOut]:
+    out: list[LinkOut] = []
+    for other, anchor, nofollow in rows[:limit]:
+        row = store.conn.execute("SELECT url FROM urls WHERE id=?", (other,)).fetchone()
+        out.append(LinkOut(url=str(row[0]) if row else f"#{other}", anchor=anchor,
+                           nofollow=nofollow))
+    return out
+
+
+def page_info(
+    store: CrawlStore, snap: Snapshot, url: str, max_links: int, schedule_scan: int
+) -> PageInfo:
+    page = find_page(store, url)
+    searcher = snap.searcher.value
+    doc = stored_document(searcher, page.id)
+    indexed = doc is not None
+    url_of: dict[int, str] = {}
+    for ref in (page.duplicate_of, page.redirect_to):
+        if ref is not None:
+            row = store.conn.execute("SELECT url FROM urls WHERE id=?", (ref,)).fetchone()
+            if row:
+                url_of[ref] = str(row[0])
+    view = snap.rank_view
+    pagerank = pagerank_n = None
+    topics: dict[str, float] = {}
+    ids = np.asarray([page.id], dtype=np.int64)
+    if view is not None:
+        pagerank = float(gather(view.ranks.pagerank, ids)[0])
+        pagerank_n = float(gather(view.pagerank, ids)[0])
+        topics = {name: float(gather(vec, ids)[0]) for name, vec in view.topics.items()}
+    due = schedule_position(store, page.id, schedule_scan) if page.status == st.FETCHED else None
+    graph = None
+    if view is not None and 0 <= page.id < len(view.ranks.level):
+        level = int(view.ranks.level[page.id])
+        graph = {"level": None if level < 0 else level,
+                 "in_giant_scc": bool(view.ranks.giant_scc[page.id])}
+    in_rows = store.in_links(page.id)
+    out_rows = store.out_links(page.id)
+    return PageInfo(
+        url=page.url,
+        id=page.id,
+        status=page.status,
+        http_status=page.http_status,
+        fetched_at=page.fetched_at,
+        fetched_at_iso=iso(page.fetched_at),
+        fetch_count=page.fetch_count,
+        change_count=page.change_count,
+        robots=robots_verdict(store, page.url),
+        indexed=indexed,
+        not_indexed_reason=not_indexed_reason(page, indexed, url_of),
+        duplicate_of=url_of.get(page.duplicate_of) if page.duplicate_of else None,
+        redirect_to=url_of.get(page.redirect_to) if page.redirect_to else None,
+        error=page.error,
+        title=(doc.get("title") or None) if doc is not None else None,
+        pagerank=pagerank,
+        pagerank_normalised=pagerank_n,
+        opic_importance=page.importance,
+        # The schedule's priority when the page is near the top, else its cash (the main factor).
+        refresh_priority=page.cash if due is None or due["priority"] is None else due["priority"],
+        next_due=due,
+        graph=graph,
+        topics=topics,
+        in_link_count=len(in_rows),
+        out_link_count=len(out_rows),
+        in_links=_links(store, in_rows, max_links),
+        out_links=_links(store, out_rows, max_links),
+    )

@@ -1,0 +1,169 @@
+"""One search over a snapshot: choose the importance signal, fuse it with BM25F, shape the hits.
+
+Shared by ``GET /search`` (JSON) and the HTML search page, so both rank the same way.
+
+The importance signal (``static``):
+
+- no topic: global PageRank (or OPIC importance, setting ``static_score``), normalised to mean 1;
+- ``topic=NAME``: that topic's PageRank (Haveliwala 2002, personalised teleport set);
+- ``topic=auto``: every topic's PageRank mixed by ``sim(T_k, q)`` (Haveliwala 2002, section 3.2,
+  query-time importance; ``ranking.topics.topic_similarity`` gives the weights).
+
+and ``ranking.fusion`` turns it into the additive boost ``w * s^a / (s^a + k^a)``, which the
+searcher adds to the text score of each candidate it ranks.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from api.errors import InvalidParameter
+from api.snapshot import RankView, Snapshot
+from indexer.analysis import analyze
+from indexer.searcher import Hit
+from indexer.settings import DEFAULT_DEPTH
+from ranking.errors import UnknownTopic
+from ranking.fusion import FusionParams, gather, make_prior, mix_topics, prior_boost
+from ranking.topics import topic_similarity
+
+AUTO = "auto"
+
+
+@dataclass(frozen=True)
+class SearchRequest:
+    q: str
+    k: int
+    offset: int
+    topic: str | None = None
+    site: str | None = None
+    explain: bool = False
+
+
+@dataclass(frozen=True)
+class RankedHit:
+    hit: Hit
+    pagerank: float | None
+    opic: float | None
+    topic: float | None
+    prior: float
+
+
+@dataclass(frozen=True)
+class Outcome:
+    query: str
+    total: int
+    took_ms: float
+    topic: str | None
+    topic_weights: dict[str, float] | None
+    static_score: str
+    hits: list[RankedHit]
+    explain: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class StaticChoice:
+    """Which importance vector ranks this query, as a lookup on candidate doc IDs."""
+
+    name: str  # "pagerank", "opic", "topic:NAME", "topic:auto", "none"
+    lookup: Callable[[np.ndarray], np.ndarray] | None
+    topic_weights: dict[str, float] | None = None
+
+
+def choose_static(
+    view: RankView | None, topic: str | None, q: str, static_score: str
+) -> StaticChoice:
+    """The importance signal for one query (see the module docstring)."""
+    if view is None:
+        if topic not in (None, AUTO):
+            raise UnknownTopic(f"unknown topic {topic!r}: no ranks yet; run 'websift rank'")
+        return StaticChoice("none", None)
+    if topic == AUTO:
+        if not view.topics:
+            return _global(view, static_score)
+        sims = topic_similarity(view.ranks, list(view.topics), analyze(q))
+        weights = {name: float(w) for name, w in sims.items() if name in view.topics}
+        if sum(max(w, 0.0) for w in weights.values()) <= 0:
+            # No topic resembles the query: every topic counts the same (Haveliwala's uniform prior).
+            weights = {name: 1.0 / len(view.topics) for name in view.topics}
+        vectors = view.topics
+        return StaticChoice(
+            "topic:auto", lambda ids: mix_topics(vectors, weights, ids), weights
+        )
+    if topic is not None:
+        vector = view.topics.get(topic)
+        if vector is None:
+            known = ", ".join(sorted(view.topics)) or "none defined"
+            raise UnknownTopic(f"unknown topic {topic!r} (topics: {known})")
+        return StaticChoice(f"topic:{topic}", lambda ids: gather(vector, ids))
+    return _global(view, static_score)
+
+
+def _global(view: RankView, static_score: str) -> StaticChoice:
+    if static_score == "none":
+        return StaticChoice("none", None)
+    vector = view.opic if static_score == "opic" else view.pagerank
+    return StaticChoice(static_score, lambda ids: gather(vector, ids))
+
+
+def run_search(
+    snap: Snapshot,
+    req: SearchRequest,
+    fusion: FusionParams,
+    static_score: str,
+    depth: int = 0,
+) -> Outcome:
+    """Search the snapshot's index with importance fused in; the hits of one result page."""
+    if not req.q.strip():
+        raise InvalidParameter("q: the query is empty; type some words")
+    started = time.perf_counter()
+    view = snap.rank_view
+    choice = choose_static(view, req.topic, req.q, static_score)
+    prior = None if choice.lookup is None else make_prior(choice.lookup, fusion)
+    # The prior re-ranks the top ``depth`` text matches; a deep page needs at least offset + k.
+    results = snap.searcher.value.search(
+        req.q,
+        k=req.k,
+        offset=req.offset,
+        site=req.site,
+        prior=prior,
+        explain=req.explain,
+        depth=max(depth or DEFAULT_DEPTH, req.offset + req.k),
+    )
+    hits = [_signals(hit, view, choice, fusion) for hit in results.hits]
+    took_ms = (time.perf_counter() - started) * 1000.0
+    explain = {
+        "fusion": "score = text + w * s^a / (s^a + k^a)",
+        "w": fusion.weight,
+        "k": fusion.midpoint,
+        "a": fusion.exponent,
+        "s": choice.name,
+    }
+    return Outcome(
+        query=results.query if isinstance(results.query, str) else req.q,
+        total=int(results.total),
+        took_ms=round(took_ms, 3),
+        topic=req.topic,
+        topic_weights=choice.topic_weights,
+        static_score=choice.name,
+        hits=hits,
+        explain=explain,
+    )
+
+
+def _signals(hit: Hit, view: RankView | None, choice: StaticChoice, fusion: FusionParams) -> RankedHit:
+    ids = np.asarray([hit.doc_id], dtype=np.int64)
+    pagerank = opic = topic = None
+    if view is not None:
+        pagerank = float(gather(view.pagerank, ids)[0])
+        opic = float(gather(view.opic, ids)[0])
+    if choice.name.startswith("topic:") and choice.lookup is not None:
+        topic = float(choice.lookup(ids)[0])
+    prior = 0.0
+    if choice.lookup is not None:
+        prior = float(prior_boost(choice.lookup(ids), fusion)[0])
+    return RankedHit(hit=hit, pagerank=pagerank, opic=opic, topic=topic, prior=prior)

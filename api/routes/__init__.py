@@ -1,0 +1,1 @@
+"""One router per resource: search, pages, topics, recrawl, stats (JSON) and web (HTML for people)."""

@@ -1,0 +1,33 @@
+"""``GET /pages?url=``: what the engine knows of one page (JSON)."""
+
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Query
+
+from api.dependencies import get_app_settings, get_snapshot, get_store
+from api.models import PageInfo
+from api.page_info import page_info
+from api.settings import Settings
+from api.snapshot import Snapshot
+from crawler.store import CrawlStore
+
+
+def build_router(settings: Settings) -> APIRouter:
+    router = APIRouter(tags=["pages"])
+
+    @router.get(
+        "/pages",
+        response_model=PageInfo,
+        summary="One page: fetch status, robots verdict, indexing, importance, links",
+    )
+    def pages(
+        url: Annotated[str, Query(min_length=1, max_length=4096, description="the page's URL")],
+        snap: Annotated[Snapshot, Depends(get_snapshot)],
+        store: Annotated[CrawlStore, Depends(get_store)],
+        app_settings: Annotated[Settings, Depends(get_app_settings)],
+    ) -> PageInfo:
+        return page_info(store, snap, url, app_settings.max_page_links,
+                         app_settings.schedule_scan)
+
+    return router

@@ -1,0 +1,65 @@
+"""``GET /stats`` (what is in the engine) and ``GET /healthz`` (is it serving)."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends
+
+from api.dependencies import get_holder, get_snapshot, get_store
+from api.models import Health, Stats
+from api.snapshot import Snapshot, SnapshotHolder
+from crawler.store import CrawlStore
+
+
+def _last_crawl(store: CrawlStore) -> dict[str, Any] | None:
+    row = store.last_crawl()
+    if row is None:
+        return None
+    kind, started, finished, summary = row
+    try:
+        parsed = json.loads(summary) if summary else None
+    except ValueError:
+        parsed = {"unparsed": summary}
+    return {"kind": kind, "started": started, "finished": finished, "summary": parsed}
+
+
+def build_router() -> APIRouter:
+    router = APIRouter(tags=["stats"])
+
+    @router.get("/stats", response_model=Stats, summary="Pages, links, index segments, last runs")
+    def stats(
+        snap: Annotated[Snapshot, Depends(get_snapshot)],
+        store: Annotated[CrawlStore, Depends(get_store)],
+        holder: Annotated[SnapshotHolder, Depends(get_holder)],
+    ) -> Stats:
+        searcher = snap.searcher.value
+        view = snap.rank_view
+        return Stats(
+            pages=store.url_count(),
+            pages_by_status=store.status_counts(),
+            links=store.link_count(),
+            indexed_docs=int(searcher.doc_count()),
+            index_segments=int(searcher.segment_count()),
+            index_generation=snap.index_generation,
+            ranks_generation=snap.ranks_generation,
+            last_crawl=_last_crawl(store),
+            last_rank=None if view is None else {"generation": view.generation},
+            reloads=holder.reloads,
+        )
+
+    @router.get(
+        "/healthz",
+        response_model=Health,
+        summary="200 when an index is being served, 503 otherwise",
+        responses={503: {"description": "no index yet"}},
+    )
+    def healthz(snap: Annotated[Snapshot, Depends(get_snapshot)]) -> Health:
+        return Health(
+            status="ok",
+            index_generation=snap.index_generation,
+            ranks_generation=snap.ranks_generation,
+        )
+
+    return router

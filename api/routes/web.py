@@ -1,0 +1,214 @@
+"""The search page for people: ``GET /`` (and ``/?q=``) and ``GET /page?url=``, plain HTML.
+
+Server-rendered with Jinja2 (autoescape on), no JavaScript.  Result titles, URLs and snippets come
+from crawled pages, so they are text: snippets are escaped except for the ``<mark>`` spans that
+:func:`api.highlight.highlight` adds.  The page-info view is a separate URL (``/page?url=``) rather
+than content negotiation on ``/pages``, so that a link works in any browser and the JSON API keeps
+one media type.
+
+Bad input never gets a JSON error here: it is shown in the page with a 4xx status; a query that
+breaks a cap is refused with the cap named, and an offset beyond the cap is clamped with a notice.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Annotated, Any
+from urllib.parse import urlencode
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import HTMLResponse
+from fastapi.templating import Jinja2Templates
+
+from api.dependencies import get_app_settings, get_holder
+from api.errors import InvalidParameter, status_of
+from api.highlight import highlight
+from api.page_info import page_info
+from api.retrieval import Outcome, SearchRequest, run_search
+from api.settings import Settings
+from api.snapshot import SnapshotHolder
+from crawler.errors import WebsiftError
+from crawler.store import CrawlStore
+
+MAX_PAGE_LINKS = 9  # numbered result pages shown around the current one
+
+
+@dataclass(frozen=True)
+class PageLink:
+    number: int
+    href: str
+    current: bool
+
+
+def _fmt(value: float | None) -> str:
+    return "not ranked yet" if value is None else f"{value:.4f}"
+
+
+def safe_href(url: str) -> str:
+    """Only http(s) URLs become links; anything else (``javascript:``...) becomes inert."""
+    return url if url.lower().startswith(("http://", "https://")) else "#"
+
+
+def page_href(url: str) -> str:
+    return "/page?" + urlencode({"url": url})
+
+
+def _search_href(q: str, topic: str | None, offset: int) -> str:
+    params: dict[str, str | int] = {"q": q}
+    if topic:
+        params["topic"] = topic
+    if offset:
+        params["offset"] = offset
+    return "/?" + urlencode(params)
+
+
+def _pagination(
+    q: str, topic: str | None, offset: int, size: int, total: int, max_offset: int
+) -> dict[str, Any]:
+    last_offset = min(max(total - 1, 0) // size * size, max_offset // size * size)
+    current = offset // size
+    pages = last_offset // size + 1
+    lo = max(0, min(current - MAX_PAGE_LINKS // 2, pages - MAX_PAGE_LINKS))
+    hi = min(pages, lo + MAX_PAGE_LINKS)
+    links = [
+        PageLink(p + 1, _search_href(q, topic, p * size), p == current) for p in range(lo, hi)
+    ]
+    prev_href = _search_href(q, topic, max(0, offset - size)) if offset > 0 else None
+    next_href = (
+        _search_href(q, topic, offset + size) if offset + size <= last_offset else None
+    )
+    return {"page_links": links, "prev_href": prev_href, "next_href": next_href}
+
+
+def _results(outcome: Outcome) -> list[dict[str, Any]]:
+    return [
+        {
+            "url": r.hit.url,
+            "href": safe_href(r.hit.url),
+            "title": r.hit.title,
+            "snippet_html": highlight(r.hit.snippet, r.hit.highlights),
+            "info_href": page_href(r.hit.url),
+            "score": float(r.hit.score),
+            "text": float(r.hit.text_score),
+            "prior": r.prior,
+            "pagerank_text": _fmt(r.pagerank),
+            "opic_text": _fmt(r.opic),
+            "topic": r.topic,
+        }
+        for r in outcome.hits
+    ]
+
+
+def _parse_offset(raw: str | None, settings: Settings, notices: list[str]) -> int:
+    if raw is None or raw == "":
+        return 0
+    try:
+        offset = int(raw)
+    except ValueError:
+        raise InvalidParameter(f"offset: must be a whole number (got {raw[:20]!r})") from None
+    if offset < 0:
+        raise InvalidParameter("offset: must be at least 0")
+    if offset > settings.max_offset:
+        notices.append(f"Results go only as far as {settings.max_offset}; showing the last page.")
+        offset = settings.max_offset
+    return offset - offset % settings.page_size
+
+
+def build_router(templates: Jinja2Templates) -> APIRouter:
+    router = APIRouter(include_in_schema=False)
+
+    def render(
+        request: Request, name: str, context: dict[str, Any], status: int = 200
+    ) -> HTMLResponse:
+        settings: Settings = request.app.state.settings
+        holder: SnapshotHolder = request.app.state.holder
+        base = {
+            "q": "",
+            "topic": None,
+            "error": None,
+            "notices": [],
+            "outcome": None,
+            "max_query_chars": settings.max_query_chars,
+            "topic_names": _topic_names(holder),
+            "page_href": page_href,
+            "safe_href": safe_href,
+        }
+        base.update(context)
+        return templates.TemplateResponse(request, name, base, status_code=status)
+
+    @router.get("/", response_class=HTMLResponse)
+    def search_page(
+        request: Request,
+        settings: Annotated[Settings, Depends(get_app_settings)],
+        holder: Annotated[SnapshotHolder, Depends(get_holder)],
+        q: str | None = None,
+        topic: str | None = None,
+        offset: str | None = None,
+    ) -> HTMLResponse:
+        q = (q or "").strip()
+        topic = topic or None
+        context: dict[str, Any] = {"q": q, "topic": topic, "notices": []}
+        if not q:
+            return render(request, "search.html", context)
+        try:
+            if len(q) > settings.max_query_chars:
+                raise InvalidParameter(
+                    f"The query is {len(q)} characters long; the most is "
+                    f"{settings.max_query_chars}."
+                )
+            off = _parse_offset(offset, settings, context["notices"])
+            req = SearchRequest(q=q, k=settings.page_size, offset=off, topic=topic)
+            with holder.lease() as snap:
+                outcome = run_search(
+                    snap, req, settings.fusion, settings.static_score, settings.rerank_depth
+                )
+        except WebsiftError as exc:
+            status, _ = status_of(exc)
+            context["error"] = str(exc)
+            return render(request, "search.html", context, status)
+        context.update(
+            outcome=outcome,
+            results=_results(outcome),
+            first=off + 1 if outcome.hits else off,
+            last=off + len(outcome.hits),
+            **_pagination(q, topic, off, settings.page_size, outcome.total, settings.max_offset),
+        )
+        return render(request, "search.html", context)
+
+    @router.get("/page", response_class=HTMLResponse)
+    def page_view(
+        request: Request,
+        settings: Annotated[Settings, Depends(get_app_settings)],
+        holder: Annotated[SnapshotHolder, Depends(get_holder)],
+        url: str | None = None,
+    ) -> HTMLResponse:
+        try:
+            if not url:
+                raise InvalidParameter("url: say which page, e.g. /page?url=https://example.org/")
+            if len(url) > 4096:
+                raise InvalidParameter("url: at most 4096 characters")
+            store = CrawlStore.open(request.app.state.data.store_path, readonly=True)
+            try:
+                with holder.lease() as snap:
+                    info = page_info(
+                        store, snap, url, settings.max_page_links, settings.schedule_scan
+                    )
+            finally:
+                store.close()
+        except WebsiftError as exc:
+            status, _ = status_of(exc)
+            return render(request, "error.html", {"error": str(exc)}, status)
+        context = {"info": info, "json_href": "/pages?" + urlencode({"url": info.url})}
+        return render(request, "page.html", context)
+
+    return router
+
+
+def _topic_names(holder: SnapshotHolder) -> list[str]:
+    try:
+        snap = holder.refresh()
+    except WebsiftError:
+        return []
+    view = snap.rank_view
+    return [] if view is None else sorted(view.topics)
+

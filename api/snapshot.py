@@ -1,0 +1,228 @@
+"""Read-only snapshots of the index and the ranks, swapped atomically when newer ones appear.
+
+A :class:`Snapshot` pairs one opened index generation (``indexer.searcher.Searcher``) with one
+ranks generation (:class:`RankView`, or ``None`` before ``websift rank`` ran).  Requests lease the
+current snapshot (:meth:`SnapshotHolder.lease`), use it, and give it back.
+
+Hot reload: at most every ``reload_check_ms`` a lease checks the generations on disk
+(``current_generation`` of the index and of the ranks: one small manifest read each).  A newer one is
+opened *outside* the lease path's lock-free fast path, then the holder's reference is replaced in
+one assignment, so a request sees the old snapshot or the new one, never a mix.  The old snapshot
+is closed when its last lease ends: each opened resource counts the snapshots that use it, each
+snapshot counts its leases (a searcher shared by two snapshots, when only the ranks changed,
+stays open while either lives).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Generic, TypeVar
+
+import numpy as np
+
+from crawler.datadir import DataDir
+from indexer import searcher as searcher_mod
+from indexer.errors import IndexMissing
+from indexer.searcher import Searcher
+from ranking import ranks as ranks_mod
+from ranking.errors import RanksMissing
+from ranking.fusion import normalise_mean_one
+from ranking.ranks import Ranks
+
+T = TypeVar("T")
+
+
+class Shared(Generic[T]):
+    """A resource used by one or more snapshots; ``close`` runs when the last one lets go."""
+
+    def __init__(self, value: T, close: Callable[[T], None]) -> None:
+        self.value = value
+        self._close = close
+        self._refs = 0
+        self._lock = threading.Lock()
+
+    def retain(self) -> None:
+        with self._lock:
+            self._refs += 1
+
+    def release(self) -> None:
+        with self._lock:
+            self._refs -= 1
+            last = self._refs == 0
+        if last:
+            self._close(self.value)
+
+
+@dataclass
+class RankView:
+    """One ranks generation with its vectors normalised to mean one (``ranking/fusion.py``)."""
+
+    ranks: Ranks
+    generation: int
+    pagerank: np.ndarray
+    opic: np.ndarray
+    topics: dict[str, np.ndarray]
+
+    @classmethod
+    def load(cls, ranks: Ranks) -> RankView:
+        topics = {name: normalise_mean_one(ranks.topic(name)) for name in ranks.topic_names()}
+        return cls(
+            ranks=ranks,
+            generation=int(ranks.generation),
+            pagerank=normalise_mean_one(ranks.pagerank),
+            opic=normalise_mean_one(ranks.opic),
+            topics=topics,
+        )
+
+
+@dataclass
+class Snapshot:
+    """An index generation and a ranks generation that requests read together."""
+
+    searcher: Shared[Searcher]
+    ranks: Shared[RankView] | None
+    _leases: int = 0
+    _retired: bool = False
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def __post_init__(self) -> None:
+        self.searcher.retain()
+        if self.ranks is not None:
+            self.ranks.retain()
+
+    @property
+    def index_generation(self) -> int:
+        return int(self.searcher.value.generation)
+
+    @property
+    def ranks_generation(self) -> int | None:
+        return None if self.ranks is None else self.ranks.value.generation
+
+    @property
+    def rank_view(self) -> RankView | None:
+        return None if self.ranks is None else self.ranks.value
+
+    def _acquire(self) -> bool:
+        """Take a lease; False if the snapshot was already retired and let go of its resources."""
+        with self._lock:
+            if self._retired and self._leases == 0:
+                return False
+            self._leases += 1
+            return True
+
+    def _release(self) -> None:
+        with self._lock:
+            self._leases -= 1
+            done = self._retired and self._leases == 0
+        if done:
+            self._dispose()
+
+    def _retire(self) -> None:
+        with self._lock:
+            self._retired = True
+            done = self._leases == 0
+        if done:
+            self._dispose()
+
+    def _dispose(self) -> None:
+        self.searcher.release()
+        if self.ranks is not None:
+            self.ranks.release()
+
+
+def _open_searcher(data: DataDir) -> Shared[Searcher]:
+    return Shared(Searcher.open(data), lambda s: s.close())
+
+
+def _open_ranks(data: DataDir) -> Shared[RankView] | None:
+    try:
+        ranks = Ranks.open(data)
+    except RanksMissing:
+        return None
+    return Shared(RankView.load(ranks), lambda _view: None)
+
+
+class SnapshotHolder:
+    """The current snapshot of one data directory, reloaded when a newer generation lands."""
+
+    def __init__(self, data: DataDir, reload_check_ms: int) -> None:
+        self.data = data
+        self._interval = reload_check_ms / 1000.0
+        self._current: Snapshot | None = None
+        self._next_check = 0.0
+        self._swap_lock = threading.Lock()
+        self.reloads = 0
+
+    def _disk_generations(self) -> tuple[int | None, int | None]:
+        return (
+            searcher_mod.current_generation(self.data),
+            ranks_mod.current_generation(self.data),
+        )
+
+    def refresh(self, force: bool = False) -> Snapshot:
+        """The current snapshot, first swapping in newer generations if the disk has them.
+
+        Raises ``IndexMissing`` when there is no index at all.
+        """
+        now = time.monotonic()
+        current = self._current
+        if current is not None and not force and now < self._next_check:
+            return current
+        with self._swap_lock:
+            current = self._current
+            if current is not None and not force and time.monotonic() < self._next_check:
+                return current  # another request checked while we waited for the lock
+            index_gen, ranks_gen = self._disk_generations()
+            self._next_check = time.monotonic() + self._interval
+            if index_gen is None:
+                if current is not None:
+                    return current  # the index vanished under us: keep serving what we have
+                raise IndexMissing(
+                    f"no index in {self.data.root}; run 'websift index' first"
+                )
+            if (
+                current is not None
+                and not force
+                and current.index_generation == index_gen
+                and current.ranks_generation == ranks_gen
+            ):
+                return current
+            searcher = (
+                current.searcher
+                if current is not None and current.index_generation == index_gen
+                else _open_searcher(self.data)
+            )
+            ranks = (
+                current.ranks
+                if current is not None and current.ranks_generation == ranks_gen and not force
+                else _open_ranks(self.data)
+            )
+            fresh = Snapshot(searcher, ranks)
+            self._current = fresh  # the atomic swap: one reference assignment
+            if current is not None:
+                self.reloads += 1
+                current._retire()
+            return fresh
+
+    @contextmanager
+    def lease(self) -> Iterator[Snapshot]:
+        """The current snapshot, kept open until the ``with`` block ends."""
+        snap = self.refresh()
+        # A swap may retire it between refresh() and _acquire(); then take the newer one.
+        while not snap._acquire():
+            snap = self.refresh()
+        try:
+            yield snap
+        finally:
+            snap._release()
+
+    def close(self) -> None:
+        with self._swap_lock:
+            if self._current is not None:
+                self._current._retire()
+                self._current = None
+
