@@ -163,7 +163,7 @@ class PageRecorder:
         if html:
             ex = extract(f.body, f.url, f.encoding, f.header_all("X-Robots-Tag"), self.agent)
             if ex.parse_error:
-                self.stats[f"failure/{ex.parse_error}"] += 1
+                self.stats[f"parse/{ex.parse_error}"] += 1
         else:
             self.stats["outcome/non_html"] += 1
         with self.store.transaction():

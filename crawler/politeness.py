@@ -116,10 +116,16 @@ class Politeness:
         slot.in_flight += 1
         slot.last_start = now
 
-    def finished(self, slot: HostSlot, elapsed: float | None) -> None:
-        """A request left the downloader; ``elapsed`` is its response time if it got one."""
+    def finished(self, slot: HostSlot, elapsed: float | None, now: float) -> None:
+        """A request left the downloader; ``elapsed`` is its response time if it got one.
+
+        ``now - elapsed`` is when the download handler really started it, which can be later
+        than when it was handed to Scrapy (a first connection, a busy reactor): the next start
+        is spaced from whichever is later, so the server never sees two starts too close.
+        """
         slot.in_flight = max(0, slot.in_flight - 1)
         if elapsed is not None and elapsed >= 0:
+            slot.last_start = max(slot.last_start, now - elapsed)
             old = slot.avg_response
             slot.avg_response = elapsed if old is None else (1 - self.ewma) * old + self.ewma * elapsed
             slot.dirty = True

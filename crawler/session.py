@@ -260,7 +260,7 @@ class CrawlSession:
         meta["websift_released"] = True
         slot = self.politeness.slots.get(int(meta["websift_host"]))
         if slot is not None:
-            self.politeness.finished(slot, elapsed)
+            self.politeness.finished(slot, elapsed, time.time())
 
     def on_robots(self, meta: dict[str, Any], status: int, body: bytes) -> None:
         host_id = int(meta["websift_robots"])
