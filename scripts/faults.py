@@ -47,10 +47,11 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tests"))
 
+from testweb import StaticSite  # noqa: E402
+
 from api.demo import ROBOTS_TXT, build_site  # noqa: E402
 from crawler.store import FETCHED, CrawlStore  # noqa: E402
 from crawler.warc import WarcLocation, read_response  # noqa: E402
-from testweb import StaticSite  # noqa: E402
 
 QUERIES = ["json encoder", "socket timeout", "regular expression", "thread lock", "path",
            "http server request handler", "decimal context", "zip file", "email message",
