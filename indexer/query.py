@@ -2,7 +2,7 @@
 
     tkinter font                 both words; pages with more of the query's terms rank first
     "context manager"            the words next to each other, in this order (from positions)
-    mock -async                  no page containing "async"
+    mock -async                  no page containing "async" ("--async" is a plain word)
     -"event loop"                no page containing that phrase
     site:docs.python.org         only pages of that host or its subdomains (-site: excludes)
     asyncio OR trio              either word; counts as one part of the query
@@ -23,7 +23,9 @@ from indexer.analysis import TOKEN_RE, Analyzer
 from indexer.errors import QueryError
 from indexer.settings import MAX_QUERY_CHARS, MAX_QUERY_TERMS
 
-_LEXER = re.compile(r'\s*(-?)(?:"([^"]*)("?)|(\S+))')
+# A minus sign directly before a word or quote excludes it; "--name" (a command-line option)
+# is a plain word.
+_LEXER = re.compile(r'\s*(-(?=["\w]))?(?:"([^"]*)("?)|(\S+))')
 _HOST_RE = re.compile(r"^[a-z0-9.\-\[\]:]+$")
 
 
@@ -112,8 +114,6 @@ def parse_query(q: str, analyzer: Analyzer | None = None) -> ParsedQuery:
             continue
         text = quoted if quoted is not None else (word or "")
         if word is not None and not TOKEN_RE.search(word):
-            if negate and word == "":
-                continue
             continue  # punctuation alone: nothing to search for
         phrase = _phrase(text, analyzer)
         if negate:

@@ -192,8 +192,8 @@ class Searcher:
             positions = seg.positions(p.row, p.all_tfs)
             per_group = p.all_tfs.ravel()
             fields = np.repeat(np.tile(np.arange(N_FIELDS, dtype=np.int64), len(p.all_docs)),
-                               per_group)
-            ords = np.repeat(p.all_docs, p.all_tfs.sum(axis=1))
+                               per_group.astype(np.int64))
+            ords = np.repeat(p.all_docs, p.all_tfs.sum(axis=1).astype(np.int64))
             ok = positions >= offset
             k = (ords[ok] << _DOC_SHIFT) | (fields[ok] << _FIELD_SHIFT) | (positions[ok] - offset)
             keys = np.unique(k) if keys is None else np.intersect1d(keys, k, assume_unique=True)
@@ -301,9 +301,10 @@ class Searcher:
         term_set = set(terms)
         for i in top:
             si, o = int(segs[i]), int(ords[i])
-            stored = self.segments[si].stored(o)
-            snippet, spans = (make_snippet(stored.get("text", ""), term_set, raw_words,
-                                           self.analyzer) if snippets else ("", []))
+            seg = self.segments[si]
+            stored = seg.head(o)
+            snippet, spans = (make_snippet(seg.text(o), term_set, raw_words, self.analyzer)
+                              if snippets else ("", []))
             results.hits.append(Hit(
                 doc_id=int(doc_ids[i]), url=stored.get("url", ""),
                 title=stored.get("title", "") or stored.get("url", ""),

@@ -10,7 +10,8 @@ A segment is an immutable directory ``DATA/index/seg-<generation>/``; the manife
     post_{docs,tfs,pos}.bin, post_*_w.bin   bit-packed streams (indexer/codec.py) + block widths
     doc_ids.npy         int64: the crawl store URL ID of each document ordinal (ascending)
     field_lens.npy      int32 (docs, fields): terms per field, for BM25F length normalisation
-    store.bin, store_off.npy  zlib'd JSON {url, title, text} per document (titles, snippets)
+    head.bin, head_off.npy    JSON {url, title} per document (read for every hit)
+    store.bin, store_off.npy  zlib'd snippet text per document (read only to make snippets)
     docs.roar           roaring bitmap of the URL IDs held here (they mask older segments)
     drops.roar          URL IDs this run found no longer indexable (they mask older segments)
     hosts.roar          one roaring bitmap per host (``site:``), located through meta.json
@@ -116,6 +117,9 @@ class SegmentWriter:
         self._lens: list[list[int]] = []
         self._store = open(directory / "store.bin", "wb")  # noqa: SIM115 - closed in finish
         self._store_off = [0]
+        self._head = open(directory / "head.bin", "wb")  # noqa: SIM115 - closed in finish
+        self._head_off = [0]
+        self.text_bytes = 0
         self.hosts: dict[str, BitMap] = {}
         self.drops = BitMap()
         self._pairs: list[tuple[int, int]] = []
@@ -143,10 +147,14 @@ class SegmentWriter:
             self.barrels.add(ordinal, f, wids, positions)
             lens.append(len(terms))
         self._lens.append(lens)
-        blob = zlib.compress(
-            json.dumps({"url": url, "title": title, "text": text}).encode(), DOCSTORE_LEVEL)
+        raw = text.encode("utf-8", "surrogatepass")
+        self.text_bytes += len(raw)
+        blob = zlib.compress(raw, DOCSTORE_LEVEL)
         self._store.write(blob)
         self._store_off.append(self._store_off[-1] + len(blob))
+        head = json.dumps({"url": url, "title": title}).encode()
+        self._head.write(head)
+        self._head_off.append(self._head_off[-1] + len(head))
         self.hosts.setdefault(host, BitMap()).add(url_id)
         self._pairs.extend((s, url_id) for s in anchor_sources)
 
@@ -159,6 +167,7 @@ class SegmentWriter:
         d = self.directory
         self.barrels.close()
         self._store.close()
+        self._head.close()
         n_terms = len(self.lexicon)
         lex = np.zeros((n_terms, 2 + 3 * len(_STREAMS)), dtype=np.int64)
         files = {s: (open(d / f"post_{s}.bin", "wb"), open(d / f"post_{s}_w.bin", "wb"))  # noqa: SIM115
@@ -193,6 +202,7 @@ class SegmentWriter:
         lens = np.asarray(self._lens, dtype=np.int32).reshape(-1, N_FIELDS)
         np.save(d / "field_lens.npy", lens)
         np.save(d / "store_off.npy", np.asarray(self._store_off, dtype=np.int64))
+        np.save(d / "head_off.npy", np.asarray(self._head_off, dtype=np.int64))
         (d / "docs.roar").write_bytes(BitMap(self.doc_ids).serialize())
         (d / "drops.roar").write_bytes(self.drops.serialize())
         hosts_index: dict[str, list[int]] = {}
@@ -211,6 +221,7 @@ class SegmentWriter:
             "doc_count": len(self.doc_ids),
             "term_count": n_terms,
             "hit_count": int(self.barrels.hits_total),
+            "text_bytes": self.text_bytes,
             "field_length_sums": lens.sum(axis=0, dtype=np.int64).tolist(),
             "hosts": hosts_index,
         }
@@ -221,15 +232,20 @@ class SegmentWriter:
 
 
 def _map(path: Path) -> np.ndarray:
+    """A read-only memory map of a raw file, as a plain ndarray (no memmap overhead per slice)."""
     if path.stat().st_size == 0:
         return np.zeros(0, dtype=np.uint8)
-    return np.memmap(path, dtype=np.uint8, mode="r")
+    return np.asarray(np.memmap(path, dtype=np.uint8, mode="r"))
+
+
+def _load(path: Path) -> np.ndarray:
+    return np.asarray(np.load(path, mmap_mode="r"))
 
 
 class _Terms(Sequence[bytes]):
     """The sorted words of a segment, as a sequence of bytes for binary search."""
 
-    def __init__(self, blob: np.ndarray, offsets: np.ndarray) -> None:
+    def __init__(self, blob: bytes, offsets: np.ndarray) -> None:
         self._blob = blob
         self._off = offsets
 
@@ -237,7 +253,7 @@ class _Terms(Sequence[bytes]):
         return len(self._off) - 1
 
     def __getitem__(self, i: int) -> bytes:  # type: ignore[override]
-        return self._blob[self._off[i] : self._off[i + 1]].tobytes()
+        return self._blob[self._off[i] : self._off[i + 1]]
 
 
 class SegmentReader:
@@ -258,13 +274,15 @@ class SegmentReader:
                 f"websift reads version {SEGMENT_VERSION} (rebuild with 'websift index')")
         self.meta = meta
         try:
-            self._terms = _Terms(np.load(directory / "terms.npy", mmap_mode="r"),
+            self._terms = _Terms(np.load(directory / "terms.npy").tobytes(),
                                  np.load(directory / "term_off.npy"))
-            self.lexicon = np.load(directory / "lexicon.npy", mmap_mode="r")
+            self.lexicon = _load(directory / "lexicon.npy")
             self.doc_ids = np.load(directory / "doc_ids.npy")
             self.field_lens = np.load(directory / "field_lens.npy")
             self._store_off = np.load(directory / "store_off.npy")
             self._store = _map(directory / "store.bin")
+            self._head_off = np.load(directory / "head_off.npy")
+            self._head = _map(directory / "head.bin")
             self._streams = {s: (_map(directory / f"post_{s}.bin"),
                                  np.fromfile(directory / f"post_{s}_w.bin", dtype=np.uint8))
                              for s in _STREAMS}
@@ -303,11 +321,21 @@ class SegmentReader:
         cf = int(self.lexicon[row, CF])
         return delta_decode_groups(self._decode("pos", row, cf), tfs.ravel())
 
-    def stored(self, ordinal: int) -> dict[str, str]:
+    def head(self, ordinal: int) -> dict[str, str]:
+        """URL and title of a document."""
+        blob = self._head[self._head_off[ordinal] : self._head_off[ordinal + 1]].tobytes()
+        try:
+            return json.loads(blob)  # type: ignore[no-any-return]
+        except ValueError as exc:
+            raise IndexCorrupt(f"segment {self.name}: stored document {ordinal} is corrupt "
+                               f"({exc})") from None
+
+    def text(self, ordinal: int) -> str:
+        """The text kept for snippets."""
         blob = self._store[self._store_off[ordinal] : self._store_off[ordinal + 1]].tobytes()
         try:
-            return json.loads(zlib.decompress(blob))  # type: ignore[no-any-return]
-        except (zlib.error, ValueError) as exc:
+            return zlib.decompress(blob).decode("utf-8", "surrogatepass")
+        except (zlib.error, UnicodeError) as exc:
             raise IndexCorrupt(f"segment {self.name}: stored document {ordinal} is corrupt "
                                f"({exc})") from None
 

@@ -52,7 +52,7 @@ class BM25FSettings:
     k1: float = 1.2
     weights: dict[str, float] = field(
         default_factory=lambda: {
-            "title": 4.0, "headings": 2.0, "body": 1.0, "url": 2.0, "anchor": 1.5
+            "title": 4.0, "headings": 2.0, "body": 1.0, "url": 2.0, "anchor": 3.0
         }
     )
     b: dict[str, float] = field(
@@ -62,7 +62,7 @@ class BM25FSettings:
     )
     # Documents matching a larger share of the query's concepts are preferred: the BM25F sum is
     # multiplied by (matched / total) ** coord_power (Lucene's classic coordination factor).
-    coord_power: float = 2.0
+    coord_power: float = 1.0
     # Phrase and proximity evidence: a query term pair found next to each other in one field
     # adds this share of the pair's BM25F score.
     proximity_weight: float = 0.0
@@ -74,7 +74,7 @@ MAX_QUERY_TERMS = 32
 DEFAULT_K = 10
 DEFAULT_DEPTH = 1000
 SNIPPET_CHARS = 240
-SNIPPET_SCAN_CHARS = 60_000  # characters of stored text scanned for the best snippet window
+SNIPPET_SCAN_CHARS = 30_000  # characters of stored text scanned for the best snippet window
 
 # ---------------------------------------------------------------- test hooks
 # When set to N, an indexing run SIGKILLs itself right after writing its N-th forward barrel run:

@@ -1,41 +1,42 @@
 """Query-biased snippets (Tombros & Sanderson 1998): the window of the page's text that holds
 the most distinct query terms, with the character spans of the matching words.
 
-Fast path: a regular expression of the query's terms (stems are prefixes of most word forms)
-and raw words finds candidate places in C; each candidate word is then put through the analyzer
-to confirm it really matches a query term.
+Fast path: ``str.find`` of each query term (stems are prefixes of most word forms) and raw word
+finds candidate places in C; each candidate word is then put through the analyzer to confirm it
+really matches a query term.
 """
 
 from __future__ import annotations
 
-import re
-
 from indexer.analysis import TOKEN_RE, Analyzer
 from indexer.settings import SNIPPET_CHARS, SNIPPET_SCAN_CHARS
 
-_MAX_CANDIDATES = 400
+_MAX_PER_LITERAL = 40  # places kept per query word
 
 
 def make_snippet(text: str, terms: set[str], words: list[str], analyzer: Analyzer,
                  width: int = SNIPPET_CHARS) -> tuple[str, list[tuple[int, int]]]:
     """(snippet, highlight spans inside it) for ``text`` and the query's ``terms``."""
     scan = text[:SNIPPET_SCAN_CHARS]
-    literals = sorted({t for t in terms if t} | {w.lower() for w in words if w}, key=len,
-                      reverse=True)
+    lower = scan.lower()
+    literals = {t for t in terms if t} | {w.lower() for w in words if w}
     matches: list[tuple[int, int, str]] = []
-    if literals and scan:
-        pattern = re.compile(r"(?<!\w)(?:" + "|".join(map(re.escape, literals)) + ")",
-                             re.IGNORECASE)
-        lower = scan.lower()
-        for m in pattern.finditer(scan):
-            tok = TOKEN_RE.match(lower, m.start())
-            if tok is None:
-                continue
-            found = [t for t in analyzer.token(tok.group(0))[0] if t in terms]
-            if found:
-                matches.append((tok.start(), tok.end(), found[0]))
-                if len(matches) >= _MAX_CANDIDATES:
-                    break
+    seen: set[int] = set()
+    for lit in literals:
+        # str.find runs in C; each place found is confirmed through the analyzer.
+        at, found_here = lower.find(lit), 0
+        while at != -1 and found_here < _MAX_PER_LITERAL:
+            if (at == 0 or not (lower[at - 1].isalnum() or lower[at - 1] == "_")) \
+                    and at not in seen:
+                tok = TOKEN_RE.match(lower, at)
+                if tok is not None:
+                    hit = [t for t in analyzer.token(tok.group(0))[0] if t in terms]
+                    if hit:
+                        seen.add(at)
+                        matches.append((tok.start(), tok.end(), hit[0]))
+                        found_here += 1
+            at = lower.find(lit, at + 1)
+    matches.sort()
     if not matches:
         cut = _cut(scan, 0, width)
         return cut[0], []
