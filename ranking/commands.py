@@ -1,9 +1,244 @@
-"""`websift` subcommands owned by ranking/ (registered by api/cli.py)."""
+"""`websift` subcommands owned by ranking/ (registered by api/cli.py).
+
+- ``websift rank [--damping C] [--tol T] [--dangling teleport|paper1998]``
+- ``websift graph stats|page|plot``
+- ``websift topics add|list|remove``
+"""
 
 from __future__ import annotations
 
 import argparse
+import json
+import sys
+from pathlib import Path
+
+from crawler.datadir import DataDir
+from crawler.store import CrawlStore
+from ranking import settings
+from ranking.errors import GraphError
+from ranking.graph_report import graph_stats, page_graph_info
+from ranking.pagerank import Dangling
+from ranking.rank_job import run_rank
+from ranking.topics import TopicSet, add_topic, remove_topic, topic_infos
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     """Add this package's subcommands to the `websift` parser."""
+    _register_rank(sub)
+    _register_graph(sub)
+    _register_topics(sub)
+
+
+def _unit_interval(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0.0 < value < 1.0:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 1 (exclusive), got {text}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
+    return value
+
+
+def _non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {text}")
+    return value
+
+
+# ---------------------------------------------------------------------------- rank
+def _register_rank(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser(
+        "rank",
+        help="compute PageRank (and topic vectors) from the crawl store's link graph",
+        description="Build the link graph from the crawl store, compute global PageRank by "
+        "power iteration (per-iteration L1 residuals on stderr), levels from the seeds, the "
+        "giant SCC and every topic's vector, and write them as a new ranks generation.",
+    )
+    p.add_argument("--damping", type=_unit_interval, default=settings.DAMPING, metavar="C",
+                   help=f"probability of following a link (default {settings.DAMPING})")
+    p.add_argument("--tol", type=_positive_float, default=settings.TOLERANCE, metavar="T",
+                   help=f"stop when successive iterates differ by <= T in L1 "
+                   f"(default {settings.TOLERANCE:g})")
+    p.add_argument("--dangling", choices=[d.value for d in Dangling],
+                   default=settings.DANGLING_POLICY,
+                   help="dangling pages: 'teleport' (Google matrix) or 'paper1998' (remove them, "
+                   "converge, add them back)")
+    p.add_argument("--quiet", action="store_true", help="no per-iteration progress")
+    p.set_defaults(func=_rank)
+
+
+def _rank(args: argparse.Namespace) -> int:
+    data = DataDir.create(args.data)
+
+    def progress(what: str, k: int, residual: float) -> None:
+        if not args.quiet:
+            print(f"{what}: iteration {k:4d}  L1 residual {residual:.3e}", file=sys.stderr)
+
+    report = run_rank(data, damping=args.damping, tol=args.tol, dangling=args.dangling,
+                      progress=progress)
+    r = report.result
+    state = "converged" if r.converged else "NOT converged (raise the iteration limit)"
+    print(f"ranks generation {report.generation}: {report.pages} pages, {report.links} links, "
+          f"giant SCC {report.giant_scc}")
+    extra = f", {r.removal_rounds} dangling-removal rounds" if args.dangling == "paper1998" else ""
+    last = r.residuals[-1] if r.residuals else 0.0
+    print(f"pagerank: {state} in {r.iterations} iterations (last residual {last:.3e}{extra}), "
+          f"{report.seconds:.2f} s")
+    for name, iterations in report.topics.items():
+        print(f"topic {name}: {iterations} iterations")
+    return 0 if r.converged else 1
+
+
+# ---------------------------------------------------------------------------- graph
+def _register_graph(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser("graph", help="questions about the link graph (stats, one page, plots)")
+    gsub = p.add_subparsers(dest="graph_command", metavar="ACTION")
+    gsub.required = True
+
+    s = gsub.add_parser("stats", help="pages, links, dangling pages, degrees, SCCs, levels")
+    s.add_argument("--root", action="append", default=[], metavar="URL",
+                   help="root page for levels (repeatable; default: the seeds, depth 0)")
+    s.add_argument("--levels", type=_non_negative_int, default=settings.RESTRICTED_LEVELS,
+                   metavar="L", help="compare the restricted PageRank over the first L levels "
+                   f"with the global one (default {settings.RESTRICTED_LEVELS})")
+    s.add_argument("--monte-carlo", type=_non_negative_int, default=0, metavar="M",
+                   help="also run Monte Carlo PageRank with M walks per page and report its "
+                   "error on the top pages (default: off)")
+    s.add_argument("--json", action="store_true", help="print JSON")
+    s.set_defaults(func=_graph_stats)
+
+    pg = gsub.add_parser("page", help="one page: links with anchors, level, SCC, PageRank, OPIC")
+    pg.add_argument("url", metavar="URL", help="the page's URL (or its numeric URL ID)")
+    pg.add_argument("--max-links", type=_non_negative_int, default=50, metavar="K",
+                    help="show at most K in-links and K out-links (default 50)")
+    pg.add_argument("--json", action="store_true", help="print JSON")
+    pg.set_defaults(func=_graph_page)
+
+    pl = gsub.add_parser("plot", help="write PNG plots of degree and PageRank distributions")
+    pl.add_argument("--out", type=Path, required=True, metavar="DIR", help="output directory")
+    pl.set_defaults(func=_graph_plot)
+
+
+def _graph_stats(args: argparse.Namespace) -> int:
+    stats = graph_stats(DataDir.open(args.data), roots=args.root or None,
+                        restricted_levels=args.levels, mc_walks=args.monte_carlo)
+    summary = stats.summary()
+    if args.json:
+        print(json.dumps(summary, indent=1))
+        return 0
+    for key, value in summary.items():
+        if isinstance(value, dict):
+            inner = ", ".join(f"{k}={v}" for k, v in value.items())
+            print(f"{key}: {inner}")
+        else:
+            print(f"{key}: {value}")
+    return 0
+
+
+def _graph_page(args: argparse.Namespace) -> int:
+    data = DataDir.open(args.data)
+    if args.url.isdigit():
+        url_id = int(args.url)
+    else:
+        with CrawlStore.open(data.store_path, readonly=True) as store:
+            found = store.url_id(args.url)
+        if found is None:
+            raise GraphError(f"{args.url} is not in the crawl store")
+        url_id = found
+    info = page_graph_info(data, url_id, max_links=args.max_links)
+    if args.json:
+        print(json.dumps(info, indent=1))
+        return 0
+    print(f"{info['url']}  (URL ID {info['url_id']}, {info['status']})")
+    if info["ranks_generation"] is None:
+        print("  no ranks for this page yet: run 'websift rank'")
+    else:
+        level = "unreachable from the seeds" if info["level"] is None else info["level"]
+        print(f"  pagerank {info['pagerank']:.6g}   opic {info['opic']:.6g}   level {level}   "
+              f"giant SCC {'yes' if info['in_giant_scc'] else 'no'}   "
+              f"(ranks generation {info['ranks_generation']})")
+    print(f"  in-degree {info['in_degree']}, out-degree {info['out_degree']} "
+          "(distinct pages, nofollow and self-links left out)")
+    for title, key in (("in-links", "in_links"), ("out-links", "out_links")):
+        print(f"  {title}:")
+        for link in info[key]:
+            flag = " [nofollow]" if link["nofollow"] else ""
+            anchor = f"  \"{link['anchor']}\"" if link["anchor"] else ""
+            print(f"    {link['url']}{anchor}{flag}")
+    return 0
+
+
+def _graph_plot(args: argparse.Namespace) -> int:
+    from ranking.plots import write_plots
+
+    stats = graph_stats(DataDir.open(args.data), restricted_levels=None)
+    for path in write_plots(stats, args.out):
+        print(path)
+    return 0
+
+
+# ---------------------------------------------------------------------------- topics
+def _register_topics(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser("topics", help="topic sets for topic-sensitive PageRank")
+    tsub = p.add_subparsers(dest="topics_command", metavar="ACTION")
+    tsub.required = True
+
+    a = tsub.add_parser("add", help="define (or replace) a topic and compute its PageRank vector")
+    a.add_argument("name", metavar="NAME")
+    a.add_argument("--url", action="append", default=[], metavar="U", help="a page (repeatable)")
+    a.add_argument("--host", action="append", default=[], metavar="H",
+                   help="every page on a host, e.g. docs.python.org (repeatable)")
+    a.add_argument("--pattern", action="append", default=[], metavar="RE",
+                   help="every page whose URL matches a regular expression (repeatable)")
+    a.set_defaults(func=_topics_add)
+
+    ls = tsub.add_parser("list", help="the defined topics")
+    ls.set_defaults(func=_topics_list)
+
+    r = tsub.add_parser("remove", help="delete a topic and its vector")
+    r.add_argument("name", metavar="NAME")
+    r.set_defaults(func=_topics_remove)
+
+
+def _topics_add(args: argparse.Namespace) -> int:
+    topic = TopicSet(args.name, tuple(args.url), tuple(args.host), tuple(args.pattern))
+    info = add_topic(DataDir.create(args.data), topic)
+    failures = ", ".join(f"{k}: {v}" for k, v in sorted(info.text_failures.items()))
+    print(f"topic {info.name}: {info.pages} pages, term model from {info.text_pages} pages "
+          f"({info.distinct_terms} distinct terms{'; skipped ' + failures if failures else ''}), "
+          f"vector in {info.iterations} iterations, ranks generation {info.generation}")
+    return 0
+
+
+def _topics_list(args: argparse.Namespace) -> int:
+    infos = topic_infos(DataDir.open(args.data))
+    if not infos:
+        print("no topics; add one with 'websift topics add NAME --host H'")
+    for info in infos:
+        t = info.topic
+        parts = [f"--url {u}" for u in t.urls] + [f"--host {h}" for h in t.hosts]
+        parts += [f"--pattern {p}" for p in t.patterns]
+        vec = "no vector yet" if info.generation is None else f"generation {info.generation}"
+        print(f"{t.name}: {info.pages} pages, {info.distinct_terms} terms, {vec}  "
+              f"[{' '.join(parts)}]")
+    return 0
+
+
+def _topics_remove(args: argparse.Namespace) -> int:
+    remove_topic(DataDir.open(args.data), args.name)
+    print(f"topic {args.name} removed")
+    return 0

@@ -1,0 +1,165 @@
+"""``websift rank``: from the crawl store to a new generation of rank vectors.
+
+Reads the link graph, the OPIC importance and the seeds from the store, computes the global
+PageRank, the levels from the seeds and the giant SCC, recomputes the vector of every defined
+topic (warm-started from its previous vector), and writes them all as one generation
+(:mod:`ranking.ranks_writer`).
+
+Topic vectors (Haveliwala 2002; slides 'Topic-sensitive Pagerank'): teleport uniform over T_k,
+dangling pages' rank sent to the *uniform* vector over all pages whatever the topic.  With that
+fixed dangling vector PageRank is linear in the teleport vector, so
+``sum_k sim(T_k, q) * p_k`` is exactly the PageRank of the teleport ``sum_k sim(T_k, q) * E_k``.
+The global vector uses the same convention (its E is uniform, so dangling rank goes to E).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from crawler.datadir import DataDir
+from crawler.store import CrawlStore
+from ranking import settings
+from ranking.errors import RankingError
+from ranking.graph import LinkGraph
+from ranking.pagerank import Dangling, PageRankResult, pagerank, uniform_teleport
+from ranking.ranks_format import load_array
+from ranking.ranks_writer import current_manifest, write_generation, write_lock
+from ranking.store_graph import load_store_arrays, topic_page_ids
+from ranking.structure import levels, strong_components
+from ranking.topic_store import load_topic, topic_names
+
+Progress = Callable[[str, int, float], None]  # (what, iteration, residual)
+
+
+@dataclass
+class RankReport:
+    generation: int
+    pages: int
+    links: int
+    node_count: int
+    result: PageRankResult
+    seconds: float
+    giant_scc: int
+    topics: dict[str, int] = field(default_factory=dict)  # name -> iterations
+
+
+def topic_vector(
+    graph: LinkGraph,
+    pages: np.ndarray,
+    *,
+    damping: float,
+    tol: float,
+    start: np.ndarray | None,
+    progress: Callable[[int, float], None] | None = None,
+) -> PageRankResult:
+    """p_k: PageRank with teleport uniform over ``pages`` and dangling rank to uniform."""
+    if pages.size == 0:
+        raise RankingError("a topic with no pages has no PageRank vector")
+    teleport = np.zeros(graph.n, dtype=np.float64)
+    teleport[pages] = 1.0
+    return pagerank(
+        graph,
+        damping=damping,
+        teleport=teleport,
+        tol=tol,
+        dangling=Dangling.TELEPORT,
+        dangling_vector=uniform_teleport(graph),
+        start=start,
+        progress=progress,
+    )
+
+
+def fit_length(vector: np.ndarray, n: int) -> np.ndarray | None:
+    """A previous vector as a warm start for a graph of ``n`` nodes (new nodes get 0)."""
+    if vector.size == 0 or vector.sum() <= 0:
+        return None
+    out = np.zeros(n, dtype=np.float64)
+    k = min(n, vector.size)
+    out[:k] = vector[:k]
+    return out if out.sum() > 0 else None
+
+
+def run_rank(
+    data: DataDir,
+    *,
+    damping: float = settings.DAMPING,
+    tol: float = settings.TOLERANCE,
+    dangling: Dangling | str = settings.DANGLING_POLICY,
+    progress: Progress | None = None,
+) -> RankReport:
+    """Compute and write a new ranks generation for ``data``; returns what was done."""
+    started = time.perf_counter()
+    with CrawlStore.open(data.store_path, readonly=True) as store:
+        arrays = load_store_arrays(store)
+        graph = arrays.graph
+        names = topic_names(data.topics_dir)
+        records = {name: load_topic(data.topics_dir, name) for name in names}
+        topic_pages = {name: topic_page_ids(store, rec.topic) for name, rec in records.items()}
+
+    def global_progress(k: int, r: float) -> None:
+        if progress is not None:
+            progress("pagerank", k, r)
+
+    result = pagerank(graph, damping=damping, tol=tol, dangling=dangling, progress=global_progress)
+    lv = levels(graph, arrays.roots)
+    comps = strong_components(graph)
+    with write_lock(data.ranks_dir):
+        previous = current_manifest(data.ranks_dir)
+        topics: dict[str, Any] = {}
+        done: dict[str, int] = {}
+        for name, pages in topic_pages.items():
+            if pages.size == 0:
+                continue  # no page matches any more: the topic keeps no vector this generation
+            start = None
+            if previous is not None and name in previous["topics"]:
+                old = load_array(data.ranks_dir, previous["topics"][name], f"topic {name}")
+                start = fit_length(old, graph.n)
+            vec = topic_vector(graph, pages, damping=damping, tol=tol,
+                               start=start if start is not None else result.ranks)
+            topics[name] = (vec.ranks, {
+                "definition_sha256": records[name].sha256,
+                "pages": int(pages.size),
+                "iterations": vec.iterations,
+            })
+            done[name] = vec.iterations
+        stats = {
+            "iterations": result.iterations,
+            "residuals": result.residuals,
+            "converged": result.converged,
+            "removal_rounds": result.removal_rounds,
+            "pages": graph.num_pages,
+            "links": graph.num_links,
+            "dangling": int(graph.dangling().sum()),
+            "giant_scc": comps.giant_size,
+            "roots": int(arrays.roots.size),
+        }
+        params = {"damping": damping, "tol": tol, "dangling": Dangling(dangling).value,
+                  "teleport": "uniform"}
+        generation = write_generation(
+            data.ranks_dir,
+            previous,
+            {
+                "pagerank": result.ranks,
+                "opic": arrays.opic,
+                "level": lv,
+                "giant_scc": comps.in_giant() & graph.present,
+            },
+            topics,
+            params=params,
+            stats=stats,
+        )
+    return RankReport(
+        generation=generation,
+        pages=graph.num_pages,
+        links=graph.num_links,
+        node_count=graph.n,
+        result=result,
+        seconds=time.perf_counter() - started,
+        giant_scc=comps.giant_size,
+        topics=done,
+    )

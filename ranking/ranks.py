@@ -1,0 +1,115 @@
+"""Reading the rank vectors: what the query side and ``websift graph`` use.
+
+``Ranks.open(data)`` reads the live manifest (:mod:`ranking.ranks_format`) and every array it
+names, checking each file's sha256, into memory: the object is a consistent snapshot of one
+generation, unaffected by later writes.  ``current_generation(data)`` reads only the manifest,
+so a server can poll it cheaply and reopen when it changes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from crawler.datadir import DataDir
+from ranking import ranks_format as fmt
+from ranking.errors import RanksCorrupt, RanksMissing, TopicError, UnknownTopic
+from ranking.topic_store import TermModel, TopicRecord, load_topic
+
+_OPEN_ATTEMPTS = 3  # a writer may replace the manifest between our reads: read it again
+
+
+@dataclass
+class Ranks:
+    """One generation of rank vectors; arrays are indexed by URL ID (length max_url_id + 1)."""
+
+    generation: int
+    pagerank: np.ndarray  # float64, sums to 1
+    opic: np.ndarray  # float64, urls.importance as the crawl store had it
+    level: np.ndarray  # int32, clicks from the seeds (-1: unreachable)
+    giant_scc: np.ndarray  # bool, member of the giant strongly connected component
+    manifest: dict[str, Any]
+    _topics: dict[str, np.ndarray]
+    _models: dict[str, TermModel]
+    problems: list[str]  # e.g. a topic file that failed its checksum (its term model is empty)
+
+    @classmethod
+    def open(cls, data: DataDir) -> Ranks:
+        """Load the live generation. Raises RanksMissing / RanksCorrupt."""
+        last: RanksCorrupt | None = None
+        for _ in range(_OPEN_ATTEMPTS):
+            manifest = fmt.read_manifest(data.ranks_dir)
+            try:
+                return cls._load(data, manifest)
+            except RanksCorrupt as exc:
+                # A file missing because a newer generation replaced ours meanwhile: retry.
+                if fmt.read_manifest(data.ranks_dir)["generation"] == manifest["generation"]:
+                    raise
+                last = exc
+        assert last is not None
+        raise last
+
+    @classmethod
+    def _load(cls, data: DataDir, manifest: dict[str, Any]) -> Ranks:
+        ranks_dir = data.ranks_dir
+        arrays = {}
+        for name in fmt.ARRAY_DTYPES:
+            entry = manifest["arrays"].get(name)
+            if entry is None:
+                raise RanksCorrupt(f"ranks manifest names no '{name}' array")
+            arrays[name] = fmt.load_array(ranks_dir, entry, name)
+        topics: dict[str, np.ndarray] = {}
+        models: dict[str, TermModel] = {}
+        problems: list[str] = []
+        for name, entry in manifest["topics"].items():
+            topics[name] = fmt.load_array(ranks_dir, entry, f"topic {name}")
+            try:
+                record: TopicRecord | None = load_topic(data.topics_dir, name)
+            except (UnknownTopic, TopicError) as exc:
+                problems.append(str(exc))
+                record = None
+            if record is not None and record.sha256 == entry.get("definition_sha256"):
+                models[name] = record.terms
+            else:
+                models[name] = TermModel()  # definition replaced or removed since: no text model
+        return cls(
+            generation=int(manifest["generation"]),
+            pagerank=arrays["pagerank"],
+            opic=arrays["opic"],
+            level=arrays["level"],
+            giant_scc=arrays["giant_scc"],
+            manifest=manifest,
+            _topics=topics,
+            _models=models,
+            problems=problems,
+        )
+
+    @property
+    def node_count(self) -> int:
+        return int(self.pagerank.shape[0])
+
+    def topic(self, name: str) -> np.ndarray:
+        """p_k of topic ``name`` (float64, index = URL ID, sums to 1). Raises UnknownTopic."""
+        try:
+            return self._topics[name]
+        except KeyError:
+            raise UnknownTopic(f"no topic named {name!r} in ranks generation "
+                               f"{self.generation}") from None
+
+    def topic_names(self) -> list[str]:
+        return sorted(self._topics)
+
+    def term_model(self, name: str) -> TermModel:
+        if name not in self._models:
+            raise UnknownTopic(f"no topic named {name!r}")
+        return self._models[name]
+
+
+def current_generation(data: DataDir) -> int | None:
+    """The live generation number from the manifest alone; None when there are no ranks."""
+    try:
+        return int(fmt.read_manifest(data.ranks_dir)["generation"])
+    except RanksMissing:
+        return None

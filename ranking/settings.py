@@ -1,0 +1,22 @@
+"""Ranking defaults: every tunable number of ranking/ lives here, by name."""
+
+from __future__ import annotations
+
+# PageRank (Page, Brin, Motwani, Winograd 1998; Web Graph Analyzer, Definition 4).
+DAMPING = 0.85  # c: probability of following a link rather than jumping (Google's choice)
+TOLERANCE = 1e-10  # L1 distance between successive iterates at which power iteration stops
+MAX_ITERATIONS = 1000  # a safety net; with c = 0.85 and tol 1e-10 about 140 are needed
+DANGLING_POLICY = "teleport"  # "teleport" (Google matrix) or "paper1998" (remove, add back)
+
+# Monte Carlo PageRank (Web Graph Analyzer, Algorithm 2).
+MC_WALKS_PER_PAGE = 10  # m: complete-path walks started from every page
+MC_TOP_PAGES = 100  # how many top pages the MC-vs-power-iteration error is reported on
+
+# Topic-sensitive PageRank (Haveliwala 2002) and its term models.
+TOPIC_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"  # a topic name is also a file name
+TOPIC_MAX_TERMS = 50_000  # most frequent terms kept per topic term model
+TOPIC_SMOOTHING = 0.5  # Jelinek-Mercer lambda: weight of the all-topics model in P(q_i | T_k)
+
+# Graph analysis (Web Graph Analyzer, section 3).
+RESTRICTED_LEVELS = 3  # l of the restricted PageRank over the first l levels
+PLOT_DPI = 110

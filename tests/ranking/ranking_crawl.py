@@ -1,0 +1,75 @@
+"""A small crawl in a real data directory for ranking tests: the real crawl store, real WARC files."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+from crawler.datadir import DataDir
+from crawler.store import CrawlStore, Link
+from crawler.warc import WarcWriterFile
+
+PY = "http://py.example/"
+COOK = "http://cook.example/"
+
+
+def page_html(title: str, words: str) -> bytes:
+    return f"<html><head><title>{title}</title></head><body><h1>{title}</h1><p>{words}</p>" \
+        "</body></html>".encode()
+
+
+# url -> (title, body words, [(target, anchor, nofollow)])
+SITE: dict[str, tuple[str, str, list[tuple[str, str, bool]]]] = {
+    PY: ("Python home", "python snakes interpreter programming", [
+        (PY + "tutorial", "tutorial", False), (PY + "library", "library", False),
+        (PY + "tutorial", "tutorial again", False),  # a duplicate link counts once
+        (PY, "self", False),  # a self-link is dropped
+        (COOK, "cooking", False),
+    ]),
+    PY + "tutorial": ("Python tutorial", "python programming functions classes", [
+        (PY, "home", False), (PY + "library", "the library", False),
+    ]),
+    PY + "library": ("Python library", "python modules interpreter programming", [
+        (PY, "home", False), (PY + "missing", "never fetched", False),
+    ]),
+    COOK: ("Cooking home", "recipes soup bread oven kitchen", [
+        (COOK + "soup", "soup", False), (PY, "a nofollow link", True),
+    ]),
+    COOK + "soup": ("Soup recipes", "soup recipes onion kitchen", [
+        (COOK, "home", False), (COOK + "bread", "bread", False),
+    ]),
+    COOK + "bread": ("Bread recipes", "bread oven flour recipes", [
+        (COOK, "home", False), (PY + "tutorial", "learn python while it bakes", False),
+    ]),
+}
+SEEDS = (PY, COOK)
+
+
+def build_crawl(root: Path) -> DataDir:
+    data = DataDir.create(root)
+    writer = WarcWriterFile(data.warc_dir)
+    with CrawlStore.open(data.store_path) as store:
+        with store.transaction():
+            for url in SEEDS:
+                store.add_url(url, depth=0)
+            for url in SITE:
+                store.add_url(url, depth=1)
+            for _, (_, _, links) in SITE.items():
+                for target, _, _ in links:
+                    store.add_url(target, depth=2)
+        for url, (title, words, links) in SITE.items():
+            body = page_html(title, words)
+            loc = writer.write_response(url, 200, "OK", [("Content-Type", "text/html")], body)
+            writer.sync()
+            uid = store.url_id(url)
+            assert uid is not None
+            with store.transaction():
+                store.record_fetched(
+                    uid, http_status=200, content_type="text/html",
+                    warc=(loc.file, loc.offset, loc.length),
+                    content_hash=hashlib.sha256(body).hexdigest(),
+                    links=[Link(store.url_id(t) or 0, a, nf) for t, a, nf in links],
+                )
+                store.update_page(uid, importance=0.1 * len(links))
+    writer.close()
+    return data
