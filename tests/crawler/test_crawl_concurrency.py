@@ -1,0 +1,43 @@
+"""K requests in flight per host, and a slow server stretching the delay (adaptive politeness)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from testweb import TestWeb, html, max_in_flight, min_start_gap, words
+
+LATENCY = 0.2
+K = 2
+PAGES = 16
+JITTER = 0.015  # server-side timestamp allowance (see test_crawl.py)
+
+
+@pytest.fixture(scope="module")
+def slow_web() -> Iterator[TestWeb]:
+    web = TestWeb()
+    site = web.add_site("slow", "127.0.0.6", "User-agent: *\nDisallow:\n", latency=LATENCY)
+    links = "".join(f"<a href='/p/{i}'>p{i}</a> " for i in range(PAGES))
+    site.page("/", html("home", f"<p>{words(1)}</p>{links}"))
+    for i in range(PAGES):
+        site.page(f"/p/{i}", html(f"p{i}", f"<p>{words(100 + i)}</p>"))
+    with web:
+        yield web
+
+
+def test_k_in_flight_and_delay_stretched_by_response_time(
+    slow_web: TestWeb, run_websift: Callable[..., Any], tmp_path: Path
+) -> None:
+    done = run_websift(
+        "crawl", slow_web.sites["slow"].url("/"), "--data", str(tmp_path / "d"),
+        "--allow-private", "--delay", "0", "--concurrency-per-host", str(K), "--quiet",
+    )
+    assert done.returncode == 0, done.stderr
+    log = slow_web.entries("slow")
+    assert len(log) == PAGES + 2  # robots.txt, home, pages
+    assert max_in_flight(log) == K  # K reached, never exceeded
+    # --delay 0, but each answer takes LATENCY: starts are spaced by LATENCY / K
+    assert min_start_gap(log) >= LATENCY / K - JITTER
