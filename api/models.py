@@ -86,6 +86,10 @@ class PageInfo(BaseModel):
     change_count: int
     robots: RobotsVerdict
     indexed: bool
+    indexed_as: str | None = Field(
+        description="what the index holds: 'page text and anchor text', or 'anchor text only "
+        "(why)' for a page known only from links to it"
+    )
     not_indexed_reason: str | None = Field(
         description="why the page is not in the index: duplicate, noindex, disallowed, error, "
         "not fetched, not yet indexed"

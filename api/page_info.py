@@ -41,8 +41,8 @@ def find_page(store: CrawlStore, url: str) -> Page:
     return page
 
 
-def stored_document(searcher: Searcher, doc_id: int) -> dict[str, str] | None:
-    """The live stored document (url, title, text) of ``doc_id``, or None if not indexed.
+def indexed_head(searcher: Searcher, doc_id: int) -> dict[str, str] | None:
+    """URL and title of the live indexed version of ``doc_id``, or None if not indexed.
 
     Newest segment first; a version masked by a newer segment or a drop is not live
     (``Searcher.live``).  The indexer has no by-ID lookup of its own yet.
@@ -52,7 +52,7 @@ def stored_document(searcher: Searcher, doc_id: int) -> dict[str, str] | None:
         ords = np.flatnonzero(seg.doc_ids == doc_id)
         for o in ords:
             if searcher.live[si][o]:
-                return seg.stored(int(o))
+                return seg.head(int(o))
     return None
 
 
@@ -88,10 +88,8 @@ def robots_verdict(store: CrawlStore, url: str) -> RobotsVerdict:
     )
 
 
-def not_indexed_reason(page: Page, indexed: bool, url_of: dict[int, str]) -> str | None:
-    """Why a page is not in the index, in the words a site owner would use."""
-    if indexed:
-        return None
+def unfetched_reason(page: Page, url_of: dict[int, str]) -> str | None:
+    """Why the page's own content is not in the store, or None if it was fetched."""
     if page.status == st.DISALLOWED:
         return "disallowed by robots.txt"
     if page.status == st.ERROR:
@@ -102,13 +100,29 @@ def not_indexed_reason(page: Page, indexed: bool, url_of: dict[int, str]) -> str
         return f"out of the crawl's scope: {page.error or 'refused'}"
     if page.status == st.DISCOVERED:
         return "not fetched yet"
+    return None
+
+
+def index_status(page: Page, indexed: bool, url_of: dict[int, str]) -> tuple[str | None, str | None]:
+    """(what the index holds of the page, why it holds nothing) in a site owner's words.
+
+    The indexer indexes a page it could not fetch by the anchor text of links to it (Brin and
+    Page 1998, section 2.2), so a disallowed page can be indexed "by anchor text only".
+    """
+    unfetched = unfetched_reason(page, url_of)
+    if indexed:
+        if unfetched is None:
+            return "page text and anchor text", None
+        return f"anchor text only ({unfetched})", None
+    if unfetched is not None:
+        return None, unfetched
     if page.duplicate_of is not None:
-        return f"duplicate of {url_of.get(page.duplicate_of, f'page {page.duplicate_of}')}"
+        return None, f"duplicate of {url_of.get(page.duplicate_of, f'page {page.duplicate_of}')}"
     if page.noindex:
-        return "the page asks not to be indexed (noindex)"
+        return None, "the page asks not to be indexed (noindex)"
     if page.content_type and "html" not in page.content_type:
-        return f"content type {page.content_type} is not indexed"
-    return "not indexed yet: run 'websift index'"
+        return None, f"content type {page.content_type} is not indexed"
+    return None, "not indexed yet: run 'websift index'"
 
 
 def _links(
@@ -127,7 +141,7 @@ def page_info(
 ) -> PageInfo:
     page = find_page(store, url)
     searcher = snap.searcher.value
-    doc = stored_document(searcher, page.id)
+    doc = indexed_head(searcher, page.id)
     indexed = doc is not None
     url_of: dict[int, str] = {}
     for ref in (page.duplicate_of, page.redirect_to):
@@ -150,6 +164,7 @@ def page_info(
         graph = {"level": None if level < 0 else level,
                  "in_giant_scc": bool(view.ranks.giant_scc[page.id])}
     in_rows = store.in_links(page.id)
+    indexed_as, why_not = index_status(page, indexed, url_of)
     out_rows = store.out_links(page.id)
     return PageInfo(
         url=page.url,
@@ -162,7 +177,8 @@ def page_info(
         change_count=page.change_count,
         robots=robots_verdict(store, page.url),
         indexed=indexed,
-        not_indexed_reason=not_indexed_reason(page, indexed, url_of),
+        indexed_as=indexed_as,
+        not_indexed_reason=why_not,
         duplicate_of=url_of.get(page.duplicate_of) if page.duplicate_of else None,
         redirect_to=url_of.get(page.redirect_to) if page.redirect_to else None,
         error=page.error,

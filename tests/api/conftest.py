@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-import pytest
-from fastapi.testclient import TestClient
+_ROOT = str(Path(__file__).resolve().parents[2])
+if _ROOT not in sys.path:  # plain ``pytest`` puts only this folder on sys.path
+    sys.path.insert(0, _ROOT)
 
-from api.app import create_app
-from api.settings import Settings
-from crawler.datadir import DataDir
-from tests.api.site import make_data_dir
+import pytest  # noqa: E402
+from fastapi.testclient import TestClient  # noqa: E402
+
+from api.app import create_app  # noqa: E402
+from api.settings import Settings  # noqa: E402
+from crawler.datadir import DataDir  # noqa: E402
+from tests.api.site import make_data_dir  # noqa: E402
 
 ADMIN_TOKEN = "s3cret-admin-token"
 

@@ -1,0 +1,146 @@
+"""Ablation of websift's ranking on the Python 3.11 manual: text, anchors, PageRank, OPIC, topics.
+
+    .venv/bin/python scripts/eval_ranking.py            # serve, crawl, index, rank, evaluate
+    .venv/bin/python scripts/eval_ranking.py --data D   # reuse (or make) a crawl in D
+
+Crawls and indexes the manual exactly as ``scripts/eval_relevance.py`` does (its functions are
+imported, not copied), computes the ranks (``ranking.rank_job.run_rank``), then runs the 400 queries
+of shared/eval/pydocs_queries.tsv through the API's own search path (``api.retrieval.run_search``,
+what ``GET /search`` runs) and prints one table:
+
+- BM25F without the anchor field; BM25F (with anchor text); + PageRank; + OPIC instead of PageRank;
+  ``topic=auto`` when topics are defined;
+- a sweep of the fusion weight ``w`` and midpoint ``k`` (``final = BM25F + w * s/(s + k)``, s the
+  static score normalised to mean 1), which is what the defaults in ranking/fusion.py rest on.
+
+Metrics: MRR@10, nDCG@10, Recall@10, Success@1 (``eval_relevance.evaluate``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))
+
+from eval_relevance import Query, crawl_and_index, evaluate, load_queries  # noqa: E402
+
+from api.retrieval import SearchRequest, run_search  # noqa: E402
+from api.snapshot import RankView, Shared, Snapshot  # noqa: E402
+from crawler.datadir import DataDir  # noqa: E402
+from indexer.searcher import Searcher  # noqa: E402
+from ranking.fusion import DEFAULT_EXPONENT, DEFAULT_MIDPOINT, DEFAULT_WEIGHT, FusionParams  # noqa: E402
+from ranking.rank_job import run_rank  # noqa: E402
+from ranking.ranks import Ranks  # noqa: E402
+from ranking.ranks import current_generation as ranks_generation  # noqa: E402
+
+K = 10
+WEIGHTS = (0.5, 1.0, 2.0, 4.0, 8.0)
+MIDPOINTS = (0.5, 1.0, 2.0, 4.0)
+METRICS = ("MRR@10", "nDCG@10", "Recall@10", "Success@1")
+
+
+def snapshot_of(searcher: Searcher, ranks: Ranks | None) -> Snapshot:
+    """The same kind of snapshot the server leases to its requests."""
+    view = None if ranks is None else Shared(RankView.load(ranks), lambda _v: None)
+    return Snapshot(Shared(searcher, lambda _s: None), view)
+
+
+def runner(
+    snap: Snapshot, fusion: FusionParams, static_score: str, topic: str | None = None
+) -> Callable[[str], list[str]]:
+    """query -> ranked URLs, through the API's search path."""
+
+    def run(q: str) -> list[str]:
+        req = SearchRequest(q=q, k=K, offset=0, topic=topic)
+        return [h.hit.url for h in run_search(snap, req, fusion, static_score).hits]
+
+    return run
+
+
+def row(name: str, m: dict[str, float], seconds: float | None = None) -> str:
+    cells = " | ".join(f"{m[c]:.3f}" for c in METRICS)
+    timing = "" if seconds is None else f" {seconds:.1f} s |"
+    return f"| {name} | {cells} |{timing}"
+
+
+def ablation(
+    snap: Snapshot, no_anchor: Snapshot, fusion: FusionParams, queries: list[Query]
+) -> None:
+    print("| ranking | " + " | ".join(METRICS) + " | time |")
+    print("|---|---|---|---|---|---|")
+    variants: list[tuple[str, Snapshot, str, str | None]] = [
+        ("BM25F, no anchor text", no_anchor, "none", None),
+        ("BM25F + anchor text", snap, "none", None),
+        (f"+ PageRank (w={fusion.weight:g}, k={fusion.midpoint:g})", snap, "pagerank", None),
+        (f"+ OPIC instead of PageRank (w={fusion.weight:g}, k={fusion.midpoint:g})", snap,
+         "opic", None),
+    ]
+    view = snap.rank_view
+    if view is not None and view.topics:
+        variants.append(("+ topic=auto (topic-sensitive PageRank)", snap, "pagerank", "auto"))
+    for name, s, static, topic in variants:
+        started = time.perf_counter()
+        metrics = evaluate(runner(s, fusion, static, topic), queries)
+        print(row(name, metrics, time.perf_counter() - started), flush=True)
+
+
+def sweep(snap: Snapshot, static_score: str, queries: list[Query], exponent: float) -> None:
+    print(f"\nSweep over w and k for {static_score} (a={exponent:g}): MRR@10 / nDCG@10")
+    print("| w \\ k | " + " | ".join(f"{k:g}" for k in MIDPOINTS) + " |")
+    print("|---|" + "---|" * len(MIDPOINTS))
+    for w in WEIGHTS:
+        cells = []
+        for k in MIDPOINTS:
+            m = evaluate(runner(snap, FusionParams(w, k, exponent), static_score), queries)
+            cells.append(f"{m['MRR@10']:.3f} / {m['nDCG@10']:.3f}")
+        print(f"| {w:g} | " + " | ".join(cells) + " |", flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    ap.add_argument("--data", type=Path, help="data directory to crawl into or reuse")
+    ap.add_argument("--no-sweep", action="store_true", help="only the ablation table")
+    ap.add_argument("--weight", type=float, default=DEFAULT_WEIGHT)
+    ap.add_argument("--midpoint", type=float, default=DEFAULT_MIDPOINT)
+    ap.add_argument("--exponent", type=float, default=DEFAULT_EXPONENT)
+    args = ap.parse_args(argv)
+
+    tmp = None
+    if args.data is None:
+        tmp = tempfile.TemporaryDirectory(prefix="websift-eval-ranking-")
+        args.data = Path(tmp.name) / "data"
+    data: DataDir = crawl_and_index(args.data)
+    if ranks_generation(data) is None:
+        run_rank(data)
+    queries = load_queries()
+    searcher = Searcher.open(data)
+    ranks = Ranks.open(data)
+    no_anchor_searcher = Searcher(
+        searcher.manifest,
+        searcher.segments,
+        replace(searcher.settings, weights={**searcher.settings.weights, "anchor": 0.0}),
+    )
+    snap = snapshot_of(searcher, ranks)
+    no_anchor = snapshot_of(no_anchor_searcher, ranks)
+    fusion = FusionParams(args.weight, args.midpoint, args.exponent)
+    print(f"{searcher.doc_count()} documents, {len(queries)} queries, ranks generation "
+          f"{ranks.generation}, topics: {', '.join(ranks.topic_names()) or 'none'}\n")
+    ablation(snap, no_anchor, fusion, queries)
+    if not args.no_sweep:
+        sweep(snap, "pagerank", queries, args.exponent)
+        sweep(snap, "opic", queries, args.exponent)
+    if tmp is not None:
+        tmp.cleanup()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

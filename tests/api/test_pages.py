@@ -1,0 +1,74 @@
+"""GET /pages and GET /page: what the engine knows of one page, as JSON and as HTML."""
+
+from __future__ import annotations
+
+from fastapi.testclient import TestClient
+
+from tests.api.site import BASE, DISALLOWED, DUP, GARDEN, HOME, NOINDEX, XSS, XSS_ANCHOR
+
+
+def info(client: TestClient, url: str) -> dict:
+    r = client.get("/pages", params={"url": url})
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+def test_indexed_page_with_links_and_importance(client: TestClient) -> None:
+    page = info(client, GARDEN[0])
+    assert page["status"] == "fetched" and page["http_status"] == 200
+    assert page["indexed"] is True and page["not_indexed_reason"] is None
+    assert page["indexed_as"] == "page text and anchor text"
+    assert page["title"] == "Garden note 0: roses"
+    assert page["robots"]["allowed"] is True
+    assert page["pagerank"] > 0 and page["pagerank_normalised"] > 1
+    assert page["graph"]["level"] is not None
+    assert page["next_due"]["position"] >= 1 and page["fetched_at_iso"].endswith("+00:00")
+    anchors = {(ln["url"], ln["anchor"]) for ln in page["in_links"]}
+    assert (GARDEN[5], "rose garden guide") in anchors and (HOME, "garden notes") in anchors
+    # 12 garden pages (itself included), garden/11's "next note", the home page, the copy
+    assert page["in_link_count"] == len(page["in_links"]) == 15
+    assert {ln["url"] for ln in page["out_links"]} == {GARDEN[0], GARDEN[1]}
+
+
+def test_why_not_indexed(client: TestClient) -> None:
+    dup = info(client, DUP)
+    assert dup["indexed"] is False and dup["duplicate_of"] == GARDEN[1]
+    assert dup["not_indexed_reason"] == f"duplicate of {GARDEN[1]}"
+    assert "noindex" in info(client, NOINDEX)["not_indexed_reason"]
+    secret = info(client, DISALLOWED)
+    # never fetched, but indexed by the anchor text of the link to it (Brin & Page 1998)
+    assert secret["indexed"] is True
+    assert secret["indexed_as"] == "anchor text only (disallowed by robots.txt)"
+    assert secret["robots"] == {"allowed": False, "robots_status": 200,
+                                "detail": "Disallow: /private/ (line 2)"}
+
+
+def test_url_is_matched_in_canonical_form(client: TestClient) -> None:
+    assert info(client, BASE.upper().replace("HTTP", "http") + "/garden/0.html")["url"] == GARDEN[0]
+
+
+def test_unknown_and_bad_urls(client: TestClient) -> None:
+    r = client.get("/pages", params={"url": "http://example.org/nothing"})
+    assert r.status_code == 404 and "does not know" in r.json()["error"]["message"]
+    r = client.get("/pages", params={"url": "not a url"})
+    assert r.status_code in (400, 404) and r.json()["error"]["message"]
+    r = client.get("/pages")
+    assert r.status_code == 422 and r.json()["error"]["message"] == "url: is required"
+
+
+def test_page_view_is_html_and_escapes_crawled_text(client: TestClient) -> None:
+    r = client.get("/page", params={"url": HOME})
+    assert r.status_code == 200 and r.headers["content-type"].startswith("text/html")
+    html = r.text
+    assert "Links from this page (6)" in html
+    assert "<script>window.__xss" not in html
+    assert "&lt;script&gt;window.__xss=3&lt;/script&gt;" in html
+    assert XSS_ANCHOR not in html
+    assert r.text.count("/page?url=") >= 6
+
+
+def test_page_view_errors_are_html_with_4xx(client: TestClient) -> None:
+    r = client.get("/page", params={"url": "http://example.org/x"})
+    assert r.status_code == 404 and "does not know" in r.text and "<html" in r.text
+    r = client.get("/page")
+    assert r.status_code == 422 and "say which page" in r.text

@@ -1,0 +1,70 @@
+"""GET /stats, /healthz and /recrawl; and a data directory with no index yet."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from api.app import create_app
+from api.settings import Settings
+
+from crawler.datadir import DataDir
+from crawler.errors import StoreError
+from crawler.store import CrawlStore
+from indexer.build import build_index
+from tests.api.site import GARDEN
+from tests.indexer.corpus import build_data_dir
+
+
+def test_stats_counts_what_is_there(client: TestClient, site_data: DataDir) -> None:
+    stats = client.get("/stats").json()
+    with CrawlStore.open(site_data.store_path, readonly=True) as store:
+        assert stats["pages"] == store.url_count()
+        assert stats["links"] == store.link_count()
+    assert stats["pages_by_status"]["fetched"] == 28
+    assert stats["indexed_docs"] >= 26 and stats["index_segments"] == 1
+    assert stats["index_generation"] == 1 and stats["ranks_generation"] == 1
+
+
+def test_healthz(client: TestClient) -> None:
+    assert client.get("/healthz").json() == {
+        "status": "ok", "index_generation": 1, "ranks_generation": 1}
+
+
+def test_recrawl_lists_the_schedule_highest_first(client: TestClient) -> None:
+    body = client.get("/recrawl", params={"limit": 5}).json()
+    assert body["limit"] == 5 and len(body["entries"]) == 5
+    prios = [e["priority"] for e in body["entries"]]
+    assert prios == sorted(prios, reverse=True)
+    assert all(e["last_fetch"] is not None for e in body["entries"])
+    r = client.get("/recrawl", params={"limit": 0})
+    assert r.status_code == 422 and "limit: must be at least 1" in r.json()["error"]["message"]
+    r = client.get("/recrawl", params={"limit": 10**6})
+    assert r.status_code == 422 and "limit: must be at most 1000" in r.json()["error"]["message"]
+
+
+def test_no_index_yet_is_503_then_served_once_built(
+    tmp_path: Path, make_client: Callable[..., TestClient]
+) -> None:
+    data = build_data_dir(tmp_path / "data", {GARDEN[0]: "<title>Roses</title><p>roses</p>"})
+    client = make_client(data)
+    for path in ("/healthz", "/search?q=roses", "/stats"):
+        r = client.get(path)
+        assert r.status_code == 503, path
+        assert r.json()["error"]["code"] == "index_missing"
+        assert "websift index" in r.json()["error"]["message"]
+    assert client.get("/", params={"q": "roses"}).status_code == 503
+    build_index(data)  # no restart: the next request finds the index (no ranks: text only)
+    body = client.get("/search", params={"q": "roses"}).json()
+    assert [r["url"] for r in body["results"]] == [GARDEN[0]]
+    assert body["results"][0]["signals"]["pagerank"] is None
+    assert body["static_score"] == "none"
+
+
+def test_serve_refuses_a_directory_that_is_not_websift(tmp_path: Path) -> None:
+    (tmp_path / "stuff.txt").write_text("x")
+    with pytest.raises(StoreError, match="not a websift data directory"):
+        create_app(Settings(data=tmp_path))
