@@ -82,8 +82,8 @@ def address_category(address: IPAddress) -> str | None:
 
 
 def _describe(address: IPAddress, category: str, name: str | None) -> str:
-    """"127.0.0.1 is a loopback address", or for a name "db resolves to 10.0.0.5, a private
-    address"."""
+    """Why an address is refused, in words: ``127.0.0.1 is a loopback address``, or for a name
+    ``db resolves to 10.0.0.5, a private address``."""
     article = "an" if category[0] in "aeiou" else "a"
     inner = None
     if isinstance(address, ipaddress.IPv6Address):
@@ -218,8 +218,7 @@ class Scope:
         verdict = self._verdict(host, port)
         if verdict.reason == "private_address":
             return (
-                f"refusing {url}: {verdict.detail}; "
-                "pass --allow-private to crawl private addresses"
+                f"refusing {url}: {verdict.detail}; pass --allow-private to crawl private addresses"
             )
         if verdict.reason == "unresolvable":
             return f"refusing {url}: {verdict.detail}"

@@ -54,9 +54,16 @@ _QUERY_WORK_RE = re.compile(rf"%([0-9A-Fa-f]{{2}})|([^{_QUERY_SAFE}%]+)|%")
 _PATH_CLEAN_RE = re.compile(rf"[^{_PATH_SAFE}]")
 _QUERY_CLEAN_RE = re.compile(rf"[^{_QUERY_SAFE}]")
 _HOST_OK_RE = re.compile(r"[a-z0-9_\-]+(?:\.[a-z0-9_\-]+)*\.?")
-_DOTTED_QUAD_RE = re.compile(r"(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])(?:\.(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])){3}")
+_OCTET = r"(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
+_DOTTED_QUAD_RE = re.compile(rf"{_OCTET}(?:\.{_OCTET}){{3}}")
 _IPV4_PART_RE = re.compile(r"0[xX][0-9A-Fa-f]*|[0-9]+")
 _HEX = [f"%{b:02X}" for b in range(256)]
+# A URL that is already canonical, without '%' (checked further in _already_canonical): the
+# common case, answered with one match.
+_CANONICAL_RE = re.compile(
+    r"(https?)://([a-z0-9_\-]+(?:\.[a-z0-9_\-]+)*\.?)(?::([1-9][0-9]{0,4}))?"
+    rf"(/[{_PATH_SAFE}]*)(?:\?([{_QUERY_SAFE}]+))?"
+)
 _MAX_PORT = 65535
 
 
@@ -296,19 +303,37 @@ def _parts(url: str, base: str | None) -> tuple[str, str, str, str | None]:
         rest = url[m.end() :]
         if scheme not in SCHEMES:
             raise UrlError(f"unsupported scheme {scheme!r} (only http and https): {_short(url)}")
-        if base is None:
+        if base is None or rest[:2].replace("\\", "/") == "//":
             return _absolute(scheme, rest, url)
-        bscheme, bhost, bpath, bquery = _base_parts(base)
-        if bscheme != scheme or rest[:2].replace("\\", "/") == "//":
+        parsed_base = _base_parts(base)
+        if parsed_base[0] != scheme:
             return _absolute(scheme, rest, url)
         # WHATWG: "http:foo" or "http:/foo" against an http base is relative to it.
-        return _resolve(bscheme, bhost, bpath, bquery, rest, url)
+        return _resolve(parsed_base, rest, url)
     if base is None:
         raise UrlError(f"relative URL {_short(url)} needs a base URL")
-    return _resolve(*_base_parts(base), url, url)
+    return _resolve(_base_parts(base), url, url)
+
+
+def _already_canonical(m: re.Match[str]) -> bool:
+    """Whether a :data:`_CANONICAL_RE` match is a URL :func:`canonicalize` returns unchanged."""
+    scheme, host, port, path = m.group(1, 2, 3, 4)
+    if "/." in path:
+        return False
+    if port is not None and (int(port) > _MAX_PORT or int(port) == SCHEMES[scheme]):
+        return False
+    last = host[:-1] if host.endswith(".") else host
+    last = last.rpartition(".")[2]
+    if last[:1].isdigit():  # maybe an IPv4 spelling: only the dotted quad is canonical
+        return _DOTTED_QUAD_RE.fullmatch(host) is not None
+    return True
 
 
 def _base_parts(base: str) -> tuple[str, str, str, str | None]:
+    m = _CANONICAL_RE.fullmatch(base)
+    if m is not None and _already_canonical(m):
+        scheme, host, port, path, query = m.groups()
+        return scheme, (host if port is None else f"{host}:{port}"), path, query
     try:
         scheme, hostport, path, query = _parts(_clean(base), None)
     except UrlError as exc:
@@ -317,9 +342,10 @@ def _base_parts(base: str) -> tuple[str, str, str, str | None]:
 
 
 def _resolve(
-    scheme: str, host: str, bpath: str, bquery: str | None, ref: str, url: str
+    base: tuple[str, str, str, str | None], ref: str, url: str
 ) -> tuple[str, str, str, str | None]:
     """RFC 3986 section 5.2.2 for a reference without a scheme (or a same-scheme one)."""
+    scheme, host, bpath, bquery = base
     path, query = _split_rest(ref)
     if path.startswith("//"):  # network-path reference: a new authority
         return _absolute(scheme, ref, url)
@@ -339,6 +365,14 @@ def canonicalize(url: str, base: str | None = None) -> str:
     """
     if not isinstance(url, str):
         raise UrlError(f"URL must be text, not {type(url).__name__}")
+    m = _CANONICAL_RE.fullmatch(url)
+    if m is not None and _already_canonical(m):
+        return url
+    return canonicalize_full(url, base)
+
+
+def canonicalize_full(url: str, base: str | None = None) -> str:
+    """:func:`canonicalize` without the already-canonical shortcut (the tests compare them)."""
     scheme, hostport, path, query = _parts(_clean(url), base)
     path = _normalize_path(path)
     if query:
@@ -348,7 +382,7 @@ def canonicalize(url: str, base: str | None = None) -> str:
 
 def host_of(url: str) -> str:
     """The lower-case host of a URL, without port (IPv6 without brackets, ready for DNS)."""
-    scheme, sep, rest = url.partition("://")
+    _, sep, rest = url.partition("://")
     if not sep:
         raise UrlError(f"not an absolute URL: {_short(url)}")
     end = len(rest)

@@ -60,7 +60,14 @@ def test_content_hash_is_sha256_hex() -> None:
 
 def test_tokens_are_lower_case_words() -> None:
     assert text_fingerprint_tokens("Hello, WORLD! it's 2026; Caf\u00e9-au-lait") == [
-        "hello", "world", "it", "s", "2026", "caf\u00e9", "au", "lait",
+        "hello",
+        "world",
+        "it",
+        "s",
+        "2026",
+        "caf\u00e9",
+        "au",
+        "lait",
     ]
     assert text_fingerprint_tokens("  \n\t ") == []
 

@@ -53,7 +53,7 @@ def test_domain_list_accepts_idna_names() -> None:
 
 
 def test_fence_wins_over_filter() -> None:
-    config = {"filters": (r"/docs/",), "fences": (r"/docs/private/", r"\.pdf$")}
+    config: dict[str, Any] = {"filters": (r"/docs/",), "fences": (r"/docs/private/", r"\.pdf$")}
     assert _check("http://example.com/docs/a.html", **config) is None
     assert _check("http://example.com/docs/private/x", **config) == "fence"
     assert _check("http://example.com/docs/paper.pdf", **config) == "fence"
@@ -61,7 +61,7 @@ def test_fence_wins_over_filter() -> None:
 
 
 def test_filter_is_a_search_and_any_one_suffices() -> None:
-    config = {"filters": (r"library", r"^https://")}
+    config: dict[str, Any] = {"filters": (r"library", r"^https://")}
     assert _check("http://example.com/3/library/os.html", **config) is None
     assert _check("https://example.com/", **config) is None
     assert _check("http://example.com/tutorial/", **config) == "filter"
@@ -100,7 +100,7 @@ def test_bad_regex_is_named() -> None:
 
 
 def test_bad_domain_is_named() -> None:
-    with pytest.raises(ScopeError, match="bad allowed domain 'exa mple.com'"):
+    with pytest.raises(ScopeError, match=r"bad allowed domain 'exa mple\.com'"):
         Scope(ScopeConfig(allow_domains=("exa mple.com",)))
 
 
@@ -162,7 +162,7 @@ def test_private_error_message_for_a_literal() -> None:
     )
     mapped = scope.private_error(canonicalize("http://[::ffff:127.0.0.1]/"))
     assert "(IPv4 127.0.0.1) is a loopback address" in mapped
-    with pytest.raises(PrivateAddressError, match="127.0.0.1 is a loopback address"):
+    with pytest.raises(PrivateAddressError, match=r"127\.0\.0\.1 is a loopback address"):
         scope.require_address("http://127.0.0.1:8000/")
 
 

@@ -9,7 +9,15 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from crawler.errors import ScopeError, WebsiftError
-from crawler.urls import UrlError, canonicalize, host_of, port_of, remove_dot_segments
+from crawler.urls import (
+    _CANONICAL_RE,
+    UrlError,
+    canonicalize,
+    canonicalize_full,
+    host_of,
+    port_of,
+    remove_dot_segments,
+)
 
 CASES = [
     # scheme and host case
@@ -97,6 +105,8 @@ CASES = [
 def test_canonical_form(url: str, expected: str) -> None:
     assert canonicalize(url) == expected
     assert canonicalize(expected) == expected
+    assert canonicalize_full(url) == expected
+    assert canonicalize_full(expected) == expected
 
 
 BASE = "http://a.example/b/c/d;p?q"
@@ -224,7 +234,11 @@ def test_remove_dot_segments_rfc_examples() -> None:
 
 # ---------------------------------------------------------------------------- properties
 _label = st.text(alphabet=string.ascii_letters + string.digits + "-", min_size=1, max_size=10)
-_unicode_label = st.text(alphabet="abcxyzäöüßéñ\u4f8b\u3048ＡＢ", min_size=1, max_size=6)
+_unicode_label = st.text(
+    alphabet="abcxyz\u00e4\u00f6\u00fc\u00df\u00e9\u00f1\u4f8b\u3048\uff21\uff22",
+    min_size=1,
+    max_size=6,
+)
 _host = st.one_of(
     st.lists(_label, min_size=1, max_size=4).map(".".join),
     st.lists(_unicode_label, min_size=1, max_size=3).map(".".join),
@@ -233,7 +247,7 @@ _host = st.one_of(
     st.sampled_from(["[::1]", "[2001:DB8::7]", "[::ffff:10.0.0.1]", "0x7f.1", "localhost"]),
 )
 _char = st.one_of(
-    st.sampled_from(list("aZ09-._~!$&'()*+,;=:@/?#%\\ \"<>[]{}|^`") + ["%2e", "%2F", "%41", "%7e"]),
+    st.sampled_from([*"aZ09-._~!$&'()*+,;=:@/?#%\\ \"<>[]{}|^`", "%2e", "%2F", "%41", "%7e"]),
     st.characters(codec="utf-8"),
 )
 _component = st.lists(_char, max_size=20).map("".join)
@@ -251,9 +265,12 @@ def urls(draw: st.DrawFn) -> str:
     return f"{scheme}://{user}{draw(_host)}{port}/{path}{query}{fragment}"
 
 
-def _is_canonical_looking(url: str) -> bool:
+def _is_canonical(url: str) -> bool:
+    """Looks canonical, and both code paths leave it unchanged (the shortcut agrees)."""
     return (
-        url.startswith(("http://", "https://"))
+        canonicalize(url) == url
+        and canonicalize_full(url) == url
+        and url.startswith(("http://", "https://"))
         and url.isascii()
         and "#" not in url
         and not any(c.isspace() or ord(c) < 0x21 or ord(c) == 0x7F for c in url)
@@ -269,8 +286,7 @@ def test_canonicalize_is_idempotent(url: str) -> None:
         once = canonicalize(url)
     except UrlError:
         return
-    assert canonicalize(once) == once
-    assert _is_canonical_looking(once)
+    assert _is_canonical(once)
 
 
 @settings(max_examples=300)
@@ -280,8 +296,8 @@ def test_resolved_links_are_idempotent(base: str, rel: str, tail: str) -> None:
         once = canonicalize(rel + tail, base=base)
     except UrlError:
         return
-    assert canonicalize(once) == once
-    assert _is_canonical_looking(once)
+    assert _is_canonical(once)
+    assert canonicalize_full(rel + tail, base=canonicalize_full(base)) == once
 
 
 @settings(max_examples=400)
@@ -296,8 +312,7 @@ def test_arbitrary_text_raises_only_url_error(text: str, base: str | None) -> No
         result = canonicalize(text, base=base)
     except UrlError:
         return
-    assert _is_canonical_looking(result)
-    assert canonicalize(result) == result
+    assert _is_canonical(result)
 
 
 @settings(max_examples=200)
@@ -308,4 +323,20 @@ def test_arbitrary_ascii_after_a_scheme(tail: str) -> None:
             result = canonicalize(prefix + tail)
         except UrlError:
             continue
-        assert canonicalize(result) == result
+        assert _is_canonical(result)
+
+
+@settings(max_examples=400)
+@given(st.one_of(st.from_regex(_CANONICAL_RE, fullmatch=True), urls(), st.text()))
+@example("http://a.0x1f/")
+@example("http://1.2.3.04/")
+@example("http://example.com:65536/")
+@example("http://example.com/a/.")
+def test_shortcut_agrees_with_the_full_path(url: str) -> None:
+    try:
+        full = canonicalize_full(url)
+    except UrlError:
+        with pytest.raises(UrlError):
+            canonicalize(url)
+        return
+    assert canonicalize(url) == full
