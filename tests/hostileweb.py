@@ -68,6 +68,7 @@ class Stream:
     write: Writer
     status: int = 200
     headers: list[tuple[str, str]] = field(default_factory=list)
+    raw: bool = False  # the writer sends the status line and headers itself (or nothing)
 
 
 class StreamSite(Site):
@@ -121,11 +122,12 @@ def _stream_handler(web: HostileWeb, site: StreamSite) -> type[BaseHTTPRequestHa
             start = time.time()
             sent = 0
             try:
-                self.send_response(stream.status)
-                for key, value in stream.headers:
-                    self.send_header(key, value)
-                self.end_headers()
-                self.wfile.flush()
+                if not stream.raw:
+                    self.send_response(stream.status)
+                    for key, value in stream.headers:
+                        self.send_header(key, value)
+                    self.end_headers()
+                    self.wfile.flush()
                 sent = stream.write(self.wfile, web._stop)
             except OSError:  # BrokenPipe / ConnectionReset: the crawler hung up
                 pass
@@ -222,6 +224,11 @@ def _trickle(wfile: BinaryIO, stop: threading.Event) -> int:
         if stop.wait(1.0):
             break
     return sent
+
+
+def hang_up(wfile: BinaryIO, stop: threading.Event) -> int:
+    """Close the connection without a byte of answer (with ``Stream(raw=True)``)."""
+    return 0
 
 
 # ---------------------------------------------------------------------- pages
