@@ -73,8 +73,7 @@ def transition_matrix(graph: LinkGraph, damping: float, dtype: type = np.float64
     out_deg = graph.out_degree()
     weight = np.zeros(graph.n, dtype=np.float64)
     np.divide(damping, out_deg, out=weight, where=out_deg > 0)
-    data: np.ndarray = np.repeat(weight.astype(dtype), out_deg)
-    return in_csr(graph, data)
+    return in_csr(graph, weight.astype(dtype))
 
 
 def _check_distribution(vec: np.ndarray, n: int, what: str) -> np.ndarray:
