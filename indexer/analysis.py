@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from itertools import accumulate
 
 from whoosh.analysis import STOP_WORDS
 from whoosh.lang.porter import stem
@@ -78,19 +79,19 @@ class Analyzer:
         self, text: str, start: int = 0, limit: int | None = None
     ) -> tuple[list[str], list[int], int]:
         """Terms of ``text`` with their positions; returns (terms, positions, next position)."""
-        terms: list[str] = []
-        positions: list[int] = []
-        pos = start
-        analyse = self.token
-        for raw in TOKEN_RE.findall(text.lower()):
-            toks, offs, width = analyse(raw)
-            if toks:
-                terms.extend(toks)
-                positions.extend(pos + o for o in offs) if width > 1 else positions.append(pos)
-            pos += width
-            if limit is not None and len(terms) >= limit:
-                break
-        return terms, positions, pos
+        raws = TOKEN_RE.findall(text.lower())
+        if limit is not None and len(raws) > limit:
+            raws = raws[:limit]
+        get, slow = self._cache.get, self.token
+        entries = [get(r) or slow(r) for r in raws]
+        if all(e[2] == 1 for e in entries):  # no compound: position = index of the raw token
+            terms = [e[0][0] for e in entries if e[0]]
+            positions = [start + i for i, e in enumerate(entries) if e[0]]
+            return terms, positions, start + len(entries)
+        starts = list(accumulate((e[2] for e in entries), initial=start))
+        terms = [t for e in entries for t in e[0]]
+        positions = [p + o for e, p in zip(entries, starts, strict=False) for o in e[1]]
+        return terms, positions, starts[-1]
 
     def terms(self, text: str) -> list[str]:
         """The terms of ``text`` in order (query-time form, no positions)."""

@@ -35,11 +35,12 @@ class ForwardBarrels:
         self.directory = directory
         self.directory.mkdir(parents=True, exist_ok=True)
         self.ram_bytes = max(ram_bytes, 1 << 20)
-        self._wids: list[int] = []
-        self._pos: list[int] = []
+        self._wids: list[np.ndarray] = []
+        self._pos: list[np.ndarray] = []
         self._docs: list[int] = []
         self._fields: list[int] = []
         self._counts: list[int] = []
+        self._pending = 0
         self._chunks: list[np.ndarray] = []
         self._chunk_hits = 0
         self.runs: dict[int, list[Path]] = {}
@@ -49,36 +50,38 @@ class ForwardBarrels:
         kill = os.environ.get(KILL_AFTER_BARRELS_ENV)
         self._kill_after = int(kill) if kill else None
 
-    def add(self, doc: int, field: int, wids: list[int], positions: list[int]) -> None:
+    def add(self, doc: int, field: int, wids: np.ndarray, positions: np.ndarray) -> None:
         """The hits of one field of one document (documents in increasing ordinal)."""
-        if not wids:
+        if len(wids) == 0:
             return
-        self._wids.extend(wids)
-        self._pos.extend(positions)
+        self._wids.append(wids)
+        self._pos.append(positions)
         self._docs.append(doc)
         self._fields.append(field)
         self._counts.append(len(wids))
-        if len(self._wids) >= _CONVERT_EVERY:
+        self._pending += len(wids)
+        if self._pending >= _CONVERT_EVERY:
             self._convert()
 
-    def _convert(self) -> None:
+    def _convert(self, may_flush: bool = True) -> None:
         if not self._wids:
             return
         counts = np.asarray(self._counts, dtype=np.int64)
-        chunk = np.empty((len(self._wids), 4), dtype=np.int32)
-        chunk[:, 0] = self._wids
+        chunk = np.empty((self._pending, 4), dtype=np.int32)
+        chunk[:, 0] = np.concatenate(self._wids)
         chunk[:, 1] = np.repeat(np.asarray(self._docs, dtype=np.int32), counts)
         chunk[:, 2] = np.repeat(np.asarray(self._fields, dtype=np.int32), counts)
-        chunk[:, 3] = self._pos
+        chunk[:, 3] = np.minimum(np.concatenate(self._pos), np.iinfo(np.int32).max)
         self._chunks.append(chunk)
         self._chunk_hits += len(chunk)
         self._wids, self._pos, self._docs, self._fields, self._counts = [], [], [], [], []
-        if self._chunk_hits * HIT_BYTES >= self.ram_bytes:
+        self._pending = 0
+        if may_flush and self._chunk_hits * HIT_BYTES >= self.ram_bytes:
             self.flush()
 
     def flush(self) -> None:
         """Write the buffered hits as one run per barrel they touch."""
-        self._convert_pending_only()
+        self._convert(may_flush=False)
         if not self._chunks:
             return
         hits = np.concatenate(self._chunks)
@@ -99,13 +102,6 @@ class ForwardBarrels:
                 os.kill(os.getpid(), signal.SIGKILL)
         self.hits_total += len(hits)
         self.run_count += 1
-
-    def _convert_pending_only(self) -> None:
-        if self._wids:
-            saved = self.ram_bytes
-            self.ram_bytes = 1 << 62  # convert without recursing into flush
-            self._convert()
-            self.ram_bytes = saved
 
     def close(self) -> None:
         self.flush()

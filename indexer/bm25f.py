@@ -37,7 +37,7 @@ def saturate(pseudo: np.ndarray, k1: float) -> np.ndarray:
     return pseudo / (k1 + pseudo)
 
 
-def bm25f(tfs: np.ndarray, field_lens: np.ndarray, avg_lens: np.ndarray, weights: np.ndarray,
+def bm25f(tfs: np.ndarray, field_lens: np.ndarray, *, avg_lens: np.ndarray, weights: np.ndarray,
           b: np.ndarray, k1: float, n_docs: int, df: int) -> np.ndarray:
     """BM25F score of one term for documents given their (n, fields) tf and length matrices."""
     coeff = field_coefficients(field_lens, avg_lens, weights, b)

@@ -41,7 +41,6 @@ from crawler.datadir import DataDir, fsync_dir
 from crawler.errors import WarcError
 from crawler.store import DISALLOWED, DISCOVERED, FETCHED, OUT_OF_SCOPE, CrawlStore, Page
 from crawler.warc import WarcLocation, read_response
-from indexer.analysis import Analyzer
 from indexer.anchors import Anchors, in_anchors
 from indexer.errors import IndexBusy, IndexCorrupt, IndexMissing
 from indexer.manifest import (
@@ -51,14 +50,14 @@ from indexer.manifest import (
     read_manifest,
     write_manifest,
 )
-from indexer.parse import parse_html
+from indexer.parse import parse_html, url_words
 from indexer.segment import SegmentReader, SegmentWriter
-from indexer.settings import ANCHOR_GAP, DEFAULT_RAM_MB, MAX_FIELD_TOKENS, MAX_SEGMENTS
+from indexer.settings import DEFAULT_RAM_MB, MAX_SEGMENTS
 
 _HTML_TYPES = ("text/html", "application/xhtml+xml")
 _ANCHOR_ONLY_STATUSES = (DISCOVERED, OUT_OF_SCOPE, DISALLOWED)
 
-Fields = list[tuple[list[str], list[int]]]
+Fields = list[str | list[str]]  # per field: its text, or its texts (anchors)
 
 
 @dataclass
@@ -109,27 +108,10 @@ def _sweep(index_dir: Path, keep: set[str]) -> None:
 
 
 class DocumentMaker:
-    """Turns store rows into the analysed fields of a document."""
+    """Turns store rows into a document's title, snippet text and field texts."""
 
-    def __init__(self, data: DataDir, store: CrawlStore) -> None:
+    def __init__(self, data: DataDir) -> None:
         self.data = data
-        self.store = store
-        self.analyzer = Analyzer()
-
-    def _field(self, text: str) -> tuple[list[str], list[int]]:
-        terms, positions, _ = self.analyzer.positions(text, 0, MAX_FIELD_TOKENS)
-        return terms, positions
-
-    def anchor_field(self, anchors: Anchors) -> tuple[list[str], list[int]]:
-        terms: list[str] = []
-        positions: list[int] = []
-        pos = 0
-        for text in anchors.texts:
-            t, p, pos = self.analyzer.positions(text, pos)
-            terms.extend(t)
-            positions.extend(p)
-            pos += ANCHOR_GAP
-        return terms, positions
 
     def full(self, page: Page, anchors: Anchors) -> tuple[str, str, Fields]:
         """(title, snippet text, fields) of a fetched HTML page; raises WarcError."""
@@ -138,17 +120,12 @@ class DocumentMaker:
         response = read_response(self.data.warc_dir, loc)
         parsed = parse_html(response.body, page.url, page.content_type)
         title = parsed.title or anchors.best()
-        fields = [self._field(parsed.title), self._field(parsed.headings),
-                  self._field(parsed.body), self._field(parsed.url_words),
-                  self.anchor_field(anchors)]
+        fields: Fields = [parsed.title, parsed.headings, parsed.body, parsed.url_words,
+                          anchors.texts]
         return title, parsed.text, fields
 
     def anchor_only(self, page: Page, anchors: Anchors) -> tuple[str, str, Fields]:
-        from indexer.parse import url_words
-
-        empty: tuple[list[str], list[int]] = ([], [])
-        fields = [empty, empty, empty, self._field(url_words(page.url)),
-                  self.anchor_field(anchors)]
+        fields: Fields = ["", "", "", url_words(page.url), anchors.texts]
         text = " · ".join(dict.fromkeys(anchors.texts))
         return anchors.best(), text, fields
 
@@ -193,12 +170,12 @@ def build_index(data: DataDir, ram_mb: int = DEFAULT_RAM_MB,
         _sweep(index_dir, {s.name for s in manifest.segments} if manifest else set())
         store = CrawlStore.open(data.store_path, readonly=True)
         try:
-            return _run(data, store, manifest, ram_mb, started, say)
+            return _run(data, store, manifest, ram_mb=ram_mb, started=started, say=say)
         finally:
             store.close()
 
 
-def _run(data: DataDir, store: CrawlStore, manifest: Manifest | None, ram_mb: int,
+def _run(data: DataDir, store: CrawlStore, manifest: Manifest | None, *, ram_mb: int,
          started: float, say: Callable[[str], None]) -> IndexReport:
     index_dir = data.index_dir
     snap_seq = int(store.conn.execute("SELECT coalesce(max(seq), 0) FROM urls").fetchone()[0])
@@ -220,7 +197,7 @@ def _run(data: DataDir, store: CrawlStore, manifest: Manifest | None, ram_mb: in
         return report
     tmp = index_dir / f"tmp-{generation:06d}-{os.getpid()}"
     writer = SegmentWriter(tmp, ram_mb * 1024 * 1024)
-    maker = DocumentMaker(data, store)
+    maker = DocumentMaker(data)
     for i, url_id in enumerate(ids):
         page = store.page(url_id)
         if page is None:
@@ -249,7 +226,7 @@ def _run(data: DataDir, store: CrawlStore, manifest: Manifest | None, ram_mb: in
 
 
 def _index_page(page: Page, store: CrawlStore, maker: DocumentMaker, writer: SegmentWriter,
-                report: IndexReport, drop: bool) -> None:
+                report: IndexReport, *, drop: bool) -> None:
     indexable = (page.status == FETCHED and page.noindex == 0 and page.duplicate_of is None
                  and page.warc_file is not None)
     anchor_ok = page.status in _ANCHOR_ONLY_STATUSES or (
@@ -262,12 +239,14 @@ def _index_page(page: Page, store: CrawlStore, maker: DocumentMaker, writer: Seg
         except WarcError:
             report.skipped["warc_error"] += 1
             return
-        writer.add_document(page.id, host, page.url, title, text, fields, anchors.sources)
+        writer.add_document(page.id, host=host, url=page.url, title=title, text=text,
+                            fields=fields, anchor_sources=anchors.sources)
         report.documents += 1
         return
     if anchor_ok and anchors.texts:
         title, text, fields = maker.anchor_only(page, anchors)
-        writer.add_document(page.id, host, page.url, title, text, fields, anchors.sources)
+        writer.add_document(page.id, host=host, url=page.url, title=title, text=text,
+                            fields=fields, anchor_sources=anchors.sources)
         report.anchor_only += 1
         return
     reason = ("noindex" if page.noindex else "duplicate" if page.duplicate_of is not None

@@ -114,7 +114,7 @@ def encode(values: np.ndarray, lengths: np.ndarray) -> Encoded:
     )
 
 
-def decode(data: np.ndarray, widths: np.ndarray, byte0: int, byte1: int, block0: int,
+def decode(data: np.ndarray, widths: np.ndarray, byte0: int, byte1: int, *, block0: int,
            n: int) -> np.ndarray:
     """The ``n`` values of one group (uint32)."""
     if n == 0:

@@ -53,6 +53,7 @@ class ParsedQuery:
         out: list[tuple[str, ...]] = []
         seen: set[tuple[str, ...]] = set()
         for group in [*self.groups, *([p] for p in self.required)]:
+            cands: list[tuple[str, ...]]
             if len(group) == 1:
                 cands = [(t,) for t in group[0].terms]
             else:

@@ -31,7 +31,7 @@ from indexer.analysis import Analyzer
 from indexer.errors import IndexCorrupt
 from indexer.manifest import Manifest, read_manifest, verify_segment
 from indexer.manifest import current_generation as _manifest_generation
-from indexer.query import ParsedQuery, Phrase, parse_query
+from indexer.query import Phrase, parse_query
 from indexer.segment import SegmentReader
 from indexer.settings import DEFAULT_DEPTH, DEFAULT_K, FIELDS, N_FIELDS, BM25FSettings
 from indexer.snippet import make_snippet
@@ -218,7 +218,7 @@ class Searcher:
         return out
 
     # ------------------------------------------------------------------ search
-    def search(self, query: str, k: int = DEFAULT_K, offset: int = 0, site: str | None = None,
+    def search(self, query: str, k: int = DEFAULT_K, offset: int = 0, *, site: str | None = None,
                prior: Prior | None = None, explain: bool = False, depth: int = DEFAULT_DEPTH,
                snippets: bool = True) -> SearchResults:
         """Top ``k`` hits (after ``offset``) for ``query``; raises QueryError on a bad query."""

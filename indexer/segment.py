@@ -40,7 +40,14 @@ from pyroaring import BitMap
 from indexer.barrels import ForwardBarrels, invert
 from indexer.codec import Encoded, decode, delta_decode_groups, delta_encode_groups, encode
 from indexer.errors import IndexCorrupt
-from indexer.settings import DOCSTORE_LEVEL, MAX_POSITION, N_FIELDS, SEGMENT_VERSION
+from indexer.hits import HitMaker
+from indexer.settings import (
+    DOCSTORE_LEVEL,
+    MAX_FIELD_TOKENS,
+    MAX_POSITION,
+    N_FIELDS,
+    SEGMENT_VERSION,
+)
 
 SEGMENT_FORMAT = "websift-segment"
 _STREAMS = ("docs", "tfs", "pos")
@@ -111,7 +118,8 @@ class SegmentWriter:
         self.directory = directory
         directory.mkdir(parents=True, exist_ok=False)
         self.ram_bytes = ram_bytes
-        self.lexicon: dict[str, int] = {}
+        self.hits = HitMaker()
+        self.lexicon = self.hits.lexicon
         self.barrels = ForwardBarrels(directory / "barrels", ram_bytes)
         self.doc_ids: list[int] = []
         self._lens: list[list[int]] = []
@@ -128,24 +136,23 @@ class SegmentWriter:
     def doc_count(self) -> int:
         return len(self.doc_ids)
 
-    def add_document(self, url_id: int, host: str, url: str, title: str, text: str,
-                     fields: Sequence[tuple[list[str], list[int]]],
+    def add_document(self, url_id: int, *, host: str, url: str, title: str, text: str,
+                     fields: Sequence[str | Sequence[str]],
                      anchor_sources: Sequence[int] = ()) -> None:
+        """One document; ``fields`` in FIELDS order, each a text or a list of texts (anchors,
+        kept ANCHOR_GAP positions apart)."""
         if self.doc_ids and url_id <= self.doc_ids[-1]:
             raise ValueError("documents must be added in increasing URL ID")
         ordinal = len(self.doc_ids)
         self.doc_ids.append(url_id)
-        lex = self.lexicon
         lens = []
-        for f, (terms, positions) in enumerate(fields):
-            wids = []
-            for t in terms:
-                w = lex.get(t)
-                if w is None:
-                    w = lex[t] = len(lex)
-                wids.append(w)
+        for f, value in enumerate(fields):
+            if isinstance(value, str):
+                wids, positions, _ = self.hits.field(value, 0, MAX_FIELD_TOKENS)
+            else:
+                wids, positions = self.hits.fields(list(value), MAX_FIELD_TOKENS)
             self.barrels.add(ordinal, f, wids, positions)
-            lens.append(len(terms))
+            lens.append(len(wids))
         self._lens.append(lens)
         raw = text.encode("utf-8", "surrogatepass")
         self.text_bytes += len(raw)
@@ -307,7 +314,7 @@ class SegmentReader:
         data, widths = self._streams[stream]
         c = _COL[stream]
         r = self.lexicon[row]
-        return decode(data, widths, int(r[c]), int(r[c + 1]), int(r[c + 2]), n)
+        return decode(data, widths, int(r[c]), int(r[c + 1]), block0=int(r[c + 2]), n=n)
 
     def postings(self, row: int) -> tuple[np.ndarray, np.ndarray]:
         """Doc ordinals (ascending, int64) and the (df, fields) tf matrix of a lexicon row."""

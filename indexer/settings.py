@@ -37,7 +37,7 @@ MAX_SEGMENTS = 8  # more live segments than this after a run: merge them all int
 INDEX_FORMAT = "websift-index"
 INDEX_VERSION = 1
 SEGMENT_VERSION = 1
-DOCSTORE_LEVEL = 6  # zlib level of the stored documents (url, title, snippet text)
+DOCSTORE_LEVEL = 3  # zlib level of the stored documents (url, title, snippet text)
 
 
 # ---------------------------------------------------------------- ranking (BM25F)

@@ -44,7 +44,7 @@ def make_snippet(text: str, terms: set[str], words: list[str], analyzer: Analyze
     for i, (start, _, _) in enumerate(matches):
         distinct: set[str] = set()
         count = 0
-        for s, e, t in matches[i:]:
+        for _, e, t in matches[i:]:
             if e - start > width:
                 break
             distinct.add(t)

@@ -93,7 +93,7 @@ class _DocsHandler(SimpleHTTPRequestHandler):
             return
         super().do_GET()
 
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+    def log_message(self, format: str, *args: object) -> None:
         return
 
 
@@ -142,9 +142,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-ablation", action="store_true")
     args = ap.parse_args(argv)
 
-    from indexer.searcher import Searcher
-    from indexer.settings import FIELDS, BM25FSettings
     from peers import TantivyPeer, WhooshPeer, stored_pages
+
+    from indexer.searcher import Searcher
+    from indexer.settings import FIELDS
 
     tmp = None
     if args.data is None:

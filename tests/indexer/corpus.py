@@ -50,6 +50,7 @@ def extract_links(html: bytes | str, base_url: str) -> list[tuple[str, str, bool
 def build_data_dir(
     path: Path | str,
     pages: Mapping[str, str | bytes],
+    *,
     links: Iterable[tuple[str, str, str]] = (),
     content_types: Mapping[str, str] | None = None,
     noindex: Iterable[str] = (),
@@ -102,7 +103,7 @@ def build_data_dir(
     return data
 
 
-def ingest_files(root: Path, base_url: str, path: Path | str, exclude: Iterable[str] = (),
+def ingest_files(root: Path, base_url: str, path: Path | str, *, exclude: Iterable[str] = (),
                  limit: int | None = None) -> DataDir:
     """Store every ``*.html`` file under ``root`` as if fetched at ``base_url`` + its path."""
     skip = tuple(exclude)

@@ -1,0 +1,117 @@
+"""Text -> hits (word IDs and positions) at index time, fast.
+
+The same analysis as :class:`indexer.analysis.Analyzer` (it is called for every raw token not
+seen before), memoised one step further: a raw token maps straight to its build-time word ID,
+so the hot path is the tokenizer regex plus one ``dict.get`` per token, both in C
+(``map(dict.get, tokens)``), and numpy for the positions.  Compound names (``unittest.mock``:
+the compound and its parts, several positions) are rare and expanded with numpy.
+
+Word IDs are given in first-seen order; the lexicon (word -> ID) is ``HitMaker.lexicon``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from indexer.analysis import TOKEN_RE, Analyzer
+from indexer.settings import ANCHOR_GAP
+
+_NOTHING = -1  # a stop word or a too short/long token: a position, no term
+
+
+class HitMaker:
+    def __init__(self, analyzer: Analyzer | None = None, gap: int = ANCHOR_GAP) -> None:
+        self.analyzer = analyzer or Analyzer()
+        self.lexicon: dict[str, int] = {}
+        self._raw: dict[str, int] = {}  # raw token -> word ID, _NOTHING, or -2 - compound index
+        # Compounds: flat word IDs and offsets, and per compound its start, length and width,
+        # in numpy arrays grown by doubling (so learning one costs O(1) amortised).
+        self._flat = np.zeros((2, 1024), dtype=np.int64)  # rows: word IDs, offsets
+        self._per = np.zeros((3, 256), dtype=np.int64)  # rows: start in flat, length, width
+        self._n_flat = 0
+        self._n_comp = 0
+        # The gap between two texts of one field: a "compound" of no terms, ``gap`` wide.
+        self._per[:, 0] = (0, 0, gap)
+        self._n_comp = 1
+        self._gap_code = -2
+
+    def _wid(self, term: str) -> int:
+        wid = self.lexicon.get(term)
+        if wid is None:
+            wid = self.lexicon[term] = len(self.lexicon)
+        return wid
+
+    def _learn(self, raw: str) -> int:
+        terms, offsets, width = self.analyzer.token(raw)
+        if not terms:
+            code = _NOTHING
+        elif width == 1 and len(terms) == 1:
+            code = self._wid(terms[0])
+        else:
+            code = -2 - self._n_comp
+            n = len(terms)
+            while self._n_flat + n > self._flat.shape[1]:
+                self._flat = np.concatenate([self._flat, np.zeros_like(self._flat)], axis=1)
+            if self._n_comp == self._per.shape[1]:
+                self._per = np.concatenate([self._per, np.zeros_like(self._per)], axis=1)
+            self._flat[0, self._n_flat : self._n_flat + n] = [self._wid(t) for t in terms]
+            self._flat[1, self._n_flat : self._n_flat + n] = offsets
+            self._per[:, self._n_comp] = (self._n_flat, n, width)
+            self._n_flat += n
+            self._n_comp += 1
+        self._raw[raw] = code
+        return code
+
+    def field(self, text: str, start: int = 0, limit: int | None = None
+              ) -> tuple[np.ndarray, np.ndarray, int]:
+        """(word IDs, positions, next position) of ``text``; positions ascending."""
+        raws = TOKEN_RE.findall(text.lower())
+        if limit is not None and len(raws) > limit:
+            raws = raws[:limit]
+        return self._hits(raws, list(map(self._raw.get, raws)), start)
+
+    def fields(self, texts: list[str], limit: int | None = None
+               ) -> tuple[np.ndarray, np.ndarray]:
+        """Several texts in one field (anchors), the gap apart, so no phrase spans two."""
+        raws: list[str] = []
+        codes: list[int | None] = []
+        get = self._raw.get
+        for t in texts:
+            r = TOKEN_RE.findall(t.lower())
+            raws.extend(r)
+            codes.extend(map(get, r))
+            raws.append("")
+            codes.append(self._gap_code)
+            if limit is not None and len(raws) > limit:
+                break
+        wids, pos, _ = self._hits(raws, codes, 0)
+        return wids, pos
+
+    def _hits(self, raws: list[str], codes: list[int | None], start: int
+              ) -> tuple[np.ndarray, np.ndarray, int]:
+        if None in codes:
+            learn = self._learn
+            codes = [learn(r) if c is None else c for r, c in zip(raws, codes, strict=True)]
+        arr = np.fromiter(codes, dtype=np.int64, count=len(codes))
+        n = len(arr)
+        if n == 0:
+            return arr, arr.copy(), start
+        compound = arr <= -2
+        if not compound.any():
+            keep = arr >= 0
+            return arr[keep], np.flatnonzero(keep) + start, start + n
+        c_wids, c_offs = self._flat[0], self._flat[1]
+        c_ptr, c_len, c_width = self._per[0], self._per[1], self._per[2]
+        k = -arr[compound] - 2
+        widths = np.ones(n, dtype=np.int64)
+        widths[compound] = c_width[k]
+        starts = np.cumsum(widths) - widths + start
+        simple = arr >= 0
+        lens = c_len[k]
+        total = int(lens.sum())
+        within = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(lens) - lens, lens)
+        flat = np.repeat(c_ptr[k], lens) + within
+        wids = np.concatenate([arr[simple], c_wids[flat]])
+        pos = np.concatenate([starts[simple], np.repeat(starts[compound], lens) + c_offs[flat]])
+        order = np.argsort(pos, kind="stable")
+        return wids[order], pos[order], int(starts[-1] + widths[-1])
