@@ -25,6 +25,7 @@ here: ``socket.getaddrinfo`` is the boundary, so it is what the SSRF tests repla
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import random
@@ -52,6 +53,7 @@ MANY_LINKS = 20_000
 GROW_SEGMENT = "again"
 
 ENV_SETTINGS = "WEBSIFT_TEST_SETTINGS"  # JSON {"DOWNLOAD_TIMEOUT": 3, ...} for crawler.settings
+HostTable = dict[str, "str | dict[str, str]"]
 ENV_HOSTS = "WEBSIFT_TEST_HOSTS"  # JSON {"public.example": "127.0.0.1", ...}
 
 OPEN_ROBOTS = "User-agent: *\nDisallow:\n"
@@ -366,7 +368,7 @@ def build_hostile_web() -> HostileWeb:
 
 
 # ---------------------------------------------------------------------- running websift
-def launch_env(settings: dict[str, Any] | None = None, hosts: dict[str, str] | None = None) -> dict[str, str]:
+def launch_env(settings: dict[str, Any] | None = None, hosts: HostTable | None = None) -> dict[str, str]:
     """Environment variables for :func:`launch` (merge into a child's environment)."""
     env: dict[str, str] = {}
     if settings:
@@ -385,12 +387,12 @@ def launch(argv: list[str]) -> int:
     ``WEBSIFT_TEST_SETTINGS``: names of ``crawler.settings`` and their values (read by the
     crawler when a crawl starts, so setting the module attribute is enough).
 
-    ``WEBSIFT_TEST_HOSTS``: host names and the loopback address each resolves to.  Only
-    ``socket.getaddrinfo`` is replaced, for those names and nothing else: it is the one place
-    where a name becomes an address for both the SSRF check and the connection (Twisted's
-    resolver calls it in a thread), so a name that "resolves" to 127.0.0.1 behaves as a public
-    name that points into private space would.  The mapping targets must be loopback addresses,
-    so a wrong decision can never send traffic off this machine.
+    ``WEBSIFT_TEST_HOSTS``: host names and the addresses they resolve to (see
+    :func:`_map_hosts`).  There is no DNS here, and name resolution is exactly the boundary the
+    SSRF guard defends, so the resolver functions of ``socket`` are what is replaced, for those
+    names and nothing else: a name that "resolves" to 127.0.0.1 behaves as a public name that
+    points into private space would.  Connections may only go to loopback addresses, so a
+    wrong decision can never send traffic off this machine.
     """
     raw_settings = os.environ.get(ENV_SETTINGS)
     if raw_settings:
@@ -402,31 +404,79 @@ def launch(argv: list[str]) -> int:
             setattr(crawler_settings, key, value)
     raw_hosts = os.environ.get(ENV_HOSTS)
     if raw_hosts:
-        mapping = {k.lower(): v for k, v in json.loads(raw_hosts).items()}
-        for address in mapping.values():
-            if not address.startswith("127."):
-                raise SystemExit(f"hostileweb.launch: {address} is not a loopback address")
-        real_gai, real_ghbn = socket.getaddrinfo, socket.gethostbyname
-
-        def mapped(host: Any) -> Any:
-            name = host.decode() if isinstance(host, bytes) else host
-            if isinstance(name, str):
-                return mapping.get(name.lower().rstrip("."), host)
-            return host
-
-        def getaddrinfo(host: Any, port: Any, *args: Any, **kwargs: Any) -> Any:
-            return real_gai(mapped(host), port, *args, **kwargs)
-
-        def gethostbyname(host: str) -> str:
-            return real_ghbn(mapped(host))
-
-        # getaddrinfo: the SSRF check and Twisted's GAI resolver; gethostbyname: Scrapy's
-        # threaded resolver, which Twisted's connections use when Scrapy installs it
-        socket.getaddrinfo = getaddrinfo  # type: ignore[assignment]
-        socket.gethostbyname = gethostbyname
+        _map_hosts(json.loads(raw_hosts))
     from api.cli import main
 
     return main(argv)
+
+
+def _loopback(address: str) -> bool:
+    import ipaddress
+
+    ip = ipaddress.ip_address(address.partition("%")[0])
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    return ip.is_loopback
+
+
+def _map_hosts(table: HostTable) -> None:
+    """Host names for this process only; see :func:`launch`.
+
+    A value is either one loopback address, or ``{"check": A, "connect": B}``: then
+    ``getaddrinfo`` (what the crawler's address check calls) answers A and ``gethostbyname``
+    (what Scrapy's resolver, and so every connection, calls) answers B, which must be loopback.
+    That is how a name can look public to the check while its site runs on this machine.
+
+    Whatever the mapping, every outgoing connection of the process to an address outside
+    127.0.0.0/8 and ::1 is refused here and reported on stderr ("hostileweb: blocked ..."), so
+    a crawler that failed to refuse 10.x could not reach a real 10.x host.
+    """
+    check: dict[str, str] = {}
+    connect: dict[str, str] = {}
+    for name, value in table.items():
+        key = name.lower().rstrip(".")
+        check[key], connect[key] = (value, value) if isinstance(value, str) else (
+            value["check"], value["connect"])
+        if not _loopback(connect[key]):
+            raise SystemExit(f"hostileweb.launch: {connect[key]} is not a loopback address")
+    real_gai, real_ghbn = socket.getaddrinfo, socket.gethostbyname
+
+    def mapped(table: dict[str, str], host: Any) -> Any:
+        name = host.decode() if isinstance(host, bytes) else host
+        if isinstance(name, str):
+            return table.get(name.lower().rstrip("."), host)
+        return host
+
+    def getaddrinfo(host: Any, port: Any, *args: Any, **kwargs: Any) -> Any:
+        return real_gai(mapped(check, host), port, *args, **kwargs)
+
+    def gethostbyname(host: str) -> str:
+        return real_ghbn(mapped(connect, host))
+
+    socket.getaddrinfo = getaddrinfo  # type: ignore[assignment]
+    socket.gethostbyname = gethostbyname
+    real_connect, real_connect_ex = socket.socket.connect, socket.socket.connect_ex
+
+    def allowed(sock: socket.socket, address: Any) -> bool:
+        if sock.family not in (socket.AF_INET, socket.AF_INET6):
+            return True
+        if _loopback(str(address[0])):
+            return True
+        print(f"hostileweb: blocked a connection to {address[0]}", file=sys.stderr, flush=True)
+        return False
+
+    def guarded_connect(sock: socket.socket, address: Any) -> None:
+        if not allowed(sock, address):
+            raise ConnectionRefusedError(f"hostileweb: {address[0]} is not loopback")
+        real_connect(sock, address)
+
+    def guarded_connect_ex(sock: socket.socket, address: Any) -> int:
+        if not allowed(sock, address):
+            return errno.ECONNREFUSED
+        return real_connect_ex(sock, address)
+
+    socket.socket.connect = guarded_connect  # type: ignore[method-assign]
+    socket.socket.connect_ex = guarded_connect_ex  # type: ignore[method-assign]
 
 
 def websift_argv(*args: str) -> list[str]:
@@ -444,7 +494,7 @@ class Run:
 
 
 def run_launched(*args: str, settings: dict[str, Any] | None = None,
-                 hosts: dict[str, str] | None = None, timeout: float = 60.0,
+                 hosts: HostTable | None = None, timeout: float = 60.0,
                  sample: float = 0.05) -> Run:
     """Run ``websift args...`` through :func:`launch` in a child process, sampling its RSS.
 
