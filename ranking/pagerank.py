@@ -107,14 +107,19 @@ def power_iteration(
     that many steps (the paper1998 add-back) instead of iterating to ``tol``.
     """
     dtype = matrix.dtype
-    v = teleport.astype(dtype, copy=False)
+    # A uniform E is added as a scalar: one pass less over memory per iteration.
+    uniform = bool(teleport.size) and bool(np.all(teleport == teleport[0]))
+    v: np.ndarray | float = float(teleport[0]) if uniform else teleport.astype(dtype, copy=False)
     w = None if dangling_vector is None else dangling_vector.astype(dtype, copy=False)
     x = (teleport if start is None else start).astype(dtype, copy=True)
     x /= x.sum()
+    diff = np.empty_like(x)
     result = PageRankResult(ranks=x)
     limit = max_iter if fixed_iterations is None else fixed_iterations
     for k in range(limit):
         y = matrix @ x
+        # Adding the lost mass brings |y| back to 1 whatever rounding did to |x|, so no
+        # separate renormalisation pass is needed.
         if w is None:
             y += (1.0 - float(y.sum(dtype=np.float64))) * v
         else:
@@ -122,8 +127,9 @@ def power_iteration(
             dangling_rank = 1.0 - float(y.sum(dtype=np.float64)) / damping if damping else 0.0
             y += damping * dangling_rank * w
             y += (1.0 - damping) * v
-        y /= y.sum(dtype=np.float64)
-        residual = float(np.abs(y - x).sum(dtype=np.float64))
+        np.subtract(y, x, out=diff)
+        np.abs(diff, out=diff)
+        residual = float(diff.sum(dtype=np.float64))
         result.residuals.append(residual)
         if progress is not None:
             progress(k + 1, residual)
@@ -133,7 +139,8 @@ def power_iteration(
             break
     if fixed_iterations is not None:
         result.converged = True
-    result.ranks = x.astype(np.float64, copy=False)
+    ranks = x.astype(np.float64, copy=False)
+    result.ranks = ranks / ranks.sum()
     return result
 
 
