@@ -58,11 +58,12 @@ _OCTET = r"(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
 _DOTTED_QUAD_RE = re.compile(rf"{_OCTET}(?:\.{_OCTET}){{3}}")
 _IPV4_PART_RE = re.compile(r"0[xX][0-9A-Fa-f]*|[0-9]+")
 _HEX = [f"%{b:02X}" for b in range(256)]
-# A URL that is already canonical, without '%' (checked further in _already_canonical): the
-# common case, answered with one match.
+# A URL that is already canonical but for a fragment, without '%' (checked further in
+# _already_canonical): the common case, answered with one match.
 _CANONICAL_RE = re.compile(
     r"(https?)://([a-z0-9_\-]+(?:\.[a-z0-9_\-]+)*\.?)(?::([1-9][0-9]{0,4}))?"
-    rf"(/[{_PATH_SAFE}]*)(?:\?([{_QUERY_SAFE}]+))?"
+    rf"(/[{_PATH_SAFE}]*)(?:\?([{_QUERY_SAFE}]+))?(#.*)?",
+    re.DOTALL,
 )
 _MAX_PORT = 65535
 
@@ -332,7 +333,7 @@ def _already_canonical(m: re.Match[str]) -> bool:
 def _base_parts(base: str) -> tuple[str, str, str, str | None]:
     m = _CANONICAL_RE.fullmatch(base)
     if m is not None and _already_canonical(m):
-        scheme, host, port, path, query = m.groups()
+        scheme, host, port, path, query, _ = m.groups()
         return scheme, (host if port is None else f"{host}:{port}"), path, query
     try:
         scheme, hostport, path, query = _parts(_clean(base), None)
@@ -367,7 +368,7 @@ def canonicalize(url: str, base: str | None = None) -> str:
         raise UrlError(f"URL must be text, not {type(url).__name__}")
     m = _CANONICAL_RE.fullmatch(url)
     if m is not None and _already_canonical(m):
-        return url
+        return url if m.start(6) < 0 else url[: m.start(6)]
     return canonicalize_full(url, base)
 
 
