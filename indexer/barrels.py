@@ -31,10 +31,12 @@ _CONVERT_EVERY = 1 << 16  # Python-list hits turned into numpy at this count
 class ForwardBarrels:
     """Buffers hits and writes them as forward barrel runs under ``directory``."""
 
-    def __init__(self, directory: Path, ram_bytes: int) -> None:
+    def __init__(self, directory: Path, ram_bytes: int, barrel_words: int = BARREL_WORDS) -> None:
         self.directory = directory
         self.directory.mkdir(parents=True, exist_ok=True)
-        self.ram_bytes = max(ram_bytes, 1 << 20)
+        self.ram_bytes = max(ram_bytes, HIT_BYTES)
+        self.barrel_words = barrel_words
+        self._convert_every = max(1, min(_CONVERT_EVERY, self.ram_bytes // HIT_BYTES))
         self._wids: list[np.ndarray] = []
         self._pos: list[np.ndarray] = []
         self._docs: list[int] = []
@@ -60,7 +62,7 @@ class ForwardBarrels:
         self._fields.append(field)
         self._counts.append(len(wids))
         self._pending += len(wids)
-        if self._pending >= _CONVERT_EVERY:
+        if self._pending >= self._convert_every:
             self._convert()
 
     def _convert(self, may_flush: bool = True) -> None:
@@ -86,7 +88,7 @@ class ForwardBarrels:
             return
         hits = np.concatenate(self._chunks)
         self._chunks, self._chunk_hits = [], 0
-        barrel = hits[:, 0] // BARREL_WORDS
+        barrel = hits[:, 0] // self.barrel_words
         order = np.argsort(barrel, kind="stable")
         hits, barrel = hits[order], barrel[order]
         bounds = np.flatnonzero(np.diff(barrel)) + 1

@@ -42,6 +42,7 @@ from indexer.codec import Encoded, decode, delta_decode_groups, delta_encode_gro
 from indexer.errors import IndexCorrupt
 from indexer.hits import HitMaker
 from indexer.settings import (
+    BARREL_WORDS,
     DOCSTORE_LEVEL,
     MAX_FIELD_TOKENS,
     MAX_POSITION,
@@ -114,13 +115,13 @@ def postings_from_hits(hits: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.nda
 class SegmentWriter:
     """Builds one segment from documents added in increasing URL ID."""
 
-    def __init__(self, directory: Path, ram_bytes: int) -> None:
+    def __init__(self, directory: Path, ram_bytes: int, barrel_words: int = BARREL_WORDS) -> None:
         self.directory = directory
         directory.mkdir(parents=True, exist_ok=False)
         self.ram_bytes = ram_bytes
         self.hits = HitMaker()
         self.lexicon = self.hits.lexicon
-        self.barrels = ForwardBarrels(directory / "barrels", ram_bytes)
+        self.barrels = ForwardBarrels(directory / "barrels", ram_bytes, barrel_words)
         self.doc_ids: list[int] = []
         self._lens: list[list[int]] = []
         self._store = open(directory / "store.bin", "wb")  # noqa: SIM115 - closed in finish
