@@ -142,7 +142,7 @@ def _graph_stats(args: argparse.Namespace) -> int:
         return 0
     for key, value in summary.items():
         if isinstance(value, dict):
-            inner = ", ".join(f"{k}={v}" for k, v in value.items())
+            inner = ", ".join(f"{k}={v}" for k, v in value.items() if k != "distribution")
             print(f"{key}: {inner}")
         else:
             print(f"{key}: {value}")

@@ -44,12 +44,16 @@ class GraphStats:
     monte_carlo: TopError | None = None
 
     def summary(self) -> dict[str, Any]:
-        def dist(d: tuple[np.ndarray, np.ndarray]) -> dict[str, float]:
+        def dist(d: tuple[np.ndarray, np.ndarray]) -> dict[str, Any]:
             deg, cnt = d
             total = cnt.sum()
-            mean = float((deg * cnt).sum() / total) if total else 0.0
-            return {"mean": round(mean, 3), "max": int(deg.max(initial=0)),
-                    "zero": int(cnt[deg == 0].sum()) if total else 0}
+            if not total:
+                return {"mean": 0.0, "max": 0, "zero": 0}
+            cdf = np.cumsum(cnt) / total
+            pct = {f"p{q}": int(deg[np.searchsorted(cdf, q / 100)]) for q in (50, 90, 99)}
+            return {"mean": round(float((deg * cnt).sum() / total), 3), **pct,
+                    "max": int(deg.max()), "zero": int(cnt[deg == 0].sum()),
+                    "distribution": [[int(a), int(b)] for a, b in zip(deg, cnt, strict=True)]}
 
         out: dict[str, Any] = {
             "pages": self.pages,
