@@ -147,3 +147,23 @@ def test_bad_input_is_refused() -> None:
         pagerank(graph, teleport=np.ones(3))
     with pytest.raises(GraphError, match="outside"):
         build_graph(np.array([0]), np.array([5]), 2)
+
+
+def test_restricted_pagerank_over_the_first_levels() -> None:
+    from ranking.pagerank import restricted_pagerank
+    from ranking.structure import levels
+
+    graph, _, _ = random_graph(200, 1200, seed=9)
+    level = levels(graph, [0])
+    near = restricted_pagerank(graph, level, max_level=1)
+    inside = (level >= 0) & (level <= 1)
+    assert (near.ranks[~inside] == 0).all() and (near.ranks[inside] > 0).all()
+    assert abs(near.ranks.sum() - 1) < 1e-12
+    reachable = level >= 0
+    everything = restricted_pagerank(graph, level, max_level=10_000)
+    from ranking.graph import subgraph
+
+    sub, ids = subgraph(graph, reachable)
+    np.testing.assert_allclose(everything.ranks[ids], pagerank(sub).ranks, atol=1e-12)
+    with pytest.raises(GraphError, match="no page within"):
+        restricted_pagerank(graph, np.full(graph.n, -1), max_level=3)

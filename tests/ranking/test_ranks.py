@@ -79,3 +79,21 @@ def test_corrupt_files_are_refused(crawl: DataDir) -> None:
     (crawl.ranks_dir / MANIFEST).write_text(json.dumps(manifest))
     with pytest.raises(RanksCorrupt, match="version 99"):
         Ranks.open(crawl)
+
+
+def test_page_graph_info_with_and_without_ranks(crawl: DataDir) -> None:
+    from ranking.errors import GraphError
+    from ranking.graph_report import page_graph_info
+
+    with CrawlStore.open(crawl.store_path, readonly=True) as store:
+        py = store.url_id(PY) or 0
+    before = page_graph_info(crawl, py)
+    assert before["pagerank"] is None and before["ranks_generation"] is None
+    assert before["out_degree"] == 3 and len(before["out_links"]) == 5  # raw links, all shown
+    run_rank(crawl)
+    ranks = Ranks.open(crawl)
+    after = page_graph_info(crawl, py, ranks=ranks, max_links=2)
+    assert after["pagerank"] == ranks.pagerank[py] and after["level"] == 0
+    assert after["in_giant_scc"] is True and len(after["out_links"]) == 2
+    with pytest.raises(GraphError, match="no page"):
+        page_graph_info(crawl, 10_000)
