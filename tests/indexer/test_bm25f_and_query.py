@@ -1,0 +1,129 @@
+"""BM25F against a hand-computed example; the query language; the parser under fuzzing."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from crawler.datadir import DataDir
+from indexer import bm25f
+from indexer.analysis import analyze
+from indexer.errors import QueryError
+from indexer.manifest import Manifest, SegmentEntry, describe_files, write_manifest
+from indexer.query import parse_query
+from indexer.searcher import Searcher
+from indexer.segment import SegmentWriter
+from indexer.settings import FIELDS, MAX_QUERY_CHARS, MAX_QUERY_TERMS, BM25FSettings
+
+DOCS = [  # (title, body)
+    ("apple", "apple banana apple"),
+    ("banana", "cherry apple"),
+    ("cherry", "cherry cherry banana date"),
+]
+SETTINGS = BM25FSettings(
+    k1=1.2,
+    weights={"title": 2.0, "headings": 0.0, "body": 1.0, "url": 0.0, "anchor": 0.0},
+    b={"title": 0.5, "headings": 0.0, "body": 0.75, "url": 0.0, "anchor": 0.0},
+    coord_power=1.0,
+)
+
+
+def make_index(root: Path, docs: list[tuple[str, str]]) -> DataDir:
+    data = DataDir.create(root)
+    seg = data.index_dir / "seg-000001"
+    writer = SegmentWriter(seg, ram_bytes=1 << 20)
+    for i, (title, body) in enumerate(docs):
+        writer.add_document(i + 1, host="h.example", url=f"http://h.example/{i + 1}",
+                            title=title, text=body, fields=[title, "", body, "", []])
+    writer.finish()
+    write_manifest(data.index_dir, Manifest(generation=1, last_seq=0, segments=[
+        SegmentEntry("seg-000001", len(docs), describe_files(seg))]))
+    return data
+
+
+def test_bm25f_matches_a_hand_computed_example(tmp_path: Path) -> None:
+    s = Searcher.open(make_index(tmp_path / "d", DOCS), settings=SETTINGS)
+    res = s.search("apple", explain=True)
+    # N = 3, df(apple) = 2: idf = ln(1 + (3 - 2 + 0.5) / (2 + 0.5)) = ln(1.6).
+    # avg title length 1, avg body length 3.
+    # doc 1: title tf 1, len 1 -> 2 * 1 / (0.5 + 0.5 * 1/1) = 2; body tf 2, len 3 ->
+    #        1 * 2 / (0.25 + 0.75 * 3/3) = 2; tf~ = 4 (fields summed before saturation).
+    # doc 2: body tf 1, len 2 -> 1 / (0.25 + 0.75 * 2/3) = 4/3.
+    doc1 = math.log(1.6) * 4 / (1.2 + 4)
+    doc2 = math.log(1.6) * (4 / 3) / (1.2 + 4 / 3)
+    assert [h.doc_id for h in res.hits] == [1, 2]
+    assert res.hits[0].score == pytest.approx(doc1, rel=1e-6)
+    assert res.hits[1].score == pytest.approx(doc2, rel=1e-6)
+    ex = res.hits[0].explain
+    assert ex is not None
+    assert ex["terms"]["appl"]["tf"] == {"title": 1, "body": 2}
+    assert ex["terms"]["appl"]["weighted_tf"] == {"title": pytest.approx(2.0),
+                                                  "body": pytest.approx(2.0)}
+    # The pure function agrees.
+    tfs = np.array([[1, 0, 2, 0, 0], [0, 0, 1, 0, 0]])
+    lens = np.array([[1, 0, 3, 0, 0], [1, 0, 2, 0, 0]], dtype=np.float64)
+    got = bm25f.bm25f(tfs, lens, avg_lens=np.array([1, 0, 3, 0, 0.0]),
+                      weights=np.array([SETTINGS.weights[f] for f in FIELDS]),
+                      b=np.array([SETTINGS.b[f] for f in FIELDS]), k1=1.2, n_docs=3, df=2)
+    assert got == pytest.approx([doc1, doc2], rel=1e-6)
+
+
+def test_coordination_prefers_pages_with_more_of_the_query(tmp_path: Path) -> None:
+    s = Searcher.open(make_index(tmp_path / "d", DOCS), settings=SETTINGS)
+    res = s.search("banana date", explain=True)
+    assert res.hits[0].doc_id == 3
+    assert res.hits[0].explain is not None and res.hits[0].explain["matched_units"] == 2
+    assert all(h.explain and h.explain["coord"] == 0.5 for h in res.hits[1:])
+
+
+def test_query_language() -> None:
+    q = parse_query('tkinter "event loop" -async -"bad thing" site:Docs.Python.org a OR b2')
+    assert q.required[0].terms == ("event", "loop") and q.required[0].offsets == (0, 1)
+    assert [p.terms for p in q.excluded] == [("async",), ("bad", "thing")]
+    assert q.sites == ["docs.python.org"]
+    assert q.units() == [("tkinter",), ("b2",), ("event",), ("loop",)]  # "a" is a stop word
+    assert parse_query("--verbose flag").excluded == []  # an option name, not an exclusion
+    assert parse_query("unittest.mock").units() == [("unittest.mock",), ("unittest",), ("mock",)]
+    assert analyze("PyConfig.filesystem_errors") == [
+        "pyconfig.filesystem_errors", "pyconfig", "filesystem", "error"]
+    # Stop words keep their positions, so phrases keep their gaps.
+    assert parse_query('"state of the art"').required[0].offsets == (0, 3)
+
+
+@pytest.mark.parametrize("bad, message", [
+    ("", "nothing to search for"),
+    ("-only -exclusions", "nothing to search for"),
+    ('"unclosed', "not closed"),
+    ("OR alone", "OR must stand"),
+    ("word OR", "OR must stand"),
+    ("site:", "site: needs a host"),
+    ("x" * (MAX_QUERY_CHARS + 1), "limit"),
+    (" ".join(f"w{i}" for i in range(MAX_QUERY_TERMS + 1)), "limit"),
+])
+def test_bad_queries_get_a_clear_error(bad: str, message: str) -> None:
+    with pytest.raises(QueryError, match=message):
+        parse_query(bad)
+
+
+@pytest.fixture(scope="module")
+def fuzz_searcher(tmp_path_factory: pytest.TempPathFactory) -> Searcher:
+    return Searcher.open(make_index(tmp_path_factory.mktemp("fuzz") / "d", DOCS))
+
+
+_PIECES = [*'ab -"():.*_\\\x00é日', "OR", "site:", "apple", "cherry", " ", "-", '"']
+
+
+@given(q=st.lists(st.sampled_from(_PIECES), max_size=25).map("".join) | st.text(max_size=40))
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_only_query_errors_escape(fuzz_searcher: Searcher, q: str) -> None:
+    try:
+        res = fuzz_searcher.search(q, explain=True)
+    except QueryError as exc:
+        assert str(exc) and "\n" not in str(exc)
+        return
+    assert res.total >= len(res.hits)
