@@ -79,10 +79,13 @@ def web_graph(pages: int, links: int, seed: int = 0, local: float = 0.8,
     glob = ~is_local
     dst[glob] = popular[(pages * u[glob] ** 3.0).astype(np.int64)]
     graph = build_graph(src.astype(np.int32), dst.astype(np.int32), pages)
-    if graph.num_links > links:  # trim to the requested count, keeping rows sorted
-        keep = np.sort(rng.choice(graph.num_links, size=links, replace=False))
+    if graph.num_links > links:  # trim to the requested count; rows stay sorted and distinct
+        keep = np.zeros(graph.num_links, dtype=bool)
+        keep[rng.permutation(graph.num_links)[:links]] = True
         rows = np.repeat(np.arange(pages, dtype=np.int32), graph.out_degree())[keep]
-        graph = build_graph(rows, graph.indices[keep], pages)
+        indptr = np.zeros(pages + 1, dtype=np.int64)
+        np.cumsum(np.bincount(rows, minlength=pages), out=indptr[1:])
+        graph = LinkGraph(indptr=indptr, indices=graph.indices[keep], present=graph.present)
     return graph
 
 

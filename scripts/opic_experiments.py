@@ -36,6 +36,7 @@ numbers support) into ``--out``.
 from __future__ import annotations
 
 import argparse
+import gc
 import heapq
 import io
 import random
@@ -401,6 +402,9 @@ def main() -> int:
     args = ap.parse_args()
     n = args.nodes
     args.out.mkdir(parents=True, exist_ok=True)
+    # Millions of small tuples and deques, no reference cycles: the cyclic collector would
+    # only rescan them over and over.
+    gc.disable()
     started = time.perf_counter()
     graph = power_law_graph(n, np.random.default_rng(args.seed))
     imp, iterates = fixpoint(graph)
@@ -453,7 +457,7 @@ def main() -> int:
         windows[rate] = run_windows(graph, rate, crawls=args.crawls, month=month, seed=args.seed,
                                     engine=args.engine)
         print(f"change rate {rate:.1%}: {time.perf_counter() - t:.0f} s; "
-              f"{ {k: round(v[0], 2) for k, v in windows[rate]['errors'].items()} }",
+              f"{ {k: round(float(v[0]), 2) for k, v in windows[rate]['errors'].items()} }",
               file=sys.stderr)
     pct = [100 * r for r in rates]
 
