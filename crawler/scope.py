@@ -151,14 +151,18 @@ class Scope:
         if slash < 0:
             return None
         path, _, query = rest[slash:].partition("?")
-        segments = [s for s in path.split("/") if s]
-        if len(segments) > cfg.max_path_depth:
-            return "path_too_deep"
-        if len(segments) > cfg.max_repeated_segments and (
-            Counter(segments).most_common(1)[0][1] > cfg.max_repeated_segments
+        # Slash and ampersand counts bound the segment and parameter counts: most URLs stop here.
+        if path.count("/") > min(cfg.max_path_depth, cfg.max_repeated_segments):
+            segments = [s for s in path.split("/") if s]
+            if len(segments) > cfg.max_path_depth:
+                return "path_too_deep"
+            if len(segments) > cfg.max_repeated_segments and (
+                Counter(segments).most_common(1)[0][1] > cfg.max_repeated_segments
+            ):
+                return "repeated_segments"
+        if query.count("&") >= cfg.max_query_params and (
+            sum(1 for p in query.split("&") if p) > cfg.max_query_params
         ):
-            return "repeated_segments"
-        if query and sum(1 for p in query.split("&") if p) > cfg.max_query_params:
             return "too_many_params"
         return None
 
