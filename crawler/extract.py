@@ -19,7 +19,6 @@ import lxml.html
 
 from crawler import settings as S
 
-_WS_RE = re.compile(r"\s+")
 _XML_DECL_RE = re.compile(r"^\s*<\?xml[^>]*\?>", re.IGNORECASE)
 _TEXT_SKIP = ("script", "style", "noscript", "template")
 
@@ -43,7 +42,8 @@ class Extracted:
 
 
 def collapse(text: str, limit: int) -> str:
-    return _WS_RE.sub(" ", text).strip()[:limit]
+    """Whitespace runs to one space, ends trimmed, cut to ``limit`` characters."""
+    return " ".join(text.split())[:limit]
 
 
 def robots_directives(values: list[str], agent: str) -> set[str]:
@@ -100,6 +100,7 @@ def extract(
     url: str,
     encoding: str | None,
     x_robots_tag: list[str],
+    *,
     agent: str = S.ROBOTS_AGENT,
     anchor_limit: int = S.ANCHOR_MAX_CHARS,
 ) -> Extracted:
@@ -127,21 +128,22 @@ def extract(
     meta_directives = robots_directives(metas, "*")
     out.noindex = out.noindex or "noindex" in meta_directives
     out.nofollow = out.nofollow or "nofollow" in meta_directives
-    for el in doc.xpath("//a[@href] | //area[@href]"):
-        rel = {r.lower() for r in str(el.get("rel") or "").split()}
+    page_nofollow = out.nofollow
+    for el in doc.iter("a", "area"):
+        href = el.get("href")
+        if href is None:
+            continue
+        rel = el.get("rel")
+        nofollow = page_nofollow or (
+            rel is not None and not S.NOFOLLOW_RELS.isdisjoint(rel.lower().split())
+        )
         if el.tag == "area":
-            anchor = str(el.get("alt") or "")
+            anchor = el.get("alt") or ""
         else:
             anchor = el.text_content()
-            if not anchor.strip():
+            if not anchor or anchor.isspace():
                 anchor = " ".join(str(a) for a in el.xpath(".//img/@alt"))
-        out.links.append(
-            RawLink(
-                href=str(el.get("href")),
-                anchor=collapse(anchor, anchor_limit),
-                nofollow=out.nofollow or bool(rel & S.NOFOLLOW_RELS),
-            )
-        )
+        out.links.append(RawLink(href, collapse(anchor, anchor_limit), nofollow))
     titles = doc.xpath("//title")
     if titles:
         out.title = collapse(titles[0].text_content(), 1000)

@@ -24,9 +24,15 @@ from http import HTTPStatus
 import numpy as np
 
 from crawler import settings as S
-from crawler.dedup import NEAR_DUPLICATE_DISTANCE, NearDuplicateIndex, content_hash, text_fingerprint
+from crawler.dedup import (
+    NEAR_DUPLICATE_DISTANCE,
+    NearDuplicateIndex,
+    content_hash,
+    text_fingerprint,
+)
 from crawler.extract import Extracted, extract
 from crawler.frontier import Frontier
+from crawler.groupcommit import GroupCommit
 from crawler.robots import RobotsDecision
 from crawler.store import DISALLOWED, OUT_OF_SCOPE, REDIRECT, CrawlStore, Link
 from crawler.urls import UrlError, canonicalize
@@ -85,12 +91,19 @@ class PageRecorder:
         frontier: Frontier,
         judge: ScopeJudge,
         stats: Counter[str],
-        near: NearDuplicateIndex,
         *,
+        near: NearDuplicateIndex,
+        batch: GroupCommit,
         agent: str = S.ROBOTS_AGENT,
+        url_cache_size: int = S.URL_CACHE_SIZE,
     ) -> None:
         self.store = store
         self.warc = warc
+        self.batch = batch
+        self.url_cache_size = url_cache_size
+        # canonical URL -> (id, scope reason or None), for URLs met in this run; a depth
+        # verdict is not kept (the same URL may come back through a shorter path)
+        self._seen: dict[str, tuple[int, str | None]] = {}
         self.frontier = frontier
         self.judge = judge
         self.stats = stats
@@ -104,12 +117,20 @@ class PageRecorder:
         Returns (id, entered OPIC).  Out-of-scope URLs get status ``out_of_scope`` with the
         reason in ``error`` (only while they were never fetched).
         """
+        cached = self._seen.get(url)
+        if cached is not None:
+            uid, reason = cached
+            if reason is not None or not follow or self.frontier.is_known(uid):
+                return uid, False
+            return uid, self._enter(uid, url, depth, created=False)
         uid, created = self.store.add_url(url, depth)
         if created:
             self.stats["discovery/urls"] += 1
         if self.frontier.is_known(uid):
+            self._remember(url, uid, None)
             return uid, False
         reason = self.judge(url, depth)
+        self._remember(url, uid, reason)
         if reason is not None:
             if created:
                 self.stats[f"scope/{reason}"] += 1
@@ -119,11 +140,21 @@ class PageRecorder:
             return uid, False
         if not follow:
             return uid, False
+        return uid, self._enter(uid, url, depth, created)
+
+    def _remember(self, url: str, uid: int, reason: str | None) -> None:
+        if reason == "depth":
+            return
+        if len(self._seen) >= self.url_cache_size:
+            self._seen.clear()
+        self._seen[url] = (uid, reason)
+
+    def _enter(self, uid: int, url: str, depth: int, created: bool) -> bool:
+        """A followed, in-scope URL joins OPIC and the frontier."""
         if not created:
             self.store.update_page(uid, status="discovered", error=None)
-        host_id = self.store.host_id_of_url(uid)
-        self.frontier.add(uid, url, host_id, depth)
-        return uid, True
+        self.frontier.add(uid, url, self.store.host_id_of_url(uid), depth)
+        return True
 
     def _links(self, uid: int, depth: int, ex: Extracted) -> LinkSet:
         out = LinkSet()
@@ -156,17 +187,17 @@ class PageRecorder:
         ctype = f.content_type
         html = ctype in S.HTML_TYPES
         phrase = _phrase(f.status)
+        # flushed now, fsynced by the group commit before the row that points at it commits
         loc = self.warc.write_response(f.url, f.status, phrase, f.headers, f.body)
-        self.warc.sync()  # the record is on disk before the row that points at it commits
         digest = content_hash(f.body)
         ex: Extracted | None = None
         if html:
-            ex = extract(f.body, f.url, f.encoding, f.header_all("X-Robots-Tag"), self.agent)
+            ex = extract(f.body, f.url, f.encoding, f.header_all("X-Robots-Tag"), agent=self.agent)
             if ex.parse_error:
                 self.stats[f"parse/{ex.parse_error}"] += 1
         else:
             self.stats["outcome/non_html"] += 1
-        with self.store.transaction():
+        with self.batch.step():
             previous = self.store.page(f.uid)
             if previous is not None and previous.content_hash == digest and previous.fetch_count:
                 self._unchanged(f, previous.id)
@@ -174,7 +205,7 @@ class PageRecorder:
             duplicate_of = self.store.first_with_hash(digest, exclude=f.uid)
             simhash: int | None = None
             if ex is not None:
-                fp = text_fingerprint(ex.text)
+                fp = text_fingerprint(ex.text[: S.SIMHASH_MAX_CHARS])
                 simhash = fp.simhash
                 if duplicate_of is None:
                     duplicate_of = self.near.find(
@@ -220,7 +251,7 @@ class PageRecorder:
 
     def not_modified(self, f: Fetched) -> None:
         """304 to a conditional request: fetched_at and fetch_count move, seq does not."""
-        with self.store.transaction():
+        with self.batch.step():
             self.store.touch_fetched(
                 f.uid, f.fetched_at, etag=f.header("ETag"), last_modified=f.header("Last-Modified")
             )
@@ -241,7 +272,7 @@ class PageRecorder:
         if hops > max_hops:
             self.failed(f.uid, "too_many_redirects", f.status, f.fetched_at)
             return None
-        with self.store.transaction():
+        with self.batch.step():
             tid, entered = self.discover(target, f.depth, follow=True)
             self.store.update_page(
                 f.uid, status=REDIRECT, http_status=f.status, redirect_to=tid,
@@ -255,14 +286,14 @@ class PageRecorder:
 
     def failed(self, uid: int, reason: str, http_status: int | None, when: float) -> None:
         """A final failure: status error with its reason; the page's cash goes back."""
-        with self.store.transaction():
+        with self.batch.step():
             self.store.mark_failed(uid, reason, http_status, when)
             self._step(uid, [], dead=True)
         self.stats[f"failure/{reason}"] += 1
 
     def disallowed(self, uid: int, decision: RobotsDecision) -> None:
         where = f"robots.txt line {decision.line}: {decision.rule}" if decision.line else decision.reason
-        with self.store.transaction():
+        with self.batch.step():
             self.store.update_page(uid, status=DISALLOWED, error=where)
             self._step(uid, [], dead=True)
         self.stats["outcome/disallowed"] += 1

@@ -30,11 +30,12 @@ from crawler import settings as S
 from crawler.datadir import DataDir
 from crawler.dedup import NearDuplicateIndex
 from crawler.errors import ScopeError
-from crawler.frontier import Frontier
+from crawler.frontier import DEFAULT_STRATEGY, Frontier
+from crawler.groupcommit import GroupCommit
 from crawler.pipeline import Fetched, PageRecorder
 from crawler.politeness import HostSlot, Politeness, parse_retry_after
-from crawler.robots_cache import RobotsCache, RobotsState
 from crawler.robots import ROBOTS_PATH
+from crawler.robots_cache import RobotsCache, RobotsState
 from crawler.scope import Scope, ScopeConfig
 from crawler.store import CrawlStore
 from crawler.urls import canonicalize, host_of, port_of
@@ -60,7 +61,7 @@ class CrawlConfig:
     scope: ScopeConfig = field(default_factory=ScopeConfig)
     delay: float = S.DEFAULT_DELAY
     concurrency: int = S.DEFAULT_CONCURRENCY_PER_HOST
-    strategy: Strategy = Strategy(S.DEFAULT_STRATEGY)
+    strategy: Strategy = DEFAULT_STRATEGY
     max_pages_per_host: int = S.MAX_PAGES_PER_HOST
     robots_ttl: float = S.ROBOTS_TTL
     max_redirects: int = S.MAX_REDIRECTS
@@ -86,8 +87,10 @@ class CrawlSession:
             "SELECT id, simhash FROM urls WHERE simhash IS NOT NULL AND duplicate_of IS NULL"
         ):
             self.near.add(int(uid), int(fp))
+        self.batch = GroupCommit(self.store, self.warc)
         self.recorder = PageRecorder(
-            self.store, self.warc, self.frontier, self.judge, self.stats, self.near
+            self.store, self.warc, self.frontier, self.judge, self.stats, near=self.near,
+            batch=self.batch,
         )
         self.factory: RequestFactory | None = None
         self.started_pages = 0
@@ -180,6 +183,8 @@ class CrawlSession:
         """The next request politeness allows now, or None (then ``wake_at`` is set)."""
         assert self.factory is not None
         self.wake_at = None
+        if self.batch.due():
+            self.batch.commit()
         if self.extra:
             return self.extra.popleft()
         if not self.budget_left():
@@ -371,6 +376,7 @@ class CrawlSession:
         if self.closed:
             return {}
         self.closed = True
+        self.batch.commit()
         with self.store.transaction():
             self.frontier.persist_all(self.store)
         for slot in self.politeness.slots.values():

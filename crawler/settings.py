@@ -39,10 +39,18 @@ DOWNLOAD_TIMEOUT = 20.0  # seconds per request
 MAX_REDIRECTS = 5  # redirect hops from the URL a link named; more counts 'too_many_redirects'
 CONCURRENT_REQUESTS = 64  # total in flight over all hosts (Scrapy's global cap)
 
+# ---------------------------------------------------------------- crash safety (group commit)
+COMMIT_EVERY_STEPS = 32  # crawl steps per SQLite transaction (one WARC fsync per commit)
+COMMIT_EVERY_SECONDS = 1.0  # an open batch is committed at least this often
+
 # ---------------------------------------------------------------- page content
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 ANCHOR_MAX_CHARS = 200  # anchor text kept per link, after whitespace is collapsed
 NOFOLLOW_RELS = frozenset({"nofollow", "ugc", "sponsored"})
+# SimHash is computed over the first this many characters of a page's text: enough to tell
+# near duplicates apart, and a 400 kB manual page does not cost 20 ms of shingle hashing.
+SIMHASH_MAX_CHARS = 65536
+URL_CACHE_SIZE = 500_000  # URLs whose ID and scope verdict a crawl run remembers
 
 # ---------------------------------------------------------------- frontier (OPIC)
 DEFAULT_STRATEGY = "greedy"  # greedy | random | cycle (OPIC section 3.1)

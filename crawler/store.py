@@ -180,6 +180,7 @@ class CrawlStore:
         self.path = path
         self.readonly = readonly
         self._host_ids: dict[str, int] = {}
+        self._savepoints = 0
 
     # ------------------------------------------------------------------ opening
     @classmethod
@@ -249,9 +250,22 @@ class CrawlStore:
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
-        """One atomic unit of work; nested use joins the outer transaction."""
+        """One atomic unit of work.  Nested use is a savepoint inside the outer transaction: if
+        the inner block raises, only its own changes are undone (the crawler's group commit
+        relies on this: one failed step does not take the batch's other steps with it)."""
         if self._conn.in_transaction:
-            yield self._conn
+            self._savepoints += 1
+            name = f"sp{self._savepoints}"
+            self._conn.execute(f"SAVEPOINT {name}")
+            try:
+                yield self._conn
+            except BaseException:
+                self._conn.execute(f"ROLLBACK TO {name}")
+                self._conn.execute(f"RELEASE {name}")
+                raise
+            finally:
+                self._savepoints -= 1
+            self._conn.execute(f"RELEASE {name}")
             return
         self._conn.execute("BEGIN IMMEDIATE")
         try:
@@ -260,6 +274,15 @@ class CrawlStore:
             self._conn.execute("ROLLBACK")
             raise
         self._conn.execute("COMMIT")
+
+    def begin(self) -> None:
+        """Open a transaction that several :meth:`transaction` blocks join (group commit)."""
+        if not self._conn.in_transaction:
+            self._conn.execute("BEGIN IMMEDIATE")
+
+    def commit(self) -> None:
+        if self._conn.in_transaction:
+            self._conn.execute("COMMIT")
 
     @property
     def conn(self) -> sqlite3.Connection:

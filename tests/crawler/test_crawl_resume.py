@@ -12,20 +12,21 @@ import os
 import signal
 import sqlite3
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from testweb import TestWeb, html, words
 
-from conftest import REPO, websift_command
 from crawler.datadir import DataDir
 from crawler.frontier import META_VIRTUAL
 from crawler.store import CrawlStore
 from crawler.warc import WarcLocation, read_response
-from testweb import TestWeb, html, words
 
+REPO = Path(__file__).resolve().parents[2]
 PAGES = 60
-KILL_AFTER = 20  # page requests served before the kill
+KILL_AFTER = 45  # page requests served before the kill: more than one group commit (32 steps)
 
 
 @pytest.fixture(scope="module")
@@ -57,8 +58,8 @@ def _store_state(data: Path) -> tuple[set[str], float]:
 def test_kill_9_then_resume(many_web: TestWeb, tmp_path: Path) -> None:
     site = many_web.sites["many"]
     data = tmp_path / "data"
-    args = websift_command("crawl", site.url("/"), "--data", str(data), "--allow-private",
-                           "--delay", "0.02", "--quiet")
+    args = [sys.executable, "-m", "api.cli", "crawl", site.url("/"), "--data", str(data), "--allow-private",
+            "--delay", "0.02", "--quiet"]
     env = {**os.environ, "PYTHONPATH": str(REPO)}
 
     def pages_served(log: list) -> int:  # type: ignore[type-arg]
@@ -76,18 +77,19 @@ def test_kill_9_then_resume(many_web: TestWeb, tmp_path: Path) -> None:
     served_before = len(many_web.entries("many"))
 
     committed, total_cash = _store_state(data)
-    assert KILL_AFTER - 3 <= len(committed) < PAGES + 1  # the crawl was really cut short
+    assert 0 < len(committed) < PAGES + 1  # some batches committed, the crawl was cut short
     assert total_cash == pytest.approx(1.0, abs=1e-9)  # Lemma 2.2 holds in what committed
 
     done = subprocess.run(args, env=env, cwd=REPO, capture_output=True, text=True, timeout=120,
                           check=False)
     assert done.returncode == 0, done.stderr
-    after = many_web.entries("many")[served_before:]
-    refetched = {site.url(e.path) for e in after} & committed
-    assert refetched == set()  # a committed page is never fetched again
+    after = {site.url(e.path) for e in many_web.entries("many")[served_before:]}
+    assert after & committed == set()  # a committed page is never fetched again
+    assert site.url("/robots.txt") not in after  # robots.txt was committed with its age
 
     fetched, total_cash = _store_state(data)
     assert len(fetched) == PAGES + 1
+    assert after | committed == fetched  # the restart fetched exactly what had not committed
     assert total_cash == pytest.approx(1.0, abs=1e-9)
     with CrawlStore.open(DataDir.open(data).store_path, readonly=True) as store:
         rows = store.conn.execute(
