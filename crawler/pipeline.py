@@ -30,7 +30,7 @@ from crawler.dedup import (
     content_hash,
     text_fingerprint,
 )
-from crawler.extract import Extracted, extract
+from crawler.extract import Extracted, extract, robots_directives
 from crawler.frontier import Frontier
 from crawler.groupcommit import GroupCommit
 from crawler.robots import RobotsDecision
@@ -220,7 +220,9 @@ class PageRecorder:
             elif duplicate_of is not None:
                 self.stats["outcome/duplicate_exact"] += 1
             links = self._links(f.uid, f.depth, ex) if ex is not None else LinkSet()
-            noindex = bool(ex and ex.noindex)
+            # X-Robots-Tag applies to every type (a PDF can say noindex); HTML adds its meta tags
+            header = robots_directives(f.header_all("X-Robots-Tag"), self.agent)
+            noindex = bool(ex and ex.noindex) or "noindex" in header
             if noindex:
                 self.stats["outcome/noindex"] += 1
             self.store.record_fetched(
@@ -233,7 +235,7 @@ class PageRecorder:
                 simhash=simhash,
                 duplicate_of=duplicate_of,
                 noindex=noindex,
-                nofollow=bool(ex and ex.nofollow),
+                nofollow=bool(ex and ex.nofollow) or "nofollow" in header,
                 etag=f.header("ETag"),
                 last_modified=f.header("Last-Modified"),
                 fetched_at=f.fetched_at,
