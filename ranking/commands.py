@@ -172,7 +172,7 @@ def _graph_page(args: argparse.Namespace) -> int:
               f"giant SCC {'yes' if info['in_giant_scc'] else 'no'}   "
               f"(ranks generation {info['ranks_generation']})")
     print(f"  in-degree {info['in_degree']}, out-degree {info['out_degree']} "
-          "(distinct pages, nofollow and self-links left out)")
+          f"(distinct pages, nofollow left out), {info['self_links']} links to itself (not shown)")
     for title, key in (("in-links", "in_links"), ("out-links", "out_links")):
         print(f"  {title}:")
         for link in info[key]:

@@ -172,8 +172,10 @@ def page_graph_info(
         page = store.page(int(url_id))
         if page is None:
             raise GraphError(f"no page with URL ID {url_id} in the crawl store")
-        ins = store.in_links(page.id)
-        outs = store.out_links(page.id)
+        # Links within the page itself are not edges of the graph (Web Graph Analyzer, sec. 2)
+        ins = [link for link in store.in_links(page.id) if link[0] != page.id]
+        outs = [link for link in store.out_links(page.id) if link[0] != page.id]
+        self_links = len(store.out_links(page.id)) - len(outs)
         urls = _urls_of(store, [s for s, _, _ in ins] + [d for d, _, _ in outs])
     if ranks is None:
         try:
@@ -181,8 +183,8 @@ def page_graph_info(
         except RanksMissing:
             ranks = None
     # graph degrees (Definition 1): distinct pages, self-links and nofollow links left out
-    in_degree = len({s for s, _, nf in ins if not nf and s != page.id})
-    out_degree = len({d for d, _, nf in outs if not nf and d != page.id})
+    in_degree = len({s for s, _, nf in ins if not nf})
+    out_degree = len({d for d, _, nf in outs if not nf})
     limit = len(ins) + len(outs) if max_links is None else max_links
     info: dict[str, Any] = {
         "url_id": page.id,
@@ -191,6 +193,7 @@ def page_graph_info(
         "depth": page.depth,
         "in_degree": in_degree,
         "out_degree": out_degree,
+        "self_links": self_links,
         "in_links": [
             {"url_id": s, "url": urls.get(s, ""), "anchor": a, "nofollow": nf}
             for s, a, nf in ins[:limit]
