@@ -19,6 +19,8 @@ import numpy as np
 
 from indexer.settings import BLOCK, ENCODE_CHUNK_VALUES
 
+_WEIGHTS = [np.left_shift(np.uint32(1), np.arange(w, dtype=np.uint32)) for w in range(33)]
+
 
 @dataclass
 class Encoded:
@@ -114,22 +116,30 @@ def encode(values: np.ndarray, lengths: np.ndarray) -> Encoded:
     )
 
 
+def _unpack(buf: np.ndarray, n: int, width: int) -> np.ndarray:
+    """``n`` values of ``width`` bits packed little-endian at the start of ``buf``."""
+    if width == 0:
+        return np.zeros(n, dtype=np.uint32)
+    bits = np.unpackbits(buf[: (n * width + 7) // 8], bitorder="little")[: n * width]
+    return bits.reshape(n, width).astype(np.uint32) @ _WEIGHTS[width]
+
+
 def decode(data: np.ndarray, widths: np.ndarray, byte0: int, byte1: int, *, block0: int,
            n: int) -> np.ndarray:
-    """The ``n`` values of one group (uint32)."""
+    """The ``n`` values of one group (uint32).
+
+    One width for the whole group (every short list): a reshape and a product; otherwise each
+    value's bits are summed at its own offset (``np.add.reduceat``).
+    """
     if n == 0:
         return np.zeros(0, dtype=np.uint32)
     nblocks = (n + BLOCK - 1) // BLOCK
+    buf = np.asarray(data[byte0:byte1])
     wb = np.asarray(widths[block0 : block0 + nblocks])
-    if wb.min() == wb.max():  # one width: a plain reshape
-        width = int(wb[0])
-        if width == 0:
-            return np.zeros(n, dtype=np.uint32)
-        bits = np.unpackbits(np.asarray(data[byte0:byte1]), bitorder="little")[: n * width]
-        weights = np.left_shift(np.uint32(1), np.arange(width, dtype=np.uint32))
-        return bits.reshape(n, width).astype(np.uint32) @ weights
+    if nblocks == 1 or wb.min() == wb.max():
+        return _unpack(buf, n, int(wb[0]))
     w = np.repeat(wb.astype(np.int64), BLOCK)[:n]
-    bits = np.unpackbits(np.asarray(data[byte0:byte1]), bitorder="little")
+    bits = np.unpackbits(buf, bitorder="little")
     total = int(w.sum())
     starts = np.cumsum(w) - w
     j = np.arange(total, dtype=np.int64) - np.repeat(starts, w)

@@ -10,7 +10,7 @@ A segment is an immutable directory ``DATA/index/seg-<generation>/``; the manife
     post_{docs,tfs,pos}.bin, post_*_w.bin   bit-packed streams (indexer/codec.py) + block widths
     doc_ids.npy         int64: the crawl store URL ID of each document ordinal (ascending)
     field_lens.npy      int32 (docs, fields): terms per field, for BM25F length normalisation
-    head.bin, head_off.npy    JSON {url, title} per document (read for every hit)
+    head.bin, head_off.npy    "url \x1f title" per document, UTF-8 (read for every hit)
     store.bin, store_off.npy  zlib'd snippet text per document (read only to make snippets)
     docs.roar           roaring bitmap of the URL IDs held here (they mask older segments)
     drops.roar          URL IDs this run found no longer indexable (they mask older segments)
@@ -44,6 +44,7 @@ from indexer.hits import HitMaker
 from indexer.settings import (
     BARREL_WORDS,
     DOCSTORE_LEVEL,
+    LEXICON_DICT_MAX,
     MAX_FIELD_TOKENS,
     MAX_POSITION,
     N_FIELDS,
@@ -54,6 +55,7 @@ SEGMENT_FORMAT = "websift-segment"
 _STREAMS = ("docs", "tfs", "pos")
 # lexicon.npy columns
 DF, CF = 0, 1
+_SEP = "\x1f"  # between URL and title in head.bin
 _COL = {s: 2 + 3 * i for i, s in enumerate(_STREAMS)}  # byte start; +1 byte end; +2 first block
 
 
@@ -160,7 +162,7 @@ class SegmentWriter:
         blob = zlib.compress(raw, DOCSTORE_LEVEL)
         self._store.write(blob)
         self._store_off.append(self._store_off[-1] + len(blob))
-        head = json.dumps({"url": url, "title": title}).encode()
+        head = f"{url}{_SEP}{title.replace(_SEP, ' ')}".encode("utf-8", "surrogatepass")
         self._head.write(head)
         self._head_off.append(self._head_off[-1] + len(head))
         self.hosts.setdefault(host, BitMap()).add(url_id)
@@ -301,11 +303,18 @@ class SegmentReader:
         except (OSError, ValueError) as exc:
             raise IndexCorrupt(f"segment {directory.name}: unreadable file ({exc})") from None
         self.doc_count = int(meta["doc_count"])
+        # A hash table over the sorted words when it is small enough; binary search otherwise.
+        n = len(self._terms)
+        self._term_dict: dict[bytes, int] | None = (
+            dict(zip((self._terms[i] for i in range(n)), range(n), strict=True))
+            if n <= LEXICON_DICT_MAX else None)
         self.field_length_sums = np.asarray(meta["field_length_sums"], dtype=np.float64)
 
     def term_row(self, term: str) -> int:
         """Row of ``term`` in the lexicon, or -1."""
         key = term.encode("utf-8", "surrogatepass")
+        if self._term_dict is not None:
+            return self._term_dict.get(key, -1)
         i = bisect_left(self._terms, key)
         if i < len(self._terms) and self._terms[i] == key:
             return i
@@ -332,11 +341,10 @@ class SegmentReader:
     def head(self, ordinal: int) -> dict[str, str]:
         """URL and title of a document."""
         blob = self._head[self._head_off[ordinal] : self._head_off[ordinal + 1]].tobytes()
-        try:
-            return json.loads(blob)  # type: ignore[no-any-return]
-        except ValueError as exc:
-            raise IndexCorrupt(f"segment {self.name}: stored document {ordinal} is corrupt "
-                               f"({exc})") from None
+        url, sep, title = blob.decode("utf-8", "surrogatepass").partition(_SEP)
+        if not sep:
+            raise IndexCorrupt(f"segment {self.name}: stored document {ordinal} is corrupt")
+        return {"url": url, "title": title}
 
     def text(self, ordinal: int) -> str:
         """The text kept for snippets."""

@@ -33,6 +33,7 @@ ENCODE_CHUNK_VALUES = 1 << 18  # values bit-packed at once (bounds the encoder s
 MAX_POSITION = (1 << 24) - 1  # positions past this inside one field are not recorded
 
 # ---------------------------------------------------------------- segments
+LEXICON_DICT_MAX = 2_000_000  # lexicons up to this many words get a hash table at open
 MAX_SEGMENTS = 8  # more live segments than this after a run: merge them all into one
 INDEX_FORMAT = "websift-index"
 INDEX_VERSION = 1

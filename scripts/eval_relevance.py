@@ -175,7 +175,9 @@ def main(argv: list[str] | None = None) -> int:
         variants: list[tuple[str, dict[str, float]]] = [
             ("websift without anchor field", {**base.weights, "anchor": 0.0}),
             ("websift title+body only", {f: (base.weights[f] if f in ("title", "body") else 0.0)
-                                         for f in FIELDS})]
+                                         for f in FIELDS}),
+            ("websift title+body+anchor", {f: (base.weights[f] if f in ("title", "body", "anchor")
+                                               else 0.0) for f in FIELDS})]
         variants += [(f"websift {f} field only", {g: (1.0 if g == f else 0.0) for g in FIELDS})
                      for f in FIELDS]
         for name, weights in variants:

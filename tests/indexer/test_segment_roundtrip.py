@@ -5,6 +5,7 @@ sorted runs when a barrel does not fit the memory budget."""
 from __future__ import annotations
 
 from collections import defaultdict
+from itertools import pairwise
 from pathlib import Path
 
 import numpy as np
@@ -32,7 +33,7 @@ def test_bitpacking_round_trips(values: list[int], cuts: list[int]) -> None:
     lengths = np.diff(bounds)
     arr = np.asarray(values, dtype=np.uint64)
     enc = encode(arr, lengths)
-    for g, (a, b) in enumerate(zip(bounds[:-1], bounds[1:], strict=True)):
+    for g, (a, b) in enumerate(pairwise(bounds)):
         got = decode(enc.data, enc.widths, int(enc.byte_offsets[g]), int(enc.byte_offsets[g + 1]),
                      block0=int(enc.block_offsets[g]), n=b - a)
         assert got.tolist() == values[a:b]
