@@ -133,8 +133,10 @@ def add_topic(data: DataDir, topic: TopicSet) -> TopicInfo:
         save_topic(data.topics_dir, record)
         previous = current_manifest(data.ranks_dir)
         if previous is not None and int(previous["node_count"]) == graph.n:
-            start = fit_length(load_array(data.ranks_dir, previous["arrays"]["pagerank"],
-                                          "pagerank"), graph.n)
+            # warm start: the topic's own previous vector when it is being replaced, else the
+            # global one
+            entry = previous["topics"].get(topic.name, previous["arrays"]["pagerank"])
+            start = fit_length(load_array(data.ranks_dir, entry, "warm start"), graph.n)
             params = previous["params"]
             result = topic_vector(graph, ids, damping=float(params["damping"]),
                                   tol=float(params["tol"]), start=start)
