@@ -6,6 +6,8 @@ import json
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from ranking_crawl import COOK, PY
 
 from crawler.datadir import DataDir
@@ -99,3 +101,33 @@ def test_page_graph_info_with_and_without_ranks(crawl: DataDir) -> None:
     assert after["in_giant_scc"] is True and len(after["out_links"]) == 2
     with pytest.raises(GraphError, match="no page"):
         page_graph_info(crawl, 10_000)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.floats(0, 1, allow_nan=False), min_size=1, max_size=40))
+def test_a_generation_written_is_read_back_identically(values: list[float]) -> None:
+    import tempfile
+    from pathlib import Path
+
+    from ranking.ranks_format import load_array, read_manifest
+    from ranking.ranks_writer import write_generation, write_lock
+
+    n = len(values)
+    arrays = {
+        "pagerank": np.asarray(values, dtype=np.float64),
+        "opic": np.asarray(values[::-1], dtype=np.float64),
+        "level": np.arange(n, dtype=np.int32) - 1,
+        "giant_scc": np.asarray(values, dtype=np.float64) > 0.5,
+    }
+    with tempfile.TemporaryDirectory() as tmp:
+        ranks_dir = Path(tmp)
+        with write_lock(ranks_dir):
+            gen = write_generation(ranks_dir, None, arrays,
+                                   {"t": (arrays["opic"], {"pages": 1})})
+        manifest = read_manifest(ranks_dir)
+        assert gen == manifest["generation"] == 1 and manifest["node_count"] == n
+        for name, array in arrays.items():
+            np.testing.assert_array_equal(load_array(ranks_dir, manifest["arrays"][name], name),
+                                          array)
+        np.testing.assert_array_equal(load_array(ranks_dir, manifest["topics"]["t"], "t"),
+                                      arrays["opic"])
