@@ -28,7 +28,8 @@ def site_data(tmp_path_factory: pytest.TempPathFactory) -> DataDir:
 
 
 def settings_for(data: DataDir, **overrides: object) -> Settings:
-    return Settings(data=data.root, reload_check_ms=0, **overrides)  # type: ignore[arg-type]
+    values: dict[str, object] = {"reload_check_ms": 0, **overrides}
+    return Settings(data=data.root, **values)  # type: ignore[arg-type]
 
 
 @pytest.fixture

@@ -1,0 +1,128 @@
+"""Hot reload: a newer index or ranks generation is served without a restart or a failed request."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+import httpx
+import uvicorn
+
+from api.app import create_app
+from api.snapshot import SnapshotHolder
+from crawler.datadir import DataDir
+from indexer.build import build_index
+from ranking.rank_job import run_rank
+from tests.api.conftest import settings_for
+from tests.api.site import pages
+from tests.indexer.corpus import build_data_dir
+
+WAIT = 30.0  # seconds any condition below may take before the test fails
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_for(condition: Callable[[], bool], what: str, timeout: float = WAIT) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.01)  # polling a condition, not waiting a fixed time
+
+
+@contextmanager
+def live_server(data: DataDir, reload_check_ms: int) -> Iterator[str]:
+    port = free_port()
+    config = uvicorn.Config(create_app(settings_for(data, reload_check_ms=reload_check_ms)),
+                            host="127.0.0.1", port=port, log_level="error")
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    wait_for(lambda: server.started, "the server to start")
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(WAIT)
+
+
+def test_new_generations_are_picked_up_mid_traffic(fresh_data: DataDir) -> None:
+    statuses: Counter[int] = Counter()
+    failures: list[str] = []
+    stop = threading.Event()
+    lock = threading.Lock()
+
+    def hammer(base: str, q: str) -> None:
+        with httpx.Client(base_url=base, timeout=WAIT) as http:
+            while not stop.is_set():
+                try:
+                    r = http.get("/search", params={"q": q, "k": 10})
+                except httpx.HTTPError as exc:
+                    with lock:
+                        failures.append(repr(exc))
+                    continue
+                with lock:
+                    statuses[r.status_code] += 1
+                if r.status_code != 200:
+                    with lock:
+                        failures.append(r.text)
+
+    with live_server(fresh_data, reload_check_ms=5) as base, httpx.Client(base_url=base) as http:
+        workers = [threading.Thread(target=hammer, args=(base, q), daemon=True) for q in
+                   ("note", "garden roses", "python OR zebra")]
+        for w in workers:
+            w.start()
+        wait_for(lambda: sum(statuses.values()) >= 20, "traffic before the change")
+        assert http.get("/search", params={"q": "zebra"}).json()["total"] == 0
+
+        try:
+            # a recrawl: the garden pages changed (and the copy of one of them with them)
+            build_data_dir(fresh_data.root, pages(version=2))
+            build_index(fresh_data)  # index generation 2
+            wait_for(lambda: http.get("/search", params={"q": "zebra"}).json()["total"] >= 12,
+                     "the new index generation")
+            run_rank(fresh_data)  # ranks generation 2
+            wait_for(lambda: http.get("/healthz").json()["ranks_generation"] == 2,
+                     "the new ranks generation")
+            seen = sum(statuses.values())
+            wait_for(lambda: sum(statuses.values()) >= seen + 20, "traffic after the change")
+        finally:
+            stop.set()
+            for w in workers:
+                w.join(WAIT)
+        stats = http.get("/stats").json()
+
+    assert not failures, failures[:3]
+    assert set(statuses) == {200}
+    assert stats["index_generation"] == 2 and stats["reloads"] >= 2
+
+
+def test_old_snapshot_stays_open_while_leased_and_closes_after(fresh_data: DataDir) -> None:
+    holder = SnapshotHolder(fresh_data, reload_check_ms=0)
+    with holder.lease() as old:
+        searcher = old.searcher.value
+        build_data_dir(fresh_data.root, pages(version=2))
+        build_index(fresh_data)
+        with holder.lease() as new:
+            assert new.index_generation == 2 and old.index_generation == 1
+            assert new.searcher.value is not searcher
+            # the retired snapshot still answers its request
+            assert searcher.search("note", k=1).total > 0
+        assert searcher.segments, "closed while a request still held it"
+    assert searcher.segments == [], "the retired searcher was not closed after its last lease"
+    # a ranks-only change keeps the same searcher open and shared
+    with holder.lease() as before:
+        run_rank(fresh_data)
+        with holder.lease() as after:
+            assert after.ranks_generation == 2 and before.ranks_generation == 1
+            assert after.searcher is before.searcher
+    assert holder.refresh().searcher.value.segments
+    holder.close()

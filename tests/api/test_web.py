@@ -1,0 +1,57 @@
+"""The search page as HTML (no browser): results, highlighting, escaping, pagination, caps."""
+
+from __future__ import annotations
+
+import re
+
+from fastapi.testclient import TestClient
+
+from tests.api.site import XSS, XSS_TITLE
+
+
+def page(client: TestClient, status: int = 200, **params: object) -> str:
+    r = client.get("/", params=params)
+    assert r.status_code == status, r.text
+    assert r.headers["content-type"].startswith("text/html")
+    return r.text
+
+
+def results(html: str) -> list[str]:
+    return re.findall(r'<li class="result">', html)
+
+
+def test_empty_page_has_a_query_box_and_topic_selector(client: TestClient) -> None:
+    html = page(client)
+    assert '<input type="search" name="q"' in html and '<select name="topic">' in html
+    assert not results(html)
+
+
+def test_results_page_has_ten_results_marks_and_pagination(client: TestClient) -> None:
+    html = page(client, q="note")
+    assert len(results(html)) == 10
+    assert "<mark>note</mark>" in html or "<mark>Note</mark>" in html
+    assert 'rel="next" href="/?q=note&amp;offset=10"' in html
+    assert html.count("<summary>why this rank</summary>") == 10
+    second = page(client, q="note", offset=10)
+    assert 'rel="prev"' in second and len(results(second)) == 10
+    assert '<span class="current" aria-current="page">2</span>' in second
+
+
+def test_crawled_text_is_escaped(client: TestClient) -> None:
+    html = page(client, q="amps quotes")
+    assert XSS.split("/")[-1] in html
+    assert "<script>" not in html and "onerror=" not in html.replace("onerror=&#34;", "")
+    assert "&lt;script&gt;window.__xss=1&lt;/script&gt;" in html
+    assert XSS_TITLE not in html
+
+
+def test_offset_beyond_the_cap_is_clamped_with_a_notice(client: TestClient) -> None:
+    html = page(client, q="note", offset=5000)
+    assert "Results go only as far as 1000" in html
+
+
+def test_bad_input_is_shown_in_the_page(client: TestClient) -> None:
+    assert "the most is 512" in page(client, 422, q="x" * 600)
+    assert "whole number" in page(client, 422, q="note", offset="abc")
+    assert "quotation mark" in page(client, 400, q='"open')
+    assert "unknown topic" in page(client, 404, q="note", topic="nope")
