@@ -10,7 +10,7 @@ import pytest
 from crawler import scope as scope_module
 from crawler.errors import ScopeError
 from crawler.scope import PrivateAddressError, Scope, ScopeConfig, address_category
-from crawler.urls import canonicalize
+from crawler.urls import canonicalize, host_of, port_of
 
 
 def _check(url: str, depth: int = 0, **config: Any) -> str | None:
@@ -168,10 +168,11 @@ def test_private_error_message_for_a_literal() -> None:
 
 def test_numeric_host_spellings_reach_the_guard_as_loopback() -> None:
     scope = Scope(ScopeConfig())
-    for spelling in ("http://2130706433/", "http://0x7f.1/", "http://0177.0.0.1/"):
+    for spelling in ("http://2130706433/", "http://0x7f.1/", "http://0177.0.0.1/", "http://0/"):
         url = canonicalize(spelling)
-        assert url == "http://127.0.0.1/"
-        assert scope.check_address("127.0.0.1") == "private_address"
+        assert scope.check_address(host_of(url), port_of(url)) == "private_address", url
+    url = canonicalize("http://[::ffff:7f00:1]:8000/")
+    assert scope.check_address(host_of(url), port_of(url)) == "private_address"
 
 
 def test_unresolvable_name() -> None:

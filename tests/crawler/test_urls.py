@@ -279,7 +279,7 @@ def _is_canonical(url: str) -> bool:
     )
 
 
-@settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(urls())
 @example("http://a/%2e%2E%2F..")
 @example("http://a/b/..%2f../c")
@@ -291,7 +291,7 @@ def test_canonicalize_is_idempotent(url: str) -> None:
     assert _is_canonical(once)
 
 
-@settings(max_examples=300)
+@settings(max_examples=300, deadline=None)
 @given(urls(), st.lists(_segment, max_size=5).map("/".join), _component)
 def test_resolved_links_are_idempotent(base: str, rel: str, tail: str) -> None:
     try:
@@ -302,7 +302,7 @@ def test_resolved_links_are_idempotent(base: str, rel: str, tail: str) -> None:
     assert canonicalize_full(rel + tail, base=canonicalize_full(base)) == once
 
 
-@settings(max_examples=400)
+@settings(max_examples=400, deadline=None)
 @given(st.text(), st.one_of(st.none(), st.text(), urls()))
 @example("http://99999999999999999999999999999999999999999999999999999999999/", None)
 @example("http://" + "9" * 5000 + "/", None)
@@ -317,7 +317,7 @@ def test_arbitrary_text_raises_only_url_error(text: str, base: str | None) -> No
     assert _is_canonical(result)
 
 
-@settings(max_examples=200)
+@settings(max_examples=200, deadline=None)
 @given(st.text(alphabet=st.characters(codec="ascii"), max_size=60))
 def test_arbitrary_ascii_after_a_scheme(tail: str) -> None:
     for prefix in ("http://", "https://example.com/", "http:"):
@@ -328,7 +328,7 @@ def test_arbitrary_ascii_after_a_scheme(tail: str) -> None:
         assert _is_canonical(result)
 
 
-@settings(max_examples=400)
+@settings(max_examples=400, deadline=None)
 @given(st.one_of(st.from_regex(_CANONICAL_RE, fullmatch=True), urls(), st.text()))
 @example("http://a.0x1f/")
 @example("http://1.2.3.04/")
