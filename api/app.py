@@ -23,7 +23,7 @@ from fastapi.templating import Jinja2Templates
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from api.errors import describe_validation_errors, error_body, status_of
-from api.models import ErrorResponse
+from api.models import error_responses
 from api.routes import pages, recrawl, search, stats, topics, web
 from api.settings import Settings, get_settings
 from api.snapshot import SnapshotHolder
@@ -59,11 +59,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         summary="Search a crawl: BM25F text similarity fused with PageRank, topics, recrawl",
         version="0.1.0",
         lifespan=lifespan,
-        responses={
-            400: {"model": ErrorResponse, "description": "bad query"},
-            422: {"model": ErrorResponse, "description": "a parameter breaks a rule or a cap"},
-            503: {"model": ErrorResponse, "description": "no index yet, or data unreadable"},
-        },
+        responses=error_responses(400, 422, 503),
     )
     app.state.settings = settings
     app.state.data = data

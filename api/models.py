@@ -20,6 +20,21 @@ class ErrorResponse(BaseModel):
     error: ErrorDetail
 
 
+_ERROR_MEANINGS = {
+    400: "the query or URL cannot be understood",
+    401: "no bearer token",
+    403: "wrong token, or admin endpoints disabled",
+    404: "no such page or topic",
+    422: "a parameter breaks a rule or a cap",
+    503: "no index yet, or the data directory is unreadable",
+}
+
+
+def error_responses(*codes: int) -> dict[int | str, dict[str, object]]:
+    """OpenAPI ``responses`` for error statuses, all with the ``ErrorResponse`` body."""
+    return {c: {"model": ErrorResponse, "description": _ERROR_MEANINGS[c]} for c in codes}
+
+
 class Signals(BaseModel):
     """The evidence one result's score was made of."""
 

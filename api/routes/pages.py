@@ -6,7 +6,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Query
 
 from api.dependencies import get_app_settings, get_snapshot, get_store
-from api.models import PageInfo
+from api.models import PageInfo, error_responses
 from api.page_info import page_info
 from api.settings import Settings
 from api.snapshot import Snapshot
@@ -19,6 +19,7 @@ def build_router(settings: Settings) -> APIRouter:
     @router.get(
         "/pages",
         response_model=PageInfo,
+        responses=error_responses(404),
         summary="One page: fetch status, robots verdict, indexing, importance, links",
     )
     def pages(

@@ -6,7 +6,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Query
 
 from api.dependencies import get_app_settings, get_snapshot
-from api.models import SearchResponse, SearchResult, Signals
+from api.models import SearchResponse, SearchResult, Signals, error_responses
 from api.retrieval import Outcome, SearchRequest, run_search
 from api.settings import Settings
 from api.snapshot import Snapshot
@@ -51,6 +51,7 @@ def build_router(settings: Settings) -> APIRouter:
     @router.get(
         "/search",
         response_model=SearchResponse,
+        responses=error_responses(404),
         summary="Search: BM25F text similarity fused with PageRank or a topic's PageRank",
     )
     def search(

@@ -11,15 +11,11 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Path, status
 
 from api.dependencies import get_data, get_holder, require_admin
-from api.models import ErrorResponse, TopicIn, TopicList, TopicOut
+from api.models import TopicIn, TopicList, TopicOut, error_responses
 from api.snapshot import SnapshotHolder
 from crawler.datadir import DataDir
 from ranking.topics import TopicInfo, TopicSet, add_topic, remove_topic, topic_infos
 
-_AUTH_RESPONSES: dict[int | str, dict[str, object]] = {
-    401: {"model": ErrorResponse, "description": "no bearer token"},
-    403: {"model": ErrorResponse, "description": "wrong token, or admin endpoints disabled"},
-}
 
 
 def _out(info: TopicInfo) -> TopicOut:
@@ -45,7 +41,7 @@ def build_router() -> APIRouter:
         response_model=TopicOut,
         status_code=status.HTTP_201_CREATED,
         dependencies=[Depends(require_admin)],
-        responses=_AUTH_RESPONSES,
+        responses=error_responses(401, 403),
         summary="Add or replace a topic set and compute its PageRank (admin)",
     )
     def post_topic(
@@ -67,7 +63,7 @@ def build_router() -> APIRouter:
         "/topics/{name}",
         status_code=status.HTTP_204_NO_CONTENT,
         dependencies=[Depends(require_admin)],
-        responses=_AUTH_RESPONSES,
+        responses=error_responses(401, 403, 404),
         summary="Remove a topic set (admin)",
     )
     def delete_topic(
