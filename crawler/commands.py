@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Iterable
 
 from crawler import robots_command
 from crawler import settings as S
@@ -12,9 +13,9 @@ from crawler.datadir import DataDir
 from crawler.errors import WebsiftError
 from crawler.progress import print_summary
 from crawler.recrawl import recrawl_schedule
-from crawler.scope import ScopeConfig
-from crawler.session import KIND_RECRAWL, CrawlConfig, CrawlSession
-from crawler.store import CrawlStore
+from crawler.scope import Scope, ScopeConfig
+from crawler.session import KIND_RECRAWL, CrawlConfig, CrawlSession, checked_seeds
+from crawler.store import CrawlStore, origin_of
 from ranking.opic import Strategy
 
 
@@ -117,6 +118,10 @@ def _scope(args: argparse.Namespace) -> ScopeConfig:
     )
 
 
+def _one_per_origin(urls: Iterable[str]) -> list[str]:
+    return list({origin_of(u): u for u in urls}.values())
+
+
 def _finish(summary: dict[str, object], quiet: bool) -> int:
     if not quiet and summary:
         print_summary(summary)
@@ -157,9 +162,11 @@ def recrawl_command(args: argparse.Namespace) -> int:
     if not schedule:
         print("websift recrawl: nothing fetched yet to refresh", file=sys.stderr)
         return 0
+    scope = ScopeConfig(allow_private=args.allow_private, max_depth=None)
+    checked_seeds(Scope(scope), _one_per_origin(item.url for item in schedule))
     config = CrawlConfig(
         max_pages=len(schedule),
-        scope=ScopeConfig(allow_private=args.allow_private, max_depth=None),
+        scope=scope,
         delay=args.delay,
         concurrency=args.concurrency_per_host,
         kind=KIND_RECRAWL,

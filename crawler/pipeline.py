@@ -184,24 +184,23 @@ class PageRecorder:
     # ------------------------------------------------------------------ outcomes
     def page(self, f: Fetched) -> None:
         """A 2xx answer: archive, parse when HTML, detect duplicates, store, step OPIC."""
-        ctype = f.content_type
-        html = ctype in S.HTML_TYPES
-        phrase = _phrase(f.status)
-        # flushed now, fsynced by the group commit before the row that points at it commits
-        loc = self.warc.write_response(f.url, f.status, phrase, f.headers, f.body)
         digest = content_hash(f.body)
+        previous = self.store.page(f.uid)
+        if previous is not None and previous.fetch_count and previous.content_hash == digest:
+            with self.batch.step():
+                self._unchanged(f, f.uid)  # a refetch with the same bytes: nothing to archive
+            return
+        ctype = f.content_type
+        # flushed now, fsynced by the group commit before the row that points at it commits
+        loc = self.warc.write_response(f.url, f.status, _phrase(f.status), f.headers, f.body)
         ex: Extracted | None = None
-        if html:
+        if ctype in S.HTML_TYPES:
             ex = extract(f.body, f.url, f.encoding, f.header_all("X-Robots-Tag"), agent=self.agent)
             if ex.parse_error:
                 self.stats[f"parse/{ex.parse_error}"] += 1
         else:
             self.stats["outcome/non_html"] += 1
         with self.batch.step():
-            previous = self.store.page(f.uid)
-            if previous is not None and previous.content_hash == digest and previous.fetch_count:
-                self._unchanged(f, previous.id)
-                return
             duplicate_of = self.store.first_with_hash(digest, exclude=f.uid)
             simhash: int | None = None
             if ex is not None:

@@ -100,6 +100,9 @@ class CrawlSession:
         self.tries: Counter[int] = Counter()
         self.extra: deque[Any] = deque()  # requests Scrapy handed us (robots.txt redirects)
         self.wake_at: float | None = None
+        # nothing in flight, nothing timed, yet URLs pending: no host can make progress (a
+        # robots.txt answer that never came back); the run ends instead of idling for ever
+        self.stalled = False
         self.started_at = time.time()
         self.crawl_id = self.store.start_crawl(config.kind)
         self.closed = False
@@ -177,12 +180,15 @@ class CrawlSession:
         return self.started_pages < self.config.max_pages
 
     def has_pending(self) -> bool:
-        return bool(self.extra) or (self.budget_left() and self.frontier.pending_count() > 0)
+        if self.extra:
+            return True
+        return self.budget_left() and self.frontier.pending_count() > 0 and not self.stalled
 
     def next_request(self, now: float) -> Any | None:
         """The next request politeness allows now, or None (then ``wake_at`` is set)."""
         assert self.factory is not None
         self.wake_at = None
+        self.stalled = False
         if self.batch.due():
             self.batch.commit()
         if self.extra:
@@ -230,6 +236,12 @@ class CrawlSession:
             return self._page_request(uid, url, host_id, depth, now)
         if earliest < float("inf"):
             self.wake_at = earliest
+        waiting = any(s.in_flight for s in self.politeness.slots.values()) or any(
+            r.state is RobotsState.FETCHING for r in self.robots.hosts.values()
+        )
+        self.stalled = self.wake_at is None and not waiting and self.frontier.pending_count() > 0
+        if self.stalled:
+            self.stats["skipped/stalled"] = self.frontier.pending_count()
         return None
 
     def _page_request(self, uid: int, url: str, host_id: int, depth: int, now: float) -> Any:
@@ -269,6 +281,15 @@ class CrawlSession:
 
     def on_robots(self, meta: dict[str, Any], status: int, body: bytes) -> None:
         host_id = int(meta["websift_robots"])
+        try:
+            self._on_robots(host_id, status, body)
+        except BaseException:
+            # never leave the host waiting for an answer that was lost; the error propagates
+            # (Scrapy counts it, the summary shows it as internal_error)
+            self.robots.hosts[host_id].state = RobotsState.UNAVAILABLE
+            raise
+
+    def _on_robots(self, host_id: int, status: int, body: bytes) -> None:
         now = time.time()
         state = self.store.host_by_id(host_id)
         assert state is not None
