@@ -36,6 +36,7 @@ META_CLOCK = "opic_clock"
 META_VIRTUAL = "opic_virtual_cash"
 META_DEFAULT_HISTORY = "opic_default_history"
 _DEAD_STATUSES = ("error", "disallowed", "out_of_scope")
+DEFAULT_STRATEGY = Strategy(S.DEFAULT_STRATEGY)
 
 
 class Frontier:
@@ -44,7 +45,7 @@ class Frontier:
     def __init__(
         self,
         opic: OpicState | None = None,
-        strategy: Strategy = Strategy(S.DEFAULT_STRATEGY),
+        strategy: Strategy = DEFAULT_STRATEGY,
         *,
         virtual_every: int = S.VIRTUAL_EVERY,
         seed: int = S.RANDOM_SEED,
@@ -84,7 +85,7 @@ class Frontier:
     def load(
         cls,
         store: CrawlStore,
-        strategy: Strategy = Strategy(S.DEFAULT_STRATEGY),
+        strategy: Strategy = DEFAULT_STRATEGY,
         params: OpicParams | None = None,
         *,
         virtual_every: int = S.VIRTUAL_EVERY,

@@ -9,7 +9,6 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-
 from testweb import TestWeb, build_standard_web
 
 REPO = Path(__file__).resolve().parent.parent

@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from testweb import TestWeb, html, max_in_flight, min_start_gap, words
 
 LATENCY = 0.2

@@ -8,11 +8,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from testweb import LAST_MODIFIED, TestWeb, _changing, _conditional, html, words
 
 from crawler.datadir import DataDir
 from crawler.recrawl import recrawl_schedule
 from crawler.store import CrawlStore
-from testweb import LAST_MODIFIED, TestWeb, _changing, _conditional, html, words
 
 
 @pytest.fixture(scope="module")
