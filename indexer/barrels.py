@@ -25,7 +25,9 @@ import numpy as np
 
 from indexer.settings import BARREL_WORDS, HIT_BYTES, KILL_AFTER_BARRELS_ENV
 
-_CONVERT_EVERY = 1 << 16  # Python-list hits turned into numpy at this count
+_CONVERT_EVERY = 1 << 16  # buffered hits turned into one numpy chunk at this count
+FLUSH_SHARE = 4
+INVERT_SHARE = 3
 
 
 class ForwardBarrels:
@@ -35,8 +37,11 @@ class ForwardBarrels:
         self.directory = directory
         self.directory.mkdir(parents=True, exist_ok=True)
         self.ram_bytes = max(ram_bytes, HIT_BYTES)
+        # Flushing holds the buffer, its concatenation, a sort order and the sorted copy at
+        # once: buffering a quarter of the budget keeps that peak within it.
+        self.buffer_bytes = max(self.ram_bytes // FLUSH_SHARE, HIT_BYTES)
         self.barrel_words = barrel_words
-        self._convert_every = max(1, min(_CONVERT_EVERY, self.ram_bytes // HIT_BYTES))
+        self._convert_every = max(1, min(_CONVERT_EVERY, self.buffer_bytes // HIT_BYTES))
         self._wids: list[np.ndarray] = []
         self._pos: list[np.ndarray] = []
         self._docs: list[int] = []
@@ -78,7 +83,7 @@ class ForwardBarrels:
         self._chunk_hits += len(chunk)
         self._wids, self._pos, self._docs, self._fields, self._counts = [], [], [], [], []
         self._pending = 0
-        if may_flush and self._chunk_hits * HIT_BYTES >= self.ram_bytes:
+        if may_flush and self._chunk_hits * HIT_BYTES >= self.buffer_bytes:
             self.flush()
 
     def flush(self) -> None:
@@ -112,7 +117,8 @@ class ForwardBarrels:
 def invert(runs: list[Path], ram_bytes: int, scratch: Path) -> Iterator[np.ndarray]:
     """Hits of one barrel sorted by (word, doc, field, position), in word-range chunks."""
     sizes = [os.path.getsize(p) for p in runs]
-    if sum(sizes) <= ram_bytes:
+    # Sorting in memory holds the hits, the order and the sorted copy: a third of the budget.
+    if sum(sizes) <= ram_bytes // INVERT_SHARE:
         hits = np.concatenate([np.load(p) for p in runs]) if len(runs) > 1 else np.load(runs[0])
         yield hits[np.argsort(hits[:, 0], kind="stable")]
         return
@@ -132,7 +138,7 @@ def invert(runs: list[Path], ram_bytes: int, scratch: Path) -> Iterator[np.ndarr
         path.unlink()
     words = np.array(sorted(counts), dtype=np.int64)
     cum = np.cumsum([counts[w] for w in words.tolist()]) * HIT_BYTES
-    budget = max(ram_bytes // 2, HIT_BYTES)
+    budget = max(ram_bytes // (INVERT_SHARE + 1), HIT_BYTES)
     maps = [np.load(p, mmap_mode="r") for p in sorted_runs]
     keys = [np.ascontiguousarray(m[:, 0]) for m in maps]
     lo_idx = 0

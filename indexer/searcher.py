@@ -102,6 +102,7 @@ class Searcher:
         self.settings = settings or BM25FSettings()
         self.analyzer = Analyzer()
         self.live = live_masks(segments)
+        self._all_live = [bool(m.all()) for m in self.live]
         self.n_docs = int(sum(int(m.sum()) for m in self.live))
         sums = np.zeros(N_FIELDS, dtype=np.float64)
         for seg, live in zip(segments, self.live, strict=True):
@@ -161,8 +162,11 @@ class Searcher:
         result = None
         if row >= 0:
             docs, tfs = seg.postings(row)
-            live = self.live[si][docs]
-            result = _Postings(docs[live], tfs[live], row, tfs, docs)
+            if self._all_live[si]:
+                result = _Postings(docs, tfs, row, tfs, docs)
+            else:
+                live = self.live[si][docs]
+                result = _Postings(docs[live], tfs[live], row, tfs, docs)
         cache[key] = result
         return result
 
@@ -230,7 +234,7 @@ class Searcher:
         if not units or not self.segments:
             return results
         cache: dict[tuple[int, str], _Postings | None] = {}
-        terms = pq.terms()
+        terms = list(dict.fromkeys(t for u in units for t in u))
         s = self.settings
         idfs = {t: float(bm25f.idf(self.n_docs, self._df(t, cache))) for t in terms}
         site_masks = self._host_masks(tuple(pq.sites)) if pq.sites else None

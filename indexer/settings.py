@@ -29,7 +29,7 @@ BARREL_WORDS = 1 << 16  # word IDs per forward barrel (barrel b covers [b*W, (b+
 DEFAULT_RAM_MB = 256  # --ram-mb: hit buffers are flushed to forward barrel runs past this
 HIT_BYTES = 16  # bytes one buffered hit costs (word, doc, field, position; int32 each)
 BLOCK = 128  # values per bit-packing block (one bit width per block)
-ENCODE_CHUNK_VALUES = 1 << 18  # values bit-packed at once (bounds the encoder scratch: ~30 B per bit)
+ENCODE_CHUNK_VALUES = 1 << 16  # values bit-packed at once (bounds the encoder scratch: ~30 B per bit)
 MAX_POSITION = (1 << 24) - 1  # positions past this inside one field are not recorded
 
 # ---------------------------------------------------------------- segments

@@ -37,6 +37,13 @@ def make_snippet(text: str, terms: set[str], words: list[str], analyzer: Analyze
                         found_here += 1
             at = lower.find(lit, at + 1)
     matches.sort()
+    # A part found inside a compound already matched ("errors" in "fs_errors") is one match.
+    kept: list[tuple[int, int, str]] = []
+    for m in matches:
+        if kept and m[0] < kept[-1][1]:
+            continue
+        kept.append(m)
+    matches = kept
     if not matches:
         cut = _cut(scan, 0, width)
         return cut[0], []
