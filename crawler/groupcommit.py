@@ -14,7 +14,7 @@ the next run, and the WARC records they wrote are simply never referenced.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from crawler import settings as S
@@ -37,6 +37,9 @@ class GroupCommit:
         self.steps = 0
         self.opened = 0.0
         self.commits = 0
+        # writes that belong to the whole batch (the OPIC state its steps changed), run inside
+        # the batch transaction just before it commits
+        self.before_commit: list[Callable[[], None]] = []
 
     @contextmanager
     def step(self) -> Iterator[None]:
@@ -57,6 +60,9 @@ class GroupCommit:
         """fsync the WARC records the batch points at, then commit the batch."""
         if self.steps == 0 and not self.store.conn.in_transaction:
             return
+        self.store.begin()
+        for hook in self.before_commit:
+            hook()
         self.warc.sync()
         self.store.commit()
         self.steps = 0

@@ -21,8 +21,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from http import HTTPStatus
 
-import numpy as np
-
 from crawler import settings as S
 from crawler.dedup import (
     NEAR_DUPLICATE_DISTANCE,
@@ -104,6 +102,8 @@ class PageRecorder:
         # canonical URL -> (id, scope reason or None), for URLs met in this run; a depth
         # verdict is not kept (the same URL may come back through a shorter path)
         self._seen: dict[str, tuple[int, str | None]] = {}
+        self._dirty: set[int] = set()  # pages whose OPIC state changed in the open batch
+        batch.before_commit.append(self.flush_opic)
         self.frontier = frontier
         self.judge = judge
         self.stats = stats
@@ -176,10 +176,17 @@ class PageRecorder:
 
     # ------------------------------------------------------------------ the OPIC step
     def _step(self, uid: int, children: list[int], *, dead: bool) -> None:
-        dirty: set[int] | np.ndarray = self.frontier.read(uid, children, dead=dead)
+        """Read the page in OPIC; its changed rows are written when the batch commits."""
+        self._dirty.update(self.frontier.read(uid, children, dead=dead))
         if self.frontier.virtual_due():
-            dirty = self.frontier.distribute_virtual()
-        self.frontier.persist(self.store, dirty)
+            self._dirty.update(self.frontier.distribute_virtual().tolist())
+
+    def flush_opic(self) -> None:
+        """Write the OPIC state the batch's steps changed (the group commit calls this inside
+        the batch transaction, just before committing it): one UPDATE per changed page per
+        batch, not per step, and the stored cash still sums to the constant."""
+        self.frontier.persist(self.store, sorted(self._dirty))
+        self._dirty.clear()
 
     # ------------------------------------------------------------------ outcomes
     def page(self, f: Fetched) -> None:
