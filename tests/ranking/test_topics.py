@@ -107,3 +107,15 @@ def test_remove_and_list(crawl: DataDir) -> None:
     assert list_topics(crawl) == []
     assert current_generation(crawl) == (before or 0) + 1
     assert Ranks.open(crawl).topic_names() == []
+
+
+def test_a_corrupt_topic_file_is_reported_not_hidden(crawl: DataDir) -> None:
+    add_topic(crawl, TopicSet("python", hosts=("py.example",)))
+    path = crawl.topics_dir / "python.json"
+    path.write_bytes(path.read_bytes().replace(b'"python"', b'"pithon"', 1))
+    ranks = Ranks.open(crawl)
+    assert ranks.topic("python").sum() == pytest.approx(1.0)  # the vector is intact
+    assert ranks.term_model("python").total == 0
+    assert any("sha256" in p for p in ranks.problems)
+    with pytest.raises(TopicError, match="sha256"):
+        list_topics(crawl)
