@@ -24,6 +24,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from api.errors import describe_validation_errors, error_body, status_of
 from api.models import error_responses
+from api.result_cache import ResultCache
 from api.routes import pages, recrawl, search, stats, topics, web
 from api.settings import Settings, get_settings
 from api.snapshot import SnapshotHolder
@@ -63,6 +64,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     app.state.settings = settings
     app.state.data = data
+    app.state.result_cache = ResultCache(settings.result_cache_size)
 
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(HERE / "templates"),

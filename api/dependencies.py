@@ -8,6 +8,8 @@ from collections.abc import Iterator
 from fastapi import Request
 
 from api.errors import Forbidden, Unauthorized
+from api.result_cache import ResultCache
+from api.retrieval import Outcome
 from api.settings import Settings
 from api.snapshot import Snapshot, SnapshotHolder
 from crawler.datadir import DataDir
@@ -22,6 +24,11 @@ def get_app_settings(request: Request) -> Settings:
 def get_holder(request: Request) -> SnapshotHolder:
     holder: SnapshotHolder = request.app.state.holder
     return holder
+
+
+def get_result_cache(request: Request) -> ResultCache[Outcome]:
+    cache: ResultCache[Outcome] = request.app.state.result_cache
+    return cache
 
 
 def get_data(request: Request) -> DataDir:

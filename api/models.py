@@ -75,6 +75,7 @@ class SearchResponse(BaseModel):
         default=None, description="with topic=auto: each topic's share, sim(topic, query)"
     )
     static_score: str = Field(description="the importance signal fused: pagerank, opic, topic")
+    cached: bool = Field(description="answered from the query-result cache")
     results: list[SearchResult]
 
 

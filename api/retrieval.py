@@ -17,12 +17,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
 from api.errors import InvalidParameter
+from api.result_cache import ResultCache
 from api.snapshot import RankView, Snapshot
 from indexer.analysis import analyze
 from indexer.searcher import Hit
@@ -63,6 +64,7 @@ class Outcome:
     static_score: str
     hits: list[RankedHit]
     explain: dict[str, Any]
+    cached: bool = False
 
 
 @dataclass(frozen=True)
@@ -153,6 +155,26 @@ def run_search(
         hits=hits,
         explain=explain,
     )
+
+
+def cached_search(
+    snap: Snapshot,
+    req: SearchRequest,
+    fusion: FusionParams,
+    static_score: str,
+    depth: int,
+    cache: ResultCache[Outcome],
+) -> Outcome:
+    """:func:`run_search` through the result cache (key: generations + every input)."""
+    started = time.perf_counter()
+    key = (snap.index_generation, snap.ranks_generation, req, fusion, static_score, depth)
+    hit = cache.get(key)
+    if hit is not None:
+        return replace(hit, took_ms=round((time.perf_counter() - started) * 1000.0, 3),
+                       cached=True)
+    outcome = run_search(snap, req, fusion, static_score, depth)
+    cache.put(key, outcome)
+    return outcome
 
 
 def _signals(hit: Hit, view: RankView | None, choice: StaticChoice, fusion: FusionParams) -> RankedHit:

@@ -41,6 +41,9 @@ class Settings(BaseSettings):
     max_page_links: int = 200  # in-/out-links listed by /pages
     schedule_scan: int = 10000  # refresh-schedule entries /pages looks through for a page
 
+    # Query-result cache (api/result_cache.py): entries kept; 0 turns it off.
+    result_cache_size: int = 4096
+
     # Hot reload: look for a newer index or ranks generation at most this often.
     reload_check_ms: int = 250
 

@@ -5,9 +5,10 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query
 
-from api.dependencies import get_app_settings, get_snapshot
+from api.dependencies import get_app_settings, get_result_cache, get_snapshot
 from api.models import SearchResponse, SearchResult, Signals, error_responses
-from api.retrieval import Outcome, SearchRequest, run_search
+from api.result_cache import ResultCache
+from api.retrieval import Outcome, SearchRequest, cached_search
 from api.settings import Settings
 from api.snapshot import Snapshot
 
@@ -22,6 +23,7 @@ def to_response(outcome: Outcome, req: SearchRequest) -> SearchResponse:
         topic=outcome.topic,
         topic_weights=outcome.topic_weights,
         static_score=outcome.static_score,
+        cached=outcome.cached,
         results=[
             SearchResult(
                 url=r.hit.url,
@@ -65,6 +67,7 @@ def build_router(settings: Settings) -> APIRouter:
         ],
         snap: Annotated[Snapshot, Depends(get_snapshot)],
         app_settings: Annotated[Settings, Depends(get_app_settings)],
+        cache: Annotated[ResultCache[Outcome], Depends(get_result_cache)],
         k: Annotated[int, Query(ge=1, le=settings.max_k, description="results to return")] = (
             settings.default_k
         ),
@@ -83,8 +86,9 @@ def build_router(settings: Settings) -> APIRouter:
         req = SearchRequest(
             q=q, k=k, offset=offset, topic=topic or None, site=site or None, explain=explain
         )
-        outcome = run_search(
-            snap, req, app_settings.fusion, app_settings.static_score, app_settings.rerank_depth
+        outcome = cached_search(
+            snap, req, app_settings.fusion, app_settings.static_score, app_settings.rerank_depth,
+            cache,
         )
         return to_response(outcome, req)
 

@@ -24,7 +24,7 @@ from api.dependencies import get_app_settings, get_holder
 from api.errors import InvalidParameter, status_of
 from api.highlight import highlight
 from api.page_info import page_info
-from api.retrieval import Outcome, SearchRequest, run_search
+from api.retrieval import Outcome, SearchRequest, cached_search
 from api.settings import Settings
 from api.snapshot import SnapshotHolder
 from crawler.errors import WebsiftError
@@ -159,8 +159,9 @@ def build_router(templates: Jinja2Templates) -> APIRouter:
             off = _parse_offset(offset, settings, context["notices"])
             req = SearchRequest(q=q, k=settings.page_size, offset=off, topic=topic)
             with holder.lease() as snap:
-                outcome = run_search(
-                    snap, req, settings.fusion, settings.static_score, settings.rerank_depth
+                outcome = cached_search(
+                    snap, req, settings.fusion, settings.static_score, settings.rerank_depth,
+                    request.app.state.result_cache,
                 )
         except WebsiftError as exc:
             status, _ = status_of(exc)

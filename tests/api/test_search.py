@@ -132,3 +132,11 @@ def test_openapi_is_served(client: TestClient) -> None:
             "/healthz"} <= set(spec["paths"])
     k = next(p for p in spec["paths"]["/search"]["get"]["parameters"] if p["name"] == "k")
     assert k["schema"]["maximum"] == 100
+
+
+def test_repeated_query_is_answered_from_the_result_cache(client: TestClient) -> None:
+    first = search(client, q="tulips soil", k=3)
+    again = search(client, q="tulips soil", k=3)
+    other = search(client, q="tulips soil", k=4)
+    assert not first["cached"] and again["cached"] and not other["cached"]
+    assert again["results"] == first["results"] and again["total"] == first["total"]
