@@ -24,6 +24,7 @@ import numpy as np
 
 from api.errors import InvalidParameter
 from api.result_cache import ResultCache
+from api.settings import Settings
 from api.snapshot import RankView, Snapshot
 from indexer.analysis import analyze
 from indexer.searcher import Hit
@@ -158,21 +159,21 @@ def run_search(
 
 
 def cached_search(
-    snap: Snapshot,
-    req: SearchRequest,
-    fusion: FusionParams,
-    static_score: str,
-    depth: int,
-    cache: ResultCache[Outcome],
+    snap: Snapshot, req: SearchRequest, settings: Settings, cache: ResultCache[Outcome]
 ) -> Outcome:
-    """:func:`run_search` through the result cache (key: generations + every input)."""
+    """:func:`run_search` with the server's settings, through the result cache.
+
+    The key holds the generations and every input, so a reload or a topic change never serves
+    an older answer.
+    """
     started = time.perf_counter()
-    key = (snap.index_generation, snap.ranks_generation, req, fusion, static_score, depth)
+    fusion, static, depth = settings.fusion, settings.static_score, settings.rerank_depth
+    key = (snap.index_generation, snap.ranks_generation, req, fusion, static, depth)
     hit = cache.get(key)
     if hit is not None:
         return replace(hit, took_ms=round((time.perf_counter() - started) * 1000.0, 3),
                        cached=True)
-    outcome = run_search(snap, req, fusion, static_score, depth)
+    outcome = run_search(snap, req, fusion, static, depth)
     cache.put(key, outcome)
     return outcome
 

@@ -173,8 +173,9 @@ def time_queries(run: Callable[[str], object], queries: list[str]) -> np.ndarray
 
 
 def in_process_reference(data: DataDir, queries: list[str]) -> None:
-    from indexer.searcher import Searcher
     from peers import WhooshPeer, stored_pages
+
+    from indexer.searcher import Searcher
 
     searcher = Searcher.open(data)
     ours_full = time_queries(lambda q: searcher.search(q, k=10), queries)

@@ -57,6 +57,7 @@ def build_router(settings: Settings) -> APIRouter:
         summary="Search: BM25F text similarity fused with PageRank or a topic's PageRank",
     )
     def search(
+        *,
         q: Annotated[
             str,
             Query(
@@ -86,10 +87,7 @@ def build_router(settings: Settings) -> APIRouter:
         req = SearchRequest(
             q=q, k=k, offset=offset, topic=topic or None, site=site or None, explain=explain
         )
-        outcome = cached_search(
-            snap, req, app_settings.fusion, app_settings.static_score, app_settings.rerank_depth,
-            cache,
-        )
+        outcome = cached_search(snap, req, app_settings, cache)
         return to_response(outcome, req)
 
     return router

@@ -17,7 +17,6 @@ from crawler.datadir import DataDir
 from ranking.topics import TopicInfo, TopicSet, add_topic, remove_topic, topic_infos
 
 
-
 def _out(info: TopicInfo) -> TopicOut:
     topic = info.topic
     return TopicOut(

@@ -63,7 +63,7 @@ def _search_href(q: str, topic: str | None, offset: int) -> str:
 
 
 def _pagination(
-    q: str, topic: str | None, offset: int, size: int, total: int, max_offset: int
+    q: str, topic: str | None, *, offset: int, size: int, total: int, max_offset: int
 ) -> dict[str, Any]:
     last_offset = min(max(total - 1, 0) // size * size, max_offset // size * size)
     current = offset // size
@@ -138,6 +138,7 @@ def build_router(templates: Jinja2Templates) -> APIRouter:
 
     @router.get("/", response_class=HTMLResponse)
     def search_page(
+        *,
         request: Request,
         settings: Annotated[Settings, Depends(get_app_settings)],
         holder: Annotated[SnapshotHolder, Depends(get_holder)],
@@ -159,10 +160,7 @@ def build_router(templates: Jinja2Templates) -> APIRouter:
             off = _parse_offset(offset, settings, context["notices"])
             req = SearchRequest(q=q, k=settings.page_size, offset=off, topic=topic)
             with holder.lease() as snap:
-                outcome = cached_search(
-                    snap, req, settings.fusion, settings.static_score, settings.rerank_depth,
-                    request.app.state.result_cache,
-                )
+                outcome = cached_search(snap, req, settings, request.app.state.result_cache)
         except WebsiftError as exc:
             status, _ = status_of(exc)
             context["error"] = str(exc)
@@ -172,7 +170,8 @@ def build_router(templates: Jinja2Templates) -> APIRouter:
             results=_results(outcome),
             first=off + 1 if outcome.hits else off,
             last=off + len(outcome.hits),
-            **_pagination(q, topic, off, settings.page_size, outcome.total, settings.max_offset),
+            **_pagination(q, topic, offset=off, size=settings.page_size, total=outcome.total,
+                          max_offset=settings.max_offset),
         )
         return render(request, "search.html", context)
 

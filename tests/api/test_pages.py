@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi.testclient import TestClient
 
-from tests.api.site import BASE, DISALLOWED, DUP, GARDEN, HOME, NOINDEX, XSS, XSS_ANCHOR
+from tests.api.site import BASE, DISALLOWED, DUP, GARDEN, HOME, NOINDEX, XSS_ANCHOR
 
 
 def info(client: TestClient, url: str) -> dict:

@@ -10,7 +10,6 @@ from fastapi.testclient import TestClient
 
 from api.app import create_app
 from api.settings import Settings
-
 from crawler.datadir import DataDir
 from crawler.errors import StoreError
 from crawler.store import CrawlStore
