@@ -173,6 +173,10 @@ class Stats(BaseModel):
     last_crawl: dict[str, Any] | None
     last_rank: dict[str, Any] | None
     reloads: int = Field(description="snapshots swapped in since the server started")
+    reload_failures: dict[str, int] = Field(
+        description="newer generations that could not be opened yet, by error"
+    )
+    result_cache: dict[str, int] = Field(description="query-result cache: size, hits, misses")
 
 
 class Health(BaseModel):

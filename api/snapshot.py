@@ -15,8 +15,10 @@ stays open while either lives).
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -25,6 +27,7 @@ from typing import Generic, TypeVar
 import numpy as np
 
 from crawler.datadir import DataDir
+from crawler.errors import WebsiftError
 from indexer import searcher as searcher_mod
 from indexer.errors import IndexMissing
 from indexer.searcher import Searcher
@@ -34,6 +37,7 @@ from ranking.fusion import normalise_mean_one
 from ranking.ranks import Ranks
 
 T = TypeVar("T")
+log = logging.getLogger("websift.api")
 
 
 class Shared(Generic[T]):
@@ -156,6 +160,9 @@ class SnapshotHolder:
         self._next_check = 0.0
         self._swap_lock = threading.Lock()
         self.reloads = 0
+        # Newer generations that could not be opened, by error class; the old snapshot keeps
+        # serving and the next check tries again.
+        self.reload_failures: Counter[str] = Counter()
 
     def _disk_generations(self) -> tuple[int | None, int | None]:
         return (
@@ -180,7 +187,9 @@ class SnapshotHolder:
             self._next_check = time.monotonic() + self._interval
             if index_gen is None:
                 if current is not None:
-                    return current  # the index vanished under us: keep serving what we have
+                    # the manifest vanished or is unreadable: keep serving what we have
+                    self.reload_failures["index manifest unreadable"] += 1
+                    return current
                 raise IndexMissing(
                     f"no index in {self.data.root}; run 'websift index' first"
                 )
@@ -191,16 +200,25 @@ class SnapshotHolder:
                 and current.ranks_generation == ranks_gen
             ):
                 return current
-            searcher = (
-                current.searcher
-                if current is not None and current.index_generation == index_gen
-                else _open_searcher(self.data)
-            )
-            ranks = (
-                current.ranks
-                if current is not None and current.ranks_generation == ranks_gen and not force
-                else _open_ranks(self.data)
-            )
+            try:
+                ranks = (
+                    current.ranks
+                    if current is not None and current.ranks_generation == ranks_gen
+                    and not force
+                    else _open_ranks(self.data)
+                )
+                searcher = (
+                    current.searcher
+                    if current is not None and current.index_generation == index_gen
+                    else _open_searcher(self.data)
+                )
+            except WebsiftError as exc:
+                if current is None:
+                    raise
+                self.reload_failures[type(exc).__name__] += 1
+                log.warning("keeping generation %s: cannot open the newer one: %s",
+                            current.index_generation, exc)
+                return current
             fresh = Snapshot(searcher, ranks)
             self._current = fresh  # the atomic swap: one reference assignment
             if current is not None:

@@ -7,8 +7,10 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends
 
-from api.dependencies import get_holder, get_snapshot, get_store
+from api.dependencies import get_holder, get_result_cache, get_snapshot, get_store
 from api.models import Health, Stats
+from api.result_cache import ResultCache
+from api.retrieval import Outcome
 from api.snapshot import Snapshot, SnapshotHolder
 from crawler.store import CrawlStore
 
@@ -33,6 +35,7 @@ def build_router() -> APIRouter:
         snap: Annotated[Snapshot, Depends(get_snapshot)],
         store: Annotated[CrawlStore, Depends(get_store)],
         holder: Annotated[SnapshotHolder, Depends(get_holder)],
+        cache: Annotated[ResultCache[Outcome], Depends(get_result_cache)],
     ) -> Stats:
         searcher = snap.searcher.value
         view = snap.rank_view
@@ -47,6 +50,8 @@ def build_router() -> APIRouter:
             last_crawl=_last_crawl(store),
             last_rank=None if view is None else {"generation": view.generation},
             reloads=holder.reloads,
+            reload_failures=dict(holder.reload_failures),
+            result_cache={"entries": len(cache), "hits": cache.hits, "misses": cache.misses},
         )
 
     @router.get(

@@ -16,6 +16,7 @@ from api.app import create_app
 from api.snapshot import SnapshotHolder
 from crawler.datadir import DataDir
 from indexer.build import build_index
+from indexer.manifest import read_manifest, write_manifest
 from ranking.rank_job import run_rank
 from tests.api.conftest import settings_for
 from tests.api.site import pages
@@ -126,3 +127,23 @@ def test_old_snapshot_stays_open_while_leased_and_closes_after(fresh_data: DataD
             assert after.searcher is before.searcher
     assert holder.refresh().searcher.value.segments
     holder.close()
+
+
+def test_a_newer_generation_that_cannot_be_opened_leaves_the_old_one_serving(
+    fresh_data: DataDir, make_client: Callable[..., object]
+) -> None:
+    client = make_client(fresh_data)
+    assert client.get("/search", params={"q": "note"}).status_code == 200  # type: ignore[attr-defined]
+    # generation 2 names a segment file with a checksum that cannot match
+    manifest = read_manifest(fresh_data.index_dir)
+    manifest.generation += 1
+    files = manifest.segments[0].files
+    name = sorted(files)[0]
+    files[name] = [files[name][0], files[name][1] ^ 1]
+    write_manifest(fresh_data.index_dir, manifest)
+
+    r = client.get("/search", params={"q": "note"})  # type: ignore[attr-defined]
+    assert r.status_code == 200 and r.json()["total"] > 0
+    stats = client.get("/stats").json()  # type: ignore[attr-defined]
+    assert stats["index_generation"] == 1
+    assert stats["reload_failures"].get("IndexCorrupt", 0) >= 1
