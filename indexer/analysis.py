@@ -49,7 +49,8 @@ class Analyzer:
             return None
         return stem(word)
 
-    def _analyse_token(self, token: str) -> _Analysed:
+    def analyse_token(self, token: str) -> _Analysed:
+        """Terms, offsets and width of one lower-cased raw token (not memoised)."""
         if "." not in token and "_" not in token:
             term = self._term(token)
             return _NOTHING if term is None else ((term,), (0,), 1)
@@ -70,7 +71,7 @@ class Analyzer:
         """Terms, offsets and width of one lower-cased raw token (memoised)."""
         hit = self._cache.get(token)
         if hit is None:
-            hit = self._analyse_token(token)
+            hit = self.analyse_token(token)
             if len(self._cache) < self.cache_size:
                 self._cache[token] = hit
         return hit

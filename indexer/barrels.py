@@ -27,7 +27,7 @@ from indexer.settings import BARREL_WORDS, HIT_BYTES, KILL_AFTER_BARRELS_ENV
 
 _CONVERT_EVERY = 1 << 16  # buffered hits turned into one numpy chunk at this count
 FLUSH_SHARE = 4
-INVERT_SHARE = 3
+INVERT_SHARE = 8  # a barrel sorted in memory, and the postings built from it, ~8x its hits
 
 
 class ForwardBarrels:
@@ -117,43 +117,56 @@ class ForwardBarrels:
 def invert(runs: list[Path], ram_bytes: int, scratch: Path) -> Iterator[np.ndarray]:
     """Hits of one barrel sorted by (word, doc, field, position), in word-range chunks."""
     sizes = [os.path.getsize(p) for p in runs]
-    # Sorting in memory holds the hits, the order and the sorted copy: a third of the budget.
+    # Sorting in memory holds the hits, the order and the sorted copy, and building postings
+    # from them several int64 columns: a barrel is sorted in memory up to 1/8 of the budget.
     if sum(sizes) <= ram_bytes // INVERT_SHARE:
         hits = np.concatenate([np.load(p) for p in runs]) if len(runs) > 1 else np.load(runs[0])
         yield hits[np.argsort(hits[:, 0], kind="stable")]
         return
-    # Too big for memory: sort each run alone, then merge word ranges sequentially.
-    sorted_runs: list[Path] = []
-    counts: dict[int, int] = {}
+    # Too big for memory: sort each run alone, then merge word ranges sequentially, reading
+    # each run's slice of the range with plain reads (a memory map would keep every page read
+    # resident).
+    sorted_runs: list[tuple[Path, int, np.ndarray, np.ndarray]] = []
+    total_words: dict[int, int] = {}
     for i, path in enumerate(runs):
         hits = np.load(path)
         hits = hits[np.argsort(hits[:, 0], kind="stable")]
         out = scratch / f"{path.stem}-sorted-{i}.npy"
         np.save(out, hits)
-        sorted_runs.append(out)
         words, n = np.unique(hits[:, 0], return_counts=True)
+        starts = np.zeros(len(n) + 1, dtype=np.int64)
+        np.cumsum(n, out=starts[1:])
+        sorted_runs.append((out, _data_offset(out), words, starts))
         for w, c in zip(words.tolist(), n.tolist(), strict=True):
-            counts[w] = counts.get(w, 0) + c
+            total_words[w] = total_words.get(w, 0) + c
         del hits
         path.unlink()
-    words = np.array(sorted(counts), dtype=np.int64)
-    cum = np.cumsum([counts[w] for w in words.tolist()]) * HIT_BYTES
+    words = np.array(sorted(total_words), dtype=np.int64)
+    cum = np.cumsum([total_words[w] for w in words.tolist()]) * HIT_BYTES
     budget = max(ram_bytes // (INVERT_SHARE + 1), HIT_BYTES)
-    maps = [np.load(p, mmap_mode="r") for p in sorted_runs]
-    keys = [np.ascontiguousarray(m[:, 0]) for m in maps]
     lo_idx = 0
     while lo_idx < len(words):
         base = cum[lo_idx - 1] if lo_idx else 0
         hi_idx = max(lo_idx + 1, int(np.searchsorted(cum, base + budget, side="right")))
         lo_w, hi_w = words[lo_idx], words[hi_idx - 1] + 1
         parts = []
-        for m, k in zip(maps, keys, strict=True):
-            a, b = np.searchsorted(k, [lo_w, hi_w])
+        for path, offset, run_words, starts in sorted_runs:
+            a = int(starts[np.searchsorted(run_words, lo_w)])
+            b = int(starts[np.searchsorted(run_words, hi_w)])
             if b > a:
-                parts.append(np.asarray(m[a:b]))
+                with open(path, "rb") as fh:
+                    fh.seek(offset + a * HIT_BYTES)
+                    parts.append(np.fromfile(fh, dtype=np.int32, count=(b - a) * 4).reshape(-1, 4))
         hits = np.concatenate(parts)
         yield hits[np.argsort(hits[:, 0], kind="stable")]
         lo_idx = hi_idx
-    del maps, keys
-    for p in sorted_runs:
-        p.unlink()
+    for path, *_ in sorted_runs:
+        path.unlink()
+
+
+def _data_offset(path: Path) -> int:
+    """Where the data of a C-ordered (n, 4) int32 .npy file starts."""
+    with open(path, "rb") as fh:
+        np.lib.format.read_magic(fh)
+        np.lib.format.read_array_header_1_0(fh)
+        return fh.tell()

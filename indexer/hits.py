@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from indexer.analysis import TOKEN_RE, Analyzer
-from indexer.settings import ANCHOR_GAP
+from indexer.settings import ANCHOR_GAP, MAX_FIELD_CHARS
 
 _NOTHING = -1  # a stop word or a too short/long token: a position, no term
 
@@ -42,7 +42,7 @@ class HitMaker:
         return wid
 
     def _learn(self, raw: str) -> int:
-        terms, offsets, width = self.analyzer.token(raw)
+        terms, offsets, width = self.analyzer.analyse_token(raw)  # memoised here, not twice
         if not terms:
             code = _NOTHING
         elif width == 1 and len(terms) == 1:
@@ -65,7 +65,7 @@ class HitMaker:
     def field(self, text: str, start: int = 0, limit: int | None = None
               ) -> tuple[np.ndarray, np.ndarray, int]:
         """(word IDs, positions, next position) of ``text``; positions ascending."""
-        raws = TOKEN_RE.findall(text.lower())
+        raws = TOKEN_RE.findall(text[:MAX_FIELD_CHARS].lower())
         if limit is not None and len(raws) > limit:
             raws = raws[:limit]
         return self._hits(raws, list(map(self._raw.get, raws)), start)

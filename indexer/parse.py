@@ -15,7 +15,7 @@ from urllib.parse import unquote, urlsplit
 
 import lxml.etree
 
-from indexer.settings import MAX_TITLE_CHARS, SNIPPET_TEXT_CHARS
+from indexer.settings import MAX_HTML_BYTES, MAX_TITLE_CHARS, SNIPPET_TEXT_CHARS
 
 _DROP_TAGS = ("script", "style", "noscript", "template", "svg", "head")
 _HEADINGS = ("h1", "h2", "h3", "h4", "h5", "h6")
@@ -74,6 +74,7 @@ def parse_html(body: bytes, url: str, content_type: str | None = None) -> Parsed
     empty = ParsedPage(title="", headings="", body="", url_words=words, text="")
     if not body or not body.strip():
         return empty
+    body = body[:MAX_HTML_BYTES]
     try:
         root = lxml.etree.fromstring(body, parser=_parser_for(content_type))
     except (lxml.etree.ParserError, lxml.etree.XMLSyntaxError, ValueError, LookupError,

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import os
+from array import array
 import shutil
 import zlib
 from bisect import bisect_left
@@ -133,7 +134,7 @@ class SegmentWriter:
         self.text_bytes = 0
         self.hosts: dict[str, BitMap] = {}
         self.drops = BitMap()
-        self._pairs: list[tuple[int, int]] = []
+        self._pairs = array("q")  # (source, target) flattened
 
     @property
     def doc_count(self) -> int:
@@ -166,7 +167,8 @@ class SegmentWriter:
         self._head.write(head)
         self._head_off.append(self._head_off[-1] + len(head))
         self.hosts.setdefault(host, BitMap()).add(url_id)
-        self._pairs.extend((s, url_id) for s in anchor_sources)
+        for s in anchor_sources:
+            self._pairs.extend((s, url_id))
 
     def add_drop(self, url_id: int) -> None:
         """This URL had a version in an older segment and has none now."""
@@ -223,7 +225,7 @@ class SegmentWriter:
                 fh.write(blob)
                 hosts_index[host] = [pos, len(blob)]
                 pos += len(blob)
-        pairs = np.asarray(self._pairs, dtype=np.int64).reshape(-1, 2)
+        pairs = np.frombuffer(self._pairs, dtype=np.int64).reshape(-1, 2)
         np.save(d / "anchor_pairs.npy", pairs)
         meta = {
             "format": SEGMENT_FORMAT,

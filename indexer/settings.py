@@ -19,6 +19,10 @@ MAX_FIELD_TOKENS = 200_000  # tokens kept per field of one page
 ANCHOR_GAP = 8  # position gap between two anchors, so a phrase never spans two links
 
 # ---------------------------------------------------------------- parsing
+# Bytes of a page's HTML that are parsed (the rest is cut, as search engines truncate huge
+# pages): bounds the memory one page can take (an lxml tree is ~10x its HTML).
+MAX_HTML_BYTES = 2_000_000
+MAX_FIELD_CHARS = 1_000_000  # characters of one field that are tokenised
 SNIPPET_TEXT_CHARS = 60_000  # characters of a page's text kept for snippets
 MAX_TITLE_CHARS = 300
 MAX_ANCHOR_CHARS = 200  # characters kept of one anchor
