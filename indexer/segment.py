@@ -26,9 +26,9 @@ from __future__ import annotations
 
 import json
 import os
-from array import array
 import shutil
 import zlib
+from array import array
 from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass
