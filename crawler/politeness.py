@@ -117,15 +117,19 @@ class Politeness:
         slot.last_start = now
 
     def finished(self, slot: HostSlot, elapsed: float | None, now: float) -> None:
-        """A request left the downloader; ``elapsed`` is its response time if it got one.
+        """A request left the downloader at ``now``; ``elapsed`` is its response time if it
+        got one.
 
-        ``now - elapsed`` is when the download handler really started it, which can be later
-        than when it was handed to Scrapy (a first connection, a busy reactor): the next start
-        is spaced from whichever is later, so the server never sees two starts too close.
+        The next start is spaced from ``now`` too, not only from when the request was handed
+        to Scrapy: a slow connect (or a busy reactor) can delay the moment the server sees a
+        request by a large part of the delay, and the server must never see two starts closer
+        than the delay.  The server saw the request before it answered, so spacing from the
+        answer's arrival is always enough; for one request in flight it means the delay runs
+        from the end of the previous request.
         """
         slot.in_flight = max(0, slot.in_flight - 1)
+        slot.last_start = max(slot.last_start, now)
         if elapsed is not None and elapsed >= 0:
-            slot.last_start = max(slot.last_start, now - elapsed)
             old = slot.avg_response
             slot.avg_response = elapsed if old is None else (1 - self.ewma) * old + self.ewma * elapsed
             slot.dirty = True

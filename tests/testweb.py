@@ -140,6 +140,7 @@ def _make_handler(site: Site) -> type[BaseHTTPRequestHandler]:
 
         def do_GET(self) -> None:
             start = time.time()
+            end: float | None = None
             status = 0
             try:
                 if site.latency:
@@ -153,6 +154,10 @@ def _make_handler(site: Site) -> type[BaseHTTPRequestHandler]:
                 for k, v in ans.headers.items():
                     self.send_header(k, v)
                 self.send_header("Content-Length", str(len(ans.body)))
+                # The request counts as in flight until its answer starts to leave: a client
+                # cannot have the answer (and start its next request) before that moment, so
+                # an overlap in the log is an overlap the client caused.
+                end = time.time()
                 self.end_headers()
                 self.wfile.write(ans.body)
                 self.wfile.flush()
@@ -160,7 +165,7 @@ def _make_handler(site: Site) -> type[BaseHTTPRequestHandler]:
                 pass  # the crawler hung up (size cap): logged below like any request
             finally:
                 site.web.record(
-                    LogEntry(site.hostport, self.path, start, time.time(), status,
+                    LogEntry(site.hostport, self.path, start, end or time.time(), status,
                              {k.lower(): v for k, v in self.headers.items()})
                 )
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -9,10 +10,13 @@ from typing import Any
 import pytest
 from testweb import TestWeb, html, max_in_flight, min_start_gap, words
 
+from crawler.datadir import DataDir
+from crawler.store import CrawlStore
+
 LATENCY = 0.2
 K = 2
 PAGES = 16
-JITTER = 0.015  # server-side timestamp allowance (see test_crawl.py)
+JITTER = 0.03  # server-side timestamp allowance (see test_crawl.py)
 
 
 @pytest.fixture(scope="module")
@@ -40,3 +44,25 @@ def test_k_in_flight_and_delay_stretched_by_response_time(
     assert max_in_flight(log) == K  # K reached, never exceeded
     # --delay 0, but each answer takes LATENCY: starts are spaced by LATENCY / K
     assert min_start_gap(log) >= LATENCY / K - JITTER
+
+
+def test_page_budgets_per_run_and_per_host(
+    slow_web: TestWeb, run_websift: Callable[..., Any], tmp_path: Path
+) -> None:
+    site = slow_web.sites["slow"]
+    data = tmp_path / "d"
+    base = ["crawl", site.url("/"), "--data", str(data), "--allow-private", "--delay", "0",
+            "--concurrency-per-host", str(K), "--quiet"]
+    slow_web.clear()
+    assert run_websift(*base, "--max-pages", "4").returncode == 0
+    assert len([e for e in slow_web.entries("slow") if e.path != "/robots.txt"]) == 4
+    slow_web.clear()  # the next run resumes: the budgets count pages of that run
+    done = run_websift(*base, "--max-pages-per-host", "5")
+    assert done.returncode == 0, done.stderr
+    assert [e.path for e in slow_web.entries("slow")].count("/robots.txt") == 0
+    assert len(slow_web.entries("slow")) == 5
+    with CrawlStore.open(DataDir.open(data).store_path, readonly=True) as store:
+        assert store.status_counts() == {"fetched": 9, "discovered": PAGES + 1 - 9}
+        last = store.last_crawl()
+    assert last is not None and last[3] is not None
+    assert json.loads(last[3])["counts"]["skipped/host_page_limit"] == PAGES + 1 - 9

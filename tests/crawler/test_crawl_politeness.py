@@ -31,8 +31,8 @@ def test_may_start_respects_in_flight_delay_and_backoff() -> None:
     assert pol.may_start(slot, 0.0)
     pol.started(slot, 10.0)
     assert not pol.may_start(slot, 50.0) and pol.ready_at(slot) is None  # full
-    pol.finished(slot, None, now=10.5)
-    assert not pol.may_start(slot, 10.9) and pol.may_start(slot, 11.0)
+    pol.finished(slot, None, now=10.5)  # the delay runs from the answer's arrival too
+    assert not pol.may_start(slot, 11.4) and pol.may_start(slot, 11.5)
     pause = pol.back_off(slot, 11.0, retry_after=30.0)
     assert pause == 30.0 and not pol.may_start(slot, 40.0) and pol.may_start(slot, 41.0)
     # no Retry-After: exponential from the base, capped
@@ -42,12 +42,14 @@ def test_may_start_respects_in_flight_delay_and_backoff() -> None:
     assert pol.back_off(slot, 60.0, 10**9) == pol.max_backoff
 
 
-def test_the_real_start_of_a_request_spaces_the_next() -> None:
-    pol = Politeness(delay=1.0, concurrency=1)
+def test_a_late_answer_spaces_the_next_start_from_its_arrival() -> None:
+    # handed to Scrapy at 10.0, but a slow connect: the server may have seen it only at 10.6
+    pol = Politeness(delay=1.0, concurrency=2)
     slot = pol.load(HostState(id=1, origin="http://a.test"))
     pol.started(slot, 10.0)
-    pol.finished(slot, 0.1, now=10.6)  # the handler only started it at 10.5
-    assert pol.ready_at(slot) == pytest.approx(11.5)
+    assert pol.ready_at(slot) == pytest.approx(11.0)
+    pol.finished(slot, 0.1, now=10.6)
+    assert pol.ready_at(slot) == pytest.approx(11.6)
 
 
 def test_learned_state_comes_from_and_goes_to_the_store() -> None:
