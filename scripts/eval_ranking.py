@@ -40,6 +40,7 @@ from ranking.fusion import DEFAULT_EXPONENT, DEFAULT_MIDPOINT, DEFAULT_WEIGHT, F
 from ranking.rank_job import run_rank  # noqa: E402
 from ranking.ranks import Ranks  # noqa: E402
 from ranking.ranks import current_generation as ranks_generation  # noqa: E402
+from ranking.topics import TopicSet, add_topic  # noqa: E402
 
 K = 10
 WEIGHTS = (0.5, 1.0, 2.0, 4.0, 8.0)
@@ -111,6 +112,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--weight", type=float, default=DEFAULT_WEIGHT)
     ap.add_argument("--midpoint", type=float, default=DEFAULT_MIDPOINT)
     ap.add_argument("--exponent", type=float, default=DEFAULT_EXPONENT)
+    ap.add_argument(
+        "--topic", action="append", default=[], metavar="NAME=REGEX",
+        help="define a topic (pages whose URL matches REGEX) before evaluating, so the table "
+        "gets a topic=auto row; repeatable (e.g. --topic capi=/c-api/ --topic lib=/library/)",
+    )
     args = ap.parse_args(argv)
 
     tmp = None
@@ -120,6 +126,9 @@ def main(argv: list[str] | None = None) -> int:
     data: DataDir = crawl_and_index(args.data)
     if ranks_generation(data) is None:
         run_rank(data)
+    for spec in args.topic:
+        name, _, pattern = spec.partition("=")
+        add_topic(data, TopicSet(name=name, patterns=(pattern,)))
     queries = load_queries()
     searcher = Searcher.open(data)
     ranks = Ranks.open(data)
