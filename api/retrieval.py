@@ -26,11 +26,11 @@ from api.errors import InvalidParameter
 from api.result_cache import ResultCache
 from api.settings import Settings
 from api.snapshot import RankView, Snapshot
-from indexer.analysis import analyze
+from indexer.query import parse_query
 from indexer.searcher import Hit
 from indexer.settings import DEFAULT_DEPTH
 from ranking.errors import UnknownTopic
-from ranking.fusion import FusionParams, gather, make_prior, mix_topics, prior_boost
+from ranking.fusion import FusionParams, gather, make_prior, mix_topics
 from ranking.topics import topic_similarity
 
 AUTO = "auto"
@@ -78,9 +78,13 @@ class StaticChoice:
 
 
 def choose_static(
-    view: RankView | None, topic: str | None, q: str, static_score: str
+    view: RankView | None, topic: str | None, query_terms: list[str], static_score: str
 ) -> StaticChoice:
-    """The importance signal for one query (see the module docstring)."""
+    """The importance signal for one query (see the module docstring).
+
+    ``query_terms``: the query's analysed positive terms (what ``topic=auto`` compares with
+    each topic's term model).
+    """
     if view is None:
         if topic not in (None, AUTO):
             raise UnknownTopic(f"unknown topic {topic!r}: no ranks yet; run 'websift rank'")
@@ -88,7 +92,7 @@ def choose_static(
     if topic == AUTO:
         if not view.topics:
             return _global(view, static_score)
-        sims = topic_similarity(view.ranks, list(view.topics), analyze(q))
+        sims = topic_similarity(view.ranks, list(view.topics), query_terms)
         weights = {name: float(w) for name, w in sims.items() if name in view.topics}
         if sum(max(w, 0.0) for w in weights.values()) <= 0:
             # No topic resembles the query: every topic counts the same (Haveliwala's uniform prior).
@@ -125,10 +129,12 @@ def run_search(
         raise InvalidParameter("q: the query is empty; type some words")
     started = time.perf_counter()
     view = snap.rank_view
-    choice = choose_static(view, req.topic, req.q, static_score)
+    searcher = snap.searcher.value
+    terms = parse_query(req.q, searcher.analyzer).terms() if req.topic == AUTO else []
+    choice = choose_static(view, req.topic, terms, static_score)
     prior = None if choice.lookup is None else make_prior(choice.lookup, fusion)
     # The prior re-ranks the top ``depth`` text matches; a deep page needs at least offset + k.
-    results = snap.searcher.value.search(
+    results = searcher.search(
         req.q,
         k=req.k,
         offset=req.offset,
@@ -137,7 +143,7 @@ def run_search(
         explain=req.explain,
         depth=max(depth or DEFAULT_DEPTH, req.offset + req.k),
     )
-    hits = [_signals(hit, view, choice, fusion) for hit in results.hits]
+    hits = _ranked_hits(results.hits, view, choice)
     took_ms = (time.perf_counter() - started) * 1000.0
     explain = {
         "fusion": "score = text + w * s^a / (s^a + k^a)",
@@ -178,15 +184,18 @@ def cached_search(
     return outcome
 
 
-def _signals(hit: Hit, view: RankView | None, choice: StaticChoice, fusion: FusionParams) -> RankedHit:
-    ids = np.asarray([hit.doc_id], dtype=np.int64)
-    pagerank = opic = topic = None
-    if view is not None:
-        pagerank = float(gather(view.pagerank, ids)[0])
-        opic = float(gather(view.opic, ids)[0])
-    if choice.name.startswith("topic:") and choice.lookup is not None:
-        topic = float(choice.lookup(ids)[0])
-    prior = 0.0
-    if choice.lookup is not None:
-        prior = float(prior_boost(choice.lookup(ids), fusion)[0])
-    return RankedHit(hit=hit, pagerank=pagerank, opic=opic, topic=topic, prior=prior)
+def _ranked_hits(hits: list[Hit], view: RankView | None, choice: StaticChoice) -> list[RankedHit]:
+    """The hits with the signals a person or program sees (one vectorised lookup each)."""
+    ids = np.asarray([h.doc_id for h in hits], dtype=np.int64)
+    none: list[float | None] = [None] * len(hits)
+    pagerank = none if view is None else gather(view.pagerank, ids).tolist()
+    opic = none if view is None else gather(view.opic, ids).tolist()
+    topic = (
+        choice.lookup(ids).tolist()
+        if choice.lookup is not None and choice.name.startswith("topic:")
+        else none
+    )
+    return [
+        RankedHit(hit=h, pagerank=p, opic=o, topic=t, prior=float(h.prior_score))
+        for h, p, o, t in zip(hits, pagerank, opic, topic, strict=True)
+    ]
