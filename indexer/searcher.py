@@ -231,7 +231,8 @@ class Searcher:
             pq.sites.append(site.lower())
         units = pq.units()
         results = SearchResults(query=query, total=0)
-        if not units or not self.segments:
+        site_only = not units and bool(pq.sites) and not pq.groups and not pq.required
+        if (not units and not site_only) or not self.segments:
             return results
         cache: dict[tuple[int, str], _Postings | None] = {}
         terms = list(dict.fromkeys(t for u in units for t in u))
@@ -263,7 +264,8 @@ class Searcher:
                         hit[p.docs] = True
                 if hit is not None:
                     matched += hit
-            cand = matched > 0
+            # "site:host" alone lists the host's pages (text score 0, ordered by the prior).
+            cand = self.live[si].copy() if site_only else matched > 0
             for phrase in pq.required:
                 cand &= self._phrase_mask(phrase, si, cache)
             for phrase in pq.excluded:
@@ -275,7 +277,7 @@ class Searcher:
             ords = np.flatnonzero(cand)
             if len(ords) == 0:
                 continue
-            coord = (matched[ords] / len(units)) ** s.coord_power
+            coord = (matched[ords] / max(len(units), 1)) ** s.coord_power
             cand_seg.append(np.full(len(ords), si, dtype=np.int32))
             cand_ord.append(ords)
             cand_score.append(score[ords] * coord)

@@ -68,9 +68,6 @@ class BM25FSettings:
     # Documents matching a larger share of the query's concepts are preferred: the BM25F sum is
     # multiplied by (matched / total) ** coord_power (Lucene's classic coordination factor).
     coord_power: float = 1.0
-    # Phrase and proximity evidence: a query term pair found next to each other in one field
-    # adds this share of the pair's BM25F score.
-    proximity_weight: float = 0.0
 
 
 # ---------------------------------------------------------------- queries

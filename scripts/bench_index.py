@@ -8,8 +8,8 @@ Default mode: crawls the served Python manual like scripts/eval_relevance.py (or
 * indexing: ``websift index`` from the crawl store (WARC read, lxml parse, anchors, barrels,
   inversion, postings) against Whoosh and tantivy, each timed from the same stored pages (their
   WARC read and lxml parse included, as ours is); wall and CPU seconds, peak RSS of the process;
-* query latency over the 400 dev queries (after one warm-up pass): p50 and p99, websift with and
-  without snippets, Whoosh, tantivy; and the ratios.
+* query latency over the 400 dev queries (after one warm-up pass, best of 3 runs per query):
+  p50 and p99, websift with and without snippets, Whoosh, tantivy; and the ratios.
 
 ``--rust``: ingests /usr/share/doc/rust-doc/html (32k pages) from files into a data directory
 with tests/indexer/corpus.py's ``ingest_files`` (each file stored through the real crawl store
@@ -61,14 +61,19 @@ def peer_child(which: str, data: Path) -> tuple[float, float, int]:
     return run_child([sys.executable, "-c", code])
 
 
-def latencies(fn: Callable[[str], object], queries: list[str]) -> np.ndarray:
-    for q in queries:  # warm-up
+def latencies(fn: Callable[[str], object], queries: list[str], repeats: int = 3) -> np.ndarray:
+    """Milliseconds per query: the best of ``repeats`` runs of each (the machine is shared, so
+    the minimum is the least disturbed measure), after one warm-up pass."""
+    for q in queries:
         fn(q)
     out = []
     for q in queries:
-        t = time.perf_counter()
-        fn(q)
-        out.append(time.perf_counter() - t)
+        best = float("inf")
+        for _ in range(repeats):
+            t = time.perf_counter()
+            fn(q)
+            best = min(best, time.perf_counter() - t)
+        out.append(best)
     return np.asarray(out) * 1000.0
 
 

@@ -81,6 +81,7 @@ def test_phrase_exclusion_site_and_or(data: DataDir) -> None:
     assert f"{B}/frost" not in urls(s.search('"early spring"'))
     assert f"{A}/roses" not in urls(s.search("garden -prune"))
     assert set(urls(s.search("garden site:b.example"))) == {f"{B}/seeds", f"{B}/frost"}
+    assert set(urls(s.search("site:b.example"))) == {f"{B}/seeds", f"{B}/frost"}
     assert all(u.startswith(A) for u in urls(s.search("garden -site:b.example")))
     assert set(urls(s.search("autumn OR sun"))) == {f"{A}/tulips", f"{A}/roses"}
     assert s.search("garden", site="a.example").total == len(
