@@ -350,7 +350,7 @@ def _fill_www(web: TestWeb, www: Site) -> None:
         ("/page/1", "First page"), ("/page/2", "Second   page\n here"), ("/page/3", "Third"),
         ("/private/a.html", "private"), ("/private/open.html", "open private"),
         ("/doc.secret", "secret"), ("/calendar/2024/06", "calendar"),
-        ("/loop/a", "loop"), ("/chain/1", "chain"), ("/huge", "huge"),
+        ("/loop/a", "loop"), ("/chain/1", "chain"), ("/huge", "huge"), ("/to-outside", "out"),
         ("/file.pdf", "pdf"), ("/data.json", "json"), ("/missing", "missing"),
         ("/error", "error"), ("/unavailable", "unavailable"), ("/busy", "busy"),
         ("/noindex", "noindex"), ("/header-nofollow", "header nofollow"),
@@ -385,9 +385,11 @@ def _fill_www(web: TestWeb, www: Site) -> None:
     www.page("/loop/a", Answer(301, b"", {"Location": "/loop/b"}))
     www.page("/loop/b", Answer(302, b"", {"Location": "/loop/a"}))
     www.prefix("/chain/", _chain)
+    www.page("/to-outside", Answer(302, b"", {"Location": "http://10.1.2.3/secret"}))
     huge = Answer(body=b"<html><body>" + b"x" * HUGE_BYTES + b"</body></html>")
     www.page("/huge", huge)
     www.page("/file.pdf", Answer(body=b"%PDF-1.4\n" + bytes(range(256)) * 40,
+                                 headers={"X-Robots-Tag": "noindex"},
                                  content_type="application/pdf"))
     www.page("/data.json", Answer(body=b'{"a": "<a href=/page/9>not a link</a>"}',
                                   content_type="application/json"))

@@ -169,6 +169,7 @@ def test_duplicates_are_marked(crawl: Crawl) -> None:
 def test_non_html_is_recorded_not_parsed(crawl: Crawl) -> None:
     pdf = crawl.row(crawl.url("www", "/file.pdf"))
     assert pdf["status"] == "fetched" and pdf["content_type"] == "application/pdf"
+    assert pdf["noindex"] == 1  # X-Robots-Tag holds for any type
     assert pdf["warc_file"] and pdf["content_hash"]
     js = crawl.row(crawl.url("www", "/data.json"))
     with crawl.store() as store:
@@ -197,6 +198,7 @@ def test_failures_are_counted_by_reason(crawl: Crawl) -> None:
     assert counts["failure/too_many_redirects"] == 1
     assert counts["failure/robots_unavailable"] == 1
     assert counts["outcome/disallowed"] == 3
+    assert counts["scope/domain"] == 2  # the intranet link and the redirect to it
     assert crawl.row(crawl.url("www", "/huge"))["error"] == "too_large"
     assert crawl.row(crawl.url("www", "/error"))["http_status"] == 500
     assert "internal_error" not in " ".join(counts)
@@ -207,6 +209,10 @@ def test_redirects_are_followed_with_a_limit(crawl: Crawl) -> None:
     assert a["status"] == b["status"] == "redirect"
     assert a["redirect_to"] == b["id"] and b["redirect_to"] == a["id"]
     assert len(crawl.fetches("www", "/loop/a")) == 1 and len(crawl.fetches("www", "/loop/b")) == 1
+    out = crawl.row(crawl.url("www", "/to-outside"))
+    target = crawl.row("http://10.1.2.3/secret")
+    assert out["status"] == "redirect" and out["redirect_to"] == target["id"]
+    assert target["status"] == "out_of_scope" and target["error"] == "domain"
     chain = [e.path for e in crawl.web_log("www") if e.path.startswith("/chain/")]
     assert chain == [f"/chain/{i}" for i in range(1, 7)]  # 5 redirects followed, the 6th refused
 
