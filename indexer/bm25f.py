@@ -12,12 +12,19 @@ so a term repeated in many fields cannot add up past the saturation of a single 
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 
 def idf(n_docs: int, df: int | np.ndarray) -> np.ndarray | float:
     return np.log1p((n_docs - np.asarray(df, dtype=np.float64) + 0.5)
                     / (np.asarray(df, dtype=np.float64) + 0.5))
+
+
+def idf_one(n_docs: int, df: int) -> float:
+    """:func:`idf` of one term (plain floats: the query path's hot spot)."""
+    return math.log1p((n_docs - df + 0.5) / (df + 0.5))
 
 
 def field_coefficients(field_lens: np.ndarray, avg_lens: np.ndarray, weights: np.ndarray,

@@ -20,6 +20,7 @@ import numpy as np
 from indexer.settings import BLOCK, ENCODE_CHUNK_VALUES
 
 _WEIGHTS = [np.left_shift(np.uint32(1), np.arange(w, dtype=np.uint32)) for w in range(33)]
+_WEIGHTS_F = [w.astype(np.float64) for w in _WEIGHTS]
 
 
 @dataclass
@@ -121,7 +122,8 @@ def _unpack(buf: np.ndarray, n: int, width: int) -> np.ndarray:
     if width == 0:
         return np.zeros(n, dtype=np.uint32)
     bits = np.unpackbits(buf[: (n * width + 7) // 8], bitorder="little")[: n * width]
-    return bits.reshape(n, width).astype(np.uint32) @ _WEIGHTS[width]
+    # A float64 product runs in BLAS and is exact here (values < 2**32).
+    return (bits.reshape(n, width) @ _WEIGHTS_F[width]).astype(np.uint32)
 
 
 def decode(data: np.ndarray, widths: np.ndarray, byte0: int, byte1: int, *, block0: int,

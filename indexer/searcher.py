@@ -237,7 +237,7 @@ class Searcher:
         cache: dict[tuple[int, str], _Postings | None] = {}
         terms = list(dict.fromkeys(t for u in units for t in u))
         s = self.settings
-        idfs = {t: float(bm25f.idf(self.n_docs, self._df(t, cache))) for t in terms}
+        idfs = {t: bm25f.idf_one(self.n_docs, self._df(t, cache)) for t in terms}
         site_masks = self._host_masks(tuple(pq.sites)) if pq.sites else None
         nosite_masks = self._host_masks(tuple(pq.excluded_sites)) if pq.excluded_sites else None
         cand_seg: list[np.ndarray] = []
