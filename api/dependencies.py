@@ -1,16 +1,16 @@
 """What routes receive through ``Depends``: the settings, a leased snapshot, the admin check.
 
 The getters of app state are ``async`` so FastAPI calls them on the event loop instead of
-hopping to the thread pool (three hops a request otherwise); the snapshot lease stays a plain
-generator because a reload may open a new index generation, which is blocking work.
+hopping to the thread pool (a hop each otherwise).
 """
 
 from __future__ import annotations
 
 import hmac
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 
 from fastapi import Request
+from starlette.concurrency import run_in_threadpool
 
 from api.errors import Forbidden, Unauthorized
 from api.result_cache import ResultCache
@@ -41,9 +41,15 @@ async def get_data(request: Request) -> DataDir:
     return data
 
 
-def get_snapshot(request: Request) -> Iterator[Snapshot]:
-    """The current index + ranks snapshot, held for the duration of the request."""
+async def get_snapshot(request: Request) -> AsyncIterator[Snapshot]:
+    """The current index + ranks snapshot, held for the duration of the request.
+
+    The check for newer generations (which may open a new index: blocking work) runs in the
+    thread pool when due; otherwise leasing is a few attribute reads on the event loop.
+    """
     holder: SnapshotHolder = request.app.state.holder
+    if holder.check_due():
+        await run_in_threadpool(holder.refresh)
     with holder.lease() as snap:
         yield snap
 

@@ -16,7 +16,7 @@ searcher adds to the text score of each candidate it ranks.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -164,24 +164,41 @@ def run_search(
     )
 
 
+def cache_lookup(
+    snap: Snapshot, req: SearchRequest, settings: Settings, cache: ResultCache[Outcome]
+) -> Outcome | None:
+    """The cached answer to ``req`` on this snapshot with these settings, or None.
+
+    The key holds the generations and every input, so a reload or a topic change never serves
+    an older answer.  Cheap: the JSON route calls it on the event loop.
+    """
+    started = time.perf_counter()
+    hit = cache.get(_cache_key(snap, req, settings))
+    if hit is None:
+        return None
+    return replace(hit, took_ms=round((time.perf_counter() - started) * 1000.0, 3), cached=True)
+
+
+def search_and_cache(
+    snap: Snapshot, req: SearchRequest, settings: Settings, cache: ResultCache[Outcome]
+) -> Outcome:
+    """:func:`run_search` with the server's settings; the answer goes into the cache."""
+    outcome = run_search(snap, req, settings.fusion, settings.static_score, settings.rerank_depth)
+    cache.put(_cache_key(snap, req, settings), outcome)
+    return outcome
+
+
 def cached_search(
     snap: Snapshot, req: SearchRequest, settings: Settings, cache: ResultCache[Outcome]
 ) -> Outcome:
-    """:func:`run_search` with the server's settings, through the result cache.
+    """The cached answer, else a search whose answer is cached."""
+    hit = cache_lookup(snap, req, settings, cache)
+    return hit if hit is not None else search_and_cache(snap, req, settings, cache)
 
-    The key holds the generations and every input, so a reload or a topic change never serves
-    an older answer.
-    """
-    started = time.perf_counter()
-    fusion, static, depth = settings.fusion, settings.static_score, settings.rerank_depth
-    key = (snap.index_generation, snap.ranks_generation, req, fusion, static, depth)
-    hit = cache.get(key)
-    if hit is not None:
-        return replace(hit, took_ms=round((time.perf_counter() - started) * 1000.0, 3),
-                       cached=True)
-    outcome = run_search(snap, req, fusion, static, depth)
-    cache.put(key, outcome)
-    return outcome
+
+def _cache_key(snap: Snapshot, req: SearchRequest, settings: Settings) -> Hashable:
+    return (snap.index_generation, snap.ranks_generation, req, settings.fusion,
+            settings.static_score, settings.rerank_depth)
 
 
 def _ranked_hits(hits: list[Hit], view: RankView | None, choice: StaticChoice) -> list[RankedHit]:

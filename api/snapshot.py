@@ -170,6 +170,10 @@ class SnapshotHolder:
             ranks_mod.current_generation(self.data),
         )
 
+    def check_due(self) -> bool:
+        """Whether the next :meth:`refresh` would look at the disk (and maybe open files)."""
+        return self._current is None or time.monotonic() >= self._next_check
+
     def refresh(self, force: bool = False) -> Snapshot:
         """The current snapshot, first swapping in newer generations if the disk has them.
 

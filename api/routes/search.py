@@ -4,11 +4,12 @@
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query
+from starlette.concurrency import run_in_threadpool
 
 from api.dependencies import get_app_settings, get_result_cache, get_snapshot
 from api.models import SearchResponse, SearchResult, Signals, error_responses
 from api.result_cache import ResultCache
-from api.retrieval import Outcome, SearchRequest, cached_search
+from api.retrieval import Outcome, SearchRequest, cache_lookup, search_and_cache
 from api.settings import Settings
 from api.snapshot import Snapshot
 
@@ -56,7 +57,7 @@ def build_router(settings: Settings) -> APIRouter:
         responses=error_responses(404),
         summary="Search: BM25F text similarity fused with PageRank or a topic's PageRank",
     )
-    def search(
+    async def search(
         *,
         q: Annotated[
             str,
@@ -87,7 +88,10 @@ def build_router(settings: Settings) -> APIRouter:
         req = SearchRequest(
             q=q, k=k, offset=offset, topic=topic or None, site=site or None, explain=explain
         )
-        outcome = cached_search(snap, req, app_settings, cache)
+        # A cached answer is served on the event loop; a search runs in the thread pool.
+        outcome = cache_lookup(snap, req, app_settings, cache)
+        if outcome is None:
+            outcome = await run_in_threadpool(search_and_cache, snap, req, app_settings, cache)
         return to_response(outcome, req)
 
     return router
