@@ -32,6 +32,7 @@ from crawler.extract import Extracted, extract, robots_directives
 from crawler.frontier import Frontier
 from crawler.groupcommit import GroupCommit
 from crawler.robots import RobotsDecision
+from crawler.scope import ScopeConfig
 from crawler.store import DISALLOWED, OUT_OF_SCOPE, REDIRECT, CrawlStore, Link
 from crawler.urls import UrlError, canonicalize
 from crawler.warc import WarcWriterFile
@@ -94,7 +95,11 @@ class PageRecorder:
         batch: GroupCommit,
         agent: str = S.ROBOTS_AGENT,
         url_cache_size: int = S.URL_CACHE_SIZE,
+        max_url_length: int = ScopeConfig().max_url_length,
     ) -> None:
+        # A URL longer than the scope's limit is counted but not stored: one page of a hundred
+        # megabyte links must not become a hundred megabytes of rows (and of index over them).
+        self.max_url_length = max_url_length
         self.store = store
         self.warc = warc
         self.batch = batch
@@ -164,6 +169,10 @@ class PageRecorder:
                 target = canonicalize(raw.href, ex.base)
             except UrlError:
                 self.stats["links/unusable_href"] += 1
+                continue
+            if len(target) > self.max_url_length:
+                self.stats["scope/url_too_long"] += 1
+                self.stats["links/too_long_not_stored"] += 1
                 continue
             follow = not raw.nofollow
             dst, _ = self.discover(target, depth + 1, follow)
@@ -279,6 +288,10 @@ class PageRecorder:
             return None
         if hops > max_hops:
             self.failed(f.uid, "too_many_redirects", f.status, f.fetched_at)
+            return None
+        if len(target) > self.max_url_length:
+            self.stats["scope/url_too_long"] += 1
+            self.failed(f.uid, "redirect_url_too_long", f.status, f.fetched_at)
             return None
         with self.batch.step():
             tid, entered = self.discover(target, f.depth, follow=True)

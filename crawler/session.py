@@ -90,7 +90,7 @@ class CrawlSession:
         self.batch = GroupCommit(self.store, self.warc)
         self.recorder = PageRecorder(
             self.store, self.warc, self.frontier, self.judge, self.stats, near=self.near,
-            batch=self.batch,
+            batch=self.batch, max_url_length=config.scope.max_url_length,
         )
         self.factory: RequestFactory | None = None
         self.started_pages = 0

@@ -44,10 +44,19 @@ _FAILURE_REASONS: tuple[tuple[tuple[type[BaseException], ...], str], ...] = (
 
 def failure_reason(failure: Failure) -> str:
     """A short reason key for a failed download (counted in the summary)."""
+    if failure.check(IgnoreRequest) and _over_size_cap(failure.value):
+        return "too_large"  # HttpCompressionMiddleware: the body inflates past DOWNLOAD_MAXSIZE
     for types, reason in _FAILURE_REASONS:
         if failure.check(*types):
             return reason
     return "exception_" + type(failure.value).__name__
+
+
+def _over_size_cap(exc: BaseException) -> bool:
+    cause = exc.__cause__
+    return cause is not None and (
+        type(cause).__name__ == "_DecompressionMaxSizeExceeded" or "DOWNLOAD_MAXSIZE" in str(exc)
+    )
 
 
 def header_pairs(response: Response) -> list[tuple[str, str]]:
