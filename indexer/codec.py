@@ -21,6 +21,7 @@ from indexer.settings import BLOCK, ENCODE_CHUNK_VALUES
 
 _WEIGHTS = [np.left_shift(np.uint32(1), np.arange(w, dtype=np.uint32)) for w in range(33)]
 _WEIGHTS_F = [w.astype(np.float64) for w in _WEIGHTS]
+_EIGHT = np.arange(8, dtype=np.int64)
 
 
 @dataclass
@@ -131,7 +132,7 @@ def decode(data: np.ndarray, widths: np.ndarray, byte0: int, byte1: int, *, bloc
     """The ``n`` values of one group (uint32).
 
     One width for the whole group (every short list): a reshape and a product; otherwise each
-    value's bits are summed at its own offset (``np.add.reduceat``).
+    value is read from the 64-bit word at its bit offset.
     """
     if n == 0:
         return np.zeros(0, dtype=np.uint32)
@@ -140,16 +141,16 @@ def decode(data: np.ndarray, widths: np.ndarray, byte0: int, byte1: int, *, bloc
     wb = np.asarray(widths[block0 : block0 + nblocks])
     if nblocks == 1 or wb.min() == wb.max():
         return _unpack(buf, n, int(wb[0]))
-    w = np.repeat(wb.astype(np.int64), BLOCK)[:n]
-    bits = np.unpackbits(buf, bitorder="little")
-    total = int(w.sum())
-    starts = np.cumsum(w) - w
-    j = np.arange(total, dtype=np.int64) - np.repeat(starts, w)
-    contrib = bits[:total].astype(np.uint32) << j.astype(np.uint32)
-    out = np.zeros(n, dtype=np.uint32)
-    nz = w > 0
-    out[nz] = np.add.reduceat(contrib, starts[nz])
-    return out
+    # Each value lies in the 8 bytes starting at its bit offset // 8 (width <= 32, shift <= 7):
+    # gather them as little-endian uint64 words, shift and mask, all values at once.
+    w = np.repeat(wb.astype(np.uint64), BLOCK)[:n]
+    offs = np.cumsum(w) - w
+    padded = np.zeros(len(buf) + 8, dtype=np.uint8)
+    padded[: len(buf)] = buf
+    gathered = padded[(offs >> np.uint64(3)).astype(np.int64)[:, None] + _EIGHT]
+    words = gathered.view("<u8").ravel()
+    mask = (np.uint64(1) << w) - np.uint64(1)
+    return ((words >> (offs & np.uint64(7))) & mask).astype(np.uint32)
 
 
 def delta_encode_groups(values: np.ndarray, lengths: np.ndarray) -> np.ndarray:

@@ -64,6 +64,21 @@ class ParsedQuery:
                     out.append(u)
         return out
 
+    def word_terms(self) -> list[str]:
+        """Per plain query word, in order: its last part (first part of the next word follows
+        it), for proximity evidence; compounds give their parts, not the compound."""
+        out: list[str] = []
+        for group in self.groups:
+            if len(group) != 1 or not group[0].terms:
+                continue
+            parts = [(o, t) for t, o in zip(group[0].terms, group[0].offsets, strict=True)
+                     if "." not in t and "_" not in t]
+            if parts:
+                out.append(min(parts)[1])
+                if len(parts) > 1:
+                    out.append(max(parts)[1])
+        return out
+
     def terms(self) -> list[str]:
         return list(dict.fromkeys(t for u in self.units() for t in u))
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from itertools import pairwise
 from typing import Any
 
 import numpy as np
@@ -39,6 +40,7 @@ from indexer.snippet import make_snippet
 Prior = Callable[[np.ndarray], np.ndarray]
 _FIELD_SHIFT = 25
 _DOC_SHIFT = 29
+_POS_MASK = (1 << _FIELD_SHIFT) - 1
 
 
 @dataclass
@@ -193,19 +195,57 @@ class Searcher:
             if len(phrase.terms) == 1:
                 mask[p.docs] = True
                 return mask
-            positions = seg.positions(p.row, p.all_tfs)
-            per_group = p.all_tfs.ravel()
-            fields = np.repeat(np.tile(np.arange(N_FIELDS, dtype=np.int64), len(p.all_docs)),
-                               per_group.astype(np.int64))
-            ords = np.repeat(p.all_docs, p.all_tfs.sum(axis=1).astype(np.int64))
-            ok = positions >= offset
-            k = (ords[ok] << _DOC_SHIFT) | (fields[ok] << _FIELD_SHIFT) | (positions[ok] - offset)
+            k = self._position_keys(p, si, cache, term)
+            k = k[(k & _POS_MASK) >= offset] - offset
             keys = np.unique(k) if keys is None else np.intersect1d(keys, k, assume_unique=True)
             if len(keys) == 0:
                 return mask
         if keys is not None:
             mask[np.unique(keys >> _DOC_SHIFT)] = True
         return mask & self.live[si]
+
+    def _position_keys(self, p: _Postings, si: int,
+                       cache: dict[tuple[int, str], _Postings | None], term: str) -> np.ndarray:
+        """Every occurrence of a term as ordinal << 29 | field << 25 | position (sorted)."""
+        memo = cache.get((si, "\x00pos:" + term))
+        if memo is not None:
+            return memo.docs
+        positions = self.segments[si].positions(p.row, p.all_tfs)
+        fields = np.repeat(np.tile(np.arange(N_FIELDS, dtype=np.int64), len(p.all_docs)),
+                           p.all_tfs.ravel().astype(np.int64))
+        ords = np.repeat(p.all_docs, p.all_tfs.sum(axis=1).astype(np.int64))
+        keys = (ords << _DOC_SHIFT) | (fields << _FIELD_SHIFT) | positions
+        cache[(si, "\x00pos:" + term)] = _Postings(keys, p.tfs, p.row, p.all_tfs, p.all_docs)
+        return keys
+
+    def _proximity(self, pairs: list[tuple[str, str]], si: int,
+                   cache: dict[tuple[int, str], _Postings | None], idfs: dict[str, float]
+                   ) -> np.ndarray | None:
+        """Proximity evidence: for each pair of consecutive query words, the documents where the
+        second follows the first within PROXIMITY_WINDOW positions in one field get
+        weight * min(idf) * c / (c + 1) for c such places (a soft phrase; Büttcher et al. 2006
+        in spirit, without their distance decay)."""
+        s = self.settings
+        if s.proximity_weight <= 0 or not pairs:
+            return None
+        bonus = np.zeros(len(self.segments[si].doc_ids), dtype=np.float64)
+        for a, b in pairs:
+            pa, pb = self._postings(a, cache, si), self._postings(b, cache, si)
+            if pa is None or pb is None or len(pa.docs) == 0 or len(pb.docs) == 0:
+                continue
+            ka = self._position_keys(pa, si, cache, a)
+            kb = self._position_keys(pb, si, cache, b)
+            # Keys are sorted: the next occurrence of b after each a is one searchsorted away;
+            # a gap of at most the window (< 2**24) means the same document and field.
+            nxt = np.searchsorted(kb, ka + 1)
+            ok = nxt < len(kb)
+            near = np.zeros(len(ka), dtype=bool)
+            near[ok] = kb[nxt[ok]] - ka[ok] <= s.proximity_window
+            if not near.any():
+                continue
+            counts = np.bincount(ka[near] >> _DOC_SHIFT, minlength=len(bonus)).astype(np.float64)
+            bonus += s.proximity_weight * min(idfs[a], idfs[b]) * counts / (counts + 1.0)
+        return bonus * self.live[si]
 
     def _host_masks(self, hosts: tuple[str, ...]) -> list[np.ndarray]:
         cached = self._host_cache.get(hosts)
@@ -238,6 +278,8 @@ class Searcher:
         terms = list(dict.fromkeys(t for u in units for t in u))
         s = self.settings
         idfs = {t: bm25f.idf_one(self.n_docs, self._df(t, cache)) for t in terms}
+        pairs = [(a, b) for a, b in pairwise(pq.word_terms()) if a != b and a in idfs
+                 and b in idfs]
         site_masks = self._host_masks(tuple(pq.sites)) if pq.sites else None
         nosite_masks = self._host_masks(tuple(pq.excluded_sites)) if pq.excluded_sites else None
         cand_seg: list[np.ndarray] = []
@@ -264,6 +306,9 @@ class Searcher:
                         hit[p.docs] = True
                 if hit is not None:
                     matched += hit
+            bonus = self._proximity(pairs, si, cache, idfs)
+            if bonus is not None:
+                score += bonus
             # "site:host" alone lists the host's pages (text score 0, ordered by the prior).
             cand = self.live[si].copy() if site_only else matched > 0
             for phrase in pq.required:

@@ -68,6 +68,10 @@ class BM25FSettings:
     # Documents matching a larger share of the query's concepts are preferred: the BM25F sum is
     # multiplied by (matched / total) ** coord_power (Lucene's classic coordination factor).
     coord_power: float = 1.0
+    # Proximity evidence: consecutive query words found within ``proximity_window`` positions
+    # of each other in one field add ``proximity_weight`` * min(idf) * c / (c + 1).
+    proximity_weight: float = 1.0
+    proximity_window: int = 3
 
 
 # ---------------------------------------------------------------- queries

@@ -180,6 +180,8 @@ def main(argv: list[str] | None = None) -> int:
                                                else 0.0) for f in FIELDS})]
         variants += [(f"websift {f} field only", {g: (1.0 if g == f else 0.0) for g in FIELDS})
                      for f in FIELDS]
+        s = Searcher(searcher.manifest, searcher.segments, replace(base, proximity_weight=0.0))
+        print(_row("websift without proximity evidence", evaluate(ours(s), queries)), flush=True)
         for name, weights in variants:
             s = Searcher(searcher.manifest, searcher.segments, replace(base, weights=weights))
             print(_row(name, evaluate(ours(s), queries)), flush=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -79,6 +80,24 @@ def test_coordination_prefers_pages_with_more_of_the_query(tmp_path: Path) -> No
     assert res.hits[0].doc_id == 3
     assert res.hits[0].explain is not None and res.hits[0].explain["matched_units"] == 2
     assert all(h.explain and h.explain["coord"] == 0.5 for h in res.hits[1:])
+
+
+def test_proximity_prefers_query_words_close_together(tmp_path: Path) -> None:
+    docs = [("one", "green tea filler filler filler filler filler filler kettle"),
+            ("two", "green kettle filler filler filler filler filler filler tea"),
+            ("three", "filler")]
+    data = make_index(tmp_path / "d", docs)
+    near = Searcher.open(data, settings=replace(SETTINGS, proximity_weight=1.0))
+    far = Searcher.open(data, settings=replace(SETTINGS, proximity_weight=0.0))
+    # Without proximity both documents score the same; with it "green tea" side by side wins.
+    plain = far.search("green tea").hits
+    assert plain[0].score == pytest.approx(plain[1].score)
+    hits = near.search("green tea").hits
+    assert [h.doc_id for h in hits] == [1, 2]
+    assert hits[0].score > hits[1].score == pytest.approx(plain[1].score)
+    # Order matters: "tea green" finds no pair in that order within the window.
+    assert near.search("kettle green").hits[0].score == pytest.approx(
+        far.search("kettle green").hits[0].score)
 
 
 def test_query_language() -> None:
