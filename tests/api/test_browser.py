@@ -8,10 +8,8 @@ attribute-breaking quotes shown as text, with no script run.
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,6 +17,7 @@ import httpx
 import pytest
 
 from crawler.datadir import DataDir
+from tests.api.live import free_port, wait_for
 from tests.api.site import GARDEN, HOME, XSS_ANCHOR, XSS_TITLE
 
 CHROMIUM = "/usr/bin/chromium"
@@ -30,12 +29,6 @@ TIMEOUT_MS = 15_000
 
 pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM),
                                 reason=f"{CHROMIUM} missing (scripts/ensure_system_packages.sh)")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture(scope="module")
@@ -50,19 +43,18 @@ def server(site_data: DataDir) -> Iterator[str]:
         cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )
     base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + START_TIMEOUT
+
+    def healthy() -> bool:
+        if proc.poll() is not None:
+            out = proc.stdout.read() if proc.stdout else ""
+            raise AssertionError(f"websift serve exited: {out}")
+        try:
+            return httpx.get(base + "/healthz", timeout=1.0).status_code == 200
+        except httpx.HTTPError:
+            return False  # not listening yet
+
     try:
-        while True:
-            if proc.poll() is not None:
-                raise AssertionError(f"websift serve exited: {proc.stdout.read() if proc.stdout else ''}")
-            try:
-                if httpx.get(base + "/healthz", timeout=1.0).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass  # not listening yet
-            if time.monotonic() > deadline:
-                raise AssertionError("websift serve did not become healthy")
-            time.sleep(0.05)  # polling a condition with a deadline
+        wait_for(healthy, "websift serve to answer /healthz", START_TIMEOUT)
         yield base
     finally:
         proc.terminate()

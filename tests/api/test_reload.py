@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import socket
 import threading
-import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -19,24 +17,9 @@ from indexer.build import build_index
 from indexer.manifest import read_manifest, write_manifest
 from ranking.rank_job import run_rank
 from tests.api.conftest import settings_for
+from tests.api.live import WAIT, free_port, wait_for
 from tests.api.site import pages
 from tests.indexer.corpus import build_data_dir
-
-WAIT = 30.0  # seconds any condition below may take before the test fails
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def wait_for(condition: Callable[[], bool], what: str, timeout: float = WAIT) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.01)  # polling a condition, not waiting a fixed time
 
 
 @contextmanager
