@@ -177,7 +177,8 @@ class SnapshotHolder:
     def refresh(self, force: bool = False) -> Snapshot:
         """The current snapshot, first swapping in newer generations if the disk has them.
 
-        Raises ``IndexMissing`` when there is no index at all.
+        The disk is looked at most every ``reload_check_ms``, or now with ``force`` (after this
+        process changed a topic).  Raises ``IndexMissing`` when there is no index at all.
         """
         now = time.monotonic()
         current = self._current
@@ -199,7 +200,6 @@ class SnapshotHolder:
                 )
             if (
                 current is not None
-                and not force
                 and current.index_generation == index_gen
                 and current.ranks_generation == ranks_gen
             ):
@@ -208,7 +208,6 @@ class SnapshotHolder:
                 ranks = (
                     current.ranks
                     if current is not None and current.ranks_generation == ranks_gen
-                    and not force
                     else _open_ranks(self.data)
                 )
                 searcher = (
