@@ -128,12 +128,17 @@ def index_status(page: Page, indexed: bool, url_of: dict[int, str]) -> tuple[str
 def _links(
     store: CrawlStore, rows: list[tuple[int, str, bool]], limit: int
 ) -> list[LinkOut]:
-    out: list[LinkOut] = []
-    for other, anchor, nofollow in rows[:limit]:
-        row = store.conn.execute("SELECT url FROM urls WHERE id=?", (other,)).fetchone()
-        out.append(LinkOut(url=str(row[0]) if row else f"#{other}", anchor=anchor,
-                           nofollow=nofollow))
-    return out
+    """The first ``limit`` links as URLs (one query for all their URLs)."""
+    shown = rows[:limit]
+    ids = sorted({other for other, _, _ in shown})
+    urls: dict[int, str] = {}
+    if ids:
+        marks = ",".join("?" * len(ids))
+        urls = dict(store.conn.execute(f"SELECT id, url FROM urls WHERE id IN ({marks})", ids))
+    return [
+        LinkOut(url=urls.get(other, f"#{other}"), anchor=anchor, nofollow=nofollow)
+        for other, anchor, nofollow in shown
+    ]
 
 
 def page_info(
