@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 
 from fastapi.testclient import TestClient
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from tests.api.site import XSS, XSS_TITLE
 
@@ -57,3 +59,20 @@ def test_bad_input_is_shown_in_the_page(client: TestClient) -> None:
     assert "whole number" in page(client, 422, q="note", offset="abc")
     assert "quotation mark" in page(client, 400, q='"open')
     assert "unknown topic" in page(client, 404, q="note", topic="nope")
+
+
+@settings(max_examples=150, deadline=None, database=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(q=st.text(max_size=40), topic=st.one_of(st.none(), st.text(max_size=10)),
+       offset=st.one_of(st.none(), st.text(max_size=6), st.integers(-5, 5000).map(str)),
+       url=st.text(max_size=60))
+def test_html_pages_never_fail_on_odd_input(
+    client: TestClient, q: str, topic: str | None, offset: str | None, url: str
+) -> None:
+    params = {"q": q, "topic": topic, "offset": offset}
+    r = client.get("/", params={k: v for k, v in params.items() if v is not None})
+    assert r.status_code < 500, r.text
+    assert r.headers["content-type"].startswith("text/html")
+    r = client.get("/page", params={"url": url})
+    assert r.status_code < 500, r.text
+    assert r.headers["content-type"].startswith("text/html")
