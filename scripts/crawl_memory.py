@@ -1,6 +1,6 @@
 """The crawler's memory on a 20,000-page site: peak RSS against a stated bound.
 
-    .venv/bin/python scripts/crawl_memory.py                      # 20,000 pages, bound 512 MB
+    .venv/bin/python scripts/crawl_memory.py                      # 20,000 pages, bound 256 MB
     .venv/bin/python scripts/crawl_memory.py --pages 5000 --bound-mb 300
 
 The site is generated on loopback (127.0.0.12) by the test web's ``TestWeb``, deterministically
@@ -38,7 +38,7 @@ from testweb import Answer, TestWeb, html, words  # noqa: E402
 
 ADDRESS = "127.0.0.12"
 PAGES = 20_000
-BOUND_MB = 512.0
+BOUND_MB = 256.0
 CHILDREN = 8
 PARETO_ALPHA = 1.2  # out-degree ~ Pareto(alpha): a heavy tail of pages with many links
 TARGET_EXPONENT = 1.5  # page j is a link target with weight ~ (j + 1) ** -exponent
