@@ -66,3 +66,15 @@ def test_truncated_record_is_detected(tmp_path: Path) -> None:
 def test_missing_file_is_a_warc_error(tmp_path: Path) -> None:
     with pytest.raises(WarcError, match="cannot read"):
         read_response(tmp_path, WarcLocation("absent.warc.gz", 0, 10))
+
+
+def test_whole_file_reads_with_any_warc_tool(tmp_path: Path) -> None:
+    """One gzip member per record: warcio's plain iterator reads the file front to back."""
+    from warcio.archiveiterator import ArchiveIterator
+
+    bodies = [b"first", b"second" * 1000, b"third"]
+    locs = _write(tmp_path, bodies)
+    with open(tmp_path / locs[0].file, "rb") as fh:
+        seen = [(r.rec_headers.get_header("WARC-Target-URI"), r.content_stream().read())
+                for r in ArchiveIterator(fh)]
+    assert seen == [(f"http://h.example/{i}", b) for i, b in enumerate(bodies)]
