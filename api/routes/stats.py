@@ -11,7 +11,7 @@ from api.dependencies import get_holder, get_result_cache, get_snapshot, get_sto
 from api.models import Health, Stats
 from api.result_cache import ResultCache
 from api.retrieval import Outcome
-from api.snapshot import Snapshot, SnapshotHolder
+from api.snapshot import RankView, Snapshot, SnapshotHolder
 from crawler.store import CrawlStore
 
 
@@ -25,6 +25,21 @@ def _last_crawl(store: CrawlStore) -> dict[str, Any] | None:
     except ValueError:
         parsed = {"unparsed": summary}
     return {"kind": kind, "started": started, "finished": finished, "summary": parsed}
+
+
+def _last_rank(view: RankView) -> dict[str, Any]:
+    """The live ranks generation as its manifest describes it."""
+    manifest = view.ranks.manifest
+    stats = manifest.get("stats") or {}
+    return {
+        "generation": view.generation,
+        "created": manifest.get("created"),
+        "nodes": manifest.get("node_count"),
+        "params": manifest.get("params"),
+        "iterations": stats.get("iterations"),
+        "converged": stats.get("converged"),
+        "topics": sorted(view.topics),
+    }
 
 
 def build_router() -> APIRouter:
@@ -48,7 +63,7 @@ def build_router() -> APIRouter:
             index_generation=snap.index_generation,
             ranks_generation=snap.ranks_generation,
             last_crawl=_last_crawl(store),
-            last_rank=None if view is None else {"generation": view.generation},
+            last_rank=None if view is None else _last_rank(view),
             reloads=holder.reloads,
             reload_failures=dict(holder.reload_failures),
             result_cache={"entries": len(cache), "hits": cache.hits, "misses": cache.misses},
