@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 import time
 from collections.abc import Iterable
@@ -118,6 +119,19 @@ def _scope(args: argparse.Namespace) -> ScopeConfig:
     )
 
 
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
+_HOST_PORT = re.compile(r"^[^/:@]+:\d+(/|$)")
+
+
+def seed_with_scheme(seed: str) -> str:
+    """A seed typed as ``example.org`` or ``localhost:8000/docs`` means http://; anything that
+    already names a scheme (``https://``, ``ftp:``) is left for canonicalize to judge."""
+    seed = seed.strip()
+    if _HOST_PORT.match(seed) or not _SCHEME.match(seed):
+        return "http://" + seed
+    return seed
+
+
 def _one_per_origin(urls: Iterable[str]) -> list[str]:
     return list({origin_of(u): u for u in urls}.values())
 
@@ -131,6 +145,7 @@ def _finish(summary: dict[str, object], quiet: bool) -> int:
 def crawl_command(args: argparse.Namespace) -> int:
     from crawler.runner import run_crawl
 
+    args.seeds = [seed_with_scheme(s) for s in args.seeds]
     config = CrawlConfig(
         seeds=list(args.seeds),
         max_pages=args.max_pages,

@@ -342,3 +342,19 @@ def test_shortcut_agrees_with_the_full_path(url: str) -> None:
             canonicalize(url)
         return
     assert canonicalize(url) == full
+
+
+@pytest.mark.parametrize(
+    ("typed", "meant"),
+    [
+        ("example.org", "http://example.org"),
+        ("localhost:8000/docs", "http://localhost:8000/docs"),
+        ("127.0.0.2:8000", "http://127.0.0.2:8000"),
+        ("https://example.org/", "https://example.org/"),
+        ("ftp://example.org/", "ftp://example.org/"),
+    ],
+)
+def test_seeds_typed_without_a_scheme_mean_http(typed: str, meant: str) -> None:
+    from crawler.commands import seed_with_scheme
+
+    assert seed_with_scheme(typed) == meant
