@@ -21,6 +21,7 @@ import shutil
 import socket
 import sqlite3
 import subprocess
+import sys
 import time
 import urllib.error
 import urllib.request
@@ -30,7 +31,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import REPO, websift_command
 from testweb import TestWeb, html, words
 
 from api.cli import main
@@ -50,6 +50,11 @@ READERS: dict[str, list[str]] = {
 CRAWL = ["crawl", "http://127.0.0.26:9/", "--allow-private", "--quiet", "--max-pages", "1"]
 WRITERS = {**READERS, "crawl": CRAWL}
 SERVE_TIMEOUT = 30.0
+REPO = Path(__file__).resolve().parent.parent
+
+
+def websift_command(*args: str) -> list[str]:
+    return [sys.executable, "-m", "api.cli", *args]
 
 
 # ---------------------------------------------------------------------- a real data directory
