@@ -8,6 +8,7 @@ be too polite:
   sent (one compressed 1 MiB block repeated, the CRC computed on the way), never held in memory;
 - an endless body (chunked transfer encoding that never sends its last chunk);
 - a server that sends one byte per second (a slow-loris answer);
+- a body shorter than its Content-Length, and an answer that is not HTTP at all;
 - invalid and mixed encodings, binary sent as text/html, 100,000-level nesting, unterminated
   markup, a megabyte-long line and a megabyte-long URL, a self-redirect, 20,000 links on one
   page, a day-by-day calendar and a relative link that grows its own path for ever.
@@ -228,6 +229,16 @@ def _trickle(wfile: BinaryIO, stop: threading.Event) -> int:
     return sent
 
 
+def _short(wfile: BinaryIO, stop: threading.Event) -> int:
+    """Fewer bytes than the Content-Length promised, then the connection closes."""
+    return _counting(wfile)(b"<html><body><p>cut sh")
+
+
+def _garbage(wfile: BinaryIO, stop: threading.Event) -> int:
+    """Not HTTP at all (with ``Stream(raw=True)``)."""
+    return _counting(wfile)(b"HELLO THERE\r\nthis is not a status line\r\n\r\n<html>")
+
+
 def hang_up(wfile: BinaryIO, stop: threading.Event) -> int:
     """Close the connection without a byte of answer (with ``Stream(raw=True)``)."""
     return 0
@@ -344,10 +355,13 @@ def build_hostile_web() -> HostileWeb:
     hub.page("/longurl", long_url())
     hub.page("/self", Answer(301, b"", {"Location": "/self"}))
     hub.prefix("/grow/", _grow)
+    hub.stream("/short", Stream(_short, headers=[("Content-Type", "text/html"),
+                                                 ("Content-Length", "1000")]))
+    hub.stream("/garbage", Stream(_garbage, raw=True))
 
     def home(path: str, headers: dict[str, str], n: int) -> Answer:
         targets = [*ENCODINGS, "/binary", "/deep", "/unterminated", "/longline", "/longurl",
-                   "/self", "/grow/", "/many", "/ok/hub"]
+                   "/self", "/grow/", "/many", "/short", "/garbage", "/ok/hub"]
         others = [bomb.url("/bomb"), bomb.url("/ok/bomb"), endless.url("/endless"),
                   endless.url("/ok/endless"), trickle.url("/trickle"), trickle.url("/ok/trickle"),
                   trap.url("/day?d=2024-01-01"), trap.url("/ok/trap")]
@@ -475,8 +489,8 @@ def _map_hosts(table: HostTable) -> None:
             return errno.ECONNREFUSED
         return real_connect_ex(sock, address)
 
-    socket.socket.connect = guarded_connect  # type: ignore[method-assign]
-    socket.socket.connect_ex = guarded_connect_ex  # type: ignore[method-assign]
+    socket.socket.connect = guarded_connect  # type: ignore[method-assign,assignment]
+    socket.socket.connect_ex = guarded_connect_ex  # type: ignore[method-assign,assignment]
 
 
 def websift_argv(*args: str) -> list[str]:

@@ -151,6 +151,18 @@ def test_one_byte_per_second_ends_at_the_timeout(crawl: Crawl) -> None:
     assert crawl.counts.get("retry/timeout") == S.RETRY_TIMES
 
 
+def test_a_body_cut_short_is_data_loss(crawl: Crawl) -> None:
+    row = crawl.row("hub", "/short")
+    assert row["status"] == "error" and row["error"] == "data_loss", row["error"]
+    assert len(crawl.requests("hub", "/short")) == 1 + S.RETRY_TIMES
+
+
+def test_an_answer_that_is_not_http_has_a_named_reason(crawl: Crawl) -> None:
+    row = crawl.row("hub", "/garbage")
+    assert row["status"] == "error"
+    assert row["error"] and not row["error"].startswith("exception_"), row["error"]
+
+
 # ---------------------------------------------------------------------- content
 @pytest.mark.parametrize("path", ["/enc/mixed", "/enc/bogus", "/enc/bom8", "/enc/bom16", "/enc/meta"])
 def test_broken_encodings_are_parsed_for_links(crawl: Crawl, path: str) -> None:
