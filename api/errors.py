@@ -17,17 +17,10 @@ from ranking.errors import GraphError, RanksCorrupt, RanksMissing, TopicError, U
 
 
 class ApiError(WebsiftError):
-    """An error raised by ``api/`` itself; carries its HTTP status and code."""
+    """An error raised by ``api/`` itself; its class carries the HTTP status and code."""
 
     status: int = 400
     code: str = "bad_request"
-
-    def __init__(self, message: str, *, status: int | None = None, code: str | None = None) -> None:
-        super().__init__(message)
-        if status is not None:
-            self.status = status
-        if code is not None:
-            self.code = code
 
 
 class Unauthorized(ApiError):
