@@ -4,7 +4,8 @@ Brin & Page 1998, section 2.2: "the text of links is treated in a special way ..
 it with the page the link points to", which also makes pages that were never fetched findable.
 Rules here: self-links are ignored, nofollow links give no anchor text, links from pages marked
 as duplicates give none (their canonical page's links count), identical anchor text from one
-source page counts once, and empty anchors are skipped.
+source page counts once, and empty anchors are skipped.  A link to a URL that redirects
+(one hop, as the crawl store records it) counts for the redirect's target.
 """
 
 from __future__ import annotations
@@ -12,14 +13,14 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
-from crawler.store import CrawlStore
+from crawler.store import REDIRECT, CrawlStore
 from indexer.parse import squash
 from indexer.settings import MAX_ANCHOR_CHARS, MAX_ANCHORS_PER_PAGE
 
 _IN_ANCHORS_SQL = (
     "SELECT l.src, l.anchor FROM links l JOIN urls s ON s.id = l.src "
-    "WHERE l.dst = ? AND l.src != l.dst AND l.nofollow = 0 AND l.anchor != '' "
-    "AND s.duplicate_of IS NULL ORDER BY l.src, l.rowid"
+    "WHERE l.dst IN ({marks}) AND l.src != l.dst AND l.src != ? AND l.nofollow = 0 "
+    "AND l.anchor != '' AND s.duplicate_of IS NULL ORDER BY l.src, l.rowid"
 )
 
 
@@ -37,12 +38,24 @@ class Anchors:
         return next(t for t in self.texts if counts[t.lower()] == top)
 
 
-def in_anchors(store: CrawlStore, dst: int) -> Anchors:
-    """The anchor texts of the links pointing at ``dst``."""
+def redirect_aliases(store: CrawlStore) -> dict[int, list[int]]:
+    """Target URL ID -> the URL IDs that redirect to it (links to those count for it)."""
+    out: dict[int, list[int]] = {}
+    for rid, target in store.conn.execute(
+            "SELECT id, redirect_to FROM urls WHERE status = ? AND redirect_to IS NOT NULL "
+            "AND redirect_to != id", (REDIRECT,)):
+        out.setdefault(int(target), []).append(int(rid))
+    return out
+
+
+def in_anchors(store: CrawlStore, dst: int, aliases: list[int] | None = None) -> Anchors:
+    """The anchor texts of the links pointing at ``dst`` or at a URL redirecting to it."""
     seen: set[tuple[int, str]] = set()
     texts: list[str] = []
     sources: list[int] = []
-    for src, anchor in store.conn.execute(_IN_ANCHORS_SQL, (dst,)):
+    ids = [dst, *(aliases or ())]
+    sql = _IN_ANCHORS_SQL.format(marks=",".join("?" * len(ids)))
+    for src, anchor in store.conn.execute(sql, (*ids, dst)):
         text = squash(str(anchor))[:MAX_ANCHOR_CHARS]
         if not text or (src, text.lower()) in seen:
             continue

@@ -41,7 +41,7 @@ from crawler.datadir import DataDir, fsync_dir
 from crawler.errors import WarcError
 from crawler.store import DISALLOWED, DISCOVERED, FETCHED, OUT_OF_SCOPE, CrawlStore, Page
 from crawler.warc import WarcLocation, read_response
-from indexer.anchors import Anchors, in_anchors
+from indexer.anchors import Anchors, in_anchors, redirect_aliases
 from indexer.errors import IndexBusy, IndexCorrupt, IndexMissing
 from indexer.manifest import (
     Manifest,
@@ -198,11 +198,16 @@ def _run(data: DataDir, store: CrawlStore, manifest: Manifest | None, *, ram_mb:
     tmp = index_dir / f"tmp-{generation:06d}-{os.getpid()}"
     writer = SegmentWriter(tmp, ram_mb * 1024 * 1024)
     maker = DocumentMaker(data)
+    aliases = redirect_aliases(store)
+    if mode == "incremental":  # a changed link to a redirecting URL changes its target
+        redirect_of = {r: t for t, rs in aliases.items() for r in rs}
+        ids = sorted(set(ids) | {redirect_of[i] for i in ids if i in redirect_of})
     for i, url_id in enumerate(ids):
         page = store.page(url_id)
         if page is None:
             continue
-        _index_page(page, store, maker, writer, report, drop=(mode == "incremental"))
+        _index_page(page, store, maker, writer, report, drop=(mode == "incremental"),
+                    aliases=aliases.get(url_id))
         if (i + 1) % 1000 == 0:
             say(f"{i + 1}/{len(ids)} pages")
     writer.finish()
@@ -226,12 +231,13 @@ def _run(data: DataDir, store: CrawlStore, manifest: Manifest | None, *, ram_mb:
 
 
 def _index_page(page: Page, store: CrawlStore, maker: DocumentMaker, writer: SegmentWriter,
-                report: IndexReport, *, drop: bool) -> None:
+                report: IndexReport, *, drop: bool, aliases: list[int] | None = None) -> None:
     indexable = (page.status == FETCHED and page.noindex == 0 and page.duplicate_of is None
                  and page.warc_file is not None)
     anchor_ok = page.status in _ANCHOR_ONLY_STATUSES or (
         page.status == FETCHED and page.noindex == 0 and page.duplicate_of is None)
-    anchors = in_anchors(store, page.id) if (indexable or anchor_ok) else Anchors([], [])
+    anchors = (in_anchors(store, page.id, aliases) if (indexable or anchor_ok)
+               else Anchors([], []))
     host = host_of(page.url)
     if indexable and is_html(page.content_type):
         try:

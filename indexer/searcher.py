@@ -114,6 +114,8 @@ class Searcher:
         s = self.settings
         self.weights = np.array([s.weights[f] for f in FIELDS], dtype=np.float64)
         self.b = np.array([s.b[f] for f in FIELDS], dtype=np.float64)
+        self._weighted_field = np.zeros(16, dtype=bool)
+        self._weighted_field[:N_FIELDS] = self.weights > 0
         self.coefficients = [
             bm25f.field_coefficients(seg.field_lens.astype(np.float64), self.avg_lens,
                                      self.weights, self.b) for seg in segments]
@@ -241,6 +243,7 @@ class Searcher:
             ok = nxt < len(kb)
             near = np.zeros(len(ka), dtype=bool)
             near[ok] = kb[nxt[ok]] - ka[ok] <= s.proximity_window
+            near &= self._weighted_field[(ka >> _FIELD_SHIFT) & 0xF]  # only fields that count
             if not near.any():
                 continue
             counts = np.bincount(ka[near] >> _DOC_SHIFT, minlength=len(bonus)).astype(np.float64)

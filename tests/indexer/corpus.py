@@ -56,13 +56,15 @@ def build_data_dir(
     noindex: Iterable[str] = (),
     duplicates: Mapping[str, str] | None = None,
     status: Mapping[str, str] | None = None,
+    redirects: Mapping[str, str] | None = None,
 ) -> DataDir:
     """Store ``pages`` (URL -> HTML) as fetched, with their links; returns the data directory.
 
     ``links``: extra (source URL, target URL, anchor) links added to their source's out-links.
     ``content_types``: per URL (default ``text/html; charset=utf-8``).  ``noindex``: URLs
     stored with the noindex mark.  ``duplicates``: URL -> the URL it duplicates.  ``status``:
-    URLs (not in ``pages``) to give another status, e.g. ``out_of_scope``.
+    URLs (not in ``pages``) to give another status, e.g. ``out_of_scope``.  ``redirects``:
+    URL -> the URL it redirects to (stored as status ``redirect``).
     """
     data = DataDir.create(path)
     content_types = content_types or {}
@@ -99,6 +101,9 @@ def build_data_dir(
             for url, st in (status or {}).items():
                 uid, _ = store.add_url(url)
                 store.update_page(uid, status=st)
+            for url, target in (redirects or {}).items():
+                uid, _ = store.add_url(url)
+                store.update_page(uid, status="redirect", redirect_to=store.add_url(target)[0])
     writer.close()
     return data
 

@@ -155,6 +155,24 @@ def test_left_out_pages_and_merge(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
         s.manifest.segments[0].name]
 
 
+def test_anchors_of_links_to_a_redirect_count_for_its_target(tmp_path: Path) -> None:
+    pages = {f"{A}/new": page("New", "plain words"),
+             f"{A}/links": page("Links", "x", f'<a href="{A}/old">legacy loquat</a>')}
+    d = build_data_dir(tmp_path / "d", pages, redirects={f"{A}/old": f"{A}/new"})
+    build_index(d)
+    hits = Searcher.open(d).search("loquat", explain=True).hits
+    assert hits[0].url == f"{A}/new"
+    assert hits[0].explain is not None and hits[0].explain["terms"]["loquat"]["tf"] == {
+        "anchor": 1}
+    assert f"{A}/old" not in urls(Searcher.open(d).search("loquat"))
+    # The link changes: the next incremental run re-indexes the target through the redirect.
+    build_data_dir(d.root, {f"{A}/links": page("Links", "x", f'<a href="{A}/old">medlar</a>')})
+    build_index(d)
+    s = Searcher.open(d)
+    assert urls(s.search("medlar"))[0] == f"{A}/new"
+    assert f"{A}/new" not in urls(s.search("loquat"))
+
+
 def test_a_corrupt_warc_record_is_counted_and_skipped(tmp_path: Path) -> None:
     d = build_data_dir(tmp_path / "d", {f"{A}/x": page("X", "quince"),
                                          f"{A}/y": page("Y", "quince too")})
