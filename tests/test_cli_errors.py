@@ -276,6 +276,12 @@ def test_bad_topic_pattern(good_data: Path, tmp_path: Path, capsys: pytest.Captu
     one_error_line(["topics", "add", "x", "--pattern", "(", "--data", str(data)], capsys)
 
 
+@pytest.mark.parametrize("query", ['"unclosed', "OR", "a OR", "-only", "x" * 1001, "site:", "!!!"])
+def test_bad_query(query: str, good_data: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # "--": a query may start with "-" (an exclusion), which argparse would take for an option
+    one_error_line(["search", "--data", str(good_data), "--", query], capsys)
+
+
 @pytest.mark.parametrize("seed", ["not-a-url", "ftp://x", "http://", "http://[::1",
                                   "http://exa%20mple.com/", "", "javascript:alert(1)"])
 def test_unreadable_seed(seed: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
