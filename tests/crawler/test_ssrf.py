@@ -127,7 +127,7 @@ def redirect_crawl(webs: Webs, tmp_path_factory: pytest.TempPathFactory) -> tupl
 def test_redirects_and_links_into_private_space_are_refused(
     webs: Webs, redirect_crawl: tuple[Run, dict[str, Any], Path]
 ) -> None:
-    run, summary, data = redirect_crawl
+    run, summary, _ = redirect_crawl
     assert webs.secret_log() == []
     assert BLOCKED not in run.stderr
     served = [e.path for e in webs.web.entries("public")]
