@@ -105,7 +105,12 @@ def _compile(kind: str, patterns: tuple[str, ...]) -> tuple[re.Pattern[str], ...
 
 
 def _domain(domain: str) -> str:
+    """An allowed domain spelled as ``host_of`` spells hosts (IPv6 literals without brackets)."""
     cleaned = domain.strip().strip(".")
+    try:
+        return ipaddress.IPv6Address(cleaned.strip("[]")).compressed
+    except ValueError:
+        pass  # not an IPv6 literal: a name or an IPv4 address
     try:
         return normalize_host(cleaned).rstrip(".")
     except UrlError as exc:

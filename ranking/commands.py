@@ -82,7 +82,7 @@ def _register_rank(sub: argparse._SubParsersAction) -> None:  # type: ignore[typ
 
 
 def _rank(args: argparse.Namespace) -> int:
-    data = DataDir.create(args.data)
+    data = DataDir.open(args.data)
 
     def progress(what: str, k: int, residual: float) -> None:
         if not args.quiet:
@@ -216,7 +216,7 @@ def _register_topics(sub: argparse._SubParsersAction) -> None:  # type: ignore[t
 
 def _topics_add(args: argparse.Namespace) -> int:
     topic = TopicSet(args.name, tuple(args.url), tuple(args.host), tuple(args.pattern))
-    info = add_topic(DataDir.create(args.data), topic)
+    info = add_topic(DataDir.open(args.data), topic)
     failures = ", ".join(f"{k}: {v}" for k, v in sorted(info.text_failures.items()))
     print(f"topic {info.name}: {info.pages} pages, term model from {info.text_pages} pages "
           f"({info.distinct_terms} distinct terms{'; skipped ' + failures if failures else ''}), "
