@@ -12,6 +12,7 @@ from indexer.analysis import TOKEN_RE, Analyzer
 from indexer.settings import SNIPPET_CHARS, SNIPPET_SCAN_CHARS
 
 _MAX_PER_LITERAL = 40  # places kept per query word
+_MAX_TRIES_PER_LITERAL = 400  # places looked at per query word
 
 
 def make_snippet(text: str, terms: set[str], words: list[str], analyzer: Analyzer,
@@ -19,13 +20,16 @@ def make_snippet(text: str, terms: set[str], words: list[str], analyzer: Analyze
     """(snippet, highlight spans inside it) for ``text`` and the query's ``terms``."""
     scan = text[:SNIPPET_SCAN_CHARS]
     lower = scan.lower()
-    literals = {t for t in terms if t} | {w.lower() for w in words if w}
+    # Raw words that analyse to no query term (stop words, "C") would only cost time.
+    literals = {t for t in terms if len(t) > 1} | {
+        w.lower() for w in words if any(t in terms for t in analyzer.terms(w))}
     matches: list[tuple[int, int, str]] = []
     seen: set[int] = set()
     for lit in literals:
         # str.find runs in C; each place found is confirmed through the analyzer.
-        at, found_here = lower.find(lit), 0
-        while at != -1 and found_here < _MAX_PER_LITERAL:
+        at, found_here, tried = lower.find(lit), 0, 0
+        while at != -1 and found_here < _MAX_PER_LITERAL and tried < _MAX_TRIES_PER_LITERAL:
+            tried += 1
             if (at == 0 or not (lower[at - 1].isalnum() or lower[at - 1] == "_")) \
                     and at not in seen:
                 tok = TOKEN_RE.match(lower, at)
