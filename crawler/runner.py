@@ -48,6 +48,8 @@ def scrapy_settings(config: CrawlConfig, progress: bool) -> dict[str, Any]:
         "USER_AGENT": S.USER_AGENT,
         "ROBOTSTXT_OBEY": False,
         "SCHEDULER": "crawler.scheduler.FrontierScheduler",
+        "TWISTED_DNS_RESOLVER": "crawler.resolver.GuardedResolver",
+        "WEBSIFT_ALLOW_PRIVATE": config.scope.allow_private,
         "CONCURRENT_REQUESTS": S.CONCURRENT_REQUESTS,
         "CONCURRENT_REQUESTS_PER_DOMAIN": config.concurrency,  # a second guard on the session's
         "CONCURRENT_REQUESTS_PER_IP": 0,

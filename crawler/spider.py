@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 from collections.abc import AsyncIterator
 from typing import Any
+from urllib.parse import urlsplit
 
 import scrapy
 from scrapy.exceptions import (
@@ -26,6 +27,7 @@ from twisted.internet import defer, error
 from twisted.python.failure import Failure
 
 from crawler.pipeline import Fetched
+from crawler.resolver import GuardedResolver, PrivateAddressRefused
 from crawler.session import CrawlSession
 
 # robots.txt answers the spider sees (3xx are followed by Scrapy's RedirectMiddleware, 5 hops)
@@ -44,12 +46,33 @@ _FAILURE_REASONS: tuple[tuple[tuple[type[BaseException], ...], str], ...] = (
 
 def failure_reason(failure: Failure) -> str:
     """A short reason key for a failed download (counted in the summary)."""
+    if _caused_by(failure.value, PrivateAddressRefused):
+        return "private_address"  # the connect-time SSRF guard, when the error travels with it
     if failure.check(IgnoreRequest) and _over_size_cap(failure.value):
         return "too_large"  # HttpCompressionMiddleware: the body inflates past DOWNLOAD_MAXSIZE
     for types, reason in _FAILURE_REASONS:
         if failure.check(*types):
             return reason
     return "exception_" + type(failure.value).__name__
+
+
+def refused_at_connect(url: str) -> bool:
+    """Whether the connect-time SSRF guard (crawler/resolver.py) refused this URL's host."""
+    from twisted.internet import reactor
+
+    resolver = getattr(reactor, "resolver", None)
+    return isinstance(resolver, GuardedResolver) and bool(
+        resolver.refused(urlsplit(url).hostname)
+    )
+
+
+def _caused_by(exc: BaseException | None, kind: type[BaseException]) -> bool:
+    seen = 0
+    while exc is not None and seen < 8:  # the exception or what it was raised from
+        if isinstance(exc, kind):
+            return True
+        exc, seen = exc.__cause__ or exc.__context__, seen + 1
+    return False
 
 
 def _over_size_cap(exc: BaseException) -> bool:
@@ -124,4 +147,7 @@ class WebsiftSpider(scrapy.Spider):
         request = getattr(failure, "request", None)
         meta: dict[str, Any] = request.meta if request is not None else {}
         self.session.release(meta, None)
-        self.session.on_failure(meta, failure_reason(failure))
+        reason = failure_reason(failure)
+        if reason == "dns" and request is not None and refused_at_connect(request.url):
+            reason = "private_address"
+        self.session.on_failure(meta, reason)

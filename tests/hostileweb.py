@@ -434,25 +434,34 @@ def _loopback(address: str) -> bool:
 
 
 def _map_hosts(table: HostTable) -> None:
-    """Host names for this process only; see :func:`launch`.
+    """Host names for this process only; see :func:`launch`.  A value is one of:
 
-    A value is either one loopback address, or ``{"check": A, "connect": B}``: then
-    ``getaddrinfo`` (what the crawler's address check calls) answers A and ``gethostbyname``
-    (what Scrapy's resolver, and so every connection, calls) answers B, which must be loopback.
-    That is how a name can look public to the check while its site runs on this machine.
+    - an address: both resolvers (``getaddrinfo``, which the crawler's scope check calls, and
+      ``gethostbyname``, which Scrapy's resolver calls to connect) answer it;
+    - ``{"address": A, "served_by": B}``: both resolvers answer A (say a public address), and a
+      connection to A is routed to the loopback server B, so a public-looking site runs here;
+    - ``{"check": A, "connect": B}``: the two lookups disagree (DNS rebinding): the check hears
+      A, the connection hears B.
 
     Whatever the mapping, every outgoing connection of the process to an address outside
-    127.0.0.0/8 and ::1 is refused here and reported on stderr ("hostileweb: blocked ..."), so
-    a crawler that failed to refuse 10.x could not reach a real 10.x host.
+    127.0.0.0/8 and ::1 (after routing) is refused here and reported on stderr ("hostileweb:
+    blocked ..."), so a crawler that failed to refuse 10.x could not reach a real 10.x host.
     """
     check: dict[str, str] = {}
     connect: dict[str, str] = {}
+    routes: dict[str, str] = {}
     for name, value in table.items():
         key = name.lower().rstrip(".")
-        check[key], connect[key] = (value, value) if isinstance(value, str) else (
-            value["check"], value["connect"])
-        if not _loopback(connect[key]):
-            raise SystemExit(f"hostileweb.launch: {connect[key]} is not a loopback address")
+        if isinstance(value, str):
+            check[key] = connect[key] = value
+        elif "address" in value:
+            check[key] = connect[key] = value["address"]
+            routes[value["address"]] = value["served_by"]
+        else:
+            check[key], connect[key] = value["check"], value["connect"]
+    for target in routes.values():
+        if not _loopback(target):
+            raise SystemExit(f"hostileweb.launch: {target} is not a loopback address")
     real_gai, real_ghbn = socket.getaddrinfo, socket.gethostbyname
 
     def mapped(table: dict[str, str], host: Any) -> Any:
@@ -479,12 +488,19 @@ def _map_hosts(table: HostTable) -> None:
         print(f"hostileweb: blocked a connection to {address[0]}", file=sys.stderr, flush=True)
         return False
 
+    def routed(address: Any) -> Any:
+        if isinstance(address, tuple) and str(address[0]) in routes:
+            return (routes[str(address[0])], *address[1:])
+        return address
+
     def guarded_connect(sock: socket.socket, address: Any) -> None:
+        address = routed(address)
         if not allowed(sock, address):
             raise ConnectionRefusedError(f"hostileweb: {address[0]} is not loopback")
         real_connect(sock, address)
 
     def guarded_connect_ex(sock: socket.socket, address: Any) -> int:
+        address = routed(address)
         if not allowed(sock, address):
             return errno.ECONNREFUSED
         return real_connect_ex(sock, address)

@@ -4,11 +4,13 @@ There is no DNS here, and resolution is the boundary the guard defends, so the c
 through ``hostileweb.launch``, which maps a few host names for that process only:
 
 - ``intranet.example`` resolves to 127.0.0.21 (the "secret" server) for everyone;
-- ``corp.example`` resolves to 10.0.0.5 for the address check, but any connection to it lands on
-  127.0.0.21 too, so a crawler that failed to refuse it would show up in the secret server's log
-  instead of reaching a real 10.x host;
-- ``public.example`` resolves to 93.184.216.34 (a global address) for the check and to the
-  public site on 127.0.0.20 for the connection: a public site, for the crawl's purposes.
+- ``corp.example`` resolves to 10.0.0.5, and a connection to 10.0.0.5 is routed to 127.0.0.21,
+  so a crawler that failed to refuse it would show up in the secret server's log instead of
+  reaching a real 10.x host;
+- ``public.example`` resolves to 93.184.216.34 (a global address), and connections to that
+  address are routed to the public site on 127.0.0.20: a public site, for the crawl's purposes;
+- ``rebind.example`` answers 93.184.216.35 to the scope check and 127.0.0.21 when Scrapy resolves
+  it to connect (DNS rebinding): the connect-time guard (crawler/resolver.py) must refuse it.
 
 Whatever the names, ``launch`` refuses every connection outside loopback and says so on
 stderr; each test asserts that never happened.  The secret server's log must stay empty.
@@ -75,8 +77,9 @@ def webs() -> Iterator[Webs]:
         public.page("/", html("public", f"<p>{words(12)}</p>{links}"))
         hosts: HostTable = {
             "intranet.example": "127.0.0.21",
-            "corp.example": {"check": "10.0.0.5", "connect": "127.0.0.21"},
-            "public.example": {"check": PUBLIC_CHECK, "connect": "127.0.0.20"},
+            "corp.example": {"address": "10.0.0.5", "served_by": "127.0.0.21"},
+            "public.example": {"address": PUBLIC_CHECK, "served_by": "127.0.0.20"},
+            "rebind.example": {"check": "93.184.216.35", "connect": "127.0.0.21"},
         }
         yield Webs(web, hosts, pp, sp)
 
@@ -110,6 +113,22 @@ def test_the_same_name_is_crawled_when_private_addresses_are_allowed(
     assert run.returncode == 0, run.stderr
     assert [e.path for e in webs.secret_log()] == ["/robots.txt", "/"]
     assert BLOCKED not in run.stderr
+
+
+def test_a_name_that_rebinds_to_private_space_is_refused_at_connect_time(
+    webs: Webs, tmp_path: Path
+) -> None:
+    """The scope check hears a public address; the connection would go to loopback."""
+    data = tmp_path / "data"
+    run = _crawl(webs, data, f"http://rebind.example:{webs.secret_port}/")
+    assert run.returncode == 0, run.stderr  # the seed looked public: the crawl ran
+    assert webs.secret_log() == []  # but nothing reached the private server
+    with CrawlStore.open(DataDir.open(data).store_path, readonly=True) as store:
+        last = store.last_crawl()
+    assert last is not None and last[3] is not None
+    counts = json.loads(last[3])["counts"]
+    # robots.txt is the first request to the host: refused, so the site counts as unreachable
+    assert counts.get("robots/private_address", 0) >= 1, counts
 
 
 @pytest.fixture(scope="module")
