@@ -70,6 +70,15 @@ class ForwardBarrels:
         if self._pending >= self._convert_every:
             self._convert()
 
+    def add_hits(self, hits: np.ndarray) -> None:
+        """A block of hits (n, 4) holding every hit of its words (a segment merge's batch):
+        no word of it may appear in another block, so block order is free."""
+        self._convert(may_flush=False)
+        self._chunks.append(np.ascontiguousarray(hits, dtype=np.int32))
+        self._chunk_hits += len(hits)
+        if self._chunk_hits * HIT_BYTES >= self.buffer_bytes:
+            self.flush()
+
     def _convert(self, may_flush: bool = True) -> None:
         if not self._wids:
             return

@@ -13,9 +13,9 @@ Incremental runs (the manifest keeps ``last_seq``): the candidates are the pages
 current out-links of those pages and the targets of the anchors those pages gave in older
 segments (``anchor_pairs.npy``).  Each candidate is re-indexed whole into the new segment, or
 recorded in its ``drops`` bitmap when it is no longer indexable; the new segment masks older
-versions of all of them.  When a run would leave more than ``MAX_SEGMENTS`` live segments it
-rebuilds everything into one segment instead (our merge: a re-index from the store, which holds
-all the inputs; simple and exact, at the price of a full pass).
+versions of all of them.  When a run leaves more than ``MAX_SEGMENTS`` live segments, they are
+merged into one (indexer/merge.py: postings read back and re-inverted, stored texts copied; the
+crawl store is not read again).
 
 A run is atomic: the segment is built in ``tmp-*``, renamed to ``seg-<generation>`` when
 complete, and only then named by a new manifest.  A run killed at any point leaves the previous
@@ -50,6 +50,7 @@ from indexer.manifest import (
     read_manifest,
     write_manifest,
 )
+from indexer.merge import merge_segments
 from indexer.parse import parse_html, url_words
 from indexer.segment import SegmentReader, SegmentWriter
 from indexer.settings import DEFAULT_RAM_MB, MAX_SEGMENTS
@@ -182,11 +183,9 @@ def _run(data: DataDir, store: CrawlStore, manifest: Manifest | None, *, ram_mb:
     old_segments = [SegmentReader(index_dir / s.name) for s in manifest.segments] \
         if manifest else []
     mode = "full" if manifest is None else "incremental"
-    if manifest is not None and len(manifest.segments) + 1 > MAX_SEGMENTS:
-        mode = "merge"
+    merge_after = manifest is not None and len(manifest.segments) + 1 > MAX_SEGMENTS
     generation = (manifest.generation if manifest else 0) + 1
-    ids = _candidates(store, None if mode != "incremental" else manifest, snap_seq,
-                      old_segments)
+    ids = _candidates(store, manifest, snap_seq, old_segments)
     report = IndexReport(generation=generation, mode=mode, last_seq=snap_seq)
     if mode == "incremental" and not ids:
         assert manifest is not None
@@ -217,9 +216,21 @@ def _run(data: DataDir, store: CrawlStore, manifest: Manifest | None, *, ram_mb:
     fsync_dir(index_dir)
     entry = SegmentEntry(name=name, doc_count=writer.doc_count,
                          files=describe_files(index_dir / name))
-    kept = manifest.segments if (manifest and mode == "incremental") else []
-    segments = [*kept, entry]
-    live = _live_count([*old_segments[: len(kept)], SegmentReader(index_dir / name)])
+    segments = [*(manifest.segments if manifest else []), entry]
+    readers = [*old_segments, SegmentReader(index_dir / name)]
+    if merge_after:
+        mode = report.mode = "merge"
+        merged = f"seg-{generation:06d}-merged"
+        tmp_merge = index_dir / f"tmp-{generation:06d}-{os.getpid()}-merge"
+        from indexer.searcher import live_masks
+
+        meta = merge_segments(readers, live_masks(readers), tmp_merge, ram_mb * 1024 * 1024)
+        os.replace(tmp_merge, index_dir / merged)
+        fsync_dir(index_dir)
+        segments = [SegmentEntry(name=merged, doc_count=int(meta["doc_count"]),
+                                 files=describe_files(index_dir / merged))]
+        readers = [SegmentReader(index_dir / merged)]
+    live = _live_count(readers)
     new = Manifest(generation=generation, last_seq=snap_seq, segments=segments,
                    stats={"live_docs": live, "mode": mode})
     write_manifest(index_dir, new)

@@ -34,6 +34,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import numpy as np
 from pyroaring import BitMap
@@ -170,6 +171,24 @@ class SegmentWriter:
         for s in anchor_sources:
             self._pairs.extend((s, url_id))
 
+    def add_copied_document(self, url_id: int, *, url: str, title: str, text_blob: bytes,
+                            field_lens: Sequence[int]) -> None:
+        """A document taken whole from another segment (a merge): its hits come separately
+        through ``barrels.add_hits``."""
+        if self.doc_ids and url_id <= self.doc_ids[-1]:
+            raise ValueError("documents must be added in increasing URL ID")
+        self.doc_ids.append(url_id)
+        self._lens.append([int(x) for x in field_lens])
+        self._store.write(text_blob)
+        self._store_off.append(self._store_off[-1] + len(text_blob))
+        head = f"{url}{_SEP}{title.replace(_SEP, ' ')}".encode("utf-8", "surrogatepass")
+        self._head.write(head)
+        self._head_off.append(self._head_off[-1] + len(head))
+        self.hosts.setdefault((urlsplit(url).hostname or "").lower(), BitMap()).add(url_id)
+
+    def add_anchor_pairs(self, pairs: np.ndarray) -> None:
+        self._pairs.extend(np.asarray(pairs, dtype=np.int64).ravel().tolist())
+
     def add_drop(self, url_id: int) -> None:
         """This URL had a version in an older segment and has none now."""
         self.drops.add(url_id)
@@ -203,13 +222,16 @@ class SegmentWriter:
             wh.close()
         shutil.rmtree(scratch, ignore_errors=True)
         terms = list(self.lexicon)
-        order = sorted(range(n_terms), key=terms.__getitem__)
+        # Words with no hit left (a merge drops dead documents) leave the lexicon.
+        order = [i for i in sorted(range(n_terms), key=terms.__getitem__) if lex[i, DF] > 0]
+        n_terms = len(order)
         encoded = [terms[i].encode("utf-8", "surrogatepass") for i in order]
         offsets = np.zeros(n_terms + 1, dtype=np.int64)
         np.cumsum([len(t) for t in encoded], out=offsets[1:])
         np.save(d / "terms.npy", np.frombuffer(b"".join(encoded), dtype=np.uint8))
         np.save(d / "term_off.npy", offsets)
-        np.save(d / "lexicon.npy", lex[np.asarray(order, dtype=np.int64)] if n_terms else lex)
+        np.save(d / "lexicon.npy", lex[np.asarray(order, dtype=np.int64)] if n_terms
+                else lex[:0])
         np.save(d / "doc_ids.npy", np.asarray(self.doc_ids, dtype=np.int64))
         lens = np.asarray(self._lens, dtype=np.int32).reshape(-1, N_FIELDS)
         np.save(d / "field_lens.npy", lens)
@@ -347,6 +369,15 @@ class SegmentReader:
         if not sep:
             raise IndexCorrupt(f"segment {self.name}: stored document {ordinal} is corrupt")
         return {"url": url, "title": title}
+
+    def text_blob(self, ordinal: int) -> bytes:
+        """The stored (compressed) snippet text, as written."""
+        return self._store[self._store_off[ordinal] : self._store_off[ordinal + 1]].tobytes()
+
+    def stream(self, name: str) -> tuple[np.ndarray, np.ndarray, int]:
+        """(data, block widths, lexicon column of its byte start) of a postings stream."""
+        data, widths = self._streams[name]
+        return data, widths, _COL[name]
 
     def text(self, ordinal: int) -> str:
         """The text kept for snippets."""

@@ -93,3 +93,52 @@ def test_segment_round_trip(tmp_path: Path, docs: list[tuple[str, str, str, str,
     for i, (title, _, body, _, _) in enumerate(docs):
         assert reader.head(i)["title"] == title
         assert reader.text(i) == body
+
+
+@given(first=st.lists(document, min_size=1, max_size=8), second=st.lists(document, max_size=8),
+       overlap=st.integers(0, 8), ram=st.sampled_from([200, 1 << 20]))
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_merged_segments_equal_a_segment_built_from_the_live_documents(
+        tmp_path: Path, first: list[tuple[str, str, str, str, list[str]]],
+        second: list[tuple[str, str, str, str, list[str]]], overlap: int, ram: int) -> None:
+    from indexer.merge import merge_segments
+    from indexer.searcher import live_masks
+
+    base = tmp_path / f"m-{len(list(tmp_path.iterdir()))}"
+    # The second segment re-indexes the last `overlap` URLs of the first and adds new ones.
+    ids_a = list(range(10, 10 + len(first)))
+    start_b = max(10, 10 + len(first) - overlap)
+    ids_b = list(range(start_b, start_b + len(second)))
+
+    def write(name: str, ids: list[int], docs: list[tuple[str, str, str, str, list[str]]]
+              ) -> SegmentReader:
+        w = SegmentWriter(base / name, ram_bytes=ram, barrel_words=3)
+        for url_id, (title, headings, body, url, anchors) in zip(ids, docs, strict=True):
+            w.add_document(url_id, host="h.example", url=f"http://h.example/{url_id}",
+                           title=title, text=body, fields=[title, headings, body, url, anchors],
+                           anchor_sources=[1] if anchors else [])
+        w.finish()
+        return SegmentReader(base / name)
+
+    segs = [write("a", ids_a, first), write("b", ids_b, second)]
+    live = live_masks(segs)
+    merge_segments(segs, live, base / "merged", ram_bytes=ram)
+    merged = SegmentReader(base / "merged")
+    final = dict(zip(ids_a, first, strict=True))
+    final.update(zip(ids_b, second, strict=True))
+    ids = sorted(final)
+    direct = write("direct", ids, [final[i] for i in ids])
+    assert merged.doc_ids.tolist() == direct.doc_ids.tolist() == ids
+    assert merged.field_lens.tolist() == direct.field_lens.tolist()
+    assert merged.terms() == direct.terms()
+    for term in direct.terms():
+        a, b = merged.term_row(term), direct.term_row(term)
+        da, ta = merged.postings(a)
+        db, tb = direct.postings(b)
+        assert da.tolist() == db.tolist() and ta.tolist() == tb.tolist()
+        assert merged.positions(a, ta).tolist() == direct.positions(b, tb).tolist()
+    for o in range(len(ids)):
+        assert merged.head(o) == direct.head(o) and merged.text(o) == direct.text(o)
+    assert sorted(map(tuple, merged.anchor_pairs.tolist())) == sorted(
+        map(tuple, direct.anchor_pairs.tolist()))
+    assert merged.host_docs("h.example") == direct.host_docs("h.example")
