@@ -15,7 +15,12 @@ from urllib.parse import unquote, urlsplit
 
 import lxml.etree
 
-from indexer.settings import MAX_HTML_BYTES, MAX_TITLE_CHARS, SNIPPET_TEXT_CHARS
+from indexer.settings import (
+    MAX_HTML_BYTES,
+    MAX_TITLE_CHARS,
+    MAX_URL_QUERY_CHARS,
+    SNIPPET_TEXT_CHARS,
+)
 
 _DROP_TAGS = ("script", "style", "noscript", "template", "svg", "head")
 _HEADINGS = ("h1", "h2", "h3", "h4", "h5", "h6")
@@ -45,7 +50,7 @@ def url_words(url: str) -> str:
     path = unquote(parts.path)
     path = _URL_EXT.sub("", path)
     words = [seg for seg in re.split(r"[/\-+~]+", path) if seg and seg != "index"]
-    if parts.query:
+    if parts.query and len(parts.query) <= MAX_URL_QUERY_CHARS:  # not a whole program or blob
         words.append(unquote(parts.query).replace("=", " ").replace("&", " "))
     return " ".join(words)
 

@@ -25,6 +25,7 @@ MAX_HTML_BYTES = 2_000_000
 MAX_FIELD_CHARS = 1_000_000  # characters of one field that are tokenised
 SNIPPET_TEXT_CHARS = 60_000  # characters of a page's text kept for snippets
 MAX_TITLE_CHARS = 300
+MAX_URL_QUERY_CHARS = 60  # a longer query string (a playground's code, a token) gives no words
 MAX_ANCHOR_CHARS = 200  # characters kept of one anchor
 MAX_ANCHORS_PER_PAGE = 500  # distinct (source, anchor) pairs kept per target page
 
