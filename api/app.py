@@ -1,7 +1,7 @@
 """The FastAPI application: ``create_app(settings)`` builds it over one data directory.
 
-The lifespan opens a read-only snapshot holder (``api/snapshot.py``): the index and ranks are
-opened on first use and swapped when newer generations land.  Routes get what they need through
+``create_app`` opens a read-only snapshot holder (``api/snapshot.py``) on the live index and
+ranks, which swaps in newer generations as they land; the lifespan closes it at shutdown.  Routes get what they need through
 ``Depends`` (``api/dependencies.py``).  Errors: websift's exceptions map to statuses in
 ``api/errors.py``; every error answer, including validation errors, unknown paths and anything
 unexpected, has the body ``{"error": {"code": ..., "message": ...}}``.
@@ -41,15 +41,13 @@ _HTTP_CODES = {404: "not_found", 405: "method_not_allowed", 401: "unauthorized",
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or get_settings()
     data = DataDir.open(settings.data)
+    # Opened here, before a server binds: an unreadable or newer-format index or ranks refuse
+    # to start (IndexCorrupt / RanksCorrupt); no index yet is served as 503s until one lands.
+    holder = SnapshotHolder(data, settings.reload_check_ms)
+    holder.start()
 
     @asynccontextmanager
-    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        holder = SnapshotHolder(data, settings.reload_check_ms)
-        app.state.holder = holder
-        try:
-            holder.refresh()
-        except WebsiftError as exc:  # no index yet: serve 503s until one lands
-            log.warning("websift serve: %s", exc)
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         try:
             yield
         finally:
@@ -64,6 +62,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     app.state.settings = settings
     app.state.data = data
+    app.state.holder = holder
     app.state.result_cache = ResultCache(settings.result_cache_size)
 
     env = jinja2.Environment(

@@ -170,6 +170,22 @@ class SnapshotHolder:
             ranks_mod.current_generation(self.data),
         )
 
+    def start(self) -> None:
+        """Open the live generations now, refusing what exists but cannot be read.
+
+        A server must not start over a corrupt index or ranks, or ones of a newer format: that
+        raises ``IndexCorrupt`` / ``RanksCorrupt``.  No index yet is fine: requests get 503 until
+        ``websift index`` writes one, which the next check picks up.
+        """
+        ranks = _open_ranks(self.data)
+        try:
+            searcher = _open_searcher(self.data)
+        except IndexMissing:
+            return
+        with self._swap_lock:
+            self._current = Snapshot(searcher, ranks)
+            self._next_check = time.monotonic() + self._interval
+
     def check_due(self) -> bool:
         """Whether the next :meth:`refresh` would look at the disk (and maybe open files)."""
         return self._current is None or time.monotonic() >= self._next_check

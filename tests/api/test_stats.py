@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 
@@ -14,6 +16,8 @@ from crawler.datadir import DataDir
 from crawler.errors import StoreError
 from crawler.store import CrawlStore
 from indexer.build import build_index
+from indexer.errors import IndexCorrupt
+from ranking.errors import RanksCorrupt
 from tests.api.site import GARDEN
 from tests.indexer.corpus import build_data_dir
 
@@ -67,3 +71,20 @@ def test_serve_refuses_a_directory_that_is_not_websift(tmp_path: Path) -> None:
     (tmp_path / "stuff.txt").write_text("x")
     with pytest.raises(StoreError, match="not a websift data directory"):
         create_app(Settings(data=tmp_path))
+
+
+def test_an_unreadable_index_or_ranks_refuses_to_start(
+    site_data: DataDir, tmp_path: Path
+) -> None:
+    data_root = tmp_path / "data"
+    shutil.copytree(site_data.root, data_root)
+    data = DataDir.open(data_root)
+    ranks_manifest = data.ranks_dir / "manifest.json"
+    body = json.loads(ranks_manifest.read_text())
+    ranks_manifest.write_text(json.dumps({**body, "version": 99}))
+    with pytest.raises(RanksCorrupt, match="99"):
+        create_app(Settings(data=data_root))
+    ranks_manifest.write_text(json.dumps(body))
+    (data.index_dir / "manifest.json").write_text("{not json")
+    with pytest.raises(IndexCorrupt):
+        create_app(Settings(data=data_root))
