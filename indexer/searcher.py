@@ -213,10 +213,10 @@ class Searcher:
         if memo is not None:
             return memo.docs
         positions = self.segments[si].positions(p.row, p.all_tfs)
-        fields = np.repeat(np.tile(np.arange(N_FIELDS, dtype=np.int64), len(p.all_docs)),
-                           p.all_tfs.ravel().astype(np.int64))
-        ords = np.repeat(p.all_docs, p.all_tfs.sum(axis=1).astype(np.int64))
-        keys = (ords << _DOC_SHIFT) | (fields << _FIELD_SHIFT) | positions
+        # (posting, field) group of each position -> (ordinal << 4 | field) in one repeat
+        group_key = (p.all_docs[:, None] << 4) | np.arange(N_FIELDS, dtype=np.int64)
+        per_pos = np.repeat(group_key.ravel(), p.all_tfs.ravel().astype(np.int64))
+        keys = ((per_pos >> 4) << _DOC_SHIFT) | ((per_pos & 0xF) << _FIELD_SHIFT) | positions
         cache[(si, "\x00pos:" + term)] = _Postings(keys, p.tfs, p.row, p.all_tfs, p.all_docs)
         return keys
 
