@@ -338,6 +338,8 @@ def test_a_rule_matches_its_own_path(path: str, wildcard_at: int) -> None:
     )
     # A "*" anywhere in the rule still matches the path it was cut from.
     at = 1 + wildcard_at % len(path)
+    while "%" in path[max(0, at - 2) : at]:
+        at -= 1  # a "*" inside a %XX escape would break the escape, not test the wildcard
     starred = path[:at] + "*" + path[at:]
     assert not allowed(f"User-agent: *\nDisallow: {starred}\n", "websift", url)
 
