@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
+import anyio
 import jinja2
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -64,6 +65,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.data = data
     app.state.holder = holder
     app.state.result_cache = ResultCache(settings.result_cache_size)
+    app.state.search_limiter = anyio.CapacityLimiter(settings.search_concurrency)
 
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(HERE / "templates"),

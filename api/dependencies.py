@@ -9,6 +9,7 @@ from __future__ import annotations
 import hmac
 from collections.abc import AsyncIterator, Iterator
 
+import anyio
 from fastapi import Request
 from starlette.concurrency import run_in_threadpool
 
@@ -29,6 +30,11 @@ async def get_app_settings(request: Request) -> Settings:
 async def get_holder(request: Request) -> SnapshotHolder:
     holder: SnapshotHolder = request.app.state.holder
     return holder
+
+
+async def get_search_limiter(request: Request) -> anyio.CapacityLimiter:
+    limiter: anyio.CapacityLimiter = request.app.state.search_limiter
+    return limiter
 
 
 async def get_result_cache(request: Request) -> ResultCache[Outcome]:

@@ -3,10 +3,15 @@
 
 from typing import Annotated
 
+import anyio
 from fastapi import APIRouter, Depends, Query
-from starlette.concurrency import run_in_threadpool
 
-from api.dependencies import get_app_settings, get_result_cache, get_snapshot
+from api.dependencies import (
+    get_app_settings,
+    get_result_cache,
+    get_search_limiter,
+    get_snapshot,
+)
 from api.models import SearchResponse, SearchResult, Signals, error_responses
 from api.result_cache import ResultCache
 from api.retrieval import Outcome, SearchRequest, cache_lookup, search_and_cache
@@ -70,6 +75,7 @@ def build_router(settings: Settings) -> APIRouter:
         snap: Annotated[Snapshot, Depends(get_snapshot)],
         app_settings: Annotated[Settings, Depends(get_app_settings)],
         cache: Annotated[ResultCache[Outcome], Depends(get_result_cache)],
+        limiter: Annotated[anyio.CapacityLimiter, Depends(get_search_limiter)],
         k: Annotated[int, Query(ge=1, le=settings.max_k, description="results to return")] = (
             settings.default_k
         ),
@@ -88,10 +94,13 @@ def build_router(settings: Settings) -> APIRouter:
         req = SearchRequest(
             q=q, k=k, offset=offset, topic=topic or None, site=site or None, explain=explain
         )
-        # A cached answer is served on the event loop; a search runs in the thread pool.
+        # A cached answer is served on the event loop; a search runs in a worker thread, at
+        # most ``search_concurrency`` at once (the rest queue here instead of piling up memory).
         outcome = cache_lookup(snap, req, app_settings, cache)
         if outcome is None:
-            outcome = await run_in_threadpool(search_and_cache, snap, req, app_settings, cache)
+            outcome = await anyio.to_thread.run_sync(
+                search_and_cache, snap, req, app_settings, cache, limiter=limiter
+            )
         return to_response(outcome, req)
 
     return router
