@@ -64,7 +64,7 @@ Fields = list[str | list[str]]  # per field: its text, or its texts (anchors)
 @dataclass
 class IndexReport:
     generation: int
-    mode: str  # "full", "incremental", "merge" or "unchanged"
+    mode: str  # "full", "incremental", "merge", "rebuild" or "unchanged"
     last_seq: int
     documents: int = 0  # full documents indexed
     anchor_only: int = 0
@@ -155,8 +155,13 @@ def _candidates(store: CrawlStore, manifest: Manifest | None, snap_seq: int,
 
 
 def build_index(data: DataDir, ram_mb: int = DEFAULT_RAM_MB,
-                progress: Callable[[str], None] | None = None) -> IndexReport:
-    """Index what changed in the crawl store since the last run (everything, the first time)."""
+                progress: Callable[[str], None] | None = None, *,
+                rebuild: bool = False) -> IndexReport:
+    """Index what changed in the crawl store since the last run (everything, the first time).
+
+    ``rebuild``: index the whole store into one new segment whatever the incremental state says
+    (after a change of analysis or field settings); the new manifest names that segment alone,
+    so readers switch from the old generation to the new one in one manifest replacement."""
     started = time.monotonic()
     index_dir = data.index_dir
     say = progress or (lambda _msg: None)
@@ -171,20 +176,23 @@ def build_index(data: DataDir, ram_mb: int = DEFAULT_RAM_MB,
         _sweep(index_dir, {s.name for s in manifest.segments} if manifest else set())
         store = CrawlStore.open(data.store_path, readonly=True)
         try:
-            return _run(data, store, manifest, ram_mb=ram_mb, started=started, say=say)
+            return _run(data, store, manifest, ram_mb=ram_mb, started=started, say=say,
+                        rebuild=rebuild)
         finally:
             store.close()
 
 
 def _run(data: DataDir, store: CrawlStore, manifest: Manifest | None, *, ram_mb: int,
-         started: float, say: Callable[[str], None]) -> IndexReport:
+         started: float, say: Callable[[str], None], rebuild: bool = False) -> IndexReport:
     index_dir = data.index_dir
     snap_seq = int(store.conn.execute("SELECT coalesce(max(seq), 0) FROM urls").fetchone()[0])
+    generation = (manifest.generation if manifest else 0) + 1
+    if rebuild:  # the old generation keeps serving; nothing of it is read or kept
+        manifest = None
     old_segments = [SegmentReader(index_dir / s.name) for s in manifest.segments] \
         if manifest else []
-    mode = "full" if manifest is None else "incremental"
+    mode = "rebuild" if rebuild else "full" if manifest is None else "incremental"
     merge_after = manifest is not None and len(manifest.segments) + 1 > MAX_SEGMENTS
-    generation = (manifest.generation if manifest else 0) + 1
     ids = _candidates(store, manifest, snap_seq, old_segments)
     report = IndexReport(generation=generation, mode=mode, last_seq=snap_seq)
     if mode == "incremental" and not ids:

@@ -32,6 +32,10 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--ram-mb", type=_positive_int, default=DEFAULT_RAM_MB, metavar="M",
                    help=f"memory for hit buffers and barrel inversion (default {DEFAULT_RAM_MB})")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
+    p.add_argument("--rebuild", action="store_true",
+                   help="index the whole store into a new generation, ignoring the incremental "
+                   "state (after changing analysis or field settings); the old generation "
+                   "serves until the new one replaces it")
     p.set_defaults(func=index_command)
 
     s = sub.add_parser("search", help="search the index from the command line",
@@ -46,7 +50,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 def index_command(args: argparse.Namespace) -> int:
     data = DataDir.open(args.data)
     say = None if args.quiet else (lambda msg: print(f"index: {msg}", file=sys.stderr))
-    r = build_index(data, ram_mb=args.ram_mb, progress=say)
+    r = build_index(data, ram_mb=args.ram_mb, progress=say, rebuild=args.rebuild)
     if r.mode == "unchanged":
         print(f"index: nothing new since seq {r.last_seq}; generation {r.generation} "
               f"({r.live_docs} documents in {r.segments} segments)")
