@@ -115,7 +115,7 @@ def search_json(data: Path, query: str) -> list[tuple[str, float]]:
     if done.returncode != 0:
         raise RuntimeError(f"search {query!r} failed: {done.stderr.strip()}")
     payload = json.loads(done.stdout)
-    hits = payload["results"] if isinstance(payload, dict) else payload
+    hits = payload["hits"]
     return [(h["url"], round(float(h["score"]), 4)) for h in hits]
 
 
@@ -194,26 +194,32 @@ class Faults:
         return dst
 
     # --- bases, built once
+    def _reusable(self, base: Path, done: str) -> bool:
+        """A base from an earlier run of this script is reused only for the same site address."""
+        stamp = base / done
+        return stamp.exists() and stamp.read_text() == self.site.origin
+
     def base_complete(self) -> Path:
         """A complete crawl, indexed and ranked: the reference everything compares with."""
         base = self.work / "base-complete"
-        if not (base / "ranks").exists():
+        if not self._reusable(base, "complete"):
             shutil.rmtree(base, ignore_errors=True)
             timed("crawl", *self.crawl_args, "--data", str(base))
             timed("index", "--data", str(base), "--quiet")
             timed("rank", "--data", str(base))
+            (base / "complete").write_text(self.site.origin)
         return base
 
     def base_two_generations(self) -> Path:
         """A partial crawl indexed and ranked (generation 1), then the crawl completed."""
         base = self.work / "base-two"
-        if not (base / "crawl-complete").exists():
+        if not self._reusable(base, "crawl-complete"):
             shutil.rmtree(base, ignore_errors=True)
             timed("crawl", *self.crawl_args, "--max-pages", "120", "--data", str(base))
             timed("index", "--data", str(base), "--quiet")
             timed("rank", "--data", str(base))
             timed("crawl", *self.crawl_args, "--data", str(base))
-            (base / "crawl-complete").touch()
+            (base / "crawl-complete").write_text(self.site.origin)
         return base
 
     # --- kill -9
