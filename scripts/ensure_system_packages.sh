@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Debian packages the test suite needs: Chromium for the search page's end-to-end test.
+# Debian packages the test suite needs: Chromium for the search page's end-to-end test, and the
+# Python 3.11 manual (python3.11-doc) whose real pages the near-duplicate tests use.
 # Installs only what is missing; needs root (CI and developer machines run as root).
 set -euo pipefail
 need=()
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
+[ -d /usr/share/doc/python3.11/html ] || need+=(python3.11-doc)
 if [ ${#need[@]} -gt 0 ]; then
     if [ "$(id -u)" -ne 0 ]; then
         echo "websift tests need Debian packages: ${need[*]} (run as root or install them)" >&2
