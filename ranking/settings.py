@@ -20,3 +20,7 @@ TOPIC_SMOOTHING = 0.5  # Jelinek-Mercer lambda: weight of the all-topics model i
 # Graph analysis (Web Graph Analyzer, section 3).
 RESTRICTED_LEVELS = 3  # l of the restricted PageRank over the first l levels
 PLOT_DPI = 110
+
+# PageRank speed: the power iteration's mat-vec runs on row blocks in parallel threads.
+THREADS = 2  # row blocks (threads) per power-iteration step; the machine has 2 cores
+LINKS_PER_THREAD = 200_000  # a block gets at least this many links, or the graph stays whole

@@ -167,3 +167,30 @@ def test_restricted_pagerank_over_the_first_levels() -> None:
     np.testing.assert_allclose(everything.ranks[ids], pagerank(sub).ranks, atol=1e-12)
     with pytest.raises(GraphError, match="no page within"):
         restricted_pagerank(graph, np.full(graph.n, -1), max_level=3)
+
+
+def test_row_blocks_in_threads_give_the_same_ranks(monkeypatch: pytest.MonkeyPatch) -> None:
+    from ranking import settings
+    from ranking.pagerank import power_iteration, row_blocks, transition_matrix
+
+    graph, _, _ = random_graph(400, 3000, seed=11)
+    matrix = transition_matrix(graph, 0.85)
+    monkeypatch.setattr(settings, "LINKS_PER_THREAD", 100)
+    blocks = row_blocks(matrix, 3)
+    assert len(blocks) == 3
+    assert [lo for lo, _, _ in blocks[1:]] == [hi for _, hi, _ in blocks[:-1]]
+    assert blocks[0][0] == 0 and blocks[-1][1] == graph.n
+    assert sum(b.nnz for _, _, b in blocks) == matrix.nnz
+    assert all(b.nnz >= matrix.nnz / 3 - graph.in_degree().max() * 2 for _, _, b in blocks)
+    x = np.random.default_rng(0).random(graph.n)
+    stacked = np.concatenate([b @ x for _, _, b in blocks])
+    np.testing.assert_array_equal(stacked, matrix @ x)  # each row summed in the same order
+    teleport = np.full(graph.n, 1 / graph.n)
+    one = power_iteration(matrix, 0.85, teleport, tol=1e-13, threads=1)
+    three = power_iteration(matrix, 0.85, teleport, tol=1e-13, threads=3)
+    assert one.iterations == three.iterations
+    assert np.abs(one.ranks - three.ranks).sum() < 1e-14
+    w = np.random.default_rng(1).random(graph.n)
+    a = power_iteration(matrix, 0.85, teleport, dangling_vector=w / w.sum(), tol=1e-13, threads=1)
+    b = power_iteration(matrix, 0.85, teleport, dangling_vector=w / w.sum(), tol=1e-13, threads=3)
+    assert np.abs(a.ranks - b.ranks).sum() < 1e-14
