@@ -22,6 +22,11 @@ _IN_ANCHORS_SQL = (
     "WHERE l.dst IN ({marks}) AND l.src != l.dst AND l.src != ? AND l.nofollow = 0 "
     "AND l.anchor != '' AND s.duplicate_of IS NULL ORDER BY l.src, l.rowid"
 )
+_MANY_SQL = (
+    "SELECT l.src, l.dst, l.anchor FROM links l JOIN urls s ON s.id = l.src "
+    "WHERE l.dst IN ({marks}) AND l.src != l.dst AND l.nofollow = 0 "
+    "AND l.anchor != '' AND s.duplicate_of IS NULL ORDER BY l.src, l.rowid"
+)
 
 
 @dataclass
@@ -45,6 +50,35 @@ def redirect_aliases(store: CrawlStore) -> dict[int, list[int]]:
             "SELECT id, redirect_to FROM urls WHERE status = ? AND redirect_to IS NOT NULL "
             "AND redirect_to != id", (REDIRECT,)):
         out.setdefault(int(target), []).append(int(rid))
+    return out
+
+
+def in_anchors_many(store: CrawlStore, targets: list[int],
+                    aliases: dict[int, list[int]]) -> dict[int, Anchors]:
+    """:func:`in_anchors` of many targets with one query (the same rules, the same order)."""
+    owner: dict[int, int] = {}  # link dst -> the target it counts for
+    for t in targets:
+        owner[t] = t
+        for r in aliases.get(t, ()):
+            owner[r] = t
+    if not owner:
+        return {}
+    sql = _MANY_SQL.format(marks=",".join("?" * len(owner)))
+    seen: dict[int, set[tuple[int, str]]] = {t: set() for t in targets}
+    out = {t: Anchors([], []) for t in targets}
+    for src, dst, anchor in store.conn.execute(sql, tuple(owner)):
+        t = owner[dst]
+        a = out[t]
+        if src == t or len(a.texts) >= MAX_ANCHORS_PER_PAGE:
+            continue
+        text = squash(str(anchor))[:MAX_ANCHOR_CHARS]
+        key = (src, text.lower())
+        if not text or key in seen[t]:
+            continue
+        seen[t].add(key)
+        a.texts.append(text)
+        if not a.sources or a.sources[-1] != src:
+            a.sources.append(int(src))
     return out
 
 

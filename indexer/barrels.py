@@ -79,6 +79,17 @@ class ForwardBarrels:
         if self._chunk_hits * HIT_BYTES >= self.buffer_bytes:
             self.flush()
 
+    def add_block(self, hits: np.ndarray) -> None:
+        """The hits (n, 4) of whole documents, in document order, after every document added
+        before (a worker's batch)."""
+        self._convert(may_flush=False)
+        if len(hits) == 0:
+            return
+        self._chunks.append(np.ascontiguousarray(hits, dtype=np.int32))
+        self._chunk_hits += len(hits)
+        if self._chunk_hits * HIT_BYTES >= self.buffer_bytes:
+            self.flush()
+
     def _convert(self, may_flush: bool = True) -> None:
         if not self._wids:
             return

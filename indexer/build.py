@@ -38,10 +38,9 @@ from urllib.parse import urlsplit
 import numpy as np
 
 from crawler.datadir import DataDir, fsync_dir
-from crawler.errors import WarcError
 from crawler.store import DISALLOWED, DISCOVERED, FETCHED, OUT_OF_SCOPE, CrawlStore, Page
-from crawler.warc import WarcLocation, read_response
-from indexer.anchors import Anchors, in_anchors, redirect_aliases
+from indexer.anchors import Anchors, in_anchors_many, redirect_aliases
+from indexer.docbatch import ANCHOR_ONLY, FULL, WARC_ERROR, AnalysedBatch, DocJob
 from indexer.errors import IndexBusy, IndexCorrupt, IndexMissing
 from indexer.manifest import (
     Manifest,
@@ -51,14 +50,21 @@ from indexer.manifest import (
     write_manifest,
 )
 from indexer.merge import merge_segments
-from indexer.parse import parse_html, url_words
 from indexer.segment import SegmentReader, SegmentWriter
-from indexer.settings import DEFAULT_RAM_MB, MAX_SEGMENTS
+from indexer.settings import (
+    BATCH_FULL_DOCS,
+    BATCH_MAX_JOBS,
+    DEFAULT_INDEX_PROCS,
+    DEFAULT_RAM_MB,
+    MAX_SEGMENTS,
+    PARALLEL_MIN_IDS,
+    STORE_READ_IDS,
+)
+from indexer.workers import AnalyserPool
 
 _HTML_TYPES = ("text/html", "application/xhtml+xml")
 _ANCHOR_ONLY_STATUSES = (DISCOVERED, OUT_OF_SCOPE, DISALLOWED)
 
-Fields = list[str | list[str]]  # per field: its text, or its texts (anchors)
 
 
 @dataclass
@@ -108,29 +114,6 @@ def _sweep(index_dir: Path, keep: set[str]) -> None:
             shutil.rmtree(p, ignore_errors=True)
 
 
-class DocumentMaker:
-    """Turns store rows into a document's title, snippet text and field texts."""
-
-    def __init__(self, data: DataDir) -> None:
-        self.data = data
-
-    def full(self, page: Page, anchors: Anchors) -> tuple[str, str, Fields]:
-        """(title, snippet text, fields) of a fetched HTML page; raises WarcError."""
-        loc = WarcLocation(str(page.warc_file), int(page.warc_offset or 0),
-                           int(page.warc_length or 0))
-        response = read_response(self.data.warc_dir, loc)
-        parsed = parse_html(response.body, page.url, page.content_type)
-        title = parsed.title or anchors.best()
-        fields: Fields = [parsed.title, parsed.headings, parsed.body, parsed.url_words,
-                          anchors.texts]
-        return title, parsed.text, fields
-
-    def anchor_only(self, page: Page, anchors: Anchors) -> tuple[str, str, Fields]:
-        fields: Fields = ["", "", "", url_words(page.url), anchors.texts]
-        text = " · ".join(dict.fromkeys(anchors.texts))
-        return anchors.best(), text, fields
-
-
 def _candidates(store: CrawlStore, manifest: Manifest | None, snap_seq: int,
                 segments: list[SegmentReader]) -> list[int]:
     conn = store.conn
@@ -156,12 +139,13 @@ def _candidates(store: CrawlStore, manifest: Manifest | None, snap_seq: int,
 
 def build_index(data: DataDir, ram_mb: int = DEFAULT_RAM_MB,
                 progress: Callable[[str], None] | None = None, *,
-                rebuild: bool = False) -> IndexReport:
+                rebuild: bool = False, procs: int = DEFAULT_INDEX_PROCS) -> IndexReport:
     """Index what changed in the crawl store since the last run (everything, the first time).
 
     ``rebuild``: index the whole store into one new segment whatever the incremental state says
     (after a change of analysis or field settings); the new manifest names that segment alone,
-    so readers switch from the old generation to the new one in one manifest replacement."""
+    so readers switch from the old generation to the new one in one manifest replacement.
+    ``procs``: worker processes that read, parse and analyse pages (indexer/workers.py)."""
     started = time.monotonic()
     index_dir = data.index_dir
     say = progress or (lambda _msg: None)
@@ -177,13 +161,14 @@ def build_index(data: DataDir, ram_mb: int = DEFAULT_RAM_MB,
         store = CrawlStore.open(data.store_path, readonly=True)
         try:
             return _run(data, store, manifest, ram_mb=ram_mb, started=started, say=say,
-                        rebuild=rebuild)
+                        rebuild=rebuild, procs=procs)
         finally:
             store.close()
 
 
 def _run(data: DataDir, store: CrawlStore, manifest: Manifest | None, *, ram_mb: int,
-         started: float, say: Callable[[str], None], rebuild: bool = False) -> IndexReport:
+         started: float, say: Callable[[str], None], rebuild: bool = False,
+         procs: int = DEFAULT_INDEX_PROCS) -> IndexReport:
     index_dir = data.index_dir
     snap_seq = int(store.conn.execute("SELECT coalesce(max(seq), 0) FROM urls").fetchone()[0])
     generation = (manifest.generation if manifest else 0) + 1
@@ -204,19 +189,20 @@ def _run(data: DataDir, store: CrawlStore, manifest: Manifest | None, *, ram_mb:
         return report
     tmp = index_dir / f"tmp-{generation:06d}-{os.getpid()}"
     writer = SegmentWriter(tmp, ram_mb * 1024 * 1024)
-    maker = DocumentMaker(data)
     aliases = redirect_aliases(store)
     if mode == "incremental":  # a changed link to a redirecting URL changes its target
         redirect_of = {r: t for t, rs in aliases.items() for r in rs}
         ids = sorted(set(ids) | {redirect_of[i] for i in ids if i in redirect_of})
-    for i, url_id in enumerate(ids):
-        page = store.page(url_id)
-        if page is None:
-            continue
-        _index_page(page, store, maker, writer, report, drop=(mode == "incremental"),
-                    aliases=aliases.get(url_id))
-        if (i + 1) % 1000 == 0:
-            say(f"{i + 1}/{len(ids)} pages")
+    # Forking workers does not pay for a handful of documents.
+    procs = procs if len(ids) >= PARALLEL_MIN_IDS else 1
+    with AnalyserPool(data.warc_dir, procs, writer.lexicon) as pool:
+        done = 0
+        batches = _batches(store, ids, aliases, writer, report, drop=(mode == "incremental"))
+        for jobs, batch in pool.map(batches):
+            _add_batch(writer, jobs, batch, report, say)
+            if (done + len(jobs)) // 1000 > done // 1000:
+                say(f"{done + len(jobs)}/{len(ids)} pages")
+            done += len(jobs)
     writer.finish()
     report.hits = writer.barrels.hits_total
     name = f"seg-{generation:06d}"
@@ -249,37 +235,85 @@ def _run(data: DataDir, store: CrawlStore, manifest: Manifest | None, *, ram_mb:
     return report
 
 
-def _index_page(page: Page, store: CrawlStore, maker: DocumentMaker, writer: SegmentWriter,
-                report: IndexReport, *, drop: bool, aliases: list[int] | None = None) -> None:
+def _job(page: Page, anchors: Anchors | None, writer: SegmentWriter, report: IndexReport,
+         *, drop: bool) -> DocJob | None:
+    """What to make of one store row: a full document, an anchor-only one, or nothing (counted
+    by reason; a page an older segment holds is dropped in an incremental run)."""
     indexable = (page.status == FETCHED and page.noindex == 0 and page.duplicate_of is None
                  and page.warc_file is not None)
-    anchor_ok = page.status in _ANCHOR_ONLY_STATUSES or (
-        page.status == FETCHED and page.noindex == 0 and page.duplicate_of is None)
-    anchors = (in_anchors(store, page.id, aliases) if (indexable or anchor_ok)
-               else Anchors([], []))
-    host = host_of(page.url)
+    texts, sources = (anchors.texts, anchors.sources) if anchors is not None else ([], [])
     if indexable and is_html(page.content_type):
-        try:
-            title, text, fields = maker.full(page, anchors)
-        except WarcError:
-            report.skipped["warc_error"] += 1
-            return
-        writer.add_document(page.id, host=host, url=page.url, title=title, text=text,
-                            fields=fields, anchor_sources=anchors.sources)
-        report.documents += 1
-        return
-    if anchor_ok and anchors.texts:
-        title, text, fields = maker.anchor_only(page, anchors)
-        writer.add_document(page.id, host=host, url=page.url, title=title, text=text,
-                            fields=fields, anchor_sources=anchors.sources)
-        report.anchor_only += 1
-        return
+        return DocJob(page.id, page.url, FULL, page.content_type,
+                      (str(page.warc_file), int(page.warc_offset or 0),
+                       int(page.warc_length or 0)), texts, sources)
+    if anchors is not None and texts:
+        return DocJob(page.id, page.url, ANCHOR_ONLY, None, None, texts, sources)
     reason = ("noindex" if page.noindex else "duplicate" if page.duplicate_of is not None
               else "not_html" if page.status == FETCHED else f"status_{page.status}")
     report.skipped[reason] += 1
     if drop:
         writer.add_drop(page.id)
         report.dropped += 1
+    return None
+
+
+def _batches(store: CrawlStore, ids: list[int], aliases: dict[int, list[int]],
+             writer: SegmentWriter, report: IndexReport, *, drop: bool
+             ) -> Iterator[list[DocJob]]:
+    """The documents to make, in URL ID order, cut into batches for the workers; store rows
+    and anchors read STORE_READ_IDS at a time (one query each)."""
+    jobs: list[DocJob] = []
+    full = 0
+    for lo in range(0, len(ids), STORE_READ_IDS):
+        chunk = ids[lo : lo + STORE_READ_IDS]
+        pages = {p.id: p for p in store.pages(f"id IN ({','.join('?' * len(chunk))})", chunk)}
+        # Anchor text counts for fetched pages that may be indexed and for pages known only by
+        # links; not for duplicates, noindex pages, errors or redirects.
+        want = [p.id for p in pages.values() if p.status in _ANCHOR_ONLY_STATUSES or (
+            p.status == FETCHED and p.noindex == 0 and p.duplicate_of is None)]
+        anchors = in_anchors_many(store, want, aliases)
+        for url_id in chunk:
+            page = pages.get(url_id)
+            if page is None:
+                continue
+            job = _job(page, anchors.get(url_id), writer, report, drop=drop)
+            if job is None:
+                continue
+            jobs.append(job)
+            full += job.kind == FULL
+            if full >= BATCH_FULL_DOCS or len(jobs) >= BATCH_MAX_JOBS:
+                yield jobs
+                jobs, full = [], 0
+    if jobs:
+        yield jobs
+
+
+def _add_batch(writer: SegmentWriter, jobs: list[DocJob], batch: AnalysedBatch,
+               report: IndexReport, say: Callable[[str], None]) -> None:
+    """A worker's analysed batch into the segment: stored fields, then its hits."""
+    ordinal = np.full(len(jobs), -1, dtype=np.int32)
+    k = 0
+    off = batch.text_offsets
+    for i, job in enumerate(jobs):
+        if batch.status[i] == WARC_ERROR:
+            report.skipped["warc_error"] += 1
+            continue
+        ordinal[i] = writer.add_copied_document(
+            job.url_id, url=job.url, title=batch.titles[i], host=host_of(job.url),
+            text_blob=batch.text_blobs[off[k] : off[k + 1]], field_lens=batch.field_lens[i],
+            anchor_sources=job.sources)
+        k += 1
+        if job.kind == FULL:
+            report.documents += 1
+        else:
+            report.anchor_only += 1
+    for err in batch.errors:
+        say(f"skipped: {err}")
+    writer.text_bytes += batch.text_bytes
+    hits = batch.hits
+    if len(hits):
+        hits[:, 1] = ordinal[hits[:, 1]]
+        writer.barrels.add_block(hits)
 
 
 def _live_count(segments: list[SegmentReader]) -> int:

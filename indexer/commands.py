@@ -10,7 +10,7 @@ from dataclasses import asdict
 from crawler.datadir import DataDir
 from indexer.build import build_index
 from indexer.searcher import Searcher
-from indexer.settings import DEFAULT_K, DEFAULT_RAM_MB
+from indexer.settings import DEFAULT_INDEX_PROCS, DEFAULT_K, DEFAULT_RAM_MB
 
 
 def _positive_int(text: str) -> int:
@@ -36,6 +36,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                    help="index the whole store into a new generation, ignoring the incremental "
                    "state (after changing analysis or field settings); the old generation "
                    "serves until the new one replaces it")
+    p.add_argument("--procs", type=_positive_int, default=DEFAULT_INDEX_PROCS, metavar="N",
+                   help="worker processes that read, parse and analyse pages "
+                   f"(default {DEFAULT_INDEX_PROCS}; 1 = no workers)")
     p.set_defaults(func=index_command)
 
     s = sub.add_parser("search", help="search the index from the command line",
@@ -50,7 +53,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 def index_command(args: argparse.Namespace) -> int:
     data = DataDir.open(args.data)
     say = None if args.quiet else (lambda msg: print(f"index: {msg}", file=sys.stderr))
-    r = build_index(data, ram_mb=args.ram_mb, progress=say, rebuild=args.rebuild)
+    r = build_index(data, ram_mb=args.ram_mb, progress=say, rebuild=args.rebuild,
+                    procs=args.procs)
     if r.mode == "unchanged":
         print(f"index: nothing new since seq {r.last_seq}; generation {r.generation} "
               f"({r.live_docs} documents in {r.segments} segments)")

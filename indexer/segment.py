@@ -172,11 +172,14 @@ class SegmentWriter:
             self._pairs.extend((s, url_id))
 
     def add_copied_document(self, url_id: int, *, url: str, title: str, text_blob: bytes,
-                            field_lens: Sequence[int]) -> None:
-        """A document taken whole from another segment (a merge): its hits come separately
-        through ``barrels.add_hits``."""
+                            field_lens: Sequence[int], host: str | None = None,
+                            anchor_sources: Sequence[int] = ()) -> int:
+        """A document whose text is already compressed (a merge's copy, or a worker's batch):
+        its hits come separately through ``barrels.add_hits`` / ``barrels.add_block``.
+        Returns its ordinal."""
         if self.doc_ids and url_id <= self.doc_ids[-1]:
             raise ValueError("documents must be added in increasing URL ID")
+        ordinal = len(self.doc_ids)
         self.doc_ids.append(url_id)
         self._lens.append([int(x) for x in field_lens])
         self._store.write(text_blob)
@@ -184,7 +187,12 @@ class SegmentWriter:
         head = f"{url}{_SEP}{title.replace(_SEP, ' ')}".encode("utf-8", "surrogatepass")
         self._head.write(head)
         self._head_off.append(self._head_off[-1] + len(head))
-        self.hosts.setdefault((urlsplit(url).hostname or "").lower(), BitMap()).add(url_id)
+        if host is None:
+            host = (urlsplit(url).hostname or "").lower()
+        self.hosts.setdefault(host, BitMap()).add(url_id)
+        for s in anchor_sources:
+            self._pairs.extend((s, url_id))
+        return ordinal
 
     def add_anchor_pairs(self, pairs: np.ndarray) -> None:
         self._pairs.extend(np.asarray(pairs, dtype=np.int64).ravel().tolist())

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 
 # ---------------------------------------------------------------- fields
@@ -36,6 +37,17 @@ HIT_BYTES = 16  # bytes one buffered hit costs (word, doc, field, position; int3
 BLOCK = 128  # values per bit-packing block (one bit width per block)
 ENCODE_CHUNK_VALUES = 1 << 16  # values bit-packed at once (bounds the encoder scratch: ~30 B per bit)
 MAX_POSITION = (1 << 24) - 1  # positions past this inside one field are not recorded
+
+# ---------------------------------------------------------------- indexing workers
+# Worker processes that read, parse and analyse pages (indexer/workers.py); the main process
+# keeps the store, the barrels and the inversion.  1 = everything in one process.
+DEFAULT_INDEX_PROCS = min(2, os.cpu_count() or 1)
+PARALLEL_MIN_IDS = 64  # runs with fewer candidate pages stay in one process
+BATCH_FULL_DOCS = 24  # fetched pages per batch handed to a worker
+BATCH_MAX_JOBS = 256  # documents per batch (anchor-only ones are cheap)
+STORE_READ_IDS = 256  # store rows (and their anchors) read with one query each
+IN_FLIGHT_BATCHES = 2  # batches outstanding per worker (bounds the results held in memory)
+WORKER_POLL_SECONDS = 1.0  # how often a waiting worker checks that its parent is alive
 
 # ---------------------------------------------------------------- segments
 LEXICON_DICT_MAX = 2_000_000  # lexicons up to this many words get a hash table at open

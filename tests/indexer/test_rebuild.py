@@ -67,7 +67,7 @@ def test_rebuild_applies_changed_analysis_settings(tmp_path: Path,
     long_word = "x" * 70
     assert urls(Searcher.open(d), long_word) == []
     # Operators change analysis settings, then rebuild: the new setting reaches every page.
-    import indexer.analysis as analysis
+    from indexer import analysis
 
     monkeypatch.setattr(analysis, "MAX_TOKEN_CHARS", 80)
     assert build_index(d).mode == "unchanged"

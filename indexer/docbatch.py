@@ -1,0 +1,134 @@
+"""A batch of documents, parsed and analysed into hits: the work an indexing worker does.
+
+The indexing run (indexer/build.py) decides in the main process *which* documents a batch holds
+(store rows, anchor texts: SQLite stays there) and hands them over as plain :class:`DocJob`
+tuples.  :class:`BatchAnalyser` reads each full document's WARC record (digest-checked), parses it
+once with lxml (indexer/parse.py), turns every field into hits with its own raw-token -> word-ID
+memo (indexer/hits.py: the Whoosh chain runs once per distinct word form *per analyser*) and
+returns an :class:`AnalysedBatch`: numpy arrays and bytes, no per-hit Python objects, so a batch
+crosses a process boundary cheaply.
+
+Word IDs in a batch are the analyser's *local* IDs; ``new_terms`` lists the words it learned
+while doing this batch (local IDs ``first_new ...``), so the receiver maps local to global IDs
+with one array lookup per hit (indexer/workers.py).  Brin & Page 1998, section 4.2.5: the
+indexer "reads the repository, uncompresses the documents and parses them ... converted into a
+set of word occurrences called hits".
+"""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass
+from itertools import islice
+from pathlib import Path
+from typing import NamedTuple
+
+import numpy as np
+
+from crawler.errors import WarcError
+from crawler.warc import WarcLocation, read_response
+from indexer.anchors import Anchors
+from indexer.hits import HitMaker
+from indexer.parse import parse_html, url_words
+from indexer.settings import DOCSTORE_LEVEL, MAX_FIELD_TOKENS, N_FIELDS
+
+FULL, ANCHOR_ONLY = 0, 1  # DocJob.kind
+INDEXED, WARC_ERROR = 0, 1  # AnalysedBatch.status
+
+
+class DocJob(NamedTuple):
+    """One document to make: a fetched page (``FULL``, its WARC record) or one known by its
+    anchors only."""
+
+    url_id: int
+    url: str
+    kind: int
+    content_type: str | None
+    warc: tuple[str, int, int] | None  # (file, offset, length) for FULL
+    anchors: list[str]  # anchor texts pointing at it (one per distinct source and text)
+    sources: list[int]  # distinct source URL IDs of those anchors (kept by the writer)
+
+
+@dataclass
+class AnalysedBatch:
+    status: np.ndarray  # int8 per job: INDEXED or WARC_ERROR (then it has nothing below)
+    titles: list[str]  # per job ('' when skipped)
+    text_blobs: bytes  # zlib'd snippet texts of the indexed jobs, one after the other
+    text_offsets: np.ndarray  # int64, indexed jobs + 1
+    text_bytes: int  # uncompressed UTF-8 bytes of those texts
+    field_lens: np.ndarray  # int32 (jobs, fields): terms per field
+    hits: np.ndarray  # int32 (n, 4): local word ID, job index, field, position; job order
+    first_new: int  # local ID of new_terms[0]
+    new_terms: list[str]  # words the analyser learned in this batch, in local ID order
+    errors: list[str]  # one line per WARC_ERROR job
+
+
+class BatchAnalyser:
+    """Parses and analyses batches of documents; keeps its word memo across batches."""
+
+    def __init__(self, warc_dir: Path) -> None:
+        self.warc_dir = Path(warc_dir)
+        self.hits = HitMaker()
+
+    def _fields(self, job: DocJob) -> tuple[str, str, list[str | list[str]]]:
+        """(title, snippet text, field texts in FIELDS order) of one job; raises WarcError."""
+        anchors = Anchors(job.anchors, [])
+        if job.kind == ANCHOR_ONLY:
+            return (anchors.best(), " · ".join(dict.fromkeys(job.anchors)),
+                    ["", "", "", url_words(job.url), job.anchors])
+        assert job.warc is not None
+        response = read_response(self.warc_dir, WarcLocation(*job.warc))
+        parsed = parse_html(response.body, job.url, job.content_type)
+        return (parsed.title or anchors.best(), parsed.text,
+                [parsed.title, parsed.headings, parsed.body, parsed.url_words, job.anchors])
+
+    def analyse(self, jobs: list[DocJob]) -> AnalysedBatch:
+        n_jobs = len(jobs)
+        first_new = len(self.hits.lexicon)
+        status = np.zeros(n_jobs, dtype=np.int8)
+        lens = np.zeros((n_jobs, N_FIELDS), dtype=np.int32)
+        titles: list[str] = []
+        errors: list[str] = []
+        blobs: list[bytes] = []
+        text_bytes = 0
+        wids: list[np.ndarray] = []
+        pos: list[np.ndarray] = []
+        owners: list[int] = []  # (job * N_FIELDS + field) of each hit array
+        for i, job in enumerate(jobs):
+            try:
+                title, text, fields = self._fields(job)
+            except WarcError as exc:
+                status[i] = WARC_ERROR
+                titles.append("")
+                errors.append(str(exc))
+                continue
+            titles.append(title)
+            for f, value in enumerate(fields):
+                if not value:
+                    continue
+                if isinstance(value, str):
+                    w, p, _ = self.hits.field(value, 0, MAX_FIELD_TOKENS)
+                else:
+                    w, p = self.hits.fields(value, MAX_FIELD_TOKENS)
+                if len(w):
+                    wids.append(w)
+                    pos.append(p)
+                    owners.append(i * N_FIELDS + f)
+                    lens[i, f] = len(w)
+            raw = text.encode("utf-8", "surrogatepass")
+            text_bytes += len(raw)
+            blobs.append(zlib.compress(raw, DOCSTORE_LEVEL))
+        counts = lens.ravel()[owners] if owners else np.zeros(0, dtype=np.int64)
+        hits = np.empty((int(counts.sum()), 4), dtype=np.int32)
+        if len(hits):
+            own = np.repeat(np.asarray(owners, dtype=np.int32), counts)
+            hits[:, 0] = np.concatenate(wids)
+            hits[:, 1] = own // N_FIELDS
+            hits[:, 2] = own % N_FIELDS
+            hits[:, 3] = np.minimum(np.concatenate(pos), np.iinfo(np.int32).max)
+        offsets = np.zeros(len(blobs) + 1, dtype=np.int64)
+        np.cumsum([len(b) for b in blobs], out=offsets[1:])
+        return AnalysedBatch(
+            status=status, titles=titles, text_blobs=b"".join(blobs), text_offsets=offsets,
+            text_bytes=text_bytes, field_lens=lens, hits=hits, first_new=first_new,
+            new_terms=list(islice(self.hits.lexicon, first_new, None)), errors=errors)

@@ -1,0 +1,154 @@
+"""Indexing workers: batches of documents analysed in parallel, results taken in order.
+
+``AnalyserPool(warc_dir, procs, lexicon)`` runs ``procs`` worker processes (fork), each with its
+own :class:`indexer.docbatch.BatchAnalyser` (and so its own word memo).  Batch ``i`` goes to
+worker ``i % procs`` and each worker answers in the order it was given work, so taking results
+round-robin gives them back in batch order: documents reach the segment writer in increasing
+URL ID, as the forward barrels require.  At most ``IN_FLIGHT_BATCHES`` batches per worker are
+outstanding, which bounds the memory the results can take.
+
+Word IDs: a worker's batch carries its local IDs and the words it learned in that batch; the
+pool keeps, per worker, an array local ID -> global ID (the writer's lexicon, first-seen order)
+and rewrites the hits' word column with one numpy lookup.
+
+With ``procs == 1`` the same analyser runs in this process (no fork): one code path either way.
+A worker that fails sends its traceback; the pool raises it here.  A worker whose parent died
+(a killed run) notices within ``WORKER_POLL_SECONDS`` and exits.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import queue
+import traceback
+from collections import deque
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import numpy as np
+
+from indexer.docbatch import AnalysedBatch, BatchAnalyser, DocJob
+from indexer.settings import IN_FLIGHT_BATCHES, WORKER_POLL_SECONDS
+
+
+class WorkerFailed(RuntimeError):
+    """An indexing worker raised (a bug, not bad input: bad pages are counted, not raised)."""
+
+
+def _serve(warc_dir: Path, inbox: Any, outbox: Any, parent: int) -> None:
+    """A worker's loop: batches in, analysed batches out, until told to stop."""
+    analyser = BatchAnalyser(warc_dir)
+    while True:
+        try:
+            jobs = inbox.get(timeout=WORKER_POLL_SECONDS)
+        except queue.Empty:
+            if os.getppid() != parent:  # the run was killed: nothing to do for anyone
+                return
+            continue
+        if jobs is None:
+            return
+        try:
+            outbox.put(("ok", analyser.analyse(jobs)))
+        except Exception:  # noqa: BLE001 - sent to the parent, which raises it
+            outbox.put(("error", traceback.format_exc()))
+
+
+class AnalyserPool:
+    """Analyses batches of :class:`DocJob` in ``procs`` processes; see the module doc."""
+
+    def __init__(self, warc_dir: Path, procs: int, lexicon: dict[str, int]) -> None:
+        self.procs = max(1, procs)
+        self.lexicon = lexicon
+        self._local: BatchAnalyser | None = None
+        self._procs: list[Any] = []
+        self._queues: list[tuple[Any, Any]] = []
+        # Per worker: local word ID -> global word ID (first ``_sizes[w]`` entries), grown by
+        # doubling so learning words costs O(1) amortised.
+        self._maps = [np.zeros(1024, dtype=np.int32) for _ in range(self.procs)]
+        self._sizes = [0] * self.procs
+        if self.procs == 1:
+            self._local = BatchAnalyser(warc_dir)
+            return
+        ctx = multiprocessing.get_context("fork")
+        for _ in range(self.procs):
+            inbox, outbox = ctx.Queue(), ctx.Queue()
+            p = ctx.Process(target=_serve, args=(warc_dir, inbox, outbox, os.getpid()),
+                            daemon=True)
+            p.start()
+            self._procs.append(p)
+            self._queues.append((inbox, outbox))
+
+    def __enter__(self) -> AnalyserPool:
+        return self
+
+    def __exit__(self, et: type[BaseException] | None, ev: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+    def close(self) -> None:
+        for inbox, _ in self._queues:
+            inbox.put(None)
+        for p in self._procs:
+            p.join(timeout=5)
+            if p.is_alive():
+                p.terminate()
+                p.join()
+        for inbox, outbox in self._queues:
+            inbox.close()
+            outbox.close()
+        self._procs, self._queues = [], []
+
+    def map(self, batches: Iterable[list[DocJob]]
+            ) -> Iterator[tuple[list[DocJob], AnalysedBatch]]:
+        """(jobs, analysed batch with global word IDs) for each batch, in batch order."""
+        if self._local is not None:
+            for jobs in batches:
+                yield jobs, self._globalise(0, self._local.analyse(jobs))
+            return
+        pending: deque[tuple[int, list[DocJob]]] = deque()
+        for i, jobs in enumerate(batches):
+            w = i % self.procs
+            self._queues[w][0].put(jobs)
+            pending.append((w, jobs))
+            if len(pending) >= self.procs * IN_FLIGHT_BATCHES:
+                yield self._take(*pending.popleft())
+        while pending:
+            yield self._take(*pending.popleft())
+
+    def _take(self, w: int, jobs: list[DocJob]) -> tuple[list[DocJob], AnalysedBatch]:
+        outbox = self._queues[w][1]
+        while True:
+            try:
+                kind, payload = outbox.get(timeout=WORKER_POLL_SECONDS)
+                break
+            except queue.Empty:
+                if not self._procs[w].is_alive():
+                    raise WorkerFailed(f"indexing worker {w} died (exit code "
+                                       f"{self._procs[w].exitcode})") from None
+        if kind != "ok":
+            raise WorkerFailed(f"indexing worker {w} failed:\n{payload}")
+        return jobs, self._globalise(w, payload)
+
+    def _globalise(self, w: int, batch: AnalysedBatch) -> AnalysedBatch:
+        """Rewrite the batch's local word IDs as global ones, learning its new words."""
+        lex = self.lexicon
+        new = np.empty(len(batch.new_terms), dtype=np.int32)
+        for i, term in enumerate(batch.new_terms):
+            wid = lex.get(term)
+            if wid is None:
+                wid = lex[term] = len(lex)
+            new[i] = wid
+        n = self._sizes[w]
+        assert n == batch.first_new, "worker batches taken out of order"
+        m = self._maps[w]
+        if n + len(new) > len(m):
+            m = self._maps[w] = np.concatenate(
+                [m, np.zeros(max(len(m), n + len(new)), dtype=np.int32)])
+        m[n : n + len(new)] = new
+        self._sizes[w] = n + len(new)
+        if len(batch.hits):
+            batch.hits[:, 0] = m[batch.hits[:, 0]]
+        return batch
