@@ -99,6 +99,7 @@ def power_iteration(
     tol: float = settings.TOLERANCE,
     max_iter: int = settings.MAX_ITERATIONS,
     fixed_iterations: int | None = None,
+    extrapolation: int = settings.EXTRAPOLATION_ORDER,
     threads: int = settings.THREADS,
     progress: Progress | None = None,
 ) -> PageRankResult:
@@ -112,6 +113,19 @@ def power_iteration(
     blocks' mat-vecs (scipy's releases the GIL) and their vector work in parallel, in two phases:
     (1) y_b = M_b x and its sum, (2) once the lost mass is known, x'_b = y_b + lost mass share and
     the block's L1 residual.  Every row is summed in the same order whatever the block count.
+
+    Power extrapolation (Haveliwala, Kamvar, Klein, Manning, Golub 2003, section 3): the slowest
+    error components have eigenvalues of modulus c (pages whose links never leave a set: a
+    host closed on itself) or just below.  Every ``settings.EXTRAPOLATION_EVERY`` steps from step
+    ``settings.EXTRAPOLATION_START``, with d = ``extrapolation``, the iterate x_k is replaced by
+    (x_k - L x_{k-d}) / (1 - L) where L = min(c^d, r_k / r_{k-d}) estimates lambda^d from the
+    residuals; this removes the components with lambda^d = L, keeps |x| = 1, and multiplies any
+    other component by |lambda^d - L| / (1 - L) <= 2 c^d / (1 - c^d) (1.2 for d = 6), while the
+    EVERY plain steps of a cycle shrink it by c^EVERY (0.14 for 12): every component still
+    shrinks over each cycle.
+    The stopping test is unaffected: it is applied to a plain step's output, whose distance to
+    the fixpoint is at most residual * c / (1 - c) however its input was obtained.  0 turns it
+    off; ``fixed_iterations`` runs (the paper1998 add-back) never extrapolate.
     """
     dtype = matrix.dtype
     # A uniform E is added as a scalar: one pass less over memory per iteration.
@@ -153,6 +167,9 @@ def power_iteration(
             others = [pool.submit(phase, b) for b in range(1, len(blocks))]
             return phase(0) + sum(f.result() for f in others)
 
+        order = 0 if fixed_iterations is not None else extrapolation
+        snapshot = np.empty_like(x) if order else None
+        snapshot_at, snapshot_residual = -1, 0.0
         for k in range(limit):
             total = each(multiply)
             if w is None:
@@ -167,6 +184,19 @@ def power_iteration(
             if fixed_iterations is None and residual <= tol:
                 result.converged = True
                 break
+            if snapshot is None:
+                continue
+            step = k + 1
+            if snapshot_at >= 0 and step - snapshot_at == order:
+                ratio = min(damping**order, residual / snapshot_residual)
+                x -= ratio * snapshot
+                x /= 1.0 - ratio
+                snapshot_at = -1
+            elif (step >= settings.EXTRAPOLATION_START
+                  and (step - settings.EXTRAPOLATION_START) % settings.EXTRAPOLATION_EVERY == 0
+                  and snapshot_at < 0 and residual > 0):
+                np.copyto(snapshot, x)
+                snapshot_at, snapshot_residual = step, residual
     if fixed_iterations is not None:
         result.converged = True
     ranks = x.astype(np.float64, copy=False)

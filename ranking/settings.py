@@ -24,3 +24,6 @@ PLOT_DPI = 110
 # PageRank speed: the power iteration's mat-vec runs on row blocks in parallel threads.
 THREADS = 2  # row blocks (threads) per power-iteration step; the machine has 2 cores
 LINKS_PER_THREAD = 200_000  # a block gets at least this many links, or the graph stays whole
+EXTRAPOLATION_ORDER = 6  # d of power extrapolation (Haveliwala et al. 2003); 0 turns it off
+EXTRAPOLATION_START = 20  # first step whose iterate is kept for an extrapolation d steps later
+EXTRAPOLATION_EVERY = 12  # steps between kept iterates (d of them lead to the extrapolation)
