@@ -43,11 +43,18 @@ class Analyzer:
         self.stoplist = frozenset(stoplist)
         self.cache_size = cache_size
         self._cache: dict[str, _Analysed] = {}
+        self._stems: dict[str, str] = {}
 
     def _term(self, word: str) -> str | None:
         if len(word) < MIN_TOKEN_CHARS or len(word) > MAX_TOKEN_CHARS or word in self.stoplist:
             return None
-        return stem(word)
+        # The parts of compound names repeat far more than the compounds: stem each word once.
+        term = self._stems.get(word)
+        if term is None:
+            term = stem(word)
+            if len(self._stems) < self.cache_size:
+                self._stems[word] = term
+        return term
 
     def analyse_token(self, token: str) -> _Analysed:
         """Terms, offsets and width of one lower-cased raw token (not memoised)."""

@@ -86,14 +86,11 @@ class BatchAnalyser:
         n_jobs = len(jobs)
         first_new = len(self.hits.lexicon)
         status = np.zeros(n_jobs, dtype=np.int8)
-        lens = np.zeros((n_jobs, N_FIELDS), dtype=np.int32)
         titles: list[str] = []
         errors: list[str] = []
         blobs: list[bytes] = []
         text_bytes = 0
-        wids: list[np.ndarray] = []
-        pos: list[np.ndarray] = []
-        owners: list[int] = []  # (job * N_FIELDS + field) of each hit array
+        docs: list[list[str | list[str]]] = []
         for i, job in enumerate(jobs):
             try:
                 title, text, fields = self._fields(job)
@@ -101,31 +98,21 @@ class BatchAnalyser:
                 status[i] = WARC_ERROR
                 titles.append("")
                 errors.append(str(exc))
-                continue
-            titles.append(title)
-            for f, value in enumerate(fields):
-                if not value:
-                    continue
-                if isinstance(value, str):
-                    w, p, _ = self.hits.field(value, 0, MAX_FIELD_TOKENS)
-                else:
-                    w, p = self.hits.fields(value, MAX_FIELD_TOKENS)
-                if len(w):
-                    wids.append(w)
-                    pos.append(p)
-                    owners.append(i * N_FIELDS + f)
-                    lens[i, f] = len(w)
-            raw = text.encode("utf-8", "surrogatepass")
-            text_bytes += len(raw)
-            blobs.append(zlib.compress(raw, DOCSTORE_LEVEL))
-        counts = lens.ravel()[owners] if owners else np.zeros(0, dtype=np.int64)
-        hits = np.empty((int(counts.sum()), 4), dtype=np.int32)
-        if len(hits):
-            own = np.repeat(np.asarray(owners, dtype=np.int32), counts)
-            hits[:, 0] = np.concatenate(wids)
-            hits[:, 1] = own // N_FIELDS
-            hits[:, 2] = own % N_FIELDS
-            hits[:, 3] = np.minimum(np.concatenate(pos), np.iinfo(np.int32).max)
+                fields, text = [""] * N_FIELDS, ""
+            else:
+                titles.append(title)
+                raw = text.encode("utf-8", "surrogatepass")
+                text_bytes += len(raw)
+                blobs.append(zlib.compress(raw, DOCSTORE_LEVEL))
+            docs.append(fields)
+        wids, pos, slots = self.hits.batch(docs, MAX_FIELD_TOKENS)
+        lens = np.bincount(slots, minlength=n_jobs * N_FIELDS).astype(np.int32).reshape(
+            n_jobs, N_FIELDS)
+        hits = np.empty((len(wids), 4), dtype=np.int32)
+        hits[:, 0] = wids
+        hits[:, 1] = slots // N_FIELDS
+        hits[:, 2] = slots % N_FIELDS
+        hits[:, 3] = np.minimum(pos, np.iinfo(np.int32).max)
         offsets = np.zeros(len(blobs) + 1, dtype=np.int64)
         np.cumsum([len(b) for b in blobs], out=offsets[1:])
         return AnalysedBatch(

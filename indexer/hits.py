@@ -11,12 +11,17 @@ Word IDs are given in first-seen order; the lexicon (word -> ID) is ``HitMaker.l
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from itertools import compress, repeat
+from operator import is_
+
 import numpy as np
 
 from indexer.analysis import TOKEN_RE, Analyzer
-from indexer.settings import ANCHOR_GAP, MAX_FIELD_CHARS
+from indexer.settings import ANCHOR_GAP, MAX_FIELD_CHARS, MAX_FIELD_TOKENS
 
 _NOTHING = -1  # a stop word or a too short/long token: a position, no term
+_SENTINEL = -(1 << 40)  # the end of a field in :meth:`HitMaker.batch`
 
 
 class HitMaker:
@@ -34,6 +39,9 @@ class HitMaker:
         self._per[:, 0] = (0, 0, gap)
         self._n_comp = 1
         self._gap_code = -2
+        # Sentinels of :meth:`batch` (upper case: never in lower-cased text).
+        self._raw["Q"] = _SENTINEL
+        self._raw["G"] = self._gap_code
 
     def _wid(self, term: str) -> int:
         wid = self.lexicon.get(term)
@@ -42,6 +50,9 @@ class HitMaker:
         return wid
 
     def _learn(self, raw: str) -> int:
+        known = self._raw.get(raw)  # repeated in the text being learned: learned already
+        if known is not None:
+            return known
         terms, offsets, width = self.analyzer.analyse_token(raw)  # memoised here, not twice
         if not terms:
             code = _NOTHING
@@ -61,6 +72,65 @@ class HitMaker:
             self._n_comp += 1
         self._raw[raw] = code
         return code
+
+    def batch(self, docs: Sequence[Sequence[str | Sequence[str]]],
+              limit: int = MAX_FIELD_TOKENS) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The hits of many documents at once: (word IDs, positions, slots), slot = document
+        index * number of fields + field index, in document, field and position order.
+
+        ``docs[i]`` holds the same number of fields for every document; a field is a text, or
+        a list of texts (anchors) laid out ``gap`` positions apart so no phrase spans two.  Each
+        field keeps its first ``limit`` raw tokens.
+
+        All texts are lower-cased and joined around sentinel tokens into one string, tokenised
+        with one regex call and mapped to codes with one ``map(dict.get)``: the per-field work is
+        numpy over the whole batch.  The sentinels are upper case, which no lower-cased text
+        contains: ``Q`` ends a field, ``G`` follows each anchor text (the gap).
+        """
+        parts: list[str] = []
+        for fields in docs:
+            for value in fields:
+                if isinstance(value, str):
+                    parts.append(value[:MAX_FIELD_CHARS].lower())
+                elif value:
+                    parts.append(" G ".join(t.lower() for t in value) + " G")
+                else:
+                    parts.append("")
+        raws = TOKEN_RE.findall(" Q ".join(parts))
+        get = self._raw.get
+        codes: list[int | None] = list(map(get, raws))
+        if None in codes:  # learn each new raw token once, then look every token up again
+            for raw in set(compress(raws, map(is_, codes, repeat(None)))):
+                self._learn(raw)
+            codes = list(map(get, raws))
+        arr = np.fromiter(codes, dtype=np.int64, count=len(codes))
+        n = len(arr)
+        sent = arr == _SENTINEL
+        slot = np.cumsum(sent)  # a sentinel counts for the slot it opens (it is dropped)
+        starts = np.zeros(len(parts), dtype=np.int64)
+        starts[1:] = np.flatnonzero(sent) + 1
+        compound = (arr <= -2) & ~sent
+        k = np.where(compound, -arr - 2, 0)
+        widths = np.where(compound, self._per[2][k], 1)
+        widths[sent] = 0
+        before = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(widths, out=before[1:])
+        slot_first = np.minimum(starts[slot], n)
+        tok_pos = before[:-1] - before[slot_first]
+        keep = ~sent & (np.arange(n, dtype=np.int64) - slot_first < limit)
+        n_terms = np.where(compound, self._per[1][k], (arr >= 0).astype(np.int64)) * keep
+        total = int(n_terms.sum())
+        tok = np.repeat(np.arange(n, dtype=np.int64), n_terms)
+        if not compound.any():
+            return arr[tok], tok_pos[tok], slot[tok]
+        first_hit = np.cumsum(n_terms) - n_terms
+        j = np.arange(total, dtype=np.int64) - first_hit[tok]
+        kh = k[tok]
+        flat = self._per[0][kh] + j
+        is_c = compound[tok]
+        wids = np.where(is_c, self._flat[0][np.where(is_c, flat, 0)], arr[tok])
+        pos = tok_pos[tok] + np.where(is_c, self._flat[1][np.where(is_c, flat, 0)], 0)
+        return wids, pos, slot[tok]
 
     def field(self, text: str, start: int = 0, limit: int | None = None
               ) -> tuple[np.ndarray, np.ndarray, int]:

@@ -55,9 +55,13 @@ def url_words(url: str) -> str:
     return " ".join(words)
 
 
+_TEXTS = lxml.etree.XPath("descendant::text()", smart_strings=False)
+
+
 def _text_of(el: lxml.etree._Element) -> str:
-    # itertext with a separator: block elements must not glue words ("foo</p><p>bar").
-    return " ".join(el.itertext())
+    # Every text node, a separator between them: block elements must not glue words
+    # ("foo</p><p>bar").  One XPath call builds the list in C (faster than itertext).
+    return " ".join(_TEXTS(el))
 
 
 def _parser_for(content_type: str | None) -> lxml.etree.HTMLParser:
