@@ -30,12 +30,13 @@ from crawler.datadir import DataDir
 from indexer import bm25f
 from indexer.analysis import Analyzer
 from indexer.errors import IndexCorrupt
+from indexer.lru import LruCache
 from indexer.manifest import Manifest, read_manifest, verify_segment
 from indexer.manifest import current_generation as _manifest_generation
 from indexer.query import Phrase, parse_query
 from indexer.segment import SegmentReader
 from indexer.settings import DEFAULT_DEPTH, DEFAULT_K, FIELDS, N_FIELDS, BM25FSettings
-from indexer.snippet import make_snippet
+from indexer.snippet import PageText, SnippetMaker, read_text
 
 Prior = Callable[[np.ndarray], np.ndarray]
 _FIELD_SHIFT = 25
@@ -84,6 +85,17 @@ def live_masks(segments: list[SegmentReader]) -> list[np.ndarray]:
     return out
 
 
+POSTINGS_CACHE_BYTES = 64 << 20  # decoded postings of recent terms kept per searcher
+TEXT_CACHE_CHARS = 8_000_000  # characters of recent pages' texts kept per searcher (snippets)
+
+
+def _nbytes(p: _Postings | None) -> int:
+    """Bytes a cached entry holds (arrays shared with another entry are counted again)."""
+    if p is None:
+        return 64
+    return int(p.docs.nbytes + p.tfs.nbytes + p.all_tfs.nbytes + p.all_docs.nbytes)
+
+
 @dataclass
 class _Postings:
     docs: np.ndarray  # live ordinals
@@ -120,6 +132,11 @@ class Searcher:
             bm25f.field_coefficients(seg.field_lens.astype(np.float64), self.avg_lens,
                                      self.weights, self.b) for seg in segments]
         self._host_cache: dict[tuple[str, ...], list[np.ndarray]] = {}
+        # Shared by the threads searching this snapshot (its segments never change).
+        self._texts: LruCache[tuple[int, int], PageText] = LruCache(
+            TEXT_CACHE_CHARS, lambda t: 2 * len(t[0]))
+        self._decoded: LruCache[tuple[int, str], _Postings | None] = LruCache(
+            POSTINGS_CACHE_BYTES, _nbytes)
 
     # ------------------------------------------------------------------ opening
     @classmethod
@@ -161,6 +178,10 @@ class Searcher:
         key = (si, term)
         if key in cache:
             return cache[key]
+        found, kept = self._decoded.get(key)
+        if found:
+            cache[key] = kept
+            return kept
         seg = self.segments[si]
         row = seg.term_row(term)
         result = None
@@ -172,6 +193,7 @@ class Searcher:
                 live = self.live[si][docs]
                 result = _Postings(docs[live], tfs[live], row, tfs, docs)
         cache[key] = result
+        self._decoded.put(key, result)
         return result
 
     def _df(self, term: str, cache: dict[tuple[int, str], _Postings | None]) -> int:
@@ -209,7 +231,12 @@ class Searcher:
     def _position_keys(self, p: _Postings, si: int,
                        cache: dict[tuple[int, str], _Postings | None], term: str) -> np.ndarray:
         """Every occurrence of a term as ordinal << 29 | field << 25 | position (sorted)."""
-        memo = cache.get((si, "\x00pos:" + term))
+        key = (si, "\x00pos:" + term)
+        memo = cache.get(key)
+        if memo is None:
+            found, memo = self._decoded.get(key)
+            if found and memo is not None:
+                cache[key] = memo
         if memo is not None:
             return memo.docs
         positions = self.segments[si].positions(p.row, p.all_tfs)
@@ -217,7 +244,9 @@ class Searcher:
         group_key = (p.all_docs[:, None] << 4) | np.arange(N_FIELDS, dtype=np.int64)
         per_pos = np.repeat(group_key.ravel(), p.all_tfs.ravel().astype(np.int64))
         keys = ((per_pos >> 4) << _DOC_SHIFT) | ((per_pos & 0xF) << _FIELD_SHIFT) | positions
-        cache[(si, "\x00pos:" + term)] = _Postings(keys, p.tfs, p.row, p.all_tfs, p.all_docs)
+        memo = _Postings(keys, p.tfs, p.row, p.all_tfs, p.all_docs)
+        cache[key] = memo
+        self._decoded.put(key, memo)
         return keys
 
     def _proximity(self, pairs: list[tuple[str, str]], si: int,
@@ -352,13 +381,13 @@ class Searcher:
         top = top[np.lexsort((doc_ids[top], -final[top]))][offset:]
         raw_words = [w for g in pq.groups for p in g for w in p.text.split()] + [
             w for p in pq.required for w in p.text.split()]
-        term_set = set(terms)
+        maker = SnippetMaker(set(terms), raw_words, self.analyzer) if snippets else None
         for i in top:
             si, o = int(segs[i]), int(ords[i])
             seg = self.segments[si]
             stored = seg.head(o)
-            snippet, spans = (make_snippet(seg.text(o), term_set, raw_words, self.analyzer)
-                              if snippets else ("", []))
+            snippet, spans = (maker.make(*self._page_text(si, o)) if maker is not None
+                              else ("", []))
             results.hits.append(Hit(
                 doc_id=int(doc_ids[i]), url=stored.get("url", ""),
                 title=stored.get("title", "") or stored.get("url", ""),
@@ -366,6 +395,16 @@ class Searcher:
                 text_score=float(text[i]), prior_score=float(prior_scores[i]),
                 explain=self._explain(si, o, units, idfs, cache) if explain else None))
         return results
+
+    def _page_text(self, si: int, ordinal: int) -> PageText:
+        """The scanned part of a page's stored text, and it lower-cased (cached)."""
+        key = (si, ordinal)
+        _, hit = self._texts.get(key)
+        if hit is None:
+            seg = self.segments[si]
+            hit = read_text(seg.text_blob(ordinal), name=f"{seg.name}/{ordinal}")
+            self._texts.put(key, hit)
+        return hit
 
     def _doc_ids(self, segs: np.ndarray, ords: np.ndarray) -> np.ndarray:
         out = np.empty(len(ords), dtype=np.int64)

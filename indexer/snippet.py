@@ -1,75 +1,172 @@
 """Query-biased snippets (Tombros & Sanderson 1998): the window of the page's text that holds
-the most distinct query terms, with the character spans of the matching words.
+the most distinct query terms (then the most matches), with the character spans of the matching
+words.
 
-Fast path: ``str.find`` of each query term (stems are prefixes of most word forms) and raw word
-finds candidate places in C; each candidate word is then put through the analyzer to confirm it
-really matches a query term.
+Speed (one :class:`SnippetMaker` per query, used for each of its hits):
+
+* the page's stored text is decompressed only as far as it is scanned (SNIPPET_SCAN_CHARS), and
+  lower-cased on its UTF-8 bytes (ASCII letters only: C speed, every character keeps its
+  offset) instead of as text (the searcher keeps recent pages so read in an LRU cache);
+* candidate places are found with ``str.find`` of each literal (the query's terms, which as
+  stems are prefixes of most word forms, and its raw words), in C; each candidate token is
+  confirmed through the analyzer, with the verdict memoised per query (word forms recur
+  across hits);
+* the best window comes from one two-pointer pass over the sorted matches.
 """
 
 from __future__ import annotations
 
+import zlib
+
 from indexer.analysis import TOKEN_RE, Analyzer
+from indexer.errors import IndexCorrupt
 from indexer.settings import SNIPPET_CHARS, SNIPPET_SCAN_CHARS
 
-_MAX_PER_LITERAL = 40  # places kept per query word
-_MAX_TRIES_PER_LITERAL = 400  # places looked at per query word
+SNIPPET_MAX_PER_TERM = 40  # places kept per query literal
+SNIPPET_MAX_TRIES = 400  # candidate places looked at per literal
+
+_Match = tuple[int, int, int]  # (start, end, term number)
+PageText = tuple[str, str]  # (text, the same text lower-cased, same offsets)
+
+
+class SnippetMaker:
+    """Snippets for the hits of one query."""
+
+    def __init__(self, terms: set[str], words: list[str], analyzer: Analyzer,
+                 width: int = SNIPPET_CHARS, scan_chars: int = SNIPPET_SCAN_CHARS) -> None:
+        self.width = width
+        self.scan_chars = scan_chars
+        self.analyzer = analyzer
+        self.term_ids = {t: i for i, t in enumerate(sorted(terms))}
+        # Raw words that analyse to no query term (stop words, "C") would only cost time.
+        self.literals = sorted({t for t in terms if len(t) > 1} | {
+            w.lower() for w in words if any(t in terms for t in analyzer.terms(w))})
+        self._verdict: dict[str, int] = {}  # lower-cased token -> term number, -1 for none
+
+    def _term_of(self, token: str) -> int:
+        hit = self._verdict.get(token)
+        if hit is None:
+            ids = self.term_ids
+            hit = next((ids[t] for t in self.analyzer.token(token)[0] if t in ids), -1)
+            self._verdict[token] = hit
+        return hit
+
+    def matches(self, lower: str) -> list[_Match]:
+        """Confirmed query-term tokens of ``lower`` (a page's text in lower case), sorted and
+        without overlaps; at most SNIPPET_MAX_PER_TERM places per literal."""
+        found: list[_Match] = []
+        seen: set[int] = set()
+        token_at, term_of = TOKEN_RE.match, self._term_of
+        for lit in self.literals:
+            # str.find runs in C; each place found is confirmed through the analyzer.
+            at, kept, tried = lower.find(lit), 0, 0
+            while at != -1 and kept < SNIPPET_MAX_PER_TERM and tried < SNIPPET_MAX_TRIES:
+                tried += 1
+                if (at == 0 or not (lower[at - 1].isalnum() or lower[at - 1] == "_")) \
+                        and at not in seen:
+                    tok = token_at(lower, at)
+                    if tok is not None:
+                        tid = term_of(tok.group(0))
+                        if tid >= 0:
+                            seen.add(at)
+                            found.append((at, tok.end(), tid))
+                            kept += 1
+                at = lower.find(lit, at + 1)
+        found.sort()
+        # A part found inside a compound already matched ("errors" in "fs_errors") is one
+        # match with it.
+        out: list[_Match] = []
+        last_end = -1
+        for m in found:
+            if m[0] >= last_end:
+                out.append(m)
+                last_end = m[1]
+        return out
+
+    def make(self, text: str, lower: str | None = None) -> tuple[str, list[tuple[int, int]]]:
+        """(snippet, highlight spans inside it) for a page's stored ``text`` (``lower``: the
+        same text lower-cased with the same offsets, as :func:`read_text` gives it)."""
+        scan = text[: self.scan_chars]
+        lowered = scan.lower() if lower is None else lower[: self.scan_chars]
+        if len(lowered) != len(scan):  # a character whose lower case is longer ("İ")
+            lowered = "".join(c.lower() if len(c.lower()) == 1 else c for c in scan)
+        found = self.matches(lowered)
+        if not found:
+            return _cut(scan, 0, self.width)[0], []
+        best = best_window(found, len(self.term_ids), self.width)
+        begin = max(0, found[best][0] - self.width // 5)
+        snippet, offset = _cut(scan, begin, self.width)
+        end = offset + len(snippet) - (1 if snippet.endswith("…") else 0)
+        shift = offset - (1 if snippet.startswith("…") else 0)
+        return snippet, [(s - shift, e - shift) for s, e, _ in found if s >= offset and e <= end]
+
+
+def best_window(found: list[_Match], n_terms: int, width: int) -> int:
+    """Index of the match that starts the best window: most distinct terms among the matches
+    ending within ``width`` characters of its start, then most matches; the first on ties.
+    One pass with two pointers (``found`` is sorted without overlaps, so its ends are sorted)."""
+    counts = [0] * max(n_terms, 1)
+    distinct = j = 0
+    n = len(found)
+    best, best_key = 0, (-1, -1)
+    for i in range(n):
+        limit = found[i][0] + width
+        while j < n and found[j][1] <= limit:
+            t = found[j][2]
+            if counts[t] == 0:
+                distinct += 1
+            counts[t] += 1
+            j += 1
+        key = (distinct, j - i)
+        if key > best_key:
+            best, best_key = i, key
+        t = found[i][2]
+        counts[t] -= 1
+        if counts[t] == 0:
+            distinct -= 1
+    return best
+
+
+def read_text(blob: bytes, chars: int = SNIPPET_SCAN_CHARS, name: str = "") -> PageText:
+    """The first ``chars`` characters of a zlib'd UTF-8 page text, and the same lower-cased
+    (ASCII letters, on the bytes).  Decompression stops once the bytes out hold that many
+    characters."""
+    d = zlib.decompressobj()
+    tail, raw = blob, b""
+    try:
+        while not d.eof:
+            have = len(_whole(raw).decode("utf-8", "surrogatepass"))
+            if have >= chars:
+                raw = _whole(raw)
+                break
+            more = d.decompress(tail, chars - have)
+            tail = d.unconsumed_tail
+            if not more and not d.eof:
+                raise zlib.error("the stream ends early")
+            raw += more
+        return (raw.decode("utf-8", "surrogatepass")[:chars],
+                raw.lower().decode("utf-8", "surrogatepass")[:chars])
+    except (zlib.error, UnicodeError) as exc:
+        raise IndexCorrupt(f"stored document {name} is corrupt ({exc})") from None
+
+
+def _whole(raw: bytes) -> bytes:
+    """``raw`` without a last character whose bytes are not all there yet."""
+    i = len(raw) - 1
+    while i >= 0 and i >= len(raw) - 4 and (raw[i] & 0xC0) == 0x80:
+        i -= 1
+    if i >= 0 and raw[i] >= 0xC0:
+        need = 2 if raw[i] < 0xE0 else 3 if raw[i] < 0xF0 else 4
+        if len(raw) - i < need:
+            return raw[:i]
+    return raw
 
 
 def make_snippet(text: str, terms: set[str], words: list[str], analyzer: Analyzer,
                  width: int = SNIPPET_CHARS) -> tuple[str, list[tuple[int, int]]]:
-    """(snippet, highlight spans inside it) for ``text`` and the query's ``terms``."""
-    scan = text[:SNIPPET_SCAN_CHARS]
-    lower = scan.lower()
-    # Raw words that analyse to no query term (stop words, "C") would only cost time.
-    literals = {t for t in terms if len(t) > 1} | {
-        w.lower() for w in words if any(t in terms for t in analyzer.terms(w))}
-    matches: list[tuple[int, int, str]] = []
-    seen: set[int] = set()
-    for lit in literals:
-        # str.find runs in C; each place found is confirmed through the analyzer.
-        at, found_here, tried = lower.find(lit), 0, 0
-        while at != -1 and found_here < _MAX_PER_LITERAL and tried < _MAX_TRIES_PER_LITERAL:
-            tried += 1
-            if (at == 0 or not (lower[at - 1].isalnum() or lower[at - 1] == "_")) \
-                    and at not in seen:
-                tok = TOKEN_RE.match(lower, at)
-                if tok is not None:
-                    hit = [t for t in analyzer.token(tok.group(0))[0] if t in terms]
-                    if hit:
-                        seen.add(at)
-                        matches.append((tok.start(), tok.end(), hit[0]))
-                        found_here += 1
-            at = lower.find(lit, at + 1)
-    matches.sort()
-    # A part found inside a compound already matched ("errors" in "fs_errors") is one match.
-    kept: list[tuple[int, int, str]] = []
-    for m in matches:
-        if kept and m[0] < kept[-1][1]:
-            continue
-        kept.append(m)
-    matches = kept
-    if not matches:
-        cut = _cut(scan, 0, width)
-        return cut[0], []
-    best, best_key = 0, (-1, -1)
-    for i, (start, _, _) in enumerate(matches):
-        distinct: set[str] = set()
-        count = 0
-        for _, e, t in matches[i:]:
-            if e - start > width:
-                break
-            distinct.add(t)
-            count += 1
-        key = (len(distinct), count)
-        if key > best_key:
-            best, best_key = i, key
-    anchor = matches[best][0]
-    begin = max(0, anchor - width // 5)
-    snippet, offset = _cut(scan, begin, width)
-    end = offset + len(snippet) - (1 if snippet.endswith("…") else 0)
-    shift = offset - (1 if snippet.startswith("…") else 0)
-    spans = [(s - shift, e - shift) for s, e, _ in matches if s >= offset and e <= end]
-    return snippet, spans
+    """(snippet, highlight spans inside it) for ``text`` and the query's ``terms`` (one hit;
+    a query with many hits builds one :class:`SnippetMaker` instead)."""
+    return SnippetMaker(terms, words, analyzer, width).make(text)
 
 
 def _cut(text: str, begin: int, width: int) -> tuple[str, int]:

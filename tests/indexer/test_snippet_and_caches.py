@@ -1,0 +1,184 @@
+"""Query-biased snippets (partial decompression, byte-wise lower case, the best window) and
+the query side's LRU caches (bounded; a warm searcher answers exactly as a cold one)."""
+
+from __future__ import annotations
+
+import threading
+import zlib
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from crawler.datadir import DataDir
+from indexer.analysis import Analyzer
+from indexer.build import build_index
+from indexer.errors import IndexCorrupt
+from indexer.lru import LruCache
+from indexer.searcher import Searcher
+from indexer.snippet import SnippetMaker, best_window, read_text
+from tests.indexer.corpus import build_data_dir
+
+
+def maker(query: str) -> SnippetMaker:
+    analyzer = Analyzer()
+    words = query.split()
+    return SnippetMaker(set(analyzer.terms(query)), words, analyzer)
+
+
+# ------------------------------------------------------------------ reading the stored text
+@settings(max_examples=60, deadline=None)
+@given(text=st.text(alphabet=st.sampled_from("aZé—𝄞 ._\n€İ"), max_size=400),
+       chars=st.integers(min_value=0, max_value=420))
+def test_read_text_gives_the_prefix_and_its_lower_case_with_the_same_offsets(
+        text: str, chars: int) -> None:
+    blob = zlib.compress(text.encode("utf-8"), 3)
+    got, lower = read_text(blob, chars)
+    assert got == text[:chars]
+    assert len(lower) == len(got)
+    # ASCII letters are lower-cased in place; every other character is left as it is.
+    assert lower == "".join(c.lower() if c.isascii() else c for c in got)
+
+
+def test_read_text_stops_early_on_a_long_page() -> None:
+    text = "word " * 200_000  # 1 MB
+    got, _ = read_text(zlib.compress(text.encode(), 3), 1000)
+    assert got == text[:1000]
+
+
+def test_a_corrupt_stored_text_is_a_clear_error() -> None:
+    with pytest.raises(IndexCorrupt, match="corrupt"):
+        read_text(b"not zlib at all", 100, name="seg-1/7")
+    blob = zlib.compress(("x" * 5000).encode())
+    with pytest.raises(IndexCorrupt, match="corrupt"):
+        read_text(blob[: len(blob) // 2], 10_000)
+
+
+# ------------------------------------------------------------------ matches and window
+def test_matches_find_word_forms_in_any_case_and_confirm_them_through_the_analyzer() -> None:
+    m = maker("PyConfig tulips")
+    text = "See PyConfig and PYCONFIG; a tulip, Tulips, tulipomania; myPyConfig is not one."
+    snippet, spans = m.make(text)
+    words = [snippet[a:b] for a, b in spans]
+    assert words == ["PyConfig", "PYCONFIG", "tulip", "Tulips"]
+
+
+def test_a_part_inside_a_compound_already_matched_is_one_match() -> None:
+    m = maker("fs_errors errors")
+    snippet, spans = m.make("the fs_errors member and errors")
+    assert [snippet[a:b] for a, b in spans] == ["fs_errors", "errors"]
+
+
+def test_the_window_with_most_distinct_terms_wins_over_an_earlier_one() -> None:
+    m = maker("tulip frost")
+    filler = "lorem ipsum " * 60
+    text = f"tulip tulip tulip {filler} plant the tulip before the frost {filler}"
+    snippet, spans = m.make(text)
+    assert {snippet[a:b] for a, b in spans} == {"tulip", "frost"}
+
+
+def brute_best(found: list[tuple[int, int, int]], width: int) -> int:
+    best, best_key = 0, (-1, -1)
+    for i, (start, _, _) in enumerate(found):
+        inside = [t for _, e, t in found[i:] if e - start <= width]
+        # found is sorted without overlaps: the window is a prefix of found[i:]
+        key = (len(set(inside)), len(inside))
+        if key > best_key:
+            best, best_key = i, key
+    return best
+
+
+@settings(max_examples=80, deadline=None)
+@given(gaps=st.lists(st.tuples(st.integers(0, 50), st.integers(1, 12), st.integers(0, 3)),
+                     min_size=1, max_size=40),
+       width=st.integers(5, 120))
+def test_best_window_agrees_with_brute_force(gaps: list[tuple[int, int, int]],
+                                             width: int) -> None:
+    found, at = [], 0
+    for gap, length, term in gaps:
+        at += gap
+        found.append((at, at + length, term))
+        at += length
+    assert best_window(found, 4, width) == brute_best(found, width)
+
+
+# ------------------------------------------------------------------ LRU cache
+def test_lru_is_bounded_by_size_and_drops_the_least_recently_used() -> None:
+    cache: LruCache[str, bytes] = LruCache(10, len)
+    cache.put("a", b"xxxx")
+    cache.put("b", b"xxxx")
+    assert cache.get("a") == (True, b"xxxx")  # "a" is now the most recent
+    cache.put("c", b"xxxx")  # 12 > 10: "b" goes
+    assert cache.get("b") == (False, None)
+    assert cache.get("a")[0] and cache.get("c")[0]
+    assert cache.size == 8
+    cache.put("huge", b"x" * 11)  # larger than the cache: not kept, nothing evicted
+    assert cache.get("huge") == (False, None) and len(cache) == 2
+
+
+def test_lru_keeps_a_cached_none_and_survives_threads() -> None:
+    cache: LruCache[int, int | None] = LruCache(50, lambda v: 1)
+    cache.put(1, None)
+    assert cache.get(1) == (True, None)
+
+    def work(base: int) -> None:
+        for i in range(2000):
+            cache.put(base + i % 97, i)
+            cache.get(base + (i * 7) % 97)
+
+    threads = [threading.Thread(target=work, args=(b * 1000,)) for b in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(cache) <= 50 and cache.size == len(cache)
+
+
+# ------------------------------------------------------------------ searcher with caches
+A = "http://a.example"
+PAGES = {
+    f"{A}/{i}": (f"<html><head><title>Page {i}</title></head><body><main><h1>Garden {i}</h1>"
+                 f"<p>{' '.join(['tulip bulbs in autumn'] * (i % 3 + 1))} and roses {i} "
+                 f"{'frost ' * (i % 4)} garden care</p></main></body></html>")
+    for i in range(12)
+}
+
+
+@pytest.fixture()
+def data(tmp_path: Path) -> DataDir:
+    d = build_data_dir(tmp_path / "data", PAGES)
+    build_index(d)
+    return d
+
+
+def answers(s: Searcher, queries: list[str]) -> list[list[tuple[int, float, str, list]]]:
+    return [[(h.doc_id, h.score, h.snippet, h.highlights) for h in s.search(q, k=5).hits]
+            for q in queries]
+
+
+def test_a_warm_searcher_answers_exactly_as_a_cold_one(data: DataDir) -> None:
+    queries = ["tulip autumn", "roses frost", '"tulip bulbs" garden', "garden -frost",
+               "autumn OR frost", "tulip"]
+    warm = Searcher.open(data)
+    first = answers(warm, queries)
+    hits = warm._decoded.hits, warm._texts.hits
+    assert len(warm._decoded) > 0 and len(warm._texts) > 0
+    again = answers(warm, queries)
+    assert warm._decoded.hits > hits[0] and warm._texts.hits > hits[1]
+    cold = answers(Searcher.open(data), queries)
+    assert first == again == cold
+    assert all(hits for hits in first)
+    top = first[0][0]
+    assert "tulip" in top[2].lower() and top[3]
+
+
+def test_proximity_and_scores_do_not_depend_on_the_cache_order(data: DataDir) -> None:
+    a = Searcher.open(data)
+    b = Searcher.open(data)
+    a.search("autumn")  # warms one term's postings only
+    for q in ["tulip autumn", "bulbs autumn frost"]:
+        ra, rb = a.search(q), b.search(q)
+        assert [h.doc_id for h in ra.hits] == [h.doc_id for h in rb.hits]
+        assert np.allclose([h.score for h in ra.hits], [h.score for h in rb.hits])
