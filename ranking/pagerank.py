@@ -136,12 +136,12 @@ def power_iteration(
     x /= x.sum()
     nxt = np.empty_like(x)
     blocks = row_blocks(matrix, threads)
-    partial: list[np.ndarray] = [np.empty(0, dtype=dtype)] * len(blocks)
+    empty = np.empty(0, dtype=dtype)
+    partial: list[np.ndarray] = [empty] * len(blocks)
     lost = 0.0  # phase 2 reads it: 1 - sum(M x) when w is None, else the dangling rank
 
     def multiply(b: int) -> float:
-        lo, _, block = blocks[b]
-        partial[b] = block @ x
+        partial[b] = blocks[b][2] @ x
         return float(partial[b].sum(dtype=np.float64))
 
     def redistribute(b: int) -> float:
@@ -157,6 +157,7 @@ def power_iteration(
             out += (1.0 - damping) * vb
         np.subtract(out, x[lo:hi], out=y)
         np.abs(y, out=y)
+        partial[b] = empty  # freed before the next mat-vec allocates its successor
         return float(y.sum(dtype=np.float64))
 
     result = PageRankResult(ranks=x)
@@ -189,7 +190,8 @@ def power_iteration(
             step = k + 1
             if snapshot_at >= 0 and step - snapshot_at == order:
                 ratio = min(damping**order, residual / snapshot_residual)
-                x -= ratio * snapshot
+                snapshot *= ratio
+                x -= snapshot
                 x /= 1.0 - ratio
                 snapshot_at = -1
             elif (step >= settings.EXTRAPOLATION_START
@@ -211,15 +213,18 @@ def row_blocks(matrix: sp.csr_matrix, parts: int) -> list[tuple[int, int, sp.csr
     n_rows, n_cols = matrix.shape
     indptr = matrix.indptr
     parts = max(1, min(parts, matrix.nnz // settings.LINKS_PER_THREAD))
-    cuts = np.searchsorted(indptr, np.arange(parts) * (matrix.nnz / parts), side="right") - 1
+    targets = (np.arange(parts, dtype=np.int64) * matrix.nnz // parts).astype(indptr.dtype)
+    cuts = np.searchsorted(indptr, targets, side="right") - 1
     bounds = sorted({0, *(int(c) for c in cuts[1:]), n_rows})
     blocks = []
     for lo, hi in zip(bounds[:-1], bounds[1:], strict=False):
         a, b = int(indptr[lo]), int(indptr[hi])
-        view = sp.csr_matrix(
-            (matrix.data[a:b], matrix.indices[a:b], indptr[lo : hi + 1] - indptr[lo]),
-            shape=(hi - lo, n_cols), copy=False,
-        )
+        # The constructor would copy a slice smaller than half its base (scipy's prune), so
+        # the block is made empty and handed its views: no link's data is copied.
+        view = sp.csr_matrix((hi - lo, n_cols), dtype=matrix.dtype)
+        view.data = matrix.data[a:b]
+        view.indices = matrix.indices[a:b]
+        view.indptr = indptr[lo : hi + 1] - indptr[lo]
         blocks.append((lo, hi, view))
     return blocks
 

@@ -181,6 +181,9 @@ def test_row_blocks_in_threads_give_the_same_ranks(monkeypatch: pytest.MonkeyPat
     assert [lo for lo, _, _ in blocks[1:]] == [hi for _, hi, _ in blocks[:-1]]
     assert blocks[0][0] == 0 and blocks[-1][1] == graph.n
     assert sum(b.nnz for _, _, b in blocks) == matrix.nnz
+    # views, not copies: the blocks cost no memory per link
+    assert all(np.shares_memory(b.data, matrix.data) and np.shares_memory(b.indices, matrix.indices)
+               for _, _, b in blocks)
     assert all(b.nnz >= matrix.nnz / 3 - graph.in_degree().max() * 2 for _, _, b in blocks)
     x = np.random.default_rng(0).random(graph.n)
     stacked = np.concatenate([b @ x for _, _, b in blocks])
