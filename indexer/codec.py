@@ -47,39 +47,51 @@ def _exclusive_cumsum(a: np.ndarray) -> np.ndarray:
 
 
 def _encode_chunk(values: np.ndarray, lengths: np.ndarray) -> Encoded:
+    """Bit-pack one chunk.  A full block (``BLOCK`` values of ``w`` bits) is ``BLOCK // 8 * w``
+    bytes, so every block starts on a byte: blocks are packed independently, all blocks of one
+    width at once (a (blocks, BLOCK, w) bit array and one ``packbits``), and copied to their
+    byte offsets; a group's last, partial block takes the bytes its bits need."""
     n = len(values)
     lengths = lengths.astype(np.int64)
     gstart = _exclusive_cumsum(lengths)
     nblocks = (lengths + BLOCK - 1) // BLOCK
     bstart = _exclusive_cumsum(nblocks)
-    within = np.arange(n, dtype=np.int64) - np.repeat(gstart, lengths)
-    block_of = np.repeat(bstart, lengths) + within // BLOCK
-    if n:
-        first = np.flatnonzero(within % BLOCK == 0)
-        widths = bit_length(np.maximum.reduceat(values, first))
-    else:
-        widths = np.zeros(0, dtype=np.uint8)
-    w = widths[block_of].astype(np.int64)
-    gbits = np.zeros(len(lengths), dtype=np.int64)
-    nonempty = lengths > 0
-    if n:
-        gbits[nonempty] = np.add.reduceat(w, gstart[nonempty])
-    gbytes = (gbits + 7) // 8
-    gbyte_start = _exclusive_cumsum(gbytes)
-    total_bytes = int(gbytes.sum())
-    wcum = _exclusive_cumsum(w)  # bit offset of each value if nothing were padded
-    # Bit offset of each value: its group's padded start + bits before it inside the group.
-    total_w = int(w.sum())
-    wcum_ext = np.append(wcum, total_w)
-    vbit = np.repeat(gbyte_start * 8 - wcum_ext[gstart], lengths) + wcum
-    bits = np.zeros(total_bytes * 8, dtype=np.uint8)
-    if total_w:
-        owner = np.repeat(np.arange(n, dtype=np.int64), w)
-        j = np.arange(total_w, dtype=np.int64) - np.repeat(wcum, w)
-        bits[np.repeat(vbit, w) + j] = (values[owner] >> j.astype(values.dtype)) & 1
-    data = np.packbits(bits, bitorder="little")
-    byte_offsets = np.append(gbyte_start, total_bytes)
-    block_offsets = np.append(bstart, int(nblocks.sum()))
+    n_blocks = int(nblocks.sum())
+    if n == 0:
+        zeros = np.zeros(len(lengths) + 1, dtype=np.int64)
+        return Encoded(np.zeros(0, np.uint8), np.zeros(0, np.uint8), zeros, zeros.copy())
+    # Block b of the chunk: its first value and its count.
+    has = nblocks > 0
+    gfirst_block = np.repeat(gstart[has], nblocks[has])
+    within = np.arange(n_blocks, dtype=np.int64) - np.repeat(bstart[has], nblocks[has])
+    first = gfirst_block + within * BLOCK
+    g_of_block = np.repeat(np.flatnonzero(has), nblocks[has])
+    cnt = np.minimum(BLOCK, gstart[g_of_block] + lengths[g_of_block] - first)
+    widths = bit_length(np.maximum.reduceat(values, first))
+    w64 = widths.astype(np.int64)
+    bsize = (cnt * w64 + 7) // 8
+    boff = _exclusive_cumsum(bsize)
+    total_bytes = int(bsize.sum())
+    data = np.zeros(total_bytes, dtype=np.uint8)
+    v32 = values.astype(np.uint32)
+    lanes = np.arange(BLOCK, dtype=np.int64)
+    for w in np.unique(widths).tolist():
+        if w == 0:
+            continue
+        sel = np.flatnonzero(widths == w)
+        idx = first[sel][:, None] + lanes[None, :]
+        live = lanes[None, :] < cnt[sel][:, None]
+        block_vals = np.where(live, v32[np.minimum(idx, n - 1)], 0).astype(np.uint32)
+        bits = ((block_vals[:, :, None] >> np.arange(w, dtype=np.uint32)) & 1).astype(np.uint8)
+        packed = np.packbits(bits.reshape(len(sel), BLOCK * w), axis=1, bitorder="little")
+        cols = np.arange(packed.shape[1], dtype=np.int64)
+        keep = cols[None, :] < bsize[sel][:, None]
+        data[(boff[sel][:, None] + cols[None, :])[keep]] = packed[keep]
+    gbytes = np.zeros(len(lengths), dtype=np.int64)
+    if n_blocks:
+        gbytes[has] = np.add.reduceat(bsize, bstart[has])
+    byte_offsets = np.append(_exclusive_cumsum(gbytes), total_bytes)
+    block_offsets = np.append(bstart, n_blocks)
     return Encoded(data, widths, byte_offsets, block_offsets)
 
 
