@@ -6,8 +6,10 @@
 Default mode: crawls the served Python manual like scripts/eval_relevance.py (or reuses
 ``--data``), then times, on the same fetched pages:
 * indexing: ``websift index`` from the crawl store (WARC read, lxml parse, anchors, barrels,
-  inversion, postings) against Whoosh and tantivy, each timed from the same stored pages (their
-  WARC read and lxml parse included, as ours is); wall and CPU seconds, peak RSS of the process;
+  inversion, postings) with 1 process and with 2 worker processes (``--procs``), against Whoosh
+  (one process, and its multiprocessing writer ``procs=2``) and tantivy (its writer threads),
+  each timed from the same stored pages (their WARC read and lxml parse included, as ours is);
+  wall and CPU seconds (workers included), peak RSS of the process and its children, summed;
 * query latency over the 400 dev queries (after one warm-up pass, best of 3 runs per query):
   p50 and p99, websift with and without snippets, Whoosh, tantivy; and the ratios.
 
@@ -42,14 +44,45 @@ WEBSIFT = str(ROOT / ".venv" / "bin" / "websift")
 
 
 def run_child(cmd: list[str]) -> tuple[float, float, int]:
-    """(wall seconds, CPU seconds, peak RSS bytes) of a child process."""
+    """(wall seconds, CPU seconds, peak RSS bytes) of a child process.
+
+    CPU counts the child and every process it waited for (its workers); peak RSS is the largest
+    sum over the child and all its descendants, sampled every 20 ms, of each process's PSS
+    (its resident pages, those it shares after fork divided among the sharers: a plain RSS sum
+    would count the parent's pages once per worker); at least the child's own peak RSS."""
+    import threading
+
+    import psutil
+
     t = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL)
+    peak = [0]
+    done = threading.Event()
+
+    def sample() -> None:
+        try:
+            ps = psutil.Process(proc.pid)
+            while not done.is_set():
+                total = 0
+                for q in [ps, *ps.children(recursive=True)]:
+                    try:
+                        total += q.memory_full_info().pss
+                    except psutil.Error:
+                        continue  # a worker that just ended holds no memory
+                peak[0] = max(peak[0], total)
+                done.wait(0.02)
+        except psutil.Error:
+            return  # the child ended before the first sample
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
     _, status, usage = os.wait4(proc.pid, 0)
+    done.set()
+    sampler.join()
     wall = time.perf_counter() - t
     if os.waitstatus_to_exitcode(status) != 0:
         raise SystemExit(f"{cmd} failed with status {status}")
-    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss * 1024
+    return wall, usage.ru_utime + usage.ru_stime, max(peak[0], usage.ru_maxrss * 1024)
 
 
 def peer_child(which: str, data: Path) -> tuple[float, float, int]:
@@ -58,6 +91,28 @@ def peer_child(which: str, data: Path) -> tuple[float, float, int]:
             f"from peers import stored_pages, {which}\n"
             f"p = {which}(list(stored_pages(DataDir.open({str(data)!r}))))\n"
             "p.close()\n")
+    return run_child([sys.executable, "-c", code])
+
+
+def whoosh_procs_child(data: Path, procs: int) -> tuple[float, float, int]:
+    """Whoosh with its multiprocessing writer (``writer(procs=N)``); pages read and parsed
+    in the parent, as WhooshPeer does."""
+    code = (f"import sys, shutil, tempfile; sys.path[:0]=[{str(ROOT)!r}, "
+            f"{str(ROOT / 'scripts')!r}]\n"
+            "from crawler.datadir import DataDir\n"
+            "from peers import stored_pages\n"
+            "from whoosh import index\n"
+            "from whoosh.analysis import StemmingAnalyzer\n"
+            "from whoosh.fields import ID, TEXT, Schema\n"
+            f"docs = list(stored_pages(DataDir.open({str(data)!r})))\n"
+            "d = tempfile.mkdtemp(prefix='whoosh-')\n"
+            "schema = Schema(url=ID(stored=True), title=TEXT(analyzer=StemmingAnalyzer()), "
+            "body=TEXT(analyzer=StemmingAnalyzer()))\n"
+            "ix = index.create_in(d, schema)\n"
+            f"w = ix.writer(procs={procs})\n"
+            "for x in docs: w.add_document(url=x.url, title=x.title, body=x.body)\n"
+            "w.commit()\n"
+            "shutil.rmtree(d)\n")
     return run_child([sys.executable, "-c", code])
 
 
@@ -89,18 +144,35 @@ def bench_pydocs(data_dir: Path) -> None:
 
     data = crawl_and_index(data_dir)
     shutil.rmtree(data.index_dir)
-    ours = run_child([WEBSIFT, "index", "--data", str(data_dir), "--quiet"])
+    one = run_child([WEBSIFT, "index", "--data", str(data_dir), "--quiet", "--procs", "1"])
+    shutil.rmtree(data.index_dir)
+    ours = run_child([WEBSIFT, "index", "--data", str(data_dir), "--quiet", "--procs", "2"])
     whoosh = peer_child("WhooshPeer", data_dir)
+    try:
+        whoosh2: tuple[float, float, int] | None = whoosh_procs_child(data_dir, 2)
+    except SystemExit as exc:  # report it, do not hide the other figures
+        print(f"Whoosh procs=2 failed: {exc}")
+        whoosh2 = None
     tantivy = peer_child("TantivyPeer", data_dir)
     searcher = Searcher.open(data)
     print(f"pages: {searcher.doc_count()} documents in the websift index\n")
-    print("| indexing | wall s | CPU s | peak RSS MB |")
-    print("|---|---|---|---|")
-    for name, (w, c, r) in (("websift index", ours), ("Whoosh (parse + index)", whoosh),
-                            ("tantivy (parse + index)", tantivy)):
-        print(f"| {name} | {w:.2f} | {c:.2f} | {r / 2**20:.0f} |")
-    print(f"\nindexing speed-up vs Whoosh: wall {whoosh[0] / ours[0]:.1f}x, "
-          f"CPU {whoosh[1] / ours[1]:.1f}x; vs tantivy: wall {tantivy[0] / ours[0]:.2f}x, "
+    print("| indexing (WARC read + lxml parse included) | processes | wall s | CPU s "
+          "| peak RSS MB (with children) |")
+    print("|---|---|---|---|---|")
+    rows = [("websift index --procs 1", "1", one), ("websift index --procs 2", "1 + 2 workers", ours),
+            ("Whoosh (parse + index)", "1", whoosh)]
+    if whoosh2 is not None:
+        rows.append(("Whoosh writer(procs=2) (parse + index)", "1 + 2 workers", whoosh2))
+    rows.append(("tantivy (parse + index)", "1, writer threads", tantivy))
+    for name, procs, (w, c, r) in rows:
+        print(f"| {name} | {procs} | {w:.2f} | {c:.2f} | {r / 2**20:.0f} |")
+    print(f"\nindexing speed-up vs Whoosh (1 process): websift 1 process: wall "
+          f"{whoosh[0] / one[0]:.1f}x, CPU {whoosh[1] / one[1]:.1f}x; websift 2 workers: wall "
+          f"{whoosh[0] / ours[0]:.1f}x, CPU {whoosh[1] / ours[1]:.1f}x")
+    if whoosh2 is not None:
+        print(f"websift 2 workers vs Whoosh procs=2: wall {whoosh2[0] / ours[0]:.1f}x, "
+              f"CPU {whoosh2[1] / ours[1]:.1f}x")
+    print(f"vs tantivy: websift 2 workers wall {tantivy[0] / ours[0]:.2f}x, "
           f"CPU {tantivy[1] / ours[1]:.2f}x\n")
     queries = [q.text for q in load_queries()]
     docs = list(stored_pages(data))
@@ -127,7 +199,7 @@ def bench_pydocs(data_dir: Path) -> None:
     tp.close()
 
 
-def bench_rust(data_dir: Path, ram_mb: int, limit: int | None) -> None:
+def bench_rust(data_dir: Path, ram_mb: int, limit: int | None, procs: int) -> None:
     from crawler.datadir import DataDir
     from tests.indexer.corpus import ingest_files
 
@@ -138,7 +210,7 @@ def bench_rust(data_dir: Path, ram_mb: int, limit: int | None) -> None:
     data = DataDir.open(data_dir)
     shutil.rmtree(data.index_dir, ignore_errors=True)
     wall, cpu, rss = run_child([WEBSIFT, "index", "--data", str(data_dir), "--quiet",
-                                "--ram-mb", str(ram_mb)])
+                                "--ram-mb", str(ram_mb), "--procs", str(procs)])
     manifest = json.loads((data.index_dir / "manifest.json").read_text())
     metas = [json.loads((data.index_dir / s["name"] / "meta.json").read_text())
              for s in manifest["segments"]]
@@ -149,7 +221,8 @@ def bench_rust(data_dir: Path, ram_mb: int, limit: int | None) -> None:
     html = sum(p.stat().st_size for p in data.warc_dir.iterdir())
     print(f"documents: {docs} ({manifest['stats']})")
     print(f"index time: {wall:.1f}s wall, {cpu:.1f}s CPU -> {docs / wall:.0f} docs/s")
-    print(f"peak RSS: {rss / 2**20:.0f} MB with --ram-mb {ram_mb}")
+    print(f"peak RSS (the run and its {procs} workers, summed): {rss / 2**20:.0f} MB "
+          f"with --ram-mb {ram_mb}")
     print(f"index size: {size / 2**20:.1f} MB (postings {postings / 2**20:.1f} MB); "
           f"page text {text / 2**20:.1f} MB; WARC {html / 2**20:.1f} MB; "
           f"index/text = {size / max(text, 1):.2f}, postings/text = {postings / max(text, 1):.2f}")
@@ -161,13 +234,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rust", action="store_true", help="the Rust docs scale run")
     ap.add_argument("--ram-mb", type=int, default=256)
     ap.add_argument("--limit", type=int, default=None, help="--rust: ingest at most N pages")
+    ap.add_argument("--procs", type=int, default=2, help="--rust: websift index --procs N")
     args = ap.parse_args(argv)
     tmp = None
     if args.data is None:
         tmp = tempfile.TemporaryDirectory(prefix="websift-bench-")
         args.data = Path(tmp.name) / "data"
     if args.rust:
-        bench_rust(args.data, args.ram_mb, args.limit)
+        bench_rust(args.data, args.ram_mb, args.limit, args.procs)
     else:
         bench_pydocs(args.data)
     if tmp is not None:
