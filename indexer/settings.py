@@ -48,6 +48,7 @@ BATCH_MAX_JOBS = 256  # documents per batch (anchor-only ones are cheap)
 STORE_READ_IDS = 256  # store rows (and their anchors) read with one query each
 IN_FLIGHT_BATCHES = 2  # batches outstanding per worker (bounds the results held in memory)
 WORKER_POLL_SECONDS = 1.0  # how often a waiting worker checks that its parent is alive
+WORKER_JOIN_SECONDS = 10.0  # a worker told to stop that has not after this is terminated
 
 # ---------------------------------------------------------------- segments
 LEXICON_DICT_MAX = 2_000_000  # lexicons up to this many words get a hash table at open

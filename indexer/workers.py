@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from indexer.docbatch import AnalysedBatch, BatchAnalyser, DocJob
-from indexer.settings import IN_FLIGHT_BATCHES, WORKER_POLL_SECONDS
+from indexer.settings import IN_FLIGHT_BATCHES, WORKER_JOIN_SECONDS, WORKER_POLL_SECONDS
 
 
 class WorkerFailed(RuntimeError):
@@ -86,13 +86,17 @@ class AnalyserPool:
 
     def __exit__(self, et: type[BaseException] | None, ev: BaseException | None,
                  tb: TracebackType | None) -> None:
-        self.close()
+        self.close(abort=et is not None)
 
-    def close(self) -> None:
+    def close(self, abort: bool = False) -> None:
+        """Stop the workers: after their last batch, or at once (``abort``: the run failed, and
+        results nobody will read must not keep a worker waiting to send them)."""
         for inbox, _ in self._queues:
-            inbox.put(None)
+            if not abort:
+                inbox.put(None)
         for p in self._procs:
-            p.join(timeout=5)
+            if not abort:
+                p.join(timeout=WORKER_JOIN_SECONDS)
             if p.is_alive():
                 p.terminate()
                 p.join()

@@ -92,3 +92,12 @@ def test_a_failing_worker_is_raised_in_the_parent(tmp_path: Path) -> None:
                  None, [])  # type: ignore[arg-type]  # no anchor list: a bug, not bad input
     with AnalyserPool(tmp_path, 2, {}) as pool, pytest.raises(WorkerFailed, match="Traceback"):
         list(pool.map([[bad]]))
+
+
+def test_a_failed_run_stops_its_workers_at_once(tmp_path: Path) -> None:
+    pool = AnalyserPool(tmp_path, 2, {})
+    workers = list(pool._procs)
+    assert len(workers) == 2 and all(p.is_alive() for p in workers)
+    with pytest.raises(OSError, match="disk full"), pool:
+        raise OSError("disk full")
+    assert not any(p.is_alive() for p in workers)
