@@ -27,6 +27,7 @@ Speed: one scipy CSR mat-vec per iteration over P^T with the damping folded into
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -135,7 +136,9 @@ def power_iteration(
     x = (teleport if start is None else start).astype(dtype, copy=True)
     x /= x.sum()
     nxt = np.empty_like(x)
-    blocks = row_blocks(matrix, threads)
+    threads = max(1, threads)
+    blocks = row_blocks(matrix, threads * settings.BLOCKS_PER_THREAD)
+    helpers = min(threads, len(blocks)) - 1
     empty = np.empty(0, dtype=dtype)
     partial: list[np.ndarray] = [empty] * len(blocks)
     lost = 0.0  # phase 2 reads it: 1 - sum(M x) when w is None, else the dangling rank
@@ -162,21 +165,32 @@ def power_iteration(
 
     result = PageRankResult(ranks=x)
     limit = max_iter if fixed_iterations is None else fixed_iterations
-    with ThreadPoolExecutor(max_workers=max(1, len(blocks) - 1)) as pool:
+    with ThreadPoolExecutor(max_workers=max(1, helpers)) as pool:
 
         def each(phase: Callable[[int], float]) -> float:
-            others = [pool.submit(phase, b) for b in range(1, len(blocks))]
-            return phase(0) + sum(f.result() for f in others)
+            # The calling thread and the helpers take blocks from one counter, so a thread the
+            # OS has descheduled holds up at most one block; sums are added in block order.
+            out = [0.0] * len(blocks)
+            counter = itertools.count()  # next() on it is atomic under the GIL
+
+            def drain() -> None:
+                while (b := next(counter)) < len(blocks):
+                    out[b] = phase(b)
+
+            others = [pool.submit(drain) for _ in range(helpers)]
+            drain()
+            for f in others:
+                f.result()
+            return sum(out)
 
         order = 0 if fixed_iterations is not None else extrapolation
         snapshot = np.empty_like(x) if order else None
         snapshot_at, snapshot_residual = -1, 0.0
         for k in range(limit):
             total = each(multiply)
-            if w is None:
-                lost = 1.0 - total
-            else:  # sum(M x) = c (1 - dangling rank) when |x| = 1
-                lost = 1.0 - total / damping if damping else 0.0
+            # w is None: the lost mass.  Otherwise the dangling rank, as sum(M x) = c (1 - it)
+            # when |x| = 1 (with c = 0 nothing reaches w whatever it is).
+            lost = 1.0 - total / (1.0 if w is None or not damping else damping)
             residual = each(redistribute)
             result.residuals.append(residual)
             if progress is not None:
@@ -217,7 +231,7 @@ def row_blocks(matrix: sp.csr_matrix, parts: int) -> list[tuple[int, int, sp.csr
     cuts = np.searchsorted(indptr, targets, side="right") - 1
     bounds = sorted({0, *(int(c) for c in cuts[1:]), n_rows})
     blocks = []
-    for lo, hi in zip(bounds[:-1], bounds[1:], strict=False):
+    for lo, hi in itertools.pairwise(bounds):
         a, b = int(indptr[lo]), int(indptr[hi])
         # The constructor would copy a slice smaller than half its base (scipy's prune), so
         # the block is made empty and handed its views: no link's data is copied.

@@ -22,8 +22,10 @@ RESTRICTED_LEVELS = 3  # l of the restricted PageRank over the first l levels
 PLOT_DPI = 110
 
 # PageRank speed: the power iteration's mat-vec runs on row blocks in parallel threads.
-THREADS = 2  # row blocks (threads) per power-iteration step; the machine has 2 cores
+THREADS = 2  # threads per power-iteration step (the mat-vec releases the GIL); 2 cores here
 LINKS_PER_THREAD = 200_000  # a block gets at least this many links, or the graph stays whole
 EXTRAPOLATION_ORDER = 6  # d of power extrapolation (Haveliwala et al. 2003); 0 turns it off
 EXTRAPOLATION_START = 20  # first step whose iterate is kept for an extrapolation d steps later
 EXTRAPOLATION_EVERY = 12  # steps between kept iterates (d of them lead to the extrapolation)
+BLOCKS_PER_THREAD = 4  # row blocks per thread, taken from a shared counter (a stalled thread
+# then holds up one small block, not half of the step)
