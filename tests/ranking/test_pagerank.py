@@ -232,3 +232,16 @@ def test_power_extrapolation_needs_fewer_steps_and_keeps_the_bound() -> None:
     steps = power_iteration(matrix, 0.85, teleport, fixed_iterations=30)
     plain30 = power_iteration(matrix, 0.85, teleport, fixed_iterations=30, extrapolation=0)
     np.testing.assert_array_equal(steps.ranks, plain30.ranks)
+
+
+def test_threaded_gather_equals_fancy_indexing(monkeypatch: pytest.MonkeyPatch) -> None:
+    from ranking import settings
+    from ranking.graph import gather
+
+    monkeypatch.setattr(settings, "LINKS_PER_THREAD", 10)
+    rng = np.random.default_rng(5)
+    values = rng.random(500)
+    index = rng.integers(0, 500, 1001).astype(np.int32)
+    for threads in (1, 2, 3):
+        np.testing.assert_array_equal(gather(values, index, threads), values[index])
+    assert gather(values, index[:0], 2).shape == (0,)
