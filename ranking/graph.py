@@ -131,18 +131,24 @@ def in_csr(graph: LinkGraph, source_weight: np.ndarray | None = None) -> sp.csr_
 
 
 def gather(values: np.ndarray, index: np.ndarray, threads: int = settings.THREADS) -> np.ndarray:
-    """``values[index]``, in ``threads`` slices at once (``np.take`` releases the GIL): the
-    random reads of a big gather are latency bound, so two cores halve it."""
+    """``values[index]``, in ``threads`` slices at once (numpy releases the GIL): the random reads
+    of a big gather are latency bound, so two cores halve it.  Taken in chunks of
+    ``settings.GATHER_CHUNK``, so the index's conversion to 64 bits costs no memory per link.
+    ``index`` must lie in ``0..len(values)-1`` (a CSR's own indices): it is not checked."""
     out = np.empty(index.shape, dtype=values.dtype)
     parts = max(1, min(threads, index.size // settings.LINKS_PER_THREAD))
-    if parts == 1:
-        np.take(values, index, out=out)
-        return out
     cuts = [index.size * k // parts for k in range(parts + 1)]
+    step = settings.GATHER_CHUNK
 
     def take(k: int) -> None:
-        np.take(values, index[cuts[k] : cuts[k + 1]], out=out[cuts[k] : cuts[k + 1]])
+        for a in range(cuts[k], cuts[k + 1], step):
+            b = min(a + step, cuts[k + 1])
+            # mode="clip": with the default "raise" numpy buffers the whole output
+            np.take(values, index[a:b], out=out[a:b], mode="clip")
 
+    if parts == 1:
+        take(0)
+        return out
     with ThreadPoolExecutor(max_workers=parts) as pool:
         list(pool.map(take, range(parts)))
     return out

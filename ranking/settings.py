@@ -29,3 +29,4 @@ EXTRAPOLATION_START = 20  # first step whose iterate is kept for an extrapolatio
 EXTRAPOLATION_EVERY = 12  # steps between kept iterates (d of them lead to the extrapolation)
 BLOCKS_PER_THREAD = 4  # row blocks per thread, taken from a shared counter (a stalled thread
 # then holds up one small block, not half of the step)
+GATHER_CHUNK = 1 << 16  # links per np.take call when gathering transition weights
