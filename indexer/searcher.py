@@ -86,14 +86,19 @@ def live_masks(segments: list[SegmentReader]) -> list[np.ndarray]:
 
 
 POSTINGS_CACHE_BYTES = 64 << 20  # decoded postings of recent terms kept per searcher
+PAIRS_CACHE_BYTES = 16 << 20  # proximity evidence of recent word pairs kept per searcher
 TEXT_CACHE_CHARS = 8_000_000  # characters of recent pages' texts kept per searcher (snippets)
+
+
+_NO_PAIRS = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64))
 
 
 def _nbytes(p: _Postings | None) -> int:
     """Bytes a cached entry holds (arrays shared with another entry are counted again)."""
     if p is None:
         return 64
-    return int(p.docs.nbytes + p.tfs.nbytes + p.all_tfs.nbytes + p.all_docs.nbytes)
+    return int(p.docs.nbytes + p.tfs.nbytes + p.all_tfs.nbytes + p.all_docs.nbytes
+               + 4 * len(p.docs))  # + the saturated scores, float32
 
 
 @dataclass
@@ -103,6 +108,9 @@ class _Postings:
     row: int
     all_tfs: np.ndarray  # tf matrix before the live filter (positions are grouped by it)
     all_docs: np.ndarray
+    # tf~/(k1 + tf~) of each posting: fixed for a snapshot (lengths and settings never change
+    # under it), so computed once per cached entry; idf is applied per query.
+    saturated: np.ndarray | None = None
 
 
 class Searcher:
@@ -137,6 +145,8 @@ class Searcher:
             TEXT_CACHE_CHARS, lambda t: 2 * len(t[0]))
         self._decoded: LruCache[tuple[int, str], _Postings | None] = LruCache(
             POSTINGS_CACHE_BYTES, _nbytes)
+        self._pairs: LruCache[tuple[int, str, str], tuple[np.ndarray, np.ndarray]] = LruCache(
+            PAIRS_CACHE_BYTES, lambda v: 64 + v[0].nbytes + v[1].nbytes)
 
     # ------------------------------------------------------------------ opening
     @classmethod
@@ -261,9 +271,24 @@ class Searcher:
             return None
         bonus = np.zeros(len(self.segments[si].doc_ids), dtype=np.float64)
         for a, b in pairs:
-            pa, pb = self._postings(a, cache, si), self._postings(b, cache, si)
-            if pa is None or pb is None or len(pa.docs) == 0 or len(pb.docs) == 0:
-                continue
+            docs, share = self._near_pairs(a, b, si, cache)
+            if len(docs):
+                bonus[docs] += s.proximity_weight * min(idfs[a], idfs[b]) * share
+        return bonus * self.live[si]
+
+    def _near_pairs(self, a: str, b: str, si: int,
+                    cache: dict[tuple[int, str], _Postings | None]
+                    ) -> tuple[np.ndarray, np.ndarray]:
+        """(ordinals, c / (c + 1)) of the documents of segment ``si`` where ``b`` follows ``a``
+        within the window in a weighted field, c times.  A function of the two terms'
+        postings alone, so kept in an LRU cache like a bigram's postings."""
+        key = (si, a, b)
+        found, kept = self._pairs.get(key)
+        if found and kept is not None:
+            return kept
+        out = _NO_PAIRS
+        pa, pb = self._postings(a, cache, si), self._postings(b, cache, si)
+        if pa is not None and pb is not None and len(pa.docs) and len(pb.docs):
             ka = self._position_keys(pa, si, cache, a)
             kb = self._position_keys(pb, si, cache, b)
             # Keys are sorted: the next occurrence of b after each a is one searchsorted away;
@@ -271,13 +296,14 @@ class Searcher:
             nxt = np.searchsorted(kb, ka + 1)
             ok = nxt < len(kb)
             near = np.zeros(len(ka), dtype=bool)
-            near[ok] = kb[nxt[ok]] - ka[ok] <= s.proximity_window
+            near[ok] = kb[nxt[ok]] - ka[ok] <= self.settings.proximity_window
             near &= self._weighted_field[(ka >> _FIELD_SHIFT) & 0xF]  # only fields that count
-            if not near.any():
-                continue
-            counts = np.bincount(ka[near] >> _DOC_SHIFT, minlength=len(bonus)).astype(np.float64)
-            bonus += s.proximity_weight * min(idfs[a], idfs[b]) * counts / (counts + 1.0)
-        return bonus * self.live[si]
+            if near.any():
+                docs, counts = np.unique(ka[near] >> _DOC_SHIFT, return_counts=True)
+                c = counts.astype(np.float64)
+                out = (docs, c / (c + 1.0))
+        self._pairs.put(key, out)
+        return out
 
     def _host_masks(self, hosts: tuple[str, ...]) -> list[np.ndarray]:
         cached = self._host_cache.get(hosts)
@@ -330,8 +356,10 @@ class Searcher:
                     p = self._postings(term, cache, si)
                     if p is None or len(p.docs) == 0:
                         continue
-                    tt = bm25f.pseudo_tf(p.tfs, coeff[p.docs])
-                    score[p.docs] += idfs[term] * bm25f.saturate(tt, s.k1)
+                    if p.saturated is None:
+                        p.saturated = bm25f.saturate(bm25f.pseudo_tf(p.tfs, coeff[p.docs]),
+                                                     s.k1)
+                    score[p.docs] += idfs[term] * p.saturated
                     if hit is None:
                         matched[p.docs] += 1
                     else:
