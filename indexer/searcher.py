@@ -299,8 +299,10 @@ class Searcher:
             near[ok] = kb[nxt[ok]] - ka[ok] <= self.settings.proximity_window
             near &= self._weighted_field[(ka >> _FIELD_SHIFT) & 0xF]  # only fields that count
             if near.any():
-                docs, counts = np.unique(ka[near] >> _DOC_SHIFT, return_counts=True)
-                c = counts.astype(np.float64)
+                owners = ka[near] >> _DOC_SHIFT  # sorted, as the keys are: run lengths
+                first = np.flatnonzero(np.diff(owners, prepend=-1))
+                docs = owners[first]
+                c = np.diff(first, append=len(owners)).astype(np.float64)
                 out = (docs, c / (c + 1.0))
         self._pairs.put(key, out)
         return out
