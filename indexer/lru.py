@@ -33,6 +33,11 @@ class LruCache(Generic[K, V]):
     def __len__(self) -> int:
         return len(self._items)
 
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+            self.size = 0
+
     def get(self, key: K) -> tuple[bool, V | None]:
         """(found, value): a cached None is found."""
         with self._lock:

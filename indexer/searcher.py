@@ -181,6 +181,8 @@ class Searcher:
         self.segments = []
         self.live = []
         self.coefficients = []
+        for lru in (self._decoded, self._pairs, self._texts):
+            lru.clear()
 
     # ------------------------------------------------------------------ postings
     def _postings(self, term: str, cache: dict[tuple[int, str], _Postings | None],

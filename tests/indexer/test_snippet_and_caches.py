@@ -116,6 +116,8 @@ def test_lru_is_bounded_by_size_and_drops_the_least_recently_used() -> None:
     assert cache.size == 8
     cache.put("huge", b"x" * 11)  # larger than the cache: not kept, nothing evicted
     assert cache.get("huge") == (False, None) and len(cache) == 2
+    cache.clear()
+    assert len(cache) == 0 and cache.size == 0 and cache.get("a") == (False, None)
 
 
 def test_lru_keeps_a_cached_none_and_survives_threads() -> None:
@@ -169,6 +171,8 @@ def test_a_warm_searcher_answers_exactly_as_a_cold_one(data: DataDir) -> None:
     assert warm._decoded.hits > hits[0] and warm._texts.hits > hits[1]
     cold = answers(Searcher.open(data), queries)
     assert first == again == cold
+    warm.close()
+    assert len(warm._decoded) == len(warm._pairs) == len(warm._texts) == 0
     assert all(hits for hits in first)
     top = first[0][0]
     assert "tulip" in top[2].lower() and top[3]
