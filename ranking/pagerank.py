@@ -27,7 +27,9 @@ into row blocks that ``settings.THREADS`` threads share (scipy's mat-vec and num
 GIL); power extrapolation every few steps removes the slowest error components (hosts closed on
 themselves), about a third fewer steps on a web-like graph.  Not used, measured on 10M links:
 float32 (no faster: the mat-vec is bound by the latency of its random reads of x, not by bytes),
-a pattern-only matrix (scipy's mat-vec casts int8 values to float64 on every call, 80 MB each).
+a pattern-only matrix (scipy's mat-vec casts int8 values to float64 on every call, 80 MB each),
+the out-link CSR used as the CSC of c P^T (no transpose to build, 0.1 s less, but its mat-vec
+scatters into full-length products and got slower, not faster, on two threads).
 """
 
 from __future__ import annotations
