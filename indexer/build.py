@@ -96,14 +96,17 @@ def host_of(url: str) -> str:
 def _index_lock(index_dir: Path) -> Iterator[None]:
     index_dir.mkdir(parents=True, exist_ok=True)
     with open(index_dir / ".lock", "w") as fh:
+        # A POSIX record lock, not flock: it belongs to this process alone, so the indexing
+        # workers forked while it is held do not inherit it, and it goes when this process
+        # dies (a killed run's workers must not keep the next run out).
         try:
-            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+            fcntl.lockf(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
             raise IndexBusy(f"another 'websift index' is running on {index_dir}") from None
         try:
             yield
         finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
+            fcntl.lockf(fh, fcntl.LOCK_UN)
 
 
 def _sweep(index_dir: Path, keep: set[str]) -> None:

@@ -41,12 +41,15 @@ class WorkerFailed(RuntimeError):
 def _serve(warc_dir: Path, inbox: Any, outbox: Any, parent: int) -> None:
     """A worker's loop: batches in, analysed batches out, until told to stop."""
     analyser = BatchAnalyser(warc_dir)
+    # Results nobody reads must not hold the process at exit (a queue's feeder thread would
+    # wait for room in the pipe forever).
+    outbox.cancel_join_thread()
     while True:
         try:
             jobs = inbox.get(timeout=WORKER_POLL_SECONDS)
         except queue.Empty:
             if os.getppid() != parent:  # the run was killed: nothing to do for anyone
-                return
+                os._exit(0)
             continue
         if jobs is None:
             return

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import shutil
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -12,20 +16,22 @@ from crawler.datadir import DataDir
 from crawler.store import CrawlStore
 from indexer.build import build_index
 from indexer.docbatch import ANCHOR_ONLY, DocJob
+from indexer.errors import IndexBusy
 from indexer.searcher import Searcher
 from indexer.segment import SegmentReader
-from indexer.settings import BATCH_FULL_DOCS, PARALLEL_MIN_IDS
+from indexer.settings import BATCH_FULL_DOCS, KILL_AFTER_BARRELS_ENV, PARALLEL_MIN_IDS
 from indexer.workers import AnalyserPool, WorkerFailed
 from tests.indexer.corpus import build_data_dir
 
+WEBSIFT = str(Path(sys.executable).parent / "websift")
 U = "http://w.example"
 WORDS = ("quince medlar loquat sapodilla tamarillo feijoa jabuticaba rambutan salak mangosteen "
          "os.path.join unittest.mock the of and to be or not").split()
 
 
-def page(i: int) -> str:
+def page(i: int, words: int = 60) -> str:
     rng = np.random.default_rng(i)
-    body = " ".join(rng.choice(WORDS, size=60).tolist()) + f" number{i}"
+    body = " ".join(rng.choice(WORDS, size=words).tolist()) + f" number{i}"
     links = "".join(f'<a href="{U}/{(i * 7 + k) % 90}">link {WORDS[k]} {i}</a>'
                     for k in range(3))
     links += f'<a href="{U}/never/{i % 5}">ghost {WORDS[i % 10]}</a>'
@@ -101,3 +107,35 @@ def test_a_failed_run_stops_its_workers_at_once(tmp_path: Path) -> None:
     with pytest.raises(OSError, match="disk full"), pool:
         raise OSError("disk full")
     assert not any(p.is_alive() for p in workers)
+
+
+def test_a_killed_run_with_workers_does_not_keep_the_next_run_out(tmp_path: Path) -> None:
+    d = build_data_dir(tmp_path / "d", {f"{U}/{i}": page(i) for i in range(80)})
+    build_index(d, procs=1)
+    # Enough hits that the run writes its first barrel (and is killed) while workers work.
+    build_data_dir(d.root, {f"{U}/{i}": page(i + 1000, words=600) for i in range(80)})
+    env = {**os.environ, KILL_AFTER_BARRELS_ENV: "1"}
+    proc = subprocess.run([WEBSIFT, "index", "--data", str(d.root), "--ram-mb", "1", "--quiet",
+                           "--procs", "2"], env=env, stdout=subprocess.DEVNULL,
+                          stderr=subprocess.DEVNULL, timeout=120, check=False)
+    assert proc.returncode == -signal.SIGKILL
+    # Its workers may still be alive for a moment: they hold no lock, so this run goes ahead.
+    report = build_index(d, procs=2)
+    assert report.mode == "incremental" and report.documents == 80
+    assert [h.url for h in Searcher.open(d).search("number1042").hits] == [f"{U}/42"]
+
+
+def test_a_second_run_while_one_holds_the_lock_is_refused(tmp_path: Path) -> None:
+    d = build_data_dir(tmp_path / "d", {f"{U}/1": page(1)})
+    d.index_dir.mkdir(parents=True, exist_ok=True)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import fcntl, sys; fh = open(sys.argv[1], 'w'); "
+         "fcntl.lockf(fh, fcntl.LOCK_EX); print('locked', flush=True); sys.stdin.read()",
+         str(d.index_dir / ".lock")], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
+        with pytest.raises(IndexBusy, match="another 'websift index'"):
+            build_index(d)
+    finally:
+        holder.communicate("", timeout=30)
+    assert build_index(d).documents == 1
