@@ -18,6 +18,7 @@ lengths) count live documents only.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import pairwise
@@ -87,7 +88,7 @@ def live_masks(segments: list[SegmentReader]) -> list[np.ndarray]:
 
 POSTINGS_CACHE_BYTES = 64 << 20  # decoded postings of recent terms kept per searcher
 PAIRS_CACHE_BYTES = 16 << 20  # proximity evidence of recent word pairs kept per searcher
-TEXT_CACHE_CHARS = 8_000_000  # characters of recent pages' texts kept per searcher (snippets)
+TEXT_CACHE_BYTES = 32 << 20  # recent pages' texts (and lower case) kept per searcher, snippets
 
 
 _NO_PAIRS = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64))
@@ -142,7 +143,7 @@ class Searcher:
         self._host_cache: dict[tuple[str, ...], list[np.ndarray]] = {}
         # Shared by the threads searching this snapshot (its segments never change).
         self._texts: LruCache[tuple[int, int], PageText] = LruCache(
-            TEXT_CACHE_CHARS, lambda t: 2 * len(t[0]))
+            TEXT_CACHE_BYTES, lambda t: sys.getsizeof(t[0]) + sys.getsizeof(t[1]))
         self._decoded: LruCache[tuple[int, str], _Postings | None] = LruCache(
             POSTINGS_CACHE_BYTES, _nbytes)
         self._pairs: LruCache[tuple[int, str, str], tuple[np.ndarray, np.ndarray]] = LruCache(
