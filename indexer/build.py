@@ -53,6 +53,7 @@ from indexer.merge import merge_segments
 from indexer.segment import SegmentReader, SegmentWriter
 from indexer.settings import (
     BATCH_FULL_DOCS,
+    BATCH_MAX_BYTES,
     BATCH_MAX_JOBS,
     DEFAULT_INDEX_PROCS,
     DEFAULT_RAM_MB,
@@ -266,7 +267,7 @@ def _batches(store: CrawlStore, ids: list[int], aliases: dict[int, list[int]],
     """The documents to make, in URL ID order, cut into batches for the workers; store rows
     and anchors read STORE_READ_IDS at a time (one query each)."""
     jobs: list[DocJob] = []
-    full = 0
+    full = nbytes = 0
     for lo in range(0, len(ids), STORE_READ_IDS):
         chunk = ids[lo : lo + STORE_READ_IDS]
         pages = {p.id: p for p in store.pages(f"id IN ({','.join('?' * len(chunk))})", chunk)}
@@ -283,10 +284,13 @@ def _batches(store: CrawlStore, ids: list[int], aliases: dict[int, list[int]],
             if job is None:
                 continue
             jobs.append(job)
-            full += job.kind == FULL
-            if full >= BATCH_FULL_DOCS or len(jobs) >= BATCH_MAX_JOBS:
+            if job.warc is not None:
+                full += 1
+                nbytes += job.warc[2]
+            if full >= BATCH_FULL_DOCS or len(jobs) >= BATCH_MAX_JOBS \
+                    or nbytes >= BATCH_MAX_BYTES:
                 yield jobs
-                jobs, full = [], 0
+                jobs, full, nbytes = [], 0, 0
     if jobs:
         yield jobs
 

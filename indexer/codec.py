@@ -49,8 +49,9 @@ def _exclusive_cumsum(a: np.ndarray) -> np.ndarray:
 def _encode_chunk(values: np.ndarray, lengths: np.ndarray) -> Encoded:
     """Bit-pack one chunk.  A full block (``BLOCK`` values of ``w`` bits) is ``BLOCK // 8 * w``
     bytes, so every block starts on a byte: blocks are packed independently, all blocks of one
-    width at once (a (blocks, BLOCK, w) bit array and one ``packbits``), and copied to their
-    byte offsets; a group's last, partial block takes the bytes its bits need."""
+    width at once (an (octets, 8, w) bit array, one ``packbits``), and copied to their byte
+    offsets; a group's last, partial block takes the bytes its bits need.  Scratch: a few
+    bytes per bit."""
     n = len(values)
     lengths = lengths.astype(np.int64)
     gstart = _exclusive_cumsum(lengths)
@@ -74,19 +75,34 @@ def _encode_chunk(values: np.ndarray, lengths: np.ndarray) -> Encoded:
     total_bytes = int(bsize.sum())
     data = np.zeros(total_bytes, dtype=np.uint8)
     v32 = values.astype(np.uint32)
-    lanes = np.arange(BLOCK, dtype=np.int64)
+    eight = np.arange(8, dtype=np.int64)
     for w in np.unique(widths).tolist():
         if w == 0:
             continue
+        # The blocks of width w as octets of values (8 values of w bits = w bytes, so a block
+        # padded to whole octets stays byte-aligned); a block keeps the bytes its bits need.
         sel = np.flatnonzero(widths == w)
-        idx = first[sel][:, None] + lanes[None, :]
-        live = lanes[None, :] < cnt[sel][:, None]
-        block_vals = np.where(live, v32[np.minimum(idx, n - 1)], 0).astype(np.uint32)
-        bits = ((block_vals[:, :, None] >> np.arange(w, dtype=np.uint32)) & 1).astype(np.uint8)
-        packed = np.packbits(bits.reshape(len(sel), BLOCK * w), axis=1, bitorder="little")
-        cols = np.arange(packed.shape[1], dtype=np.int64)
-        keep = cols[None, :] < bsize[sel][:, None]
-        data[(boff[sel][:, None] + cols[None, :])[keep]] = packed[keep]
+        octs = (cnt[sel] + 7) // 8
+        n_oct = int(octs.sum())
+        o_block = np.repeat(np.arange(len(sel), dtype=np.int64), octs)
+        o_within = np.arange(n_oct, dtype=np.int64) - np.repeat(_exclusive_cumsum(octs), octs)
+        lane = o_within[:, None] * 8 + eight[None, :]
+        live = lane < cnt[sel][o_block][:, None]
+        idx = np.where(live, first[sel][o_block][:, None] + lane, 0)
+        vals = np.where(live, v32[idx], np.uint32(0))
+        del idx, lane
+        bits = np.empty((n_oct, 8, w), dtype=np.uint8)
+        for j in range(w):
+            bits[:, :, j] = (vals >> np.uint32(j)) & np.uint32(1)
+        packed = np.packbits(bits.reshape(n_oct, 8 * w), axis=1, bitorder="little").ravel()
+        del bits
+        # Byte k of the block's packed octets goes to boff + k when k < the block's size.
+        nbytes_blk = octs * w
+        k = np.arange(len(packed), dtype=np.int64) - np.repeat(
+            _exclusive_cumsum(nbytes_blk), nbytes_blk)
+        blk = np.repeat(np.arange(len(sel), dtype=np.int64), nbytes_blk)
+        keep = k < bsize[sel][blk]
+        data[boff[sel][blk[keep]] + k[keep]] = packed[keep]
     gbytes = np.zeros(len(lengths), dtype=np.int64)
     if n_blocks:
         gbytes[has] = np.add.reduceat(bsize, bstart[has])

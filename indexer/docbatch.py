@@ -10,7 +10,9 @@ crosses a process boundary cheaply.
 
 Word IDs in a batch are the analyser's *local* IDs; ``new_terms`` lists the words it learned
 while doing this batch (local IDs ``first_new ...``), so the receiver maps local to global IDs
-with one array lookup per hit (indexer/workers.py).  Brin & Page 1998, section 4.2.5: the
+with one array lookup per hit (indexer/workers.py).  When its memo passes WORKER_MEMO_TOKENS raw
+tokens the analyser starts afresh (``first_new == 0`` again): its memory stays bounded whatever
+the vocabulary.  Brin & Page 1998, section 4.2.5: the
 indexer "reads the repository, uncompresses the documents and parses them ... converted into a
 set of word occurrences called hits".
 """
@@ -30,7 +32,13 @@ from crawler.warc import WarcLocation, read_response
 from indexer.anchors import Anchors
 from indexer.hits import HitMaker
 from indexer.parse import parse_html, url_words
-from indexer.settings import DOCSTORE_LEVEL, MAX_FIELD_TOKENS, N_FIELDS
+from indexer.settings import (
+    DOCSTORE_LEVEL,
+    MAX_FIELD_TOKENS,
+    N_FIELDS,
+    TOKENISE_CHARS,
+    WORKER_MEMO_TOKENS,
+)
 
 FULL, ANCHOR_ONLY = 0, 1  # DocJob.kind
 INDEXED, WARC_ERROR = 0, 1  # AnalysedBatch.status
@@ -66,8 +74,9 @@ class AnalysedBatch:
 class BatchAnalyser:
     """Parses and analyses batches of documents; keeps its word memo across batches."""
 
-    def __init__(self, warc_dir: Path) -> None:
+    def __init__(self, warc_dir: Path, memo_tokens: int = WORKER_MEMO_TOKENS) -> None:
         self.warc_dir = Path(warc_dir)
+        self.memo_tokens = memo_tokens
         self.hits = HitMaker()
 
     def _fields(self, job: DocJob) -> tuple[str, str, list[str | list[str]]]:
@@ -82,9 +91,31 @@ class BatchAnalyser:
         return (parsed.title or anchors.best(), parsed.text,
                 [parsed.title, parsed.headings, parsed.body, parsed.url_words, job.anchors])
 
+    def _hits(self, docs: list[list[str | list[str]]]
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``HitMaker.batch`` over runs of documents of at most TOKENISE_CHARS characters (its
+        scratch is ~100 bytes per token: big pages must not multiply it by a batch)."""
+        parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        lo = size = 0
+        for i, fields in enumerate(docs):
+            size += sum(len(v) if isinstance(v, str) else sum(map(len, v)) for v in fields)
+            if size >= TOKENISE_CHARS or i == len(docs) - 1:
+                w, p, s = self.hits.batch(docs[lo : i + 1], MAX_FIELD_TOKENS)
+                parts.append((w, p, s + lo * N_FIELDS))
+                lo, size = i + 1, 0
+        if not parts:
+            empty = np.zeros(0, dtype=np.int64)
+            return empty, empty, empty
+        if len(parts) == 1:
+            return parts[0]
+        return (np.concatenate([x[0] for x in parts]), np.concatenate([x[1] for x in parts]),
+                np.concatenate([x[2] for x in parts]))
+
     def analyse(self, jobs: list[DocJob]) -> AnalysedBatch:
+        if self.hits.memo_size() > self.memo_tokens:  # bound the memo: start afresh
+            self.hits = HitMaker()
         n_jobs = len(jobs)
-        first_new = len(self.hits.lexicon)
+        first_new = len(self.hits.lexicon)  # 0 after a fresh start: the receiver resets too
         status = np.zeros(n_jobs, dtype=np.int8)
         titles: list[str] = []
         errors: list[str] = []
@@ -105,7 +136,7 @@ class BatchAnalyser:
                 text_bytes += len(raw)
                 blobs.append(zlib.compress(raw, DOCSTORE_LEVEL))
             docs.append(fields)
-        wids, pos, slots = self.hits.batch(docs, MAX_FIELD_TOKENS)
+        wids, pos, slots = self._hits(docs)
         lens = np.bincount(slots, minlength=n_jobs * N_FIELDS).astype(np.int32).reshape(
             n_jobs, N_FIELDS)
         hits = np.empty((len(wids), 4), dtype=np.int32)

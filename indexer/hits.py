@@ -43,6 +43,10 @@ class HitMaker:
         self._raw["Q"] = _SENTINEL
         self._raw["G"] = self._gap_code
 
+    def memo_size(self) -> int:
+        """Raw tokens memoised (the memory this HitMaker holds grows with it)."""
+        return len(self._raw)
+
     def _wid(self, term: str) -> int:
         wid = self.lexicon.get(term)
         if wid is None:

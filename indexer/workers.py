@@ -31,16 +31,21 @@ from typing import Any
 import numpy as np
 
 from indexer.docbatch import AnalysedBatch, BatchAnalyser, DocJob
-from indexer.settings import IN_FLIGHT_BATCHES, WORKER_JOIN_SECONDS, WORKER_POLL_SECONDS
+from indexer.settings import (
+    IN_FLIGHT_BATCHES,
+    WORKER_JOIN_SECONDS,
+    WORKER_MEMO_TOKENS,
+    WORKER_POLL_SECONDS,
+)
 
 
 class WorkerFailed(RuntimeError):
     """An indexing worker raised (a bug, not bad input: bad pages are counted, not raised)."""
 
 
-def _serve(warc_dir: Path, inbox: Any, outbox: Any, parent: int) -> None:
+def _serve(warc_dir: Path, memo_tokens: int, inbox: Any, outbox: Any, parent: int) -> None:
     """A worker's loop: batches in, analysed batches out, until told to stop."""
-    analyser = BatchAnalyser(warc_dir)
+    analyser = BatchAnalyser(warc_dir, memo_tokens)
     # Results nobody reads must not hold the process at exit (a queue's feeder thread would
     # wait for room in the pipe forever).
     outbox.cancel_join_thread()
@@ -62,7 +67,8 @@ def _serve(warc_dir: Path, inbox: Any, outbox: Any, parent: int) -> None:
 class AnalyserPool:
     """Analyses batches of :class:`DocJob` in ``procs`` processes; see the module doc."""
 
-    def __init__(self, warc_dir: Path, procs: int, lexicon: dict[str, int]) -> None:
+    def __init__(self, warc_dir: Path, procs: int, lexicon: dict[str, int],
+                 memo_tokens: int = WORKER_MEMO_TOKENS) -> None:
         self.procs = max(1, procs)
         self.lexicon = lexicon
         self._local: BatchAnalyser | None = None
@@ -73,12 +79,12 @@ class AnalyserPool:
         self._maps = [np.zeros(1024, dtype=np.int32) for _ in range(self.procs)]
         self._sizes = [0] * self.procs
         if self.procs == 1:
-            self._local = BatchAnalyser(warc_dir)
+            self._local = BatchAnalyser(warc_dir, memo_tokens)
             return
         ctx = multiprocessing.get_context("fork")
         for _ in range(self.procs):
             inbox, outbox = ctx.Queue(), ctx.Queue()
-            p = ctx.Process(target=_serve, args=(warc_dir, inbox, outbox, os.getpid()),
+            p = ctx.Process(target=_serve, args=(warc_dir, memo_tokens, inbox, outbox, os.getpid()),
                             daemon=True)
             p.start()
             self._procs.append(p)
@@ -148,7 +154,7 @@ class AnalyserPool:
             if wid is None:
                 wid = lex[term] = len(lex)
             new[i] = wid
-        n = self._sizes[w]
+        n = self._sizes[w] = 0 if batch.first_new == 0 else self._sizes[w]  # 0: it restarted
         assert n == batch.first_new, "worker batches taken out of order"
         m = self._maps[w]
         if n + len(new) > len(m):

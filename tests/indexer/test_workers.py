@@ -139,3 +139,19 @@ def test_a_second_run_while_one_holds_the_lock_is_refused(tmp_path: Path) -> Non
     finally:
         holder.communicate("", timeout=30)
     assert build_index(d).documents == 1
+
+
+@pytest.mark.parametrize("procs", [1, 2])
+def test_an_analyser_that_starts_afresh_keeps_word_ids_right(tmp_path: Path, procs: int) -> None:
+    jobs = [[DocJob(i, f"http://x.example/p{i}", ANCHOR_ONLY, None, None,
+                    [f"{WORDS[i % 10]} {WORDS[(i + 1) % 10]} uniq{i}"], [1])]
+            for i in range(12)]
+    runs = {}
+    for memo in (10**6, 3):  # 3: every batch after the first starts afresh
+        lexicon: dict[str, int] = {}
+        with AnalyserPool(tmp_path, procs, lexicon, memo_tokens=memo) as pool:
+            got = [(b.first_new, b.hits[:, 0].tolist()) for _, b in pool.map(jobs)]
+        words = {v: k for k, v in lexicon.items()}
+        runs[memo] = ([[words[w] for w in ws] for _, ws in got], [f for f, _ in got])
+    assert runs[3][0] == runs[10**6][0]  # the same words, hit for hit
+    assert runs[3][1] == [0] * 12 and any(runs[10**6][1])
