@@ -4,22 +4,22 @@ from __future__ import annotations
 
 import argparse
 
-from api.settings import Settings
-
 
 def serve_command(args: argparse.Namespace) -> int:
     """Serve the search API and page over ``args.data`` with uvicorn until interrupted."""
     import uvicorn
 
     from api.app import create_app
+    from api.settings import Settings
 
-    settings = Settings(data=args.data, host=args.host, port=args.port)
+    given = {k: v for k, v in (("host", args.host), ("port", args.port)) if v is not None}
+    settings = Settings(data=args.data, **given)  # unset: $WEBSIFT_HOST / $WEBSIFT_PORT / defaults
     app = create_app(settings)  # refuses a missing or foreign data directory before binding
-    print(f"websift serve: http://{args.host}:{args.port}/ over {args.data}", flush=True)
+    print(f"websift serve: http://{settings.host}:{settings.port}/ over {args.data}", flush=True)
     uvicorn.run(
         app,
-        host=args.host,
-        port=args.port,
+        host=settings.host,
+        port=settings.port,
         log_level=args.log_level,
         access_log=args.access_log,
     )
@@ -28,7 +28,6 @@ def serve_command(args: argparse.Namespace) -> int:
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     """Add this package's subcommands to the `websift` parser."""
-    defaults = Settings.model_construct()
     p = sub.add_parser(
         "serve",
         help="serve the search API and the search page",
@@ -37,8 +36,10 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "picked up without a restart. Settings come from WEBSIFT_* environment variables "
         "(WEBSIFT_ADMIN_TOKEN enables POST/DELETE /topics).",
     )
-    p.add_argument("--host", default=defaults.host, help="address to bind (default %(default)s)")
-    p.add_argument("--port", type=int, default=defaults.port, help="port (default %(default)s)")
+    # Defaults come from api/settings.py (and $WEBSIFT_HOST / $WEBSIFT_PORT) when serving, so
+    # building the parser does not import pydantic for every other command.
+    p.add_argument("--host", default=None, help="address to bind (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=None, help="port (default 8000)")
     p.add_argument(
         "--log-level", default="warning", choices=["debug", "info", "warning", "error"],
         help="uvicorn's log level (default %(default)s)",

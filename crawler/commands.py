@@ -12,7 +12,6 @@ from crawler import robots_command
 from crawler import settings as S
 from crawler.datadir import DataDir
 from crawler.errors import WebsiftError
-from crawler.progress import print_summary
 from crawler.recrawl import recrawl_schedule
 from crawler.scope import Scope, ScopeConfig
 from crawler.session import KIND_RECRAWL, CrawlConfig, CrawlSession, checked_seeds
@@ -138,6 +137,8 @@ def _one_per_origin(urls: Iterable[str]) -> list[str]:
 
 def _finish(summary: dict[str, object], quiet: bool) -> int:
     if not quiet and summary:
+        from crawler.progress import print_summary  # rich, only when there is a table to print
+
         print_summary(summary)
     return 0
 

@@ -16,10 +16,9 @@ from crawler.datadir import DataDir
 from crawler.store import CrawlStore
 from ranking import settings
 from ranking.errors import GraphError
-from ranking.graph_report import graph_stats, page_graph_info
-from ranking.pagerank import Dangling
-from ranking.rank_job import run_rank
-from ranking.topics import TopicSet, add_topic, remove_topic, topic_infos
+
+# The jobs themselves (graph_report, rank_job, topics) are imported by the functions that run
+# them: every `websift` command builds this parser, and they pull in scipy and the indexer.
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -73,7 +72,7 @@ def _register_rank(sub: argparse._SubParsersAction) -> None:  # type: ignore[typ
     p.add_argument("--tol", type=_positive_float, default=settings.TOLERANCE, metavar="T",
                    help=f"stop when successive iterates differ by <= T in L1 "
                    f"(default {settings.TOLERANCE:g})")
-    p.add_argument("--dangling", choices=[d.value for d in Dangling],
+    p.add_argument("--dangling", choices=settings.DANGLING_POLICIES,
                    default=settings.DANGLING_POLICY,
                    help="dangling pages: 'teleport' (Google matrix) or 'paper1998' (remove them, "
                    "converge, add them back)")
@@ -82,6 +81,8 @@ def _register_rank(sub: argparse._SubParsersAction) -> None:  # type: ignore[typ
 
 
 def _rank(args: argparse.Namespace) -> int:
+    from ranking.rank_job import run_rank
+
     data = DataDir.open(args.data)
 
     def progress(what: str, k: int, residual: float) -> None:
@@ -134,6 +135,8 @@ def _register_graph(sub: argparse._SubParsersAction) -> None:  # type: ignore[ty
 
 
 def _graph_stats(args: argparse.Namespace) -> int:
+    from ranking.graph_report import graph_stats
+
     stats = graph_stats(DataDir.open(args.data), roots=args.root or None,
                         restricted_levels=args.levels, mc_walks=args.monte_carlo)
     summary = stats.summary()
@@ -150,6 +153,8 @@ def _graph_stats(args: argparse.Namespace) -> int:
 
 
 def _graph_page(args: argparse.Namespace) -> int:
+    from ranking.graph_report import page_graph_info
+
     data = DataDir.open(args.data)
     if args.url.isdigit():
         url_id = int(args.url)
@@ -183,6 +188,7 @@ def _graph_page(args: argparse.Namespace) -> int:
 
 
 def _graph_plot(args: argparse.Namespace) -> int:
+    from ranking.graph_report import graph_stats
     from ranking.plots import write_plots
 
     stats = graph_stats(DataDir.open(args.data), restricted_levels=None)
@@ -215,6 +221,8 @@ def _register_topics(sub: argparse._SubParsersAction) -> None:  # type: ignore[t
 
 
 def _topics_add(args: argparse.Namespace) -> int:
+    from ranking.topics import TopicSet, add_topic
+
     topic = TopicSet(args.name, tuple(args.url), tuple(args.host), tuple(args.pattern))
     info = add_topic(DataDir.open(args.data), topic)
     failures = ", ".join(f"{k}: {v}" for k, v in sorted(info.text_failures.items()))
@@ -225,6 +233,8 @@ def _topics_add(args: argparse.Namespace) -> int:
 
 
 def _topics_list(args: argparse.Namespace) -> int:
+    from ranking.topics import topic_infos
+
     infos = topic_infos(DataDir.open(args.data))
     if not infos:
         print("no topics; add one with 'websift topics add NAME --host H'")
@@ -239,6 +249,8 @@ def _topics_list(args: argparse.Namespace) -> int:
 
 
 def _topics_remove(args: argparse.Namespace) -> int:
+    from ranking.topics import remove_topic
+
     remove_topic(DataDir.open(args.data), args.name)
     print(f"topic {args.name} removed")
     return 0

@@ -30,3 +30,6 @@ EXTRAPOLATION_EVERY = 12  # steps between kept iterates (d of them lead to the e
 BLOCKS_PER_THREAD = 4  # row blocks per thread, taken from a shared counter (a stalled thread
 # then holds up one small block, not half of the step)
 GATHER_CHUNK = 1 << 16  # links per np.take call when gathering transition weights
+# The dangling-node policies ranking.pagerank.Dangling implements (named here so the command
+# line can offer them without importing scipy).
+DANGLING_POLICIES = ("teleport", "paper1998")

@@ -245,3 +245,10 @@ def test_threaded_gather_equals_fancy_indexing(monkeypatch: pytest.MonkeyPatch) 
     for threads in (1, 2, 3):
         np.testing.assert_array_equal(gather(values, index, threads), values[index])
     assert gather(values, index[:0], 2).shape == (0,)
+
+
+def test_the_command_line_offers_exactly_the_dangling_policies_pagerank_implements() -> None:
+    from ranking import settings
+    from ranking.pagerank import Dangling
+
+    assert {d.value for d in Dangling} == set(settings.DANGLING_POLICIES)
