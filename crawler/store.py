@@ -202,6 +202,10 @@ class CrawlStore:
                 conn.execute("PRAGMA synchronous = NORMAL")
             store = cls(conn, path, readonly)
             store._check_or_create_schema()
+        except sqlite3.OperationalError as exc:
+            # The file may be fine: the disk is full, a lock is held, I/O failed.
+            conn.close()
+            raise StoreError(f"cannot open crawl store {path}: {exc}") from None
         except sqlite3.DatabaseError as exc:
             conn.close()
             raise StoreError(f"crawl store {path} is not a readable SQLite database: {exc}") from None

@@ -12,8 +12,9 @@ Cases (issue 'Reliability and security'):
 - crawl-kill / index-kill / rank-kill: SIGKILL at a random moment, then the same command again;
   the store, index and ranks open cleanly, every page the site's log shows as served is in the
   store once (or was fetched again), and the index answers as an uninterrupted run does.
-- *-disk-full: RLIMIT_FSIZE during each stage: a clear one-line error naming the stage, no
-  traceback, and the previous index and ranks still serve.
+- *-disk-full: each stage on a small tmpfs (mounted by the script: run it as root) with room
+  for half of what the stage writes: a clear one-line error naming the stage, no traceback,
+  and the previous index and ranks still serve.
 - corrupt-*: a flipped byte or a truncated WARC record, segment file or rank file: detected,
   reported, skipped or refused; never served as garbage.
 - api-churn: ``websift serve`` under constant queries while ``websift index`` and ``websift
@@ -26,7 +27,6 @@ import argparse
 import json
 import os
 import random
-import resource
 import shutil
 import signal
 import socket
@@ -75,15 +75,10 @@ def _env() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": str(REPO)}
 
 
-def run(*args: str, fsize: int | None = None, timeout: float = 600) -> subprocess.CompletedProcess[str]:
-    """Run one websift command to its end (optionally with a file-size limit)."""
-
-    def limit() -> None:
-        if fsize is not None:
-            resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
-
+def run(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    """Run one websift command to its end."""
     return subprocess.run(websift_cmd(*args), capture_output=True, text=True, env=_env(),
-                          cwd=REPO, timeout=timeout, preexec_fn=limit, check=False)
+                          cwd=REPO, timeout=timeout, check=False)
 
 
 def run_killed(args: list[str], after: float) -> tuple[bool, float]:
@@ -152,6 +147,11 @@ def check_store(data: Path, served: set[str]) -> str | None:
 def served_pages(site: StaticSite) -> set[str]:
     return {site.origin + e.path for e in site.web.entries()
             if e.status == 200 and not e.path.startswith("/robots.txt")}
+
+
+def du(path: Path) -> int:
+    """Bytes in the files under ``path``."""
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
 
 
 def flip_byte(path: Path, offset: int) -> None:
@@ -304,31 +304,48 @@ class Faults:
 
     # --- disk full
     def disk_full(self) -> None:
+        """Each stage on a small tmpfs holding the data with room for only half of what the
+        stage writes (measured on an uninterrupted copy), so it fills up mid-stage."""
         from crawler.datadir import DataDir
         from ranking.ranks import Ranks
 
         base = self.base_two_generations()
-        for stage, args in (("crawl", ["recrawl", "--budget", "50"]), ("index", ["index", "--quiet"]),
-                            ("rank", ["rank"])):
-            data = self.copy(base, f"disk-{stage}")
-            before = answers(data)
-            done = run(*args, "--data", str(data), fsize=4096)
-            err = done.stderr.strip().splitlines()
-            clear = (done.returncode != 0 and "Traceback" not in done.stderr
-                     and any(f"websift {args[0]}" in line and "error" in line for line in err))
-            problem = None if clear else (
-                f"exit {done.returncode}, stderr: {done.stderr.strip()[-300:]!r}")
-            if problem is None:
-                try:
-                    still = answers(data)
-                    Ranks.open(DataDir.open(data))
-                    if still != before:
-                        problem = "answers changed after the failed run"
-                except Exception as exc:  # noqa: BLE001
-                    problem = f"previous output no longer serves: {exc}"
-            last = err[-1] if err else ""
-            self.record(f"{stage}-disk-full", "one clear error naming the stage; old output serves",
-                        problem or f"exit {done.returncode}: {last}", problem is None)
+        for stage, args in (("crawl", ["recrawl", "--budget", "200", "--allow-private",
+                                       "--delay", "0", "--quiet"]),
+                            ("index", ["index", "--quiet", "--rebuild"]), ("rank", ["rank"])):
+            probe = self.copy(base, f"disk-probe-{stage}")
+            before_bytes = du(probe)
+            run(*args, "--data", str(probe))
+            written = max(du(probe) - before_bytes, 64 * 1024)
+            mount = self.fresh(f"disk-{stage}")
+            mount.mkdir(parents=True)
+            size_kb = (du(base) + written // 2) // 1024 + 64
+            subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size_kb}k", "tmpfs", str(mount)],
+                           check=True)
+            try:
+                data = mount / "data"
+                shutil.copytree(base, data)
+                before = answers(data)
+                done = run(*args, "--data", str(data))
+                err = done.stderr.strip().splitlines()
+                clear = (done.returncode != 0 and "Traceback" not in done.stderr
+                         and len(err) >= 1 and f"websift {args[0]}: error" in err[-1])
+                problem = None if clear else (
+                    f"exit {done.returncode}, stderr: {done.stderr.strip()[-300:]!r}")
+                if problem is None:
+                    try:
+                        still = answers(data)
+                        Ranks.open(DataDir.open(data))
+                        if still != before:
+                            problem = "answers changed after the failed run"
+                    except Exception as exc:  # noqa: BLE001
+                        problem = f"previous output no longer serves: {exc}"
+                last = err[-1] if err else ""
+                self.record(f"{stage}-disk-full ({size_kb} KiB tmpfs)",
+                            "one clear error naming the stage; old output serves",
+                            problem or f"exit {done.returncode}: {last}", problem is None)
+            finally:
+                subprocess.run(["umount", str(mount)], check=False)
 
     # --- corrupt files
     def corrupt(self) -> None:
