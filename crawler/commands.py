@@ -10,6 +10,7 @@ from collections.abc import Iterable
 
 from crawler import robots_command
 from crawler import settings as S
+from crawler.arguments import number
 from crawler.datadir import DataDir
 from crawler.errors import WebsiftError
 from crawler.recrawl import recrawl_schedule
@@ -26,31 +27,11 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     _register_recrawl(sub)
 
 
-def _non_negative(kind: type[int] | type[float]):  # type: ignore[no-untyped-def]
-    def parse(text: str) -> int | float:
-        try:
-            value = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-        if value < 0:
-            raise argparse.ArgumentTypeError(f"must be >= 0, got {text}")
-        return value
-
-    return parse
-
-
-def _positive_int(text: str) -> int:
-    value = _non_negative(int)(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {text}")
-    return int(value)
-
-
 def _politeness_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--delay", type=_non_negative(float), default=S.DEFAULT_DELAY, metavar="S",
+    p.add_argument("--delay", type=number(float, low=0), default=S.DEFAULT_DELAY, metavar="S",
                    help=f"seconds between request starts per host (default {S.DEFAULT_DELAY}; "
                    "robots.txt Crawl-delay and slow answers raise it)")
-    p.add_argument("--concurrency-per-host", type=_positive_int,
+    p.add_argument("--concurrency-per-host", type=number(int, low=1),
                    default=S.DEFAULT_CONCURRENCY_PER_HOST, metavar="K",
                    help=f"requests in flight per host (default {S.DEFAULT_CONCURRENCY_PER_HOST})")
     p.add_argument("--allow-private", action="store_true",
@@ -66,9 +47,9 @@ def _register_crawl(sub: argparse._SubParsersAction) -> None:  # type: ignore[ty
         "and not yet fetched are the frontier: running it again continues where it stopped.",
     )
     p.add_argument("seeds", nargs="+", metavar="SEED_URL")
-    p.add_argument("--max-pages", type=_non_negative(int), default=S.DEFAULT_MAX_PAGES,
+    p.add_argument("--max-pages", type=number(int, low=0), default=S.DEFAULT_MAX_PAGES,
                    metavar="N", help=f"pages to fetch in this run (default {S.DEFAULT_MAX_PAGES})")
-    p.add_argument("--max-depth", type=_non_negative(int), default=S.DEFAULT_MAX_DEPTH,
+    p.add_argument("--max-depth", type=number(int, low=0), default=S.DEFAULT_MAX_DEPTH,
                    metavar="D", help=f"link hops from a seed (default {S.DEFAULT_MAX_DEPTH})")
     p.add_argument("--allow-domain", action="append", default=[], metavar="D",
                    help="stay on these domains and their subdomains (repeatable; "
@@ -79,7 +60,7 @@ def _register_crawl(sub: argparse._SubParsersAction) -> None:  # type: ignore[ty
                    help="a URL must match one of these regular expressions (repeatable)")
     p.add_argument("--fence", action="append", default=[], metavar="RE",
                    help="a URL matching one of these is never fetched (repeatable)")
-    p.add_argument("--max-pages-per-host", type=_positive_int, default=S.MAX_PAGES_PER_HOST,
+    p.add_argument("--max-pages-per-host", type=number(int, low=1), default=S.MAX_PAGES_PER_HOST,
                    metavar="N", help=f"spider-trap limit per host (default {S.MAX_PAGES_PER_HOST})")
     p.add_argument("--strategy", choices=[s.value for s in Strategy], default=S.DEFAULT_STRATEGY,
                    help="OPIC page selection (default greedy: highest cash first)")
@@ -95,7 +76,7 @@ def _register_recrawl(sub: argparse._SubParsersAction) -> None:  # type: ignore[
         "since the last fetch, weighted by how often the page changed). A 304 costs no "
         "re-indexing.",
     )
-    p.add_argument("--budget", type=_non_negative(int), default=S.DEFAULT_RECRAWL_BUDGET,
+    p.add_argument("--budget", type=number(int, low=0), default=S.DEFAULT_RECRAWL_BUDGET,
                    metavar="N", help=f"pages to refetch (default {S.DEFAULT_RECRAWL_BUDGET})")
     p.add_argument("--dry-run", action="store_true",
                    help="print the schedule (URL, priority, last fetch) and fetch nothing")

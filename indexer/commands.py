@@ -7,20 +7,11 @@ import json
 import sys
 from dataclasses import asdict
 
+from crawler.arguments import number
 from crawler.datadir import DataDir
 from indexer.build import build_index
 from indexer.searcher import Searcher
 from indexer.settings import DEFAULT_INDEX_PROCS, DEFAULT_K, DEFAULT_RAM_MB
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {text}")
-    return value
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -29,14 +20,14 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "index", help="index the pages crawled since the last run (all of them the first time)",
         description="Turn the crawl store into searchable index segments: forward barrels, "
         "inverter, lexicon, bit-packed postings.  A later run adds only what changed.")
-    p.add_argument("--ram-mb", type=_positive_int, default=DEFAULT_RAM_MB, metavar="M",
+    p.add_argument("--ram-mb", type=number(int, low=1), default=DEFAULT_RAM_MB, metavar="M",
                    help=f"memory for hit buffers and barrel inversion (default {DEFAULT_RAM_MB})")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
     p.add_argument("--rebuild", action="store_true",
                    help="index the whole store into a new generation, ignoring the incremental "
                    "state (after changing analysis or field settings); the old generation "
                    "serves until the new one replaces it")
-    p.add_argument("--procs", type=_positive_int, default=DEFAULT_INDEX_PROCS, metavar="N",
+    p.add_argument("--procs", type=number(int, low=1), default=DEFAULT_INDEX_PROCS, metavar="N",
                    help="worker processes that read, parse and analyse pages "
                    f"(default {DEFAULT_INDEX_PROCS}; 1 = no workers)")
     p.set_defaults(func=index_command)
@@ -44,7 +35,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     s = sub.add_parser("search", help="search the index from the command line",
                        description='Query language: words, "phrases", -word, site:host, OR.')
     s.add_argument("query", help='the query, e.g. \'"context manager" -async site:example.org\'')
-    s.add_argument("-k", type=_positive_int, default=DEFAULT_K, help="number of hits")
+    s.add_argument("-k", type=number(int, low=1), default=DEFAULT_K, help="number of hits")
     s.add_argument("--json", action="store_true", help="print the results as JSON")
     s.add_argument("--explain", action="store_true", help="per-field, per-term score parts")
     s.set_defaults(func=search_command)

@@ -12,6 +12,7 @@ import json
 import sys
 from pathlib import Path
 
+from crawler.arguments import number
 from crawler.datadir import DataDir
 from crawler.store import CrawlStore
 from ranking import settings
@@ -28,36 +29,6 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     _register_topics(sub)
 
 
-def _unit_interval(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not 0.0 < value < 1.0:
-        raise argparse.ArgumentTypeError(f"must be between 0 and 1 (exclusive), got {text}")
-    return value
-
-
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
-    return value
-
-
-def _non_negative_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, got {text}")
-    return value
-
-
 # ---------------------------------------------------------------------------- rank
 def _register_rank(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser(
@@ -67,9 +38,9 @@ def _register_rank(sub: argparse._SubParsersAction) -> None:  # type: ignore[typ
         "power iteration (per-iteration L1 residuals on stderr), levels from the seeds, the "
         "giant SCC and every topic's vector, and write them as a new ranks generation.",
     )
-    p.add_argument("--damping", type=_unit_interval, default=settings.DAMPING, metavar="C",
+    p.add_argument("--damping", type=number(float, low=0, high=1, strict=True), default=settings.DAMPING, metavar="C",
                    help=f"probability of following a link (default {settings.DAMPING})")
-    p.add_argument("--tol", type=_positive_float, default=settings.TOLERANCE, metavar="T",
+    p.add_argument("--tol", type=number(float, low=0, strict=True), default=settings.TOLERANCE, metavar="T",
                    help=f"stop when successive iterates differ by <= T in L1 "
                    f"(default {settings.TOLERANCE:g})")
     p.add_argument("--dangling", choices=settings.DANGLING_POLICIES,
@@ -113,10 +84,10 @@ def _register_graph(sub: argparse._SubParsersAction) -> None:  # type: ignore[ty
     s = gsub.add_parser("stats", help="pages, links, dangling pages, degrees, SCCs, levels")
     s.add_argument("--root", action="append", default=[], metavar="URL",
                    help="root page for levels (repeatable; default: the seeds, depth 0)")
-    s.add_argument("--levels", type=_non_negative_int, default=settings.RESTRICTED_LEVELS,
+    s.add_argument("--levels", type=number(int, low=0), default=settings.RESTRICTED_LEVELS,
                    metavar="L", help="compare the restricted PageRank over the first L levels "
                    f"with the global one (default {settings.RESTRICTED_LEVELS})")
-    s.add_argument("--monte-carlo", type=_non_negative_int, default=0, metavar="M",
+    s.add_argument("--monte-carlo", type=number(int, low=0), default=0, metavar="M",
                    help="also run Monte Carlo PageRank with M walks per page and report its "
                    "error on the top pages (default: off)")
     s.add_argument("--json", action="store_true", help="print JSON")
@@ -124,7 +95,7 @@ def _register_graph(sub: argparse._SubParsersAction) -> None:  # type: ignore[ty
 
     pg = gsub.add_parser("page", help="one page: links with anchors, level, SCC, PageRank, OPIC")
     pg.add_argument("url", metavar="URL", help="the page's URL (or its numeric URL ID)")
-    pg.add_argument("--max-links", type=_non_negative_int, default=50, metavar="K",
+    pg.add_argument("--max-links", type=number(int, low=0), default=50, metavar="K",
                     help="show at most K in-links and K out-links (default 50)")
     pg.add_argument("--json", action="store_true", help="print JSON")
     pg.set_defaults(func=_graph_page)

@@ -1,0 +1,39 @@
+"""Checked numeric command-line values, shared by every package's ``commands.py``.
+
+``number(int, low=1)`` is a whole number >= 1, ``number(float, low=0, high=1, strict=True)`` a
+number strictly between 0 and 1, and so on; a bad value is an ``argparse.ArgumentTypeError``
+whose message says what was expected, which argparse prints as one line.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from typing import TypeVar
+
+N = TypeVar("N", int, float)
+
+
+def number(
+    kind: type[N], low: float | None = None, high: float | None = None, strict: bool = False
+) -> Callable[[str], N]:
+    """An argparse ``type=`` for ``kind`` within [low, high] (or (low, high) when strict)."""
+    what = "a whole number" if kind is int else "a number"
+
+    def parse(text: str) -> N:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not {what}: {text!r}") from None
+        below = low is not None and (value <= low if strict else value < low)
+        above = high is not None and (value >= high if strict else value > high)
+        if below or above:
+            op_low, op_high = (">", "<") if strict else (">=", "<=")
+            bounds = [f"{op_low} {low:g}" if low is not None else "",
+                      f"{op_high} {high:g}" if high is not None else ""]
+            raise argparse.ArgumentTypeError(
+                f"must be {' and '.join(b for b in bounds if b)}, got {text}"
+            )
+        return value
+
+    return parse
