@@ -27,7 +27,7 @@ from twisted.internet import defer, error
 from twisted.python.failure import Failure
 
 from crawler.pipeline import Fetched
-from crawler.resolver import GuardedResolver, PrivateAddressRefused
+from crawler.resolver import GuardedResolver
 from crawler.session import CrawlSession
 
 # robots.txt answers the spider sees (3xx are followed by Scrapy's RedirectMiddleware, 5 hops)
@@ -46,8 +46,6 @@ _FAILURE_REASONS: tuple[tuple[tuple[type[BaseException], ...], str], ...] = (
 
 def failure_reason(failure: Failure) -> str:
     """A short reason key for a failed download (counted in the summary)."""
-    if _caused_by(failure.value, PrivateAddressRefused):
-        return "private_address"  # the connect-time SSRF guard, when the error travels with it
     if failure.check(IgnoreRequest) and _over_size_cap(failure.value):
         return "too_large"  # HttpCompressionMiddleware: the body inflates past DOWNLOAD_MAXSIZE
     for types, reason in _FAILURE_REASONS:
@@ -64,15 +62,6 @@ def refused_at_connect(url: str) -> bool:
     return isinstance(resolver, GuardedResolver) and bool(
         resolver.refused(urlsplit(url).hostname)
     )
-
-
-def _caused_by(exc: BaseException | None, kind: type[BaseException]) -> bool:
-    seen = 0
-    while exc is not None and seen < 8:  # the exception or what it was raised from
-        if isinstance(exc, kind):
-            return True
-        exc, seen = exc.__cause__ or exc.__context__, seen + 1
-    return False
 
 
 def _over_size_cap(exc: BaseException) -> bool:
