@@ -29,8 +29,8 @@ from api.result_cache import ResultCache
 from api.routes import pages, recrawl, search, stats, topics, web
 from api.settings import Settings, get_settings
 from api.snapshot import SnapshotHolder
-from crawler.datadir import DataDir
-from crawler.errors import WebsiftError
+from core.datadir import DataDir
+from core.errors import WebsiftError
 
 log = logging.getLogger("websift.api")
 

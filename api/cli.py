@@ -14,8 +14,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from crawler.datadir import default_data_dir
-from crawler.errors import WebsiftError
+from core.datadir import default_data_dir
+from core.errors import WebsiftError
 
 EXIT_ERROR = 2
 EXIT_INTERRUPTED = 130

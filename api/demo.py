@@ -23,7 +23,7 @@ import sys
 import threading
 from pathlib import Path
 
-from crawler.datadir import DataDir, atomic_write_bytes
+from core.datadir import DataDir, atomic_write_bytes
 
 # The standard-library modules the demo documents first; pages they link to are added after.
 SEED_MODULES = (

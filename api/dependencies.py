@@ -18,8 +18,8 @@ from api.result_cache import ResultCache
 from api.retrieval import Outcome
 from api.settings import Settings
 from api.snapshot import Snapshot, SnapshotHolder
-from crawler.datadir import DataDir
-from crawler.store import CrawlStore
+from core.datadir import DataDir
+from store.crawl_store import CrawlStore
 
 
 async def get_app_settings(request: Request) -> Settings:

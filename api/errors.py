@@ -1,6 +1,6 @@
 """From websift's exceptions to HTTP: the one place that knows status codes.
 
-Every package raises its own :class:`~crawler.errors.WebsiftError` subclasses; this module maps
+Every package raises its own :class:`~core.errors.WebsiftError` subclasses; this module maps
 them to a status and a short machine-readable code, and every error response has the body
 ``{"error": {"code": ..., "message": ...}}``.  Request validation errors (FastAPI's 422) get the
 same body with a message that names the parameter and what is wrong with it.
@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from crawler.errors import ScopeError, StoreError, WebsiftError
+from core.errors import StoreError, WebsiftError
+from crawler.errors import ScopeError
 from indexer.errors import IndexCorrupt, IndexMissing, QueryError
 from ranking.errors import GraphError, RanksCorrupt, RanksMissing, TopicError, UnknownTopic
 

@@ -14,14 +14,14 @@ import numpy as np
 from api.errors import NotFound
 from api.models import LinkOut, PageInfo, RobotsVerdict
 from api.snapshot import Snapshot
-from crawler import store as st
 from crawler.recrawl import recrawl_schedule
 from crawler.robots import RobotsPolicy
 from crawler.settings import ROBOTS_AGENT
-from crawler.store import CrawlStore, Page, origin_of
 from crawler.urls import canonicalize
 from indexer.searcher import Searcher
 from ranking.fusion import gather
+from store import crawl_store as st
+from store.crawl_store import CrawlStore, Page, origin_of
 
 
 def iso(ts: float | None) -> str | None:

@@ -26,8 +26,8 @@ from typing import Generic, TypeVar
 
 import numpy as np
 
-from crawler.datadir import DataDir
-from crawler.errors import WebsiftError
+from core.datadir import DataDir
+from core.errors import WebsiftError
 from indexer import searcher as searcher_mod
 from indexer.errors import IndexMissing
 from indexer.searcher import Searcher

@@ -8,16 +8,16 @@ import sys
 import time
 from collections.abc import Iterable
 
+from core.arguments import number
+from core.datadir import DataDir
+from core.errors import WebsiftError
 from crawler import robots_command
 from crawler import settings as S
-from crawler.arguments import number
-from crawler.datadir import DataDir
-from crawler.errors import WebsiftError
 from crawler.recrawl import recrawl_schedule
 from crawler.scope import Scope, ScopeConfig
 from crawler.session import KIND_RECRAWL, CrawlConfig, CrawlSession, checked_seeds
-from crawler.store import CrawlStore, origin_of
 from ranking.opic import Strategy
+from store.crawl_store import CrawlStore, origin_of
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]

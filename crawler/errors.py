@@ -1,23 +1,8 @@
-"""The root of websift's exception tree.
-
-Every package raises its own subclasses of :class:`WebsiftError`; only ``api/`` turns them into
-HTTP status codes or command-line exit codes.  The message of a ``WebsiftError`` is meant for a
-person: one line that says what is wrong and, where possible, what to do about it.
-"""
+"""Errors of the crawler (the root class lives in :mod:`core.errors`)."""
 
 from __future__ import annotations
 
-
-class WebsiftError(Exception):
-    """Base of all errors websift raises on purpose (bad input, bad data, refused actions)."""
-
-
-class StoreError(WebsiftError):
-    """The crawl store is missing, foreign, of an unknown version, or corrupt."""
-
-
-class WarcError(WebsiftError):
-    """A WARC record is missing, truncated or fails its digest check."""
+from core.errors import WebsiftError
 
 
 class ScopeError(WebsiftError):

@@ -29,8 +29,8 @@ from collections.abc import Iterable
 import numpy as np
 
 from crawler import settings as S
-from crawler.store import DISCOVERED, CrawlStore
 from ranking.opic import OpicParams, OpicState, Strategy
+from store.crawl_store import DISCOVERED, CrawlStore
 
 META_CLOCK = "opic_clock"
 META_VIRTUAL = "opic_virtual_cash"

@@ -18,8 +18,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from crawler import settings as S
-from crawler.store import CrawlStore
-from crawler.warc import WarcWriterFile
+from store.crawl_store import CrawlStore
+from store.warc import WarcWriterFile
 
 
 class GroupCommit:

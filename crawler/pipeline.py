@@ -33,9 +33,9 @@ from crawler.frontier import Frontier
 from crawler.groupcommit import GroupCommit
 from crawler.robots import RobotsDecision
 from crawler.scope import ScopeConfig
-from crawler.store import DISALLOWED, OUT_OF_SCOPE, REDIRECT, CrawlStore, Link
 from crawler.urls import UrlError, canonicalize
-from crawler.warc import WarcWriterFile
+from store.crawl_store import DISALLOWED, OUT_OF_SCOPE, REDIRECT, CrawlStore, Link
+from store.warc import WarcWriterFile
 
 # (url, depth) -> None when in scope, else the reason key
 ScopeJudge = Callable[[str, int], "str | None"]

@@ -22,7 +22,7 @@ import email.utils
 from dataclasses import dataclass
 
 from crawler import settings as S
-from crawler.store import HostState
+from store.crawl_store import HostState
 
 
 @dataclass

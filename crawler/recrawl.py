@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from crawler import settings as S
-from crawler.store import FETCHED, CrawlStore
+from store.crawl_store import FETCHED, CrawlStore
 
 
 @dataclass(frozen=True)

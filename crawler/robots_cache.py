@@ -17,7 +17,7 @@ from enum import Enum
 
 from crawler import settings as S
 from crawler.robots import MAX_ROBOTS_BYTES, RobotsDecision, RobotsPolicy
-from crawler.store import HostState
+from store.crawl_store import HostState
 
 UNREACHABLE = 0  # hosts.robots_status when robots.txt could not be fetched at all
 SERVER_ERROR = 500

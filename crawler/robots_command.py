@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote, urljoin, urlsplit
 
+from core.errors import WebsiftError
 from crawler import settings
-from crawler.errors import WebsiftError
 from crawler.robots import MAX_ROBOTS_BYTES, ROBOTS_PATH, RobotsPolicy
 
 ROBOTS_FETCH_TIMEOUT = 10.0  # seconds, for connecting and for each read

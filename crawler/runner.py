@@ -14,8 +14,8 @@ from scrapy import signals
 from scrapy.crawler import CrawlerProcess
 from twisted.python.failure import Failure
 
+from core.datadir import DataDir
 from crawler import settings as S
-from crawler.datadir import DataDir
 from crawler.scope import Scope
 from crawler.session import CrawlConfig, CrawlSession, checked_seeds
 from crawler.spider import WebsiftSpider

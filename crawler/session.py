@@ -26,8 +26,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from core.datadir import DataDir
 from crawler import settings as S
-from crawler.datadir import DataDir
 from crawler.dedup import NearDuplicateIndex
 from crawler.errors import ScopeError
 from crawler.frontier import DEFAULT_STRATEGY, Frontier
@@ -37,10 +37,10 @@ from crawler.politeness import HostSlot, Politeness, parse_retry_after
 from crawler.robots import ROBOTS_PATH
 from crawler.robots_cache import RobotsCache, RobotsState
 from crawler.scope import Scope, ScopeConfig
-from crawler.store import CrawlStore
 from crawler.urls import canonicalize, host_of, port_of
-from crawler.warc import WarcWriterFile
 from ranking.opic import Strategy
+from store.crawl_store import CrawlStore
+from store.warc import WarcWriterFile
 
 KIND_CRAWL = "crawl"
 KIND_RECRAWL = "recrawl"

@@ -13,9 +13,9 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
-from crawler.store import REDIRECT, CrawlStore
 from indexer.parse import squash
 from indexer.settings import MAX_ANCHOR_CHARS, MAX_ANCHORS_PER_PAGE
+from store.crawl_store import REDIRECT, CrawlStore
 
 _IN_ANCHORS_SQL = (
     "SELECT l.src, l.anchor FROM links l JOIN urls s ON s.id = l.src "

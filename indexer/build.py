@@ -37,8 +37,7 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
-from crawler.datadir import DataDir, fsync_dir
-from crawler.store import DISALLOWED, DISCOVERED, FETCHED, OUT_OF_SCOPE, CrawlStore, Page
+from core.datadir import DataDir, fsync_dir
 from indexer.anchors import Anchors, in_anchors_many, redirect_aliases
 from indexer.docbatch import ANCHOR_ONLY, FULL, WARC_ERROR, AnalysedBatch, DocJob
 from indexer.errors import IndexBusy, IndexCorrupt, IndexMissing
@@ -62,6 +61,7 @@ from indexer.settings import (
     STORE_READ_IDS,
 )
 from indexer.workers import AnalyserPool
+from store.crawl_store import DISALLOWED, DISCOVERED, FETCHED, OUT_OF_SCOPE, CrawlStore, Page
 
 _HTML_TYPES = ("text/html", "application/xhtml+xml")
 _ANCHOR_ONLY_STATUSES = (DISCOVERED, OUT_OF_SCOPE, DISALLOWED)

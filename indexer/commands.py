@@ -7,8 +7,8 @@ import json
 import sys
 from dataclasses import asdict
 
-from crawler.arguments import number
-from crawler.datadir import DataDir
+from core.arguments import number
+from core.datadir import DataDir
 from indexer.build import build_index
 from indexer.searcher import Searcher
 from indexer.settings import DEFAULT_INDEX_PROCS, DEFAULT_K, DEFAULT_RAM_MB

@@ -27,8 +27,6 @@ from typing import NamedTuple
 
 import numpy as np
 
-from crawler.errors import WarcError
-from crawler.warc import WarcLocation, read_response
 from indexer.anchors import Anchors
 from indexer.hits import HitMaker
 from indexer.parse import parse_html, url_words
@@ -39,6 +37,8 @@ from indexer.settings import (
     TOKENISE_CHARS,
     WORKER_MEMO_TOKENS,
 )
+from store.errors import WarcError
+from store.warc import WarcLocation, read_response
 
 FULL, ANCHOR_ONLY = 0, 1  # DocJob.kind
 INDEXED, WARC_ERROR = 0, 1  # AnalysedBatch.status

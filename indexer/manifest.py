@@ -2,7 +2,7 @@
 
 ``DATA/index/manifest.json`` names the generation, the last crawl-store ``seq`` indexed, and
 each live segment with every file's size and CRC32.  It is written with
-``crawler.datadir.atomic_write_bytes`` (temp file, fsync, ``os.replace``, directory fsync), so a
+``core.datadir.atomic_write_bytes`` (temp file, fsync, ``os.replace``, directory fsync), so a
 reader sees the previous manifest or the new one; segment directories are complete and fsynced
 before the manifest names them, and are never changed afterwards.  The manifest carries its own
 CRC32 (over its body) and a format version; anything else fails with :class:`IndexCorrupt`.
@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from crawler.datadir import atomic_write_bytes
+from core.datadir import atomic_write_bytes
 from indexer.errors import IndexCorrupt, IndexMissing
 from indexer.settings import INDEX_FORMAT, INDEX_VERSION
 

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 from pyroaring import BitMap
 
-from crawler.datadir import DataDir
+from core.datadir import DataDir
 from indexer import bm25f
 from indexer.analysis import Analyzer
 from indexer.errors import IndexCorrupt

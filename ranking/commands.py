@@ -12,11 +12,11 @@ import json
 import sys
 from pathlib import Path
 
-from crawler.arguments import number
-from crawler.datadir import DataDir
-from crawler.store import CrawlStore
+from core.arguments import number
+from core.datadir import DataDir
 from ranking import settings
 from ranking.errors import GraphError
+from store.crawl_store import CrawlStore
 
 # The jobs themselves (graph_report, rank_job, topics) are imported by the functions that run
 # them: every `websift` command builds this parser, and they pull in scipy and the indexer.

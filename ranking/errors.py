@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from crawler.errors import WebsiftError
+from core.errors import WebsiftError
 
 
 class RankingError(WebsiftError):

@@ -15,8 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from crawler.datadir import DataDir
-from crawler.store import CrawlStore
+from core.datadir import DataDir
 from ranking import settings
 from ranking.errors import GraphError, RanksMissing
 from ranking.graph import LinkGraph
@@ -25,6 +24,7 @@ from ranking.pagerank import pagerank, restricted_pagerank
 from ranking.ranks import Ranks
 from ranking.store_graph import load_store_arrays
 from ranking.structure import degree_distribution, levels, strong_components
+from store.crawl_store import CrawlStore
 
 
 @dataclass

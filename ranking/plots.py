@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from crawler.datadir import atomic_write_bytes
+from core.datadir import atomic_write_bytes
 from ranking import settings
 from ranking.graph_report import GraphStats
 

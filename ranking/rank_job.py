@@ -21,8 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from crawler.datadir import DataDir
-from crawler.store import CrawlStore
+from core.datadir import DataDir
 from ranking import settings
 from ranking.errors import RankingError
 from ranking.graph import LinkGraph
@@ -32,6 +31,7 @@ from ranking.ranks_writer import current_manifest, write_generation, write_lock
 from ranking.store_graph import load_store_arrays, topic_page_ids
 from ranking.structure import levels, strong_components
 from ranking.topic_store import load_topic, topic_names
+from store.crawl_store import CrawlStore
 
 Progress = Callable[[str, int, float], None]  # (what, iteration, residual)
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from crawler.datadir import DataDir
+from core.datadir import DataDir
 from ranking import ranks_format as fmt
 from ranking.errors import RanksCorrupt, RanksMissing, TopicError, UnknownTopic
 from ranking.topic_store import TermModel, TopicRecord, load_topic

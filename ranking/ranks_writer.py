@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from crawler.datadir import atomic_write_bytes
+from core.datadir import atomic_write_bytes
 from ranking import ranks_format as fmt
 from ranking.errors import RanksMissing
 

@@ -13,9 +13,9 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
-from crawler.store import CrawlStore
 from ranking.graph import LinkGraph, build_graph
 from ranking.topic_store import TopicSet
+from store.crawl_store import CrawlStore
 
 
 @dataclass

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from crawler.datadir import atomic_write_bytes
+from core.datadir import atomic_write_bytes
 from ranking import settings
 from ranking.errors import TopicError, UnknownTopic
 from ranking.ranks_format import sha256_bytes

@@ -25,10 +25,8 @@ from typing import Any
 
 import numpy as np
 
-from crawler.datadir import DataDir
-from crawler.errors import WebsiftError
-from crawler.store import FETCHED, CrawlStore
-from crawler.warc import WarcLocation, read_response
+from core.datadir import DataDir
+from core.errors import WebsiftError
 from ranking import settings
 from ranking.errors import TopicError, UnknownTopic
 from ranking.rank_job import fit_length, run_rank, topic_vector
@@ -45,6 +43,8 @@ from ranking.topic_store import (
     save_topic,
     topic_names,
 )
+from store.crawl_store import FETCHED, CrawlStore
+from store.warc import WarcLocation, read_response
 
 __all__ = [
     "TopicInfo",

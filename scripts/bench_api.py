@@ -38,7 +38,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 from eval_relevance import crawl_and_index, load_queries  # noqa: E402
 
-from crawler.datadir import DataDir  # noqa: E402
+from core.datadir import DataDir  # noqa: E402
 from ranking.rank_job import run_rank  # noqa: E402
 from ranking.ranks import current_generation as ranks_generation  # noqa: E402
 

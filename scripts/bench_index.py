@@ -87,7 +87,7 @@ def run_child(cmd: list[str]) -> tuple[float, float, int]:
 
 def peer_child(which: str, data: Path) -> tuple[float, float, int]:
     code = (f"import sys; sys.path[:0]=[{str(ROOT)!r}, {str(ROOT / 'scripts')!r}]\n"
-            "from crawler.datadir import DataDir\n"
+            "from core.datadir import DataDir\n"
             f"from peers import stored_pages, {which}\n"
             f"p = {which}(list(stored_pages(DataDir.open({str(data)!r}))))\n"
             "p.close()\n")
@@ -99,7 +99,7 @@ def whoosh_procs_child(data: Path, procs: int) -> tuple[float, float, int]:
     in the parent, as WhooshPeer does."""
     code = (f"import sys, shutil, tempfile; sys.path[:0]=[{str(ROOT)!r}, "
             f"{str(ROOT / 'scripts')!r}]\n"
-            "from crawler.datadir import DataDir\n"
+            "from core.datadir import DataDir\n"
             "from peers import stored_pages\n"
             "from whoosh import index\n"
             "from whoosh.analysis import StemmingAnalyzer\n"
@@ -200,7 +200,7 @@ def bench_pydocs(data_dir: Path) -> None:
 
 
 def bench_rust(data_dir: Path, ram_mb: int, limit: int | None, procs: int) -> None:
-    from crawler.datadir import DataDir
+    from core.datadir import DataDir
     from tests.indexer.corpus import ingest_files
 
     if not (data_dir / "crawl.sqlite3").exists():

@@ -93,9 +93,9 @@ def web_graph(pages: int, links: int, seed: int = 0, local: float = 0.8,
 
 
 def store_graph(path: Path) -> LinkGraph:
-    from crawler.datadir import DataDir
-    from crawler.store import CrawlStore
+    from core.datadir import DataDir
     from ranking.store_graph import load_graph
+    from store.crawl_store import CrawlStore
 
     data = DataDir.open(path)
     with CrawlStore.open(data.store_path, readonly=True) as store:

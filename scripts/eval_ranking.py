@@ -34,7 +34,7 @@ from eval_relevance import Query, crawl_and_index, evaluate, load_queries  # noq
 
 from api.retrieval import SearchRequest, run_search  # noqa: E402
 from api.snapshot import RankView, Shared, Snapshot  # noqa: E402
-from crawler.datadir import DataDir  # noqa: E402
+from core.datadir import DataDir  # noqa: E402
 from indexer.searcher import Searcher  # noqa: E402
 from ranking.fusion import DEFAULT_EXPONENT, DEFAULT_MIDPOINT, DEFAULT_WEIGHT, FusionParams  # noqa: E402
 from ranking.rank_job import run_rank  # noqa: E402

@@ -31,8 +31,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from crawler.datadir import DataDir  # noqa: E402
-from crawler.store import CrawlStore  # noqa: E402
+from core.datadir import DataDir  # noqa: E402
+from store.crawl_store import CrawlStore  # noqa: E402
 
 DOCS = Path("/usr/share/doc/python3.11/html")
 QUERIES = ROOT.parent / "shared" / "eval" / "pydocs_queries.tsv"

@@ -50,8 +50,8 @@ sys.path.insert(0, str(REPO / "tests"))
 from testweb import StaticSite  # noqa: E402
 
 from api.demo import ROBOTS_TXT, build_site  # noqa: E402
-from crawler.store import FETCHED, CrawlStore  # noqa: E402
-from crawler.warc import WarcLocation, read_response  # noqa: E402
+from store.crawl_store import FETCHED, CrawlStore  # noqa: E402
+from store.warc import WarcLocation, read_response  # noqa: E402
 
 QUERIES = ["json encoder", "socket timeout", "regular expression", "thread lock", "path",
            "http server request handler", "decimal context", "zip file", "email message",
@@ -272,7 +272,7 @@ class Faults:
     def rank_kill(self) -> None:
         import numpy as np
 
-        from crawler.datadir import DataDir
+        from core.datadir import DataDir
         from ranking.ranks import Ranks
 
         base = self.base_two_generations()
@@ -306,7 +306,7 @@ class Faults:
     def disk_full(self) -> None:
         """Each stage on a small tmpfs holding the data with room for only half of what the
         stage writes (measured on an uninterrupted copy), so it fills up mid-stage."""
-        from crawler.datadir import DataDir
+        from core.datadir import DataDir
         from ranking.ranks import Ranks
 
         base = self.base_two_generations()
@@ -349,7 +349,7 @@ class Faults:
 
     # --- corrupt files
     def corrupt(self) -> None:
-        from crawler.datadir import DataDir
+        from core.datadir import DataDir
         from ranking.ranks import Ranks
 
         base = self.base_complete()

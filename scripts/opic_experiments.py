@@ -49,7 +49,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from crawler.datadir import atomic_write_bytes
+from core.datadir import atomic_write_bytes
 from ranking.graph import LinkGraph, build_graph, in_csr
 from ranking.opic import OpicParams, OpicState, interpolate_history
 from ranking.opic_windows import FixedWindow, VariableWindow

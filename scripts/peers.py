@@ -17,10 +17,10 @@ from pathlib import Path
 import lxml.etree
 import lxml.html
 
-from crawler.datadir import DataDir
-from crawler.store import FETCHED, CrawlStore
-from crawler.warc import WarcLocation, read_response
+from core.datadir import DataDir
 from indexer.build import is_html
+from store.crawl_store import FETCHED, CrawlStore
+from store.warc import WarcLocation, read_response
 
 
 @dataclass

@@ -10,7 +10,7 @@ from api.models import PageInfo, error_responses
 from api.page_info import page_info
 from api.settings import Settings
 from api.snapshot import Snapshot
-from crawler.store import CrawlStore
+from store.crawl_store import CrawlStore
 
 
 def build_router(settings: Settings) -> APIRouter:

@@ -10,7 +10,7 @@ from api.models import RecrawlEntry, RecrawlResponse
 from api.page_info import iso
 from api.settings import Settings
 from crawler.recrawl import recrawl_schedule
-from crawler.store import CrawlStore
+from store.crawl_store import CrawlStore
 
 
 def build_router(settings: Settings) -> APIRouter:

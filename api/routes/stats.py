@@ -12,7 +12,7 @@ from api.models import Health, Stats
 from api.result_cache import ResultCache
 from api.retrieval import Outcome
 from api.snapshot import RankView, Snapshot, SnapshotHolder
-from crawler.store import CrawlStore
+from store.crawl_store import CrawlStore
 
 
 def _last_crawl(store: CrawlStore) -> dict[str, Any] | None:

@@ -13,7 +13,7 @@ from fastapi import APIRouter, Depends, Path, status
 from api.dependencies import get_data, get_holder, require_admin
 from api.models import TopicIn, TopicList, TopicOut, error_responses
 from api.snapshot import SnapshotHolder
-from crawler.datadir import DataDir
+from core.datadir import DataDir
 from ranking.topics import TopicInfo, TopicSet, add_topic, remove_topic, topic_infos
 
 

@@ -27,8 +27,8 @@ from api.page_info import page_info
 from api.retrieval import Outcome, SearchRequest, cached_search
 from api.settings import Settings
 from api.snapshot import SnapshotHolder
-from crawler.errors import WebsiftError
-from crawler.store import CrawlStore
+from core.errors import WebsiftError
+from store.crawl_store import CrawlStore
 
 MAX_PAGE_LINKS = 9  # numbered result pages shown around the current one
 # Defence in depth behind autoescaping: these pages need no script at all.

@@ -14,10 +14,10 @@ _ROOT = str(Path(__file__).resolve().parents[2])
 if _ROOT not in sys.path:
     sys.path.insert(0, _ROOT)
 
-from crawler.datadir import DataDir  # noqa: E402
-from crawler.store import CrawlStore  # noqa: E402
+from core.datadir import DataDir  # noqa: E402
 from indexer.build import build_index  # noqa: E402
 from ranking.rank_job import run_rank  # noqa: E402
+from store.crawl_store import CrawlStore  # noqa: E402
 from tests.indexer.corpus import build_data_dir  # noqa: E402
 
 BASE = "http://127.0.0.1:8941"

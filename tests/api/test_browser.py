@@ -16,7 +16,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from crawler.datadir import DataDir
+from core.datadir import DataDir
 from tests.api.live import free_port, wait_for
 from tests.api.site import GARDEN, HOME, XSS_ANCHOR, XSS_TITLE
 

@@ -19,7 +19,7 @@ from schemathesis.checks import (
     status_code_conformance,
 )
 
-from crawler.datadir import DataDir
+from core.datadir import DataDir
 from tests.api.conftest import ADMIN_TOKEN
 
 EXAMPLES_PER_OPERATION = 60

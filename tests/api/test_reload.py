@@ -12,7 +12,7 @@ import uvicorn
 
 from api.app import create_app
 from api.snapshot import SnapshotHolder
-from crawler.datadir import DataDir
+from core.datadir import DataDir
 from indexer.build import build_index
 from indexer.manifest import read_manifest, write_manifest
 from ranking.rank_job import run_rank

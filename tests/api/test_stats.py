@@ -12,12 +12,12 @@ from fastapi.testclient import TestClient
 
 from api.app import create_app
 from api.settings import Settings
-from crawler.datadir import DataDir
-from crawler.errors import StoreError
-from crawler.store import CrawlStore
+from core.datadir import DataDir
+from core.errors import StoreError
 from indexer.build import build_index
 from indexer.errors import IndexCorrupt
 from ranking.errors import RanksCorrupt
+from store.crawl_store import CrawlStore
 from tests.api.site import GARDEN
 from tests.indexer.corpus import build_data_dir
 

@@ -7,7 +7,7 @@ from collections.abc import Callable
 import pytest
 from fastapi.testclient import TestClient
 
-from crawler.datadir import DataDir
+from core.datadir import DataDir
 from tests.api.conftest import ADMIN_TOKEN
 from tests.api.site import CODE, GARDEN
 

@@ -17,10 +17,10 @@ from typing import Any
 import pytest
 from testweb import LogEntry, TestWeb, max_in_flight, min_start_gap
 
-from crawler.datadir import DataDir
+from core.datadir import DataDir
 from crawler.frontier import META_VIRTUAL
-from crawler.store import CrawlStore
-from crawler.warc import WarcLocation, read_response
+from store.crawl_store import CrawlStore
+from store.warc import WarcLocation, read_response
 
 DELAY = 0.2
 CRAWL_DELAY = 0.5  # the slow site's robots.txt

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from testweb import TestWeb, html, max_in_flight, min_start_gap, words
 
-from crawler.datadir import DataDir
-from crawler.store import CrawlStore
+from core.datadir import DataDir
+from store.crawl_store import CrawlStore
 
 LATENCY = 0.2
 K = 2

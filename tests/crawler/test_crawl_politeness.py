@@ -9,7 +9,7 @@ import pytest
 from crawler.extract import extract, robots_directives
 from crawler.politeness import Politeness, parse_retry_after
 from crawler.robots_cache import RobotsCache, RobotsState
-from crawler.store import HostState
+from store.crawl_store import HostState
 
 
 def test_delay_in_force_takes_the_largest_rule() -> None:

@@ -19,10 +19,10 @@ from pathlib import Path
 import pytest
 from testweb import TestWeb, html, words
 
-from crawler.datadir import DataDir
+from core.datadir import DataDir
 from crawler.frontier import META_VIRTUAL
-from crawler.store import CrawlStore
-from crawler.warc import WarcLocation, read_response
+from store.crawl_store import CrawlStore
+from store.warc import WarcLocation, read_response
 
 REPO = Path(__file__).resolve().parents[2]
 PAGES = 60

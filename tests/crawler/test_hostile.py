@@ -29,10 +29,10 @@ from hostileweb import (
 )
 from testweb import LogEntry
 
+from core.datadir import DataDir
 from crawler import settings as S
-from crawler.datadir import DataDir
 from crawler.scope import ScopeConfig
-from crawler.store import CrawlStore
+from store.crawl_store import CrawlStore
 
 TIMEOUT = 3.0  # seconds: crawler.settings.DOWNLOAD_TIMEOUT for this crawl
 PER_HOST = 40  # --max-pages-per-host: the calendar trap's limit

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from crawler.frontier import META_CLOCK, META_VIRTUAL, Frontier
-from crawler.store import CrawlStore, origin_of
 from ranking.opic import Strategy
+from store.crawl_store import CrawlStore, origin_of
 
 
 def _store(tmp_path: Path) -> CrawlStore:

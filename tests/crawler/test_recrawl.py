@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 from testweb import LAST_MODIFIED, TestWeb, _changing, _conditional, html, words
 
-from crawler.datadir import DataDir
+from core.datadir import DataDir
 from crawler.recrawl import recrawl_schedule
-from crawler.store import CrawlStore
+from store.crawl_store import CrawlStore
 
 
 @pytest.fixture(scope="module")

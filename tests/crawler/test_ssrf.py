@@ -29,8 +29,8 @@ import pytest
 from hostileweb import HostileWeb, HostTable, Run, run_launched
 from testweb import Answer, LogEntry, html, words
 
-from crawler.datadir import DataDir
-from crawler.store import CrawlStore
+from core.datadir import DataDir
+from store.crawl_store import CrawlStore
 
 PUBLIC_CHECK = "93.184.216.34"
 BLOCKED = "hostileweb: blocked"

@@ -8,7 +8,8 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from crawler.errors import ScopeError, WebsiftError
+from core.errors import WebsiftError
+from crawler.errors import ScopeError
 from crawler.urls import (
     _CANONICAL_RE,
     UrlError,

@@ -16,11 +16,11 @@ from pathlib import Path
 import lxml.etree
 import lxml.html
 
-from crawler.datadir import DataDir
+from core.datadir import DataDir
 from crawler.errors import ScopeError
-from crawler.store import CrawlStore, Link
 from crawler.urls import canonicalize
-from crawler.warc import WarcWriterFile
+from store.crawl_store import CrawlStore, Link
+from store.warc import WarcWriterFile
 
 
 def extract_links(html: bytes | str, base_url: str) -> list[tuple[str, str, bool]]:

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from crawler.datadir import DataDir
+from core.datadir import DataDir
 from indexer import bm25f
 from indexer.analysis import analyze
 from indexer.errors import QueryError

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from crawler.datadir import DataDir
+from core.datadir import DataDir
 from indexer.build import build_index
 from indexer.errors import IndexCorrupt, IndexMissing
 from indexer.manifest import MANIFEST

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from crawler.datadir import DataDir
-from crawler.store import OUT_OF_SCOPE, CrawlStore
+from core.datadir import DataDir
 from indexer import build as build_module
 from indexer.build import build_index
 from indexer.searcher import Searcher, current_generation
+from store.crawl_store import OUT_OF_SCOPE, CrawlStore
 from tests.indexer.corpus import build_data_dir
 
 A = "http://a.example"

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from crawler.datadir import DataDir
+from core.datadir import DataDir
 from indexer.build import build_index
 from indexer.searcher import Searcher, current_generation
 from indexer.settings import KILL_AFTER_BARRELS_ENV

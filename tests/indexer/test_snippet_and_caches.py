@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from crawler.datadir import DataDir
+from core.datadir import DataDir
 from indexer.analysis import Analyzer
 from indexer.build import build_index
 from indexer.errors import IndexCorrupt

@@ -12,8 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from crawler.datadir import DataDir
-from crawler.store import CrawlStore
+from core.datadir import DataDir
 from indexer.build import build_index
 from indexer.docbatch import ANCHOR_ONLY, DocJob
 from indexer.errors import IndexBusy
@@ -21,6 +20,7 @@ from indexer.searcher import Searcher
 from indexer.segment import SegmentReader
 from indexer.settings import BATCH_FULL_DOCS, KILL_AFTER_BARRELS_ENV, PARALLEL_MIN_IDS
 from indexer.workers import AnalyserPool, WorkerFailed
+from store.crawl_store import CrawlStore
 from tests.indexer.corpus import build_data_dir
 
 WEBSIFT = str(Path(sys.executable).parent / "websift")

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from ranking_crawl import build_crawl
 
-from crawler.datadir import DataDir
+from core.datadir import DataDir
 
 
 @pytest.fixture

@@ -5,9 +5,9 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from crawler.datadir import DataDir
-from crawler.store import CrawlStore, Link
-from crawler.warc import WarcWriterFile
+from core.datadir import DataDir
+from store.crawl_store import CrawlStore, Link
+from store.warc import WarcWriterFile
 
 PY = "http://py.example/"
 COOK = "http://cook.example/"

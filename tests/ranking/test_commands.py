@@ -9,7 +9,7 @@ import pytest
 from ranking_crawl import COOK, PY
 
 from api.cli import main
-from crawler.datadir import DataDir
+from core.datadir import DataDir
 from ranking.ranks import Ranks
 
 

@@ -10,13 +10,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from ranking_crawl import COOK, PY
 
-from crawler.datadir import DataDir
-from crawler.store import CrawlStore
+from core.datadir import DataDir
 from ranking.errors import RanksCorrupt, RanksMissing, UnknownTopic
 from ranking.rank_job import run_rank
 from ranking.ranks import Ranks, current_generation
 from ranking.ranks_format import MANIFEST
 from ranking.store_graph import load_graph
+from store.crawl_store import CrawlStore
 
 
 def test_graph_from_the_store_follows_the_definition(crawl: DataDir) -> None:

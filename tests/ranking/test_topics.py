@@ -6,8 +6,7 @@ import numpy as np
 import pytest
 from ranking_crawl import COOK, PY
 
-from crawler.datadir import DataDir
-from crawler.store import CrawlStore
+from core.datadir import DataDir
 from ranking.errors import TopicError, UnknownTopic
 from ranking.pagerank import pagerank, uniform_teleport
 from ranking.rank_job import run_rank
@@ -22,6 +21,7 @@ from ranking.topics import (
     topic_infos,
     topic_similarity,
 )
+from store.crawl_store import CrawlStore
 
 
 def ids(data: DataDir, *urls: str) -> list[int]:

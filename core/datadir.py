@@ -3,8 +3,8 @@
 Layout (each stage owns its part and writes it atomically)::
 
     DATA/websift.json        marker: {"format": "websift-data", "version": 1}
-    DATA/crawl.sqlite3       the crawl store (crawler/store.py)
-    DATA/warc/*.warc.gz      raw responses (crawler/warc.py)
+    DATA/crawl.sqlite3       the crawl store (store/crawl_store.py)
+    DATA/warc/*.warc.gz      raw responses (store/warc.py)
     DATA/index/              index segments and their manifest (indexer/)
     DATA/ranks/              rank vectors and their manifest (ranking/)
     DATA/topics/             topic sets and their vectors (ranking/)
@@ -19,7 +19,10 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from crawler.errors import StoreError
+from core.errors import StoreError
+from core.fileio import atomic_write_bytes, fsync_dir
+
+__all__ = ["DataDir", "atomic_write_bytes", "default_data_dir", "fsync_dir"]
 
 MARKER = "websift.json"
 MARKER_FORMAT = "websift-data"
@@ -31,30 +34,6 @@ ENV_VAR = "WEBSIFT_DATA"
 def default_data_dir() -> Path:
     """``$WEBSIFT_DATA`` if set, else ``./websift-data``."""
     return Path(os.environ.get(ENV_VAR) or DEFAULT_DIR)
-
-
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` so that a reader sees the old file or the new one, never half.
-
-    Temp file in the same directory, fsync, ``os.replace``, fsync of the directory.
-    """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    with open(tmp, "wb") as fh:
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
-    fsync_dir(path.parent)
-
-
-def fsync_dir(directory: Path) -> None:
-    """fsync a directory so that a rename inside it survives a crash."""
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 @dataclass(frozen=True)

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from crawler.errors import StoreError
-from crawler.store import FETCHED, CrawlStore, Link, origin_of
+from core.errors import StoreError
+from store.crawl_store import FETCHED, CrawlStore, Link, origin_of
 
 
 def test_urls_get_one_id_each_and_hosts_are_shared(tmp_path: Path) -> None:

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from crawler.errors import StoreError
+from core.errors import StoreError
 
 SCHEMA_VERSION = 1
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from crawler.errors import WarcError
-from crawler.warc import WarcLocation, WarcWriterFile, read_response
+from store.errors import WarcError
+from store.warc import WarcLocation, WarcWriterFile, read_response
 
 
 def _write(tmp_path: Path, bodies: list[bytes]) -> list[WarcLocation]:

@@ -1,4 +1,4 @@
-"""Checked numeric command-line values (crawler/arguments.py)."""
+"""Checked numeric command-line values (core/arguments.py)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import argparse
 
 import pytest
 
-from crawler.arguments import number
+from core.arguments import number
 
 
 @pytest.mark.parametrize(
