@@ -20,8 +20,11 @@ test: $(STAMP)
 	bash scripts/ensure_system_packages.sh
 	$(BIN)/python -m pytest -q
 
+# make lint: ruff, mypy (strict) and the package-layer contracts; CI runs it before the tests.
 lint: $(STAMP)
-	$(BIN)/ruff check . || true
+	$(BIN)/ruff check .
+	$(BIN)/mypy
+	$(BIN)/lint-imports --no-cache
 
 clean:
 	rm -rf $(VENV) websift-data

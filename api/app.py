@@ -5,6 +5,12 @@ ranks, which swaps in newer generations as they land; the lifespan closes it at 
 ``Depends`` (``api/dependencies.py``).  Errors: websift's exceptions map to statuses in
 ``api/errors.py``; every error answer, including validation errors, unknown paths and anything
 unexpected, has the body ``{"error": {"code": ..., "message": ...}}``.
+
+With ``settings.shards`` naming data directories, the holder searches their indexes as one
+(``--ranks`` or the first shard gives the ranks, crawl store and topics); naming URLs of other
+``websift serve`` processes, the application is a front server: no holder, searches fanned out
+(``api/fanout.py``), and only ``/search``, ``/``, ``/stats``, ``/healthz`` and the docs.
+:func:`app_from_env` is the factory ``websift serve --workers N`` gives uvicorn.
 """
 
 from __future__ import annotations
@@ -24,9 +30,12 @@ from fastapi.templating import Jinja2Templates
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from api.errors import describe_validation_errors, error_body, status_of
+from api.fanout import FanOut, split_shards
 from api.models import error_responses
+from api.prometheus import RequestMetrics, SearchTimer
 from api.result_cache import ResultCache
-from api.routes import pages, recrawl, search, stats, topics, web
+from api.retrieval import LocalSearch, Outcome
+from api.routes import docs, front, metrics, pages, recrawl, search, shard, stats, topics, web
 from api.settings import Settings, get_settings
 from api.snapshot import SnapshotHolder
 from core.datadir import DataDir
@@ -41,18 +50,28 @@ _HTTP_CODES = {404: "not_found", 405: "method_not_allowed", 401: "unauthorized",
 
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or get_settings()
-    data = DataDir.open(settings.data)
-    # Opened here, before a server binds: an unreadable or newer-format index or ranks refuse
-    # to start (IndexCorrupt / RanksCorrupt); no index yet is served as 503s until one lands.
-    holder = SnapshotHolder(data, settings.reload_check_ms)
-    holder.start()
+    local, remote = split_shards(settings.shards)
+    fanout = FanOut(remote, settings) if remote else None
+    data: DataDir | None = None
+    holder: SnapshotHolder | None = None
+    if fanout is None:
+        shards = [DataDir.open(d) for d in local] or [DataDir.open(settings.data)]
+        data = DataDir.open(settings.ranks) if settings.ranks is not None else shards[0]
+        # Opened here, before a server binds: an unreadable or newer-format index or ranks
+        # refuse to start (IndexCorrupt / RanksCorrupt); no index yet is served as 503s until
+        # one lands.
+        holder = SnapshotHolder(data, settings.reload_check_ms, shards)
+        holder.start()
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         try:
             yield
         finally:
-            holder.close()
+            if holder is not None:
+                holder.close()
+            if fanout is not None:
+                await fanout.aclose()
 
     app = FastAPI(
         title="websift",
@@ -60,12 +79,21 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         version="0.1.0",
         lifespan=lifespan,
         responses=error_responses(400, 422, 503),
+        # FastAPI's own pages load Swagger UI / ReDoc from a CDN; api/routes/docs.py serves
+        # /docs from local assets instead.
+        docs_url=None,
+        redoc_url=None,
     )
     app.state.settings = settings
     app.state.data = data
     app.state.holder = holder
-    app.state.result_cache = ResultCache(settings.result_cache_size)
+    app.state.result_cache = ResultCache[Outcome](settings.result_cache_size)
     app.state.search_limiter = anyio.CapacityLimiter(settings.search_concurrency)
+    app.state.engine = fanout if holder is None else LocalSearch(
+        holder, settings, app.state.result_cache, app.state.search_limiter)
+    # GET /search timed into a latency histogram, served by /metrics
+    app.state.search_metrics = RequestMetrics()
+    app.add_middleware(SearchTimer, metrics=app.state.search_metrics)
 
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(HERE / "templates"),
@@ -76,11 +104,17 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
 
     app.include_router(search.build_router(settings))
-    app.include_router(pages.build_router(settings))
-    app.include_router(topics.build_router())
-    app.include_router(recrawl.build_router(settings))
-    app.include_router(stats.build_router())
+    if holder is None:  # a front server: its shard servers hold the crawl
+        app.include_router(front.build_router())
+    else:
+        app.include_router(pages.build_router(settings))
+        app.include_router(topics.build_router())
+        app.include_router(recrawl.build_router(settings))
+        app.include_router(stats.build_router())
+        app.include_router(metrics.build_router())
+        app.include_router(shard.build_router())
     app.include_router(web.build_router(templates))
+    docs.add_docs(app)
 
     @app.exception_handler(WebsiftError)
     async def websift_error(_request: Request, exc: WebsiftError) -> JSONResponse:
@@ -111,3 +145,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         )
 
     return app
+
+
+def app_from_env() -> FastAPI:
+    """The application from ``$WEBSIFT_*`` alone: uvicorn's factory in each worker process of
+    ``websift serve --workers N`` (api/commands.py passes the settings that way)."""
+    return create_app(Settings())

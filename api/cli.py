@@ -3,8 +3,9 @@
 Each package registers its own subcommands (``crawler/commands.py``, ``indexer/commands.py``,
 ``ranking/commands.py``, ``api/commands.py``): a ``register(subparsers)`` function that adds
 parsers whose ``func`` default takes the parsed arguments and returns an exit code.  This module
-only builds the parser, adds ``--data`` to every subcommand and turns websift's own errors into
-one clear line on stderr and a non-zero exit, with no traceback.
+only builds the parser, adds ``--data`` to every subcommand, makes every option's help end with its
+default (:class:`DefaultsHelpFormatter`) and turns websift's own errors into one clear line on
+stderr and a non-zero exit, with no traceback.
 """
 
 from __future__ import annotations
@@ -21,6 +22,36 @@ EXIT_ERROR = 2
 EXIT_INTERRUPTED = 130
 
 
+class DefaultsHelpFormatter(argparse.HelpFormatter):
+    """Ends an option's help with ``(default: X)``, taken from the option itself.
+
+    So a help string never repeats a settings constant by hand (and never goes stale when the
+    constant changes).  Left as written: help that already says ``default: ...`` in words (a
+    default decided later, e.g. from the environment, or one that needs explaining), flags
+    (``store_true``: off unless given) and options whose default is None (not given: not used).
+    """
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        default = action.default
+        takes_default = bool(action.option_strings) or action.nargs in ("?", "*")
+        if (
+            "default:" in text
+            or "%(default)" in text
+            or default is None
+            or default is argparse.SUPPRESS
+            or action.nargs == 0
+            or not takes_default
+        ):
+            return action.help
+        if isinstance(default, list | tuple):
+            shown = ", ".join(map(str, default)) or "none"
+        else:
+            shown = str(default)
+        # The help is %-formatted afterwards: a literal % in the default must survive that.
+        return f"{text} (default: {shown.replace('%', '%%')})".lstrip()
+
+
 def build_parser() -> argparse.ArgumentParser:
     from api import commands as api_commands
     from api import demo as demo_commands
@@ -31,6 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="websift",
         description="websift: crawl, index, rank and search the web you choose.",
+        formatter_class=DefaultsHelpFormatter,
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
@@ -38,17 +70,26 @@ def build_parser() -> argparse.ArgumentParser:
         crawler_commands, indexer_commands, ranking_commands, api_commands, demo_commands
     ):
         module.register(sub)
-    for command in sub.choices.values():
+    for command in subcommands(parser):
+        command.formatter_class = DefaultsHelpFormatter
         _add_data_option(command)
     return parser
 
 
+def subcommands(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
+    """Every parser below ``parser``: subcommands, their sub-subcommands (``graph stats``)..."""
+    found: list[argparse.ArgumentParser] = []
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for nested in dict.fromkeys(action.choices.values()):  # aliases: one parser
+                found.append(nested)
+                found.extend(subcommands(nested))
+    return found
+
+
 def _add_data_option(command: argparse.ArgumentParser) -> None:
-    """Every subcommand (and sub-subcommand) takes ``--data DIR``."""
-    subactions = [a for a in command._actions if isinstance(a, argparse._SubParsersAction)]
-    if subactions:
-        for nested in subactions[0].choices.values():
-            _add_data_option(nested)
+    """Every runnable subcommand (not a group like ``graph``) takes ``--data DIR``."""
+    if any(isinstance(a, argparse._SubParsersAction) for a in command._actions):
         return
     if "--data" not in command._option_string_actions:
         command.add_argument(

@@ -169,7 +169,13 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser(
         "demo",
         help="crawl, index, rank and serve a built-in local corpus (what 'make run' runs)",
-        description=__doc__.splitlines()[0] if __doc__ else None,
+        # Plain text, not the module docstring: that is reStructuredText, for readers of code.
+        description="Run the whole engine on a built-in corpus, with no network: the HTML "
+        "that pydoc writes for a few hundred standard-library modules is served on a loopback "
+        "address (--site-host, --site-port), then crawled, indexed and ranked, and searched at "
+        "http://HOST:PORT/ until interrupted. Each stage is its own websift command, the one a "
+        "user would type. The site and the crawl are kept in the data directory: a second run "
+        "fetches only what is new and indexes incrementally.",
     )
     p.add_argument("--host", default="127.0.0.1", help="address to serve search on")
     p.add_argument("--port", type=int, default=8000, help="port to serve search on")

@@ -19,7 +19,7 @@ from api.retrieval import Outcome
 from api.settings import Settings
 from api.snapshot import Snapshot, SnapshotHolder
 from core.datadir import DataDir
-from store.crawl_store import CrawlStore
+from store.views import StoreReader
 
 
 async def get_app_settings(request: Request) -> Settings:
@@ -60,10 +60,10 @@ async def get_snapshot(request: Request) -> AsyncIterator[Snapshot]:
         yield snap
 
 
-def get_store(request: Request) -> Iterator[CrawlStore]:
+def get_store(request: Request) -> Iterator[StoreReader]:
     """A read-only connection to the crawl store for this request."""
     data: DataDir = request.app.state.data
-    store = CrawlStore.open(data.store_path, readonly=True)
+    store = StoreReader.open(data.store_path)
     try:
         yield store
     finally:

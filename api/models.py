@@ -64,6 +64,12 @@ class SearchResult(BaseModel):
     )
 
 
+class ShardsAnswered(BaseModel):
+    answered: int = Field(description="shards whose hits are in these results")
+    total: int = Field(description="shards searched; answered < total: partial results (a "
+                       "shard was down or slower than the deadline)")
+
+
 class SearchResponse(BaseModel):
     query: str
     total: int = Field(description="number of matching pages")
@@ -76,6 +82,9 @@ class SearchResponse(BaseModel):
     )
     static_score: str = Field(description="the importance signal fused: pagerank, opic, topic")
     cached: bool = Field(description="answered from the query-result cache")
+    shards: ShardsAnswered = Field(
+        default_factory=lambda: ShardsAnswered(answered=1, total=1),
+        description="index shards searched and how many answered")
     results: list[SearchResult]
 
 
@@ -162,7 +171,42 @@ class RecrawlResponse(BaseModel):
     entries: list[RecrawlEntry]
 
 
+class LiveCrawl(BaseModel):
+    """The newest crawl run's figures, as the crawler last wrote them (crawler/runs.py)."""
+
+    kind: str = Field(description="crawl or recrawl (or import)")
+    running: bool = Field(
+        description="not finished and its figures are fresh; a killed run's figures grow old "
+        "and it is no longer counted as running"
+    )
+    state: str | None = Field(
+        default=None, description="running, waiting (nothing due yet), stopping, or at the end "
+        "the finish reason (finished, duration, signal_SIGTERM, forced_stop...)"
+    )
+    pid: int | None = Field(default=None, description="the crawling process")
+    continuous: bool | None = Field(default=None, description="runs until stopped")
+    started: float = Field(description="unix time the run started")
+    finished: float | None = Field(description="unix time it finished; null while it runs")
+    updated: float | None = Field(default=None, description="unix time of these figures")
+    age_seconds: float = Field(description="how old these figures are")
+    pages: int = Field(default=0, description="pages answered or finally failed in this run")
+    discovery_fetches: int = Field(default=0, description="first fetches of pages never read")
+    refresh_fetches: int = Field(default=0, description="refetches of pages already read")
+    pages_per_second: float = Field(default=0.0, description="over the whole run")
+    recent_pages_per_second: float = Field(default=0.0, description="over the last minute")
+    in_flight: int = Field(default=0, description="requests in flight")
+    errors: dict[str, int] = Field(default_factory=dict, description="failures by reason")
+    frontier: dict[str, float] = Field(
+        default_factory=dict, description="the frontier's figures (pending pages, known pages, "
+        "refresh candidates, OPIC dividends...)"
+    )
+    virtual_cash: float | None = Field(default=None, description="the OPIC virtual page's cash")
+
+
 class Stats(BaseModel):
+    pid: int | None = Field(
+        default=None, description="the process that answered (websift serve --workers N: one "
+        "of N)")
     pages: int = Field(description="URLs in the crawl store")
     pages_by_status: dict[str, int]
     links: int
@@ -171,12 +215,24 @@ class Stats(BaseModel):
     index_generation: int
     ranks_generation: int | None
     last_crawl: dict[str, Any] | None
+    live_crawl: LiveCrawl | None = Field(
+        default=None, description="the newest run's live figures (while a crawl runs, updated "
+        "at each of its commits); null when no run was recorded"
+    )
     last_rank: dict[str, Any] | None
     reloads: int = Field(description="snapshots swapped in since the server started")
     reload_failures: dict[str, int] = Field(
         description="newer generations that could not be opened yet, by error"
     )
-    result_cache: dict[str, int] = Field(description="query-result cache: size, hits, misses")
+    result_cache: dict[str, int] = Field(
+        description="query-result cache (bounded by entries): entries, size, max_size, hits, "
+        "misses, evictions"
+    )
+    search_caches: dict[str, dict[str, int]] = Field(
+        default_factory=dict,
+        description="the searcher's caches (postings, pairs, texts, site_masks), each bounded "
+        "by bytes: entries, size and max_size in bytes, hits, misses, evictions",
+    )
 
 
 class Health(BaseModel):

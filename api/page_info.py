@@ -14,14 +14,16 @@ import numpy as np
 from api.errors import NotFound
 from api.models import LinkOut, PageInfo, RobotsVerdict
 from api.snapshot import Snapshot
+from core.html import is_html
 from crawler.recrawl import recrawl_schedule
 from crawler.robots import RobotsPolicy
 from crawler.settings import ROBOTS_AGENT
 from crawler.urls import canonicalize
 from indexer.searcher import Searcher
 from ranking.fusion import gather
-from store import crawl_store as st
-from store.crawl_store import CrawlStore, Page, origin_of
+from store import schema as st
+from store.schema import Page, origin_of
+from store.views import StoreReader
 
 
 def iso(ts: float | None) -> str | None:
@@ -31,7 +33,7 @@ def iso(ts: float | None) -> str | None:
     return datetime.fromtimestamp(ts, UTC).isoformat(timespec="seconds")
 
 
-def find_page(store: CrawlStore, url: str) -> Page:
+def find_page(store: StoreReader, url: str) -> Page:
     """The store's row for ``url`` (as given, else in canonical form); 404 if unknown."""
     page = store.page_by_url(url)
     if page is None:
@@ -56,7 +58,7 @@ def indexed_head(searcher: Searcher, doc_id: int) -> dict[str, str] | None:
     return None
 
 
-def schedule_position(store: CrawlStore, url_id: int, scan: int) -> dict[str, Any] | None:
+def schedule_position(store: StoreReader, url_id: int, scan: int) -> dict[str, Any] | None:
     """Where a fetched page stands in the refresh schedule (``crawler.recrawl``), if near the top.
 
     Scans at most ``scan`` entries of the schedule: the position of a page further down is
@@ -71,7 +73,7 @@ def schedule_position(store: CrawlStore, url_id: int, scan: int) -> dict[str, An
             "meaning": f"not among the first {len(schedule)} pages of the refresh schedule"}
 
 
-def robots_verdict(store: CrawlStore, url: str) -> RobotsVerdict:
+def robots_verdict(store: StoreReader, url: str) -> RobotsVerdict:
     host = store.host(origin_of(url))
     if host is None or host.robots_fetched is None:
         return RobotsVerdict(
@@ -120,21 +122,17 @@ def index_status(page: Page, indexed: bool, url_of: dict[int, str]) -> tuple[str
         return None, f"duplicate of {url_of.get(page.duplicate_of, f'page {page.duplicate_of}')}"
     if page.noindex:
         return None, "the page asks not to be indexed (noindex)"
-    if page.content_type and "html" not in page.content_type:
-        return None, f"content type {page.content_type} is not indexed"
+    if not is_html(page.content_type):  # the indexer's rule
+        return None, f"content type {page.content_type or '(none)'} is not indexed"
     return None, "not indexed yet: run 'websift index'"
 
 
 def _links(
-    store: CrawlStore, rows: list[tuple[int, str, bool]], limit: int
+    store: StoreReader, rows: list[tuple[int, str, bool]], limit: int
 ) -> list[LinkOut]:
     """The first ``limit`` links as URLs (one query for all their URLs)."""
     shown = rows[:limit]
-    ids = sorted({other for other, _, _ in shown})
-    urls: dict[int, str] = {}
-    if ids:
-        marks = ",".join("?" * len(ids))
-        urls = dict(store.conn.execute(f"SELECT id, url FROM urls WHERE id IN ({marks})", ids))
+    urls = store.urls_of(other for other, _, _ in shown)
     return [
         LinkOut(url=urls.get(other, f"#{other}"), anchor=anchor, nofollow=nofollow)
         for other, anchor, nofollow in shown
@@ -142,18 +140,13 @@ def _links(
 
 
 def page_info(
-    store: CrawlStore, snap: Snapshot, url: str, max_links: int, schedule_scan: int
+    store: StoreReader, snap: Snapshot, url: str, max_links: int, schedule_scan: int
 ) -> PageInfo:
     page = find_page(store, url)
     searcher = snap.searcher.value
     doc = indexed_head(searcher, page.id)
     indexed = doc is not None
-    url_of: dict[int, str] = {}
-    for ref in (page.duplicate_of, page.redirect_to):
-        if ref is not None:
-            row = store.conn.execute("SELECT url FROM urls WHERE id=?", (ref,)).fetchone()
-            if row:
-                url_of[ref] = str(row[0])
+    url_of = store.urls_of(ref for ref in (page.duplicate_of, page.redirect_to) if ref is not None)
     view = snap.rank_view
     pagerank = pagerank_n = None
     topics: dict[str, float] = {}

@@ -11,6 +11,10 @@ The importance signal (``static``):
 
 and ``ranking.fusion`` turns it into the additive boost ``w * s^a / (s^a + k^a)``, which the
 searcher adds to the text score of each candidate it ranks.
+
+A :class:`SearchEngine` answers a :class:`SearchRequest` for the routes: :class:`LocalSearch`
+searches this process's snapshot (one data directory, or several local shards as one index);
+``api.fanout.FanOut`` asks remote ``websift serve`` processes and merges their answers.
 """
 
 from __future__ import annotations
@@ -18,16 +22,18 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Protocol
 
+import anyio
 import numpy as np
+from starlette.concurrency import run_in_threadpool
 
 from api.errors import InvalidParameter
 from api.result_cache import ResultCache
 from api.settings import Settings
-from api.snapshot import RankView, Snapshot
+from api.snapshot import RankView, Snapshot, SnapshotHolder
 from indexer.query import parse_query
-from indexer.searcher import Hit
+from indexer.searcher import CollectionStats, Hit
 from indexer.settings import DEFAULT_DEPTH
 from ranking.errors import UnknownTopic
 from ranking.fusion import FusionParams, gather, make_prior, mix_topics
@@ -44,6 +50,15 @@ class SearchRequest:
     topic: str | None = None
     site: str | None = None
     explain: bool = False
+    snippets: bool = True  # False: hits without snippets (cheaper; a front server's first pass)
+
+
+@dataclass(frozen=True)
+class ShardCount:
+    """How many of the shards searched answered (fewer than all: the results are partial)."""
+
+    answered: int
+    total: int
 
 
 @dataclass(frozen=True)
@@ -66,6 +81,7 @@ class Outcome:
     hits: list[RankedHit]
     explain: dict[str, Any]
     cached: bool = False
+    shards: ShardCount = ShardCount(1, 1)
 
 
 @dataclass(frozen=True)
@@ -123,8 +139,13 @@ def run_search(
     fusion: FusionParams,
     static_score: str,
     depth: int = 0,
+    *,
+    stats: CollectionStats | None = None,
 ) -> Outcome:
-    """Search the snapshot's index with importance fused in; the hits of one result page."""
+    """Search the snapshot's index with importance fused in; the hits of one result page.
+
+    ``stats``: collection statistics to score with instead of the index's own (a front server
+    sends the sums over all its shards, ``api/fanout.py``)."""
     if not req.q.strip():
         raise InvalidParameter("q: the query is empty; type some words")
     started = time.perf_counter()
@@ -142,6 +163,8 @@ def run_search(
         prior=prior,
         explain=req.explain,
         depth=max(depth or DEFAULT_DEPTH, req.offset + req.k),
+        snippets=req.snippets,
+        stats=stats,
     )
     hits = _ranked_hits(results.hits, view, choice)
     took_ms = (time.perf_counter() - started) * 1000.0
@@ -161,6 +184,7 @@ def run_search(
         static_score=choice.name,
         hits=hits,
         explain=explain,
+        shards=ShardCount(len(searcher.shards), len(searcher.shards)),
     )
 
 
@@ -197,7 +221,7 @@ def cached_search(
 
 
 def _cache_key(snap: Snapshot, req: SearchRequest, settings: Settings) -> Hashable:
-    return (snap.index_generation, snap.ranks_generation, req, settings.fusion,
+    return (snap.index_generations, snap.ranks_generation, req, settings.fusion,
             settings.static_score, settings.rerank_depth)
 
 
@@ -216,3 +240,37 @@ def _ranked_hits(hits: list[Hit], view: RankView | None, choice: StaticChoice) -
         RankedHit(hit=h, pagerank=p, opic=o, topic=t, prior=float(h.prior_score))
         for h, p, o, t in zip(hits, pagerank, opic, topic, strict=True)
     ]
+
+
+class SearchEngine(Protocol):
+    """What answers ``GET /search`` and the search page in an application."""
+
+    async def search(self, req: SearchRequest) -> Outcome: ...
+
+
+class LocalSearch:
+    """Searches this process's snapshot.
+
+    A cached answer is served on the event loop; a search runs in a worker thread, at most
+    ``search_concurrency`` at once (the rest queue here instead of piling up memory).  The check
+    for newer generations (which may open a new index: blocking work) runs in the thread pool
+    when due; otherwise leasing the snapshot is a few attribute reads.
+    """
+
+    def __init__(self, holder: SnapshotHolder, settings: Settings, cache: ResultCache[Outcome],
+                 limiter: anyio.CapacityLimiter) -> None:
+        self.holder = holder
+        self.settings = settings
+        self.cache = cache
+        self.limiter = limiter
+
+    async def search(self, req: SearchRequest) -> Outcome:
+        if self.holder.check_due():
+            await run_in_threadpool(self.holder.refresh)
+        with self.holder.lease() as snap:
+            outcome = cache_lookup(snap, req, self.settings, self.cache)
+            if outcome is None:
+                outcome = await anyio.to_thread.run_sync(
+                    search_and_cache, snap, req, self.settings, self.cache,
+                    limiter=self.limiter)
+        return outcome

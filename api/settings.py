@@ -16,6 +16,7 @@ from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from core.datadir import default_data_dir
+from indexer.settings import MAX_QUERY_CHARS
 from ranking.fusion import DEFAULT_EXPONENT, DEFAULT_MIDPOINT, DEFAULT_WEIGHT, FusionParams
 
 
@@ -31,8 +32,8 @@ class Settings(BaseSettings):
     host: str = "127.0.0.1"
     port: int = 8000
 
-    # Caps on what a request may ask for (refused with a 422 that says which cap).
-    max_query_chars: int = 512
+    # Caps on what a request may ask for (refused with a 422 that says which cap).  The query
+    # length cap is not here: it is the parser's (``max_query_chars`` below), one number.
     max_k: int = 100
     max_offset: int = 1000
     default_k: int = 10
@@ -42,7 +43,7 @@ class Settings(BaseSettings):
     max_page_links: int = 200  # in-/out-links listed by /pages
     schedule_scan: int = 10000  # refresh-schedule entries /pages looks through for a page
 
-    # Query-result cache (api/result_cache.py): entries kept; 0 turns it off.  An entry holds
+    # Query-result cache (api/result_cache.py, a core.cache.Cache): entries kept; 0 turns it off.  An entry holds
     # the page of results with snippets (tens of KB), so 1024 entries stay within ~50 MB.
     result_cache_size: int = 1024
     # Searches running at once (the rest wait their turn): about the number of cores.  More
@@ -60,6 +61,23 @@ class Settings(BaseSettings):
     static_score: Literal["pagerank", "opic", "none"] = "pagerank"
     # How many text-ranked candidates the searcher re-scores with the prior (0: its own default).
     rerank_depth: int = 0
+
+    # Shards (``websift serve --shard``; $WEBSIFT_SHARDS as a JSON list): data directories whose
+    # indexes are searched as one in this process, or the http(s) URLs of other ``websift
+    # serve`` processes to fan each query out to (one kind, not both).  Empty: ``data`` alone.
+    shards: list[str] = Field(default_factory=list)
+    # With local shards: the data directory whose ranks, crawl store and topics go with them
+    # (None: the first shard).
+    ranks: Path | None = None
+    # With remote shards: each call to a shard must answer within this, else the query is
+    # answered without it (counted, and the answer says how many shards answered).
+    shard_timeout_ms: int = Field(default=300, ge=1)
+
+    @property
+    def max_query_chars(self) -> int:
+        """The one cap on a query's length, the query parser's (indexer/settings.py): not a
+        setting, so the API can never accept a query the parser then refuses."""
+        return MAX_QUERY_CHARS
 
     @property
     def fusion(self) -> FusionParams:

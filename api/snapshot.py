@@ -4,13 +4,21 @@ A :class:`Snapshot` pairs one opened index generation (``indexer.searcher.Search
 ranks generation (:class:`RankView`, or ``None`` before ``websift rank`` ran).  Requests lease the
 current snapshot (:meth:`SnapshotHolder.lease`), use it, and give it back.
 
-Hot reload: at most every ``reload_check_ms`` a lease checks the generations on disk
-(``current_generation`` of the index and of the ranks: one small manifest read each).  A newer one is
-opened *outside* the lease path's lock-free fast path, then the holder's reference is replaced in
-one assignment, so a request sees the old snapshot or the new one, never a mix.  The old snapshot
-is closed when its last lease ends: each opened resource counts the snapshots that use it, each
-snapshot counts its leases (a searcher shared by two snapshots, when only the ranks changed,
-stays open while either lives).
+Hot reload: at most every ``reload_check_ms`` a lease checks the generations on disk (the index
+and the ranks manifests: one small read each).  A newer one is opened *outside* the lease path's
+lock-free fast path, then the holder's reference is replaced in one assignment, so a request sees
+the old snapshot or the new one, never a mix.  A manifest or file that is damaged, or written by a
+newer websift, never takes a serving snapshot down: that part stays as it was, the failure is
+counted by error class in ``reload_failures`` (shown by ``/stats``) and looked at again at the
+next check, not on every request.  The old snapshot is closed when its last lease ends: each
+opened resource counts the snapshots that use it, each snapshot counts its leases (a searcher
+shared by two snapshots, when only the ranks changed, stays open while either lives).
+
+Shards (``websift serve --shard DIR ...``): the index part is then the live generation of each
+shard's index directory opened as one searcher (``Searcher.open_shards``: global statistics);
+the ranks, crawl store and topics are those of one data directory (``--ranks``, else the first
+shard).  A newer generation in any shard swaps in a new searcher; the shards that did not
+change keep their opened segments.
 """
 
 from __future__ import annotations
@@ -19,7 +27,7 @@ import logging
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
@@ -28,8 +36,8 @@ import numpy as np
 
 from core.datadir import DataDir
 from core.errors import WebsiftError
-from indexer import searcher as searcher_mod
 from indexer.errors import IndexMissing
+from indexer.manifest import read_manifest as read_index_manifest
 from indexer.searcher import Searcher
 from ranking import ranks as ranks_mod
 from ranking.errors import RanksMissing
@@ -100,7 +108,13 @@ class Snapshot:
 
     @property
     def index_generation(self) -> int:
+        """The index generation (with shards: their sum, which grows when any of them does)."""
         return int(self.searcher.value.generation)
+
+    @property
+    def index_generations(self) -> tuple[int, ...]:
+        """The generation of each shard's index (one with a single data directory)."""
+        return self.searcher.value.generations
 
     @property
     def ranks_generation(self) -> int | None:
@@ -138,8 +152,18 @@ class Snapshot:
             self.ranks.release()
 
 
-def _open_searcher(data: DataDir) -> Shared[Searcher]:
-    return Shared(Searcher.open(data), lambda s: s.close())
+def _open_searcher(shards: Sequence[DataDir], previous: Searcher | None = None
+                   ) -> Shared[Searcher]:
+    if len(shards) == 1:
+        return Shared(Searcher.open(shards[0]), lambda s: s.close())
+    reuse = previous.shards if previous is not None else ()
+    opened = Searcher.open_shards([d.index_dir for d in shards], reuse=reuse)
+    return Shared(opened, lambda s: s.close())
+
+
+def _index_generations(shards: Sequence[DataDir]) -> tuple[int, ...]:
+    """Each shard's live index generation (manifest reads only); IndexMissing / IndexCorrupt."""
+    return tuple(read_index_manifest(d.index_dir).generation for d in shards)
 
 
 def _open_ranks(data: DataDir) -> Shared[RankView] | None:
@@ -151,24 +175,32 @@ def _open_ranks(data: DataDir) -> Shared[RankView] | None:
 
 
 class SnapshotHolder:
-    """The current snapshot of one data directory, reloaded when a newer generation lands."""
+    """The current snapshot of one data directory, reloaded when a newer generation lands.
 
-    def __init__(self, data: DataDir, reload_check_ms: int) -> None:
+    ``shards``: the data directories whose indexes are searched as one (default: ``data``'s);
+    ``data`` gives the ranks.
+    """
+
+    def __init__(self, data: DataDir, reload_check_ms: int,
+                 shards: Sequence[DataDir] = ()) -> None:
         self.data = data
+        self.shards = list(shards) or [data]
         self._interval = reload_check_ms / 1000.0
         self._current: Snapshot | None = None
         self._next_check = 0.0
         self._swap_lock = threading.Lock()
         self.reloads = 0
-        # Newer generations that could not be opened, by error class; the old snapshot keeps
-        # serving and the next check tries again.
+        # Checks that found a manifest or a generation they could not read or open, by error
+        # class (IndexCorrupt, IndexNewer, IndexMissing, RanksCorrupt, RanksNewer); the old
+        # snapshot keeps serving and the next check tries again.
         self.reload_failures: Counter[str] = Counter()
 
-    def _disk_generations(self) -> tuple[int | None, int | None]:
-        return (
-            searcher_mod.current_generation(self.data),
-            ranks_mod.current_generation(self.data),
-        )
+    def _fail(self, exc: WebsiftError, current: Snapshot) -> None:
+        """Count a newer generation that cannot be read or opened, by error class; the old
+        snapshot keeps serving and the next check (not the next request) tries again."""
+        self.reload_failures[type(exc).__name__] += 1
+        log.warning("keeping index generation %s, ranks generation %s: %s",
+                    current.index_generation, current.ranks_generation, exc)
 
     def start(self) -> None:
         """Open the live generations now, refusing what exists but cannot be read.
@@ -179,7 +211,7 @@ class SnapshotHolder:
         """
         ranks = _open_ranks(self.data)
         try:
-            searcher = _open_searcher(self.data)
+            searcher = _open_searcher(self.shards)
         except IndexMissing:
             return
         with self._swap_lock:
@@ -194,7 +226,11 @@ class SnapshotHolder:
         """The current snapshot, first swapping in newer generations if the disk has them.
 
         The disk is looked at most every ``reload_check_ms``, or now with ``force`` (after this
-        process changed a topic).  Raises ``IndexMissing`` when there is no index at all.
+        process changed a topic).  While a snapshot serves, nothing on disk makes this raise: a
+        manifest that is damaged, newer than this websift, or names files that fail their checks
+        leaves that part (index or ranks) as it is, counted in ``reload_failures``, and the other
+        part still moves on.  With no snapshot yet it raises: ``IndexMissing`` when there is no
+        index, the error of a damaged or newer one otherwise.
         """
         now = time.monotonic()
         current = self._current
@@ -204,46 +240,38 @@ class SnapshotHolder:
             current = self._current
             if current is not None and not force and time.monotonic() < self._next_check:
                 return current  # another request checked while we waited for the lock
-            index_gen, ranks_gen = self._disk_generations()
+            # Before anything can fail: a bad file on disk is looked at again next interval,
+            # not on every request.
             self._next_check = time.monotonic() + self._interval
-            if index_gen is None:
-                if current is not None:
-                    # the manifest vanished or is unreadable: keep serving what we have
-                    self.reload_failures["index manifest unreadable"] += 1
-                    return current
-                raise IndexMissing(
-                    f"no index in {self.data.root}; run 'websift index' first"
-                )
-            if (
-                current is not None
-                and current.index_generation == index_gen
-                and current.ranks_generation == ranks_gen
-            ):
-                return current
+            if current is None:
+                return self._first()
+            searcher = current.searcher
             try:
-                ranks = (
-                    current.ranks
-                    if current is not None and current.ranks_generation == ranks_gen
-                    else _open_ranks(self.data)
-                )
-                searcher = (
-                    current.searcher
-                    if current is not None and current.index_generation == index_gen
-                    else _open_searcher(self.data)
-                )
+                if _index_generations(self.shards) != current.index_generations:
+                    searcher = _open_searcher(self.shards, current.searcher.value)
+            except WebsiftError as exc:  # IndexMissing too: the manifest vanished
+                self._fail(exc, current)
+            ranks = current.ranks
+            try:
+                if ranks_mod.current_generation(self.data) != current.ranks_generation:
+                    ranks = _open_ranks(self.data)
             except WebsiftError as exc:
-                if current is None:
-                    raise
-                self.reload_failures[type(exc).__name__] += 1
-                log.warning("keeping generation %s: cannot open the newer one: %s",
-                            current.index_generation, exc)
+                self._fail(exc, current)
+            if searcher is current.searcher and ranks is current.ranks:
                 return current
             fresh = Snapshot(searcher, ranks)
             self._current = fresh  # the atomic swap: one reference assignment
-            if current is not None:
-                self.reloads += 1
-                current._retire()
+            self.reloads += 1
+            current._retire()
             return fresh
+
+    def _first(self) -> Snapshot:
+        """Open the first snapshot (there was no index at start-up); errors go to the request."""
+        _index_generations(self.shards)  # IndexMissing / IndexCorrupt before the work
+        ranks = _open_ranks(self.data)
+        fresh = Snapshot(_open_searcher(self.shards), ranks)
+        self._current = fresh
+        return fresh
 
     @contextmanager
     def lease(self) -> Iterator[Snapshot]:

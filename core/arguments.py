@@ -8,6 +8,7 @@ whose message says what was expected, which argparse prints as one line.
 from __future__ import annotations
 
 import argparse
+import math
 from collections.abc import Callable
 from typing import TypeVar
 
@@ -33,6 +34,35 @@ def number(
                       f"{op_high} {high:g}" if high is not None else ""]
             raise argparse.ArgumentTypeError(
                 f"must be {' and '.join(b for b in bounds if b)}, got {text}"
+            )
+        return value
+
+    return parse
+
+
+_UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, "w": 7 * 86400.0}
+
+
+def seconds(low: float = 0.0, strict: bool = False) -> Callable[[str], float]:
+    """An argparse ``type=`` for a span of time: seconds (``90``, ``1.5``) or a number with a
+    unit, ``s``, ``m``, ``h``, ``d`` or ``w`` (``30m``, ``2h``, ``1d``); at least ``low``
+    (more than ``low`` when strict)."""
+
+    def parse(text: str) -> float:
+        raw = text.strip().lower()
+        scale = _UNITS.get(raw[-1:])
+        digits = raw[:-1] if scale is not None else raw
+        try:
+            value = float(digits) * (scale or 1.0)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"not a duration: {text!r} (seconds, or a number with s, m, h, d or w: 30m, 2h)"
+            ) from None
+        if not math.isfinite(value):
+            raise argparse.ArgumentTypeError(f"not a finite duration: {text!r}")
+        if value < low or (strict and value <= low):
+            raise argparse.ArgumentTypeError(
+                f"must be {'>' if strict else '>='} {low:g} seconds, got {text}"
             )
         return value
 

@@ -2,31 +2,37 @@
 
 Layout (each stage owns its part and writes it atomically)::
 
-    DATA/websift.json        marker: {"format": "websift-data", "version": 1}
+    DATA/websift.json        marker: {"format": "websift-data", "version": 2, "checksum": ...}
     DATA/crawl.sqlite3       the crawl store (store/crawl_store.py)
+    DATA/crawl.lock          held by the one process writing the crawl store (core/lock.py)
     DATA/warc/*.warc.gz      raw responses (store/warc.py)
     DATA/index/              index segments and their manifest (indexer/)
     DATA/ranks/              rank vectors and their manifest (ranking/)
     DATA/topics/             topic sets and their vectors (ranking/)
 
 ``--data DIR`` on every subcommand, else ``$WEBSIFT_DATA``, else ``./websift-data``.
+
+The marker is a checked file (core/checked.py).  Version 1 (before the checksum) still opens; a
+directory is never rewritten to a newer marker by opening it.
 """
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from core.errors import StoreError
+from core import checked
+from core.errors import CheckedFileCorrupt, CheckedFileMissing, CheckedFileNewer, StoreError
 from core.fileio import atomic_write_bytes, fsync_dir
 
 __all__ = ["DataDir", "atomic_write_bytes", "default_data_dir", "fsync_dir"]
 
 MARKER = "websift.json"
 MARKER_FORMAT = "websift-data"
-MARKER_VERSION = 1
+MARKER_VERSION = 2  # 2: the checked envelope; 1: {"format", "version"} alone
+MARKER_FILE = checked.Format(MARKER_FORMAT, MARKER_VERSION, "data directory marker",
+                             checked_since=2)
 DEFAULT_DIR = "websift-data"
 ENV_VAR = "WEBSIFT_DATA"
 
@@ -79,8 +85,7 @@ class DataDir:
             )
         root.mkdir(parents=True, exist_ok=True)
         if not marker.exists():
-            payload = {"format": MARKER_FORMAT, "version": MARKER_VERSION}
-            atomic_write_bytes(marker, json.dumps(payload).encode())
+            checked.write_json(marker, MARKER_FILE, {})
         return cls.open(root)
 
     @classmethod
@@ -91,19 +96,20 @@ class DataDir:
             raise StoreError(f"no websift data directory at {root}; run 'websift crawl' first")
         marker = root / MARKER
         try:
-            meta = json.loads(marker.read_text())
-        except FileNotFoundError:
+            checked.read_json(marker, MARKER_FILE)
+        except CheckedFileMissing:
             raise StoreError(
                 f"--data {root} is not a websift data directory (no {MARKER})"
             ) from None
-        except (ValueError, OSError) as exc:
-            raise StoreError(f"{marker} is unreadable: {exc}") from None
-        if not isinstance(meta, dict) or meta.get("format") != MARKER_FORMAT:
-            raise StoreError(f"--data {root} is not a websift data directory ({MARKER} is foreign)")
-        version = meta.get("version")
-        if not isinstance(version, int) or version > MARKER_VERSION:
+        except CheckedFileNewer as exc:
             raise StoreError(
-                f"--data {root} was written by a newer websift (data version {version}, "
+                f"--data {root} was written by a newer websift (data version {exc.version}, "
                 f"this one reads up to {MARKER_VERSION})"
-            )
+            ) from exc
+        except CheckedFileCorrupt as exc:
+            if exc.reason == "format":
+                raise StoreError(
+                    f"--data {root} is not a websift data directory ({MARKER} is foreign)"
+                ) from exc
+            raise StoreError(str(exc)) from exc
         return cls(root)

@@ -7,6 +7,8 @@ person: one line that says what is wrong and, where possible, what to do about i
 
 from __future__ import annotations
 
+from pathlib import Path
+
 
 class WebsiftError(Exception):
     """Base of all errors websift raises on purpose (bad input, bad data, refused actions)."""
@@ -14,3 +16,41 @@ class WebsiftError(Exception):
 
 class StoreError(WebsiftError):
     """The data directory or the crawl store is missing, foreign, of an unknown version, or corrupt."""
+
+
+class CheckedFileError(WebsiftError):
+    """A versioned, checksummed file (core/checked.py) could not be taken as it is.
+
+    Each package maps these onto its own errors (IndexCorrupt, RanksMissing, StoreError, ...)
+    so that what people see keeps its meaning; ``path`` names the file.
+    """
+
+    def __init__(self, message: str, path: Path) -> None:
+        super().__init__(message)
+        self.path = path
+
+
+class CheckedFileMissing(CheckedFileError):
+    """The file does not exist."""
+
+
+class CheckedFileCorrupt(CheckedFileError):
+    """The file is damaged or foreign; ``reason`` says how.
+
+    Reasons: ``unreadable`` (an OS error reading it), ``json`` (not JSON), ``truncated`` (JSON
+    cut short), ``format`` (another format's name, or none), ``version`` (no valid version),
+    ``checksum`` (mismatch), ``array`` (not the numpy array its manifest names).
+    """
+
+    def __init__(self, message: str, path: Path, reason: str) -> None:
+        super().__init__(message, path)
+        self.reason = reason
+
+
+class CheckedFileNewer(CheckedFileError):
+    """The file has a format version above what this websift reads: a newer websift wrote it."""
+
+    def __init__(self, message: str, path: Path, version: int, current: int) -> None:
+        super().__init__(message, path)
+        self.version = version
+        self.current = current

@@ -13,20 +13,9 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
-from indexer.parse import squash
+from core.html import squash
 from indexer.settings import MAX_ANCHOR_CHARS, MAX_ANCHORS_PER_PAGE
-from store.crawl_store import REDIRECT, CrawlStore
-
-_IN_ANCHORS_SQL = (
-    "SELECT l.src, l.anchor FROM links l JOIN urls s ON s.id = l.src "
-    "WHERE l.dst IN ({marks}) AND l.src != l.dst AND l.src != ? AND l.nofollow = 0 "
-    "AND l.anchor != '' AND s.duplicate_of IS NULL ORDER BY l.src, l.rowid"
-)
-_MANY_SQL = (
-    "SELECT l.src, l.dst, l.anchor FROM links l JOIN urls s ON s.id = l.src "
-    "WHERE l.dst IN ({marks}) AND l.src != l.dst AND l.nofollow = 0 "
-    "AND l.anchor != '' AND s.duplicate_of IS NULL ORDER BY l.src, l.rowid"
-)
+from store.views import StoreReader
 
 
 @dataclass
@@ -43,19 +32,18 @@ class Anchors:
         return next(t for t in self.texts if counts[t.lower()] == top)
 
 
-def redirect_aliases(store: CrawlStore) -> dict[int, list[int]]:
+def redirect_aliases(store: StoreReader) -> dict[int, list[int]]:
     """Target URL ID -> the URL IDs that redirect to it (links to those count for it)."""
     out: dict[int, list[int]] = {}
-    for rid, target in store.conn.execute(
-            "SELECT id, redirect_to FROM urls WHERE status = ? AND redirect_to IS NOT NULL "
-            "AND redirect_to != id", (REDIRECT,)):
-        out.setdefault(int(target), []).append(int(rid))
+    for rid, target in store.redirects():
+        out.setdefault(target, []).append(rid)
     return out
 
 
-def in_anchors_many(store: CrawlStore, targets: list[int],
+def in_anchors_many(store: StoreReader, targets: list[int],
                     aliases: dict[int, list[int]]) -> dict[int, Anchors]:
-    """:func:`in_anchors` of many targets with one query (the same rules, the same order)."""
+    """The anchor texts of the links pointing at each of ``targets`` or at a URL redirecting
+    to it, with one store query (``StoreReader.anchor_links``: sources in ID order)."""
     owner: dict[int, int] = {}  # link dst -> the target it counts for
     for t in targets:
         owner[t] = t
@@ -63,40 +51,24 @@ def in_anchors_many(store: CrawlStore, targets: list[int],
             owner[r] = t
     if not owner:
         return {}
-    sql = _MANY_SQL.format(marks=",".join("?" * len(owner)))
     seen: dict[int, set[tuple[int, str]]] = {t: set() for t in targets}
     out = {t: Anchors([], []) for t in targets}
-    for src, dst, anchor in store.conn.execute(sql, tuple(owner)):
+    for src, dst, anchor in store.anchor_links(list(owner)):
         t = owner[dst]
         a = out[t]
         if src == t or len(a.texts) >= MAX_ANCHORS_PER_PAGE:
             continue
-        text = squash(str(anchor))[:MAX_ANCHOR_CHARS]
+        text = squash(anchor)[:MAX_ANCHOR_CHARS]
         key = (src, text.lower())
         if not text or key in seen[t]:
             continue
         seen[t].add(key)
         a.texts.append(text)
         if not a.sources or a.sources[-1] != src:
-            a.sources.append(int(src))
+            a.sources.append(src)
     return out
 
 
-def in_anchors(store: CrawlStore, dst: int, aliases: list[int] | None = None) -> Anchors:
+def in_anchors(store: StoreReader, dst: int, aliases: list[int] | None = None) -> Anchors:
     """The anchor texts of the links pointing at ``dst`` or at a URL redirecting to it."""
-    seen: set[tuple[int, str]] = set()
-    texts: list[str] = []
-    sources: list[int] = []
-    ids = [dst, *(aliases or ())]
-    sql = _IN_ANCHORS_SQL.format(marks=",".join("?" * len(ids)))
-    for src, anchor in store.conn.execute(sql, (*ids, dst)):
-        text = squash(str(anchor))[:MAX_ANCHOR_CHARS]
-        if not text or (src, text.lower()) in seen:
-            continue
-        seen.add((src, text.lower()))
-        texts.append(text)
-        if not sources or sources[-1] != src:
-            sources.append(int(src))
-        if len(texts) >= MAX_ANCHORS_PER_PAGE:
-            break
-    return Anchors(texts, sources)
+    return in_anchors_many(store, [dst], {dst: list(aliases or ())})[dst]

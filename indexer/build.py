@@ -24,7 +24,6 @@ manifest and its segments untouched; the next run sweeps the leftovers.
 
 from __future__ import annotations
 
-import fcntl
 import os
 import shutil
 import time
@@ -38,6 +37,8 @@ from urllib.parse import urlsplit
 import numpy as np
 
 from core.datadir import DataDir, fsync_dir
+from core.html import is_html
+from core.lock import ExclusiveLock, LockHeld
 from indexer.anchors import Anchors, in_anchors_many, redirect_aliases
 from indexer.docbatch import ANCHOR_ONLY, FULL, WARC_ERROR, AnalysedBatch, DocJob
 from indexer.errors import IndexBusy, IndexCorrupt, IndexMissing
@@ -61,9 +62,9 @@ from indexer.settings import (
     STORE_READ_IDS,
 )
 from indexer.workers import AnalyserPool
-from store.crawl_store import DISALLOWED, DISCOVERED, FETCHED, OUT_OF_SCOPE, CrawlStore, Page
+from store.schema import DISALLOWED, DISCOVERED, FETCHED, OUT_OF_SCOPE, Page
+from store.views import StoreReader
 
-_HTML_TYPES = ("text/html", "application/xhtml+xml")
 _ANCHOR_ONLY_STATUSES = (DISCOVERED, OUT_OF_SCOPE, DISALLOWED)
 
 
@@ -83,31 +84,25 @@ class IndexReport:
     hits: int = 0
 
 
-def is_html(content_type: str | None) -> bool:
-    if content_type is None:
-        return True
-    return content_type.split(";", 1)[0].strip().lower() in _HTML_TYPES
-
-
 def host_of(url: str) -> str:
     return (urlsplit(url).hostname or "").lower()
 
 
 @contextmanager
 def _index_lock(index_dir: Path) -> Iterator[None]:
-    index_dir.mkdir(parents=True, exist_ok=True)
-    with open(index_dir / ".lock", "w") as fh:
-        # A POSIX record lock, not flock: it belongs to this process alone, so the indexing
-        # workers forked while it is held do not inherit it, and it goes when this process
-        # dies (a killed run's workers must not keep the next run out).
-        try:
-            fcntl.lockf(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            raise IndexBusy(f"another 'websift index' is running on {index_dir}") from None
-        try:
-            yield
-        finally:
-            fcntl.lockf(fh, fcntl.LOCK_UN)
+    # core.lock's record lock belongs to this process alone, so the indexing workers forked
+    # while it is held do not inherit it, and it goes when this process dies (a killed run's
+    # workers must not keep the next run out).
+    lock = ExclusiveLock(index_dir / ".lock", "websift index")
+    try:
+        lock.acquire()
+    except LockHeld as exc:
+        who = "" if exc.holder is None else f": {exc.holder.describe()}"
+        raise IndexBusy(f"another 'websift index' is running on {index_dir}{who}") from None
+    try:
+        yield
+    finally:
+        lock.release()
 
 
 def _sweep(index_dir: Path, keep: set[str]) -> None:
@@ -118,21 +113,15 @@ def _sweep(index_dir: Path, keep: set[str]) -> None:
             shutil.rmtree(p, ignore_errors=True)
 
 
-def _candidates(store: CrawlStore, manifest: Manifest | None, snap_seq: int,
+def _candidates(store: StoreReader, manifest: Manifest | None, snap_seq: int,
                 segments: list[SegmentReader]) -> list[int]:
-    conn = store.conn
     if manifest is None:
-        rows = conn.execute(
-            "SELECT id FROM urls WHERE (status = ? AND seq <= ?) "
-            "UNION SELECT DISTINCT dst FROM links", (FETCHED, snap_seq)).fetchall()
-        return sorted(int(r[0]) for r in rows)
+        return store.fetched_or_linked_ids(snap_seq)
     last = manifest.last_seq
-    changed = {int(r[0]) for r in conn.execute(
-        "SELECT id FROM urls WHERE seq > ? AND seq <= ?", (last, snap_seq))}
+    changed = store.changed_ids(last, snap_seq)
     if not changed:
         return []
-    targets = {int(r[0]) for r in conn.execute(
-        "SELECT DISTINCT dst FROM links WHERE seq > ? AND seq <= ?", (last, snap_seq))}
+    targets = store.changed_link_targets(last, snap_seq)
     changed_arr = np.fromiter(changed, dtype=np.int64)
     for seg in segments:
         pairs = seg.anchor_pairs
@@ -162,7 +151,7 @@ def build_index(data: DataDir, ram_mb: int = DEFAULT_RAM_MB,
             say(f"previous index unusable ({exc}); rebuilding it whole")
             manifest = None
         _sweep(index_dir, {s.name for s in manifest.segments} if manifest else set())
-        store = CrawlStore.open(data.store_path, readonly=True)
+        store = StoreReader.open(data.store_path)
         try:
             return _run(data, store, manifest, ram_mb=ram_mb, started=started, say=say,
                         rebuild=rebuild, procs=procs)
@@ -170,11 +159,11 @@ def build_index(data: DataDir, ram_mb: int = DEFAULT_RAM_MB,
             store.close()
 
 
-def _run(data: DataDir, store: CrawlStore, manifest: Manifest | None, *, ram_mb: int,
+def _run(data: DataDir, store: StoreReader, manifest: Manifest | None, *, ram_mb: int,
          started: float, say: Callable[[str], None], rebuild: bool = False,
          procs: int = DEFAULT_INDEX_PROCS) -> IndexReport:
     index_dir = data.index_dir
-    snap_seq = int(store.conn.execute("SELECT coalesce(max(seq), 0) FROM urls").fetchone()[0])
+    snap_seq = store.max_seq()
     generation = (manifest.generation if manifest else 0) + 1
     if rebuild:  # the old generation keeps serving; nothing of it is read or kept
         manifest = None
@@ -261,7 +250,7 @@ def _job(page: Page, anchors: Anchors | None, writer: SegmentWriter, report: Ind
     return None
 
 
-def _batches(store: CrawlStore, ids: list[int], aliases: dict[int, list[int]],
+def _batches(store: StoreReader, ids: list[int], aliases: dict[int, list[int]],
              writer: SegmentWriter, report: IndexReport, *, drop: bool
              ) -> Iterator[list[DocJob]]:
     """The documents to make, in URL ID order, cut into batches for the workers; store rows
@@ -270,7 +259,7 @@ def _batches(store: CrawlStore, ids: list[int], aliases: dict[int, list[int]],
     full = nbytes = 0
     for lo in range(0, len(ids), STORE_READ_IDS):
         chunk = ids[lo : lo + STORE_READ_IDS]
-        pages = {p.id: p for p in store.pages(f"id IN ({','.join('?' * len(chunk))})", chunk)}
+        pages = {p.id: p for p in store.pages_by_ids(chunk)}
         # Anchor text counts for fetched pages that may be indexed and for pages known only by
         # links; not for duplicates, noindex pages, errors or redirects.
         want = [p.id for p in pages.values() if p.status in _ANCHOR_ONLY_STATUSES or (

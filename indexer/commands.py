@@ -21,21 +21,21 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         description="Turn the crawl store into searchable index segments: forward barrels, "
         "inverter, lexicon, bit-packed postings.  A later run adds only what changed.")
     p.add_argument("--ram-mb", type=number(int, low=1), default=DEFAULT_RAM_MB, metavar="M",
-                   help=f"memory for hit buffers and barrel inversion (default {DEFAULT_RAM_MB})")
+                   help="memory for hit buffers and barrel inversion")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
     p.add_argument("--rebuild", action="store_true",
                    help="index the whole store into a new generation, ignoring the incremental "
                    "state (after changing analysis or field settings); the old generation "
                    "serves until the new one replaces it")
     p.add_argument("--procs", type=number(int, low=1), default=DEFAULT_INDEX_PROCS, metavar="N",
-                   help="worker processes that read, parse and analyse pages "
-                   f"(default {DEFAULT_INDEX_PROCS}; 1 = no workers)")
+                   help="worker processes that read, parse and analyse pages (1 = no workers)")
     p.set_defaults(func=index_command)
 
     s = sub.add_parser("search", help="search the index from the command line",
                        description='Query language: words, "phrases", -word, site:host, OR.')
     s.add_argument("query", help='the query, e.g. \'"context manager" -async site:example.org\'')
-    s.add_argument("-k", type=number(int, low=1), default=DEFAULT_K, help="number of hits")
+    s.add_argument("-k", type=number(int, low=1), default=DEFAULT_K, metavar="K",
+                   help="number of hits to show")
     s.add_argument("--json", action="store_true", help="print the results as JSON")
     s.add_argument("--explain", action="store_true", help="per-field, per-term score parts")
     s.set_defaults(func=search_command)

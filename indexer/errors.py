@@ -17,6 +17,10 @@ class IndexCorrupt(IndexerError):
     """An index file is missing, fails its checksum, or has a version this websift cannot read."""
 
 
+class IndexNewer(IndexCorrupt):
+    """An index file was written by a newer websift (an IndexCorrupt to callers: unusable)."""
+
+
 class IndexBusy(IndexerError):
     """Another ``websift index`` run holds the index lock."""
 

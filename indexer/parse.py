@@ -15,6 +15,7 @@ from urllib.parse import unquote, urlsplit
 
 import lxml.etree
 
+from core.html import drop_invisible, squash, text_of, visible_text
 from indexer.settings import (
     MAX_HTML_BYTES,
     MAX_TITLE_CHARS,
@@ -22,7 +23,6 @@ from indexer.settings import (
     SNIPPET_TEXT_CHARS,
 )
 
-_DROP_TAGS = ("script", "style", "noscript", "template", "svg", "head")
 _HEADINGS = ("h1", "h2", "h3", "h4", "h5", "h6")
 _URL_EXT = re.compile(r"\.(?:s?html?|php|aspx?|jsp)$", re.IGNORECASE)
 _CHARSET = re.compile(r"charset\s*=\s*[\"']?([\w.:-]+)", re.IGNORECASE)
@@ -38,11 +38,6 @@ class ParsedPage:
     lang: str | None = None
 
 
-def squash(text: str) -> str:
-    """Collapse runs of whitespace into one space."""
-    return " ".join(text.split())
-
-
 def url_words(url: str) -> str:
     """The words of a URL's path (no host, no extension): ``/library/os.path.html`` ->
     ``library os.path``."""
@@ -53,15 +48,6 @@ def url_words(url: str) -> str:
     if parts.query and len(parts.query) <= MAX_URL_QUERY_CHARS:  # not a whole program or blob
         words.append(unquote(parts.query).replace("=", " ").replace("&", " "))
     return " ".join(words)
-
-
-_TEXTS = lxml.etree.XPath("descendant::text()", smart_strings=False)
-
-
-def _text_of(el: lxml.etree._Element) -> str:
-    # Every text node, a separator between them: block elements must not glue words
-    # ("foo</p><p>bar").  One XPath call builds the list in C (faster than itertext).
-    return " ".join(_TEXTS(el))
 
 
 def _parser_for(content_type: str | None) -> lxml.etree.HTMLParser:
@@ -92,20 +78,20 @@ def parse_html(body: bytes, url: str, content_type: str | None = None) -> Parsed
     if root is None:
         return empty
     title_el = root.find(".//title")
-    title = squash(_text_of(title_el)) if title_el is not None else ""
+    title = squash(text_of(title_el)) if title_el is not None else ""
     lang = root.get("lang") or None
-    lxml.etree.strip_elements(root, *_DROP_TAGS, with_tail=False)
+    drop_invisible(root)  # the same elements the crawler leaves out (core/html.py)
     main = None
     for path in (".//main", ".//*[@role='main']", ".//article", ".//body"):
         main = root.find(path)
         if main is not None:
             break
     scope = main if main is not None else root
-    headings = squash(" ".join(_text_of(h) for h in scope.iter(*_HEADINGS)))
+    headings = squash(" ".join(text_of(h) for h in scope.iter(*_HEADINGS)))
     if not title:
         first = next(iter(scope.iter("h1")), None)
-        title = squash(_text_of(first)) if first is not None else ""
-    body_text = squash(_text_of(scope))
+        title = squash(text_of(first)) if first is not None else ""
+    body_text = visible_text(scope)
     return ParsedPage(
         title=title[:MAX_TITLE_CHARS],
         headings=headings,

@@ -14,29 +14,55 @@ those and the top k taken.
 Versions: a newer segment masks older versions of the same URL (its docs and drops bitmaps);
 :func:`live_masks` computes that once at open.  Collection statistics (N, df, average field
 lengths) count live documents only.
+
+Shards: :meth:`Searcher.open_shards` opens several index directories (one per crawler's data
+directory) as one searcher: their segments side by side, so N, df and the average field
+lengths are sums over every shard and a score means the same whatever shard holds the page.
+Shards must share one URL ID space (a page's ID names the same URL everywhere): a URL ID held
+by two shards as different URLs is refused at open (:class:`ShardsConflict`); held as the same
+URL (a page one crawler fetched and another only saw linked), the copy with the most indexed
+words serves (:func:`shard_live_masks`).
+
+Remote shards (api/fanout.py) cannot share memory, so a query there is scored in two rounds
+(Elasticsearch's "dfs_query_then_fetch"): :meth:`Searcher.collection_stats` gives a shard's N,
+field length sums and the query terms' df; the sums over every shard come back as ``stats=``
+of :meth:`Searcher.search`, which then scores exactly as one index over all of them would.
 """
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 from pyroaring import BitMap
 
+from core.cache import Cache
+from core.checked import open_consistent
 from core.datadir import DataDir
 from indexer import bm25f
 from indexer.analysis import Analyzer
 from indexer.errors import IndexCorrupt
-from indexer.lru import LruCache
 from indexer.manifest import Manifest, read_manifest, verify_segment
 from indexer.manifest import current_generation as _manifest_generation
-from indexer.query import Phrase, parse_query
+from indexer.query import ParsedQuery, Phrase, parse_query
 from indexer.segment import SegmentReader
-from indexer.settings import DEFAULT_DEPTH, DEFAULT_K, FIELDS, N_FIELDS, BM25FSettings
+from indexer.settings import (
+    DEFAULT_DEPTH,
+    DEFAULT_K,
+    FIELDS,
+    MAX_QUERY_CHARS,
+    N_FIELDS,
+    PAIRS_CACHE_BYTES,
+    POSTINGS_CACHE_BYTES,
+    SITE_MASK_CACHE_BYTES,
+    TEXT_CACHE_BYTES,
+    BM25FSettings,
+)
 from indexer.snippet import PageText, SnippetMaker, read_text
 
 Prior = Callable[[np.ndarray], np.ndarray]
@@ -65,6 +91,43 @@ class SearchResults:
     hits: list[Hit] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class Shard:
+    """One index directory at one generation: the segments its manifest names."""
+
+    index_dir: Path | None  # None: segments handed to the constructor, not opened from a dir
+    manifest: Manifest
+    segments: list[SegmentReader]
+
+
+class ShardsConflict(IndexCorrupt):
+    """Two shards hold one URL ID as different pages: they were crawled in separate ID spaces."""
+
+
+@dataclass(frozen=True)
+class CollectionStats:
+    """What BM25F needs of the whole collection: live documents, the sum of each field's
+    length over them (FIELDS order), and the document frequency of some terms."""
+
+    n_docs: int
+    field_lengths: tuple[int, ...]
+    df: Mapping[str, int]
+
+    @staticmethod
+    def total(parts: Sequence[CollectionStats]) -> CollectionStats:
+        """The statistics of the union of disjoint collections: every figure summed."""
+        df: dict[str, int] = {}
+        for part in parts:
+            for term, n in part.df.items():
+                df[term] = df.get(term, 0) + n
+        lengths = [sum(col) for col in zip(*(p.field_lengths for p in parts), strict=True)]
+        return CollectionStats(sum(p.n_docs for p in parts), tuple(lengths) or (0,) * N_FIELDS,
+                               df)
+
+    def avg_lens(self) -> np.ndarray:
+        return np.asarray(self.field_lengths, dtype=np.float64) / max(self.n_docs, 1)
+
+
 def current_generation(data: DataDir) -> int | None:
     """The generation the manifest names now (reads the manifest only), or None."""
     return _manifest_generation(data.index_dir)
@@ -86,12 +149,73 @@ def live_masks(segments: list[SegmentReader]) -> list[np.ndarray]:
     return out
 
 
-POSTINGS_CACHE_BYTES = 64 << 20  # decoded postings of recent terms kept per searcher
-PAIRS_CACHE_BYTES = 16 << 20  # proximity evidence of recent word pairs kept per searcher
-TEXT_CACHE_BYTES = 32 << 20  # recent pages' texts (and lower case) kept per searcher, snippets
+# Overlapping URL IDs whose URLs are compared between shards (evenly spread): IDs from separate
+# ID spaces name different URLs almost everywhere, so a sample finds them.
+CONFLICT_SAMPLE = 1000
+
+
+def shard_live_masks(shards: Sequence[Shard]) -> list[np.ndarray]:
+    """Per segment of every shard in order, which ordinals are live.
+
+    Inside a shard newer segments mask older ones (:func:`live_masks`).  Across shards a URL ID
+    is one page: held by several shards as the same URL, the copy with the most indexed words
+    stays live (a fetched page beats another crawler's anchor-only record of it; ties: the
+    first shard); held as different URLs, :class:`ShardsConflict`.
+    """
+    masks = [live_masks(s.segments) for s in shards]
+    if len(shards) > 1:
+        _settle_overlaps(shards, masks)
+    return [m for per_shard in masks for m in per_shard]
+
+
+def _settle_overlaps(shards: Sequence[Shard], masks: list[list[np.ndarray]]) -> None:
+    ids = [np.concatenate([seg.doc_ids[m] for seg, m in zip(s.segments, ms, strict=True)]
+                          or [np.zeros(0, dtype=np.int64)]) for s, ms in zip(shards, masks,
+                                                                             strict=True)]
+    everything = np.sort(np.concatenate(ids))
+    shared = np.unique(everything[1:][everything[1:] == everything[:-1]])
+    if len(shared) == 0:
+        return
+    # Per shard: (ordinal location, words indexed, URL) of each shared ID it holds live.
+    n = len(shards)
+    words = np.full((n, len(shared)), -1, dtype=np.int64)
+    where: list[dict[int, tuple[int, int]]] = [{} for _ in shards]
+    for i, (shard, ms) in enumerate(zip(shards, masks, strict=True)):
+        for si, (seg, live) in enumerate(zip(shard.segments, ms, strict=True)):
+            ords = np.flatnonzero(live & np.isin(seg.doc_ids, shared))
+            cols = np.searchsorted(shared, seg.doc_ids[ords])
+            words[i, cols] = seg.field_lens[ords].sum(axis=1)
+            where[i].update(zip(cols.tolist(), zip([si] * len(ords), ords.tolist(),
+                                                   strict=True), strict=True))
+    step = max(1, len(shared) // CONFLICT_SAMPLE)
+    for col in range(0, len(shared), step):
+        urls = {i: shards[i].segments[where[i][col][0]].head(where[i][col][1])["url"]
+                for i in range(n) if col in where[i]}
+        if len(set(urls.values())) > 1:
+            (a, ua), (b, ub) = list(urls.items())[:2]
+            raise ShardsConflict(
+                f"shards {_shard_name(shards[a])} and {_shard_name(shards[b])} both hold URL ID "
+                f"{int(shared[col])}, as {ua} and {ub}: they come from separate URL ID spaces; "
+                "serve each with its own 'websift serve' and join them with --shard URL")
+    winner = np.argmax(words, axis=0)  # the first shard among equals
+    for i in range(n):
+        for col, (si, o) in where[i].items():
+            if winner[col] != i:
+                masks[i][si][o] = False
+
+
+def _shard_name(shard: Shard) -> str:
+    return str(shard.index_dir.parent) if shard.index_dir is not None else "(given)"
 
 
 _NO_PAIRS = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64))
+_ARRAY_OVERHEAD = 112  # bytes of an ndarray object besides its data (sys.getsizeof)
+
+
+def _mask_bytes(masks: list[np.ndarray]) -> int:
+    """Bytes a site filter's cached masks hold: the arrays, their headers, and the key (a
+    query's site: values, so at most a query's length)."""
+    return sum(m.nbytes + _ARRAY_OVERHEAD for m in masks) + MAX_QUERY_CHARS
 
 
 def _nbytes(p: _Postings | None) -> int:
@@ -112,78 +236,143 @@ class _Postings:
     # tf~/(k1 + tf~) of each posting: fixed for a snapshot (lengths and settings never change
     # under it), so computed once per cached entry; idf is applied per query.
     saturated: np.ndarray | None = None
+    # The same under other collection statistics (a remote shard scoring with the global
+    # ones): (their key, the array), replaced together in one assignment.
+    saturated_for: tuple[bytes, np.ndarray] | None = None
+
+
+@dataclass(frozen=True)
+class _Norms:
+    """Average field lengths and each segment's per-document field coefficients under them."""
+
+    key: bytes
+    avg_lens: np.ndarray
+    coefficients: list[np.ndarray]
 
 
 class Searcher:
-    """A read-only snapshot of the index generation the manifest names when opened."""
+    """A read-only snapshot of the index generation the manifest names when opened (or of one
+    generation of each of several shards)."""
 
     def __init__(self, manifest: Manifest, segments: list[SegmentReader],
-                 settings: BM25FSettings | None = None) -> None:
-        self.manifest = manifest
-        self.generation = manifest.generation
-        self.segments = segments
+                 settings: BM25FSettings | None = None, *,
+                 site_cache_bytes: int | None = None, shards: Sequence[Shard] = ()) -> None:
+        """``manifest`` and ``segments``: one index; or ``shards`` (then those two are the first
+        shard's, kept for callers that rebuild a searcher with other settings)."""
+        self.shards = list(shards) or [Shard(None, manifest, segments)]
+        self.manifest = self.shards[0].manifest
+        self.generations = tuple(s.manifest.generation for s in self.shards)
+        # One number that grows whenever any shard's generation does (they only grow): the
+        # generation itself with one shard.
+        self.generation = sum(self.generations)
+        self.segments = [seg for s in self.shards for seg in s.segments]
         self.settings = settings or BM25FSettings()
         self.analyzer = Analyzer()
-        self.live = live_masks(segments)
+        self.live = shard_live_masks(self.shards)
         self._all_live = [bool(m.all()) for m in self.live]
         self.n_docs = int(sum(int(m.sum()) for m in self.live))
         sums = np.zeros(N_FIELDS, dtype=np.float64)
-        for seg, live in zip(segments, self.live, strict=True):
+        for seg, live in zip(self.segments, self.live, strict=True):
             if len(seg.field_lens):
                 sums += seg.field_lens[live].sum(axis=0)
+        self.field_length_sums = sums  # whole numbers, exact in float64 (< 2**53)
         self.avg_lens = sums / max(self.n_docs, 1)
         s = self.settings
         self.weights = np.array([s.weights[f] for f in FIELDS], dtype=np.float64)
         self.b = np.array([s.b[f] for f in FIELDS], dtype=np.float64)
         self._weighted_field = np.zeros(16, dtype=bool)
         self._weighted_field[:N_FIELDS] = self.weights > 0
-        self.coefficients = [
-            bm25f.field_coefficients(seg.field_lens.astype(np.float64), self.avg_lens,
-                                     self.weights, self.b) for seg in segments]
-        self._host_cache: dict[tuple[str, ...], list[np.ndarray]] = {}
-        # Shared by the threads searching this snapshot (its segments never change).
-        self._texts: LruCache[tuple[int, int], PageText] = LruCache(
+        self.coefficients = self._coefficients(self.avg_lens)
+        # Coefficients under the last other statistics a caller asked for (a front server
+        # sends the same global ones with every query): one set, replaced when they change.
+        self._other_norms: _Norms | None = None
+        # Shared by the threads searching this snapshot (its segments never change), each
+        # bounded by bytes (indexer/settings.py): what queries ask cannot grow the process.
+        self._texts: Cache[tuple[int, int], PageText] = Cache(
             TEXT_CACHE_BYTES, lambda t: sys.getsizeof(t[0]) + sys.getsizeof(t[1]))
-        self._decoded: LruCache[tuple[int, str], _Postings | None] = LruCache(
+        self._decoded: Cache[tuple[int, str], _Postings | None] = Cache(
             POSTINGS_CACHE_BYTES, _nbytes)
-        self._pairs: LruCache[tuple[int, str, str], tuple[np.ndarray, np.ndarray]] = LruCache(
+        self._pairs: Cache[tuple[int, str, str], tuple[np.ndarray, np.ndarray]] = Cache(
             PAIRS_CACHE_BYTES, lambda v: 64 + v[0].nbytes + v[1].nbytes)
+        # site: filter -> per-segment masks of its documents; keyed by what users type.
+        self._site_masks: Cache[tuple[str, ...], list[np.ndarray]] = Cache(
+            SITE_MASK_CACHE_BYTES if site_cache_bytes is None else site_cache_bytes, _mask_bytes)
 
     # ------------------------------------------------------------------ opening
     @classmethod
     def open(cls, data: DataDir, settings: BM25FSettings | None = None,
-             verify: bool = True) -> Searcher:
+             verify: bool = True, *, site_cache_bytes: int | None = None) -> Searcher:
         """Open the generation the manifest names now; IndexMissing / IndexCorrupt."""
-        for attempt in range(2):
-            manifest = read_manifest(data.index_dir)
-            try:
-                segments = []
-                for entry in manifest.segments:
-                    directory = data.index_dir / entry.name
-                    if verify:
-                        verify_segment(directory, entry)
-                    segments.append(SegmentReader(directory))
-                return cls(manifest, segments, settings)
-            except IndexCorrupt:
-                # An indexing run may have replaced the manifest and swept old segments
-                # between our two reads: try the new manifest once before calling it corrupt.
-                if attempt == 0 and read_manifest(data.index_dir).generation != manifest.generation:
-                    continue
-                raise
-        raise AssertionError("unreachable")
+        shard = open_shard(data.index_dir, verify)
+        return cls(shard.manifest, shard.segments, settings, site_cache_bytes=site_cache_bytes)
+
+    @classmethod
+    def open_shards(cls, index_dirs: Sequence[Path], settings: BM25FSettings | None = None,
+                    verify: bool = True, *, site_cache_bytes: int | None = None,
+                    reuse: Sequence[Shard] = ()) -> Searcher:
+        """Open the live generation of each index directory as one searcher (module docstring).
+
+        ``reuse``: shards of a previous searcher; one whose directory still names the same
+        generation is taken as it is (its files were checked when it was opened).
+        IndexMissing / IndexCorrupt (of the first shard that fails), ShardsConflict.
+        """
+        kept = {s.index_dir: s for s in reuse}
+        shards = []
+        for index_dir in index_dirs:
+            old = kept.get(index_dir)
+            if old is not None and read_manifest(index_dir).generation == old.manifest.generation:
+                shards.append(old)
+            else:
+                shards.append(open_shard(index_dir, verify))
+        return cls(shards[0].manifest, shards[0].segments, settings,
+                   site_cache_bytes=site_cache_bytes, shards=shards)
 
     def doc_count(self) -> int:
         return self.n_docs
 
+    def _coefficients(self, avg_lens: np.ndarray) -> list[np.ndarray]:
+        return [bm25f.field_coefficients(seg.field_lens.astype(np.float64), avg_lens,
+                                         self.weights, self.b) for seg in self.segments]
+
+    def _norms(self, avg_lens: np.ndarray) -> _Norms | None:
+        """Coefficients under other average field lengths than this searcher's own; None when
+        they are its own (the usual case: then the cached saturated scores serve)."""
+        if np.array_equal(avg_lens, self.avg_lens):
+            return None
+        key = avg_lens.tobytes()
+        norms = self._other_norms
+        if norms is None or norms.key != key:
+            norms = _Norms(key, avg_lens, self._coefficients(avg_lens))
+            self._other_norms = norms  # one assignment: a racing thread sees old or new
+        return norms
+
+    def collection_stats(self, query: str) -> CollectionStats:
+        """This searcher's share of the statistics a query is scored with: live documents,
+        field length sums, and the df of the query's terms (QueryError on a bad query).
+        Filters (``site:``) do not change them: they are the whole collection's."""
+        pq = parse_query(query, self.analyzer)
+        cache: dict[tuple[int, str], _Postings | None] = {}
+        terms = dict.fromkeys(t for u in pq.units() for t in u)
+        return CollectionStats(
+            n_docs=self.n_docs,
+            field_lengths=tuple(int(x) for x in self.field_length_sums),
+            df={t: self._df(t, cache) for t in terms})
+
     def segment_count(self) -> int:
         return len(self.segments)
+
+    def caches(self) -> dict[str, Cache[Any, Any]]:
+        """The searcher's caches by name (for their counters and sizes)."""
+        return {"postings": self._decoded, "pairs": self._pairs, "texts": self._texts,
+                "site_masks": self._site_masks}
 
     def close(self) -> None:
         self.segments = []
         self.live = []
         self.coefficients = []
-        for lru in (self._decoded, self._pairs, self._texts):
-            lru.clear()
+        self._other_norms = None
+        for cache in self.caches().values():
+            cache.clear()
 
     # ------------------------------------------------------------------ postings
     def _postings(self, term: str, cache: dict[tuple[int, str], _Postings | None],
@@ -191,7 +380,7 @@ class Searcher:
         key = (si, term)
         if key in cache:
             return cache[key]
-        found, kept = self._decoded.get(key)
+        found, kept = self._decoded.lookup(key)
         if found:
             cache[key] = kept
             return kept
@@ -247,8 +436,8 @@ class Searcher:
         key = (si, "\x00pos:" + term)
         memo = cache.get(key)
         if memo is None:
-            found, memo = self._decoded.get(key)
-            if found and memo is not None:
+            memo = self._decoded.get(key)
+            if memo is not None:
                 cache[key] = memo
         if memo is not None:
             return memo.docs
@@ -286,8 +475,8 @@ class Searcher:
         within the window in a weighted field, c times.  A function of the two terms'
         postings alone, so kept in an LRU cache like a bigram's postings."""
         key = (si, a, b)
-        found, kept = self._pairs.get(key)
-        if found and kept is not None:
+        kept = self._pairs.get(key)
+        if kept is not None:
             return kept
         out = _NO_PAIRS
         pa, pb = self._postings(a, cache, si), self._postings(b, cache, si)
@@ -311,9 +500,11 @@ class Searcher:
         return out
 
     def _host_masks(self, hosts: tuple[str, ...]) -> list[np.ndarray]:
-        cached = self._host_cache.get(hosts)
-        if cached is not None:
-            return cached
+        """Per segment, which ordinals belong to one of ``hosts`` or their subdomains (cached:
+        bounded by bytes, since any string a user types is a key)."""
+        return self._site_masks.get_or_make(hosts, lambda: self._make_host_masks(hosts))
+
+    def _make_host_masks(self, hosts: tuple[str, ...]) -> list[np.ndarray]:
         out = []
         for seg in self.segments:
             ids = BitMap()
@@ -321,14 +512,16 @@ class Searcher:
                 if any(h == s or h.endswith("." + s) for s in hosts):
                     ids |= seg.host_docs(h)
             out.append(np.isin(seg.doc_ids, np.asarray(ids.to_array(), dtype=np.int64)))
-        self._host_cache[hosts] = out
         return out
 
     # ------------------------------------------------------------------ search
     def search(self, query: str, k: int = DEFAULT_K, offset: int = 0, *, site: str | None = None,
                prior: Prior | None = None, explain: bool = False, depth: int = DEFAULT_DEPTH,
-               snippets: bool = True) -> SearchResults:
-        """Top ``k`` hits (after ``offset``) for ``query``; raises QueryError on a bad query."""
+               snippets: bool = True, stats: CollectionStats | None = None) -> SearchResults:
+        """Top ``k`` hits (after ``offset``) for ``query``; raises QueryError on a bad query.
+
+        ``stats``: score with these collection statistics instead of this searcher's own (the
+        sums over every shard; a term they leave out keeps its own df here)."""
         pq = parse_query(query, self.analyzer)
         if site:
             pq.sites.append(site.lower())
@@ -340,7 +533,14 @@ class Searcher:
         cache: dict[tuple[int, str], _Postings | None] = {}
         terms = list(dict.fromkeys(t for u in units for t in u))
         s = self.settings
-        idfs = {t: bm25f.idf_one(self.n_docs, self._df(t, cache)) for t in terms}
+        n_docs, norms = self.n_docs, None
+        if stats is None:
+            idfs = {t: bm25f.idf_one(n_docs, self._df(t, cache)) for t in terms}
+        else:
+            n_docs, norms = max(int(stats.n_docs), 0), self._norms(stats.avg_lens())
+            # df clamped to [0, N]: figures from elsewhere must not leave idf's domain.
+            dfs = {t: int(stats.df[t]) if t in stats.df else self._df(t, cache) for t in terms}
+            idfs = {t: bm25f.idf_one(n_docs, min(max(df, 0), n_docs)) for t, df in dfs.items()}
         pairs = [(a, b) for a, b in pairwise(pq.word_terms()) if a != b and a in idfs
                  and b in idfs]
         site_masks = self._host_masks(tuple(pq.sites)) if pq.sites else None
@@ -354,17 +554,13 @@ class Searcher:
                 continue
             score = np.zeros(n, dtype=np.float64)
             matched = np.zeros(n, dtype=np.int32)
-            coeff = self.coefficients[si]
             for unit in units:
                 hit = np.zeros(n, dtype=bool) if len(unit) > 1 else None
                 for term in unit:
                     p = self._postings(term, cache, si)
                     if p is None or len(p.docs) == 0:
                         continue
-                    if p.saturated is None:
-                        p.saturated = bm25f.saturate(bm25f.pseudo_tf(p.tfs, coeff[p.docs]),
-                                                     s.k1)
-                    score[p.docs] += idfs[term] * p.saturated
+                    score[p.docs] += idfs[term] * self._saturated(p, si, norms)
                     if hit is None:
                         matched[p.docs] += 1
                     else:
@@ -412,9 +608,7 @@ class Searcher:
         top = np.argpartition(-final, want - 1)[:want] if want < len(final) else np.arange(
             len(final))
         top = top[np.lexsort((doc_ids[top], -final[top]))][offset:]
-        raw_words = [w for g in pq.groups for p in g for w in p.text.split()] + [
-            w for p in pq.required for w in p.text.split()]
-        maker = SnippetMaker(set(terms), raw_words, self.analyzer) if snippets else None
+        maker = SnippetMaker(set(terms), _raw_words(pq), self.analyzer) if snippets else None
         for i in top:
             si, o = int(segs[i]), int(ords[i])
             seg = self.segments[si]
@@ -426,13 +620,52 @@ class Searcher:
                 title=stored.get("title", "") or stored.get("url", ""),
                 snippet=snippet, highlights=spans, score=float(final[i]),
                 text_score=float(text[i]), prior_score=float(prior_scores[i]),
-                explain=self._explain(si, o, units, idfs, cache) if explain else None))
+                explain=self._explain(si, o, units, idfs, cache, n_docs=n_docs, norms=norms)
+                if explain else None))
         return results
+
+    def _saturated(self, p: _Postings, si: int, norms: _Norms | None) -> np.ndarray:
+        """tf~/(k1 + tf~) of each posting of ``p``, computed once per postings and norms."""
+        k1 = self.settings.k1
+        if norms is None:
+            if p.saturated is None:
+                p.saturated = bm25f.saturate(
+                    bm25f.pseudo_tf(p.tfs, self.coefficients[si][p.docs]), k1)
+            return p.saturated
+        kept = p.saturated_for
+        if kept is None or kept[0] != norms.key:
+            kept = (norms.key, bm25f.saturate(
+                bm25f.pseudo_tf(p.tfs, norms.coefficients[si][p.docs]), k1))
+            p.saturated_for = kept
+        return kept[1]
+
+    def locate(self, doc_ids: Sequence[int]) -> list[tuple[int, int] | None]:
+        """(segment, ordinal) of the live version of each URL ID, or None if not indexed."""
+        out: list[tuple[int, int] | None] = [None] * len(doc_ids)
+        wanted = np.asarray(doc_ids, dtype=np.int64)
+        for si, seg in enumerate(self.segments):
+            if len(seg.doc_ids) == 0 or len(wanted) == 0:
+                continue
+            pos = np.minimum(np.searchsorted(seg.doc_ids, wanted), len(seg.doc_ids) - 1)
+            found = (seg.doc_ids[pos] == wanted) & self.live[si][pos]
+            for j in np.flatnonzero(found).tolist():
+                out[j] = (si, int(pos[j]))
+        return out
+
+    def snippets(self, query: str, doc_ids: Sequence[int]
+                 ) -> list[tuple[str, list[tuple[int, int]]] | None]:
+        """The snippet (and its highlight spans) of each page for ``query``, as :meth:`search`
+        makes them; None for a URL ID not indexed here (QueryError on a bad query)."""
+        pq = parse_query(query, self.analyzer)
+        terms = {t for u in pq.units() for t in u}
+        maker = SnippetMaker(terms, _raw_words(pq), self.analyzer)
+        return [None if at is None else maker.make(*self._page_text(*at))
+                for at in self.locate(doc_ids)]
 
     def _page_text(self, si: int, ordinal: int) -> PageText:
         """The scanned part of a page's stored text, and it lower-cased (cached)."""
         key = (si, ordinal)
-        _, hit = self._texts.get(key)
+        hit = self._texts.get(key)
         if hit is None:
             seg = self.segments[si]
             hit = read_text(seg.text_blob(ordinal), name=f"{seg.name}/{ordinal}")
@@ -447,11 +680,12 @@ class Searcher:
         return out
 
     def _explain(self, si: int, ordinal: int, units: list[tuple[str, ...]],
-                 idfs: dict[str, float], cache: dict[tuple[int, str], _Postings | None]
-                 ) -> dict[str, Any]:
+                 idfs: dict[str, float], cache: dict[tuple[int, str], _Postings | None], *,
+                 n_docs: int, norms: _Norms | None) -> dict[str, Any]:
         """Per term: idf, tf per field, weighted normalised tf per field, score; plus coord."""
         s = self.settings
-        coeff = self.coefficients[si][ordinal]
+        coeff = (self.coefficients if norms is None else norms.coefficients)[si][ordinal]
+        avg_lens = self.avg_lens if norms is None else norms.avg_lens
         terms_out: dict[str, Any] = {}
         matched_units = 0
         for unit in units:
@@ -478,7 +712,31 @@ class Searcher:
         total = sum(t["score"] for t in terms_out.values())
         return {"terms": terms_out, "matched_units": matched_units, "units": len(units),
                 "coord": coord, "bm25f": total, "text_score": total * coord,
-                "k1": s.k1, "n_docs": self.n_docs,
-                "avg_field_lengths": dict(zip(FIELDS, map(float, self.avg_lens), strict=True))}
+                "k1": s.k1, "n_docs": n_docs,
+                "avg_field_lengths": dict(zip(FIELDS, map(float, avg_lens), strict=True))}
+
+
+def _raw_words(pq: ParsedQuery) -> list[str]:
+    """The words a person typed (of the query's groups and required phrases), for snippets."""
+    return [w for g in pq.groups for p in g for w in p.text.split()] + [
+        w for p in pq.required for w in p.text.split()]
+
+
+def open_shard(index_dir: Path, verify: bool = True) -> Shard:
+    """The segments the manifest of ``index_dir`` names now, their files checked against it
+    (``verify``); IndexMissing / IndexCorrupt."""
+    def open_named(manifest: Manifest) -> Shard:
+        segments = []
+        for entry in manifest.segments:
+            directory = index_dir / entry.name
+            if verify:
+                verify_segment(directory, entry)
+            segments.append(SegmentReader(directory))
+        return Shard(index_dir, manifest, segments)
+
+    # An indexing run may have replaced the manifest and swept old segments between our
+    # reads: try the new manifest once before calling it corrupt.
+    return open_consistent(lambda: read_manifest(index_dir), open_named,
+                           generation=lambda m: m.generation, retry_on=IndexCorrupt, attempts=2)
 
 

@@ -3,7 +3,8 @@
 A segment is an immutable directory ``DATA/index/seg-<generation>/``; the manifest
 (indexer/manifest.py) names the live ones with each file's size and CRC32.  Files:
 
-    meta.json           format, version, counts, field length sums, host -> bitmap location
+    meta.json           counts, field length sums, host -> bitmap location (a checked file,
+                        core/checked.py; version 1, without checksum, still opens)
     terms.npy, term_off.npy   the lexicon's words, sorted, as one UTF-8 blob + offsets
     lexicon.npy         int64 (terms, 11): df, cf, then (byte start, byte end, first block) of
                         the doc, tf and position streams: the postings location of each word
@@ -24,7 +25,6 @@ frequencies, and positions grouped by (doc, field) (delta coded inside each grou
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import zlib
@@ -39,9 +39,11 @@ from urllib.parse import urlsplit
 import numpy as np
 from pyroaring import BitMap
 
+from core import checked
+from core.errors import CheckedFileError, CheckedFileNewer
 from indexer.barrels import ForwardBarrels, invert
 from indexer.codec import Encoded, decode, delta_decode_groups, delta_encode_groups, encode
-from indexer.errors import IndexCorrupt
+from indexer.errors import IndexCorrupt, IndexNewer
 from indexer.hits import HitMaker
 from indexer.settings import (
     BARREL_WORDS,
@@ -54,6 +56,7 @@ from indexer.settings import (
 )
 
 SEGMENT_FORMAT = "websift-segment"
+META_FILE = checked.Format(SEGMENT_FORMAT, SEGMENT_VERSION, "segment meta.json", checked_since=2)
 _STREAMS = ("docs", "tfs", "pos")
 # lexicon.npy columns
 DF, CF = 0, 1
@@ -258,8 +261,6 @@ class SegmentWriter:
         pairs = np.frombuffer(self._pairs, dtype=np.int64).reshape(-1, 2)
         np.save(d / "anchor_pairs.npy", pairs)
         meta = {
-            "format": SEGMENT_FORMAT,
-            "version": SEGMENT_VERSION,
             "doc_count": len(self.doc_ids),
             "term_count": n_terms,
             "hit_count": int(self.barrels.hits_total),
@@ -267,10 +268,21 @@ class SegmentWriter:
             "field_length_sums": lens.sum(axis=0, dtype=np.int64).tolist(),
             "hosts": hosts_index,
         }
-        (d / "meta.json").write_text(json.dumps(meta))
+        checked.write_json(d / "meta.json", META_FILE, meta)
         for p in d.iterdir():
             _fsync_file(p)
         return meta
+
+
+def read_meta(directory: Path) -> dict[str, Any]:
+    """A segment's meta.json, checked (core/checked.py); IndexCorrupt / IndexNewer."""
+    try:
+        return checked.read_json(directory / "meta.json", META_FILE).body
+    except CheckedFileNewer as exc:
+        raise IndexNewer(f"segment {directory.name}: {exc}; rebuild with 'websift index'"
+                         ) from exc
+    except CheckedFileError as exc:  # a segment the manifest names without its meta is corrupt
+        raise IndexCorrupt(f"segment {directory.name}: {exc}") from exc
 
 
 def _map(path: Path) -> np.ndarray:
@@ -304,17 +316,7 @@ class SegmentReader:
     def __init__(self, directory: Path) -> None:
         self.directory = directory
         self.name = directory.name
-        try:
-            meta = json.loads((directory / "meta.json").read_text())
-        except (OSError, ValueError) as exc:
-            raise IndexCorrupt(f"segment {directory.name}: unreadable meta.json ({exc})") from None
-        if meta.get("format") != SEGMENT_FORMAT:
-            raise IndexCorrupt(f"segment {directory.name} is not a websift segment")
-        if meta.get("version") != SEGMENT_VERSION:
-            raise IndexCorrupt(
-                f"segment {directory.name} has format version {meta.get('version')}; this "
-                f"websift reads version {SEGMENT_VERSION} (rebuild with 'websift index')")
-        self.meta = meta
+        self.meta = meta = read_meta(directory)
         try:
             self._terms = _Terms(np.load(directory / "terms.npy").tobytes(),
                                  np.load(directory / "term_off.npy"))

@@ -57,8 +57,8 @@ WORKER_JOIN_SECONDS = 10.0  # a worker told to stop that has not after this is t
 LEXICON_DICT_MAX = 2_000_000  # lexicons up to this many words get a hash table at open
 MAX_SEGMENTS = 8  # more live segments than this after a run: merge them all into one
 INDEX_FORMAT = "websift-index"
-INDEX_VERSION = 1
-SEGMENT_VERSION = 1
+INDEX_VERSION = 2  # manifest.json; 2: the checked envelope (core/checked.py), 1: own CRC32
+SEGMENT_VERSION = 2  # meta.json; 2: the checked envelope, 1: no checksum of its own
 DOCSTORE_LEVEL = 3  # zlib level of the stored documents (url, title, snippet text)
 
 
@@ -91,8 +91,24 @@ class BM25FSettings:
     proximity_window: int = 3
 
 
+# ---------------------------------------------------------------- searcher caches
+# Each searcher (one index snapshot) keeps these, shared by the threads searching it, bounded
+# by an estimate of their bytes (core/cache.py) whatever the queries ask for.
+POSTINGS_CACHE_BYTES = 64 << 20  # decoded postings of recent terms
+PAIRS_CACHE_BYTES = 16 << 20  # proximity evidence of recent word pairs
+TEXT_CACHE_BYTES = 32 << 20  # recent pages' texts (and their lower case), for snippets
+# Document masks of recent site: filters (one bool per document of each segment).  The keys
+# come from users (any host name), so this must be bounded: 16 MiB holds the masks of 16
+# filters on a million-document index, of thousands on a small one; a miss costs one pass
+# over the segments' host lists.
+SITE_MASK_CACHE_BYTES = 16 << 20
+
 # ---------------------------------------------------------------- queries
-MAX_QUERY_CHARS = 1000
+# The one cap on a query's length, used by the query parser and by the API's validation (its
+# 422 names it).  512 and not more: a query is at most MAX_QUERY_TERMS terms anyway, and 512
+# characters hold 32 terms of 15 letters with operators; anything longer is pasted text or an
+# attack on the parser, and the service has always refused it (the web form's maxlength too).
+MAX_QUERY_CHARS = 512
 MAX_QUERY_TERMS = 32
 DEFAULT_K = 10
 DEFAULT_DEPTH = 1000

@@ -1,6 +1,7 @@
 """`websift` subcommands owned by ranking/ (registered by api/cli.py).
 
-- ``websift rank [--damping C] [--tol T] [--dangling teleport|paper1998]``
+- ``websift rank [--damping C] [--tol T] [--dangling teleport|paper1998]
+  [--engine embedded|dask [--scheduler ADDR] [--workers N]]``
 - ``websift graph stats|page|plot``
 - ``websift topics add|list|remove``
 """
@@ -11,12 +12,13 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from core.arguments import number
 from core.datadir import DataDir
 from ranking import settings
-from ranking.errors import GraphError
-from store.crawl_store import CrawlStore
+from ranking.errors import GraphError, RankingError
+from store.views import StoreReader
 
 # The jobs themselves (graph_report, rank_job, topics) are imported by the functions that run
 # them: every `websift` command builds this parser, and they pull in scipy and the indexer.
@@ -39,16 +41,48 @@ def _register_rank(sub: argparse._SubParsersAction) -> None:  # type: ignore[typ
         "giant SCC and every topic's vector, and write them as a new ranks generation.",
     )
     p.add_argument("--damping", type=number(float, low=0, high=1, strict=True), default=settings.DAMPING, metavar="C",
-                   help=f"probability of following a link (default {settings.DAMPING})")
+                   help="probability of following a link")
     p.add_argument("--tol", type=number(float, low=0, strict=True), default=settings.TOLERANCE, metavar="T",
-                   help=f"stop when successive iterates differ by <= T in L1 "
-                   f"(default {settings.TOLERANCE:g})")
+                   help="stop when successive iterates differ by <= T in L1")
     p.add_argument("--dangling", choices=settings.DANGLING_POLICIES,
                    default=settings.DANGLING_POLICY,
                    help="dangling pages: 'teleport' (Google matrix) or 'paper1998' (remove them, "
                    "converge, add them back)")
     p.add_argument("--quiet", action="store_true", help="no per-iteration progress")
+    _register_rank_engine(p)
     p.set_defaults(func=_rank)
+
+
+def _register_rank_engine(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--engine", choices=settings.DASK_ENGINES, default=settings.DASK_ENGINES[0],
+                   help="where the link matrix lives: 'embedded' (in this process) or 'dask' "
+                   "(in row blocks on Dask workers; same results, same ranks format)")
+    p.add_argument("--scheduler", metavar="ADDR", default=None,
+                   help="with --engine dask: the scheduler to use, e.g. tcp://HOST:8786 "
+                   "(default: start a local cluster on 127.0.0.1)")
+    p.add_argument("--workers", type=number(int, low=1), default=None, metavar="N",
+                   help="with --engine dask: worker processes of the local cluster (default: "
+                   f"{settings.DASK_LOCAL_WORKERS}), or with --scheduler how many workers to "
+                   "wait for (default: 1)")
+    p.add_argument("--connect-timeout", type=number(float, low=0, strict=True),
+                   default=settings.DASK_CONNECT_TIMEOUT, metavar="S",
+                   help="with --scheduler: seconds to reach it and for its workers to join")
+    p.add_argument("--blocks-dir", type=Path, default=None, metavar="DIR",
+                   help="with --engine dask: where the link blocks are written for the "
+                   "workers to read, on a file system every worker sees at the same path "
+                   "(default: DATA/tmp; deleted after the run)")
+
+
+def _rank_engine(args: argparse.Namespace) -> Any:
+    """None for the embedded engine, else a DaskEngine (imported only then: dask is heavy)."""
+    if args.engine != "dask":
+        if args.scheduler or args.workers or args.blocks_dir:
+            raise RankingError("--scheduler, --workers and --blocks-dir need --engine dask")
+        return None
+    from ranking.dask_engine import DaskEngine
+
+    return DaskEngine(scheduler=args.scheduler, workers=args.workers,
+                      connect_timeout=args.connect_timeout, blocks_dir=args.blocks_dir)
 
 
 def _rank(args: argparse.Namespace) -> int:
@@ -60,8 +94,11 @@ def _rank(args: argparse.Namespace) -> int:
         if not args.quiet:
             print(f"{what}: iteration {k:4d}  L1 residual {residual:.3e}", file=sys.stderr)
 
+    engine = _rank_engine(args)
     report = run_rank(data, damping=args.damping, tol=args.tol, dangling=args.dangling,
-                      progress=progress)
+                      progress=progress, engine=engine)
+    if engine is not None:
+        print(engine.last_run.summary(), file=sys.stderr)
     r = report.result
     state = "converged" if r.converged else "NOT converged (raise the iteration limit)"
     print(f"ranks generation {report.generation}: {report.pages} pages, {report.links} links, "
@@ -77,30 +114,61 @@ def _rank(args: argparse.Namespace) -> int:
 
 # ---------------------------------------------------------------------------- graph
 def _register_graph(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    p = sub.add_parser("graph", help="questions about the link graph (stats, one page, plots)")
+    p = sub.add_parser(
+        "graph",
+        help="questions about the link graph (stats, one page, plots)",
+        description="Look at the link graph of the crawl store, as it is now (no 'websift "
+        "rank' needed, except for the PageRank and level that 'graph page' shows): "
+        "'graph stats' for the whole graph, 'graph page' for one page, 'graph plot' for "
+        "distribution plots.",
+    )
     gsub = p.add_subparsers(dest="graph_command", metavar="ACTION")
     gsub.required = True
 
-    s = gsub.add_parser("stats", help="pages, links, dangling pages, degrees, SCCs, levels")
+    s = gsub.add_parser(
+        "stats",
+        help="pages, links, dangling pages, degrees, SCCs, levels",
+        description="Statistics of the whole link graph, computed afresh from the crawl "
+        "store: pages, links, dangling pages, in- and out-degree distributions, strongly "
+        "connected components and the giant one, pages per level, global PageRank, and "
+        "PageRank restricted to the pages near the roots compared with the global one. A "
+        "page's level is its distance in clicks from the nearest root, found by "
+        "breadth-first search over links: the roots are level 0, the pages they link to "
+        "level 1, and so on; -1 counts the pages no root reaches.",
+    )
     s.add_argument("--root", action="append", default=[], metavar="URL",
-                   help="root page for levels (repeatable; default: the seeds, depth 0)")
+                   help="a root page, level 0 (repeatable; default: the crawl's seeds)")
     s.add_argument("--levels", type=number(int, low=0), default=settings.RESTRICTED_LEVELS,
-                   metavar="L", help="compare the restricted PageRank over the first L levels "
-                   f"with the global one (default {settings.RESTRICTED_LEVELS})")
+                   metavar="L", help="restrict PageRank to the pages at most L clicks from a "
+                   "root (levels 0..L, by breadth-first search) and compare it with the "
+                   "global PageRank")
     s.add_argument("--monte-carlo", type=number(int, low=0), default=0, metavar="M",
                    help="also run Monte Carlo PageRank with M walks per page and report its "
-                   "error on the top pages (default: off)")
+                   "error on the top pages (default: 0, off)")
     s.add_argument("--json", action="store_true", help="print JSON")
     s.set_defaults(func=_graph_stats)
 
-    pg = gsub.add_parser("page", help="one page: links with anchors, level, SCC, PageRank, OPIC")
+    pg = gsub.add_parser(
+        "page",
+        help="one page: links with anchors, level, SCC, PageRank, OPIC",
+        description="One page of the crawl store: its in-links with their anchor text, its "
+        "out-links (nofollow marked), and from the latest ranks generation its PageRank, OPIC "
+        "cash, level (clicks from the nearest seed) and whether it is in the giant strongly "
+        "connected component.",
+    )
     pg.add_argument("url", metavar="URL", help="the page's URL (or its numeric URL ID)")
     pg.add_argument("--max-links", type=number(int, low=0), default=50, metavar="K",
-                    help="show at most K in-links and K out-links (default 50)")
+                    help="show at most K in-links and K out-links")
     pg.add_argument("--json", action="store_true", help="print JSON")
     pg.set_defaults(func=_graph_page)
 
-    pl = gsub.add_parser("plot", help="write PNG plots of degree and PageRank distributions")
+    pl = gsub.add_parser(
+        "plot",
+        help="write PNG plots of degree and PageRank distributions",
+        description="Write degree_distribution.png (in- and out-degree, log-log) and "
+        "pagerank_distribution.png (PageRank by rank position, log-log) of the link graph into "
+        "DIR, created if missing, and print their paths.",
+    )
     pl.add_argument("--out", type=Path, required=True, metavar="DIR", help="output directory")
     pl.set_defaults(func=_graph_plot)
 
@@ -130,7 +198,7 @@ def _graph_page(args: argparse.Namespace) -> int:
     if args.url.isdigit():
         url_id = int(args.url)
     else:
-        with CrawlStore.open(data.store_path, readonly=True) as store:
+        with StoreReader.open(data.store_path) as store:
             found = store.url_id(args.url)
         if found is None:
             raise GraphError(f"{args.url} is not in the crawl store")
@@ -170,24 +238,48 @@ def _graph_plot(args: argparse.Namespace) -> int:
 
 # ---------------------------------------------------------------------------- topics
 def _register_topics(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    p = sub.add_parser("topics", help="topic sets for topic-sensitive PageRank")
+    p = sub.add_parser(
+        "topics",
+        help="topic sets for topic-sensitive PageRank",
+        description="A topic is a named set of pages (URLs, hosts, URL patterns). Each topic "
+        "gets its own PageRank vector, teleporting to its pages only, and a term model; "
+        "searches can then be biased towards a topic.",
+    )
     tsub = p.add_subparsers(dest="topics_command", metavar="ACTION")
     tsub.required = True
 
-    a = tsub.add_parser("add", help="define (or replace) a topic and compute its PageRank vector")
-    a.add_argument("name", metavar="NAME")
-    a.add_argument("--url", action="append", default=[], metavar="U", help="a page (repeatable)")
+    a = tsub.add_parser(
+        "add",
+        help="define (or replace) a topic and compute its PageRank vector",
+        description="Define the topic NAME, or replace it, from the pages given by --url, "
+        "--host and --pattern (at least one), then compute its PageRank vector and term model "
+        "into a new ranks generation.",
+    )
+    a.add_argument("name", metavar="NAME", help="the topic's name, as /search?topic= takes it")
+    a.add_argument("--url", action="append", default=[], metavar="U",
+                   help="a page (repeatable; default: none)")
     a.add_argument("--host", action="append", default=[], metavar="H",
-                   help="every page on a host, e.g. docs.python.org (repeatable)")
+                   help="every page on a host, e.g. docs.python.org (repeatable; default: none)")
     a.add_argument("--pattern", action="append", default=[], metavar="RE",
-                   help="every page whose URL matches a regular expression (repeatable)")
+                   help="every page whose URL matches a regular expression (repeatable; "
+                   "default: none)")
     a.set_defaults(func=_topics_add)
 
-    ls = tsub.add_parser("list", help="the defined topics")
+    ls = tsub.add_parser(
+        "list",
+        help="the defined topics",
+        description="List the defined topics: pages, distinct terms, the ranks generation of "
+        "their vector, and the --url/--host/--pattern that define them.",
+    )
     ls.set_defaults(func=_topics_list)
 
-    r = tsub.add_parser("remove", help="delete a topic and its vector")
-    r.add_argument("name", metavar="NAME")
+    r = tsub.add_parser(
+        "remove",
+        help="delete a topic and its vector",
+        description="Delete the topic NAME and its PageRank vector: a new ranks generation "
+        "without it replaces the current one.",
+    )
+    r.add_argument("name", metavar="NAME", help="the topic's name")
     r.set_defaults(func=_topics_remove)
 
 

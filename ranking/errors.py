@@ -18,6 +18,10 @@ class RanksCorrupt(RankingError):
     its checksum."""
 
 
+class RanksNewer(RanksCorrupt):
+    """The ranks manifest was written by a newer websift (a RanksCorrupt to callers: unusable)."""
+
+
 class UnknownTopic(RankingError):
     """A topic name that is not defined."""
 

@@ -4,7 +4,7 @@ Definition (Web Graph Analyzer, section 2): "If there are multiple hyper-links f
 to another, we consider these multiple hyper-links as a single edge ... We also disregard the
 hyper-links inside a single Web page.  Therefore, the Web Graph does not have loops."  So
 :func:`build_graph` drops self-links and duplicates; nofollow links are left out by the caller
-(``CrawlStore.link_arrays()`` does that).
+(``StoreReader.link_arrays()`` does that).
 
 Node numbering: the node of a page is its crawl-store URL ID, so arrays index by URL ID with no
 translation.  IDs start at 1, so node 0 exists but is not a page: ``present[0]`` is false, it has

@@ -24,7 +24,7 @@ from ranking.pagerank import pagerank, restricted_pagerank
 from ranking.ranks import Ranks
 from ranking.store_graph import load_store_arrays
 from ranking.structure import degree_distribution, levels, strong_components
-from store.crawl_store import CrawlStore
+from store.views import StoreReader
 
 
 @dataclass
@@ -109,7 +109,7 @@ def graph_stats(
     rng: np.random.Generator | None = None,
 ) -> GraphStats:
     """Statistics of the crawl store's link graph (computed afresh from the store)."""
-    with CrawlStore.open(data.store_path, readonly=True) as store:
+    with StoreReader.open(data.store_path) as store:
         arrays = load_store_arrays(store)
         root_ids = arrays.roots
         if roots:
@@ -149,17 +149,6 @@ def graph_stats(
     return stats
 
 
-def _urls_of(store: CrawlStore, ids: list[int]) -> dict[int, str]:
-    out: dict[int, str] = {}
-    unique = sorted(set(ids))
-    for i in range(0, len(unique), 500):
-        chunk = unique[i : i + 500]
-        marks = ",".join("?" * len(chunk))
-        for uid, url in store.conn.execute(f"SELECT id, url FROM urls WHERE id IN ({marks})", chunk):
-            out[int(uid)] = str(url)
-    return out
-
-
 def page_graph_info(
     data: DataDir, url_id: int, ranks: Ranks | None = None, max_links: int | None = None
 ) -> dict[str, Any]:
@@ -168,7 +157,7 @@ def page_graph_info(
     ``ranks``: a snapshot already open (the API's); else the live generation is read, and the
     rank fields are None when there is none.  Raises GraphError for an unknown URL ID.
     """
-    with CrawlStore.open(data.store_path, readonly=True) as store:
+    with StoreReader.open(data.store_path) as store:
         page = store.page(int(url_id))
         if page is None:
             raise GraphError(f"no page with URL ID {url_id} in the crawl store")
@@ -176,7 +165,7 @@ def page_graph_info(
         ins = [link for link in store.in_links(page.id) if link[0] != page.id]
         outs = [link for link in store.out_links(page.id) if link[0] != page.id]
         self_links = len(store.out_links(page.id)) - len(outs)
-        urls = _urls_of(store, [s for s, _, _ in ins] + [d for d, _, _ in outs])
+        urls = store.urls_of([s for s, _, _ in ins] + [d for d, _, _ in outs])
     if ranks is None:
         try:
             ranks = Ranks.open(data)

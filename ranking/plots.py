@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -15,7 +16,7 @@ from ranking import settings
 from ranking.graph_report import GraphStats
 
 
-def _figure():  # type: ignore[no-untyped-def]
+def _figure() -> Any:  # matplotlib.pyplot, imported on first use (slow import)
     import matplotlib
 
     matplotlib.use("Agg")

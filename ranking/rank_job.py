@@ -17,7 +17,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -31,7 +31,7 @@ from ranking.ranks_writer import current_manifest, write_generation, write_lock
 from ranking.store_graph import load_store_arrays, topic_page_ids
 from ranking.structure import levels, strong_components
 from ranking.topic_store import load_topic, topic_names
-from store.crawl_store import CrawlStore
+from store.views import StoreReader
 
 Progress = Callable[[str, int, float], None]  # (what, iteration, residual)
 
@@ -84,6 +84,13 @@ def fit_length(vector: np.ndarray, n: int) -> np.ndarray | None:
     return out if out.sum() > 0 else None
 
 
+class RankEngine(Protocol):
+    """Runs this same job with the link matrix elsewhere (``ranking.dask_engine.DaskEngine``)."""
+
+    def run(self, data: DataDir, *, damping: float, tol: float, dangling: Dangling | str,
+            progress: Progress | None) -> RankReport: ...
+
+
 def run_rank(
     data: DataDir,
     *,
@@ -91,10 +98,14 @@ def run_rank(
     tol: float = settings.TOLERANCE,
     dangling: Dangling | str = settings.DANGLING_POLICY,
     progress: Progress | None = None,
+    engine: RankEngine | None = None,
 ) -> RankReport:
-    """Compute and write a new ranks generation for ``data``; returns what was done."""
+    """Compute and write a new ranks generation for ``data``; returns what was done.
+    ``engine``: compute it elsewhere (None: here, in this process)."""
+    if engine is not None:
+        return engine.run(data, damping=damping, tol=tol, dangling=dangling, progress=progress)
     started = time.perf_counter()
-    with CrawlStore.open(data.store_path, readonly=True) as store:
+    with StoreReader.open(data.store_path) as store:
         arrays = load_store_arrays(store)
         graph = arrays.graph
         names = topic_names(data.topics_dir)

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from core.checked import open_consistent
 from core.datadir import DataDir
 from ranking import ranks_format as fmt
 from ranking.errors import RanksCorrupt, RanksMissing, TopicError, UnknownTopic
@@ -37,19 +38,15 @@ class Ranks:
 
     @classmethod
     def open(cls, data: DataDir) -> Ranks:
-        """Load the live generation. Raises RanksMissing / RanksCorrupt."""
-        last: RanksCorrupt | None = None
-        for _ in range(_OPEN_ATTEMPTS):
-            manifest = fmt.read_manifest(data.ranks_dir)
-            try:
-                return cls._load(data, manifest)
-            except RanksCorrupt as exc:
-                # A file missing because a newer generation replaced ours meanwhile: retry.
-                if fmt.read_manifest(data.ranks_dir)["generation"] == manifest["generation"]:
-                    raise
-                last = exc
-        assert last is not None
-        raise last
+        """Load the live generation. Raises RanksMissing / RanksCorrupt (RanksNewer)."""
+        # A file missing because a newer generation replaced ours meanwhile: read it again.
+        return open_consistent(
+            lambda: fmt.read_manifest(data.ranks_dir),
+            lambda manifest: cls._load(data, manifest),
+            generation=lambda manifest: manifest["generation"],
+            retry_on=RanksCorrupt,
+            attempts=_OPEN_ATTEMPTS,
+        )
 
     @classmethod
     def _load(cls, data: DataDir, manifest: dict[str, Any]) -> Ranks:
@@ -108,7 +105,10 @@ class Ranks:
 
 
 def current_generation(data: DataDir) -> int | None:
-    """The live generation number from the manifest alone; None when there are no ranks."""
+    """The live generation number from the manifest alone; None when there are no ranks.
+
+    A damaged or newer manifest raises (RanksCorrupt / RanksNewer): a server polling this keeps
+    what it serves and counts the failure (api/snapshot.py)."""
     try:
         return int(fmt.read_manifest(data.ranks_dir)["generation"])
     except RanksMissing:

@@ -6,9 +6,10 @@ Layout::
     ranks/<name>-<generation>.npy       one numpy array per vector (never pickled)
     ranks/.lock                         writers hold an exclusive flock while they write
 
-``manifest.json``::
+``manifest.json`` (a checked file, core/checked.py: format, version, checksum around it)::
 
-    {"format": "websift-ranks", "version": 1, "generation": 7, "created": 1763712000.0,
+    {"format": "websift-ranks", "version": 2, "checksum": "<sha256 of the rest>",
+     "generation": 7, "created": 1763712000.0,
      "node_count": 1234,                       # = max URL ID + 1; index = URL ID, node 0 unused
      "params": {"damping": 0.85, "tol": 1e-10, "dangling": "teleport", ...},
      "stats": {"iterations": 61, "residuals": [...], "converged": true, ...},
@@ -18,6 +19,10 @@ Layout::
      "topics": {"python": {"file": "topic-python-000007.npy", "sha256": "...", "dtype": ...,
                            "length": 1234, "definition_sha256": "...", "iterations": 40}}}
 
+Version 1 is the same without ``checksum`` (websift before the checked envelope); it is still
+read, and the next generation written is version 2.  Each array's ``sha256`` is computed and
+checked by core/checked.py as well.
+
 Invariants: every file a manifest names exists and matches its sha256 until a *later* manifest
 has replaced it and one more generation has passed (writers keep the files of the previous
 generation, so a reader that read the old manifest a moment ago still finds them).  Array files
@@ -26,20 +31,20 @@ are written before the manifest that names them; generations only grow.
 
 from __future__ import annotations
 
-import hashlib
-import io
-import json
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ranking.errors import RanksCorrupt, RanksMissing
+from core import checked
+from core.errors import CheckedFileCorrupt, CheckedFileMissing, CheckedFileNewer
+from ranking.errors import RanksCorrupt, RanksMissing, RanksNewer
 
 FORMAT = "websift-ranks"
-VERSION = 1
+VERSION = 2  # 2: the checked envelope; 1: the same manifest without its checksum
 MANIFEST = "manifest.json"
 LOCK = ".lock"
+MANIFEST_FILE = checked.Format(FORMAT, VERSION, "ranks manifest", checked_since=2)
 
 # The arrays every generation holds, with their dtype.
 ARRAY_DTYPES = {
@@ -50,39 +55,21 @@ ARRAY_DTYPES = {
 }
 
 
-def sha256_bytes(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
-def array_bytes(array: np.ndarray) -> bytes:
-    buf = io.BytesIO()
-    np.save(buf, np.ascontiguousarray(array), allow_pickle=False)
-    return buf.getvalue()
-
-
 def read_manifest(ranks_dir: Path) -> dict[str, Any]:
-    """The manifest as a dict, validated. Raises RanksMissing / RanksCorrupt."""
+    """The manifest's keys (envelope checked, then left out). RanksMissing / RanksCorrupt /
+    RanksNewer."""
     path = ranks_dir / MANIFEST
     try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
+        manifest = checked.read_json(path, MANIFEST_FILE).body
+    except CheckedFileMissing:
         raise RanksMissing(f"no ranks in {ranks_dir}; run 'websift rank' first") from None
-    except OSError as exc:
-        raise RanksCorrupt(f"cannot read {path}: {exc}") from None
-    try:
-        manifest = json.loads(raw)
-    except ValueError as exc:
-        raise RanksCorrupt(f"{path} is not valid JSON: {exc}") from None
-    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
-        raise RanksCorrupt(f"{path} is not a websift ranks manifest")
-    version = manifest.get("version")
-    if not isinstance(version, int) or version > VERSION:
-        raise RanksCorrupt(
-            f"{path} has format version {version}; this websift reads up to {VERSION}"
-        )
+    except CheckedFileNewer as exc:
+        raise RanksNewer(str(exc)) from exc
+    except CheckedFileCorrupt as exc:
+        raise RanksCorrupt(f"{exc}; 'websift rank' writes new ranks") from exc
     for key in ("generation", "node_count", "arrays", "topics"):
         if key not in manifest:
-            raise RanksCorrupt(f"{path} lacks '{key}'")
+            raise RanksCorrupt(f"{path} lacks '{key}'; 'websift rank' writes new ranks")
     return manifest
 
 
@@ -96,23 +83,25 @@ def load_array(ranks_dir: Path, entry: dict[str, Any], what: str) -> np.ndarray:
     except (KeyError, TypeError, ValueError) as exc:
         raise RanksCorrupt(f"manifest entry for {what} is malformed: {exc}") from None
     try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise RanksCorrupt(f"{path} ({what}) is missing") from None
-    except OSError as exc:
-        raise RanksCorrupt(f"cannot read {path} ({what}): {exc}") from None
-    if sha256_bytes(raw) != expected:
-        raise RanksCorrupt(f"{path} ({what}) fails its sha256 check")
-    try:
-        array = np.load(io.BytesIO(raw), allow_pickle=False)
-    except ValueError as exc:
-        raise RanksCorrupt(f"{path} ({what}) is not a numpy array: {exc}") from None
-    if array.dtype != dtype or array.shape != (length,):
-        raise RanksCorrupt(
-            f"{path} ({what}) holds {array.dtype}{list(array.shape)}, "
-            f"the manifest says {dtype}[{length}]"
-        )
-    return array
+        return checked.read_array(path, expected, what, dtype=dtype, length=length)
+    except (CheckedFileMissing, CheckedFileCorrupt) as exc:
+        # a file the manifest names that is gone is a damaged generation, not "no ranks"
+        raise RanksCorrupt(str(exc)) from exc
+
+
+def write_array(ranks_dir: Path, name: str, array: np.ndarray) -> dict[str, Any]:
+    """Write one array file; returns its manifest entry (file, sha256, dtype, length)."""
+    return {
+        "file": name,
+        "sha256": checked.write_array(ranks_dir / name, array),
+        "dtype": str(array.dtype),
+        "length": int(array.shape[0]),
+    }
+
+
+def write_manifest(ranks_dir: Path, manifest: dict[str, Any]) -> None:
+    """Replace the manifest atomically (call after every file it names is written)."""
+    checked.write_json(ranks_dir / MANIFEST, MANIFEST_FILE, manifest)
 
 
 def referenced_files(manifest: dict[str, Any]) -> set[str]:

@@ -2,14 +2,15 @@
 
 Every write holds an exclusive lock on ``ranks/.lock`` (``websift rank``, ``websift topics
 add/remove`` and the API's POST/DELETE /topics serialise on it), writes the new array files,
-fsyncs them, then replaces the manifest atomically, then deletes files that neither the new nor
-the previous manifest names.
+fsyncs them, then replaces the manifest atomically (both through core/checked.py), then deletes
+files that neither the new nor the previous manifest names.  A damaged manifest is replaced by the
+next writer; one of a newer websift is never touched.
 """
 
 from __future__ import annotations
 
 import fcntl
-import json
+import re
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -18,9 +19,10 @@ from typing import Any
 
 import numpy as np
 
-from core.datadir import atomic_write_bytes
 from ranking import ranks_format as fmt
-from ranking.errors import RanksMissing
+from ranking.errors import RanksCorrupt, RanksMissing, RanksNewer
+
+_GENERATION = re.compile(r"-(\d{6,})\.npy$")  # <name>-<generation>.npy
 
 
 @contextmanager
@@ -36,23 +38,30 @@ def write_lock(ranks_dir: Path) -> Iterator[None]:
 
 
 def current_manifest(ranks_dir: Path) -> dict[str, Any] | None:
-    """The live manifest, or None when there is none yet (corrupt ones raise)."""
+    """The live manifest, or None when there is none yet or it is damaged.
+
+    A damaged manifest names nothing anyone can read, so the next writer replaces it (as the
+    next ``websift index`` replaces a damaged index manifest), with a generation above every
+    one on disk (:func:`write_generation`).  One written by a newer websift raises RanksNewer
+    and is left alone.
+    """
     try:
         return fmt.read_manifest(ranks_dir)
-    except RanksMissing:
+    except RanksNewer:
+        raise
+    except (RanksMissing, RanksCorrupt):
         return None
 
 
+def _generations_on_disk(ranks_dir: Path) -> int:
+    """The highest generation an array file in ``ranks_dir`` is named with (0: none)."""
+    found = [int(m.group(1)) for p in ranks_dir.glob("*.npy")
+             if (m := _GENERATION.search(p.name))]
+    return max(found, default=0)
+
+
 def _write_array(ranks_dir: Path, stem: str, generation: int, array: np.ndarray) -> dict[str, Any]:
-    data = fmt.array_bytes(array)
-    name = f"{stem}-{generation:06d}.npy"
-    atomic_write_bytes(ranks_dir / name, data)
-    return {
-        "file": name,
-        "sha256": fmt.sha256_bytes(data),
-        "dtype": str(array.dtype),
-        "length": int(array.shape[0]),
-    }
+    return fmt.write_array(ranks_dir, f"{stem}-{generation:06d}.npy", array)
 
 
 def write_generation(
@@ -70,10 +79,11 @@ def write_generation(
     previous generation's.  ``topics``: per topic either ``(vector, extra entry fields)`` for a
     new vector, or an existing manifest entry to keep.  Returns the new generation.
     """
-    generation = 1 if previous is None else int(previous["generation"]) + 1
+    # Generations only grow, also when the manifest was lost or damaged: a server still
+    # serving the last good one must see the new one as newer.
+    generation = 1 + max(0 if previous is None else int(previous["generation"]),
+                         _generations_on_disk(ranks_dir))
     manifest: dict[str, Any] = {
-        "format": fmt.FORMAT,
-        "version": fmt.VERSION,
         "generation": generation,
         "created": time.time(),
     }
@@ -106,9 +116,7 @@ def write_generation(
         else:
             topic_entries[name] = value
     manifest["topics"] = topic_entries
-    atomic_write_bytes(
-        ranks_dir / fmt.MANIFEST, json.dumps(manifest, indent=1, sort_keys=True).encode()
-    )
+    fmt.write_manifest(ranks_dir, manifest)
     keep = fmt.referenced_files(manifest)
     if previous is not None:
         keep |= fmt.referenced_files(previous)

@@ -33,3 +33,13 @@ GATHER_CHUNK = 1 << 16  # links per np.take call when gathering transition weigh
 # The dangling-node policies ranking.pagerank.Dangling implements (named here so the command
 # line can offer them without importing scipy).
 DANGLING_POLICIES = ("teleport", "paper1998")
+
+# PageRank on Dask (ranking/dask_engine.py): the link matrix in row blocks on the workers.
+DASK_ENGINES = ("embedded", "dask")  # `websift rank --engine`; embedded is the default
+DASK_LOCAL_WORKERS = 2  # worker processes of the LocalCluster started without --scheduler
+DASK_CONNECT_TIMEOUT = 10.0  # seconds to reach a --scheduler (and for its workers to join)
+DASK_BLOCKS_PER_WORKER = 2  # row blocks per worker: a restarted worker reloads a small one
+DASK_BLOCK_LINKS = 50_000_000  # at most this many links per block (12 bytes each in memory)
+DASK_BUCKETS_PER_BLOCK = 8  # node ranges per block when the links are first spilled to disk
+DASK_PAIR_CHUNK = 1 << 22  # links of a store sorted into buckets at a time (8 bytes each)
+DASK_SCC_MAX_PIVOTS = 64  # forward-backward searches before the giant SCC search gives up

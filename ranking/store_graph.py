@@ -15,7 +15,7 @@ import numpy as np
 
 from ranking.graph import LinkGraph, build_graph
 from ranking.topic_store import TopicSet
-from store.crawl_store import CrawlStore
+from store.views import StoreReader
 
 
 @dataclass
@@ -25,37 +25,18 @@ class StoreArrays:
     roots: np.ndarray  # URL IDs of the seeds (depth 0)
 
 
-def url_ids(store: CrawlStore) -> np.ndarray:
-    rows = store.conn.execute("SELECT id FROM urls ORDER BY id").fetchall()
-    return np.asarray([r[0] for r in rows], dtype=np.int64)
-
-
-def load_graph(store: CrawlStore) -> LinkGraph:
+def load_graph(store: StoreReader) -> LinkGraph:
     """The link graph over URL IDs 0..max_url_id (node 0 and any unused ID: not present)."""
     n = store.max_url_id() + 1
     present = np.zeros(n, dtype=bool)
-    present[url_ids(store)] = True
+    present[store.url_ids()] = True
     src, dst = store.link_arrays(include_nofollow=False)
     return build_graph(src, dst, n, present)
 
 
-def load_opic(store: CrawlStore, n: int) -> np.ndarray:
-    opic = np.zeros(n, dtype=np.float64)
-    rows = store.conn.execute("SELECT id, importance FROM urls").fetchall()
-    if rows:
-        arr = np.asarray(rows, dtype=np.float64)
-        opic[arr[:, 0].astype(np.int64)] = arr[:, 1]
-    return opic
-
-
-def load_roots(store: CrawlStore) -> np.ndarray:
-    rows = store.conn.execute("SELECT id FROM urls WHERE depth = 0 ORDER BY id").fetchall()
-    return np.asarray([r[0] for r in rows], dtype=np.int64)
-
-
-def load_store_arrays(store: CrawlStore) -> StoreArrays:
+def load_store_arrays(store: StoreReader) -> StoreArrays:
     graph = load_graph(store)
-    return StoreArrays(graph, load_opic(store, graph.n), load_roots(store))
+    return StoreArrays(graph, store.importance_by_id(graph.n), store.ids_at_depth(0))
 
 
 def _hostname(host: str) -> str:
@@ -66,7 +47,7 @@ def _hostname(host: str) -> str:
     return text.rstrip("/")
 
 
-def topic_page_ids(store: CrawlStore, topic: TopicSet) -> np.ndarray:
+def topic_page_ids(store: StoreReader, topic: TopicSet) -> np.ndarray:
     """URL IDs of the store's pages in T_k: exact URLs, pages on the hosts, URLs the patterns
     match (``re.search``).  Sorted, unique."""
     found: set[int] = set()
@@ -77,7 +58,7 @@ def topic_page_ids(store: CrawlStore, topic: TopicSet) -> np.ndarray:
     hosts = {_hostname(h) for h in topic.hosts}
     patterns = [re.compile(p) for p in topic.patterns]
     if hosts or patterns:
-        for uid, url in store.conn.execute("SELECT id, url FROM urls"):
+        for uid, url in store.urls():
             if (hosts and urlsplit(url).netloc.lower() in hosts) or any(p.search(url) for p in patterns):
-                found.add(int(uid))
+                found.add(uid)
     return np.asarray(sorted(found), dtype=np.int64)

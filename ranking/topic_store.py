@@ -5,13 +5,17 @@ pages T_k") is given by URLs, hosts and URL patterns; the pages of the crawl sto
 of them form T_k.  Its file also holds the topic's term model (term counts over the text of its
 fetched pages), from which the query side estimates P(q_i | T_k).
 
-File format (JSON, written atomically)::
+File format (a checked file, core/checked.py: format, version, checksum around it)::
 
-    {"format": "websift-topic", "version": 1, "name": "python",
-     "urls": [...], "hosts": [...], "patterns": [...], "created": 1763712000.0,
-     "pages": 12, "text_pages": 10, "text_failures": {"WarcError": 1},
-     "terms": {"total": 5321, "counts": {"python": 120, ...}},
-     "sha256": "<sha256 of this object without the sha256 key, canonical JSON>"}
+    {"format": "websift-topic", "version": 2, "checksum": "<sha256 of the rest>",
+     "name": "python", "urls": [...], "hosts": [...], "patterns": [...],
+     "created": 1763712000.0, "pages": 12, "text_pages": 10, "text_failures": {"WarcError": 1},
+     "terms": {"total": 5321, "counts": {"python": 120, ...}}}
+
+The checksum is also the definition's identity (``TopicRecord.sha256``): a ranks manifest
+records it with the topic's vector, so a definition replaced since is not mixed with an old
+vector.  Version 1 (websift before the checked envelope) has the same keys, its checksum under
+``sha256`` computed the same way; it is still read, with the same identity.
 
 The topic's PageRank vector lives with the other rank vectors (``DATA/ranks/``), so that one
 manifest generation names a consistent set.
@@ -19,19 +23,19 @@ manifest generation names a consistent set.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from core.datadir import atomic_write_bytes
+from core import checked
+from core.errors import CheckedFileCorrupt, CheckedFileMissing, CheckedFileNewer
 from ranking import settings
 from ranking.errors import TopicError, UnknownTopic
-from ranking.ranks_format import sha256_bytes
 
 FORMAT = "websift-topic"
-VERSION = 1
+VERSION = 2  # 2: the checked envelope; 1: the checksum under "sha256"
+TOPIC_FILE = checked.Format(FORMAT, VERSION, "topic file", checked_since=2)
 _NAME = re.compile(settings.TOPIC_NAME_PATTERN)
 
 
@@ -91,8 +95,6 @@ class TopicRecord:
 
 def _payload(record: TopicRecord) -> dict[str, Any]:
     return {
-        "format": FORMAT,
-        "version": VERSION,
         **record.topic.to_json(),
         "created": record.created,
         "pages": record.pages,
@@ -102,8 +104,10 @@ def _payload(record: TopicRecord) -> dict[str, Any]:
     }
 
 
-def _canonical(payload: dict[str, Any]) -> bytes:
-    return json.dumps(payload, sort_keys=True, separators=(",", ":")).encode()
+def _legacy_v1(doc: dict[str, Any]) -> bool:
+    """Version 1 kept its checksum (the same sha256 of canonical JSON) under ``sha256``."""
+    body = {k: v for k, v in doc.items() if k != "sha256"}
+    return doc.get("sha256") == checked.sha256_hex(checked.canonical(body))
 
 
 def topic_path(topics_dir: Path, name: str) -> Path:
@@ -112,10 +116,8 @@ def topic_path(topics_dir: Path, name: str) -> Path:
 
 def save_topic(topics_dir: Path, record: TopicRecord) -> str:
     """Write the topic file atomically; returns its checksum."""
-    payload = _payload(record)
-    digest = sha256_bytes(_canonical(payload))
-    payload["sha256"] = digest
-    atomic_write_bytes(topic_path(topics_dir, record.topic.name), _canonical(payload))
+    digest = checked.write_json(topic_path(topics_dir, record.topic.name), TOPIC_FILE,
+                                _payload(record))
     record.sha256 = digest
     return digest
 
@@ -123,22 +125,17 @@ def save_topic(topics_dir: Path, record: TopicRecord) -> str:
 def load_topic(topics_dir: Path, name: str) -> TopicRecord:
     path = topic_path(topics_dir, name)
     try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
+        found = checked.read_json(path, TOPIC_FILE, legacy=_legacy_v1)
+    except CheckedFileMissing:
         raise UnknownTopic(f"no topic named {name!r}") from None
-    except OSError as exc:
-        raise TopicError(f"cannot read {path}: {exc}") from None
-    try:
-        payload = json.loads(raw)
-        digest = payload.pop("sha256")
-    except (ValueError, KeyError, AttributeError) as exc:
-        raise TopicError(f"{path} is not a websift topic file: {exc}") from None
-    if payload.get("format") != FORMAT or not isinstance(payload.get("version"), int):
-        raise TopicError(f"{path} is not a websift topic file")
-    if payload["version"] > VERSION:
-        raise TopicError(f"{path} has version {payload['version']}; this websift reads {VERSION}")
-    if sha256_bytes(_canonical(payload)) != digest:
-        raise TopicError(f"{path} fails its sha256 check")
+    except CheckedFileNewer as exc:
+        raise TopicError(str(exc)) from exc
+    except CheckedFileCorrupt as exc:
+        if exc.reason == "format":
+            raise TopicError(f"{path} is not a websift topic file") from exc
+        raise TopicError(str(exc)) from exc
+    payload = found.body
+    digest = found.checksum if found.checksum is not None else str(payload.get("sha256"))
     try:
         topic = TopicSet(
             payload["name"], tuple(payload["urls"]), tuple(payload["hosts"]),
@@ -152,7 +149,7 @@ def load_topic(topics_dir: Path, name: str) -> TopicRecord:
             topic, terms, float(payload["created"]), int(payload["pages"]),
             int(payload["text_pages"]), dict(payload["text_failures"]), digest,
         )
-    except (KeyError, TypeError, ValueError) as exc:
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise TopicError(f"{path} is malformed: {exc}") from None
 
 

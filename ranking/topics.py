@@ -43,7 +43,8 @@ from ranking.topic_store import (
     save_topic,
     topic_names,
 )
-from store.crawl_store import FETCHED, CrawlStore
+from store.schema import FETCHED
+from store.views import StoreReader
 from store.warc import WarcLocation, read_response
 
 __all__ = [
@@ -75,7 +76,7 @@ class TopicInfo:
 
 
 def build_term_model(
-    data: DataDir, store: CrawlStore, ids: np.ndarray
+    data: DataDir, store: StoreReader, ids: np.ndarray
 ) -> tuple[TermModel, int, dict[str, int]]:
     """Term counts over the text of the fetched pages among ``ids``.
 
@@ -119,7 +120,7 @@ def add_topic(data: DataDir, topic: TopicSet) -> TopicInfo:
 
     Raises TopicError when no page of the crawl store matches the definition.
     """
-    with CrawlStore.open(data.store_path, readonly=True) as store:
+    with StoreReader.open(data.store_path) as store:
         ids = topic_page_ids(store, topic)
         if ids.size == 0:
             raise TopicError(

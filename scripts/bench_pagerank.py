@@ -95,10 +95,10 @@ def web_graph(pages: int, links: int, seed: int = 0, local: float = 0.8,
 def store_graph(path: Path) -> LinkGraph:
     from core.datadir import DataDir
     from ranking.store_graph import load_graph
-    from store.crawl_store import CrawlStore
+    from store.views import StoreReader
 
     data = DataDir.open(path)
-    with CrawlStore.open(data.store_path, readonly=True) as store:
+    with StoreReader.open(data.store_path) as store:
         graph = load_graph(store)
     # Engines compare on the pages only: renumber away unused IDs (node 0).
     from ranking.graph import subgraph

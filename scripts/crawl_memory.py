@@ -21,7 +21,6 @@ import argparse
 import json
 import os
 import random
-import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -35,6 +34,8 @@ sys.path.insert(0, str(REPO / "tests"))
 sys.path.insert(0, str(REPO))
 
 from testweb import Answer, TestWeb, html, words  # noqa: E402
+
+from store.views import StoreReader  # noqa: E402
 
 ADDRESS = "127.0.0.12"
 PAGES = 20_000
@@ -150,10 +151,11 @@ def main() -> int:
             print(stderr[-3000:], file=sys.stderr)
             raise SystemExit(f"websift crawl failed ({child.returncode})")
         served = sum(1 for e in gen.web.entries() if e.path.startswith("/p/"))
-    conn = sqlite3.connect(data / "crawl.sqlite3")
-    (summary,) = conn.execute("SELECT summary FROM crawls ORDER BY id DESC LIMIT 1").fetchone()
-    conn.close()
-    counts = json.loads(summary)
+    with StoreReader.open(data / "crawl.sqlite3") as store:
+        last = store.last_crawl()
+    if last is None or last[3] is None:
+        raise SystemExit("the crawl recorded no summary")
+    counts = json.loads(last[3])
     held = peak <= args.bound_mb * 2**20
     print(f"crawl: {counts['pages']} pages in {seconds:.0f} s ({counts['pages'] / seconds:.1f}/s), "
           f"{served} served; store {counts['store']}")

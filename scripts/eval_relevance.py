@@ -32,7 +32,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
 from core.datadir import DataDir  # noqa: E402
-from store.crawl_store import CrawlStore  # noqa: E402
+from store.views import StoreReader  # noqa: E402
 
 DOCS = Path("/usr/share/doc/python3.11/html")
 QUERIES = ROOT.parent / "shared" / "eval" / "pydocs_queries.tsv"
@@ -119,7 +119,7 @@ def crawl_and_index(data_dir: Path, max_pages: int = 5000) -> DataDir:
     store = data_dir / "crawl.sqlite3"
     fetched = 0
     if store.exists():
-        with CrawlStore.open(store, readonly=True) as s:
+        with StoreReader.open(store) as s:
             fetched = s.status_counts().get("fetched", 0)
     if fetched == 0:
         with serve_docs() as base:

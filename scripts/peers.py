@@ -19,7 +19,8 @@ import lxml.html
 
 from core.datadir import DataDir
 from indexer.build import is_html
-from store.crawl_store import FETCHED, CrawlStore
+from store.schema import FETCHED
+from store.views import StoreReader
 from store.warc import WarcLocation, read_response
 
 
@@ -47,10 +48,10 @@ def peer_text(body: bytes) -> tuple[str, str]:
 
 def stored_pages(data: DataDir) -> Iterator[PeerDoc]:
     """The fetched, indexable HTML pages of a crawl store, as the peers see them."""
-    with CrawlStore.open(data.store_path, readonly=True) as store:
-        for page in store.pages("status = ? AND noindex = 0 AND duplicate_of IS NULL "
-                                "AND warc_file IS NOT NULL", (FETCHED,)):
-            if not is_html(page.content_type):
+    with StoreReader.open(data.store_path) as store:
+        for page in store.pages(FETCHED):
+            if page.noindex or page.duplicate_of is not None or page.warc_file is None \
+                    or not is_html(page.content_type):
                 continue
             resp = read_response(data.warc_dir, WarcLocation(
                 str(page.warc_file), int(page.warc_offset or 0), int(page.warc_length or 0)))

@@ -10,7 +10,7 @@ from api.models import PageInfo, error_responses
 from api.page_info import page_info
 from api.settings import Settings
 from api.snapshot import Snapshot
-from store.crawl_store import CrawlStore
+from store.views import StoreReader
 
 
 def build_router(settings: Settings) -> APIRouter:
@@ -25,7 +25,7 @@ def build_router(settings: Settings) -> APIRouter:
     def pages(
         url: Annotated[str, Query(min_length=1, max_length=4096, description="the page's URL")],
         snap: Annotated[Snapshot, Depends(get_snapshot)],
-        store: Annotated[CrawlStore, Depends(get_store)],
+        store: Annotated[StoreReader, Depends(get_store)],
         app_settings: Annotated[Settings, Depends(get_app_settings)],
     ) -> PageInfo:
         return page_info(store, snap, url, app_settings.max_page_links,

@@ -10,7 +10,7 @@ from api.models import RecrawlEntry, RecrawlResponse
 from api.page_info import iso
 from api.settings import Settings
 from crawler.recrawl import recrawl_schedule
-from store.crawl_store import CrawlStore
+from store.views import StoreReader
 
 
 def build_router(settings: Settings) -> APIRouter:
@@ -22,7 +22,7 @@ def build_router(settings: Settings) -> APIRouter:
         summary="Pages to refetch first: highest refresh priority (OPIC cash) first",
     )
     def recrawl(
-        store: Annotated[CrawlStore, Depends(get_store)],
+        store: Annotated[StoreReader, Depends(get_store)],
         limit: Annotated[
             int, Query(ge=1, le=settings.max_recrawl_limit, description="entries to list")
         ] = settings.default_recrawl_limit,

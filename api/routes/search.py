@@ -1,22 +1,22 @@
-"""``GET /search``: ranked results as JSON."""
+"""``GET /search``: ranked results as JSON.
+
+The application's search engine (``app.state.engine``, ``api.retrieval.SearchEngine``) answers:
+this process's index (``LocalSearch``) or, on a front server, its shard servers (``FanOut``).
+"""
 
 
 from typing import Annotated
 
-import anyio
-from fastapi import APIRouter, Depends, Query
+from fastapi import APIRouter, Depends, Query, Request
 
-from api.dependencies import (
-    get_app_settings,
-    get_result_cache,
-    get_search_limiter,
-    get_snapshot,
-)
-from api.models import SearchResponse, SearchResult, Signals, error_responses
-from api.result_cache import ResultCache
-from api.retrieval import Outcome, SearchRequest, cache_lookup, search_and_cache
+from api.models import SearchResponse, SearchResult, ShardsAnswered, Signals, error_responses
+from api.retrieval import Outcome, SearchEngine, SearchRequest
 from api.settings import Settings
-from api.snapshot import Snapshot
+
+
+async def get_engine(request: Request) -> SearchEngine:
+    engine: SearchEngine = request.app.state.engine
+    return engine
 
 
 def to_response(outcome: Outcome, req: SearchRequest) -> SearchResponse:
@@ -30,6 +30,7 @@ def to_response(outcome: Outcome, req: SearchRequest) -> SearchResponse:
         topic_weights=outcome.topic_weights,
         static_score=outcome.static_score,
         cached=outcome.cached,
+        shards=ShardsAnswered(answered=outcome.shards.answered, total=outcome.shards.total),
         results=[
             SearchResult(
                 url=r.hit.url,
@@ -72,10 +73,7 @@ def build_router(settings: Settings) -> APIRouter:
                 description='the query: words, "phrases", -word, site:host, OR',
             ),
         ],
-        snap: Annotated[Snapshot, Depends(get_snapshot)],
-        app_settings: Annotated[Settings, Depends(get_app_settings)],
-        cache: Annotated[ResultCache[Outcome], Depends(get_result_cache)],
-        limiter: Annotated[anyio.CapacityLimiter, Depends(get_search_limiter)],
+        engine: Annotated[SearchEngine, Depends(get_engine)],
         k: Annotated[int, Query(ge=1, le=settings.max_k, description="results to return")] = (
             settings.default_k
         ),
@@ -90,17 +88,14 @@ def build_router(settings: Settings) -> APIRouter:
             str | None, Query(max_length=253, description="only pages of this host")
         ] = None,
         explain: Annotated[bool, Query(description="add how each score was made")] = False,
+        snippets: Annotated[
+            bool, Query(description="false: results without snippets (faster; empty strings)")
+        ] = True,
     ) -> SearchResponse:
         req = SearchRequest(
-            q=q, k=k, offset=offset, topic=topic or None, site=site or None, explain=explain
+            q=q, k=k, offset=offset, topic=topic or None, site=site or None, explain=explain,
+            snippets=snippets,
         )
-        # A cached answer is served on the event loop; a search runs in a worker thread, at
-        # most ``search_concurrency`` at once (the rest queue here instead of piling up memory).
-        outcome = cache_lookup(snap, req, app_settings, cache)
-        if outcome is None:
-            outcome = await anyio.to_thread.run_sync(
-                search_and_cache, snap, req, app_settings, cache, limiter=limiter
-            )
-        return to_response(outcome, req)
+        return to_response(await engine.search(req), req)
 
     return router

@@ -3,19 +3,23 @@
 from __future__ import annotations
 
 import json
+import os
+import time
+from dataclasses import asdict
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends
 
 from api.dependencies import get_holder, get_result_cache, get_snapshot, get_store
-from api.models import Health, Stats
+from api.models import Health, LiveCrawl, Stats
 from api.result_cache import ResultCache
 from api.retrieval import Outcome
 from api.snapshot import RankView, Snapshot, SnapshotHolder
-from store.crawl_store import CrawlStore
+from crawler.runs import LiveRun, read_live
+from store.views import StoreReader
 
 
-def _last_crawl(store: CrawlStore) -> dict[str, Any] | None:
+def _last_crawl(store: StoreReader) -> dict[str, Any] | None:
     row = store.last_crawl()
     if row is None:
         return None
@@ -25,6 +29,24 @@ def _last_crawl(store: CrawlStore) -> dict[str, Any] | None:
     except ValueError:
         parsed = {"unparsed": summary}
     return {"kind": kind, "started": started, "finished": finished, "summary": parsed}
+
+
+def live_crawl(run: LiveRun) -> LiveCrawl:
+    """The response model of a run's live figures (figures a run did not write stay unset)."""
+    known = {k: v for k, v in run.figures.items() if k in LiveCrawl.model_fields}
+    return LiveCrawl(**{
+        **known,
+        "kind": run.kind,
+        "running": run.running,
+        "started": run.started,
+        "finished": run.finished,
+        "age_seconds": round(run.age, 3),
+    })
+
+
+def _live_crawl(store: StoreReader) -> LiveCrawl | None:
+    run = read_live(store, time.time())
+    return None if run is None else live_crawl(run)
 
 
 def _last_rank(view: RankView) -> dict[str, Any]:
@@ -48,13 +70,14 @@ def build_router() -> APIRouter:
     @router.get("/stats", response_model=Stats, summary="Pages, links, index segments, last runs")
     def stats(
         snap: Annotated[Snapshot, Depends(get_snapshot)],
-        store: Annotated[CrawlStore, Depends(get_store)],
+        store: Annotated[StoreReader, Depends(get_store)],
         holder: Annotated[SnapshotHolder, Depends(get_holder)],
         cache: Annotated[ResultCache[Outcome], Depends(get_result_cache)],
     ) -> Stats:
         searcher = snap.searcher.value
         view = snap.rank_view
         return Stats(
+            pid=os.getpid(),
             pages=store.url_count(),
             pages_by_status=store.status_counts(),
             links=store.link_count(),
@@ -63,10 +86,12 @@ def build_router() -> APIRouter:
             index_generation=snap.index_generation,
             ranks_generation=snap.ranks_generation,
             last_crawl=_last_crawl(store),
+            live_crawl=_live_crawl(store),
             last_rank=None if view is None else _last_rank(view),
             reloads=holder.reloads,
             reload_failures=dict(holder.reload_failures),
-            result_cache={"entries": len(cache), "hits": cache.hits, "misses": cache.misses},
+            result_cache=asdict(cache.stats()),
+            search_caches={name: asdict(c.stats()) for name, c in searcher.caches().items()},
         )
 
     @router.get(

@@ -8,6 +8,10 @@ one media type.
 
 Bad input never gets a JSON error here: it is shown in the page with a 4xx status; a query that
 breaks a cap is refused with the cap named, and an offset beyond the cap is clamped with a notice.
+Results some shard is missing from (a front server's shard down or late) say so in a notice.
+
+A front server (``websift serve --shard http://...``) has no crawl store: its results link to
+no page-info view, and ``/page`` says which server to ask.
 """
 
 from __future__ import annotations
@@ -16,19 +20,20 @@ from dataclasses import dataclass
 from typing import Annotated, Any
 from urllib.parse import urlencode
 
+import anyio
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse
 from fastapi.templating import Jinja2Templates
 
 from api.dependencies import get_app_settings, get_holder
-from api.errors import InvalidParameter, status_of
+from api.errors import InvalidParameter, NotFound, status_of
 from api.highlight import highlight
 from api.page_info import page_info
-from api.retrieval import Outcome, SearchRequest, cached_search
+from api.retrieval import Outcome, SearchEngine, SearchRequest
 from api.settings import Settings
 from api.snapshot import SnapshotHolder
 from core.errors import WebsiftError
-from store.crawl_store import CrawlStore
+from store.views import StoreReader
 
 MAX_PAGE_LINKS = 9  # numbered result pages shown around the current one
 # Defence in depth behind autoescaping: these pages need no script at all.
@@ -87,14 +92,14 @@ def _pagination(
     return {"page_links": links, "prev_href": prev_href, "next_href": next_href}
 
 
-def _results(outcome: Outcome) -> list[dict[str, Any]]:
+def _results(outcome: Outcome, page_info_links: bool) -> list[dict[str, Any]]:
     return [
         {
             "url": r.hit.url,
             "href": safe_href(r.hit.url),
             "title": r.hit.title,
             "snippet_html": highlight(r.hit.snippet, r.hit.highlights),
-            "info_href": page_href(r.hit.url),
+            "info_href": page_href(r.hit.url) if page_info_links else None,
             "score": float(r.hit.score),
             "text": float(r.hit.text_score),
             "prior": r.prior,
@@ -128,7 +133,7 @@ def build_router(templates: Jinja2Templates) -> APIRouter:
         request: Request, name: str, context: dict[str, Any], status: int = 200
     ) -> HTMLResponse:
         settings: Settings = request.app.state.settings
-        holder: SnapshotHolder = request.app.state.holder
+        holder: SnapshotHolder | None = request.app.state.holder
         base = {
             "q": "",
             "topic": None,
@@ -136,7 +141,7 @@ def build_router(templates: Jinja2Templates) -> APIRouter:
             "notices": [],
             "outcome": None,
             "max_query_chars": settings.max_query_chars,
-            "topic_names": _topic_names(holder),
+            "topic_names": [] if holder is None else _topic_names(holder),
             "page_href": page_href,
             "safe_href": safe_href,
         }
@@ -150,7 +155,6 @@ def build_router(templates: Jinja2Templates) -> APIRouter:
         *,
         request: Request,
         settings: Annotated[Settings, Depends(get_app_settings)],
-        holder: Annotated[SnapshotHolder, Depends(get_holder)],
         q: str | None = None,
         topic: str | None = None,
         offset: str | None = None,
@@ -168,15 +172,22 @@ def build_router(templates: Jinja2Templates) -> APIRouter:
                 )
             off = _parse_offset(offset, settings, context["notices"])
             req = SearchRequest(q=q, k=settings.page_size, offset=off, topic=topic)
-            with holder.lease() as snap:
-                outcome = cached_search(snap, req, settings, request.app.state.result_cache)
+            engine: SearchEngine = request.app.state.engine
+            # This handler runs in a worker thread (it renders, and may read the disk for the
+            # topic list); the engine is async (a front server awaits its shards).
+            outcome = anyio.from_thread.run(engine.search, req)
         except WebsiftError as exc:
             status, _ = status_of(exc)
             context["error"] = str(exc)
             return render(request, "search.html", context, status)
+        shards = outcome.shards
+        if shards.answered < shards.total:
+            context["notices"].append(
+                f"Partial results: {shards.answered} of {shards.total} index shards answered "
+                "in time; pages held by the others are missing.")
         context.update(
             outcome=outcome,
-            results=_results(outcome),
+            results=_results(outcome, request.app.state.holder is not None),
             first=off + 1 if outcome.hits else off,
             last=off + len(outcome.hits),
             **_pagination(q, topic, offset=off, size=settings.page_size, total=outcome.total,
@@ -188,15 +199,18 @@ def build_router(templates: Jinja2Templates) -> APIRouter:
     def page_view(
         request: Request,
         settings: Annotated[Settings, Depends(get_app_settings)],
-        holder: Annotated[SnapshotHolder, Depends(get_holder)],
+        holder: Annotated[SnapshotHolder | None, Depends(get_holder)],
         url: str | None = None,
     ) -> HTMLResponse:
         try:
+            if holder is None:
+                raise NotFound("this front server holds no crawl: ask the shard server whose "
+                               "crawl holds the page for /page?url=")
             if not url:
                 raise InvalidParameter("url: say which page, e.g. /page?url=https://example.org/")
             if len(url) > 4096:
                 raise InvalidParameter("url: at most 4096 characters")
-            store = CrawlStore.open(request.app.state.data.store_path, readonly=True)
+            store = StoreReader.open(request.app.state.data.store_path)
             try:
                 with holder.lease() as snap:
                     info = page_info(

@@ -17,14 +17,14 @@ from core.errors import StoreError
 from indexer.build import build_index
 from indexer.errors import IndexCorrupt
 from ranking.errors import RanksCorrupt
-from store.crawl_store import CrawlStore
+from store.views import StoreReader
 from tests.api.site import GARDEN
 from tests.indexer.corpus import build_data_dir
 
 
 def test_stats_counts_what_is_there(client: TestClient, site_data: DataDir) -> None:
     stats = client.get("/stats").json()
-    with CrawlStore.open(site_data.store_path, readonly=True) as store:
+    with StoreReader.open(site_data.store_path) as store:
         assert stats["pages"] == store.url_count()
         assert stats["links"] == store.link_count()
     assert stats["pages_by_status"]["fetched"] == 28

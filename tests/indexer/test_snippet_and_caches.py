@@ -1,9 +1,9 @@
 """Query-biased snippets (partial decompression, byte-wise lower case, the best window) and
-the query side's LRU caches (bounded; a warm searcher answers exactly as a cold one)."""
+the query side's caches (core/cache.py, tested in tests/core/test_cache.py; a warm searcher
+answers exactly as a cold one)."""
 
 from __future__ import annotations
 
-import threading
 import zlib
 from pathlib import Path
 
@@ -16,7 +16,6 @@ from core.datadir import DataDir
 from indexer.analysis import Analyzer
 from indexer.build import build_index
 from indexer.errors import IndexCorrupt
-from indexer.lru import LruCache
 from indexer.searcher import Searcher
 from indexer.snippet import SnippetMaker, best_window, read_text
 from tests.indexer.corpus import build_data_dir
@@ -102,40 +101,6 @@ def test_best_window_agrees_with_brute_force(gaps: list[tuple[int, int, int]],
         found.append((at, at + length, term))
         at += length
     assert best_window(found, 4, width) == brute_best(found, width)
-
-
-# ------------------------------------------------------------------ LRU cache
-def test_lru_is_bounded_by_size_and_drops_the_least_recently_used() -> None:
-    cache: LruCache[str, bytes] = LruCache(10, len)
-    cache.put("a", b"xxxx")
-    cache.put("b", b"xxxx")
-    assert cache.get("a") == (True, b"xxxx")  # "a" is now the most recent
-    cache.put("c", b"xxxx")  # 12 > 10: "b" goes
-    assert cache.get("b") == (False, None)
-    assert cache.get("a")[0] and cache.get("c")[0]
-    assert cache.size == 8
-    cache.put("huge", b"x" * 11)  # larger than the cache: not kept, nothing evicted
-    assert cache.get("huge") == (False, None) and len(cache) == 2
-    cache.clear()
-    assert len(cache) == 0 and cache.size == 0 and cache.get("a") == (False, None)
-
-
-def test_lru_keeps_a_cached_none_and_survives_threads() -> None:
-    cache: LruCache[int, int | None] = LruCache(50, lambda v: 1)
-    cache.put(1, None)
-    assert cache.get(1) == (True, None)
-
-    def work(base: int) -> None:
-        for i in range(2000):
-            cache.put(base + i % 97, i)
-            cache.get(base + (i * 7) % 97)
-
-    threads = [threading.Thread(target=work, args=(b * 1000,)) for b in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert len(cache) <= 50 and cache.size == len(cache)
 
 
 # ------------------------------------------------------------------ searcher with caches

@@ -16,11 +16,11 @@ from ranking.rank_job import run_rank
 from ranking.ranks import Ranks, current_generation
 from ranking.ranks_format import MANIFEST
 from ranking.store_graph import load_graph
-from store.crawl_store import CrawlStore
+from store.views import StoreReader
 
 
 def test_graph_from_the_store_follows_the_definition(crawl: DataDir) -> None:
-    with CrawlStore.open(crawl.store_path, readonly=True) as store:
+    with StoreReader.open(crawl.store_path) as store:
         graph = load_graph(store)
         py, cook = store.url_id(PY), store.url_id(COOK)
         n = store.max_url_id() + 1
@@ -40,7 +40,7 @@ def test_rank_writes_a_generation_the_reader_opens(crawl: DataDir) -> None:
     assert report.result.converged and steps and steps[-1][2] <= 1e-10
     ranks = Ranks.open(crawl)
     assert ranks.generation == report.generation == current_generation(crawl) == 1
-    with CrawlStore.open(crawl.store_path, readonly=True) as store:
+    with StoreReader.open(crawl.store_path) as store:
         n = store.max_url_id() + 1
         py, missing = store.url_id(PY), store.url_id(PY + "missing")
         expected_opic = store.page(py).importance  # type: ignore[union-attr]
@@ -87,7 +87,7 @@ def test_page_graph_info_with_and_without_ranks(crawl: DataDir) -> None:
     from ranking.errors import GraphError
     from ranking.graph_report import page_graph_info
 
-    with CrawlStore.open(crawl.store_path, readonly=True) as store:
+    with StoreReader.open(crawl.store_path) as store:
         py = store.url_id(PY) or 0
     before = page_graph_info(crawl, py)
     assert before["pagerank"] is None and before["ranks_generation"] is None

@@ -21,11 +21,11 @@ from ranking.topics import (
     topic_infos,
     topic_similarity,
 )
-from store.crawl_store import CrawlStore
+from store.views import StoreReader
 
 
 def ids(data: DataDir, *urls: str) -> list[int]:
-    with CrawlStore.open(data.store_path, readonly=True) as store:
+    with StoreReader.open(data.store_path) as store:
         return [store.url_id(u) or 0 for u in urls]
 
 
@@ -48,7 +48,7 @@ def test_topic_vectors_mix_linearly(crawl: DataDir) -> None:
     add_topic(crawl, TopicSet("cooking", patterns=(r"cook\.example/(soup|bread)?$",)))
     ranks = Ranks.open(crawl)
     assert ranks.topic_names() == ["cooking", "python"]
-    with CrawlStore.open(crawl.store_path, readonly=True) as store:
+    with StoreReader.open(crawl.store_path) as store:
         graph = load_graph(store)
     py_pages = np.array(ids(crawl, PY, PY + "tutorial", PY + "library", PY + "missing"))
     cook_pages = np.array(ids(crawl, COOK, COOK + "soup", COOK + "bread"))

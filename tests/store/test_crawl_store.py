@@ -9,6 +9,7 @@ import pytest
 
 from core.errors import StoreError
 from store.crawl_store import FETCHED, CrawlStore, Link, origin_of
+from store.views import StoreReader
 
 
 def test_urls_get_one_id_each_and_hosts_are_shared(tmp_path: Path) -> None:
@@ -44,9 +45,13 @@ def test_record_fetched_bumps_seq_replaces_links_and_counts_changes(tmp_path: Pa
         assert list(zip(src.tolist(), dst.tolist(), strict=True)) == [(a, c)]
 
 
-def test_readonly_open_of_missing_store_says_what_to_do(tmp_path: Path) -> None:
-    with pytest.raises(StoreError, match="run 'websift crawl' first"):
-        CrawlStore.open(tmp_path / "absent.sqlite3", readonly=True)
+def test_readonly_open_of_missing_or_empty_store_says_what_to_do(tmp_path: Path) -> None:
+    with pytest.raises(StoreError, match=r"no crawl store at .* run 'websift crawl' first"):
+        StoreReader.open(tmp_path / "absent.sqlite3")
+    empty = tmp_path / "empty.sqlite3"
+    sqlite3.connect(empty).close()
+    with pytest.raises(StoreError, match="is empty; run 'websift crawl' first"):
+        StoreReader.open(empty)
 
 
 def test_newer_schema_is_refused(tmp_path: Path) -> None:

@@ -1,0 +1,117 @@
+"""The one bounded cache every websift memo uses: least recently used first, thread-safe, counted.
+
+Question: may this process keep an answer it worked out, and how much of them?  Always a bounded
+amount.  A cache is bounded either by a count of entries (``size_of`` not given: each entry
+counts 1) or by an estimate of what its values hold (``size_of``: bytes of numpy arrays,
+characters of text).  When a new entry pushes the total past ``max_size``, the least recently
+used entries leave until it fits again; a value larger than the whole bound is not kept at all
+(so one huge answer never flushes everything else).  ``max_size`` 0 (or less) turns the cache
+off: nothing is kept and nothing is counted.
+
+Whatever the keys are (a ``site:`` value, a host, a query), memory is bounded by ``max_size``:
+that is why no memo in websift is a plain dict that callers can grow.
+
+One lock per cache guards every call (a lookup moves the entry to the recent end, so reads
+write too); values are computed *outside* the lock by the caller, so two threads may work out
+the same value at once and the second ``put`` replaces the first, which is harmless for a memo
+of a pure function.  ``hits``, ``misses`` and ``evictions`` count what happened; ``stats()``
+takes a consistent snapshot of them.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
+
+
+@dataclass(frozen=True)
+class CacheStats:
+    entries: int
+    size: int  # sum of the entries' sizes (their count when the cache is bounded by count)
+    max_size: int
+    hits: int
+    misses: int
+    evictions: int  # entries pushed out by newer ones (not those replaced or cleared)
+
+
+class Cache(Generic[K, V]):
+    """A bounded, thread-safe LRU map; see the module doc for the policy."""
+
+    def __init__(self, max_size: int, size_of: Callable[[V], int] | None = None) -> None:
+        self.max_size = max_size
+        self.size = 0
+        self.hits = 0
+        self.misses = 0
+        self.evictions = 0
+        self._size_of = size_of
+        self._items: OrderedDict[K, tuple[V, int]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def lookup(self, key: K) -> tuple[bool, V | None]:
+        """(found, value); a cached None is found."""
+        item = self._find(key)
+        return (False, None) if item is None else (True, item[0])
+
+    def get(self, key: K) -> V | None:
+        """The cached value, or None (use :meth:`lookup` when None may be a value)."""
+        return self.lookup(key)[1]
+
+    def put(self, key: K, value: V) -> None:
+        """Keep ``value`` as the most recent entry, evicting the least recent ones past the
+        bound; a value larger than the whole bound is not kept (nothing is evicted for it)."""
+        if self.max_size <= 0:
+            return
+        size = 1 if self._size_of is None else max(1, int(self._size_of(value)))
+        if size > self.max_size:
+            return
+        with self._lock:
+            old = self._items.pop(key, None)
+            if old is not None:
+                self.size -= old[1]
+            self._items[key] = (value, size)
+            self.size += size
+            while self.size > self.max_size:
+                _, (_, gone) = self._items.popitem(last=False)
+                self.size -= gone
+                self.evictions += 1
+
+    def get_or_make(self, key: K, make: Callable[[], V]) -> V:
+        """The cached value of ``key``, else ``make()`` (called without the lock), kept."""
+        item = self._find(key)
+        if item is not None:
+            return item[0]
+        value = make()
+        self.put(key, value)
+        return value
+
+    def _find(self, key: K) -> tuple[V, int] | None:
+        if self.max_size <= 0:
+            return None
+        with self._lock:
+            item = self._items.get(key)
+            if item is None:
+                self.misses += 1
+                return None
+            self._items.move_to_end(key)
+            self.hits += 1
+            return item
+
+    def clear(self) -> None:
+        """Forget every entry (the counters stay: they describe the cache's whole life)."""
+        with self._lock:
+            self._items.clear()
+            self.size = 0
+
+    def stats(self) -> CacheStats:
+        with self._lock:
+            return CacheStats(len(self._items), self.size, self.max_size, self.hits,
+                              self.misses, self.evictions)

@@ -1,0 +1,359 @@
+"""Reading the crawl store: :class:`StoreReader`, what the indexer, ranking and the API may ask.
+
+A reader opens the SQLite file read-only (``mode=ro``), so its type says what it may do: every
+method here is a read, named for the question it answers; none takes an SQL fragment.  The
+crawler's :class:`store.crawl_store.CrawlStore` is a reader that can also write.
+
+Big reads stream: pages come in ID order through a cursor read ``PAGE_BATCH`` rows at a time,
+the link table as two int32 arrays filled chunk by chunk, ID sets as numpy arrays.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import Self
+
+import numpy as np
+
+from core.errors import StoreError
+from store.schema import (
+    FETCHED,
+    HOST_COLUMNS,
+    META_LEVELS,
+    META_VIRTUAL,
+    PAGE_COLUMNS,
+    REDIRECT,
+    SCHEMA_VERSION,
+    HostState,
+    Page,
+    RefreshRow,
+    cash_sql,
+)
+
+PAGE_BATCH = 256  # rows fetched per cursor step when iterating pages
+ID_CHUNK = 500  # IDs per "id IN (...)" query (well under SQLite's bound on parameters)
+LINK_CHUNK = 65536  # link rows per step when filling the link arrays
+
+
+def _marks(n: int) -> str:
+    return ",".join("?" * n)
+
+
+class StoreReader:
+    """Read-only access to the crawl store.  Open with :meth:`open`; use as a context manager."""
+
+    def __init__(self, conn: sqlite3.Connection, path: Path) -> None:
+        self._conn = conn
+        self.path = path
+        self.schema_version = SCHEMA_VERSION  # the file's, once _has_schema has read it
+
+    # ------------------------------------------------------------------ opening
+    @classmethod
+    def open(cls, path: Path | str) -> Self:
+        """Open an existing store read-only (StoreError when missing, foreign or newer)."""
+        return cls._connect(Path(path), readonly=True)
+
+    @classmethod
+    def _connect(cls, path: Path, *, readonly: bool) -> Self:
+        if readonly:
+            if not path.exists():
+                raise StoreError(f"no crawl store at {path}; run 'websift crawl' first")
+            conn = sqlite3.connect(
+                f"file:{path}?mode=ro", uri=True, isolation_level=None, check_same_thread=False
+            )
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        try:
+            conn.execute("PRAGMA busy_timeout = 30000")
+            if not readonly:
+                conn.execute("PRAGMA journal_mode = WAL")
+                conn.execute("PRAGMA synchronous = NORMAL")
+            store = cls(conn, path)
+            store._prepare()
+        except sqlite3.OperationalError as exc:
+            # The file may be fine: the disk is full, a lock is held, I/O failed.
+            conn.close()
+            raise StoreError(f"cannot open crawl store {path}: {exc}") from None
+        except sqlite3.DatabaseError as exc:
+            conn.close()
+            raise StoreError(f"crawl store {path} is not a readable SQLite database: {exc}") from None
+        except StoreError:
+            conn.close()
+            raise
+        return store
+
+    def _prepare(self) -> None:
+        """Check the schema; a reader never creates one."""
+        if not self._has_schema():
+            raise StoreError(f"crawl store {self.path} is empty; run 'websift crawl' first")
+
+    def _has_schema(self) -> bool:
+        """True for a websift store this code can read, False for an empty database; raises
+        StoreError for anything else (a foreign database, a newer schema)."""
+        has_meta = self._conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE type='table' AND name='meta'"
+        ).fetchone()
+        if has_meta:
+            row = self._conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+            if row is None:
+                raise StoreError(f"{self.path} is not a websift crawl store (no schema version)")
+            version = int(row[0])
+            self.schema_version = version
+            if version > SCHEMA_VERSION:
+                raise StoreError(
+                    f"crawl store {self.path} has schema version {version}; this websift "
+                    f"reads up to {SCHEMA_VERSION} (upgrade websift)"
+                )
+            return True
+        tables = self._conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
+        if tables:
+            raise StoreError(f"{self.path} is an SQLite database but not a websift crawl store")
+        return False
+
+    def close(self) -> None:
+        self._conn.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def check_integrity(self) -> str | None:
+        """None when SQLite finds the file sound and no URL is stored twice, else what is wrong."""
+        if self._conn.execute("PRAGMA integrity_check").fetchone()[0] != "ok":
+            return "integrity_check failed"
+        dupes = int(self._conn.execute("SELECT count(*) - count(DISTINCT url) FROM urls").fetchone()[0])
+        return f"{dupes} URLs stored twice" if dupes else None
+
+    # ------------------------------------------------------------------ meta
+    def get_meta(self, key: str, default: str | None = None) -> str | None:
+        row = self._conn.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
+        return default if row is None else str(row[0])
+
+    # ------------------------------------------------------------------ hosts
+    def host(self, origin: str) -> HostState | None:
+        row = self._conn.execute(
+            f"SELECT {HOST_COLUMNS} FROM hosts WHERE origin=?", (origin,)
+        ).fetchone()
+        return None if row is None else HostState(*row)
+
+    def host_by_id(self, host_id: int) -> HostState | None:
+        row = self._conn.execute(f"SELECT {HOST_COLUMNS} FROM hosts WHERE id=?", (host_id,)).fetchone()
+        return None if row is None else HostState(*row)
+
+    # ------------------------------------------------------------------ urls, one at a time
+    def url_id(self, url: str) -> int | None:
+        row = self._conn.execute("SELECT id FROM urls WHERE url=?", (url,)).fetchone()
+        return None if row is None else int(row[0])
+
+    def page(self, url_id: int) -> Page | None:
+        row = self._conn.execute(f"SELECT {PAGE_COLUMNS} FROM urls WHERE id=?", (url_id,)).fetchone()
+        return None if row is None else Page(*row)
+
+    def page_by_url(self, url: str) -> Page | None:
+        row = self._conn.execute(f"SELECT {PAGE_COLUMNS} FROM urls WHERE url=?", (url,)).fetchone()
+        return None if row is None else Page(*row)
+
+    # ------------------------------------------------------------------ urls, many
+    def pages(self, status: str | None = None) -> Iterator[Page]:
+        """Every page (or every page of one status) in ID order, read in batches."""
+        if status is None:
+            cur = self._conn.execute(f"SELECT {PAGE_COLUMNS} FROM urls ORDER BY id")
+        else:
+            cur = self._conn.execute(
+                f"SELECT {PAGE_COLUMNS} FROM urls WHERE status=? ORDER BY id", (status,)
+            )
+        while rows := cur.fetchmany(PAGE_BATCH):
+            for row in rows:
+                yield Page(*row)
+
+    def pages_by_ids(self, ids: Sequence[int]) -> list[Page]:
+        """The pages of ``ids`` that exist, in ID order (a few queries of ``ID_CHUNK`` IDs)."""
+        unique = sorted(set(ids))
+        out: list[Page] = []
+        for lo in range(0, len(unique), ID_CHUNK):
+            chunk = unique[lo : lo + ID_CHUNK]
+            cur = self._conn.execute(
+                f"SELECT {PAGE_COLUMNS} FROM urls WHERE id IN ({_marks(len(chunk))}) ORDER BY id",
+                chunk,
+            )
+            out.extend(Page(*row) for row in cur)
+        return out
+
+    def urls_of(self, ids: Iterable[int]) -> dict[int, str]:
+        """URL ID -> URL for those of ``ids`` that exist."""
+        unique = sorted(set(ids))
+        out: dict[int, str] = {}
+        for lo in range(0, len(unique), ID_CHUNK):
+            chunk = unique[lo : lo + ID_CHUNK]
+            for uid, url in self._conn.execute(
+                f"SELECT id, url FROM urls WHERE id IN ({_marks(len(chunk))})", chunk
+            ):
+                out[int(uid)] = str(url)
+        return out
+
+    def urls(self) -> Iterator[tuple[int, str]]:
+        """Every (URL ID, URL) in ID order, streamed."""
+        cur = self._conn.execute("SELECT id, url FROM urls ORDER BY id")
+        while rows := cur.fetchmany(LINK_CHUNK):
+            for uid, url in rows:
+                yield int(uid), str(url)
+
+    def url_ids(self) -> np.ndarray:
+        """Every URL ID, ascending (int64)."""
+        rows = self._conn.execute("SELECT id FROM urls ORDER BY id").fetchall()
+        return np.asarray([r[0] for r in rows], dtype=np.int64)
+
+    def ids_at_depth(self, depth: int) -> np.ndarray:
+        """URL IDs at a crawl depth, ascending (depth 0: the seeds)."""
+        rows = self._conn.execute(
+            "SELECT id FROM urls WHERE depth = ? ORDER BY id", (depth,)
+        ).fetchall()
+        return np.asarray([r[0] for r in rows], dtype=np.int64)
+
+    def importance_by_id(self, size: int) -> np.ndarray:
+        """OPIC importance (``urls.importance``) as a float64 array indexed by URL ID."""
+        out = np.zeros(size, dtype=np.float64)
+        rows = self._conn.execute("SELECT id, importance FROM urls").fetchall()
+        if rows:
+            arr = np.asarray(rows, dtype=np.float64)
+            out[arr[:, 0].astype(np.int64)] = arr[:, 1]
+        return out
+
+    def url_count(self) -> int:
+        return int(self._conn.execute("SELECT count(*) FROM urls").fetchone()[0])
+
+    def max_url_id(self) -> int:
+        return int(self._conn.execute("SELECT coalesce(max(id), 0) FROM urls").fetchone()[0])
+
+    def status_counts(self) -> dict[str, int]:
+        rows = self._conn.execute("SELECT status, count(*) FROM urls GROUP BY status").fetchall()
+        return {str(s): int(n) for s, n in rows}
+
+    # ------------------------------------------------------------------ what changed (indexer)
+    def max_seq(self) -> int:
+        """The highest content sequence number any page holds (0 for none)."""
+        return int(self._conn.execute("SELECT coalesce(max(seq), 0) FROM urls").fetchone()[0])
+
+    def fetched_or_linked_ids(self, max_seq: int) -> list[int]:
+        """Pages fetched with ``seq <= max_seq`` and every link target, ascending: what a
+        full index run considers."""
+        rows = self._conn.execute(
+            "SELECT id FROM urls WHERE (status = ? AND seq <= ?) "
+            "UNION SELECT DISTINCT dst FROM links", (FETCHED, max_seq)).fetchall()
+        return sorted(int(r[0]) for r in rows)
+
+    def changed_ids(self, after_seq: int, upto_seq: int) -> set[int]:
+        """Pages whose content was stored, changed or lost with ``after < seq <= upto``."""
+        return {int(r[0]) for r in self._conn.execute(
+            "SELECT id FROM urls WHERE seq > ? AND seq <= ?", (after_seq, upto_seq))}
+
+    def changed_link_targets(self, after_seq: int, upto_seq: int) -> set[int]:
+        """Targets of the links stored with ``after < seq <= upto`` (their anchors changed)."""
+        return {int(r[0]) for r in self._conn.execute(
+            "SELECT DISTINCT dst FROM links WHERE seq > ? AND seq <= ?", (after_seq, upto_seq))}
+
+    def redirects(self) -> Iterator[tuple[int, int]]:
+        """(URL ID, the URL ID it redirects to) of every redirect that is not to itself."""
+        for rid, target in self._conn.execute(
+                "SELECT id, redirect_to FROM urls WHERE status = ? AND redirect_to IS NOT NULL "
+                "AND redirect_to != id", (REDIRECT,)):
+            yield int(rid), int(target)
+
+    def anchor_links(self, dsts: Sequence[int]) -> Iterator[tuple[int, int, str]]:
+        """(src, dst, anchor) of the links to ``dsts`` that may give anchor text: followed, not
+        self-links, non-empty anchor, from a page that is not a duplicate.  Ordered by source,
+        then by the order the source page held them (one query: the order is the answer's)."""
+        if not dsts:
+            return
+        for src, dst, anchor in self._conn.execute(
+                "SELECT l.src, l.dst, l.anchor FROM links l JOIN urls s ON s.id = l.src "
+                f"WHERE l.dst IN ({_marks(len(dsts))}) AND l.src != l.dst AND l.nofollow = 0 "
+                "AND l.anchor != '' AND s.duplicate_of IS NULL ORDER BY l.src, l.rowid",
+                tuple(dsts)):
+            yield int(src), int(dst), str(anchor)
+
+    # ------------------------------------------------------------------ links
+    def out_links(self, src: int) -> list[tuple[int, str, bool]]:
+        rows = self._conn.execute(
+            "SELECT dst, anchor, nofollow FROM links WHERE src=? ORDER BY rowid", (src,)
+        ).fetchall()
+        return [(int(d), str(a), bool(n)) for d, a, n in rows]
+
+    def in_links(self, dst: int) -> list[tuple[int, str, bool]]:
+        rows = self._conn.execute(
+            "SELECT src, anchor, nofollow FROM links WHERE dst=? ORDER BY rowid", (dst,)
+        ).fetchall()
+        return [(int(s), str(a), bool(n)) for s, a, n in rows]
+
+    def link_count(self) -> int:
+        return int(self._conn.execute("SELECT count(*) FROM links").fetchone()[0])
+
+    def link_arrays(self, include_nofollow: bool = False) -> tuple[np.ndarray, np.ndarray]:
+        """All links as two int32 arrays (src, dst), for building the link graph."""
+        cond = "" if include_nofollow else "WHERE nofollow=0"
+        n = int(self._conn.execute(f"SELECT count(*) FROM links {cond}").fetchone()[0])
+        src = np.empty(n, dtype=np.int32)
+        dst = np.empty(n, dtype=np.int32)
+        cur = self._conn.execute(f"SELECT src, dst FROM links {cond}")
+        pos = 0
+        while chunk := cur.fetchmany(LINK_CHUNK):
+            arr = np.asarray(chunk, dtype=np.int64)
+            m = len(arr)
+            src[pos : pos + m] = arr[:, 0]
+            dst[pos : pos + m] = arr[:, 1]
+            pos += m
+        return src[:pos], dst[:pos]
+
+    # ------------------------------------------------------------------ refresh (crawler/recrawl.py)
+    def refresh_schedule(self, limit: int, change_weight: float) -> list[RefreshRow]:
+        """The ``limit`` fetched pages of highest ``cash * (1 + change_weight * change_count /
+        max(fetch_count, 1))``, highest first; ties to the page fetched longest ago, then ID.
+        The cash is the page's OPIC cash now, its pending dividends included."""
+        rows = self._conn.execute(
+            f"SELECT id, url, {cash_sql(self.schema_version)} "
+            "* (1.0 + :w * change_count * 1.0 / max(fetch_count, 1)) AS p, "
+            "fetched_at, fetch_count, change_count FROM urls WHERE status=:status "
+            "ORDER BY p DESC, fetched_at ASC, id ASC LIMIT :limit",
+            {"w": change_weight, "status": FETCHED, "limit": limit, **self._opic_levels()},
+        ).fetchall()
+        return [
+            RefreshRow(int(i), str(u), float(p), None if f is None else float(f), int(n), int(c))
+            for i, u, p, f, n, c in rows
+        ]
+
+    # ------------------------------------------------------------------ OPIC
+    def _opic_levels(self) -> dict[str, float]:
+        """The dividend levels as :func:`store.schema.cash_sql`'s parameters."""
+        values = [float(self.get_meta(key) or 0.0) for key in META_LEVELS]
+        return dict(zip(("lr", "ld", "lf"), values, strict=True))
+
+    def opic_cash_total(self) -> float:
+        """Stored OPIC cash of every page (pending dividends included) plus the virtual page's:
+        1 in a consistent store (Lemma 2.2); NaN before any OPIC state was saved."""
+        (pages,) = self._conn.execute(
+            f"SELECT coalesce(sum({cash_sql(self.schema_version)}), 0.0) FROM urls "
+            "WHERE g_last IS NOT NULL", self._opic_levels()).fetchone()
+        virtual = self.get_meta(META_VIRTUAL)
+        return float(pages) + (float("nan") if virtual is None else float(virtual))
+
+    # ------------------------------------------------------------------ crawl log
+    def last_crawl(self) -> tuple[str, float, float | None, str | None] | None:
+        row = self._conn.execute(
+            "SELECT kind, started, finished, summary FROM crawls ORDER BY id DESC LIMIT 1"
+        ).fetchone()
+        return None if row is None else (row[0], row[1], row[2], row[3])
+
+    def crawl_records(self) -> Iterator[tuple[int, str, str]]:
+        """(ID, kind, JSON) of every run that stored JSON, newest first (what a run was
+        started with, its live figures or its summary: crawler/runs.py reads them)."""
+        cur = self._conn.execute(
+            "SELECT id, kind, summary FROM crawls WHERE summary IS NOT NULL ORDER BY id DESC"
+        )
+        while rows := cur.fetchmany(PAGE_BATCH):
+            for cid, kind, text in rows:
+                yield int(cid), str(kind), str(text)
