@@ -1,42 +1,71 @@
-"""`websift` subcommands owned by crawler/ (registered by api/cli.py)."""
+"""`websift` subcommands owned by crawler/ (registered by api/cli.py).
+
+``crawl`` and ``recrawl`` (like ``import``) hold the data directory's store writer lock
+(``core/lock.py``) for their whole run: a second writer on the same ``--data`` exits 2 with one
+line naming the running one.  Every run keeps its scope in its ``crawls`` row
+(``crawler/runs.py``); ``recrawl`` and a ``crawl`` given no seed URL apply the scope of the last
+run that kept one.
+"""
 
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import re
 import sys
 import time
 from collections.abc import Iterable
+from dataclasses import replace
 
-from core.arguments import number
+from core.arguments import number, seconds
 from core.datadir import DataDir
 from core.errors import WebsiftError
-from crawler import robots_command
+from core.lock import store_writer_lock
+from crawler import robots_command, warc_import
 from crawler import settings as S
+from crawler.errors import ScopeError
 from crawler.recrawl import recrawl_schedule
+from crawler.runs import FORCED_STOP, stored_scope
 from crawler.scope import Scope, ScopeConfig
 from crawler.session import KIND_RECRAWL, CrawlConfig, CrawlSession, checked_seeds
 from ranking.opic import Strategy
-from store.crawl_store import CrawlStore, origin_of
+from store.crawl_store import origin_of
+from store.views import StoreReader
+
+EXIT_FORCED = 130  # a crawl stopped by a second signal (requests in flight abandoned)
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     """Add this package's subcommands to the `websift` parser."""
     robots_command.register(sub)
+    warc_import.register(sub)
     _register_crawl(sub)
     _register_recrawl(sub)
 
 
 def _politeness_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--delay", type=number(float, low=0), default=S.DEFAULT_DELAY, metavar="S",
-                   help=f"seconds between request starts per host (default {S.DEFAULT_DELAY}; "
-                   "robots.txt Crawl-delay and slow answers raise it)")
+                   help="seconds between request starts per host (robots.txt Crawl-delay and "
+                   "slow answers raise it)")
     p.add_argument("--concurrency-per-host", type=number(int, low=1),
                    default=S.DEFAULT_CONCURRENCY_PER_HOST, metavar="K",
-                   help=f"requests in flight per host (default {S.DEFAULT_CONCURRENCY_PER_HOST})")
+                   help="requests in flight per host")
     p.add_argument("--allow-private", action="store_true",
                    help="allow private, loopback and link-local addresses (local sites)")
     p.add_argument("--quiet", action="store_true", help="no progress line and no summary table")
+
+
+def cidr(text: str) -> str:
+    """An argparse ``type=`` for an address range: ``10.0.0.0/8``, ``2001:db8::/32``, or one
+    address; returned in its normal spelling."""
+    try:
+        return str(ipaddress.ip_network(text.strip(), strict=True))
+    except ValueError as exc:
+        # host bits set (127.0.0.1/8) are refused, as ScopeConfig refuses them: a typo in a
+        # range must not silently widen or move it
+        raise argparse.ArgumentTypeError(
+            f"not an IP address range: {text!r} ({exc}; e.g. 10.0.0.0/8 or 2001:db8::/32)"
+        ) from None
 
 
 def _register_crawl(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -44,26 +73,67 @@ def _register_crawl(sub: argparse._SubParsersAction) -> None:  # type: ignore[ty
         "crawl",
         help="crawl from seed URLs into the crawl store (resumes an interrupted crawl)",
         description="Fetch pages politely, OPIC-greedy first, into --data. The URLs discovered "
-        "and not yet fetched are the frontier: running it again continues where it stopped.",
+        "and not yet fetched are the frontier: running it again continues where it stopped "
+        "(with no SEED_URL, under the scope the last run was started with). Discovery and "
+        "refresh share one schedule: read pages keep gathering cash and are refetched "
+        "(conditionally) when they are the richest. --continuous runs until stopped: the "
+        "first SIGINT/SIGTERM lets the requests in flight finish, commits and exits 0; a "
+        "second stops at once.",
     )
-    p.add_argument("seeds", nargs="+", metavar="SEED_URL")
-    p.add_argument("--max-pages", type=number(int, low=0), default=S.DEFAULT_MAX_PAGES,
-                   metavar="N", help=f"pages to fetch in this run (default {S.DEFAULT_MAX_PAGES})")
-    p.add_argument("--max-depth", type=number(int, low=0), default=S.DEFAULT_MAX_DEPTH,
-                   metavar="D", help=f"link hops from a seed (default {S.DEFAULT_MAX_DEPTH})")
+    p.add_argument("seeds", nargs="*", metavar="SEED_URL",
+                   help="where to start, e.g. https://docs.python.org/3/ (http:// if no scheme; "
+                   "none: resume the data directory's crawl with its stored scope)")
+    p.add_argument("--max-pages", type=number(int, low=0), default=None, metavar="N",
+                   help=f"pages to fetch in this run (default: {S.DEFAULT_MAX_PAGES}; no limit "
+                   "with --continuous)")
+    p.add_argument("--continuous", action="store_true",
+                   help="run until stopped (SIGINT/SIGTERM, --duration or --max-pages): when "
+                   "nothing is due, wait for the next page to come due instead of ending")
+    p.add_argument("--duration", type=seconds(strict=True), default=None, metavar="T",
+                   help="stop after this long: seconds, or a number with s, m, h, d, w (30m, 2h, "
+                   "1d); in-flight requests finish (default: no limit)")
+    p.add_argument("--max-depth", type=number(int, low=0), default=None, metavar="D",
+                   help=f"link hops from a seed (default: {S.DEFAULT_MAX_DEPTH})")
     p.add_argument("--allow-domain", action="append", default=[], metavar="D",
                    help="stay on these domains and their subdomains (repeatable; "
                    "default: the seeds' hosts)")
     p.add_argument("--any-domain", action="store_true",
                    help="follow links to any domain (no domain restriction)")
     p.add_argument("--filter", action="append", default=[], metavar="RE",
-                   help="a URL must match one of these regular expressions (repeatable)")
+                   help="a URL must match one of these regular expressions (repeatable; "
+                   "default: any URL)")
     p.add_argument("--fence", action="append", default=[], metavar="RE",
-                   help="a URL matching one of these is never fetched (repeatable)")
+                   help="a URL matching one of these is never fetched (repeatable; default: "
+                   "none)")
+    p.add_argument("--allow-ip", action="append", type=cidr, default=[], metavar="CIDR",
+                   help="fetch only from hosts whose every address is in one of these ranges "
+                   "(repeatable; default: any public address)")
+    p.add_argument("--deny-ip", action="append", type=cidr, default=[], metavar="CIDR",
+                   help="never fetch from a host with an address in one of these ranges "
+                   "(repeatable; default: none)")
     p.add_argument("--max-pages-per-host", type=number(int, low=1), default=S.MAX_PAGES_PER_HOST,
-                   metavar="N", help=f"spider-trap limit per host (default {S.MAX_PAGES_PER_HOST})")
+                   metavar="N", help="spider-trap limit: pages fetched per host in one run")
     p.add_argument("--strategy", choices=[s.value for s in Strategy], default=S.DEFAULT_STRATEGY,
-                   help="OPIC page selection (default greedy: highest cash first)")
+                   help="OPIC page selection: greedy fetches the page with the most cash "
+                   "first, random picks any at random, cycle goes round them in URL-ID order")
+    p.add_argument("--discovery-share", type=number(float, low=0, high=1),
+                   default=S.DISCOVERY_SHARE, metavar="S",
+                   help="share of the virtual page's cash handed to pages never fetched "
+                   "(discovery); the rest goes to every page (refresh)")
+    p.add_argument("--window", type=number(float, low=0, strict=True), default=S.OPIC_WINDOW,
+                   metavar="T", help="OPIC Interpolation window, in units of the OPIC clock "
+                   "(about 2 per full round of the known pages)")
+    p.add_argument("--min-refetch-interval", type=seconds(), default=S.MIN_REFETCH_INTERVAL,
+                   metavar="T", help="least time between two fetches of one page: seconds, or "
+                   "30m, 2h, 1d")
+    p.add_argument("--focus", action="append", default=[], metavar="RE",
+                   help="focused crawling: URLs matching one of these regular expressions get "
+                   "--focus-share of the virtual page's cash (repeatable; default: none)")
+    p.add_argument("--focus-topic", default=None, metavar="NAME",
+                   help="focused crawling: the pages of this topic set (websift topics) get "
+                   "--focus-share of the virtual page's cash (default: none)")
+    p.add_argument("--focus-share", type=number(float, low=0, high=1), default=S.FOCUS_SHARE,
+                   metavar="S", help="share of the virtual page's cash given to focus pages")
     _politeness_args(p)
     p.set_defaults(func=crawl_command)
 
@@ -74,10 +144,10 @@ def _register_recrawl(sub: argparse._SubParsersAction) -> None:  # type: ignore[
         help="refetch known pages, most important first, with conditional requests",
         description="Refetch fetched pages in order of refresh priority (OPIC cash gathered "
         "since the last fetch, weighted by how often the page changed). A 304 costs no "
-        "re-indexing.",
+        "re-indexing. Links found are judged by the scope the crawl was started with.",
     )
     p.add_argument("--budget", type=number(int, low=0), default=S.DEFAULT_RECRAWL_BUDGET,
-                   metavar="N", help=f"pages to refetch (default {S.DEFAULT_RECRAWL_BUDGET})")
+                   metavar="N", help="pages to refetch")
     p.add_argument("--dry-run", action="store_true",
                    help="print the schedule (URL, priority, last fetch) and fetch nothing")
     _politeness_args(p)
@@ -94,9 +164,39 @@ def _scope(args: argparse.Namespace) -> ScopeConfig:
         allow_domains=domains,
         filters=tuple(args.filter),
         fences=tuple(args.fence),
-        max_depth=args.max_depth,
+        max_depth=S.DEFAULT_MAX_DEPTH if args.max_depth is None else args.max_depth,
         allow_private=args.allow_private,
+        allow_ip=tuple(args.allow_ip),
+        deny_ip=tuple(args.deny_ip),
     )
+
+
+def _resumed_scope(args: argparse.Namespace, data: DataDir) -> ScopeConfig:
+    """No seed URL: the scope the data directory's last run kept (``--allow-private`` may be
+    added, as a local site needs it again; any other scope option needs seeds)."""
+    given = [
+        flag for flag, value in (
+            ("--allow-domain", args.allow_domain), ("--any-domain", args.any_domain),
+            ("--filter", args.filter), ("--fence", args.fence), ("--allow-ip", args.allow_ip),
+            ("--deny-ip", args.deny_ip), ("--max-depth", args.max_depth is not None),
+        ) if value
+    ]
+    if given:
+        raise ScopeError(
+            f"{', '.join(given)} set a new scope and need seed URLs; without SEED_URL the crawl "
+            "resumes with the scope it was started with"
+        )
+    stored = _stored_scope(data)
+    if stored is None:
+        raise ScopeError(f"no SEED_URL given and no earlier crawl in {data.root} to resume")
+    return replace(stored, allow_private=stored.allow_private or args.allow_private)
+
+
+def _stored_scope(data: DataDir) -> ScopeConfig | None:
+    if not data.store_path.exists():
+        return None
+    with StoreReader.open(data.store_path) as store:
+        return stored_scope(store)
 
 
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
@@ -121,33 +221,49 @@ def _finish(summary: dict[str, object], quiet: bool) -> int:
         from crawler.progress import print_summary  # rich, only when there is a table to print
 
         print_summary(summary)
-    return 0
+    return EXIT_FORCED if summary.get("finish_reason") == FORCED_STOP else 0
+
+
+def crawl_config(args: argparse.Namespace, scope: ScopeConfig) -> CrawlConfig:
+    """The crawl's settings from its command line (every issue-10 option included)."""
+    max_pages = args.max_pages
+    if max_pages is None and not args.continuous:
+        max_pages = S.DEFAULT_MAX_PAGES
+    return CrawlConfig(
+        seeds=list(args.seeds),
+        max_pages=max_pages,
+        scope=scope,
+        delay=args.delay,
+        concurrency=args.concurrency_per_host,
+        strategy=Strategy(args.strategy),
+        max_pages_per_host=args.max_pages_per_host,
+        continuous=args.continuous,
+        duration=args.duration,
+        discovery_share=args.discovery_share,
+        window=args.window,
+        min_refetch_interval=args.min_refetch_interval,
+        focus_patterns=tuple(args.focus),
+        focus_topic=args.focus_topic,
+        focus_share=args.focus_share,
+    )
 
 
 def crawl_command(args: argparse.Namespace) -> int:
     from crawler.runner import run_crawl
 
     args.seeds = [seed_with_scheme(s) for s in args.seeds]
-    config = CrawlConfig(
-        seeds=list(args.seeds),
-        max_pages=args.max_pages,
-        scope=_scope(args),
-        delay=args.delay,
-        concurrency=args.concurrency_per_host,
-        strategy=Strategy(args.strategy),
-        max_pages_per_host=args.max_pages_per_host,
-    )
-    summary = run_crawl(DataDir.create(args.data), config, progress=not args.quiet)
+    data = DataDir.create(args.data)
+    with store_writer_lock(data.root):
+        scope = _scope(args) if args.seeds else _resumed_scope(args, data)
+        summary = run_crawl(data, crawl_config(args, scope), progress=not args.quiet)
     return _finish(summary, args.quiet)
 
 
 def recrawl_command(args: argparse.Namespace) -> int:
-    from crawler.runner import run_session
-
     data = DataDir.open(args.data)
-    with CrawlStore.open(data.store_path, readonly=True) as store:
-        schedule = recrawl_schedule(store, args.budget)
-    if args.dry_run:
+    if args.dry_run:  # a read: no lock, a crawl may be running
+        with StoreReader.open(data.store_path) as store:
+            schedule = recrawl_schedule(store, args.budget)
         print(f"{'priority':>12}  {'last fetch (UTC)':<20}  url")
         for item in schedule:
             when = (
@@ -156,11 +272,29 @@ def recrawl_command(args: argparse.Namespace) -> int:
             )
             print(f"{item.priority:12.6g}  {when:<20}  {item.url}")
         return 0
+    with store_writer_lock(data.root):
+        return _recrawl(args, data)
+
+
+def _recrawl(args: argparse.Namespace, data: DataDir) -> int:
+    from crawler.runner import run_session
+
+    with StoreReader.open(data.store_path) as store:
+        schedule = recrawl_schedule(store, args.budget)
+        stored = stored_scope(store)
     if not schedule:
         print("websift recrawl: nothing fetched yet to refresh", file=sys.stderr)
         return 0
-    scope = ScopeConfig(allow_private=args.allow_private, max_depth=None)
-    checked_seeds(Scope(scope), _one_per_origin(item.url for item in schedule))
+    # The scope the crawl was started with: links found while refreshing are judged by it (a
+    # store no run kept a scope in, e.g. an import's, is refreshed with no URL restriction).
+    scope = stored or ScopeConfig(max_depth=None)
+    scope = replace(scope, allow_private=scope.allow_private or args.allow_private)
+    judge = Scope(scope)
+    # one in-scope URL per origin: refuse private addresses with one clear line up front
+    # (out-of-scope pages are skipped one by one as the session picks them)
+    checked_seeds(judge, _one_per_origin(
+        item.url for item in schedule if judge.check(item.url, 0) is None
+    ))
     config = CrawlConfig(
         max_pages=len(schedule),
         scope=scope,
@@ -168,6 +302,7 @@ def recrawl_command(args: argparse.Namespace) -> int:
         concurrency=args.concurrency_per_host,
         kind=KIND_RECRAWL,
         recrawl=[(item.url_id, item.priority) for item in schedule],
+        discovery_share=0.0,  # refresh only
     )
     session = CrawlSession(data, config)
     try:

@@ -7,3 +7,7 @@ from core.errors import WebsiftError
 
 class ScopeError(WebsiftError):
     """A URL is refused by the crawl's scope (private address, bad scheme, ...)."""
+
+
+class ScrapyIncompatible(WebsiftError):
+    """The installed Scrapy lacks an internal the crawler relies on (its version is unsupported)."""

@@ -17,10 +17,10 @@ from dataclasses import dataclass, field
 import lxml.etree
 import lxml.html
 
+from core.html import drop_invisible, visible_text
 from crawler import settings as S
 
 _XML_DECL_RE = re.compile(r"^\s*<\?xml[^>]*\?>", re.IGNORECASE)
-_TEXT_SKIP = ("script", "style", "noscript", "template")
 
 
 @dataclass(frozen=True)
@@ -147,8 +147,8 @@ def extract(
     titles = doc.xpath("//title")
     if titles:
         out.title = collapse(titles[0].text_content(), 1000)
-    for bad in doc.xpath("|".join(f"//{t}" for t in _TEXT_SKIP)):
-        bad.drop_tree()
+    # The text the indexer will index (core/html.py), for the near-duplicate fingerprint.
+    drop_invisible(doc)
     body_el = doc.find("body")
-    out.text = collapse((body_el if body_el is not None else doc).text_content(), 1_000_000)
+    out.text = visible_text(body_el if body_el is not None else doc)[:1_000_000]
     return out

@@ -58,7 +58,7 @@ class GroupCommit:
 
     def commit(self) -> None:
         """fsync the WARC records the batch points at, then commit the batch."""
-        if self.steps == 0 and not self.store.conn.in_transaction:
+        if self.steps == 0 and not self.store.in_transaction:
             return
         self.store.begin()
         for hook in self.before_commit:

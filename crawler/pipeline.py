@@ -12,6 +12,14 @@ Outcomes (counted in ``stats`` as ``outcome/...``, failures as ``failure/<reason
 2xx HTML (parsed: links, robots directives, exact and near duplicates), 2xx other types (stored
 and archived, not parsed), 304 / unchanged (no new ``seq``: nothing to re-index), redirects (the
 target enters the frontier, the hop count is limited), robots.txt refusals and failures.
+
+A link whose host's address verdict is not known yet (the judge answers ``ADDRESS_PENDING``:
+its lookup runs in ``crawler/dns.py``'s threads) is stored but *parked*, outside OPIC, until
+the session hands the verdict to :meth:`PageRecorder.settle`; then it enters the frontier or is
+recorded ``out_of_scope``, exactly as if it had been judged at once.  Only its parent's cash
+differs: the parent was read before the child was known, so it paid its other children and the
+virtual page (as for an out-of-scope link), and the child starts from the virtual page's
+payouts.
 """
 
 from __future__ import annotations
@@ -21,6 +29,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from http import HTTPStatus
 
+from core.cache import Cache
+from core.html import is_html, media_type
 from crawler import settings as S
 from crawler.dedup import (
     NEAR_DUPLICATE_DISTANCE,
@@ -28,12 +38,13 @@ from crawler.dedup import (
     content_hash,
     text_fingerprint,
 )
+from crawler.dns import ADDRESS_PENDING
 from crawler.extract import Extracted, extract, robots_directives
 from crawler.frontier import Frontier
 from crawler.groupcommit import GroupCommit
 from crawler.robots import RobotsDecision
-from crawler.scope import ScopeConfig
-from crawler.urls import UrlError, canonicalize
+from crawler.scope import ScopeConfig, host_key
+from crawler.urls import UrlError, canonicalize, host_of
 from store.crawl_store import DISALLOWED, OUT_OF_SCOPE, REDIRECT, CrawlStore, Link
 from store.warc import WarcWriterFile
 
@@ -71,7 +82,18 @@ class Fetched:
         raw = self.header("Content-Type")
         if not raw:
             return "text/html" if self.looks_html else None
-        return raw.split(";", 1)[0].strip().lower() or None
+        return media_type(raw)
+
+
+@dataclass
+class _Parked:
+    """A link waiting for its host's address verdict (merged over the links naming it)."""
+
+    url: str
+    depth: int
+    follow: bool
+    created: bool  # stored by this run: its scope reason is counted once, when known
+    hops: int  # redirect hops to it (the redirect limit holds across hosts being looked up)
 
 
 @dataclass
@@ -96,6 +118,7 @@ class PageRecorder:
         agent: str = S.ROBOTS_AGENT,
         url_cache_size: int = S.URL_CACHE_SIZE,
         max_url_length: int = ScopeConfig().max_url_length,
+        max_parked: int = S.DNS_PARKED_MAX,
     ) -> None:
         # A URL longer than the scope's limit is counted but not stored: one page of a hundred
         # megabyte links must not become a hundred megabytes of rows (and of index over them).
@@ -104,10 +127,17 @@ class PageRecorder:
         self.warc = warc
         self.batch = batch
         self.url_cache_size = url_cache_size
-        # canonical URL -> (id, scope reason or None), for URLs met in this run; a depth
-        # verdict is not kept (the same URL may come back through a shorter path)
-        self._seen: dict[str, tuple[int, str | None]] = {}
-        self._dirty: set[int] = set()  # pages whose OPIC state changed in the open batch
+        # canonical URL -> (id, scope reason or None), for URLs met in this run, the most
+        # recently met kept (bounded LRU); a depth verdict is not kept (the same URL may come
+        # back through a shorter path)
+        self._seen: Cache[str, tuple[int, str | None]] = Cache(url_cache_size)
+        # pages to write with the open batch besides those the frontier marks itself (every
+        # page whose OPIC row changed, Frontier.dirty): written by flush_opic
+        self._dirty: set[int] = set()
+        # host key -> URL id -> link waiting for that host's address verdict (bounded in all)
+        self._parked: dict[str, dict[int, _Parked]] = {}
+        self._parked_count = 0
+        self.max_parked = max_parked
         batch.before_commit.append(self.flush_opic)
         self.frontier = frontier
         self.judge = judge
@@ -116,11 +146,12 @@ class PageRecorder:
         self.agent = agent
 
     # ------------------------------------------------------------------ URLs entering
-    def discover(self, url: str, depth: int, follow: bool) -> tuple[int, bool]:
+    def discover(self, url: str, depth: int, follow: bool, hops: int = 0) -> tuple[int, bool]:
         """Store a URL named by a link (or seed); frontier it when followed and in scope.
 
         Returns (id, entered OPIC).  Out-of-scope URLs get status ``out_of_scope`` with the
-        reason in ``error`` (only while they were never fetched).
+        reason in ``error`` (only while they were never fetched).  A URL whose host's address
+        verdict is pending is parked (module doc): not entered yet.
         """
         cached = self._seen.get(url)
         if cached is not None:
@@ -135,24 +166,76 @@ class PageRecorder:
             self._remember(url, uid, None)
             return uid, False
         reason = self.judge(url, depth)
+        if reason == ADDRESS_PENDING:
+            self._park(uid, _Parked(url, depth, follow, created, hops))
+            return uid, False
         self._remember(url, uid, reason)
         if reason is not None:
-            if created:
-                self.stats[f"scope/{reason}"] += 1
-            page = self.store.page(uid) if not created else None
-            if created or (page is not None and page.status in ("discovered", OUT_OF_SCOPE)):
-                self.store.update_page(uid, status=OUT_OF_SCOPE, error=reason)
+            self._refuse(uid, reason, created)
             return uid, False
         if not follow:
             return uid, False
         return uid, self._enter(uid, url, depth, created)
 
+    def _refuse(self, uid: int, reason: str, created: bool) -> None:
+        """An out-of-scope URL: counted once (when this run stored it), marked unless fetched."""
+        if created:
+            self.stats[f"scope/{reason}"] += 1
+        page = self.store.page(uid) if not created else None
+        if created or (page is not None and page.status in ("discovered", OUT_OF_SCOPE)):
+            self.store.update_page(uid, status=OUT_OF_SCOPE, error=reason)
+
+    # ------------------------------------------------------------------ links waiting for DNS
+    def _park(self, uid: int, link: _Parked) -> None:
+        key = host_key(host_of(link.url))
+        waiting = self._parked.get(key)
+        old = None if waiting is None else waiting.get(uid)
+        if old is not None:  # named again meanwhile: the shortest path and any follow count
+            old.depth = min(old.depth, link.depth)
+            old.follow = old.follow or link.follow
+            old.created = old.created or link.created
+            old.hops = min(old.hops, link.hops)
+            return
+        if self._parked_count >= self.max_parked:
+            # stored as discovered, outside OPIC: the next link naming it once its host's
+            # verdict is known brings it in
+            self.stats["skipped/address_pending"] += 1
+            return
+        if waiting is None:
+            waiting = self._parked[key] = {}
+        waiting[uid] = link
+        self._parked_count += 1
+        self.stats["dns/parked_links"] += 1
+
+    def parked_count(self) -> int:
+        """Links waiting for their host's address verdict."""
+        return self._parked_count
+
+    def settle(self, host: str, reason: str | None) -> list[tuple[int, int]]:
+        """Host ``host``'s address verdict is known: its parked links enter the frontier (when
+        followed) or are recorded out of scope with ``reason``, in one crawl step.  Returns
+        (id, redirect hops) of the URLs that entered."""
+        waiting = self._parked.pop(host_key(host), None)
+        if not waiting:
+            return []
+        self._parked_count -= len(waiting)
+        entered: list[tuple[int, int]] = []
+        with self.batch.step():
+            for uid, link in waiting.items():
+                if self.frontier.is_known(uid):
+                    continue  # entered meanwhile (a seed, or a verdict known another way)
+                self._remember(link.url, uid, reason)
+                if reason is not None:
+                    self._refuse(uid, reason, link.created)
+                elif link.follow and self._enter(uid, link.url, link.depth, link.created):
+                    self._dirty.add(uid)  # its OPIC row is written with this batch
+                    entered.append((uid, link.hops))
+        return entered
+
     def _remember(self, url: str, uid: int, reason: str | None) -> None:
         if reason == "depth":
             return
-        if len(self._seen) >= self.url_cache_size:
-            self._seen.clear()
-        self._seen[url] = (uid, reason)
+        self._seen.put(url, (uid, reason))
 
     def _enter(self, uid: int, url: str, depth: int, created: bool) -> bool:
         """A followed, in-scope URL joins OPIC and the frontier."""
@@ -184,17 +267,20 @@ class PageRecorder:
         return out
 
     # ------------------------------------------------------------------ the OPIC step
-    def _step(self, uid: int, children: list[int], *, dead: bool) -> None:
-        """Read the page in OPIC; its changed rows are written when the batch commits."""
-        self._dirty.update(self.frontier.read(uid, children, dead=dead))
+    def _step(
+        self, uid: int, children: list[int], *, dead: bool, changed: bool | None = None
+    ) -> None:
+        """Read the page in OPIC (``changed``: a refetch found new content, or not; None for a
+        first fetch); the rows it changed are written when the batch commits."""
+        self.frontier.read(uid, children, dead=dead, changed=changed)
         if self.frontier.virtual_due():
-            self._dirty.update(self.frontier.distribute_virtual().tolist())
+            self.frontier.distribute_virtual()  # O(1): dividend levels, no row changes
 
     def flush_opic(self) -> None:
         """Write the OPIC state the batch's steps changed (the group commit calls this inside
         the batch transaction, just before committing it): one UPDATE per changed page per
         batch, not per step, and the stored cash still sums to the constant."""
-        self.frontier.persist(self.store, sorted(self._dirty))
+        self.frontier.persist(self.store, self._dirty)
         self._dirty.clear()
 
     # ------------------------------------------------------------------ outcomes
@@ -210,7 +296,7 @@ class PageRecorder:
         # flushed now, fsynced by the group commit before the row that points at it commits
         loc = self.warc.write_response(f.url, f.status, _phrase(f.status), f.headers, f.body)
         ex: Extracted | None = None
-        if ctype in S.HTML_TYPES:
+        if is_html(ctype):
             ex = extract(f.body, f.url, f.encoding, f.header_all("X-Robots-Tag"), agent=self.agent)
             if ex.parse_error:
                 self.stats[f"parse/{ex.parse_error}"] += 1
@@ -255,7 +341,8 @@ class PageRecorder:
                 last_modified=f.header("Last-Modified"),
                 fetched_at=f.fetched_at,
             )
-            self._step(f.uid, links.children, dead=False)
+            refetch = previous is not None and previous.fetch_count > 0
+            self._step(f.uid, links.children, dead=False, changed=True if refetch else None)
         self.stats["outcome/fetched"] += 1
 
     def _unchanged(self, f: Fetched, uid: int) -> None:
@@ -263,7 +350,8 @@ class PageRecorder:
         self.store.touch_fetched(
             uid, f.fetched_at, etag=f.header("ETag"), last_modified=f.header("Last-Modified")
         )
-        self._step(uid, self.store.followed_children(uid, self.frontier.is_known), dead=False)
+        self._step(uid, self.store.followed_children(uid, self.frontier.is_known), dead=False,
+                   changed=False)
         self.stats["outcome/unchanged"] += 1
 
     def not_modified(self, f: Fetched) -> None:
@@ -272,7 +360,8 @@ class PageRecorder:
             self.store.touch_fetched(
                 f.uid, f.fetched_at, etag=f.header("ETag"), last_modified=f.header("Last-Modified")
             )
-            self._step(f.uid, self.store.followed_children(f.uid, self.frontier.is_known), dead=False)
+            self._step(f.uid, self.store.followed_children(f.uid, self.frontier.is_known),
+                       dead=False, changed=False)
         self.stats["outcome/not_modified"] += 1
 
     def redirect(self, f: Fetched, location: str, hops: int, max_hops: int) -> tuple[int, str] | None:
@@ -294,7 +383,7 @@ class PageRecorder:
             self.failed(f.uid, "redirect_url_too_long", f.status, f.fetched_at)
             return None
         with self.batch.step():
-            tid, entered = self.discover(target, f.depth, follow=True)
+            tid, entered = self.discover(target, f.depth, follow=True, hops=hops)
             self.store.update_page(
                 f.uid, status=REDIRECT, http_status=f.status, redirect_to=tid,
                 fetched_at=f.fetched_at, error=None,

@@ -1,10 +1,17 @@
-"""A Scrapy extension: the live progress line and the summary table at the end.
+"""Scrapy extensions: the live progress line, the live figures in the store, the summary table.
 
-Progress (every ``PROGRESS_INTERVAL`` seconds, on stderr): pages done, pages per second, URLs
+Progress (every ``PROGRESS_INTERVAL`` seconds, on stderr): pages done (first fetches of pages
+never read, "discovery", apart from refetches of read ones, "refresh"), pages per second, URLs
 waiting, requests in flight, errors.  On a terminal the line is redrawn in place; otherwise one
 plain line is printed per interval, which is what a log file wants.  At the end the summary (every
 outcome and every failure by reason) is printed as a table; the same summary is stored as JSON in
 the store's ``crawls`` row by ``CrawlSession.close``.
+
+:class:`LiveFigures` ticks the session every ``LIVE_EVERY`` seconds: a batch past its age
+commits even when Scrapy asks for nothing, and the running crawl's figures in its ``crawls`` row
+stay fresh (the session writes them with every batch commit, and on the tick when none commits,
+e.g. while a continuous crawl waits), for ``websift serve``'s ``/stats`` and ``/metrics``.  It
+runs with ``--quiet`` too.
 """
 
 from __future__ import annotations
@@ -28,7 +35,8 @@ if TYPE_CHECKING:
 
 def progress_line(p: dict[str, float]) -> str:
     return (
-        f"pages {int(p['pages'])}  {p['rate']:.1f}/s  queue {int(p['queue'])}  "
+        f"pages {int(p['pages'])} (discovery {int(p['discovery'])}, refresh "
+        f"{int(p['refresh'])})  {p['rate']:.1f}/s  queue {int(p['queue'])}  "
         f"in flight {int(p['in_flight'])}  errors {int(p['errors'])}  {p['elapsed']:.0f}s"
     )
 
@@ -93,3 +101,32 @@ class Progress:
         if self.tty:
             self.out.write("\n")
             self.out.flush()
+
+
+class LiveFigures:
+    """Ticks the session every ``interval`` seconds (module doc)."""
+
+    def __init__(self, interval: float) -> None:
+        self.interval = interval
+        self.session: CrawlSession | None = None
+        self._loop: Any = None
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> LiveFigures:
+        ext = cls(crawler.settings.getfloat("WEBSIFT_LIVE_EVERY", S.LIVE_EVERY))
+        crawler.signals.connect(ext.opened, signal=signals.spider_opened)
+        crawler.signals.connect(ext.closed, signal=signals.spider_closed)
+        return ext
+
+    def opened(self, spider: Spider) -> None:
+        self.session = spider.session  # type: ignore[attr-defined]
+        self._loop = create_looping_call(self.tick)
+        self._loop.start(self.interval, now=True)
+
+    def tick(self) -> None:
+        if self.session is not None:
+            self.session.tick()
+
+    def closed(self, spider: Spider, reason: str) -> None:
+        if self._loop is not None and self._loop.running:
+            self._loop.stop()

@@ -7,11 +7,15 @@ gathers while it is not read is what the refresh side of the crawl spends):
 
     priority = cash * (1 + RECRAWL_CHANGE_WEIGHT * change_count / fetch_count)
 
-``urls.cash`` is the OPIC cash the page accumulated since its last fetch (from its in-links and
-from the virtual page's refresh share), so important pages come back sooner; the second factor is
-the observed change rate, so pages that changed at most of their refetches come back sooner still.
+``cash`` is the OPIC cash the page accumulated since its last fetch (from its in-links and from
+the virtual page's refresh dividends: its stored base plus the dividends pending since its last
+update, ``store.schema.cash_sql``), so important pages come back sooner; the second factor is the
+observed change rate, so pages that changed at most of their refetches come back sooner still.
 Ties go to the page fetched longest ago.
 
+``websift crawl`` refreshes in its own schedule (crawler/frontier.py: a read page competes with
+unread ones by cash once its refetch interval has passed); ``websift recrawl`` is the
+refresh-only run of the top of this schedule (discovery share 0, ``Frontier.schedule_explicit``).
 :func:`recrawl_schedule` is the one computation; ``websift recrawl --dry-run`` prints it and the
 API's ``GET /recrawl`` returns it.
 """
@@ -21,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from crawler import settings as S
-from store.crawl_store import FETCHED, CrawlStore
+from store.views import StoreReader
 
 
 @dataclass(frozen=True)
@@ -35,18 +39,10 @@ class RecrawlItem:
 
 
 def recrawl_schedule(
-    store: CrawlStore, limit: int, change_weight: float = S.RECRAWL_CHANGE_WEIGHT
+    store: StoreReader, limit: int, change_weight: float = S.RECRAWL_CHANGE_WEIGHT
 ) -> list[RecrawlItem]:
-    """The ``limit`` fetched pages with the highest refresh priority, highest first."""
+    """The ``limit`` fetched pages with the highest refresh priority, highest first (the store
+    ranks them in SQL: the schedule is read per API request, and all fetched pages compete)."""
     if limit <= 0:
         return []
-    rows = store.conn.execute(
-        "SELECT id, url, cash * (1.0 + ? * change_count * 1.0 / max(fetch_count, 1)) AS p, "
-        "fetched_at, fetch_count, change_count FROM urls WHERE status=? "
-        "ORDER BY p DESC, fetched_at ASC, id ASC LIMIT ?",
-        (change_weight, FETCHED, limit),
-    ).fetchall()
-    return [
-        RecrawlItem(int(i), str(u), float(p), None if f is None else float(f), int(n), int(c))
-        for i, u, p, f, n, c in rows
-    ]
+    return [RecrawlItem(*row) for row in store.refresh_schedule(limit, change_weight)]

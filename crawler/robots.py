@@ -42,6 +42,8 @@ import re
 from dataclasses import dataclass, field
 from urllib.parse import quote
 
+from core.cache import Cache
+
 # RFC 9309 2.5: a crawler must parse at least 500 KiB of robots.txt.
 MAX_ROBOTS_BYTES = 500 * 1024
 # A longer line is cut to this many octets (Google's reference parser keeps 8 x 2,083 - 1:
@@ -49,6 +51,9 @@ MAX_ROBOTS_BYTES = 500 * 1024
 MAX_ROBOTS_LINE_BYTES = 2083 * 8 - 1
 
 ROBOTS_PATH = "/robots.txt"
+# Agents whose merged rules one policy remembers (a crawl asks for one; a caller could ask for
+# any number, so bounded).
+RULESETS_CACHED = 8
 
 _BOM = b"\xef\xbb\xbf"
 _NEWLINE = re.compile(rb"\r\n|\r|\n")
@@ -242,7 +247,7 @@ class RobotsPolicy:
         self._sitemaps = sitemaps
         self._blanket = blanket  # set when a status decided for every URL
         self.skipped: list[tuple[int, str]] = skipped or []  # (line, why) for ignored lines
-        self._rulesets: dict[str, _Ruleset] = {}
+        self._rulesets: Cache[str, _Ruleset] = Cache(RULESETS_CACHED)  # agent -> its rules
 
     # --- construction -------------------------------------------------------------------
 
@@ -367,17 +372,15 @@ class RobotsPolicy:
 
     def _ruleset(self, agent: str) -> _Ruleset:
         key = agent.strip().lower()
-        cached = self._rulesets.get(key)
-        if cached is not None:
-            return cached
+        return self._rulesets.get_or_make(key, lambda: self._merge(key))
+
+    def _merge(self, key: str) -> _Ruleset:
         chosen = [g for g in self._groups if key and key != "*" and key in g.agents]
         if not chosen:  # 2.2.1: no group names the agent -> the "*" groups, merged
             chosen = [g for g in self._groups if "*" in g.agents]
         rules = [rule for group in chosen for rule in group.rules]
         delays = [g.crawl_delay for g in chosen if g.crawl_delay is not None]
-        ruleset = _Ruleset.build(rules, max(delays) if delays else None, bool(chosen))
-        self._rulesets[key] = ruleset
-        return ruleset
+        return _Ruleset.build(rules, max(delays) if delays else None, bool(chosen))
 
 
 def _parse_delay(value: str) -> float | None:

@@ -42,7 +42,14 @@ def unavailable(status: int) -> bool:
 
 
 class RobotsCache:
-    """The robots.txt state of every origin a crawl touches."""
+    """The robots.txt state of every origin a crawl touches.
+
+    Despite its name this is the run's state, not a memo (so not a ``core.cache.Cache``): an
+    entry says a robots.txt request is in flight, or that the site is off limits for now, and
+    forgetting it would fetch robots.txt again mid-run.  It grows with the hosts of the crawl,
+    as the politeness slots and the frontier do; each policy is built from at most
+    ``MAX_ROBOTS_BYTES`` and caches its merged rules per agent in a bounded cache.
+    """
 
     def __init__(self, agent: str = S.ROBOTS_AGENT, ttl: float = S.ROBOTS_TTL) -> None:
         self.agent = agent

@@ -4,18 +4,31 @@ Scrapy does the fetching (connections, timeouts, size cap, decompression); websi
 parts that decide *what* and *when*: the scheduler (OPIC frontier and politeness), robots.txt
 (Scrapy's RobotsTxtMiddleware and ROBOTSTXT_OBEY are off; ``crawler/robots.py`` decides),
 redirects and retries (the session follows and counts them), and progress reporting.
+
+Stopping (:class:`SignalStop`, websift's handlers instead of Scrapy's): the first SIGINT or
+SIGTERM is a graceful stop: the session hands out no more requests, Scrapy's engine lets those in
+progress finish, the spider closes and the session commits its batch and records the summary
+(finish reason ``signal_SIGTERM``...), and the command exits 0.  A second signal is forceful: the
+reactor stops at once, requests in flight are abandoned (their URLs stay pending for the next
+run) and what was recorded is committed (``forced_stop``).  A third gets the default action.
 """
 
 from __future__ import annotations
 
+import contextlib
+import signal
+import sys
+import threading
+from types import FrameType, TracebackType
 from typing import Any
 
 from scrapy import signals
-from scrapy.crawler import CrawlerProcess
+from scrapy.crawler import Crawler, CrawlerProcess
 from twisted.python.failure import Failure
 
 from core.datadir import DataDir
 from crawler import settings as S
+from crawler.runs import FORCED_STOP
 from crawler.scope import Scope
 from crawler.session import CrawlConfig, CrawlSession, checked_seeds
 from crawler.spider import WebsiftSpider
@@ -50,6 +63,8 @@ def scrapy_settings(config: CrawlConfig, progress: bool) -> dict[str, Any]:
         "SCHEDULER": "crawler.scheduler.FrontierScheduler",
         "TWISTED_DNS_RESOLVER": "crawler.resolver.GuardedResolver",
         "WEBSIFT_ALLOW_PRIVATE": config.scope.allow_private,
+        "WEBSIFT_ALLOW_IP": list(config.scope.allow_ip),  # the connect-time guard's ranges
+        "WEBSIFT_DENY_IP": list(config.scope.deny_ip),
         "CONCURRENT_REQUESTS": S.CONCURRENT_REQUESTS,
         "CONCURRENT_REQUESTS_PER_DOMAIN": config.concurrency,  # a second guard on the session's
         "CONCURRENT_REQUESTS_PER_IP": 0,
@@ -66,7 +81,11 @@ def scrapy_settings(config: CrawlConfig, progress: bool) -> dict[str, Any]:
         "LOG_LEVEL": "ERROR",
         "DOWNLOADER_MIDDLEWARES": dict.fromkeys(_OFF_DOWNLOADER),
         "SPIDER_MIDDLEWARES": dict.fromkeys(_OFF_SPIDER),
-        "EXTENSIONS": {**dict.fromkeys(_OFF_EXTENSIONS), "crawler.progress.Progress": 500},
+        "EXTENSIONS": {
+            **dict.fromkeys(_OFF_EXTENSIONS),
+            "crawler.progress.Progress": 500,
+            "crawler.progress.LiveFigures": 510,
+        },
         "WEBSIFT_PROGRESS": progress,
         "WEBSIFT_PROGRESS_INTERVAL": S.PROGRESS_INTERVAL,
     }
@@ -87,14 +106,18 @@ def run_session(session: CrawlSession, progress: bool = True) -> dict[str, Any]:
         session.stats[f"internal_error/{type(failure.value).__name__}"] += 1
 
     def closed(spider: Any, reason: str) -> None:
-        result.update(session.close(reason))
+        refused = session.start_refused is not None
+        result.update(session.close("scrapy_incompatible" if refused else reason))
 
     crawler.signals.connect(spider_error, signal=signals.spider_error)
     crawler.signals.connect(closed, signal=signals.spider_closed)
-    process.crawl(crawler, session=session)
-    process.start()
-    if not result:  # the spider never opened (e.g. a Scrapy start-up error)
-        result.update(session.close("not_started"))
+    with SignalStop(session, process, crawler) as stop:
+        process.crawl(crawler, session=session)
+        process.start(install_signal_handlers=False)  # SignalStop's handlers, not Scrapy's
+    if not result:  # a forced stop, or the spider never opened (e.g. a Scrapy start-up error)
+        result.update(session.close(FORCED_STOP if stop.forced else "not_started"))
+    if session.start_refused is not None:  # e.g. ScrapyIncompatible: the command's error line
+        raise session.start_refused
     return result
 
 
@@ -104,3 +127,70 @@ def run_crawl(data: DataDir, config: CrawlConfig, progress: bool = True) -> dict
     session = CrawlSession(data, config)
     session.add_seeds()
     return run_session(session, progress)
+
+
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+class SignalStop:
+    """SIGINT / SIGTERM while a session runs: graceful first, forceful second (module doc).
+
+    Handlers can be installed only in the main thread; elsewhere (a test driving a session in a
+    thread) the process's own handling is left alone.  The previous handlers come back on exit.
+    """
+
+    def __init__(self, session: CrawlSession, process: CrawlerProcess, crawler: Crawler) -> None:
+        self.session = session
+        self.process = process
+        self.crawler = crawler
+        self.signals = 0
+        self.forced = False
+        self._previous: dict[int, Any] = {}
+
+    def __enter__(self) -> SignalStop:
+        if threading.current_thread() is threading.main_thread():
+            for sig in STOP_SIGNALS:
+                self._previous[sig] = signal.signal(sig, self._handle)
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
+        self._previous.clear()
+
+    def _handle(self, signum: int, frame: FrameType | None) -> None:
+        # In a signal handler: only flag writes and reactor.callFromThread, which is safe here
+        # (it is how Twisted and Scrapy hand a signal to the reactor); nothing logs or blocks.
+        self.signals += 1
+        if self.signals == 1:
+            self.session.request_stop(f"signal_{signal.Signals(signum).name}")
+        else:
+            self.forced = True
+            for sig in STOP_SIGNALS:  # a third signal ends the process whatever it is doing
+                signal.signal(sig, signal.SIG_DFL)
+        # Importing the reactor here would install Twisted's default one before Scrapy installs
+        # its own; before that moment the session's stop flag is enough (the engine opens with
+        # nothing pending and closes).
+        reactor = sys.modules.get("twisted.internet.reactor")
+        if reactor is not None:
+            reactor.callFromThread(self._stop_now if self.forced else self._stop_gracefully)
+
+    def _stop_gracefully(self) -> None:
+        """Scrapy's graceful stop: the engine sends nothing new, waits for the requests in
+        progress, then closes the spider (and the session commits).  Before the engine runs,
+        the session's stop flag does it: the engine opens with nothing pending and closes."""
+        engine = self.crawler.engine
+        if engine is not None and engine.running:
+            self.process.stop().addErrback(self._stop_failed)
+
+    def _stop_failed(self, failure: Failure) -> None:
+        self.session.stats[f"internal_error/stop_{type(failure.value).__name__}"] += 1
+
+    def _stop_now(self) -> None:
+        # Scrapy's before-shutdown trigger stops the crawler, which the first signal already
+        # did: the reactor goes down without waiting for the requests in flight.
+        reactor: Any = sys.modules["twisted.internet.reactor"]  # running: it called us
+        with contextlib.suppress(RuntimeError):  # already stopping
+            reactor.stop()

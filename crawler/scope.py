@@ -1,4 +1,4 @@
-"""Crawl scope: which canonical URLs may be fetched, and the SSRF guard on resolved addresses.
+"""Crawl scope: which canonical URLs may be fetched, and the address check on resolved names.
 
 The URL rules follow the Web Graph Analyzer's crawler (Avrachenkov et al., section 4.3): two
 lists of regular expressions, the *filter* (when given, a URL must match one) and the *fence*
@@ -8,15 +8,19 @@ To these we add an allowed-domain list, a depth limit (the page *level* of secti
 over and over, too many query parameters), as the crawling slides list "spider traps, often
 dynamically generated" among the crawler's hazards.
 
-The address check is the section 4.3 "filtration by IP address", used as an SSRF guard: a name
-is resolved and refused when *any* of its addresses is private, loopback, link-local, multicast,
-reserved, unspecified or otherwise not globally routable (IPv4-mapped and 6to4 IPv6 addresses
-are judged by the IPv4 address inside), unless private addresses are explicitly allowed.
+The address check is the section 4.3 "filtration by IP address", which is also the SSRF guard: a
+name is resolved and every address it resolves to is judged by :class:`AddressRules`
+(``crawler/addresses.py``: ``--deny-ip`` ranges, ``--allow-ip`` ranges, and no private,
+loopback, link-local, multicast, reserved or otherwise non-public address unless allowed); one
+refused address refuses the host.  :meth:`Scope.address_verdict` does one lookup and judges it
+(the crawl runs it in ``crawler/dns.py``'s threads, off the reactor); :meth:`Scope.check_address`
+is the same, blocking and cached per host, for seeds and the command line.  The name lookup is
+a function the scope is given (``resolve``; the system resolver by default).
 
 Reason keys (counted in the crawl summary): ``scheme``, ``url_too_long``, ``domain``, ``fence``,
 ``filter``, ``depth``, ``path_too_deep``, ``repeated_segments``, ``too_many_params`` from
-:meth:`Scope.check` (tested in that order); ``private_address``, ``unresolvable`` from
-:meth:`Scope.check_address`.
+:meth:`Scope.check` (tested in that order); ``ip_denied``, ``ip_not_allowed``,
+``private_address``, ``unresolvable`` from :meth:`Scope.check_address`.
 """
 
 from __future__ import annotations
@@ -25,14 +29,33 @@ import ipaddress
 import re
 import socket
 from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from core.cache import Cache
+from crawler.addresses import (
+    IP_DENIED,
+    IP_NOT_ALLOWED,
+    PRIVATE_ADDRESS,
+    AddressRules,
+    IPAddress,
+    Refusal,
+    address_category,
+    describe,
+)
 from crawler.errors import ScopeError
 from crawler.urls import UrlError, host_of, normalize_host, port_of
 
-ADDRESS_CACHE_SIZE = 4096  # hosts whose resolution verdict a Scope remembers
+__all__ = ["AddressVerdict", "PrivateAddressError", "Resolve", "Scope", "ScopeConfig",
+           "address_category", "host_key", "system_resolve"]
 
-IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+ADDRESS_CACHE_SIZE = 4096  # hosts whose resolution verdict a Scope remembers
+UNRESOLVABLE = "unresolvable"
+_ORDER = (IP_DENIED, IP_NOT_ALLOWED, PRIVATE_ADDRESS)  # which refusal a host is counted under
+
+# (host name, port or None) -> the addresses it resolves to, as text; raises OSError (or
+# UnicodeError) when the name does not resolve.  Called from the DNS threads: thread-safe.
+Resolve = Callable[[str, "int | None"], Sequence[str]]
 
 
 @dataclass(frozen=True)
@@ -46,6 +69,10 @@ class ScopeConfig:
     max_path_depth: int = 32  # non-empty path segments
     max_query_params: int = 32
     allow_private: bool = False  # crawl private/loopback/... addresses (local test sites)
+    # CIDR ranges (IPv4 or IPv6; crawler/addresses.py): when any allow range is given, every
+    # address of a host must be inside one; an address in a deny range refuses its host
+    allow_ip: Sequence[str] = ()
+    deny_ip: Sequence[str] = ()
 
 
 class PrivateAddressError(ScopeError):
@@ -53,45 +80,21 @@ class PrivateAddressError(ScopeError):
 
 
 @dataclass(frozen=True)
-class _Verdict:
-    reason: str | None  # None, "private_address" or "unresolvable"
+class AddressVerdict:
+    reason: str | None  # None, or ip_denied, ip_not_allowed, private_address, unresolvable
     detail: str  # e.g. "127.0.0.1 is a loopback address"
 
 
-def address_category(address: IPAddress) -> str | None:
-    """Why an address may not be crawled ("loopback", "private", ...), or None if it is public."""
-    if isinstance(address, ipaddress.IPv6Address):
-        inner = address.ipv4_mapped or address.sixtofour
-        if inner is not None:
-            return address_category(inner)
-    if address.is_unspecified:
-        return "unspecified"
-    if address.is_loopback:
-        return "loopback"
-    if address.is_link_local:
-        return "link-local"
-    if address.is_multicast:
-        return "multicast"
-    if address.is_private:
-        return "private"
-    if address.is_reserved:
-        return "reserved"
-    if not address.is_global:
-        return "non-global"
-    return None
+def host_key(host: str) -> str:
+    """The spelling a host's address verdict is kept under (lower case, IPv6 unbracketed)."""
+    return host.lower().strip("[]")
 
 
-def _describe(address: IPAddress, category: str, name: str | None) -> str:
-    """Why an address is refused, in words: ``127.0.0.1 is a loopback address``, or for a name
-    ``db resolves to 10.0.0.5, a private address``."""
-    article = "an" if category[0] in "aeiou" else "a"
-    inner = None
-    if isinstance(address, ipaddress.IPv6Address):
-        inner = address.ipv4_mapped or address.sixtofour
-    shown = f"{address} (IPv4 {inner})" if inner is not None else str(address)
-    if name is None:
-        return f"{shown} is {article} {category} address"
-    return f"{name} resolves to {shown}, {article} {category} address"
+def system_resolve(host: str, port: int | None) -> list[str]:
+    """The system resolver (``getaddrinfo``): every address ``host`` has, zones dropped."""
+    infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    # drop an IPv6 zone ("fe80::1%eth0"): the address alone is what is judged
+    return [str(info[4][0]).partition("%")[0] for info in infos]
 
 
 def _compile(kind: str, patterns: tuple[str, ...]) -> tuple[re.Pattern[str], ...]:
@@ -118,15 +121,19 @@ def _domain(domain: str) -> str:
 
 
 class Scope:
-    """The configured scope of one crawl. ``check`` is pure; ``check_address`` resolves names."""
+    """The configured scope of one crawl. ``check`` is pure; the address checks resolve names."""
 
-    def __init__(self, config: ScopeConfig) -> None:
+    def __init__(self, config: ScopeConfig, resolve: Resolve | None = None) -> None:
         self.config = config
         self._filters = _compile("filter", config.filters)
         self._fences = _compile("fence", config.fences)
         self._domains = tuple(_domain(d) for d in config.allow_domains)
         self._suffixes = tuple("." + d for d in self._domains)
-        self._verdicts: dict[str, _Verdict] = {}
+        # a bad CIDR stops the crawl here, before anything starts, with one line naming it
+        self.rules = AddressRules(config.allow_private, config.allow_ip, config.deny_ip)
+        self._resolve: Resolve = resolve or system_resolve
+        # host -> its resolution verdict: a crawl meets any number of hosts, so bounded (LRU)
+        self._verdicts: Cache[str, AddressVerdict] = Cache(ADDRESS_CACHE_SIZE)
 
     # ------------------------------------------------------------------ URL rules
     def check(self, url: str, depth: int) -> str | None:
@@ -173,50 +180,66 @@ class Scope:
 
     # ------------------------------------------------------------------ addresses (SSRF)
     def check_address(self, host: str, port: int | None = None) -> str | None:
-        """None when every address ``host`` resolves to may be crawled, else ``private_address``
-        or ``unresolvable``.  The verdict is cached per host (bounded)."""
-        return self._verdict(host, port).reason
+        """None when every address ``host`` resolves to may be crawled, else the reason key
+        (``ip_denied``, ``ip_not_allowed``, ``private_address``, ``unresolvable``).  Blocks on
+        the lookup; the verdict is cached per host (bounded), with no expiry: for seeds and the
+        command line.  A running crawl asks ``crawler/dns.py`` instead."""
+        return self.verdict(host, port).reason
 
-    def _verdict(self, host: str, port: int | None) -> _Verdict:
-        key = host.lower().strip("[]")
-        cached = self._verdicts.get(key)
-        if cached is not None:
-            return cached
-        verdict = self._judge(key, port)
-        if len(self._verdicts) >= ADDRESS_CACHE_SIZE:
-            del self._verdicts[next(iter(self._verdicts))]  # oldest first
-        self._verdicts[key] = verdict
-        return verdict
+    def verdict(self, host: str, port: int | None = None) -> AddressVerdict:
+        """:meth:`check_address` with its words (blocking, cached per host)."""
+        key = host_key(host)
+        return self._verdicts.get_or_make(key, lambda: self.address_verdict(key, port))
 
-    def _judge(self, host: str, port: int | None) -> _Verdict:
+    def address_verdict(self, host: str, port: int | None = None) -> AddressVerdict:
+        """Resolve ``host`` now (an IP literal is its own address) and judge every address;
+        not cached.  Safe to call from several threads at once."""
+        host = host_key(host)
         literal = True
         try:
             addresses: list[IPAddress] = [ipaddress.ip_address(host)]
         except ValueError:
             literal = False
             try:
-                infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+                texts = self._resolve(host, port)
             except (OSError, UnicodeError) as exc:  # socket.gaierror is an OSError
-                return _Verdict("unresolvable", f"cannot resolve {host}: {exc}")
+                return AddressVerdict(UNRESOLVABLE, f"cannot resolve {host}: {exc}")
             addresses = []
-            for info in infos:
-                text = str(info[4][0]).partition("%")[0]  # drop an IPv6 zone ("fe80::1%eth0")
+            for text in texts:
                 try:
                     addresses.append(ipaddress.ip_address(text))
                 except ValueError:
-                    return _Verdict("unresolvable", f"{host} resolved to a bad address {text!r}")
+                    return AddressVerdict(
+                        UNRESOLVABLE, f"{host} resolved to a bad address {text!r}"
+                    )
             if not addresses:
-                return _Verdict("unresolvable", f"cannot resolve {host}: no addresses")
+                return AddressVerdict(UNRESOLVABLE, f"cannot resolve {host}: no addresses")
+        name = None if literal else host
+        refusals: list[Refusal] = []
         for address in addresses:
+            refusal = self.rules.judge(address, name)
+            if refusal is not None:
+                refusals.append(refusal)
+        if refusals:  # counted under the strongest reason: a denial before a private address
+            worst = min(refusals, key=lambda r: _ORDER.index(r.reason))
+            return AddressVerdict(worst.reason, worst.detail)
+        for address in addresses:  # allowed; say so when an address is private all the same
             category = address_category(address)
             if category is not None:
-                detail = _describe(address, category, None if literal else host)
-                if self.config.allow_private:
-                    return _Verdict(None, detail)
-                return _Verdict("private_address", detail)
+                return AddressVerdict(None, describe(address, category, name))
         if literal:
-            return _Verdict(None, f"{host} is a public address")
-        return _Verdict(None, f"{host} resolves to public addresses only")
+            return AddressVerdict(None, f"{host} is a public address")
+        return AddressVerdict(None, f"{host} resolves to public addresses only")
+
+    def refusal_message(self, url: str, verdict: AddressVerdict) -> str:
+        """The one line the command line prints for ``url`` given its host's verdict."""
+        if verdict.reason == PRIVATE_ADDRESS:
+            return (
+                f"refusing {url}: {verdict.detail}; pass --allow-private to crawl private addresses"
+            )
+        if verdict.reason is not None:
+            return f"refusing {url}: {verdict.detail}"
+        return f"{url} is allowed: {verdict.detail}"
 
     def private_error(self, url: str) -> str:
         """The one-line message the command line prints for a URL refused by the address check."""
@@ -224,14 +247,7 @@ class Scope:
             host, port = host_of(url), port_of(url)
         except UrlError as exc:
             return f"refusing {url}: {exc}"
-        verdict = self._verdict(host, port)
-        if verdict.reason == "private_address":
-            return (
-                f"refusing {url}: {verdict.detail}; pass --allow-private to crawl private addresses"
-            )
-        if verdict.reason == "unresolvable":
-            return f"refusing {url}: {verdict.detail}"
-        return f"{url} is allowed: {verdict.detail}"
+        return self.refusal_message(url, self.verdict(host, port))
 
     def require_address(self, url: str) -> None:
         """Raise :class:`PrivateAddressError` (message: :meth:`private_error`) if refused."""
@@ -239,5 +255,5 @@ class Scope:
             host, port = host_of(url), port_of(url)
         except UrlError as exc:
             raise PrivateAddressError(f"refusing {url}: {exc}") from None
-        if self._verdict(host, port).reason is not None:
+        if self.verdict(host, port).reason is not None:
             raise PrivateAddressError(self.private_error(url))

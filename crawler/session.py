@@ -9,8 +9,11 @@ websift's own parts, in this order for every host that has pending URLs:
    cash unless told otherwise); robots.txt refusals are recorded and the pick repeats.
 
 When nothing may go yet, ``wake_at`` says when something will, and the scheduler wakes Scrapy's
-engine then (its own heartbeat is 5 s).  Responses and failures come back through
-:meth:`on_response` / :meth:`on_failure` and are recorded by ``crawler/pipeline.py``.
+engine then (its own heartbeat is 5 s).  Each request carries a :class:`crawler.meta.FetchMeta`
+(URL and host IDs, depth, redirect hops); responses and failures come back with it through
+:meth:`on_response` / :meth:`on_failure` and are recorded by ``crawler/pipeline.py``.  Requests
+are made by a :class:`RequestFactory` (the spider) and time is read from an injectable clock, so
+the session runs without Scrapy in unit tests.
 
 All state lives on this object (created by ``crawler/runner.py`` and handed to the spider); the
 store, the WARC writer and the OPIC state are opened here and closed by :meth:`close`.
@@ -19,26 +22,32 @@ store, the WARC writer and the OPIC state are opened here and closed by :meth:`c
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections import Counter, deque
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, fields
+from enum import Enum
 from typing import Any, Protocol
 
-import numpy as np
-
 from core.datadir import DataDir
+from core.errors import WebsiftError
 from crawler import settings as S
 from crawler.dedup import NearDuplicateIndex
+from crawler.dns import ADDRESS_PENDING, HostVerdicts
 from crawler.errors import ScopeError
+from crawler.focus import build_focus
 from crawler.frontier import DEFAULT_STRATEGY, Frontier
 from crawler.groupcommit import GroupCommit
+from crawler.meta import FetchMeta
 from crawler.pipeline import Fetched, PageRecorder
 from crawler.politeness import HostSlot, Politeness, parse_retry_after
 from crawler.robots import ROBOTS_PATH
 from crawler.robots_cache import RobotsCache, RobotsState
-from crawler.scope import Scope, ScopeConfig
+from crawler.runs import run_record
+from crawler.scope import Resolve, Scope, ScopeConfig
 from crawler.urls import canonicalize, host_of, port_of
-from ranking.opic import Strategy
+from ranking.opic import OpicParams, Strategy
 from store.crawl_store import CrawlStore
 from store.warc import WarcWriterFile
 
@@ -47,17 +56,21 @@ KIND_RECRAWL = "recrawl"
 
 
 class RequestFactory(Protocol):
-    """What the session needs from the spider: requests bound to its callbacks."""
+    """What the session needs from the spider: requests bound to its callbacks.
 
-    def page_request(self, url: str, meta: dict[str, Any], headers: dict[str, str]) -> Any: ...
+    ``slot`` is the politeness origin, Scrapy's ``download_slot`` for the request."""
 
-    def robots_request(self, url: str, meta: dict[str, Any]) -> Any: ...
+    def page_request(
+        self, url: str, meta: FetchMeta, headers: dict[str, str], slot: str
+    ) -> Any: ...
+
+    def robots_request(self, url: str, meta: FetchMeta) -> Any: ...
 
 
 @dataclass
 class CrawlConfig:
     seeds: list[str] = field(default_factory=list)
-    max_pages: int = S.DEFAULT_MAX_PAGES
+    max_pages: int | None = S.DEFAULT_MAX_PAGES  # pages this run fetches; None: no limit
     scope: ScopeConfig = field(default_factory=ScopeConfig)
     delay: float = S.DEFAULT_DELAY
     concurrency: int = S.DEFAULT_CONCURRENCY_PER_HOST
@@ -68,25 +81,46 @@ class CrawlConfig:
     retry_times: int = S.RETRY_TIMES
     kind: str = KIND_CRAWL
     recrawl: list[tuple[int, float]] = field(default_factory=list)  # (url id, priority)
+    continuous: bool = False  # run until stopped (or --duration / --max-pages), never idle out
+    duration: float | None = None  # seconds this run may last; None: no limit
+    # One schedule for discovery and refresh (the frontier reads them; crawler/settings.py)
+    discovery_share: float = S.DISCOVERY_SHARE
+    window: float = S.OPIC_WINDOW
+    min_refetch_interval: float = S.MIN_REFETCH_INTERVAL
+    focus_patterns: tuple[str, ...] = ()  # --focus regexes
+    focus_topic: str | None = None  # --focus-topic: a topic set's name
+    focus_share: float = S.FOCUS_SHARE
 
 
 class CrawlSession:
     """Store, WARC writer, frontier, politeness and robots state of one run."""
 
-    def __init__(self, data: DataDir, config: CrawlConfig) -> None:
+    def __init__(
+        self, data: DataDir, config: CrawlConfig, clock: Callable[[], float] = time.time,
+        resolve: Resolve | None = None,
+    ) -> None:
         self.config = config
+        # wall-clock seconds (politeness persists back-off deadlines); tests drive a fake one
+        self.clock = clock
+        # bad shares or a bad focus are refused (OpicError, FocusError) before any file opens
+        params = OpicParams(window=config.window, discovery_share=config.discovery_share,
+                            focus_share=config.focus_share)
+        focus = build_focus(list(config.focus_patterns), config.focus_topic, data.topics_dir)
         self.store = CrawlStore.open(data.store_path)
         self.warc = WarcWriterFile(data.warc_dir)
-        self.frontier = Frontier.load(self.store, config.strategy)
+        self.frontier = Frontier.load(
+            self.store, config.strategy, params, focus=focus, clock=clock,
+            min_refetch_interval=config.min_refetch_interval,
+        )
         self.politeness = Politeness(config.delay, config.concurrency)
         self.robots = RobotsCache(ttl=config.robots_ttl)
-        self.scope = Scope(config.scope)
+        self.scope = Scope(config.scope, resolve)  # resolve: the system resolver unless a test's
+        # each host's address verdict, looked up in DNS threads (never on the reactor thread)
+        self.addresses = HostVerdicts(self.scope)
         self.stats: Counter[str] = Counter()
         self.near = NearDuplicateIndex()
-        for uid, fp in self.store.conn.execute(
-            "SELECT id, simhash FROM urls WHERE simhash IS NOT NULL AND duplicate_of IS NULL"
-        ):
-            self.near.add(int(uid), int(fp))
+        for uid, fp in self.store.simhashes():
+            self.near.add(uid, fp)
         self.batch = GroupCommit(self.store, self.warc)
         self.recorder = PageRecorder(
             self.store, self.warc, self.frontier, self.judge, self.stats, near=self.near,
@@ -103,21 +137,46 @@ class CrawlSession:
         # nothing in flight, nothing timed, yet URLs pending: no host can make progress (a
         # robots.txt answer that never came back); the run ends instead of idling for ever
         self.stalled = False
-        self.started_at = time.time()
-        self.crawl_id = self.store.start_crawl(config.kind)
+        self.started_at = clock()
+        # why the run stops early ("SIGTERM", "duration"), once something asked it to
+        self.stop_reason: str | None = None
+        self.deadline = None if config.duration is None else self.started_at + config.duration
+        self.record = run_record(config.scope, self.run_settings())
+        self.crawl_id = self.store.start_crawl(config.kind, json.dumps(self.record))
+        self.live_at = float("-inf")  # when the live figures were last written
+        self.rate_samples: deque[tuple[float, int]] = deque()  # (time, pages) for the recent rate
+        # the live figures commit with every batch (and so does the OPIC state they describe)
+        self.batch.before_commit.append(self.publish_live)
         self.closed = False
+        # why Scrapy could not be used (e.g. a missing internal), raised once Scrapy has stopped
+        self.start_refused: WebsiftError | None = None
 
     # ------------------------------------------------------------------ scope
     def judge(self, url: str, depth: int) -> str | None:
-        """Scope reason for a URL at a depth, address check included; None when in scope."""
+        """Scope reason for a URL at a depth, address check included; None when in scope;
+        ``ADDRESS_PENDING`` while its host's lookup runs (the recorder parks the URL)."""
         reason = self.scope.check(url, depth)
         if reason is not None:
             return reason
-        return self.scope.check_address(host_of(url), port_of(url))
+        return self.addresses.reason(host_of(url), port_of(url))
+
+    def _settle_addresses(self) -> None:
+        """Take the DNS threads' answers: links parked for a host enter the frontier or are
+        recorded out of scope (the only caller of ``drain``, so parked hosts are always asked
+        hosts and ``addresses.busy()`` covers them)."""
+        for answer in self.addresses.drain():
+            self.stats["dns/lookups"] += 1
+            if answer.error is not None:
+                self.stats[f"dns/error/{answer.error}"] += 1
+            for uid, hops in self.recorder.settle(answer.host, answer.verdict.reason):
+                if hops:
+                    self.redirect_hops[uid] = hops
 
     def add_seeds(self) -> None:
         """Frontier the seeds (a seed already known keeps its state; if unread it is pending)."""
         seeds = checked_seeds(self.scope, self.config.seeds)
+        for url in seeds:  # judged just now (blocking, before the reactor runs): no lookup again
+            self.addresses.keep(host_of(url), self.scope.verdict(host_of(url), port_of(url)))
         with self.store.transaction():
             for url in seeds:
                 uid, _ = self.recorder.discover(url, 0, follow=True)
@@ -130,23 +189,14 @@ class CrawlSession:
         """Hand the virtual page's cash out at the start of a run, so pending pages have some
         (section 2.1: "initially, we distribute some cash to each node")."""
         with self.store.transaction():
-            self.frontier.persist(self.store, self.frontier.distribute_virtual())
+            self.frontier.distribute_virtual()
+            self.frontier.persist(self.store)
 
     def schedule_recrawl(self) -> None:
-        """Recrawl: the pending set is the given schedule, ordered by its priorities."""
-        for uid in list(self.frontier.urls):
-            self.frontier.drop(uid)
-        ids = [uid for uid, _ in self.config.recrawl]
-        prio = np.zeros(len(self.frontier.pending), dtype=np.float64)
-        for uid, priority in self.config.recrawl:
-            page = self.store.page(uid)
-            if page is None or not self.frontier.is_known(uid):
-                continue
-            prio[uid] = priority
-            self.frontier.revive(uid, page.url)
-        self.frontier.priority = prio
-        self.frontier.accept_new = False
-        self.stats["recrawl/scheduled"] = len(ids)
+        """Recrawl (refresh only, discovery share 0): the pending set is the given schedule,
+        ordered by its priorities; URLs discovered meanwhile enter OPIC unqueued."""
+        self.frontier.schedule_explicit(self.config.recrawl)
+        self.stats["recrawl/scheduled"] = len(self.config.recrawl)
 
     # ------------------------------------------------------------------ host state
     def _slot(self, host_id: int, now: float) -> HostSlot:
@@ -170,19 +220,36 @@ class CrawlSession:
 
     def _drop_host(self, host_id: int, reason: str) -> None:
         """Leave a host's pending URLs for a later run (they stay ``discovered``)."""
-        ids = np.flatnonzero(self.frontier.pending & (self.frontier.host_of == host_id))
-        for uid in ids.tolist():
-            self.frontier.drop(uid)
-        self.stats[f"skipped/{reason}"] += len(ids)
+        self.stats[f"skipped/{reason}"] += self.frontier.drop_host(host_id)
 
     # ------------------------------------------------------------------ what next
     def budget_left(self) -> bool:
-        return self.started_pages < self.config.max_pages
+        return self.config.max_pages is None or self.started_pages < self.config.max_pages
 
     def has_pending(self) -> bool:
         if self.extra:
             return True
-        return self.budget_left() and self.frontier.pending_count() > 0 and not self.stalled
+        if self.stop_reason is not None or not self.budget_left() or self._time_is_up(self.clock()):
+            return False
+        if self.config.continuous:
+            return True  # nothing due now means wait (``wake_at``), not the end of the run
+        # links waiting for their host's address verdict may still enter the frontier
+        pending = self.frontier.pending_count() > 0 or self.addresses.busy()
+        return pending and not self.stalled
+
+    def _time_is_up(self, now: float) -> bool:
+        """True once ``--duration`` has passed (and the run's stop reason says so)."""
+        if self.deadline is None or now < self.deadline:
+            return False
+        if self.stop_reason is None:
+            self.stop_reason = "duration"
+        return True
+
+    def request_stop(self, reason: str) -> None:
+        """Hand out no more requests; those in flight finish and the run closes (its batch
+        committed).  Plain attribute writes: safe to call from a signal handler."""
+        if self.stop_reason is None:
+            self.stop_reason = reason
 
     def next_request(self, now: float) -> Any | None:
         """The next request politeness allows now, or None (then ``wake_at`` is set)."""
@@ -191,9 +258,12 @@ class CrawlSession:
         self.stalled = False
         if self.batch.due():
             self.batch.commit()
+        self._settle_addresses()
         if self.extra:
             return self.extra.popleft()
         if not self.budget_left():
+            return None
+        if self.stop_reason is not None or self._time_is_up(now):
             return None
         ready: list[int] = []
         earliest = float("inf")
@@ -212,20 +282,28 @@ class CrawlSession:
             if at > now:
                 earliest = min(earliest, at)
                 continue
+            address = self.addresses.reason(host_of(slot.origin), port_of(slot.origin))
+            if address == ADDRESS_PENDING:
+                continue  # not ready: its lookup runs in a DNS thread, whose answer wakes us
+            if address is not None:  # refused since its URLs entered (TTL, another run's scope)
+                self._drop_host(host_id, f"scope_{address}")
+                continue
             if robots.state is RobotsState.NEEDED:
                 self.robots.fetching(host_id)
                 self.politeness.started(slot, now)
-                meta = {"websift_robots": host_id, "websift_host": host_id, "websift_t0": now}
-                return self.factory.robots_request(slot.origin + ROBOTS_PATH, meta)
+                return self.factory.robots_request(
+                    slot.origin + ROBOTS_PATH, FetchMeta.robots(host_id)
+                )
             ready.append(host_id)
         while ready:
             uid = self.frontier.select(ready)
             if uid is None:
                 break
+            refresh = self.frontier.was_read(uid)  # a refetch of a read page, or discovery
             url = self.frontier.take(uid)
             host_id = int(self.frontier.host_of[uid])
             depth = int(self.frontier.depth_of[uid])
-            reason = self.judge(url, depth)
+            reason = self.scope.check(url, depth)  # its host's addresses passed above
             if reason is not None:  # pending from an earlier run with a different scope
                 self.stats[f"skipped/scope_{reason}"] += 1
                 continue
@@ -233,18 +311,32 @@ class CrawlSession:
             if not decision.allowed:
                 self.recorder.disallowed(uid, decision)
                 continue
-            return self._page_request(uid, url, host_id, depth, now)
+            return self._page_request(uid, url, host_id, depth, now, refresh=refresh)
         if earliest < float("inf"):
             self.wake_at = earliest
-        waiting = any(s.in_flight for s in self.politeness.slots.values()) or any(
-            r.state is RobotsState.FETCHING for r in self.robots.hosts.values()
-        )
-        self.stalled = self.wake_at is None and not waiting and self.frontier.pending_count() > 0
-        if self.stalled:
-            self.stats["skipped/stalled"] = self.frontier.pending_count()
+        if self.config.continuous:
+            # nothing due now: look again soon (read pages gather cash and come due with time)
+            poll = now + S.CONTINUOUS_POLL
+            self.wake_at = poll if self.wake_at is None else min(self.wake_at, poll)
+        else:
+            waiting = (
+                any(s.in_flight for s in self.politeness.slots.values())
+                or any(r.state is RobotsState.FETCHING for r in self.robots.hosts.values())
+                or self.addresses.busy()
+            )
+            self.stalled = (
+                self.wake_at is None and not waiting and self.frontier.pending_count() > 0
+            )
+            if self.stalled:
+                self.stats["skipped/stalled"] = self.frontier.pending_count()
+        if self.deadline is not None:  # wake to end the run on time even while it waits
+            at = self.deadline
+            self.wake_at = at if self.wake_at is None else min(self.wake_at, at)
         return None
 
-    def _page_request(self, uid: int, url: str, host_id: int, depth: int, now: float) -> Any:
+    def _page_request(
+        self, uid: int, url: str, host_id: int, depth: int, now: float, *, refresh: bool = False
+    ) -> Any:
         assert self.factory is not None
         slot = self._slot(host_id, now)
         self.politeness.started(slot, now)
@@ -252,35 +344,29 @@ class CrawlSession:
         if not retry:
             self.started_pages += 1
             self.pages_per_host[host_id] += 1
+            self.stats["fetch/refresh" if refresh else "fetch/discovery"] += 1
         headers: dict[str, str] = {}
-        if self.config.kind == KIND_RECRAWL:
+        if refresh or self.config.kind == KIND_RECRAWL:  # a refetch asks "changed since?"
             page = self.store.page(uid)
             if page is not None and page.etag:
                 headers["If-None-Match"] = page.etag
             if page is not None and page.last_modified:
                 headers["If-Modified-Since"] = page.last_modified
-        meta = {
-            "websift_id": uid,
-            "websift_host": host_id,
-            "websift_depth": depth,
-            "websift_hops": self.redirect_hops.pop(uid, 0),
-            "websift_t0": now,
-            "download_slot": slot.origin,
-        }
-        return self.factory.page_request(url, meta, headers)
+        meta = FetchMeta.page(uid, host_id, depth, self.redirect_hops.pop(uid, 0))
+        return self.factory.page_request(url, meta, headers, slot.origin)
 
     # ------------------------------------------------------------------ results
-    def release(self, meta: dict[str, Any], elapsed: float | None) -> None:
+    def release(self, meta: FetchMeta | None, elapsed: float | None) -> None:
         """The request left the downloader: free its host's in-flight place (once)."""
-        if meta.get("websift_released") or "websift_host" not in meta:
+        if meta is None or meta.released:
             return
-        meta["websift_released"] = True
-        slot = self.politeness.slots.get(int(meta["websift_host"]))
+        meta.released = True
+        slot = self.politeness.slots.get(meta.host_id)
         if slot is not None:
-            self.politeness.finished(slot, elapsed, time.time())
+            self.politeness.finished(slot, elapsed, self.clock())
 
-    def on_robots(self, meta: dict[str, Any], status: int, body: bytes) -> None:
-        host_id = int(meta["websift_robots"])
+    def on_robots(self, meta: FetchMeta, status: int, body: bytes) -> None:
+        host_id = meta.host_id
         try:
             self._on_robots(host_id, status, body)
         except BaseException:
@@ -290,7 +376,7 @@ class CrawlSession:
             raise
 
     def _on_robots(self, host_id: int, status: int, body: bytes) -> None:
-        now = time.time()
+        now = self.clock()
         state = self.store.host_by_id(host_id)
         assert state is not None
         entry = self.robots.answered(state, status, body, now)
@@ -303,8 +389,8 @@ class CrawlSession:
         if entry.state is RobotsState.UNAVAILABLE:
             self.stats["failure/robots_unavailable"] += 1
 
-    def on_response(self, meta: dict[str, Any], f: Fetched) -> None:
-        uid, host_id = int(meta["websift_id"]), int(meta["websift_host"])
+    def on_response(self, meta: FetchMeta, f: Fetched) -> None:
+        uid, host_id = meta.page_id, meta.host_id
         now = f.fetched_at
         slot = self._slot(host_id, now)
         status = f.status
@@ -321,7 +407,7 @@ class CrawlSession:
         if status == 304:
             self.recorder.not_modified(f)
         elif 300 <= status < 400 and f.header("Location"):
-            hops = int(meta.get("websift_hops", 0)) + 1
+            hops = meta.hops + 1
             target = self.recorder.redirect(f, f.header("Location") or "", hops, self.config.max_redirects)
             if target is not None:
                 self.redirect_hops[target[0]] = hops
@@ -337,16 +423,16 @@ class CrawlSession:
         if slot.dirty:
             self.save_host(slot)
 
-    def on_failure(self, meta: dict[str, Any], reason: str) -> None:
-        now = time.time()
-        if "websift_robots" in meta:
+    def on_failure(self, meta: FetchMeta | None, reason: str) -> None:
+        now = self.clock()
+        if meta is not None and meta.is_robots:
             self.on_robots(meta, 0, b"")
             self.stats[f"robots/{reason}"] += 1
             return
-        if "websift_id" not in meta:
+        if meta is None:  # not a request websift made
             self.stats[f"failure/{reason}"] += 1
             return
-        uid = int(meta["websift_id"])
+        uid = meta.page_id
         if reason in ("too_large", "ignored"):
             self.done_pages += 1
             self.recorder.failed(uid, reason, None, now)
@@ -366,18 +452,90 @@ class CrawlSession:
 
     # ------------------------------------------------------------------ progress and end
     def progress(self) -> dict[str, float]:
-        elapsed = max(1e-9, time.time() - self.started_at)
+        elapsed = max(1e-9, self.clock() - self.started_at)
         pages = self.done_pages
         errors = sum(v for k, v in self.stats.items() if k.startswith("failure/"))
         in_flight = sum(s.in_flight for s in self.politeness.slots.values())
         return {
             "pages": pages,
+            "discovery": self.stats["fetch/discovery"],
+            "refresh": self.stats["fetch/refresh"],
             "rate": pages / elapsed,
             "queue": self.frontier.pending_count(),
             "in_flight": in_flight,
             "errors": errors,
             "elapsed": elapsed,
         }
+
+    def run_settings(self) -> dict[str, Any]:
+        """The run's settings as JSON values (every CrawlConfig field but the scope, kept
+        apart, and a recrawl's schedule)."""
+        out: dict[str, Any] = {}
+        for f in fields(self.config):
+            if f.name in ("scope", "recrawl"):
+                continue
+            value = getattr(self.config, f.name)
+            if isinstance(value, Enum):
+                value = value.value
+            elif isinstance(value, tuple):
+                value = list(value)
+            out[f.name] = value
+        return out
+
+    def live(self, state: str | None = None) -> dict[str, Any]:
+        """The figures an operator watches (``crawler/runs.py`` LIVE_KEYS)."""
+        now = self.clock()
+        prog = self.progress()
+        pages = int(prog["pages"])
+        samples = self.rate_samples
+        samples.append((now, pages))
+        while len(samples) > 2 and now - samples[1][0] >= S.RATE_WINDOW:
+            samples.popleft()  # keep one sample at least RATE_WINDOW old
+        t0, p0 = samples[0]
+        recent = (pages - p0) / (now - t0) if now > t0 else 0.0
+        if state is None:
+            if self.stop_reason is not None:
+                state = "stopping"
+            else:
+                state = "running" if prog["in_flight"] else "waiting"
+        errors = {k: v for k, v in sorted(self.stats.items())
+                  if k.startswith(("failure/", "internal_error/"))}
+        frontier = self.frontier.stats()
+        return {
+            "pid": os.getpid(),
+            "kind": self.config.kind,
+            "continuous": self.config.continuous,
+            "state": state,
+            "started": self.started_at,
+            "updated": now,
+            "pages": pages,
+            "discovery_fetches": int(prog["discovery"]),
+            "refresh_fetches": int(prog["refresh"]),
+            "pages_per_second": round(prog["rate"], 3),
+            "recent_pages_per_second": round(recent, 3),
+            "in_flight": int(prog["in_flight"]),
+            "errors": errors,
+            "frontier": frontier,
+            "virtual_cash": float(frontier.get("virtual_cash", 0.0)),
+        }
+
+    def publish_live(self) -> None:
+        """Write the live figures into the run's row (inside the open batch if there is one:
+        they commit with it; else in a transaction of their own)."""
+        self.live_at = self.clock()
+        record = {**self.record, "live": self.live()}
+        self.store.update_crawl(self.crawl_id, json.dumps(record, sort_keys=True))
+
+    def tick(self) -> None:
+        """Every ``LIVE_EVERY`` seconds (``crawler/progress.py`` LiveFigures): commit a batch
+        past its age even when Scrapy asks for nothing (its downloader full, or the run
+        stopping), and keep the live figures fresh while no batch commits (a crawl that waits)."""
+        if self.closed:
+            return
+        if self.batch.due():
+            self.batch.commit()  # writes the figures (before_commit)
+        elif self.clock() - self.live_at >= S.LIVE_EVERY:
+            self.publish_live()
 
     def summary(self, reason: str) -> dict[str, Any]:
         prog = self.progress()
@@ -390,6 +548,8 @@ class CrawlSession:
             "queue_left": int(prog["queue"]),
             "counts": dict(sorted(self.stats.items())),
             "store": self.store.status_counts(),
+            **self.record,
+            "live": self.live(reason),
         }
 
     def close(self, reason: str) -> dict[str, Any]:
@@ -397,6 +557,14 @@ class CrawlSession:
         if self.closed:
             return {}
         self.closed = True
+        if self.stop_reason is not None and reason in ("finished", "shutdown"):
+            reason = self.stop_reason  # Scrapy's word for a stop the session asked for
+        # links still waiting for their host's lookup: enter (or are refused) if it ends soon
+        self.addresses.wait_all(S.DNS_CLOSE_WAIT)
+        self._settle_addresses()
+        self.addresses.close()
+        if self.recorder.parked_count():  # stored, not in OPIC: a later link brings them back
+            self.stats["skipped/address_pending"] += self.recorder.parked_count()
         self.batch.commit()
         with self.store.transaction():
             self.frontier.persist_all(self.store)

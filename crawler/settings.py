@@ -6,6 +6,10 @@ here by the components that need them, never written as literals inside function
 
 from __future__ import annotations
 
+from ranking.opic import DEFAULT_DISCOVERY_SHARE as DEFAULT_OPIC_DISCOVERY_SHARE
+from ranking.opic import DEFAULT_FOCUS_SHARE as DEFAULT_OPIC_FOCUS_SHARE
+from ranking.opic import DEFAULT_WINDOW as DEFAULT_OPIC_WINDOW
+
 # Identity: the product token robots.txt groups are matched against, and the full User-Agent.
 ROBOTS_AGENT = "websift"
 USER_AGENT = "websift/0.1 (+https://github.com/websift/websift; a polite research crawler)"
@@ -44,7 +48,6 @@ COMMIT_EVERY_STEPS = 32  # crawl steps per SQLite transaction (one WARC fsync pe
 COMMIT_EVERY_SECONDS = 1.0  # an open batch is committed at least this often
 
 # ---------------------------------------------------------------- page content
-HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 ANCHOR_MAX_CHARS = 200  # anchor text kept per link, after whitespace is collapsed
 NOFOLLOW_RELS = frozenset({"nofollow", "ugc", "sponsored"})
 # SimHash is computed over the first this many characters of a page's text: enough to tell
@@ -52,12 +55,36 @@ NOFOLLOW_RELS = frozenset({"nofollow", "ugc", "sponsored"})
 SIMHASH_MAX_CHARS = 65536
 URL_CACHE_SIZE = 500_000  # URLs whose ID and scope verdict a crawl run remembers
 
+# ---------------------------------------------------------------- DNS (the scope's address check)
+# A host's addresses are looked up in these many threads, never on the reactor thread: one slow
+# resolver then delays that host's URLs only (crawler/dns.py).
+DNS_THREADS = 8
+DNS_TTL = 600.0  # seconds a host's address verdict is trusted before it is looked up again
+DNS_FAILURE_TTL = 60.0  # the same for a name that did not resolve (tried again sooner)
+DNS_CACHE_SIZE = 65536  # hosts whose address verdict a crawl keeps (least recently used go)
+DNS_PARKED_MAX = 200_000  # links waiting for their host's verdict; beyond, left for a later link
+DNS_CLOSE_WAIT = 5.0  # seconds a run's end waits for lookups still running (their links enter)
+
 # ---------------------------------------------------------------- frontier (OPIC)
 DEFAULT_STRATEGY = "greedy"  # greedy | random | cycle (OPIC section 3.1)
 # The virtual page's cash is handed back every this many reads (section 2.1: "not distributed
-# all at once"), and the stored importance estimates are refreshed at the same time.
+# all at once"); a payout is O(1) (dividend levels, ranking.opic.LazyOpicState).
 VIRTUAL_EVERY = 32
 RANDOM_SEED = 0  # the Random strategy's generator seed (reproducible comparisons)
+# One schedule for discovery and refresh (section 3.3): each payout of the virtual page gives
+# FOCUS_SHARE to the focus pages (--focus / --focus-topic; none without a focus), DISCOVERY_SHARE
+# of the rest to unread pages, what is left to every live page (refresh); Greedy then picks the
+# richest page, unread or read.  Discovery share 0 is refresh only (`websift recrawl`).
+DISCOVERY_SHARE = DEFAULT_OPIC_DISCOVERY_SHARE  # 0.5 (--discovery-share)
+FOCUS_SHARE = DEFAULT_OPIC_FOCUS_SHARE  # 0.3 (--focus-share)
+OPIC_WINDOW = DEFAULT_OPIC_WINDOW  # 4.0: Interpolation window T, in clock units (--window)
+# A fetched page may be fetched again (as a refresh candidate) only this many seconds after
+# its last fetch (--min-refetch-interval) ...
+MIN_REFETCH_INTERVAL = 3600.0
+# ... stretched for pages seen unchanged: interval * (1 + STRETCH * (1 - changes/refetches)),
+# so a page that never changed waits 24 h, one that changed at every refetch 1 h, and a page
+# fetched once (no evidence yet) the minimum.
+REFETCH_UNCHANGED_STRETCH = 23.0
 
 # ---------------------------------------------------------------- recrawl
 # Refresh priority = cash since the last fetch * (1 + CHANGE_WEIGHT * change_count/fetch_count).
@@ -66,3 +93,13 @@ DEFAULT_RECRAWL_BUDGET = 100
 
 # ---------------------------------------------------------------- progress
 PROGRESS_INTERVAL = 1.0  # seconds between progress lines
+
+# ---------------------------------------------------------------- running for weeks
+# A continuous crawl (--continuous) with nothing due looks again this often (seconds).
+CONTINUOUS_POLL = 1.0
+# The live figures (crawls row JSON, served at /stats and /metrics) are written with each batch
+# commit, and at least this often while the crawl waits (seconds).
+LIVE_EVERY = 1.0
+# A run whose figures are older than this (and that never finished) was killed, not running.
+LIVE_STALE_AFTER = 30.0
+RATE_WINDOW = 60.0  # seconds over which the recent fetch rate is measured

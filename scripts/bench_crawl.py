@@ -79,20 +79,26 @@ def measure(cmd: list[str], site: StaticSite, cwd: Path) -> Run:
 
 
 # ---------------------------------------------------------------------- the CrawlSpider peer
-def run_crawlspider(url: str) -> None:
-    """A plain CrawlSpider, same politeness settings, nothing stored (runs in a child)."""
+def run_crawlspider(urls: list[str], concurrency: int = CONCURRENCY, max_pages: int = 0,
+                    restrict: bool = True) -> None:
+    """A plain CrawlSpider, same politeness settings, nothing stored (runs in a child).
+
+    ``restrict``: follow links only to the start URLs' hosts; ``max_pages``: stop after that
+    many responses (Scrapy's CLOSESPIDER_PAGECOUNT, robots.txt included; 0: no limit).
+    """
     from urllib.parse import urlsplit
 
     from scrapy.crawler import CrawlerProcess
     from scrapy.linkextractors import LinkExtractor
     from scrapy.spiders import CrawlSpider, Rule
 
-    netloc = urlsplit(url).netloc  # Scrapy's domain match compares the netloc, port included
+    # Scrapy's domain match compares the netloc, port included
+    netlocs = list(dict.fromkeys(urlsplit(u).netloc for u in urls)) if restrict else []
 
     class PlainSpider(CrawlSpider):
         name = "plain"
-        start_urls = (url,)
-        rules = (Rule(LinkExtractor(allow_domains=[netloc]), callback="parse_page", follow=True),)
+        start_urls = tuple(urls)
+        rules = (Rule(LinkExtractor(allow_domains=netlocs), callback="parse_page", follow=True),)
 
         def parse_page(self, response: object) -> None:
             return None
@@ -100,11 +106,12 @@ def run_crawlspider(url: str) -> None:
     process = CrawlerProcess({
         "ROBOTSTXT_OBEY": True,
         "CONCURRENT_REQUESTS": 64,
-        "CONCURRENT_REQUESTS_PER_DOMAIN": CONCURRENCY,
+        "CONCURRENT_REQUESTS_PER_DOMAIN": concurrency,
         "DOWNLOAD_DELAY": 0,
         "LOG_LEVEL": "ERROR",
         "TELNETCONSOLE_ENABLED": False,
         "DEPTH_LIMIT": 0,
+        "CLOSESPIDER_PAGECOUNT": max_pages,
     })
     process.crawl(PlainSpider)
     process.start()
@@ -118,7 +125,7 @@ def main() -> None:
     parser.add_argument("--crawlspider", metavar="URL", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.crawlspider:
-        run_crawlspider(args.crawlspider)
+        run_crawlspider([args.crawlspider])
         return
     if not (args.root / "index.html").exists():
         raise SystemExit(f"{args.root} has no index.html (apt-get install python3.11-doc)")

@@ -1,11 +1,16 @@
 #!/usr/bin/env bash
 # Debian packages the test suite needs: Chromium for the search page's end-to-end test, and the
-# Python 3.11 manual (python3.11-doc) whose real pages the near-duplicate tests use.
+# Python 3.11 manual (python3.11-doc) whose real pages the near-duplicate tests use.  Also
+# nginx-light: scripts/crawl_scale.py serves its generated web of 300,000 pages with it, since
+# a Python test server would be slower than the crawler it measures.  (Debian's package starts
+# its own nginx service on port 80 where a service manager runs; the script does not use it and
+# runs its own instance from its own config.)
 # Installs only what is missing; needs root (CI and developer machines run as root).
 set -euo pipefail
 need=()
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
 [ -d /usr/share/doc/python3.11/html ] || need+=(python3.11-doc)
+[ -x /usr/sbin/nginx ] || command -v nginx >/dev/null 2>&1 || need+=(nginx-light)
 if [ ${#need[@]} -gt 0 ]; then
     if [ "$(id -u)" -ne 0 ]; then
         echo "websift tests need Debian packages: ${need[*]} (run as root or install them)" >&2

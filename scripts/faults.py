@@ -11,7 +11,8 @@ Exit status 1 when any case fails.  Seeds are printed so that a failure can be r
 Cases (issue 'Reliability and security'):
 - crawl-kill / index-kill / rank-kill: SIGKILL at a random moment, then the same command again;
   the store, index and ranks open cleanly, every page the site's log shows as served is in the
-  store once (or was fetched again), and the index answers as an uninterrupted run does.
+  store once (or was fetched again), and the index answers as an uninterrupted run does; the
+  stored OPIC cash plus the virtual page's is 1 right after the kill and after the rerun.
 - *-disk-full: each stage on a small tmpfs (mounted by the script: run it as root) with room
   for half of what the stage writes: a clear one-line error naming the stage, no traceback,
   and the previous index and ranks still serve.
@@ -30,7 +31,6 @@ import random
 import shutil
 import signal
 import socket
-import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -50,7 +50,9 @@ sys.path.insert(0, str(REPO / "tests"))
 from testweb import StaticSite  # noqa: E402
 
 from api.demo import ROBOTS_TXT, build_site  # noqa: E402
-from store.crawl_store import FETCHED, CrawlStore  # noqa: E402
+from core.errors import StoreError  # noqa: E402
+from store.schema import FETCHED  # noqa: E402
+from store.views import StoreReader  # noqa: E402
 from store.warc import WarcLocation, read_response  # noqa: E402
 
 QUERIES = ["json encoder", "socket timeout", "regular expression", "thread lock", "path",
@@ -121,18 +123,11 @@ def answers(data: Path) -> dict[str, list[tuple[str, float]]]:
 # ----------------------------------------------------------------------------- checks
 def check_store(data: Path, served: set[str]) -> str | None:
     """None when the store is sound and holds every served page once, else what is wrong."""
-    path = data / "crawl.sqlite3"
-    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-    try:
-        if conn.execute("PRAGMA integrity_check").fetchone()[0] != "ok":
-            return "integrity_check failed"
-        dupes = conn.execute("SELECT count(*) - count(DISTINCT url) FROM urls").fetchone()[0]
-        if dupes:
-            return f"{dupes} URLs stored twice"
-    finally:
-        conn.close()
-    with CrawlStore.open(path, readonly=True) as store:
-        fetched = {p.url: p for p in store.pages("status=?", (FETCHED,))}
+    with StoreReader.open(data / "crawl.sqlite3") as store:
+        unsound = store.check_integrity()
+        if unsound is not None:
+            return unsound
+        fetched = {p.url: p for p in store.pages(FETCHED)}
         missing = sorted(served - set(fetched))
         if missing:
             return f"{len(missing)} served pages not in the store, e.g. {missing[0]}"
@@ -142,6 +137,16 @@ def check_store(data: Path, served: set[str]) -> str | None:
             read_response(data / "warc", WarcLocation(page.warc_file, page.warc_offset or 0,
                                                       page.warc_length or 0))
     return None
+
+
+def check_cash(data: Path) -> str | None:
+    """None when the stored OPIC cash (every page's base plus its pending dividends) plus the
+    virtual page's is 1 (Lemma 2.2), else what it is."""
+    with StoreReader.open(data / "crawl.sqlite3") as store:
+        if store.get_meta("opic_virtual_cash") is None:
+            return None  # killed before the first commit of OPIC state: nothing to check
+        total = store.opic_cash_total()
+    return None if abs(total - 1.0) <= 1e-9 else f"stored cash sums to {total!r}, not 1"
 
 
 def served_pages(site: StaticSite) -> set[str]:
@@ -223,6 +228,14 @@ class Faults:
         return base
 
     # --- kill -9
+    @staticmethod
+    def _has_store(data: Path) -> bool:
+        try:
+            StoreReader.open(data / "crawl.sqlite3").close()
+        except StoreError:  # absent, or empty: killed before its schema committed
+            return False
+        return True
+
     def crawl_kill(self) -> None:
         ref = self.fresh("crawl-ref")
         self.site.web.clear()
@@ -233,13 +246,22 @@ class Faults:
             data = self.fresh("crawl-kill")
             self.site.web.clear()
             killed, _ = run_killed(["crawl", *self.crawl_args, "--data", str(data)], after)
+            # what the killed crawl committed: exact OPIC state (a kill before the store's
+            # schema committed leaves nothing to check)
+            had_store = self._has_store(data)
+            problem = check_cash(data) if had_store else None
+            problem = problem and f"after the kill: {problem}"
             done = run("crawl", *self.crawl_args, "--data", str(data))
-            problem = None if done.returncode == 0 else f"rerun exit {done.returncode}: {done.stderr.strip()[-200:]}"
-            problem = problem or check_store(data, served_pages(self.site))
+            if problem is None and done.returncode != 0:
+                problem = f"rerun exit {done.returncode}: {done.stderr.strip()[-200:]}"
+            problem = problem or check_store(data, served_pages(self.site)) or check_cash(data)
             self.record(f"crawl-kill #{trial} seed={seed}",
-                        "store opens; every served page stored once",
+                        "store opens; every served page stored once; stored cash sums to 1",
                         f"killed at {after:.2f}s" + ("" if killed else " (had finished)")
-                        + (f"; {problem}" if problem else "; store sound, all served pages stored"),
+                        + ("" if had_store else " (before its store existed)")
+                        + (f"; {problem}" if problem else "; store sound, all served pages "
+                           "stored, cash 1" + (" after the kill and" if had_store else "")
+                           + " after the rerun"),
                         problem is None)
 
     def index_kill(self) -> None:
@@ -356,9 +378,10 @@ class Faults:
         # a WARC record: the index run reports it and leaves the page out
         data = self.copy(base, "corrupt-warc")
         shutil.rmtree(data / "index")
-        with CrawlStore.open(data / "crawl.sqlite3", readonly=True) as store:
-            victim = next(p for p in store.pages("status=? AND content_type LIKE 'text/html%'",
-                                                 (FETCHED,)) if p.url.endswith("json.html"))
+        with StoreReader.open(data / "crawl.sqlite3") as store:
+            victim = next(p for p in store.pages(FETCHED)
+                          if (p.content_type or "").startswith("text/html")
+                          and p.url.endswith("json.html"))
         assert victim.warc_file and victim.warc_offset is not None and victim.warc_length
         flip_byte(data / "warc" / victim.warc_file, victim.warc_offset + victim.warc_length // 2)
         done = run("index", "--data", str(data))

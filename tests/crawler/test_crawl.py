@@ -18,8 +18,8 @@ import pytest
 from testweb import LogEntry, TestWeb, max_in_flight, min_start_gap
 
 from core.datadir import DataDir
-from crawler.frontier import META_VIRTUAL
-from store.crawl_store import CrawlStore
+from store.schema import FETCHED, META_VIRTUAL
+from store.views import StoreReader
 from store.warc import WarcLocation, read_response
 
 DELAY = 0.2
@@ -40,8 +40,8 @@ class Crawl:
     summary: dict[str, Any]
     web: TestWeb
 
-    def store(self) -> CrawlStore:
-        return CrawlStore.open(DataDir.open(self.data).store_path, readonly=True)
+    def store(self) -> StoreReader:
+        return StoreReader.open(DataDir.open(self.data).store_path)
 
     def row(self, url: str) -> sqlite3.Row:
         conn = sqlite3.connect(DataDir.open(self.data).store_path)
@@ -74,7 +74,7 @@ def crawl(test_web: TestWeb, run_websift: Callable[..., Any], tmp_path_factory: 
     test_web.clear()
     done = run_websift(*crawl_args(test_web, data))
     assert done.returncode == 0, done.stderr
-    with CrawlStore.open(DataDir.open(data).store_path, readonly=True) as store:
+    with StoreReader.open(DataDir.open(data).store_path) as store:
         last = store.last_crawl()
     assert last is not None and last[3] is not None
     return Crawl(data, test_web.entries(), done.stdout, done.stderr, json.loads(last[3]), test_web)
@@ -246,14 +246,11 @@ def test_retry_after_is_honoured_for_the_whole_host(crawl: Crawl) -> None:
 # ---------------------------------------------------------------------- OPIC state and reporting
 def test_opic_state_is_stored_and_cash_is_conserved(crawl: Crawl) -> None:
     with crawl.store() as store:
-        total = store.conn.execute("SELECT sum(cash) FROM urls").fetchone()[0]
+        total = sum(p.cash for p in store.pages())
         virtual = float(store.get_meta(META_VIRTUAL) or "nan")
-        best = store.conn.execute(
-            "SELECT url FROM urls WHERE status='fetched' ORDER BY importance DESC LIMIT 1"
-        ).fetchone()[0]
-        unknown = store.conn.execute(
-            "SELECT count(*) FROM urls WHERE status='fetched' AND (g_last IS NULL OR importance<=0)"
-        ).fetchone()[0]
+        fetched = list(store.pages(FETCHED))
+        best = max(fetched, key=lambda p: p.importance).url
+        unknown = sum(1 for p in fetched if p.g_last is None or p.importance <= 0)
     assert total + virtual == pytest.approx(1.0, abs=1e-9)  # Lemma 2.2
     assert best == crawl.url("www", "/")  # every page links home
     assert unknown == 0

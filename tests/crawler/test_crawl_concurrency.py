@@ -11,7 +11,7 @@ import pytest
 from testweb import TestWeb, html, max_in_flight, min_start_gap, words
 
 from core.datadir import DataDir
-from store.crawl_store import CrawlStore
+from store.views import StoreReader
 
 LATENCY = 0.2
 K = 2
@@ -61,7 +61,7 @@ def test_page_budgets_per_run_and_per_host(
     assert done.returncode == 0, done.stderr
     assert [e.path for e in slow_web.entries("slow")].count("/robots.txt") == 0
     assert len(slow_web.entries("slow")) == 5
-    with CrawlStore.open(DataDir.open(data).store_path, readonly=True) as store:
+    with StoreReader.open(DataDir.open(data).store_path) as store:
         assert store.status_counts() == {"fetched": 9, "discovered": PAGES + 1 - 9}
         last = store.last_crawl()
     assert last is not None and last[3] is not None

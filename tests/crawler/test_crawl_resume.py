@@ -20,8 +20,8 @@ import pytest
 from testweb import TestWeb, html, words
 
 from core.datadir import DataDir
-from crawler.frontier import META_VIRTUAL
-from store.crawl_store import CrawlStore
+from store.schema import FETCHED
+from store.views import StoreReader
 from store.warc import WarcLocation, read_response
 
 REPO = Path(__file__).resolve().parents[2]
@@ -48,11 +48,10 @@ def _store_state(data: Path) -> tuple[set[str], float]:
     try:
         assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
         fetched = {u for (u,) in conn.execute("SELECT url FROM urls WHERE status='fetched'")}
-        cash = conn.execute("SELECT sum(cash) FROM urls").fetchone()[0] or 0.0
-        virtual = conn.execute("SELECT value FROM meta WHERE key=?", (META_VIRTUAL,)).fetchone()
-        return fetched, cash + float(virtual[0])
     finally:
         conn.close()
+    with StoreReader.open(path) as reader:  # each page's base plus pending dividends, + virtual
+        return fetched, reader.opic_cash_total()
 
 
 def test_kill_9_then_resume(many_web: TestWeb, tmp_path: Path) -> None:
@@ -91,11 +90,9 @@ def test_kill_9_then_resume(many_web: TestWeb, tmp_path: Path) -> None:
     assert len(fetched) == PAGES + 1
     assert after | committed == fetched  # the restart fetched exactly what had not committed
     assert total_cash == pytest.approx(1.0, abs=1e-9)
-    with CrawlStore.open(DataDir.open(data).store_path, readonly=True) as store:
-        rows = store.conn.execute(
-            "SELECT url, fetch_count, seq, warc_file, warc_offset, warc_length FROM urls "
-            "WHERE status='fetched'"
-        ).fetchall()
+    with StoreReader.open(DataDir.open(data).store_path) as store:
+        rows = [(p.url, p.fetch_count, p.seq, p.warc_file, p.warc_offset, p.warc_length)
+                for p in store.pages(FETCHED)]
         assert store.status_counts() == {"fetched": PAGES + 1}
     assert all(count == 1 for _, count, *_ in rows)  # stored once each
     assert len({seq for _, _, seq, *_ in rows}) == len(rows)

@@ -32,7 +32,7 @@ from testweb import LogEntry
 from core.datadir import DataDir
 from crawler import settings as S
 from crawler.scope import ScopeConfig
-from store.crawl_store import CrawlStore
+from store.views import StoreReader
 
 TIMEOUT = 3.0  # seconds: crawler.settings.DOWNLOAD_TIMEOUT for this crawl
 PER_HOST = 40  # --max-pages-per-host: the calendar trap's limit
@@ -97,7 +97,7 @@ def crawl(hostile_web: HostileWeb, tmp_path_factory: pytest.TempPathFactory) -> 
         *domains, settings={"DOWNLOAD_TIMEOUT": TIMEOUT}, timeout=50,
     )
     assert run.returncode == 0, run.stderr[-3000:]
-    with CrawlStore.open(DataDir.open(data).store_path, readonly=True) as store:
+    with StoreReader.open(DataDir.open(data).store_path) as store:
         last = store.last_crawl()
     assert last is not None and last[3] is not None, "the crawl left no summary"
     return Crawl(hostile_web, data, run, json.loads(last[3]), hostile_web.entries())

@@ -12,7 +12,7 @@ from testweb import LAST_MODIFIED, TestWeb, _changing, _conditional, html, words
 
 from core.datadir import DataDir
 from crawler.recrawl import recrawl_schedule
-from store.crawl_store import CrawlStore
+from store.views import StoreReader
 
 
 @pytest.fixture(scope="module")
@@ -48,10 +48,10 @@ def crawled(fresh_web: TestWeb, run_websift: Callable[..., Any],
 
 
 def test_schedule_orders_by_cash_and_change_rate(crawled: Path) -> None:
-    with CrawlStore.open(DataDir.open(crawled).store_path, readonly=True) as store:
+    with StoreReader.open(DataDir.open(crawled).store_path) as store:
         schedule = recrawl_schedule(store, 10)
         fetched = store.status_counts()["fetched"]
-        rows = {p.id: p for p in store.pages("status='fetched'")}
+        rows = {p.id: p for p in store.pages("fetched")}
     assert len(schedule) == fetched == 5
     priorities = [item.priority for item in schedule]
     assert priorities == sorted(priorities, reverse=True)
@@ -60,7 +60,7 @@ def test_schedule_orders_by_cash_and_change_rate(crawled: Path) -> None:
         expected = page.cash * (1 + page.change_count / max(page.fetch_count, 1))
         assert item.priority == pytest.approx(expected)
     assert any(p > 0 for p in priorities)  # cash gathered since the fetch is what ranks them
-    with CrawlStore.open(DataDir.open(crawled).store_path, readonly=True) as store:
+    with StoreReader.open(DataDir.open(crawled).store_path) as store:
         assert len(recrawl_schedule(store, 2)) == 2
         assert recrawl_schedule(store, 0) == []
 
@@ -72,7 +72,7 @@ def test_dry_run_prints_the_schedule_and_fetches_nothing(
     done = run_websift("recrawl", "--dry-run", "--budget", "3", "--data", str(crawled))
     assert done.returncode == 0, done.stderr
     lines = done.stdout.strip().splitlines()
-    with CrawlStore.open(DataDir.open(crawled).store_path, readonly=True) as store:
+    with StoreReader.open(DataDir.open(crawled).store_path) as store:
         schedule = recrawl_schedule(store, 3)
     assert lines[0].split()[0] == "priority" and len(lines) == 4
     assert [line.split()[-1] for line in lines[1:]] == [item.url for item in schedule]
@@ -107,7 +107,7 @@ def test_recrawl_sends_validators_and_304_keeps_seq(
 def test_budget_limits_the_refetches(
     crawled: Path, fresh_web: TestWeb, run_websift: Callable[..., Any]
 ) -> None:
-    with CrawlStore.open(DataDir.open(crawled).store_path, readonly=True) as store:
+    with StoreReader.open(DataDir.open(crawled).store_path) as store:
         top = [item.url for item in recrawl_schedule(store, 2)]
     start = len(fresh_web.entries())
     done = run_websift("recrawl", "--budget", "2", "--data", str(crawled), "--allow-private",

@@ -22,7 +22,7 @@ from testweb import Answer, LogEntry, Site, html, words
 
 from core.datadir import DataDir
 from crawler.robots import MAX_ROBOTS_BYTES
-from store.crawl_store import CrawlStore
+from store.views import StoreReader
 
 # RFC 9309 section 5.1's example, with websift added to the group that names two agents: that
 # group is websift's, so the "*" group (no *.gif, no /example/) does not apply to it.
@@ -171,7 +171,7 @@ def crawl(robots_web: HostileWeb, tmp_path_factory: pytest.TempPathFactory) -> C
     run = run_launched("crawl", *seeds, "--data", str(data), "--allow-private", "--delay", "0",
                        "--allow-domain", "127.0.0.26", *domains, timeout=60)
     assert run.returncode == 0, run.stderr[-3000:]
-    with CrawlStore.open(DataDir.open(data).store_path, readonly=True) as store:
+    with StoreReader.open(DataDir.open(data).store_path) as store:
         last = store.last_crawl()
     assert last is not None and last[3] is not None
     return Crawl(robots_web, run, json.loads(last[3]), robots_web.entries(), refused, data)
@@ -194,7 +194,7 @@ def test_unavailable_robots_txt_keeps_the_whole_site_out(crawl: Crawl, name: str
 
 
 def test_unreachable_host_is_counted_and_left_for_later(crawl: Crawl) -> None:
-    with CrawlStore.open(DataDir.open(crawl.data).store_path, readonly=True) as store:
+    with StoreReader.open(DataDir.open(crawl.data).store_path) as store:
         page = store.page_by_url(crawl.refused_origin + "/")
     assert page is not None and page.status == "discovered" and page.fetch_count == 0
     counts = crawl.summary["counts"]

@@ -30,7 +30,7 @@ from hostileweb import HostileWeb, HostTable, Run, run_launched
 from testweb import Answer, LogEntry, html, words
 
 from core.datadir import DataDir
-from store.crawl_store import CrawlStore
+from store.views import StoreReader
 
 PUBLIC_CHECK = "93.184.216.34"
 BLOCKED = "hostileweb: blocked"
@@ -123,7 +123,7 @@ def test_a_name_that_rebinds_to_private_space_is_refused_at_connect_time(
     run = _crawl(webs, data, f"http://rebind.example:{webs.secret_port}/")
     assert run.returncode == 0, run.stderr  # the seed looked public: the crawl ran
     assert webs.secret_log() == []  # but nothing reached the private server
-    with CrawlStore.open(DataDir.open(data).store_path, readonly=True) as store:
+    with StoreReader.open(DataDir.open(data).store_path) as store:
         last = store.last_crawl()
     assert last is not None and last[3] is not None
     counts = json.loads(last[3])["counts"]
@@ -137,7 +137,7 @@ def redirect_crawl(webs: Webs, tmp_path_factory: pytest.TempPathFactory) -> tupl
     # --any-domain: no domain list could refuse these targets first; only the address check can
     run = _crawl(webs, data, f"http://public.example:{webs.public_port}/", "--any-domain")
     assert run.returncode == 0, run.stderr
-    with CrawlStore.open(DataDir.open(data).store_path, readonly=True) as store:
+    with StoreReader.open(DataDir.open(data).store_path) as store:
         last = store.last_crawl()
     assert last is not None and last[3] is not None
     return run, json.loads(last[3]), data

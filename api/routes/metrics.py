@@ -1,0 +1,127 @@
+"""``GET /metrics``: the engine's figures in Prometheus text format, for operators who watch a
+crawl that runs for weeks.
+
+Crawl figures come from the newest run's row in the crawl store (written by the crawler at each
+batch commit: ``crawler/runs.py``), so they are there whether or not an index exists yet; the
+serving figures (search latency histogram, answers by status, caches, snapshot generations) come
+from this process.  Everything read is cheap: one store row, no table scan, so a scrape every few
+seconds costs nothing.  Counters restart with each run or server (Prometheus handles resets).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import PlainTextResponse
+
+from api.dependencies import get_data, get_holder, get_result_cache
+from api.prometheus import CONTENT_TYPE, Exposition, RequestMetrics
+from api.result_cache import ResultCache
+from api.retrieval import Outcome
+from api.snapshot import SnapshotHolder
+from core.datadir import DataDir
+from core.errors import WebsiftError
+from crawler.runs import LiveRun, read_live
+from store.views import StoreReader
+
+
+def _live_run(data: DataDir) -> LiveRun | None:
+    if not data.store_path.exists():
+        return None  # nothing crawled yet: no crawl figures
+    with StoreReader.open(data.store_path) as store:
+        return read_live(store, time.time())
+
+
+def _crawl_metrics(out: Exposition, run: LiveRun | None) -> None:
+    figures = run.figures if run is not None else {}
+
+    def number(key: str) -> float:
+        value = figures.get(key)
+        return float(value) if isinstance(value, int | float) else 0.0
+
+    out.gauge("websift_crawl_running", "1 while a crawl runs (not finished, figures fresh)",
+              [({}, 1.0 if run is not None and run.running else 0.0)])
+    if run is None:
+        return
+    out.gauge("websift_crawl_info", "The newest run: its kind and state (value always 1)",
+              [({"kind": run.kind, "state": str(figures.get("state", "unknown")),
+                 "continuous": str(bool(figures.get("continuous"))).lower()}, 1.0)])
+    out.gauge("websift_crawl_started_timestamp_seconds", "Unix time the newest run started",
+              [({}, run.started)])
+    out.gauge("websift_crawl_figures_age_seconds",
+              "Seconds since the newest run last wrote its figures", [({}, run.age)])
+    out.counter("websift_crawl_pages_total",
+                "Pages answered or finally failed in the newest run", [({}, number("pages"))])
+    out.counter("websift_crawl_fetches_total",
+                "Page fetches started in the newest run: discovery (never read) or refresh",
+                [({"kind": "discovery"}, number("discovery_fetches")),
+                 ({"kind": "refresh"}, number("refresh_fetches"))])
+    errors = figures.get("errors")
+    out.counter("websift_crawl_errors_total", "Failures in the newest run, by reason",
+                [({"reason": str(k).removeprefix("failure/")}, float(v))
+                 for k, v in (errors.items() if isinstance(errors, dict) else ())])
+    out.gauge("websift_crawl_pages_per_second", "Fetch rate over the last minute and the run",
+              [({"over": "recent"}, number("recent_pages_per_second")),
+               ({"over": "run"}, number("pages_per_second"))])
+    out.gauge("websift_crawl_in_flight", "Requests in flight", [({}, number("in_flight"))])
+    frontier = figures.get("frontier")
+    out.gauge("websift_crawl_frontier", "The frontier's figures (Frontier.stats), by name",
+              [({"figure": str(k)}, float(v))
+               for k, v in (frontier.items() if isinstance(frontier, dict) else ())])
+    out.gauge("websift_crawl_virtual_cash", "The OPIC virtual page's cash",
+              [({}, number("virtual_cash"))])
+
+
+def _serving_metrics(out: Exposition, request: Request, holder: SnapshotHolder,
+                     cache: ResultCache[Outcome]) -> None:
+    search: RequestMetrics = request.app.state.search_metrics
+    out.histogram("websift_search_latency_seconds", "Time to answer GET /search",
+                  search.latency)
+    out.counter("websift_search_requests_total", "Answers to GET /search, by HTTP status",
+                [({"status": str(code)}, n) for code, n in search.statuses().items()])
+    stats = cache.stats()
+    out.counter("websift_result_cache_hits_total", "Query-result cache hits", [({}, stats.hits)])
+    out.counter("websift_result_cache_misses_total", "Query-result cache misses",
+                [({}, stats.misses)])
+    out.counter("websift_snapshot_reloads_total", "Newer index or ranks generations swapped in",
+                [({}, holder.reloads)])
+    out.counter("websift_snapshot_reload_failures_total",
+                "Newer generations that could not be opened yet, by error",
+                [({"error": k}, v) for k, v in sorted(holder.reload_failures.items())])
+    try:
+        with holder.lease() as snap:
+            generations = [({"part": "index"}, float(snap.index_generation))]
+            if snap.ranks_generation is not None:
+                generations.append(({"part": "ranks"}, float(snap.ranks_generation)))
+            docs = float(snap.searcher.value.doc_count())
+        up = 1.0
+    except WebsiftError:  # no index yet (or none readable): said by websift_index_up 0
+        generations, docs, up = [], 0.0, 0.0
+    out.gauge("websift_index_up", "1 when an index is being served", [({}, up)])
+    out.gauge("websift_generation", "Generation being served, by part", generations)
+    out.gauge("websift_index_docs", "Documents in the served index", [({}, docs)])
+
+
+def build_router() -> APIRouter:
+    router = APIRouter(tags=["stats"])
+
+    @router.get(
+        "/metrics",
+        response_class=PlainTextResponse,
+        summary="Crawl and serving figures in Prometheus text format",
+        responses={200: {"content": {CONTENT_TYPE: {}}, "description": "Prometheus text"}},
+    )
+    def metrics(
+        request: Request,
+        data: Annotated[DataDir, Depends(get_data)],
+        holder: Annotated[SnapshotHolder, Depends(get_holder)],
+        cache: Annotated[ResultCache[Outcome], Depends(get_result_cache)],
+    ) -> PlainTextResponse:
+        out = Exposition()
+        _crawl_metrics(out, _live_run(data))
+        _serving_metrics(out, request, holder, cache)
+        return PlainTextResponse(out.render(), media_type=CONTENT_TYPE)
+
+    return router
