@@ -3,6 +3,7 @@
     .venv/bin/python scripts/bench_api.py                 # crawl + index + rank, then measure
     .venv/bin/python scripts/bench_api.py --data D        # reuse (or make) a crawl in D
     .venv/bin/python scripts/bench_api.py --seconds 10 --clients 1 8 32
+    .venv/bin/python scripts/bench_api.py --workers 1 2 --cache off --clients 8
 
 The Python 3.11 manual is crawled and indexed as ``scripts/eval_relevance.py`` does (its
 functions are imported), ranked, and served by ``websift serve`` in its own process on a loopback
@@ -69,10 +70,11 @@ def free_port() -> int:
 
 
 @contextmanager
-def websift_serve(data: DataDir, cache_size: int | None) -> Iterator[str]:
+def websift_serve(data: DataDir, cache_size: int | None, workers: int = 1) -> Iterator[str]:
     """``websift serve`` over ``data`` on a free loopback port, until the block ends.
 
     ``cache_size``: the result cache's size (``WEBSIFT_RESULT_CACHE_SIZE``); None: the default.
+    ``workers``: ``websift serve --workers`` (processes accepting on the one port).
     """
     port = free_port()
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -80,7 +82,7 @@ def websift_serve(data: DataDir, cache_size: int | None) -> Iterator[str]:
         env["WEBSIFT_RESULT_CACHE_SIZE"] = str(cache_size)
     proc = subprocess.Popen(
         [str(ROOT / ".venv" / "bin" / "websift"), "serve", "--data", str(data.root),
-         "--host", "127.0.0.1", "--port", str(port)],
+         "--host", "127.0.0.1", "--port", str(port), "--workers", str(workers)],
         env=env,
     )
     base = f"http://127.0.0.1:{port}"
@@ -202,6 +204,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seconds", type=float, default=10.0, help="load time per client count")
     ap.add_argument("--clients", type=int, nargs="+", default=[1, 8, 32])
     ap.add_argument("--no-reference", action="store_true", help="skip the in-process timings")
+    ap.add_argument("--workers", type=int, nargs="+", default=[1],
+                    help="serve with each of these numbers of worker processes")
+    ap.add_argument("--cache", choices=["off", "on", "both"], default="both",
+                    help="measure with the result cache off, on (default size), or both")
     args = ap.parse_args(argv)
 
     tmp = None
@@ -213,10 +219,16 @@ def main(argv: list[str] | None = None) -> int:
         run_rank(data)
     queries = [q.text for q in load_queries()]
     print(f"{len(queries)} queries, {args.seconds:g} s per client count, {os.cpu_count()} cores")
-    for label, cache_size in (("result cache off: every request searches", 0),
-                              ("result cache on (default): repeated queries are hits", None)):
-        with websift_serve(data, cache_size) as base:
-            asyncio.run(load(base, queries, 1, 2.0))  # warm-up: page cache, first imports
+    runs = [(f"{w} worker{'s' if w > 1 else ''}, {label}", cache_size, w)
+            for w in args.workers
+            for key, label, cache_size in (
+                ("off", "result cache off: every request searches", 0),
+                ("on", "result cache on (default): repeated queries are hits", None))
+            if args.cache in (key, "both")]
+    for label, cache_size, workers in runs:
+        with websift_serve(data, cache_size, workers) as base:
+            # warm-up: page cache, first imports (every worker: one connection per client)
+            asyncio.run(load(base, queries, max(workers, 1) * 2, 2.0))
             print(f"\n{label}\n")
             print("| clients | requests | req/s | p50 ms | p99 ms | errors |")
             print("|---|---|---|---|---|---|")

@@ -1,0 +1,320 @@
+"""Remote shards: one query fanned out to other ``websift serve`` processes, answers merged.
+
+``websift serve --shard http://HOST:PORT ...`` makes a *front server*: it holds no index and
+answers ``GET /search`` and the search page by asking each *shard server* (a plain ``websift
+serve`` over its own data directory or local shards) in three rounds
+(``api/shard_protocol.py``, Elasticsearch's "dfs_query_then_fetch"):
+
+1. statistics: every shard's live documents, field length sums and df of the query's terms,
+   summed here into the statistics of the whole collection;
+2. scoring: every shard that answered returns its top ``offset + k`` scored with those sums,
+   without snippets; the merge by (score desc, URL ID) is then the order one index over all
+   the shards would give (exact as long as a query matches at most ``depth`` pages, 1000 by
+   default: beyond that each shard fuses importance into its own top ``depth`` text matches, as
+   Elasticsearch's rescore window is per shard);
+3. snippets: only the pages of the final result page, each from the shard holding it (making a
+   snippet reads and scans the page's stored text, the costliest part of a hit: asking for
+   ``k`` per shard would do that work for ``shards * k`` pages to show ``k``).
+
+Importance (PageRank, OPIC, topics) is added by each shard from its own ranks generation: for
+scores to compare, every shard server serves the same ranks generation (one ``websift rank``
+over the whole link graph, copied to each).  Each call to a shard must answer within
+``shard_timeout_ms``; a shard that fails or is late is left out of that query: the answer says
+``shards: {answered, total}`` and the failure is counted by shard and reason (``/stats``).  No
+shard answering is a 503; one left out is never an error.  The front keeps no result cache: it
+would not know when a shard's generation moves.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import Counter
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import Any, TypeVar
+from urllib.parse import urlsplit
+
+import anyio
+import httpx
+from pydantic import BaseModel, ValidationError
+
+from api.errors import ApiError, InvalidParameter
+from api.retrieval import Outcome, RankedHit, SearchRequest, ShardCount
+from api.settings import Settings
+from api.shard_protocol import (
+    SearchAnswer,
+    SearchAsk,
+    ShardHit,
+    SnippetsAnswer,
+    SnippetsAsk,
+    Statistics,
+    StatsAnswer,
+    StatsAsk,
+)
+from indexer.analysis import Analyzer
+from indexer.query import parse_query
+from indexer.searcher import CollectionStats, Hit
+
+log = logging.getLogger("websift.api")
+
+M = TypeVar("M", bound=BaseModel)
+T = TypeVar("T")
+# Connections kept open to the shards, shared by all queries (one AsyncClient per process).
+KEEPALIVE_CONNECTIONS = 64
+MAX_CONNECTIONS = 256
+
+
+class BadShard(ApiError):
+    """A ``--shard`` value that names neither a directory nor an http(s) server."""
+
+    status = 400
+    code = "bad_shard"
+
+
+class ShardsUnavailable(ApiError):
+    """No shard answered in time: there is nothing to show."""
+
+    status = 503
+    code = "shards_unavailable"
+
+
+class ShardRefused(ApiError):
+    """Every shard refused the query the same way (an unknown topic...): said as they said it."""
+
+    def __init__(self, status: int, code: str, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+
+
+def is_remote(shard: str) -> bool:
+    return shard.lower().startswith(("http://", "https://"))
+
+
+def split_shards(shards: Sequence[str]) -> tuple[list[Path], list[str]]:
+    """The ``--shard`` values as (local data directories, remote base URLs); one kind only."""
+    if len(set(shards)) != len(shards):
+        twice = next(s for s in shards if shards.count(s) > 1)
+        raise BadShard(f"--shard {twice} is given twice")
+    remote = [s for s in shards if is_remote(s)]
+    local = [Path(s) for s in shards if not is_remote(s)]
+    if remote and local:
+        raise BadShard("--shard: give data directories or URLs of 'websift serve' processes, "
+                       "not both (serve the directories with their own 'websift serve' and "
+                       "name its URL)")
+    for url in remote:
+        parts = urlsplit(url)
+        if not parts.hostname or parts.query or parts.fragment or parts.path not in ("", "/"):
+            raise BadShard(f"--shard {url}: expected http://HOST:PORT of a 'websift serve'")
+    return local, [u.rstrip("/") for u in remote]
+
+
+@dataclass
+class Failure:
+    """Why one call to a shard gave nothing: a reason key, and what a 4xx answer said."""
+
+    reason: str  # timeout, connect, transport, http_<status>, bad_answer
+    status: int | None = None
+    code: str = ""
+    message: str = ""
+
+
+@dataclass
+class ShardFigures:
+    """One remote shard's counters, for ``/stats``."""
+
+    calls: int = 0
+    failures: Counter[str] = field(default_factory=Counter)
+    index_generation: int | None = None
+    ranks_generation: int | None = None
+    answering: bool = True  # as of its last call; a change is logged once
+
+
+class RemoteShard:
+    """One shard server, called through the front's shared client with a deadline per call."""
+
+    def __init__(self, url: str, client: httpx.AsyncClient, timeout_s: float) -> None:
+        self.url = url
+        self.client = client
+        self.timeout_s = timeout_s
+        self.figures = ShardFigures()
+
+    async def call(self, path: str, ask: BaseModel, answer: type[M]) -> M | Failure:
+        self.figures.calls += 1
+        result = await self._call(path, ask, answer)
+        if isinstance(result, Failure):
+            self.figures.failures[result.reason] += 1
+            if self.figures.answering:
+                log.warning("shard %s stopped answering (%s%s)", self.url, result.reason,
+                            f": {result.message}" if result.message else "")
+            self.figures.answering = False
+        elif not self.figures.answering:
+            log.warning("shard %s answers again", self.url)
+            self.figures.answering = True
+        return result
+
+    async def _call(self, path: str, ask: BaseModel, answer: type[M]) -> M | Failure:
+        try:
+            with anyio.fail_after(self.timeout_s):
+                response = await self.client.post(self.url + path, content=ask.model_dump_json(),
+                                                  headers={"content-type": "application/json"})
+        except (TimeoutError, httpx.TimeoutException):
+            return Failure("timeout")
+        except httpx.ConnectError as exc:
+            return Failure("connect", message=str(exc))
+        except httpx.TransportError as exc:
+            return Failure("transport", message=f"{type(exc).__name__}: {exc}")
+        if response.status_code != 200:
+            return _http_failure(response)
+        try:
+            return answer.model_validate_json(response.content)
+        except ValidationError as exc:
+            return Failure("bad_answer", message=f"{path}: {exc.error_count()} invalid fields")
+
+
+def _http_failure(response: httpx.Response) -> Failure:
+    code, message = "", ""
+    try:
+        error = response.json().get("error") or {}
+        code, message = str(error.get("code", "")), str(error.get("message", ""))
+    except (ValueError, AttributeError):
+        message = response.text[:200]
+    return Failure(f"http_{response.status_code}", response.status_code, code, message)
+
+
+async def gather_calls(calls: Sequence[Callable[[], Awaitable[T]]]) -> list[T]:
+    """Run the calls concurrently; their results in order."""
+    out: list[T | None] = [None] * len(calls)
+
+    async def run(i: int) -> None:
+        out[i] = await calls[i]()
+
+    async with anyio.create_task_group() as tg:
+        for i in range(len(calls)):
+            tg.start_soon(run, i)
+    return out  # type: ignore[return-value]  # every slot filled once the group ends
+
+
+class FanOut:
+    """The search engine of a front server (``api.retrieval.SearchEngine``)."""
+
+    def __init__(self, urls: Sequence[str], settings: Settings) -> None:
+        self.settings = settings
+        self.analyzer = Analyzer()  # to refuse a bad query here, as a shard would
+        timeout_s = settings.shard_timeout_ms / 1000.0
+        self.client = httpx.AsyncClient(
+            timeout=timeout_s,
+            limits=httpx.Limits(max_keepalive_connections=KEEPALIVE_CONNECTIONS,
+                                max_connections=MAX_CONNECTIONS))
+        self.shards = [RemoteShard(u, self.client, timeout_s) for u in urls]
+        self.queries = 0
+        self.partial = 0  # answered by some shards only
+        self.unanswered = 0  # by none: a 503 or a shard's own refusal
+        self.snippet_failures = 0  # shards that answered but did not send their snippets
+
+    async def aclose(self) -> None:
+        await self.client.aclose()
+
+    async def search(self, req: SearchRequest) -> Outcome:
+        if not req.q.strip():
+            raise InvalidParameter("q: the query is empty; type some words")
+        parse_query(req.q, self.analyzer)  # QueryError (400) here, not a failure per shard
+        started = time.perf_counter()
+        self.queries += 1
+        shards = list(self.shards)
+        stats_ask = StatsAsk(q=req.q)
+        first = await gather_calls([partial(s.call, "/shard/stats", stats_ask, StatsAnswer)
+                                    for s in shards])
+        failures = [a for a in first if isinstance(a, Failure)]
+        parts = [(s, a) for s, a in zip(shards, first, strict=True) if isinstance(a, StatsAnswer)]
+        total = CollectionStats.total([a.stats.collection_stats() for _, a in parts])
+        ask = SearchAsk(q=req.q, k=req.offset + req.k, topic=req.topic, site=req.site,
+                        explain=req.explain, stats=Statistics.of(total))
+        second = await gather_calls([partial(s.call, "/shard/search", ask, SearchAnswer)
+                                     for s, _ in parts])
+        failures += [a for a in second if isinstance(a, Failure)]
+        answers = [(s, a) for (s, _), a in zip(parts, second, strict=True)
+                   if isinstance(a, SearchAnswer)]
+        if not answers:
+            self.unanswered += 1
+            raise _no_answer(failures, len(shards), self.settings.shard_timeout_ms)
+        for s, a in answers:
+            s.figures.index_generation, s.figures.ranks_generation = (
+                a.index_generation, a.ranks_generation)
+        if len(answers) < len(shards):
+            self.partial += 1
+        merged = sorted(((h, i) for i, (_, a) in enumerate(answers) for h in a.hits),
+                        key=lambda hi: (-hi[0].score, hi[0].doc_id, hi[1]))
+        page = merged[req.offset: req.offset + req.k]
+        snippets = await self._snippets(req, page, answers) if req.snippets else {}
+        head = answers[0][1]
+        return Outcome(
+            query=req.q,
+            total=sum(a.total for _, a in answers),
+            took_ms=round((time.perf_counter() - started) * 1000.0, 3),
+            topic=req.topic,
+            topic_weights=head.topic_weights,
+            static_score=head.static_score,
+            hits=[_ranked(h, snippets.get((i, h.doc_id))) for h, i in page],
+            explain=head.fusion,
+            shards=ShardCount(len(answers), len(shards)),
+        )
+
+    async def _snippets(self, req: SearchRequest, page: list[tuple[ShardHit, int]],
+                        answers: list[tuple[RemoteShard, SearchAnswer]]
+                        ) -> dict[tuple[int, int], tuple[str, list[tuple[int, int]]]]:
+        """(answer index, URL ID) -> (snippet, highlights) of the pages shown, asked of the
+        shards holding them; a shard that fails leaves its pages without snippets."""
+        wanted: dict[int, list[int]] = {}
+        for h, i in page:
+            wanted.setdefault(i, []).append(h.doc_id)
+        order = sorted(wanted)
+        got = await gather_calls([
+            partial(answers[i][0].call, "/shard/snippets",
+                    SnippetsAsk(q=req.q, doc_ids=wanted[i]), SnippetsAnswer)
+            for i in order])
+        out: dict[tuple[int, int], tuple[str, list[tuple[int, int]]]] = {}
+        for i, a in zip(order, got, strict=True):
+            if isinstance(a, Failure):
+                self.snippet_failures += 1
+                continue
+            for sn in a.snippets:
+                out[(i, sn.doc_id)] = (sn.snippet, list(sn.highlights))
+        return out
+
+    def figures(self) -> dict[str, Any]:
+        """Counters for ``/stats``."""
+        return {
+            "queries": self.queries,
+            "partial": self.partial,
+            "unanswered": self.unanswered,
+            "snippet_failures": self.snippet_failures,
+            "timeout_ms": self.settings.shard_timeout_ms,
+            "shards": {s.url: {"calls": s.figures.calls, "failures": dict(s.figures.failures),
+                               "answering": s.figures.answering,
+                               "index_generation": s.figures.index_generation,
+                               "ranks_generation": s.figures.ranks_generation}
+                       for s in self.shards},
+        }
+
+
+def _ranked(h: ShardHit, snippet: tuple[str, list[tuple[int, int]]] | None) -> RankedHit:
+    text, spans = snippet if snippet is not None else ("", [])
+    hit = Hit(doc_id=h.doc_id, url=h.url, title=h.title, snippet=text, highlights=spans,
+              score=h.score, text_score=h.text, prior_score=h.prior, explain=h.explain)
+    return RankedHit(hit=hit, pagerank=h.pagerank, opic=h.opic, topic=h.topic, prior=h.prior)
+
+
+def _no_answer(failures: list[Failure], total: int, timeout_ms: int) -> ApiError:
+    """The error when no shard answered: a refusal they all gave (4xx), else a 503."""
+    refusals = [f for f in failures if f.status is not None and 400 <= f.status < 500]
+    if refusals and len(refusals) == len(failures):
+        f = refusals[0]
+        return ShardRefused(f.status or 400, f.code or "bad_request", f.message)
+    reasons = Counter(f.reason for f in failures)
+    said = ", ".join(f"{n} {r}" for r, n in sorted(reasons.items()))
+    return ShardsUnavailable(f"no shard answered (of {total}, within {timeout_ms} ms a call: "
+                             f"{said})")

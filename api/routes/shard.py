@@ -1,0 +1,74 @@
+"""``POST /shard/stats``, ``/shard/search``, ``/shard/snippets``: what a front server asks.
+
+The calls of ``api/shard_protocol.py`` (statistics, scoring with the global statistics,
+snippets of the winners), answered from this server's snapshot.  Each runs in a worker thread
+under the same concurrency limit as ``GET /search``.  They change nothing, so a shard server
+answers any front server that can reach it; bind it to an address only they can reach.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Annotated
+
+import anyio
+from fastapi import APIRouter, Depends, Response
+from pydantic import BaseModel
+
+from api.dependencies import get_app_settings, get_search_limiter, get_snapshot
+from api.models import error_responses
+from api.settings import Settings
+from api.shard_protocol import (
+    SearchAnswer,
+    SearchAsk,
+    SnippetsAnswer,
+    SnippetsAsk,
+    StatsAnswer,
+    StatsAsk,
+    shard_search,
+    shard_snippets,
+    shard_stats,
+)
+from api.snapshot import Snapshot
+
+
+async def _in_thread(limiter: anyio.CapacityLimiter, work: Callable[[], BaseModel]) -> Response:
+    """``work``'s answer as JSON, made in a worker thread.  Returned as a response, so FastAPI
+    does not validate the model a second time (these calls are a front server's hot path)."""
+    answer = await anyio.to_thread.run_sync(work, limiter=limiter)
+    return Response(answer.model_dump_json(), media_type="application/json")
+
+
+def build_router() -> APIRouter:
+    router = APIRouter(prefix="/shard", tags=["shard"], responses=error_responses(400, 404))
+
+    @router.post("/stats", response_model=StatsAnswer,
+                 summary="A front server's first call: this shard's collection statistics")
+    async def stats(
+        ask: StatsAsk,
+        snap: Annotated[Snapshot, Depends(get_snapshot)],
+        limiter: Annotated[anyio.CapacityLimiter, Depends(get_search_limiter)],
+    ) -> Response:
+        return await _in_thread(limiter, lambda: shard_stats(snap, ask))
+
+    @router.post("/search", response_model=SearchAnswer,
+                 summary="A front server's second call: top hits scored with global statistics, "
+                 "no snippets")
+    async def search(
+        ask: SearchAsk,
+        snap: Annotated[Snapshot, Depends(get_snapshot)],
+        settings: Annotated[Settings, Depends(get_app_settings)],
+        limiter: Annotated[anyio.CapacityLimiter, Depends(get_search_limiter)],
+    ) -> Response:
+        return await _in_thread(limiter, lambda: shard_search(snap, ask, settings))
+
+    @router.post("/snippets", response_model=SnippetsAnswer,
+                 summary="A front server's last call: snippets of the pages it shows")
+    async def snippets(
+        ask: SnippetsAsk,
+        snap: Annotated[Snapshot, Depends(get_snapshot)],
+        limiter: Annotated[anyio.CapacityLimiter, Depends(get_search_limiter)],
+    ) -> Response:
+        return await _in_thread(limiter, lambda: shard_snippets(snap, ask))
+
+    return router

@@ -1,0 +1,152 @@
+"""What a front server asks a shard server, and how a shard answers from its snapshot.
+
+Every ``websift serve`` that searches an index of its own is a shard server: it answers three
+``POST /shard/...`` calls (``api/routes/shard.py``), which a front server (``websift serve
+--shard http://...``, ``api/fanout.py``) makes to answer one query, as Elasticsearch's
+"dfs_query_then_fetch" does:
+
+1. ``/shard/stats``: the shard's share of the collection statistics of the query (live
+   documents, field length sums, each query term's df);
+2. ``/shard/search``: its top ``k`` hits scored with the *sums* of those statistics over every
+   shard (so a score means the same on every shard and the merge by score is exact), without
+   snippets;
+3. ``/shard/snippets``: snippets of the pages that made the final page of results only.
+
+The models here are the wire format of both sides; the functions run on the shard's side.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from api.errors import InvalidParameter
+from api.retrieval import SearchRequest, run_search
+from api.settings import Settings
+from api.snapshot import Snapshot
+from indexer.searcher import CollectionStats
+from indexer.settings import MAX_QUERY_CHARS, N_FIELDS
+
+# Figures from the wire become float64 and int64: keep them where both are exact.
+MAX_COUNT = 2**53
+MAX_DOC_ID = 2**63 - 1
+
+
+class StatsAsk(BaseModel):
+    q: str = Field(min_length=1, max_length=MAX_QUERY_CHARS, description="the query")
+
+
+class Statistics(BaseModel):
+    """Collection statistics: a shard's share (``/shard/stats``), or the sums over every shard
+    a front server sends back to score with (``/shard/search``)."""
+
+    n_docs: int = Field(ge=0, le=MAX_COUNT, description="live documents")
+    field_lengths: list[int] = Field(
+        min_length=N_FIELDS, max_length=N_FIELDS,
+        description="per field (title, headings, body, url, anchor), its length summed over "
+        "the live documents")
+    df: dict[str, int] = Field(
+        max_length=MAX_QUERY_CHARS, description="documents holding each query term")
+
+    def collection_stats(self) -> CollectionStats:
+        bad = [x for x in [*self.field_lengths, *self.df.values()] if not 0 <= x <= MAX_COUNT]
+        if bad:
+            raise InvalidParameter(f"stats: counts must be between 0 and {MAX_COUNT} "
+                                   f"(got {bad[0]})")
+        return CollectionStats(self.n_docs, tuple(self.field_lengths), dict(self.df))
+
+    @classmethod
+    def of(cls, stats: CollectionStats) -> Statistics:
+        return cls(n_docs=stats.n_docs, field_lengths=list(stats.field_lengths),
+                   df=dict(stats.df))
+
+
+class StatsAnswer(BaseModel):
+    stats: Statistics
+    index_generation: int
+
+
+class SearchAsk(BaseModel):
+    q: str = Field(min_length=1, max_length=MAX_QUERY_CHARS, description="the query")
+    k: int = Field(ge=1, le=MAX_COUNT, description="hits to return (at most max_k + max_offset)")
+    topic: str | None = Field(default=None, max_length=64)
+    site: str | None = Field(default=None, max_length=253)
+    explain: bool = False
+    stats: Statistics | None = Field(
+        default=None, description="score with these statistics (the sums over every shard); "
+        "null: the shard's own")
+
+
+class ShardHit(BaseModel):
+    doc_id: int = Field(description="the page's URL ID in the shard's crawl")
+    url: str
+    title: str
+    score: float
+    text: float
+    prior: float
+    pagerank: float | None
+    opic: float | None
+    topic: float | None
+    explain: dict[str, Any] | None = None
+
+
+class SearchAnswer(BaseModel):
+    total: int
+    static_score: str
+    topic_weights: dict[str, float] | None
+    fusion: dict[str, Any] = Field(description="how the prior was fused (explain)")
+    hits: list[ShardHit]
+    index_generation: int
+    ranks_generation: int | None
+
+
+class SnippetsAsk(BaseModel):
+    q: str = Field(min_length=1, max_length=MAX_QUERY_CHARS)
+    doc_ids: list[int] = Field(max_length=1000, description="URL IDs of the pages")
+
+
+class ShardSnippet(BaseModel):
+    doc_id: int
+    snippet: str
+    highlights: list[tuple[int, int]]
+
+
+class SnippetsAnswer(BaseModel):
+    snippets: list[ShardSnippet] = Field(description="one per page indexed here")
+
+
+def shard_stats(snap: Snapshot, ask: StatsAsk) -> StatsAnswer:
+    stats = snap.searcher.value.collection_stats(ask.q)
+    return StatsAnswer(stats=Statistics.of(stats), index_generation=snap.index_generation)
+
+
+def shard_search(snap: Snapshot, ask: SearchAsk, settings: Settings) -> SearchAnswer:
+    cap = settings.max_k + settings.max_offset
+    if ask.k > cap:
+        raise InvalidParameter(f"k: must be at most {cap} (got {ask.k})")
+    req = SearchRequest(q=ask.q, k=ask.k, offset=0, topic=ask.topic or None,
+                        site=ask.site or None, explain=ask.explain, snippets=False)
+    stats = ask.stats.collection_stats() if ask.stats is not None else None
+    outcome = run_search(snap, req, settings.fusion, settings.static_score,
+                         settings.rerank_depth, stats=stats)
+    return SearchAnswer(
+        total=outcome.total,
+        static_score=outcome.static_score,
+        topic_weights=outcome.topic_weights,
+        fusion=outcome.explain,
+        hits=[ShardHit(doc_id=r.hit.doc_id, url=r.hit.url, title=r.hit.title,
+                       score=r.hit.score, text=r.hit.text_score, prior=r.prior,
+                       pagerank=r.pagerank, opic=r.opic, topic=r.topic, explain=r.hit.explain)
+              for r in outcome.hits],
+        index_generation=snap.index_generation,
+        ranks_generation=snap.ranks_generation,
+    )
+
+
+def shard_snippets(snap: Snapshot, ask: SnippetsAsk) -> SnippetsAnswer:
+    ids = [i for i in ask.doc_ids if 0 <= i <= MAX_DOC_ID]
+    made = snap.searcher.value.snippets(ask.q, ids)
+    return SnippetsAnswer(snippets=[
+        ShardSnippet(doc_id=i, snippet=m[0], highlights=m[1])
+        for i, m in zip(ids, made, strict=True) if m is not None])
