@@ -39,6 +39,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Protocol
 
 import numpy as np
 import scipy.sparse as sp
@@ -68,7 +69,18 @@ class PageRankResult:
 Progress = Callable[[int, float], None]
 
 
-def uniform_teleport(graph: LinkGraph) -> np.ndarray:
+class Pages(Protocol):
+    """What the teleport vector and the argument checks need of a graph: a
+    :class:`~ranking.graph.LinkGraph` or the Dask engine's ``ClusterGraph``."""
+
+    @property
+    def n(self) -> int: ...
+
+    @property
+    def present(self) -> np.ndarray: ...
+
+
+def uniform_teleport(graph: Pages) -> np.ndarray:
     """E uniform over the present pages (node 0 of a store graph gets nothing)."""
     e = graph.present.astype(np.float64)
     total = e.sum()
@@ -85,7 +97,8 @@ def transition_matrix(graph: LinkGraph, damping: float, dtype: type = np.float64
     return in_csr(graph, weight.astype(dtype))
 
 
-def _check_distribution(vec: np.ndarray, n: int, what: str) -> np.ndarray:
+def check_distribution(vec: np.ndarray, n: int, what: str) -> np.ndarray:
+    """``vec`` as a probability distribution over ``n`` nodes (normalised to sum 1)."""
     v = np.asarray(vec, dtype=np.float64)
     if v.shape != (n,):
         raise GraphError(f"{what} has shape {v.shape}, expected ({n},)")
@@ -95,6 +108,153 @@ def _check_distribution(vec: np.ndarray, n: int, what: str) -> np.ndarray:
     if total <= 0:
         raise GraphError(f"{what} is all zeros")
     return v / total
+
+
+def checked_inputs(
+    graph: Pages,
+    *,
+    damping: float,
+    tol: float,
+    dangling: Dangling | str,
+    teleport: np.ndarray | None,
+    dangling_vector: np.ndarray | None,
+    start: np.ndarray | None,
+) -> tuple[Dangling, np.ndarray, np.ndarray | None, np.ndarray | None]:
+    """Both engines' ``pagerank`` checks: ``(policy, E, w, start)``, the vectors as
+    distributions, E uniform over the present pages by default."""
+    if not 0.0 < damping <= 1.0:
+        raise GraphError(f"damping must be in (0, 1], got {damping}")
+    if tol <= 0:
+        raise GraphError(f"tolerance must be positive, got {tol}")
+    policy = Dangling(dangling)
+    n = graph.n
+    e = uniform_teleport(graph) if teleport is None else check_distribution(teleport, n, "teleport")
+    w = None if dangling_vector is None else check_distribution(dangling_vector, n, "dangling vector")
+    x0 = None if start is None else check_distribution(start, n, "start vector")
+    return policy, e, w, x0
+
+
+# The pieces of a power-iteration step that do not depend on where M x is computed: the
+# embedded loop below runs them per row block in threads, ranking.cluster_pagerank on whole
+# vectors around the Dask blocks' mat-vec; both take the same steps and agree to rounding.
+
+
+def step_inputs(
+    teleport: np.ndarray, dangling_vector: np.ndarray | None, start: np.ndarray | None,
+    dtype: np.dtype | type,
+) -> tuple[np.ndarray | float, np.ndarray | None, np.ndarray]:
+    """``(v, w, x)``: E as each step adds it, w, and the first iterate (a copy, sum 1)."""
+    # A uniform E is added as a scalar: one pass less over memory per iteration.
+    uniform = bool(teleport.size) and bool(np.all(teleport == teleport[0]))
+    v: np.ndarray | float = float(teleport[0]) if uniform else teleport.astype(dtype, copy=False)
+    w = None if dangling_vector is None else dangling_vector.astype(dtype, copy=False)
+    x = (teleport if start is None else start).astype(dtype, copy=True)
+    x /= x.sum()
+    return v, w, x
+
+
+def lost_mass(total: float, damping: float, *, to_dangling_vector: bool) -> float:
+    """From ``total`` = sum(M x) with |x| = 1: without a dangling vector w, the mass M x lost,
+    c * (dangling rank) + 1 - c, all of which goes to E; with w, the dangling rank itself, as
+    sum(M x) = c (1 - it) (with c = 0 nothing reaches w whatever it is)."""
+    return 1.0 - total / (damping if to_dangling_vector and damping else 1.0)
+
+
+def complete_step(
+    y: np.ndarray, x: np.ndarray, out: np.ndarray, *, lost: float, damping: float,
+    v: np.ndarray | float, w: np.ndarray | None,
+) -> float:
+    """``out = y + the lost mass`` (y = M x, ``lost`` from :func:`lost_mass`; to E, or c lost
+    to w and 1 - c to E); returns the residual |out - x| in L1.  ``y`` is overwritten.  Works
+    on whole vectors or on one row block of each (v and w sliced alike)."""
+    if w is None:
+        # Adding the lost mass brings |x'| back to 1 whatever rounding did to |x|, so no
+        # separate renormalisation pass is needed.
+        np.add(y, lost * v, out=out)
+    else:
+        np.add(y, damping * lost * w, out=out)
+        out += (1.0 - damping) * v
+    np.subtract(out, x, out=y)
+    np.abs(y, out=y)
+    return float(y.sum(dtype=np.float64))
+
+
+class IterationSchedule:
+    """When a power iteration stops, and when it extrapolates; the residuals and the progress.
+
+    The loop runs up to ``steps`` steps and calls :meth:`after_step` after each, with the new
+    iterate; :meth:`result` then gives the ranks.  Stopping: a step that moves the iterate by
+    at most ``tol`` in L1; ``fixed_iterations`` runs exactly that many steps instead (the
+    paper1998 add-back), which counts as converged.
+
+    Power extrapolation (Haveliwala, Kamvar, Klein, Manning, Golub 2003, section 3): the slowest
+    error components have eigenvalues of modulus c (pages whose links never leave a set: a
+    host closed on itself) or just below.  Every ``settings.EXTRAPOLATION_EVERY`` steps from step
+    ``settings.EXTRAPOLATION_START``, with d = ``extrapolation``, the iterate x_k is replaced by
+    (x_k - L x_{k-d}) / (1 - L) where L = min(c^d, r_k / r_{k-d}) estimates lambda^d from the
+    residuals; this removes the components with lambda^d = L, keeps |x| = 1, and multiplies any
+    other component by |lambda^d - L| / (1 - L) <= 2 c^d / (1 - c^d) (1.2 for d = 6), while the
+    EVERY plain steps of a cycle shrink it by c^EVERY (0.14 for 12): every component still
+    shrinks over each cycle.
+    The stopping test is unaffected: it is applied to a plain step's output, whose distance to
+    the fixpoint is at most residual * c / (1 - c) however its input was obtained.  0 turns it
+    off; ``fixed_iterations`` runs never extrapolate.
+    """
+
+    def __init__(
+        self,
+        x: np.ndarray,
+        damping: float,
+        *,
+        tol: float,
+        max_iter: int,
+        fixed_iterations: int | None,
+        extrapolation: int,
+        progress: Progress | None,
+    ) -> None:
+        self.steps = max_iter if fixed_iterations is None else fixed_iterations  # at most
+        self.residuals: list[float] = []
+        self.converged = False
+        self._damping = damping
+        self._tol = tol
+        self._fixed = fixed_iterations is not None
+        self._progress = progress
+        self._order = 0 if self._fixed else extrapolation
+        self._snapshot = np.empty_like(x) if self._order else None  # x_{k-d}
+        self._snapshot_at = -1  # its step, -1: none kept
+        self._snapshot_residual = 0.0
+
+    def after_step(self, residual: float, x: np.ndarray) -> bool:
+        """Record a step that moved the iterate by ``residual`` to ``x``; True: stop here.
+        ``x`` may be extrapolated in place."""
+        self.residuals.append(residual)
+        step = len(self.residuals)
+        if self._progress is not None:
+            self._progress(step, residual)
+        if not self._fixed and residual <= self._tol:
+            self.converged = True
+            return True
+        snapshot = self._snapshot
+        if snapshot is None:
+            return False
+        if self._snapshot_at >= 0 and step - self._snapshot_at == self._order:
+            ratio = min(self._damping**self._order, residual / self._snapshot_residual)
+            snapshot *= ratio
+            x -= snapshot
+            x /= 1.0 - ratio
+            self._snapshot_at = -1
+        elif (step >= settings.EXTRAPOLATION_START
+              and (step - settings.EXTRAPOLATION_START) % settings.EXTRAPOLATION_EVERY == 0
+              and self._snapshot_at < 0 and residual > 0):
+            np.copyto(snapshot, x)
+            self._snapshot_at, self._snapshot_residual = step, residual
+        return False
+
+    def result(self, x: np.ndarray) -> PageRankResult:
+        """The ranks from the last iterate ``x`` (float64, sum 1) with the steps' record."""
+        ranks = x.astype(np.float64, copy=False)
+        return PageRankResult(ranks=ranks / ranks.sum(), residuals=self.residuals,
+                              converged=self.converged or self._fixed)
 
 
 def power_iteration(
@@ -115,40 +275,23 @@ def power_iteration(
 
     Mass lost in M x is c * (dangling rank) + (1 - c); it goes to E (section 2.6), or, with
     ``dangling_vector`` w, c * dangling to w and (1 - c) to E.  ``fixed_iterations`` runs exactly
-    that many steps (the paper1998 add-back) instead of iterating to ``tol``.
+    that many steps (the paper1998 add-back) instead of iterating to ``tol``; stopping and power
+    extrapolation (order ``extrapolation``, 0: off) are :class:`IterationSchedule`'s.
 
     The rows of M are cut into ``threads`` blocks of about equal link counts; each step runs the
     blocks' mat-vecs (scipy's releases the GIL) and their vector work in parallel, in two phases:
     (1) y_b = M_b x and its sum, (2) once the lost mass is known, x'_b = y_b + lost mass share and
     the block's L1 residual.  Every row is summed in the same order whatever the block count.
-
-    Power extrapolation (Haveliwala, Kamvar, Klein, Manning, Golub 2003, section 3): the slowest
-    error components have eigenvalues of modulus c (pages whose links never leave a set: a
-    host closed on itself) or just below.  Every ``settings.EXTRAPOLATION_EVERY`` steps from step
-    ``settings.EXTRAPOLATION_START``, with d = ``extrapolation``, the iterate x_k is replaced by
-    (x_k - L x_{k-d}) / (1 - L) where L = min(c^d, r_k / r_{k-d}) estimates lambda^d from the
-    residuals; this removes the components with lambda^d = L, keeps |x| = 1, and multiplies any
-    other component by |lambda^d - L| / (1 - L) <= 2 c^d / (1 - c^d) (1.2 for d = 6), while the
-    EVERY plain steps of a cycle shrink it by c^EVERY (0.14 for 12): every component still
-    shrinks over each cycle.
-    The stopping test is unaffected: it is applied to a plain step's output, whose distance to
-    the fixpoint is at most residual * c / (1 - c) however its input was obtained.  0 turns it
-    off; ``fixed_iterations`` runs (the paper1998 add-back) never extrapolate.
     """
     dtype = matrix.dtype
-    # A uniform E is added as a scalar: one pass less over memory per iteration.
-    uniform = bool(teleport.size) and bool(np.all(teleport == teleport[0]))
-    v: np.ndarray | float = float(teleport[0]) if uniform else teleport.astype(dtype, copy=False)
-    w = None if dangling_vector is None else dangling_vector.astype(dtype, copy=False)
-    x = (teleport if start is None else start).astype(dtype, copy=True)
-    x /= x.sum()
+    v, w, x = step_inputs(teleport, dangling_vector, start, dtype)
     nxt = np.empty_like(x)
     threads = max(1, threads)
     blocks = row_blocks(matrix, threads * settings.BLOCKS_PER_THREAD)
     helpers = min(threads, len(blocks)) - 1
     empty = np.empty(0, dtype=dtype)
     partial: list[np.ndarray] = [empty] * len(blocks)
-    lost = 0.0  # phase 2 reads it: 1 - sum(M x) when w is None, else the dangling rank
+    lost = 0.0  # this step's, from phase 1's sums: phase 2 reads it
 
     def multiply(b: int) -> float:
         partial[b] = blocks[b][2] @ x
@@ -156,22 +299,15 @@ def power_iteration(
 
     def redistribute(b: int) -> float:
         lo, hi, _ = blocks[b]
-        y, out = partial[b], nxt[lo:hi]
-        vb = v if isinstance(v, float) else v[lo:hi]
-        if w is None:
-            # Adding the lost mass brings |x'| back to 1 whatever rounding did to |x|, so no
-            # separate renormalisation pass is needed.
-            np.add(y, lost * vb, out=out)
-        else:
-            np.add(y, damping * lost * w[lo:hi], out=out)
-            out += (1.0 - damping) * vb
-        np.subtract(out, x[lo:hi], out=y)
-        np.abs(y, out=y)
+        residual = complete_step(partial[b], x[lo:hi], nxt[lo:hi], lost=lost, damping=damping,
+                                 v=v if isinstance(v, float) else v[lo:hi],
+                                 w=None if w is None else w[lo:hi])
         partial[b] = empty  # freed before the next mat-vec allocates its successor
-        return float(y.sum(dtype=np.float64))
+        return residual
 
-    result = PageRankResult(ranks=x)
-    limit = max_iter if fixed_iterations is None else fixed_iterations
+    schedule = IterationSchedule(x, damping, tol=tol, max_iter=max_iter,
+                                 fixed_iterations=fixed_iterations, extrapolation=extrapolation,
+                                 progress=progress)
     with ThreadPoolExecutor(max_workers=max(1, helpers)) as pool:
 
         def each(phase: Callable[[int], float]) -> float:
@@ -190,41 +326,13 @@ def power_iteration(
                 f.result()
             return sum(out)
 
-        order = 0 if fixed_iterations is not None else extrapolation
-        snapshot = np.empty_like(x) if order else None
-        snapshot_at, snapshot_residual = -1, 0.0
-        for k in range(limit):
-            total = each(multiply)
-            # w is None: the lost mass.  Otherwise the dangling rank, as sum(M x) = c (1 - it)
-            # when |x| = 1 (with c = 0 nothing reaches w whatever it is).
-            lost = 1.0 - total / (1.0 if w is None or not damping else damping)
+        for _ in range(schedule.steps):
+            lost = lost_mass(each(multiply), damping, to_dangling_vector=w is not None)
             residual = each(redistribute)
-            result.residuals.append(residual)
-            if progress is not None:
-                progress(k + 1, residual)
             x, nxt = nxt, x
-            if fixed_iterations is None and residual <= tol:
-                result.converged = True
+            if schedule.after_step(residual, x):
                 break
-            if snapshot is None:
-                continue
-            step = k + 1
-            if snapshot_at >= 0 and step - snapshot_at == order:
-                ratio = min(damping**order, residual / snapshot_residual)
-                snapshot *= ratio
-                x -= snapshot
-                x /= 1.0 - ratio
-                snapshot_at = -1
-            elif (step >= settings.EXTRAPOLATION_START
-                  and (step - settings.EXTRAPOLATION_START) % settings.EXTRAPOLATION_EVERY == 0
-                  and snapshot_at < 0 and residual > 0):
-                np.copyto(snapshot, x)
-                snapshot_at, snapshot_residual = step, residual
-    if fixed_iterations is not None:
-        result.converged = True
-    ranks = x.astype(np.float64, copy=False)
-    result.ranks = ranks / ranks.sum()
-    return result
+    return schedule.result(x)
 
 
 def row_blocks(matrix: sp.csr_matrix, parts: int) -> list[tuple[int, int, sp.csr_matrix]]:
@@ -269,15 +377,9 @@ def pagerank(
     over present pages.  ``start`` warm-starts the iteration (e.g. a topic vector from the
     global one).  ``dtype`` float32 halves the matrix values' memory at float32 precision.
     """
-    if not 0.0 < damping <= 1.0:
-        raise GraphError(f"damping must be in (0, 1], got {damping}")
-    if tol <= 0:
-        raise GraphError(f"tolerance must be positive, got {tol}")
-    policy = Dangling(dangling)
-    n = graph.n
-    e = uniform_teleport(graph) if teleport is None else _check_distribution(teleport, n, "teleport")
-    w = None if dangling_vector is None else _check_distribution(dangling_vector, n, "dangling vector")
-    x0 = None if start is None else _check_distribution(start, n, "start vector")
+    policy, e, w, x0 = checked_inputs(graph, damping=damping, tol=tol, dangling=dangling,
+                                      teleport=teleport, dangling_vector=dangling_vector,
+                                      start=start)
     if policy is Dangling.PAPER1998:
         return _pagerank_paper1998(graph, damping, e, tol=tol, max_iter=max_iter, start=x0,
                                    dtype=dtype, progress=progress)
@@ -321,8 +423,8 @@ def _pagerank_paper1998(
     progress: Progress | None,
 ) -> PageRankResult:
     alive, rounds = remove_dangling(graph)
-    x0 = np.zeros(graph.n, dtype=np.float64)
-    residuals: list[float] = []
+    x0 = teleport  # every page was removed (the graph is a DAG): start from E
+    core_result = None
     if alive.any():
         core, ids = subgraph(graph, alive)
         core_e = teleport[ids]
@@ -338,25 +440,38 @@ def _pagerank_paper1998(
             progress=progress,
         )
         del core_matrix
-        residuals.extend(core_result.residuals)
+        x0 = np.zeros(graph.n, dtype=np.float64)
         x0[ids] = core_result.ranks
-        converged = core_result.converged
-    else:  # every page was removed (the graph is a DAG): start from E
-        x0[:] = teleport
-        converged = True
     matrix = transition_matrix(graph, damping, dtype)
+
+    def add_back(numbered: Progress | None) -> PageRankResult:
+        return power_iteration(matrix, damping, teleport, start=x0, tol=tol, max_iter=max_iter,
+                               fixed_iterations=rounds, progress=numbered)
+
+    return with_add_back(core_result, rounds, add_back, progress)
+
+
+def with_add_back(
+    core: PageRankResult | None,
+    rounds: int,
+    add_back: Callable[[Progress | None], PageRankResult],
+    progress: Progress | None,
+) -> PageRankResult:
+    """paper1998's result (both engines): the ``core`` PageRank's steps (None: every page was
+    removed), then ``add_back``'s ``rounds`` plain steps on the whole graph, whose ranks it is;
+    ``add_back`` is handed ``progress`` numbering its steps after the core's."""
+    residuals = [] if core is None else core.residuals
     offset = len(residuals)
 
-    def shifted(k: int, r: float) -> None:
+    def numbered(k: int, r: float) -> None:
         if progress is not None:
             progress(offset + k, r)
 
-    back = power_iteration(matrix, damping, teleport, start=x0, tol=tol, max_iter=max_iter,
-                           fixed_iterations=rounds, progress=shifted)
+    back = add_back(numbered)
     return PageRankResult(
         ranks=back.ranks,
         residuals=residuals + back.residuals,
-        converged=converged,
+        converged=True if core is None else core.converged,
         removal_rounds=rounds,
     )
 

@@ -25,15 +25,16 @@ from core.datadir import DataDir
 from ranking import settings
 from ranking.errors import RankingError
 from ranking.graph import LinkGraph
-from ranking.pagerank import Dangling, PageRankResult, pagerank, uniform_teleport
+from ranking.pagerank import Dangling, PageRankResult, Pages, pagerank, uniform_teleport
 from ranking.ranks_format import load_array
 from ranking.ranks_writer import current_manifest, write_generation, write_lock
 from ranking.store_graph import load_store_arrays, topic_page_ids
 from ranking.structure import levels, strong_components
-from ranking.topic_store import load_topic, topic_names
+from ranking.topic_store import TopicRecord, load_topic, topic_names
 from store.views import StoreReader
 
 Progress = Callable[[str, int, float], None]  # (what, iteration, residual)
+TopicVector = Callable[[np.ndarray, np.ndarray], PageRankResult]  # (pages, start) -> p_k
 
 
 @dataclass
@@ -58,20 +59,25 @@ def topic_vector(
     progress: Callable[[int, float], None] | None = None,
 ) -> PageRankResult:
     """p_k: PageRank with teleport uniform over ``pages`` and dangling rank to uniform."""
-    if pages.size == 0:
-        raise RankingError("a topic with no pages has no PageRank vector")
-    teleport = np.zeros(graph.n, dtype=np.float64)
-    teleport[pages] = 1.0
     return pagerank(
         graph,
         damping=damping,
-        teleport=teleport,
+        teleport=topic_teleport(graph.n, pages),
         tol=tol,
         dangling=Dangling.TELEPORT,
         dangling_vector=uniform_teleport(graph),
         start=start,
         progress=progress,
     )
+
+
+def topic_teleport(n: int, pages: np.ndarray) -> np.ndarray:
+    """E_k: 1 on each of a topic's ``pages`` (the PageRank call normalises it)."""
+    if pages.size == 0:
+        raise RankingError("a topic with no pages has no PageRank vector")
+    teleport = np.zeros(n, dtype=np.float64)
+    teleport[pages] = 1.0
+    return teleport
 
 
 def fit_length(vector: np.ndarray, n: int) -> np.ndarray | None:
@@ -82,6 +88,19 @@ def fit_length(vector: np.ndarray, n: int) -> np.ndarray | None:
     k = min(n, vector.size)
     out[:k] = vector[:k]
     return out if out.sum() > 0 else None
+
+
+class RankedGraph(Pages, Protocol):
+    """What a generation's stats need of a graph: a :class:`~ranking.graph.LinkGraph` or the
+    Dask engine's ``ClusterGraph``."""
+
+    @property
+    def num_pages(self) -> int: ...
+
+    @property
+    def num_links(self) -> int: ...
+
+    def dangling(self) -> np.ndarray: ...
 
 
 class RankEngine(Protocol):
@@ -119,6 +138,43 @@ def run_rank(
     result = pagerank(graph, damping=damping, tol=tol, dangling=dangling, progress=global_progress)
     lv = levels(graph, arrays.roots)
     comps = strong_components(graph)
+
+    def vector(pages: np.ndarray, start: np.ndarray) -> PageRankResult:
+        return topic_vector(graph, pages, damping=damping, tol=tol, start=start)
+
+    report = write_ranks(
+        data, graph, result, damping=damping, tol=tol, dangling=dangling,
+        opic=arrays.opic, level=lv, giant=comps.in_giant(),
+        giant_size=comps.giant_size, roots=arrays.roots.size, topic_pages=topic_pages,
+        records=records, topic_vector=vector)
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def write_ranks(
+    data: DataDir,
+    graph: RankedGraph,
+    result: PageRankResult,
+    *,
+    damping: float,
+    tol: float,
+    dangling: Dangling | str,
+    opic: np.ndarray,
+    level: np.ndarray,
+    giant: np.ndarray,
+    giant_size: int,
+    roots: int,
+    topic_pages: dict[str, np.ndarray],
+    records: dict[str, TopicRecord],
+    topic_vector: TopicVector,
+    before_write: Callable[[], None] | None = None,
+) -> RankReport:
+    """The topic vectors and the new generation, for either engine: under the ranks write lock,
+    each topic's vector by ``topic_vector``, warm-started from its vector of the current
+    generation (else from the global ``result``), then the generation with ``result``, ``opic``,
+    ``level`` and the ``giant`` SCC mask, and the run's params and stats.  ``before_write`` runs
+    once every vector is computed, before the first file is written.  The report's ``seconds``
+    is the caller's to fill in."""
     with write_lock(data.ranks_dir):
         previous = current_manifest(data.ranks_dir)
         topics: dict[str, Any] = {}
@@ -130,8 +186,7 @@ def run_rank(
             if previous is not None and name in previous["topics"]:
                 old = load_array(data.ranks_dir, previous["topics"][name], f"topic {name}")
                 start = fit_length(old, graph.n)
-            vec = topic_vector(graph, pages, damping=damping, tol=tol,
-                               start=start if start is not None else result.ranks)
+            vec = topic_vector(pages, start if start is not None else result.ranks)
             topics[name] = (vec.ranks, {
                 "definition_sha256": records[name].sha256,
                 "pages": int(pages.size),
@@ -146,31 +201,26 @@ def run_rank(
             "pages": graph.num_pages,
             "links": graph.num_links,
             "dangling": int(graph.dangling().sum()),
-            "giant_scc": comps.giant_size,
-            "roots": int(arrays.roots.size),
+            "giant_scc": giant_size,
+            "roots": roots,
         }
         params = {"damping": damping, "tol": tol, "dangling": Dangling(dangling).value,
                   "teleport": "uniform"}
+        if before_write is not None:
+            before_write()
         generation = write_generation(
             data.ranks_dir,
             previous,
             {
                 "pagerank": result.ranks,
-                "opic": arrays.opic,
-                "level": lv,
-                "giant_scc": comps.in_giant() & graph.present,
+                "opic": opic,
+                "level": level,
+                "giant_scc": giant & graph.present,
             },
             topics,
             params=params,
             stats=stats,
         )
-    return RankReport(
-        generation=generation,
-        pages=graph.num_pages,
-        links=graph.num_links,
-        node_count=graph.n,
-        result=result,
-        seconds=time.perf_counter() - started,
-        giant_scc=comps.giant_size,
-        topics=done,
-    )
+    return RankReport(generation=generation, pages=graph.num_pages, links=graph.num_links,
+                      node_count=graph.n, result=result, seconds=0.0, giant_scc=giant_size,
+                      topics=done)

@@ -1,0 +1,315 @@
+"""``websift rank --engine dask``: the rank job with the link matrix on a Dask cluster.
+
+What runs where:
+
+- Here (the client): the crawl store shards are read one at a time (URL IDs, OPIC importance,
+  seeds, topic pages, then the links, which :func:`ranking.link_blocks.spill_links` sorts into
+  bucket files chunk by chunk); then per-page vectors only: the rank iterate and the O(n) work
+  of each step, levels, SCC masks, out-degrees, and the new generation, written by
+  :func:`ranking.rank_job.write_ranks` as the embedded engine writes it (a server cannot tell
+  which engine wrote it).
+- On the workers: the blocks are built from the bucket files (duplicates and self-links
+  dropped, one task per block, in parallel), loaded into memory, and every mat-vec, successor
+  and predecessor step runs there (:mod:`ranking.cluster_graph`).  The matrix is never gathered.
+
+Without a scheduler address a ``LocalCluster`` is started: worker processes on 127.0.0.1, one
+thread each, no dashboard.  The scratch files live in ``DATA/tmp/`` (or ``blocks_dir``, which
+must be on a file system every worker sees at the same path) and are deleted after the run;
+one left by a killed run on this host is swept by the next.
+
+Failures: a scheduler that cannot be reached, or too few workers joining, fails before any
+link is read.  A worker that dies mid-run has its blocks reloaded from the files by Dask;
+anything Dask cannot recover (the files gone, every worker lost, the scheduler gone) fails the
+run with one :class:`DaskRankError` line.  The generation is written only once every vector is
+computed, so a failed run leaves the previous generation current and untouched.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import operator
+import os
+import shutil
+import socket
+import tempfile
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import CancelledError
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from distributed import Client, Future, LocalCluster
+from distributed.comm.core import CommClosedError
+from distributed.scheduler import KilledWorker
+
+from core.datadir import DataDir
+from ranking import cluster_pagerank, settings
+from ranking.cluster_graph import ClusterGraph
+from ranking.cluster_structure import giant_component, levels
+from ranking.errors import RankingError
+from ranking.link_blocks import BlockFile, build_block, plan_blocks, spill_links
+from ranking.pagerank import Dangling, PageRankResult, uniform_teleport
+from ranking.rank_job import Progress, RankReport, topic_teleport, write_ranks
+from ranking.store_graph import topic_page_ids
+from ranking.topic_store import TopicRecord, load_topic, topic_names
+from store.views import StoreReader
+
+RUN_PREFIX = "dask-rank-"
+
+
+class DaskRankError(RankingError):
+    """The Dask cluster could not be reached or failed in a way it could not recover from."""
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return text if len(text) <= 300 else text[:297] + "..."
+
+
+@dataclass
+class ClusterRun:
+    """What the last run did on the cluster (for the command line and the tests)."""
+
+    workers: int = 0
+    blocks: int = 0
+    block_loads: int = 0  # more than blocks x weight phases: blocks reloaded after a loss
+    phases: int = 0  # weight phases the blocks were loaded for (paper1998: core, then all)
+    directory: Path | None = None
+
+    def summary(self) -> str:
+        reloaded = self.block_loads - self.blocks * self.phases
+        again = f", {reloaded} reloaded after a lost worker" if reloaded > 0 else ""
+        return (f"dask: {self.workers} workers, the link matrix in {self.blocks} blocks "
+                f"({self.block_loads} block loads{again})")
+
+
+@dataclass
+class ShardInputs:
+    """Everything but the links, joined over the shards (URL IDs are global)."""
+
+    n: int
+    present: np.ndarray
+    opic: np.ndarray
+    roots: np.ndarray
+    topic_pages: dict[str, np.ndarray] = field(default_factory=dict)
+
+
+@dataclass
+class DaskEngine:
+    """``run_rank``'s engine for a Dask cluster (``scheduler`` address, or a LocalCluster of
+    ``workers`` processes); ``stores`` are the crawl store shards (default: DATA's store)."""
+
+    scheduler: str | None = None
+    workers: int | None = None  # LocalCluster: its processes (default 2); scheduler: wait for
+    connect_timeout: float = settings.DASK_CONNECT_TIMEOUT
+    blocks_dir: Path | None = None
+    stores: Sequence[Path] | None = None
+    last_run: ClusterRun = field(default_factory=ClusterRun)
+
+    # ------------------------------------------------------------------ the cluster
+    @contextmanager
+    def connect(self) -> Iterator[Client]:
+        """A client of the scheduler (or of a new LocalCluster), with its workers there."""
+        with ExitStack() as stack:
+            if self.scheduler is None:
+                cluster = stack.enter_context(
+                    local_cluster(self.workers or settings.DASK_LOCAL_WORKERS))
+                client = stack.enter_context(Client(cluster))
+            else:
+                try:
+                    client = stack.enter_context(
+                        Client(self.scheduler, timeout=self.connect_timeout))
+                except OSError as exc:  # the connect timeout is a TimeoutError, an OSError
+                    raise DaskRankError(f"cannot reach the Dask scheduler at {self.scheduler}: "
+                                        f"{_one_line(exc)}") from None
+                wanted = self.workers or 1
+                try:
+                    client.wait_for_workers(wanted, timeout=self.connect_timeout)
+                except TimeoutError:
+                    have = len(client.scheduler_info()["workers"])
+                    raise DaskRankError(
+                        f"the Dask scheduler at {self.scheduler} has {have} workers; waited "
+                        f"{self.connect_timeout:g} s for {wanted}") from None
+            yield client
+
+    def _scratch(self, data: DataDir) -> Path:
+        # absolute: the workers may run elsewhere, in another working directory
+        root = (self.blocks_dir if self.blocks_dir is not None else data.root / "tmp").resolve()
+        root.mkdir(parents=True, exist_ok=True)
+        host = socket.gethostname()
+        for old in root.glob(f"{RUN_PREFIX}{host}-*"):
+            pid = old.name[len(RUN_PREFIX) + len(host) + 1:].split("-")[0]
+            if pid.isdigit() and not _alive(int(pid)):
+                shutil.rmtree(old, ignore_errors=True)  # a killed run's leftovers
+        return Path(tempfile.mkdtemp(prefix=f"{RUN_PREFIX}{host}-{os.getpid()}-", dir=root))
+
+    # ------------------------------------------------------------------ the job
+    def run(
+        self,
+        data: DataDir,
+        *,
+        damping: float,
+        tol: float,
+        dangling: Dangling | str,
+        progress: Progress | None = None,
+    ) -> RankReport:
+        started = time.perf_counter()
+        self.last_run = ClusterRun()
+        names = topic_names(data.topics_dir)
+        records = {name: load_topic(data.topics_dir, name) for name in names}
+        paths = list(self.stores) if self.stores else [data.store_path]
+        with ExitStack() as stack:
+            stores = [stack.enter_context(StoreReader.open(p)) for p in paths]
+            client = stack.enter_context(self.connect())
+            directory = self._scratch(data)
+            stack.callback(shutil.rmtree, directory, ignore_errors=True)
+            self.last_run.directory = directory
+            try:
+                inputs = read_shards(stores, records)
+                graph = self._load_graph(client, stores, inputs, directory)
+                stack.callback(graph.release)
+                for store in stores:  # the links are on disk now
+                    store.close()
+                computed = compute(graph, inputs, data, damping=damping, tol=tol,
+                                   dangling=dangling, records=records, progress=progress,
+                                   run=self.last_run)
+            except (KilledWorker, CancelledError, CommClosedError) as exc:
+                raise DaskRankError(f"the Dask cluster failed mid-run ({type(exc).__name__}: "
+                                    f"{_one_line(exc)}); no ranks were written") from None
+        computed.seconds = time.perf_counter() - started
+        return computed
+
+    def _load_graph(self, client: Client, stores: Sequence[StoreReader], inputs: ShardInputs,
+                    directory: Path) -> ClusterGraph:
+        graph = cluster_graph(
+            client, (s.link_arrays(include_nofollow=False) for s in stores), n=inputs.n,
+            present=inputs.present, links=sum(s.link_count() for s in stores),
+            directory=directory, patience=self.connect_timeout)
+        self.last_run.workers = len(client.scheduler_info()["workers"])
+        self.last_run.blocks = len(graph.blocks)
+        return graph
+
+
+def local_cluster(workers: int) -> LocalCluster:
+    """``workers`` processes of one thread on 127.0.0.1; no dashboard (the scheduler's own
+    HTTP server, health checks only, on a free loopback port); Dask's logs only for errors."""
+    return LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                        host="127.0.0.1", dashboard_address="127.0.0.1:0",
+                        scheduler_kwargs={"dashboard": False}, silence_logs=logging.ERROR)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def read_shards(stores: Sequence[StoreReader], records: dict[str, TopicRecord]) -> ShardInputs:
+    """Pages, OPIC importance, seeds and topic pages of every shard, over global URL IDs (a URL
+    several shards know gets the largest importance any of them holds)."""
+    n = max(s.max_url_id() for s in stores) + 1
+    inputs = ShardInputs(n=n, present=np.zeros(n, dtype=bool), opic=np.zeros(n),
+                         roots=np.zeros(0, dtype=np.int64))
+    for store in stores:
+        inputs.present[store.url_ids()] = True
+        np.maximum(inputs.opic, store.importance_by_id(n), out=inputs.opic)
+        inputs.roots = np.union1d(inputs.roots, store.ids_at_depth(0))
+        for name, rec in records.items():
+            found = topic_page_ids(store, rec.topic)
+            inputs.topic_pages[name] = np.union1d(
+                inputs.topic_pages.get(name, np.zeros(0, dtype=np.int64)), found)
+    return inputs
+
+
+def cluster_graph(
+    client: Client,
+    sources: Iterable[tuple[np.ndarray, np.ndarray]],
+    *,
+    n: int,
+    present: np.ndarray,
+    links: int,
+    directory: Path,
+    patience: float = settings.DASK_CONNECT_TIMEOUT,
+) -> ClusterGraph:
+    """The links of ``sources`` (one (src, dst) pair of arrays each, about ``links`` in all)
+    as blocks on the cluster: spilled into ``directory``, built by the workers, not loaded."""
+    workers = max(1, len(client.scheduler_info()["workers"]))
+    blocks = max(workers * settings.DASK_BLOCKS_PER_WORKER,
+                 math.ceil(links / settings.DASK_BLOCK_LINKS))
+    spill = spill_links(sources, n, blocks * settings.DASK_BUCKETS_PER_BLOCK, directory)
+    files, out_degree = build_blocks(client, plan_blocks(spill, blocks, directory))
+    for pairs in directory.glob("pairs-*.npy"):
+        pairs.unlink()
+    return ClusterGraph(client, files, present, out_degree, directory, patience=patience)
+
+
+def build_blocks(client: Client, sources: Sequence[Any]) -> tuple[list[BlockFile], np.ndarray]:
+    """Build every block on the workers; the out-degrees are summed there, pairwise."""
+    built = [client.submit(build_block, s, pure=False) for s in sources]
+    files: list[BlockFile] = client.gather([client.submit(operator.itemgetter(0), f)
+                                            for f in built])
+    counts: list[Future[Any]] = [client.submit(operator.itemgetter(1), f) for f in built]
+    del built
+    while len(counts) > 1:
+        pairs = [counts[i : i + 2] for i in range(0, len(counts), 2)]
+        counts = [client.submit(np.add, *p) if len(p) == 2 else p[0] for p in pairs]
+    out_degree = np.asarray(counts[0].result(), dtype=np.int64)
+    return files, out_degree
+
+
+def compute(
+    graph: ClusterGraph,
+    inputs: ShardInputs,
+    data: DataDir,
+    *,
+    damping: float,
+    tol: float,
+    dangling: Dangling | str,
+    records: dict[str, TopicRecord],
+    progress: Progress | None,
+    run: ClusterRun,
+) -> RankReport:
+    """Every vector of a generation on ``graph``, then the generation (as run_rank does,
+    with :func:`ranking.rank_job.write_ranks`).
+    The cluster is done with before the first file is written."""
+
+    def global_progress(k: int, r: float) -> None:
+        if progress is not None:
+            progress("pagerank", k, r)
+
+    result = cluster_pagerank.pagerank(graph, damping=damping, tol=tol, dangling=dangling,
+                                       progress=global_progress)
+    lv = levels(graph, inputs.roots)
+    giant, giant_size = giant_component(graph, result.ranks)
+    uniform = uniform_teleport(graph)
+
+    def vector(pages: np.ndarray, start: np.ndarray) -> PageRankResult:
+        return topic_vector(graph, pages, uniform, damping=damping, tol=tol, start=start)
+
+    def count_loads() -> None:  # the cluster's last use: the files come next
+        run.block_loads = graph.block_loads()
+        run.phases = graph.phases
+
+    return write_ranks(
+        data, graph, result, damping=damping, tol=tol, dangling=dangling,
+        opic=inputs.opic, level=lv, giant=giant, giant_size=giant_size,
+        roots=int(inputs.roots.size), topic_pages=inputs.topic_pages, records=records,
+        topic_vector=vector, before_write=count_loads)
+
+
+def topic_vector(graph: ClusterGraph, pages: np.ndarray, uniform: np.ndarray, *,
+                 damping: float, tol: float, start: np.ndarray | None) -> PageRankResult:
+    """p_k as :func:`ranking.rank_job.topic_vector`: teleport uniform over ``pages``, dangling
+    rank to the uniform vector over all pages."""
+    return cluster_pagerank.pagerank(graph, damping=damping,
+                                     teleport=topic_teleport(graph.n, pages), tol=tol,
+                                     dangling=Dangling.TELEPORT, dangling_vector=uniform,
+                                     start=start)
