@@ -526,7 +526,7 @@ def test_an_interrupted_import_keeps_what_it_committed_and_a_rerun_completes_it(
     tmp_path: Path, run_websift: Callable[..., subprocess.CompletedProcess[str]],
 ) -> None:
     source = tmp_path / "many.warc.gz"
-    urls = _many_pages(source, 1500)
+    urls = _many_pages(source, 6000)  # enough that the SIGINT lands mid-run on a fast machine
     data = tmp_path / "data"
     args = [sys.executable, "-m", "api.cli", "import", "--data", str(data), str(source)]
     env = {**os.environ, "PYTHONPATH": str(REPO)}
