@@ -36,6 +36,7 @@ from crawler.runs import read_live, scope_from_json, scope_to_json, stored_scope
 from crawler.scope import ScopeConfig
 from crawler.session import CrawlConfig, CrawlSession
 from store.views import StoreReader
+from tests.waiting import wait_for
 
 REPO = Path(__file__).resolve().parents[2]
 ENV = {**os.environ, "PYTHONPATH": str(REPO)}
@@ -479,8 +480,4 @@ def _get(url: str) -> str | None:
 
 
 def _wait(condition: Callable[[], bool], what: str) -> None:
-    deadline = time.monotonic() + WAIT
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)  # polling a condition, not waiting a fixed time
+    wait_for(condition, what, WAIT)

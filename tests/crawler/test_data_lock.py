@@ -21,6 +21,7 @@ from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
 from core.lock import STORE_WRITER_LOCK, ExclusiveLock, Holder, LockHeld, read_holder
+from tests.waiting import wait_for
 
 REPO = Path(__file__).resolve().parents[2]
 ENV = {**os.environ, "PYTHONPATH": str(REPO)}
@@ -59,16 +60,18 @@ def _one_page_warc(path: Path) -> Path:
 
 def wait_for_holder(path: Path, pid: int, child: subprocess.Popen[str]) -> Holder:
     """Block until ``pid`` has written itself into the lock file (or the child died)."""
-    import time
 
-    deadline = time.monotonic() + WAIT
-    while time.monotonic() < deadline:
+    def written() -> bool:
         holder = read_holder(path)
         if holder is not None and holder.pid == pid:
-            return holder
+            return True
         assert child.poll() is None, f"the first writer exited with {child.returncode}"
-        time.sleep(0.02)  # polling a condition (the child's write), not waiting a fixed time
-    raise AssertionError("the first writer never took the lock")
+        return False
+
+    wait_for(written, "the first writer to take the lock", WAIT)
+    holder = read_holder(path)
+    assert holder is not None
+    return holder
 
 
 def test_a_second_writer_is_refused_until_the_first_is_killed(
