@@ -1,15 +1,42 @@
-"""Helpers for tests that run a real server: a free loopback port, waiting on a condition."""
+"""Helpers for tests that run a real server: a free loopback port, waiting on a condition, the
+app served by uvicorn in this process."""
 
 from __future__ import annotations
 
 import socket
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 
+import uvicorn
+
+from api.app import create_app
+from core.datadir import DataDir
+from tests.api.conftest import settings_for
 from tests.waiting import WAIT, wait_for
 
-__all__ = ["WAIT", "free_port", "wait_for"]
+__all__ = ["WAIT", "free_port", "live_server", "wait_for"]
 
 
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+@contextmanager
+def live_server(data: DataDir, **overrides: object) -> Iterator[str]:
+    """The app over ``data`` (settings ``overrides``) served by uvicorn on a loopback port, in a
+    thread of this process (so its memory is this process's); yields the base URL."""
+    port = free_port()
+    config = uvicorn.Config(create_app(settings_for(data, **overrides)), host="127.0.0.1",
+                            port=port, log_level="error")
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    wait_for(lambda: server.started, "the server to start")
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(WAIT)

@@ -4,38 +4,18 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 
 import httpx
-import uvicorn
 
-from api.app import create_app
 from api.snapshot import SnapshotHolder
 from core.datadir import DataDir
 from indexer.build import build_index
 from indexer.manifest import read_manifest, write_manifest
 from ranking.rank_job import run_rank
-from tests.api.conftest import settings_for
-from tests.api.live import WAIT, free_port, wait_for
+from tests.api.live import WAIT, live_server, wait_for
 from tests.api.site import pages
 from tests.indexer.corpus import build_data_dir
-
-
-@contextmanager
-def live_server(data: DataDir, reload_check_ms: int) -> Iterator[str]:
-    port = free_port()
-    config = uvicorn.Config(create_app(settings_for(data, reload_check_ms=reload_check_ms)),
-                            host="127.0.0.1", port=port, log_level="error")
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    wait_for(lambda: server.started, "the server to start")
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(WAIT)
 
 
 def test_new_generations_are_picked_up_mid_traffic(fresh_data: DataDir) -> None:

@@ -21,7 +21,6 @@ from pathlib import Path
 
 import httpx
 import pytest
-import uvicorn
 from fastapi.testclient import TestClient
 
 from api.app import create_app
@@ -32,7 +31,7 @@ from indexer.build import build_index
 from ranking.errors import RanksCorrupt, RanksNewer
 from ranking.rank_job import run_rank
 from tests.api.conftest import settings_for
-from tests.api.live import WAIT, free_port, wait_for
+from tests.api.live import WAIT, live_server, wait_for
 from tests.api.site import GARDEN, pages
 from tests.indexer.corpus import build_data_dir
 
@@ -147,22 +146,6 @@ def test_at_start_up_a_bad_ranks_manifest_still_refuses(
 
 
 # ---------------------------------------------------------------------------- live traffic
-@contextmanager
-def live_server(data: DataDir, **overrides: object) -> Iterator[str]:
-    port = free_port()
-    config = uvicorn.Config(create_app(settings_for(data, **overrides)), host="127.0.0.1",
-                            port=port, log_level="error")
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    wait_for(lambda: server.started, "the server to start")
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(WAIT)
-
-
 @dataclass
 class Traffic:
     """Searches in a loop from a few threads; every answer recorded."""

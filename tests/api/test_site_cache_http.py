@@ -10,21 +10,15 @@ was ever asked, so a client could grow the server's memory without limit (here: 
 from __future__ import annotations
 
 import gc
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 import httpx
 import psutil
 import pytest
-import uvicorn
 
 import indexer.searcher
-from api.app import create_app
 from core.datadir import DataDir
 from indexer.build import build_index
-from tests.api.conftest import settings_for
-from tests.api.live import WAIT, free_port, wait_for
+from tests.api.live import WAIT, live_server
 from tests.indexer.corpus import build_data_dir
 
 HOSTS, PER_HOST = 20, 100  # 2,000 documents: one site mask is 2,000 bools
@@ -47,22 +41,6 @@ def many_docs(tmp_path_factory: pytest.TempPathFactory) -> DataDir:
     return d
 
 
-@contextmanager
-def live_server(data: DataDir) -> Iterator[str]:
-    """The app served by uvicorn on a loopback port, in this process (so its RSS is ours)."""
-    port = free_port()
-    app = create_app(settings_for(data, result_cache_size=RESULT_CACHE_SIZE))
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    wait_for(lambda: server.started, "the server to start")
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(WAIT)
-
-
 def rss() -> int:
     gc.collect()
     return int(psutil.Process().memory_info().rss)
@@ -72,7 +50,7 @@ def test_distinct_site_values_over_http_stay_within_the_bounds(
         many_docs: DataDir, monkeypatch: pytest.MonkeyPatch) -> None:
     # the searcher the server opens reads its bound from the indexer's settings
     monkeypatch.setattr(indexer.searcher, "SITE_MASK_CACHE_BYTES", SITE_CACHE_BYTES)
-    with live_server(many_docs) as base, httpx.Client(base_url=base, timeout=WAIT) as http:
+    with live_server(many_docs, result_cache_size=RESULT_CACHE_SIZE) as base, httpx.Client(base_url=base, timeout=WAIT) as http:
 
         def ask(i: int, prefix: str) -> None:
             # half through the site parameter, half through the query operator
