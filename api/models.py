@@ -131,7 +131,10 @@ class PageInfo(BaseModel):
         description="where the page stands in the refresh schedule"
     )
     graph: dict[str, Any] | None = Field(
-        description="link-graph facts: level, giant strongly connected component membership"
+        description="link-graph facts: level, giant strongly connected component membership, "
+        "and 'site': the host graph's PageRank of the page's host (host_rank, "
+        "host_rank_normalised: times the number of hosts) and the page's place among its "
+        "host's pages (rank_in_host: its share of their PageRank, position_in_host, host_pages)"
     )
     topics: dict[str, float] = Field(description="topic-sensitive PageRank (times N) per topic")
     in_link_count: int

@@ -160,7 +160,8 @@ def page_info(
     if view is not None and 0 <= page.id < len(view.ranks.level):
         level = int(view.ranks.level[page.id])
         graph = {"level": None if level < 0 else level,
-                 "in_giant_scc": bool(view.ranks.giant_scc[page.id])}
+                 "in_giant_scc": bool(view.ranks.giant_scc[page.id]),
+                 "site": view.ranks.host_facts(page.id)}
     in_rows = store.in_links(page.id)
     indexed_as, why_not = index_status(page, indexed, url_of)
     out_rows = store.out_links(page.id)

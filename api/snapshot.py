@@ -41,7 +41,7 @@ from indexer.manifest import read_manifest as read_index_manifest
 from indexer.searcher import Searcher
 from ranking import ranks as ranks_mod
 from ranking.errors import RanksMissing
-from ranking.fusion import normalise_mean_one
+from ranking.fusion import DEFAULT_SITE_MIX, normalise_mean_one, site_static
 from ranking.ranks import Ranks
 
 T = TypeVar("T")
@@ -71,7 +71,9 @@ class Shared(Generic[T]):
 
 @dataclass
 class RankView:
-    """One ranks generation with its vectors normalised to mean one (``ranking/fusion.py``)."""
+    """One ranks generation with its vectors normalised to mean one (``ranking/fusion.py``);
+    ``pagerank`` has the host graph's ranks mixed in where the crawl spans several hosts
+    (``fusion.site_static``: exactly PageRank times N on one host)."""
 
     ranks: Ranks
     generation: int
@@ -80,12 +82,12 @@ class RankView:
     topics: dict[str, np.ndarray]
 
     @classmethod
-    def load(cls, ranks: Ranks) -> RankView:
+    def load(cls, ranks: Ranks, site_mix: float = DEFAULT_SITE_MIX) -> RankView:
         topics = {name: normalise_mean_one(ranks.topic(name)) for name in ranks.topic_names()}
         return cls(
             ranks=ranks,
             generation=int(ranks.generation),
-            pagerank=normalise_mean_one(ranks.pagerank),
+            pagerank=site_static(ranks.pagerank, ranks.host, ranks.hostrank, site_mix),
             opic=normalise_mean_one(ranks.opic),
             topics=topics,
         )

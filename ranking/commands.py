@@ -107,6 +107,11 @@ def _rank(args: argparse.Namespace) -> int:
     last = r.residuals[-1] if r.residuals else 0.0
     print(f"pagerank: {state} in {r.iterations} iterations (last residual {last:.3e}{extra}), "
           f"{report.seconds:.2f} s")
+    if report.hosts is not None:
+        hosts = report.hosts
+        print(f"host pagerank: {hosts['hosts']} hosts, {hosts['links']} host links, "
+              f"{'converged' if hosts['converged'] else 'NOT converged'} in "
+              f"{hosts['iterations']} iterations")
     for name, iterations in report.topics.items():
         print(f"topic {name}: {iterations} iterations")
     return 0 if r.converged else 1
@@ -215,6 +220,14 @@ def _graph_page(args: argparse.Namespace) -> int:
         print(f"  pagerank {info['pagerank']:.6g}   opic {info['opic']:.6g}   level {level}   "
               f"giant SCC {'yes' if info['in_giant_scc'] else 'no'}   "
               f"(ranks generation {info['ranks_generation']})")
+        site = info["site"]
+        if site is None:
+            print("  host rank: none in this ranks generation (run 'websift rank')")
+        else:
+            print(f"  host rank {site['host_rank']:.6g} ({site['host_rank_normalised']:.3g} x an "
+                  f"average of {site['hosts']} hosts)   within its host: number "
+                  f"{site['position_in_host']} of {site['host_pages']} pages, "
+                  f"{site['rank_in_host']:.4g} of the host's PageRank")
     print(f"  in-degree {info['in_degree']}, out-degree {info['out_degree']} "
           f"(distinct pages, nofollow left out), {info['self_links']} links to itself (not shown)")
     for title, key in (("in-links", "in_links"), ("out-links", "out_links")):

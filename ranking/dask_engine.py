@@ -7,7 +7,8 @@ What runs where:
   bucket files chunk by chunk); then per-page vectors only: the rank iterate and the O(n) work
   of each step, levels, SCC masks, out-degrees, and the new generation, written by
   :func:`ranking.rank_job.write_ranks` as the embedded engine writes it (a server cannot tell
-  which engine wrote it).
+  which engine wrote it).  The host graph's PageRank too (:mod:`ranking.host_graph`: one
+  node per host, small), embedded, from the stores' host view.
 - On the workers: the blocks are built from the bucket files (duplicates and self-links
   dropped, one task per block, in parallel), loaded into memory, and every mat-vec, successor
   and predecessor step runs there (:mod:`ranking.cluster_graph`).  The matrix is never gathered.
@@ -51,9 +52,11 @@ from ranking import cluster_pagerank, settings
 from ranking.cluster_graph import ClusterGraph
 from ranking.cluster_structure import giant_component, levels
 from ranking.errors import RankingError
+from ranking.host_graph import host_ranks
 from ranking.link_blocks import BlockFile, build_block, plan_blocks, spill_links
 from ranking.pagerank import Dangling, PageRankResult, uniform_teleport
 from ranking.rank_job import Progress, RankReport, topic_teleport, write_ranks
+from ranking.ranks_writer import HostRanks
 from ranking.store_graph import topic_page_ids
 from ranking.topic_store import TopicRecord, load_topic, topic_names
 from store.views import StoreReader
@@ -96,6 +99,7 @@ class ShardInputs:
     opic: np.ndarray
     roots: np.ndarray
     topic_pages: dict[str, np.ndarray] = field(default_factory=dict)
+    hosts: HostRanks | None = None  # the host graph's ranks, computed in this process
 
 
 @dataclass
@@ -170,6 +174,9 @@ class DaskEngine:
             self.last_run.directory = directory
             try:
                 inputs = read_shards(stores, records)
+                # the host graph is small: ranked here, not on the cluster (ranking/host_graph.py)
+                inputs.hosts = host_ranks(stores, inputs.n, damping=damping, tol=tol,
+                                          dangling=dangling)
                 graph = self._load_graph(client, stores, inputs, directory)
                 stack.callback(graph.release)
                 for store in stores:  # the links are on disk now
@@ -302,7 +309,7 @@ def compute(
         data, graph, result, damping=damping, tol=tol, dangling=dangling,
         opic=inputs.opic, level=lv, giant=giant, giant_size=giant_size,
         roots=int(inputs.roots.size), topic_pages=inputs.topic_pages, records=records,
-        topic_vector=vector, before_write=count_loads)
+        topic_vector=vector, before_write=count_loads, hosts=inputs.hosts)
 
 
 def topic_vector(graph: ClusterGraph, pages: np.ndarray, uniform: np.ndarray, *,

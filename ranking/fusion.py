@@ -23,6 +23,15 @@ Topic-sensitive PageRank (Haveliwala 2002, section 3, query time): the query-sen
 importance of a page is ``sum_j P(c_j | q) * rank_j(d)``; :func:`mix_topics` computes it on the
 candidate documents only.
 
+Site-level importance (OPIC paper, section 4.3; :mod:`ranking.host_graph`): where a crawl spans
+several hosts, :func:`site_static` gives each host a share of the collection's importance that
+mixes its pages' PageRank mass ``M(h)`` and its host-graph rank ``H(h)`` geometrically,
+``share(h) ~ M(h)^(1 - b) * H(h)^b`` (``b`` = :data:`DEFAULT_SITE_MIX`), and each page the part of
+its host's share that its PageRank holds within the host, ``PR(p) / M(h)``; normalised to mean one
+like PageRank.  ``b = 0`` or a single host gives exactly ``normalise_mean_one(PageRank)``.  The
+static score still goes through ``w * sigm(s)``, so the prior stays in ``[0, w)`` whatever the
+ranks.
+
 Pure functions over numpy arrays; no I/O.  ``api/`` builds them from its settings.
 """
 
@@ -37,6 +46,9 @@ import numpy as np
 DEFAULT_WEIGHT = 2.0  # w: the largest boost importance can give, in BM25F units
 DEFAULT_MIDPOINT = 1.0  # k: the normalised static score that earns half of w (1 = an average page)
 DEFAULT_EXPONENT = 1.0  # a: 1 = saturation; other values = sigmoid
+# b: a host's share of importance, M(h)^(1-b) * H(h)^b (0 = its pages' PageRank mass alone,
+# 1 = its host-graph rank alone); chosen by scripts/eval_sites.py's sweep (see README)
+DEFAULT_SITE_MIX = 0.5
 
 
 @dataclass(frozen=True)
@@ -86,6 +98,41 @@ def normalise_mean_one(values: np.ndarray) -> np.ndarray:
     if held == 0 or total <= 0:
         return v
     return v * (held / total)
+
+
+def site_static(
+    pagerank: np.ndarray,
+    host: np.ndarray | None,
+    hostrank: np.ndarray | None,
+    mix: float = DEFAULT_SITE_MIX,
+) -> np.ndarray:
+    """The static score of every page with site importance mixed in (module docstring), mean
+    one over the pages that hold any.  ``host[url_id]``: the page's host node (-1: none);
+    ``hostrank[node]``: the host graph's PageRank.  Exactly ``normalise_mean_one(pagerank)``
+    when ``mix`` is 0, the host ranks are missing, or the pages with any PageRank lie on one
+    host."""
+    if not 0.0 <= mix <= 1.0:
+        raise ValueError(f"site mix must be in [0, 1], got {mix}")
+    pr = np.clip(np.nan_to_num(np.asarray(pagerank, dtype=np.float64)), 0.0, None)
+    if mix == 0.0 or host is None or hostrank is None or len(host) != len(pr):
+        return normalise_mean_one(pr)
+    node = np.asarray(host, dtype=np.int64)
+    hosts = len(hostrank)
+    on_host = (node >= 0) & (node < hosts) & (pr > 0)
+    mass = np.bincount(node[on_host], weights=pr[on_host], minlength=hosts)
+    held = mass > 0
+    if int(held.sum()) <= 1:
+        return normalise_mean_one(pr)
+    h = np.clip(np.nan_to_num(np.asarray(hostrank, dtype=np.float64)), 0.0, None)
+    share = np.zeros(hosts, dtype=np.float64)
+    share[held] = mass[held] ** (1.0 - mix) * h[held] ** mix
+    if share.sum() <= 0:
+        return normalise_mean_one(pr)
+    share /= share.sum()
+    out = np.zeros_like(pr)
+    # the part of its host's share that a page's PageRank holds within the host
+    out[on_host] = pr[on_host] / mass[node[on_host]] * share[node[on_host]]
+    return normalise_mean_one(out)
 
 
 def gather(vector: np.ndarray, doc_ids: np.ndarray) -> np.ndarray:

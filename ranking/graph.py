@@ -20,7 +20,7 @@ from it on demand (:func:`in_csr`).
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import scipy.sparse as sp
@@ -36,6 +36,10 @@ class LinkGraph:
     indptr: np.ndarray  # int64, length n + 1
     indices: np.ndarray  # int32, length m; row i's targets are indices[indptr[i]:indptr[i+1]]
     present: np.ndarray  # bool, length n
+    # float64, length m, parallel to ``indices``: link weights (None: every link weighs 1).
+    # A weighted graph's walker leaves node i along link i -> j with probability
+    # weight / (sum of i's link weights); the host graph (ranking/host_graph.py) is one.
+    weights: np.ndarray | None = None
 
     @property
     def n(self) -> int:
@@ -52,6 +56,13 @@ class LinkGraph:
     def out_degree(self) -> np.ndarray:
         return np.diff(self.indptr)
 
+    def out_weight(self) -> np.ndarray:
+        """Sum of each node's link weights (its out-degree when the graph is unweighted)."""
+        if self.weights is None:
+            return self.out_degree().astype(np.float64)
+        rows = np.repeat(np.arange(self.n, dtype=np.int64), self.out_degree())
+        return np.bincount(rows, weights=self.weights, minlength=self.n)
+
     def in_degree(self) -> np.ndarray:
         return np.bincount(self.indices, minlength=self.n)
 
@@ -63,7 +74,8 @@ class LinkGraph:
         return self.indices[self.indptr[node] : self.indptr[node + 1]]
 
     def nbytes(self) -> int:
-        return int(self.indptr.nbytes + self.indices.nbytes + self.present.nbytes)
+        extra = 0 if self.weights is None else self.weights.nbytes
+        return int(self.indptr.nbytes + self.indices.nbytes + self.present.nbytes + extra)
 
 
 def build_graph(
@@ -180,4 +192,7 @@ def subgraph(graph: LinkGraph, keep: np.ndarray) -> tuple[LinkGraph, np.ndarray]
     dst = graph.indices
     sel = keep[src] & keep[dst]
     sub = build_graph(new_id[src[sel]], new_id[dst[sel]], len(ids), graph.present[ids])
+    if graph.weights is not None:
+        # the renumbering keeps the (source, target) order, so the kept links stay in CSR order
+        sub = replace(sub, weights=graph.weights[sel])
     return sub, ids

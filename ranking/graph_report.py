@@ -197,6 +197,7 @@ def page_graph_info(
         "in_giant_scc": None,
         "pagerank": None,
         "opic": None,
+        "site": None,
     }
     if ranks is not None and page.id < ranks.node_count:
         level = int(ranks.level[page.id])
@@ -206,5 +207,6 @@ def page_graph_info(
             in_giant_scc=bool(ranks.giant_scc[page.id]),
             pagerank=float(ranks.pagerank[page.id]),
             opic=float(ranks.opic[page.id]),
+            site=ranks.host_facts(page.id),
         )
     return info

@@ -90,11 +90,27 @@ def uniform_teleport(graph: Pages) -> np.ndarray:
 
 
 def transition_matrix(graph: LinkGraph, damping: float, dtype: type = np.float64) -> sp.csr_matrix:
-    """c P^T as CSR: row j holds c / out(i) for each link i -> j."""
+    """c P^T as CSR: row j holds c / out(i) for each link i -> j (on a weighted graph
+    c * weight(i -> j) / (sum of i's link weights))."""
+    if graph.weights is not None:
+        return _weighted_transition(graph, damping, dtype)
     out_deg = graph.out_degree()
     weight = np.zeros(graph.n, dtype=np.float64)
     np.divide(damping, out_deg, out=weight, where=out_deg > 0)
     return in_csr(graph, weight.astype(dtype))
+
+
+def _weighted_transition(graph: LinkGraph, damping: float, dtype: type) -> sp.csr_matrix:
+    """c P^T of a weighted graph (small ones: the host graph), by scipy's transpose."""
+    weights = np.asarray(graph.weights, dtype=np.float64)
+    if weights.shape != graph.indices.shape or not np.all(np.isfinite(weights)) or (
+            weights <= 0).any():
+        raise GraphError("link weights must be positive, finite, one per link")
+    total = graph.out_weight()
+    rows = np.repeat(np.arange(graph.n, dtype=np.int64), graph.out_degree())
+    values = (damping * weights / total[rows]).astype(dtype)
+    out = sp.csr_matrix((values, graph.indices, graph.indptr), shape=(graph.n, graph.n))
+    return out.transpose().tocsr()
 
 
 def check_distribution(vec: np.ndarray, n: int, what: str) -> np.ndarray:

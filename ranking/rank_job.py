@@ -10,6 +10,10 @@ dangling pages' rank sent to the *uniform* vector over all pages whatever the to
 fixed dangling vector PageRank is linear in the teleport vector, so
 ``sum_k sim(T_k, q) * p_k`` is exactly the PageRank of the teleport ``sum_k sim(T_k, q) * E_k``.
 The global vector uses the same convention (its E is uniform, so dangling rank goes to E).
+
+Site-level importance (OPIC paper, section 4.3): the PageRank of the host graph
+(:mod:`ranking.host_graph`) is computed in this process whichever engine ranks the pages (host
+graphs are small) and recorded in the same generation.
 """
 
 from __future__ import annotations
@@ -25,9 +29,10 @@ from core.datadir import DataDir
 from ranking import settings
 from ranking.errors import RankingError
 from ranking.graph import LinkGraph
+from ranking.host_graph import host_ranks
 from ranking.pagerank import Dangling, PageRankResult, Pages, pagerank, uniform_teleport
 from ranking.ranks_format import load_array
-from ranking.ranks_writer import current_manifest, write_generation, write_lock
+from ranking.ranks_writer import HostRanks, current_manifest, write_generation, write_lock
 from ranking.store_graph import load_store_arrays, topic_page_ids
 from ranking.structure import levels, strong_components
 from ranking.topic_store import TopicRecord, load_topic, topic_names
@@ -47,6 +52,7 @@ class RankReport:
     seconds: float
     giant_scc: int
     topics: dict[str, int] = field(default_factory=dict)  # name -> iterations
+    hosts: dict[str, Any] | None = None  # the host graph's stats (None: no host ranks)
 
 
 def topic_vector(
@@ -130,6 +136,8 @@ def run_rank(
         names = topic_names(data.topics_dir)
         records = {name: load_topic(data.topics_dir, name) for name in names}
         topic_pages = {name: topic_page_ids(store, rec.topic) for name, rec in records.items()}
+        hosts = host_ranks([store], graph.n, damping=damping, tol=tol, dangling=dangling,
+                           progress=_named(progress, "host pagerank"))
 
     def global_progress(k: int, r: float) -> None:
         if progress is not None:
@@ -146,7 +154,7 @@ def run_rank(
         data, graph, result, damping=damping, tol=tol, dangling=dangling,
         opic=arrays.opic, level=lv, giant=comps.in_giant(),
         giant_size=comps.giant_size, roots=arrays.roots.size, topic_pages=topic_pages,
-        records=records, topic_vector=vector)
+        records=records, topic_vector=vector, hosts=hosts)
     report.seconds = time.perf_counter() - started
     return report
 
@@ -168,13 +176,15 @@ def write_ranks(
     records: dict[str, TopicRecord],
     topic_vector: TopicVector,
     before_write: Callable[[], None] | None = None,
+    hosts: HostRanks | None = None,
 ) -> RankReport:
     """The topic vectors and the new generation, for either engine: under the ranks write lock,
     each topic's vector by ``topic_vector``, warm-started from its vector of the current
     generation (else from the global ``result``), then the generation with ``result``, ``opic``,
     ``level`` and the ``giant`` SCC mask, and the run's params and stats.  ``before_write`` runs
-    once every vector is computed, before the first file is written.  The report's ``seconds``
-    is the caller's to fill in."""
+    once every vector is computed, before the first file is written.  ``hosts``: the host
+    graph's ranks (ranking/host_graph.py), recorded with the generation.  The report's
+    ``seconds`` is the caller's to fill in."""
     with write_lock(data.ranks_dir):
         previous = current_manifest(data.ranks_dir)
         topics: dict[str, Any] = {}
@@ -220,7 +230,20 @@ def write_ranks(
             topics,
             params=params,
             stats=stats,
+            hosts=hosts,
         )
     return RankReport(generation=generation, pages=graph.num_pages, links=graph.num_links,
                       node_count=graph.n, result=result, seconds=0.0, giant_scc=giant_size,
-                      topics=done)
+                      topics=done, hosts=None if hosts is None else hosts.stats)
+
+
+def _named(progress: Progress | None, what: str) -> Callable[[int, float], None] | None:
+    """``progress`` for one vector's iterations (None: no progress)."""
+    if progress is None:
+        return None
+    report = progress
+
+    def named(k: int, r: float) -> None:
+        report(what, k, r)
+
+    return named

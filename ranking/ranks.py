@@ -35,6 +35,9 @@ class Ranks:
     _topics: dict[str, np.ndarray]
     _models: dict[str, TermModel]
     problems: list[str]  # e.g. a topic file that failed its checksum (its term model is empty)
+    # The host graph's PageRank (ranking/host_graph.py); None in generations written before it.
+    host: np.ndarray | None = None  # int32 per URL ID: the page's host node (-1: none)
+    hostrank: np.ndarray | None = None  # float64 per host node, sums to 1
 
     @classmethod
     def open(cls, data: DataDir) -> Ranks:
@@ -71,6 +74,13 @@ class Ranks:
                 models[name] = record.terms
             else:
                 models[name] = TermModel()  # definition replaced or removed since: no text model
+        hosts = manifest.get("hosts") or {}
+        host_arrays = {name: fmt.load_array(ranks_dir, hosts[name], f"hosts {name}")
+                       for name in fmt.HOST_DTYPES if name in hosts}
+        if host_arrays and len(host_arrays) != len(fmt.HOST_DTYPES):
+            raise RanksCorrupt("ranks manifest names only part of the host ranks")
+        if "host" in host_arrays and len(host_arrays["host"]) != len(arrays["pagerank"]):
+            raise RanksCorrupt("the host array's length differs from the pagerank array's")
         return cls(
             generation=int(manifest["generation"]),
             pagerank=arrays["pagerank"],
@@ -81,6 +91,8 @@ class Ranks:
             _topics=topics,
             _models=models,
             problems=problems,
+            host=host_arrays.get("host"),
+            hostrank=host_arrays.get("hostrank"),
         )
 
     @property
@@ -97,6 +109,32 @@ class Ranks:
 
     def topic_names(self) -> list[str]:
         return sorted(self._topics)
+
+    def host_facts(self, url_id: int) -> dict[str, Any] | None:
+        """What the host graph says of a page's host, and the page's place among its host's
+        pages (None: no host ranks in this generation, or a URL ID they do not cover).
+
+        ``host_rank``: the host's PageRank over the host graph (sums to 1 over hosts);
+        ``host_rank_normalised``: the same times the number of hosts (1 = an average host);
+        ``rank_in_host``: the page's PageRank over that of all its host's pages (sums to 1
+        over a host); ``position_in_host``: 1 for its host's page of highest PageRank."""
+        if self.host is None or self.hostrank is None or not 0 <= url_id < len(self.host):
+            return None
+        node = int(self.host[url_id])
+        if not 0 <= node < len(self.hostrank):
+            return None
+        ranks = self.pagerank[self.host == node]
+        total = float(ranks.sum())
+        own = float(self.pagerank[url_id])
+        return {
+            "host_rank": float(self.hostrank[node]),
+            "host_rank_normalised": float(self.hostrank[node]) * int(
+                np.count_nonzero(self.hostrank)),
+            "hosts": int(np.count_nonzero(self.hostrank)),
+            "host_pages": int(ranks.size),
+            "rank_in_host": own / total if total > 0 else 0.0,
+            "position_in_host": 1 + int((ranks > own).sum()),
+        }
 
     def term_model(self, name: str) -> TermModel:
         if name not in self._models:

@@ -17,11 +17,16 @@ Layout::
                              "dtype": "float64", "length": 1234}, "opic": {...},
                 "level": {...}, "giant_scc": {...}},
      "topics": {"python": {"file": "topic-python-000007.npy", "sha256": "...", "dtype": ...,
-                           "length": 1234, "definition_sha256": "...", "iterations": 40}}}
+                           "length": 1234, "definition_sha256": "...", "iterations": 40}},
+     "hosts": {"host": {"file": "host-000007.npy", ...},         # int32 per URL ID
+               "hostrank": {"file": "hostrank-000007.npy", ...}, # float64 per host, sums to 1
+               "hosts": 3, "links": 4, "iterations": 52, "converged": true}}
 
-Version 1 is the same without ``checksum`` (websift before the checked envelope); it is still
-read, and the next generation written is version 2.  Each array's ``sha256`` is computed and
-checked by core/checked.py as well.
+``hosts`` (version 3; ranking/host_graph.py): the host graph's PageRank, ``host[url_id]`` being
+the page's host node (-1: no URL) and ``hostrank[node]`` that host's rank.  Version 2 is the same
+without ``hosts`` and version 1 also without ``checksum`` (websift before the checked
+envelope); both are still read (no host ranks then), and the next generation written is
+version 3.  Each array's ``sha256`` is computed and checked by core/checked.py as well.
 
 Invariants: every file a manifest names exists and matches its sha256 until a *later* manifest
 has replaced it and one more generation has passed (writers keep the files of the previous
@@ -41,7 +46,7 @@ from core.errors import CheckedFileCorrupt, CheckedFileMissing, CheckedFileNewer
 from ranking.errors import RanksCorrupt, RanksMissing, RanksNewer
 
 FORMAT = "websift-ranks"
-VERSION = 2  # 2: the checked envelope; 1: the same manifest without its checksum
+VERSION = 3  # 3: the hosts section; 2: the checked envelope; 1: no checksum
 MANIFEST = "manifest.json"
 LOCK = ".lock"
 MANIFEST_FILE = checked.Format(FORMAT, VERSION, "ranks manifest", checked_since=2)
@@ -52,6 +57,11 @@ ARRAY_DTYPES = {
     "opic": "float64",  # OPIC importance as the crawl store has it (urls.importance)
     "level": "int32",  # clicks from the seed pages (-1: unreachable)
     "giant_scc": "bool",  # member of the giant strongly connected component
+}
+# The arrays of the ``hosts`` section (version 3), with their dtype.
+HOST_DTYPES = {
+    "host": "int32",  # per URL ID: the page's host node (-1: not a URL of the store)
+    "hostrank": "float64",  # per host node: PageRank over the host graph, sums to 1
 }
 
 
@@ -107,4 +117,6 @@ def write_manifest(ranks_dir: Path, manifest: dict[str, Any]) -> None:
 def referenced_files(manifest: dict[str, Any]) -> set[str]:
     names = {str(e["file"]) for e in manifest.get("arrays", {}).values()}
     names |= {str(e["file"]) for e in manifest.get("topics", {}).values()}
+    hosts = manifest.get("hosts") or {}
+    names |= {str(hosts[key]["file"]) for key in HOST_DTYPES if key in hosts}
     return names

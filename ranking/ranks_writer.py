@@ -14,6 +14,7 @@ import re
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,15 @@ from ranking import ranks_format as fmt
 from ranking.errors import RanksCorrupt, RanksMissing, RanksNewer
 
 _GENERATION = re.compile(r"-(\d{6,})\.npy$")  # <name>-<generation>.npy
+
+
+@dataclass(frozen=True)
+class HostRanks:
+    """What a generation records of the host graph (ranking/host_graph.py)."""
+
+    host: np.ndarray  # int32 per URL ID: the page's host node (-1: none)
+    rank: np.ndarray  # float64 per host node, sums to 1
+    stats: dict[str, Any]  # hosts, links, iterations, converged
 
 
 @contextmanager
@@ -72,12 +82,15 @@ def write_generation(
     *,
     params: dict[str, Any] | None = None,
     stats: dict[str, Any] | None = None,
+    hosts: HostRanks | None = None,
 ) -> int:
     """Write generation ``previous.generation + 1``; call under :func:`write_lock`.
 
     ``arrays``: the four arrays of :data:`ranks_format.ARRAY_DTYPES`, or None to keep the
-    previous generation's.  ``topics``: per topic either ``(vector, extra entry fields)`` for a
-    new vector, or an existing manifest entry to keep.  Returns the new generation.
+    previous generation's (and its host ranks).  ``topics``: per topic either ``(vector, extra
+    entry fields)`` for a new vector, or an existing manifest entry to keep.  ``hosts``: the
+    host graph's ranks for the new arrays (None: the generation has none).  Returns the new
+    generation.
     """
     # Generations only grow, also when the manifest was lost or damaged: a server still
     # serving the last good one must see the new one as newer.
@@ -92,6 +105,8 @@ def write_generation(
             raise RanksMissing("no ranks to keep; run 'websift rank' first")
         for key in ("node_count", "params", "stats", "arrays"):
             manifest[key] = previous[key]
+        if previous.get("hosts"):
+            manifest["hosts"] = previous["hosts"]
     else:
         missing = set(fmt.ARRAY_DTYPES) - set(arrays)
         if missing:
@@ -106,6 +121,16 @@ def write_generation(
             name: _write_array(ranks_dir, name, generation, arrays[name].astype(dtype))
             for name, dtype in fmt.ARRAY_DTYPES.items()
         }
+        if hosts is not None:
+            if len(hosts.host) != manifest["node_count"]:
+                raise ValueError(f"host array has length {len(hosts.host)}, "
+                                 f"expected {manifest['node_count']}")
+            section = {
+                name: _write_array(ranks_dir, name, generation, vector.astype(dtype))
+                for (name, dtype), vector in zip(fmt.HOST_DTYPES.items(),
+                                                 (hosts.host, hosts.rank), strict=True)
+            }
+            manifest["hosts"] = {**section, **hosts.stats}
     topic_entries: dict[str, Any] = {}
     for name, value in sorted(topics.items()):
         if isinstance(value, tuple):

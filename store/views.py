@@ -309,6 +309,33 @@ class StoreReader:
             pos += m
         return src[:pos], dst[:pos]
 
+    # ------------------------------------------------------------------ hosts (ranking/host_graph.py)
+    def host_origins(self) -> dict[int, str]:
+        """Every host ID with its origin (``scheme://host[:port]``)."""
+        rows = self._conn.execute("SELECT id, origin FROM hosts ORDER BY id").fetchall()
+        return {int(h): str(o) for h, o in rows}
+
+    def host_ids_by_id(self, size: int) -> np.ndarray:
+        """The host ID of every URL as an int64 array indexed by URL ID (0: no such URL)."""
+        out = np.zeros(size, dtype=np.int64)
+        rows = self._conn.execute("SELECT id, host_id FROM urls").fetchall()
+        if rows:
+            arr = np.asarray(rows, dtype=np.int64)
+            out[arr[:, 0]] = arr[:, 1]
+        return out
+
+    def host_links(self) -> list[tuple[int, int, int]]:
+        """The host graph's edges: ``(source host ID, target host ID, linking pages)`` for every
+        pair of different hosts with a followed link between them, ``linking pages`` being the
+        number of distinct source-host pages with such a link (nofollow links left out)."""
+        rows = self._conn.execute(
+            "SELECT s.host_id, d.host_id, count(DISTINCT l.src) FROM links l"
+            " JOIN urls s ON s.id = l.src JOIN urls d ON d.id = l.dst"
+            " WHERE l.nofollow = 0 AND s.host_id != d.host_id"
+            " GROUP BY s.host_id, d.host_id ORDER BY s.host_id, d.host_id"
+        ).fetchall()
+        return [(int(a), int(b), int(n)) for a, b, n in rows]
+
     # ------------------------------------------------------------------ refresh (crawler/recrawl.py)
     def refresh_schedule(self, limit: int, change_weight: float) -> list[RefreshRow]:
         """The ``limit`` fetched pages of highest ``cash * (1 + change_weight * change_count /
