@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from fastapi.testclient import TestClient
 
 from tests.api.site import BASE, DISALLOWED, DUP, GARDEN, HOME, NOINDEX, XSS_ANCHOR
@@ -22,6 +23,11 @@ def test_indexed_page_with_links_and_importance(client: TestClient) -> None:
     assert page["robots"]["allowed"] is True
     assert page["pagerank"] > 0 and page["pagerank_normalised"] > 1
     assert page["graph"]["level"] is not None
+    site = page["graph"]["site"]  # the host graph's PageRank (ranking/host_graph.py)
+    assert site["hosts"] >= 1 and 0 < site["host_rank"] <= 1
+    assert site["host_rank_normalised"] == pytest.approx(site["host_rank"] * site["hosts"])
+    assert site["host_pages"] >= 12 and 1 <= site["position_in_host"] <= site["host_pages"]
+    assert 0 < site["rank_in_host"] < 1
     assert page["next_due"]["position"] >= 1 and page["fetched_at_iso"].endswith("+00:00")
     anchors = {(ln["url"], ln["anchor"]) for ln in page["in_links"]}
     assert (GARDEN[5], "rose garden guide") in anchors and (HOME, "garden notes") in anchors

@@ -109,6 +109,10 @@ def assert_same_generation(a: DataDir, b: DataDir) -> None:
     assert abs(ma["stats"]["iterations"] - mb["stats"]["iterations"]) <= 1
     assert {k: set(e) for k, e in ma["topics"].items()} == \
         {k: set(e) for k, e in mb["topics"].items()}
+    # the host graph's PageRank, computed in the rank process by both engines
+    assert ra.host is not None and rb.host is not None
+    np.testing.assert_array_equal(ra.host, rb.host)
+    np.testing.assert_array_equal(ra.hostrank, rb.hostrank)
 
 
 @pytest.mark.parametrize("dangling", ["teleport", "paper1998"])
