@@ -137,7 +137,7 @@ def run_rank(
         records = {name: load_topic(data.topics_dir, name) for name in names}
         topic_pages = {name: topic_page_ids(store, rec.topic) for name, rec in records.items()}
         hosts = host_ranks([store], graph.n, damping=damping, tol=tol, dangling=dangling,
-                           progress=_named(progress, "host pagerank"))
+                           progress=_named(progress, "host pagerank"), page_graph=graph)
 
     def global_progress(k: int, r: float) -> None:
         if progress is not None:

@@ -30,6 +30,7 @@ from ranking.pagerank import Dangling, pagerank
 from ranking.rank_job import run_rank
 from ranking.ranks import Ranks
 from ranking.ranks_format import MANIFEST, MANIFEST_FILE
+from ranking.store_graph import load_graph
 from ranking.topics import TopicSet, add_topic
 from store.crawl_store import CrawlStore, Link
 from store.views import StoreReader
@@ -301,3 +302,23 @@ def test_the_rank_view_mixes_host_ranks_in_on_a_crawl_of_several_hosts(crawl: Da
                                   normalise_mean_one(ranks.pagerank))
     # the two hosts' PageRank masses differ from their host ranks, so the mix moves the score
     assert not np.allclose(view.pagerank, normalise_mean_one(ranks.pagerank))
+
+
+@pytest.mark.parametrize("which", ["links", "ranking crawl"])
+def test_host_links_from_the_page_graph_equal_the_store_view(
+    which: str, tmp_path: Path, crawl: DataDir
+) -> None:
+    path = tmp_path / "crawl.sqlite3"
+    if which == "links":
+        make_store(path)
+    else:
+        path = crawl.store_path
+    with StoreReader.open(path) as store:
+        n = store.max_url_id() + 1
+        by_sqlite = read_host_graph([store], n)
+        by_numpy = read_host_graph([store], n, load_graph(store))
+    assert by_sqlite.origins == by_numpy.origins
+    np.testing.assert_array_equal(by_sqlite.host_of, by_numpy.host_of)
+    for key in ("indptr", "indices", "weights", "present"):
+        np.testing.assert_array_equal(getattr(by_sqlite.graph, key), getattr(by_numpy.graph, key))
+    assert by_numpy.graph.num_links > 0
