@@ -224,8 +224,8 @@ def _graph_page(args: argparse.Namespace) -> int:
         if site is None:
             print("  host rank: none in this ranks generation (run 'websift rank')")
         else:
-            print(f"  host rank {site['host_rank']:.6g} ({site['host_rank_normalised']:.3g} x an "
-                  f"average of {site['hosts']} hosts)   within its host: number "
+            print(f"  host rank {site['host_rank']:.6g} ({site['host_rank_normalised']:.3g} times "
+                  f"the mean of {site['hosts']} hosts)   within its host: number "
                   f"{site['position_in_host']} of {site['host_pages']} pages, "
                   f"{site['rank_in_host']:.4g} of the host's PageRank")
     print(f"  in-degree {info['in_degree']}, out-degree {info['out_degree']} "
