@@ -187,6 +187,7 @@ class Query:
     qid: str
     text: str
     relevant: frozenset[str]
+    kind: str = ""  # the index the entry came from (octave: concept, function, operator...)
 
 
 def load_queries(path: Path = QUERIES) -> list[Query]:
@@ -196,7 +197,7 @@ def load_queries(path: Path = QUERIES) -> list[Query]:
         parts = line.split("\t")
         if len(parts) < 4 or parts[0] == "qid":
             continue
-        out.append(Query(parts[0], parts[2], frozenset(parts[3].split())))
+        out.append(Query(parts[0], parts[2], frozenset(parts[3].split()), parts[1]))
     return out
 
 
@@ -341,9 +342,18 @@ def run_manual(manual: Manual, data_dir: Path, args: argparse.Namespace) -> None
     print("| system | MRR@10 | nDCG@10 | Recall@10 | Success@1 |")
     print("|---|---|---|---|---|")
     REFUSED.clear()
+    kinds = sorted({q.kind for q in queries})
+    by_kind: dict[str, list[str]] = {k: [] for k in kinds}
+
+    def per_kind(run_fn: Callable[[str], list[str]]) -> None:
+        for k in kinds:
+            m = evaluate(run_fn, [q for q in queries if q.kind == k])
+            by_kind[k].append(f"{m['MRR@10']:.3f}")
+
     mine = evaluate(ours(searcher), queries)
-    print(_row("websift BM25F (all fields, anchors)", mine), flush=True)
     refused = REFUSED.get("websift", 0)
+    per_kind(ours(searcher))
+    print(_row("websift BM25F (all fields, anchors)", mine), flush=True)
     best: tuple[str, float] | None = None
     if not args.no_peers:
         docs = list(stored_pages(data))
@@ -352,9 +362,18 @@ def run_manual(manual: Manual, data_dir: Path, args: argparse.Namespace) -> None
             peer = cls(docs)
             m = evaluate(peer.search, queries)
             print(_row(name, m), flush=True)
+            per_kind(peer.search)
             peer.close()
             if best is None or m["MRR@10"] > best[1]:
                 best = (name.split()[0], m["MRR@10"])
+    if len(kinds) > 1:
+        systems = ["websift"] + ([] if args.no_peers else ["Whoosh", "tantivy"])
+        print(f"\nMRR@10 per kind of query\n| kind | queries | {' | '.join(systems)} |")
+        print("|---|---|" + "---|" * len(systems))
+        for k in kinds:
+            n = sum(q.kind == k for q in queries)
+            print(f"| {k} | {n} | {' | '.join(by_kind[k])} |")
+        print()
     rows = [] if args.no_ablation else list(ABLATIONS)
     rows += [Row(name, tuple(o for o in spec.split(",") if o)) for name, _, spec in
              (r.partition(":") for r in args.row)]
