@@ -40,7 +40,7 @@ from crawler.dedup import (
 )
 from crawler.dns import ADDRESS_PENDING
 from crawler.extract import Extracted, extract, robots_directives
-from crawler.frontier import Frontier
+from crawler.frontier import CrawlFrontier
 from crawler.groupcommit import GroupCommit
 from crawler.robots import RobotsDecision
 from crawler.scope import ScopeConfig, host_key
@@ -109,7 +109,7 @@ class PageRecorder:
         self,
         store: CrawlStore,
         warc: WarcWriterFile,
-        frontier: Frontier,
+        frontier: CrawlFrontier,
         judge: ScopeJudge,
         stats: Counter[str],
         *,
@@ -159,7 +159,7 @@ class PageRecorder:
             if reason is not None or not follow or self.frontier.is_known(uid):
                 return uid, False
             return uid, self._enter(uid, url, depth, created=False)
-        uid, created = self.store.add_url(url, depth)
+        uid, created = self.store.add_url(url, depth, self.frontier.url_id(url))
         if created:
             self.stats["discovery/urls"] += 1
         if self.frontier.is_known(uid):
