@@ -23,7 +23,7 @@ from core.errors import WebsiftError
 from core.lock import store_writer_lock
 from crawler import frontier_command, robots_command, warc_import
 from crawler import settings as S
-from crawler.errors import ScopeError
+from crawler.errors import FrontierLost, ScopeError
 from crawler.recrawl import recrawl_schedule
 from crawler.runs import FORCED_STOP, stored_scope
 from crawler.scope import Scope, ScopeConfig
@@ -140,6 +140,11 @@ def _register_crawl(sub: argparse._SubParsersAction) -> None:  # type: ignore[ty
                    "rediss://... (TLS) or redis+cluster://HOST:PORT,HOST:PORT (a Redis Cluster); "
                    "the password from $WEBSIFT_REDIS_PASSWORD or $REDISCLI_AUTH. Each crawler "
                    "keeps its own --data (a shard). Default: the embedded frontier")
+    p.add_argument("--frontier-lease", type=seconds(strict=True), default=S.FRONTIER_LEASE_TTL,
+                   metavar="T", help="a shared frontier's host lease: renewed while held; a "
+                   "dead crawler's hosts and taken URLs go to the others after this")
+    p.add_argument("--frontier-hosts", type=number(int, low=1), default=S.FRONTIER_MAX_HOSTS,
+                   metavar="N", help="hosts one crawler holds at once on a shared frontier")
     _politeness_args(p)
     p.set_defaults(func=crawl_command)
 
@@ -228,8 +233,6 @@ def _finish(summary: dict[str, object], quiet: bool) -> int:
 
         print_summary(summary)
     if summary.get("finish_reason") == "frontier_lost":
-        from crawler.redis_frontier import FrontierLost
-
         raise FrontierLost(f"{summary.get('frontier_lost')}; this crawler's batch is committed: "
                            "run the same command again to resume")
     return EXIT_FORCED if summary.get("finish_reason") == FORCED_STOP else 0
@@ -257,6 +260,8 @@ def crawl_config(args: argparse.Namespace, scope: ScopeConfig) -> CrawlConfig:
         focus_topic=args.focus_topic,
         focus_share=args.focus_share,
         frontier=getattr(args, "frontier", None),
+        frontier_lease=getattr(args, "frontier_lease", S.FRONTIER_LEASE_TTL),
+        frontier_hosts=getattr(args, "frontier_hosts", S.FRONTIER_MAX_HOSTS),
     )
 
 

@@ -14,9 +14,18 @@ from crawler.redis_frontier import connect, frontier_status
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    p = sub.add_parser("frontier", help="a shared crawl frontier (Redis): its status")
+    p = sub.add_parser(
+        "frontier", help="a shared crawl frontier (Redis): its status",
+        description="Look at the frontier several `websift crawl --frontier URL` processes "
+        "share: the crawlers and their heartbeats, the hosts they lease, the URLs pending, "
+        "and the OPIC cash total.")
     verbs = p.add_subparsers(dest="verb", required=True)
-    s = verbs.add_parser("status", help="crawlers, hosts leased, pending URLs, cash total")
+    s = verbs.add_parser(
+        "status", help="crawlers, hosts leased, pending URLs, cash total",
+        description="Print the crawlers alive (heartbeat age, pages, pages/s), hosts leased, "
+        "URLs pending / taken / waiting for a refresh, and the cash total: pages + virtual page "
+        "+ transfers in flight, which stays 1.  The password comes from "
+        "$WEBSIFT_REDIS_PASSWORD (or $REDISCLI_AUTH).")
     s.add_argument("--frontier", required=True, metavar="URL",
                    help="redis://HOST:PORT/DB, rediss://... or redis+cluster://HOST:PORT,...")
     s.add_argument("--json", action="store_true", help="print the figures as one JSON object")

@@ -240,7 +240,11 @@ class PageRecorder:
     def _enter(self, uid: int, url: str, depth: int, created: bool) -> bool:
         """A followed, in-scope URL joins OPIC and the frontier."""
         if not created:
-            self.store.update_page(uid, status="discovered", error=None)
+            # out of scope before, in scope now; a page this shard fetched keeps its row (a
+            # shared frontier knows it, though this run of the crawler has not met it yet)
+            page = self.store.page(uid)
+            if page is None or page.status in ("discovered", OUT_OF_SCOPE):
+                self.store.update_page(uid, status="discovered", error=None)
         self.frontier.add(uid, url, self.store.host_id_of_url(uid), depth)
         return True
 

@@ -55,10 +55,12 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 import redis
 import redis.cluster
+from redis.backoff import ExponentialWithJitterBackoff
+from redis.retry import Retry
 
 from core.cache import Cache
-from core.errors import WebsiftError
 from crawler import settings as S
+from crawler.errors import FrontierError, FrontierLost
 from ranking.opic import OpicParams
 from store.crawl_store import CrawlStore, HostState
 from store.schema import origin_of
@@ -73,14 +75,6 @@ SCRIPTS = ("add", "revive", "peek", "take", "read", "apply", "dividend", "credit
            "requeue", "lease")
 META_FRONTIER = "frontier_id"  # the shard's meta: which frontier its URL IDs come from
 META_CRAWLER = "frontier_crawler"  # the shard's crawler ID (stable across its runs)
-
-
-class FrontierError(WebsiftError):
-    """The shared frontier cannot be used (unreachable, foreign, newer, a bad URL)."""
-
-
-class FrontierLost(FrontierError):
-    """The shared frontier went away mid-crawl (the crawl stops, its batch committed)."""
 
 
 # ---------------------------------------------------------------- connecting
@@ -148,6 +142,11 @@ def connect(text: str, timeout: float = S.FRONTIER_TIMEOUT) -> Client:
     common: dict[str, Any] = {
         "username": address.username, "password": password, "decode_responses": True,
         "socket_timeout": timeout, "socket_connect_timeout": timeout, "ssl": address.tls,
+        # a blip is retried, a Redis that is gone is reported within about a second (redis-py's
+        # default backoff waits up to 10 s per try)
+        "retry": Retry(ExponentialWithJitterBackoff(cap=S.FRONTIER_RETRY_CAP,
+                                                    base=S.FRONTIER_RETRY_BASE),
+                       S.FRONTIER_RETRIES),
     }
     client: Client
     try:
@@ -444,6 +443,8 @@ class RedisFrontier:
         self.maintained = now
         self._flush_adds()
         self._publish_counts()
+        self._refresh_load(now)
+        share = self._fair_share(now)
         for origin, lease in list(self.leases.items()):
             if now - lease.renewed >= self.lease_ttl / 3:
                 ok = self.scripts["lease"](keys=[host_tag(origin) + ":lv"],
@@ -456,11 +457,11 @@ class RedisFrontier:
                     continue
                 lease.renewed = now
                 self._requeue(origin)
-            if (lease.pending == 0 and lease.taken_here == 0 and not self.busy(lease.host_id)
-                    and not self._has_buffered(origin)):
-                self._release(origin)
-        self._refresh_load(now)
-        self._lease_more(now)
+            idle = (lease.taken_here == 0 and not self.busy(lease.host_id)
+                    and not self._has_buffered(origin))
+            if idle and (lease.pending == 0 or len(self.leases) > share):
+                self._release(origin)  # done here, or more than this crawler's share
+        self._lease_more(share)
         self.heartbeat()
 
     def _has_buffered(self, origin: str) -> bool:
@@ -478,20 +479,32 @@ class RedisFrontier:
         self.load = load
         self.load_at = now
 
-    def _lease_more(self, now: float) -> None:
-        room = self.max_hosts - len(self.leases)
-        if room <= 0:
-            return
+    def _fair_share(self, now: float) -> int:
+        """Hosts this crawler may hold: the hosts with work divided by the crawlers alive (so
+        N crawlers spread over the hosts, and one that joins late gets its part), at most
+        ``max_hosts``."""
+        alive = 0
+        for raw in self.client.hvals(G + ":crawlers"):
+            rec = json.loads(raw)
+            alive += not rec.get("stopped") and now - float(rec["heartbeat"]) < self.lease_ttl
+        busy = sum(1 for p, t, _ in self.load.values() if p or t)
+        return min(self.max_hosts, max(1, -(-busy // max(1, alive))))
+
+    def _lease_more(self, share: int) -> None:
+        """Lease hosts with pending pages nobody holds, up to this crawler's share."""
+        room = share - len(self.leases)
         candidates = [o for o, (p, _, _) in self.load.items()
                       if p > 0 and o not in self.leases and o not in self.shunned]
+        if room <= 0 or not candidates:
+            return
         random.shuffle(candidates)
-        for origin in candidates[: room * 2]:
-            if len(self.leases) >= self.max_hosts:
+        for origin in candidates:
+            if len(self.leases) >= share:
                 break
             tag = host_tag(origin)
             if self.client.set(tag + ":lease", self._lease_value(), nx=True,
                                px=int(self.lease_ttl * 1000)):
-                self._leased(origin, now)
+                self._leased(origin, self.clock())
 
     def _leased(self, origin: str, now: float) -> None:
         """A host is ours: deliver what its last holder left, take back its orphans, and hand
@@ -521,7 +534,7 @@ class RedisFrontier:
     def _requeue(self, origin: str) -> None:
         n, mine_before = self.scripts["requeue"](
             keys=[host_tag(origin) + ":lv"],
-            args=[self.owner, self.crawler_id + "|", self.clock()], client=self.client)
+            args=[self.owner, self.crawler_id + "|"], client=self.client)
         self.counters["requeued"] += int(n)
         for raw in mine_before:
             self._reconcile(origin, int(raw))
@@ -610,9 +623,8 @@ class RedisFrontier:
             lease = self.leases[origin]
             uid = int(lease.best)
             lease.peeked = float("-inf")  # its top is ours now: peek again next time
-            deadline = now + S.FRONTIER_TAKEN_TTL
             got = self.scripts["take"](keys=[host_tag(origin) + ":lv"],
-                                       args=[uid, f"{self.owner}{deadline!r}"], client=self.client)
+                                       args=[uid, f"{self.owner}{now!r}"], client=self.client)
             if not got:
                 continue
             url, depth, read = str(got[0]), int(got[1]), got[2] == "1"
@@ -760,7 +772,7 @@ class RedisFrontier:
         record = {"run": self.run, "pid": os.getpid(), "machine": socket.gethostname(),
                   "started": self.started, "heartbeat": now, "pages": self.counters["acked"],
                   "pages_per_second": round(self.counters["acked"] / elapsed, 3),
-                  "hosts": len(self.leases), "stopped": False}
+                  "hosts": len(self.leases), "lease_ttl": self.lease_ttl, "stopped": False}
         self.client.hset(G + ":crawlers", self.crawler_id, json.dumps(record))
 
     def stats(self) -> dict[str, float]:
@@ -865,7 +877,7 @@ def frontier_status(client: Client, now: float | None = None) -> dict[str, Any]:
         rec = json.loads(raw)
         age = now - float(rec.get("heartbeat", 0))
         crawlers.append({"id": cid, **rec, "heartbeat_age": round(age, 3),
-                         "alive": not rec.get("stopped") and age < S.FRONTIER_LEASE_TTL})
+                         "alive": not rec.get("stopped") and age < float(rec.get("lease_ttl", S.FRONTIER_LEASE_TTL))})
     return {
         "format": FORMAT, "version": int(res[1][2] or VERSION),
         "crawlers": crawlers,

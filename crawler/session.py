@@ -35,7 +35,7 @@ from core.errors import WebsiftError
 from crawler import settings as S
 from crawler.dedup import NearDuplicateIndex
 from crawler.dns import ADDRESS_PENDING, HostVerdicts
-from crawler.errors import ScopeError
+from crawler.errors import FrontierLost, ScopeError
 from crawler.focus import build_focus
 from crawler.frontier import DEFAULT_STRATEGY, CrawlFrontier, Frontier
 from crawler.groupcommit import GroupCommit
@@ -93,6 +93,8 @@ class CrawlConfig:
     # --frontier: a shared frontier's URL (redis://...; crawler/redis_frontier.py); None: the
     # embedded one.  Never holds a password (that comes from the environment).
     frontier: str | None = None
+    frontier_lease: float = S.FRONTIER_LEASE_TTL  # --frontier-lease
+    frontier_hosts: int = S.FRONTIER_MAX_HOSTS  # --frontier-hosts
 
 
 class CrawlSession:
@@ -117,7 +119,9 @@ class CrawlSession:
             try:
                 shared = open_frontier(config.frontier, self.store, params, focus=focus,
                                        clock=clock,
-                                       min_refetch_interval=config.min_refetch_interval)
+                                       min_refetch_interval=config.min_refetch_interval,
+                                       lease_ttl=config.frontier_lease,
+                                       max_hosts=config.frontier_hosts)
             except BaseException:
                 self.store.close()
                 raise
@@ -431,6 +435,15 @@ class CrawlSession:
             self.stats["failure/robots_unavailable"] += 1
 
     def on_response(self, meta: FetchMeta, f: Fetched) -> None:
+        try:
+            self._on_response(meta, f)
+        except FrontierLost:
+            # a shared frontier went away while the page's links got their IDs: its step was
+            # undone (still taken in the frontier, fetched again by the next run); stop
+            self.stats["failure/frontier_lost"] += 1
+            self.request_stop("frontier_lost")
+
+    def _on_response(self, meta: FetchMeta, f: Fetched) -> None:
         uid, host_id = meta.page_id, meta.host_id
         now = f.fetched_at
         slot = self._slot(host_id, now)
@@ -616,7 +629,7 @@ class CrawlSession:
         self.frontier.close()  # a shared frontier: acknowledgements, leases given back
         if self.frontier.lost is not None:
             reason = "frontier_lost"
-            self.stats["failure/frontier_lost"] += 1
+            self.stats["failure/frontier_lost"] = max(1, self.stats["failure/frontier_lost"])
         summary = self.summary(reason)
         if self.frontier.lost is not None:
             summary["frontier_lost"] = self.frontier.lost

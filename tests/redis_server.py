@@ -10,8 +10,7 @@ from pathlib import Path
 
 import pytest
 import redis
-
-from tests.waiting import wait_for
+from waiting import wait_for
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -21,19 +20,24 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 
 class RedisServer:
-    def __init__(self, workdir: Path, host: str = "127.0.0.1") -> None:
+    def __init__(self, workdir: Path, host: str = "127.0.0.1", durable: bool = False) -> None:
+        """``durable``: an append-only file fsynced at every write, so a server killed and
+        started again (``restart``) comes back with everything it acknowledged."""
         binary = shutil.which("redis-server")
         if binary is None:
             pytest.fail("redis-server is missing: scripts/ensure_system_packages.sh installs it")
         workdir.mkdir(parents=True, exist_ok=True)
         self.host = host
         self.port = free_port(host)
-        self.proc = subprocess.Popen(
-            [binary, "--port", str(self.port), "--bind", host, "--save", "", "--appendonly",
-             "no", "--dir", str(workdir), "--daemonize", "no", "--loglevel", "warning"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        )
+        aof = ["--appendonly", "yes", "--appendfsync", "always"] if durable else ["--appendonly", "no"]
+        self.argv = [binary, "--port", str(self.port), "--bind", host, "--save", "", *aof,
+                     "--dir", str(workdir), "--daemonize", "no", "--loglevel", "warning"]
         self.client = redis.Redis(host=host, port=self.port, decode_responses=True)
+        self.start()
+
+    def start(self) -> None:
+        self.proc = subprocess.Popen(self.argv, stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.DEVNULL)
         wait_for(self._up, "redis-server to answer")
 
     def _up(self) -> bool:

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from redis_server import RedisServer
 
 from crawler.redis_frontier import (
     FrontierError,
@@ -21,7 +22,6 @@ from crawler.redis_frontier import (
 )
 from ranking.opic import LazyOpicState, OpicParams
 from store.crawl_store import CrawlStore
-from tests.redis_server import RedisServer
 
 
 @pytest.fixture(scope="module")
@@ -150,7 +150,7 @@ def test_foreign_and_newer_databases_are_refused(server: RedisServer) -> None:
 
 
 def test_unreachable_and_password_in_url(server: RedisServer) -> None:
-    from tests.redis_server import free_port
+    from redis_server import free_port
 
     with pytest.raises(FrontierError, match="cannot use the frontier"):
         connect(f"redis://127.0.0.1:{free_port()}/0", timeout=1.0)
