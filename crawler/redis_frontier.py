@@ -493,8 +493,9 @@ class RedisFrontier:
     def _lease_more(self, share: int) -> None:
         """Lease hosts with pending pages nobody holds, up to this crawler's share."""
         room = share - len(self.leases)
-        candidates = [o for o, (p, _, _) in self.load.items()
-                      if p > 0 and o not in self.leases and o not in self.shunned]
+        # a host with taken pages only and no lease: its holder died (requeued once leased)
+        candidates = [o for o, (p, t, _) in self.load.items()
+                      if (p > 0 or t > 0) and o not in self.leases and o not in self.shunned]
         if room <= 0 or not candidates:
             return
         random.shuffle(candidates)
@@ -888,6 +889,14 @@ def frontier_status(client: Client, now: float | None = None) -> dict[str, Any]:
         "cash": {"pages": pages_cash, "virtual": virtual, "in_flight": in_flight,
                  "transfers": transfers, "total": pages_cash + virtual + in_flight},
     }
+
+
+def frontier_figures(client: Client) -> dict[str, Any]:
+    """:func:`frontier_status`, or ``{"error": ...}`` when the frontier cannot be read."""
+    try:
+        return frontier_status(client)
+    except redis.RedisError as exc:
+        return {"error": f"frontier unavailable: {_reason(exc)}"}
 
 
 class _Direct:

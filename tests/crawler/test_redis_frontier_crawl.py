@@ -15,12 +15,16 @@ from typing import Any
 
 import pytest
 from conftest import REPO, websift_command
+from fastapi.testclient import TestClient
 from redis_server import RedisServer, free_port
 from testweb import TestWeb, html, max_in_flight, min_start_gap, words
 from waiting import wait_for
 
+from api.app import create_app
+from api.settings import Settings
 from core.datadir import DataDir
 from crawler.redis_frontier import connect, frontier_status
+from indexer.build import build_index
 from store.views import StoreReader
 
 SITES = ("127.0.0.11", "127.0.0.12", "127.0.0.13", "127.0.0.14")
@@ -115,6 +119,14 @@ def test_three_crawlers_fetch_every_page_once(
     web.clear()
     shards = [tmp_path / f"c{i}" for i in range(3)]
     procs = [crawler(web, d, server.url()) for d in shards]
+    # a checker looking while three crawlers read pages and move cash: always 1 (one MULTI)
+    client = connect(server.url())
+    looks = 0
+    while any(p.poll() is None for p in procs):
+        cash = frontier_status(client)["cash"]
+        assert cash["total"] == pytest.approx(1.0, abs=1e-9), cash
+        looks += 1
+    assert looks > 0
     for p in procs:
         code, err = finish(p)
         assert code == 0, err
@@ -131,6 +143,13 @@ def test_three_crawlers_fetch_every_page_once(
                          env={**os.environ, "PYTHONPATH": str(REPO)}, check=False)
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["urls"] == status["urls"]
+    # the same figures under /stats of `websift serve --frontier URL` over one shard
+    build_index(DataDir.open(shards[0]))
+    app = create_app(Settings(data=shards[0], frontier=server.url(), reload_check_ms=0))
+    with TestClient(app) as http:
+        figures = http.get("/stats").json()["frontier"]
+    assert figures["urls"] == status["urls"] and figures["pending"] == 0
+    assert figures["cash"]["total"] == pytest.approx(1.0, abs=1e-9)
 
 
 def test_killed_crawler_loses_nothing(web: TestWeb, server: RedisServer, tmp_path: Path) -> None:
