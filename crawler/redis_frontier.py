@@ -26,8 +26,10 @@ loaded once with SCRIPT LOAD and run by EVALSHA) touches the keys of one slot on
 A read (``read.lua``) debits the page, credits its children on the same host and writes one
 transfer per child elsewhere and one to the virtual page in the host's outbox, in one script:
 cash of pages + virtual page + transfers in flight is 1 at every moment (``frontier_status``).
-A transfer is applied by a script in the target's slot that remembers its ID (so a redelivery
-is a no-op), then forgotten by the source, then the ID by the target.  Dividends are lazy
+A transfer is applied by a script in the target's slot that remembers its ID for an hour (so a
+redelivery, after a crash or by a second process, is a no-op), then forgotten by the source;
+``{g}:outboxes`` indexes the outboxes that may hold transfers, swept by every crawler now and
+then for those a crashed crawler left.  Dividends are lazy
 levels per host and class, exactly as ``ranking.opic.LazyOpicState`` keeps them per crawl.
 
 Commit order (nothing lost, nothing stored twice): a page is *taken* when its request goes out;
@@ -202,29 +204,39 @@ def load_scripts(client: Client) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------- transfers
-def deliver(client: Client, scripts: dict[str, Any], source: str) -> int:
+def deliver(client: Client, scripts: dict[str, Any], source: str,
+            now: float | None = None) -> int:
     """Deliver the money transfers waiting in ``source``'s outbox (``source`` a host tag or
-    ``{g}``); returns how many.  Run only by the slot's owner (the host's lease holder, or the
-    holder of ``{g}:paylock``), so no two deliverers race over one transfer."""
-    out = client.hgetall(source + ":out")
-    if not out:
-        return 0
-    targets: dict[str, str] = {}
-    for tid, value in out.items():
-        target, uid, amount = value.split("\t")
-        if target == "D":  # a dividend: uid is the host tag, amount "to all, unread, focus"
-            scripts["dividend"](keys=[uid + ":lv"], args=[tid, *amount.split(" ")], client=client)
-            targets[tid] = uid
-        elif target == "":
-            scripts["credit_virtual"](keys=[GLV], args=[tid, amount], client=client)
-            targets[tid] = G
-        else:
-            scripts["apply"](keys=[target + ":lv"], args=[tid, uid, amount], client=client)
-            targets[tid] = target
-    client.hdel(source + ":out", *out)
-    for tid, target in targets.items():
-        client.srem(target + ":ap", tid)
-    return len(out)
+    ``{g}``), and those they pass on (to the virtual page); returns how many.  Any process may
+    deliver any outbox: a target applies a transfer once (it keeps the IDs it applied for
+    ``FRONTIER_APPLIED_KEEP`` seconds), then the source forgets it."""
+    now = time.time() if now is None else now
+    keep = S.FRONTIER_APPLIED_KEEP
+    done = 0
+    sources = [source]
+    while sources:
+        src = sources.pop()
+        out = client.hgetall(src + ":out")
+        if not out:
+            continue
+        for tid, value in out.items():
+            target, uid, amount = value.split("\t")
+            if target == "D":  # a dividend: uid is the host tag, amount "to all, unread, focus"
+                passed = scripts["dividend"](keys=[uid + ":lv"],
+                                             args=[tid, now, keep, *amount.split(" ")],
+                                             client=client)
+                target = uid
+            elif target == "":
+                passed = scripts["credit_virtual"](keys=[GLV], args=[tid, amount, now, keep],
+                                                   client=client)
+            else:
+                passed = scripts["apply"](keys=[target + ":lv"],
+                                          args=[tid, uid, amount, now, keep], client=client)
+            if int(passed) == 2 and target not in sources:
+                sources.append(target)  # passed on to the virtual page from the target
+        client.hdel(src + ":out", *out)
+        done += len(out)
+    return done
 
 
 # ---------------------------------------------------------------- the frontier
@@ -319,6 +331,7 @@ class RedisFrontier:
         self.load: dict[str, tuple[int, int, int]] = {}
         self.load_at = float("-inf")
         self.maintained = float("-inf")
+        self.swept = clock()
         self.counters: dict[str, int] = {"acked": 0, "stale_acks": 0, "duplicate_acks": 0,
                                          "requeued": 0, "reconciled": 0, "leases_lost": 0,
                                          "transfers": 0}
@@ -459,9 +472,14 @@ class RedisFrontier:
                 self._requeue(origin)
             idle = (lease.taken_here == 0 and not self.busy(lease.host_id)
                     and not self._has_buffered(origin))
-            if idle and (lease.pending == 0 or len(self.leases) > share):
+            if idle and (lease.pending == 0 or len(self.leases) > share
+                         or origin in self.shunned):
                 self._release(origin)  # done here, or more than this crawler's share
         self._lease_more(share)
+        if now - self.swept >= S.FRONTIER_SWEEP_EVERY:  # what a crashed crawler left in flight
+            self.swept = now
+            for source in self.client.smembers(G + ":outboxes"):
+                self._deliver(source)
         self.heartbeat()
 
     def _has_buffered(self, origin: str) -> bool:
@@ -579,18 +597,23 @@ class RedisFrontier:
         except redis.RedisError as exc:
             self.lose(exc)
 
+    def drop(self, uid: int) -> None:
+        """This run leaves a page it took (out of its scope): it stays taken until the host's
+        next lease holder, whose scope may differ, puts it back."""
+        origin = self.origin_of.get(uid)
+        lease = None if origin is None else self.leases.get(origin)
+        if uid in self.urls and lease is not None:
+            lease.taken_here = max(0, lease.taken_here - 1)
+        self.urls.pop(uid, None)
+
     def drop_host(self, host_id: int) -> int:
-        """This run leaves a host alone (robots.txt unavailable, its page limit, its scope)."""
+        """This run leaves a host alone (robots.txt unavailable, its page limit, its scope):
+        its lease is given back once its requests in flight are done."""
         origin = self.by_host_id.get(host_id)
-        if origin is None:
+        if origin is None or origin in self.shunned:
             return 0
         self.shunned.add(origin)
-        pending = self.leases[origin].pending
-        try:
-            self._release(origin)
-        except redis.RedisError as exc:
-            self.lose(exc)
-        return pending
+        return self.leases[origin].pending
 
     # ------------------------------------------------------------------ selection
     @_safe(list)
@@ -600,7 +623,7 @@ class RedisFrontier:
         now = self.clock()
         stale = [o for o, h in self.leases.items() if now - h.peeked >= S.FRONTIER_PEEK_EVERY]
         self._peek(stale, now)
-        return [h.host_id for h in self.leases.values() if h.pending > 0]
+        return [h.host_id for o, h in self.leases.items() if h.pending > 0 and o not in self.shunned]
 
     def _peek(self, origins: list[str], now: float) -> None:
         for origin in origins:
@@ -702,6 +725,8 @@ class RedisFrontier:
         """The batch committed: acknowledge its reads, deliver their transfers, pay dividends."""
         self._flush_adds()
         touched: set[str] = set()
+        if self.reads:  # outboxes about to fill: indexed first, so a crash leaves them found
+            self.client.sadd(G + ":outboxes", *{host_tag(r.origin) for r in self.reads})
         while self.reads:
             r = self.reads[0]
             self._run_read(r)
@@ -715,10 +740,16 @@ class RedisFrontier:
             self.host_of.pop(r.uid, None)
             self.depth_of.pop(r.uid, None)
         for origin in touched:
-            self.counters["transfers"] += deliver(self.client, self.scripts, host_tag(origin))
+            self._deliver(host_tag(origin))
         if self.pay_due:
             self._pay()
         self._publish_counts()
+
+    def _deliver(self, source: str) -> None:
+        """Deliver one outbox; drop it from the index once empty."""
+        self.counters["transfers"] += deliver(self.client, self.scripts, source)
+        if not self.client.hlen(source + ":out"):
+            self.client.srem(G + ":outboxes", source)
 
     def _pay(self) -> None:
         """Pay the virtual page out and deliver the dividends, under ``{g}:paylock``."""
@@ -826,13 +857,13 @@ def frontier_status(client: Client, now: float | None = None) -> dict[str, Any]:
             pipe.smembers(G + ":hosts")
             pipe.hmget(GLV, ["virtual", "nextid", "version"])
             pipe.hgetall(G + ":out")
-            pipe.smembers(G + ":ap")
+            pipe.zrange(G + ":ap", 0, -1)
             pipe.hgetall(G + ":crawlers")
             for origin in hosts:
                 tag = host_tag(origin)
                 pipe.hmget(tag + ":lv", ["B", "L0", "L1", "L2", "m0", "m1", "m2"])
                 pipe.hgetall(tag + ":out")
-                pipe.smembers(tag + ":ap")
+                pipe.zrange(tag + ":ap", 0, -1)
                 pipe.exists(tag + ":lease")
                 for k in range(4):
                     pipe.zcard(f"{tag}:q:{k}")

@@ -347,6 +347,7 @@ class CrawlSession:
             reason = self.scope.check(url, depth)  # its host's addresses passed above
             if reason is not None:  # pending from an earlier run with a different scope
                 self.stats[f"skipped/scope_{reason}"] += 1
+                self.frontier.drop(uid)
                 continue
             decision = self.robots.decide(host_id, url)
             if not decision.allowed:

@@ -116,4 +116,8 @@ FRONTIER_LEASE_TTL = 15.0
 FRONTIER_MAX_HOSTS = 64  # hosts one crawler holds at once (the rest are left to the others)
 FRONTIER_MAINTAIN_EVERY = 0.25  # seconds between lease renewals/scans and global load reads
 FRONTIER_PEEK_EVERY = 0.5  # a leased host's best pending page is looked up at least this often
+# A host (or the virtual page) remembers the transfers it applied this long, so a delivery
+# repeated after a crash, or by a second process, is never applied twice.
+FRONTIER_APPLIED_KEEP = 3600.0
+FRONTIER_SWEEP_EVERY = 5.0  # seconds between sweeps of outboxes a crashed crawler left
 FRONTIER_STATUS_TRIES = 5  # snapshots `frontier status` tries while hosts keep appearing

@@ -3,6 +3,7 @@ persistence (``--save '' --appendonly no``).  Stopped by the test that started i
 
 from __future__ import annotations
 
+import random
 import shutil
 import socket
 import subprocess
@@ -17,6 +18,20 @@ def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket() as s:
         s.bind((host, 0))
         return int(s.getsockname()[1])
+
+
+def cluster_port(host: str = "127.0.0.1") -> int:
+    """A free port whose cluster bus port (port + 10000) is free too."""
+    rng = random.Random()
+    while True:
+        port = rng.randrange(20000, 50000)
+        try:
+            for p in (port, port + 10000):
+                with socket.socket() as s:
+                    s.bind((host, p))
+        except OSError:
+            continue
+        return port
 
 
 class RedisServer:
@@ -57,3 +72,55 @@ class RedisServer:
     def stop(self) -> None:
         self.client.close()
         self.kill()
+
+
+class RedisClusterServers:
+    """A Redis Cluster of three masters (no replicas) on loopback ports, each in its own dir."""
+
+    def __init__(self, workdir: Path, host: str = "127.0.0.1", masters: int = 3) -> None:
+        binary = shutil.which("redis-server")
+        cli = shutil.which("redis-cli")
+        if binary is None or cli is None:
+            pytest.fail("redis-server is missing: scripts/ensure_system_packages.sh installs it")
+        self.host = host
+        self.ports = [cluster_port(host) for _ in range(masters)]
+        self.procs: list[subprocess.Popen[bytes]] = []
+        for port in self.ports:
+            node = workdir / str(port)
+            node.mkdir(parents=True, exist_ok=True)
+            self.procs.append(subprocess.Popen(
+                [binary, "--port", str(port), "--bind", host, "--save", "", "--appendonly", "no",
+                 "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+                 "--dir", str(node), "--daemonize", "no", "--loglevel", "warning"],
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        self.nodes = [redis.Redis(host=host, port=p, decode_responses=True) for p in self.ports]
+        for node in self.nodes:
+            wait_for(lambda node=node: _answers(node), "a cluster node to answer")
+        subprocess.run([cli, "--cluster", "create", *(f"{host}:{p}" for p in self.ports),
+                        "--cluster-replicas", "0", "--cluster-yes"],
+                       check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        for node in self.nodes:
+            wait_for(lambda node=node: node.cluster("info")["cluster_state"] == "ok",
+                     "the cluster to be ready")
+
+    def url(self) -> str:
+        return "redis+cluster://" + ",".join(f"{self.host}:{p}" for p in self.ports)
+
+    def flushall(self) -> None:
+        for node in self.nodes:
+            node.flushall()
+
+    def stop(self) -> None:
+        for node in self.nodes:
+            node.close()
+        for proc in self.procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+
+
+def _answers(client: redis.Redis) -> bool:
+    try:
+        return bool(client.ping())
+    except redis.ConnectionError:
+        return False

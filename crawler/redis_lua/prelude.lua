@@ -26,6 +26,15 @@ local function send(target, uid, amount)
   local tid = P .. '#' .. redis.call('INCR', P .. ':tseq')
   redis.call('HSET', P .. ':out', tid, target .. '\t' .. uid .. '\t' .. fmt(amount))
 end
+-- a transfer applied here, once: its ID is kept (scored by when) for ARGV-given seconds, long
+-- after its source forgot it, so a late or repeated delivery of it is a no-op
+local function applied_before(tid, now, keep)
+  local ap = P .. ':ap'
+  if redis.call('ZSCORE', ap, tid) then return true end
+  redis.call('ZADD', ap, now, tid)
+  redis.call('ZREMRANGEBYSCORE', ap, '-inf', tonumber(now) - tonumber(keep))
+  return false
+end
 local function counts()
   local m = redis.call('HMGET', LV, 'm0', 'm1', 'm2')
   local pending = 0

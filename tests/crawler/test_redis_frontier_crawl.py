@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from conftest import REPO, websift_command
 from fastapi.testclient import TestClient
-from redis_server import RedisServer, free_port
+from redis_server import RedisClusterServers, RedisServer, free_port
 from testweb import TestWeb, html, max_in_flight, min_start_gap, words
 from waiting import wait_for
 
@@ -213,3 +213,26 @@ def test_redis_lost_mid_crawl_stops_and_rerun_resumes(web: TestWeb, tmp_path: Pa
         quiet_total(srv.url())
     finally:
         srv.stop()
+
+
+def test_three_crawlers_on_a_redis_cluster(web: TestWeb, tmp_path: Path) -> None:
+    """The same crawl on a three-master Redis Cluster: a host's keys share one slot (hash tag
+    ``{h:<origin>}``), so every script runs on one node; the globals live on another."""
+    cluster = RedisClusterServers(tmp_path / "cluster")
+    try:
+        web.clear()
+        shards = [tmp_path / f"c{i}" for i in range(3)]
+        procs = [crawler(web, d, cluster.url()) for d in shards]
+        for p in procs:
+            code, err = finish(p)
+            assert code == 0, err
+        paths = Counter((e.host, e.path) for e in web.entries())
+        assert max(paths.values()) == 1, [k for k, v in paths.items() if v > 1]
+        check_politeness(web)
+        per_url = stored(shards)
+        assert set(per_url) == all_urls(web) and max(per_url.values()) == 1
+        quiet_total(cluster.url())
+        # the hosts' keys are spread over the masters (a slot per host tag)
+        assert sum(1 for node in cluster.nodes if node.dbsize() > 0) >= 2
+    finally:
+        cluster.stop()
