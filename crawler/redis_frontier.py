@@ -47,6 +47,7 @@ import json
 import os
 import random
 import socket
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable
@@ -318,6 +319,7 @@ class RedisFrontier:
         self.leases: dict[str, HostLease] = {}
         self.by_host_id: dict[int, str] = {}
         self.shunned: set[str] = set()  # hosts this run dropped (robots unavailable, limits)
+        self.draining: set[str] = set()  # hosts over this crawler's share, given back when idle
         self.ids: Cache[str, int] = Cache(S.URL_CACHE_SIZE)
         self.origin_of: dict[int, str] = {}  # every URL this run met: its origin
         self.known: set[int] = set()
@@ -342,7 +344,29 @@ class RedisFrontier:
         # the given last start); a host's requests in flight
         self.on_lease: Callable[[int, float], None] | None = None
         self.busy: Callable[[int], bool] = lambda host_id: False
+        # Leases are renewed (and the heartbeat written) by a thread of their own, so a busy
+        # reactor (a long parse, a slow commit) never lets a held host's lease expire.
+        self.lost_leases: list[str] = []
+        self.renew_error: redis.RedisError | None = None
+        self._stop = threading.Event()
         self.heartbeat()
+        self._renewer = threading.Thread(target=self._renew_loop, name="frontier-leases",
+                                         daemon=True)
+        self._renewer.start()
+
+    def _renew_loop(self) -> None:
+        value, ttl_ms = self._lease_value(), int(self.lease_ttl * 1000)
+        while not self._stop.wait(self.lease_ttl / 3):
+            try:
+                for origin in list(self.leases):
+                    ok = self.scripts["lease"](keys=[host_tag(origin) + ":lv"],
+                                               args=[value, ttl_ms], client=self.client)
+                    if not ok and origin in self.leases:
+                        self.lost_leases.append(origin)
+                self.heartbeat()
+            except redis.RedisError as exc:  # the reactor's next call stops the crawl
+                self.renew_error = exc
+                return
 
     # ------------------------------------------------------------------ identity
     def _identity(self) -> tuple[str, str]:
@@ -458,21 +482,25 @@ class RedisFrontier:
         self._publish_counts()
         self._refresh_load(now)
         share = self._fair_share(now)
+        # over the share (crawlers joined): the excess hosts take nothing more, and go back
+        # once their requests are done (a host kept busy would never be idle otherwise)
+        excess = len(self.leases) - share
+        self.draining = set(sorted(self.leases, key=lambda o: self.leases[o].taken_here)
+                            [:max(0, excess)]) if excess > 0 else set()
+        if self.renew_error is not None:
+            raise self.renew_error
+        while self.lost_leases:
+            gone = self.leases.pop(self.lost_leases.pop(), None)
+            if gone is not None:
+                self.counters["leases_lost"] += 1
+                self.by_host_id.pop(gone.host_id, None)
         for origin, lease in list(self.leases.items()):
             if now - lease.renewed >= self.lease_ttl / 3:
-                ok = self.scripts["lease"](keys=[host_tag(origin) + ":lv"],
-                                           args=[self._lease_value(), int(self.lease_ttl * 1000)],
-                                           client=self.client)
-                if not ok:
-                    self.counters["leases_lost"] += 1
-                    self.leases.pop(origin)
-                    self.by_host_id.pop(lease.host_id, None)
-                    continue
                 lease.renewed = now
-                self._requeue(origin)
+                self._requeue(origin)  # taken pages of a holder gone since
             idle = (lease.taken_here == 0 and not self.busy(lease.host_id)
                     and not self._has_buffered(origin))
-            if idle and (lease.pending == 0 or len(self.leases) > share
+            if idle and (lease.pending == 0 or origin in self.draining
                          or origin in self.shunned):
                 self._release(origin)  # done here, or more than this crawler's share
         self._lease_more(share)
@@ -480,7 +508,6 @@ class RedisFrontier:
             self.swept = now
             for source in self.client.smembers(G + ":outboxes"):
                 self._deliver(source)
-        self.heartbeat()
 
     def _has_buffered(self, origin: str) -> bool:
         return any(r.origin == origin for r in self.reads)
@@ -623,7 +650,8 @@ class RedisFrontier:
         now = self.clock()
         stale = [o for o, h in self.leases.items() if now - h.peeked >= S.FRONTIER_PEEK_EVERY]
         self._peek(stale, now)
-        return [h.host_id for o, h in self.leases.items() if h.pending > 0 and o not in self.shunned]
+        return [h.host_id for o, h in self.leases.items()
+                if h.pending > 0 and o not in self.shunned and o not in self.draining]
 
     def _peek(self, origins: list[str], now: float) -> None:
         for origin in origins:
@@ -818,6 +846,8 @@ class RedisFrontier:
 
     def close(self) -> None:
         """Acknowledge what is left, give the leases back, mark this crawler stopped."""
+        self._stop.set()
+        self._renewer.join()
         if self.lost is None:
             self.after_commit()
         if self.lost is not None:

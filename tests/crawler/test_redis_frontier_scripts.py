@@ -5,6 +5,7 @@ cash the embedded ``ranking.opic.LazyOpicState`` gives it, and the total (pages 
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -37,7 +38,7 @@ class World:
     def __init__(self, server: RedisServer, tmp: Path, hosts: int, pages: int) -> None:
         server.client.flushall()
         self.client = connect(server.url())
-        self.store = CrawlStore.open(tmp / f"shard-{id(self)}.sqlite3")
+        self.store = CrawlStore.open(tmp / f"shard-{uuid.uuid4().hex}.sqlite3")
         self.params = OpicParams()
         self.frontier = RedisFrontier(self.client, self.store, self.params,
                                       min_refetch_interval=float("inf"))
@@ -55,6 +56,10 @@ class World:
             self.ids.append(uid)
             self.origin[uid] = origin
         self.frontier.persist(self.store)
+
+    def done(self) -> None:
+        self.frontier.close()  # its lease thread stops before the next example's flushall
+        self.store.close()
 
     def read(self, uid: int, kids: list[int], dead: bool) -> None:
         if dead:
@@ -109,7 +114,7 @@ def test_cash_matches_embedded_opic(server: RedisServer, tmp_path: Path, hosts: 
         if pay:
             world.pay()
         world.check()
-    world.store.close()
+    world.done()
 
 
 def test_transfer_in_flight_is_counted_and_applied_once(server: RedisServer, tmp_path: Path) -> None:
@@ -140,7 +145,7 @@ def test_transfer_in_flight_is_counted_and_applied_once(server: RedisServer, tmp
     assert status["cash"]["in_flight"] == 0
     assert status["cash"]["total"] == pytest.approx(1.0, abs=1e-12)
     assert page_cash(world.client, world.origin[b], b) > before
-    world.store.close()
+    world.done()
 
 
 def test_share_to_a_dead_page_elsewhere_goes_to_the_virtual_page(
@@ -158,7 +163,7 @@ def test_share_to_a_dead_page_elsewhere_goes_to_the_virtual_page(
     assert status["cash"]["in_flight"] == 0
     assert status["cash"]["total"] == pytest.approx(1.0, abs=1e-12)
     assert status["cash"]["virtual"] == pytest.approx(virtual + 2 * cash / 3, abs=1e-12)
-    world.store.close()
+    world.done()
 
 
 def test_foreign_and_newer_databases_are_refused(server: RedisServer) -> None:
