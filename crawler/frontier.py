@@ -89,6 +89,7 @@ class CrawlFrontier(Protocol):
     @property
     def depth_of(self) -> Any: ...  # URL ID -> depth, of a taken page at least
     def url_id(self, url: str) -> int | None: ...  # the ID to store a new URL under (None: own)
+    def prefetch_ids(self, urls: list[str]) -> None: ...  # url_id of these is asked next
     def is_known(self, uid: int) -> bool: ...
     def add(self, uid: int, url: str, host_id: int, depth: int) -> bool: ...
     def revive(self, uid: int, url: str) -> None: ...
@@ -637,6 +638,9 @@ class Frontier:
     # ------------------------------------------------------------------ one process: no-ops
     def url_id(self, url: str) -> int | None:
         return None  # the store allocates
+
+    def prefetch_ids(self, urls: list[str]) -> None:
+        return None
 
     def after_commit(self) -> None:
         return None

@@ -251,6 +251,7 @@ class PageRecorder:
     def _links(self, uid: int, depth: int, ex: Extracted) -> LinkSet:
         out = LinkSet()
         seen_children: set[int] = set()
+        targets: list[tuple[str, bool, str]] = []  # (URL, nofollow, anchor)
         for raw in ex.links:
             try:
                 target = canonicalize(raw.href, ex.base)
@@ -261,9 +262,13 @@ class PageRecorder:
                 self.stats["scope/url_too_long"] += 1
                 self.stats["links/too_long_not_stored"] += 1
                 continue
-            follow = not raw.nofollow
+            targets.append((target, raw.nofollow, raw.anchor))
+        # a shared frontier allocates the page's link IDs in one round trip, not one per link
+        self.frontier.prefetch_ids([t for t, _, _ in targets])
+        for target, nofollow, anchor in targets:
+            follow = not nofollow
             dst, _ = self.discover(target, depth + 1, follow)
-            out.links.append(Link(dst, raw.anchor, raw.nofollow))
+            out.links.append(Link(dst, anchor, nofollow))
             if follow and dst != uid and dst not in seen_children and self.frontier.is_known(dst):
                 seen_children.add(dst)
                 out.children.append(dst)

@@ -416,6 +416,25 @@ class RedisFrontier:
         self.origin_of[uid] = origin
         return uid
 
+    def prefetch_ids(self, urls: list[str]) -> None:
+        """Look the IDs of ``urls`` up together (one pipeline; the new ones are allocated by
+        :meth:`url_id` as they come).  A lost Redis is left for :meth:`url_id` to report."""
+        wanted = list(dict.fromkeys(u for u in urls if self.ids.get(u) is None))
+        if not wanted or self.lost is not None:
+            return
+        def queue(pipe: Any) -> None:
+            for url in wanted:
+                pipe.hget(host_tag(origin_of(url)) + ":ids", url)
+
+        try:
+            got = batch(self.client, queue)
+        except redis.RedisError:
+            return
+        for url, uid in zip(wanted, got, strict=True):
+            if uid is not None:
+                self.ids.put(url, int(uid))
+                self.origin_of[int(uid)] = origin_of(url)
+
     # ------------------------------------------------------------------ membership
     def is_known(self, uid: int) -> bool:
         return uid in self.known
@@ -879,7 +898,6 @@ def frontier_status(client: Client, now: float | None = None) -> dict[str, Any]:
     flight, 1 up to rounding).  On one Redis the figures are one MULTI (a consistent
     snapshot); on a Cluster each slot is read on its own (consistent when the crawl is quiet)."""
     now = time.time() if now is None else now
-    cluster = isinstance(client, redis.cluster.RedisCluster)
     for _ in range(S.FRONTIER_STATUS_TRIES):
         hosts = sorted(client.smembers(G + ":hosts"))
 
@@ -900,12 +918,7 @@ def frontier_status(client: Client, now: float | None = None) -> dict[str, Any]:
                 pipe.hlen(tag + ":t")
                 pipe.zcard(tag + ":w")
 
-        if cluster:  # no transaction across slots: each read on its own
-            direct = _Direct(client)
-            queue(direct)
-            res = direct.results
-        else:  # one MULTI/EXEC: a snapshot of one instant
-            res = client.transaction(queue)
+        res = batch(client, queue)  # one Redis: one MULTI/EXEC, a snapshot of one instant
         if sorted(res[0]) == hosts:
             break
     virtual = float(res[1][0] or 0)
@@ -958,6 +971,16 @@ def frontier_figures(client: Client) -> dict[str, Any]:
         return frontier_status(client)
     except redis.RedisError as exc:
         return {"error": f"frontier unavailable: {_reason(exc)}"}
+
+
+def batch(client: Client, queue: Callable[[Any], None]) -> list[Any]:
+    """Run the commands ``queue`` gives a pipeline: on one Redis in one round trip (MULTI/EXEC,
+    so also one instant); on a Cluster, which has no transaction across slots, one by one."""
+    if isinstance(client, redis.cluster.RedisCluster):
+        direct = _Direct(client)
+        queue(direct)
+        return direct.results
+    return list(client.transaction(queue))
 
 
 class _Direct:
