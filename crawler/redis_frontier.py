@@ -14,7 +14,7 @@ loaded once with SCRIPT LOAD and run by EVALSHA) touches the keys of one slot on
   state queued/waiting/taken/idle, fetch and change counts, history); ``{h:O}:q:0..3`` its
   pending queues (sorted sets by key = base - seen: unread, unread focus, refresh, refresh
   focus); ``{h:O}:w`` read pages waiting for their refetch interval; ``{h:O}:t`` taken pages
-  (owner crawler, run, deadline); ``{h:O}:lv`` the host's dividend levels, class sizes and the
+  (owner crawler, run, time taken); ``{h:O}:lv`` the host's dividend levels, class sizes and the
   sum of its base cash; ``{h:O}:ids`` URL -> global ID; ``{h:O}:lease``; ``{h:O}:host`` its
   politeness and robots.txt state; ``{h:O}:out`` transfers leaving it, ``{h:O}:ap`` transfers
   applied to it;
@@ -35,10 +35,22 @@ levels per host and class, exactly as ``ranking.opic.LazyOpicState`` keeps them 
 Commit order (nothing lost, nothing stored twice): a page is *taken* when its request goes out;
 the crawler's SQLite batch holding the page commits first; then the buffered reads run (the
 acknowledgement).  A crawler killed before its commit: the pages stay taken by its dead run and
-go back to pending when the host's next lease holder finds them past their deadline.  Killed
+go back to pending when the host's next lease holder finds them (its lease expired).  Killed
 between commit and acknowledgement: the same crawler run again (same ``--data``) finds them
 taken by its earlier run and acknowledges those its shard stored; only if it never comes back
 are they fetched again by another crawler (the one window left, milliseconds wide).
+
+Politeness across processes: a host is fetched by its lease holder only (``SET NX PX``, renewed
+by a thread every third of ``--frontier-lease``), so K in flight and the delay hold as in one
+process; the host's Crawl-delay, response-time average, back-off and robots.txt (text and age)
+live in ``{h:O}:host`` and move with the lease; a new holder waits a full delay from the last
+holder's release (from its own lease when the last holder died).  Each crawler holds at most its
+fair share of the hosts with work (hosts / crawlers alive); hosts over it drain and go back.
+
+Where it differs from one process: a reader does not know whether a child on another host is
+dead, so it sends it a share, which that host passes on to the virtual page; a payout is split
+over hosts by the class sizes they last reported (``{g}:wt``), exact when those are current;
+history (``hi``) is kept per page but no importance estimate is written to the shards.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
--- take: a pending page's request goes out; it stays taken (owner, deadline) until acknowledged.
--- ARGV: uid, owner ("crawler|run|deadline").  Returns {url, depth, read 0/1} or false.
+-- take: a pending page's request goes out; it stays taken (owner, time) until acknowledged.
+-- ARGV: uid, owner ("crawler|run|time taken").  Returns {url, depth, read 0/1} or false.
 local uid = ARGV[1]
 local k = pkey(uid)
 local v = redis.call('HMGET', k, 'st', 'r', 'f', 'u', 'd')
