@@ -85,6 +85,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         redoc_url=None,
     )
     app.state.settings = settings
+    # a shared crawl frontier for /stats, checked before binding (one line, exit 2, if bad)
+    app.state.frontier = None
+    if settings.frontier is not None:
+        from crawler.redis_frontier import connect  # redis only when asked for
+
+        app.state.frontier = connect(settings.frontier)
     app.state.data = data
     app.state.holder = holder
     app.state.result_cache = ResultCache[Outcome](settings.result_cache_size)

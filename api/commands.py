@@ -25,6 +25,8 @@ def worker_environment(settings: Settings) -> dict[str, str]:
     }
     if settings.ranks is not None:
         env["WEBSIFT_RANKS"] = str(settings.ranks)
+    if settings.frontier is not None:
+        env["WEBSIFT_FRONTIER"] = settings.frontier
     return env
 
 
@@ -38,7 +40,8 @@ def serve_command(args: argparse.Namespace) -> int:
     from api.workers import serve_workers
 
     given = {k: v for k, v in (("host", args.host), ("port", args.port), ("ranks", args.ranks),
-                               ("shard_timeout_ms", args.shard_timeout_ms)) if v is not None}
+                               ("shard_timeout_ms", args.shard_timeout_ms),
+                               ("frontier", args.frontier)) if v is not None}
     if args.shard:
         given["shards"] = list(args.shard)
     settings = Settings(data=args.data, **given)  # unset: $WEBSIFT_* / defaults
@@ -92,6 +95,10 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                    help="with --shard URL: each call to a shard must answer within this, else "
                    "the query is answered without it (default: $WEBSIFT_SHARD_TIMEOUT_MS, "
                    "else 300)")
+    p.add_argument("--frontier", default=None, metavar="URL",
+                   help="a shared crawl frontier (redis://HOST:PORT/DB, rediss://, "
+                   "redis+cluster://...) whose figures /stats shows (default: "
+                   "$WEBSIFT_FRONTIER, else none)")
     p.add_argument("--workers", type=number(int, low=1), default=1, metavar="N",
                    help="server processes accepting on the one port (they share the "
                    "memory-mapped index)")

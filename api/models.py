@@ -231,6 +231,11 @@ class Stats(BaseModel):
         description="query-result cache (bounded by entries): entries, size, max_size, hits, "
         "misses, evictions"
     )
+    frontier: dict[str, Any] | None = Field(
+        default=None, description="with --frontier: the shared crawl frontier's figures "
+        "(websift frontier status --json): crawlers with heartbeat age and pages/s, hosts "
+        "leased, URLs pending/taken/waiting, cash total = pages + virtual + in flight"
+    )
     search_caches: dict[str, dict[str, int]] = Field(
         default_factory=dict,
         description="the searcher's caches (postings, pairs, texts, site_masks), each bounded "

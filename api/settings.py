@@ -69,6 +69,9 @@ class Settings(BaseSettings):
     # With local shards: the data directory whose ranks, crawl store and topics go with them
     # (None: the first shard).
     ranks: Path | None = None
+    # A shared crawl frontier (redis://...; crawler/redis_frontier.py) whose figures /stats
+    # adds (crawlers, hosts leased, pending URLs, cash total); None: none.
+    frontier: str | None = None
     # With remote shards: each call to a shard must answer within this, else the query is
     # answered without it (counted, and the answer says how many shards answered).
     shard_timeout_ms: int = Field(default=300, ge=1)

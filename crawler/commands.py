@@ -21,9 +21,9 @@ from core.arguments import number, seconds
 from core.datadir import DataDir
 from core.errors import WebsiftError
 from core.lock import store_writer_lock
-from crawler import robots_command, warc_import
+from crawler import frontier_command, robots_command, warc_import
 from crawler import settings as S
-from crawler.errors import ScopeError
+from crawler.errors import FrontierLost, ScopeError
 from crawler.recrawl import recrawl_schedule
 from crawler.runs import FORCED_STOP, stored_scope
 from crawler.scope import Scope, ScopeConfig
@@ -38,6 +38,7 @@ EXIT_FORCED = 130  # a crawl stopped by a second signal (requests in flight aban
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     """Add this package's subcommands to the `websift` parser."""
     robots_command.register(sub)
+    frontier_command.register(sub)
     warc_import.register(sub)
     _register_crawl(sub)
     _register_recrawl(sub)
@@ -134,6 +135,16 @@ def _register_crawl(sub: argparse._SubParsersAction) -> None:  # type: ignore[ty
                    "--focus-share of the virtual page's cash (default: none)")
     p.add_argument("--focus-share", type=number(float, low=0, high=1), default=S.FOCUS_SHARE,
                    metavar="S", help="share of the virtual page's cash given to focus pages")
+    p.add_argument("--frontier", default=None, metavar="URL",
+                   help="share one frontier with other crawler processes: redis://HOST:PORT/DB, "
+                   "rediss://... (TLS) or redis+cluster://HOST:PORT,HOST:PORT (a Redis Cluster); "
+                   "the password from $WEBSIFT_REDIS_PASSWORD or $REDISCLI_AUTH. Each crawler "
+                   "keeps its own --data (a shard). Default: the embedded frontier")
+    p.add_argument("--frontier-lease", type=seconds(strict=True), default=S.FRONTIER_LEASE_TTL,
+                   metavar="T", help="a shared frontier's host lease: renewed while held; a "
+                   "dead crawler's hosts and taken URLs go to the others after this")
+    p.add_argument("--frontier-hosts", type=number(int, low=1), default=S.FRONTIER_MAX_HOSTS,
+                   metavar="N", help="hosts one crawler holds at once on a shared frontier")
     _politeness_args(p)
     p.set_defaults(func=crawl_command)
 
@@ -221,6 +232,9 @@ def _finish(summary: dict[str, object], quiet: bool) -> int:
         from crawler.progress import print_summary  # rich, only when there is a table to print
 
         print_summary(summary)
+    if summary.get("finish_reason") == "frontier_lost":
+        raise FrontierLost(f"{summary.get('frontier_lost')}; this crawler's batch is committed: "
+                           "run the same command again to resume")
     return EXIT_FORCED if summary.get("finish_reason") == FORCED_STOP else 0
 
 
@@ -245,6 +259,9 @@ def crawl_config(args: argparse.Namespace, scope: ScopeConfig) -> CrawlConfig:
         focus_patterns=tuple(args.focus),
         focus_topic=args.focus_topic,
         focus_share=args.focus_share,
+        frontier=getattr(args, "frontier", None),
+        frontier_lease=getattr(args, "frontier_lease", S.FRONTIER_LEASE_TTL),
+        frontier_hosts=getattr(args, "frontier_hosts", S.FRONTIER_MAX_HOSTS),
     )
 
 

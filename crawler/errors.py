@@ -9,5 +9,13 @@ class ScopeError(WebsiftError):
     """A URL is refused by the crawl's scope (private address, bad scheme, ...)."""
 
 
+class FrontierError(WebsiftError):
+    """The shared frontier cannot be used (unreachable, foreign, newer, a bad URL)."""
+
+
+class FrontierLost(FrontierError):
+    """The shared frontier went away mid-crawl (the crawl stops, its batch committed)."""
+
+
 class ScrapyIncompatible(WebsiftError):
     """The installed Scrapy lacks an internal the crawler relies on (its version is unsupported)."""

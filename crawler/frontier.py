@@ -45,12 +45,13 @@ import heapq
 import math
 import time
 from collections.abc import Callable, Iterable
+from typing import Any, Protocol
 
 import numpy as np
 
 from crawler import settings as S
 from ranking.opic import Dividend, LazyOpicState, OpicParams, Strategy
-from store.crawl_store import CrawlStore, OpicGlobals, OpicRows
+from store.crawl_store import CrawlStore, HostState, OpicGlobals, OpicRows
 from store.schema import OPIC_DEAD, OPIC_FOCUS, OPIC_READ
 
 DEFAULT_STRATEGY = Strategy(S.DEFAULT_STRATEGY)
@@ -75,8 +76,49 @@ class HostQueue:
         self.live = [0] * KINDS
 
 
+class CrawlFrontier(Protocol):
+    """What a crawl session and its recorder ask of a frontier: the embedded :class:`Frontier`
+    (one process) or ``crawler.redis_frontier.RedisFrontier`` (several processes on Redis)."""
+
+    shared: bool  # several crawlers share it (URL IDs, leases, OPIC state in Redis)
+    lost: str | None  # why a shared frontier went away mid-crawl; None while it works
+    discovery_share: float | None
+
+    @property
+    def host_of(self) -> Any: ...  # URL ID -> host ID, of a taken page at least
+    @property
+    def depth_of(self) -> Any: ...  # URL ID -> depth, of a taken page at least
+    def url_id(self, url: str) -> int | None: ...  # the ID to store a new URL under (None: own)
+    def prefetch_ids(self, urls: list[str]) -> None: ...  # url_id of these is asked next
+    def is_known(self, uid: int) -> bool: ...
+    def add(self, uid: int, url: str, host_id: int, depth: int) -> bool: ...
+    def revive(self, uid: int, url: str) -> None: ...
+    def take(self, uid: int) -> str: ...
+    def drop(self, uid: int) -> None: ...  # leave a pending or taken URL for this run
+    def drop_host(self, host_id: int) -> int: ...
+    def pending_count(self) -> int: ...
+    def pending_hosts(self) -> list[int]: ...
+    def was_read(self, uid: int) -> bool: ...
+    def select(self, ready_hosts: Iterable[int]) -> int | None: ...
+    def schedule_explicit(self, priorities: Iterable[tuple[int, float]]) -> int: ...
+    def read(self, uid: int, children: Iterable[int], *, dead: bool = False,
+             changed: bool | None = None) -> set[int]: ...
+    def virtual_due(self) -> bool: ...
+    def distribute_virtual(self) -> float: ...
+    def stats(self) -> dict[str, float]: ...
+    def persist(self, store: CrawlStore, ids: Iterable[int] = ()) -> None: ...
+    def persist_all(self, store: CrawlStore) -> None: ...
+    def after_commit(self) -> None: ...  # the batch is durable (acknowledge its reads)
+    def host_saved(self, state: HostState) -> None: ...  # politeness/robots learned of a host
+    def poll_at(self, now: float) -> float | None: ...  # when to look again though idle
+    def close(self) -> None: ...
+
+
 class Frontier:
     """Pending URLs, their hosts, and the OPIC state that orders them."""
+
+    shared = False
+    lost: str | None = None
 
     def __init__(
         self,
@@ -592,6 +634,25 @@ class Frontier:
             "level_discovery": ld,
             "level_focus": lf,
         }
+
+    # ------------------------------------------------------------------ one process: no-ops
+    def url_id(self, url: str) -> int | None:
+        return None  # the store allocates
+
+    def prefetch_ids(self, urls: list[str]) -> None:
+        return None
+
+    def after_commit(self) -> None:
+        return None
+
+    def host_saved(self, state: HostState) -> None:
+        return None
+
+    def poll_at(self, now: float) -> float | None:
+        return None
+
+    def close(self) -> None:
+        return None
 
     # ------------------------------------------------------------------ persistence
     def persist(self, store: CrawlStore, ids: Iterable[int] | np.ndarray = ()) -> None:

@@ -40,6 +40,8 @@ class GroupCommit:
         # writes that belong to the whole batch (the OPIC state its steps changed), run inside
         # the batch transaction just before it commits
         self.before_commit: list[Callable[[], None]] = []
+        # what must wait until the batch is durable (a shared frontier's acknowledgements)
+        self.after_commit: list[Callable[[], None]] = []
 
     @contextmanager
     def step(self) -> Iterator[None]:
@@ -67,3 +69,5 @@ class GroupCommit:
         self.store.commit()
         self.steps = 0
         self.commits += 1
+        for hook in self.after_commit:
+            hook()

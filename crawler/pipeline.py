@@ -40,7 +40,7 @@ from crawler.dedup import (
 )
 from crawler.dns import ADDRESS_PENDING
 from crawler.extract import Extracted, extract, robots_directives
-from crawler.frontier import Frontier
+from crawler.frontier import CrawlFrontier
 from crawler.groupcommit import GroupCommit
 from crawler.robots import RobotsDecision
 from crawler.scope import ScopeConfig, host_key
@@ -109,7 +109,7 @@ class PageRecorder:
         self,
         store: CrawlStore,
         warc: WarcWriterFile,
-        frontier: Frontier,
+        frontier: CrawlFrontier,
         judge: ScopeJudge,
         stats: Counter[str],
         *,
@@ -159,7 +159,7 @@ class PageRecorder:
             if reason is not None or not follow or self.frontier.is_known(uid):
                 return uid, False
             return uid, self._enter(uid, url, depth, created=False)
-        uid, created = self.store.add_url(url, depth)
+        uid, created = self.store.add_url(url, depth, self.frontier.url_id(url))
         if created:
             self.stats["discovery/urls"] += 1
         if self.frontier.is_known(uid):
@@ -240,13 +240,18 @@ class PageRecorder:
     def _enter(self, uid: int, url: str, depth: int, created: bool) -> bool:
         """A followed, in-scope URL joins OPIC and the frontier."""
         if not created:
-            self.store.update_page(uid, status="discovered", error=None)
+            # out of scope before, in scope now; a page this shard fetched keeps its row (a
+            # shared frontier knows it, though this run of the crawler has not met it yet)
+            page = self.store.page(uid)
+            if page is None or page.status in ("discovered", OUT_OF_SCOPE):
+                self.store.update_page(uid, status="discovered", error=None)
         self.frontier.add(uid, url, self.store.host_id_of_url(uid), depth)
         return True
 
     def _links(self, uid: int, depth: int, ex: Extracted) -> LinkSet:
         out = LinkSet()
         seen_children: set[int] = set()
+        targets: list[tuple[str, bool, str]] = []  # (URL, nofollow, anchor)
         for raw in ex.links:
             try:
                 target = canonicalize(raw.href, ex.base)
@@ -257,9 +262,13 @@ class PageRecorder:
                 self.stats["scope/url_too_long"] += 1
                 self.stats["links/too_long_not_stored"] += 1
                 continue
-            follow = not raw.nofollow
+            targets.append((target, raw.nofollow, raw.anchor))
+        # a shared frontier allocates the page's link IDs in one round trip, not one per link
+        self.frontier.prefetch_ids([t for t, _, _ in targets])
+        for target, nofollow, anchor in targets:
+            follow = not nofollow
             dst, _ = self.discover(target, depth + 1, follow)
-            out.links.append(Link(dst, raw.anchor, raw.nofollow))
+            out.links.append(Link(dst, anchor, nofollow))
             if follow and dst != uid and dst not in seen_children and self.frontier.is_known(dst):
                 seen_children.add(dst)
                 out.children.append(dst)

@@ -35,9 +35,9 @@ from core.errors import WebsiftError
 from crawler import settings as S
 from crawler.dedup import NearDuplicateIndex
 from crawler.dns import ADDRESS_PENDING, HostVerdicts
-from crawler.errors import ScopeError
+from crawler.errors import FrontierLost, ScopeError
 from crawler.focus import build_focus
-from crawler.frontier import DEFAULT_STRATEGY, Frontier
+from crawler.frontier import DEFAULT_STRATEGY, CrawlFrontier, Frontier
 from crawler.groupcommit import GroupCommit
 from crawler.meta import FetchMeta
 from crawler.pipeline import Fetched, PageRecorder
@@ -90,6 +90,11 @@ class CrawlConfig:
     focus_patterns: tuple[str, ...] = ()  # --focus regexes
     focus_topic: str | None = None  # --focus-topic: a topic set's name
     focus_share: float = S.FOCUS_SHARE
+    # --frontier: a shared frontier's URL (redis://...; crawler/redis_frontier.py); None: the
+    # embedded one.  Never holds a password (that comes from the environment).
+    frontier: str | None = None
+    frontier_lease: float = S.FRONTIER_LEASE_TTL  # --frontier-lease
+    frontier_hosts: int = S.FRONTIER_MAX_HOSTS  # --frontier-hosts
 
 
 class CrawlSession:
@@ -107,11 +112,28 @@ class CrawlSession:
                             focus_share=config.focus_share)
         focus = build_focus(list(config.focus_patterns), config.focus_topic, data.topics_dir)
         self.store = CrawlStore.open(data.store_path)
+        self.frontier: CrawlFrontier
+        if config.frontier is not None:
+            from crawler.redis_frontier import open_frontier  # redis only when asked for
+
+            try:
+                shared = open_frontier(config.frontier, self.store, params, focus=focus,
+                                       clock=clock,
+                                       min_refetch_interval=config.min_refetch_interval,
+                                       lease_ttl=config.frontier_lease,
+                                       max_hosts=config.frontier_hosts)
+            except BaseException:
+                self.store.close()
+                raise
+            shared.on_lease = self._leased
+            shared.busy = self._host_busy
+            self.frontier = shared
+        else:
+            self.frontier = Frontier.load(
+                self.store, config.strategy, params, focus=focus, clock=clock,
+                min_refetch_interval=config.min_refetch_interval,
+            )
         self.warc = WarcWriterFile(data.warc_dir)
-        self.frontier = Frontier.load(
-            self.store, config.strategy, params, focus=focus, clock=clock,
-            min_refetch_interval=config.min_refetch_interval,
-        )
         self.politeness = Politeness(config.delay, config.concurrency)
         self.robots = RobotsCache(ttl=config.robots_ttl)
         self.scope = Scope(config.scope, resolve)  # resolve: the system resolver unless a test's
@@ -147,6 +169,7 @@ class CrawlSession:
         self.rate_samples: deque[tuple[float, int]] = deque()  # (time, pages) for the recent rate
         # the live figures commit with every batch (and so does the OPIC state they describe)
         self.batch.before_commit.append(self.publish_live)
+        self.batch.after_commit.append(self.frontier.after_commit)
         self.closed = False
         # why Scrapy could not be used (e.g. a missing internal), raised once Scrapy has stopped
         self.start_refused: WebsiftError | None = None
@@ -217,6 +240,22 @@ class CrawlSession:
         self.politeness.save_into(slot, state)
         with self.store.transaction():
             self.store.save_host(state)
+        self.frontier.host_saved(state)
+
+    def _leased(self, host_id: int, last_start: float) -> None:
+        """A shared frontier gave this run a host: its politeness and robots.txt state come
+        from the frontier (now in the store row), and no request starts before ``last_start``
+        plus the delay."""
+        self.politeness.slots.pop(host_id, None)
+        self.robots.hosts.pop(host_id, None)
+        slot = self._slot(host_id, self.clock())
+        slot.last_start = max(slot.last_start, last_start)
+
+    def _host_busy(self, host_id: int) -> bool:
+        slot = self.politeness.slots.get(host_id)
+        robots = self.robots.hosts.get(host_id)
+        return (slot is not None and slot.in_flight > 0) or (
+            robots is not None and robots.state is RobotsState.FETCHING)
 
     def _drop_host(self, host_id: int, reason: str) -> None:
         """Leave a host's pending URLs for a later run (they stay ``discovered``)."""
@@ -258,6 +297,8 @@ class CrawlSession:
         self.stalled = False
         if self.batch.due():
             self.batch.commit()
+        if self.frontier.lost is not None:
+            self.request_stop("frontier_lost")
         self._settle_addresses()
         if self.extra:
             return self.extra.popleft()
@@ -306,6 +347,7 @@ class CrawlSession:
             reason = self.scope.check(url, depth)  # its host's addresses passed above
             if reason is not None:  # pending from an earlier run with a different scope
                 self.stats[f"skipped/scope_{reason}"] += 1
+                self.frontier.drop(uid)
                 continue
             decision = self.robots.decide(host_id, url)
             if not decision.allowed:
@@ -314,6 +356,9 @@ class CrawlSession:
             return self._page_request(uid, url, host_id, depth, now, refresh=refresh)
         if earliest < float("inf"):
             self.wake_at = earliest
+        poll = self.frontier.poll_at(now)  # a shared frontier: others hold the work
+        if poll is not None and self.frontier.pending_count() > 0:
+            self.wake_at = poll if self.wake_at is None else min(self.wake_at, poll)
         if self.config.continuous:
             # nothing due now: look again soon (read pages gather cash and come due with time)
             poll = now + S.CONTINUOUS_POLL
@@ -385,11 +430,21 @@ class CrawlSession:
         self.politeness.save_into(slot, state)
         with self.store.transaction():
             self.store.save_host(state)
+        self.frontier.host_saved(state)
         self.stats["robots/fetched"] += 1
         if entry.state is RobotsState.UNAVAILABLE:
             self.stats["failure/robots_unavailable"] += 1
 
     def on_response(self, meta: FetchMeta, f: Fetched) -> None:
+        try:
+            self._on_response(meta, f)
+        except FrontierLost:
+            # a shared frontier went away while the page's links got their IDs: its step was
+            # undone (still taken in the frontier, fetched again by the next run); stop
+            self.stats["failure/frontier_lost"] += 1
+            self.request_stop("frontier_lost")
+
+    def _on_response(self, meta: FetchMeta, f: Fetched) -> None:
         uid, host_id = meta.page_id, meta.host_id
         now = f.fetched_at
         slot = self._slot(host_id, now)
@@ -532,6 +587,8 @@ class CrawlSession:
         stopping), and keep the live figures fresh while no batch commits (a crawl that waits)."""
         if self.closed:
             return
+        if self.frontier.lost is not None:
+            self.request_stop("frontier_lost")
         if self.batch.due():
             self.batch.commit()  # writes the figures (before_commit)
         elif self.clock() - self.live_at >= S.LIVE_EVERY:
@@ -570,7 +627,13 @@ class CrawlSession:
             self.frontier.persist_all(self.store)
         for slot in self.politeness.slots.values():
             self.save_host(slot)
+        self.frontier.close()  # a shared frontier: acknowledgements, leases given back
+        if self.frontier.lost is not None:
+            reason = "frontier_lost"
+            self.stats["failure/frontier_lost"] = max(1, self.stats["failure/frontier_lost"])
         summary = self.summary(reason)
+        if self.frontier.lost is not None:
+            summary["frontier_lost"] = self.frontier.lost
         self.store.finish_crawl(self.crawl_id, json.dumps(summary, sort_keys=True))
         self.warc.close()
         self.store.close()

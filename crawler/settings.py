@@ -103,3 +103,21 @@ LIVE_EVERY = 1.0
 # A run whose figures are older than this (and that never finished) was killed, not running.
 LIVE_STALE_AFTER = 30.0
 RATE_WINDOW = 60.0  # seconds over which the recent fetch rate is measured
+
+# ---------------------------------------------------------------- shared frontier (Redis)
+# Several crawler processes on one frontier (--frontier redis://...; crawler/redis_frontier.py).
+FRONTIER_TIMEOUT = 5.0  # seconds a Redis call may take before the frontier counts as lost
+FRONTIER_RETRIES = 3  # a failed Redis call is tried again this many times ...
+FRONTIER_RETRY_BASE = 0.05  # ... after an exponential backoff from this many seconds ...
+FRONTIER_RETRY_CAP = 0.4  # ... up to this many (then the crawler stops: frontier lost)
+# A crawler holds a host for this long unless it renews the lease (every third of it); a dead
+# crawler's hosts go to others after at most this.
+FRONTIER_LEASE_TTL = 15.0
+FRONTIER_MAX_HOSTS = 64  # hosts one crawler holds at once (the rest are left to the others)
+FRONTIER_MAINTAIN_EVERY = 0.25  # seconds between lease renewals/scans and global load reads
+FRONTIER_PEEK_EVERY = 0.5  # a leased host's best pending page is looked up at least this often
+# A host (or the virtual page) remembers the transfers it applied this long, so a delivery
+# repeated after a crash, or by a second process, is never applied twice.
+FRONTIER_APPLIED_KEEP = 3600.0
+FRONTIER_SWEEP_EVERY = 5.0  # seconds between sweeps of outboxes a crashed crawler left
+FRONTIER_STATUS_TRIES = 5  # snapshots `frontier status` tries while hosts keep appearing

@@ -4,13 +4,15 @@
 # nginx-light: scripts/crawl_scale.py serves its generated web of 300,000 pages with it, since
 # a Python test server would be slower than the crawler it measures.  (Debian's package starts
 # its own nginx service on port 80 where a service manager runs; the script does not use it and
-# runs its own instance from its own config.)
+# runs its own instance from its own config.)  And redis-server: the shared-frontier tests
+# (tests/crawler/test_redis_frontier*.py) start their own on a loopback port, no persistence.
 # Installs only what is missing; needs root (CI and developer machines run as root).
 set -euo pipefail
 need=()
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
 [ -d /usr/share/doc/python3.11/html ] || need+=(python3.11-doc)
 [ -x /usr/sbin/nginx ] || command -v nginx >/dev/null 2>&1 || need+=(nginx-light)
+command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
 if [ ${#need[@]} -gt 0 ]; then
     if [ "$(id -u)" -ne 0 ]; then
         echo "websift tests need Debian packages: ${need[*]} (run as root or install them)" >&2

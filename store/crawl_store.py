@@ -196,14 +196,17 @@ class CrawlStore(StoreReader):
         )
 
     # ------------------------------------------------------------------ urls
-    def add_url(self, url: str, depth: int = 0) -> tuple[int, bool]:
-        """The ID of a canonical URL, adding it as discovered if new. Returns (id, created)."""
+    def add_url(self, url: str, depth: int = 0, uid: int | None = None) -> tuple[int, bool]:
+        """The ID of a canonical URL, adding it as discovered if new. Returns (id, created).
+
+        ``uid``: the ID to store a new URL under (a shared frontier allocates IDs for every
+        crawler's shard, ``crawler/redis_frontier.py``); None: the next free one."""
         existing = self.url_id(url)
         if existing is not None:
             return existing, False
         hid = self.host_id(origin_of(url))
         cur = self._conn.execute(
-            "INSERT INTO urls(url, host_id, depth) VALUES (?, ?, ?)", (url, hid, depth)
+            "INSERT INTO urls(id, url, host_id, depth) VALUES (?, ?, ?, ?)", (uid, url, hid, depth)
         )
         return int(cur.lastrowid or 0), True
 

@@ -8,7 +8,7 @@ import time
 from dataclasses import asdict
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter, Depends, Request
 
 from api.dependencies import get_holder, get_result_cache, get_snapshot, get_store
 from api.models import Health, LiveCrawl, Stats
@@ -64,11 +64,22 @@ def _last_rank(view: RankView) -> dict[str, Any]:
     }
 
 
+def _frontier(client: Any) -> dict[str, Any] | None:
+    """The shared frontier's figures; an unreachable frontier is reported, not a failure of
+    /stats (the index is still served)."""
+    if client is None:
+        return None
+    from crawler.redis_frontier import frontier_figures
+
+    return frontier_figures(client)
+
+
 def build_router() -> APIRouter:
     router = APIRouter(tags=["stats"])
 
     @router.get("/stats", response_model=Stats, summary="Pages, links, index segments, last runs")
     def stats(
+        request: Request,
         snap: Annotated[Snapshot, Depends(get_snapshot)],
         store: Annotated[StoreReader, Depends(get_store)],
         holder: Annotated[SnapshotHolder, Depends(get_holder)],
@@ -92,6 +103,7 @@ def build_router() -> APIRouter:
             reload_failures=dict(holder.reload_failures),
             result_cache=asdict(cache.stats()),
             search_caches={name: asdict(c.stats()) for name, c in searcher.caches().items()},
+            frontier=_frontier(request.app.state.frontier),
         )
 
     @router.get(

@@ -1,0 +1,238 @@
+"""Several crawler processes on one shared frontier (a real redis-server) and the local test web:
+from the servers' logs every page is fetched once, politeness holds across processes, and the
+crawl survives a crawler killed with SIGKILL and a Redis that goes away."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+from collections import Counter
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import REPO, websift_command
+from fastapi.testclient import TestClient
+from redis_server import RedisClusterServers, RedisServer, free_port
+from testweb import TestWeb, html, max_in_flight, min_start_gap, words
+from waiting import wait_for
+
+from api.app import create_app
+from api.settings import Settings
+from core.datadir import DataDir
+from crawler.redis_frontier import connect, frontier_status
+from indexer.build import build_index
+from store.views import StoreReader
+
+SITES = ("127.0.0.11", "127.0.0.12", "127.0.0.13", "127.0.0.14")
+PAGES = 10  # per site, besides its home page
+DELAY = 0.15
+K = 2
+LATENCY = 0.05
+JITTER = 0.002  # server-side timestamp allowance (as tests/crawler/test_crawl.py)
+LEASE = "1.5"  # seconds: a killed crawler's hosts go to the others soon
+
+
+@pytest.fixture(scope="module")
+def web() -> Iterator[TestWeb]:
+    """Four sites; every page links to the next page of its site and to a page of the next."""
+    w = TestWeb()
+    for n, address in enumerate(SITES):
+        w.add_site(f"s{n}", address, "User-agent: *\nDisallow:\n", latency=LATENCY)
+    with w:  # started first: a page names another site by its address and port
+        fill(w)
+        yield w
+
+
+def fill(w: TestWeb) -> None:
+    for n in range(len(SITES)):
+        site, other = w.sites[f"s{n}"], w.sites[f"s{(n + 1) % len(SITES)}"]
+        first = "".join(f"<a href='/p/{i}'>p{i}</a> " for i in range(3))
+        site.page("/", html(f"s{n}", f"<p>{words(n)}</p>{first}"))
+        for i in range(PAGES):
+            links = (f"<a href='/p/{(i + 1) % PAGES}'>next</a> "
+                     f"<a href='{other.url(f'/p/{i}')}'>over</a>")
+            site.page(f"/p/{i}", html(f"s{n} p{i}", f"<p>{words(1000 * n + i)}</p>{links}"))
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
+    srv = RedisServer(tmp_path_factory.mktemp("redis"))
+    yield srv
+    srv.stop()
+
+
+def crawler(web: TestWeb, data: Path, frontier: str, *extra: str) -> subprocess.Popen[str]:
+    seeds = [web.sites[f"s{n}"].url("/") for n in range(len(SITES))]
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    return subprocess.Popen(
+        websift_command("crawl", *seeds, "--data", str(data), "--allow-private", "--delay",
+                        str(DELAY), "--concurrency-per-host", str(K), "--frontier", frontier,
+                        "--frontier-lease", LEASE, "--quiet", *extra),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=REPO,
+    )
+
+
+def finish(proc: subprocess.Popen[str], timeout: float = 120) -> tuple[int, str]:
+    _, err = proc.communicate(timeout=timeout)
+    return proc.returncode, err
+
+
+def stored(shards: list[Path]) -> Counter[str]:
+    """How many shards stored each fetched URL."""
+    seen: Counter[str] = Counter()
+    for shard in shards:
+        with StoreReader.open(DataDir.open(shard).store_path) as store:
+            fetched = [p.url for p in store.pages() if p.status == "fetched"]
+        seen.update(fetched)
+    return seen
+
+
+def all_urls(web: TestWeb) -> set[str]:
+    return {web.sites[f"s{n}"].url(p) for n in range(len(SITES))
+            for p in ["/", *(f"/p/{i}" for i in range(PAGES))]}
+
+
+def check_politeness(web: TestWeb) -> None:
+    for n in range(len(SITES)):
+        log = web.entries(f"s{n}")
+        assert min_start_gap(log) >= DELAY - JITTER, f"s{n}"
+        assert max_in_flight(log) <= K, f"s{n}"
+
+
+def quiet_total(url: str) -> dict[str, Any]:
+    status = frontier_status(connect(url))
+    assert status["pending"] == 0 and status["taken"] == 0
+    cash = status["cash"]
+    assert cash["in_flight"] == pytest.approx(0.0, abs=1e-12)  # quiet: every transfer applied
+    assert cash["pages"] + cash["virtual"] == pytest.approx(1.0, abs=1e-9)
+    return status
+
+
+def test_three_crawlers_fetch_every_page_once(
+    web: TestWeb, server: RedisServer, tmp_path: Path
+) -> None:
+    server.client.flushall()
+    web.clear()
+    shards = [tmp_path / f"c{i}" for i in range(3)]
+    procs = [crawler(web, d, server.url()) for d in shards]
+    # a checker looking while three crawlers read pages and move cash: always 1 (one MULTI)
+    client = connect(server.url())
+    looks = 0
+    while any(p.poll() is None for p in procs):
+        cash = frontier_status(client)["cash"]
+        assert cash["total"] == pytest.approx(1.0, abs=1e-9), cash
+        looks += 1
+    assert looks > 0
+    for p in procs:
+        code, err = finish(p)
+        assert code == 0, err
+    paths = Counter((e.host, e.path) for e in web.entries())
+    assert max(paths.values()) == 1, [k for k, v in paths.items() if v > 1]  # robots.txt too
+    assert len(paths) == len(all_urls(web)) + len(SITES)
+    check_politeness(web)
+    per_url = stored(shards)
+    assert set(per_url) == all_urls(web) and max(per_url.values()) == 1
+    status = quiet_total(server.url())
+    assert sum(1 for c in status["crawlers"] if c["pages"] > 0) >= 2  # the work was shared
+    out = subprocess.run(websift_command("frontier", "status", "--frontier", server.url(),
+                                         "--json"), capture_output=True, text=True, cwd=REPO,
+                         env={**os.environ, "PYTHONPATH": str(REPO)}, check=False)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["urls"] == status["urls"]
+    # the same figures under /stats of `websift serve --frontier URL` over one shard
+    build_index(DataDir.open(shards[0]))
+    app = create_app(Settings(data=shards[0], frontier=server.url(), reload_check_ms=0))
+    with TestClient(app) as http:
+        figures = http.get("/stats").json()["frontier"]
+    assert figures["urls"] == status["urls"] and figures["pending"] == 0
+    assert figures["cash"]["total"] == pytest.approx(1.0, abs=1e-9)
+
+
+def test_killed_crawler_loses_nothing(web: TestWeb, server: RedisServer, tmp_path: Path) -> None:
+    server.client.flushall()
+    web.clear()
+    shards = [tmp_path / f"c{i}" for i in range(3)]
+    procs = [crawler(web, d, server.url()) for d in shards]
+    # kill one crawler once it has fetched some pages (its own requests in the log: by shard)
+    wait_for(lambda: len(web.entries()) >= 16, "the crawl to be under way")
+    victim = procs[0]
+    victim.send_signal(signal.SIGKILL)
+    victim.wait()
+    for p in procs[1:]:
+        code, err = finish(p)
+        assert code == 0, err
+    per_url = stored(shards)
+    assert set(per_url) == all_urls(web)  # the others took over the victim's hosts
+    assert max(per_url.values()) == 1, [u for u, n in per_url.items() if n > 1]
+    check_politeness(web)
+    quiet_total(server.url())
+
+
+def test_bad_frontier_one_line_exit_2(
+    web: TestWeb, server: RedisServer, tmp_path: Path, run_websift: Callable[..., Any]
+) -> None:
+    base = ["crawl", web.sites["s0"].url("/"), "--data", str(tmp_path / "d"), "--allow-private",
+            "--quiet"]
+    web.clear()
+    for url, why in [(f"redis://127.0.0.1:{free_port()}/0", "cannot use the frontier"),
+                     ("redis://:pw@127.0.0.1:6379/0", "WEBSIFT_REDIS_PASSWORD"),
+                     ("mysql://127.0.0.1/0", "scheme")]:
+        done = run_websift(*base, "--frontier", url)
+        assert done.returncode == 2, done.stderr
+        assert why in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    server.client.select(3)
+    server.client.set("not-ours", "1")
+    done = run_websift(*base, "--frontier", server.url(3))
+    assert done.returncode == 2 and "not a websift frontier" in done.stderr, done.stderr
+    server.client.flushdb()
+    server.client.select(0)
+    assert web.entries() == []  # refused before any fetch
+
+
+def test_redis_lost_mid_crawl_stops_and_rerun_resumes(web: TestWeb, tmp_path: Path) -> None:
+    srv = RedisServer(tmp_path / "redis", durable=True)
+    try:
+        web.clear()
+        data = tmp_path / "c"
+        proc = crawler(web, data, srv.url())
+        wait_for(lambda: len(web.entries()) >= 10, "the crawl to be under way")
+        srv.kill()
+        code, err = finish(proc)
+        assert code == 2, err
+        assert err.strip().splitlines() == [err.strip().splitlines()[-1]], err  # one line
+        assert "lost" in err and "run the same command again" in err, err
+        srv.start()
+        code, err = finish(crawler(web, data, srv.url()))
+        assert code == 0, err
+        per_url = stored([data])
+        assert set(per_url) == all_urls(web) and max(per_url.values()) == 1
+        quiet_total(srv.url())
+    finally:
+        srv.stop()
+
+
+def test_three_crawlers_on_a_redis_cluster(web: TestWeb, tmp_path: Path) -> None:
+    """The same crawl on a three-master Redis Cluster: a host's keys share one slot (hash tag
+    ``{h:<origin>}``), so every script runs on one node; the globals live on another."""
+    cluster = RedisClusterServers(tmp_path / "cluster")
+    try:
+        web.clear()
+        shards = [tmp_path / f"c{i}" for i in range(3)]
+        procs = [crawler(web, d, cluster.url()) for d in shards]
+        for p in procs:
+            code, err = finish(p)
+            assert code == 0, err
+        paths = Counter((e.host, e.path) for e in web.entries())
+        assert max(paths.values()) == 1, [k for k, v in paths.items() if v > 1]
+        check_politeness(web)
+        per_url = stored(shards)
+        assert set(per_url) == all_urls(web) and max(per_url.values()) == 1
+        quiet_total(cluster.url())
+        # the hosts' keys are spread over the masters (a slot per host tag)
+        assert sum(1 for node in cluster.nodes if node.dbsize() > 0) >= 2
+    finally:
+        cluster.stop()
