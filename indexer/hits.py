@@ -17,7 +17,7 @@ from operator import is_
 
 import numpy as np
 
-from indexer.analysis import TOKEN_RE, Analyzer
+from indexer.analysis import Analyzer
 from indexer.settings import ANCHOR_GAP, MAX_FIELD_CHARS, MAX_FIELD_TOKENS
 
 _NOTHING = -1  # a stop word or a too short/long token: a position, no term
@@ -100,7 +100,7 @@ class HitMaker:
                     parts.append(" G ".join(t.lower() for t in value) + " G")
                 else:
                     parts.append("")
-        raws = TOKEN_RE.findall(" Q ".join(parts))
+        raws = self.analyzer.token_re.findall(" Q ".join(parts))
         get = self._raw.get
         codes: list[int | None] = list(map(get, raws))
         if None in codes:  # learn each new raw token once, then look every token up again
@@ -139,7 +139,7 @@ class HitMaker:
     def field(self, text: str, start: int = 0, limit: int | None = None
               ) -> tuple[np.ndarray, np.ndarray, int]:
         """(word IDs, positions, next position) of ``text``; positions ascending."""
-        raws = TOKEN_RE.findall(text[:MAX_FIELD_CHARS].lower())
+        raws = self.analyzer.token_re.findall(text[:MAX_FIELD_CHARS].lower())
         if limit is not None and len(raws) > limit:
             raws = raws[:limit]
         return self._hits(raws, list(map(self._raw.get, raws)), start)
@@ -151,7 +151,7 @@ class HitMaker:
         codes: list[int | None] = []
         get = self._raw.get
         for t in texts:
-            r = TOKEN_RE.findall(t.lower())
+            r = self.analyzer.token_re.findall(t.lower())
             raws.extend(r)
             codes.extend(map(get, r))
             raws.append("")
