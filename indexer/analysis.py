@@ -51,9 +51,12 @@ from indexer.settings import (
 
 PLAIN_TOKEN_RE = re.compile(r"\w+(?:\.?\w+)*")  # Whoosh's tokenizer (analyzer version 1)
 _SYM = r"~%#+\-<>=!&|*^$@/\\"  # symbols a technical token may carry
+_SYM_CHARS = "~%#+-<>=!&|*^$@/\\"
+# Symbols alone: an operator ("<=", "**", "->", "<<="), not a rule or a shout ("!!!", "---").
+_TRIPLES = "|".join(re.escape(c * 3) for c in _SYM_CHARS)
 TECH_TOKEN_RE = re.compile(
     rf"[{_SYM}]*(?:(?<!\.)\.)?\w+(?:[{_SYM}.:]+\w+)*[{_SYM}]*"
-    rf"|(?<![\w.{_SYM}])[{_SYM}]{{2,{MAX_SYMBOLS_ONLY}}}(?![\w.{_SYM}])")
+    rf"|(?<![\w.{_SYM}])(?!{_TRIPLES})[{_SYM}]{{2,{MAX_SYMBOLS_ONLY}}}(?![\w.{_SYM}])")
 _PART_SPLIT = re.compile(r"[._]+")
 _PLAIN_FULL = re.compile(r"\w+(?:\.?\w+)*\Z")
 

@@ -24,7 +24,7 @@ ANCHOR_GAP = 8  # position gap between two anchors, so a phrase never spans two 
 ANALYZER_TECHNICAL = os.environ.get("WEBSIFT_ANALYZER_TECHNICAL", "1") != "0"  # c++, --set, %s
 ANALYZER_KEEP_STOPS = os.environ.get("WEBSIFT_ANALYZER_STOPS", "1") != "0"  # if, not, in
 ANALYZER_VERSION = 2  # 1: Whoosh's chain plus dotted names; 2: technical terms, stop words kept
-MAX_SYMBOLS_ONLY = 4  # longest token of symbols alone ("<=", "**", "->"); longer runs are rules
+MAX_SYMBOLS_ONLY = 3  # longest token of symbols alone ("<=", "**", "<<="); longer: a rule
 # A query whose plain words are mostly stop words ("not in", "if") scores them; otherwise stop
 # words only take part in quoted phrases.  Scored when stop words / all plain words > this.
 STOP_SCORE_SHARE = 0.5

@@ -101,6 +101,9 @@ def test_the_technical_tokens_of_the_issue_are_terms() -> None:
         assert part in terms
     # A full stop, an ellipsis or a dash between words is not part of a token.
     assert Analyzer().terms("the end. ...and so - on") == ["the", "end", "and", "so", "on"]
+    # Symbols alone are a term when they look like an operator, not like a rule or a shout.
+    assert Analyzer().terms("a <= b -> c <<= dd !!! ee --- ff ====") == [
+        "<=", "->", "<<=", "dd", "ee", "ff"]
 
 
 def test_the_query_language_with_technical_words_and_stop_words() -> None:
