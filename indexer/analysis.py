@@ -55,10 +55,12 @@ _SYM_CHARS = "~%#+-<>=!&|*^$@/\\"
 # Symbols alone: an operator ("<=", "**", "->", "<<="), not a rule or a shout ("!!!", "---").
 _TRIPLES = "|".join(re.escape(c * 3) for c in _SYM_CHARS)
 TECH_TOKEN_RE = re.compile(
-    rf"[{_SYM}]*(?:(?<!\.)\.)?\w+(?:[{_SYM}.:]+\w+)*[{_SYM}]*"
+    rf"[{_SYM}]{{0,{MAX_SYMBOLS_ONLY}}}(?:(?<!\.)\.)?\w+(?:[{_SYM}.:]+\w+)*[{_SYM}]*"
     rf"|(?<![\w.{_SYM}])(?!{_TRIPLES})[{_SYM}]{{2,{MAX_SYMBOLS_ONLY}}}(?![\w.{_SYM}])")
 _PART_SPLIT = re.compile(r"[._]+")
-_PLAIN_FULL = re.compile(r"\w+(?:\.?\w+)*\Z")
+# PLAIN_TOKEN_RE's language, written so a failed match cannot backtrack exponentially (a dot
+# only between two word characters).
+_PLAIN_FULL = re.compile(r"(?:\w|(?<=\w)\.(?=\w))+\Z")
 
 
 def analyzer_version(technical: bool = ANALYZER_TECHNICAL,

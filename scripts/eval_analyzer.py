@@ -66,13 +66,17 @@ def main(argv: list[str] | None = None) -> int:
     if args.child:
         print(json.dumps(_child(args.data)))
         return 0
-    from eval_relevance import crawl_and_index
+    from eval_relevance import serve_docs, websift
 
     tmp = None
     if args.data is None:
         tmp = tempfile.TemporaryDirectory(prefix="websift-eval-analyzer-")
         args.data = Path(tmp.name) / "data"
-    crawl_and_index(args.data)
+    if not (args.data / "crawl.sqlite3").exists():  # crawl once; each row indexes it anew
+        with serve_docs() as base:
+            websift("crawl", base + "index.html", "--data", str(args.data), "--delay", "0",
+                    "--concurrency-per-host", "8", "--allow-private", "--max-pages", "5000",
+                    "--max-depth", "50", "--quiet")
     rows = []
     for name, technical, stops in ROWS:
         env = {**os.environ, "WEBSIFT_ANALYZER_TECHNICAL": technical,
