@@ -34,8 +34,14 @@ HAND_QUERIES = ("%s", "--help", "**kwargs", "__init__", "if", "not in", "c++", "
                 "if statement", "str.format %s")
 
 
+def _queries_file(default: Path) -> Path:
+    """shared/eval's queries beside the checkout, or beside the worktrees' folder."""
+    return default if default.exists() else ROOT.parents[1] / "shared" / default.relative_to(
+        ROOT.parent / "shared")
+
+
 def _child(data_dir: Path) -> dict[str, object]:
-    from eval_relevance import evaluate, load_queries
+    from eval_relevance import QUERIES, evaluate, load_queries
 
     from core.datadir import DataDir
     from indexer.build import build_index
@@ -51,7 +57,7 @@ def _child(data_dir: Path) -> dict[str, object]:
                for f in (data.index_dir / s.name).iterdir())
     searcher = Searcher.open(data)
     metrics = evaluate(lambda q: [h.url for h in searcher.search(q, k=10, snippets=False).hits],
-                       load_queries())
+                       load_queries(_queries_file(QUERIES)))
     hand = {q: [h.url.rsplit("/", 2)[-1] for h in searcher.search(q, k=3, snippets=False).hits]
             for q in HAND_QUERIES}
     return {"metrics": metrics, "bytes": size, "seconds": seconds, "hits": report.hits,
