@@ -45,6 +45,7 @@ def _child(data_dir: Path) -> dict[str, object]:
 
     from core.datadir import DataDir
     from indexer.build import build_index
+    from indexer.errors import QueryError
     from indexer.manifest import read_manifest
     from indexer.searcher import Searcher
 
@@ -58,8 +59,13 @@ def _child(data_dir: Path) -> dict[str, object]:
     searcher = Searcher.open(data)
     metrics = evaluate(lambda q: [h.url for h in searcher.search(q, k=10, snippets=False).hits],
                        load_queries(_queries_file(QUERIES)))
-    hand = {q: [h.url.rsplit("/", 2)[-1] for h in searcher.search(q, k=3, snippets=False).hits]
-            for q in HAND_QUERIES}
+    hand: dict[str, list[str] | str] = {}
+    for q in HAND_QUERIES:
+        try:
+            hand[q] = [h.url.rsplit("/", 2)[-1] for h in searcher.search(q, k=3,
+                                                                         snippets=False).hits]
+        except QueryError as exc:
+            hand[q] = f"error: {exc}"
     return {"metrics": metrics, "bytes": size, "seconds": seconds, "hits": report.hits,
             "docs": report.documents, "hand": hand}
 
@@ -87,8 +93,11 @@ def main(argv: list[str] | None = None) -> int:
     for name, technical, stops in ROWS:
         env = {**os.environ, "WEBSIFT_ANALYZER_TECHNICAL": technical,
                "WEBSIFT_ANALYZER_STOPS": stops, "PYTHONPATH": str(ROOT)}
-        out = subprocess.run([sys.executable, __file__, "--child", "--data", str(args.data)],
-                             env=env, check=True, capture_output=True, text=True).stdout
+        run = subprocess.run([sys.executable, __file__, "--child", "--data", str(args.data)],
+                             env=env, capture_output=True, text=True)
+        if run.returncode != 0:
+            sys.exit(f"row {name!r} failed:\n{run.stderr}")
+        out = run.stdout
         rows.append((name, json.loads(out.strip().splitlines()[-1])))
         print(f"done: {name}", file=sys.stderr, flush=True)
     base = rows[0][1]
