@@ -28,6 +28,9 @@ class HitMaker:
     def __init__(self, analyzer: Analyzer | None = None, gap: int = ANCHOR_GAP) -> None:
         self.analyzer = analyzer or Analyzer()
         self.lexicon: dict[str, int] = {}
+        # Per word ID: whether it counts toward a field's length (BM25F normalisation): every
+        # term but a stop word, so keeping stop words in the index leaves the lengths as before.
+        self._counted: list[bool] = []
         self._raw: dict[str, int] = {}  # raw token -> word ID, _NOTHING, or -2 - compound index
         # Compounds: flat word IDs and offsets, and per compound its start, length and width,
         # in numpy arrays grown by doubling (so learning one costs O(1) amortised).
@@ -51,7 +54,13 @@ class HitMaker:
         wid = self.lexicon.get(term)
         if wid is None:
             wid = self.lexicon[term] = len(self.lexicon)
+            self._counted.append(term not in self.analyzer.stop_terms)
         return wid
+
+    def counted(self, wids: np.ndarray) -> np.ndarray:
+        """1 where a hit's word counts toward its field's length, 0 for a stop word."""
+        flags = np.fromiter(self._counted, dtype=np.int32, count=len(self._counted))
+        return flags[wids] if len(wids) else np.zeros(0, dtype=np.int32)
 
     def _learn(self, raw: str) -> int:
         known = self._raw.get(raw)  # repeated in the text being learned: learned already

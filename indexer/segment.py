@@ -11,7 +11,8 @@ A segment is an immutable directory ``DATA/index/seg-<generation>/``; the manife
                         the doc, tf and position streams: the postings location of each word
     post_{docs,tfs,pos}.bin, post_*_w.bin   bit-packed streams (indexer/codec.py) + block widths
     doc_ids.npy         int64: the crawl store URL ID of each document ordinal (ascending)
-    field_lens.npy      int32 (docs, fields): terms per field, for BM25F length normalisation
+    field_lens.npy      int32 (docs, fields): terms per field but stop words, for BM25F length
+                        normalisation
     head.bin, head_off.npy    "url \x1f title" per document, UTF-8 (read for every hit)
     store.bin, store_off.npy  zlib'd snippet text per document (read only to make snippets)
     docs.roar           roaring bitmap of the URL IDs held here (they mask older segments)
@@ -162,7 +163,7 @@ class SegmentWriter:
             else:
                 wids, positions = self.hits.fields(list(value), MAX_FIELD_TOKENS)
             self.barrels.add(ordinal, f, wids, positions)
-            lens.append(len(wids))
+            lens.append(int(self.hits.counted(wids).sum()))  # stop words are no length
         self._lens.append(lens)
         raw = text.encode("utf-8", "surrogatepass")
         self.text_bytes += len(raw)

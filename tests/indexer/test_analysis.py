@@ -168,3 +168,14 @@ def test_an_index_from_another_analyzer_is_refused(tmp_path: Path,
     monkeypatch.undo()
     with pytest.raises(IndexAnalyzerMismatch, match="reindex with websift index --rebuild"):
         Searcher.open(data)
+
+
+def test_stop_words_are_indexed_but_add_no_field_length(tmp_path: Path) -> None:
+    data = _index(tmp_path / "d", PAGES)
+    seg = Searcher.open(data).segments[0]
+    analyzer = Analyzer()
+    for ordinal, (_title, body) in enumerate(PAGES):
+        terms = analyzer.terms(body)
+        content = [t for t in terms if t not in analyzer.stop_terms]
+        assert int(seg.field_lens[ordinal][2]) == len(content)
+    assert any(set(analyzer.terms(b)) & analyzer.stop_terms for _t, b in PAGES)
