@@ -167,7 +167,8 @@ def parse_query(q: str, analyzer: Analyzer | None = None) -> ParsedQuery:
     if positives == 0 and not parsed.sites:
         raise QueryError("nothing to search for: give at least one word")
     parsed.score_stops = _mostly_stops(parsed)
-    n_terms = sum(len(p.terms) for g in parsed.groups for p in g) + sum(
+    # Stop words not scored are never looked up: they do not count toward the limit.
+    n_terms = sum(len(parsed._scored(p.terms)) for g in parsed.groups for p in g) + sum(
         len(p.terms) for p in [*parsed.required, *parsed.excluded])
     if n_terms > MAX_QUERY_TERMS:
         raise QueryError(f"the query has {n_terms} terms; the limit is {MAX_QUERY_TERMS}")

@@ -18,7 +18,7 @@ from indexer.manifest import Manifest, SegmentEntry, describe_files, write_manif
 from indexer.query import parse_query
 from indexer.searcher import Searcher
 from indexer.segment import SegmentWriter
-from indexer.settings import MAX_TOKEN_CHARS, MIN_TOKEN_CHARS
+from indexer.settings import MAX_QUERY_TERMS, MAX_TOKEN_CHARS, MIN_TOKEN_CHARS
 
 TECHNICAL = ["~d", "--set", "%s", "#include", "c++", ".bashrc", "pg_dump", "a.b.c", "<=",
              "-site", "os.path.join", "__init__", "**kwargs", "std::vector", "x<=y"]
@@ -119,6 +119,9 @@ def test_the_query_language_with_technical_words_and_stop_words() -> None:
     assert parse_query("if statement").units() == [("statement",)]
     assert parse_query("if statement").word_terms() == ["statement"]
     assert parse_query('"to be or not to be"').required[0].offsets == (0, 1, 2, 3, 4, 5)
+    # Unscored stop words do not count toward the query's term limit.
+    long = " ".join(f"w{i} the" for i in range(MAX_QUERY_TERMS // 2 + 4))
+    assert len(parse_query(long).units()) == MAX_QUERY_TERMS // 2 + 4
 
 
 PAGES = [  # (title, body)
