@@ -30,7 +30,7 @@ class HitMaker:
         self.lexicon: dict[str, int] = {}
         # Per word ID: whether it counts toward a field's length (BM25F normalisation): every
         # term but a stop word, so keeping stop words in the index leaves the lengths as before.
-        self._counted: list[bool] = []
+        self._counted = np.ones(1024, dtype=np.int32)  # grown by doubling
         self._raw: dict[str, int] = {}  # raw token -> word ID, _NOTHING, or -2 - compound index
         # Compounds: flat word IDs and offsets, and per compound its start, length and width,
         # in numpy arrays grown by doubling (so learning one costs O(1) amortised).
@@ -54,13 +54,14 @@ class HitMaker:
         wid = self.lexicon.get(term)
         if wid is None:
             wid = self.lexicon[term] = len(self.lexicon)
-            self._counted.append(term not in self.analyzer.stop_terms)
+            if wid == len(self._counted):
+                self._counted = np.concatenate([self._counted, np.ones_like(self._counted)])
+            self._counted[wid] = term not in self.analyzer.stop_terms
         return wid
 
     def counted(self, wids: np.ndarray) -> np.ndarray:
         """1 where a hit's word counts toward its field's length, 0 for a stop word."""
-        flags = np.fromiter(self._counted, dtype=np.int32, count=len(self._counted))
-        return flags[wids] if len(wids) else np.zeros(0, dtype=np.int32)
+        return self._counted[wids]
 
     def _learn(self, raw: str) -> int:
         known = self._raw.get(raw)  # repeated in the text being learned: learned already
