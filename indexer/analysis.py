@@ -19,8 +19,9 @@ Our choices on top of Whoosh's chain:
   in front (``.bashrc``; a sentence's full stop or ``...`` is not part of a token).
 * Stop words (Whoosh's list) are kept in the index as terms, like any word; the query decides
   when they count (indexer/query.py: when the query is mostly stop words, and in quoted
-  phrases).  ``Analyzer(keep_stops=False)`` leaves them out of the lexicon but still gives them a
-  position, as before (so a phrase query keeps its gaps).
+  phrases).  They add nothing to a field's length (indexer/hits.py ``counted``), so BM25F's
+  length normalisation is as before.  ``Analyzer(keep_stops=False)`` leaves them out of the
+  lexicon but still gives them a position, as before (so a phrase query keeps its gaps).
 
 The two policies have switches (``technical``, ``keep_stops``; indexer/settings.py, for the
 ablation); the analyzer's version and switches are written into every segment (``version``), and
