@@ -1,16 +1,31 @@
-"""The one analyzer, used at index time and at query time (Whoosh's StemmingAnalyzer chain).
+"""The one analyzer, used at index time and at query time (Whoosh's StemmingAnalyzer chain, made
+for technical text: issue 12, item 2).
 
-Chain: Whoosh's tokenizer regex ``\\w+(\\.?\\w+)*`` -> lower case -> drop tokens shorter than 2 or
-longer than 64 characters -> drop stop words -> Porter stemming (``whoosh.lang.porter.stem``).
+Chain: a tokenizer regex (below) -> lower case -> drop tokens shorter than 2 or longer than 64
+characters -> Porter stemming (``whoosh.lang.porter.stem``).
 
-Two choices of ours on top of Whoosh's chain:
+Our choices on top of Whoosh's chain:
 
 * Dotted and underscored names (``unittest.mock``, ``PyConfig.filesystem_errors``) are indexed
   twice: as the compound itself (lower case, unstemmed), at the position of its first part, and
   as their parts (stemmed), at consecutive positions.  A query for the exact name then matches
   the rare compound term (high IDF), and a query for one part still finds the page.
-* Stop words are left out of the lexicon but still take a position, so a phrase query keeps its
-  gaps ("to be or not to be" matches only the words at the right distances).
+* Technical tokens, words that carry symbols (``~d``, ``--set``, ``%s``, ``#include``, ``c++``,
+  ``.bashrc``, ``x<=y``, ``**kwargs``, ``std::vector``, ``-site``) and short runs of symbols alone
+  (``<=``, ``**``, ``->``), are indexed the same way: the whole token lower-cased and unstemmed
+  ("a technical term", at the position of its first part) and its words (each as above, so
+  ``--opt=os.path`` also gives ``os.path``).  The symbols a token may carry are
+  ``~ % # + - < > = ! & | * ^ $ @ / \\`` anywhere, ``:`` and ``.`` between words, and one ``.``
+  in front (``.bashrc``; a sentence's full stop or ``...`` is not part of a token).
+* Stop words (Whoosh's list) are kept in the index as terms, like any word; the query decides
+  when they count (indexer/query.py: when the query is mostly stop words, and in quoted
+  phrases).  They add nothing to a field's length (indexer/hits.py ``counted``), so BM25F's
+  length normalisation is as before.  ``Analyzer(keep_stops=False)`` leaves them out of the
+  lexicon but still gives them a position, as before (so a phrase query keeps its gaps).
+
+The two policies have switches (``technical``, ``keep_stops``; indexer/settings.py, for the
+ablation); the analyzer's version and switches are written into every segment (``version``), and
+a searcher refuses an index analysed differently (it would silently find nothing).
 
 Speed: analysis of a raw token is memoised per :class:`Analyzer` (token -> terms and offsets),
 so the Porter stemmer runs once per distinct word form.
@@ -25,10 +40,39 @@ from itertools import accumulate
 from whoosh.analysis import STOP_WORDS
 from whoosh.lang.porter import stem
 
-from indexer.settings import MAX_TOKEN_CHARS, MIN_TOKEN_CHARS, STEM_CACHE_SIZE
+from indexer.settings import (
+    ANALYZER_KEEP_STOPS,
+    ANALYZER_TECHNICAL,
+    ANALYZER_VERSION,
+    MAX_SYMBOLS_ONLY,
+    MAX_TOKEN_CHARS,
+    MIN_TOKEN_CHARS,
+    STEM_CACHE_SIZE,
+)
 
-TOKEN_RE = re.compile(r"\w+(?:\.?\w+)*")
+PLAIN_TOKEN_RE = re.compile(r"\w+(?:\.?\w+)*")  # Whoosh's tokenizer (analyzer version 1)
+_SYM = r"~%#+\-<>=!&|*^$@/\\"  # symbols a technical token may carry
+_SYM_CHARS = "~%#+-<>=!&|*^$@/\\"
+# Symbols alone: an operator ("<=", "**", "->", "<<="), not a rule or a shout ("!!!", "---").
+_TRIPLES = "|".join(re.escape(c * 3) for c in _SYM_CHARS)
+TECH_TOKEN_RE = re.compile(
+    rf"[{_SYM}]{{0,{MAX_SYMBOLS_ONLY}}}(?:(?<!\.)\.)?\w+(?:[{_SYM}.:]+\w+)*[{_SYM}]*"
+    rf"|(?<![\w.{_SYM}])(?!{_TRIPLES})[{_SYM}]{{2,{MAX_SYMBOLS_ONLY}}}(?![\w.{_SYM}])")
 _PART_SPLIT = re.compile(r"[._]+")
+# PLAIN_TOKEN_RE's language, written so a failed match cannot backtrack exponentially (a dot
+# only between two word characters).
+_PLAIN_FULL = re.compile(r"(?:\w|(?<=\w)\.(?=\w))+\Z")
+
+
+def analyzer_version(technical: bool = ANALYZER_TECHNICAL,
+                     keep_stops: bool = ANALYZER_KEEP_STOPS) -> str:
+    """What an index records of the analysis it was built with ("2+technical+stops")."""
+    return str(ANALYZER_VERSION) + ("+technical" if technical else "") + (
+        "+stops" if keep_stops else "")
+
+
+# The tokenizer of the default analyzer (indexer/settings.py's switches).
+TOKEN_RE = TECH_TOKEN_RE if ANALYZER_TECHNICAL else PLAIN_TOKEN_RE
 
 # What one raw token becomes: its terms, each term's offset from the token's first position, and
 # how many positions the token takes.
@@ -36,17 +80,33 @@ _Analysed = tuple[tuple[str, ...], tuple[int, ...], int]
 _NOTHING: _Analysed = ((), (), 1)
 
 
-class Analyzer:
-    """Whoosh's StemmingAnalyzer chain plus compound names; memoised per instance."""
+def is_whole(term: str) -> bool:
+    """A compound or technical term (``os.path``, ``--set``), not a stemmed word."""
+    return not term.isalnum()
 
-    def __init__(self, stoplist: Iterable[str] = STOP_WORDS, cache_size: int = STEM_CACHE_SIZE):
+
+class Analyzer:
+    """Whoosh's StemmingAnalyzer chain plus compound names and technical terms; memoised per
+    instance."""
+
+    def __init__(self, stoplist: Iterable[str] = STOP_WORDS, cache_size: int = STEM_CACHE_SIZE,
+                 *, technical: bool = ANALYZER_TECHNICAL,
+                 keep_stops: bool = ANALYZER_KEEP_STOPS) -> None:
         self.stoplist = frozenset(stoplist)
         self.cache_size = cache_size
+        self.technical = technical
+        self.keep_stops = keep_stops
+        self.version = analyzer_version(technical, keep_stops)
+        self.token_re = TECH_TOKEN_RE if technical else PLAIN_TOKEN_RE
+        # The terms stop words become (the query scores them only in some queries).
+        self.stop_terms = frozenset(
+            stem(w) for w in self.stoplist if MIN_TOKEN_CHARS <= len(w) <= MAX_TOKEN_CHARS)
         self._cache: dict[str, _Analysed] = {}
         self._stems: dict[str, str] = {}
 
     def _term(self, word: str) -> str | None:
-        if len(word) < MIN_TOKEN_CHARS or len(word) > MAX_TOKEN_CHARS or word in self.stoplist:
+        if len(word) < MIN_TOKEN_CHARS or len(word) > MAX_TOKEN_CHARS or (
+                not self.keep_stops and word in self.stoplist):
             return None
         # The parts of compound names repeat far more than the compounds: stem each word once.
         term = self._stems.get(word)
@@ -56,15 +116,17 @@ class Analyzer:
                 self._stems[word] = term
         return term
 
-    def analyse_token(self, token: str) -> _Analysed:
-        """Terms, offsets and width of one lower-cased raw token (not memoised)."""
+    def _plain(self, token: str) -> _Analysed:
+        """A token of Whoosh's tokenizer: a word, or a dotted/underscored compound."""
         if "." not in token and "_" not in token:
             term = self._term(token)
             return _NOTHING if term is None else ((term,), (0,), 1)
         parts = [p for p in _PART_SPLIT.split(token) if p]
         terms: list[str] = []
         offsets: list[int] = []
-        if MIN_TOKEN_CHARS <= len(token) <= MAX_TOKEN_CHARS and len(parts) > 1:
+        # "__init__", "_private": underscores around one word make a technical term too.
+        whole = len(parts) > 1 or (self.technical and parts != [token])
+        if MIN_TOKEN_CHARS <= len(token) <= MAX_TOKEN_CHARS and whole:
             terms.append(token)
             offsets.append(0)
         for i, part in enumerate(parts):
@@ -73,6 +135,24 @@ class Analyzer:
                 terms.append(term)
                 offsets.append(i)
         return tuple(terms), tuple(offsets), max(1, len(parts))
+
+    def analyse_token(self, token: str) -> _Analysed:
+        """Terms, offsets and width of one lower-cased raw token (not memoised)."""
+        if not self.technical or _PLAIN_FULL.match(token):
+            return self._plain(token)
+        # A technical token: the whole, then the words inside it, each as a plain token.
+        terms: list[str] = []
+        offsets: list[int] = []
+        if MIN_TOKEN_CHARS <= len(token) <= MAX_TOKEN_CHARS:
+            terms.append(token)
+            offsets.append(0)
+        width = 0
+        for seg in PLAIN_TOKEN_RE.findall(token):
+            seg_terms, seg_offsets, seg_width = self._plain(seg)
+            terms.extend(seg_terms)
+            offsets.extend(width + o for o in seg_offsets)
+            width += seg_width
+        return tuple(terms), tuple(offsets), max(1, width)
 
     def token(self, token: str) -> _Analysed:
         """Terms, offsets and width of one lower-cased raw token (memoised)."""
@@ -87,12 +167,12 @@ class Analyzer:
         self, text: str, start: int = 0, limit: int | None = None
     ) -> tuple[list[str], list[int], int]:
         """Terms of ``text`` with their positions; returns (terms, positions, next position)."""
-        raws = TOKEN_RE.findall(text.lower())
+        raws = self.token_re.findall(text.lower())
         if limit is not None and len(raws) > limit:
             raws = raws[:limit]
         get, slow = self._cache.get, self.token
         entries = [get(r) or slow(r) for r in raws]
-        if all(e[2] == 1 for e in entries):  # no compound: position = index of the raw token
+        if all(e[2] == 1 and len(e[0]) <= 1 for e in entries):  # position = raw token index
             terms = [e[0][0] for e in entries if e[0]]
             positions = [start + i for i, e in enumerate(entries) if e[0]]
             return terms, positions, start + len(entries)
@@ -105,7 +185,7 @@ class Analyzer:
         """The terms of ``text`` in order (query-time form, no positions)."""
         out: list[str] = []
         analyse = self.token
-        for raw in TOKEN_RE.findall(text.lower()):
+        for raw in self.token_re.findall(text.lower()):
             out.extend(analyse(raw)[0])
         return out
 

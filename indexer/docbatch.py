@@ -137,8 +137,8 @@ class BatchAnalyser:
                 blobs.append(zlib.compress(raw, DOCSTORE_LEVEL))
             docs.append(fields)
         wids, pos, slots = self._hits(docs)
-        lens = np.bincount(slots, minlength=n_jobs * N_FIELDS).astype(np.int32).reshape(
-            n_jobs, N_FIELDS)
+        lens = np.bincount(slots, weights=self.hits.counted(wids),  # stop words: no length
+                           minlength=n_jobs * N_FIELDS).astype(np.int32).reshape(n_jobs, N_FIELDS)
         hits = np.empty((len(wids), 4), dtype=np.int32)
         hits[:, 0] = wids
         hits[:, 1] = slots // N_FIELDS

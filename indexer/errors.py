@@ -21,6 +21,11 @@ class IndexNewer(IndexCorrupt):
     """An index file was written by a newer websift (an IndexCorrupt to callers: unusable)."""
 
 
+class IndexAnalyzerMismatch(IndexCorrupt):
+    """A segment was analysed with another analyzer version or policies (indexer/analysis.py):
+    its terms would not match this websift's queries."""
+
+
 class IndexBusy(IndexerError):
     """Another ``websift index`` run holds the index lock."""
 

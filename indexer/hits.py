@@ -17,7 +17,7 @@ from operator import is_
 
 import numpy as np
 
-from indexer.analysis import TOKEN_RE, Analyzer
+from indexer.analysis import Analyzer
 from indexer.settings import ANCHOR_GAP, MAX_FIELD_CHARS, MAX_FIELD_TOKENS
 
 _NOTHING = -1  # a stop word or a too short/long token: a position, no term
@@ -28,6 +28,9 @@ class HitMaker:
     def __init__(self, analyzer: Analyzer | None = None, gap: int = ANCHOR_GAP) -> None:
         self.analyzer = analyzer or Analyzer()
         self.lexicon: dict[str, int] = {}
+        # Per word ID: whether it counts toward a field's length (BM25F normalisation): every
+        # term but a stop word, so keeping stop words in the index leaves the lengths as before.
+        self._counted = np.ones(1024, dtype=np.int32)  # grown by doubling
         self._raw: dict[str, int] = {}  # raw token -> word ID, _NOTHING, or -2 - compound index
         # Compounds: flat word IDs and offsets, and per compound its start, length and width,
         # in numpy arrays grown by doubling (so learning one costs O(1) amortised).
@@ -51,7 +54,14 @@ class HitMaker:
         wid = self.lexicon.get(term)
         if wid is None:
             wid = self.lexicon[term] = len(self.lexicon)
+            if wid == len(self._counted):
+                self._counted = np.concatenate([self._counted, np.ones_like(self._counted)])
+            self._counted[wid] = term not in self.analyzer.stop_terms
         return wid
+
+    def counted(self, wids: np.ndarray) -> np.ndarray:
+        """1 where a hit's word counts toward its field's length, 0 for a stop word."""
+        return self._counted[wids]
 
     def _learn(self, raw: str) -> int:
         known = self._raw.get(raw)  # repeated in the text being learned: learned already
@@ -100,7 +110,7 @@ class HitMaker:
                     parts.append(" G ".join(t.lower() for t in value) + " G")
                 else:
                     parts.append("")
-        raws = TOKEN_RE.findall(" Q ".join(parts))
+        raws = self.analyzer.token_re.findall(" Q ".join(parts))
         get = self._raw.get
         codes: list[int | None] = list(map(get, raws))
         if None in codes:  # learn each new raw token once, then look every token up again
@@ -139,7 +149,7 @@ class HitMaker:
     def field(self, text: str, start: int = 0, limit: int | None = None
               ) -> tuple[np.ndarray, np.ndarray, int]:
         """(word IDs, positions, next position) of ``text``; positions ascending."""
-        raws = TOKEN_RE.findall(text[:MAX_FIELD_CHARS].lower())
+        raws = self.analyzer.token_re.findall(text[:MAX_FIELD_CHARS].lower())
         if limit is not None and len(raws) > limit:
             raws = raws[:limit]
         return self._hits(raws, list(map(self._raw.get, raws)), start)
@@ -151,7 +161,7 @@ class HitMaker:
         codes: list[int | None] = []
         get = self._raw.get
         for t in texts:
-            r = TOKEN_RE.findall(t.lower())
+            r = self.analyzer.token_re.findall(t.lower())
             raws.extend(r)
             codes.extend(map(get, r))
             raws.append("")

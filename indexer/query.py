@@ -2,7 +2,10 @@
 
     tkinter font                 both words; pages with more of the query's terms rank first
     "context manager"            the words next to each other, in this order (from positions)
-    mock -async                  no page containing "async" ("--async" is a plain word)
+    mock -async                  no page containing "async" (a "-" right before a letter, digit
+                                 or quote excludes; "--async", "-%x" and "c++" are words)
+    "-site"                      the technical word "-site" itself: quote a word that starts
+                                 with one "-" to search for it
     -"event loop"                no page containing that phrase
     site:docs.python.org         only pages of that host or its subdomains (-site: excludes)
     asyncio OR trio              either word; counts as one part of the query
@@ -11,7 +14,13 @@ Matching is an OR of the terms ranked by BM25F with a coordination factor (a pag
 a larger share of the query's terms is preferred), as Lucene's classic similarity does: an AND
 would lose the manual's index entries ("PyConfig.filesystem_errors C member"), whose words are
 not all on the target page, and plain OR lets pages with one frequent word win.  Quoted phrases
-are required.  Every word goes through the one analyzer (indexer/analysis.py).
+are required.  Every word goes through the one analyzer (indexer/analysis.py), which keeps
+technical tokens whole (``--set``, ``%s``, ``c++``, ``<=``) beside their words.
+
+Stop words ("if", "not", "in", "the"...) are in the index; a query scores them when its plain
+words are mostly stop words ("if", "not in": share above STOP_SCORE_SHARE) and a quoted phrase
+matches them in place ("to be or not to be"); otherwise they are left out of the scoring units
+and of the proximity pairs, as Whoosh's analyzer drops them.
 """
 
 from __future__ import annotations
@@ -19,12 +28,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from indexer.analysis import TOKEN_RE, Analyzer
+from indexer.analysis import Analyzer, is_whole
 from indexer.errors import QueryError
-from indexer.settings import MAX_QUERY_CHARS, MAX_QUERY_TERMS
+from indexer.settings import MAX_QUERY_CHARS, MAX_QUERY_TERMS, STOP_SCORE_SHARE
 
-# A minus sign directly before a word or quote excludes it; "--name" (a command-line option)
-# is a plain word.
+# A minus sign directly before a word character or a quote excludes it; "--name" (a command-line
+# option) and "-%x" are plain words, "-site" as a word is written quoted.
 _LEXER = re.compile(r'\s*(-(?=["\w]))?(?:"([^"]*)("?)|(\S+))')
 _HOST_RE = re.compile(r"^[a-z0-9.\-\[\]:]+$")
 
@@ -46,6 +55,13 @@ class ParsedQuery:
     excluded: list[Phrase] = field(default_factory=list)
     sites: list[str] = field(default_factory=list)
     excluded_sites: list[str] = field(default_factory=list)
+    stops: frozenset[str] = frozenset()  # the analyzer's stop-word terms
+    score_stops: bool = False  # the query is mostly stop words: they count like other words
+
+    def _scored(self, terms: tuple[str, ...]) -> tuple[str, ...]:
+        if self.score_stops:
+            return terms
+        return tuple(t for t in terms if t not in self.stops)
 
     def units(self) -> list[tuple[str, ...]]:
         """The scoring units: each term of a plain word or phrase on its own, an OR group's
@@ -55,9 +71,9 @@ class ParsedQuery:
         for group in [*self.groups, *([p] for p in self.required)]:
             cands: list[tuple[str, ...]]
             if len(group) == 1:
-                cands = [(t,) for t in group[0].terms]
+                cands = [(t,) for t in self._scored(group[0].terms)]
             else:
-                cands = [tuple(dict.fromkeys(t for p in group for t in p.terms))]
+                cands = [tuple(dict.fromkeys(t for p in group for t in self._scored(p.terms)))]
             for u in cands:
                 if u and u not in seen:
                     seen.add(u)
@@ -66,13 +82,15 @@ class ParsedQuery:
 
     def word_terms(self) -> list[str]:
         """Per plain query word, in order: its last part (first part of the next word follows
-        it), for proximity evidence; compounds give their parts, not the compound."""
+        it), for proximity evidence; compounds and technical words give their parts, not the
+        whole; stop words only when they are scored."""
         out: list[str] = []
         for group in self.groups:
             if len(group) != 1 or not group[0].terms:
                 continue
+            scored = set(self._scored(group[0].terms))
             parts = [(o, t) for t, o in zip(group[0].terms, group[0].offsets, strict=True)
-                     if "." not in t and "_" not in t]
+                     if not is_whole(t) and t in scored]
             if parts:
                 out.append(min(parts)[1])
                 if len(parts) > 1:
@@ -106,7 +124,7 @@ def parse_query(q: str, analyzer: Analyzer | None = None) -> ParsedQuery:
     if len(q) > MAX_QUERY_CHARS:
         raise QueryError(f"the query is {len(q)} characters long; the limit is {MAX_QUERY_CHARS}")
     analyzer = analyzer or Analyzer()
-    parsed = ParsedQuery(text=q)
+    parsed = ParsedQuery(text=q, stops=analyzer.stop_terms)
     pending_or = False
     positives = 0
     pos = 0
@@ -129,7 +147,7 @@ def parse_query(q: str, analyzer: Analyzer | None = None) -> ParsedQuery:
             (parsed.excluded_sites if negate else parsed.sites).append(host)
             continue
         text = quoted if quoted is not None else (word or "")
-        if word is not None and not TOKEN_RE.search(word):
+        if word is not None and not analyzer.token_re.search(word):
             continue  # punctuation alone: nothing to search for
         phrase = _phrase(text, analyzer)
         if negate:
@@ -148,8 +166,24 @@ def parse_query(q: str, analyzer: Analyzer | None = None) -> ParsedQuery:
         raise QueryError("OR must stand between two words or phrases")
     if positives == 0 and not parsed.sites:
         raise QueryError("nothing to search for: give at least one word")
-    n_terms = sum(len(p.terms) for g in parsed.groups for p in g) + sum(
+    parsed.score_stops = _mostly_stops(parsed)
+    # Stop words not scored are never looked up: they do not count toward the limit.
+    n_terms = sum(len(parsed._scored(p.terms)) for g in parsed.groups for p in g) + sum(
         len(p.terms) for p in [*parsed.required, *parsed.excluded])
     if n_terms > MAX_QUERY_TERMS:
         raise QueryError(f"the query has {n_terms} terms; the limit is {MAX_QUERY_TERMS}")
     return parsed
+
+
+def _mostly_stops(pq: ParsedQuery) -> bool:
+    """Whether the query's plain words and phrases are mostly stop words (then they are scored)."""
+    stop = other = 0
+    for phrase in [*(p for g in pq.groups for p in g), *pq.required]:
+        for term, whole in ((t, is_whole(t)) for t in phrase.terms):
+            if whole:
+                continue
+            if term in pq.stops:
+                stop += 1
+            else:
+                other += 1
+    return stop > 0 and stop / (stop + other) > STOP_SCORE_SHARE

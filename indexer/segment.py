@@ -3,14 +3,16 @@
 A segment is an immutable directory ``DATA/index/seg-<generation>/``; the manifest
 (indexer/manifest.py) names the live ones with each file's size and CRC32.  Files:
 
-    meta.json           counts, field length sums, host -> bitmap location (a checked file,
-                        core/checked.py; version 1, without checksum, still opens)
+    meta.json           counts, field length sums, host -> bitmap location, the analyzer's
+                        version (a checked file, core/checked.py; version 1, without
+                        checksum, still opens)
     terms.npy, term_off.npy   the lexicon's words, sorted, as one UTF-8 blob + offsets
     lexicon.npy         int64 (terms, 11): df, cf, then (byte start, byte end, first block) of
                         the doc, tf and position streams: the postings location of each word
     post_{docs,tfs,pos}.bin, post_*_w.bin   bit-packed streams (indexer/codec.py) + block widths
     doc_ids.npy         int64: the crawl store URL ID of each document ordinal (ascending)
-    field_lens.npy      int32 (docs, fields): terms per field, for BM25F length normalisation
+    field_lens.npy      int32 (docs, fields): terms per field but stop words, for BM25F length
+                        normalisation
     head.bin, head_off.npy    "url \x1f title" per document, UTF-8 (read for every hit)
     store.bin, store_off.npy  zlib'd snippet text per document (read only to make snippets)
     docs.roar           roaring bitmap of the URL IDs held here (they mask older segments)
@@ -41,9 +43,10 @@ from pyroaring import BitMap
 
 from core import checked
 from core.errors import CheckedFileError, CheckedFileNewer
+from indexer.analysis import analyzer_version
 from indexer.barrels import ForwardBarrels, invert
 from indexer.codec import Encoded, decode, delta_decode_groups, delta_encode_groups, encode
-from indexer.errors import IndexCorrupt, IndexNewer
+from indexer.errors import IndexAnalyzerMismatch, IndexCorrupt, IndexNewer
 from indexer.hits import HitMaker
 from indexer.settings import (
     BARREL_WORDS,
@@ -160,7 +163,7 @@ class SegmentWriter:
             else:
                 wids, positions = self.hits.fields(list(value), MAX_FIELD_TOKENS)
             self.barrels.add(ordinal, f, wids, positions)
-            lens.append(len(wids))
+            lens.append(int(self.hits.counted(wids).sum()))  # stop words are no length
         self._lens.append(lens)
         raw = text.encode("utf-8", "surrogatepass")
         self.text_bytes += len(raw)
@@ -267,6 +270,7 @@ class SegmentWriter:
             "text_bytes": self.text_bytes,
             "field_length_sums": lens.sum(axis=0, dtype=np.int64).tolist(),
             "hosts": hosts_index,
+            "analyzer_version": analyzer_version(),
         }
         checked.write_json(d / "meta.json", META_FILE, meta)
         for p in d.iterdir():
@@ -283,6 +287,16 @@ def read_meta(directory: Path) -> dict[str, Any]:
                          ) from exc
     except CheckedFileError as exc:  # a segment the manifest names without its meta is corrupt
         raise IndexCorrupt(f"segment {directory.name}: {exc}") from exc
+
+
+def check_analyzer(name: str, meta: dict[str, Any]) -> None:
+    """Refuse a segment analysed differently (its terms would silently match nothing);
+    IndexAnalyzerMismatch.  Segments from before the field was written: analyzer version 1."""
+    built = str(meta.get("analyzer_version", "1"))
+    if built != analyzer_version():
+        raise IndexAnalyzerMismatch(
+            f"segment {name} was built by analyzer {built}, this websift analyses with "
+            f"{analyzer_version()}: reindex with websift index --rebuild")
 
 
 def _map(path: Path) -> np.ndarray:
@@ -317,6 +331,7 @@ class SegmentReader:
         self.directory = directory
         self.name = directory.name
         self.meta = meta = read_meta(directory)
+        check_analyzer(directory.name, meta)
         try:
             self._terms = _Terms(np.load(directory / "terms.npy").tobytes(),
                                  np.load(directory / "term_off.npy"))

@@ -18,6 +18,16 @@ MAX_TOKEN_CHARS = 64  # longer tokens are dropped (base64 blobs, hashes)
 STEM_CACHE_SIZE = 200_000
 MAX_FIELD_TOKENS = 200_000  # tokens kept per field of one page
 ANCHOR_GAP = 8  # position gap between two anchors, so a phrase never spans two links
+# The analyzer's two policies (issue 12, item 2), on by default; the environment switches them
+# off for an ablation (scripts/eval_analyzer.py).  An index remembers the policies it was built
+# with (ANALYZER_VERSION in each segment's meta) and a searcher refuses a different one.
+ANALYZER_TECHNICAL = os.environ.get("WEBSIFT_ANALYZER_TECHNICAL", "1") != "0"  # c++, --set, %s
+ANALYZER_KEEP_STOPS = os.environ.get("WEBSIFT_ANALYZER_STOPS", "1") != "0"  # if, not, in
+ANALYZER_VERSION = 2  # 1: Whoosh's chain plus dotted names; 2: technical terms, stop words kept
+MAX_SYMBOLS_ONLY = 3  # longest token of symbols alone ("<=", "**", "<<="); longer: a rule
+# A query whose plain words are mostly stop words ("not in", "if") scores them; otherwise stop
+# words only take part in quoted phrases.  Scored when stop words / all plain words > this.
+STOP_SCORE_SHARE = 0.5
 
 # ---------------------------------------------------------------- parsing
 # Bytes of a page's HTML that are parsed (the rest is cut, as search engines truncate huge

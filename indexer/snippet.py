@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import zlib
 
-from indexer.analysis import TOKEN_RE, Analyzer
+from indexer.analysis import Analyzer
 from indexer.errors import IndexCorrupt
 from indexer.settings import SNIPPET_CHARS, SNIPPET_SCAN_CHARS
 
@@ -56,7 +56,7 @@ class SnippetMaker:
         without overlaps; at most SNIPPET_MAX_PER_TERM places per literal."""
         found: list[_Match] = []
         seen: set[int] = set()
-        token_at, term_of = TOKEN_RE.match, self._term_of
+        token_at, term_of = self.analyzer.token_re.match, self._term_of
         for lit in self.literals:
             # str.find runs in C; each place found is confirmed through the analyzer.
             at, kept, tried = lower.find(lit), 0, 0

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from core.datadir import DataDir
 from indexer import bm25f
-from indexer.analysis import analyze
+from indexer.analysis import Analyzer, analyze
 from indexer.errors import QueryError
 from indexer.manifest import Manifest, SegmentEntry, describe_files, write_manifest
 from indexer.query import parse_query
@@ -110,8 +110,11 @@ def test_query_language() -> None:
     assert parse_query("unittest.mock").units() == [("unittest.mock",), ("unittest",), ("mock",)]
     assert analyze("PyConfig.filesystem_errors") == [
         "pyconfig.filesystem_errors", "pyconfig", "filesystem", "error"]
-    # Stop words keep their positions, so phrases keep their gaps.
-    assert parse_query('"state of the art"').required[0].offsets == (0, 3)
+    # Stop words are terms of the phrase (kept in the index); with the stop-word policy off they
+    # are left out but keep their positions, so phrases keep their gaps.
+    assert parse_query('"state of the art"').required[0].terms == ("state", "of", "the", "art")
+    old = Analyzer(keep_stops=False)
+    assert parse_query('"state of the art"', old).required[0].offsets == (0, 3)
 
 
 @pytest.mark.parametrize("bad, message", [

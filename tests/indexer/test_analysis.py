@@ -1,0 +1,184 @@
+"""The analyzer for technical text (issue 12, item 2): technical terms whole and in parts, stop
+words kept and scored by the query's policy, the same terms at index and query time, and an
+index analysed differently refused with a clear message."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from core.datadir import DataDir
+from indexer.analysis import PLAIN_TOKEN_RE, TECH_TOKEN_RE, Analyzer
+from indexer.errors import IndexAnalyzerMismatch
+from indexer.hits import HitMaker
+from indexer.manifest import Manifest, SegmentEntry, describe_files, write_manifest
+from indexer.query import parse_query
+from indexer.searcher import Searcher
+from indexer.segment import SegmentWriter
+from indexer.settings import MAX_QUERY_TERMS, MAX_TOKEN_CHARS, MIN_TOKEN_CHARS
+
+TECHNICAL = ["~d", "--set", "%s", "#include", "c++", ".bashrc", "pg_dump", "a.b.c", "<=",
+             "-site", "os.path.join", "__init__", "**kwargs", "std::vector", "x<=y"]
+
+# Text made of words, technical tokens, stop words, punctuation and odd spacing.
+_SYMBOLS = "~%#+-<>=!&|*^$@/\\.:,;()\"'_"
+_word = st.sampled_from(["if", "not", "in", "the", "set", "running", "Path", "os", "x", "é",
+                         "naïve", "42", "a", "to", "be"])
+_piece = st.one_of(_word, st.sampled_from(TECHNICAL),
+                   st.text(alphabet=_SYMBOLS, min_size=1, max_size=3),
+                   st.sampled_from([" ", "  ", "\n", ". ", ", ", "... "]))
+texts = st.lists(_piece, max_size=30).map("".join)
+
+
+def _index_time(text: str, analyzer: Analyzer) -> tuple[list[str], list[int]]:
+    maker = HitMaker(analyzer)
+    wids, pos, _ = maker.field(text)
+    names = {i: t for t, i in maker.lexicon.items()}
+    return [names[int(w)] for w in wids], [int(p) for p in pos]
+
+
+def _sorted_pairs(terms: list[str], positions: list[int]) -> list[tuple[int, str]]:
+    return sorted(zip(positions, terms, strict=True))
+
+
+@settings(max_examples=300, deadline=None)
+@given(texts, st.booleans(), st.booleans())
+def test_index_and_query_time_give_the_same_terms(text: str, technical: bool, stops: bool
+                                                  ) -> None:
+    analyzer = Analyzer(technical=technical, keep_stops=stops)
+    q_terms, q_pos, _ = analyzer.positions(text)
+    i_terms, i_pos = _index_time(text, analyzer)
+    assert _sorted_pairs(i_terms, i_pos) == _sorted_pairs(q_terms, q_pos)
+    # The batch path of the indexer (every field of many pages at once) agrees too.
+    maker = HitMaker(analyzer)
+    wids, pos, slots = maker.batch([[text, "x"]])
+    names = {i: t for t, i in maker.lexicon.items()}
+    first = slots == 0
+    assert _sorted_pairs([names[int(w)] for w in wids[first]],
+                         [int(p) for p in pos[first]]) == _sorted_pairs(q_terms, q_pos)
+    # A quoted query of the same text is the same phrase.
+    if '"' not in text and q_terms:
+        phrase = parse_query(f'"{text}"', analyzer)
+        got = phrase.required[0] if phrase.required else phrase.groups[0][0]
+        assert list(got.terms) == q_terms
+        assert list(got.offsets) == [p - q_pos[0] for p in q_pos]
+
+
+_name = st.from_regex(r"[a-z][a-z0-9]{0,8}", fullmatch=True)
+_tech_token = st.builds(
+    lambda pre, first, rest, post: pre + first + "".join(j + w for j, w in rest) + post,
+    st.sampled_from(["", "-", "--", "%", "#", "~", ".", "**", "$", "@"]), _name,
+    st.lists(st.tuples(st.sampled_from([".", "_", "-", "::", "/", "+", "<=", "="]), _name),
+             max_size=2),
+    st.sampled_from(["", "+", "++", "-", "%", "*"]))
+
+
+@settings(max_examples=300, deadline=None)
+@given(_tech_token, st.sampled_from([" ", "(", ", ", "\n"]), st.sampled_from([" ", ")", ". ", ","]))
+def test_a_technical_token_round_trips_with_its_parts(token: str, before: str, after: str
+                                                      ) -> None:
+    analyzer = Analyzer(technical=True, keep_stops=True)
+    raws = TECH_TOKEN_RE.findall(f"see{before}{token}{after}next")
+    assert token in raws  # tokenised whole, whatever stands around it
+    terms = set(analyzer.terms(f"see{before}{token}{after}next"))
+    if MIN_TOKEN_CHARS <= len(token) <= MAX_TOKEN_CHARS and not PLAIN_TOKEN_RE.fullmatch(token):
+        assert token in terms
+    # The parts are always there too: whatever Whoosh's tokenizer finds inside the token.
+    plain = Analyzer(technical=False, keep_stops=True)
+    for part in PLAIN_TOKEN_RE.findall(token):
+        assert set(plain.terms(part)) <= terms
+
+
+def test_the_technical_tokens_of_the_issue_are_terms() -> None:
+    terms = Analyzer().terms(" ".join(TECHNICAL) + " C++ and an OS.Path.Join().")
+    for token in TECHNICAL:
+        assert token in terms
+    assert "c++" in terms and "os.path.join" in terms
+    for part in ("set", "includ", "bashrc", "pg", "dump", "site", "kwarg", "init", "vector"):
+        assert part in terms
+    # A full stop, an ellipsis or a dash between words is not part of a token.
+    assert Analyzer().terms("the end. ...and so - on") == ["the", "end", "and", "so", "on"]
+    # Symbols alone are a term when they look like an operator, not like a rule or a shout.
+    assert Analyzer().terms("a <= b -> c <<= dd !!! ee --- ff ====") == [
+        "<=", "->", "<<=", "dd", "ee", "ff"]
+
+
+def test_the_query_language_with_technical_words_and_stop_words() -> None:
+    q = parse_query("--set -async c++ %s")
+    assert [p.terms for p in q.excluded] == [("async",)]  # "-word" still excludes
+    assert ("--set",) in q.units() and ("set",) in q.units() and ("c++",) in q.units()
+    assert ("%s",) in q.units()
+    quoted = parse_query('"-site" manual')
+    assert quoted.excluded == [] and quoted.required[0].terms == ("-site", "site")
+    # Stop words: scored when the query is mostly stop words, else left out of the units.
+    assert parse_query("if").units() == [("if",)]
+    assert parse_query("not in").units() == [("not",), ("in",)]
+    assert parse_query("if statement").units() == [("statement",)]
+    assert parse_query("if statement").word_terms() == ["statement"]
+    assert parse_query('"to be or not to be"').required[0].offsets == (0, 1, 2, 3, 4, 5)
+    # Unscored stop words do not count toward the query's term limit.
+    long = " ".join(f"w{i} the" for i in range(MAX_QUERY_TERMS // 2 + 4))
+    assert len(parse_query(long).units()) == MAX_QUERY_TERMS // 2 + 4
+
+
+PAGES = [  # (title, body)
+    ("The if statement", "if x: run the block; elif and else follow it"),
+    ("Membership", "x not in s is true when x is absent"),
+    ("Command line", "pass --set to change a value, -site turns site off, c++ also works"),
+    ("Format", "old style %s formatting with the modulo operator"),
+    ("Setting values", "set a value and change it, this page mentions no option"),
+]
+
+
+def _index(root: Path, pages: list[tuple[str, str]]) -> DataDir:
+    data = DataDir.create(root)
+    seg = data.index_dir / "seg-000001"
+    writer = SegmentWriter(seg, ram_bytes=1 << 20)
+    for i, (title, body) in enumerate(pages):
+        writer.add_document(i + 1, host="h.example", url=f"http://h.example/{i + 1}",
+                            title=title, text=body, fields=[title, "", body, "", []])
+    writer.finish()
+    write_manifest(data.index_dir, Manifest(generation=1, last_seq=0, segments=[
+        SegmentEntry("seg-000001", len(pages), describe_files(seg))]))
+    return data
+
+
+def test_technical_and_stop_word_queries_find_their_pages(tmp_path: Path) -> None:
+    s = Searcher.open(_index(tmp_path / "d", PAGES))
+
+    def top(q: str) -> int:
+        return s.search(q).hits[0].doc_id
+
+    assert top("if") == 1
+    assert top("not in") == 2
+    assert top("--set value") == 3  # the option beats the page that says "set a value"
+    assert top("%s") == 4
+    assert top("c++") == 3
+    assert top('"-site"') == 3
+    assert 3 not in [h.doc_id for h in s.search("value -site").hits]  # exclusion of "site"
+    # The snippet highlights the whole technical word.
+    hit = s.search("--set").hits[0]
+    assert any(hit.snippet[a:b] == "--set" for a, b in hit.highlights)
+
+
+def test_an_index_from_another_analyzer_is_refused(tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("indexer.segment.analyzer_version", lambda: "1")
+    data = _index(tmp_path / "d", PAGES)
+    monkeypatch.undo()
+    with pytest.raises(IndexAnalyzerMismatch, match="reindex with websift index --rebuild"):
+        Searcher.open(data)
+
+
+def test_stop_words_are_indexed_but_add_no_field_length(tmp_path: Path) -> None:
+    data = _index(tmp_path / "d", PAGES)
+    seg = Searcher.open(data).segments[0]
+    analyzer = Analyzer()
+    for ordinal, (_title, body) in enumerate(PAGES):
+        terms = analyzer.terms(body)
+        content = [t for t in terms if t not in analyzer.stop_terms]
+        assert int(seg.field_lens[ordinal][2]) == len(content)
+    assert any(set(analyzer.terms(b)) & analyzer.stop_terms for _t, b in PAGES)
