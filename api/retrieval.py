@@ -233,6 +233,8 @@ def check_request(req: SearchRequest, settings: Settings) -> None:
     """Refuse what ``GET /search``'s parameter checks refuse, with the same one-line messages
     (``api.errors.describe_validation_errors``): for callers that do not go through FastAPI's
     validation (``websift search``)."""
+    if not req.q:
+        raise InvalidParameter(f"q: must not be empty (got {_shown(req.q)})")
     if len(req.q) > settings.max_query_chars:
         raise InvalidParameter(
             f"q: must be at most {settings.max_query_chars} characters (got {_shown(req.q)})")

@@ -11,7 +11,9 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
+from api.cli import EXIT_ERROR, main
 from core.datadir import DataDir
+from indexer.settings import MAX_QUERY_CHARS
 from tests.api.conftest import ADMIN_TOKEN
 from tests.api.site import CODE, GARDEN
 
@@ -73,11 +75,12 @@ def test_the_command_line_ranks_as_search_does(
     assert [u for u, *_ in plain] != [u for u, *_ in code]
 
 
-def test_page_is_offset_in_pages_of_k(site_data: DataDir, run_websift: Run) -> None:
+def test_page_is_offset_in_pages_of_k(
+    site_data: DataDir, capsys: pytest.CaptureFixture[str]
+) -> None:
     def urls(*extra: str) -> list[str]:
-        done = run_websift("search", "note", "--json", *extra, "--data", str(site_data.root))
-        assert done.returncode == 0, done.stderr
-        return [r["url"] for r in json.loads(done.stdout)["results"]]
+        assert main(["search", "note", "--json", *extra, "--data", str(site_data.root)]) == 0
+        return [r["url"] for r in json.loads(capsys.readouterr().out)["results"]]
 
     assert urls("-k", "3", "--page", "3") == urls("-k", "3", "--offset", "6")
     assert urls("-k", "3", "--page", "1") == urls("-k", "9")[:3]
@@ -86,6 +89,8 @@ def test_page_is_offset_in_pages_of_k(site_data: DataDir, run_websift: Run) -> N
 @pytest.mark.parametrize(
     ("params", "status"),
     [
+        ({"q": ""}, 422),
+        ({"q": "x" * (MAX_QUERY_CHARS + 1)}, 422),
         ({"topic": "nope"}, 404),
         ({"k": 1000}, 422),
         ({"offset": 5000}, 422),
@@ -93,16 +98,19 @@ def test_page_is_offset_in_pages_of_k(site_data: DataDir, run_websift: Run) -> N
     ],
 )
 def test_errors_say_what_search_says(
-    client: TestClient, site_data: DataDir, run_websift: Run, params: dict[str, Any],
-    status: int,
+    client: TestClient, site_data: DataDir, capsys: pytest.CaptureFixture[str],
+    params: dict[str, Any], status: int,
 ) -> None:
-    r = client.get("/search", params={"q": "note", **params})
+    """In process (``api.cli.main``, what the ``websift`` script runs): the same one line."""
+    given = {"q": "note", **params}
+    r = client.get("/search", params=given)
     assert r.status_code == status, r.text
     message = r.json()["error"]["message"]
-    args = [a for a in _cli_args("note", params) if a != "--json"]
-    done = run_websift(*args, "--data", str(site_data.root))
-    assert done.returncode == 2 and done.stdout == ""
-    assert done.stderr.strip() == f"websift search: error: {message}"
+    q = given.pop("q")
+    args = [a for a in _cli_args(q, given) if a != "--json"]
+    assert main([*args, "--data", str(site_data.root)]) == EXIT_ERROR
+    out, err = capsys.readouterr()
+    assert out == "" and err.strip() == f"websift search: error: {message}"
 
 
 def test_the_text_output_shows_the_ranking_and_the_topic_mix(
