@@ -1,4 +1,5 @@
-"""`websift` subcommands owned by api/ (registered by api/cli.py): ``websift serve``."""
+"""`websift` subcommands owned by api/ (registered by api/cli.py): ``websift serve`` and
+``websift search``, which ranks with the code of ``GET /search`` (``api.retrieval.rank_query``)."""
 
 from __future__ import annotations
 
@@ -8,8 +9,10 @@ import os
 from typing import TYPE_CHECKING
 
 from core.arguments import number
+from indexer.settings import DEFAULT_K
 
 if TYPE_CHECKING:
+    from api.retrieval import Outcome
     from api.settings import Settings
 
 
@@ -64,8 +67,91 @@ def serve_command(args: argparse.Namespace) -> int:
     return 0
 
 
+def search_command(args: argparse.Namespace) -> int:
+    """Answer one query over ``args.data`` as ``GET /search`` would (same ranking, defaults and
+    error messages, the same settings from ``WEBSIFT_*``); print it for a person or as the
+    ``/search`` JSON."""
+    from api.retrieval import SearchRequest, check_request, rank_query
+    from api.routes.search import to_response
+    from api.settings import Settings
+    from api.snapshot import SnapshotHolder
+    from core.datadir import DataDir
+
+    settings = Settings(data=args.data)
+    k = settings.default_k if args.k is None else args.k
+    offset = args.offset if args.page is None else (args.page - 1) * k
+    req = SearchRequest(q=args.query, k=k, offset=offset, topic=args.topic or None,
+                        site=args.site or None, explain=args.explain)
+    check_request(req, settings)
+    holder = SnapshotHolder(DataDir.open(args.data), settings.reload_check_ms)
+    try:
+        with holder.lease() as snap:
+            outcome = rank_query(snap, req, settings)
+    finally:
+        holder.close()
+    if args.json:
+        print(json.dumps(to_response(outcome, req).model_dump(mode="json"), indent=1))
+    else:
+        _print_results(outcome, offset)
+    return 0
+
+
+def _print_results(outcome: Outcome, offset: int) -> None:
+    from api.retrieval import with_fragment
+
+    shown = f"results {offset + 1}-{offset + len(outcome.hits)}" if outcome.hits else "no results"
+    mix = ""
+    if outcome.topic_weights:
+        mix = "; topic mix " + ", ".join(f"{n} {w:.2f}" for n, w in outcome.topic_weights.items())
+    print(f"{outcome.total} matching documents; {shown} (importance: {outcome.static_score}{mix})")
+    for rank, r in enumerate(outcome.hits, offset + 1):
+        h = r.hit
+        print(f"{rank:2d}. {h.title}\n    {h.url}  (score {h.score:.3f} = text "
+              f"{h.text_score:.3f} + importance {r.prior:.3f})")
+        jump = with_fragment(h.url, h.fragment)
+        if jump is not None:
+            print(f"    jump to: {jump}")
+        if h.snippet:
+            print(f"    {_mark(h.snippet, h.highlights)}")
+        if h.explain:
+            print("    " + json.dumps(h.explain["terms"]))
+
+
+def _mark(snippet: str, spans: list[tuple[int, int]]) -> str:
+    """The snippet with each query-word match in [brackets]."""
+    out, last = [], 0
+    for s, e in spans:
+        out.append(snippet[last:s])
+        out.append(f"[{snippet[s:e]}]")
+        last = e
+    out.append(snippet[last:])
+    return "".join(out)
+
+
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     """Add this package's subcommands to the `websift` parser."""
+    s = sub.add_parser(
+        "search", help="search the index from the command line, ranked as GET /search ranks",
+        description='Query language: words, "phrases", -word, site:host, OR.  Ranks as GET '
+        "/search does (the same fusion of text score and importance, topics, settings from "
+        "WEBSIFT_* and errors); --json prints the object /search returns.")
+    s.add_argument("query", help='the query, e.g. \'"context manager" -async site:example.org\'')
+    s.add_argument("-k", type=number(int, low=1), default=None, metavar="K",
+                   help=f"number of hits to show (default: $WEBSIFT_DEFAULT_K, else {DEFAULT_K})")
+    at = s.add_mutually_exclusive_group()
+    at.add_argument("--offset", type=number(int, low=0), default=0, metavar="N",
+                    help="hits to skip, as /search's offset")
+    at.add_argument("--page", type=number(int, low=1), default=None, metavar="P",
+                    help="show page P of K hits (offset (P-1)*K; default: the first)")
+    s.add_argument("--topic", default=None, metavar="NAME|auto",
+                   help="rank by this topic's PageRank, or 'auto': every topic mixed by its "
+                   "likeness to the query, as /search's topic (default: global PageRank)")
+    s.add_argument("--site", default=None, metavar="HOST",
+                   help="only pages of this host, as /search's site (default: every host)")
+    s.add_argument("--json", action="store_true", help="print the /search JSON object")
+    s.add_argument("--explain", action="store_true", help="per-field, per-term score parts")
+    s.set_defaults(func=search_command)
+
     p = sub.add_parser(
         "serve",
         help="serve the search API and the search page",

@@ -62,6 +62,14 @@ class SearchResult(BaseModel):
     explain: dict[str, Any] | None = Field(
         default=None, description="how the score was made (only with explain=true)"
     )
+    fragment: str | None = Field(
+        default=None, description="the id of the element of the page the result is about "
+        "(e.g. the definition of the query's term), or null: the page as a whole"
+    )
+    url_with_fragment: str | None = Field(
+        default=None, description="url#fragment (percent-encoded): where to send the reader; "
+        "null when fragment is null"
+    )
 
 
 class ShardsAnswered(BaseModel):

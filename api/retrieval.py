@@ -23,6 +23,7 @@ import time
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
+from urllib.parse import quote, urldefrag
 
 import anyio
 import numpy as np
@@ -40,6 +41,13 @@ from ranking.fusion import FusionParams, gather, make_prior, mix_topics
 from ranking.topics import topic_similarity
 
 AUTO = "auto"
+# The caps on /search's ``topic`` and ``site`` parameters (a DNS name is at most 253 characters);
+# api/routes/search.py declares them with these, ``check_request`` applies them elsewhere.
+TOPIC_MAX_CHARS = 64
+SITE_MAX_CHARS = 253
+SHOWN_CHARS = 40  # as much of a bad value as an error message quotes
+# What a URL fragment may hold unescaped (RFC 3986 section 3.5: pchar / "/" / "?").
+FRAGMENT_SAFE = "!$&'()*+,;=:@/?-._~"
 
 
 @dataclass(frozen=True)
@@ -203,11 +211,58 @@ def cache_lookup(
     return replace(hit, took_ms=round((time.perf_counter() - started) * 1000.0, 3), cached=True)
 
 
+def rank_query(snap: Snapshot, req: SearchRequest, settings: Settings, *,
+               stats: CollectionStats | None = None) -> Outcome:
+    """Rank one query the way ``GET /search`` does: :func:`run_search` with ``settings``'
+    fusion, static score and re-rank depth.  The one path of ``/search``, the search page,
+    ``/shard/search`` and ``websift search`` (no cache here; :func:`search_and_cache` adds it
+    for the server)."""
+    return run_search(snap, req, settings.fusion, settings.static_score, settings.rerank_depth,
+                      stats=stats)
+
+
+def with_fragment(url: str, fragment: str | None) -> str | None:
+    """``url#fragment`` (the fragment percent-encoded where RFC 3986 does not allow it, any
+    fragment ``url`` had replaced), or None when the hit names no element of the page."""
+    if fragment is None:
+        return None
+    return f"{urldefrag(url).url}#{quote(fragment, safe=FRAGMENT_SAFE)}"
+
+
+def check_request(req: SearchRequest, settings: Settings) -> None:
+    """Refuse what ``GET /search``'s parameter checks refuse, with the same one-line messages
+    (``api.errors.describe_validation_errors``): for callers that do not go through FastAPI's
+    validation (``websift search``)."""
+    if not req.q:
+        raise InvalidParameter(f"q: must not be empty (got {_shown(req.q)})")
+    if len(req.q) > settings.max_query_chars:
+        raise InvalidParameter(
+            f"q: must be at most {settings.max_query_chars} characters (got {_shown(req.q)})")
+    for name, value, low, high in (("k", req.k, 1, settings.max_k),
+                                   ("offset", req.offset, 0, settings.max_offset)):
+        if value < low:
+            raise InvalidParameter(f"{name}: must be at least {low} (got {_shown(value)})")
+        if value > high:
+            raise InvalidParameter(f"{name}: must be at most {high} (got {_shown(value)})")
+    if req.topic is not None and len(req.topic) > TOPIC_MAX_CHARS:
+        raise InvalidParameter(
+            f"topic: must be at most {TOPIC_MAX_CHARS} characters (got {_shown(req.topic)})")
+    if req.site is not None and len(req.site) > SITE_MAX_CHARS:
+        raise InvalidParameter(
+            f"site: must be at most {SITE_MAX_CHARS} characters (got {_shown(req.site)})")
+
+
+def _shown(value: object) -> str:
+    """A parameter's value as a validation message quotes it (``repr``, cut at 40 characters)."""
+    text = str(value)
+    return repr(text[:SHOWN_CHARS] + "..." if len(text) > SHOWN_CHARS else text)
+
+
 def search_and_cache(
     snap: Snapshot, req: SearchRequest, settings: Settings, cache: ResultCache[Outcome]
 ) -> Outcome:
-    """:func:`run_search` with the server's settings; the answer goes into the cache."""
-    outcome = run_search(snap, req, settings.fusion, settings.static_score, settings.rerank_depth)
+    """:func:`rank_query` (the server's settings); the answer goes into the cache."""
+    outcome = rank_query(snap, req, settings)
     cache.put(_cache_key(snap, req, settings), outcome)
     return outcome
 

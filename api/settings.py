@@ -16,7 +16,7 @@ from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from core.datadir import default_data_dir
-from indexer.settings import MAX_QUERY_CHARS
+from indexer.settings import DEFAULT_K, MAX_QUERY_CHARS
 from ranking.fusion import DEFAULT_EXPONENT, DEFAULT_MIDPOINT, DEFAULT_WEIGHT, FusionParams
 
 
@@ -36,7 +36,7 @@ class Settings(BaseSettings):
     # length cap is not here: it is the parser's (``max_query_chars`` below), one number.
     max_k: int = 100
     max_offset: int = 1000
-    default_k: int = 10
+    default_k: int = DEFAULT_K  # also what `websift search -k` defaults to
     page_size: int = 10  # results per page on the HTML search page
     max_recrawl_limit: int = 1000
     default_recrawl_limit: int = 50

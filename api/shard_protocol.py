@@ -22,7 +22,12 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from api.errors import InvalidParameter
-from api.retrieval import SearchRequest, run_search
+from api.retrieval import (
+    SITE_MAX_CHARS,
+    TOPIC_MAX_CHARS,
+    SearchRequest,
+    rank_query,
+)
 from api.settings import Settings
 from api.snapshot import Snapshot
 from indexer.searcher import CollectionStats
@@ -70,8 +75,8 @@ class StatsAnswer(BaseModel):
 class SearchAsk(BaseModel):
     q: str = Field(min_length=1, max_length=MAX_QUERY_CHARS, description="the query")
     k: int = Field(ge=1, le=MAX_COUNT, description="hits to return (at most max_k + max_offset)")
-    topic: str | None = Field(default=None, max_length=64)
-    site: str | None = Field(default=None, max_length=253)
+    topic: str | None = Field(default=None, max_length=TOPIC_MAX_CHARS)
+    site: str | None = Field(default=None, max_length=SITE_MAX_CHARS)
     explain: bool = False
     stats: Statistics | None = Field(
         default=None, description="score with these statistics (the sums over every shard); "
@@ -89,6 +94,8 @@ class ShardHit(BaseModel):
     opic: float | None
     topic: float | None
     explain: dict[str, Any] | None = None
+    fragment: str | None = Field(default=None, description="the element of the page the hit "
+                                 "is about (an HTML id), or null")
 
 
 class SearchAnswer(BaseModel):
@@ -128,8 +135,7 @@ def shard_search(snap: Snapshot, ask: SearchAsk, settings: Settings) -> SearchAn
     req = SearchRequest(q=ask.q, k=ask.k, offset=0, topic=ask.topic or None,
                         site=ask.site or None, explain=ask.explain, snippets=False)
     stats = ask.stats.collection_stats() if ask.stats is not None else None
-    outcome = run_search(snap, req, settings.fusion, settings.static_score,
-                         settings.rerank_depth, stats=stats)
+    outcome = rank_query(snap, req, settings, stats=stats)
     return SearchAnswer(
         total=outcome.total,
         static_score=outcome.static_score,
@@ -137,7 +143,8 @@ def shard_search(snap: Snapshot, ask: SearchAsk, settings: Settings) -> SearchAn
         fusion=outcome.explain,
         hits=[ShardHit(doc_id=r.hit.doc_id, url=r.hit.url, title=r.hit.title,
                        score=r.hit.score, text=r.hit.text_score, prior=r.prior,
-                       pagerank=r.pagerank, opic=r.opic, topic=r.topic, explain=r.hit.explain)
+                       pagerank=r.pagerank, opic=r.opic, topic=r.topic, explain=r.hit.explain,
+                       fragment=r.hit.fragment)
               for r in outcome.hits],
         index_generation=snap.index_generation,
         ranks_generation=snap.ranks_generation,

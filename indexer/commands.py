@@ -1,17 +1,15 @@
-"""`websift index` and `websift search` (registered by api/cli.py)."""
+"""`websift index` (registered by api/cli.py; `websift search` is api/commands.py's, so it
+ranks with /search's code)."""
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-from dataclasses import asdict
 
 from core.arguments import number
 from core.datadir import DataDir
 from indexer.build import build_index
-from indexer.searcher import Searcher
-from indexer.settings import DEFAULT_INDEX_PROCS, DEFAULT_K, DEFAULT_RAM_MB
+from indexer.settings import DEFAULT_INDEX_PROCS, DEFAULT_RAM_MB
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -30,15 +28,6 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--procs", type=number(int, low=1), default=DEFAULT_INDEX_PROCS, metavar="N",
                    help="worker processes that read, parse and analyse pages (1 = no workers)")
     p.set_defaults(func=index_command)
-
-    s = sub.add_parser("search", help="search the index from the command line",
-                       description='Query language: words, "phrases", -word, site:host, OR.')
-    s.add_argument("query", help='the query, e.g. \'"context manager" -async site:example.org\'')
-    s.add_argument("-k", type=number(int, low=1), default=DEFAULT_K, metavar="K",
-                   help="number of hits to show")
-    s.add_argument("--json", action="store_true", help="print the results as JSON")
-    s.add_argument("--explain", action="store_true", help="per-field, per-term score parts")
-    s.set_defaults(func=search_command)
 
 
 def index_command(args: argparse.Namespace) -> int:
@@ -59,34 +48,3 @@ def index_command(args: argparse.Namespace) -> int:
         print(f"index: warning: {r.skipped['warc_error']} pages skipped because their WARC "
               "record failed to read or its digest check", file=sys.stderr)
     return 0
-
-
-def search_command(args: argparse.Namespace) -> int:
-    data = DataDir.open(args.data)
-    searcher = Searcher.open(data)
-    try:
-        res = searcher.search(args.query, k=args.k, explain=args.explain)
-    finally:
-        searcher.close()
-    if args.json:
-        print(json.dumps({"query": res.query, "total": res.total,
-                          "hits": [asdict(h) for h in res.hits]}, indent=1))
-        return 0
-    print(f"{res.total} matching documents")
-    for rank, h in enumerate(res.hits, 1):
-        print(f"{rank:2d}. {h.title}\n    {h.url}  (score {h.score:.3f})")
-        if h.snippet:
-            print(f"    {_mark(h.snippet, h.highlights)}")
-        if h.explain:
-            print("    " + json.dumps(h.explain["terms"]))
-    return 0
-
-
-def _mark(snippet: str, spans: list[tuple[int, int]]) -> str:
-    out, last = [], 0
-    for s, e in spans:
-        out.append(snippet[last:s])
-        out.append(f"[{snippet[s:e]}]")
-        last = e
-    out.append(snippet[last:])
-    return "".join(out)

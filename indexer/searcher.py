@@ -82,6 +82,7 @@ class Hit:
     text_score: float
     prior_score: float
     explain: dict[str, Any] | None = None
+    fragment: str | None = None  # the id of the page's element the hit is about (url#fragment)
 
 
 @dataclass

@@ -112,7 +112,7 @@ def search_json(data: Path, query: str) -> list[tuple[str, float]]:
     if done.returncode != 0:
         raise RuntimeError(f"search {query!r} failed: {done.stderr.strip()}")
     payload = json.loads(done.stdout)
-    hits = payload["hits"]
+    hits = payload["results"]  # the /search object
     return [(h["url"], round(float(h["score"]), 4)) for h in hits]
 
 

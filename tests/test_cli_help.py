@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from api.cli import DefaultsHelpFormatter, build_parser, main
+from api.settings import Settings
 
 REPO = Path(__file__).resolve().parent.parent
 # Not a list to keep in step: a floor, so that a walk that finds nothing fails.
@@ -94,10 +95,22 @@ def test_the_search_help_shows_k_and_the_rank_help_shows_dangling(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     search = _squash(_help_of(["search"], capsys))
-    assert _squash("-k K number of hits to show (default: 10)") in search
+    assert _squash(f"-k K number of hits to show (default: $WEBSIFT_DEFAULT_K, else "
+                   f"{Settings().default_k})") in search
     rank = _squash(_help_of(["rank"], capsys))
     assert _squash("(default: teleport)") in rank
     assert _squash("(default: 0.85)") in rank
+
+
+def test_the_search_help_says_how_it_follows_the_api(capsys: pytest.CaptureFixture[str]) -> None:
+    """`websift search` takes /search's parameters, each with its default."""
+    out = _squash(_help_of(["search"], capsys))
+    for said in ("--offset N hits to skip, as /search's offset (default: 0)",
+                 "--page P show page P of K hits (offset (P-1)*K; default: the first)",
+                 "--topic NAME|auto", "(default: global PageRank)",
+                 "--site HOST", "(default: every host)",
+                 "--json print the /search JSON object", "Ranks as GET /search does"):
+        assert _squash(said) in out, said
 
 
 def test_levels_says_what_it_counts(capsys: pytest.CaptureFixture[str]) -> None:

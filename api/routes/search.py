@@ -10,7 +10,14 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Query, Request
 
 from api.models import SearchResponse, SearchResult, ShardsAnswered, Signals, error_responses
-from api.retrieval import Outcome, SearchEngine, SearchRequest
+from api.retrieval import (
+    SITE_MAX_CHARS,
+    TOPIC_MAX_CHARS,
+    Outcome,
+    SearchEngine,
+    SearchRequest,
+    with_fragment,
+)
 from api.settings import Settings
 
 
@@ -48,6 +55,8 @@ def to_response(outcome: Outcome, req: SearchRequest) -> SearchResponse:
                 explain=(
                     {"fusion": outcome.explain, "text": r.hit.explain} if req.explain else None
                 ),
+                fragment=r.hit.fragment,
+                url_with_fragment=with_fragment(r.hit.url, r.hit.fragment),
             )
             for r in outcome.hits
         ],
@@ -82,10 +91,11 @@ def build_router(settings: Settings) -> APIRouter:
         ] = 0,
         topic: Annotated[
             str | None,
-            Query(max_length=64, description="a topic name, or 'auto' to mix topics by the query"),
+            Query(max_length=TOPIC_MAX_CHARS,
+                  description="a topic name, or 'auto' to mix topics by the query"),
         ] = None,
         site: Annotated[
-            str | None, Query(max_length=253, description="only pages of this host")
+            str | None, Query(max_length=SITE_MAX_CHARS, description="only pages of this host")
         ] = None,
         explain: Annotated[bool, Query(description="add how each score was made")] = False,
         snippets: Annotated[

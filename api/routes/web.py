@@ -29,7 +29,7 @@ from api.dependencies import get_app_settings, get_holder
 from api.errors import InvalidParameter, NotFound, status_of
 from api.highlight import highlight
 from api.page_info import page_info
-from api.retrieval import Outcome, SearchEngine, SearchRequest
+from api.retrieval import Outcome, SearchEngine, SearchRequest, with_fragment
 from api.settings import Settings
 from api.snapshot import SnapshotHolder
 from core.errors import WebsiftError
@@ -59,6 +59,12 @@ def _fmt(value: float | None) -> str:
 def safe_href(url: str) -> str:
     """Only http(s) URLs become links; anything else (``javascript:``...) becomes inert."""
     return url if url.lower().startswith(("http://", "https://")) else "#"
+
+
+def _jump_href(url: str, fragment: str | None) -> str | None:
+    """The "jump to" link of a hit that names an element of its page (``url#fragment``)."""
+    target = with_fragment(url, fragment)
+    return None if target is None else safe_href(target)
 
 
 def page_href(url: str) -> str:
@@ -97,7 +103,9 @@ def _results(outcome: Outcome, page_info_links: bool) -> list[dict[str, Any]]:
         {
             "url": r.hit.url,
             "href": safe_href(r.hit.url),
+            "jump_href": _jump_href(r.hit.url, r.hit.fragment),
             "title": r.hit.title,
+            "fragment": r.hit.fragment,
             "snippet_html": highlight(r.hit.snippet, r.hit.highlights),
             "info_href": page_href(r.hit.url) if page_info_links else None,
             "score": float(r.hit.score),

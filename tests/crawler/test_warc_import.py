@@ -222,11 +222,11 @@ def test_index_search_and_rank_work_on_imported_pages(
     assert done.returncode == 0, done.stderr
     found = run_websift("search", "--data", str(imported), "--json", "quixotic")
     assert found.returncode == 0, found.stderr
-    hits = json.loads(found.stdout)["hits"]
+    hits = json.loads(found.stdout)["results"]
     assert [h["url"] for h in hits] == [mirror.url("/a")]
     # "back" is only in the anchor text of /b's link to /a
     by_anchor = run_websift("search", "--data", str(imported), "--json", "back")
-    assert mirror.url("/a") in [h["url"] for h in json.loads(by_anchor.stdout)["hits"]]
+    assert mirror.url("/a") in [h["url"] for h in json.loads(by_anchor.stdout)["results"]]
     ranked = run_websift("rank", "--data", str(imported))
     assert ranked.returncode == 0, ranked.stderr
 

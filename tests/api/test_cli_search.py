@@ -1,0 +1,129 @@
+"""``websift search`` ranks as ``GET /search`` does: the same hits, order and scores, topics and
+errors, on the same data directory (the command in a child process, the API in a TestClient)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from api.cli import EXIT_ERROR, main
+from core.datadir import DataDir
+from indexer.settings import MAX_QUERY_CHARS
+from tests.api.conftest import ADMIN_TOKEN
+from tests.api.site import CODE, GARDEN
+
+Run = Callable[..., subprocess.CompletedProcess[str]]
+
+# (query, /search parameters besides q): no topic, named topics, auto, site, a deeper page.
+CASES: list[tuple[str, dict[str, Any]]] = [
+    ("note", {}),
+    ("python functions", {"k": 5, "site": "127.0.0.1"}),
+    ("note", {"topic": "garden"}),
+    ("note", {"topic": "code", "k": 7}),
+    ("compost soil", {"topic": "auto"}),
+    ("note", {"topic": "auto", "offset": 10}),
+]
+
+
+def _cli_args(q: str, params: dict[str, Any]) -> list[str]:
+    args = ["search", q, "--json"]
+    for name, value in params.items():
+        args += ["-k" if name == "k" else f"--{name}", str(value)]
+    return args
+
+
+def _ranking(body: dict[str, Any]) -> list[tuple[str, float, float, float]]:
+    return [(r["url"], r["score"], r["signals"]["text"], r["signals"]["prior"])
+            for r in body["results"]]
+
+
+@pytest.fixture
+def topics_client(fresh_data: DataDir, make_client: Callable[..., TestClient]) -> TestClient:
+    client = make_client(fresh_data, admin_token=ADMIN_TOKEN)
+    auth = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
+    for name, urls in (("garden", GARDEN[:3]), ("code", CODE[:3])):
+        r = client.post("/topics", json={"name": name, "urls": urls}, headers=auth)
+        assert r.status_code in (200, 201), r.text
+    return client
+
+
+def test_the_command_line_ranks_as_search_does(
+    topics_client: TestClient, fresh_data: DataDir, run_websift: Run
+) -> None:
+    for q, params in CASES:
+        r = topics_client.get("/search", params={"q": q, **params})
+        assert r.status_code == 200, r.text
+        api = r.json()
+        done = run_websift(*_cli_args(q, params), "--data", str(fresh_data.root))
+        assert done.returncode == 0, done.stderr
+        cli = json.loads(done.stdout)
+        assert set(cli) == set(api), (q, params)  # the same object, field for field
+        assert set(cli["results"][0]) == set(api["results"][0])
+        assert len(api["results"]) == min(params.get("k", 10), 10) or api["total"] < 10
+        assert _ranking(cli) == _ranking(api), (q, params)
+        for field in ("total", "offset", "k", "topic", "topic_weights", "static_score"):
+            assert cli[field] == api[field], (q, params, field)
+        assert [r["signals"] for r in cli["results"]] == [r["signals"] for r in api["results"]]
+    # The topics did change the ranking (else the comparison above proves little).
+    plain = _ranking(topics_client.get("/search", params={"q": "note"}).json())
+    code = _ranking(topics_client.get("/search", params={"q": "note", "topic": "code"}).json())
+    assert [u for u, *_ in plain] != [u for u, *_ in code]
+
+
+def test_page_is_offset_in_pages_of_k(
+    site_data: DataDir, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def urls(*extra: str) -> list[str]:
+        assert main(["search", "note", "--json", *extra, "--data", str(site_data.root)]) == 0
+        return [r["url"] for r in json.loads(capsys.readouterr().out)["results"]]
+
+    assert urls("-k", "3", "--page", "3") == urls("-k", "3", "--offset", "6")
+    assert urls("-k", "3", "--page", "1") == urls("-k", "9")[:3]
+
+
+@pytest.mark.parametrize(
+    ("params", "status"),
+    [
+        ({"q": ""}, 422),
+        ({"q": "x" * (MAX_QUERY_CHARS + 1)}, 422),
+        ({"topic": "nope"}, 404),
+        ({"k": 1000}, 422),
+        ({"offset": 5000}, 422),
+        ({"topic": "t" * 65}, 422),
+    ],
+)
+def test_errors_say_what_search_says(
+    client: TestClient, site_data: DataDir, capsys: pytest.CaptureFixture[str],
+    params: dict[str, Any], status: int,
+) -> None:
+    """In process (``api.cli.main``, what the ``websift`` script runs): the same one line."""
+    given = {"q": "note", **params}
+    r = client.get("/search", params=given)
+    assert r.status_code == status, r.text
+    message = r.json()["error"]["message"]
+    q = given.pop("q")
+    args = [a for a in _cli_args(q, given) if a != "--json"]
+    assert main([*args, "--data", str(site_data.root)]) == EXIT_ERROR
+    out, err = capsys.readouterr()
+    assert out == "" and err.strip() == f"websift search: error: {message}"
+
+
+def test_the_text_output_shows_the_ranking_and_the_topic_mix(
+    topics_client: TestClient, fresh_data: DataDir, run_websift: Run
+) -> None:
+    api = topics_client.get("/search", params={"q": "compost soil", "topic": "auto"}).json()
+    done = run_websift("search", "compost soil", "--topic", "auto", "--data",
+                       str(fresh_data.root))
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith(f"{api['total']} matching documents")
+    assert "topic:auto" in lines[0]
+    for name, weight in api["topic_weights"].items():
+        assert f"{name} {weight:.2f}" in lines[0]
+    shown = [line.split()[0] for line in lines if line.startswith("    http")]
+    assert shown == [r["url"] for r in api["results"]]
