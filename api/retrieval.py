@@ -82,6 +82,8 @@ class Outcome:
     explain: dict[str, Any]
     cached: bool = False
     shards: ShardCount = ShardCount(1, 1)
+    total_exact: bool = True  # False: ``total`` is a lower bound (the search was pruned)
+    partial: bool = False  # the search deadline stopped it: the best of what it had scored
 
 
 @dataclass(frozen=True)
@@ -141,14 +143,17 @@ def run_search(
     depth: int = 0,
     *,
     stats: CollectionStats | None = None,
+    deadline_ms: float | None = None,
 ) -> Outcome:
     """Search the snapshot's index with importance fused in; the hits of one result page.
 
     ``stats``: collection statistics to score with instead of the index's own (a front server
-    sends the sums over all its shards, ``api/fanout.py``)."""
+    sends the sums over all its shards, ``api/fanout.py``).  ``deadline_ms``: the search stops
+    after this long and answers with what it has (``partial``)."""
     if not req.q.strip():
         raise InvalidParameter("q: the query is empty; type some words")
     started = time.perf_counter()
+    deadline = None if deadline_ms is None else time.monotonic() + deadline_ms / 1000.0
     view = snap.rank_view
     searcher = snap.searcher.value
     terms = parse_query(req.q, searcher.analyzer).terms() if req.topic == AUTO else []
@@ -165,6 +170,9 @@ def run_search(
         depth=max(depth or DEFAULT_DEPTH, req.offset + req.k),
         snippets=req.snippets,
         stats=stats,
+        # The boost the prior adds is in [0, w): pruning may count on it (indexer/topk.py).
+        prior_bound=fusion.weight,
+        deadline=deadline,
     )
     hits = _ranked_hits(results.hits, view, choice)
     took_ms = (time.perf_counter() - started) * 1000.0
@@ -185,6 +193,8 @@ def run_search(
         hits=hits,
         explain=explain,
         shards=ShardCount(len(searcher.shards), len(searcher.shards)),
+        total_exact=results.total_exact,
+        partial=results.partial,
     )
 
 
@@ -207,8 +217,10 @@ def search_and_cache(
     snap: Snapshot, req: SearchRequest, settings: Settings, cache: ResultCache[Outcome]
 ) -> Outcome:
     """:func:`run_search` with the server's settings; the answer goes into the cache."""
-    outcome = run_search(snap, req, settings.fusion, settings.static_score, settings.rerank_depth)
-    cache.put(_cache_key(snap, req, settings), outcome)
+    outcome = run_search(snap, req, settings.fusion, settings.static_score, settings.rerank_depth,
+                         deadline_ms=settings.search_deadline_ms)
+    if not outcome.partial:  # a partial answer depends on the load of the moment
+        cache.put(_cache_key(snap, req, settings), outcome)
     return outcome
 
 

@@ -129,7 +129,8 @@ def shard_search(snap: Snapshot, ask: SearchAsk, settings: Settings) -> SearchAn
                         site=ask.site or None, explain=ask.explain, snippets=False)
     stats = ask.stats.collection_stats() if ask.stats is not None else None
     outcome = run_search(snap, req, settings.fusion, settings.static_score,
-                         settings.rerank_depth, stats=stats)
+                         settings.rerank_depth, stats=stats,
+                         deadline_ms=settings.search_deadline_ms)
     return SearchAnswer(
         total=outcome.total,
         static_score=outcome.static_score,

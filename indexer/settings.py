@@ -126,8 +126,8 @@ PRUNE_VERIFY_FIRST = 64
 PRUNE_VERIFY_MAX = 8192
 # Relative slack on score bounds: the exact scores are float32 sums, the bounds float64.
 PRUNE_BOUND_SLACK = 1e-5
-# A request's search stops at this deadline and returns what it has, flagged partial.
-SEARCH_DEADLINE_ENV = "WEBSIFT_SEARCH_DEADLINE_MS"
+# A request's search stops at this deadline and returns what it has, flagged partial (the
+# API's setting search_deadline_ms, $WEBSIFT_SEARCH_DEADLINE_MS, defaults to it).
 DEFAULT_SEARCH_DEADLINE_MS = 300.0
 
 

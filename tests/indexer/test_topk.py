@@ -99,7 +99,7 @@ def _same(s: Searcher, q: str, **kw: object) -> None:
        offset=st.integers(0, 3))
 @settings(max_examples=25, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
-def test_pruned_equals_exhaustive(tmp_path_factory: pytest.TempPathFactory, seed: int,
+def test_pruned_equals_exhaustive(tmp_path_factory: pytest.TempPathFactory, *, seed: int,
                                   n_docs: int, queries: list[str], k: int, depth: int,
                                   offset: int) -> None:
     s = _searcher(tmp_path_factory.mktemp("idx"), seed, n_docs)
