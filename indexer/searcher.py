@@ -59,6 +59,7 @@ from indexer.settings import (
     N_FIELDS,
     PAIRS_CACHE_BYTES,
     POSTINGS_CACHE_BYTES,
+    PRUNE_MIN_SEGMENT_DOCS,
     SITE_MASK_CACHE_BYTES,
     TEXT_CACHE_BYTES,
     BM25FSettings,
@@ -539,7 +540,8 @@ class Searcher:
         shard; a term they leave out keeps its own df here).  ``prior_bound``: the prior is in
         [0, prior_bound] (lets the pruning skip more, exactly); ``deadline``: a
         ``time.monotonic()`` past which the search returns what it has (``partial``);
-        ``exhaustive``: score every posting (the reference the pruned evaluation equals)."""
+        ``exhaustive``: score every posting (the reference the pruned evaluation equals; an
+        index of small segments, PRUNE_MIN_SEGMENT_DOCS, is always scored so)."""
         pq = parse_query(query, self.analyzer)
         if site:
             pq.sites.append(site.lower())
@@ -562,7 +564,8 @@ class Searcher:
                  and b in idfs]
         site_masks = self._host_masks(tuple(pq.sites)) if pq.sites else None
         nosite_masks = self._host_masks(tuple(pq.excluded_sites)) if pq.excluded_sites else None
-        if site_only or exhaustive:
+        small = all(len(seg.doc_ids) < PRUNE_MIN_SEGMENT_DOCS for seg in self.segments)
+        if site_only or exhaustive or small:
             found = self._score_all(units, pq, idfs=idfs, pairs=pairs, cache=cache,
                                     norms=norms, site_masks=site_masks,
                                     nosite_masks=nosite_masks, site_only=site_only)

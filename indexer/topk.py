@@ -54,6 +54,7 @@ from indexer.settings import (
     PRUNE_FIRST_POSTINGS,
     PRUNE_VERIFY_FIRST,
     PRUNE_VERIFY_MAX,
+    PRUNE_WHOLE_LIST,
 )
 
 if TYPE_CHECKING:
@@ -173,6 +174,7 @@ class _Evaluation:
         self.sure = 0  # documents known to match
         self.unsure_dropped = False
         self.verified = 0
+        self._phrase_docs: dict[tuple[int, str], np.ndarray] = {}
 
     # ------------------------------------------------------------ bounds
     def _block_bound(self, p: _Postings, si: int, idf: float) -> np.ndarray:
@@ -208,22 +210,24 @@ class _Evaluation:
                     self.lists.append(_List(ui, term, si, p, starts, bound,
                                             np.sort(bound)[::-1]))
 
-    def _rest_bound(self, taken: np.ndarray) -> float:
-        """Largest text score of a document in no block taken so far."""
+    def _left(self, owner: np.ndarray, bound: np.ndarray, untaken: np.ndarray
+              ) -> tuple[np.ndarray, dict[int, float]]:
+        """Per list, the largest bound of its blocks not taken (0: none left); per segment, the
+        largest text score a document in no taken block can have (those lists summed, plus
+        the bonus of each pair whose two words both have blocks left there)."""
+        left = np.zeros(len(self.lists))
+        np.maximum.at(left, owner[untaken], bound[untaken])
         per_seg: dict[int, float] = {}
-        left: dict[int, set[str]] = {}
+        words: dict[int, set[str]] = {}
         for li, lst in enumerate(self.lists):
-            c = int(taken[li])
-            if c < len(lst.desc):
-                per_seg[lst.si] = per_seg.get(lst.si, 0.0) + float(lst.desc[c])
-                left.setdefault(lst.si, set()).add(lst.term)
-        best = -math.inf
-        for si, total in per_seg.items():
-            terms = left[si]
+            if left[li] > 0:
+                per_seg[lst.si] = per_seg.get(lst.si, 0.0) + float(left[li])
+                words.setdefault(lst.si, set()).add(lst.term)
+        for si, terms in words.items():
             bonus = sum(w for (a, b), w in zip(self.plan.pairs, self.pair_bonus, strict=False)
                         if a in terms and b in terms)
-            best = max(best, (total + bonus) * (1.0 + PRUNE_BOUND_SLACK))
-        return best
+            per_seg[si] = (per_seg[si] + bonus) * (1.0 + PRUNE_BOUND_SLACK)
+        return left, per_seg
 
     def _below(self, ub: float | np.ndarray) -> bool | np.ndarray:
         """Which bounds cannot reach T."""
@@ -320,6 +324,13 @@ class _Evaluation:
         (sorted ordinals, each holding the term)."""
         p = self._postings_of(term, si)
         assert p is not None
+        whole = self.cache.get((si, "\x00pos:" + term)) or self.s._decoded.get(
+            (si, "\x00pos:" + term))
+        if whole is not None or len(p.all_docs) <= PRUNE_WHOLE_LIST * len(docs):
+            # A short list (or one already decoded whole): its cached keys serve, as the
+            # exhaustive path's do, and later queries reuse them.
+            keys = self.s._position_keys(p, si, self.cache, term)
+            return keys[_member(keys >> _DOC_SHIFT, docs)[0]]
         sel = np.searchsorted(p.all_docs, docs)
         if p.pos_starts is None:
             flat = p.all_tfs.ravel().astype(np.int64)
@@ -342,17 +353,44 @@ class _Evaluation:
         if len(ph.terms) == 1 or not inside.any():
             return inside
         sub = docs[inside]
+        if all(self._whole(t, si, len(sub)) for t in ph.terms):
+            # Short lists: the phrase over them whole, once per query and segment.
+            key = (si, ph.text)
+            held = self._phrase_docs.get(key)
+            if held is None:
+                held = self._phrase_in(ph, si, None)
+                self._phrase_docs[key] = held
+            return inside & _member(docs, held)[0]
+        out = np.zeros(len(docs), dtype=bool)
+        out[inside] = _member(sub, self._phrase_in(ph, si, sub))[0]
+        return out
+
+    def _whole(self, term: str, si: int, n: int) -> bool:
+        """Whether to use the term's whole position list (decoded once, cached) rather than
+        the positions of ``n`` candidates: a short list, or one decoded already."""
+        p = self._postings_of(term, si)
+        if p is None:
+            return False
+        key = (si, "\x00pos:" + term)
+        return (len(p.all_docs) <= PRUNE_WHOLE_LIST * n or key in self.cache
+                or self.s._decoded.get(key) is not None)
+
+    def _phrase_in(self, ph: Phrase, si: int, sub: np.ndarray | None) -> np.ndarray:
+        """Sorted ordinals (of ``sub``, or of the whole lists) holding the phrase."""
         keys: np.ndarray | None = None
         for term, offset in zip(ph.terms, ph.offsets, strict=True):
-            k = self._keys(term, si, sub)
+            if sub is None:
+                p = self._postings_of(term, si)
+                assert p is not None
+                k = self.s._position_keys(p, si, self.cache, term)
+            else:
+                k = self._keys(term, si, sub)
             k = k[(k & _POS_MASK) >= offset] - offset
             keys = np.unique(k) if keys is None else np.intersect1d(keys, k, assume_unique=True)
             if len(keys) == 0:
-                return np.zeros(len(docs), dtype=bool)
+                return np.zeros(0, dtype=np.int64)
         assert keys is not None
-        out = np.zeros(len(docs), dtype=bool)
-        out[inside] = np.isin(sub, np.unique(keys >> _DOC_SHIFT))
-        return out
+        return np.unique(keys >> _DOC_SHIFT)
 
     def proximity(self, si: int, docs: np.ndarray) -> np.ndarray:
         """The proximity bonus of each of ``docs`` (as the searcher's whole-segment one)."""
@@ -366,6 +404,12 @@ class _Evaluation:
             if not both.any():
                 continue
             sub = docs[both]
+            if self._whole(a, si, len(sub)) and self._whole(b, si, len(sub)):
+                # Short lists: the pair over them whole, kept in the searcher's pairs cache.
+                near_docs, share = self.s._near_pairs(a, b, si, self.cache)
+                hit, j = _member(docs, near_docs)
+                bonus[hit] += w * share[j[hit]]
+                continue
             ka, kb = self._keys(a, si, sub), self._keys(b, si, sub)
             nxt = np.searchsorted(kb, ka + 1)
             ok = nxt < len(kb)
@@ -433,56 +477,75 @@ class _Evaluation:
         bound = np.concatenate([lst.bound for lst in self.lists])
         size = np.concatenate([np.diff(lst.starts) for lst in self.lists])
         order = np.argsort(-bound, kind="stable")
-        owner, block, size = owner[order], block[order], size[order]
+        owner, block, bound, size = owner[order], block[order], bound[order], size[order]
         csize = np.cumsum(size)
         n_blocks = len(bound)
-        taken = np.zeros(n_lists, dtype=np.int64)
-        seen = [np.zeros(0, dtype=np.int64) for _ in self.s.segments]
+        untaken = np.ones(n_blocks, dtype=bool)
+        seen: list[list[np.ndarray]] = [[] for _ in self.s.segments]
         pend: _Pending | None = None
-        pos = 0
+        pos = 0  # phase 1 takes blocks in descending bound: [0, pos) are taken
+        last_round = False  # phase 2 took every block that can matter: none is left to take
         round_postings = max(PRUNE_FIRST_POSTINGS, 2 * self.depth)
         batch = PRUNE_VERIFY_FIRST
         partial = False
-        rest = self._rest_bound(taken)
+        rest = max(self._left(owner, bound, untaken)[1].values(), default=-math.inf)
         while True:
             # Check the open candidates ahead of every unseen document, highest bound first.
             if pend is not None:
                 pend = self._drop_below(pend)
-                while len(pend.ords) and (pos >= n_blocks or pend.ub.max() >= rest):
+                while len(pend.ords) and (last_round or pend.ub[0] >= rest):
                     if self._late():
                         partial = True
                         break
                     first = np.zeros(len(pend.ords), dtype=bool)
-                    first[np.argsort(-pend.ub, kind="stable")[:batch]] = True
+                    first[:batch] = True  # pend is kept in descending bound
                     self._check(_take(pend, first))
                     batch = min(2 * batch, PRUNE_VERIFY_MAX)
                     pend = self._drop_below(_take(pend, ~first))
             if partial or self._late():
                 partial = True
                 break
-            # Done when every block is taken, or no unseen document can reach T (then every
-            # open candidate is below ``rest``, so below T: dropped above).
-            if pos >= n_blocks or self._below(rest):
+            # Done when no block is left to take, or no unseen document can reach T (then
+            # every open candidate is below ``rest``, so below T: dropped above).
+            if last_round or not untaken.any() or self._below(rest):
                 break
-            stop = int(np.searchsorted(csize, (csize[pos - 1] if pos else 0) + round_postings,
-                                       side="left")) + 1
-            stop = min(max(stop, pos + 1), n_blocks)
-            round_postings *= 2
-            r_owner, r_block = owner[pos:stop], block[pos:stop]
-            taken += np.bincount(r_owner, minlength=n_lists)
-            pos = stop
+            if math.isfinite(self.T):
+                # Phase 2, once T is known: every block that could hold a document reaching T
+                # (its bound plus the other lists' largest left, in its segment) in one round.
+                left, per_seg = self._left(owner, bound, untaken)
+                seg_of = np.array([lst.si for lst in self.lists], dtype=np.int64)
+                seg_sum = np.array([per_seg.get(int(si), 0.0) for si in seg_of])
+                # seg_sum holds the slack and pair bonus: others = it minus the list's own
+                # largest, which the block's bound replaces.
+                could = seg_sum[owner] - left[owner] * (1.0 + PRUNE_BOUND_SLACK) + bound * (
+                    1.0 + PRUNE_BOUND_SLACK)
+                pick = untaken & ~np.asarray(self._below(could), dtype=bool)
+                last_round = True
+            else:
+                # Phase 1: the next blocks in descending bound, doubling, until some
+                # candidate is exact and T known.
+                stop = int(np.searchsorted(csize, (csize[pos - 1] if pos else 0)
+                                           + round_postings, side="left")) + 1
+                stop = min(max(stop, pos + 1), n_blocks)
+                pick = np.zeros(n_blocks, dtype=bool)
+                pick[pos:stop] = True
+                pick &= untaken
+                pos = stop
+                round_postings *= 2
+            untaken &= ~pick
+            r_owner, r_block = owner[pick], block[pick]
             by_seg: dict[int, list[np.ndarray]] = {}
             for li in np.unique(r_owner).tolist():
                 lst = self.lists[li]
-                js = r_block[r_owner == li]
+                js = np.sort(r_block[r_owner == li])  # ascending: the docs come out sorted
                 idx = _ranges(lst.starts[js], lst.starts[js + 1])
                 by_seg.setdefault(lst.si, []).append(lst.p.docs[idx])
             fresh: list[_Pending] = [] if pend is None else [pend]
             for si, parts in by_seg.items():
-                docs = np.unique(np.concatenate(parts))
-                if len(seen[si]):
-                    docs = docs[~_member(docs, seen[si])[0]]
-                seen[si] = np.union1d(seen[si], docs)
+                docs = parts[0] if len(parts) == 1 else np.unique(np.concatenate(parts))
+                for old in seen[si]:
+                    docs = docs[~_member(docs, old)[0]]
+                seen[si].append(docs)
                 scored = self._score(si, docs)
                 if scored is None:
                     continue
@@ -492,7 +555,10 @@ class _Evaluation:
                 self._add(done.si, done.ords, done.base * done.coord)
                 fresh.append(_take(scored, open_))
             pend = _merge(fresh)
-            rest = self._rest_bound(taken) if pos < n_blocks else -math.inf
+            if pend is not None:
+                pend = _take(pend, np.argsort(-pend.ub, kind="stable"))
+            rest = (-math.inf if last_round else
+                    max(self._left(owner, bound, untaken)[1].values(), default=-math.inf))
         if pend is not None and len(self._drop_below(pend).ords):
             self.unsure_dropped = True  # stopped before checking them
         segs = _concat(self.res_si, np.int32)
@@ -501,7 +567,7 @@ class _Evaluation:
         if math.isfinite(self.T):
             keep = text >= self.T
             segs, ords, text = segs[keep], ords[keep], text[keep]
-        complete = pos >= n_blocks and not self.unsure_dropped and not partial
+        complete = not untaken.any() and not self.unsure_dropped and not partial
         total = self.sure
         if not complete and not (self.plan.required or self.plan.excluded
                                  or self.plan.site_masks is not None
@@ -513,7 +579,7 @@ class _Evaluation:
                 dfs[term] = dfs.get(term, 0) + (0 if p is None else len(p.docs))
             total = max(total, max(dfs.values(), default=0))
         return TopText(segs, ords, text, total, complete, partial, blocks=n_blocks,
-                       blocks_read=pos, verified=self.verified)
+                       blocks_read=int(n_blocks - untaken.sum()), verified=self.verified)
 
 
 _PENDING_FIELDS = ("si", "ords", "base", "coord", "ub", "phrase")

@@ -18,6 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from indexer import searcher as searcher_module
 from indexer import topk
 from indexer.manifest import Manifest
 from indexer.searcher import CollectionStats, Searcher
@@ -72,10 +73,11 @@ QUERY = st.builds(
 
 @pytest.fixture(autouse=True)
 def small_rounds() -> Iterator[None]:
-    """Rounds of one block and checks of two candidates, so that small indexes go through
-    many rounds and batches (the defaults would take them whole in the first)."""
+    """Small indexes take the pruned path, in rounds of one block and checks of two
+    candidates, so that they go through many rounds and batches."""
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(topk, "PRUNE_FIRST_POSTINGS", 1)
+        mp.setattr(searcher_module, "PRUNE_MIN_SEGMENT_DOCS", 0)  # small indexes prune too
         mp.setattr(topk, "PRUNE_VERIFY_FIRST", 2)
         yield
 
