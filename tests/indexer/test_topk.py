@@ -10,6 +10,7 @@ must be the same pages with the same scores.
 from __future__ import annotations
 
 import random
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -170,3 +171,12 @@ def test_explain_adds_up_to_the_text_score(tmp_path: Path) -> None:
         for h in s.search(q, k=5, explain=True, snippets=False).hits:
             assert h.explain is not None
             assert h.explain["text_score"] == pytest.approx(h.text_score, rel=1e-6), q
+
+
+def test_a_deadline_past_gives_a_partial_answer_not_an_error(tmp_path: Path) -> None:
+    s = _searcher(tmp_path, 13, 400)
+    late = s.search('"alpha beta" gamma', deadline=time.monotonic() - 1.0, snippets=False)
+    assert late.partial and not late.total_exact
+    on_time = s.search('"alpha beta" gamma', deadline=time.monotonic() + 600.0, snippets=False)
+    assert not on_time.partial
+    assert on_time.hits == s.search('"alpha beta" gamma', snippets=False, exhaustive=True).hits
