@@ -54,12 +54,12 @@ from indexer.segment import SegmentReader
 from indexer.settings import (
     DEFAULT_DEPTH,
     DEFAULT_K,
+    EXHAUSTIVE_MAX_DOCS,
     FIELDS,
     MAX_QUERY_CHARS,
     N_FIELDS,
     PAIRS_CACHE_BYTES,
     POSTINGS_CACHE_BYTES,
-    PRUNE_MIN_SEGMENT_DOCS,
     SITE_MASK_CACHE_BYTES,
     TEXT_CACHE_BYTES,
     BM25FSettings,
@@ -541,7 +541,7 @@ class Searcher:
         [0, prior_bound] (lets the pruning skip more, exactly); ``deadline``: a
         ``time.monotonic()`` past which the search returns what it has (``partial``);
         ``exhaustive``: score every posting (the reference the pruned evaluation equals; an
-        index of small segments, PRUNE_MIN_SEGMENT_DOCS, is always scored so)."""
+        index of fewer than EXHAUSTIVE_MAX_DOCS documents is always scored so)."""
         pq = parse_query(query, self.analyzer)
         if site:
             pq.sites.append(site.lower())
@@ -564,7 +564,7 @@ class Searcher:
                  and b in idfs]
         site_masks = self._host_masks(tuple(pq.sites)) if pq.sites else None
         nosite_masks = self._host_masks(tuple(pq.excluded_sites)) if pq.excluded_sites else None
-        small = all(len(seg.doc_ids) < PRUNE_MIN_SEGMENT_DOCS for seg in self.segments)
+        small = sum(len(seg.doc_ids) for seg in self.segments) < EXHAUSTIVE_MAX_DOCS
         if site_only or exhaustive or small:
             found = self._score_all(units, pq, idfs=idfs, pairs=pairs, cache=cache,
                                     norms=norms, site_masks=site_masks,

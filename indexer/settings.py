@@ -124,10 +124,10 @@ PRUNE_FIRST_POSTINGS = 4096
 # each next batch doubles, up to PRUNE_VERIFY_MAX.
 PRUNE_VERIFY_FIRST = 64
 PRUNE_VERIFY_MAX = 8192
-# Indexes whose segments all hold fewer documents than this are scored exhaustively (dense
-# arrays of at most this many scores per segment: bounded, and faster in numpy than rounds
-# of pruning at that size; measured on a 50,000-document Zipf index, noisy).
-PRUNE_MIN_SEGMENT_DOCS = 65_536
+# Indexes of fewer documents than this (over all segments) are scored exhaustively: dense
+# arrays of at most this many scores per query, bounded, and faster in numpy than rounds of
+# pruning at that size (a 50,000-document Zipf index: 1.3-2x, noisy); no deadline needed.
+EXHAUSTIVE_MAX_DOCS = 65_536
 # A word's positions are decoded whole (and cached) when its list is at most this many times
 # the candidates asked about; longer lists give the candidates' positions only.
 PRUNE_WHOLE_LIST = 8

@@ -44,7 +44,7 @@ def pages(tmp_path_factory: pytest.TempPathFactory) -> DataDir:
 @pytest.fixture(autouse=True)
 def pruned_in_small_steps() -> Iterator[None]:
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(indexer.searcher, "PRUNE_MIN_SEGMENT_DOCS", 0)
+        mp.setattr(indexer.searcher, "EXHAUSTIVE_MAX_DOCS", 0)
         mp.setattr(indexer.topk, "PRUNE_FIRST_POSTINGS", 1)
         mp.setattr(indexer.topk, "PRUNE_VERIFY_FIRST", 1)
         yield

@@ -78,7 +78,7 @@ def small_rounds() -> Iterator[None]:
     candidates, so that they go through many rounds and batches."""
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(topk, "PRUNE_FIRST_POSTINGS", 1)
-        mp.setattr(searcher_module, "PRUNE_MIN_SEGMENT_DOCS", 0)  # small indexes prune too
+        mp.setattr(searcher_module, "EXHAUSTIVE_MAX_DOCS", 0)  # small indexes prune too
         mp.setattr(topk, "PRUNE_VERIFY_FIRST", 2)
         yield
 
