@@ -6,7 +6,7 @@ contract served in the OpenAPI description.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -80,7 +80,13 @@ class ShardsAnswered(BaseModel):
 
 class SearchResponse(BaseModel):
     query: str
-    total: int = Field(description="number of matching pages")
+    total: int = Field(description="number of matching pages (a lower bound when "
+                       "total_relation is 'gte')")
+    total_relation: Literal["eq", "gte"] = Field(
+        default="eq", description="'eq': total is exact; 'gte': the search skipped pages that "
+        "could not rank (pruning) and total counts those it saw, at least")
+    partial: bool = Field(default=False, description="the search reached its deadline "
+                          "(WEBSIFT_SEARCH_DEADLINE_MS) and these are the best results it had")
     took_ms: float
     offset: int
     k: int

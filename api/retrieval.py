@@ -90,6 +90,8 @@ class Outcome:
     explain: dict[str, Any]
     cached: bool = False
     shards: ShardCount = ShardCount(1, 1)
+    total_exact: bool = True  # False: ``total`` is a lower bound (the search was pruned)
+    partial: bool = False  # the search deadline stopped it: the best of what it had scored
 
 
 @dataclass(frozen=True)
@@ -149,14 +151,17 @@ def run_search(
     depth: int = 0,
     *,
     stats: CollectionStats | None = None,
+    deadline_ms: float | None = None,
 ) -> Outcome:
     """Search the snapshot's index with importance fused in; the hits of one result page.
 
     ``stats``: collection statistics to score with instead of the index's own (a front server
-    sends the sums over all its shards, ``api/fanout.py``)."""
+    sends the sums over all its shards, ``api/fanout.py``).  ``deadline_ms``: the search stops
+    after this long and answers with what it has (``partial``)."""
     if not req.q.strip():
         raise InvalidParameter("q: the query is empty; type some words")
     started = time.perf_counter()
+    deadline = None if deadline_ms is None else time.monotonic() + deadline_ms / 1000.0
     view = snap.rank_view
     searcher = snap.searcher.value
     terms = parse_query(req.q, searcher.analyzer).terms() if req.topic == AUTO else []
@@ -173,6 +178,9 @@ def run_search(
         depth=max(depth or DEFAULT_DEPTH, req.offset + req.k),
         snippets=req.snippets,
         stats=stats,
+        # The boost the prior adds is in [0, w): pruning may count on it (indexer/topk.py).
+        prior_bound=fusion.weight,
+        deadline=deadline,
     )
     hits = _ranked_hits(results.hits, view, choice)
     took_ms = (time.perf_counter() - started) * 1000.0
@@ -193,6 +201,8 @@ def run_search(
         hits=hits,
         explain=explain,
         shards=ShardCount(len(searcher.shards), len(searcher.shards)),
+        total_exact=results.total_exact,
+        partial=results.partial,
     )
 
 
@@ -218,7 +228,7 @@ def rank_query(snap: Snapshot, req: SearchRequest, settings: Settings, *,
     ``/shard/search`` and ``websift search`` (no cache here; :func:`search_and_cache` adds it
     for the server)."""
     return run_search(snap, req, settings.fusion, settings.static_score, settings.rerank_depth,
-                      stats=stats)
+                      stats=stats, deadline_ms=settings.search_deadline_ms)
 
 
 def with_fragment(url: str, fragment: str | None) -> str | None:
@@ -261,9 +271,11 @@ def _shown(value: object) -> str:
 def search_and_cache(
     snap: Snapshot, req: SearchRequest, settings: Settings, cache: ResultCache[Outcome]
 ) -> Outcome:
-    """:func:`rank_query` (the server's settings); the answer goes into the cache."""
+    """:func:`rank_query` (the server's settings); the answer goes into the cache unless it is
+    partial (a partial answer depends on the load of the moment)."""
     outcome = rank_query(snap, req, settings)
-    cache.put(_cache_key(snap, req, settings), outcome)
+    if not outcome.partial:
+        cache.put(_cache_key(snap, req, settings), outcome)
     return outcome
 
 

@@ -16,7 +16,7 @@ from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from core.datadir import default_data_dir
-from indexer.settings import DEFAULT_K, MAX_QUERY_CHARS
+from indexer.settings import DEFAULT_K, DEFAULT_SEARCH_DEADLINE_MS, MAX_QUERY_CHARS
 from ranking.fusion import DEFAULT_EXPONENT, DEFAULT_MIDPOINT, DEFAULT_WEIGHT, FusionParams
 
 
@@ -61,6 +61,9 @@ class Settings(BaseSettings):
     static_score: Literal["pagerank", "opic", "none"] = "pagerank"
     # How many text-ranked candidates the searcher re-scores with the prior (0: its own default).
     rerank_depth: int = 0
+    # A search stops at this and answers with what it has, flagged partial (never an error):
+    # one costly query cannot hold a worker for long ($WEBSIFT_SEARCH_DEADLINE_MS).
+    search_deadline_ms: float = Field(default=DEFAULT_SEARCH_DEADLINE_MS, gt=0)
 
     # Shards (``websift serve --shard``; $WEBSIFT_SHARDS as a JSON list): data directories whose
     # indexes are searched as one in this process, or the http(s) URLs of other ``websift

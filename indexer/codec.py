@@ -181,6 +181,28 @@ def decode(data: np.ndarray, widths: np.ndarray, byte0: int, byte1: int, *, bloc
     return ((words >> (offs & np.uint64(7))) & mask).astype(np.uint32)
 
 
+def decode_at(data: np.ndarray, widths: np.ndarray, byte0: int, *, block0: int, n: int,
+              idx: np.ndarray) -> np.ndarray:
+    """Values ``idx`` (indices into the group) of one group of ``n`` values (uint64), without
+    decoding the others: a full block is ``BLOCK // 8 * w`` bytes, so a value's bit offset is
+    its block's byte offset (a cumulative sum over the group's widths) plus its index in the
+    block times the block's width."""
+    idx = np.asarray(idx, dtype=np.int64)
+    if len(idx) == 0 or len(data) == 0:
+        return np.zeros(len(idx), dtype=np.uint64)
+    nblocks = (n + BLOCK - 1) // BLOCK
+    wb = np.asarray(widths[block0 : block0 + nblocks]).astype(np.int64)
+    size = (BLOCK // 8) * wb
+    block_bit = (byte0 + np.cumsum(size) - size) * 8
+    bi = idx // BLOCK
+    w = wb[bi]
+    off = block_bit[bi] + (idx % BLOCK) * w
+    gathered = np.take(np.asarray(data), (off >> 3)[:, None] + _EIGHT, mode="clip")
+    words = np.ascontiguousarray(gathered).view("<u8").ravel()
+    mask = (np.uint64(1) << w.astype(np.uint64)) - np.uint64(1)
+    return (words >> (off & 7).astype(np.uint64)) & mask
+
+
 def delta_encode_groups(values: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     """Differences inside each group; a group's first value is kept as is."""
     values = values.astype(np.int64)

@@ -54,6 +54,7 @@ from indexer.segment import SegmentReader
 from indexer.settings import (
     DEFAULT_DEPTH,
     DEFAULT_K,
+    EXHAUSTIVE_MAX_DOCS,
     FIELDS,
     MAX_QUERY_CHARS,
     N_FIELDS,
@@ -64,6 +65,7 @@ from indexer.settings import (
     BM25FSettings,
 )
 from indexer.snippet import PageText, SnippetMaker, read_text
+from indexer.topk import Plan, proximity_bonus, top_text
 
 Prior = Callable[[np.ndarray], np.ndarray]
 _FIELD_SHIFT = 25
@@ -90,6 +92,13 @@ class SearchResults:
     query: str
     total: int
     hits: list[Hit] = field(default_factory=list)
+    # False: ``total`` is a lower bound (pruning left documents uncounted), as Lucene's
+    # TotalHits.Relation.GREATER_THAN_OR_EQUAL_TO.
+    total_exact: bool = True
+    # True: the deadline stopped the search; the hits are the best of what it had scored.
+    partial: bool = False
+    blocks: int = 0  # 128-posting blocks in the query's lists (pruned evaluation)
+    blocks_read: int = 0  # of those, the blocks whose documents were scored
 
 
 @dataclass(frozen=True)
@@ -240,6 +249,10 @@ class _Postings:
     # The same under other collection statistics (a remote shard scoring with the global
     # ones): (their key, the array), replaced together in one assignment.
     saturated_for: tuple[bytes, np.ndarray] | None = None
+    # Block impacts derived from these postings (a segment from before stored impacts), and
+    # where each (posting, field)'s positions start: for indexer/topk.py, made on first use.
+    impacts: np.ndarray | None = None
+    pos_starts: np.ndarray | None = None
 
 
 @dataclass(frozen=True)
@@ -518,11 +531,18 @@ class Searcher:
     # ------------------------------------------------------------------ search
     def search(self, query: str, k: int = DEFAULT_K, offset: int = 0, *, site: str | None = None,
                prior: Prior | None = None, explain: bool = False, depth: int = DEFAULT_DEPTH,
-               snippets: bool = True, stats: CollectionStats | None = None) -> SearchResults:
+               snippets: bool = True, stats: CollectionStats | None = None,
+               prior_bound: float | None = None, deadline: float | None = None,
+               exhaustive: bool = False) -> SearchResults:
         """Top ``k`` hits (after ``offset``) for ``query``; raises QueryError on a bad query.
 
-        ``stats``: score with these collection statistics instead of this searcher's own (the
-        sums over every shard; a term they leave out keeps its own df here)."""
+        The top ``depth`` text matches are re-ranked with ``prior`` added.  ``stats``: score
+        with these collection statistics instead of this searcher's own (the sums over every
+        shard; a term they leave out keeps its own df here).  ``prior_bound``: the prior is in
+        [0, prior_bound] (lets the pruning skip more, exactly); ``deadline``: a
+        ``time.monotonic()`` past which the search returns what it has (``partial``);
+        ``exhaustive``: score every posting (the reference the pruned evaluation equals; an
+        index of fewer than EXHAUSTIVE_MAX_DOCS documents is always scored so)."""
         pq = parse_query(query, self.analyzer)
         if site:
             pq.sites.append(site.lower())
@@ -533,7 +553,6 @@ class Searcher:
             return results
         cache: dict[tuple[int, str], _Postings | None] = {}
         terms = list(dict.fromkeys(t for u in units for t in u))
-        s = self.settings
         n_docs, norms = self.n_docs, None
         if stats is None:
             idfs = {t: bm25f.idf_one(n_docs, self._df(t, cache)) for t in terms}
@@ -546,6 +565,63 @@ class Searcher:
                  and b in idfs]
         site_masks = self._host_masks(tuple(pq.sites)) if pq.sites else None
         nosite_masks = self._host_masks(tuple(pq.excluded_sites)) if pq.excluded_sites else None
+        small = sum(len(seg.doc_ids) for seg in self.segments) < EXHAUSTIVE_MAX_DOCS
+        if site_only or exhaustive or small:
+            found = self._score_all(units, pq, idfs=idfs, pairs=pairs, cache=cache,
+                                    norms=norms, site_masks=site_masks,
+                                    nosite_masks=nosite_masks, site_only=site_only)
+            if found is None:
+                return results
+            segs, ords, text = found
+            results.total = len(text)
+        else:
+            plan = Plan(units, idfs, pairs, pq.required, pq.excluded, site_masks, nosite_masks,
+                        norms)
+            top = top_text(self, plan, cache, depth=depth, want=offset + k,
+                           prior_bound=0.0 if prior is None else prior_bound, deadline=deadline)
+            segs, ords, text = top.segs, top.ords, top.text
+            results.total, results.total_exact = top.total, top.total_exact
+            results.partial = top.partial
+            results.blocks, results.blocks_read = top.blocks, top.blocks_read
+            if len(text) == 0:
+                return results
+        doc_ids = self._doc_ids(segs, ords)
+        if len(text) > depth:
+            top_i = _top(text, doc_ids, depth)
+            segs, ords, text, doc_ids = segs[top_i], ords[top_i], text[top_i], doc_ids[top_i]
+        prior_scores = (np.asarray(prior(doc_ids), dtype=np.float64) if prior is not None
+                        else np.zeros(len(doc_ids)))
+        final = text + prior_scores
+        want = min(len(final), offset + k)
+        if want <= 0:
+            return results
+        chosen = _top(final, doc_ids, want)
+        chosen = chosen[np.lexsort((doc_ids[chosen], -final[chosen]))][offset:]
+        maker = SnippetMaker(set(terms), _raw_words(pq), self.analyzer) if snippets else None
+        for i in chosen:
+            si, o = int(segs[i]), int(ords[i])
+            seg = self.segments[si]
+            stored = seg.head(o)
+            snippet, spans = (maker.make(*self._page_text(si, o)) if maker is not None
+                              else ("", []))
+            results.hits.append(Hit(
+                doc_id=int(doc_ids[i]), url=stored.get("url", ""),
+                title=stored.get("title", "") or stored.get("url", ""),
+                snippet=snippet, highlights=spans, score=float(final[i]),
+                text_score=float(text[i]), prior_score=float(prior_scores[i]),
+                explain=self._explain(si, o, units, idfs, cache, n_docs=n_docs, norms=norms,
+                                      pairs=pairs) if explain else None))
+        return results
+
+    def _score_all(self, units: list[tuple[str, ...]], pq: ParsedQuery, *,
+                   idfs: dict[str, float], pairs: list[tuple[str, str]],
+                   cache: dict[tuple[int, str], _Postings | None], norms: _Norms | None,
+                   site_masks: list[np.ndarray] | None, nosite_masks: list[np.ndarray] | None,
+                   site_only: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """Every match's (segment, ordinal, text score), every posting scored term-at-a-time
+        into arrays as long as each segment: the reference indexer/topk.py equals, and the
+        listing of a ``site:`` query without words."""
+        s = self.settings
         cand_seg: list[np.ndarray] = []
         cand_ord: list[np.ndarray] = []
         cand_score: list[np.ndarray] = []
@@ -589,41 +665,8 @@ class Searcher:
             cand_ord.append(ords)
             cand_score.append(score[ords] * coord)
         if not cand_ord:
-            return results
-        segs = np.concatenate(cand_seg)
-        ords = np.concatenate(cand_ord)
-        text = np.concatenate(cand_score)
-        results.total = len(text)
-        if len(text) > depth:
-            top = np.argpartition(-text, depth - 1)[:depth]
-            segs, ords, text = segs[top], ords[top], text[top]
-        doc_ids = np.array([self.segments[si].doc_ids[o] for si, o in zip(segs, ords,
-                                                                           strict=True)],
-                           dtype=np.int64) if len(ords) < 64 else self._doc_ids(segs, ords)
-        prior_scores = (np.asarray(prior(doc_ids), dtype=np.float64) if prior is not None
-                        else np.zeros(len(doc_ids)))
-        final = text + prior_scores
-        want = min(len(final), offset + k)
-        if want <= 0:
-            return results
-        top = np.argpartition(-final, want - 1)[:want] if want < len(final) else np.arange(
-            len(final))
-        top = top[np.lexsort((doc_ids[top], -final[top]))][offset:]
-        maker = SnippetMaker(set(terms), _raw_words(pq), self.analyzer) if snippets else None
-        for i in top:
-            si, o = int(segs[i]), int(ords[i])
-            seg = self.segments[si]
-            stored = seg.head(o)
-            snippet, spans = (maker.make(*self._page_text(si, o)) if maker is not None
-                              else ("", []))
-            results.hits.append(Hit(
-                doc_id=int(doc_ids[i]), url=stored.get("url", ""),
-                title=stored.get("title", "") or stored.get("url", ""),
-                snippet=snippet, highlights=spans, score=float(final[i]),
-                text_score=float(text[i]), prior_score=float(prior_scores[i]),
-                explain=self._explain(si, o, units, idfs, cache, n_docs=n_docs, norms=norms)
-                if explain else None))
-        return results
+            return None
+        return np.concatenate(cand_seg), np.concatenate(cand_ord), np.concatenate(cand_score)
 
     def _saturated(self, p: _Postings, si: int, norms: _Norms | None) -> np.ndarray:
         """tf~/(k1 + tf~) of each posting of ``p``, computed once per postings and norms."""
@@ -682,8 +725,10 @@ class Searcher:
 
     def _explain(self, si: int, ordinal: int, units: list[tuple[str, ...]],
                  idfs: dict[str, float], cache: dict[tuple[int, str], _Postings | None], *,
-                 n_docs: int, norms: _Norms | None) -> dict[str, Any]:
-        """Per term: idf, tf per field, weighted normalised tf per field, score; plus coord."""
+                 n_docs: int, norms: _Norms | None,
+                 pairs: list[tuple[str, str]]) -> dict[str, Any]:
+        """Per term: idf, tf per field, weighted normalised tf per field, score; the proximity
+        bonus; coord.  ``text_score`` = coord * (bm25f + proximity), the hit's text score."""
         s = self.settings
         coeff = (self.coefficients if norms is None else norms.coefficients)[si][ordinal]
         avg_lens = self.avg_lens if norms is None else norms.avg_lens
@@ -711,10 +756,26 @@ class Searcher:
             matched_units += unit_hit
         coord = (matched_units / len(units)) ** s.coord_power if units else 0.0
         total = sum(t["score"] for t in terms_out.values())
+        bonus = float(proximity_bonus(self, pairs, idfs, cache, si=si,
+                                      docs=np.array([ordinal], dtype=np.int64))[0])
         return {"terms": terms_out, "matched_units": matched_units, "units": len(units),
-                "coord": coord, "bm25f": total, "text_score": total * coord,
+                "coord": coord, "bm25f": total, "proximity": bonus,
+                "text_score": (total + bonus) * coord,
                 "k1": s.k1, "n_docs": n_docs,
                 "avg_field_lengths": dict(zip(FIELDS, map(float, avg_lens), strict=True))}
+
+
+def _top(scores: np.ndarray, doc_ids: np.ndarray, m: int) -> np.ndarray:
+    """Indices of the ``m`` best scores, ties at the cut broken by the lower URL ID (so the
+    pruned and the exhaustive evaluation keep the same documents)."""
+    if m >= len(scores):
+        return np.arange(len(scores))
+    part = np.argpartition(-scores, m - 1)[:m]
+    cut = scores[part].min()
+    above = np.flatnonzero(scores > cut)
+    ties = np.flatnonzero(scores == cut)
+    ties = ties[np.argsort(doc_ids[ties], kind="stable")][: m - len(above)]
+    return np.concatenate([above, ties])
 
 
 def _raw_words(pq: ParsedQuery) -> list[str]:

@@ -20,6 +20,11 @@ A segment is an immutable directory ``DATA/index/seg-<generation>/``; the manife
     hosts.roar          one roaring bitmap per host (``site:``), located through meta.json
     anchor_pairs.npy    int64 (pairs, 2): (source, target) of the anchors indexed here, so a
                         later run knows which targets to re-index when a source changes
+    post_impacts.npy    int32 (doc blocks, 2 * fields): per block of the docs stream (BLOCK
+                        postings of one word), the largest tf of each field and the smallest
+                        length of each field among the postings with that field's tf > 0
+                        (version 3; meta.json says "block_impacts").  They bound the block's
+                        BM25F score under any collection statistics (indexer/topk.py).
 
 Postings of a word: ascending doc ordinals (delta coded), a (df, 5) matrix of per-field term
 frequencies, and positions grouped by (doc, field) (delta coded inside each group).
@@ -45,11 +50,19 @@ from core import checked
 from core.errors import CheckedFileError, CheckedFileNewer
 from indexer.analysis import analyzer_version
 from indexer.barrels import ForwardBarrels, invert
-from indexer.codec import Encoded, decode, delta_decode_groups, delta_encode_groups, encode
+from indexer.codec import (
+    Encoded,
+    decode,
+    decode_at,
+    delta_decode_groups,
+    delta_encode_groups,
+    encode,
+)
 from indexer.errors import IndexAnalyzerMismatch, IndexCorrupt, IndexNewer
 from indexer.hits import HitMaker
 from indexer.settings import (
     BARREL_WORDS,
+    BLOCK,
     DOCSTORE_LEVEL,
     LEXICON_DICT_MAX,
     MAX_FIELD_TOKENS,
@@ -120,6 +133,30 @@ def postings_from_hits(hits: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.nda
         "pos": (delta_encode_groups(np.minimum(pos, MAX_POSITION), tf.ravel()), cf),
     }
     return words, df, cf, streams
+
+
+_NO_FIELD = np.iinfo(np.int32).max  # smallest length of a field no posting of the block has
+
+
+def block_impacts(docs: np.ndarray, tfs: np.ndarray, df: np.ndarray,
+                  field_lens: np.ndarray) -> np.ndarray:
+    """Per block of ``BLOCK`` postings (each word's postings cut as the docs stream is): the
+    largest tf of each field, then the smallest length of each field over the postings that
+    hold the word in that field (int32, (blocks, 2 * fields)).  Lucene's "impacts" (max freq,
+    min norm) per field: tf~ <= sum_f w_f max_tf_f / (1 - b_f + b_f min_len_f / avg_f) for
+    every average length, so the bound holds under any collection statistics."""
+    df = np.asarray(df, dtype=np.int64)
+    if len(docs) == 0:
+        return np.zeros((0, 2 * N_FIELDS), dtype=np.int32)
+    starts = np.cumsum(df) - df
+    within = np.arange(len(docs), dtype=np.int64) - np.repeat(starts, df)
+    nb = (df + BLOCK - 1) // BLOCK
+    block = np.repeat(np.cumsum(nb) - nb, df) + within // BLOCK
+    first = np.flatnonzero(np.diff(block, prepend=-1))
+    max_tf = np.maximum.reduceat(tfs, first, axis=0)
+    lens = np.where(tfs > 0, field_lens[docs], _NO_FIELD)
+    min_len = np.minimum.reduceat(lens, first, axis=0)
+    return np.hstack([max_tf, min_len]).astype(np.int32)
 
 
 class SegmentWriter:
@@ -218,6 +255,8 @@ class SegmentWriter:
         files = {s: (open(d / f"post_{s}.bin", "wb"), open(d / f"post_{s}_w.bin", "wb"))  # noqa: SIM115
                  for s in _STREAMS}
         streams = {s: _Stream(*files[s]) for s in _STREAMS}
+        lens = np.asarray(self._lens, dtype=np.int32).reshape(-1, N_FIELDS)
+        impacts: list[np.ndarray] = []
         scratch = d / "barrels"
         for b in sorted(self.barrels.runs):
             for hits in invert(self.barrels.runs[b], self.ram_bytes, scratch):
@@ -229,6 +268,9 @@ class SegmentWriter:
                     b0, b1, k0 = streams[s].append(encode(values, lengths))
                     c = _COL[s]
                     lex[words, c], lex[words, c + 1], lex[words, c + 2] = b0, b1, k0
+                impacts.append(block_impacts(
+                    delta_decode_groups(raw["docs"][0], df),
+                    raw["tfs"][0].reshape(-1, N_FIELDS), df, lens))
             for p in self.barrels.runs[b]:
                 p.unlink(missing_ok=True)
         for fh, wh in files.values():
@@ -247,8 +289,10 @@ class SegmentWriter:
         np.save(d / "lexicon.npy", lex[np.asarray(order, dtype=np.int64)] if n_terms
                 else lex[:0])
         np.save(d / "doc_ids.npy", np.asarray(self.doc_ids, dtype=np.int64))
-        lens = np.asarray(self._lens, dtype=np.int32).reshape(-1, N_FIELDS)
         np.save(d / "field_lens.npy", lens)
+        # Rows follow the docs stream's blocks (words in barrel order, as they were written).
+        np.save(d / "post_impacts.npy", np.concatenate(impacts) if impacts
+                else np.zeros((0, 2 * N_FIELDS), dtype=np.int32))
         np.save(d / "store_off.npy", np.asarray(self._store_off, dtype=np.int64))
         np.save(d / "head_off.npy", np.asarray(self._head_off, dtype=np.int64))
         (d / "docs.roar").write_bytes(BitMap(self.doc_ids).serialize())
@@ -271,6 +315,7 @@ class SegmentWriter:
             "field_length_sums": lens.sum(axis=0, dtype=np.int64).tolist(),
             "hosts": hosts_index,
             "analyzer_version": analyzer_version(),
+            "block_impacts": True,
         }
         checked.write_json(d / "meta.json", META_FILE, meta)
         for p in d.iterdir():
@@ -349,6 +394,10 @@ class SegmentReader:
             self.drops = BitMap.deserialize((directory / "drops.roar").read_bytes())
             self._hosts_blob = (directory / "hosts.roar").read_bytes()
             self.anchor_pairs = np.load(directory / "anchor_pairs.npy")
+            # Segments written before version 3 have none: the searcher derives a word's
+            # block bounds from its decoded postings instead.
+            self._impacts = (_load(directory / "post_impacts.npy")
+                             if meta.get("block_impacts") else None)
         except (OSError, ValueError) as exc:
             raise IndexCorrupt(f"segment {directory.name}: unreadable file ({exc})") from None
         self.doc_count = int(meta["doc_count"])
@@ -386,6 +435,40 @@ class SegmentReader:
         """Positions of a row, grouped by (doc, field) in the order of ``tfs.ravel()``."""
         cf = int(self.lexicon[row, CF])
         return delta_decode_groups(self._decode("pos", row, cf), tfs.ravel())
+
+    def impacts(self, row: int) -> np.ndarray | None:
+        """The block impacts of a lexicon row (:func:`block_impacts`), or None (an older
+        segment)."""
+        if self._impacts is None:
+            return None
+        k0 = int(self.lexicon[row, _COL["docs"] + 2])
+        nb = (int(self.lexicon[row, DF]) + BLOCK - 1) // BLOCK
+        if k0 + nb > len(self._impacts):
+            raise IndexCorrupt(f"segment {self.name}: block impacts end before the postings")
+        return np.asarray(self._impacts[k0 : k0 + nb])
+
+    def positions_of(self, row: int, tfs: np.ndarray, sel: np.ndarray, *,
+                     starts: np.ndarray | None = None) -> np.ndarray:
+        """Positions of the postings ``sel`` (indices into the row's postings, ascending) only,
+        grouped by (posting, field) in the order of ``tfs[sel].ravel()``: the rest of the
+        row's positions are never decoded.  ``starts``: the exclusive cumulative sum of
+        ``tfs.ravel()`` (where each group's positions start), if the caller keeps it."""
+        flat = tfs.ravel().astype(np.int64)
+        if starts is None:
+            starts = np.cumsum(flat) - flat
+        first = starts.reshape(-1, N_FIELDS)[sel].ravel()
+        lengths = flat.reshape(-1, N_FIELDS)[sel].ravel()
+        total = int(lengths.sum())
+        if total == 0:
+            return np.zeros(0, dtype=np.int64)
+        idx = np.repeat(first - (np.cumsum(lengths) - lengths), lengths) + np.arange(
+            total, dtype=np.int64)
+        data, widths = self._streams["pos"]
+        c = _COL["pos"]
+        r = self.lexicon[row]
+        values = decode_at(data, widths, int(r[c]), block0=int(r[c + 2]),
+                           n=int(r[CF]), idx=idx)
+        return delta_decode_groups(values, lengths)
 
     def head(self, ordinal: int) -> dict[str, str]:
         """URL and title of a document."""

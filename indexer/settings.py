@@ -68,7 +68,8 @@ LEXICON_DICT_MAX = 2_000_000  # lexicons up to this many words get a hash table 
 MAX_SEGMENTS = 8  # more live segments than this after a run: merge them all into one
 INDEX_FORMAT = "websift-index"
 INDEX_VERSION = 2  # manifest.json; 2: the checked envelope (core/checked.py), 1: own CRC32
-SEGMENT_VERSION = 2  # meta.json; 2: the checked envelope, 1: no checksum of its own
+# meta.json; 3: block impacts (post_impacts.npy), 2: the checked envelope, 1: no checksum
+SEGMENT_VERSION = 3
 DOCSTORE_LEVEL = 3  # zlib level of the stored documents (url, title, snippet text)
 
 
@@ -124,6 +125,28 @@ DEFAULT_K = 10
 DEFAULT_DEPTH = 1000
 SNIPPET_CHARS = 240
 SNIPPET_SCAN_CHARS = 30_000  # characters of stored text scanned for the best snippet window
+
+# ---------------------------------------------------------------- bounded work per query
+# indexer/topk.py: blocks are taken in descending score bound, a round at a time; the first
+# round covers at least this many postings (or twice the depth asked), each next one doubles.
+PRUNE_FIRST_POSTINGS = 4096
+# Candidates whose phrases and proximity are checked at once (positions read for them only);
+# each next batch doubles, up to PRUNE_VERIFY_MAX.
+PRUNE_VERIFY_FIRST = 64
+PRUNE_VERIFY_MAX = 8192
+# Indexes of fewer documents than this (over all segments) are scored exhaustively: dense
+# arrays of at most this many scores per query, bounded, and faster in numpy than rounds of
+# pruning at that size (a 50,000-document Zipf index: 1.3-2x, noisy); no deadline needed.
+EXHAUSTIVE_MAX_DOCS = 65_536
+# A word's positions are decoded whole (and cached) when its list is at most this many times
+# the candidates asked about; longer lists give the candidates' positions only.
+PRUNE_WHOLE_LIST = 8
+# Relative slack on score bounds: the exact scores are float32 sums, the bounds float64.
+PRUNE_BOUND_SLACK = 1e-5
+# A request's search stops at this deadline and returns what it has, flagged partial (the
+# API's setting search_deadline_ms, $WEBSIFT_SEARCH_DEADLINE_MS, defaults to it).
+DEFAULT_SEARCH_DEADLINE_MS = 300.0
+
 
 # ---------------------------------------------------------------- test hooks
 # When set to N, an indexing run SIGKILLs itself right after writing its N-th forward barrel run:

@@ -30,6 +30,8 @@ def to_response(outcome: Outcome, req: SearchRequest) -> SearchResponse:
     return SearchResponse(
         query=outcome.query,
         total=outcome.total,
+        total_relation="eq" if outcome.total_exact else "gte",
+        partial=outcome.partial,
         took_ms=outcome.took_ms,
         offset=req.offset,
         k=req.k,

@@ -189,6 +189,10 @@ def build_router(templates: Jinja2Templates) -> APIRouter:
             context["error"] = str(exc)
             return render(request, "search.html", context, status)
         shards = outcome.shards
+        if outcome.partial:
+            context["notices"].append(
+                "Partial results: this query took longer than the search deadline; these are "
+                "the best pages found in time.")
         if shards.answered < shards.total:
             context["notices"].append(
                 f"Partial results: {shards.answered} of {shards.total} index shards answered "

@@ -1,0 +1,614 @@
+"""Top-k text matches with bounded work per query (issue 11): block-max pruning, phrases and
+proximity on candidates only, a deadline.
+
+Every word's postings are cut in blocks of ``BLOCK`` (the docs stream's bit-packing blocks);
+each block has stored impacts (indexer/segment.py :func:`block_impacts`: the largest tf and the
+smallest length of each field), which bound the BM25F score of any posting of the block under
+the query's idf and average lengths (Robertson & Zaragoza 2009, 3.4: tf~ grows with tf and
+falls with the field length).  The evaluation is MaxScore (Turtle & Flood 1995) over block
+bounds, in the "block-max" manner of Ding & Suel 2011 and Lucene's impacts, vectorised per
+round rather than per document:
+
+1. The blocks of every (unit, word, segment) list are taken in descending bound, a round at a
+   time (the first round ``PRUNE_FIRST_POSTINGS`` postings or twice the depth, then doubling).
+   The documents of a round's blocks not seen before are the round's candidates: cheap filters
+   first (``site:``, the words of required phrases, excluded words), then their exact BM25F sum
+   and coordination, each other list probed by binary search (``searchsorted``).
+2. A candidate's upper bound is its exact BM25F part plus, per pair of consecutive query words
+   it holds both of, the largest proximity bonus (``weight * min(idf)``; c / (c + 1) < 1).
+   Candidates whose phrases or proximity remain open are checked in batches, highest bound
+   first, reading positions for those documents only (:meth:`SegmentReader.positions_of`);
+   the others are exact at once.
+3. ``T``, the score a document needs, only rises: the ``depth``-th best exact text score so
+   far, and, when the caller bounds the prior it adds (``prior_bound``: the fusion's ``w``,
+   ranking/fusion.py), the ``k``-th best minus that bound (a page below it cannot reach the top
+   ``k`` even with the largest boost).  A document never seen is in unprocessed blocks of every
+   list holding it, so its score is at most the sum of its segment's lists' largest remaining
+   block bounds plus the pairs' bonuses: once that is below ``T`` and no candidate's bound
+   reaches ``T``, the answer is complete.  The result is every candidate with a text score of
+   at least the final ``T``: the same top ``depth`` (ties aside) and the same top ``k`` after
+   the prior as scoring every posting (the searcher's ``exhaustive`` path; the property test
+   in tests/indexer/test_topk.py compares them).
+
+Work and memory grow with the postings and candidates a query needs, never with the
+collection (no array as long as a segment).  Past the deadline the search stops between
+rounds or batches and returns what it has, flagged partial.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from indexer import bm25f
+from indexer.query import Phrase
+from indexer.segment import block_impacts
+from indexer.settings import (
+    BLOCK,
+    N_FIELDS,
+    PRUNE_BOUND_SLACK,
+    PRUNE_FIRST_POSTINGS,
+    PRUNE_VERIFY_FIRST,
+    PRUNE_VERIFY_MAX,
+    PRUNE_WHOLE_LIST,
+)
+
+if TYPE_CHECKING:
+    from indexer.searcher import Searcher, _Norms, _Postings
+
+    Cache = dict[tuple[int, str], _Postings | None]
+
+_FIELD_SHIFT = 25
+_DOC_SHIFT = 29
+_POS_MASK = (1 << _FIELD_SHIFT) - 1
+_TIE = 1e-9  # relative: a bound this close below T still counts (float rounding of sums)
+
+
+@dataclass
+class Plan:
+    """What the searcher parsed and computed for one query."""
+
+    units: list[tuple[str, ...]]
+    idfs: dict[str, float]
+    pairs: list[tuple[str, str]]
+    required: list[Phrase]
+    excluded: list[Phrase]
+    site_masks: list[np.ndarray] | None
+    nosite_masks: list[np.ndarray] | None
+    norms: _Norms | None
+
+
+@dataclass
+class TopText:
+    """The candidates with their exact text scores (every one that can matter), and how
+    complete the search was."""
+
+    segs: np.ndarray
+    ords: np.ndarray
+    text: np.ndarray
+    total: int
+    total_exact: bool
+    partial: bool
+    blocks: int = 0  # blocks of postings in the query's lists
+    blocks_read: int = 0  # of those, taken as candidates
+    verified: int = 0  # candidates whose positions were read
+
+
+@dataclass
+class _List:
+    unit: int
+    term: str
+    si: int
+    p: _Postings
+    starts: np.ndarray  # index in the live postings where each block starts; + the end
+    bound: np.ndarray  # per block: an upper bound of idf * tf~ / (k1 + tf~)
+    desc: np.ndarray = field(default_factory=lambda: np.zeros(0))  # bounds, descending
+
+
+@dataclass
+class _Pending:
+    si: np.ndarray
+    ords: np.ndarray
+    base: np.ndarray  # the BM25F sum, exact
+    coord: np.ndarray
+    ub: np.ndarray  # an upper bound of the text score
+    phrase: np.ndarray  # bool: its match still depends on a phrase check
+
+
+def _concat(parts: list[np.ndarray], dtype: type) -> np.ndarray:
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)
+
+
+def _kth(values: np.ndarray, k: int) -> float:
+    """The k-th largest value, or -inf if there are fewer."""
+    if k <= 0 or len(values) < k:
+        return -math.inf
+    return float(np.partition(values, len(values) - k)[len(values) - k])
+
+
+def _ranges(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """The indices of the ranges [lo, hi) concatenated."""
+    n = hi - lo
+    total = int(n.sum())
+    if total == 0:
+        return np.zeros(0, dtype=np.int64)
+    return np.repeat(lo - (np.cumsum(n) - n), n) + np.arange(total, dtype=np.int64)
+
+
+def _member(docs: np.ndarray, sorted_docs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(which of ``docs`` are in ``sorted_docs``, their index there)."""
+    j = np.searchsorted(sorted_docs, docs)
+    jc = np.minimum(j, max(len(sorted_docs) - 1, 0))
+    hit = (j < len(sorted_docs)) & (sorted_docs[jc] == docs) if len(sorted_docs) else (
+        np.zeros(len(docs), dtype=bool))
+    return hit, jc
+
+
+class _Evaluation:
+    def __init__(self, searcher: Searcher, plan: Plan, cache: Cache, *, depth: int, want: int,
+                 prior_bound: float | None, deadline: float | None) -> None:
+        self.s = searcher
+        self.plan = plan
+        self.cache = cache
+        self.depth = depth
+        self.want = min(want, depth)
+        self.prior_bound = prior_bound
+        self.deadline = deadline
+        self.coefficients = (searcher.coefficients if plan.norms is None
+                             else plan.norms.coefficients)
+        avg = searcher.avg_lens if plan.norms is None else plan.norms.avg_lens
+        self.avg = np.where(avg > 0, avg, 1.0)
+        st = searcher.settings
+        self.pair_bonus = [st.proximity_weight * min(plan.idfs[a], plan.idfs[b])
+                           for a, b in plan.pairs] if st.proximity_weight > 0 else []
+        self.lists: list[_List] = []
+        self.res_si: list[np.ndarray] = []
+        self.res_ord: list[np.ndarray] = []
+        self.res_text: list[np.ndarray] = []
+        self.results = np.zeros(0)
+        self.T = -math.inf
+        self.sure = 0  # documents known to match
+        self.unsure_dropped = False
+        self.verified = 0
+        self._phrase_docs: dict[tuple[int, str], np.ndarray] = {}
+
+    # ------------------------------------------------------------ bounds
+    def _block_bound(self, p: _Postings, si: int, idf: float) -> np.ndarray:
+        seg = self.s.segments[si]
+        imp = seg.impacts(p.row)
+        if imp is None:  # a segment from before block impacts: derived from the postings
+            if p.impacts is None:
+                p.impacts = block_impacts(p.all_docs, p.all_tfs,
+                                          np.array([len(p.all_docs)]), seg.field_lens)
+            imp = p.impacts
+        max_tf = imp[:, :N_FIELDS].astype(np.float64)
+        min_len = imp[:, N_FIELDS:].astype(np.float64)
+        coef = self.s.weights / (1.0 - self.s.b + self.s.b * (min_len / self.avg))
+        pseudo = (max_tf * coef).sum(axis=1)
+        k1 = self.s.settings.k1
+        return idf * (pseudo / (k1 + pseudo)) * (1.0 + PRUNE_BOUND_SLACK)
+
+    def _open_lists(self) -> None:
+        for ui, unit in enumerate(self.plan.units):
+            for term in unit:
+                for si in range(len(self.s.segments)):
+                    p = self.s._postings(term, self.cache, si)
+                    if p is None or len(p.docs) == 0:
+                        continue
+                    bound = self._block_bound(p, si, self.plan.idfs[term])
+                    nb = len(bound)
+                    if len(p.docs) == len(p.all_docs):
+                        starts = np.minimum(np.arange(nb + 1, dtype=np.int64) * BLOCK,
+                                            len(p.docs))
+                    else:
+                        starts = np.append(np.searchsorted(p.docs, p.all_docs[::BLOCK]),
+                                           len(p.docs)).astype(np.int64)
+                    self.lists.append(_List(ui, term, si, p, starts, bound,
+                                            np.sort(bound)[::-1]))
+
+    def _left(self, owner: np.ndarray, bound: np.ndarray, untaken: np.ndarray
+              ) -> tuple[np.ndarray, dict[int, float]]:
+        """Per list, the largest bound of its blocks not taken (0: none left); per segment, the
+        largest text score a document in no taken block can have (those lists summed, plus
+        the bonus of each pair whose two words both have blocks left there)."""
+        left = np.zeros(len(self.lists))
+        np.maximum.at(left, owner[untaken], bound[untaken])
+        per_seg: dict[int, float] = {}
+        words: dict[int, set[str]] = {}
+        for li, lst in enumerate(self.lists):
+            if left[li] > 0:
+                per_seg[lst.si] = per_seg.get(lst.si, 0.0) + float(left[li])
+                words.setdefault(lst.si, set()).add(lst.term)
+        for si, terms in words.items():
+            bonus = sum(w for (a, b), w in zip(self.plan.pairs, self.pair_bonus, strict=False)
+                        if a in terms and b in terms)
+            per_seg[si] = (per_seg[si] + bonus) * (1.0 + PRUNE_BOUND_SLACK)
+        return left, per_seg
+
+    def _below(self, ub: float | np.ndarray) -> bool | np.ndarray:
+        """Which bounds cannot reach T."""
+        return ub < self.T - _TIE * abs(self.T) if math.isfinite(self.T) else (
+            np.zeros(np.shape(ub), dtype=bool) if np.ndim(ub) else False)
+
+    # ------------------------------------------------------------ candidates
+    def _postings_of(self, term: str, si: int) -> _Postings | None:
+        return self.s._postings(term, self.cache, si)
+
+    def _score(self, si: int, docs: np.ndarray) -> _Pending | None:
+        """Doc-level filters, then exact BM25F and coord of new candidates of segment si."""
+        plan = self.plan
+        keep = np.ones(len(docs), dtype=bool)
+        if plan.site_masks is not None:
+            keep &= plan.site_masks[si][docs]
+        if plan.nosite_masks is not None:
+            keep &= ~plan.nosite_masks[si][docs]
+        for ph in plan.required:
+            for term in ph.terms:
+                p = self._postings_of(term, si)
+                if p is None:
+                    return None
+                keep &= _member(docs, p.docs)[0]
+        for ph in plan.excluded:
+            if len(ph.terms) == 1:
+                p = self._postings_of(ph.terms[0], si)
+                if p is not None:
+                    keep &= ~_member(docs, p.docs)[0]
+        docs = docs[keep]
+        if len(docs) == 0:
+            return None
+        k1 = self.s.settings.k1
+        base = np.zeros(len(docs), dtype=np.float64)
+        matched = np.zeros(len(docs), dtype=np.int32)
+        has: dict[str, np.ndarray] = {}
+        for unit in plan.units:
+            any_hit = np.zeros(len(docs), dtype=bool) if len(unit) > 1 else None
+            for term in unit:
+                p = self._postings_of(term, si)
+                if p is None or len(p.docs) == 0:
+                    continue
+                hit, j = _member(docs, p.docs)
+                has[term] = has.get(term, np.zeros(len(docs), dtype=bool)) | hit
+                j = j[hit]
+                if plan.norms is None and p.saturated is not None:
+                    sat = p.saturated[j]
+                else:
+                    sat = bm25f.saturate(bm25f.pseudo_tf(
+                        p.tfs[j], self.coefficients[si][docs[hit]]), k1)
+                base[hit] += plan.idfs[term] * sat
+                if any_hit is None:
+                    matched[hit] += 1
+                else:
+                    any_hit |= hit
+            if any_hit is not None:
+                matched += any_hit
+        coord = (matched / max(len(plan.units), 1)) ** self.s.settings.coord_power
+        bonus = np.zeros(len(docs), dtype=np.float64)
+        for (a, b), w in zip(plan.pairs, self.pair_bonus, strict=False):
+            if a in has and b in has:
+                bonus += np.where(has[a] & has[b], w, 0.0)
+        return _Pending(np.full(len(docs), si, dtype=np.int32), docs, base, coord,
+                        (base + bonus) * coord * (1.0 + PRUNE_BOUND_SLACK),
+                        np.zeros(len(docs), dtype=bool))
+
+    def _needs_check(self, pend: _Pending) -> tuple[np.ndarray, np.ndarray]:
+        """Which candidates are still open (positions needed), and of those which for a
+        phrase (their match itself is open, not only their proximity bonus)."""
+        phrase = np.zeros(len(pend.ords), dtype=bool)
+        near = np.zeros(len(pend.ords), dtype=bool)
+        multi_required = any(len(ph.terms) > 1 for ph in self.plan.required)
+        excluded = [ph.terms for ph in self.plan.excluded if len(ph.terms) > 1]
+        pairs = list(self.plan.pairs) if self.pair_bonus else []
+        for si in np.unique(pend.si).tolist():
+            sel = pend.si == si
+            docs = pend.ords[sel]
+            if multi_required:
+                phrase[sel] = True
+            for terms, out in [*((t, phrase) for t in excluded), *((t, near) for t in pairs)]:
+                all_in = np.ones(len(docs), dtype=bool)
+                for t in terms:
+                    p = self._postings_of(t, si)
+                    if p is None:
+                        all_in[:] = False
+                        break
+                    all_in &= _member(docs, p.docs)[0]
+                out[sel] |= all_in
+        return phrase | near, phrase
+
+    # ------------------------------------------------------------ positions
+    def _keys(self, term: str, si: int, docs: np.ndarray) -> np.ndarray:
+        """ordinal << 29 | field << 25 | position of the term's occurrences in ``docs``
+        (sorted ordinals, each holding the term)."""
+        p = self._postings_of(term, si)
+        assert p is not None
+        whole = self.cache.get((si, "\x00pos:" + term)) or self.s._decoded.get(
+            (si, "\x00pos:" + term))
+        if whole is not None or len(p.all_docs) <= PRUNE_WHOLE_LIST * len(docs):
+            # A short list (or one already decoded whole): its cached keys serve, as the
+            # exhaustive path's do, and later queries reuse them.
+            keys = self.s._position_keys(p, si, self.cache, term)
+            return keys[_member(keys >> _DOC_SHIFT, docs)[0]]
+        sel = np.searchsorted(p.all_docs, docs)
+        if p.pos_starts is None:
+            flat = p.all_tfs.ravel().astype(np.int64)
+            p.pos_starts = np.cumsum(flat) - flat
+        positions = self.s.segments[si].positions_of(p.row, p.all_tfs, sel,
+                                                     starts=p.pos_starts)
+        tfs = p.all_tfs[sel]
+        group = (docs[:, None] << 4) | np.arange(N_FIELDS, dtype=np.int64)
+        per_pos = np.repeat(group.ravel(), tfs.ravel().astype(np.int64))
+        return ((per_pos >> 4) << _DOC_SHIFT) | ((per_pos & 0xF) << _FIELD_SHIFT) | positions
+
+    def _phrase(self, ph: Phrase, si: int, docs: np.ndarray) -> np.ndarray:
+        """Which of ``docs`` hold the phrase (as the searcher's whole-segment phrase mask)."""
+        inside = np.ones(len(docs), dtype=bool)
+        for t in ph.terms:
+            p = self._postings_of(t, si)
+            if p is None:
+                return np.zeros(len(docs), dtype=bool)
+            inside &= _member(docs, p.docs)[0]
+        if len(ph.terms) == 1 or not inside.any():
+            return inside
+        sub = docs[inside]
+        if all(self._whole(t, si, len(sub)) for t in ph.terms):
+            # Short lists: the phrase over them whole, once per query and segment.
+            key = (si, ph.text)
+            held = self._phrase_docs.get(key)
+            if held is None:
+                held = self._phrase_in(ph, si, None)
+                self._phrase_docs[key] = held
+            return inside & _member(docs, held)[0]
+        out = np.zeros(len(docs), dtype=bool)
+        out[inside] = _member(sub, self._phrase_in(ph, si, sub))[0]
+        return out
+
+    def _whole(self, term: str, si: int, n: int) -> bool:
+        """Whether to use the term's whole position list (decoded once, cached) rather than
+        the positions of ``n`` candidates: a short list, or one decoded already."""
+        p = self._postings_of(term, si)
+        if p is None:
+            return False
+        key = (si, "\x00pos:" + term)
+        return (len(p.all_docs) <= PRUNE_WHOLE_LIST * n or key in self.cache
+                or self.s._decoded.get(key) is not None)
+
+    def _phrase_in(self, ph: Phrase, si: int, sub: np.ndarray | None) -> np.ndarray:
+        """Sorted ordinals (of ``sub``, or of the whole lists) holding the phrase."""
+        keys: np.ndarray | None = None
+        for term, offset in zip(ph.terms, ph.offsets, strict=True):
+            if sub is None:
+                p = self._postings_of(term, si)
+                assert p is not None
+                k = self.s._position_keys(p, si, self.cache, term)
+            else:
+                k = self._keys(term, si, sub)
+            k = k[(k & _POS_MASK) >= offset] - offset
+            keys = np.unique(k) if keys is None else np.intersect1d(keys, k, assume_unique=True)
+            if len(keys) == 0:
+                return np.zeros(0, dtype=np.int64)
+        assert keys is not None
+        return np.unique(keys >> _DOC_SHIFT)
+
+    def proximity(self, si: int, docs: np.ndarray) -> np.ndarray:
+        """The proximity bonus of each of ``docs`` (as the searcher's whole-segment one)."""
+        bonus = np.zeros(len(docs), dtype=np.float64)
+        window = self.s.settings.proximity_window
+        for (a, b), w in zip(self.plan.pairs, self.pair_bonus, strict=False):
+            pa, pb = self._postings_of(a, si), self._postings_of(b, si)
+            if pa is None or pb is None:
+                continue
+            both = _member(docs, pa.docs)[0] & _member(docs, pb.docs)[0]
+            if not both.any():
+                continue
+            sub = docs[both]
+            if self._whole(a, si, len(sub)) and self._whole(b, si, len(sub)):
+                # Short lists: the pair over them whole, kept in the searcher's pairs cache.
+                near_docs, share = self.s._near_pairs(a, b, si, self.cache)
+                hit, j = _member(docs, near_docs)
+                bonus[hit] += w * share[j[hit]]
+                continue
+            ka, kb = self._keys(a, si, sub), self._keys(b, si, sub)
+            nxt = np.searchsorted(kb, ka + 1)
+            ok = nxt < len(kb)
+            near = np.zeros(len(ka), dtype=bool)
+            near[ok] = kb[nxt[ok]] - ka[ok] <= window
+            near &= self.s._weighted_field[(ka >> _FIELD_SHIFT) & 0xF]
+            if near.any():
+                owners = ka[near] >> _DOC_SHIFT
+                first = np.flatnonzero(np.diff(owners, prepend=-1))
+                c = np.diff(first, append=len(owners)).astype(np.float64)
+                bonus[np.searchsorted(docs, owners[first])] += w * (c / (c + 1.0))
+        return bonus
+
+    def _check(self, pend: _Pending) -> None:
+        """Phrases and proximity of a batch: the passing ones join the results."""
+        self.verified += len(pend.ords)
+        for si in np.unique(pend.si).tolist():
+            sel = np.flatnonzero(pend.si == si)
+            order = np.argsort(pend.ords[sel], kind="stable")
+            sel = sel[order]
+            docs = pend.ords[sel]
+            ok = np.ones(len(docs), dtype=bool)
+            for ph in self.plan.required:
+                ok &= self._phrase(ph, si, docs)
+            for ph in self.plan.excluded:
+                if len(ph.terms) > 1:
+                    ok &= ~self._phrase(ph, si, docs)
+            bonus = self.proximity(si, docs) if self.pair_bonus else np.zeros(len(docs))
+            text = (pend.base[sel] + bonus) * pend.coord[sel]
+            self.sure += int((ok & pend.phrase[sel]).sum())
+            self._add(np.full(int(ok.sum()), si, dtype=np.int32), docs[ok], text[ok])
+
+    def _add(self, si: np.ndarray, ords: np.ndarray, text: np.ndarray) -> None:
+        if len(ords) == 0:
+            return
+        self.res_si.append(si)
+        self.res_ord.append(ords)
+        self.res_text.append(text)
+        self.results = np.concatenate([self.results, text])
+        t = _kth(self.results, self.depth)
+        if self.prior_bound is not None:
+            t = max(t, _kth(self.results, self.want) - self.prior_bound)
+        self.T = max(self.T, t)
+
+    def _late(self) -> bool:
+        return self.deadline is not None and time.monotonic() > self.deadline
+
+    # ------------------------------------------------------------ the loop
+    def _drop_below(self, pend: _Pending) -> _Pending:
+        """Forget the candidates that cannot reach T (noting unchecked phrase matches)."""
+        low = np.asarray(self._below(pend.ub), dtype=bool)
+        if (low & pend.phrase).any():
+            self.unsure_dropped = True
+        return _take(pend, ~low)
+
+    def run(self) -> TopText:
+        self._open_lists()
+        n_lists = len(self.lists)
+        if n_lists == 0:
+            return TopText(np.zeros(0, np.int32), np.zeros(0, np.int64), np.zeros(0), 0, True,
+                           False)
+        owner = np.concatenate([np.full(len(lst.bound), i, dtype=np.int64)
+                                for i, lst in enumerate(self.lists)])
+        block = np.concatenate([np.arange(len(lst.bound), dtype=np.int64) for lst in self.lists])
+        bound = np.concatenate([lst.bound for lst in self.lists])
+        size = np.concatenate([np.diff(lst.starts) for lst in self.lists])
+        order = np.argsort(-bound, kind="stable")
+        owner, block, bound, size = owner[order], block[order], bound[order], size[order]
+        csize = np.cumsum(size)
+        n_blocks = len(bound)
+        untaken = np.ones(n_blocks, dtype=bool)
+        seen: list[list[np.ndarray]] = [[] for _ in self.s.segments]
+        pend: _Pending | None = None
+        pos = 0  # phase 1 takes blocks in descending bound: [0, pos) are taken
+        last_round = False  # phase 2 took every block that can matter: none is left to take
+        round_postings = max(PRUNE_FIRST_POSTINGS, 2 * self.depth)
+        batch = PRUNE_VERIFY_FIRST
+        partial = False
+        rest = max(self._left(owner, bound, untaken)[1].values(), default=-math.inf)
+        while True:
+            # Check the open candidates ahead of every unseen document, highest bound first.
+            if pend is not None:
+                pend = self._drop_below(pend)
+                while len(pend.ords) and (last_round or pend.ub[0] >= rest):
+                    if self._late():
+                        partial = True
+                        break
+                    first = np.zeros(len(pend.ords), dtype=bool)
+                    first[:batch] = True  # pend is kept in descending bound
+                    self._check(_take(pend, first))
+                    batch = min(2 * batch, PRUNE_VERIFY_MAX)
+                    pend = self._drop_below(_take(pend, ~first))
+            if partial or self._late():
+                partial = True
+                break
+            # Done when no block is left to take, or no unseen document can reach T (then
+            # every open candidate is below ``rest``, so below T: dropped above).
+            if last_round or not untaken.any() or self._below(rest):
+                break
+            if math.isfinite(self.T):
+                # Phase 2, once T is known: every block that could hold a document reaching T
+                # (its bound plus the other lists' largest left, in its segment) in one round.
+                left, per_seg = self._left(owner, bound, untaken)
+                seg_of = np.array([lst.si for lst in self.lists], dtype=np.int64)
+                seg_sum = np.array([per_seg.get(int(si), 0.0) for si in seg_of])
+                # seg_sum holds the slack and pair bonus: others = it minus the list's own
+                # largest, which the block's bound replaces.
+                could = seg_sum[owner] - left[owner] * (1.0 + PRUNE_BOUND_SLACK) + bound * (
+                    1.0 + PRUNE_BOUND_SLACK)
+                pick = untaken & ~np.asarray(self._below(could), dtype=bool)
+                last_round = True
+            else:
+                # Phase 1: the next blocks in descending bound, doubling, until some
+                # candidate is exact and T known.
+                stop = int(np.searchsorted(csize, (csize[pos - 1] if pos else 0)
+                                           + round_postings, side="left")) + 1
+                stop = min(max(stop, pos + 1), n_blocks)
+                pick = np.zeros(n_blocks, dtype=bool)
+                pick[pos:stop] = True
+                pick &= untaken
+                pos = stop
+                round_postings *= 2
+            untaken &= ~pick
+            r_owner, r_block = owner[pick], block[pick]
+            by_seg: dict[int, list[np.ndarray]] = {}
+            for li in np.unique(r_owner).tolist():
+                lst = self.lists[li]
+                js = np.sort(r_block[r_owner == li])  # ascending: the docs come out sorted
+                idx = _ranges(lst.starts[js], lst.starts[js + 1])
+                by_seg.setdefault(lst.si, []).append(lst.p.docs[idx])
+            fresh: list[_Pending] = [] if pend is None else [pend]
+            for si, parts in by_seg.items():
+                docs = parts[0] if len(parts) == 1 else np.unique(np.concatenate(parts))
+                for old in seen[si]:
+                    docs = docs[~_member(docs, old)[0]]
+                seen[si].append(docs)
+                scored = self._score(si, docs)
+                if scored is None:
+                    continue
+                open_, scored.phrase = self._needs_check(scored)
+                self.sure += int((~scored.phrase).sum())
+                done = _take(scored, ~open_)
+                self._add(done.si, done.ords, done.base * done.coord)
+                fresh.append(_take(scored, open_))
+            pend = _merge(fresh)
+            if pend is not None:
+                pend = _take(pend, np.argsort(-pend.ub, kind="stable"))
+            rest = (-math.inf if last_round else
+                    max(self._left(owner, bound, untaken)[1].values(), default=-math.inf))
+        if pend is not None and len(self._drop_below(pend).ords):
+            self.unsure_dropped = True  # stopped before checking them
+        segs = _concat(self.res_si, np.int32)
+        ords = _concat(self.res_ord, np.int64)
+        text = _concat(self.res_text, np.float64)
+        if math.isfinite(self.T):
+            keep = text >= self.T
+            segs, ords, text = segs[keep], ords[keep], text[keep]
+        complete = not untaken.any() and not self.unsure_dropped and not partial
+        total = self.sure
+        if not complete and not (self.plan.required or self.plan.excluded
+                                 or self.plan.site_masks is not None
+                                 or self.plan.nosite_masks is not None):
+            # Without filters every document holding a query word matches.
+            dfs: dict[str, int] = {}
+            for term, si in {(lst.term, lst.si) for lst in self.lists}:
+                p = self._postings_of(term, si)
+                dfs[term] = dfs.get(term, 0) + (0 if p is None else len(p.docs))
+            total = max(total, max(dfs.values(), default=0))
+        return TopText(segs, ords, text, total, complete, partial, blocks=n_blocks,
+                       blocks_read=int(n_blocks - untaken.sum()), verified=self.verified)
+
+
+_PENDING_FIELDS = ("si", "ords", "base", "coord", "ub", "phrase")
+
+
+def _merge(parts: list[_Pending]) -> _Pending | None:
+    if not parts:
+        return None
+    if len(parts) == 1:
+        return parts[0]
+    return _Pending(*(np.concatenate([getattr(p, f) for p in parts]) for f in _PENDING_FIELDS))
+
+
+def _take(p: _Pending, mask: np.ndarray) -> _Pending:
+    return _Pending(*(getattr(p, f)[mask] for f in _PENDING_FIELDS))
+
+
+def top_text(searcher: Searcher, plan: Plan, cache: Cache, *, depth: int, want: int,
+             prior_bound: float | None, deadline: float | None) -> TopText:
+    """Every text match that can be among the top ``depth`` by text score, or, with
+    ``prior_bound``, among the top ``want`` once a prior in [0, prior_bound] is added; with
+    exact text scores (module docstring)."""
+    return _Evaluation(searcher, plan, cache, depth=depth, want=want, prior_bound=prior_bound,
+                       deadline=deadline).run()
+
+
+def proximity_bonus(searcher: Searcher, pairs: list[tuple[str, str]], idfs: dict[str, float],
+                    cache: Cache, *, si: int, docs: np.ndarray) -> np.ndarray:
+    """The proximity bonus of ``docs`` (sorted live ordinals of segment ``si``), for explain."""
+    plan = Plan([], idfs, pairs, [], [], None, None, None)
+    return _Evaluation(searcher, plan, cache, depth=1, want=1, prior_bound=None,
+                       deadline=None).proximity(si, docs)

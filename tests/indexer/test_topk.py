@@ -1,0 +1,182 @@
+"""The pruned top-k evaluation (indexer/topk.py) gives the hits of the exhaustive one.
+
+Random small indexes (a few words drawn Zipf-like, so lists run over several 128-posting
+blocks; two segments, the newer replacing some pages of the older and dropping others), random
+queries with phrases, OR, exclusions and site: filters, other collection statistics (as a
+shard scoring with the global ones), a prior bounded by ``w``: the top k of both evaluations
+must be the same pages with the same scores.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from indexer import searcher as searcher_module
+from indexer import topk
+from indexer.manifest import Manifest
+from indexer.searcher import CollectionStats, Searcher
+from indexer.segment import SegmentReader, SegmentWriter
+from indexer.settings import BLOCK, FIELDS
+
+WORDS = ["alpha", "beta", "gamma", "delta", "eps", "zeta", "eta", "theta", "iota", "kappa"]
+HOSTS = ["a.example", "b.example", "c.example"]
+W = 0.7  # the prior bound
+
+
+def _text(rng: random.Random, n: int) -> str:
+    # Zipf-like: word i drawn with weight 1 / (i + 1).
+    return " ".join(rng.choices(WORDS, weights=[1 / (i + 1) for i in range(len(WORDS))], k=n))
+
+
+def _segment(path: Path, rng: random.Random, ids: list[int], drops: list[int]) -> SegmentReader:
+    w = SegmentWriter(path, ram_bytes=1 << 20)
+    for i in ids:
+        host = HOSTS[i % len(HOSTS)]
+        title = _text(rng, rng.randint(0, 4))
+        body = _text(rng, rng.randint(1, 40))
+        w.add_document(i, host=host, url=f"http://{host}/{_text(rng, 1)}/{i}", title=title,
+                       text=body, fields=[title, _text(rng, rng.randint(0, 3)), body, "",
+                                          [_text(rng, 2) for _ in range(rng.randint(0, 2))]])
+    for d in drops:
+        w.add_drop(d)
+    w.finish()
+    return SegmentReader(path)
+
+
+def _searcher(root: Path, seed: int, n_docs: int) -> Searcher:
+    rng = random.Random(seed)
+    first = _segment(root / "seg-1", rng, list(range(1, n_docs + 1)), [])
+    again = sorted(rng.sample(range(1, n_docs + 1), n_docs // 4))
+    gone = [i for i in rng.sample(range(1, n_docs + 1), n_docs // 10) if i not in again]
+    second = _segment(root / "seg-2", rng, [*again, n_docs + 1, n_docs + 2], gone)
+    return Searcher(Manifest(generation=1, last_seq=0), [first, second])
+
+
+def _prior(ids: np.ndarray) -> np.ndarray:
+    return W * ((ids * 2654435761) % 1000) / 1000.0
+
+
+QUERY = st.builds(
+    lambda a, b, c, form: form.format(a=a, b=b, c=c),
+    st.sampled_from(WORDS), st.sampled_from(WORDS), st.sampled_from(WORDS),
+    st.sampled_from(["{a}", "{a} {b}", "{a} {b} {c}", '"{a} {b}"', '{c} "{a} {b}"',
+                     "{a} -{b}", '{a} {c} -"{b} {a}"', "{a} site:a.example",
+                     "{a} {b} -site:b.example", "{a} OR {b} {c}", '"{a} {b} {c}"']))
+
+
+@pytest.fixture(autouse=True)
+def small_rounds() -> Iterator[None]:
+    """Small indexes take the pruned path, in rounds of one block and checks of two
+    candidates, so that they go through many rounds and batches."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(topk, "PRUNE_FIRST_POSTINGS", 1)
+        mp.setattr(searcher_module, "EXHAUSTIVE_MAX_DOCS", 0)  # small indexes prune too
+        mp.setattr(topk, "PRUNE_VERIFY_FIRST", 2)
+        yield
+
+
+def _same(s: Searcher, q: str, **kw: object) -> None:
+    want = s.search(q, exhaustive=True, snippets=False, **kw)  # type: ignore[arg-type]
+    got = s.search(q, snippets=False, **kw)  # type: ignore[arg-type]
+    assert [h.doc_id for h in got.hits] == [h.doc_id for h in want.hits], q
+    for g, w in zip(got.hits, want.hits, strict=True):
+        assert g.score == pytest.approx(w.score, rel=1e-9, abs=1e-12), q
+        assert g.text_score == pytest.approx(w.text_score, rel=1e-9, abs=1e-12), q
+    assert not got.partial
+    if got.total_exact:
+        assert got.total == want.total, q
+    else:
+        assert got.total <= want.total, q
+
+
+@given(seed=st.integers(0, 2**31), n_docs=st.integers(20, 500), queries=st.lists(QUERY,
+       min_size=1, max_size=6), k=st.integers(1, 12), depth=st.sampled_from([12, 40, 1000]),
+       offset=st.integers(0, 3))
+@settings(max_examples=25, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+def test_pruned_equals_exhaustive(tmp_path_factory: pytest.TempPathFactory, *, seed: int,
+                                  n_docs: int, queries: list[str], k: int, depth: int,
+                                  offset: int) -> None:
+    s = _searcher(tmp_path_factory.mktemp("idx"), seed, n_docs)
+    stats_args = {"n_docs": s.n_docs * 3, "field_lengths": tuple(
+        int(x) * 2 for x in s.field_length_sums)}
+    for q in queries:
+        _same(s, q, k=k, depth=depth, offset=offset)
+        _same(s, q, k=k, depth=depth, offset=offset, prior=_prior, prior_bound=W)
+        local = s.collection_stats(q)
+        stats = CollectionStats(df={t: 2 * n + 1 for t, n in local.df.items()}, **stats_args)
+        _same(s, q, k=k, depth=depth, offset=offset, prior=_prior, prior_bound=W, stats=stats)
+
+
+def test_segments_without_stored_impacts_prune_the_same(tmp_path: Path) -> None:
+    """A segment from before block impacts (version 2) derives them from its postings."""
+    s = _searcher(tmp_path, 7, 400)
+    for seg in s.segments:
+        assert seg.impacts(0) is not None
+        seg._impacts = None  # as an old segment reads
+    for q in ["alpha", "beta gamma", '"alpha beta"', "gamma -alpha"]:
+        _same(s, q, k=5, depth=20, prior=_prior, prior_bound=W)
+
+
+def test_stored_impacts_bound_every_posting(tmp_path: Path) -> None:
+    """Each block's impacts: no posting has a larger tf or a shorter field holding the word."""
+    seg = _searcher(tmp_path, 3, 500).segments[0]
+    for row in range(len(seg.terms())):
+        docs, tfs = seg.postings(row)
+        imp = seg.impacts(row)
+        assert imp is not None and len(imp) == (len(docs) + BLOCK - 1) // BLOCK
+        for j in range(len(imp)):
+            block_tfs = tfs[j * BLOCK : (j + 1) * BLOCK]
+            lens = seg.field_lens[docs[j * BLOCK : (j + 1) * BLOCK]]
+            assert (block_tfs.max(axis=0) == imp[j, : len(FIELDS)]).all()
+            for f in range(len(FIELDS)):
+                held = block_tfs[:, f] > 0
+                if held.any():
+                    assert lens[held, f].min() == imp[j, len(FIELDS) + f]
+
+
+def test_pruning_skips_blocks_and_counts_honestly(tmp_path: Path) -> None:
+    """A word in every page's body, in the title of a few early pages only: the blocks of the
+    others cannot reach the top 5 and are never scored; the count is then a lower bound."""
+    w = SegmentWriter(tmp_path / "seg-1", ram_bytes=1 << 20)
+    n = 30 * BLOCK
+    for i in range(1, n + 1):
+        title = "needle" if i <= 5 else "hay"
+        body = f"needle {_text(random.Random(i), 20)}"
+        w.add_document(i, host="a.example", url=f"http://a.example/{i}", title=title,
+                       text=body, fields=[title, "", body, "", []])
+    w.finish()
+    s = Searcher(Manifest(generation=1, last_seq=0), [SegmentReader(tmp_path / "seg-1")])
+    got = s.search("needle", k=5, depth=5, snippets=False)
+    want = s.search("needle", k=5, depth=5, snippets=False, exhaustive=True)
+    assert got.blocks == 30 and got.blocks_read < got.blocks
+    assert [h.doc_id for h in got.hits] == [h.doc_id for h in want.hits] == [1, 2, 3, 4, 5]
+    assert not got.total_exact and got.total == want.total == n  # the word's df: exact here
+    # Every block read: the count is exact.
+    full = s.search("needle hay", k=5, depth=n, snippets=False)
+    assert full.total_exact and full.total == n
+
+
+def test_explain_adds_up_to_the_text_score(tmp_path: Path) -> None:
+    s = _searcher(tmp_path, 5, 300)
+    for q in ["alpha beta", "beta gamma delta", '"alpha beta" gamma', "eps OR zeta alpha"]:
+        for h in s.search(q, k=5, explain=True, snippets=False).hits:
+            assert h.explain is not None
+            assert h.explain["text_score"] == pytest.approx(h.text_score, rel=1e-6), q
+
+
+def test_a_deadline_past_gives_a_partial_answer_not_an_error(tmp_path: Path) -> None:
+    s = _searcher(tmp_path, 13, 400)
+    late = s.search('"alpha beta" gamma', deadline=time.monotonic() - 1.0, snippets=False)
+    assert late.partial and not late.total_exact
+    on_time = s.search('"alpha beta" gamma', deadline=time.monotonic() + 600.0, snippets=False)
+    assert not on_time.partial
+    assert on_time.hits == s.search('"alpha beta" gamma', snippets=False, exhaustive=True).hits
