@@ -38,7 +38,7 @@ from indexer.settings import (
     WORKER_MEMO_TOKENS,
 )
 from store.errors import WarcError
-from store.warc import WarcLocation, read_response
+from store.warc import WarcLocation, read_body
 
 FULL, ANCHOR_ONLY = 0, 1  # DocJob.kind
 INDEXED, WARC_ERROR = 0, 1  # AnalysedBatch.status
@@ -86,8 +86,8 @@ class BatchAnalyser:
             return (anchors.best(), " · ".join(dict.fromkeys(job.anchors)),
                     ["", "", "", url_words(job.url), job.anchors])
         assert job.warc is not None
-        response = read_response(self.warc_dir, WarcLocation(*job.warc))
-        parsed = parse_html(response.body, job.url, job.content_type)
+        body = read_body(self.warc_dir, WarcLocation(*job.warc))
+        parsed = parse_html(body, job.url, job.content_type)
         return (parsed.title or anchors.best(), parsed.text,
                 [parsed.title, parsed.headings, parsed.body, parsed.url_words, job.anchors])
 

@@ -136,8 +136,7 @@ class WarcWriterFile:
             self._fh = None
 
 
-def read_response(directory: Path, location: WarcLocation) -> WarcResponse:
-    """Read one response record and check its payload digest. Raises :class:`WarcError`."""
+def _read_raw(directory: Path, location: WarcLocation) -> bytes:
     path = Path(directory) / location.file
     try:
         with open(path, "rb") as fh:
@@ -147,6 +146,59 @@ def read_response(directory: Path, location: WarcLocation) -> WarcResponse:
         raise WarcError(f"cannot read WARC record {location.file}@{location.offset}: {exc}") from None
     if len(raw) != location.length:
         raise WarcError(f"WARC record {location.file}@{location.offset} is truncated")
+    return raw
+
+
+def _body_fast(raw: bytes) -> bytes | None:
+    """The payload of one gzipped response record as this module writes it (WARC headers, an
+    HTTP header block, the body), digest-checked; None when the record is not of that plain
+    shape (or fails its check), so the caller takes warcio's path and its error message."""
+    inflate = zlib.decompressobj(zlib.MAX_WBITS + 16)
+    try:
+        block = inflate.decompress(raw)
+    except zlib.error:
+        return None
+    if not inflate.eof:  # no complete gzip member (its CRC and size unchecked)
+        return None
+    warc_end = block.find(b"\r\n\r\n")
+    if warc_end < 0 or not block.startswith(b"WARC/"):
+        return None
+    head = block[:warc_end]
+    length: int | None = None
+    digest: str | None = None
+    for line in head.split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        key = name.strip().lower()
+        if key == b"content-length":
+            length = int(value) if value.strip().isdigit() else None
+        elif key == b"warc-payload-digest":
+            digest = value.strip().decode("ascii", "replace")
+        elif key == b"warc-type" and value.strip() != b"response":
+            return None
+    start = warc_end + 4
+    if length is None or digest is None or len(block) < start + length:
+        return None
+    http = block[start : start + length]
+    if not http.startswith(b"HTTP/"):
+        return None
+    http_end = http.find(b"\r\n\r\n")
+    if http_end < 0:
+        return None
+    body = http[http_end + 4 :]
+    return body if payload_digest(body) == digest else None
+
+
+def read_body(directory: Path, location: WarcLocation) -> bytes:
+    """The digest-checked body of one response record (what the indexer needs, no headers):
+    a plain record is read with zlib alone, anything else through :func:`read_response`.
+    Raises :class:`WarcError`."""
+    body = _body_fast(_read_raw(directory, location))
+    return body if body is not None else read_response(directory, location).body
+
+
+def read_response(directory: Path, location: WarcLocation) -> WarcResponse:
+    """Read one response record and check its payload digest. Raises :class:`WarcError`."""
+    raw = _read_raw(directory, location)
     try:
         record = next(iter(ArchiveIterator(io.BytesIO(raw))))
         body = record.raw_stream.read()
