@@ -3,7 +3,7 @@
 The indexing run (indexer/build.py) decides in the main process *which* documents a batch holds
 (store rows, anchor texts: SQLite stays there) and hands them over as plain :class:`DocJob`
 tuples.  :class:`BatchAnalyser` reads each full document's WARC record (digest-checked), parses it
-once with lxml (indexer/parse.py), turns every field into hits with its own raw-token -> word-ID
+once with lexbor (indexer/parse.py), turns every field into hits with its own raw-token -> word-ID
 memo (indexer/hits.py: the Whoosh chain runs once per distinct word form *per analyser*) and
 returns an :class:`AnalysedBatch`: numpy arrays and bytes, no per-hit Python objects, so a batch
 crosses a process boundary cheaply.
@@ -87,7 +87,8 @@ class BatchAnalyser:
                     ["", "", "", url_words(job.url), job.anchors])
         assert job.warc is not None
         body = read_body(self.warc_dir, WarcLocation(*job.warc))
-        parsed = parse_html(body, job.url, job.content_type)
+        # Blocks and fragments are not indexed yet: their consumer turns them on (and pays).
+        parsed = parse_html(body, job.url, job.content_type, structure=False)
         return (parsed.title or anchors.best(), parsed.text,
                 [parsed.title, parsed.headings, parsed.body, parsed.url_words, job.anchors])
 
