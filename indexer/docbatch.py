@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import zlib
 from dataclasses import dataclass
-from itertools import islice
 from pathlib import Path
 from typing import NamedTuple
 
@@ -150,4 +149,4 @@ class BatchAnalyser:
         return AnalysedBatch(
             status=status, titles=titles, text_blobs=b"".join(blobs), text_offsets=offsets,
             text_bytes=text_bytes, field_lens=lens, hits=hits, first_new=first_new,
-            new_terms=list(islice(self.hits.lexicon, first_new, None)), errors=errors)
+            new_terms=self.hits.words[first_new:], errors=errors)

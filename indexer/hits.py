@@ -28,6 +28,7 @@ class HitMaker:
     def __init__(self, analyzer: Analyzer | None = None, gap: int = ANCHOR_GAP) -> None:
         self.analyzer = analyzer or Analyzer()
         self.lexicon: dict[str, int] = {}
+        self.words: list[str] = []  # the words this HitMaker learned, in ID order
         # Raw token or whitespace-separated chunk -> word ID, _NOTHING, or -2 - compound index.
         # One namespace: a chunk that is one whole token is that token.
         self._raw: dict[str, int] = {}
@@ -54,6 +55,7 @@ class HitMaker:
         wid = self.lexicon.get(term)
         if wid is None:
             wid = self.lexicon[term] = len(self.lexicon)
+            self.words.append(term)
         return wid
 
     def _learn(self, raw: str) -> int:
