@@ -37,7 +37,7 @@ from indexer.settings import (
     WORKER_MEMO_TOKENS,
 )
 from store.errors import WarcError
-from store.warc import WarcLocation, read_body
+from store.warc import BodyReader, WarcLocation
 
 FULL, ANCHOR_ONLY = 0, 1  # DocJob.kind
 INDEXED, WARC_ERROR = 0, 1  # AnalysedBatch.status
@@ -75,8 +75,13 @@ class BatchAnalyser:
 
     def __init__(self, warc_dir: Path, memo_tokens: int = WORKER_MEMO_TOKENS) -> None:
         self.warc_dir = Path(warc_dir)
+        self.reader = BodyReader(self.warc_dir)
         self.memo_tokens = memo_tokens
         self.hits = HitMaker()
+
+    def close(self) -> None:
+        """Close the WARC files it holds open."""
+        self.reader.close()
 
     def _fields(self, job: DocJob) -> tuple[str, str, list[str | list[str]]]:
         """(title, snippet text, field texts in FIELDS order) of one job; raises WarcError."""
@@ -85,7 +90,7 @@ class BatchAnalyser:
             return (anchors.best(), " · ".join(dict.fromkeys(job.anchors)),
                     ["", "", "", url_words(job.url), job.anchors])
         assert job.warc is not None
-        body = read_body(self.warc_dir, WarcLocation(*job.warc))
+        body = self.reader.read(WarcLocation(*job.warc))
         # Blocks and fragments are not indexed yet: their consumer turns them on (and pays).
         parsed = parse_html(body, job.url, job.content_type, structure=False)
         return (parsed.title or anchors.best(), parsed.text,

@@ -57,6 +57,7 @@ def _serve(warc_dir: Path, memo_tokens: int, inbox: Any, outbox: Any, parent: in
                 os._exit(0)
             continue
         if jobs is None:
+            analyser.close()
             return
         try:
             outbox.put(("ok", analyser.analyse(jobs)))
@@ -100,6 +101,8 @@ class AnalyserPool:
     def close(self, abort: bool = False) -> None:
         """Stop the workers: after their last batch, or at once (``abort``: the run failed, and
         results nobody will read must not keep a worker waiting to send them)."""
+        if self._local is not None:
+            self._local.close()
         for inbox, _ in self._queues:
             if not abort:
                 inbox.put(None)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from store.errors import WarcError
-from store.warc import WarcLocation, WarcWriterFile, read_body, read_response
+from store.warc import BodyReader, WarcLocation, WarcWriterFile, read_body, read_response
 
 Reader = Callable[[Path, WarcLocation], object]
 
@@ -85,3 +85,23 @@ def test_whole_file_reads_with_any_warc_tool(tmp_path: Path) -> None:
                 for r in ArchiveIterator(fh)]
     assert seen == [(f"http://h.example/{i}", b) for i, b in enumerate(bodies)]
 
+
+
+def test_a_body_reader_keeps_few_files_open_and_reads_them_all(tmp_path: Path) -> None:
+    writer = WarcWriterFile(tmp_path, rotate_bytes=1)  # one file per record
+    bodies = [f"<p>page {i}</p>".encode() for i in range(5)]
+    locs = [writer.write_response(f"http://h/{i}", 200, "OK", [], b) for i, b in enumerate(bodies)]
+    writer.close()
+    reader = BodyReader(tmp_path, max_open=2)
+    try:
+        for _ in range(2):
+            for loc, body in zip(locs, bodies, strict=True):
+                assert reader.read(loc) == body
+                assert len(reader._fds) <= 2
+        with pytest.raises(WarcError, match="truncated"):
+            reader.read(WarcLocation(locs[0].file, locs[0].offset, locs[0].length + 10**6))
+        with pytest.raises(WarcError, match="cannot read"):
+            reader.read(WarcLocation("absent.warc.gz", 0, 10))
+    finally:
+        reader.close()
+    assert not reader._fds
