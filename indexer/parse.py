@@ -57,6 +57,7 @@ BLOCK_TAGS = (
     "main", "nav", "ol", "p", "pre", "section", "summary", "table", "tbody", "td", "tfoot",
     "th", "thead", "tr", "ul", *_HEADING_TAGS)
 _BLOCKS = ", ".join(BLOCK_TAGS)
+_MAIN = "main, [role='main'], article"
 _MARK = "\x1e"  # a block boundary (an ASCII record separator: whitespace to str.split)
 _URL_EXT = re.compile(r"\.(?:s?html?|php|aspx?|jsp)$", re.IGNORECASE)
 _CHARSET = re.compile(r"charset\s*=\s*[\"']?([\w.:-]+)", re.IGNORECASE)
@@ -138,6 +139,16 @@ def decode_html(body: bytes, content_type: str | None) -> str:
     return body.decode(enc, "replace")
 
 
+def _main(candidates: list[LexborNode]) -> LexborNode | None:
+    """The first <main>, else the first role="main", else the first <article> (one selector
+    query for the three)."""
+    for tag, role in (("main", None), (None, "main"), ("article", None)):
+        for el in candidates:
+            if el.tag == tag if tag else el.attributes.get("role") == role:
+                return el
+    return None
+
+
 def _text(node: LexborNode) -> str:
     return squash(node.text(separator=" "))
 
@@ -155,13 +166,12 @@ def parse_html(body: bytes, url: str, content_type: str | None = None, *,
         html = html.replace(_MARK, " ")  # whitespace either way; the marks are ours
     # Lone surrogates cannot come out of a decode; NUL becomes U+FFFD in lexbor's tokenizer.
     tree = LexborHTMLParser(html)
-    title_el = tree.css_first("title")
-    title = _text(title_el) if title_el is not None else ""
+    titles = tree.tags("title")  # by tag name: no selector to compile
+    title = _text(titles[0]) if titles else ""
     root = tree.root
     lang = (root.attributes.get("lang") if root is not None else None) or None
     tree.strip_tags(list(INVISIBLE_TAGS))  # the elements the crawler leaves out (core/html.py)
-    scope = (tree.css_first("main") or tree.css_first("[role='main']")
-             or tree.css_first("article") or tree.body or root)
+    scope = _main(tree.css(_MAIN)) or tree.body or root
     if scope is None:
         return empty
     heads = scope.css(_HEADINGS)
