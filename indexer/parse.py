@@ -247,6 +247,18 @@ def _enclosing_id(node: LexborNode, stop: LexborNode, ids: set[str]) -> str | No
     return None
 
 
+def _preceding_anchor(node: LexborNode, ids: set[str]) -> str | None:
+    """The id of an empty anchor right before ``node`` (Texinfo: ``<a name=x></a><h3>``,
+    ``<span id=x></span><h3>``)."""
+    prev = node.prev
+    while prev is not None and prev.is_text_node and not (prev.text_content or "").strip():
+        prev = prev.prev
+    if prev is None or not prev.is_element_node or _text(prev):
+        return None
+    got = prev.id or prev.attributes.get("name")
+    return got if got and got in ids else None
+
+
 def _following_text(node: LexborNode, stop: LexborNode, limit: int,
                     until: tuple[str, ...]) -> str:
     """Up to ``limit`` characters of the text after ``node`` in its section: its following
@@ -289,13 +301,14 @@ def _fragments(tree: LexborHTMLParser, scope: LexborNode,
                                 _bounded(text, MAX_FRAGMENT_TEXT_CHARS)))
 
     for dt in scope.css("dt"):
-        fid = _anchor_id(dt, ids) or _enclosing_id(dt, scope, ids)
+        fid = _anchor_id(dt, ids) or _enclosing_id(dt, scope, ids) or _preceding_anchor(dt, ids)
         if fid is None:
             continue
         key = _text(dt)
-        add(fid, key, squash(key + " " + _following_text(dt, dt, MAX_FRAGMENT_TEXT_CHARS, ("dt",))))
+        dl = dt.parent or dt  # the definition: this term's <dd>s in its list, up to the next <dt>
+        add(fid, key, squash(key + " " + _following_text(dt, dl, MAX_FRAGMENT_TEXT_CHARS, ("dt",))))
     for h in heads:
-        fid = _anchor_id(h, ids) or _enclosing_id(h, scope, ids)
+        fid = _anchor_id(h, ids) or _enclosing_id(h, scope, ids) or _preceding_anchor(h, ids)
         if fid is None:
             continue
         key = _text(h)
