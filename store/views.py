@@ -270,12 +270,12 @@ class StoreReader:
         then by the order the source page held them (one query: the order is the answer's)."""
         if not dsts:
             return
-        for src, dst, anchor in self._conn.execute(
+        # The columns are INTEGER, INTEGER and a non-empty TEXT: the rows as sqlite3 gives them.
+        yield from self._conn.execute(
                 "SELECT l.src, l.dst, l.anchor FROM links l JOIN urls s ON s.id = l.src "
                 f"WHERE l.dst IN ({_marks(len(dsts))}) AND l.src != l.dst AND l.nofollow = 0 "
                 "AND l.anchor != '' AND s.duplicate_of IS NULL ORDER BY l.src, l.rowid",
-                tuple(dsts)):
-            yield int(src), int(dst), str(anchor)
+                tuple(dsts))
 
     # ------------------------------------------------------------------ links
     def out_links(self, src: int) -> list[tuple[int, str, bool]]:
