@@ -1,15 +1,19 @@
-"""Ablation of websift's ranking on the Python 3.11 manual: text, anchors, PageRank, OPIC, topics.
+"""Ablation of websift's ranking on a development manual: text, anchors, PageRank, OPIC, topics.
 
-    .venv/bin/python scripts/eval_ranking.py            # serve, crawl, index, rank, evaluate
-    .venv/bin/python scripts/eval_ranking.py --data D   # reuse (or make) a crawl in D
+    .venv/bin/python scripts/eval_ranking.py                   # the Python manual
+    .venv/bin/python scripts/eval_ranking.py --manual octave   # the GNU Octave manual
+    .venv/bin/python scripts/eval_ranking.py --data D          # reuse (or make) a crawl in D
+    .venv/bin/python scripts/eval_ranking.py --row 'no prox:proximity_weight=0'
 
-Crawls and indexes the manual exactly as ``scripts/eval_relevance.py`` does (its functions are
-imported, not copied), computes the ranks (``ranking.rank_job.run_rank``), then runs the 400 queries
-of shared/eval/pydocs_queries.tsv through the API's own search path (``api.retrieval.run_search``,
-what ``GET /search`` runs) and prints one table:
+Crawls and indexes the manual (``--manual``, ``eval_relevance.MANUALS``) exactly as
+``scripts/eval_relevance.py`` does (its functions are imported, not copied), computes the ranks
+(``ranking.rank_job.run_rank``), then runs the manual's queries through the API's own search path
+(``api.retrieval.run_search``, what ``GET /search`` runs) and prints one table:
 
 - BM25F without the anchor field; BM25F (with anchor text); + PageRank; + OPIC instead of PageRank;
   ``topic=auto`` when topics are defined;
+- the ablation rows of ``eval_relevance.ABLATIONS`` and ``--row`` (BM25FSettings fields or
+  ``WEBSIFT_*`` variables; see eval_relevance), each with PageRank fused as by default;
 - a sweep of the fusion weight ``w`` and midpoint ``k`` (``final = BM25F + w * s/(s + k)``, s the
   static score normalised to mean 1), which is what the defaults in ranking/fusion.py rest on.
 
@@ -30,11 +34,24 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from eval_relevance import Query, crawl_and_index, evaluate, load_queries  # noqa: E402
+from eval_relevance import (  # noqa: E402
+    ABLATIONS,
+    MANUALS,
+    Query,
+    Row,
+    crawl_and_index,
+    env_of,
+    environment,
+    evaluate,
+    load_queries,
+    parse_override,
+    searcher_for,
+)
 
 from api.retrieval import SearchRequest, run_search  # noqa: E402
 from api.snapshot import RankView, Shared, Snapshot  # noqa: E402
 from core.datadir import DataDir  # noqa: E402
+from core.errors import WebsiftError  # noqa: E402
 from indexer.searcher import Searcher  # noqa: E402
 from ranking.fusion import DEFAULT_EXPONENT, DEFAULT_MIDPOINT, DEFAULT_WEIGHT, FusionParams  # noqa: E402
 from ranking.rank_job import run_rank  # noqa: E402
@@ -43,6 +60,7 @@ from ranking.ranks import current_generation as ranks_generation  # noqa: E402
 from ranking.topics import TopicSet, add_topic  # noqa: E402
 
 K = 10
+REFUSED = [0]  # queries the search path refused (no words left), counted and reported
 WEIGHTS = (0.5, 1.0, 2.0, 4.0, 8.0)
 MIDPOINTS = (0.5, 1.0, 2.0, 4.0)
 METRICS = ("MRR@10", "nDCG@10", "Recall@10", "Success@1")
@@ -61,7 +79,11 @@ def runner(
 
     def run(q: str) -> list[str]:
         req = SearchRequest(q=q, k=K, offset=0, topic=topic)
-        return [h.hit.url for h in run_search(snap, req, fusion, static_score).hits]
+        try:
+            return [h.hit.url for h in run_search(snap, req, fusion, static_score).hits]
+        except WebsiftError:  # a query of symbols only: nothing to search for, finds nothing
+            REFUSED[0] += 1
+            return []
 
     return run
 
@@ -93,6 +115,16 @@ def ablation(
         print(row(name, metrics, time.perf_counter() - started), flush=True)
 
 
+def row_ablation(data: DataDir, ranks: Ranks, rows: list[Row], fusion: FusionParams,
+                 queries: list[Query]) -> None:
+    for r in rows:
+        started = time.perf_counter()
+        with environment(env_of(r.overrides)):
+            snap = snapshot_of(searcher_for(data, r), ranks)
+            metrics = evaluate(runner(snap, fusion, "pagerank"), queries)
+        print(row(f"{r.name}, + PageRank", metrics, time.perf_counter() - started), flush=True)
+
+
 def sweep(snap: Snapshot, static_score: str, queries: list[Query], exponent: float) -> None:
     print(f"\nSweep over w and k for {static_score} (a={exponent:g}): MRR@10 / nDCG@10")
     print("| w \\ k | " + " | ".join(f"{k:g}" for k in MIDPOINTS) + " |")
@@ -117,19 +149,32 @@ def main(argv: list[str] | None = None) -> int:
         help="define a topic (pages whose URL matches REGEX) before evaluating, so the table "
         "gets a topic=auto row; repeatable (e.g. --topic capi=/c-api/ --topic lib=/library/)",
     )
+    ap.add_argument("--manual", choices=sorted(MANUALS), default="python")
+    ap.add_argument("--no-ablation", action="store_true", help="skip the ABLATIONS rows")
+    ap.add_argument("--row", action="append", default=[], metavar="NAME:KEY=VALUE,...",
+                    help="an extra ablation row (BM25FSettings fields or WEBSIFT_* variables)")
     args = ap.parse_args(argv)
+    manual = MANUALS[args.manual]
+    extra = [Row(name, tuple(o for o in spec.split(",") if o)) for name, _, spec in
+             (r.partition(":") for r in args.row)]
+    for r in extra:
+        for spec in r.overrides:
+            try:
+                parse_override(spec)
+            except ValueError as e:
+                ap.error(str(e))
 
     tmp = None
     if args.data is None:
         tmp = tempfile.TemporaryDirectory(prefix="websift-eval-ranking-")
         args.data = Path(tmp.name) / "data"
-    data: DataDir = crawl_and_index(args.data)
+    data: DataDir = crawl_and_index(args.data, manual=manual)
     if ranks_generation(data) is None:
         run_rank(data)
     for spec in args.topic:
         name, _, pattern = spec.partition("=")
         add_topic(data, TopicSet(name=name, patterns=(pattern,)))
-    queries = load_queries()
+    queries = load_queries(manual.queries)
     searcher = Searcher.open(data)
     ranks = Ranks.open(data)
     no_anchor_searcher = Searcher(
@@ -140,12 +185,17 @@ def main(argv: list[str] | None = None) -> int:
     snap = snapshot_of(searcher, ranks)
     no_anchor = snapshot_of(no_anchor_searcher, ranks)
     fusion = FusionParams(args.weight, args.midpoint, args.exponent)
-    print(f"{searcher.doc_count()} documents, {len(queries)} queries, ranks generation "
+    print(f"{manual.name}: {searcher.doc_count()} documents, {len(queries)} queries, ranks generation "
           f"{ranks.generation}, topics: {', '.join(ranks.topic_names()) or 'none'}\n")
     ablation(snap, no_anchor, fusion, queries)
+    row_ablation(data, ranks, ([] if args.no_ablation else list(ABLATIONS)) + extra, fusion,
+                 queries)
     if not args.no_sweep:
         sweep(snap, "pagerank", queries, args.exponent)
         sweep(snap, "opic", queries, args.exponent)
+    if REFUSED[0]:
+        print(f"\n{REFUSED[0]} searches refused by the query parser (no words left): scored as "
+              "finding nothing")
     if tmp is not None:
         tmp.cleanup()
     return 0

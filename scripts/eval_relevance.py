@@ -1,43 +1,185 @@
-"""Relevance of websift's text ranking on the Python 3.11 manual, beside Whoosh and tantivy.
+"""Relevance of websift's text ranking on a development manual, beside Whoosh and tantivy.
 
-    .venv/bin/python scripts/eval_relevance.py            # serve, crawl, index, evaluate
-    .venv/bin/python scripts/eval_relevance.py --data D   # reuse (or make) a crawl in D
+    .venv/bin/python scripts/eval_relevance.py                     # the Python manual
+    .venv/bin/python scripts/eval_relevance.py --manual octave     # the GNU Octave manual
+    .venv/bin/python scripts/eval_relevance.py --manual python,octave --data D   # both, D/<name>
+    .venv/bin/python scripts/eval_relevance.py --data D            # reuse (or make) a crawl in D
+    .venv/bin/python scripts/eval_relevance.py --row 'no prox:proximity_weight=0'
+    .venv/bin/python scripts/eval_relevance.py --sweep k1=0.6,0.9,1.2,1.6,2.0
 
-Serves /usr/share/doc/python3.11/html on a loopback port with the robots.txt of
-shared/eval/README.md, crawls it with ``websift crawl`` (politeness off), indexes it with
-``websift index``, runs the 400 queries of shared/eval/pydocs_queries.tsv and prints MRR@10,
-nDCG@10, Recall@10 and Success@1 for websift (text only, no link importance), Whoosh BM25F and
-tantivy BM25 built in the same run on the same fetched pages, and an ablation of websift's
-fields.  ``load_queries`` and ``evaluate`` are importable for other ablations.
+A manual (``MANUALS``) is a docs root, a queries file and a robots.txt: ``python`` is the Python
+3.11 manual (``python3.11-doc``, shared/eval/pydocs_queries.tsv, shared/eval/README.md), ``octave``
+the GNU Octave manual (``octave-doc``, eval/octave/queries.tsv, eval/octave/README.md).  The script
+serves the docs root on a loopback port with that robots.txt, crawls it with ``websift crawl``
+(politeness off), indexes it with ``websift index``, runs the queries and prints MRR@10, nDCG@10,
+Recall@10 and Success@1 for websift (text only, no link importance), Whoosh BM25F and tantivy BM25
+built in the same run on the same fetched pages, websift's margin to the better peer, and the
+ablation rows.
+
+Ablation rows (``ABLATIONS``, and ``--row NAME:KEY=VALUE,...``) are a name plus overrides
+(``parse_override``): a ``BM25FSettings`` field (``k1=1.5``, ``proximity_weight=0``,
+``weights.anchor=0``, ``b.body=0.5``) changes the searcher only; an environment variable
+(``WEBSIFT_SOME_SIGNAL=0``) is set while a copy of the crawl is indexed for that row and while it
+is searched, so a signal that is read from the environment at index or query time is ablated by
+one line.  ``--sweep KEY=V1,V2,...`` evaluates one override over several values (the defaults
+should sit in a flat region).  ``load_queries`` and ``evaluate`` are importable.
 """
 
 from __future__ import annotations
 
 import argparse
 import math
+import os
+import shutil
 import subprocess
 import sys
 import tempfile
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import partial
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
+from build_devset_octave import ROBOTS as OCTAVE_ROBOTS  # noqa: E402
+
 from core.datadir import DataDir  # noqa: E402
+from indexer.errors import QueryError  # noqa: E402
+from indexer.searcher import Searcher  # noqa: E402
+from indexer.settings import FIELDS, BM25FSettings  # noqa: E402
 from store.views import StoreReader  # noqa: E402
 
 DOCS = Path("/usr/share/doc/python3.11/html")
-QUERIES = ROOT.parent / "shared" / "eval" / "pydocs_queries.tsv"
+# shared/eval sits beside the main checkout (/work/shared beside /work/main); from a worktree
+# deeper down (/work/wt/NAME) it is found by walking up.
+QUERIES = next((p / "shared" / "eval" / "pydocs_queries.tsv" for p in ROOT.parents
+                if (p / "shared" / "eval" / "pydocs_queries.tsv").is_file()),
+               ROOT.parent / "shared" / "eval" / "pydocs_queries.tsv")
 ROBOTS = b"User-agent: *\nDisallow: /genindex\nDisallow: /_sources/\n"
 K = 10
+MAX_PAGES = 5000
+
+
+@dataclass(frozen=True)
+class Manual:
+    """A development set: the docs served as a site, its queries, the robots.txt hiding the index."""
+
+    name: str
+    docs: Path
+    queries: Path
+    robots: bytes
+    package: str  # the Debian package that installs ``docs``
+    goal: str  # the issue's goal for this manual, printed beside the margin
+    start: str = "index.html"
+
+
+MANUALS: dict[str, Manual] = {
+    "python": Manual("python", DOCS, QUERIES, ROBOTS, "python3.11-doc", "MRR@10 >= 0.90"),
+    "octave": Manual("octave", Path("/usr/share/doc/octave/octave.html"),
+                     ROOT / "eval" / "octave" / "queries.tsv", OCTAVE_ROBOTS, "octave-doc",
+                     ">= 0.08 above the best peer"),
+}
+
+
+@dataclass(frozen=True)
+class Row:
+    """An ablation row: a name and ``KEY=VALUE`` overrides (``parse_override``)."""
+
+    name: str
+    overrides: tuple[str, ...] = field(default=())
+
+
+def _only(keep: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(f"weights.{f}=0" for f in FIELDS if f not in keep)
+
+
+# One line per signal: the lead adds a row when a signal's switch exists (a BM25FSettings field
+# or a WEBSIFT_* variable read at index or query time).
+ABLATIONS: tuple[Row, ...] = (
+    Row("websift without proximity evidence", ("proximity_weight=0",)),
+    Row("websift without coordination factor", ("coord_power=0",)),
+    Row("websift without anchor field", ("weights.anchor=0",)),
+    Row("websift title+body only", _only(("title", "body"))),
+    Row("websift title+body+anchor", _only(("title", "body", "anchor"))),
+    *(Row(f"websift {f} field only", tuple(f"weights.{g}={1 if g == f else 0}" for g in FIELDS))
+      for f in FIELDS),
+)
+
+
+def parse_override(spec: str) -> tuple[str, str]:
+    """``KEY=VALUE`` -> (key, value); raises ValueError naming what is wrong."""
+    key, sep, value = spec.partition("=")
+    key, value = key.strip(), value.strip()
+    if not sep or not key:
+        raise ValueError(f"override {spec!r} is not KEY=VALUE")
+    if key.startswith("WEBSIFT_"):
+        return key, value
+    top, _, sub = key.partition(".")
+    default = BM25FSettings()
+    if not hasattr(default, top):
+        raise ValueError(f"override {spec!r}: {top!r} is neither a BM25FSettings field nor a "
+                         "WEBSIFT_* variable")
+    if isinstance(getattr(default, top), dict) != bool(sub):
+        raise ValueError(f"override {spec!r}: write weights.FIELD / b.FIELD for the per-field "
+                         "settings and a plain name for the others")
+    if sub and sub not in FIELDS:
+        raise ValueError(f"override {spec!r}: no field {sub!r} (fields: {', '.join(FIELDS)})")
+    float(value)
+    return key, value
+
+
+def settings_with(base: BM25FSettings, overrides: tuple[str, ...]) -> BM25FSettings:
+    """``base`` with the BM25FSettings overrides of a row (environment ones are skipped)."""
+    out = base
+    for spec in overrides:
+        key, value = parse_override(spec)
+        if key.startswith("WEBSIFT_"):
+            continue
+        top, _, sub = key.partition(".")
+        current = getattr(out, top)
+        changed: dict[str, Any] = (
+            {top: {**current, sub: float(value)}} if sub else {top: type(current)(float(value))})
+        out = replace(out, **changed)
+    return out
+
+
+def env_of(overrides: tuple[str, ...]) -> dict[str, str]:
+    return dict(kv for kv in map(parse_override, overrides) if kv[0].startswith("WEBSIFT_"))
+
+
+@contextmanager
+def environment(env: dict[str, str]) -> Iterator[None]:
+    """``env`` set in os.environ (and so in the subprocesses started) for the block."""
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def reindexed_copy(data: DataDir, env: dict[str, str]) -> DataDir:
+    """A copy of ``data``'s crawl (store and WARCs) indexed with ``env`` set; reused if present."""
+    slug = "-".join(f"{k.removeprefix('WEBSIFT_').lower()}={v}" for k, v in sorted(env.items()))
+    root = data.root.parent / f"{data.root.name}.ablate" / slug
+    if not (root / "index").exists():
+        shutil.rmtree(root, ignore_errors=True)
+        shutil.copytree(data.root, root, ignore=shutil.ignore_patterns(
+            "index", "ranks", "topics", "*.lock"))
+        with environment(env):
+            websift("index", "--data", str(root), "--quiet")
+    return DataDir.open(root)
 
 
 @dataclass(frozen=True)
@@ -45,15 +187,17 @@ class Query:
     qid: str
     text: str
     relevant: frozenset[str]
+    kind: str = ""  # the index the entry came from (octave: concept, function, operator...)
 
 
 def load_queries(path: Path = QUERIES) -> list[Query]:
+    """The queries of a development set file (``qid kind query relevant``, tab-separated)."""
     out = []
     for line in path.read_text().splitlines():
         parts = line.split("\t")
         if len(parts) < 4 or parts[0] == "qid":
             continue
-        out.append(Query(parts[0], parts[2], frozenset(parts[3].split())))
+        out.append(Query(parts[0], parts[2], frozenset(parts[3].split()), parts[1]))
     return out
 
 
@@ -83,13 +227,15 @@ def evaluate(run_fn: Callable[[str], list[str]], queries: list[Query] | None = N
 
 
 class _DocsHandler(SimpleHTTPRequestHandler):
+    robots = ROBOTS
+
     def do_GET(self) -> None:
         if self.path.split("?", 1)[0] == "/robots.txt":
             self.send_response(200)
             self.send_header("Content-Type", "text/plain")
-            self.send_header("Content-Length", str(len(ROBOTS)))
+            self.send_header("Content-Length", str(len(self.robots)))
             self.end_headers()
-            self.wfile.write(ROBOTS)
+            self.wfile.write(self.robots)
             return
         super().do_GET()
 
@@ -98,9 +244,11 @@ class _DocsHandler(SimpleHTTPRequestHandler):
 
 
 @contextmanager
-def serve_docs(root: Path = DOCS, host: str = "127.0.0.1") -> Iterator[str]:
+def serve_docs(root: Path = DOCS, host: str = "127.0.0.1", robots: bytes = ROBOTS
+               ) -> Iterator[str]:
     """Serve ``root`` (with the eval robots.txt) on a loopback port; yields the base URL."""
-    server = ThreadingHTTPServer((host, 0), partial(_DocsHandler, directory=str(root)))
+    handler = type("DocsHandler", (_DocsHandler,), {"robots": robots})
+    server = ThreadingHTTPServer((host, 0), partial(handler, directory=str(root)))
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
@@ -114,16 +262,20 @@ def websift(*args: str) -> None:
     subprocess.run([str(ROOT / ".venv" / "bin" / "websift"), *args], check=True)
 
 
-def crawl_and_index(data_dir: Path, max_pages: int = 5000) -> DataDir:
+def crawl_and_index(data_dir: Path, max_pages: int = MAX_PAGES,
+                    manual: Manual = MANUALS["python"]) -> DataDir:
     """Crawl the served manual into ``data_dir`` unless it already holds a crawl; index it."""
+    if not (manual.docs / manual.start).is_file():
+        raise SystemExit(f"error: no {manual.name} manual at {manual.docs} "
+                         f"(apt-get install -y {manual.package})")
     store = data_dir / "crawl.sqlite3"
     fetched = 0
     if store.exists():
         with StoreReader.open(store) as s:
             fetched = s.status_counts().get("fetched", 0)
     if fetched == 0:
-        with serve_docs() as base:
-            websift("crawl", base + "index.html", "--data", str(data_dir), "--delay", "0",
+        with serve_docs(manual.docs, robots=manual.robots) as base:
+            websift("crawl", base + manual.start, "--data", str(data_dir), "--delay", "0",
                     "--concurrency-per-host", "8", "--allow-private", "--max-pages",
                     str(max_pages), "--max-depth", "50", "--quiet")
     websift("index", "--data", str(data_dir), "--quiet")
@@ -135,56 +287,149 @@ def _row(name: str, m: dict[str, float]) -> str:
                                         ("MRR@10", "nDCG@10", "Recall@10", "Success@1")) + " |"
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--data", type=Path, help="data directory to crawl into or reuse")
-    ap.add_argument("--no-peers", action="store_true", help="skip Whoosh and tantivy")
-    ap.add_argument("--no-ablation", action="store_true")
-    args = ap.parse_args(argv)
+def searcher_for(data: DataDir, row: Row) -> Searcher:
+    """The searcher of one ablation row: a re-indexed copy when it sets WEBSIFT_* variables."""
+    env = env_of(row.overrides)
+    if env:
+        data = reindexed_copy(data, env)
+    base = Searcher.open(data)
+    return Searcher(base.manifest, base.segments, settings_with(base.settings, row.overrides))
 
+
+REFUSED: dict[str, int] = {}  # queries websift's parser refused (no words), per searcher name
+
+
+def ours(s: Searcher, name: str = "websift") -> Callable[[str], list[str]]:
+    """query -> URLs; a query the parser refuses (only symbols) finds nothing and is counted."""
+
+    def run(q: str) -> list[str]:
+        try:
+            return [h.url for h in s.search(q, k=K, snippets=False).hits]
+        except QueryError:
+            REFUSED[name] = REFUSED.get(name, 0) + 1
+            return []
+
+    return run
+
+
+def evaluate_row(data: DataDir, row: Row, queries: list[Query]) -> dict[str, float]:
+    with environment(env_of(row.overrides)):
+        return evaluate(ours(searcher_for(data, row)), queries)
+
+
+def failures(run_fn: Callable[[str], list[str]], queries: list[Query], n: int) -> None:
+    """The first ``n`` queries with no relevant page in the top 10, with what came instead."""
+    print(f"\nFailed queries (first {n}): qid | query | relevant | top 3")
+    shown = 0
+    for q in queries:
+        ranked = [result_path(u) for u in run_fn(q.text)[:K]]
+        if q.relevant & set(ranked):
+            continue
+        print(f"{q.qid} | {q.text} | {' '.join(sorted(q.relevant))} | {' '.join(ranked[:3])}")
+        shown += 1
+        if shown >= n:
+            break
+
+
+def run_manual(manual: Manual, data_dir: Path, args: argparse.Namespace) -> None:
     from peers import TantivyPeer, WhooshPeer, stored_pages
 
-    from indexer.searcher import Searcher
-    from indexer.settings import FIELDS
-
-    tmp = None
-    if args.data is None:
-        tmp = tempfile.TemporaryDirectory(prefix="websift-eval-")
-        args.data = Path(tmp.name) / "data"
-    data = crawl_and_index(args.data)
-    queries = load_queries()
-    searcher = Searcher.open(data)
-    print(f"websift index: {searcher.doc_count()} documents, {len(queries)} queries\n")
+    data = crawl_and_index(data_dir, manual=manual)
+    queries = load_queries(manual.queries)
+    searcher = searcher_for(data, Row("default"))
+    print(f"## {manual.name}: {searcher.doc_count()} documents, {len(queries)} queries "
+          f"({manual.queries.name})\n")
     print("| system | MRR@10 | nDCG@10 | Recall@10 | Success@1 |")
     print("|---|---|---|---|---|")
+    REFUSED.clear()
+    kinds = sorted({q.kind for q in queries})
+    by_kind: dict[str, list[str]] = {k: [] for k in kinds}
 
-    def ours(s: Searcher) -> Callable[[str], list[str]]:
-        return lambda q: [h.url for h in s.search(q, k=K, snippets=False).hits]
+    def per_kind(run_fn: Callable[[str], list[str]]) -> None:
+        for k in kinds:
+            m = evaluate(run_fn, [q for q in queries if q.kind == k])
+            by_kind[k].append(f"{m['MRR@10']:.3f}")
 
-    print(_row("websift BM25F (all fields, anchors)", evaluate(ours(searcher), queries)),
-          flush=True)
+    mine = evaluate(ours(searcher), queries)
+    refused = REFUSED.get("websift", 0)
+    per_kind(ours(searcher))
+    print(_row("websift BM25F (all fields, anchors)", mine), flush=True)
+    best: tuple[str, float] | None = None
     if not args.no_peers:
         docs = list(stored_pages(data))
         for name, cls in (("Whoosh 2.7.4 BM25F title+body", WhooshPeer),
                           ("tantivy BM25 title+body", TantivyPeer)):
             peer = cls(docs)
-            print(_row(name, evaluate(peer.search, queries)), flush=True)
+            m = evaluate(peer.search, queries)
+            print(_row(name, m), flush=True)
+            per_kind(peer.search)
             peer.close()
-    if not args.no_ablation:
-        base = searcher.settings
-        variants: list[tuple[str, dict[str, float]]] = [
-            ("websift without anchor field", {**base.weights, "anchor": 0.0}),
-            ("websift title+body only", {f: (base.weights[f] if f in ("title", "body") else 0.0)
-                                         for f in FIELDS}),
-            ("websift title+body+anchor", {f: (base.weights[f] if f in ("title", "body", "anchor")
-                                               else 0.0) for f in FIELDS})]
-        variants += [(f"websift {f} field only", {g: (1.0 if g == f else 0.0) for g in FIELDS})
-                     for f in FIELDS]
-        s = Searcher(searcher.manifest, searcher.segments, replace(base, proximity_weight=0.0))
-        print(_row("websift without proximity evidence", evaluate(ours(s), queries)), flush=True)
-        for name, weights in variants:
-            s = Searcher(searcher.manifest, searcher.segments, replace(base, weights=weights))
-            print(_row(name, evaluate(ours(s), queries)), flush=True)
+            if best is None or m["MRR@10"] > best[1]:
+                best = (name.split()[0], m["MRR@10"])
+    if len(kinds) > 1:
+        systems = ["websift"] + ([] if args.no_peers else ["Whoosh", "tantivy"])
+        print(f"\nMRR@10 per kind of query\n| kind | queries | {' | '.join(systems)} |")
+        print("|---|---|" + "---|" * len(systems))
+        for k in kinds:
+            n = sum(q.kind == k for q in queries)
+            print(f"| {k} | {n} | {' | '.join(by_kind[k])} |")
+        print()
+    rows = [] if args.no_ablation else list(ABLATIONS)
+    rows += [Row(name, tuple(o for o in spec.split(",") if o)) for name, _, spec in
+             (r.partition(":") for r in args.row)]
+    for row in rows:
+        print(_row(row.name, evaluate_row(data, row, queries)), flush=True)
+    if best is not None:
+        print(f"\n{manual.name}: websift MRR@10 {mine['MRR@10']:.3f}, best peer {best[0]} "
+              f"{best[1]:.3f}, margin {mine['MRR@10'] - best[1]:+.3f} (goal: {manual.goal})")
+    if refused:
+        print(f"{manual.name}: {refused} of {len(queries)} queries refused by websift's query "
+              "parser (no words left): scored as finding nothing")
+    if args.sweep:
+        key, _, values = args.sweep.partition("=")
+        print(f"\nSweep of {key} on {manual.name}")
+        print("| value | MRR@10 | nDCG@10 | Recall@10 | Success@1 |")
+        print("|---|---|---|---|---|")
+        for v in values.split(","):
+            print(_row(f"{key}={v}", evaluate_row(data, Row(v, (f"{key}={v}",)), queries)),
+                  flush=True)
+    if args.failures:
+        failures(ours(searcher), queries, args.failures)
+    print()
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    ap.add_argument("--manual", default="python",
+                    help=f"development set(s), comma-separated: {', '.join(MANUALS)} "
+                    "(default python)")
+    ap.add_argument("--data", type=Path, help="data directory to crawl into or reuse (with "
+                    "several manuals, one subfolder per manual)")
+    ap.add_argument("--no-peers", action="store_true", help="skip Whoosh and tantivy")
+    ap.add_argument("--no-ablation", action="store_true", help="skip the ABLATIONS rows")
+    ap.add_argument("--row", action="append", default=[], metavar="NAME:KEY=VALUE,...",
+                    help="an extra ablation row (BM25FSettings fields or WEBSIFT_* variables)")
+    ap.add_argument("--sweep", metavar="KEY=V1,V2,...", help="evaluate one override over values")
+    ap.add_argument("--failures", type=int, default=0, metavar="N",
+                    help="list the first N queries websift fails (no relevant page in the top 10)")
+    args = ap.parse_args(argv)
+    names = [m.strip() for m in args.manual.split(",") if m.strip()]
+    unknown = [m for m in names if m not in MANUALS]
+    if unknown or not names:
+        ap.error(f"unknown manual {', '.join(unknown)} (known: {', '.join(MANUALS)})")
+    for spec in [o for r in args.row for o in r.partition(":")[2].split(",") if o] + (
+            [args.sweep.partition("=")[0] + "=0"] if args.sweep else []):
+        try:
+            parse_override(spec)
+        except ValueError as e:
+            ap.error(str(e))
+
+    tmp = None
+    if args.data is None:
+        tmp = tempfile.TemporaryDirectory(prefix="websift-eval-")
+        args.data = Path(tmp.name) / "data"
+    for name in names:
+        run_manual(MANUALS[name], args.data if len(names) == 1 else args.data / name, args)
     if tmp is not None:
         tmp.cleanup()
     return 0
