@@ -23,16 +23,19 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
+from urllib.parse import urlsplit
 
 import numpy as np
 
 from indexer.anchors import Anchors
+from indexer.fragments import defs_field, defs_mode, encode_fragments
 from indexer.hits import HitMaker
 from indexer.parse import parse_html, url_words
 from indexer.settings import (
     DOCSTORE_LEVEL,
     MAX_FIELD_TOKENS,
     N_FIELDS,
+    SNIPPET_TEXT_CHARS,
     TOKENISE_CHARS,
     WORKER_MEMO_TOKENS,
 )
@@ -60,7 +63,9 @@ class DocJob(NamedTuple):
 class AnalysedBatch:
     status: np.ndarray  # int8 per job: INDEXED or WARC_ERROR (then it has nothing below)
     titles: list[str]  # per job ('' when skipped)
-    text_blobs: bytes  # zlib'd snippet texts of the indexed jobs, one after the other
+    # zlib'd snippet texts of the indexed jobs, one after the other, each followed by its
+    # fragments as a second zlib stream when it has any (indexer/fragments.py)
+    text_blobs: bytes
     text_offsets: np.ndarray  # int64, indexed jobs + 1
     text_bytes: int  # uncompressed UTF-8 bytes of those texts
     field_lens: np.ndarray  # int32 (jobs, fields): terms per field
@@ -70,31 +75,46 @@ class AnalysedBatch:
     errors: list[str]  # one line per WARC_ERROR job
 
 
+def host_of(url: str) -> str:
+    """The host of a URL, lower-cased: the key of a site's template and of ``site:``."""
+    return (urlsplit(url).hostname or "").lower()
+
+
 class BatchAnalyser:
     """Parses and analyses batches of documents; keeps its word memo across batches."""
 
-    def __init__(self, warc_dir: Path, memo_tokens: int = WORKER_MEMO_TOKENS) -> None:
+    def __init__(self, warc_dir: Path, memo_tokens: int = WORKER_MEMO_TOKENS,
+                 templates: dict[str, frozenset[int]] | None = None) -> None:
         self.warc_dir = Path(warc_dir)
         self.reader = BodyReader(self.warc_dir)
         self.memo_tokens = memo_tokens
         self.hits = HitMaker()
+        self.templates = templates or {}  # host -> template keys (indexer/templates.py)
+        self.defs_mode = defs_mode()
 
     def close(self) -> None:
         """Close the WARC files it holds open."""
         self.reader.close()
 
-    def _fields(self, job: DocJob) -> tuple[str, str, list[str | list[str]]]:
-        """(title, snippet text, field texts in FIELDS order) of one job; raises WarcError."""
+    def _fields(self, job: DocJob) -> tuple[str, str, list[str | list[str]], bytes]:
+        """(title, snippet text, field texts in FIELDS order, stored fragments) of one job;
+        raises WarcError."""
         anchors = Anchors(job.anchors, [])
         if job.kind == ANCHOR_ONLY:
             return (anchors.best(), " · ".join(dict.fromkeys(job.anchors)),
-                    ["", "", "", url_words(job.url), job.anchors])
+                    ["", "", "", url_words(job.url), job.anchors, ""], b"")
         assert job.warc is not None
         body = self.reader.read(WarcLocation(*job.warc))
-        # Blocks and fragments are not indexed yet: their consumer turns them on (and pays).
-        parsed = parse_html(body, job.url, job.content_type, structure=False)
-        return (parsed.title or anchors.best(), parsed.text,
-                [parsed.title, parsed.headings, parsed.body, parsed.url_words, job.anchors])
+        parsed = parse_html(body, job.url, job.content_type, structure=True)
+        text, content = parsed.text, parsed.body
+        template = self.templates.get(host_of(job.url)) if self.templates else None
+        if template and any(b.key in template for b in parsed.blocks):
+            content = " ".join(b.text for b in parsed.blocks if b.key not in template)
+            text = content[:SNIPPET_TEXT_CHARS]
+        return (parsed.title or anchors.best(), text,
+                [parsed.title, parsed.headings, content, parsed.url_words, job.anchors,
+                 defs_field(parsed.fragments, self.defs_mode)],
+                encode_fragments(parsed.fragments))
 
     def _hits(self, docs: list[list[str | list[str]]]
               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -129,7 +149,7 @@ class BatchAnalyser:
         docs: list[list[str | list[str]]] = []
         for i, job in enumerate(jobs):
             try:
-                title, text, fields = self._fields(job)
+                title, text, fields, frags = self._fields(job)
             except WarcError as exc:
                 status[i] = WARC_ERROR
                 titles.append("")
@@ -139,7 +159,7 @@ class BatchAnalyser:
                 titles.append(title)
                 raw = text.encode("utf-8", "surrogatepass")
                 text_bytes += len(raw)
-                blobs.append(zlib.compress(raw, DOCSTORE_LEVEL))
+                blobs.append(zlib.compress(raw, DOCSTORE_LEVEL) + frags)
             docs.append(fields)
         wids, pos, slots = self._hits(docs)
         lens = np.bincount(slots, minlength=n_jobs * N_FIELDS).astype(np.int32).reshape(

@@ -60,6 +60,8 @@ _BLOCKS = ", ".join(BLOCK_TAGS)
 _MAIN = "main, [role='main'], article"
 _INVISIBLE = ", ".join(INVISIBLE_TAGS)
 _MARK = "\x1e"  # a block boundary (an ASCII record separator: whitespace to str.split)
+_LINK = "\x1c"  # either end of a link's text (a file separator: whitespace to str.split too)
+_SKELETON = "\x00links:"  # prefix of a template key made of the text outside links
 _URL_EXT = re.compile(r"\.(?:s?html?|php|aspx?|jsp)$", re.IGNORECASE)
 _CHARSET = re.compile(r"charset\s*=\s*[\"']?([\w.:-]+)", re.IGNORECASE)
 _META_CHARSET = re.compile(rb"<meta[^>]+charset\s*=\s*[\"']?([\w.:-]+)", re.IGNORECASE)
@@ -70,6 +72,9 @@ _BOMS = ((codecs.BOM_UTF8, "utf-8"), (codecs.BOM_UTF16_LE, "utf-16"),
 class Block(NamedTuple):
     text: str  # whitespace-normalised, never empty
     hash: int  # block_hash(text): unsigned 64-bit
+    # The template key: ``hash``, or for a block with links and text between them the hash of
+    # the text outside its links ("Next: <a>X</a>, Up: <a>Y</a>" has one key on every page).
+    key: int = 0
 
 
 class Fragment(NamedTuple):
@@ -95,6 +100,17 @@ def block_hash(text: str) -> int:
     (BLAKE2b, so the same on every machine and run, unlike ``hash``)."""
     key = " ".join(text.casefold().split()).encode("utf-8", "surrogatepass")
     return int.from_bytes(blake2b(key, digest_size=8).digest(), "little")
+
+
+def _template_key(part: str, whole: int) -> int:
+    """A block's template key (see :class:`Block`): the text outside its links when it has
+    both links and such text, else its whole text's hash."""
+    if _LINK not in part:
+        return whole
+    outside = " ".join(part.split(_LINK)[0::2]).split()
+    if not outside or len(outside) == len(part.split()):
+        return whole
+    return block_hash(_SKELETON + " ".join(outside))
 
 
 def url_words(url: str) -> str:
@@ -163,8 +179,8 @@ def parse_html(body: bytes, url: str, content_type: str | None = None, *,
     if not body or not body.strip():
         return empty
     html = decode_html(body[:MAX_HTML_BYTES], content_type)
-    if _MARK in html:
-        html = html.replace(_MARK, " ")  # whitespace either way; the marks are ours
+    if _MARK in html or _LINK in html:  # whitespace either way; the marks are ours
+        html = html.replace(_MARK, " ").replace(_LINK, " ")
     # Lone surrogates cannot come out of a decode; NUL becomes U+FFFD in lexbor's tokenizer.
     tree = LexborHTMLParser(html)
     titles = tree.tags("title")  # by tag name: no selector to compile
@@ -191,11 +207,14 @@ def parse_html(body: bytes, url: str, content_type: str | None = None, *,
         for el in scope.css(_BLOCKS):
             el.insert_before(_MARK)
             el.insert_after(_MARK)
+        for el in scope.css("a[href]"):
+            el.insert_before(_LINK)
+            el.insert_after(_LINK)
         raw = scope.text(separator=" ")
         for part in raw.split(_MARK):
             text = squash(part)
             if text:
-                blocks.append(Block(text, block_hash(text)))
+                blocks.append(Block(text, h := block_hash(text), _template_key(part, h)))
         body_text = " ".join(b.text for b in blocks)
     else:
         body_text = _text(scope)
@@ -257,10 +276,28 @@ def _preceding_anchor(node: LexborNode, ids: set[str]) -> str | None:
     prev = node.prev
     while prev is not None and prev.is_text_node and not (prev.text_content or "").strip():
         prev = prev.prev
-    if prev is None or not prev.is_element_node or _text(prev):
+    if prev is None or not prev.is_element_node:
         return None
-    got = prev.id or prev.attributes.get("name")
+    if _text(prev):  # Texinfo's definition lists: the anchors end the previous <dd>
+        return _trailing_anchor(prev, ids)
+    got = prev.id or prev.attributes.get("name") or _trailing_anchor(prev, ids)
     return got if got and got in ids else None
+
+
+def _trailing_anchor(node: LexborNode, ids: set[str]) -> str | None:
+    """The id of the last empty element with an id at the end of ``node`` (after its text)."""
+    last = node.last_child
+    while last is not None:
+        if last.is_text_node and not (last.text_content or "").strip():
+            last = last.prev
+            continue
+        if not last.is_element_node or _text(last):
+            return None
+        got = last.id or last.attributes.get("name")
+        if got and got in ids:
+            return got
+        last = last.prev
+    return None
 
 
 def _following_text(node: LexborNode, stop: LexborNode, limit: int,

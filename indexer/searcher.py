@@ -47,6 +47,7 @@ from core.datadir import DataDir
 from indexer import bm25f
 from indexer.analysis import Analyzer
 from indexer.errors import IndexCorrupt
+from indexer.fragments import best_fragment, read_fragments
 from indexer.manifest import Manifest, read_manifest, verify_segment
 from indexer.manifest import current_generation as _manifest_generation
 from indexer.query import ParsedQuery, Phrase, parse_query
@@ -82,6 +83,7 @@ class Hit:
     text_score: float
     prior_score: float
     explain: dict[str, Any] | None = None
+    fragment: str | None = None  # the id of the page's best-matching definition (url#id)
 
 
 @dataclass
@@ -278,8 +280,9 @@ class Searcher:
         self.field_length_sums = sums  # whole numbers, exact in float64 (< 2**53)
         self.avg_lens = sums / max(self.n_docs, 1)
         s = self.settings
-        self.weights = np.array([s.weights[f] for f in FIELDS], dtype=np.float64)
-        self.b = np.array([s.b[f] for f in FIELDS], dtype=np.float64)
+        # A field the settings do not name has weight 0 (settings written before it existed).
+        self.weights = np.array([s.weights.get(f, 0.0) for f in FIELDS], dtype=np.float64)
+        self.b = np.array([s.b.get(f, 0.0) for f in FIELDS], dtype=np.float64)
         self._weighted_field = np.zeros(16, dtype=bool)
         self._weighted_field[:N_FIELDS] = self.weights > 0
         self.coefficients = self._coefficients(self.avg_lens)
@@ -621,8 +624,14 @@ class Searcher:
                 snippet=snippet, highlights=spans, score=float(final[i]),
                 text_score=float(text[i]), prior_score=float(prior_scores[i]),
                 explain=self._explain(si, o, units, idfs, cache, n_docs=n_docs, norms=norms)
-                if explain else None))
+                if explain else None, fragment=self._fragment(si, o, idfs)))
         return results
+
+    def _fragment(self, si: int, ordinal: int, idfs: dict[str, float]) -> str | None:
+        """The id of the hit's fragment whose key best matches the query (indexer/fragments.py)."""
+        seg = self.segments[si]
+        frags = read_fragments(seg.text_blob(ordinal), name=f"{seg.name}/{ordinal}")
+        return best_fragment(frags, idfs, self.analyzer.terms) if frags else None
 
     def _saturated(self, p: _Postings, si: int, norms: _Norms | None) -> np.ndarray:
         """tf~/(k1 + tf~) of each posting of ``p``, computed once per postings and norms."""

@@ -48,6 +48,8 @@ from indexer.hits import HitMaker
 from indexer.settings import (
     BARREL_WORDS,
     DOCSTORE_LEVEL,
+    FIELDS,
+    LEGACY_FIELDS,
     LEXICON_DICT_MAX,
     MAX_FIELD_TOKENS,
     MAX_POSITION,
@@ -148,7 +150,10 @@ class SegmentWriter:
                      fields: Sequence[str | Sequence[str]],
                      anchor_sources: Sequence[int] = ()) -> None:
         """One document; ``fields`` in FIELDS order, each a text or a list of texts (anchors,
-        kept ANCHOR_GAP positions apart)."""
+        kept ANCHOR_GAP positions apart); fields left off the end are empty."""
+        if len(fields) > N_FIELDS:
+            raise ValueError(f"{len(fields)} fields given, the index has {N_FIELDS}")
+        fields = [*fields, *([""] * (N_FIELDS - len(fields)))]
         if self.doc_ids and url_id <= self.doc_ids[-1]:
             raise ValueError("documents must be added in increasing URL ID")
         ordinal = len(self.doc_ids)
@@ -266,6 +271,7 @@ class SegmentWriter:
             "hit_count": int(self.barrels.hits_total),
             "text_bytes": self.text_bytes,
             "field_length_sums": lens.sum(axis=0, dtype=np.int64).tolist(),
+            "fields": list(FIELDS),
             "hosts": hosts_index,
         }
         checked.write_json(d / "meta.json", META_FILE, meta)
@@ -337,12 +343,33 @@ class SegmentReader:
         except (OSError, ValueError) as exc:
             raise IndexCorrupt(f"segment {directory.name}: unreadable file ({exc})") from None
         self.doc_count = int(meta["doc_count"])
+        # The tf columns as written (segments before "fields" have LEGACY_FIELDS); a field of
+        # FIELDS the segment lacks reads as zero tf and zero length.
+        stored = tuple(meta.get("fields", LEGACY_FIELDS))
+        if not set(stored) <= set(FIELDS) or len(self.field_lens.shape) != 2 \
+                or self.field_lens.shape[1] != len(stored):
+            raise IndexCorrupt(f"segment {directory.name}: fields {list(stored)} do not match "
+                               f"its files or this websift's fields {list(FIELDS)}")
+        self.n_fields = len(stored)
+        self.field_columns = np.array([FIELDS.index(f) for f in stored], dtype=np.int64)
+        self._same_fields = stored == FIELDS
+        if not self._same_fields:
+            self.field_lens = self._pad(self.field_lens)
         # A hash table over the sorted words when it is small enough; binary search otherwise.
         n = len(self._terms)
         self._term_dict: dict[bytes, int] | None = (
             dict(zip((self._terms[i] for i in range(n)), range(n), strict=True))
             if n <= LEXICON_DICT_MAX else None)
-        self.field_length_sums = np.asarray(meta["field_length_sums"], dtype=np.float64)
+        self.field_length_sums = self._pad(
+            np.asarray(meta["field_length_sums"], dtype=np.float64)[None, :])[0]
+
+    def _pad(self, matrix: np.ndarray) -> np.ndarray:
+        """A (rows, stored fields) matrix as (rows, FIELDS), zero in the fields not stored."""
+        if self._same_fields:
+            return matrix
+        out = np.zeros((matrix.shape[0], N_FIELDS), dtype=matrix.dtype)
+        out[:, self.field_columns] = matrix
+        return out
 
     def term_row(self, term: str) -> int:
         """Row of ``term`` in the lexicon, or -1."""
@@ -364,12 +391,15 @@ class SegmentReader:
         """Doc ordinals (ascending, int64) and the (df, fields) tf matrix of a lexicon row."""
         df = int(self.lexicon[row, DF])
         docs = np.cumsum(self._decode("docs", row, df), dtype=np.int64)
-        tfs = self._decode("tfs", row, df * N_FIELDS).reshape(df, N_FIELDS)
-        return docs, tfs
+        tfs = self._decode("tfs", row, df * self.n_fields).reshape(df, self.n_fields)
+        return docs, self._pad(tfs)
 
     def positions(self, row: int, tfs: np.ndarray) -> np.ndarray:
-        """Positions of a row, grouped by (doc, field) in the order of ``tfs.ravel()``."""
+        """Positions of a row, grouped by (doc, field) in the order of ``tfs.ravel()`` (the
+        (df, FIELDS) matrix of :meth:`postings`: a field the segment lacks has none)."""
         cf = int(self.lexicon[row, CF])
+        if not self._same_fields:  # stored in (doc, stored field) order, the same groups
+            tfs = tfs[:, self.field_columns]
         return delta_decode_groups(self._decode("pos", row, cf), tfs.ravel())
 
     def head(self, ordinal: int) -> dict[str, str]:

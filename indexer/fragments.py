@@ -1,0 +1,98 @@
+"""A page's fragments in the docstore, and the one a hit links to.
+
+The defining places of a page (indexer/parse.py ``Fragment``: dt terms, anchored headings, keyed
+table rows, elements with an id) are indexed as the ``defs`` field (its text chosen by
+``WEBSIFT_DEFS``: the keys, or the keys and their defining text), and their (id, key) pairs are
+stored with the document, bounded by MAX_STORED_FRAGMENT_CHARS, as a second zlib stream after the
+snippet text (a reader of the text alone stops at the end of the first, and a document stored
+before fragments has no second stream).  At hit assembly, for the top k only,
+:func:`best_fragment` picks the fragment whose key matches the query's terms best, and the hit
+links to it (``url#id``), so a reader lands on the definition, not the top of a long page.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Callable, Mapping, Sequence
+
+from indexer.errors import IndexCorrupt
+from indexer.parse import Fragment
+from indexer.settings import (
+    DEFS_DEFAULT,
+    DEFS_ENV,
+    DOCSTORE_LEVEL,
+    MAX_STORED_FRAGMENT_CHARS,
+    env_switch,
+)
+
+_ROW, _COL = "\n", "\t"
+
+
+def defs_mode() -> str:
+    """What the defs field holds (``WEBSIFT_DEFS``): "key", "text" or "0" (nothing)."""
+    mode = env_switch(DEFS_ENV, DEFS_DEFAULT)
+    return mode if mode in ("key", "text") else "0"
+
+
+def defs_field(fragments: Sequence[Fragment], mode: str) -> list[str]:
+    """The defs field of a page: one text per fragment (kept apart like anchors)."""
+    if mode == "key":
+        return [f.key for f in fragments]
+    if mode == "text":
+        return [f.text or f.key for f in fragments]
+    return []
+
+
+def encode_fragments(fragments: Sequence[Fragment], limit: int = MAX_STORED_FRAGMENT_CHARS
+                     ) -> bytes:
+    """The (id, key) pairs kept with the document, zlib'd; b"" when there are none."""
+    rows: list[str] = []
+    size = 0
+    for f in fragments:
+        if _ROW in f.id or _COL in f.id or not f.key:
+            continue  # no URL #id reaches an id with a tab or a newline
+        row = f"{f.id}{_COL}{' '.join(f.key.split())}"
+        size += len(row) + 1
+        if size > limit:
+            break
+        rows.append(row)
+    if not rows:
+        return b""
+    return zlib.compress(_ROW.join(rows).encode("utf-8", "surrogatepass"), DOCSTORE_LEVEL)
+
+
+def read_fragments(blob: bytes, name: str = "") -> list[tuple[str, str]]:
+    """The (id, key) pairs of a stored document's blob (snippet text, then fragments)."""
+    try:
+        d = zlib.decompressobj()
+        d.decompress(blob)
+        rest = d.unused_data
+        if not rest:
+            return []
+        raw = zlib.decompress(rest).decode("utf-8", "surrogatepass")
+    except (zlib.error, UnicodeError) as exc:
+        raise IndexCorrupt(f"stored document {name} has corrupt fragments ({exc})") from None
+    out = []
+    for row in raw.split(_ROW):
+        fid, sep, key = row.partition(_COL)
+        if sep:
+            out.append((fid, key))
+    return out
+
+
+def best_fragment(fragments: Sequence[tuple[str, str]], terms: Mapping[str, float],
+                  analyse: Callable[[str], list[str]]) -> str | None:
+    """The id of the fragment whose key holds the most query weight (``terms``: query term ->
+    idf); on a tie the one whose key has fewer other words (``ytick`` over ``ytickmode``'s
+    longer text), then the first.  None when no key holds a query term."""
+    best: tuple[float, int] | None = None
+    out: str | None = None
+    for fid, key in fragments:
+        words = analyse(key)
+        got = set(words) & terms.keys()
+        if not got:
+            continue
+        rank = (sum(terms[t] for t in got), -(len(set(words)) - len(got)))
+        if best is None or rank > best:
+            best, out = rank, fid
+    return out
