@@ -280,10 +280,18 @@ def _templates(data: DataDir, store: StoreReader, ids: list[int], report: IndexR
         if stored is not None and stored.share == share:
             known = stored.hosts
     sampler: HostSampler[Page] = HostSampler()
+    need: set[str] = set()
     for lo in range(0, len(ids), STORE_READ_IDS):
         for page in store.pages_by_ids(ids[lo : lo + STORE_READ_IDS]):
             host = host_of(page.url)
             if host not in known and _full(page):
+                need.add(host)
+                if not reuse:
+                    sampler.offer(host, page.id, page)
+    if reuse and need:  # a new host in an incremental run: sampled from all its stored pages
+        for page in store.pages(FETCHED):
+            host = host_of(page.url)
+            if host in need and _full(page):
                 sampler.offer(host, page.id, page)
     hosts = dict(known)
     reader = BodyReader(data.warc_dir)

@@ -117,13 +117,15 @@ class BM25FSettings:
     weights: dict[str, float] = field(
         default_factory=lambda: {
             "title": 4.0, "headings": 2.0, "body": 1.0, "url": 2.0, "anchor": 3.0,
-            "defs": 2.0,
+            "defs": 4.0,
         }
     )
     b: dict[str, float] = field(
         default_factory=lambda: {
             "title": 0.5, "headings": 0.6, "body": 0.75, "url": 0.3, "anchor": 0.6,
-            "defs": 0.5,
+            # 0: the field is a list of short keys, each a title of its own; a page with 200
+            # definitions is not a longer version of a page with one.
+            "defs": 0.0,
         }
     )
     # Documents matching a larger share of the query's concepts are preferred: the BM25F sum is
