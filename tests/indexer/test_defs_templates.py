@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from core.datadir import DataDir
@@ -206,3 +207,37 @@ def test_navigation_block_has_one_template_key_across_pages() -> None:
         return parse_html(html, "http://t/p.html").blocks[0].key
 
     assert keys("Plotting") == keys("Printing")
+
+
+def test_a_segment_written_before_the_defs_field_reads_zero_defs(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A version-2 segment (five fields, no "fields" in meta.json) opens; its postings and
+    positions come back under today's FIELDS with zero tf in defs, and a merge keeps them."""
+    from core import checked
+    from indexer import segment
+    from indexer.merge import merge_segments
+    from indexer.settings import FIELDS, LEGACY_FIELDS
+
+    docs = [("apple pie", "", "apple and pear", "", ["fruit apple"]),
+            ("pear", "", "pear only", "", [])]
+    monkeypatch.setattr(segment, "N_FIELDS", len(LEGACY_FIELDS))
+    monkeypatch.setattr(segment, "FIELDS", LEGACY_FIELDS)
+    w = segment.SegmentWriter(tmp_path / "old", 1 << 20)
+    for i, (title, head, body, url, anchors) in enumerate(docs):
+        w.add_document(i + 1, host="t", url=f"http://t/{i}", title=title, text=body,
+                       fields=[title, head, body, url, anchors])
+    meta = w.finish()
+    monkeypatch.undo()
+    del meta["fields"]
+    checked.write_json(tmp_path / "old" / "meta.json",
+                       checked.Format(segment.SEGMENT_FORMAT, 2, "segment meta.json"), meta)
+    old = segment.SegmentReader(tmp_path / "old")
+    _, tfs = old.postings(old.term_row("appl"))
+    assert tfs.shape == (1, len(FIELDS))
+    assert dict(zip(FIELDS, tfs[0].tolist(), strict=True)) == {
+        "title": 1, "headings": 0, "body": 1, "url": 0, "anchor": 1, "defs": 0}
+    assert len(old.positions(old.term_row("appl"), tfs)) == 3
+    assert old.field_lens.shape == (2, len(FIELDS)) and not old.field_lens[:, -1].any()
+    merge_segments([old], [np.ones(2, dtype=bool)], tmp_path / "merged", 1 << 20)
+    new = segment.SegmentReader(tmp_path / "merged")
+    assert new.postings(new.term_row("appl"))[1].tolist() == tfs.tolist()
