@@ -117,7 +117,7 @@ class BM25FSettings:
     weights: dict[str, float] = field(
         default_factory=lambda: {
             "title": 4.0, "headings": 2.0, "body": 1.0, "url": 2.0, "anchor": 3.0,
-            "defs": 4.0,
+            "defs": 3.0,
         }
     )
     b: dict[str, float] = field(
