@@ -63,11 +63,10 @@ class DocJob(NamedTuple):
 class AnalysedBatch:
     status: np.ndarray  # int8 per job: INDEXED or WARC_ERROR (then it has nothing below)
     titles: list[str]  # per job ('' when skipped)
-    # zlib'd snippet texts of the indexed jobs, one after the other, each followed by its
-    # fragments as a second zlib stream when it has any (indexer/fragments.py)
-    text_blobs: bytes
+    text_blobs: bytes  # zlib'd snippet texts of the indexed jobs, one after the other
     text_offsets: np.ndarray  # int64, indexed jobs + 1
     text_bytes: int  # uncompressed UTF-8 bytes of those texts
+    frags: list[bytes]  # per indexed job, its zlib'd fragments (indexer/fragments.py) or b""
     field_lens: np.ndarray  # int32 (jobs, fields): terms per field
     hits: np.ndarray  # int32 (n, 4): local word ID, job index, field, position; job order
     first_new: int  # local ID of new_terms[0]
@@ -145,6 +144,7 @@ class BatchAnalyser:
         titles: list[str] = []
         errors: list[str] = []
         blobs: list[bytes] = []
+        frag_blobs: list[bytes] = []
         text_bytes = 0
         docs: list[list[str | list[str]]] = []
         for i, job in enumerate(jobs):
@@ -159,7 +159,8 @@ class BatchAnalyser:
                 titles.append(title)
                 raw = text.encode("utf-8", "surrogatepass")
                 text_bytes += len(raw)
-                blobs.append(zlib.compress(raw, DOCSTORE_LEVEL) + frags)
+                blobs.append(zlib.compress(raw, DOCSTORE_LEVEL))
+                frag_blobs.append(frags)
             docs.append(fields)
         wids, pos, slots = self._hits(docs)
         lens = np.bincount(slots, minlength=n_jobs * N_FIELDS).astype(np.int32).reshape(
@@ -173,5 +174,5 @@ class BatchAnalyser:
         np.cumsum([len(b) for b in blobs], out=offsets[1:])
         return AnalysedBatch(
             status=status, titles=titles, text_blobs=b"".join(blobs), text_offsets=offsets,
-            text_bytes=text_bytes, field_lens=lens, hits=hits, first_new=first_new,
+            text_bytes=text_bytes, frags=frag_blobs, field_lens=lens, hits=hits, first_new=first_new,
             new_terms=self.hits.words[first_new:], errors=errors)

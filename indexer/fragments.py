@@ -3,9 +3,8 @@
 The defining places of a page (indexer/parse.py ``Fragment``: dt terms, anchored headings, keyed
 table rows, elements with an id) are indexed as the ``defs`` field (its text chosen by
 ``WEBSIFT_DEFS``: the keys, or the keys and their defining text), and their (id, key) pairs are
-stored with the document, bounded by MAX_STORED_FRAGMENT_CHARS, as a second zlib stream after the
-snippet text (a reader of the text alone stops at the end of the first, and a document stored
-before fragments has no second stream).  At hit assembly, for the top k only,
+stored with the document, bounded by MAX_STORED_FRAGMENT_CHARS, in the segment's ``frags.bin``
+(a segment from before them has none).  At hit assembly, for the top k only,
 :func:`best_fragment` picks the fragment whose key matches the query's terms best, and the hit
 links to it (``url#id``), so a reader lands on the definition, not the top of a long page.
 """
@@ -13,7 +12,7 @@ links to it (``url#id``), so a reader lands on the definition, not the top of a 
 from __future__ import annotations
 
 import zlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from indexer.errors import IndexCorrupt
 from indexer.parse import Fragment
@@ -62,14 +61,11 @@ def encode_fragments(fragments: Sequence[Fragment], limit: int = MAX_STORED_FRAG
 
 
 def read_fragments(blob: bytes, name: str = "") -> list[tuple[str, str]]:
-    """The (id, key) pairs of a stored document's blob (snippet text, then fragments)."""
+    """The (id, key) pairs of a document's stored fragments (:func:`encode_fragments`)."""
+    if not blob:
+        return []
     try:
-        d = zlib.decompressobj()
-        d.decompress(blob)
-        rest = d.unused_data
-        if not rest:
-            return []
-        raw = zlib.decompress(rest).decode("utf-8", "surrogatepass")
+        raw = zlib.decompress(blob).decode("utf-8", "surrogatepass")
     except (zlib.error, UnicodeError) as exc:
         raise IndexCorrupt(f"stored document {name} has corrupt fragments ({exc})") from None
     out = []
@@ -80,19 +76,31 @@ def read_fragments(blob: bytes, name: str = "") -> list[tuple[str, str]]:
     return out
 
 
+def needles(terms: Iterable[str], words: Iterable[str] = ()) -> tuple[str, ...]:
+    """Lower-case strings of which a key holding a query term contains one: the terms, the
+    typed words, and each term less its last letter (a stem's "i" for "y": ``properti``)."""
+    out = {t.lower() for t in terms} | {w.lower() for w in words}
+    out |= {t[:-1] for t in out if len(t) > 3}
+    return tuple(sorted(x for x in out if x))
+
+
 def best_fragment(fragments: Sequence[tuple[str, str]], terms: Mapping[str, float],
-                  analyse: Callable[[str], list[str]]) -> str | None:
+                  analyse: Callable[[str], list[str]], look: Sequence[str]) -> str | None:
     """The id of the fragment whose key holds the most query weight (``terms``: query term ->
     idf); on a tie the one whose key has fewer other words (``ytick`` over ``ytickmode``'s
-    longer text), then the first.  None when no key holds a query term."""
+    longer text), then the first.  None when no key holds a query term.  Only keys that
+    contain one of ``look`` (:func:`needles`) are analysed: analysis is most of the cost."""
     best: tuple[float, int] | None = None
     out: str | None = None
     for fid, key in fragments:
-        words = analyse(key)
-        got = set(words) & terms.keys()
+        low = key.lower()
+        if not any(n in low for n in look):
+            continue
+        words = set(analyse(key))
+        got = words & terms.keys()
         if not got:
             continue
-        rank = (sum(terms[t] for t in got), -(len(set(words)) - len(got)))
+        rank = (sum(terms[t] for t in got), -(len(words) - len(got)))
         if best is None or rank > best:
             best, out = rank, fid
     return out

@@ -47,7 +47,7 @@ from core.datadir import DataDir
 from indexer import bm25f
 from indexer.analysis import Analyzer
 from indexer.errors import IndexCorrupt
-from indexer.fragments import best_fragment, read_fragments
+from indexer.fragments import best_fragment, needles, read_fragments
 from indexer.manifest import Manifest, read_manifest, verify_segment
 from indexer.manifest import current_generation as _manifest_generation
 from indexer.query import ParsedQuery, Phrase, parse_query
@@ -612,6 +612,7 @@ class Searcher:
             len(final))
         top = top[np.lexsort((doc_ids[top], -final[top]))][offset:]
         maker = SnippetMaker(set(terms), _raw_words(pq), self.analyzer) if snippets else None
+        look = needles(terms, _raw_words(pq))
         for i in top:
             si, o = int(segs[i]), int(ords[i])
             seg = self.segments[si]
@@ -624,14 +625,15 @@ class Searcher:
                 snippet=snippet, highlights=spans, score=float(final[i]),
                 text_score=float(text[i]), prior_score=float(prior_scores[i]),
                 explain=self._explain(si, o, units, idfs, cache, n_docs=n_docs, norms=norms)
-                if explain else None, fragment=self._fragment(si, o, idfs)))
+                if explain else None, fragment=self._fragment(si, o, idfs, look)))
         return results
 
-    def _fragment(self, si: int, ordinal: int, idfs: dict[str, float]) -> str | None:
+    def _fragment(self, si: int, ordinal: int, idfs: dict[str, float],
+                  look: Sequence[str]) -> str | None:
         """The id of the hit's fragment whose key best matches the query (indexer/fragments.py)."""
         seg = self.segments[si]
-        frags = read_fragments(seg.text_blob(ordinal), name=f"{seg.name}/{ordinal}")
-        return best_fragment(frags, idfs, self.analyzer.terms) if frags else None
+        frags = read_fragments(seg.frags_blob(ordinal), name=f"{seg.name}/{ordinal}")
+        return best_fragment(frags, idfs, self.analyzer.terms, look) if frags else None
 
     def _saturated(self, p: _Postings, si: int, norms: _Norms | None) -> np.ndarray:
         """tf~/(k1 + tf~) of each posting of ``p``, computed once per postings and norms."""

@@ -13,6 +13,8 @@ A segment is an immutable directory ``DATA/index/seg-<generation>/``; the manife
     field_lens.npy      int32 (docs, fields): terms per field, for BM25F length normalisation
     head.bin, head_off.npy    "url \x1f title" per document, UTF-8 (read for every hit)
     store.bin, store_off.npy  zlib'd snippet text per document (read only to make snippets)
+    frags.bin, frags_off.npy  zlib'd (id, key) fragments per document, b"" for none
+                        (indexer/fragments.py; a segment from before them has neither file)
     docs.roar           roaring bitmap of the URL IDs held here (they mask older segments)
     drops.roar          URL IDs this run found no longer indexable (they mask older segments)
     hosts.roar          one roaring bitmap per host (``site:``), located through meta.json
@@ -137,6 +139,8 @@ class SegmentWriter:
         self._store_off = [0]
         self._head = open(directory / "head.bin", "wb")  # noqa: SIM115 - closed in finish
         self._head_off = [0]
+        self._frags = open(directory / "frags.bin", "wb")  # noqa: SIM115 - closed in finish
+        self._frags_off = [0]
         self.text_bytes = 0
         self.hosts: dict[str, BitMap] = {}
         self.drops = BitMap()
@@ -172,6 +176,7 @@ class SegmentWriter:
         blob = zlib.compress(raw, DOCSTORE_LEVEL)
         self._store.write(blob)
         self._store_off.append(self._store_off[-1] + len(blob))
+        self._frags_off.append(self._frags_off[-1])
         head = f"{url}{_SEP}{title.replace(_SEP, ' ')}".encode("utf-8", "surrogatepass")
         self._head.write(head)
         self._head_off.append(self._head_off[-1] + len(head))
@@ -181,7 +186,7 @@ class SegmentWriter:
 
     def add_copied_document(self, url_id: int, *, url: str, title: str, text_blob: bytes,
                             field_lens: Sequence[int], host: str | None = None,
-                            anchor_sources: Sequence[int] = ()) -> int:
+                            anchor_sources: Sequence[int] = (), frags_blob: bytes = b"") -> int:
         """A document whose text is already compressed (a merge's copy, or a worker's batch):
         its hits come separately through ``barrels.add_hits`` / ``barrels.add_block``.
         Returns its ordinal."""
@@ -192,6 +197,8 @@ class SegmentWriter:
         self._lens.append([int(x) for x in field_lens])
         self._store.write(text_blob)
         self._store_off.append(self._store_off[-1] + len(text_blob))
+        self._frags.write(frags_blob)
+        self._frags_off.append(self._frags_off[-1] + len(frags_blob))
         head = f"{url}{_SEP}{title.replace(_SEP, ' ')}".encode("utf-8", "surrogatepass")
         self._head.write(head)
         self._head_off.append(self._head_off[-1] + len(head))
@@ -215,6 +222,7 @@ class SegmentWriter:
         self.barrels.close()
         self._store.close()
         self._head.close()
+        self._frags.close()
         n_terms = len(self.lexicon)
         lex = np.zeros((n_terms, 2 + 3 * len(_STREAMS)), dtype=np.int64)
         files = {s: (open(d / f"post_{s}.bin", "wb"), open(d / f"post_{s}_w.bin", "wb"))  # noqa: SIM115
@@ -252,6 +260,7 @@ class SegmentWriter:
         lens = np.asarray(self._lens, dtype=np.int32).reshape(-1, N_FIELDS)
         np.save(d / "field_lens.npy", lens)
         np.save(d / "store_off.npy", np.asarray(self._store_off, dtype=np.int64))
+        np.save(d / "frags_off.npy", np.asarray(self._frags_off, dtype=np.int64))
         np.save(d / "head_off.npy", np.asarray(self._head_off, dtype=np.int64))
         (d / "docs.roar").write_bytes(BitMap(self.doc_ids).serialize())
         (d / "drops.roar").write_bytes(self.drops.serialize())
@@ -333,6 +342,9 @@ class SegmentReader:
             self._store = _map(directory / "store.bin")
             self._head_off = np.load(directory / "head_off.npy")
             self._head = _map(directory / "head.bin")
+            has_frags = (directory / "frags_off.npy").exists()
+            self._frags_off = np.load(directory / "frags_off.npy") if has_frags else None
+            self._frags = _map(directory / "frags.bin") if has_frags else None
             self._streams = {s: (_map(directory / f"post_{s}.bin"),
                                  np.fromfile(directory / f"post_{s}_w.bin", dtype=np.uint8))
                              for s in _STREAMS}
@@ -413,6 +425,12 @@ class SegmentReader:
     def text_blob(self, ordinal: int) -> bytes:
         """The stored (compressed) snippet text, as written."""
         return self._store[self._store_off[ordinal] : self._store_off[ordinal + 1]].tobytes()
+
+    def frags_blob(self, ordinal: int) -> bytes:
+        """The stored (compressed) fragments of a document, b"" when it has none."""
+        if self._frags is None or self._frags_off is None:
+            return b""
+        return self._frags[self._frags_off[ordinal] : self._frags_off[ordinal + 1]].tobytes()
 
     def stream(self, name: str) -> tuple[np.ndarray, np.ndarray, int]:
         """(data, block widths, lexicon column of its byte start) of a postings stream."""
