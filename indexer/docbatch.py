@@ -27,6 +27,7 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
+from indexer.analysis import Analyzer
 from indexer.anchors import Anchors
 from indexer.fragments import defs_field, defs_mode, encode_fragments
 from indexer.hits import HitMaker
@@ -90,6 +91,7 @@ class BatchAnalyser:
         self.hits = HitMaker()
         self.templates = templates or {}  # host -> template keys (indexer/templates.py)
         self.defs_mode = defs_mode()
+        self.analyzer = Analyzer()  # the fragments' key terms, as the searcher analyses
 
     def close(self) -> None:
         """Close the WARC files it holds open."""
@@ -113,7 +115,7 @@ class BatchAnalyser:
         return (parsed.title or anchors.best(), text,
                 [parsed.title, parsed.headings, content, parsed.url_words, job.anchors,
                  defs_field(parsed.fragments, self.defs_mode)],
-                encode_fragments(parsed.fragments))
+                encode_fragments(parsed.fragments, self.analyzer.terms))
 
     def _hits(self, docs: list[list[str | list[str]]]
               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

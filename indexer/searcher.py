@@ -47,7 +47,7 @@ from core.datadir import DataDir
 from indexer import bm25f
 from indexer.analysis import Analyzer
 from indexer.errors import IndexCorrupt
-from indexer.fragments import best_fragment, needles, read_fragments
+from indexer.fragments import StoredFragments, read_fragments
 from indexer.manifest import Manifest, read_manifest, verify_segment
 from indexer.manifest import current_generation as _manifest_generation
 from indexer.query import ParsedQuery, Phrase, parse_query
@@ -56,6 +56,7 @@ from indexer.settings import (
     DEFAULT_DEPTH,
     DEFAULT_K,
     FIELDS,
+    FRAGMENT_CACHE_BYTES,
     MAX_QUERY_CHARS,
     N_FIELDS,
     PAIRS_CACHE_BYTES,
@@ -69,6 +70,7 @@ from indexer.snippet import PageText, SnippetMaker, read_text
 Prior = Callable[[np.ndarray], np.ndarray]
 _FIELD_SHIFT = 25
 _DOC_SHIFT = 29
+_DEFS = FIELDS.index("defs")  # the field a page's fragments are indexed in
 _POS_MASK = (1 << _FIELD_SHIFT) - 1
 
 
@@ -293,6 +295,8 @@ class Searcher:
         # bounded by bytes (indexer/settings.py): what queries ask cannot grow the process.
         self._texts: Cache[tuple[int, int], PageText] = Cache(
             TEXT_CACHE_BYTES, lambda t: sys.getsizeof(t[0]) + sys.getsizeof(t[1]))
+        self._frags: Cache[tuple[int, int], StoredFragments] = Cache(
+            FRAGMENT_CACHE_BYTES, StoredFragments.size)
         self._decoded: Cache[tuple[int, str], _Postings | None] = Cache(
             POSTINGS_CACHE_BYTES, _nbytes)
         self._pairs: Cache[tuple[int, str, str], tuple[np.ndarray, np.ndarray]] = Cache(
@@ -367,7 +371,7 @@ class Searcher:
     def caches(self) -> dict[str, Cache[Any, Any]]:
         """The searcher's caches by name (for their counters and sizes)."""
         return {"postings": self._decoded, "pairs": self._pairs, "texts": self._texts,
-                "site_masks": self._site_masks}
+                "site_masks": self._site_masks, "fragments": self._frags}
 
     def close(self) -> None:
         self.segments = []
@@ -612,7 +616,6 @@ class Searcher:
             len(final))
         top = top[np.lexsort((doc_ids[top], -final[top]))][offset:]
         maker = SnippetMaker(set(terms), _raw_words(pq), self.analyzer) if snippets else None
-        look = needles(terms, _raw_words(pq))
         for i in top:
             si, o = int(segs[i]), int(ords[i])
             seg = self.segments[si]
@@ -625,15 +628,32 @@ class Searcher:
                 snippet=snippet, highlights=spans, score=float(final[i]),
                 text_score=float(text[i]), prior_score=float(prior_scores[i]),
                 explain=self._explain(si, o, units, idfs, cache, n_docs=n_docs, norms=norms)
-                if explain else None, fragment=self._fragment(si, o, idfs, look)))
+                if explain else None, fragment=self._fragment(si, o, idfs, cache)))
         return results
 
     def _fragment(self, si: int, ordinal: int, idfs: dict[str, float],
-                  look: Sequence[str]) -> str | None:
-        """The id of the hit's fragment whose key best matches the query (indexer/fragments.py)."""
-        seg = self.segments[si]
-        frags = read_fragments(seg.frags_blob(ordinal), name=f"{seg.name}/{ordinal}")
-        return best_fragment(frags, idfs, self.analyzer.terms, look) if frags else None
+                  cache: dict[tuple[int, str], _Postings | None]) -> str | None:
+        """The id of the hit's fragment whose key best matches the query (indexer/fragments.py).
+        Only a page whose defs field holds a query term has one to offer: that is read from
+        the postings the query already decoded, and most hits stop there."""
+        wanted = {}
+        for term, idf in idfs.items():
+            p = self._postings(term, cache, si)
+            if p is None:
+                continue
+            j = int(np.searchsorted(p.docs, ordinal))
+            if j < len(p.docs) and p.docs[j] == ordinal and p.tfs[j, _DEFS]:
+                wanted[term] = idf
+        if not wanted:
+            return None
+        key = (si, ordinal)
+        frags = self._frags.get(key)
+        if frags is None:
+            seg = self.segments[si]
+            frags = StoredFragments(read_fragments(seg.frags_blob(ordinal), self.analyzer.terms,
+                                                   name=f"{seg.name}/{ordinal}"))
+            self._frags.put(key, frags)
+        return frags.best(wanted)
 
     def _saturated(self, p: _Postings, si: int, norms: _Norms | None) -> np.ndarray:
         """tf~/(k1 + tf~) of each posting of ``p``, computed once per postings and norms."""

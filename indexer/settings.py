@@ -143,6 +143,7 @@ class BM25FSettings:
 POSTINGS_CACHE_BYTES = 64 << 20  # decoded postings of recent terms
 PAIRS_CACHE_BYTES = 16 << 20  # proximity evidence of recent word pairs
 TEXT_CACHE_BYTES = 32 << 20  # recent pages' texts (and their lower case), for snippets
+FRAGMENT_CACHE_BYTES = 16 << 20  # recent pages' fragments (and their keys' terms), for hits
 # Document masks of recent site: filters (one bool per document of each segment).  The keys
 # come from users (any host name), so this must be bounded: 16 MiB holds the masks of 16
 # filters on a million-document index, of thousands on a small one; a miss costs one pass
