@@ -3,7 +3,9 @@
 The indexing run (indexer/build.py) decides in the main process *which* documents a batch holds
 (store rows, anchor texts: SQLite stays there) and hands them over as plain :class:`DocJob`
 tuples.  :class:`BatchAnalyser` reads each full document's WARC record (digest-checked), parses it
-once with lexbor (indexer/parse.py), turns every field into hits with its own raw-token -> word-ID
+once with lexbor (indexer/parse.py), leaves its host's template blocks out of the body and the
+stored text (indexer/templates.py), makes the defs field and the stored fragments of its
+definitions (indexer/fragments.py), turns every field into hits with its own raw-token -> word-ID
 memo (indexer/hits.py: the Whoosh chain runs once per distinct word form *per analyser*) and
 returns an :class:`AnalysedBatch`: numpy arrays and bytes, no per-hit Python objects, so a batch
 crosses a process boundary cheaply.

@@ -6,18 +6,22 @@ role="main" or <article>, else the whole <body>), URL words (the path's words), 
 whitespace-normalised text kept for query-biased snippets.  Anchor text is not here: it belongs
 to the page a link points to and comes from the crawl store's link table (indexer/anchors.py).
 
-Structure, from the same parse (``structure=True``; not indexed yet, for the definitions field
-and template detection):
+Structure, from the same parse (``structure=True``; the indexer's fragments feed the defs field
+and the hit's ``#id``, indexer/fragments.py; the blocks' template keys feed template detection,
+indexer/templates.py):
 
 * ``blocks``: the body split at block-level elements (p, li, td, headings, div, nav ...), in
   document order, each with :func:`block_hash` of its text: ``" ".join`` of the blocks' texts is
   exactly ``body``.  A block that recurs on many pages of a host is template (navigation, "Prev
-  Up Home Next"); anchor texts hash with the same :func:`block_hash`, so "Next" as an anchor and
-  as a block are one key.
+  Up Home Next"); its template ``key`` is its hash, or, for a block with links and words between
+  them ("Next: <a>X</a>, Up: <a>Y</a>", whose link texts change from page to page), the hash of
+  the words outside its links.
 * ``fragments``: the defining places a URL ``#id`` reaches: ``<dt>`` terms with their ``<dd>``,
   headings with an anchor (their own id, a child ``<a id|name>``, a permalink ``<a href="#x">``,
   or the section they open), table rows keyed by a first cell with an id, other elements with
-  an id by their own text; each bounded, and bounded in number per page.
+  an id by their own text; each bounded, and bounded in number per page.  Texinfo puts a
+  term's anchors (``<span id=index-x></span>``) at the end of the previous ``<dd>``: they count
+  as the anchor of the ``<dt>`` that follows.
 
 lexbor against lxml (``scripts/compare_parsers.py``): the same title, headings, body and lang on
 every page of the Python manual, in about half the time on large pages.  lexbor parses as a
