@@ -374,5 +374,9 @@ def _fragments(tree: LexborHTMLParser, scope: LexborNode,
                 or el.css_first(f"dt, tr, {_HEADINGS}") is not None:
             continue  # a container: its terms, rows and sections are fragments of their own
         text = _text(el)
+        link = el if el.tag == "a" else el.css_first("a[href]")
+        if link is not None and not (link.attributes.get("href") or "#").startswith("#") \
+                and _text(link) == text:
+            continue  # a link to another page (a table of contents): it defines nothing here
         add(fid, text, text)
     return out

@@ -241,3 +241,10 @@ def test_a_segment_written_before_the_defs_field_reads_zero_defs(
     merge_segments([old], [np.ones(2, dtype=bool)], tmp_path / "merged", 1 << 20)
     new = segment.SegmentReader(tmp_path / "merged")
     assert new.postings(new.term_row("appl"))[1].tolist() == tfs.tolist()
+
+
+def test_a_table_of_contents_link_is_not_a_definition() -> None:
+    html = (b'<html><body><ul><li><a id="toc-x" href="x.html">Defining x</a></li>'
+            b'<li id="toc-y"><a href="y.html">Defining y</a></li></ul>'
+            b'<p id="here">A paragraph <a href="z.html">with a link</a>.</p></body></html>')
+    assert [f.id for f in parse_html(html, "http://t/index.html").fragments] == ["here"]
