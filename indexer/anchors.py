@@ -4,7 +4,10 @@ Brin & Page 1998, section 2.2: "the text of links is treated in a special way ..
 it with the page the link points to", which also makes pages that were never fetched findable.
 Rules here: self-links are ignored, nofollow links give no anchor text, links from pages marked
 as duplicates give none (their canonical page's links count), identical anchor text from one
-source page counts once, and empty anchors are skipped.  A link to a URL that redirects
+source page counts once, and empty anchors are skipped.  Anchor boilerplate is skipped too: a
+text that a source host puts on links from a large share of its pages ("Next", "Prev", "Up",
+"Home", a menu) describes the site's navigation, not its targets (:func:`anchor_boilerplate`,
+measured from the link table at index time, ANCHOR_TEMPLATE_MIN_SHARE).  A link to a URL that redirects
 (one hop, as the crawl store records it) counts for the redirect's target.
 """
 
@@ -14,7 +17,12 @@ from collections import Counter
 from dataclasses import dataclass
 
 from core.html import squash
-from indexer.settings import MAX_ANCHOR_CHARS, MAX_ANCHORS_PER_PAGE
+from indexer.settings import (
+    ANCHOR_TEMPLATE_MIN_PAGES,
+    ANCHOR_TEMPLATE_MIN_SHARE,
+    MAX_ANCHOR_CHARS,
+    MAX_ANCHORS_PER_PAGE,
+)
 from store.views import StoreReader
 
 
@@ -40,10 +48,29 @@ def redirect_aliases(store: StoreReader) -> dict[int, list[int]]:
     return out
 
 
+def anchor_key(text: str) -> str:
+    """An anchor text as boilerplate is counted: whitespace-normalised, case-folded, capped."""
+    return squash(text)[:MAX_ANCHOR_CHARS].casefold()
+
+
+def anchor_boilerplate(store: StoreReader, share: float = ANCHOR_TEMPLATE_MIN_SHARE,
+                       min_pages: int = ANCHOR_TEMPLATE_MIN_PAGES) -> set[tuple[int, str]]:
+    """(source host ID, :func:`anchor_key`) of the anchor texts a host uses on links from at
+    least ``share`` of its pages that have anchored links (hosts with ``min_pages`` of them)."""
+    pages, rows = store.anchor_use()
+    counts: Counter[tuple[int, str]] = Counter()
+    for host, anchor, n in rows:
+        if pages.get(host, 0) >= min_pages:
+            counts[(host, anchor_key(anchor))] += n  # raw spellings of one key add up
+    return {k for k, n in counts.items() if k[1] and n >= share * pages[k[0]]}
+
+
 def in_anchors_many(store: StoreReader, targets: list[int],
-                    aliases: dict[int, list[int]]) -> dict[int, Anchors]:
+                    aliases: dict[int, list[int]],
+                    boilerplate: set[tuple[int, str]] | None = None) -> dict[int, Anchors]:
     """The anchor texts of the links pointing at each of ``targets`` or at a URL redirecting
-    to it, with one store query (``StoreReader.anchor_links``: sources in ID order)."""
+    to it, with one store query (``StoreReader.anchor_links_by_host``: sources in ID order),
+    leaving out ``boilerplate`` ((source host ID, anchor key) pairs)."""
     owner: dict[int, int] = {}  # link dst -> the target it counts for
     for t in targets:
         owner[t] = t
@@ -53,12 +80,14 @@ def in_anchors_many(store: StoreReader, targets: list[int],
         return {}
     seen: dict[int, set[tuple[int, str]]] = {t: set() for t in targets}
     out = {t: Anchors([], []) for t in targets}
-    for src, dst, anchor in store.anchor_links(list(owner)):
+    for src, host, dst, anchor in store.anchor_links_by_host(list(owner)):
         t = owner[dst]
         a = out[t]
         if src == t or len(a.texts) >= MAX_ANCHORS_PER_PAGE:
             continue
         text = squash(anchor)[:MAX_ANCHOR_CHARS]
+        if boilerplate and (host, text.casefold()) in boilerplate:
+            continue
         key = (src, text.lower())
         if not text or key in seen[t]:
             continue

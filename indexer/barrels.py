@@ -114,8 +114,9 @@ class ForwardBarrels:
         hits = np.concatenate(self._chunks)
         self._chunks, self._chunk_hits = [], 0
         barrel = hits[:, 0] // self.barrel_words
-        order = np.argsort(barrel, kind="stable")
-        hits, barrel = hits[order], barrel[order]
+        if barrel.min() != barrel.max():  # one barrel (a small index): nothing to sort
+            order = stable_order(barrel)
+            hits, barrel = hits[order], barrel[order]
         bounds = np.flatnonzero(np.diff(barrel)) + 1
         starts = np.concatenate([[0], bounds])
         ends = np.concatenate([bounds, [len(hits)]])
@@ -134,6 +135,20 @@ class ForwardBarrels:
         self.flush()
 
 
+def stable_order(keys: np.ndarray) -> np.ndarray:
+    """``np.argsort(keys, kind="stable")``, as a radix sort when the keys span fewer than 2**16
+    values (a barrel's word IDs do: BARREL_WORDS): numpy sorts 16-bit keys by radix, O(n),
+    and wider ones by timsort, O(n log n), three times slower on a barrel's hits."""
+    if len(keys) == 0:
+        return np.zeros(0, dtype=np.intp)
+    lo, hi = int(keys.min()), int(keys.max())
+    if lo >> 16 == hi >> 16 and lo >= 0:  # one barrel: the low 16 bits order them, no copy
+        return np.argsort(keys.astype(np.uint16), kind="stable")
+    if hi - lo < 1 << 16:
+        return np.argsort((keys - lo).astype(np.uint16), kind="stable")
+    return np.argsort(keys, kind="stable")
+
+
 def invert(runs: list[Path], ram_bytes: int, scratch: Path) -> Iterator[np.ndarray]:
     """Hits of one barrel sorted by (word, doc, field, position), in word-range chunks."""
     sizes = [os.path.getsize(p) for p in runs]
@@ -141,7 +156,7 @@ def invert(runs: list[Path], ram_bytes: int, scratch: Path) -> Iterator[np.ndarr
     # from them several int64 columns: a barrel is sorted in memory up to 1/8 of the budget.
     if sum(sizes) <= ram_bytes // INVERT_SHARE:
         hits = np.concatenate([np.load(p) for p in runs]) if len(runs) > 1 else np.load(runs[0])
-        yield hits[np.argsort(hits[:, 0], kind="stable")]
+        yield hits[stable_order(hits[:, 0])]
         return
     # Too big for memory: sort each run alone, then merge word ranges sequentially, reading
     # each run's slice of the range with plain reads (a memory map would keep every page read
@@ -150,7 +165,7 @@ def invert(runs: list[Path], ram_bytes: int, scratch: Path) -> Iterator[np.ndarr
     total_words: dict[int, int] = {}
     for i, path in enumerate(runs):
         hits = np.load(path)
-        hits = hits[np.argsort(hits[:, 0], kind="stable")]
+        hits = hits[stable_order(hits[:, 0])]
         out = scratch / f"{path.stem}-sorted-{i}.npy"
         np.save(out, hits)
         words, n = np.unique(hits[:, 0], return_counts=True)
@@ -178,7 +193,7 @@ def invert(runs: list[Path], ram_bytes: int, scratch: Path) -> Iterator[np.ndarr
                     fh.seek(offset + a * HIT_BYTES)
                     parts.append(np.fromfile(fh, dtype=np.int32, count=(b - a) * 4).reshape(-1, 4))
         hits = np.concatenate(parts)
-        yield hits[np.argsort(hits[:, 0], kind="stable")]
+        yield hits[stable_order(hits[:, 0])]
         lo_idx = hi_idx
     for path, *_ in sorted_runs:
         path.unlink()

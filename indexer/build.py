@@ -37,9 +37,10 @@ from urllib.parse import urlsplit
 import numpy as np
 
 from core.datadir import DataDir, fsync_dir
+from core.errors import CheckedFileError
 from core.html import is_html
 from core.lock import ExclusiveLock, LockHeld
-from indexer.anchors import Anchors, in_anchors_many, redirect_aliases
+from indexer.anchors import Anchors, anchor_boilerplate, in_anchors_many, redirect_aliases
 from indexer.docbatch import ANCHOR_ONLY, FULL, WARC_ERROR, AnalysedBatch, DocJob
 from indexer.errors import IndexBusy, IndexCorrupt, IndexMissing
 from indexer.manifest import (
@@ -50,8 +51,10 @@ from indexer.manifest import (
     write_manifest,
 )
 from indexer.merge import merge_segments
+from indexer.parse import parse_html
 from indexer.segment import SegmentReader, SegmentWriter
 from indexer.settings import (
+    ANCHOR_TEMPLATES_ENV,
     BATCH_FULL_DOCS,
     BATCH_MAX_BYTES,
     BATCH_MAX_JOBS,
@@ -60,10 +63,24 @@ from indexer.settings import (
     MAX_SEGMENTS,
     PARALLEL_MIN_IDS,
     STORE_READ_IDS,
+    TEMPLATE_MIN_SHARE,
+    TEMPLATE_SHARE_ENV,
+    TEMPLATES_ENV,
+    env_switch,
+)
+from indexer.templates import (
+    HostSampler,
+    HostTemplate,
+    Templates,
+    host_template,
+    read_templates,
+    write_templates,
 )
 from indexer.workers import AnalyserPool
+from store.errors import WarcError
 from store.schema import DISALLOWED, DISCOVERED, FETCHED, OUT_OF_SCOPE, Page
 from store.views import StoreReader
+from store.warc import BodyReader, WarcLocation
 
 _ANCHOR_ONLY_STATUSES = (DISCOVERED, OUT_OF_SCOPE, DISALLOWED)
 
@@ -82,6 +99,11 @@ class IndexReport:
     live_docs: int = 0
     seconds: float = 0.0
     hits: int = 0
+    template_hosts: int = 0  # hosts measured for templates in this run (indexer/templates.py)
+    template_pages: int = 0  # pages parsed to measure them
+    template_errors: int = 0  # sampled pages whose WARC record could not be read
+    template_seconds: float = 0.0  # time spent measuring templates and anchor boilerplate
+    anchor_boilerplate: int = 0  # (host, anchor text) pairs left out as navigation
 
 
 def host_of(url: str) -> str:
@@ -188,9 +210,15 @@ def _run(data: DataDir, store: StoreReader, manifest: Manifest | None, *, ram_mb
         ids = sorted(set(ids) | {redirect_of[i] for i in ids if i in redirect_of})
     # Forking workers does not pay for a handful of documents.
     procs = procs if len(ids) >= PARALLEL_MIN_IDS else 1
-    with AnalyserPool(data.warc_dir, procs, writer.lexicon) as pool:
+    t0 = time.monotonic()
+    templates = _templates(data, store, ids, report, say, reuse=(mode == "incremental"))
+    boiler = anchor_boilerplate(store) if env_switch(ANCHOR_TEMPLATES_ENV) != "0" else set()
+    report.anchor_boilerplate = len(boiler)
+    report.template_seconds = time.monotonic() - t0
+    with AnalyserPool(data.warc_dir, procs, writer.lexicon, templates=templates.keys()) as pool:
         done = 0
-        batches = _batches(store, ids, aliases, writer, report, drop=(mode == "incremental"))
+        batches = _batches(store, ids, aliases, writer, report, drop=(mode == "incremental"),
+                           boilerplate=boiler)
         for jobs, batch in pool.map(batches):
             _add_batch(writer, jobs, batch, report, say)
             if (done + len(jobs)) // 1000 > done // 1000:
@@ -228,14 +256,73 @@ def _run(data: DataDir, store: StoreReader, manifest: Manifest | None, *, ram_mb
     return report
 
 
+def _full(page: Page) -> bool:
+    """Is this store row a full document (a fetched, indexable HTML page)?"""
+    return (page.status == FETCHED and page.noindex == 0 and page.duplicate_of is None
+            and page.warc_file is not None and is_html(page.content_type))
+
+
+def _templates(data: DataDir, store: StoreReader, ids: list[int], report: IndexReport,
+               say: Callable[[str], None], *, reuse: bool) -> Templates:
+    """Each host's template (indexer/templates.py): the stored measure of the hosts it has
+    (``reuse``: an incremental run), a new one for the others from a sample of the candidate
+    pages, written back to DATA/index/templates.json.  Off (none) with WEBSIFT_TEMPLATES=0."""
+    if env_switch(TEMPLATES_ENV) == "0":
+        return Templates()
+    share = float(env_switch(TEMPLATE_SHARE_ENV, str(TEMPLATE_MIN_SHARE)))
+    known: dict[str, HostTemplate] = {}
+    if reuse:
+        try:
+            stored = read_templates(data.index_dir)
+        except CheckedFileError as exc:
+            say(f"templates unusable ({exc}); measuring them again")
+            stored = None
+        if stored is not None and stored.share == share:
+            known = stored.hosts
+    sampler: HostSampler[Page] = HostSampler()
+    need: set[str] = set()
+    for lo in range(0, len(ids), STORE_READ_IDS):
+        for page in store.pages_by_ids(ids[lo : lo + STORE_READ_IDS]):
+            host = host_of(page.url)
+            if host not in known and _full(page):
+                need.add(host)
+                if not reuse:
+                    sampler.offer(host, page.id, page)
+    if reuse and need:  # a new host in an incremental run: sampled from all its stored pages
+        for page in store.pages(FETCHED):
+            host = host_of(page.url)
+            if host in need and _full(page):
+                sampler.offer(host, page.id, page)
+    hosts = dict(known)
+    reader = BodyReader(data.warc_dir)
+    try:
+        for host, items in sampler.samples().items():
+            pages: list[set[int]] = []
+            for page in items:
+                try:
+                    body = reader.read(WarcLocation(str(page.warc_file), int(page.warc_offset or 0),
+                                                    int(page.warc_length or 0)))
+                except WarcError:
+                    report.template_errors += 1  # the page itself is counted when indexed
+                    continue
+                parsed = parse_html(body, page.url, page.content_type, structure=True)
+                pages.append({b.key for b in parsed.blocks})
+            hosts[host] = host_template(pages, share)
+            report.template_hosts += 1
+            report.template_pages += len(pages)
+    finally:
+        reader.close()
+    templates = Templates(hosts, share)
+    write_templates(data.index_dir, templates)
+    return templates
+
+
 def _job(page: Page, anchors: Anchors | None, writer: SegmentWriter, report: IndexReport,
          *, drop: bool) -> DocJob | None:
     """What to make of one store row: a full document, an anchor-only one, or nothing (counted
     by reason; a page an older segment holds is dropped in an incremental run)."""
-    indexable = (page.status == FETCHED and page.noindex == 0 and page.duplicate_of is None
-                 and page.warc_file is not None)
     texts, sources = (anchors.texts, anchors.sources) if anchors is not None else ([], [])
-    if indexable and is_html(page.content_type):
+    if _full(page):
         return DocJob(page.id, page.url, FULL, page.content_type,
                       (str(page.warc_file), int(page.warc_offset or 0),
                        int(page.warc_length or 0)), texts, sources)
@@ -251,8 +338,8 @@ def _job(page: Page, anchors: Anchors | None, writer: SegmentWriter, report: Ind
 
 
 def _batches(store: StoreReader, ids: list[int], aliases: dict[int, list[int]],
-             writer: SegmentWriter, report: IndexReport, *, drop: bool
-             ) -> Iterator[list[DocJob]]:
+             writer: SegmentWriter, report: IndexReport, *, drop: bool,
+             boilerplate: set[tuple[int, str]] | None = None) -> Iterator[list[DocJob]]:
     """The documents to make, in URL ID order, cut into batches for the workers; store rows
     and anchors read STORE_READ_IDS at a time (one query each)."""
     jobs: list[DocJob] = []
@@ -264,7 +351,7 @@ def _batches(store: StoreReader, ids: list[int], aliases: dict[int, list[int]],
         # links; not for duplicates, noindex pages, errors or redirects.
         want = [p.id for p in pages.values() if p.status in _ANCHOR_ONLY_STATUSES or (
             p.status == FETCHED and p.noindex == 0 and p.duplicate_of is None)]
-        anchors = in_anchors_many(store, want, aliases)
+        anchors = in_anchors_many(store, want, aliases, boilerplate)
         for url_id in chunk:
             page = pages.get(url_id)
             if page is None:
@@ -297,7 +384,7 @@ def _add_batch(writer: SegmentWriter, jobs: list[DocJob], batch: AnalysedBatch,
         ordinal[i] = writer.add_copied_document(
             job.url_id, url=job.url, title=batch.titles[i], host=host_of(job.url),
             text_blob=batch.text_blobs[off[k] : off[k + 1]], field_lens=batch.field_lens[i],
-            anchor_sources=job.sources)
+            anchor_sources=job.sources, frags_blob=batch.frags[k])
         k += 1
         if job.kind == FULL:
             report.documents += 1

@@ -44,6 +44,13 @@ def index_command(args: argparse.Namespace) -> int:
           f"{r.documents} pages, {r.anchor_only} known by anchors only, {r.dropped} removed, "
           f"{r.hits} hits; live: {r.live_docs} documents in {r.segments} segments; "
           f"left out: {skipped}")
+    if r.template_hosts or r.anchor_boilerplate:
+        print(f"index: boilerplate: {r.template_hosts} hosts' templates measured on "
+              f"{r.template_pages} pages, {r.anchor_boilerplate} navigation anchor texts left "
+              f"out, in {r.template_seconds:.1f}s")
+    if r.template_errors:
+        print(f"index: warning: {r.template_errors} sampled pages could not be read to measure "
+              "their host's template", file=sys.stderr)
     if r.skipped.get("warc_error"):
         print(f"index: warning: {r.skipped['warc_error']} pages skipped because their WARC "
               "record failed to read or its digest check", file=sys.stderr)

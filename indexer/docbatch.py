@@ -3,7 +3,9 @@
 The indexing run (indexer/build.py) decides in the main process *which* documents a batch holds
 (store rows, anchor texts: SQLite stays there) and hands them over as plain :class:`DocJob`
 tuples.  :class:`BatchAnalyser` reads each full document's WARC record (digest-checked), parses it
-once with lxml (indexer/parse.py), turns every field into hits with its own raw-token -> word-ID
+once with lexbor (indexer/parse.py), leaves its host's template blocks out of the body and the
+stored text (indexer/templates.py), makes the defs field and the stored fragments of its
+definitions (indexer/fragments.py), turns every field into hits with its own raw-token -> word-ID
 memo (indexer/hits.py: the Whoosh chain runs once per distinct word form *per analyser*) and
 returns an :class:`AnalysedBatch`: numpy arrays and bytes, no per-hit Python objects, so a batch
 crosses a process boundary cheaply.
@@ -21,24 +23,27 @@ from __future__ import annotations
 
 import zlib
 from dataclasses import dataclass
-from itertools import islice
 from pathlib import Path
 from typing import NamedTuple
+from urllib.parse import urlsplit
 
 import numpy as np
 
+from indexer.analysis import Analyzer
 from indexer.anchors import Anchors
+from indexer.fragments import defs_field, defs_mode, encode_fragments
 from indexer.hits import HitMaker
 from indexer.parse import parse_html, url_words
 from indexer.settings import (
     DOCSTORE_LEVEL,
     MAX_FIELD_TOKENS,
     N_FIELDS,
+    SNIPPET_TEXT_CHARS,
     TOKENISE_CHARS,
     WORKER_MEMO_TOKENS,
 )
 from store.errors import WarcError
-from store.warc import WarcLocation, read_response
+from store.warc import BodyReader, WarcLocation
 
 FULL, ANCHOR_ONLY = 0, 1  # DocJob.kind
 INDEXED, WARC_ERROR = 0, 1  # AnalysedBatch.status
@@ -64,6 +69,7 @@ class AnalysedBatch:
     text_blobs: bytes  # zlib'd snippet texts of the indexed jobs, one after the other
     text_offsets: np.ndarray  # int64, indexed jobs + 1
     text_bytes: int  # uncompressed UTF-8 bytes of those texts
+    frags: list[bytes]  # per indexed job, its zlib'd fragments (indexer/fragments.py) or b""
     field_lens: np.ndarray  # int32 (jobs, fields): terms per field
     hits: np.ndarray  # int32 (n, 4): local word ID, job index, field, position; job order
     first_new: int  # local ID of new_terms[0]
@@ -71,25 +77,47 @@ class AnalysedBatch:
     errors: list[str]  # one line per WARC_ERROR job
 
 
+def host_of(url: str) -> str:
+    """The host of a URL, lower-cased: the key of a site's template and of ``site:``."""
+    return (urlsplit(url).hostname or "").lower()
+
+
 class BatchAnalyser:
     """Parses and analyses batches of documents; keeps its word memo across batches."""
 
-    def __init__(self, warc_dir: Path, memo_tokens: int = WORKER_MEMO_TOKENS) -> None:
+    def __init__(self, warc_dir: Path, memo_tokens: int = WORKER_MEMO_TOKENS,
+                 templates: dict[str, frozenset[int]] | None = None) -> None:
         self.warc_dir = Path(warc_dir)
+        self.reader = BodyReader(self.warc_dir)
         self.memo_tokens = memo_tokens
         self.hits = HitMaker()
+        self.templates = templates or {}  # host -> template keys (indexer/templates.py)
+        self.defs_mode = defs_mode()
+        self.analyzer = Analyzer()  # the fragments' key terms, as the searcher analyses
 
-    def _fields(self, job: DocJob) -> tuple[str, str, list[str | list[str]]]:
-        """(title, snippet text, field texts in FIELDS order) of one job; raises WarcError."""
+    def close(self) -> None:
+        """Close the WARC files it holds open."""
+        self.reader.close()
+
+    def _fields(self, job: DocJob) -> tuple[str, str, list[str | list[str]], bytes]:
+        """(title, snippet text, field texts in FIELDS order, stored fragments) of one job;
+        raises WarcError."""
         anchors = Anchors(job.anchors, [])
         if job.kind == ANCHOR_ONLY:
             return (anchors.best(), " · ".join(dict.fromkeys(job.anchors)),
-                    ["", "", "", url_words(job.url), job.anchors])
+                    ["", "", "", url_words(job.url), job.anchors, ""], b"")
         assert job.warc is not None
-        response = read_response(self.warc_dir, WarcLocation(*job.warc))
-        parsed = parse_html(response.body, job.url, job.content_type)
-        return (parsed.title or anchors.best(), parsed.text,
-                [parsed.title, parsed.headings, parsed.body, parsed.url_words, job.anchors])
+        body = self.reader.read(WarcLocation(*job.warc))
+        parsed = parse_html(body, job.url, job.content_type, structure=True)
+        text, content = parsed.text, parsed.body
+        template = self.templates.get(host_of(job.url)) if self.templates else None
+        if template and any(b.key in template for b in parsed.blocks):
+            content = " ".join(b.text for b in parsed.blocks if b.key not in template)
+            text = content[:SNIPPET_TEXT_CHARS]
+        return (parsed.title or anchors.best(), text,
+                [parsed.title, parsed.headings, content, parsed.url_words, job.anchors,
+                 defs_field(parsed.fragments, self.defs_mode)],
+                encode_fragments(parsed.fragments, self.analyzer.terms))
 
     def _hits(self, docs: list[list[str | list[str]]]
               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -120,11 +148,12 @@ class BatchAnalyser:
         titles: list[str] = []
         errors: list[str] = []
         blobs: list[bytes] = []
+        frag_blobs: list[bytes] = []
         text_bytes = 0
         docs: list[list[str | list[str]]] = []
         for i, job in enumerate(jobs):
             try:
-                title, text, fields = self._fields(job)
+                title, text, fields, frags = self._fields(job)
             except WarcError as exc:
                 status[i] = WARC_ERROR
                 titles.append("")
@@ -135,6 +164,7 @@ class BatchAnalyser:
                 raw = text.encode("utf-8", "surrogatepass")
                 text_bytes += len(raw)
                 blobs.append(zlib.compress(raw, DOCSTORE_LEVEL))
+                frag_blobs.append(frags)
             docs.append(fields)
         wids, pos, slots = self._hits(docs)
         lens = np.bincount(slots, weights=self.hits.counted(wids),  # stop words: no length
@@ -148,5 +178,5 @@ class BatchAnalyser:
         np.cumsum([len(b) for b in blobs], out=offsets[1:])
         return AnalysedBatch(
             status=status, titles=titles, text_blobs=b"".join(blobs), text_offsets=offsets,
-            text_bytes=text_bytes, field_lens=lens, hits=hits, first_new=first_new,
-            new_terms=list(islice(self.hits.lexicon, first_new, None)), errors=errors)
+            text_bytes=text_bytes, frags=frag_blobs, field_lens=lens, hits=hits, first_new=first_new,
+            new_terms=self.hits.words[first_new:], errors=errors)

@@ -12,8 +12,7 @@ Word IDs are given in first-seen order; the lexicon (word -> ID) is ``HitMaker.l
 from __future__ import annotations
 
 from collections.abc import Sequence
-from itertools import compress, repeat
-from operator import is_
+from itertools import repeat
 
 import numpy as np
 
@@ -22,24 +21,29 @@ from indexer.settings import ANCHOR_GAP, MAX_FIELD_CHARS, MAX_FIELD_TOKENS
 
 _NOTHING = -1  # a stop word or a too short/long token: a position, no term
 _SENTINEL = -(1 << 40)  # the end of a field in :meth:`HitMaker.batch`
+_UNKNOWN = -(1 << 50)  # a chunk not memoised yet (:meth:`HitMaker.batch`)
 
 
 class HitMaker:
     def __init__(self, analyzer: Analyzer | None = None, gap: int = ANCHOR_GAP) -> None:
         self.analyzer = analyzer or Analyzer()
         self.lexicon: dict[str, int] = {}
+        self.words: list[str] = []  # the words this HitMaker learned, in ID order
         # Per word ID: whether it counts toward a field's length (BM25F normalisation): every
         # term but a stop word, so keeping stop words in the index leaves the lengths as before.
         self._counted = np.ones(1024, dtype=np.int32)  # grown by doubling
-        self._raw: dict[str, int] = {}  # raw token -> word ID, _NOTHING, or -2 - compound index
-        # Compounds: flat word IDs and offsets, and per compound its start, length and width,
-        # in numpy arrays grown by doubling (so learning one costs O(1) amortised).
+        # Raw token or whitespace-separated chunk -> word ID, _NOTHING, or -2 - compound index.
+        # One namespace: a chunk that is one whole token is that token.
+        self._raw: dict[str, int] = {}
+        # Compounds: flat word IDs and offsets, and per compound its start, length, width and
+        # raw tokens, in numpy arrays grown by doubling (so learning one costs O(1) amortised).
         self._flat = np.zeros((2, 1024), dtype=np.int64)  # rows: word IDs, offsets
-        self._per = np.zeros((3, 256), dtype=np.int64)  # rows: start in flat, length, width
+        # rows: start in flat, length, width, raw tokens
+        self._per = np.zeros((4, 256), dtype=np.int64)
         self._n_flat = 0
         self._n_comp = 0
         # The gap between two texts of one field: a "compound" of no terms, ``gap`` wide.
-        self._per[:, 0] = (0, 0, gap)
+        self._per[:, 0] = (0, 0, gap, 1)
         self._n_comp = 1
         self._gap_code = -2
         # Sentinels of :meth:`batch` (upper case: never in lower-cased text).
@@ -57,6 +61,7 @@ class HitMaker:
             if wid == len(self._counted):
                 self._counted = np.concatenate([self._counted, np.ones_like(self._counted)])
             self._counted[wid] = term not in self.analyzer.stop_terms
+            self.words.append(term)
         return wid
 
     def counted(self, wids: np.ndarray) -> np.ndarray:
@@ -68,23 +73,46 @@ class HitMaker:
         if known is not None:
             return known
         terms, offsets, width = self.analyzer.analyse_token(raw)  # memoised here, not twice
-        if not terms:
-            code = _NOTHING
-        elif width == 1 and len(terms) == 1:
-            code = self._wid(terms[0])
-        else:
-            code = -2 - self._n_comp
-            n = len(terms)
-            while self._n_flat + n > self._flat.shape[1]:
-                self._flat = np.concatenate([self._flat, np.zeros_like(self._flat)], axis=1)
-            if self._n_comp == self._per.shape[1]:
-                self._per = np.concatenate([self._per, np.zeros_like(self._per)], axis=1)
-            self._flat[0, self._n_flat : self._n_flat + n] = [self._wid(t) for t in terms]
-            self._flat[1, self._n_flat : self._n_flat + n] = offsets
-            self._per[:, self._n_comp] = (self._n_flat, n, width)
-            self._n_flat += n
-            self._n_comp += 1
+        code = self._code(terms, offsets, width, 1)
         self._raw[raw] = code
+        return code
+
+    def _code(self, terms: Sequence[str], offsets: Sequence[int], width: int, n_raw: int
+              ) -> int:
+        """The code of what ``n_raw`` raw tokens ``width`` positions wide analyse to."""
+        if width == 1 and not terms:
+            return _NOTHING
+        if width == 1 and len(terms) == 1:
+            return self._wid(terms[0])
+        code = -2 - self._n_comp
+        n = len(terms)
+        while self._n_flat + n > self._flat.shape[1]:
+            self._flat = np.concatenate([self._flat, np.zeros_like(self._flat)], axis=1)
+        if self._n_comp == self._per.shape[1]:
+            self._per = np.concatenate([self._per, np.zeros_like(self._per)], axis=1)
+        self._flat[0, self._n_flat : self._n_flat + n] = [self._wid(t) for t in terms]
+        self._flat[1, self._n_flat : self._n_flat + n] = offsets
+        self._per[:, self._n_comp] = (self._n_flat, n, width, n_raw)
+        self._n_flat += n
+        self._n_comp += 1
+        return code
+
+    def _learn_chunk(self, chunk: str) -> int:
+        """The code of a whitespace-separated chunk: its raw tokens' analyses laid end to end
+        (``os.path,`` is the token ``os.path``; ``f(x)`` two tokens; ``--`` none, no width)."""
+        raws = self.analyzer.token_re.findall(chunk)
+        if len(raws) == 1 and raws[0] == chunk:
+            return self._learn(chunk)
+        terms: list[str] = []
+        offsets: list[int] = []
+        width = 0
+        for raw in raws:
+            t, o, w = self.analyzer.analyse_token(raw)
+            terms.extend(t)
+            offsets.extend(width + x for x in o)
+            width += w
+        code = self._code(terms, offsets, width, len(raws))
+        self._raw[chunk] = code
         return code
 
     def batch(self, docs: Sequence[Sequence[str | Sequence[str]]],
@@ -96,10 +124,14 @@ class HitMaker:
         a list of texts (anchors) laid out ``gap`` positions apart so no phrase spans two.  Each
         field keeps its first ``limit`` raw tokens.
 
-        All texts are lower-cased and joined around sentinel tokens into one string, tokenised
-        with one regex call and mapped to codes with one ``map(dict.get)``: the per-field work is
-        numpy over the whole batch.  The sentinels are upper case, which no lower-cased text
-        contains: ``Q`` ends a field, ``G`` follows each anchor text (the gap).
+        All texts are lower-cased and joined around sentinel tokens into one string, split at
+        whitespace with one ``str.split`` and mapped to codes with one ``map(dict.get)``: the
+        per-field work is numpy over the whole batch.  A chunk is memoised whole (``os.path,``
+        -> the codes of its raw tokens, as a compound): no token spans whitespace, so the
+        chunks' tokens are the text's tokens (the analyzer's ``token_re.findall`` of the whole text) at the
+        same positions, for a quarter of the regex's cost.  The limit counts raw tokens; a
+        chunk straddling it is left out whole.  The sentinels are upper case, which no
+        lower-cased text contains: ``Q`` ends a field, ``G`` follows each anchor text (the gap).
         """
         parts: list[str] = []
         for fields in docs:
@@ -110,15 +142,14 @@ class HitMaker:
                     parts.append(" G ".join(t.lower() for t in value) + " G")
                 else:
                     parts.append("")
-        raws = self.analyzer.token_re.findall(" Q ".join(parts))
+        chunks = " Q ".join(parts).split()
         get = self._raw.get
-        codes: list[int | None] = list(map(get, raws))
-        if None in codes:  # learn each new raw token once, then look every token up again
-            for raw in set(compress(raws, map(is_, codes, repeat(None)))):
-                self._learn(raw)
-            codes = list(map(get, raws))
-        arr = np.fromiter(codes, dtype=np.int64, count=len(codes))
-        n = len(arr)
+        n = len(chunks)
+        arr = np.fromiter(map(get, chunks, repeat(_UNKNOWN)), dtype=np.int64, count=n)
+        unknown = np.flatnonzero(arr == _UNKNOWN)
+        if len(unknown):  # learn each new chunk once (in text order), then look them up
+            for i in unknown.tolist():
+                arr[i] = self._learn_chunk(chunks[i])
         sent = arr == _SENTINEL
         slot = np.cumsum(sent)  # a sentinel counts for the slot it opens (it is dropped)
         starts = np.zeros(len(parts), dtype=np.int64)
@@ -127,11 +158,15 @@ class HitMaker:
         k = np.where(compound, -arr - 2, 0)
         widths = np.where(compound, self._per[2][k], 1)
         widths[sent] = 0
+        n_raw = np.where(compound, self._per[3][k], 1)
+        n_raw[sent] = 0
         before = np.zeros(n + 1, dtype=np.int64)
         np.cumsum(widths, out=before[1:])
+        raw_before = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(n_raw, out=raw_before[1:])
         slot_first = np.minimum(starts[slot], n)
         tok_pos = before[:-1] - before[slot_first]
-        keep = ~sent & (np.arange(n, dtype=np.int64) - slot_first < limit)
+        keep = ~sent & (raw_before[1:] - raw_before[slot_first] <= limit)
         n_terms = np.where(compound, self._per[1][k], (arr >= 0).astype(np.int64)) * keep
         total = int(n_terms.sum())
         tok = np.repeat(np.arange(n, dtype=np.int64), n_terms)

@@ -19,7 +19,6 @@ import numpy as np
 
 from indexer.codec import decode_groups, delta_decode_groups
 from indexer.segment import CF, DF, SegmentReader, SegmentWriter
-from indexer.settings import N_FIELDS
 
 _BYTES_PER_VALUE = 160  # scratch memory of decode_groups and the hit arrays, per position
 
@@ -42,7 +41,8 @@ def merge_segments(segments: list[SegmentReader], live: list[np.ndarray], direct
         seg = segments[i]
         head = seg.head(o)
         writer.add_copied_document(url_id, url=head["url"], title=head["title"],
-                                   text_blob=seg.text_blob(o), field_lens=seg.field_lens[o])
+                                   text_blob=seg.text_blob(o), field_lens=seg.field_lens[o],
+                                   frags_blob=seg.frags_blob(o))
     for seg, m in zip(segments, live, strict=True):
         pairs = seg.anchor_pairs
         if len(pairs):
@@ -92,11 +92,12 @@ def _hits(seg: SegmentReader, row_wid: np.ndarray, new_ord: np.ndarray, lo: int,
         return decode_groups(data, widths, lex[:, c], lex[:, c + 2], counts)
 
     p_doc = delta_decode_groups(stream("docs", df), df)
-    tf = stream("tfs", df * N_FIELDS).astype(np.int64).reshape(-1, N_FIELDS)
+    nf = seg.n_fields  # a segment written with fewer fields: its columns map into FIELDS
+    tf = stream("tfs", df * nf).astype(np.int64).reshape(-1, nf)
     pos = delta_decode_groups(stream("pos", cf), tf.ravel())
     n_post = len(p_doc)
     posting = np.repeat(np.arange(n_post, dtype=np.int64), tf.sum(axis=1))
-    field = np.repeat(np.tile(np.arange(N_FIELDS, dtype=np.int64), n_post), tf.ravel())
+    field = np.repeat(np.tile(seg.field_columns, n_post), tf.ravel())
     doc = new_ord[p_doc][posting]
     keep = doc >= 0
     wid = np.repeat(row_wid[r0:r1], df)[posting]

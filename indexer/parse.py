@@ -1,31 +1,90 @@
-"""Parse a stored HTML page once, with lxml, into the fields the index needs.
+"""Parse a stored HTML page once, with lexbor (selectolax), into the fields the index needs.
 
 Fields (Brin & Page 1998, section 4.2.5, "parsing" and "indexing documents into barrels"):
 title, headings (h1-h6), body (the main content when the page marks it with <main>,
 role="main" or <article>, else the whole <body>), URL words (the path's words), and the
 whitespace-normalised text kept for query-biased snippets.  Anchor text is not here: it belongs
 to the page a link points to and comes from the crawl store's link table (indexer/anchors.py).
+
+Structure, from the same parse (``structure=True``; the indexer's fragments feed the defs field
+and the hit's ``#id``, indexer/fragments.py; the blocks' template keys feed template detection,
+indexer/templates.py):
+
+* ``blocks``: the body split at block-level elements (p, li, td, headings, div, nav ...), in
+  document order, each with :func:`block_hash` of its text: ``" ".join`` of the blocks' texts is
+  exactly ``body``.  A block that recurs on many pages of a host is template (navigation, "Prev
+  Up Home Next"); its template ``key`` is its hash, or, for a block with links and words between
+  them ("Next: <a>X</a>, Up: <a>Y</a>", whose link texts change from page to page), the hash of
+  the words outside its links.
+* ``fragments``: the defining places a URL ``#id`` reaches: ``<dt>`` terms with their ``<dd>``,
+  headings with an anchor (their own id, a child ``<a id|name>``, a permalink ``<a href="#x">``,
+  or the section they open), table rows keyed by a first cell with an id, other elements with
+  an id by their own text; each bounded, and bounded in number per page.  Texinfo puts a
+  term's anchors (``<span id=index-x></span>``) at the end of the previous ``<dd>``: they count
+  as the anchor of the ``<dt>`` that follows.
+
+lexbor against lxml (``scripts/compare_parsers.py``): the same title, headings, body and lang on
+every page of the Python manual, in about half the time on large pages.  lexbor parses as a
+browser does (WHATWG HTML), decoding by the declared charset, a BOM, a ``<meta charset>``, else
+UTF-8 (windows-1252 when the bytes are not UTF-8), always with replacement characters.
 """
 
 from __future__ import annotations
 
+import codecs
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from hashlib import blake2b
+from typing import NamedTuple
 from urllib.parse import unquote, urlsplit
 
-import lxml.etree
+from selectolax.lexbor import LexborHTMLParser, LexborNode
 
-from core.html import drop_invisible, squash, text_of, visible_text
+from core.html import INVISIBLE_TAGS, squash
 from indexer.settings import (
+    MAX_FRAGMENT_KEY_CHARS,
+    MAX_FRAGMENT_TEXT_CHARS,
+    MAX_FRAGMENTS,
     MAX_HTML_BYTES,
     MAX_TITLE_CHARS,
     MAX_URL_QUERY_CHARS,
+    META_SNIFF_BYTES,
     SNIPPET_TEXT_CHARS,
 )
 
-_HEADINGS = ("h1", "h2", "h3", "h4", "h5", "h6")
+_HEADING_TAGS = ("h1", "h2", "h3", "h4", "h5", "h6")
+_HEADINGS = ", ".join(_HEADING_TAGS)
+# Elements that start and end a block of text (what a browser lays out as a box of its own).
+BLOCK_TAGS = (
+    "address", "article", "aside", "blockquote", "caption", "dd", "details", "dialog", "div",
+    "dl", "dt", "fieldset", "figcaption", "figure", "footer", "form", "header", "hr", "li",
+    "main", "nav", "ol", "p", "pre", "section", "summary", "table", "tbody", "td", "tfoot",
+    "th", "thead", "tr", "ul", *_HEADING_TAGS)
+_BLOCKS = ", ".join(BLOCK_TAGS)
+_MAIN = "main, [role='main'], article"
+_INVISIBLE = ", ".join(INVISIBLE_TAGS)
+_MARK = "\x1e"  # a block boundary (an ASCII record separator: whitespace to str.split)
+_LINK = "\x1c"  # either end of a link's text (a file separator: whitespace to str.split too)
+_SKELETON = "\x00links:"  # prefix of a template key made of the text outside links
 _URL_EXT = re.compile(r"\.(?:s?html?|php|aspx?|jsp)$", re.IGNORECASE)
 _CHARSET = re.compile(r"charset\s*=\s*[\"']?([\w.:-]+)", re.IGNORECASE)
+_META_CHARSET = re.compile(rb"<meta[^>]+charset\s*=\s*[\"']?([\w.:-]+)", re.IGNORECASE)
+_BOMS = ((codecs.BOM_UTF8, "utf-8"), (codecs.BOM_UTF16_LE, "utf-16"),
+         (codecs.BOM_UTF16_BE, "utf-16"))
+
+
+class Block(NamedTuple):
+    text: str  # whitespace-normalised, never empty
+    hash: int  # block_hash(text): unsigned 64-bit
+    # The template key: ``hash``, or for a block with links and text between them the hash of
+    # the text outside its links ("Next: <a>X</a>, Up: <a>Y</a>" has one key on every page).
+    key: int = 0
+
+
+class Fragment(NamedTuple):
+    id: str  # the element id (or <a name>) a URL #id reaches
+    key: str  # the term, heading or first cell (bounded)
+    text: str  # the defining text: dt with its dd, heading with its section's start, the row
 
 
 @dataclass
@@ -36,6 +95,26 @@ class ParsedPage:
     url_words: str
     text: str  # for snippets: main text, whitespace-normalised, capped
     lang: str | None = None
+    blocks: list[Block] = field(default_factory=list)
+    fragments: list[Fragment] = field(default_factory=list)
+
+
+def block_hash(text: str) -> int:
+    """Stable 64-bit hash of a text as a template key: case-folded, whitespace-normalised
+    (BLAKE2b, so the same on every machine and run, unlike ``hash``)."""
+    key = " ".join(text.casefold().split()).encode("utf-8", "surrogatepass")
+    return int.from_bytes(blake2b(key, digest_size=8).digest(), "little")
+
+
+def _template_key(part: str, whole: int) -> int:
+    """A block's template key (see :class:`Block`): the text outside its links when it has
+    both links and such text, else its whole text's hash."""
+    if _LINK not in part:
+        return whole
+    outside = " ".join(part.split(_LINK)[0::2]).split()
+    if not outside or len(outside) == len(part.split()):
+        return whole
+    return block_hash(_SKELETON + " ".join(outside))
 
 
 def url_words(url: str) -> str:
@@ -50,48 +129,99 @@ def url_words(url: str) -> str:
     return " ".join(words)
 
 
-def _parser_for(content_type: str | None) -> lxml.etree.HTMLParser:
-    # lxml.etree's parser, not lxml.html's: no per-element class lookup (a third of the time).
-    charset = None
-    if content_type:
-        m = _CHARSET.search(content_type)
-        if m:
-            charset = m.group(1)
+def _codec(name: str | None) -> str | None:
+    if not name:
+        return None
     try:
-        return lxml.etree.HTMLParser(encoding=charset, remove_comments=True, remove_pis=True)
-    except LookupError:  # an unknown charset name: let lxml guess
-        return lxml.etree.HTMLParser(remove_comments=True, remove_pis=True)
+        return codecs.lookup(name).name
+    except LookupError:
+        return None
 
 
-def parse_html(body: bytes, url: str, content_type: str | None = None) -> ParsedPage:
-    """Fields of one HTML page. Never raises on bad HTML: an unparsable page has empty fields."""
+def decode_html(body: bytes, content_type: str | None) -> str:
+    """The page's text: the Content-Type charset, a BOM, a ``<meta charset>`` in the first
+    META_SNIFF_BYTES, else UTF-8 or, when the bytes are not UTF-8, windows-1252 (WHATWG's
+    default); undecodable bytes become U+FFFD."""
+    m = _CHARSET.search(content_type) if content_type else None
+    enc = _codec(m.group(1)) if m else None
+    if enc is None:
+        for bom, name in _BOMS:
+            if body.startswith(bom):
+                return body[len(bom):].decode(name, "replace")
+        m2 = _META_CHARSET.search(body, 0, META_SNIFF_BYTES)
+        enc = _codec(m2.group(1).decode("ascii", "replace")) if m2 else None
+        if enc is not None and enc.startswith(("utf-16", "utf-32")):
+            enc = "utf-8"  # a <meta> read as ASCII cannot be right about UTF-16 (WHATWG)
+    if enc is None:
+        try:
+            return body.decode("utf-8")
+        except UnicodeDecodeError:
+            enc = "cp1252"
+    return body.decode(enc, "replace")
+
+
+def _main(candidates: list[LexborNode]) -> LexborNode | None:
+    """The first <main>, else the first role="main", else the first <article> (one selector
+    query for the three)."""
+    for tag, role in (("main", None), (None, "main"), ("article", None)):
+        for el in candidates:
+            if el.tag == tag if tag else el.attributes.get("role") == role:
+                return el
+    return None
+
+
+def _text(node: LexborNode) -> str:
+    return squash(node.text(separator=" "))
+
+
+def parse_html(body: bytes, url: str, content_type: str | None = None, *,
+               structure: bool = True) -> ParsedPage:
+    """Fields of one HTML page (and its blocks and fragments when ``structure``). Never raises
+    on bad HTML: an unparsable page has empty fields."""
     words = url_words(url)
     empty = ParsedPage(title="", headings="", body="", url_words=words, text="")
     if not body or not body.strip():
         return empty
-    body = body[:MAX_HTML_BYTES]
-    try:
-        root = lxml.etree.fromstring(body, parser=_parser_for(content_type))
-    except (lxml.etree.ParserError, lxml.etree.XMLSyntaxError, ValueError, LookupError,
-            UnicodeError):
+    html = decode_html(body[:MAX_HTML_BYTES], content_type)
+    if _MARK in html or _LINK in html:  # whitespace either way; the marks are ours
+        html = html.replace(_MARK, " ").replace(_LINK, " ")
+    # Lone surrogates cannot come out of a decode; NUL becomes U+FFFD in lexbor's tokenizer.
+    tree = LexborHTMLParser(html)
+    titles = tree.tags("title")  # by tag name: no selector to compile
+    title = _text(titles[0]) if titles else ""
+    root = tree.root
+    lang = (root.attributes.get("lang") if root is not None else None) or None
+    # The elements the crawler leaves out (core/html.py), found with one selector query and
+    # destroyed last to first, so a descendant goes before its ancestor.
+    for el in reversed(tree.css(_INVISIBLE)):
+        el.decompose()
+    scope = _main(tree.css(_MAIN)) or tree.body or root
+    if scope is None:
         return empty
-    if root is None:
-        return empty
-    title_el = root.find(".//title")
-    title = squash(text_of(title_el)) if title_el is not None else ""
-    lang = root.get("lang") or None
-    drop_invisible(root)  # the same elements the crawler leaves out (core/html.py)
-    main = None
-    for path in (".//main", ".//*[@role='main']", ".//article", ".//body"):
-        main = root.find(path)
-        if main is not None:
-            break
-    scope = main if main is not None else root
-    headings = squash(" ".join(text_of(h) for h in scope.iter(*_HEADINGS)))
+    heads = scope.css(_HEADINGS)
+    if scope.tag in _HEADING_TAGS:  # lxml's iter() counted the scope itself
+        heads.insert(0, scope)
+    headings = squash(" ".join(h.text(separator=" ") for h in heads))
     if not title:
-        first = next(iter(scope.iter("h1")), None)
-        title = squash(text_of(first)) if first is not None else ""
-    body_text = visible_text(scope)
+        first = scope if scope.tag == "h1" else scope.css_first("h1")
+        title = _text(first) if first is not None else ""
+    fragments = _fragments(tree, scope, heads) if structure else []
+    blocks: list[Block] = []
+    if structure:
+        for el in scope.css(_BLOCKS):
+            el.insert_before(_MARK)
+            el.insert_after(_MARK)
+        for el in scope.css("a[href]"):
+            el.insert_before(_LINK)
+            el.insert_after(_LINK)
+        raw = scope.text(separator=" ")
+        for part in raw.split(_MARK):
+            text = squash(part)
+            if text:
+                blocks.append(Block(text, h := block_hash(text), _template_key(part, h)))
+        body_text = " ".join(b.text for b in blocks)
+    else:
+        body_text = _text(scope)
     return ParsedPage(
         title=title[:MAX_TITLE_CHARS],
         headings=headings,
@@ -99,4 +229,154 @@ def parse_html(body: bytes, url: str, content_type: str | None = None) -> Parsed
         url_words=words,
         text=body_text[:SNIPPET_TEXT_CHARS],
         lang=lang,
+        blocks=blocks,
+        fragments=fragments,
     )
+
+
+# ---------------------------------------------------------------------- fragments
+
+def _bounded(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit].rsplit(" ", 1)[0]
+
+
+def _anchor_id(node: LexborNode, ids: set[str]) -> str | None:
+    """The id a URL #fragment reaches at ``node``: its own, a descendant's (``<a id|name>``),
+    or the target of a permalink inside it (``<a href="#x">`` with x an id of the page)."""
+    own = node.id
+    if own and own in ids:
+        return own
+    inner = node.css_first("[id], a[name]")
+    if inner is not None:
+        got = inner.id or inner.attributes.get("name")
+        if got and got in ids:
+            return got
+    for a in node.css("a[href^='#']"):
+        target = (a.attributes.get("href") or "")[1:]
+        if target in ids:
+            return target
+    return None
+
+
+def _enclosing_id(node: LexborNode, stop: LexborNode, ids: set[str]) -> str | None:
+    """The id of the nearest element around ``node`` (up to ``stop``) that ``node`` opens:
+    ``<section id=x><h2>`` (Sphinx), ``<div class="sect1" id=x><div class="titlepage">``."""
+    child, parent = node, node.parent
+    while parent is not None and parent.mem_id != stop.mem_id:
+        first = parent.child
+        while first is not None and not first.is_element_node:
+            first = first.next
+        if first is None or first.mem_id != child.mem_id:
+            return None
+        if parent.id and parent.id in ids:
+            return parent.id
+        child, parent = parent, parent.parent
+    return None
+
+
+def _preceding_anchor(node: LexborNode, ids: set[str]) -> str | None:
+    """The id of an empty anchor right before ``node`` (Texinfo: ``<a name=x></a><h3>``,
+    ``<span id=x></span><h3>``)."""
+    prev = node.prev
+    while prev is not None and prev.is_text_node and not (prev.text_content or "").strip():
+        prev = prev.prev
+    if prev is None or not prev.is_element_node:
+        return None
+    if _text(prev):  # Texinfo's definition lists: the anchors end the previous <dd>
+        return _trailing_anchor(prev, ids)
+    got = prev.id or prev.attributes.get("name") or _trailing_anchor(prev, ids)
+    return got if got and got in ids else None
+
+
+def _trailing_anchor(node: LexborNode, ids: set[str]) -> str | None:
+    """The id of the last empty element with an id at the end of ``node`` (after its text)."""
+    last = node.last_child
+    while last is not None:
+        if last.is_text_node and not (last.text_content or "").strip():
+            last = last.prev
+            continue
+        if not last.is_element_node or _text(last):
+            return None
+        got = last.id or last.attributes.get("name")
+        if got and got in ids:
+            return got
+        last = last.prev
+    return None
+
+
+def _following_text(node: LexborNode, stop: LexborNode, limit: int,
+                    until: tuple[str, ...]) -> str:
+    """Up to ``limit`` characters of the text after ``node`` in its section: its following
+    siblings (climbing out of wrappers it ends) until an element of ``until``."""
+    out: list[str] = []
+    size = 0
+    cur: LexborNode | None = node
+    while cur is not None and size < limit:
+        sib = cur.next
+        while sib is not None and size < limit:
+            if sib.tag in until:
+                return " ".join(out)
+            t = _text(sib) if sib.is_element_node or sib.is_text_node else ""
+            if t:
+                out.append(t)
+                size += len(t) + 1
+            sib = sib.next
+        parent = cur.parent
+        if parent is None or parent.mem_id == stop.mem_id:
+            break
+        cur = parent
+    return " ".join(out)
+
+
+def _fragments(tree: LexborHTMLParser, scope: LexborNode,
+               heads: list[LexborNode]) -> list[Fragment]:
+    """The page's definitions and sections reachable by URL #id (see the module doc)."""
+    ids = {n.id for n in tree.css("[id]") if n.id}
+    ids.update(a.attributes.get("name") or "" for a in tree.css("a[name]"))
+    ids.discard("")
+    if not ids:
+        return []
+    out: list[Fragment] = []
+    used: set[str] = set()
+
+    def add(fid: str | None, key: str, text: str) -> None:
+        if fid and fid not in used and key and len(out) < MAX_FRAGMENTS:
+            used.add(fid)
+            out.append(Fragment(fid, _bounded(key, MAX_FRAGMENT_KEY_CHARS),
+                                _bounded(text, MAX_FRAGMENT_TEXT_CHARS)))
+
+    for dt in scope.css("dt"):
+        fid = _anchor_id(dt, ids) or _enclosing_id(dt, scope, ids) or _preceding_anchor(dt, ids)
+        if fid is None:
+            continue
+        key = _text(dt)
+        dl = dt.parent or dt  # the definition: this term's <dd>s in its list, up to the next <dt>
+        add(fid, key, squash(key + " " + _following_text(dt, dl, MAX_FRAGMENT_TEXT_CHARS, ("dt",))))
+    for h in heads:
+        fid = _anchor_id(h, ids) or _enclosing_id(h, scope, ids) or _preceding_anchor(h, ids)
+        if fid is None:
+            continue
+        key = _text(h)
+        add(fid, key, squash(key + " " + _following_text(h, scope, MAX_FRAGMENT_TEXT_CHARS,
+                                                          _HEADING_TAGS)))
+    for tr in scope.css("tr"):
+        cell = tr.css_first("td, th")
+        if cell is None:
+            continue
+        fid = _anchor_id(cell, ids) or (tr.id if tr.id in ids else None)
+        if fid is not None:
+            add(fid, _text(cell), _text(tr))
+    for el in scope.css("[id]"):
+        if len(out) >= MAX_FRAGMENTS:
+            break
+        fid = el.id
+        if not fid or fid in used or el.tag in ("dt", "tr", *_HEADING_TAGS) \
+                or el.css_first(f"dt, tr, {_HEADINGS}") is not None:
+            continue  # a container: its terms, rows and sections are fragments of their own
+        text = _text(el)
+        link = el if el.tag == "a" else el.css_first("a[href]")
+        if link is not None and not (link.attributes.get("href") or "#").startswith("#") \
+                and _text(link) == text:
+            continue  # a link to another page (a table of contents): it defines nothing here
+        add(fid, text, text)
+    return out

@@ -47,6 +47,7 @@ from core.datadir import DataDir
 from indexer import bm25f
 from indexer.analysis import Analyzer
 from indexer.errors import IndexCorrupt
+from indexer.fragments import StoredFragments, read_fragments
 from indexer.manifest import Manifest, read_manifest, verify_segment
 from indexer.manifest import current_generation as _manifest_generation
 from indexer.query import ParsedQuery, Phrase, parse_query
@@ -56,6 +57,7 @@ from indexer.settings import (
     DEFAULT_K,
     EXHAUSTIVE_MAX_DOCS,
     FIELDS,
+    FRAGMENT_CACHE_BYTES,
     MAX_QUERY_CHARS,
     N_FIELDS,
     PAIRS_CACHE_BYTES,
@@ -70,6 +72,7 @@ from indexer.topk import Plan, proximity_bonus, top_text
 Prior = Callable[[np.ndarray], np.ndarray]
 _FIELD_SHIFT = 25
 _DOC_SHIFT = 29
+_DEFS = FIELDS.index("defs")  # the field a page's fragments are indexed in
 _POS_MASK = (1 << _FIELD_SHIFT) - 1
 
 
@@ -84,7 +87,7 @@ class Hit:
     text_score: float
     prior_score: float
     explain: dict[str, Any] | None = None
-    fragment: str | None = None  # the id of the page's element the hit is about (url#fragment)
+    fragment: str | None = None  # the id of the page's best-matching definition (url#id)
 
 
 @dataclass
@@ -292,8 +295,9 @@ class Searcher:
         self.field_length_sums = sums  # whole numbers, exact in float64 (< 2**53)
         self.avg_lens = sums / max(self.n_docs, 1)
         s = self.settings
-        self.weights = np.array([s.weights[f] for f in FIELDS], dtype=np.float64)
-        self.b = np.array([s.b[f] for f in FIELDS], dtype=np.float64)
+        # A field the settings do not name has weight 0 (settings written before it existed).
+        self.weights = np.array([s.weights.get(f, 0.0) for f in FIELDS], dtype=np.float64)
+        self.b = np.array([s.b.get(f, 0.0) for f in FIELDS], dtype=np.float64)
         self._weighted_field = np.zeros(16, dtype=bool)
         self._weighted_field[:N_FIELDS] = self.weights > 0
         self.coefficients = self._coefficients(self.avg_lens)
@@ -304,6 +308,8 @@ class Searcher:
         # bounded by bytes (indexer/settings.py): what queries ask cannot grow the process.
         self._texts: Cache[tuple[int, int], PageText] = Cache(
             TEXT_CACHE_BYTES, lambda t: sys.getsizeof(t[0]) + sys.getsizeof(t[1]))
+        self._frags: Cache[tuple[int, int], StoredFragments] = Cache(
+            FRAGMENT_CACHE_BYTES, StoredFragments.size)
         self._decoded: Cache[tuple[int, str], _Postings | None] = Cache(
             POSTINGS_CACHE_BYTES, _nbytes)
         self._pairs: Cache[tuple[int, str, str], tuple[np.ndarray, np.ndarray]] = Cache(
@@ -378,7 +384,7 @@ class Searcher:
     def caches(self) -> dict[str, Cache[Any, Any]]:
         """The searcher's caches by name (for their counters and sizes)."""
         return {"postings": self._decoded, "pairs": self._pairs, "texts": self._texts,
-                "site_masks": self._site_masks}
+                "site_masks": self._site_masks, "fragments": self._frags}
 
     def close(self) -> None:
         self.segments = []
@@ -610,7 +616,8 @@ class Searcher:
                 snippet=snippet, highlights=spans, score=float(final[i]),
                 text_score=float(text[i]), prior_score=float(prior_scores[i]),
                 explain=self._explain(si, o, units, idfs, cache, n_docs=n_docs, norms=norms,
-                                      pairs=pairs) if explain else None))
+                                      pairs=pairs) if explain else None,
+                fragment=self._fragment(si, o, idfs, cache)))
         return results
 
     def _score_all(self, units: list[tuple[str, ...]], pq: ParsedQuery, *,
@@ -667,6 +674,30 @@ class Searcher:
         if not cand_ord:
             return None
         return np.concatenate(cand_seg), np.concatenate(cand_ord), np.concatenate(cand_score)
+
+    def _fragment(self, si: int, ordinal: int, idfs: dict[str, float],
+                  cache: dict[tuple[int, str], _Postings | None]) -> str | None:
+        """The id of the hit's fragment whose key best matches the query (indexer/fragments.py).
+        Only a page whose defs field holds a query term has one to offer: that is read from
+        the postings the query already decoded, and most hits stop there."""
+        wanted = {}
+        for term, idf in idfs.items():
+            p = self._postings(term, cache, si)
+            if p is None:
+                continue
+            j = int(np.searchsorted(p.docs, ordinal))
+            if j < len(p.docs) and p.docs[j] == ordinal and p.tfs[j, _DEFS]:
+                wanted[term] = idf
+        if not wanted:
+            return None
+        key = (si, ordinal)
+        frags = self._frags.get(key)
+        if frags is None:
+            seg = self.segments[si]
+            frags = StoredFragments(read_fragments(seg.frags_blob(ordinal), self.analyzer.terms,
+                                                   name=f"{seg.name}/{ordinal}"))
+            self._frags.put(key, frags)
+        return frags.best(wanted)
 
     def _saturated(self, p: _Postings, si: int, norms: _Norms | None) -> np.ndarray:
         """tf~/(k1 + tf~) of each posting of ``p``, computed once per postings and norms."""

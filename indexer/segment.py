@@ -15,6 +15,8 @@ A segment is an immutable directory ``DATA/index/seg-<generation>/``; the manife
                         normalisation
     head.bin, head_off.npy    "url \x1f title" per document, UTF-8 (read for every hit)
     store.bin, store_off.npy  zlib'd snippet text per document (read only to make snippets)
+    frags.bin, frags_off.npy  zlib'd (id, key) fragments per document, b"" for none
+                        (indexer/fragments.py; a segment from before them has neither file)
     docs.roar           roaring bitmap of the URL IDs held here (they mask older segments)
     drops.roar          URL IDs this run found no longer indexable (they mask older segments)
     hosts.roar          one roaring bitmap per host (``site:``), located through meta.json
@@ -64,6 +66,8 @@ from indexer.settings import (
     BARREL_WORDS,
     BLOCK,
     DOCSTORE_LEVEL,
+    FIELDS,
+    LEGACY_FIELDS,
     LEXICON_DICT_MAX,
     MAX_FIELD_TOKENS,
     MAX_POSITION,
@@ -175,6 +179,8 @@ class SegmentWriter:
         self._store_off = [0]
         self._head = open(directory / "head.bin", "wb")  # noqa: SIM115 - closed in finish
         self._head_off = [0]
+        self._frags = open(directory / "frags.bin", "wb")  # noqa: SIM115 - closed in finish
+        self._frags_off = [0]
         self.text_bytes = 0
         self.hosts: dict[str, BitMap] = {}
         self.drops = BitMap()
@@ -188,7 +194,10 @@ class SegmentWriter:
                      fields: Sequence[str | Sequence[str]],
                      anchor_sources: Sequence[int] = ()) -> None:
         """One document; ``fields`` in FIELDS order, each a text or a list of texts (anchors,
-        kept ANCHOR_GAP positions apart)."""
+        kept ANCHOR_GAP positions apart); fields left off the end are empty."""
+        if len(fields) > N_FIELDS:
+            raise ValueError(f"{len(fields)} fields given, the index has {N_FIELDS}")
+        fields = [*fields, *([""] * (N_FIELDS - len(fields)))]
         if self.doc_ids and url_id <= self.doc_ids[-1]:
             raise ValueError("documents must be added in increasing URL ID")
         ordinal = len(self.doc_ids)
@@ -207,6 +216,7 @@ class SegmentWriter:
         blob = zlib.compress(raw, DOCSTORE_LEVEL)
         self._store.write(blob)
         self._store_off.append(self._store_off[-1] + len(blob))
+        self._frags_off.append(self._frags_off[-1])
         head = f"{url}{_SEP}{title.replace(_SEP, ' ')}".encode("utf-8", "surrogatepass")
         self._head.write(head)
         self._head_off.append(self._head_off[-1] + len(head))
@@ -216,7 +226,7 @@ class SegmentWriter:
 
     def add_copied_document(self, url_id: int, *, url: str, title: str, text_blob: bytes,
                             field_lens: Sequence[int], host: str | None = None,
-                            anchor_sources: Sequence[int] = ()) -> int:
+                            anchor_sources: Sequence[int] = (), frags_blob: bytes = b"") -> int:
         """A document whose text is already compressed (a merge's copy, or a worker's batch):
         its hits come separately through ``barrels.add_hits`` / ``barrels.add_block``.
         Returns its ordinal."""
@@ -227,6 +237,8 @@ class SegmentWriter:
         self._lens.append([int(x) for x in field_lens])
         self._store.write(text_blob)
         self._store_off.append(self._store_off[-1] + len(text_blob))
+        self._frags.write(frags_blob)
+        self._frags_off.append(self._frags_off[-1] + len(frags_blob))
         head = f"{url}{_SEP}{title.replace(_SEP, ' ')}".encode("utf-8", "surrogatepass")
         self._head.write(head)
         self._head_off.append(self._head_off[-1] + len(head))
@@ -250,6 +262,7 @@ class SegmentWriter:
         self.barrels.close()
         self._store.close()
         self._head.close()
+        self._frags.close()
         n_terms = len(self.lexicon)
         lex = np.zeros((n_terms, 2 + 3 * len(_STREAMS)), dtype=np.int64)
         files = {s: (open(d / f"post_{s}.bin", "wb"), open(d / f"post_{s}_w.bin", "wb"))  # noqa: SIM115
@@ -294,6 +307,7 @@ class SegmentWriter:
         np.save(d / "post_impacts.npy", np.concatenate(impacts) if impacts
                 else np.zeros((0, 2 * N_FIELDS), dtype=np.int32))
         np.save(d / "store_off.npy", np.asarray(self._store_off, dtype=np.int64))
+        np.save(d / "frags_off.npy", np.asarray(self._frags_off, dtype=np.int64))
         np.save(d / "head_off.npy", np.asarray(self._head_off, dtype=np.int64))
         (d / "docs.roar").write_bytes(BitMap(self.doc_ids).serialize())
         (d / "drops.roar").write_bytes(self.drops.serialize())
@@ -313,6 +327,7 @@ class SegmentWriter:
             "hit_count": int(self.barrels.hits_total),
             "text_bytes": self.text_bytes,
             "field_length_sums": lens.sum(axis=0, dtype=np.int64).tolist(),
+            "fields": list(FIELDS),
             "hosts": hosts_index,
             "analyzer_version": analyzer_version(),
             "block_impacts": True,
@@ -387,6 +402,9 @@ class SegmentReader:
             self._store = _map(directory / "store.bin")
             self._head_off = np.load(directory / "head_off.npy")
             self._head = _map(directory / "head.bin")
+            has_frags = (directory / "frags_off.npy").exists()
+            self._frags_off = np.load(directory / "frags_off.npy") if has_frags else None
+            self._frags = _map(directory / "frags.bin") if has_frags else None
             self._streams = {s: (_map(directory / f"post_{s}.bin"),
                                  np.fromfile(directory / f"post_{s}_w.bin", dtype=np.uint8))
                              for s in _STREAMS}
@@ -401,12 +419,33 @@ class SegmentReader:
         except (OSError, ValueError) as exc:
             raise IndexCorrupt(f"segment {directory.name}: unreadable file ({exc})") from None
         self.doc_count = int(meta["doc_count"])
+        # The tf columns as written (segments before "fields" have LEGACY_FIELDS); a field of
+        # FIELDS the segment lacks reads as zero tf and zero length.
+        stored = tuple(meta.get("fields", LEGACY_FIELDS))
+        if not set(stored) <= set(FIELDS) or len(self.field_lens.shape) != 2 \
+                or self.field_lens.shape[1] != len(stored):
+            raise IndexCorrupt(f"segment {directory.name}: fields {list(stored)} do not match "
+                               f"its files or this websift's fields {list(FIELDS)}")
+        self.n_fields = len(stored)
+        self.field_columns = np.array([FIELDS.index(f) for f in stored], dtype=np.int64)
+        self._same_fields = stored == FIELDS
+        if not self._same_fields:
+            self.field_lens = self._pad(self.field_lens)
         # A hash table over the sorted words when it is small enough; binary search otherwise.
         n = len(self._terms)
         self._term_dict: dict[bytes, int] | None = (
             dict(zip((self._terms[i] for i in range(n)), range(n), strict=True))
             if n <= LEXICON_DICT_MAX else None)
-        self.field_length_sums = np.asarray(meta["field_length_sums"], dtype=np.float64)
+        self.field_length_sums = self._pad(
+            np.asarray(meta["field_length_sums"], dtype=np.float64)[None, :])[0]
+
+    def _pad(self, matrix: np.ndarray) -> np.ndarray:
+        """A (rows, stored fields) matrix as (rows, FIELDS), zero in the fields not stored."""
+        if self._same_fields:
+            return matrix
+        out = np.zeros((matrix.shape[0], N_FIELDS), dtype=matrix.dtype)
+        out[:, self.field_columns] = matrix
+        return out
 
     def term_row(self, term: str) -> int:
         """Row of ``term`` in the lexicon, or -1."""
@@ -428,12 +467,15 @@ class SegmentReader:
         """Doc ordinals (ascending, int64) and the (df, fields) tf matrix of a lexicon row."""
         df = int(self.lexicon[row, DF])
         docs = np.cumsum(self._decode("docs", row, df), dtype=np.int64)
-        tfs = self._decode("tfs", row, df * N_FIELDS).reshape(df, N_FIELDS)
-        return docs, tfs
+        tfs = self._decode("tfs", row, df * self.n_fields).reshape(df, self.n_fields)
+        return docs, self._pad(tfs)
 
     def positions(self, row: int, tfs: np.ndarray) -> np.ndarray:
-        """Positions of a row, grouped by (doc, field) in the order of ``tfs.ravel()``."""
+        """Positions of a row, grouped by (doc, field) in the order of ``tfs.ravel()`` (the
+        (df, FIELDS) matrix of :meth:`postings`: a field the segment lacks has none)."""
         cf = int(self.lexicon[row, CF])
+        if not self._same_fields:  # stored in (doc, stored field) order, the same groups
+            tfs = tfs[:, self.field_columns]
         return delta_decode_groups(self._decode("pos", row, cf), tfs.ravel())
 
     def impacts(self, row: int) -> np.ndarray | None:
@@ -481,6 +523,12 @@ class SegmentReader:
     def text_blob(self, ordinal: int) -> bytes:
         """The stored (compressed) snippet text, as written."""
         return self._store[self._store_off[ordinal] : self._store_off[ordinal + 1]].tobytes()
+
+    def frags_blob(self, ordinal: int) -> bytes:
+        """The stored (compressed) fragments of a document, b"" when it has none."""
+        if self._frags is None or self._frags_off is None:
+            return b""
+        return self._frags[self._frags_off[ordinal] : self._frags_off[ordinal + 1]].tobytes()
 
     def stream(self, name: str) -> tuple[np.ndarray, np.ndarray, int]:
         """(data, block widths, lexicon column of its byte start) of a postings stream."""

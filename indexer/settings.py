@@ -7,8 +7,12 @@ from dataclasses import dataclass, field
 
 # ---------------------------------------------------------------- fields
 # The fields of a document, in the order of the tf matrix columns.  URL words are the path's
-# words; anchor is the text of links pointing AT the page (Brin & Page 1998, section 2.2).
-FIELDS: tuple[str, ...] = ("title", "headings", "body", "url", "anchor")
+# words; anchor is the text of links pointing AT the page (Brin & Page 1998, section 2.2);
+# defs is the defining text of the page's fragments (dt terms, anchored headings, keyed table
+# rows: the places a URL #id reaches, indexer/parse.py).  A new field goes last: a segment
+# written with fewer fields (meta.json "fields") reads as zero tf in the ones it lacks.
+FIELDS: tuple[str, ...] = ("title", "headings", "body", "url", "anchor", "defs")
+LEGACY_FIELDS: tuple[str, ...] = ("title", "headings", "body", "url", "anchor")  # before "fields"
 FIELD_INDEX: dict[str, int] = {name: i for i, name in enumerate(FIELDS)}
 N_FIELDS = len(FIELDS)
 
@@ -36,9 +40,45 @@ MAX_HTML_BYTES = 2_000_000
 MAX_FIELD_CHARS = 1_000_000  # characters of one field that are tokenised
 SNIPPET_TEXT_CHARS = 60_000  # characters of a page's text kept for snippets
 MAX_TITLE_CHARS = 300
+META_SNIFF_BYTES = 1024  # bytes searched for a <meta charset> (WHATWG's prescan length)
+MAX_FRAGMENTS = 256  # fragments (definitions, anchored sections) kept per page
+MAX_FRAGMENT_KEY_CHARS = 200  # characters of a fragment's key (its term, heading, first cell)
+MAX_FRAGMENT_TEXT_CHARS = 1000  # characters of a fragment's defining text
+# What the defs field holds of each fragment (WEBSIFT_DEFS, read at index time): "key" (the
+# term, heading or first cell), "text" (the key and its defining text), or "0" (nothing).
+DEFS_ENV = "WEBSIFT_DEFS"
+DEFS_DEFAULT = "key"
+# Characters of a page's fragments (id and key) kept in the docstore, for the hit's fragment.
+MAX_STORED_FRAGMENT_CHARS = 16_000
 MAX_URL_QUERY_CHARS = 60  # a longer query string (a playground's code, a token) gives no words
 MAX_ANCHOR_CHARS = 200  # characters kept of one anchor
 MAX_ANCHORS_PER_PAGE = 500  # distinct (source, anchor) pairs kept per target page
+
+# ---------------------------------------------------------------- boilerplate (templates)
+# A block whose template key (indexer/parse.py: its text, or the text outside its links for a
+# navigation block) recurs on at least TEMPLATE_MIN_SHARE of a host's sampled pages is template:
+# left out of the body field and of the stored snippet text.  Measured per host at index time
+# over up to TEMPLATE_SAMPLE_PAGES pages (spread over the host's URL IDs); a host with fewer
+# than TEMPLATE_MIN_PAGES pages has no template.  Kept in DATA/index/templates.json.
+TEMPLATES_ENV = "WEBSIFT_TEMPLATES"  # "0": no template detection (ablation)
+TEMPLATE_SHARE_ENV = "WEBSIFT_TEMPLATE_SHARE"  # TEMPLATE_MIN_SHARE for one run (the sweep)
+TEMPLATE_SAMPLE_PAGES = 64
+TEMPLATE_MIN_PAGES = 5
+TEMPLATE_MIN_SHARE = 0.2
+MAX_TEMPLATE_KEYS_PER_HOST = 4096
+TEMPLATES_VERSION = 1
+# Anchor boilerplate: an anchor text that a source host puts on links from at least
+# ANCHOR_TEMPLATE_MIN_SHARE of its pages with links ("Next", "Up", "Home", a menu) does not
+# describe its targets; hosts with fewer than ANCHOR_TEMPLATE_MIN_PAGES linking pages have none.
+ANCHOR_TEMPLATES_ENV = "WEBSIFT_ANCHOR_TEMPLATES"  # "0": anchor boilerplate kept (ablation)
+ANCHOR_TEMPLATE_MIN_SHARE = 0.3
+ANCHOR_TEMPLATE_MIN_PAGES = 5
+
+
+def env_switch(name: str, default: str = "1") -> str:
+    """An index- or query-time switch read from the environment (the evaluation's ablations)."""
+    return os.environ.get(name, default).strip().lower()
+
 
 # ---------------------------------------------------------------- barrels and postings
 BARREL_WORDS = 1 << 16  # word IDs per forward barrel (barrel b covers [b*W, (b+1)*W))
@@ -68,7 +108,8 @@ LEXICON_DICT_MAX = 2_000_000  # lexicons up to this many words get a hash table 
 MAX_SEGMENTS = 8  # more live segments than this after a run: merge them all into one
 INDEX_FORMAT = "websift-index"
 INDEX_VERSION = 2  # manifest.json; 2: the checked envelope (core/checked.py), 1: own CRC32
-# meta.json; 3: block impacts (post_impacts.npy), 2: the checked envelope, 1: no checksum
+# meta.json; 3: block impacts (post_impacts.npy) and "fields" naming the tf columns (a reader
+# without it must not open such a segment), 2: the checked envelope, 1: no checksum of its own
 SEGMENT_VERSION = 3
 DOCSTORE_LEVEL = 3  # zlib level of the stored documents (url, title, snippet text)
 
@@ -85,12 +126,16 @@ class BM25FSettings:
     k1: float = 1.2
     weights: dict[str, float] = field(
         default_factory=lambda: {
-            "title": 4.0, "headings": 2.0, "body": 1.0, "url": 2.0, "anchor": 3.0
+            "title": 4.0, "headings": 2.0, "body": 1.0, "url": 2.0, "anchor": 3.0,
+            "defs": 3.0,
         }
     )
     b: dict[str, float] = field(
         default_factory=lambda: {
-            "title": 0.5, "headings": 0.6, "body": 0.75, "url": 0.3, "anchor": 0.6
+            "title": 0.5, "headings": 0.6, "body": 0.75, "url": 0.3, "anchor": 0.6,
+            # 0: the field is a list of short keys, each a title of its own; a page with 200
+            # definitions is not a longer version of a page with one.
+            "defs": 0.0,
         }
     )
     # Documents matching a larger share of the query's concepts are preferred: the BM25F sum is
@@ -108,6 +153,7 @@ class BM25FSettings:
 POSTINGS_CACHE_BYTES = 64 << 20  # decoded postings of recent terms
 PAIRS_CACHE_BYTES = 16 << 20  # proximity evidence of recent word pairs
 TEXT_CACHE_BYTES = 32 << 20  # recent pages' texts (and their lower case), for snippets
+FRAGMENT_CACHE_BYTES = 16 << 20  # recent pages' fragments (and their keys' terms), for hits
 # Document masks of recent site: filters (one bool per document of each segment).  The keys
 # come from users (any host name), so this must be bounded: 16 MiB holds the masks of 16
 # filters on a million-document index, of thousands on a small one; a miss costs one pass

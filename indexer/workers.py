@@ -43,9 +43,10 @@ class WorkerFailed(RuntimeError):
     """An indexing worker raised (a bug, not bad input: bad pages are counted, not raised)."""
 
 
-def _serve(warc_dir: Path, memo_tokens: int, inbox: Any, outbox: Any, parent: int) -> None:
+def _serve(warc_dir: Path, memo_tokens: int, inbox: Any, outbox: Any, parent: int, *,
+           templates: dict[str, frozenset[int]] | None = None) -> None:
     """A worker's loop: batches in, analysed batches out, until told to stop."""
-    analyser = BatchAnalyser(warc_dir, memo_tokens)
+    analyser = BatchAnalyser(warc_dir, memo_tokens, templates)
     # Results nobody reads must not hold the process at exit (a queue's feeder thread would
     # wait for room in the pipe forever).
     outbox.cancel_join_thread()
@@ -57,6 +58,7 @@ def _serve(warc_dir: Path, memo_tokens: int, inbox: Any, outbox: Any, parent: in
                 os._exit(0)
             continue
         if jobs is None:
+            analyser.close()
             return
         try:
             outbox.put(("ok", analyser.analyse(jobs)))
@@ -68,7 +70,8 @@ class AnalyserPool:
     """Analyses batches of :class:`DocJob` in ``procs`` processes; see the module doc."""
 
     def __init__(self, warc_dir: Path, procs: int, lexicon: dict[str, int],
-                 memo_tokens: int = WORKER_MEMO_TOKENS) -> None:
+                 memo_tokens: int = WORKER_MEMO_TOKENS,
+                 templates: dict[str, frozenset[int]] | None = None) -> None:
         self.procs = max(1, procs)
         self.lexicon = lexicon
         self._local: BatchAnalyser | None = None
@@ -79,13 +82,14 @@ class AnalyserPool:
         self._maps = [np.zeros(1024, dtype=np.int32) for _ in range(self.procs)]
         self._sizes = [0] * self.procs
         if self.procs == 1:
-            self._local = BatchAnalyser(warc_dir, memo_tokens)
+            self._local = BatchAnalyser(warc_dir, memo_tokens, templates)
             return
         ctx = multiprocessing.get_context("fork")
         for _ in range(self.procs):
             inbox, outbox = ctx.Queue(), ctx.Queue()
+            # Forked: the templates are inherited, not pickled.
             p = ctx.Process(target=_serve, args=(warc_dir, memo_tokens, inbox, outbox, os.getpid()),
-                            daemon=True)
+                            kwargs={"templates": templates}, daemon=True)
             p.start()
             self._procs.append(p)
             self._queues.append((inbox, outbox))
@@ -100,6 +104,8 @@ class AnalyserPool:
     def close(self, abort: bool = False) -> None:
         """Stop the workers: after their last batch, or at once (``abort``: the run failed, and
         results nobody will read must not keep a worker waiting to send them)."""
+        if self._local is not None:
+            self._local.close()
         for inbox, _ in self._queues:
             if not abort:
                 inbox.put(None)

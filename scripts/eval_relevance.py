@@ -110,6 +110,10 @@ ABLATIONS: tuple[Row, ...] = (
     Row("websift title+body+anchor", _only(("title", "body", "anchor"))),
     *(Row(f"websift {f} field only", tuple(f"weights.{g}={1 if g == f else 0}" for g in FIELDS))
       for f in FIELDS),
+    Row("websift without defs field", ("weights.defs=0",)),
+    Row("websift defs field = keys + defining text", ("WEBSIFT_DEFS=text",)),
+    Row("websift without boilerplate (template blocks kept)", ("WEBSIFT_TEMPLATES=0",)),
+    Row("websift without anchor boilerplate (kept)", ("WEBSIFT_ANCHOR_TEMPLATES=0",)),
 )
 
 

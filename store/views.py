@@ -270,12 +270,38 @@ class StoreReader:
         then by the order the source page held them (one query: the order is the answer's)."""
         if not dsts:
             return
-        for src, dst, anchor in self._conn.execute(
+        # The columns are INTEGER, INTEGER and a non-empty TEXT: the rows as sqlite3 gives them.
+        yield from self._conn.execute(
                 "SELECT l.src, l.dst, l.anchor FROM links l JOIN urls s ON s.id = l.src "
                 f"WHERE l.dst IN ({_marks(len(dsts))}) AND l.src != l.dst AND l.nofollow = 0 "
                 "AND l.anchor != '' AND s.duplicate_of IS NULL ORDER BY l.src, l.rowid",
-                tuple(dsts)):
-            yield int(src), int(dst), str(anchor)
+                tuple(dsts))
+
+    def anchor_links_by_host(self, dsts: Sequence[int]
+                             ) -> Iterator[tuple[int, int, int, str]]:
+        """(src, src host ID, dst, anchor) of the links :meth:`anchor_links` gives, in its order
+        (the source's host decides whether its anchor text is boilerplate)."""
+        if not dsts:
+            return
+        yield from self._conn.execute(
+                "SELECT l.src, s.host_id, l.dst, l.anchor FROM links l JOIN urls s "
+                f"ON s.id = l.src WHERE l.dst IN ({_marks(len(dsts))}) AND l.src != l.dst "
+                "AND l.nofollow = 0 AND l.anchor != '' AND s.duplicate_of IS NULL "
+                "ORDER BY l.src, l.rowid", tuple(dsts))
+
+    def anchor_use(self) -> tuple[dict[int, int], Iterator[tuple[int, str, int]]]:
+        """How often each host uses each anchor text: (host ID -> its pages with a followed
+        anchored link, rows of (host ID, anchor, distinct source pages using it)).  The anchor
+        is as stored (the caller normalises it); only followed, non-empty anchors of pages that
+        are not duplicates count, as in :meth:`anchor_links`."""
+        where = ("FROM links l JOIN urls s ON s.id = l.src WHERE l.nofollow = 0 "
+                 "AND l.anchor != '' AND l.src != l.dst AND s.duplicate_of IS NULL")
+        pages = {int(h): int(n) for h, n in self._conn.execute(
+            f"SELECT s.host_id, count(DISTINCT l.src) {where} GROUP BY s.host_id")}
+        rows = self._conn.execute(
+            f"SELECT s.host_id, l.anchor, count(DISTINCT l.src) {where} "
+            "GROUP BY s.host_id, l.anchor")
+        return pages, ((int(h), str(a), int(n)) for h, a, n in rows)
 
     # ------------------------------------------------------------------ links
     def out_links(self, src: int) -> list[tuple[int, str, bool]]:

@@ -69,8 +69,8 @@ def test_bm25f_matches_a_hand_computed_example(tmp_path: Path) -> None:
     tfs = np.array([[1, 0, 2, 0, 0], [0, 0, 1, 0, 0]])
     lens = np.array([[1, 0, 3, 0, 0], [1, 0, 2, 0, 0]], dtype=np.float64)
     got = bm25f.bm25f(tfs, lens, avg_lens=np.array([1, 0, 3, 0, 0.0]),
-                      weights=np.array([SETTINGS.weights[f] for f in FIELDS]),
-                      b=np.array([SETTINGS.b[f] for f in FIELDS]), k1=1.2, n_docs=3, df=2)
+                      weights=np.array([SETTINGS.weights[f] for f in FIELDS[:5]]),
+                      b=np.array([SETTINGS.b[f] for f in FIELDS[:5]]), k1=1.2, n_docs=3, df=2)
     assert got == pytest.approx([doc1, doc2], rel=1e-6)
 
 

@@ -18,7 +18,14 @@ from hypothesis import strategies as st
 from indexer.errors import QueryError
 from indexer.parse import ParsedPage, parse_html, squash
 from indexer.query import ParsedQuery, parse_query
-from indexer.settings import MAX_QUERY_CHARS, MAX_QUERY_TERMS, MAX_TITLE_CHARS, SNIPPET_TEXT_CHARS
+from indexer.settings import (
+    MAX_FRAGMENT_TEXT_CHARS,
+    MAX_FRAGMENTS,
+    MAX_QUERY_CHARS,
+    MAX_QUERY_TERMS,
+    MAX_TITLE_CHARS,
+    SNIPPET_TEXT_CHARS,
+)
 
 FUZZ = settings(max_examples=300, deadline=timedelta(seconds=2),
                 suppress_health_check=[HealthCheck.too_slow])
@@ -81,6 +88,11 @@ def check_page(page: ParsedPage) -> None:
     assert len(page.text) <= SNIPPET_TEXT_CHARS
     assert page.body.startswith(page.text)
     assert page.lang is None or isinstance(page.lang, str)
+    assert " ".join(b.text for b in page.blocks) == page.body  # blocks cover the body exactly
+    assert len(page.fragments) <= MAX_FRAGMENTS
+    for frag in page.fragments:
+        assert frag.id and frag.key and len(frag.text) <= MAX_FRAGMENT_TEXT_CHARS
+        frag.text.encode("utf-8")
 
 
 @FUZZ

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from store.errors import WarcError
-from store.warc import WarcLocation, WarcWriterFile, read_response
+from store.warc import BodyReader, WarcLocation, WarcWriterFile, read_body, read_response
+
+Reader = Callable[[Path, WarcLocation], object]
 
 
 def _write(tmp_path: Path, bodies: list[bytes]) -> list[WarcLocation]:
@@ -27,6 +30,7 @@ def test_round_trip_by_location(tmp_path: Path) -> None:
     for i, (loc, body) in enumerate(zip(locs, bodies, strict=True)):
         rec = read_response(tmp_path, loc)
         assert rec.body == body
+        assert read_body(tmp_path, loc) == body  # the indexer's fast path
         assert rec.url == f"http://h.example/{i}"
         assert rec.status == 200
         assert rec.header("content-type") == "text/html"
@@ -44,23 +48,25 @@ def test_rotation_starts_new_files(tmp_path: Path) -> None:
 
 # Offsets inside the deflate stream and the gzip trailer (bytes 4-9 of a gzip header, the
 # mtime and flags, protect nothing and may change without harm to the content).
+@pytest.mark.parametrize("read", [read_response, read_body])
 @pytest.mark.parametrize("position", [20, 40, 120, -12, -3])
-def test_flipped_byte_is_detected(tmp_path: Path, position: int) -> None:
+def test_flipped_byte_is_detected(tmp_path: Path, position: int, read: Reader) -> None:
     loc = _write(tmp_path, [b"<html>" + b"payload " * 200 + b"</html>"])[0]
     path = tmp_path / loc.file
     data = bytearray(path.read_bytes())
     data[loc.offset + (position if position >= 0 else loc.length + position)] ^= 0x55
     path.write_bytes(bytes(data))
     with pytest.raises(WarcError):
-        read_response(tmp_path, loc)
+        read(tmp_path, loc)
 
 
-def test_truncated_record_is_detected(tmp_path: Path) -> None:
+@pytest.mark.parametrize("read", [read_response, read_body])
+def test_truncated_record_is_detected(tmp_path: Path, read: Reader) -> None:
     loc = _write(tmp_path, [b"<html>" + b"payload " * 200 + b"</html>"])[0]
     path = tmp_path / loc.file
     path.write_bytes(path.read_bytes()[: loc.length // 2])
     with pytest.raises(WarcError, match="truncated"):
-        read_response(tmp_path, loc)
+        read(tmp_path, loc)
 
 
 def test_missing_file_is_a_warc_error(tmp_path: Path) -> None:
@@ -78,3 +84,24 @@ def test_whole_file_reads_with_any_warc_tool(tmp_path: Path) -> None:
         seen = [(r.rec_headers.get_header("WARC-Target-URI"), r.content_stream().read())
                 for r in ArchiveIterator(fh)]
     assert seen == [(f"http://h.example/{i}", b) for i, b in enumerate(bodies)]
+
+
+
+def test_a_body_reader_keeps_few_files_open_and_reads_them_all(tmp_path: Path) -> None:
+    writer = WarcWriterFile(tmp_path, rotate_bytes=1)  # one file per record
+    bodies = [f"<p>page {i}</p>".encode() for i in range(5)]
+    locs = [writer.write_response(f"http://h/{i}", 200, "OK", [], b) for i, b in enumerate(bodies)]
+    writer.close()
+    reader = BodyReader(tmp_path, max_open=2)
+    try:
+        for _ in range(2):
+            for loc, body in zip(locs, bodies, strict=True):
+                assert reader.read(loc) == body
+                assert len(reader._fds) <= 2
+        with pytest.raises(WarcError, match="truncated"):
+            reader.read(WarcLocation(locs[0].file, locs[0].offset, locs[0].length + 10**6))
+        with pytest.raises(WarcError, match="cannot read"):
+            reader.read(WarcLocation("absent.warc.gz", 0, 10))
+    finally:
+        reader.close()
+    assert not reader._fds

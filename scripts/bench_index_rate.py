@@ -1,0 +1,115 @@
+"""Indexing rate: ``websift index`` on a generated web, this tree against another, same run.
+
+    .venv/bin/python scripts/bench_index_rate.py [--pages 20000] [--hosts 20] [--procs 2]
+        [--ram-mb 256] [--baseline /path/to/other/websift/tree] [--rounds 2] [--work DIR]
+    .venv/bin/python scripts/bench_index_rate.py --python-docs ...   # the Python 3.11 manual
+
+The corpus: ``scripts/genweb.py`` pages (Zipf words, power-law links, anchors = the target's
+title) stored through the real crawl store and WARC writer as if fetched
+(``tests/indexer/corpus.py``), once, under ``--work`` (reused when it is there); or, with
+``--python-docs``, the installed Python manual.  Each round runs ``websift index`` from scratch
+in a child process with this tree's code and, with ``--baseline``, with the other tree's
+(``PYTHONPATH`` set to it: a ``git worktree`` or ``git archive`` of another commit), in
+alternation, and prints per run documents/s, CPU seconds (the run and its workers) and CPU
+per document, and peak memory (PSS summed over the run and its workers); then the ratios of the
+best runs.  Wall figures on a busy machine are noise; CPU per document is steadier.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))
+
+from bench_index import run_child  # noqa: E402
+
+PY_DOCS = Path("/usr/share/doc/python3.11/html")
+
+
+def corpus(work: Path, pages: int, hosts: int, python_docs: bool) -> Path:
+    from tests.indexer.corpus import build_data_dir, ingest_files
+
+    name = "python-docs" if python_docs else f"genweb-{pages}-{hosts}"
+    data = work / name
+    if (data / "crawl.sqlite3").exists():
+        return data
+    shutil.rmtree(data, ignore_errors=True)
+    if python_docs:
+        ingest_files(PY_DOCS, "http://127.0.0.1:8222/", data)
+        return data
+    from genweb import WebParams, ensure_web
+
+    web = ensure_web(work / f"web-{pages}-{hosts}", WebParams(pages=pages, hosts=hosts, seed=1))
+    files: dict[str, bytes] = {}
+    for h in range(hosts):
+        d = web.host_dir(h)
+        for f in sorted(d.rglob("*.html")):
+            files[f"{web.origin(h)}/{f.relative_to(d).as_posix()}"] = f.read_bytes()
+    build_data_dir(data, files)
+    return data
+
+
+def run(tree: Path, data: Path, procs: int, ram_mb: int) -> dict[str, float]:
+    shutil.rmtree(data / "index", ignore_errors=True)
+    env_path = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = str(tree)
+    cwd = Path.cwd()
+    os.chdir(tree)  # ``python -m`` puts the working directory first on sys.path
+    try:
+        wall, cpu, peak = run_child([sys.executable, "-m", "api.cli", "index", "--data",
+                                     str(data), "--quiet", "--procs", str(procs),
+                                     "--ram-mb", str(ram_mb)])
+    finally:
+        os.chdir(cwd)
+        if env_path is None:
+            os.environ.pop("PYTHONPATH", None)
+        else:
+            os.environ["PYTHONPATH"] = env_path
+    manifest = json.loads((data / "index" / "manifest.json").read_text())
+    docs = int(manifest["stats"]["live_docs"])
+    return {"docs": docs, "wall": wall, "cpu": cpu, "peak_mb": peak / 2**20}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--pages", type=int, default=20_000)
+    ap.add_argument("--hosts", type=int, default=20)
+    ap.add_argument("--python-docs", action="store_true")
+    ap.add_argument("--procs", type=int, default=2)
+    ap.add_argument("--ram-mb", type=int, default=256)
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--baseline", type=Path, help="another websift source tree to compare")
+    ap.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "websift-rate")
+    args = ap.parse_args(argv)
+    data = corpus(args.work.resolve(), args.pages, args.hosts, args.python_docs)
+    trees = {"websift (this tree)": ROOT}
+    if args.baseline is not None:
+        trees["baseline"] = args.baseline.resolve()
+    best: dict[str, dict[str, float]] = {}
+    for r in range(args.rounds):
+        for name, tree in trees.items():
+            m = run(tree, data, args.procs, args.ram_mb)
+            print(f"round {r + 1} {name}: {m['docs']:.0f} documents in {m['wall']:.1f} s = "
+                  f"{m['docs'] / m['wall']:.0f} docs/s; CPU {m['cpu']:.1f} s "
+                  f"({m['cpu'] / m['docs'] * 1e6:.0f} us/doc); peak {m['peak_mb']:.0f} MB "
+                  f"(--ram-mb {args.ram_mb}, --procs {args.procs})", flush=True)
+            if name not in best or m["wall"] < best[name]["wall"]:
+                best[name] = m
+    if "baseline" in best:
+        a, b = best["websift (this tree)"], best["baseline"]
+        print(f"best runs: docs/s {a['docs'] / a['wall']:.0f} vs {b['docs'] / b['wall']:.0f} "
+              f"({b['wall'] / a['wall']:.2f}x); CPU per document {b['cpu'] / a['cpu']:.2f}x "
+              f"less; peak memory {a['peak_mb']:.0f} vs {b['peak_mb']:.0f} MB")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,57 @@
+"""HitMaker.batch (whitespace chunks memoised whole) gives the hits of the plain analyzer chain:
+the same terms at the same positions as ``Analyzer.positions`` on each field, the anchors of a
+field laid out ``ANCHOR_GAP`` apart, whatever punctuation glues tokens together."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from indexer.analysis import Analyzer
+from indexer.hits import HitMaker
+from indexer.settings import ANCHOR_GAP
+
+WORDS = ["os.path", "f(x)", "--set", "a,b", "the", "Run", "runs,", "x", "é", "unittest.mock.",
+         "—", "()", "pg_dump", "a..b", "(foo)", "_", "3.11", "C++", "#include", "%s"]
+text = st.lists(st.sampled_from(WORDS) | st.text(max_size=6),
+                max_size=30).map(" ".join)
+field = text | st.lists(text, max_size=3)
+
+
+def reference(value: str | list[str]) -> list[tuple[str, int]]:
+    """(term, position) of one field by the regex tokenizer and the analyzer, no memo."""
+    an = Analyzer()
+    if isinstance(value, str):
+        terms, pos, _ = an.positions(value.lower())
+        return list(zip(terms, pos, strict=True))
+    out: list[tuple[str, int]] = []
+    start = 0
+    for t in value:
+        terms, pos, start = an.positions(t.lower(), start)
+        out.extend(zip(terms, pos, strict=True))
+        start += ANCHOR_GAP
+    return out
+
+
+@settings(max_examples=200, deadline=None)
+@given(docs=st.lists(st.lists(field, min_size=2, max_size=2), max_size=4))
+def test_batch_gives_the_analyzers_terms_and_positions(docs: list[list[str | list[str]]]) -> None:
+    hm = HitMaker()
+    for _ in range(2):  # learning, then from the memo
+        wids, pos, slots = hm.batch(docs, limit=10**6)
+        words = {v: k for k, v in hm.lexicon.items()}
+        for d, fields in enumerate(docs):
+            for f, value in enumerate(fields):
+                mine = sorted((words[int(w)], int(p)) for w, p, s in
+                              zip(wids, pos, slots, strict=True) if s == d * 2 + f)
+                assert mine == sorted(reference(value)), (value, mine)
+
+
+def test_the_limit_counts_raw_tokens() -> None:
+    hm = HitMaker()
+    wids, pos, _ = hm.batch([["alpha beta,gamma delta epsilon"]], limit=2)
+    words = {v: k for k, v in hm.lexicon.items()}
+    assert [words[int(w)] for w in wids] == ["alpha"]  # 'beta,gamma' straddles it: left out
+    wids, pos, _ = hm.batch([["alpha beta,gamma delta epsilon"]], limit=3)
+    assert [words[int(w)] for w in wids] == ["alpha", "beta", "gamma"]
+    assert pos.tolist() == [0, 1, 2]

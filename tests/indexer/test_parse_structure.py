@@ -1,0 +1,153 @@
+"""Blocks and fragments from the one parse (issue 12): hand-written pages in the shapes each
+documentation generator writes (Sphinx, DocBook, Texinfo, a table of settings)."""
+
+from __future__ import annotations
+
+from indexer.parse import Fragment, ParsedPage, block_hash, parse_html
+from indexer.settings import MAX_FRAGMENT_KEY_CHARS, MAX_FRAGMENT_TEXT_CHARS, MAX_FRAGMENTS
+
+CT = "text/html; charset=utf-8"
+
+
+def parse(html: str) -> ParsedPage:
+    return parse_html(html.encode(), "http://docs.example/lib/page.html", CT)
+
+
+def by_id(page: ParsedPage) -> dict[str, Fragment]:
+    return {f.id: f for f in page.fragments}
+
+
+SPHINX = """<html><head><title>os.path</title></head><body>
+<div class="body" role="main">
+<section id="module-os.path"><h1>os.path — pathname functions<a class="headerlink"
+ href="#module-os.path" title="Permalink">¶</a></h1>
+<p>This module implements some useful functions on pathnames.</p>
+<dl class="py function">
+<dt class="sig sig-object py" id="os.path.abspath"><span class="sig-prename">os.path.</span><span
+ class="sig-name">abspath</span>(<em>path</em>)<a class="headerlink" href="#os.path.abspath">¶</a></dt>
+<dd><p>Return a normalized absolutized version of the pathname <em>path</em>.</p></dd>
+</dl>
+<dl class="py function"><dt class="sig" id="os.path.basename">os.path.basename(path)</dt>
+<dd><p>Return the base name of pathname <em>path</em>.</p></dd></dl>
+<dl><dt>no anchor here</dt><dd>nothing reaches this term</dd></dl>
+</section></div></body></html>"""
+
+
+def test_sphinx_definitions_and_sections() -> None:
+    page = parse(SPHINX)
+    frags = by_id(page)
+    assert set(frags) == {"module-os.path", "os.path.abspath", "os.path.basename"}
+    absp = frags["os.path.abspath"]
+    assert "abspath" in absp.key and "normalized absolutized" not in absp.key
+    assert absp.text.startswith(absp.key) and "normalized absolutized version" in absp.text
+    assert "base name" not in absp.text  # the next term's definition is its own
+    section = frags["module-os.path"]
+    assert section.key.startswith("os.path — pathname functions")
+    assert "useful functions on pathnames" in section.text
+
+
+DOCBOOK = """<html><head><title>20.4. Resource Consumption</title></head><body>
+<div class="navheader"><a accesskey="p" href="prev.html">Prev</a> <a accesskey="u"
+ href="up.html">Up</a> <a accesskey="h" href="index.html">Home</a> <a href="next.html">Next</a></div>
+<div class="sect1" id="RUNTIME-CONFIG-RESOURCE"><div class="sect2" id="RUNTIME-CONFIG-RESOURCE-MEMORY">
+<div class="titlepage"><div><div><h3 class="title">20.4.1. Memory <a
+ href="#RUNTIME-CONFIG-RESOURCE-MEMORY" class="id_link">#</a></h3></div></div></div>
+<div class="variablelist"><dl class="variablelist">
+<dt id="GUC-SHARED-BUFFERS"><span class="term"><code class="varname">shared_buffers</code>
+ (<code class="type">integer</code>) <a id="id-1.6.7.6.2.2.1.1.3" class="indexterm"></a></span>
+ <a href="#GUC-SHARED-BUFFERS" class="id_link">#</a></dt>
+<dd><p>Sets the amount of memory the database server uses for shared memory buffers.</p></dd>
+<dt><span class="term"><a name="GUC-WORK-MEM"></a><code class="varname">work_mem</code></span></dt>
+<dd><p>Sets the base maximum amount of memory to be used by a query operation.</p></dd>
+</dl></div></div></div>
+<h2 class="title"><a name="SQL-SYNTAX-LEXICAL"></a>4.1. Lexical Structure</h2><p>SQL input.</p>
+</body></html>"""
+
+
+def test_docbook_varlistentries_and_sect_anchors() -> None:
+    frags = by_id(parse(DOCBOOK))
+    shared = frags["GUC-SHARED-BUFFERS"]
+    assert shared.key.startswith("shared_buffers ( integer )")
+    assert "shared memory buffers" in shared.text and "query operation" not in shared.text
+    assert "query operation" in frags["GUC-WORK-MEM"].text  # an <a name> inside the term
+    memory = frags["RUNTIME-CONFIG-RESOURCE-MEMORY"]  # the heading's permalink
+    assert memory.key.startswith("20.4.1. Memory")
+    assert "shared_buffers" in memory.text  # the section's start, past the title wrappers
+    assert frags["SQL-SYNTAX-LEXICAL"].text == "4.1. Lexical Structure SQL input."
+    assert "id-1.6.7.6.2.2.1.1.3" not in frags  # an empty index anchor defines nothing
+
+
+TEXINFO = """<html><head><title>Basic Vectorization</title></head><body>
+<span id="Basic-Vectorization"></span><h3 class="section">19.1 Basic Vectorization</h3>
+<p>To a very good first approximation, the goal in vectorization is to write code.</p>
+<dl><dt id="index-zeros"><strong class="def-name">zeros</strong> <code>(n)</code><a
+ class="copiable-link" href="#index-zeros"> ¶</a></dt><dd><p>Return a matrix whose elements
+ are all 0.</p></dd>
+<dt><a name="index-ones"></a><u>Function File:</u> <b>ones</b> <i>(n)</i></dt>
+<dd><p>Return a matrix whose elements are all 1.</p></dd></dl>
+<a name="Broadcasting"></a><h4>19.2 Broadcasting</h4><p>Broadcasting refers to how.</p>
+</body></html>"""
+
+
+def test_texinfo_anchors_before_headings_and_dt_ids() -> None:
+    frags = by_id(parse(TEXINFO))
+    assert frags["Basic-Vectorization"].key == "19.1 Basic Vectorization"
+    assert "first approximation" in frags["Basic-Vectorization"].text
+    assert frags["index-zeros"].key.startswith("zeros (n)")
+    assert "all 0" in frags["index-zeros"].text
+    assert "all 1" in frags["index-ones"].text and "ones" in frags["index-ones"].key
+    assert frags["Broadcasting"].text == "19.2 Broadcasting Broadcasting refers to how."
+
+
+SETTINGS = """<html><body><h1>Settings</h1><table>
+<tr><th>Setting</th><th>Default</th><th>Meaning</th></tr>
+<tr><td id="opt-timeout"><code>timeout</code></td><td>30</td><td>Seconds before giving up.</td></tr>
+<tr id="opt-retries"><td><code>retries</code></td><td>3</td><td>How many times to retry.</td></tr>
+<tr><td>verbose</td><td>no</td><td>no id: not reachable</td></tr>
+</table><p id="note">Settings are read at start.</p></body></html>"""
+
+
+def test_a_table_of_settings_keyed_by_first_cells() -> None:
+    frags = by_id(parse(SETTINGS))
+    assert frags["opt-timeout"] == Fragment("opt-timeout", "timeout",
+                                            "timeout 30 Seconds before giving up.")
+    assert frags["opt-retries"] == Fragment("opt-retries", "retries",
+                                            "retries 3 How many times to retry.")
+    assert frags["note"].text == "Settings are read at start."  # an element with an id
+    assert len(frags) == 3
+
+
+def test_fragments_are_bounded_in_size_and_number() -> None:
+    long_dd = "word " * 300
+    terms = "".join(f'<dt id="t{i}">term {i} {"x" * 500}</dt><dd>{long_dd}</dd>'
+                    for i in range(MAX_FRAGMENTS + 50))
+    page = parse(f"<html><body><dl>{terms}</dl></body></html>")
+    assert len(page.fragments) == MAX_FRAGMENTS
+    assert all(len(f.key) <= MAX_FRAGMENT_KEY_CHARS and len(f.text) <= MAX_FRAGMENT_TEXT_CHARS
+               for f in page.fragments)
+    assert [f.id for f in page.fragments[:3]] == ["t0", "t1", "t2"]
+
+
+def test_blocks_join_to_the_body_and_hash_alike_across_pages() -> None:
+    nav = ('<div class="nav"><a href="p.html">Prev</a> <a href="u.html">Up</a> '
+           '<a href="/">Home</a></div>')
+    one = parse(f"<html><body>{nav}<p>First <b>page</b> text.</p><ul><li>a</li><li>b "
+                f"<em>c</em></li></ul>tail<table><tr><td>x</td><td>y</td></tr></table>"
+                f"{nav}</body></html>")
+    two = parse(f"<html><body>{nav}<h2>Other</h2><p>Second page.</p></body></html>")
+    assert [b.text for b in one.blocks] == [
+        "Prev Up Home", "First page text.", "a", "b c", "tail", "x", "y", "Prev Up Home"]
+    for page in (one, two):
+        assert " ".join(b.text for b in page.blocks) == page.body
+        assert all(b.hash == block_hash(b.text) for b in page.blocks)
+    assert one.blocks[0].hash == two.blocks[0].hash  # the template repeats
+    assert block_hash("Next") == block_hash("  next ") != block_hash("Prev")
+    assert 0 <= block_hash("Next") < 2**64
+
+
+def test_structure_off_gives_the_same_fields_and_no_structure() -> None:
+    on = parse(DOCBOOK)
+    off = parse_html(DOCBOOK.encode(), "http://docs.example/lib/page.html", CT, structure=False)
+    assert (off.title, off.headings, off.body, off.text) == (on.title, on.headings, on.body,
+                                                             on.text)
+    assert off.blocks == [] and off.fragments == []
