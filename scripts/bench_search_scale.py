@@ -378,7 +378,7 @@ def ensure_imported(corpus: Corpus, data: Path) -> tuple[float | None, float]:
         pass  # not imported yet (or damaged): import afresh below
     if data.exists():
         subprocess.run(["rm", "-rf", str(data)], check=True)
-    run = run_measured(websift_cmd("import", "--quiet", "--data", str(data),
+    run = run_measured(websift_cmd("import", "--data", str(data),
                                    *map(str, corpus.warcs)), child_env())
     write_json(marker, IMPORTED_FORMAT, {"corpus": corpus.params.key(), "seconds": run.wall})
     return run.wall, run.wall
