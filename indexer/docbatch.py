@@ -91,8 +91,8 @@ class BatchAnalyser:
                     ["", "", "", url_words(job.url), job.anchors])
         assert job.warc is not None
         body = self.reader.read(WarcLocation(*job.warc))
-        # Blocks and fragments are not indexed yet: their consumer turns them on (and pays).
-        parsed = parse_html(body, job.url, job.content_type, structure=False)
+        # Blocks and fragments are not indexed yet: their consumer asks for them (and pays).
+        parsed = parse_html(body, job.url, job.content_type)
         return (parsed.title or anchors.best(), parsed.text,
                 [parsed.title, parsed.headings, parsed.body, parsed.url_words, job.anchors])
 

@@ -6,8 +6,9 @@ role="main" or <article>, else the whole <body>), URL words (the path's words), 
 whitespace-normalised text kept for query-biased snippets.  Anchor text is not here: it belongs
 to the page a link points to and comes from the crawl store's link table (indexer/anchors.py).
 
-Structure, from the same parse (``structure=True``; not indexed yet, for the definitions field
-and template detection):
+Structure, from the same parse when asked for (``structure=True``; not indexed yet: for the
+definitions field and template detection; off by default, as it costs as much again as the
+parse on a small page and twice as much on a long manual page: scripts/compare_parsers.py):
 
 * ``blocks``: the body split at block-level elements (p, li, td, headings, div, nav ...), in
   document order, each with :func:`block_hash` of its text: ``" ".join`` of the blocks' texts is
@@ -59,6 +60,7 @@ BLOCK_TAGS = (
 _BLOCKS = ", ".join(BLOCK_TAGS)
 _MAIN = "main, [role='main'], article"
 _INVISIBLE = ", ".join(INVISIBLE_TAGS)
+_KEYED = frozenset(("dt", "tr", *_HEADING_TAGS))  # elements fragments are found by
 _MARK = "\x1e"  # a block boundary (an ASCII record separator: whitespace to str.split)
 _URL_EXT = re.compile(r"\.(?:s?html?|php|aspx?|jsp)$", re.IGNORECASE)
 _CHARSET = re.compile(r"charset\s*=\s*[\"']?([\w.:-]+)", re.IGNORECASE)
@@ -93,7 +95,12 @@ class ParsedPage:
 def block_hash(text: str) -> int:
     """Stable 64-bit hash of a text as a template key: case-folded, whitespace-normalised
     (BLAKE2b, so the same on every machine and run, unlike ``hash``)."""
-    key = " ".join(text.casefold().split()).encode("utf-8", "surrogatepass")
+    return _squashed_hash(" ".join(text.split()))
+
+
+def _squashed_hash(text: str) -> int:
+    """:func:`block_hash` of a text :func:`squash` left as it is."""
+    key = text.casefold().encode("utf-8", "surrogatepass")
     return int.from_bytes(blake2b(key, digest_size=8).digest(), "little")
 
 
@@ -155,7 +162,7 @@ def _text(node: LexborNode) -> str:
 
 
 def parse_html(body: bytes, url: str, content_type: str | None = None, *,
-               structure: bool = True) -> ParsedPage:
+               structure: bool = False) -> ParsedPage:
     """Fields of one HTML page (and its blocks and fragments when ``structure``). Never raises
     on bad HTML: an unparsable page has empty fields."""
     words = url_words(url)
@@ -191,11 +198,8 @@ def parse_html(body: bytes, url: str, content_type: str | None = None, *,
         for el in scope.css(_BLOCKS):
             el.insert_before(_MARK)
             el.insert_after(_MARK)
-        raw = scope.text(separator=" ")
-        for part in raw.split(_MARK):
-            text = squash(part)
-            if text:
-                blocks.append(Block(text, block_hash(text)))
+        texts = [" ".join(part.split()) for part in scope.text(separator=" ").split(_MARK)]
+        blocks = [Block(t, _squashed_hash(t)) for t in texts if t]
         body_text = " ".join(b.text for b in blocks)
     else:
         body_text = _text(scope)
@@ -304,7 +308,15 @@ def _fragments(tree: LexborHTMLParser, scope: LexborNode,
             out.append(Fragment(fid, _bounded(key, MAX_FRAGMENT_KEY_CHARS),
                                 _bounded(text, MAX_FRAGMENT_TEXT_CHARS)))
 
-    for dt in scope.css("dt"):
+    dts, rows = scope.css("dt"), scope.css("tr")
+    # Elements holding a term, a row or a heading: their parts are fragments of their own.
+    containers: set[int] = set()
+    for node in (*dts, *rows, *heads):
+        up = node.parent
+        while up is not None and up.mem_id not in containers:
+            containers.add(up.mem_id)
+            up = up.parent
+    for dt in dts:
         fid = _anchor_id(dt, ids) or _enclosing_id(dt, scope, ids) or _preceding_anchor(dt, ids)
         if fid is None:
             continue
@@ -318,7 +330,7 @@ def _fragments(tree: LexborHTMLParser, scope: LexborNode,
         key = _text(h)
         add(fid, key, squash(key + " " + _following_text(h, scope, MAX_FRAGMENT_TEXT_CHARS,
                                                           _HEADING_TAGS)))
-    for tr in scope.css("tr"):
+    for tr in rows:
         cell = tr.css_first("td, th")
         if cell is None:
             continue
@@ -329,9 +341,8 @@ def _fragments(tree: LexborHTMLParser, scope: LexborNode,
         if len(out) >= MAX_FRAGMENTS:
             break
         fid = el.id
-        if not fid or fid in used or el.tag in ("dt", "tr", *_HEADING_TAGS) \
-                or el.css_first(f"dt, tr, {_HEADINGS}") is not None:
-            continue  # a container: its terms, rows and sections are fragments of their own
+        if not fid or fid in used or el.tag in _KEYED or el.mem_id in containers:
+            continue
         text = _text(el)
         add(fid, text, text)
     return out
