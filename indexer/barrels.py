@@ -116,7 +116,7 @@ class ForwardBarrels:
         barrel = hits[:, 0] // self.barrel_words
         if barrel.min() != barrel.max():  # one barrel (a small index): nothing to sort
             order = stable_order(barrel)
-            hits, barrel = hits[order], barrel[order]
+            hits, barrel = np.take(hits, order, axis=0), barrel[order]
         bounds = np.flatnonzero(np.diff(barrel)) + 1
         starts = np.concatenate([[0], bounds])
         ends = np.concatenate([bounds, [len(hits)]])
@@ -149,6 +149,12 @@ def stable_order(keys: np.ndarray) -> np.ndarray:
     return np.argsort(keys, kind="stable")
 
 
+def _by_word(hits: np.ndarray) -> np.ndarray:
+    """Hits (n, 4) in stable word order. ``np.take`` gathers the rows several times faster
+    than fancy indexing ``hits[order]``, which takes the general n-dimensional path."""
+    return np.take(hits, stable_order(hits[:, 0]), axis=0)
+
+
 def invert(runs: list[Path], ram_bytes: int, scratch: Path) -> Iterator[np.ndarray]:
     """Hits of one barrel sorted by (word, doc, field, position), in word-range chunks."""
     sizes = [os.path.getsize(p) for p in runs]
@@ -156,14 +162,14 @@ def invert(runs: list[Path], ram_bytes: int, scratch: Path) -> Iterator[np.ndarr
     # from them several int64 columns: a barrel is sorted in memory up to 1/8 of the budget.
     if sum(sizes) <= ram_bytes // INVERT_SHARE:
         hits = np.concatenate([np.load(p) for p in runs]) if len(runs) > 1 else np.load(runs[0])
-        yield hits[stable_order(hits[:, 0])]
+        yield _by_word(hits)
         return
     # Too big for memory: sort each run alone, then merge word ranges sequentially, reading
     # each run's slice of the range with plain reads (a memory map would keep every page read
     # resident).  A barrel of one run is sorted in memory anyway: its ranges are slices of it.
     if len(runs) == 1:
         hits = np.load(runs[0])
-        hits = hits[stable_order(hits[:, 0])]
+        hits = _by_word(hits)
         words, counts = _word_counts(hits[:, 0])
         starts = np.zeros(len(counts) + 1, dtype=np.int64)
         np.cumsum(counts, out=starts[1:])
@@ -175,7 +181,7 @@ def invert(runs: list[Path], ram_bytes: int, scratch: Path) -> Iterator[np.ndarr
     run_counts: list[np.ndarray] = []
     for i, path in enumerate(runs):
         hits = np.load(path)
-        hits = hits[stable_order(hits[:, 0])]
+        hits = _by_word(hits)
         out = scratch / f"{path.stem}-sorted-{i}.npy"
         np.save(out, hits)
         w, n = _word_counts(hits[:, 0])
@@ -202,7 +208,7 @@ def invert(runs: list[Path], ram_bytes: int, scratch: Path) -> Iterator[np.ndarr
             yield parts[0]
         else:
             hits = np.concatenate(parts)
-            yield hits[stable_order(hits[:, 0])]
+            yield _by_word(hits)
     for path, *_ in sorted_runs:
         path.unlink()
 
