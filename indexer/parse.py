@@ -35,14 +35,16 @@ from hashlib import blake2b
 from typing import NamedTuple
 from urllib.parse import unquote, urlsplit
 
+import lxml.etree
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
-from core.html import INVISIBLE_TAGS, squash
+from core.html import INVISIBLE_TAGS, drop_invisible, squash, text_of, visible_text
 from indexer.settings import (
     MAX_FRAGMENT_KEY_CHARS,
     MAX_FRAGMENT_TEXT_CHARS,
     MAX_FRAGMENTS,
     MAX_HTML_BYTES,
+    MAX_LEXBOR_TAGS,
     MAX_TITLE_CHARS,
     MAX_URL_QUERY_CHARS,
     META_SNIFF_BYTES,
@@ -161,6 +163,46 @@ def _text(node: LexborNode) -> str:
     return squash(node.text(separator=" "))
 
 
+def parse_lxml(body: bytes, url: str, content_type: str | None = None) -> ParsedPage:
+    """The same fields with lxml.etree (websift's parser before lexbor): for pages with more
+    than MAX_LEXBOR_TAGS tags, as lexbor builds deeply nested trees in quadratic time (80,000
+    nested ``<div>`` take 8 s) while libxml2 caps the depth.  Its structure is one block (the
+    body) and no fragments."""
+    words = url_words(url)
+    empty = ParsedPage(title="", headings="", body="", url_words=words, text="")
+    m = _CHARSET.search(content_type or "")
+    try:
+        parser = lxml.etree.HTMLParser(encoding=m.group(1) if m else None,
+                                       remove_comments=True, remove_pis=True)
+    except LookupError:  # an unknown charset name: let lxml guess
+        parser = lxml.etree.HTMLParser(remove_comments=True, remove_pis=True)
+    try:
+        root = lxml.etree.fromstring(body[:MAX_HTML_BYTES], parser=parser)
+    except (lxml.etree.ParserError, lxml.etree.XMLSyntaxError, ValueError, LookupError,
+            UnicodeError):
+        return empty
+    if root is None:
+        return empty
+    title_el = root.find(".//title")
+    title = squash(text_of(title_el)) if title_el is not None else ""
+    lang = root.get("lang") or None
+    drop_invisible(root)
+    main = None
+    for path in (".//main", ".//*[@role='main']", ".//article", ".//body"):
+        main = root.find(path)
+        if main is not None:
+            break
+    scope = main if main is not None else root
+    headings = squash(" ".join(text_of(h) for h in scope.iter(*_HEADING_TAGS)))
+    if not title:
+        first = next(iter(scope.iter("h1")), None)
+        title = squash(text_of(first)) if first is not None else ""
+    text = visible_text(scope)
+    return ParsedPage(title=title[:MAX_TITLE_CHARS], headings=headings, body=text,
+                      url_words=words, text=text[:SNIPPET_TEXT_CHARS], lang=lang,
+                      blocks=[Block(text, _squashed_hash(text))] if text else [])
+
+
 def parse_html(body: bytes, url: str, content_type: str | None = None, *,
                structure: bool = False) -> ParsedPage:
     """Fields of one HTML page (and its blocks and fragments when ``structure``). Never raises
@@ -169,6 +211,11 @@ def parse_html(body: bytes, url: str, content_type: str | None = None, *,
     empty = ParsedPage(title="", headings="", body="", url_words=words, text="")
     if not body or not body.strip():
         return empty
+    if body.count(b"<", 0, MAX_HTML_BYTES) > MAX_LEXBOR_TAGS:
+        page = parse_lxml(body, url, content_type)
+        if not structure:
+            page.blocks = []
+        return page
     html = decode_html(body[:MAX_HTML_BYTES], content_type)
     if _MARK in html:
         html = html.replace(_MARK, " ")  # whitespace either way; the marks are ours

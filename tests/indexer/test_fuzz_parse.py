@@ -198,3 +198,15 @@ def test_an_over_long_query_is_a_query_error() -> None:
     except QueryError:
         return
     raise AssertionError("an over-long query was accepted")
+
+
+def test_deep_nesting_costs_no_quadratic_time() -> None:
+    """2 MB of unclosed <div>: lexbor would take minutes (its tree is quadratic in depth);
+    pages of more than MAX_LEXBOR_TAGS tags go to lxml, which caps the depth."""
+    import time
+
+    doc = b"<div>" * 400_000
+    t = time.process_time()
+    page = parse_html(doc, "http://example.org/deep", "text/html", structure=True)
+    check_page(page)
+    assert time.process_time() - t < 30  # a bound on a hang, not a speed figure
