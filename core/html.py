@@ -6,8 +6,11 @@ indexer to decide whether to index one, the API to explain why a page is not ind
 must answer the same way, so the answer lives here.
 
 The parsing itself stays with each caller (the crawler parses with ``lxml.html`` for links, the
-indexer with ``lxml.etree`` for speed); both give lxml trees, and this module says which
-elements are invisible and how the text of what is left reads.
+indexer with lexbor through selectolax for speed); this module says which elements are
+invisible (both drop :data:`INVISIBLE_TAGS`) and how the text of what is left reads (every text
+node, a space between them, whitespace squashed: :func:`visible_text` for lxml trees; the
+indexer's ``parse_html`` gives the same text, checked by tests/core/test_html.py and, page by
+page on the Python manual, by scripts/compare_parsers.py).
 """
 
 from __future__ import annotations

@@ -8,7 +8,8 @@ to the page a link points to and comes from the crawl store's link table (indexe
 
 Structure, from the same parse (``structure=True``; the indexer's fragments feed the defs field
 and the hit's ``#id``, indexer/fragments.py; the blocks' template keys feed template detection,
-indexer/templates.py):
+indexer/templates.py; it costs about as much again as the parse on a small page and twice as
+much on a long manual page: scripts/compare_parsers.py):
 
 * ``blocks``: the body split at block-level elements (p, li, td, headings, div, nav ...), in
   document order, each with :func:`block_hash` of its text: ``" ".join`` of the blocks' texts is
@@ -38,14 +39,16 @@ from hashlib import blake2b
 from typing import NamedTuple
 from urllib.parse import unquote, urlsplit
 
+import lxml.etree
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
-from core.html import INVISIBLE_TAGS, squash
+from core.html import INVISIBLE_TAGS, drop_invisible, squash, text_of, visible_text
 from indexer.settings import (
     MAX_FRAGMENT_KEY_CHARS,
     MAX_FRAGMENT_TEXT_CHARS,
     MAX_FRAGMENTS,
     MAX_HTML_BYTES,
+    MAX_LEXBOR_TAGS,
     MAX_TITLE_CHARS,
     MAX_URL_QUERY_CHARS,
     META_SNIFF_BYTES,
@@ -63,6 +66,7 @@ BLOCK_TAGS = (
 _BLOCKS = ", ".join(BLOCK_TAGS)
 _MAIN = "main, [role='main'], article"
 _INVISIBLE = ", ".join(INVISIBLE_TAGS)
+_KEYED = frozenset(("dt", "tr", *_HEADING_TAGS))  # elements fragments are found by
 _MARK = "\x1e"  # a block boundary (an ASCII record separator: whitespace to str.split)
 _LINK = "\x1c"  # either end of a link's text (a file separator: whitespace to str.split too)
 _SKELETON = "\x00links:"  # prefix of a template key made of the text outside links
@@ -102,7 +106,12 @@ class ParsedPage:
 def block_hash(text: str) -> int:
     """Stable 64-bit hash of a text as a template key: case-folded, whitespace-normalised
     (BLAKE2b, so the same on every machine and run, unlike ``hash``)."""
-    key = " ".join(text.casefold().split()).encode("utf-8", "surrogatepass")
+    return _squashed_hash(" ".join(text.split()))
+
+
+def _squashed_hash(text: str) -> int:
+    """:func:`block_hash` of a text :func:`squash` left as it is."""
+    key = text.casefold().encode("utf-8", "surrogatepass")
     return int.from_bytes(blake2b(key, digest_size=8).digest(), "little")
 
 
@@ -174,14 +183,59 @@ def _text(node: LexborNode) -> str:
     return squash(node.text(separator=" "))
 
 
+def parse_lxml(body: bytes, url: str, content_type: str | None = None) -> ParsedPage:
+    """The same fields with lxml.etree (websift's parser before lexbor): for pages with more
+    than MAX_LEXBOR_TAGS tags, as lexbor builds deeply nested trees in quadratic time (80,000
+    nested ``<div>`` take 8 s) while libxml2 caps the depth.  Its structure is one block (the
+    body) and no fragments."""
+    words = url_words(url)
+    empty = ParsedPage(title="", headings="", body="", url_words=words, text="")
+    m = _CHARSET.search(content_type or "")
+    try:
+        parser = lxml.etree.HTMLParser(encoding=m.group(1) if m else None,
+                                       remove_comments=True, remove_pis=True)
+    except LookupError:  # an unknown charset name: let lxml guess
+        parser = lxml.etree.HTMLParser(remove_comments=True, remove_pis=True)
+    try:
+        root = lxml.etree.fromstring(body[:MAX_HTML_BYTES], parser=parser)
+    except (lxml.etree.ParserError, lxml.etree.XMLSyntaxError, ValueError, LookupError,
+            UnicodeError):
+        return empty
+    if root is None:
+        return empty
+    title_el = root.find(".//title")
+    title = squash(text_of(title_el)) if title_el is not None else ""
+    lang = root.get("lang") or None
+    drop_invisible(root)
+    main = None
+    for path in (".//main", ".//*[@role='main']", ".//article", ".//body"):
+        main = root.find(path)
+        if main is not None:
+            break
+    scope = main if main is not None else root
+    headings = squash(" ".join(text_of(h) for h in scope.iter(*_HEADING_TAGS)))
+    if not title:
+        first = next(iter(scope.iter("h1")), None)
+        title = squash(text_of(first)) if first is not None else ""
+    text = visible_text(scope)
+    return ParsedPage(title=title[:MAX_TITLE_CHARS], headings=headings, body=text,
+                      url_words=words, text=text[:SNIPPET_TEXT_CHARS], lang=lang,
+                      blocks=[Block(text, h, h)] if text and (h := _squashed_hash(text)) else [])
+
+
 def parse_html(body: bytes, url: str, content_type: str | None = None, *,
-               structure: bool = True) -> ParsedPage:
+               structure: bool = False) -> ParsedPage:
     """Fields of one HTML page (and its blocks and fragments when ``structure``). Never raises
     on bad HTML: an unparsable page has empty fields."""
     words = url_words(url)
     empty = ParsedPage(title="", headings="", body="", url_words=words, text="")
     if not body or not body.strip():
         return empty
+    if body.count(b"<", 0, MAX_HTML_BYTES) > MAX_LEXBOR_TAGS:
+        page = parse_lxml(body, url, content_type)
+        if not structure:
+            page.blocks = []
+        return page
     html = decode_html(body[:MAX_HTML_BYTES], content_type)
     if _MARK in html or _LINK in html:  # whitespace either way; the marks are ours
         html = html.replace(_MARK, " ").replace(_LINK, " ")
@@ -345,7 +399,15 @@ def _fragments(tree: LexborHTMLParser, scope: LexborNode,
             out.append(Fragment(fid, _bounded(key, MAX_FRAGMENT_KEY_CHARS),
                                 _bounded(text, MAX_FRAGMENT_TEXT_CHARS)))
 
-    for dt in scope.css("dt"):
+    dts, rows = scope.css("dt"), scope.css("tr")
+    # Elements holding a term, a row or a heading: their parts are fragments of their own.
+    containers: set[int] = set()
+    for node in (*dts, *rows, *heads):
+        up = node.parent
+        while up is not None and up.mem_id not in containers:
+            containers.add(up.mem_id)
+            up = up.parent
+    for dt in dts:
         fid = _anchor_id(dt, ids) or _enclosing_id(dt, scope, ids) or _preceding_anchor(dt, ids)
         if fid is None:
             continue
@@ -359,7 +421,7 @@ def _fragments(tree: LexborHTMLParser, scope: LexborNode,
         key = _text(h)
         add(fid, key, squash(key + " " + _following_text(h, scope, MAX_FRAGMENT_TEXT_CHARS,
                                                           _HEADING_TAGS)))
-    for tr in scope.css("tr"):
+    for tr in rows:
         cell = tr.css_first("td, th")
         if cell is None:
             continue
@@ -370,9 +432,8 @@ def _fragments(tree: LexborHTMLParser, scope: LexborNode,
         if len(out) >= MAX_FRAGMENTS:
             break
         fid = el.id
-        if not fid or fid in used or el.tag in ("dt", "tr", *_HEADING_TAGS) \
-                or el.css_first(f"dt, tr, {_HEADINGS}") is not None:
-            continue  # a container: its terms, rows and sections are fragments of their own
+        if not fid or fid in used or el.tag in _KEYED or el.mem_id in containers:
+            continue
         text = _text(el)
         link = el if el.tag == "a" else el.css_first("a[href]")
         if link is not None and not (link.attributes.get("href") or "#").startswith("#") \

@@ -40,6 +40,10 @@ MAX_HTML_BYTES = 2_000_000
 MAX_FIELD_CHARS = 1_000_000  # characters of one field that are tokenised
 SNIPPET_TEXT_CHARS = 60_000  # characters of a page's text kept for snippets
 MAX_TITLE_CHARS = 300
+# Pages with more tags than this are parsed with lxml, not lexbor: lexbor builds a deeply nested
+# tree in quadratic time (80,000 nested <div> take 8 s), and nesting is at most half the tags
+# (10,000 deep: ~0.15 s).  Above it: big pages (the Python manual's contents page has 98,000).
+MAX_LEXBOR_TAGS = 20_000
 META_SNIFF_BYTES = 1024  # bytes searched for a <meta charset> (WHATWG's prescan length)
 MAX_FRAGMENTS = 256  # fragments (definitions, anchored sections) kept per page
 MAX_FRAGMENT_KEY_CHARS = 200  # characters of a fragment's key (its term, heading, first cell)

@@ -120,7 +120,7 @@ def test_template_blocks_are_not_content_nor_snippet(
     assert urls[0] == A + "printing.html"
     stored = read_templates(DataDir.open(tmp_path / "d").index_dir)
     assert stored is not None
-    footer = parse_html(f"<html><body>{FOOTER}</body></html>".encode(), A).blocks[0].key
+    footer = parse_html(f"<html><body>{FOOTER}</body></html>".encode(), A, structure=True).blocks[0].key
     assert footer in stored.hosts["docs.test"].keys
     assert footer not in stored.hosts["other.test"].keys  # "Made by hand." is, on 5 of 6
 
@@ -195,7 +195,7 @@ def test_texinfo_definition_anchor_at_the_end_of_the_previous_dd() -> None:
             b"<dt><code>alim</code>: def. [0 1]</dt><dd><p>Transparency.</p>"
             b'<span id="index-a-xlim"></span></dd><dt><code>xlim</code></dt><dd>Limits.</dd>'
             b"</dl></body></html>")
-    frags = parse_html(html, "http://t/p.html").fragments
+    frags = parse_html(html, "http://t/p.html", structure=True).fragments
     assert [(f.id, f.key.split()[0]) for f in frags[:2]] == [("index-a-alim", "alim"),
                                                               ("index-a-xlim", "xlim")]
 
@@ -204,7 +204,7 @@ def test_navigation_block_has_one_template_key_across_pages() -> None:
     def keys(nxt: str) -> int:
         html = (f'<html><body><p>Next: <a href="x">{nxt}</a>, Up: <a href="/">Top</a></p>'
                 "<p>Body.</p></body></html>").encode()
-        return parse_html(html, "http://t/p.html").blocks[0].key
+        return parse_html(html, "http://t/p.html", structure=True).blocks[0].key
 
     assert keys("Plotting") == keys("Printing")
 
@@ -247,4 +247,4 @@ def test_a_table_of_contents_link_is_not_a_definition() -> None:
     html = (b'<html><body><ul><li><a id="toc-x" href="x.html">Defining x</a></li>'
             b'<li id="toc-y"><a href="y.html">Defining y</a></li></ul>'
             b'<p id="here">A paragraph <a href="z.html">with a link</a>.</p></body></html>')
-    assert [f.id for f in parse_html(html, "http://t/index.html").fragments] == ["here"]
+    assert [f.id for f in parse_html(html, "http://t/index.html", structure=True).fragments] == ["here"]

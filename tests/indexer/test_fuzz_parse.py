@@ -98,7 +98,7 @@ def check_page(page: ParsedPage) -> None:
 @FUZZ
 @given(body=st.binary(max_size=4000), url=urls, ctype=content_types)
 def test_arbitrary_bytes(body: bytes, url: str, ctype: str | None) -> None:
-    check_page(parse_html(body, url, ctype))
+    check_page(parse_html(body, url, ctype, structure=True))
 
 
 @FUZZ
@@ -109,13 +109,13 @@ def test_arbitrary_text(text: str, url: str, ctype: str | None) -> None:
             body = text.encode(encoding)
         except UnicodeEncodeError:
             continue
-        check_page(parse_html(body, url, ctype))
+        check_page(parse_html(body, url, ctype, structure=True))
 
 
 @FUZZ
 @given(doc=htmlish, url=urls, ctype=content_types)
 def test_generated_html(doc: str, url: str, ctype: str | None) -> None:
-    check_page(parse_html(doc.encode("utf-8", "surrogatepass"), url, ctype))
+    check_page(parse_html(doc.encode("utf-8", "surrogatepass"), url, ctype, structure=True))
 
 
 @FUZZ
@@ -127,15 +127,17 @@ def test_script_and_style_text_never_reaches_the_fields(before: str, after: str)
     # either way script text may only ever appear where the page *shows* it as text.
     doc = (f"<html><head><title>t</title><script>var {SECRET} = 1;</script></head><body>"
            f"<p>{after}</p><style>.{SECRET} {{}}</style><script>{SECRET}()</script></body></html>")
-    page = parse_html(doc.encode(), "http://example.org/", "text/html; charset=utf-8")
+    page = parse_html(doc.encode(), "http://example.org/", "text/html; charset=utf-8",
+                      structure=True)
     check_page(page)
     assert SECRET not in page.body and SECRET not in page.title and SECRET not in page.headings
-    check_page(parse_html((before + doc).encode("utf-8", "surrogatepass"), "http://example.org/"))
+    check_page(parse_html((before + doc).encode("utf-8", "surrogatepass"), "http://example.org/",
+                          structure=True))
 
 
 def test_a_large_deep_document_is_bounded() -> None:
     doc = "<div>" * 100_000 + "deep words" + "</div>" * 100_000
-    check_page(parse_html(doc.encode(), "http://example.org/deep", "text/html"))
+    check_page(parse_html(doc.encode(), "http://example.org/deep", "text/html", structure=True))
 
 
 # ---------------------------------------------------------------------- queries
@@ -196,3 +198,15 @@ def test_an_over_long_query_is_a_query_error() -> None:
     except QueryError:
         return
     raise AssertionError("an over-long query was accepted")
+
+
+def test_deep_nesting_costs_no_quadratic_time() -> None:
+    """2 MB of unclosed <div>: lexbor would take minutes (its tree is quadratic in depth);
+    pages of more than MAX_LEXBOR_TAGS tags go to lxml, which caps the depth."""
+    import time
+
+    doc = b"<div>" * 400_000
+    t = time.process_time()
+    page = parse_html(doc, "http://example.org/deep", "text/html", structure=True)
+    check_page(page)
+    assert time.process_time() - t < 30  # a bound on a hang, not a speed figure

@@ -10,7 +10,7 @@ CT = "text/html; charset=utf-8"
 
 
 def parse(html: str) -> ParsedPage:
-    return parse_html(html.encode(), "http://docs.example/lib/page.html", CT)
+    return parse_html(html.encode(), "http://docs.example/lib/page.html", CT, structure=True)
 
 
 def by_id(page: ParsedPage) -> dict[str, Fragment]:
@@ -145,9 +145,9 @@ def test_blocks_join_to_the_body_and_hash_alike_across_pages() -> None:
     assert 0 <= block_hash("Next") < 2**64
 
 
-def test_structure_off_gives_the_same_fields_and_no_structure() -> None:
+def test_structure_is_off_by_default_and_changes_no_field() -> None:
     on = parse(DOCBOOK)
-    off = parse_html(DOCBOOK.encode(), "http://docs.example/lib/page.html", CT, structure=False)
+    off = parse_html(DOCBOOK.encode(), "http://docs.example/lib/page.html", CT)
     assert (off.title, off.headings, off.body, off.text) == (on.title, on.headings, on.body,
                                                              on.text)
     assert off.blocks == [] and off.fragments == []

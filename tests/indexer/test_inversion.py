@@ -1,0 +1,46 @@
+"""Inverting a barrel: whatever the memory budget and however many runs its hits were flushed
+in, the hits come out as numpy's stable sort by word of all of them (runs in order)."""
+
+from __future__ import annotations
+
+from itertools import pairwise
+from pathlib import Path
+from tempfile import TemporaryDirectory
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from indexer.barrels import invert, stable_order
+from indexer.settings import HIT_BYTES
+
+
+@settings(max_examples=200, deadline=None)
+@given(base=st.integers(0, 2**30), span=st.sampled_from([1, 3, 2**16 - 1, 2**16, 2**20]),
+       raw=st.lists(st.integers(0, 2**20), max_size=300))
+def test_stable_order_is_the_stable_argsort(base: int, span: int, raw: list[int]) -> None:
+    keys = np.asarray([base + r % span for r in raw], dtype=np.int32)
+    assert np.array_equal(stable_order(keys), np.argsort(keys, kind="stable"))
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), runs=st.integers(1, 4), n=st.integers(1, 400),
+       words=st.integers(1, 50), budget_hits=st.sampled_from([1, 7, 100, 10**6]))
+def test_invert_is_the_stable_sort_whatever_the_budget(seed: int, runs: int, n: int, words: int,
+                                                       budget_hits: int) -> None:
+    rng = np.random.default_rng(seed)
+    hits = rng.integers(0, 1000, size=(n, 4), dtype=np.int32)
+    hits[:, 0] = 5 * 2**16 + rng.integers(0, words, size=n)  # one barrel's word IDs
+    hits[:, 1] = np.arange(n)  # distinct: the order within a word shows
+    with TemporaryDirectory() as tmp:
+        d = Path(tmp)
+        paths = []
+        for i, part in enumerate(np.array_split(hits, runs)):
+            paths.append(d / f"fwd-00005-{i:05d}.npy")
+            np.save(paths[-1], part)
+        (d / "scratch").mkdir()
+        out = list(invert(paths, budget_hits * HIT_BYTES * 9, d / "scratch"))
+    got = np.concatenate(out)
+    assert np.array_equal(got, hits[np.argsort(hits[:, 0], kind="stable")])
+    # each word in one chunk: a chunk's last word comes before the next chunk's first
+    assert all(a[-1, 0] < b[0, 0] for a, b in pairwise(out))
