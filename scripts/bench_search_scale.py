@@ -64,19 +64,16 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
 from genweb import (  # noqa: E402
-    HOST_EXPONENT,
-    INTRA_SHARE,
     MAX_OUT,
     OUT_ALPHA,
     OUT_MIN,
-    PAGE_EXPONENT,
     PARAGRAPH_WORDS,
-    POPULAR_SHARE,
     TITLE_WORDS,
     VOCABULARY,
     WORD_EXPONENT,
     draw,
     host_address,
+    link_targets,
     vocabulary,
     zipf_cdf,
 )
@@ -212,16 +209,8 @@ def generate_corpus(root: Path, params: CorpusParams) -> Corpus:
     offsets = np.concatenate(([0], np.cumsum(degree)))
     n_links = int(offsets[-1])
     src_host = np.repeat(host_of, degree)
-    cross = rng.random(n_links) >= INTRA_SHARE
-    host_rank = rng.permutation(h_count)
-    t_host = np.where(cross, host_rank[draw(zipf_cdf(h_count, HOST_EXPONENT),
-                                            rng.random(n_links))], src_host)
-    t_size = sizes[t_host]
-    popular = rng.random(n_links) < POPULAR_SHARE
-    by_rank = draw(zipf_cdf(int(sizes.max()), PAGE_EXPONENT), rng.random(n_links)) % t_size
-    uniform = (rng.random(n_links) * t_size).astype(np.int64)
-    t_local = np.where(popular, by_rank, uniform)
-    del cross, popular, by_rank, uniform, t_size, src_host
+    t_host, t_local = link_targets(rng, sizes, src_host)
+    del src_host
 
     vocab = np.array(vocabulary(VOCABULARY), dtype=object)
     word_cdf = zipf_cdf(VOCABULARY, WORD_EXPONENT)

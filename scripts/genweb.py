@@ -151,6 +151,24 @@ def draw(cdf: np.ndarray, u: np.ndarray) -> np.ndarray:
 
 
 # ------------------------------------------------------------------------------ the manifest
+def link_targets(rng: np.random.Generator, sizes: np.ndarray, src_host: np.ndarray
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """(target host, page number in it) of each link whose source host is ``src_host``: a
+    share INTRA_SHARE stays on its host, the rest goes to hosts by a Zipf law over a random
+    order of hosts; inside the target host POPULAR_SHARE go to pages by a Zipf law, the rest
+    uniformly (``sizes``: pages per host)."""
+    n_links, h_count = len(src_host), len(sizes)
+    cross = rng.random(n_links) >= INTRA_SHARE
+    host_rank = rng.permutation(h_count)  # which host is the most popular: not host 0
+    t_host = np.where(cross, host_rank[draw(zipf_cdf(h_count, HOST_EXPONENT),
+                                            rng.random(n_links))], src_host)
+    t_size = sizes[t_host]
+    popular = rng.random(n_links) < POPULAR_SHARE
+    by_rank = draw(zipf_cdf(int(sizes.max()), PAGE_EXPONENT), rng.random(n_links)) % t_size
+    uniform = (rng.random(n_links) * t_size).astype(np.int64)
+    return t_host, np.where(popular, by_rank, uniform)
+
+
 def read_manifest(root: Path) -> Web | None:
     """The web described by ``root/web.json``, or None when there is none usable."""
     try:
@@ -208,15 +226,7 @@ def generate(root: Path, params: WebParams) -> Web:
     offsets = np.concatenate(([0], np.cumsum(degree)))
     n_links = int(offsets[-1])
     src_host = np.repeat(host_of, degree)
-    cross = rng.random(n_links) >= INTRA_SHARE
-    host_rank = rng.permutation(h_count)  # which host is the most popular: not host 0
-    t_host = np.where(cross, host_rank[draw(zipf_cdf(h_count, HOST_EXPONENT),
-                                            rng.random(n_links))], src_host)
-    t_size = sizes[t_host]
-    popular = rng.random(n_links) < POPULAR_SHARE
-    by_rank = draw(zipf_cdf(int(sizes.max()), PAGE_EXPONENT), rng.random(n_links)) % t_size
-    uniform = (rng.random(n_links) * t_size).astype(np.int64)
-    t_local = np.where(popular, by_rank, uniform)
+    t_host, t_local = link_targets(rng, sizes, src_host)
     to_private = rng.random(n_links) < PRIVATE_LINK_SHARE
     t_local = np.where(to_private, (rng.random(n_links) * private[t_host]).astype(np.int64),
                        t_local)
