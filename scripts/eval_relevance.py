@@ -266,18 +266,22 @@ def websift(*args: str) -> None:
     subprocess.run([str(ROOT / ".venv" / "bin" / "websift"), *args], check=True)
 
 
+def fetched_pages(data_dir: Path) -> int:
+    """Pages the crawl in ``data_dir`` fetched (0 when there is no crawl yet)."""
+    store = data_dir / "crawl.sqlite3"
+    if not store.exists():
+        return 0
+    with StoreReader.open(store) as s:
+        return int(s.status_counts().get("fetched", 0))
+
+
 def crawl_and_index(data_dir: Path, max_pages: int = MAX_PAGES,
                     manual: Manual = MANUALS["python"]) -> DataDir:
     """Crawl the served manual into ``data_dir`` unless it already holds a crawl; index it."""
     if not (manual.docs / manual.start).is_file():
         raise SystemExit(f"error: no {manual.name} manual at {manual.docs} "
                          f"(apt-get install -y {manual.package})")
-    store = data_dir / "crawl.sqlite3"
-    fetched = 0
-    if store.exists():
-        with StoreReader.open(store) as s:
-            fetched = s.status_counts().get("fetched", 0)
-    if fetched == 0:
+    if fetched_pages(data_dir) == 0:
         with serve_docs(manual.docs, robots=manual.robots) as base:
             websift("crawl", base + manual.start, "--data", str(data_dir), "--delay", "0",
                     "--concurrency-per-host", "8", "--allow-private", "--max-pages",

@@ -41,7 +41,15 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from eval_relevance import QUERIES, ROBOTS, Query, evaluate, load_queries, websift  # noqa: E402
+from eval_relevance import (  # noqa: E402
+    QUERIES,
+    ROBOTS,
+    Query,
+    evaluate,
+    fetched_pages,
+    load_queries,
+    websift,
+)
 
 from api.retrieval import SearchRequest, run_search  # noqa: E402
 from api.snapshot import RankView, Shared, Snapshot  # noqa: E402
@@ -134,12 +142,7 @@ def serve_sites() -> Iterator[list[str]]:
 
 def crawl_index_rank(data_dir: Path, max_pages: int) -> DataDir:
     """Crawl the served manuals into ``data_dir`` unless it holds a crawl; index; rank."""
-    store = data_dir / "crawl.sqlite3"
-    fetched = 0
-    if store.exists():
-        with StoreReader.open(store) as s:
-            fetched = s.status_counts().get("fetched", 0)
-    if fetched == 0:
+    if fetched_pages(data_dir) == 0:
         with serve_sites() as bases:
             started = time.perf_counter()
             websift("crawl", *(b + "index.html" for b in bases), "--data", str(data_dir),
