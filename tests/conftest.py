@@ -4,14 +4,11 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from collections.abc import Callable, Iterator
-from pathlib import Path
 
 import pytest
 from testweb import TestWeb, build_standard_web
-
-REPO = Path(__file__).resolve().parent.parent
+from websift_process import REPO, websift_command
 
 
 @pytest.fixture(scope="session")
@@ -19,10 +16,6 @@ def test_web() -> Iterator[TestWeb]:
     """The standard test web on 127.0.0.2-5, started once per test session."""
     with build_standard_web() as web:
         yield web
-
-
-def websift_command(*args: str) -> list[str]:
-    return [sys.executable, "-m", "api.cli", *args]
 
 
 @pytest.fixture(scope="session")

@@ -29,9 +29,11 @@ from indexer.build import build_index
 from indexer.errors import IndexCorrupt, IndexMissing, IndexNewer
 from indexer.manifest import describe_files
 from indexer.searcher import Searcher
+from indexer.settings import INDEX_VERSION, SEGMENT_VERSION
 from ranking.errors import RanksCorrupt, RanksMissing, RanksNewer, TopicError, UnknownTopic
 from ranking.rank_job import run_rank
 from ranking.ranks import Ranks, current_generation
+from ranking.ranks_format import VERSION as RANKS_VERSION
 from ranking.topic_store import TopicSet, load_topic
 from ranking.topics import add_topic
 from tests.indexer.corpus import build_data_dir
@@ -287,9 +289,10 @@ def test_a_data_directory_of_the_previous_version_still_opens(data: DataDir) -> 
     add_topic(reopened, TopicSet("fruit", patterns=("/[0-4]$",)))
     now = versions(data)
     assert now["websift.json"] == 1  # never rewritten by opening
-    assert now["index/manifest.json"] == 2 and now["ranks/manifest.json"] == 2
+    assert now["index/manifest.json"] == INDEX_VERSION
+    assert now["ranks/manifest.json"] == RANKS_VERSION
     assert now["topics/fruit.json"] == 2
-    assert sorted(v for k, v in now.items() if k.endswith("meta.json")) == [1, 2]
+    assert sorted(v for k, v in now.items() if k.endswith("meta.json")) == [1, SEGMENT_VERSION]
     assert Searcher.open(reopened).search("durian").total == 1
     assert Ranks.open(reopened).term_model("fruit").total > 0
 

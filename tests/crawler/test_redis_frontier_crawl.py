@@ -14,11 +14,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import REPO, websift_command
 from fastapi.testclient import TestClient
 from redis_server import RedisClusterServers, RedisServer, free_port
 from testweb import TestWeb, html, max_in_flight, min_start_gap, words
 from waiting import wait_for
+from websift_process import REPO, websift_command
 
 from api.app import create_app
 from api.settings import Settings
