@@ -19,6 +19,8 @@ import lxml.html
 from core.datadir import DataDir
 from crawler.errors import ScopeError
 from crawler.urls import canonicalize
+from indexer.manifest import Manifest, SegmentEntry, describe_files, write_manifest
+from indexer.segment import SegmentWriter
 from store.crawl_store import CrawlStore, Link
 from store.warc import WarcWriterFile
 
@@ -121,3 +123,18 @@ def ingest_files(root: Path, base_url: str, path: Path | str, *, exclude: Iterab
         if limit is not None and len(pages) >= limit:
             break
     return build_data_dir(path, pages)
+
+
+def make_index(root: Path, docs: list[tuple[str, str]]) -> DataDir:
+    """A data directory whose index is one segment of ``docs`` (title, body), URL IDs from 1,
+    written straight through SegmentWriter (no crawl store)."""
+    data = DataDir.create(root)
+    seg = data.index_dir / "seg-000001"
+    writer = SegmentWriter(seg, ram_bytes=1 << 20)
+    for i, (title, body) in enumerate(docs):
+        writer.add_document(i + 1, host="h.example", url=f"http://h.example/{i + 1}",
+                            title=title, text=body, fields=[title, "", body, "", []])
+    writer.finish()
+    write_manifest(data.index_dir, Manifest(generation=1, last_seq=0, segments=[
+        SegmentEntry("seg-000001", len(docs), describe_files(seg))]))
+    return data

@@ -10,15 +10,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.datadir import DataDir
 from indexer.analysis import PLAIN_TOKEN_RE, TECH_TOKEN_RE, Analyzer
 from indexer.errors import IndexAnalyzerMismatch
 from indexer.hits import HitMaker
-from indexer.manifest import Manifest, SegmentEntry, describe_files, write_manifest
 from indexer.query import parse_query
 from indexer.searcher import Searcher
-from indexer.segment import SegmentWriter
 from indexer.settings import MAX_QUERY_TERMS, MAX_TOKEN_CHARS, MIN_TOKEN_CHARS
+from tests.indexer.corpus import make_index
 
 TECHNICAL = ["~d", "--set", "%s", "#include", "c++", ".bashrc", "pg_dump", "a.b.c", "<=",
              "-site", "os.path.join", "__init__", "**kwargs", "std::vector", "x<=y"]
@@ -133,21 +131,9 @@ PAGES = [  # (title, body)
 ]
 
 
-def _index(root: Path, pages: list[tuple[str, str]]) -> DataDir:
-    data = DataDir.create(root)
-    seg = data.index_dir / "seg-000001"
-    writer = SegmentWriter(seg, ram_bytes=1 << 20)
-    for i, (title, body) in enumerate(pages):
-        writer.add_document(i + 1, host="h.example", url=f"http://h.example/{i + 1}",
-                            title=title, text=body, fields=[title, "", body, "", []])
-    writer.finish()
-    write_manifest(data.index_dir, Manifest(generation=1, last_seq=0, segments=[
-        SegmentEntry("seg-000001", len(pages), describe_files(seg))]))
-    return data
-
 
 def test_technical_and_stop_word_queries_find_their_pages(tmp_path: Path) -> None:
-    s = Searcher.open(_index(tmp_path / "d", PAGES))
+    s = Searcher.open(make_index(tmp_path / "d", PAGES))
 
     def top(q: str) -> int:
         return s.search(q).hits[0].doc_id
@@ -167,14 +153,14 @@ def test_technical_and_stop_word_queries_find_their_pages(tmp_path: Path) -> Non
 def test_an_index_from_another_analyzer_is_refused(tmp_path: Path,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("indexer.segment.analyzer_version", lambda: "1")
-    data = _index(tmp_path / "d", PAGES)
+    data = make_index(tmp_path / "d", PAGES)
     monkeypatch.undo()
     with pytest.raises(IndexAnalyzerMismatch, match="reindex with websift index --rebuild"):
         Searcher.open(data)
 
 
 def test_stop_words_are_indexed_but_add_no_field_length(tmp_path: Path) -> None:
-    data = _index(tmp_path / "d", PAGES)
+    data = make_index(tmp_path / "d", PAGES)
     seg = Searcher.open(data).segments[0]
     analyzer = Analyzer()
     for ordinal, (_title, body) in enumerate(PAGES):

@@ -11,15 +11,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from core.datadir import DataDir
 from indexer import bm25f
 from indexer.analysis import Analyzer, analyze
 from indexer.errors import QueryError
-from indexer.manifest import Manifest, SegmentEntry, describe_files, write_manifest
 from indexer.query import parse_query
 from indexer.searcher import Searcher
-from indexer.segment import SegmentWriter
 from indexer.settings import FIELDS, MAX_QUERY_CHARS, MAX_QUERY_TERMS, BM25FSettings
+from tests.indexer.corpus import make_index
 
 DOCS = [  # (title, body)
     ("apple", "apple banana apple"),
@@ -33,18 +31,6 @@ SETTINGS = BM25FSettings(
     coord_power=1.0,
 )
 
-
-def make_index(root: Path, docs: list[tuple[str, str]]) -> DataDir:
-    data = DataDir.create(root)
-    seg = data.index_dir / "seg-000001"
-    writer = SegmentWriter(seg, ram_bytes=1 << 20)
-    for i, (title, body) in enumerate(docs):
-        writer.add_document(i + 1, host="h.example", url=f"http://h.example/{i + 1}",
-                            title=title, text=body, fields=[title, "", body, "", []])
-    writer.finish()
-    write_manifest(data.index_dir, Manifest(generation=1, last_seq=0, segments=[
-        SegmentEntry("seg-000001", len(docs), describe_files(seg))]))
-    return data
 
 
 def test_bm25f_matches_a_hand_computed_example(tmp_path: Path) -> None:
