@@ -127,6 +127,7 @@ def parse_query(q: str, analyzer: Analyzer | None = None) -> ParsedQuery:
     parsed = ParsedQuery(text=q, stops=analyzer.stop_terms)
     pending_or = False
     positives = 0
+    negated_words: list[str] = []  # "-H": an option name when the query has nothing else
     pos = 0
     stripped = q.strip()
     while pos < len(stripped):
@@ -153,6 +154,7 @@ def parse_query(q: str, analyzer: Analyzer | None = None) -> ParsedQuery:
         if negate:
             if phrase.terms:
                 parsed.excluded.append(phrase)
+            negated_words.append("-" + word if word is not None else '"')  # '"': a phrase
             continue
         positives += 1
         if quoted is not None and not pending_or and len(phrase.terms) > 1:
@@ -165,6 +167,12 @@ def parse_query(q: str, analyzer: Analyzer | None = None) -> ParsedQuery:
     if pending_or:
         raise QueryError("OR must stand between two words or phrases")
     if positives == 0 and not parsed.sites:
+        if negated_words and '"' not in negated_words and not parsed.excluded_sites:
+            # Only exclusions (`-H`, `-q -v`) mean nothing as exclusions: they are the words
+            # themselves (command-line options), as if each were quoted.
+            words = parse_query(" ".join(f'"{w}"' for w in negated_words), analyzer)
+            words.text = q
+            return words
         raise QueryError("nothing to search for: give at least one word")
     parsed.score_stops = _mostly_stops(parsed)
     # Stop words not scored are never looked up: they do not count toward the limit.

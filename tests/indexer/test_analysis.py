@@ -128,6 +128,7 @@ PAGES = [  # (title, body)
     ("Command line", "pass --set to change a value, -site turns site off, c++ also works"),
     ("Format", "old style %s formatting with the modulo operator"),
     ("Setting values", "set a value and change it, this page mentions no option"),
+    ("Invoking", "start it with -q to stay quiet or -v for the version; -site also works"),
 ]
 
 
@@ -145,6 +146,10 @@ def test_technical_and_stop_word_queries_find_their_pages(tmp_path: Path) -> Non
     assert top("c++") == 3
     assert top('"-site"') == 3
     assert 3 not in [h.doc_id for h in s.search("value -site").hits]  # exclusion of "site"
+    # A query of exclusions only searches them as words (options): "-q -v", "-site".
+    assert top("-q -v") == 6
+    assert {h.doc_id for h in s.search("-site").hits} == {3, 6}
+    assert 6 not in [h.doc_id for h in s.search("quiet -site").hits]  # with a word: excluded
     # The snippet highlights the whole technical word.
     hit = s.search("--set").hits[0]
     assert any(hit.snippet[a:b] == "--set" for a, b in hit.highlights)

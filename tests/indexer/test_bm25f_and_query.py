@@ -105,7 +105,7 @@ def test_query_language() -> None:
 
 @pytest.mark.parametrize("bad, message", [
     ("", "nothing to search for"),
-    ("-only -exclusions", "nothing to search for"),
+    ('-"only phrases" -"excluded"', "nothing to search for"),
     ('"unclosed', "not closed"),
     ("OR alone", "OR must stand"),
     ("word OR", "OR must stand"),
