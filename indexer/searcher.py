@@ -539,7 +539,7 @@ class Searcher:
                prior: Prior | None = None, explain: bool = False, depth: int = DEFAULT_DEPTH,
                snippets: bool = True, stats: CollectionStats | None = None,
                prior_bound: float | None = None, deadline: float | None = None,
-               exhaustive: bool = False) -> SearchResults:
+               exhaustive: bool = False, fragments: bool = True) -> SearchResults:
         """Top ``k`` hits (after ``offset``) for ``query``; raises QueryError on a bad query.
 
         The top ``depth`` text matches are re-ranked with ``prior`` added.  ``stats``: score
@@ -548,7 +548,9 @@ class Searcher:
         [0, prior_bound] (lets the pruning skip more, exactly); ``deadline``: a
         ``time.monotonic()`` past which the search returns what it has (``partial``);
         ``exhaustive``: score every posting (the reference the pruned evaluation equals; an
-        index of fewer than EXHAUSTIVE_MAX_DOCS documents is always scored so)."""
+        index of fewer than EXHAUSTIVE_MAX_DOCS documents is always scored so); ``fragments``:
+        give each hit the id of its best fragment (``Hit.fragment``; like snippets, this reads
+        stored data for the hits, which a caller measuring ranking alone can skip)."""
         pq = parse_query(query, self.analyzer)
         if site:
             pq.sites.append(site.lower())
@@ -604,7 +606,9 @@ class Searcher:
         chosen = _top(final, doc_ids, want)
         chosen = chosen[np.lexsort((doc_ids[chosen], -final[chosen]))][offset:]
         maker = SnippetMaker(set(terms), _raw_words(pq), self.analyzer) if snippets else None
-        for i in chosen:
+        frag_ids = (self._fragments(segs[chosen], ords[chosen], idfs, cache) if fragments
+                    else [None] * len(chosen))
+        for i, frag in zip(chosen, frag_ids, strict=True):
             si, o = int(segs[i]), int(ords[i])
             seg = self.segments[si]
             stored = seg.head(o)
@@ -617,7 +621,7 @@ class Searcher:
                 text_score=float(text[i]), prior_score=float(prior_scores[i]),
                 explain=self._explain(si, o, units, idfs, cache, n_docs=n_docs, norms=norms,
                                       pairs=pairs) if explain else None,
-                fragment=self._fragment(si, o, idfs, cache)))
+                fragment=frag))
         return results
 
     def _score_all(self, units: list[tuple[str, ...]], pq: ParsedQuery, *,
@@ -675,21 +679,31 @@ class Searcher:
             return None
         return np.concatenate(cand_seg), np.concatenate(cand_ord), np.concatenate(cand_score)
 
-    def _fragment(self, si: int, ordinal: int, idfs: dict[str, float],
-                  cache: dict[tuple[int, str], _Postings | None]) -> str | None:
-        """The id of the hit's fragment whose key best matches the query (indexer/fragments.py).
-        Only a page whose defs field holds a query term has one to offer: that is read from
-        the postings the query already decoded, and most hits stop there."""
-        wanted = {}
-        for term, idf in idfs.items():
-            p = self._postings(term, cache, si)
-            if p is None:
-                continue
-            j = int(np.searchsorted(p.docs, ordinal))
-            if j < len(p.docs) and p.docs[j] == ordinal and p.tfs[j, _DEFS]:
-                wanted[term] = idf
-        if not wanted:
-            return None
+    def _fragments(self, segs: np.ndarray, ords: np.ndarray, idfs: dict[str, float],
+                   cache: dict[tuple[int, str], _Postings | None]) -> list[str | None]:
+        """For each hit (``segs[i]``, ``ords[i]``), the id of its fragment whose key best
+        matches the query (indexer/fragments.py), or None.  Only a page whose defs field holds
+        a query term has one to offer: that is read from the postings the query already
+        decoded (one search per term and segment for all the hits), and most hits stop there."""
+        wanted: list[dict[str, float]] = [{} for _ in range(len(ords))]
+        for si in np.unique(segs).tolist():
+            at = np.flatnonzero(segs == si)
+            mine = ords[at]
+            for term, idf in idfs.items():
+                p = self._postings(term, cache, si)
+                if p is None or len(p.docs) == 0:
+                    continue
+                j = np.minimum(np.searchsorted(p.docs, mine), len(p.docs) - 1)
+                held = (p.docs[j] == mine) & (p.tfs[j, _DEFS] > 0)
+                for h in np.flatnonzero(held).tolist():
+                    wanted[int(at[h])][term] = idf
+        out: list[str | None] = []
+        for i, terms in enumerate(wanted):
+            out.append(self._fragment(int(segs[i]), int(ords[i]), terms) if terms else None)
+        return out
+
+    def _fragment(self, si: int, ordinal: int, wanted: dict[str, float]) -> str | None:
+        """The best fragment of one hit for the query terms its defs field holds."""
         key = (si, ordinal)
         frags = self._frags.get(key)
         if frags is None:

@@ -312,7 +312,7 @@ def ours(s: Searcher, name: str = "websift") -> Callable[[str], list[str]]:
 
     def run(q: str) -> list[str]:
         try:
-            return [h.url for h in s.search(q, k=K, snippets=False).hits]
+            return [h.url for h in s.search(q, k=K, snippets=False, fragments=False).hits]
         except QueryError:
             REFUSED[name] = REFUSED.get(name, 0) + 1
             return []
