@@ -84,6 +84,10 @@ class StoredFragments:
         """The id of the fragment whose key holds the most query weight (``terms``: query
         term -> idf); on a tie the one whose key has fewer other terms (``ytick`` over a
         longer ``ytickmode`` key), then the first.  None when no key holds a query term."""
+        if len(terms) == 1:  # the common case: the fewest other terms, then the first
+            (only,) = terms
+            rows = self.where.get(only)
+            return self.ids[min(rows, key=self.n_terms.__getitem__)] if rows else None
         weight: dict[int, float] = {}
         held: dict[int, int] = {}
         for t, idf in terms.items():
