@@ -35,7 +35,6 @@ from api.settings import Settings
 from api.snapshot import RankView, Snapshot, SnapshotHolder
 from indexer.query import parse_query
 from indexer.searcher import CollectionStats, Hit
-from indexer.settings import DEFAULT_DEPTH
 from ranking.errors import UnknownTopic
 from ranking.fusion import FusionParams, gather, make_prior, mix_topics
 from ranking.topics import topic_similarity
@@ -167,7 +166,8 @@ def run_search(
     terms = parse_query(req.q, searcher.analyzer).terms() if req.topic == AUTO else []
     choice = choose_static(view, req.topic, terms, static_score)
     prior = None if choice.lookup is None else make_prior(choice.lookup, fusion)
-    # The prior re-ranks the top ``depth`` text matches; a deep page needs at least offset + k.
+    # The hits are the exact top of text + prior; a rescore window (``depth``, the setting
+    # rerank_depth, 0: none) re-ranks only the top ``depth`` text matches, at least offset + k.
     results = searcher.search(
         req.q,
         k=req.k,
@@ -175,7 +175,7 @@ def run_search(
         site=req.site,
         prior=prior,
         explain=req.explain,
-        depth=max(depth or DEFAULT_DEPTH, req.offset + req.k),
+        depth=max(depth, req.offset + req.k) if depth else None,
         snippets=req.snippets,
         stats=stats,
         # The boost the prior adds is in [0, w): pruning may count on it (indexer/topk.py).

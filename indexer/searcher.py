@@ -53,7 +53,6 @@ from indexer.manifest import current_generation as _manifest_generation
 from indexer.query import ParsedQuery, Phrase, parse_query
 from indexer.segment import SegmentReader
 from indexer.settings import (
-    DEFAULT_DEPTH,
     DEFAULT_K,
     EXHAUSTIVE_MAX_DOCS,
     FIELDS,
@@ -536,13 +535,15 @@ class Searcher:
 
     # ------------------------------------------------------------------ search
     def search(self, query: str, k: int = DEFAULT_K, offset: int = 0, *, site: str | None = None,
-               prior: Prior | None = None, explain: bool = False, depth: int = DEFAULT_DEPTH,
+               prior: Prior | None = None, explain: bool = False, depth: int | None = None,
                snippets: bool = True, stats: CollectionStats | None = None,
                prior_bound: float | None = None, deadline: float | None = None,
                exhaustive: bool = False, fragments: bool = True) -> SearchResults:
         """Top ``k`` hits (after ``offset``) for ``query``; raises QueryError on a bad query.
 
-        The top ``depth`` text matches are re-ranked with ``prior`` added.  ``stats``: score
+        The hits are the top ``k`` of text score + ``prior`` over every match (exact: the
+        pruned search bounds the prior by ``prior_bound``); with ``depth``, only the top
+        ``depth`` text matches are re-ranked with the prior (a rescore window).  ``stats``: score
         with these collection statistics instead of this searcher's own (the sums over every
         shard; a term they leave out keeps its own df here).  ``prior_bound``: the prior is in
         [0, prior_bound] (lets the pruning skip more, exactly); ``deadline``: a
@@ -585,8 +586,15 @@ class Searcher:
         else:
             plan = Plan(units, idfs, pairs, pq.required, pq.excluded, site_masks, nosite_masks,
                         norms)
+            prior_of = None
+            if prior is not None:
+                fn = prior
+
+                def prior_of(segs: np.ndarray, ords: np.ndarray) -> np.ndarray:
+                    return np.asarray(fn(self._doc_ids(segs, ords)), dtype=np.float64)
             top = top_text(self, plan, cache, depth=depth, want=offset + k,
-                           prior_bound=0.0 if prior is None else prior_bound, deadline=deadline)
+                           prior_bound=0.0 if prior is None else prior_bound, deadline=deadline,
+                           prior_of=prior_of)
             segs, ords, text = top.segs, top.ords, top.text
             results.total, results.total_exact = top.total, top.total_exact
             results.partial = top.partial
@@ -594,7 +602,7 @@ class Searcher:
             if len(text) == 0:
                 return results
         doc_ids = self._doc_ids(segs, ords)
-        if len(text) > depth:
+        if depth is not None and len(text) > depth:
             top_i = _top(text, doc_ids, depth)
             segs, ords, text, doc_ids = segs[top_i], ords[top_i], text[top_i], doc_ids[top_i]
         prior_scores = (np.asarray(prior(doc_ids), dtype=np.float64) if prior is not None

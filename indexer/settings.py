@@ -172,7 +172,6 @@ SITE_MASK_CACHE_BYTES = 16 << 20
 MAX_QUERY_CHARS = 512
 MAX_QUERY_TERMS = 32
 DEFAULT_K = 10
-DEFAULT_DEPTH = 1000
 SNIPPET_CHARS = 240
 SNIPPET_SCAN_CHARS = 30_000  # characters of stored text scanned for the best snippet window
 

@@ -3,8 +3,8 @@
 Random small indexes (a few words drawn Zipf-like, so lists run over several 128-posting
 blocks; two segments, the newer replacing some pages of the older and dropping others), random
 queries with phrases, OR, exclusions and site: filters, other collection statistics (as a
-shard scoring with the global ones), a prior bounded by ``w``: the top k of both evaluations
-must be the same pages with the same scores.
+shard scoring with the global ones), a prior bounded by ``w``, with and without a rescore
+window (``depth``): the top k of both evaluations must be the same pages with the same scores.
 """
 
 from __future__ import annotations
@@ -98,12 +98,12 @@ def _same(s: Searcher, q: str, **kw: object) -> None:
 
 
 @given(seed=st.integers(0, 2**31), n_docs=st.integers(20, 500), queries=st.lists(QUERY,
-       min_size=1, max_size=6), k=st.integers(1, 12), depth=st.sampled_from([12, 40, 1000]),
+       min_size=1, max_size=6), k=st.integers(1, 12), depth=st.sampled_from([None, None, 12, 40, 1000]),
        offset=st.integers(0, 3))
 @settings(max_examples=25, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 def test_pruned_equals_exhaustive(tmp_path_factory: pytest.TempPathFactory, *, seed: int,
-                                  n_docs: int, queries: list[str], k: int, depth: int,
+                                  n_docs: int, queries: list[str], k: int, depth: int | None,
                                   offset: int) -> None:
     s = _searcher(tmp_path_factory.mktemp("idx"), seed, n_docs)
     stats_args = {"n_docs": s.n_docs * 3, "field_lengths": tuple(
@@ -124,6 +124,7 @@ def test_segments_without_stored_impacts_prune_the_same(tmp_path: Path) -> None:
         seg._impacts = None  # as an old segment reads
     for q in ["alpha", "beta gamma", '"alpha beta"', "gamma -alpha"]:
         _same(s, q, k=5, depth=20, prior=_prior, prior_bound=W)
+        _same(s, q, k=5, prior=_prior, prior_bound=W)
 
 
 def test_stored_impacts_bound_every_posting(tmp_path: Path) -> None:
@@ -155,13 +156,26 @@ def test_pruning_skips_blocks_and_counts_honestly(tmp_path: Path) -> None:
                        text=body, fields=[title, "", body, "", []])
     w.finish()
     s = Searcher(Manifest(generation=1, last_seq=0), [SegmentReader(tmp_path / "seg-1")])
-    got = s.search("needle", k=5, depth=5, snippets=False)
-    want = s.search("needle", k=5, depth=5, snippets=False, exhaustive=True)
+    got = s.search("needle", k=5, snippets=False)
+    want = s.search("needle", k=5, snippets=False, exhaustive=True)
     assert got.blocks == 30 and got.blocks_read < got.blocks
     assert [h.doc_id for h in got.hits] == [h.doc_id for h in want.hits] == [1, 2, 3, 4, 5]
     assert not got.total_exact and got.total == want.total == n  # the word's df: exact here
     # Every block read: the count is exact.
     full = s.search("needle hay", k=5, depth=n, snippets=False)
+    # The exact fused top k needs no window: a prior bounded well below the gap the title
+    # makes (a word in every page has a tiny idf) still skips blocks.
+    six = s.search("needle", k=6, snippets=False, exhaustive=True).hits
+    bound = (six[4].text_score - six[5].text_score) / 4
+    assert bound > 0
+
+    def prior(ids: np.ndarray) -> np.ndarray:
+        return bound * (ids % 2)
+
+    fused = s.search("needle", k=5, snippets=False, prior=prior, prior_bound=bound)
+    assert fused.blocks_read < fused.blocks
+    assert [h.doc_id for h in fused.hits] == [h.doc_id for h in s.search(
+        "needle", k=5, snippets=False, prior=prior, prior_bound=bound, exhaustive=True).hits]
     assert full.total_exact and full.total == n
 
 
