@@ -36,6 +36,7 @@ import codecs
 import re
 from dataclasses import dataclass, field
 from hashlib import blake2b
+from collections.abc import Iterable
 from typing import NamedTuple
 from urllib.parse import unquote, urlsplit
 
@@ -44,6 +45,8 @@ from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 from core.html import INVISIBLE_TAGS, drop_invisible, squash, text_of, visible_text
 from indexer.settings import (
+    ANCHOR_DEFS_ENV,
+    GENERIC_ID_PREFIX_MIN_IDS,
     MAX_FRAGMENT_KEY_CHARS,
     MAX_FRAGMENT_TEXT_CHARS,
     MAX_FRAGMENTS,
@@ -53,6 +56,7 @@ from indexer.settings import (
     MAX_URL_QUERY_CHARS,
     META_SNIFF_BYTES,
     SNIPPET_TEXT_CHARS,
+    env_switch,
 )
 
 _HEADING_TAGS = ("h1", "h2", "h3", "h4", "h5", "h6")
@@ -73,6 +77,17 @@ _SKELETON = "\x00links:"  # prefix of a template key made of the text outside li
 _URL_EXT = re.compile(r"\.(?:s?html?|php|aspx?|jsp)$", re.IGNORECASE)
 _CHARSET = re.compile(r"charset\s*=\s*[\"']?([\w.:-]+)", re.IGNORECASE)
 _META_CHARSET = re.compile(rb"<meta[^>]+charset\s*=\s*[\"']?([\w.:-]+)", re.IGNORECASE)
+# The words of an id: segments between separators ("-", ":", "/", whitespace); Texinfo's escapes
+# ("_002c" is ",", "_002d" a hyphen of the name) decoded in each segment; numbers ("3",
+# "1.5.3.7") and hex hashes ("3f9a0c2e") are no words; a serial ("id5", "fn12") is generated.
+_ID_SEPARATORS = re.compile(r"[-\s:/]+")
+_TEXINFO_ESCAPE = re.compile(r"_00([0-9a-f]{2})")
+_ID_NUMBER = re.compile(r"\d[\d.]*")
+_ID_HASH = re.compile(r"(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{6,}", re.IGNORECASE)
+_ID_SERIAL = re.compile(r"([a-z]+)\d+", re.IGNORECASE)
+_MAX_SERIAL_STEM = 2  # "id5", "fn12", "n3": a serial whatever else the page holds
+_CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])")
+_WORD_CHARS = re.compile(r"[^\W_]+")
 _BOMS = ((codecs.BOM_UTF8, "utf-8"), (codecs.BOM_UTF16_LE, "utf-16"),
          (codecs.BOM_UTF16_BE, "utf-16"))
 
@@ -259,7 +274,7 @@ def parse_html(body: bytes, url: str, content_type: str | None = None, *,
     if not title:
         first = scope if scope.tag == "h1" else scope.css_first("h1")
         title = _text(first) if first is not None else ""
-    fragments = _fragments(tree, scope, heads) if structure else []
+    fragments = _fragments(tree, scope, heads, f"{title} {words}") if structure else []
     blocks: list[Block] = []
     if structure:
         for el in scope.css(_BLOCKS):
@@ -382,9 +397,80 @@ def _following_text(node: LexborNode, stop: LexborNode, limit: int,
     return " ".join(out)
 
 
+def _unescape(segment: str) -> str:
+    """A segment of an id with Texinfo's escapes of punctuation decoded (``_002c`` -> ``,``);
+    an escape of a letter or digit is no Texinfo escape and stays."""
+    def one(m: re.Match[str]) -> str:
+        ch = chr(int(m.group(1), 16))
+        return m.group(0) if ch.isalnum() or not ch.isprintable() else ch
+    return _TEXINFO_ESCAPE.sub(one, segment) if "_00" in segment else segment
+
+
+def id_segments(fid: str) -> list[str]:
+    """The segments of an id between separators, Texinfo's escapes decoded:
+    ``index-operators_002c-decrement`` -> ``["index", "operators,", "decrement"]``."""
+    return [seg for seg in (_unescape(p) for p in _ID_SEPARATORS.split(fid)) if seg]
+
+
+def generic_prefixes(ids: Iterable[str], context: str,
+                     least: int = GENERIC_ID_PREFIX_MIN_IDS) -> frozenset[str]:
+    """Leading segments (case-folded) that lead at least ``least`` of a page's ids of several
+    segments and are no word of ``context`` (its title and URL words): a namespace of the
+    generator (Texinfo's ``index-``, Sphinx's ``term-``), not a word of the anchored place."""
+    counts: dict[str, int] = {}
+    for fid in ids:
+        segs = _ID_SEPARATORS.split(fid, maxsplit=1)
+        if len(segs) == 2 and segs[0] and segs[1]:
+            lead = segs[0].casefold()
+            counts[lead] = counts.get(lead, 0) + 1
+    own = {w.casefold() for w in _WORD_CHARS.findall(context)}
+    return frozenset(p for p, c in counts.items() if c >= least and p not in own)
+
+
+def serial_stems(ids: Iterable[str]) -> frozenset[str]:
+    """Letter stems that a page numbers (``id1``, ``id2``: ``id``): its generated ids."""
+    seen: dict[str, str] = {}
+    out: set[str] = set()
+    for fid in ids:
+        m = _ID_SERIAL.fullmatch(fid)
+        if m:
+            stem = m.group(1).casefold()
+            if seen.setdefault(stem, fid) != fid:
+                out.add(stem)
+    return frozenset(out)
+
+
+def id_key(fid: str, generic: frozenset[str] = frozenset(),
+           serials: frozenset[str] = frozenset()) -> str:
+    """The words an id carries, as a fragment's key; "" for an id that carries none.
+
+    ``index-decrement-operator`` -> ``decrement operator`` (with ``index`` generic on the
+    page), ``GUC-WORK-MEM`` -> ``GUC WORK MEM``, ``getElementById`` -> ``getElementById get
+    Element By Id``.  No words: numbers and hashes (``id-1.5.3.7``), a serial (``id5``), and a
+    prefix with a counter (``index-3``, ``pep-8``: one word left once the numbers go).
+    """
+    segs = id_segments(fid)
+    if len(segs) == 1 and (m := _ID_SERIAL.fullmatch(segs[0])) and (
+            len(m.group(1)) <= _MAX_SERIAL_STEM or m.group(1).casefold() in serials):
+        return ""
+    if len(segs) > 1 and segs[0].casefold() in generic:
+        segs = segs[1:]
+    words = [s for s in segs if not (_ID_NUMBER.fullmatch(s) or _ID_HASH.fullmatch(s))]
+    if not words or (len(words) < len(segs) and len(words) == 1):
+        return ""
+    out: list[str] = []
+    for w in words:
+        out.append(w)
+        parts = _CAMEL.split(w)
+        if len(parts) > 1:
+            out.extend(parts)
+    return " ".join(out)
+
+
 def _fragments(tree: LexborHTMLParser, scope: LexborNode,
-               heads: list[LexborNode]) -> list[Fragment]:
-    """The page's definitions and sections reachable by URL #id (see the module doc)."""
+               heads: list[LexborNode], context: str = "") -> list[Fragment]:
+    """The page's definitions and sections reachable by URL #id (see the module doc);
+    ``context`` (its title and URL words) tells a generic id prefix from a word."""
     ids = {n.id for n in tree.css("[id]") if n.id}
     ids.update(a.attributes.get("name") or "" for a in tree.css("a[name]"))
     ids.discard("")
@@ -428,13 +514,21 @@ def _fragments(tree: LexborHTMLParser, scope: LexborNode,
         fid = _anchor_id(cell, ids) or (tr.id if tr.id in ids else None)
         if fid is not None:
             add(fid, _text(cell), _text(tr))
-    for el in scope.css("[id]"):
+    anchors = env_switch(ANCHOR_DEFS_ENV) != "0"
+    generic = generic_prefixes(ids, context) if anchors else frozenset()
+    serials = serial_stems(ids) if anchors else frozenset()
+    for el in scope.css("[id], a[name]"):
         if len(out) >= MAX_FRAGMENTS:
             break
-        fid = el.id
+        fid = el.id or el.attributes.get("name")
         if not fid or fid in used or el.tag in _KEYED or el.mem_id in containers:
             continue
         text = _text(el)
+        if not text:  # an empty named anchor: the words of its id, then what follows it
+            if anchors and (key := id_key(fid, generic, serials)):
+                add(fid, key, squash(key + " " + _following_text(
+                    el, scope, MAX_FRAGMENT_TEXT_CHARS, (*_HEADING_TAGS, "dt", "hr"))))
+            continue
         link = el if el.tag == "a" else el.css_first("a[href]")
         if link is not None and not (link.attributes.get("href") or "#").startswith("#") \
                 and _text(link) == text:

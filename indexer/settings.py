@@ -52,6 +52,12 @@ MAX_FRAGMENT_TEXT_CHARS = 1000  # characters of a fragment's defining text
 # term, heading or first cell), "text" (the key and its defining text), or "0" (nothing).
 DEFS_ENV = "WEBSIFT_DEFS"
 DEFS_DEFAULT = "key"
+# Empty named anchors (<span id="index-decrement-operator"></span>, <a name="GUC-WORK-MEM">) as
+# fragments keyed by the words of their id (WEBSIFT_ANCHOR_DEFS, read at parse time; "0": off).
+# An id's leading segment that leads at least GENERIC_ID_PREFIX_MIN_IDS of a page's ids and is no
+# word of its title or URL is a generic prefix ("index-", "term-") and not part of the key.
+ANCHOR_DEFS_ENV = "WEBSIFT_ANCHOR_DEFS"
+GENERIC_ID_PREFIX_MIN_IDS = 2
 # Characters of a page's fragments (id and key) kept in the docstore, for the hit's fragment.
 MAX_STORED_FRAGMENT_CHARS = 16_000
 MAX_URL_QUERY_CHARS = 60  # a longer query string (a playground's code, a token) gives no words
