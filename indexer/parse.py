@@ -34,9 +34,9 @@ from __future__ import annotations
 
 import codecs
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from hashlib import blake2b
-from collections.abc import Iterable
 from typing import NamedTuple
 from urllib.parse import unquote, urlsplit
 

@@ -3,8 +3,25 @@ documentation generator writes (Sphinx, DocBook, Texinfo, a table of settings)."
 
 from __future__ import annotations
 
-from indexer.parse import Fragment, ParsedPage, block_hash, parse_html
-from indexer.settings import MAX_FRAGMENT_KEY_CHARS, MAX_FRAGMENT_TEXT_CHARS, MAX_FRAGMENTS
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from indexer.parse import (
+    Fragment,
+    ParsedPage,
+    block_hash,
+    generic_prefixes,
+    id_key,
+    id_segments,
+    parse_html,
+)
+from indexer.settings import (
+    ANCHOR_DEFS_ENV,
+    MAX_FRAGMENT_KEY_CHARS,
+    MAX_FRAGMENT_TEXT_CHARS,
+    MAX_FRAGMENTS,
+)
 
 CT = "text/html; charset=utf-8"
 
@@ -151,3 +168,76 @@ def test_structure_is_off_by_default_and_changes_no_field() -> None:
     assert (off.title, off.headings, off.body, off.text) == (on.title, on.headings, on.body,
                                                              on.text)
     assert off.blocks == [] and off.fragments == []
+
+
+TEXINFO_INDEX = """<html><head><title>Assignment Ops (GNU Octave)</title></head><body>
+<div class="header"><p>Next: <a href="Increment-Ops.html">Increment Operators</a></p></div>
+<span id="Assignment-Expressions"></span><h3 class="section">8.6 Assignment Expressions</h3>
+<span id="index-assignment-operators"></span>
+<span id="index-operators_002c-assignment"></span>
+<span id="index-_002b_003d"></span>
+<p>An assignment stores a new value into a variable.</p>
+<span id="index-lvalue"></span><p>The left-hand operand need not be a variable.</p>
+<hr><div class="header"><p>Next: <a href="Increment-Ops.html">Increment Operators</a></p></div>
+</body></html>"""
+
+
+def test_empty_texinfo_index_anchors_are_fragments_keyed_by_their_ids_words() -> None:
+    frags = by_id(parse(TEXINFO_INDEX))
+    assert frags["Assignment-Expressions"].key == "8.6 Assignment Expressions"  # the heading's
+    # "index-" leads several ids of the page: a generic prefix, not a word of the place.
+    assert frags["index-assignment-operators"].key == "assignment operators"
+    assert frags["index-operators_002c-assignment"].key == "operators, assignment"
+    assert frags["index-_002b_003d"].key == "+="  # Texinfo's escapes decoded
+    lvalue = frags["index-lvalue"]
+    assert lvalue.key == "lvalue"
+    # The text is what follows the anchor, up to the thematic break (not the footer's links).
+    assert lvalue.text == "lvalue The left-hand operand need not be a variable."
+    assert "new value" in frags["index-assignment-operators"].text
+
+
+NAMED = """<html><head><title>Index anchors</title></head><body>
+<p>Intro.<span id="index-0"></span><span id="index-1"></span><span id="id5"></span>
+<span id="id-1.5.3.7"></span><a id="GUC-WORK-MEM"></a><span id="x7"></span><span id="x8"></span>
+<span id="term-getElementById"></span><span id="3f9a0c2e1b"></span><a name="pep-8"></a>
+<span id="module-os.path"></span></p><p>Sets the memory of a query operation.</p>
+</body></html>"""
+
+
+def test_anchor_ids_without_words_are_no_fragments() -> None:
+    frags = by_id(parse(NAMED))
+    # Numbers, generated serials (id5; x7 and x8, a stem the page numbers), hashes, and a
+    # prefix with a counter (index-0, pep-8) carry no words.
+    assert set(frags) == {"GUC-WORK-MEM", "term-getElementById", "module-os.path"}
+    assert frags["GUC-WORK-MEM"].key == "GUC WORK MEM"
+    assert frags["GUC-WORK-MEM"].text == "GUC WORK MEM Sets the memory of a query operation."
+    assert frags["term-getElementById"].key == "term getElementById get Element By Id"
+    assert frags["module-os.path"].key == "module os.path"
+
+
+def test_a_prefix_that_is_a_word_of_the_page_is_kept() -> None:
+    page = ('<html><head><title>Index expressions</title></head><body><p>x</p>'
+            '<span id="index-ranges"></span><span id="index-masks"></span><p>Ranges.</p>'
+            '</body></html>')
+    assert by_id(parse(page))["index-ranges"].key == "index ranges"
+
+
+def test_anchor_fragments_switch_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(ANCHOR_DEFS_ENV, "0")
+    frags = by_id(parse(TEXINFO_INDEX))
+    assert set(frags) == {"Assignment-Expressions"}
+
+
+@given(st.lists(st.one_of(st.from_regex(r"[A-Za-z][A-Za-z0-9._]{0,8}", fullmatch=True),
+                          st.sampled_from(["_002c", "_003d", "_002d", "3", "1.2", "_0041"])),
+                min_size=1, max_size=5),
+       st.sampled_from(["-", ":", " "]))
+def test_id_key_words_come_from_the_id(segments: list[str], sep: str) -> None:
+    fid = sep.join(segments)
+    key = id_key(fid, generic_prefixes([fid, fid + "-x"], ""))
+    decoded = " ".join(id_segments(fid))
+    for word in key.split():
+        assert word in decoded  # no word that the id does not spell
+    assert not any(w.isdigit() for w in key.split())  # numbers are no words
+    if len(segments) == 2 and segments[1].isdigit():
+        assert key == ""  # a prefix and a counter
