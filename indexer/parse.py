@@ -47,6 +47,7 @@ from core.html import INVISIBLE_TAGS, drop_invisible, squash, text_of, visible_t
 from indexer.settings import (
     ANCHOR_DEFS_ENV,
     GENERIC_ID_PREFIX_MIN_IDS,
+    ID_WORDS_ENV,
     MAX_FRAGMENT_KEY_CHARS,
     MAX_FRAGMENT_TEXT_CHARS,
     MAX_FRAGMENTS,
@@ -478,10 +479,21 @@ def _fragments(tree: LexborHTMLParser, scope: LexborNode,
         return []
     out: list[Fragment] = []
     used: set[str] = set()
+    anchors = env_switch(ANCHOR_DEFS_ENV) != "0"
+    id_words = env_switch(ID_WORDS_ENV) != "0"
+    generic = generic_prefixes(ids, context) if anchors or id_words else frozenset()
+    serials = serial_stems(ids) if anchors or id_words else frozenset()
 
-    def add(fid: str | None, key: str, text: str) -> None:
+    def add(fid: str | None, key: str, text: str, *, named: bool = False) -> None:
+        """A fragment; a term's, heading's or row's key (not ``named``) gains its id's words."""
         if fid and fid not in used and key and len(out) < MAX_FRAGMENTS:
             used.add(fid)
+            if id_words and not named:  # the id's words the key lacks ("axes" of a
+                folded = key.casefold()  # property "contextmenu" at #index-axes-contextmenu)
+                extra = [w for w in id_key(fid, generic, serials).split()
+                         if w.casefold() not in folded]
+                if extra:
+                    key, text = " ".join((*extra, key)), " ".join((*extra, text))
             out.append(Fragment(fid, _bounded(key, MAX_FRAGMENT_KEY_CHARS),
                                 _bounded(text, MAX_FRAGMENT_TEXT_CHARS)))
 
@@ -514,9 +526,6 @@ def _fragments(tree: LexborHTMLParser, scope: LexborNode,
         fid = _anchor_id(cell, ids) or (tr.id if tr.id in ids else None)
         if fid is not None:
             add(fid, _text(cell), _text(tr))
-    anchors = env_switch(ANCHOR_DEFS_ENV) != "0"
-    generic = generic_prefixes(ids, context) if anchors else frozenset()
-    serials = serial_stems(ids) if anchors else frozenset()
     for el in scope.css("[id], a[name]"):
         if len(out) >= MAX_FRAGMENTS:
             break
@@ -527,11 +536,12 @@ def _fragments(tree: LexborHTMLParser, scope: LexborNode,
         if not text:  # an empty named anchor: the words of its id, then what follows it
             if anchors and (key := id_key(fid, generic, serials)):
                 add(fid, key, squash(key + " " + _following_text(
-                    el, scope, MAX_FRAGMENT_TEXT_CHARS, (*_HEADING_TAGS, "dt", "hr"))))
+                    el, scope, MAX_FRAGMENT_TEXT_CHARS, (*_HEADING_TAGS, "dt", "hr"))),
+                    named=True)
             continue
         link = el if el.tag == "a" else el.css_first("a[href]")
         if link is not None and not (link.attributes.get("href") or "#").startswith("#") \
                 and _text(link) == text:
             continue  # a link to another page (a table of contents): it defines nothing here
-        add(fid, text, text)
+        add(fid, text, text, named=True)  # its id names an element, not a term
     return out

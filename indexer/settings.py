@@ -58,6 +58,9 @@ DEFS_DEFAULT = "key"
 # word of its title or URL is a generic prefix ("index-", "term-") and not part of the key.
 ANCHOR_DEFS_ENV = "WEBSIFT_ANCHOR_DEFS"
 GENERIC_ID_PREFIX_MIN_IDS = 2
+# A term's, heading's or row's key gains the words of its id that its text lacks
+# (<dt id="index-axes-contextmenu">contextmenu</dt>: "axes contextmenu"); "0": off (ablation).
+ID_WORDS_ENV = "WEBSIFT_ID_WORDS"
 # Characters of a page's fragments (id and key) kept in the docstore, for the hit's fragment.
 MAX_STORED_FRAGMENT_CHARS = 16_000
 MAX_URL_QUERY_CHARS = 60  # a longer query string (a playground's code, a token) gives no words

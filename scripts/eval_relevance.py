@@ -113,6 +113,7 @@ ABLATIONS: tuple[Row, ...] = (
     Row("websift without defs field", ("weights.defs=0",)),
     Row("websift defs field = keys + defining text", ("WEBSIFT_DEFS=text",)),
     Row("websift without empty named anchors as fragments", ("WEBSIFT_ANCHOR_DEFS=0",)),
+    Row("websift without id words in fragment keys", ("WEBSIFT_ID_WORDS=0",)),
     Row("websift without boilerplate (template blocks kept)", ("WEBSIFT_TEMPLATES=0",)),
     Row("websift without anchor boilerplate (kept)", ("WEBSIFT_ANCHOR_TEMPLATES=0",)),
 )

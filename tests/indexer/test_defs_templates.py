@@ -196,8 +196,9 @@ def test_texinfo_definition_anchor_at_the_end_of_the_previous_dd() -> None:
             b'<span id="index-a-xlim"></span></dd><dt><code>xlim</code></dt><dd>Limits.</dd>'
             b"</dl></body></html>")
     frags = parse_html(html, "http://t/p.html", structure=True).fragments
-    assert [(f.id, f.key.split()[0]) for f in frags[:2]] == [("index-a-alim", "alim"),
-                                                              ("index-a-xlim", "xlim")]
+    # The key: the id's words the term lacks ("a", the object), then the term.
+    assert [(f.id, f.key.split()[:2]) for f in frags[:2]] == [("index-a-alim", ["alim", ":"]),
+                                                              ("index-a-xlim", ["a", "xlim"])]
 
 
 def test_navigation_block_has_one_template_key_across_pages() -> None:

@@ -18,6 +18,7 @@ from indexer.parse import (
 )
 from indexer.settings import (
     ANCHOR_DEFS_ENV,
+    ID_WORDS_ENV,
     MAX_FRAGMENT_KEY_CHARS,
     MAX_FRAGMENT_TEXT_CHARS,
     MAX_FRAGMENTS,
@@ -59,7 +60,8 @@ def test_sphinx_definitions_and_sections() -> None:
     assert absp.text.startswith(absp.key) and "normalized absolutized version" in absp.text
     assert "base name" not in absp.text  # the next term's definition is its own
     section = frags["module-os.path"]
-    assert section.key.startswith("os.path — pathname functions")
+    # The id's words the heading lacks come first ("module", Sphinx's module target).
+    assert section.key.startswith("module os.path — pathname functions")
     assert "useful functions on pathnames" in section.text
 
 
@@ -88,9 +90,10 @@ def test_docbook_varlistentries_and_sect_anchors() -> None:
     assert "shared memory buffers" in shared.text and "query operation" not in shared.text
     assert "query operation" in frags["GUC-WORK-MEM"].text  # an <a name> inside the term
     memory = frags["RUNTIME-CONFIG-RESOURCE-MEMORY"]  # the heading's permalink
-    assert memory.key.startswith("20.4.1. Memory")
+    # "RUNTIME" leads the page's ids (generic); the rest of the id's words the title lacks.
+    assert memory.key.startswith("CONFIG RESOURCE 20.4.1. Memory")
     assert "shared_buffers" in memory.text  # the section's start, past the title wrappers
-    assert frags["SQL-SYNTAX-LEXICAL"].text == "4.1. Lexical Structure SQL input."
+    assert frags["SQL-SYNTAX-LEXICAL"].text == "SQL SYNTAX 4.1. Lexical Structure SQL input."
     assert "id-1.6.7.6.2.2.1.1.3" not in frags  # an empty index anchor defines nothing
 
 
@@ -241,3 +244,20 @@ def test_id_key_words_come_from_the_id(segments: list[str], sep: str) -> None:
     assert not any(w.isdigit() for w in key.split())  # numbers are no words
     if len(segments) == 2 and segments[1].isdigit():
         assert key == ""  # a prefix and a counter
+
+
+PROPERTIES = """<html><head><title>Axes Properties</title></head><body><h3>Axes Properties</h3>
+<dl><dt id="index-axes-box"><code>box</code>: { "off" } | "on"</dt><dd>Draw a box.</dd>
+<dt id="index-axes-contextmenu"><code>contextmenu</code>: graphics handle</dt>
+<dd>The menu of the axes.</dd><dt id="index-axes-box-1">box</dt><dd>Again.</dd></dl></body></html>"""
+
+
+def test_a_terms_key_gains_the_words_of_its_id_that_it_lacks(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    frags = by_id(parse(PROPERTIES))
+    # "index" leads the page's ids (generic); "axes" names the object the property is of.
+    assert frags["index-axes-contextmenu"].key == "axes contextmenu : graphics handle"
+    assert frags["index-axes-contextmenu"].text.startswith("axes contextmenu : graphics")
+    assert frags["index-axes-box-1"].key == "axes box"  # the counter is no word
+    monkeypatch.setenv(ID_WORDS_ENV, "0")
+    assert by_id(parse(PROPERTIES))["index-axes-contextmenu"].key == "contextmenu : graphics handle"
