@@ -56,6 +56,8 @@ from indexer.settings import (
     MAX_TITLE_CHARS,
     MAX_URL_QUERY_CHARS,
     META_SNIFF_BYTES,
+    NAV_MAX_LABEL_WORDS,
+    NAV_MIN_LINKS,
     SNIPPET_TEXT_CHARS,
     env_switch,
 )
@@ -131,15 +133,40 @@ def _squashed_hash(text: str) -> int:
     return int.from_bytes(blake2b(key, digest_size=8).digest(), "little")
 
 
+def _is_word(token: str) -> bool:
+    return any(c.isalnum() for c in token)
+
+
 def _template_key(part: str, whole: int) -> int:
-    """A block's template key (see :class:`Block`): the text outside its links when it has
-    both links and such text, else its whole text's hash."""
+    """A block's template key (see :class:`Block`): the words outside its links (punctuation
+    left out) when it has both links and such words, else its whole text's hash."""
     if _LINK not in part:
         return whole
-    outside = " ".join(part.split(_LINK)[0::2]).split()
-    if not outside or len(outside) == len(part.split()):
+    pieces = part.split(_LINK)
+    if not any(p.strip() for p in pieces[1::2]):
+        return whole  # no link text: the words outside are all of it
+    outside = [t for t in " ".join(pieces[0::2]).split() if _is_word(t)]
+    if not outside:
         return whole
     return block_hash(_SKELETON + " ".join(outside))
+
+
+def _link_items(part: str) -> list[str]:
+    """A navigation-shaped block (NAV_MIN_LINKS links or more, at most NAV_MAX_LABEL_WORDS
+    words between two links) split into its items, each link with the label before it ("Next:
+    <a>X</a>", ", Up: <a>Z</a>", "[<a>Contents</a>]"), so that each item has a template key of
+    its own: a page that leaves an item out ("Next: X, Up: Z" where most have "Next: X,
+    Previous: Y, Up: Z") shares the other items' keys.  Any other block is one item."""
+    if _LINK not in part:
+        return [part]
+    pieces = part.split(_LINK)
+    links = len(pieces) // 2
+    if links < NAV_MIN_LINKS or len(pieces) % 2 == 0 or any(
+            sum(map(_is_word, p.split())) > NAV_MAX_LABEL_WORDS for p in pieces[0::2]):
+        return [part]
+    items = [pieces[2 * i] + _LINK + pieces[2 * i + 1] + _LINK for i in range(links)]
+    items[-1] += pieces[-1]
+    return items
 
 
 def url_words(url: str) -> str:
@@ -285,7 +312,7 @@ def parse_html(body: bytes, url: str, content_type: str | None = None, *,
             el.insert_before(_LINK)
             el.insert_after(_LINK)
         raw = scope.text(separator=" ")
-        for part in raw.split(_MARK):
+        for part in (item for block in raw.split(_MARK) for item in _link_items(block)):
             text = squash(part)
             if text:
                 blocks.append(Block(text, h := block_hash(text), _template_key(part, h)))

@@ -79,7 +79,13 @@ TEMPLATE_SAMPLE_PAGES = 64
 TEMPLATE_MIN_PAGES = 5
 TEMPLATE_MIN_SHARE = 0.2
 MAX_TEMPLATE_KEYS_PER_HOST = 4096
-TEMPLATES_VERSION = 1
+# 2: navigation blocks keyed per item (indexer/parse.py _link_items); 1 is measured again.
+TEMPLATES_VERSION = 2
+# A block of NAV_MIN_LINKS links or more with at most NAV_MAX_LABEL_WORDS words between two
+# links ("Next: <a>X</a>, Previous: <a>Y</a>, Up: <a>Z</a>") is navigation-shaped: each link
+# with its label is a block of its own for template detection.
+NAV_MIN_LINKS = 2
+NAV_MAX_LABEL_WORDS = 3
 # Anchor boilerplate: an anchor text that a source host puts on links from at least
 # ANCHOR_TEMPLATE_MIN_SHARE of its pages with links ("Next", "Up", "Home", a menu) does not
 # describe its targets; hosts with fewer than ANCHOR_TEMPLATE_MIN_PAGES linking pages have none.

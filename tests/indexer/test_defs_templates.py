@@ -13,12 +13,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from core import checked
 from core.datadir import DataDir
 from core.errors import CheckedFileCorrupt
 from indexer.build import build_index
 from indexer.parse import parse_html
 from indexer.searcher import Searcher
+from indexer.settings import TEMPLATES_VERSION
 from indexer.templates import (
+    FORMAT,
     TEMPLATES_FILE,
     HostSampler,
     HostTemplate,
@@ -155,6 +158,11 @@ def test_template_file_round_trip_and_corruption(tmp_path: Path) -> None:
     path.write_bytes(raw[: len(raw) // 2])
     with pytest.raises(CheckedFileCorrupt):
         read_templates(tmp_path)
+    # An older version's keys are another scheme's (whole navigation blocks): measured again.
+    old = checked.Format(FORMAT.name, TEMPLATES_VERSION - 1, FORMAT.what)
+    checked.write_json(path, old, {"share": 0.2, "hosts": {"a.test": {"sampled": 9,
+                                                                      "keys": ["01"]}}})
+    assert read_templates(tmp_path) is None
 
 
 def test_a_corrupt_template_file_is_measured_again(

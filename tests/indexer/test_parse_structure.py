@@ -155,8 +155,10 @@ def test_blocks_join_to_the_body_and_hash_alike_across_pages() -> None:
                 f"<em>c</em></li></ul>tail<table><tr><td>x</td><td>y</td></tr></table>"
                 f"{nav}</body></html>")
     two = parse(f"<html><body>{nav}<h2>Other</h2><p>Second page.</p></body></html>")
+    # A block of links is split into its items (navigation-shaped: indexer/parse.py).
     assert [b.text for b in one.blocks] == [
-        "Prev Up Home", "First page text.", "a", "b c", "tail", "x", "y", "Prev Up Home"]
+        "Prev", "Up", "Home", "First page text.", "a", "b c", "tail", "x", "y", "Prev", "Up",
+        "Home"]
     for page in (one, two):
         assert " ".join(b.text for b in page.blocks) == page.body
         assert all(b.hash == block_hash(b.text) for b in page.blocks)
@@ -261,3 +263,31 @@ def test_a_terms_key_gains_the_words_of_its_id_that_it_lacks(
     assert frags["index-axes-box-1"].key == "axes box"  # the counter is no word
     monkeypatch.setenv(ID_WORDS_ENV, "0")
     assert by_id(parse(PROPERTIES))["index-axes-contextmenu"].key == "contextmenu : graphics handle"
+
+
+def _texinfo_nav(*links: tuple[str, str]) -> str:
+    items = ", ".join(f'{label}: <a href="{t.replace(" ", "-")}.html">{t}</a>'
+                      for label, t in links)
+    return (f'<div class="header"><p>{items} &nbsp; [<a href="index.html#SEC_Contents">Contents'
+            '</a>][<a href="Concept-Index.html">Index</a>]</p></div>')
+
+
+def test_navigation_variants_share_their_items_template_keys() -> None:
+    full = parse(f"<html><body>{_texinfo_nav(('Next', 'Loops'), ('Previous', 'Ifs'), ('Up', 'Statements'))}"
+                 "<p>The while statement.</p></body></html>")
+    first = parse(f"<html><body>{_texinfo_nav(('Next', 'Strings'), ('Up', 'Data Types'))}"
+                  "<p>Numbers.</p></body></html>")
+    top = parse(f"<html><body>{_texinfo_nav(('Up', 'Top'))}<p>Preface.</p></body></html>")
+    assert [b.text for b in first.blocks] == ["Next: Strings", ", Up: Data Types",
+                                              "[ Contents", "][ Index ]", "Numbers."]
+    keys = {b.key for b in full.blocks}
+    # Every navigation item of the variants has a key the full navigation has too.
+    for page in (first, top):
+        assert {b.key for b in page.blocks[:-1]} <= keys
+        assert page.blocks[-1].key not in keys  # the content is its own
+        assert " ".join(b.text for b in page.blocks) == page.body
+    # A sentence with links is no navigation: one block, keyed by its words outside links.
+    prose = parse('<html><body><p>The <a href="a.html">while</a> statement repeats a body '
+                  'of <a href="b.html">commands</a> as long as a condition holds.</p>'
+                  "</body></html>")
+    assert len(prose.blocks) == 1
