@@ -16,13 +16,22 @@ much on a long manual page: scripts/compare_parsers.py):
   exactly ``body``.  A block that recurs on many pages of a host is template (navigation, "Prev
   Up Home Next"); its template ``key`` is its hash, or, for a block with links and words between
   them ("Next: <a>X</a>, Up: <a>Y</a>", whose link texts change from page to page), the hash of
-  the words outside its links.
+  the words outside its links.  A navigation-shaped block (NAV_MIN_LINKS links or more, at most
+  NAV_MAX_LABEL_WORDS words between two) is split into its items, a link with its label, so a
+  page whose navigation lacks an item ("Next: X, Up: Z" where most have "Next: X, Previous: Y,
+  Up: Z") shares the other items' keys: the shape recurs, not the whole text.
 * ``fragments``: the defining places a URL ``#id`` reaches: ``<dt>`` terms with their ``<dd>``,
   headings with an anchor (their own id, a child ``<a id|name>``, a permalink ``<a href="#x">``,
   or the section they open), table rows keyed by a first cell with an id, other elements with
-  an id by their own text; each bounded, and bounded in number per page.  Texinfo puts a
-  term's anchors (``<span id=index-x></span>``) at the end of the previous ``<dd>``: they count
-  as the anchor of the ``<dt>`` that follows.
+  an id by their own text, and empty named anchors (``<span id="index-decrement-operator">``,
+  ``<a name="GUC-WORK-MEM">``: where back-of-book indexes, glossaries and permalinks point) by
+  the words of their id (:func:`id_key`: Texinfo's ``_002c`` escapes decoded, split at
+  separators and case changes; numbers, serials, hashes and a prefix the page's ids share are
+  no words; an id of none is no fragment) with the text that follows them; each bounded, and
+  bounded in number per page.  A term's, heading's or row's key gains the words of its id that
+  its text lacks (``<dt id="index-axes-contextmenu">contextmenu</dt>``: ``axes contextmenu``).
+  Texinfo puts a term's anchors (``<span id=index-x></span>``) at the end of the previous
+  ``<dd>``: they count as the anchor of the ``<dt>`` that follows.
 
 lexbor against lxml (``scripts/compare_parsers.py``): the same title, headings, body and lang on
 every page of the Python manual, in about half the time on large pages.  lexbor parses as a
