@@ -100,6 +100,7 @@ _ID_SERIAL = re.compile(r"([a-z]+)\d+", re.IGNORECASE)
 _MAX_SERIAL_STEM = 2  # "id5", "fn12", "n3": a serial whatever else the page holds
 _CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])")
 _WORD_CHARS = re.compile(r"[^\W_]+")
+_WORD_TOKEN = re.compile(r"[^\s\x1c\x1e]*[^\W_][^\s\x1c\x1e]*")  # a token with a letter or digit
 _BOMS = ((codecs.BOM_UTF8, "utf-8"), (codecs.BOM_UTF16_LE, "utf-16"),
          (codecs.BOM_UTF16_BE, "utf-16"))
 
@@ -142,10 +143,6 @@ def _squashed_hash(text: str) -> int:
     return int.from_bytes(blake2b(key, digest_size=8).digest(), "little")
 
 
-def _is_word(token: str) -> bool:
-    return any(c.isalnum() for c in token)
-
-
 def _template_key(part: str, whole: int) -> int:
     """A block's template key (see :class:`Block`): the words outside its links (punctuation
     left out) when it has both links and such words, else its whole text's hash."""
@@ -154,7 +151,7 @@ def _template_key(part: str, whole: int) -> int:
     pieces = part.split(_LINK)
     if not any(p.strip() for p in pieces[1::2]):
         return whole  # no link text: the words outside are all of it
-    outside = [t for t in " ".join(pieces[0::2]).split() if _is_word(t)]
+    outside = _WORD_TOKEN.findall(" ".join(pieces[0::2]))
     if not outside:
         return whole
     return block_hash(_SKELETON + " ".join(outside))
@@ -171,7 +168,7 @@ def _link_items(part: str) -> list[str]:
     pieces = part.split(_LINK)
     links = len(pieces) // 2
     if links < NAV_MIN_LINKS or len(pieces) % 2 == 0 or any(
-            sum(map(_is_word, p.split())) > NAV_MAX_LABEL_WORDS for p in pieces[0::2]):
+            len(_WORD_TOKEN.findall(p)) > NAV_MAX_LABEL_WORDS for p in pieces[0::2]):
         return [part]
     items = [pieces[2 * i] + _LINK + pieces[2 * i + 1] + _LINK for i in range(links)]
     items[-1] += pieces[-1]
@@ -410,6 +407,22 @@ def _trailing_anchor(node: LexborNode, ids: set[str]) -> str | None:
     return None
 
 
+def _text_upto(node: LexborNode, limit: int) -> str:
+    """The text of ``node`` as :func:`_text` gives it, but only its first text nodes, up to
+    about ``limit`` characters: the text after an anchor can be a whole long section."""
+    out: list[str] = []
+    size = 0
+    for n in node.traverse(include_text=True):
+        if n.is_text_node:
+            t = n.text_content
+            if t and not t.isspace():
+                out.append(t)
+                size += len(t)
+                if size >= limit:
+                    break
+    return squash(" ".join(out))
+
+
 def _following_text(node: LexborNode, stop: LexborNode, limit: int,
                     until: tuple[str, ...]) -> str:
     """Up to ``limit`` characters of the text after ``node`` in its section: its following
@@ -422,7 +435,8 @@ def _following_text(node: LexborNode, stop: LexborNode, limit: int,
         while sib is not None and size < limit:
             if sib.tag in until:
                 return " ".join(out)
-            t = _text(sib) if sib.is_element_node or sib.is_text_node else ""
+            t = (_text_upto(sib, limit - size) if sib.is_element_node
+                 else _text(sib) if sib.is_text_node else "")
             if t:
                 out.append(t)
                 size += len(t) + 1
