@@ -291,3 +291,25 @@ def test_navigation_variants_share_their_items_template_keys() -> None:
                   'of <a href="b.html">commands</a> as long as a condition holds.</p>'
                   "</body></html>")
     assert len(prose.blocks) == 1
+
+
+nav_word = st.from_regex(r"[A-Za-z][a-z]{0,7}", fullmatch=True)
+
+
+@given(st.lists(st.tuples(nav_word, st.lists(nav_word, min_size=1, max_size=3)),
+                min_size=2, max_size=5, unique_by=lambda t: t[0]),
+       st.data())
+def test_a_navigation_variant_shares_its_items_keys(
+        items: list[tuple[str, list[str]]], data: st.DataObject) -> None:
+    def page(chosen: list[tuple[str, list[str]]], body: str) -> ParsedPage:
+        links = ", ".join(f'{label}: <a href="{i}.html">{" ".join(t)}</a>'
+                          for i, (label, t) in enumerate(chosen))
+        return parse(f"<html><body><div><p>{links}</p></div><p>{body}</p></body></html>")
+
+    full = page(items, "one page")
+    keep = data.draw(st.lists(st.sampled_from(items), min_size=2, max_size=len(items),
+                              unique_by=lambda t: t[0]))
+    # The same labels on another page, other link texts, some items left out.
+    other = page([(label, [w + "x" for w in t]) for label, t in keep], "another page")
+    assert " ".join(b.text for b in other.blocks) == other.body
+    assert {b.key for b in other.blocks[:-1]} <= {b.key for b in full.blocks}
