@@ -1,8 +1,9 @@
 """A page's fragments in the docstore, and the one a hit links to.
 
 The defining places of a page (indexer/parse.py ``Fragment``: dt terms, anchored headings, keyed
-table rows, elements with an id) are indexed as the ``defs`` field (its text chosen by
-``WEBSIFT_DEFS``: the keys, or the keys and their defining text), and their (id, key) pairs are
+table rows, elements with an id, empty named anchors keyed by their id's words) are indexed as
+the ``defs`` field (its text chosen by ``WEBSIFT_DEFS``: the keys, or the keys and their defining
+text), and their (id, key) pairs are
 stored with the document, bounded by MAX_STORED_FRAGMENT_CHARS, in the segment's ``frags.bin``
 (a segment from before them has none).  Each key is analysed at index time and stored
 with its terms; at hit assembly, for the top k only and only for a hit whose defs field holds a

@@ -16,13 +16,22 @@ much on a long manual page: scripts/compare_parsers.py):
   exactly ``body``.  A block that recurs on many pages of a host is template (navigation, "Prev
   Up Home Next"); its template ``key`` is its hash, or, for a block with links and words between
   them ("Next: <a>X</a>, Up: <a>Y</a>", whose link texts change from page to page), the hash of
-  the words outside its links.
+  the words outside its links.  A navigation-shaped block (NAV_MIN_LINKS links or more, at most
+  NAV_MAX_LABEL_WORDS words between two) is split into its items, a link with its label, so a
+  page whose navigation lacks an item ("Next: X, Up: Z" where most have "Next: X, Previous: Y,
+  Up: Z") shares the other items' keys: the shape recurs, not the whole text.
 * ``fragments``: the defining places a URL ``#id`` reaches: ``<dt>`` terms with their ``<dd>``,
   headings with an anchor (their own id, a child ``<a id|name>``, a permalink ``<a href="#x">``,
   or the section they open), table rows keyed by a first cell with an id, other elements with
-  an id by their own text; each bounded, and bounded in number per page.  Texinfo puts a
-  term's anchors (``<span id=index-x></span>``) at the end of the previous ``<dd>``: they count
-  as the anchor of the ``<dt>`` that follows.
+  an id by their own text, and empty named anchors (``<span id="index-decrement-operator">``,
+  ``<a name="GUC-WORK-MEM">``: where back-of-book indexes, glossaries and permalinks point) by
+  the words of their id (:func:`id_key`: Texinfo's ``_002c`` escapes decoded, split at
+  separators and case changes; numbers, serials, hashes and a prefix the page's ids share are
+  no words; an id of none is no fragment) with the text that follows them; each bounded, and
+  bounded in number per page.  A term's, heading's or row's key gains the words of its id that
+  its text lacks (``<dt id="index-axes-contextmenu">contextmenu</dt>``: ``axes contextmenu``).
+  Texinfo puts a term's anchors (``<span id=index-x></span>``) at the end of the previous
+  ``<dd>``: they count as the anchor of the ``<dt>`` that follows.
 
 lexbor against lxml (``scripts/compare_parsers.py``): the same title, headings, body and lang on
 every page of the Python manual, in about half the time on large pages.  lexbor parses as a
@@ -34,6 +43,7 @@ from __future__ import annotations
 
 import codecs
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from hashlib import blake2b
 from typing import NamedTuple
@@ -44,6 +54,9 @@ from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 from core.html import INVISIBLE_TAGS, drop_invisible, squash, text_of, visible_text
 from indexer.settings import (
+    ANCHOR_DEFS_ENV,
+    GENERIC_ID_PREFIX_MIN_IDS,
+    ID_WORDS_ENV,
     MAX_FRAGMENT_KEY_CHARS,
     MAX_FRAGMENT_TEXT_CHARS,
     MAX_FRAGMENTS,
@@ -52,7 +65,10 @@ from indexer.settings import (
     MAX_TITLE_CHARS,
     MAX_URL_QUERY_CHARS,
     META_SNIFF_BYTES,
+    NAV_MAX_LABEL_WORDS,
+    NAV_MIN_LINKS,
     SNIPPET_TEXT_CHARS,
+    env_switch,
 )
 
 _HEADING_TAGS = ("h1", "h2", "h3", "h4", "h5", "h6")
@@ -73,6 +89,18 @@ _SKELETON = "\x00links:"  # prefix of a template key made of the text outside li
 _URL_EXT = re.compile(r"\.(?:s?html?|php|aspx?|jsp)$", re.IGNORECASE)
 _CHARSET = re.compile(r"charset\s*=\s*[\"']?([\w.:-]+)", re.IGNORECASE)
 _META_CHARSET = re.compile(rb"<meta[^>]+charset\s*=\s*[\"']?([\w.:-]+)", re.IGNORECASE)
+# The words of an id: segments between separators ("-", ":", "/", whitespace); Texinfo's escapes
+# ("_002c" is ",", "_002d" a hyphen of the name) decoded in each segment; numbers ("3",
+# "1.5.3.7") and hex hashes ("3f9a0c2e") are no words; a serial ("id5", "fn12") is generated.
+_ID_SEPARATORS = re.compile(r"[-\s:/]+")
+_TEXINFO_ESCAPE = re.compile(r"_00([0-9a-f]{2})")
+_ID_NUMBER = re.compile(r"\d[\d.]*")
+_ID_HASH = re.compile(r"(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{6,}", re.IGNORECASE)
+_ID_SERIAL = re.compile(r"([a-z]+)\d+", re.IGNORECASE)
+_MAX_SERIAL_STEM = 2  # "id5", "fn12", "n3": a serial whatever else the page holds
+_CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])")
+_WORD_CHARS = re.compile(r"[^\W_]+")
+_WORD_TOKEN = re.compile(r"[^\s\x1c\x1e]*[^\W_][^\s\x1c\x1e]*")  # a token with a letter or digit
 _BOMS = ((codecs.BOM_UTF8, "utf-8"), (codecs.BOM_UTF16_LE, "utf-16"),
          (codecs.BOM_UTF16_BE, "utf-16"))
 
@@ -116,14 +144,35 @@ def _squashed_hash(text: str) -> int:
 
 
 def _template_key(part: str, whole: int) -> int:
-    """A block's template key (see :class:`Block`): the text outside its links when it has
-    both links and such text, else its whole text's hash."""
+    """A block's template key (see :class:`Block`): the words outside its links (punctuation
+    left out) when it has both links and such words, else its whole text's hash."""
     if _LINK not in part:
         return whole
-    outside = " ".join(part.split(_LINK)[0::2]).split()
-    if not outside or len(outside) == len(part.split()):
+    pieces = part.split(_LINK)
+    if not any(p.strip() for p in pieces[1::2]):
+        return whole  # no link text: the words outside are all of it
+    outside = _WORD_TOKEN.findall(" ".join(pieces[0::2]))
+    if not outside:
         return whole
     return block_hash(_SKELETON + " ".join(outside))
+
+
+def _link_items(part: str) -> list[str]:
+    """A navigation-shaped block (NAV_MIN_LINKS links or more, at most NAV_MAX_LABEL_WORDS
+    words between two links) split into its items, each link with the label before it ("Next:
+    <a>X</a>", ", Up: <a>Z</a>", "[<a>Contents</a>]"), so that each item has a template key of
+    its own: a page that leaves an item out ("Next: X, Up: Z" where most have "Next: X,
+    Previous: Y, Up: Z") shares the other items' keys.  Any other block is one item."""
+    if _LINK not in part:
+        return [part]
+    pieces = part.split(_LINK)
+    links = len(pieces) // 2
+    if links < NAV_MIN_LINKS or len(pieces) % 2 == 0 or any(
+            len(_WORD_TOKEN.findall(p)) > NAV_MAX_LABEL_WORDS for p in pieces[0::2]):
+        return [part]
+    items = [pieces[2 * i] + _LINK + pieces[2 * i + 1] + _LINK for i in range(links)]
+    items[-1] += pieces[-1]
+    return items
 
 
 def url_words(url: str) -> str:
@@ -259,7 +308,7 @@ def parse_html(body: bytes, url: str, content_type: str | None = None, *,
     if not title:
         first = scope if scope.tag == "h1" else scope.css_first("h1")
         title = _text(first) if first is not None else ""
-    fragments = _fragments(tree, scope, heads) if structure else []
+    fragments = _fragments(tree, scope, heads, f"{title} {words}") if structure else []
     blocks: list[Block] = []
     if structure:
         for el in scope.css(_BLOCKS):
@@ -269,7 +318,7 @@ def parse_html(body: bytes, url: str, content_type: str | None = None, *,
             el.insert_before(_LINK)
             el.insert_after(_LINK)
         raw = scope.text(separator=" ")
-        for part in raw.split(_MARK):
+        for part in (item for block in raw.split(_MARK) for item in _link_items(block)):
             text = squash(part)
             if text:
                 blocks.append(Block(text, h := block_hash(text), _template_key(part, h)))
@@ -358,6 +407,22 @@ def _trailing_anchor(node: LexborNode, ids: set[str]) -> str | None:
     return None
 
 
+def _text_upto(node: LexborNode, limit: int) -> str:
+    """The text of ``node`` as :func:`_text` gives it, but only its first text nodes, up to
+    about ``limit`` characters: the text after an anchor can be a whole long section."""
+    out: list[str] = []
+    size = 0
+    for n in node.traverse(include_text=True):
+        if n.is_text_node:
+            t = n.text_content
+            if t and not t.isspace():
+                out.append(t)
+                size += len(t)
+                if size >= limit:
+                    break
+    return squash(" ".join(out))
+
+
 def _following_text(node: LexborNode, stop: LexborNode, limit: int,
                     until: tuple[str, ...]) -> str:
     """Up to ``limit`` characters of the text after ``node`` in its section: its following
@@ -370,7 +435,8 @@ def _following_text(node: LexborNode, stop: LexborNode, limit: int,
         while sib is not None and size < limit:
             if sib.tag in until:
                 return " ".join(out)
-            t = _text(sib) if sib.is_element_node or sib.is_text_node else ""
+            t = (_text_upto(sib, limit - size) if sib.is_element_node
+                 else _text(sib) if sib.is_text_node else "")
             if t:
                 out.append(t)
                 size += len(t) + 1
@@ -382,9 +448,80 @@ def _following_text(node: LexborNode, stop: LexborNode, limit: int,
     return " ".join(out)
 
 
+def _unescape(segment: str) -> str:
+    """A segment of an id with Texinfo's escapes of punctuation decoded (``_002c`` -> ``,``);
+    an escape of a letter or digit is no Texinfo escape and stays."""
+    def one(m: re.Match[str]) -> str:
+        ch = chr(int(m.group(1), 16))
+        return m.group(0) if ch.isalnum() or not ch.isprintable() else ch
+    return _TEXINFO_ESCAPE.sub(one, segment) if "_00" in segment else segment
+
+
+def id_segments(fid: str) -> list[str]:
+    """The segments of an id between separators, Texinfo's escapes decoded:
+    ``index-operators_002c-decrement`` -> ``["index", "operators,", "decrement"]``."""
+    return [seg for seg in (_unescape(p) for p in _ID_SEPARATORS.split(fid)) if seg]
+
+
+def generic_prefixes(ids: Iterable[str], context: str,
+                     least: int = GENERIC_ID_PREFIX_MIN_IDS) -> frozenset[str]:
+    """Leading segments (case-folded) that lead at least ``least`` of a page's ids of several
+    segments and are no word of ``context`` (its title and URL words): a namespace of the
+    generator (Texinfo's ``index-``, Sphinx's ``term-``), not a word of the anchored place."""
+    counts: dict[str, int] = {}
+    for fid in ids:
+        segs = _ID_SEPARATORS.split(fid, maxsplit=1)
+        if len(segs) == 2 and segs[0] and segs[1]:
+            lead = segs[0].casefold()
+            counts[lead] = counts.get(lead, 0) + 1
+    own = {w.casefold() for w in _WORD_CHARS.findall(context)}
+    return frozenset(p for p, c in counts.items() if c >= least and p not in own)
+
+
+def serial_stems(ids: Iterable[str]) -> frozenset[str]:
+    """Letter stems that a page numbers (``id1``, ``id2``: ``id``): its generated ids."""
+    seen: dict[str, str] = {}
+    out: set[str] = set()
+    for fid in ids:
+        m = _ID_SERIAL.fullmatch(fid)
+        if m:
+            stem = m.group(1).casefold()
+            if seen.setdefault(stem, fid) != fid:
+                out.add(stem)
+    return frozenset(out)
+
+
+def id_key(fid: str, generic: frozenset[str] = frozenset(),
+           serials: frozenset[str] = frozenset()) -> str:
+    """The words an id carries, as a fragment's key; "" for an id that carries none.
+
+    ``index-decrement-operator`` -> ``decrement operator`` (with ``index`` generic on the
+    page), ``GUC-WORK-MEM`` -> ``GUC WORK MEM``, ``getElementById`` -> ``getElementById get
+    Element By Id``.  No words: numbers and hashes (``id-1.5.3.7``), a serial (``id5``), and a
+    prefix with a counter (``index-3``, ``pep-8``: one word left once the numbers go).
+    """
+    segs = id_segments(fid)
+    if len(segs) == 1 and (m := _ID_SERIAL.fullmatch(segs[0])) and (
+            len(m.group(1)) <= _MAX_SERIAL_STEM or m.group(1).casefold() in serials):
+        return ""
+    if len(segs) > 1 and segs[0].casefold() in generic:
+        segs = segs[1:]
+    words = [s for s in segs if not (_ID_NUMBER.fullmatch(s) or _ID_HASH.fullmatch(s))]
+    if not words or (len(words) < len(segs) and len(words) == 1):
+        return ""
+    out: list[str] = []
+    for w in words:
+        out.append(w)
+        parts = _CAMEL.split(w)
+        if len(parts) > 1:
+            out.extend(parts)
+    return " ".join(out)
+
+
 def _fragments(tree: LexborHTMLParser, scope: LexborNode,
-               heads: list[LexborNode]) -> list[Fragment]:
-    """The page's definitions and sections reachable by URL #id (see the module doc)."""
+               heads: list[LexborNode], context: str = "") -> list[Fragment]:
+    """The page's definitions and sections reachable by URL #id (see the module doc);
+    ``context`` (its title and URL words) tells a generic id prefix from a word."""
     ids = {n.id for n in tree.css("[id]") if n.id}
     ids.update(a.attributes.get("name") or "" for a in tree.css("a[name]"))
     ids.discard("")
@@ -392,10 +529,21 @@ def _fragments(tree: LexborHTMLParser, scope: LexborNode,
         return []
     out: list[Fragment] = []
     used: set[str] = set()
+    anchors = env_switch(ANCHOR_DEFS_ENV) != "0"
+    id_words = env_switch(ID_WORDS_ENV) != "0"
+    generic = generic_prefixes(ids, context) if anchors or id_words else frozenset()
+    serials = serial_stems(ids) if anchors or id_words else frozenset()
 
-    def add(fid: str | None, key: str, text: str) -> None:
+    def add(fid: str | None, key: str, text: str, *, named: bool = False) -> None:
+        """A fragment; a term's, heading's or row's key (not ``named``) gains its id's words."""
         if fid and fid not in used and key and len(out) < MAX_FRAGMENTS:
             used.add(fid)
+            if id_words and not named:  # the id's words the key lacks ("axes" of a
+                folded = key.casefold()  # property "contextmenu" at #index-axes-contextmenu)
+                extra = [w for w in id_key(fid, generic, serials).split()
+                         if w.casefold() not in folded]
+                if extra:
+                    key, text = " ".join((*extra, key)), " ".join((*extra, text))
             out.append(Fragment(fid, _bounded(key, MAX_FRAGMENT_KEY_CHARS),
                                 _bounded(text, MAX_FRAGMENT_TEXT_CHARS)))
 
@@ -428,16 +576,22 @@ def _fragments(tree: LexborHTMLParser, scope: LexborNode,
         fid = _anchor_id(cell, ids) or (tr.id if tr.id in ids else None)
         if fid is not None:
             add(fid, _text(cell), _text(tr))
-    for el in scope.css("[id]"):
+    for el in scope.css("[id], a[name]"):
         if len(out) >= MAX_FRAGMENTS:
             break
-        fid = el.id
+        fid = el.id or el.attributes.get("name")
         if not fid or fid in used or el.tag in _KEYED or el.mem_id in containers:
             continue
         text = _text(el)
+        if not text:  # an empty named anchor: the words of its id, then what follows it
+            if anchors and (key := id_key(fid, generic, serials)):
+                add(fid, key, squash(key + " " + _following_text(
+                    el, scope, MAX_FRAGMENT_TEXT_CHARS, (*_HEADING_TAGS, "dt", "hr"))),
+                    named=True)
+            continue
         link = el if el.tag == "a" else el.css_first("a[href]")
         if link is not None and not (link.attributes.get("href") or "#").startswith("#") \
                 and _text(link) == text:
             continue  # a link to another page (a table of contents): it defines nothing here
-        add(fid, text, text)
+        add(fid, text, text, named=True)  # its id names an element, not a term
     return out

@@ -52,6 +52,15 @@ MAX_FRAGMENT_TEXT_CHARS = 1000  # characters of a fragment's defining text
 # term, heading or first cell), "text" (the key and its defining text), or "0" (nothing).
 DEFS_ENV = "WEBSIFT_DEFS"
 DEFS_DEFAULT = "key"
+# Empty named anchors (<span id="index-decrement-operator"></span>, <a name="GUC-WORK-MEM">) as
+# fragments keyed by the words of their id (WEBSIFT_ANCHOR_DEFS, read at parse time; "0": off).
+# An id's leading segment that leads at least GENERIC_ID_PREFIX_MIN_IDS of a page's ids and is no
+# word of its title or URL is a generic prefix ("index-", "term-") and not part of the key.
+ANCHOR_DEFS_ENV = "WEBSIFT_ANCHOR_DEFS"
+GENERIC_ID_PREFIX_MIN_IDS = 2
+# A term's, heading's or row's key gains the words of its id that its text lacks
+# (<dt id="index-axes-contextmenu">contextmenu</dt>: "axes contextmenu"); "0": off (ablation).
+ID_WORDS_ENV = "WEBSIFT_ID_WORDS"
 # Characters of a page's fragments (id and key) kept in the docstore, for the hit's fragment.
 MAX_STORED_FRAGMENT_CHARS = 16_000
 MAX_URL_QUERY_CHARS = 60  # a longer query string (a playground's code, a token) gives no words
@@ -70,7 +79,13 @@ TEMPLATE_SAMPLE_PAGES = 64
 TEMPLATE_MIN_PAGES = 5
 TEMPLATE_MIN_SHARE = 0.2
 MAX_TEMPLATE_KEYS_PER_HOST = 4096
-TEMPLATES_VERSION = 1
+# 2: navigation blocks keyed per item (indexer/parse.py _link_items); 1 is measured again.
+TEMPLATES_VERSION = 2
+# A block of NAV_MIN_LINKS links or more with at most NAV_MAX_LABEL_WORDS words between two
+# links ("Next: <a>X</a>, Previous: <a>Y</a>, Up: <a>Z</a>") is navigation-shaped: each link
+# with its label is a block of its own for template detection.
+NAV_MIN_LINKS = 2
+NAV_MAX_LABEL_WORDS = 3
 # Anchor boilerplate: an anchor text that a source host puts on links from at least
 # ANCHOR_TEMPLATE_MIN_SHARE of its pages with links ("Next", "Up", "Home", a menu) does not
 # describe its targets; hosts with fewer than ANCHOR_TEMPLATE_MIN_PAGES linking pages have none.

@@ -6,8 +6,10 @@ that only its navigation carries, and shows that navigation as the snippet.  Web
 the template per host at index time, from the pages themselves, not from a word list: up to
 TEMPLATE_SAMPLE_PAGES HTML pages of each host (the ones whose URL ID hashes lowest, so the sample
 is spread over the host and the same in every run) are parsed first, and a block template key
-(indexer/parse.py ``Block.key``: the block's text, or the text outside its links for a block of
-links with words between them) found on at least TEMPLATE_MIN_SHARE of a host's sampled pages is
+(indexer/parse.py ``Block.key``: the block's text, or the words outside its links for a block of
+links with words between them; a navigation-shaped block, links with short labels between them,
+is split into its items first, so "Next: X, Up: Z" on a page where most have "Next: X, Previous:
+Y, Up: Z" is template by the items it shares) found on at least TEMPLATE_MIN_SHARE of a host's sampled pages is
 template there.  A host with fewer than TEMPLATE_MIN_PAGES sampled pages has no template, and a
 block repeated on another host counts nothing here.  Template blocks are left out of the body
 field and of the stored snippet text (indexer/docbatch.py).
@@ -116,13 +118,17 @@ def write_templates(index_dir: Path, templates: Templates) -> None:
 
 
 def read_templates(index_dir: Path) -> Templates | None:
-    """The stored templates; None when there is no file.  Raises CheckedFileCorrupt /
-    CheckedFileNewer (core/checked.py) for a damaged or newer one."""
+    """The stored templates; None when there is no file or an older version's (its keys are
+    another scheme's: measured again).  Raises CheckedFileCorrupt / CheckedFileNewer
+    (core/checked.py) for a damaged or newer one."""
     path = index_dir / TEMPLATES_FILE
     try:
-        body = checked.read_json(path, FORMAT).body
+        got = checked.read_json(path, FORMAT)
     except CheckedFileMissing:
         return None
+    if got.version < TEMPLATES_VERSION:
+        return None
+    body = got.body
     try:
         hosts = {str(h): HostTemplate(int(v["sampled"]), frozenset(int(k, 16) for k in v["keys"]))
                  for h, v in body["hosts"].items()}

@@ -112,6 +112,8 @@ ABLATIONS: tuple[Row, ...] = (
       for f in FIELDS),
     Row("websift without defs field", ("weights.defs=0",)),
     Row("websift defs field = keys + defining text", ("WEBSIFT_DEFS=text",)),
+    Row("websift without empty named anchors as fragments", ("WEBSIFT_ANCHOR_DEFS=0",)),
+    Row("websift without id words in fragment keys", ("WEBSIFT_ID_WORDS=0",)),
     Row("websift without boilerplate (template blocks kept)", ("WEBSIFT_TEMPLATES=0",)),
     Row("websift without anchor boilerplate (kept)", ("WEBSIFT_ANCHOR_TEMPLATES=0",)),
 )
@@ -327,13 +329,14 @@ def evaluate_row(data: DataDir, row: Row, queries: list[Query]) -> dict[str, flo
 
 def failures(run_fn: Callable[[str], list[str]], queries: list[Query], n: int) -> None:
     """The first ``n`` queries with no relevant page in the top 10, with what came instead."""
-    print(f"\nFailed queries (first {n}): qid | query | relevant | top 3")
+    print(f"\nFailed queries (first {n}): qid | kind | query | relevant | top 3")
     shown = 0
     for q in queries:
         ranked = [result_path(u) for u in run_fn(q.text)[:K]]
         if q.relevant & set(ranked):
             continue
-        print(f"{q.qid} | {q.text} | {' '.join(sorted(q.relevant))} | {' '.join(ranked[:3])}")
+        print(f"{q.qid} | {q.kind} | {q.text} | {' '.join(sorted(q.relevant))} | "
+              f"{' '.join(ranked[:3])}")
         shown += 1
         if shown >= n:
             break

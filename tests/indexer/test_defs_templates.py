@@ -13,12 +13,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from core import checked
 from core.datadir import DataDir
 from core.errors import CheckedFileCorrupt
 from indexer.build import build_index
 from indexer.parse import parse_html
 from indexer.searcher import Searcher
+from indexer.settings import TEMPLATES_VERSION
 from indexer.templates import (
+    FORMAT,
     TEMPLATES_FILE,
     HostSampler,
     HostTemplate,
@@ -155,6 +158,11 @@ def test_template_file_round_trip_and_corruption(tmp_path: Path) -> None:
     path.write_bytes(raw[: len(raw) // 2])
     with pytest.raises(CheckedFileCorrupt):
         read_templates(tmp_path)
+    # An older version's keys are another scheme's (whole navigation blocks): measured again.
+    old = checked.Format(FORMAT.name, TEMPLATES_VERSION - 1, FORMAT.what)
+    checked.write_json(path, old, {"share": 0.2, "hosts": {"a.test": {"sampled": 9,
+                                                                      "keys": ["01"]}}})
+    assert read_templates(tmp_path) is None
 
 
 def test_a_corrupt_template_file_is_measured_again(
@@ -196,8 +204,9 @@ def test_texinfo_definition_anchor_at_the_end_of_the_previous_dd() -> None:
             b'<span id="index-a-xlim"></span></dd><dt><code>xlim</code></dt><dd>Limits.</dd>'
             b"</dl></body></html>")
     frags = parse_html(html, "http://t/p.html", structure=True).fragments
-    assert [(f.id, f.key.split()[0]) for f in frags[:2]] == [("index-a-alim", "alim"),
-                                                              ("index-a-xlim", "xlim")]
+    # The key: the id's words the term lacks ("a", the object), then the term.
+    assert [(f.id, f.key.split()[:2]) for f in frags[:2]] == [("index-a-alim", ["alim", ":"]),
+                                                              ("index-a-xlim", ["a", "xlim"])]
 
 
 def test_navigation_block_has_one_template_key_across_pages() -> None:

@@ -3,8 +3,26 @@ documentation generator writes (Sphinx, DocBook, Texinfo, a table of settings)."
 
 from __future__ import annotations
 
-from indexer.parse import Fragment, ParsedPage, block_hash, parse_html
-from indexer.settings import MAX_FRAGMENT_KEY_CHARS, MAX_FRAGMENT_TEXT_CHARS, MAX_FRAGMENTS
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from indexer.parse import (
+    Fragment,
+    ParsedPage,
+    block_hash,
+    generic_prefixes,
+    id_key,
+    id_segments,
+    parse_html,
+)
+from indexer.settings import (
+    ANCHOR_DEFS_ENV,
+    ID_WORDS_ENV,
+    MAX_FRAGMENT_KEY_CHARS,
+    MAX_FRAGMENT_TEXT_CHARS,
+    MAX_FRAGMENTS,
+)
 
 CT = "text/html; charset=utf-8"
 
@@ -42,7 +60,8 @@ def test_sphinx_definitions_and_sections() -> None:
     assert absp.text.startswith(absp.key) and "normalized absolutized version" in absp.text
     assert "base name" not in absp.text  # the next term's definition is its own
     section = frags["module-os.path"]
-    assert section.key.startswith("os.path — pathname functions")
+    # The id's words the heading lacks come first ("module", Sphinx's module target).
+    assert section.key.startswith("module os.path — pathname functions")
     assert "useful functions on pathnames" in section.text
 
 
@@ -71,9 +90,10 @@ def test_docbook_varlistentries_and_sect_anchors() -> None:
     assert "shared memory buffers" in shared.text and "query operation" not in shared.text
     assert "query operation" in frags["GUC-WORK-MEM"].text  # an <a name> inside the term
     memory = frags["RUNTIME-CONFIG-RESOURCE-MEMORY"]  # the heading's permalink
-    assert memory.key.startswith("20.4.1. Memory")
+    # "RUNTIME" leads the page's ids (generic); the rest of the id's words the title lacks.
+    assert memory.key.startswith("CONFIG RESOURCE 20.4.1. Memory")
     assert "shared_buffers" in memory.text  # the section's start, past the title wrappers
-    assert frags["SQL-SYNTAX-LEXICAL"].text == "4.1. Lexical Structure SQL input."
+    assert frags["SQL-SYNTAX-LEXICAL"].text == "SQL SYNTAX 4.1. Lexical Structure SQL input."
     assert "id-1.6.7.6.2.2.1.1.3" not in frags  # an empty index anchor defines nothing
 
 
@@ -135,8 +155,10 @@ def test_blocks_join_to_the_body_and_hash_alike_across_pages() -> None:
                 f"<em>c</em></li></ul>tail<table><tr><td>x</td><td>y</td></tr></table>"
                 f"{nav}</body></html>")
     two = parse(f"<html><body>{nav}<h2>Other</h2><p>Second page.</p></body></html>")
+    # A block of links is split into its items (navigation-shaped: indexer/parse.py).
     assert [b.text for b in one.blocks] == [
-        "Prev Up Home", "First page text.", "a", "b c", "tail", "x", "y", "Prev Up Home"]
+        "Prev", "Up", "Home", "First page text.", "a", "b c", "tail", "x", "y", "Prev", "Up",
+        "Home"]
     for page in (one, two):
         assert " ".join(b.text for b in page.blocks) == page.body
         assert all(b.hash == block_hash(b.text) for b in page.blocks)
@@ -151,3 +173,143 @@ def test_structure_is_off_by_default_and_changes_no_field() -> None:
     assert (off.title, off.headings, off.body, off.text) == (on.title, on.headings, on.body,
                                                              on.text)
     assert off.blocks == [] and off.fragments == []
+
+
+TEXINFO_INDEX = """<html><head><title>Assignment Ops (GNU Octave)</title></head><body>
+<div class="header"><p>Next: <a href="Increment-Ops.html">Increment Operators</a></p></div>
+<span id="Assignment-Expressions"></span><h3 class="section">8.6 Assignment Expressions</h3>
+<span id="index-assignment-operators"></span>
+<span id="index-operators_002c-assignment"></span>
+<span id="index-_002b_003d"></span>
+<p>An assignment stores a new value into a variable.</p>
+<span id="index-lvalue"></span><p>The left-hand operand need not be a variable.</p>
+<hr><div class="header"><p>Next: <a href="Increment-Ops.html">Increment Operators</a></p></div>
+</body></html>"""
+
+
+def test_empty_texinfo_index_anchors_are_fragments_keyed_by_their_ids_words() -> None:
+    frags = by_id(parse(TEXINFO_INDEX))
+    assert frags["Assignment-Expressions"].key == "8.6 Assignment Expressions"  # the heading's
+    # "index-" leads several ids of the page: a generic prefix, not a word of the place.
+    assert frags["index-assignment-operators"].key == "assignment operators"
+    assert frags["index-operators_002c-assignment"].key == "operators, assignment"
+    assert frags["index-_002b_003d"].key == "+="  # Texinfo's escapes decoded
+    lvalue = frags["index-lvalue"]
+    assert lvalue.key == "lvalue"
+    # The text is what follows the anchor, up to the thematic break (not the footer's links).
+    assert lvalue.text == "lvalue The left-hand operand need not be a variable."
+    assert "new value" in frags["index-assignment-operators"].text
+
+
+NAMED = """<html><head><title>Index anchors</title></head><body>
+<p>Intro.<span id="index-0"></span><span id="index-1"></span><span id="id5"></span>
+<span id="id-1.5.3.7"></span><a id="GUC-WORK-MEM"></a><span id="x7"></span><span id="x8"></span>
+<span id="term-getElementById"></span><span id="3f9a0c2e1b"></span><a name="pep-8"></a>
+<span id="module-os.path"></span></p><p>Sets the memory of a query operation.</p>
+</body></html>"""
+
+
+def test_anchor_ids_without_words_are_no_fragments() -> None:
+    frags = by_id(parse(NAMED))
+    # Numbers, generated serials (id5; x7 and x8, a stem the page numbers), hashes, and a
+    # prefix with a counter (index-0, pep-8) carry no words.
+    assert set(frags) == {"GUC-WORK-MEM", "term-getElementById", "module-os.path"}
+    assert frags["GUC-WORK-MEM"].key == "GUC WORK MEM"
+    assert frags["GUC-WORK-MEM"].text == "GUC WORK MEM Sets the memory of a query operation."
+    assert frags["term-getElementById"].key == "term getElementById get Element By Id"
+    assert frags["module-os.path"].key == "module os.path"
+
+
+def test_a_prefix_that_is_a_word_of_the_page_is_kept() -> None:
+    page = ('<html><head><title>Index expressions</title></head><body><p>x</p>'
+            '<span id="index-ranges"></span><span id="index-masks"></span><p>Ranges.</p>'
+            '</body></html>')
+    assert by_id(parse(page))["index-ranges"].key == "index ranges"
+
+
+def test_anchor_fragments_switch_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(ANCHOR_DEFS_ENV, "0")
+    frags = by_id(parse(TEXINFO_INDEX))
+    assert set(frags) == {"Assignment-Expressions"}
+
+
+@given(st.lists(st.one_of(st.from_regex(r"[A-Za-z][A-Za-z0-9._]{0,8}", fullmatch=True),
+                          st.sampled_from(["_002c", "_003d", "_002d", "3", "1.2", "_0041"])),
+                min_size=1, max_size=5),
+       st.sampled_from(["-", ":", " "]))
+def test_id_key_words_come_from_the_id(segments: list[str], sep: str) -> None:
+    fid = sep.join(segments)
+    key = id_key(fid, generic_prefixes([fid, fid + "-x"], ""))
+    decoded = " ".join(id_segments(fid))
+    for word in key.split():
+        assert word in decoded  # no word that the id does not spell
+    assert not any(w.isdigit() for w in key.split())  # numbers are no words
+    if len(segments) == 2 and segments[1].isdigit():
+        assert key == ""  # a prefix and a counter
+
+
+PROPERTIES = """<html><head><title>Axes Properties</title></head><body><h3>Axes Properties</h3>
+<dl><dt id="index-axes-box"><code>box</code>: { "off" } | "on"</dt><dd>Draw a box.</dd>
+<dt id="index-axes-contextmenu"><code>contextmenu</code>: graphics handle</dt>
+<dd>The menu of the axes.</dd><dt id="index-axes-box-1">box</dt><dd>Again.</dd></dl></body></html>"""
+
+
+def test_a_terms_key_gains_the_words_of_its_id_that_it_lacks(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    frags = by_id(parse(PROPERTIES))
+    # "index" leads the page's ids (generic); "axes" names the object the property is of.
+    assert frags["index-axes-contextmenu"].key == "axes contextmenu : graphics handle"
+    assert frags["index-axes-contextmenu"].text.startswith("axes contextmenu : graphics")
+    assert frags["index-axes-box-1"].key == "axes box"  # the counter is no word
+    monkeypatch.setenv(ID_WORDS_ENV, "0")
+    assert by_id(parse(PROPERTIES))["index-axes-contextmenu"].key == "contextmenu : graphics handle"
+
+
+def _texinfo_nav(*links: tuple[str, str]) -> str:
+    items = ", ".join(f'{label}: <a href="{t.replace(" ", "-")}.html">{t}</a>'
+                      for label, t in links)
+    return (f'<div class="header"><p>{items} &nbsp; [<a href="index.html#SEC_Contents">Contents'
+            '</a>][<a href="Concept-Index.html">Index</a>]</p></div>')
+
+
+def test_navigation_variants_share_their_items_template_keys() -> None:
+    full = parse(f"<html><body>{_texinfo_nav(('Next', 'Loops'), ('Previous', 'Ifs'), ('Up', 'Statements'))}"
+                 "<p>The while statement.</p></body></html>")
+    first = parse(f"<html><body>{_texinfo_nav(('Next', 'Strings'), ('Up', 'Data Types'))}"
+                  "<p>Numbers.</p></body></html>")
+    top = parse(f"<html><body>{_texinfo_nav(('Up', 'Top'))}<p>Preface.</p></body></html>")
+    assert [b.text for b in first.blocks] == ["Next: Strings", ", Up: Data Types",
+                                              "[ Contents", "][ Index ]", "Numbers."]
+    keys = {b.key for b in full.blocks}
+    # Every navigation item of the variants has a key the full navigation has too.
+    for page in (first, top):
+        assert {b.key for b in page.blocks[:-1]} <= keys
+        assert page.blocks[-1].key not in keys  # the content is its own
+        assert " ".join(b.text for b in page.blocks) == page.body
+    # A sentence with links is no navigation: one block, keyed by its words outside links.
+    prose = parse('<html><body><p>The <a href="a.html">while</a> statement repeats a body '
+                  'of <a href="b.html">commands</a> as long as a condition holds.</p>'
+                  "</body></html>")
+    assert len(prose.blocks) == 1
+
+
+nav_word = st.from_regex(r"[A-Za-z][a-z]{0,7}", fullmatch=True)
+
+
+@given(st.lists(st.tuples(nav_word, st.lists(nav_word, min_size=1, max_size=3)),
+                min_size=2, max_size=5, unique_by=lambda t: t[0]),
+       st.data())
+def test_a_navigation_variant_shares_its_items_keys(
+        items: list[tuple[str, list[str]]], data: st.DataObject) -> None:
+    def page(chosen: list[tuple[str, list[str]]], body: str) -> ParsedPage:
+        links = ", ".join(f'{label}: <a href="{i}.html">{" ".join(t)}</a>'
+                          for i, (label, t) in enumerate(chosen))
+        return parse(f"<html><body><div><p>{links}</p></div><p>{body}</p></body></html>")
+
+    full = page(items, "one page")
+    keep = data.draw(st.lists(st.sampled_from(items), min_size=2, max_size=len(items),
+                              unique_by=lambda t: t[0]))
+    # The same labels on another page, other link texts, some items left out.
+    other = page([(label, [w + "x" for w in t]) for label, t in keep], "another page")
+    assert " ".join(b.text for b in other.blocks) == other.body
+    assert {b.key for b in other.blocks[:-1]} <= {b.key for b in full.blocks}

@@ -1,0 +1,71 @@
+"""Empty named anchors as defining places (issue 12, item 1): a back-of-book index's anchor
+(Texinfo ``<span id="index-walrus-operator"></span>``) makes its long page the answer and the
+hit's ``#id``.  Real crawl store, WARC files, indexer and searcher (tests/indexer/corpus.py)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from core.datadir import DataDir
+from indexer.build import build_index
+from indexer.searcher import Searcher
+from indexer.settings import ANCHOR_DEFS_ENV
+from tests.indexer.corpus import build_data_dir
+
+A = "http://manual.test/"
+FILLER = ["matrix", "vector", "loop", "plot", "string", "cell", "struct", "file", "error",
+          "package", "function", "script", "global", "persistent", "range", "index"]
+
+
+def _site() -> dict[str, str]:
+    long_text = "".join(f"<p>The {w} chapter says a lot about {w} values and {w} syntax, "
+                        f"as {w} programs use {w} often.</p>" for w in FILLER)
+    ops = ('<html><head><title>Assignment Ops</title></head><body>'
+           '<span id="Assignment-Ops"></span><h2>Assignment Expressions</h2>'
+           f'{long_text}<span id="index-walrus-operator"></span>'
+           '<span id="index-operators_002c-walrus"></span>'
+           '<p>Assigns inside an expression and yields the value.</p>'
+           f'{long_text}</body></html>')
+    pages = {A + "ops.html": ops}
+    for i, w in enumerate(FILLER[:4]):
+        pages[f"{A}p{i}.html"] = (f"<html><head><title>{w.capitalize()} notes</title></head>"
+                                  f"<body><p>Short notes on {w}; a walrus is no operator here, "
+                                  f"and {w} is.</p></body></html>")
+    return pages
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("anchors") / "data"
+    build_data_dir(root, _site())
+    return root
+
+
+def _searcher(site: Path, dest: Path, monkeypatch: pytest.MonkeyPatch, **env: str) -> Searcher:
+    shutil.copytree(site, dest, ignore=shutil.ignore_patterns("index", "*.lock"))
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    data = DataDir.open(dest)
+    build_index(data, procs=1)
+    return Searcher.open(data)
+
+
+def test_the_anchored_page_wins_and_the_hit_links_to_the_anchor(
+        site: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    s = _searcher(site, tmp_path / "on", monkeypatch)
+    res = s.search("walrus operator")
+    assert (res.hits[0].url, res.hits[0].fragment) == (A + "ops.html", "index-walrus-operator")
+    # Only the page whose anchor's id holds the word links to an anchor.
+    assert all(h.fragment is None for h in res.hits[1:])
+    res = s.search("assignment expressions")
+    assert (res.hits[0].url, res.hits[0].fragment) == (A + "ops.html", "Assignment-Ops")
+
+def test_without_anchor_fragments_the_long_page_loses(
+        site: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    res = _searcher(site, tmp_path / "off", monkeypatch,
+                    **{ANCHOR_DEFS_ENV: "0"}).search("walrus operator")
+    assert res.hits[0].url != A + "ops.html"
+    assert all(h.fragment is None or not h.fragment.startswith("index-") for h in res.hits)
