@@ -172,13 +172,12 @@ SITE_MASK_CACHE_BYTES = 16 << 20
 MAX_QUERY_CHARS = 512
 MAX_QUERY_TERMS = 32
 DEFAULT_K = 10
-DEFAULT_DEPTH = 1000
 SNIPPET_CHARS = 240
 SNIPPET_SCAN_CHARS = 30_000  # characters of stored text scanned for the best snippet window
 
 # ---------------------------------------------------------------- bounded work per query
 # indexer/topk.py: blocks are taken in descending score bound, a round at a time; the first
-# round covers at least this many postings (or twice the depth asked), each next one doubles.
+# round covers at least this many postings (or twice the hits asked), each next one doubles.
 PRUNE_FIRST_POSTINGS = 4096
 # Candidates whose phrases and proximity are checked at once (positions read for them only);
 # each next batch doubles, up to PRUNE_VERIFY_MAX.

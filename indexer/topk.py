@@ -10,7 +10,7 @@ bounds, in the "block-max" manner of Ding & Suel 2011 and Lucene's impacts, vect
 round rather than per document:
 
 1. The blocks of every (unit, word, segment) list are taken in descending bound, a round at a
-   time (the first round ``PRUNE_FIRST_POSTINGS`` postings or twice the depth, then doubling).
+   time (the first round ``PRUNE_FIRST_POSTINGS`` postings or twice ``want``, then doubling).
    The documents of a round's blocks not seen before are the round's candidates: cheap filters
    first (``site:``, the words of required phrases, excluded words), then their exact BM25F sum
    and coordination, each other list probed by binary search (``searchsorted``).
@@ -19,16 +19,19 @@ round rather than per document:
    Candidates whose phrases or proximity remain open are checked in batches, highest bound
    first, reading positions for those documents only (:meth:`SegmentReader.positions_of`);
    the others are exact at once.
-3. ``T``, the score a document needs, only rises: the ``depth``-th best exact text score so
-   far, and, when the caller bounds the prior it adds (``prior_bound``: the fusion's ``w``,
-   ranking/fusion.py), the ``k``-th best minus that bound (a page below it cannot reach the top
-   ``k`` even with the largest boost).  A document never seen is in unprocessed blocks of every
-   list holding it, so its score is at most the sum of its segment's lists' largest remaining
-   block bounds plus the pairs' bonuses: once that is below ``T`` and no candidate's bound
-   reaches ``T``, the answer is complete.  The result is every candidate with a text score of
-   at least the final ``T``: the same top ``depth`` (ties aside) and the same top ``k`` after
-   the prior as scoring every posting (the searcher's ``exhaustive`` path; the property test
-   in tests/indexer/test_topk.py compares them).
+3. ``T``, the score a document needs, only rises.  The answer asked for is the exact top
+   ``want`` of text + prior over every matching document (the fusion's boost is bounded, at
+   most ``prior_bound`` = ``w``: ranking/fusion.py), so as candidates become exact their
+   prior is looked up (the caller's ``prior``) and ``T`` is the ``want``-th best fused score
+   so far minus ``w``: a page whose text score is below it cannot reach the top ``want``
+   even with the largest boost.  Without a prior, ``T`` is the ``want``-th best text score.
+   A document never seen is in unprocessed blocks of every list holding it, so its score is
+   at most the sum of its segment's lists' largest remaining block bounds plus the pairs'
+   bonuses: once that is below ``T`` and no candidate's bound reaches ``T``, the answer is
+   complete.  The result is every candidate with a text score of at least the final ``T``:
+   it holds the same top ``want`` after the prior (ties broken by URL ID) as scoring every
+   posting (the searcher's ``exhaustive`` path; the property test in
+   tests/indexer/test_topk.py compares them).
 
 Work and memory grow with the postings and candidates a query needs, never with the
 collection (no array as long as a segment).  Past the deadline the search stops between
@@ -39,6 +42,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -61,6 +65,8 @@ if TYPE_CHECKING:
     from indexer.searcher import Searcher, _Norms, _Postings
 
     Cache = dict[tuple[int, str], _Postings | None]
+
+Prior = Callable[[np.ndarray], np.ndarray]  # URL IDs -> the boost added to their text score
 
 _FIELD_SHIFT = 25
 _DOC_SHIFT = 29
@@ -90,6 +96,7 @@ class TopText:
     segs: np.ndarray
     ords: np.ndarray
     text: np.ndarray
+    prior: np.ndarray  # the prior of each (zeros without one)
     total: int
     total_exact: bool
     partial: bool
@@ -149,14 +156,14 @@ def _member(docs: np.ndarray, sorted_docs: np.ndarray) -> tuple[np.ndarray, np.n
 
 
 class _Evaluation:
-    def __init__(self, searcher: Searcher, plan: Plan, cache: Cache, *, depth: int, want: int,
-                 prior_bound: float | None, deadline: float | None) -> None:
+    def __init__(self, searcher: Searcher, plan: Plan, cache: Cache, *, want: int,
+                 prior: Prior | None, prior_bound: float, deadline: float | None) -> None:
         self.s = searcher
         self.plan = plan
         self.cache = cache
-        self.depth = depth
-        self.want = min(want, depth)
-        self.prior_bound = prior_bound
+        self.want = max(want, 1)
+        self.prior = prior
+        self.prior_bound = prior_bound if prior is not None else 0.0
         self.deadline = deadline
         self.coefficients = (searcher.coefficients if plan.norms is None
                              else plan.norms.coefficients)
@@ -169,7 +176,8 @@ class _Evaluation:
         self.res_si: list[np.ndarray] = []
         self.res_ord: list[np.ndarray] = []
         self.res_text: list[np.ndarray] = []
-        self.results = np.zeros(0)
+        self.res_prior: list[np.ndarray] = []
+        self.fused = np.zeros(0)  # text + prior of every exact candidate
         self.T = -math.inf
         self.sure = 0  # documents known to match
         self.unsure_dropped = False
@@ -229,9 +237,13 @@ class _Evaluation:
             per_seg[si] = (per_seg[si] + bonus) * (1.0 + PRUNE_BOUND_SLACK)
         return left, per_seg
 
+    def _floor(self) -> float:
+        """T less the float rounding of its sums (T is a fused score minus the bound)."""
+        return self.T - _TIE * (abs(self.T) + self.prior_bound)
+
     def _below(self, ub: float | np.ndarray) -> bool | np.ndarray:
         """Which bounds cannot reach T."""
-        return ub < self.T - _TIE * abs(self.T) if math.isfinite(self.T) else (
+        return ub < self._floor() if math.isfinite(self.T) else (
             np.zeros(np.shape(ub), dtype=bool) if np.ndim(ub) else False)
 
     # ------------------------------------------------------------ candidates
@@ -448,11 +460,13 @@ class _Evaluation:
         self.res_si.append(si)
         self.res_ord.append(ords)
         self.res_text.append(text)
-        self.results = np.concatenate([self.results, text])
-        t = _kth(self.results, self.depth)
-        if self.prior_bound is not None:
-            t = max(t, _kth(self.results, self.want) - self.prior_bound)
-        self.T = max(self.T, t)
+        if self.prior is None:
+            boost = np.zeros(len(ords))
+        else:
+            boost = np.asarray(self.prior(self.s._doc_ids(si, ords)), dtype=np.float64)
+        self.res_prior.append(boost)
+        self.fused = np.concatenate([self.fused, text + boost])
+        self.T = max(self.T, _kth(self.fused, self.want) - self.prior_bound)
 
     def _late(self) -> bool:
         return self.deadline is not None and time.monotonic() > self.deadline
@@ -469,8 +483,8 @@ class _Evaluation:
         self._open_lists()
         n_lists = len(self.lists)
         if n_lists == 0:
-            return TopText(np.zeros(0, np.int32), np.zeros(0, np.int64), np.zeros(0), 0, True,
-                           False)
+            return TopText(np.zeros(0, np.int32), np.zeros(0, np.int64), np.zeros(0),
+                           np.zeros(0), 0, True, False)
         owner = np.concatenate([np.full(len(lst.bound), i, dtype=np.int64)
                                 for i, lst in enumerate(self.lists)])
         block = np.concatenate([np.arange(len(lst.bound), dtype=np.int64) for lst in self.lists])
@@ -485,7 +499,7 @@ class _Evaluation:
         pend: _Pending | None = None
         pos = 0  # phase 1 takes blocks in descending bound: [0, pos) are taken
         last_round = False  # phase 2 took every block that can matter: none is left to take
-        round_postings = max(PRUNE_FIRST_POSTINGS, 2 * self.depth)
+        round_postings = max(PRUNE_FIRST_POSTINGS, 2 * self.want)
         batch = PRUNE_VERIFY_FIRST
         partial = False
         rest = max(self._left(owner, bound, untaken)[1].values(), default=-math.inf)
@@ -564,9 +578,10 @@ class _Evaluation:
         segs = _concat(self.res_si, np.int32)
         ords = _concat(self.res_ord, np.int64)
         text = _concat(self.res_text, np.float64)
+        boost = _concat(self.res_prior, np.float64)
         if math.isfinite(self.T):
-            keep = text >= self.T
-            segs, ords, text = segs[keep], ords[keep], text[keep]
+            keep = text >= self._floor()
+            segs, ords, text, boost = segs[keep], ords[keep], text[keep], boost[keep]
         complete = not untaken.any() and not self.unsure_dropped and not partial
         total = self.sure
         if not complete and not (self.plan.required or self.plan.excluded
@@ -578,7 +593,7 @@ class _Evaluation:
                 p = self._postings_of(term, si)
                 dfs[term] = dfs.get(term, 0) + (0 if p is None else len(p.docs))
             total = max(total, max(dfs.values(), default=0))
-        return TopText(segs, ords, text, total, complete, partial, blocks=n_blocks,
+        return TopText(segs, ords, text, boost, total, complete, partial, blocks=n_blocks,
                        blocks_read=int(n_blocks - untaken.sum()), verified=self.verified)
 
 
@@ -597,12 +612,11 @@ def _take(p: _Pending, mask: np.ndarray) -> _Pending:
     return _Pending(*(getattr(p, f)[mask] for f in _PENDING_FIELDS))
 
 
-def top_text(searcher: Searcher, plan: Plan, cache: Cache, *, depth: int, want: int,
-             prior_bound: float | None, deadline: float | None) -> TopText:
-    """Every text match that can be among the top ``depth`` by text score, or, with
-    ``prior_bound``, among the top ``want`` once a prior in [0, prior_bound] is added; with
-    exact text scores (module docstring)."""
-    return _Evaluation(searcher, plan, cache, depth=depth, want=want, prior_bound=prior_bound,
+def top_text(searcher: Searcher, plan: Plan, cache: Cache, *, want: int, prior: Prior | None,
+             prior_bound: float, deadline: float | None) -> TopText:
+    """Every match that can be among the top ``want`` by text score plus ``prior`` (at most
+    ``prior_bound``), with exact text scores and priors (module docstring)."""
+    return _Evaluation(searcher, plan, cache, want=want, prior=prior, prior_bound=prior_bound,
                        deadline=deadline).run()
 
 
@@ -610,5 +624,5 @@ def proximity_bonus(searcher: Searcher, pairs: list[tuple[str, str]], idfs: dict
                     cache: Cache, *, si: int, docs: np.ndarray) -> np.ndarray:
     """The proximity bonus of ``docs`` (sorted live ordinals of segment ``si``), for explain."""
     plan = Plan([], idfs, pairs, [], [], None, None, None)
-    return _Evaluation(searcher, plan, cache, depth=1, want=1, prior_bound=None,
+    return _Evaluation(searcher, plan, cache, want=1, prior=None, prior_bound=0.0,
                        deadline=None).proximity(si, docs)
