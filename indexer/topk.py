@@ -221,21 +221,56 @@ class _Evaluation:
     def _left(self, owner: np.ndarray, bound: np.ndarray, untaken: np.ndarray
               ) -> tuple[np.ndarray, dict[int, float]]:
         """Per list, the largest bound of its blocks not taken (0: none left); per segment, the
-        largest text score a document in no taken block can have (those lists summed, plus
-        the bonus of each pair whose two words both have blocks left there)."""
+        sum of those lists plus the bonus of each pair whose two words both have blocks left
+        there (with the slack; the coordination factor not applied)."""
         left = np.zeros(len(self.lists))
         np.maximum.at(left, owner[untaken], bound[untaken])
-        per_seg: dict[int, float] = {}
-        words: dict[int, set[str]] = {}
+        return left, {si: self._bound_of(left, lists, coord=False)
+                      for si, lists in self._by_seg().items()}
+
+    def _by_seg(self) -> dict[int, list[int]]:
+        out: dict[int, list[int]] = {}
         for li, lst in enumerate(self.lists):
-            if left[li] > 0:
-                per_seg[lst.si] = per_seg.get(lst.si, 0.0) + float(left[li])
-                words.setdefault(lst.si, set()).add(lst.term)
-        for si, terms in words.items():
-            bonus = sum(w for (a, b), w in zip(self.plan.pairs, self.pair_bonus, strict=False)
-                        if a in terms and b in terms)
-            per_seg[si] = (per_seg[si] + bonus) * (1.0 + PRUNE_BOUND_SLACK)
-        return left, per_seg
+            out.setdefault(lst.si, []).append(li)
+        return out
+
+    def _bound_of(self, left: np.ndarray, lists: list[int], *, coord: bool) -> float:
+        """The largest text score of a document found only in ``lists``' blocks not taken: their
+        largest bounds left summed, plus the bonus of each pair whose two words both have blocks
+        left, times (with ``coord``) the coordination factor of the units those lists hold
+        (a document holds no other unit: it would have been seen in that unit's blocks)."""
+        held = [li for li in lists if left[li] > 0]
+        if not held:
+            return -math.inf
+        terms = {self.lists[li].term for li in held}
+        total = float(sum(left[li] for li in held)) + sum(
+            w for (a, b), w in zip(self.plan.pairs, self.pair_bonus, strict=False)
+            if a in terms and b in terms)
+        if coord:
+            units = len({self.lists[li].unit for li in held})
+            total *= (units / max(len(self.plan.units), 1)) ** self.s.settings.coord_power
+        return total * (1.0 + PRUNE_BOUND_SLACK)
+
+    def _rest(self, left: np.ndarray) -> float:
+        """The largest text score a document in no taken block can have, over the segments."""
+        return max((self._bound_of(left, lists, coord=True)
+                    for lists in self._by_seg().values()), default=-math.inf)
+
+    def _inessential(self, left: np.ndarray) -> np.ndarray:
+        """Per list, whether its blocks need not be read (MaxScore's non-essential lists,
+        Turtle & Flood 1995): per segment, the lists of smallest bound left whose documents,
+        holding no other list's word, cannot reach T (coordination included).  A document of
+        theirs that also holds an essential list's word is met in that list's blocks."""
+        out = np.zeros(len(self.lists), dtype=bool)
+        for lists in self._by_seg().values():
+            order = sorted((li for li in lists if left[li] > 0), key=lambda li: left[li])
+            prefix: list[int] = []
+            for li in order:
+                if not self._below(self._bound_of(left, [*prefix, li], coord=True)):
+                    break
+                prefix.append(li)
+            out[prefix] = True
+        return out
 
     def _floor(self) -> float:
         """T less the float rounding of its sums (T is a fused score minus the bound)."""
@@ -502,7 +537,7 @@ class _Evaluation:
         round_postings = max(PRUNE_FIRST_POSTINGS, 2 * self.want)
         batch = PRUNE_VERIFY_FIRST
         partial = False
-        rest = max(self._left(owner, bound, untaken)[1].values(), default=-math.inf)
+        rest = self._rest(self._left(owner, bound, untaken)[0])
         while True:
             # Check the open candidates ahead of every unseen document, highest bound first.
             if pend is not None:
@@ -534,6 +569,7 @@ class _Evaluation:
                 could = seg_sum[owner] - left[owner] * (1.0 + PRUNE_BOUND_SLACK) + bound * (
                     1.0 + PRUNE_BOUND_SLACK)
                 pick = untaken & ~np.asarray(self._below(could), dtype=bool)
+                pick &= ~self._inessential(left)[owner]
                 last_round = True
             else:
                 # Phase 1: the next blocks in descending bound, doubling, until some
@@ -572,7 +608,7 @@ class _Evaluation:
             if pend is not None:
                 pend = _take(pend, np.argsort(-pend.ub, kind="stable"))
             rest = (-math.inf if last_round else
-                    max(self._left(owner, bound, untaken)[1].values(), default=-math.inf))
+                    self._rest(self._left(owner, bound, untaken)[0]))
         if pend is not None and len(self._drop_below(pend).ords):
             self.unsure_dropped = True  # stopped before checking them
         segs = _concat(self.res_si, np.int32)
