@@ -232,11 +232,13 @@ def _mask_bytes(masks: list[np.ndarray]) -> int:
 
 
 def _nbytes(p: _Postings | None) -> int:
-    """Bytes a cached entry holds (arrays shared with another entry are counted again)."""
+    """Bytes a cached entry holds: its arrays, each once (with every page live, ``all_docs``
+    is ``docs``; arrays shared with another entry are counted again), and the saturated
+    scores made later (float64)."""
     if p is None:
         return 64
-    return int(p.docs.nbytes + p.tfs.nbytes + p.all_tfs.nbytes + p.all_docs.nbytes
-               + 4 * len(p.docs))  # + the saturated scores, float32
+    arrays = {id(a): a.nbytes for a in (p.docs, p.tfs, p.all_tfs, p.all_docs)}
+    return int(sum(arrays.values()) + 8 * len(p.docs))
 
 
 @dataclass

@@ -529,7 +529,8 @@ class _Evaluation:
         owner, block, bound, size = owner[order], block[order], bound[order], size[order]
         csize = np.cumsum(size)
         n_blocks = len(bound)
-        untaken = np.ones(n_blocks, dtype=bool)
+        untaken = np.ones(n_blocks, dtype=bool)  # neither read nor skipped
+        skipped = np.zeros(n_blocks, dtype=bool)  # shown unable to hold a page reaching T
         seen: list[list[np.ndarray]] = [[] for _ in self.s.segments]
         pend: _Pending | None = None
         pos = 0  # phase 1 takes blocks in descending bound: [0, pos) are taken
@@ -559,8 +560,11 @@ class _Evaluation:
             if last_round or not untaken.any() or self._below(rest):
                 break
             if math.isfinite(self.T):
-                # Phase 2, once T is known: every block that could hold a document reaching T
-                # (its bound plus the other lists' largest left, in its segment) in one round.
+                # Phase 2, once T is known: the blocks that could hold a document reaching T
+                # (its bound plus the other lists' largest left, in its segment), of the
+                # essential lists, in descending bound, a round at a time (T rises between
+                # rounds: later blocks drop out).  A block that cannot is skipped for good:
+                # T only rises and the bounds left only fall.
                 left, per_seg = self._left(owner, bound, untaken)
                 seg_of = np.array([lst.si for lst in self.lists], dtype=np.int64)
                 seg_sum = np.array([per_seg.get(int(si), 0.0) for si in seg_of])
@@ -568,9 +572,16 @@ class _Evaluation:
                 # largest, which the block's bound replaces.
                 could = seg_sum[owner] - left[owner] * (1.0 + PRUNE_BOUND_SLACK) + bound * (
                     1.0 + PRUNE_BOUND_SLACK)
-                pick = untaken & ~np.asarray(self._below(could), dtype=bool)
-                pick &= ~self._inessential(left)[owner]
-                last_round = True
+                low = untaken & np.asarray(self._below(could), dtype=bool)
+                skipped |= low
+                untaken &= ~low
+                left = self._left(owner, bound, untaken)[0]
+                idx = np.flatnonzero(untaken & ~self._inessential(left)[owner])
+                cut = int(np.searchsorted(np.cumsum(size[idx]), round_postings, side="left")) + 1
+                pick = np.zeros(n_blocks, dtype=bool)
+                pick[idx[:cut]] = True
+                round_postings *= 2
+                last_round = cut >= len(idx)
             else:
                 # Phase 1: the next blocks in descending bound, doubling, until some
                 # candidate is exact and T known.
@@ -618,7 +629,7 @@ class _Evaluation:
         if math.isfinite(self.T):
             keep = text >= self._floor()
             segs, ords, text, boost = segs[keep], ords[keep], text[keep], boost[keep]
-        complete = not untaken.any() and not self.unsure_dropped and not partial
+        complete = not (untaken.any() or skipped.any() or self.unsure_dropped or partial)
         total = self.sure
         if not complete and not (self.plan.required or self.plan.excluded
                                  or self.plan.site_masks is not None
@@ -630,7 +641,7 @@ class _Evaluation:
                 dfs[term] = dfs.get(term, 0) + (0 if p is None else len(p.docs))
             total = max(total, max(dfs.values(), default=0))
         return TopText(segs, ords, text, boost, total, complete, partial, blocks=n_blocks,
-                       blocks_read=int(n_blocks - untaken.sum()), verified=self.verified)
+                       blocks_read=int(n_blocks - untaken.sum() - skipped.sum()), verified=self.verified)
 
 
 _PENDING_FIELDS = ("si", "ords", "base", "coord", "ub", "phrase")
