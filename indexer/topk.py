@@ -183,6 +183,8 @@ class _Evaluation:
         self.unsure_dropped = False
         self.verified = 0
         self._phrase_docs: dict[tuple[int, str], np.ndarray] = {}
+        # Whether a candidate's match may depend on positions (a phrase required or excluded).
+        self.phrased = any(len(ph.terms) > 1 for ph in [*plan.required, *plan.excluded])
 
     # ------------------------------------------------------------ bounds
     def _block_bound(self, p: _Postings, si: int, idf: float) -> np.ndarray:
@@ -610,6 +612,12 @@ class _Evaluation:
                 scored = self._score(si, docs)
                 if scored is None:
                     continue
+                if not self.phrased:
+                    # Every one matches (no phrase to check): those that cannot reach T are
+                    # counted and dropped before any probe for proximity.
+                    low = np.asarray(self._below(scored.ub), dtype=bool)
+                    self.sure += int(low.sum())
+                    scored = _take(scored, ~low)
                 open_, scored.phrase = self._needs_check(scored)
                 self.sure += int((~scored.phrase).sum())
                 done = _take(scored, ~open_)
@@ -617,6 +625,7 @@ class _Evaluation:
                 fresh.append(_take(scored, open_))
             pend = _merge(fresh)
             if pend is not None:
+                pend = self._drop_below(pend)
                 pend = _take(pend, np.argsort(-pend.ub, kind="stable"))
             rest = (-math.inf if last_round else
                     self._rest(self._left(owner, bound, untaken)[0]))
