@@ -238,7 +238,7 @@ def _nbytes(p: _Postings | None) -> int:
     if p is None:
         return 64
     arrays = {id(a): a.nbytes for a in (p.docs, p.tfs, p.all_tfs, p.all_docs)}
-    return int(sum(arrays.values()) + 8 * len(p.docs))
+    return int(sum(arrays.values()) + 8 * len(p.docs) + len(p.docs) // 8)  # + block maxima
 
 
 @dataclass
@@ -254,10 +254,10 @@ class _Postings:
     # The same under other collection statistics (a remote shard scoring with the global
     # ones): (their key, the array), replaced together in one assignment.
     saturated_for: tuple[bytes, np.ndarray] | None = None
-    # Block impacts derived from these postings (a segment from before stored impacts), and
-    # where each (posting, field)'s positions start: for indexer/topk.py, made on first use.
-    impacts: np.ndarray | None = None
+    # For indexer/topk.py, made on first use: where each (posting, field)'s positions start,
+    # and per block of 128 postings the largest of ``saturated`` (its exact block bounds).
     pos_starts: np.ndarray | None = None
+    block_max: np.ndarray | None = None
 
 
 @dataclass(frozen=True)

@@ -50,7 +50,6 @@ import numpy as np
 
 from indexer import bm25f
 from indexer.query import Phrase
-from indexer.segment import block_impacts
 from indexer.settings import (
     BLOCK,
     N_FIELDS,
@@ -187,20 +186,19 @@ class _Evaluation:
         self.phrased = any(len(ph.terms) > 1 for ph in [*plan.required, *plan.excluded])
 
     # ------------------------------------------------------------ bounds
-    def _block_bound(self, p: _Postings, si: int, idf: float) -> np.ndarray:
-        seg = self.s.segments[si]
-        imp = seg.impacts(p.row)
-        if imp is None:  # a segment from before block impacts: derived from the postings
-            if p.impacts is None:
-                p.impacts = block_impacts(p.all_docs, p.all_tfs,
-                                          np.array([len(p.all_docs)]), seg.field_lens)
-            imp = p.impacts
-        max_tf = imp[:, :N_FIELDS].astype(np.float64)
-        min_len = imp[:, N_FIELDS:].astype(np.float64)
-        coef = self.s.weights / (1.0 - self.s.b + self.s.b * (min_len / self.avg))
-        pseudo = (max_tf * coef).sum(axis=1)
-        k1 = self.s.settings.k1
-        return idf * (pseudo / (k1 + pseudo)) * (1.0 + PRUNE_BOUND_SLACK)
+    def _block_bound(self, p: _Postings, si: int, idf: float, starts: np.ndarray) -> np.ndarray:
+        """Per block of live postings (``starts``), idf times its largest tf~/(k1 + tf~): the
+        exact largest term score, from the saturations the decoded list keeps (computed once
+        per cached list under the searcher's statistics)."""
+        block_max = p.block_max if self.plan.norms is None else None
+        if block_max is None or len(block_max) != len(starts) - 1:
+            sat = self.s._saturated(p, si, self.plan.norms)
+            padded = np.append(sat, 0.0)  # an empty block (every posting dead) reads 0 ...
+            block_max = np.maximum.reduceat(padded, starts[:-1])
+            block_max[starts[1:] == starts[:-1]] = 0.0  # ... not its neighbour's first
+            if self.plan.norms is None:
+                p.block_max = block_max
+        return idf * block_max * (1.0 + PRUNE_BOUND_SLACK)
 
     def _open_lists(self) -> None:
         for ui, unit in enumerate(self.plan.units):
@@ -209,14 +207,14 @@ class _Evaluation:
                     p = self.s._postings(term, self.cache, si)
                     if p is None or len(p.docs) == 0:
                         continue
-                    bound = self._block_bound(p, si, self.plan.idfs[term])
-                    nb = len(bound)
+                    nb = (len(p.all_docs) + BLOCK - 1) // BLOCK
                     if len(p.docs) == len(p.all_docs):
                         starts = np.minimum(np.arange(nb + 1, dtype=np.int64) * BLOCK,
                                             len(p.docs))
                     else:
                         starts = np.append(np.searchsorted(p.docs, p.all_docs[::BLOCK]),
                                            len(p.docs)).astype(np.int64)
+                    bound = self._block_bound(p, si, self.plan.idfs[term], starts)
                     self.lists.append(_List(ui, term, si, p, starts, bound,
                                             np.sort(bound)[::-1]))
 
