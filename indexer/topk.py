@@ -2,15 +2,23 @@
 proximity on candidates only, a deadline.
 
 Every word's postings are cut in blocks of ``BLOCK`` (the docs stream's bit-packing blocks);
-each block has stored impacts (indexer/segment.py :func:`block_impacts`: the largest tf and the
-smallest length of each field), which bound the BM25F score of any posting of the block under
-the query's idf and average lengths (Robertson & Zaragoza 2009, 3.4: tf~ grows with tf and
-falls with the field length).  The evaluation is MaxScore (Turtle & Flood 1995) over block
-bounds, in the "block-max" manner of Ding & Suel 2011 and Lucene's impacts, vectorised per
-round rather than per document:
+each block's bound is its largest BM25F term score, exact: idf times the largest tf~/(k1 + tf~)
+of its live postings (Robertson & Zaragoza 2009, 3.4), from the saturations the decoded list
+keeps (computed once per cached list).  The segment's stored impacts (indexer/segment.py
+:func:`block_impacts`: per block the largest tf and the shortest length of each field) bound
+the same score without the list, but pair one posting's tf with another's length; the searcher
+decodes a list whole anyway, so the exact maxima cost one pass and skip far more.  The
+evaluation is MaxScore (Turtle & Flood 1995) over block bounds, in the "block-max" manner of
+Ding & Suel 2011 and Lucene's impacts, vectorised per round rather than per document:
 
 1. The blocks of every (unit, word, segment) list are taken in descending bound, a round at a
-   time (the first round ``PRUNE_FIRST_POSTINGS`` postings or twice ``want``, then doubling).
+   time (the first round ``PRUNE_FIRST_POSTINGS`` postings or twice ``want``, then doubling)
+   until ``T`` is known; then, each round, the blocks that can no longer hold a document
+   reaching ``T`` (their bound plus the other lists' largest left) are skipped for good, and
+   of the rest only those of *essential* lists are read: the lists of smallest bound whose
+   documents, holding no other list's word, cannot reach ``T`` even with the coordination
+   factor of the units they hold, are not (a document of theirs that holds an essential
+   list's word is met in that list's blocks).
    The documents of a round's blocks not seen before are the round's candidates: cheap filters
    first (``site:``, the words of required phrases, excluded words), then their exact BM25F sum
    and coordination, each other list probed by binary search (``searchsorted``).
@@ -27,14 +35,15 @@ round rather than per document:
    even with the largest boost.  Without a prior, ``T`` is the ``want``-th best text score.
    A document never seen is in unprocessed blocks of every list holding it, so its score is
    at most the sum of its segment's lists' largest remaining block bounds plus the pairs'
-   bonuses: once that is below ``T`` and no candidate's bound reaches ``T``, the answer is
-   complete.  The result is every candidate with a text score of at least the final ``T``:
+   bonuses, times the coordination of the units those lists hold: once that is below ``T``
+   and no candidate's bound reaches ``T``, the answer is complete.  The result is every candidate with a text score of at least the final ``T``:
    it holds the same top ``want`` after the prior (ties broken by URL ID) as scoring every
    posting (the searcher's ``exhaustive`` path; the property test in
    tests/indexer/test_topk.py compares them).
 
 Work and memory grow with the postings and candidates a query needs, never with the
-collection (no array as long as a segment).  Past the deadline the search stops between
+collection (no array as long as a segment; a list is decoded whole, once, and kept in the
+searcher's postings cache).  Past the deadline the search stops between
 rounds or batches and returns what it has, flagged partial.
 """
 
