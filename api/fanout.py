@@ -8,10 +8,9 @@ serve`` over its own data directory or local shards) in three rounds
 1. statistics: every shard's live documents, field length sums and df of the query's terms,
    summed here into the statistics of the whole collection;
 2. scoring: every shard that answered returns its top ``offset + k`` scored with those sums,
-   without snippets; each shard's hits are its exact top of text + importance (no rescore
-   window by default, ``rerank_depth``), so the merge by (score desc, URL ID) is the order one
-   index over all the shards would give (with a window set, each shard fuses importance into
-   its own top ``depth`` text matches, as Elasticsearch's rescore window is per shard);
+   without snippets; each shard's hits are its exact top of text + importance over every
+   match (indexer/topk.py), so the merge by (score desc, URL ID) is the order one index over
+   all the shards would give;
 3. snippets: only the pages of the final result page, each from the shard holding it (making a
    snippet reads and scans the page's stored text, the costliest part of a hit: asking for
    ``k`` per shard would do that work for ``shards * k`` pages to show ``k``).

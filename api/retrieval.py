@@ -147,7 +147,6 @@ def run_search(
     req: SearchRequest,
     fusion: FusionParams,
     static_score: str,
-    depth: int = 0,
     *,
     stats: CollectionStats | None = None,
     deadline_ms: float | None = None,
@@ -166,8 +165,7 @@ def run_search(
     terms = parse_query(req.q, searcher.analyzer).terms() if req.topic == AUTO else []
     choice = choose_static(view, req.topic, terms, static_score)
     prior = None if choice.lookup is None else make_prior(choice.lookup, fusion)
-    # The hits are the exact top of text + prior; a rescore window (``depth``, the setting
-    # rerank_depth, 0: none) re-ranks only the top ``depth`` text matches, at least offset + k.
+    # The exact top offset + k of text + prior over every match (indexer/topk.py).
     results = searcher.search(
         req.q,
         k=req.k,
@@ -175,7 +173,6 @@ def run_search(
         site=req.site,
         prior=prior,
         explain=req.explain,
-        depth=max(depth, req.offset + req.k) if depth else None,
         snippets=req.snippets,
         stats=stats,
         # The boost the prior adds is in [0, w): pruning may count on it (indexer/topk.py).
@@ -224,11 +221,10 @@ def cache_lookup(
 def rank_query(snap: Snapshot, req: SearchRequest, settings: Settings, *,
                stats: CollectionStats | None = None) -> Outcome:
     """Rank one query the way ``GET /search`` does: :func:`run_search` with ``settings``'
-    fusion, static score and re-rank depth.  The one path of ``/search``, the search page,
+    fusion and static score.  The one path of ``/search``, the search page,
     ``/shard/search`` and ``websift search`` (no cache here; :func:`search_and_cache` adds it
     for the server)."""
-    return run_search(snap, req, settings.fusion, settings.static_score, settings.rerank_depth,
-                      stats=stats, deadline_ms=settings.search_deadline_ms)
+    return run_search(snap, req, settings.fusion, settings.static_score, stats=stats, deadline_ms=settings.search_deadline_ms)
 
 
 def with_fragment(url: str, fragment: str | None) -> str | None:
@@ -289,7 +285,7 @@ def cached_search(
 
 def _cache_key(snap: Snapshot, req: SearchRequest, settings: Settings) -> Hashable:
     return (snap.index_generations, snap.ranks_generation, req, settings.fusion,
-            settings.static_score, settings.rerank_depth)
+            settings.static_score)
 
 
 def _ranked_hits(hits: list[Hit], view: RankView | None, choice: StaticChoice) -> list[RankedHit]:

@@ -59,9 +59,6 @@ class Settings(BaseSettings):
     fusion_midpoint: float = DEFAULT_MIDPOINT
     fusion_exponent: float = DEFAULT_EXPONENT
     static_score: Literal["pagerank", "opic", "none"] = "pagerank"
-    # 0: the hits are the exact top k of text + prior over every match (the pruned search bounds
-    # the prior); N: only the top N text matches are re-scored with the prior (a rescore window).
-    rerank_depth: int = 0
     # A search stops at this and answers with what it has, flagged partial (never an error):
     # one costly query cannot hold a worker for long ($WEBSIFT_SEARCH_DEADLINE_MS).
     search_deadline_ms: float = Field(default=DEFAULT_SEARCH_DEADLINE_MS, gt=0)

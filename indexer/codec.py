@@ -21,7 +21,6 @@ from indexer.settings import BLOCK, ENCODE_CHUNK_VALUES
 
 _WEIGHTS = [np.left_shift(np.uint32(1), np.arange(w, dtype=np.uint32)) for w in range(33)]
 _WEIGHTS_F = [w.astype(np.float64) for w in _WEIGHTS]
-_EIGHT = np.arange(8, dtype=np.int64)
 
 
 @dataclass
@@ -146,6 +145,30 @@ def encode(values: np.ndarray, lengths: np.ndarray) -> Encoded:
     )
 
 
+def _words_at(buf: np.ndarray, offs: np.ndarray) -> np.ndarray:
+    """The little-endian uint64 starting at each byte offset ``offs`` of ``buf`` (bytes past
+    its end read as 0): one gather through an unaligned, overlapping view of ``buf`` (stride 1
+    byte), not eight gathers per value."""
+    buf = np.ascontiguousarray(buf, dtype=np.uint8)
+    size = len(buf)
+    inside = size - 8  # the last offset whose 8 bytes are all in buf
+    if len(offs) and inside >= 0 and int(offs.max()) <= inside:
+        view = np.ndarray((inside + 1,), dtype="<u8", buffer=buf, strides=(1,))
+        return view[offs]
+    out = np.zeros(len(offs), dtype=np.uint64)
+    ok = offs <= inside
+    if ok.any():
+        view = np.ndarray((inside + 1,), dtype="<u8", buffer=buf, strides=(1,))
+        out[ok] = view[offs[ok]]
+    tail = ~ok & (offs < size)
+    if tail.any():  # the last few values: from a zero-padded copy of the last bytes
+        start = max(inside + 1, 0)
+        pad = np.zeros(16, dtype=np.uint8)
+        pad[: size - start] = buf[start:]
+        out[tail] = np.ndarray((9,), dtype="<u8", buffer=pad, strides=(1,))[offs[tail] - start]
+    return out
+
+
 def _unpack(buf: np.ndarray, n: int, width: int) -> np.ndarray:
     """``n`` values of ``width`` bits packed little-endian at the start of ``buf``."""
     if width == 0:
@@ -170,15 +193,13 @@ def decode(data: np.ndarray, widths: np.ndarray, byte0: int, byte1: int, *, bloc
     if nblocks == 1 or wb.min() == wb.max():
         return _unpack(buf, n, int(wb[0]))
     # Each value lies in the 8 bytes starting at its bit offset // 8 (width <= 32, shift <= 7):
-    # gather them as little-endian uint64 words, shift and mask, all values at once.
-    w = np.repeat(wb.astype(np.uint64), BLOCK)[:n]
+    # read them as little-endian uint64 words, shift and mask, all values at once.
+    w = np.repeat(wb.astype(np.int64), BLOCK)[:n]
     offs = np.cumsum(w) - w
-    padded = np.zeros(len(buf) + 8, dtype=np.uint8)
-    padded[: len(buf)] = buf
-    gathered = padded[(offs >> np.uint64(3)).astype(np.int64)[:, None] + _EIGHT]
-    words = gathered.view("<u8").ravel()
-    mask = (np.uint64(1) << w) - np.uint64(1)
-    return ((words >> (offs & np.uint64(7))) & mask).astype(np.uint32)
+    words = _words_at(buf, offs >> 3)
+    words >>= (offs & 7).astype(np.uint64)
+    words &= (np.uint64(1) << w.astype(np.uint64)) - np.uint64(1)
+    return words.astype(np.uint32)
 
 
 def decode_at(data: np.ndarray, widths: np.ndarray, byte0: int, *, block0: int, n: int,
@@ -197,8 +218,7 @@ def decode_at(data: np.ndarray, widths: np.ndarray, byte0: int, *, block0: int, 
     bi = idx // BLOCK
     w = wb[bi]
     off = block_bit[bi] + (idx % BLOCK) * w
-    gathered = np.take(np.asarray(data), (off >> 3)[:, None] + _EIGHT, mode="clip")
-    words = np.ascontiguousarray(gathered).view("<u8").ravel()
+    words = _words_at(np.asarray(data), off >> 3)
     mask = (np.uint64(1) << w.astype(np.uint64)) - np.uint64(1)
     return (words >> (off & 7).astype(np.uint64)) & mask
 
@@ -246,7 +266,6 @@ def decode_groups(data: np.ndarray, widths: np.ndarray, byte0: np.ndarray, block
     if len(data) == 0:  # every width is 0
         return np.zeros(len(vb), dtype=np.uint64)
     off = blk_byte[vb] * 8 + j * wv
-    gathered = np.take(np.asarray(data), (off >> 3)[:, None] + _EIGHT, mode="clip")
-    words = np.ascontiguousarray(gathered).view("<u8").ravel()
+    words = _words_at(np.asarray(data), off >> 3)
     mask = (np.uint64(1) << wv.astype(np.uint64)) - np.uint64(1)
     return (words >> (off & 7).astype(np.uint64)) & mask

@@ -7,9 +7,10 @@ collector.
 
 Scoring is vectorised over postings: for each query term, each segment's postings are decoded
 (indexer/codec.py) and their BM25F contributions scattered into a dense score array of that
-segment (one float per document), so no Python loop runs per document.  The top ``depth`` text
-matches are chosen with ``argpartition``; the caller's ``prior`` (link importance) is added to
-those and the top k taken.
+segment (one float per document), so no Python loop runs per document.  The caller's ``prior``
+(link importance, at most ``prior_bound``) is added to every match's text score and the exact
+top k of the sum taken with ``argpartition``; on a large index indexer/topk.py finds the same
+top k from the few blocks of postings that can hold it.
 
 Versions: a newer segment masks older versions of the same URL (its docs and drops bitmaps);
 :func:`live_masks` computes that once at open.  Collection statistics (N, df, average field
@@ -231,11 +232,13 @@ def _mask_bytes(masks: list[np.ndarray]) -> int:
 
 
 def _nbytes(p: _Postings | None) -> int:
-    """Bytes a cached entry holds (arrays shared with another entry are counted again)."""
+    """Bytes a cached entry holds: its arrays, each once (with every page live, ``all_docs``
+    is ``docs``; arrays shared with another entry are counted again), and the saturated
+    scores made later (float64)."""
     if p is None:
         return 64
-    return int(p.docs.nbytes + p.tfs.nbytes + p.all_tfs.nbytes + p.all_docs.nbytes
-               + 4 * len(p.docs))  # + the saturated scores, float32
+    arrays = {id(a): a.nbytes for a in (p.docs, p.tfs, p.all_tfs, p.all_docs)}
+    return int(sum(arrays.values()) + 8 * len(p.docs) + len(p.docs) // 8)  # + block maxima
 
 
 @dataclass
@@ -251,10 +254,10 @@ class _Postings:
     # The same under other collection statistics (a remote shard scoring with the global
     # ones): (their key, the array), replaced together in one assignment.
     saturated_for: tuple[bytes, np.ndarray] | None = None
-    # Block impacts derived from these postings (a segment from before stored impacts), and
-    # where each (posting, field)'s positions start: for indexer/topk.py, made on first use.
-    impacts: np.ndarray | None = None
+    # For indexer/topk.py, made on first use: where each (posting, field)'s positions start,
+    # and per block of 128 postings the largest of ``saturated`` (its exact block bounds).
     pos_starts: np.ndarray | None = None
+    block_max: np.ndarray | None = None
 
 
 @dataclass(frozen=True)
@@ -535,18 +538,18 @@ class Searcher:
 
     # ------------------------------------------------------------------ search
     def search(self, query: str, k: int = DEFAULT_K, offset: int = 0, *, site: str | None = None,
-               prior: Prior | None = None, explain: bool = False, depth: int | None = None,
+               prior: Prior | None = None, explain: bool = False,
                snippets: bool = True, stats: CollectionStats | None = None,
                prior_bound: float | None = None, deadline: float | None = None,
                exhaustive: bool = False, fragments: bool = True) -> SearchResults:
         """Top ``k`` hits (after ``offset``) for ``query``; raises QueryError on a bad query.
 
-        The hits are the top ``k`` of text score + ``prior`` over every match (exact: the
-        pruned search bounds the prior by ``prior_bound``); with ``depth``, only the top
-        ``depth`` text matches are re-ranked with the prior (a rescore window).  ``stats``: score
-        with these collection statistics instead of this searcher's own (the sums over every
-        shard; a term they leave out keeps its own df here).  ``prior_bound``: the prior is in
-        [0, prior_bound] (lets the pruning skip more, exactly); ``deadline``: a
+        The ranking is the exact top ``offset + k`` of text score + ``prior`` (URL IDs -> a
+        boost) over every matching page, ties by the lower URL ID.  ``stats``: score with these
+        collection statistics instead of this searcher's own (the sums over every shard; a
+        term they leave out keeps its own df here).  ``prior_bound``: the prior is at most this
+        (the fusion's ``w``), which lets the pruning skip blocks exactly; a prior without a
+        bound is added to every match (the exhaustive path).  ``deadline``: a
         ``time.monotonic()`` past which the search returns what it has (``partial``);
         ``exhaustive``: score every posting (the reference the pruned evaluation equals; an
         index of fewer than EXHAUSTIVE_MAX_DOCS documents is always scored so); ``fragments``:
@@ -575,7 +578,8 @@ class Searcher:
         site_masks = self._host_masks(tuple(pq.sites)) if pq.sites else None
         nosite_masks = self._host_masks(tuple(pq.excluded_sites)) if pq.excluded_sites else None
         small = sum(len(seg.doc_ids) for seg in self.segments) < EXHAUSTIVE_MAX_DOCS
-        if site_only or exhaustive or small:
+        unbounded = prior is not None and prior_bound is None
+        if site_only or exhaustive or small or unbounded:
             found = self._score_all(units, pq, idfs=idfs, pairs=pairs, cache=cache,
                                     norms=norms, site_masks=site_masks,
                                     nosite_masks=nosite_masks, site_only=site_only)
@@ -583,30 +587,22 @@ class Searcher:
                 return results
             segs, ords, text = found
             results.total = len(text)
+            doc_ids = self._doc_ids(segs, ords)
+            prior_scores = (np.asarray(prior(doc_ids), dtype=np.float64) if prior is not None
+                            else np.zeros(len(doc_ids)))
         else:
             plan = Plan(units, idfs, pairs, pq.required, pq.excluded, site_masks, nosite_masks,
                         norms)
-            prior_of = None
-            if prior is not None:
-                fn = prior
-
-                def prior_of(segs: np.ndarray, ords: np.ndarray) -> np.ndarray:
-                    return np.asarray(fn(self._doc_ids(segs, ords)), dtype=np.float64)
-            top = top_text(self, plan, cache, depth=depth, want=offset + k,
-                           prior_bound=0.0 if prior is None else prior_bound, deadline=deadline,
-                           prior_of=prior_of)
-            segs, ords, text = top.segs, top.ords, top.text
+            top = top_text(self, plan, cache, want=offset + k, prior=prior,
+                           prior_bound=0.0 if prior_bound is None else prior_bound,
+                           deadline=deadline)
+            segs, ords, text, prior_scores = top.segs, top.ords, top.text, top.prior
             results.total, results.total_exact = top.total, top.total_exact
             results.partial = top.partial
             results.blocks, results.blocks_read = top.blocks, top.blocks_read
             if len(text) == 0:
                 return results
-        doc_ids = self._doc_ids(segs, ords)
-        if depth is not None and len(text) > depth:
-            top_i = _top(text, doc_ids, depth)
-            segs, ords, text, doc_ids = segs[top_i], ords[top_i], text[top_i], doc_ids[top_i]
-        prior_scores = (np.asarray(prior(doc_ids), dtype=np.float64) if prior is not None
-                        else np.zeros(len(doc_ids)))
+            doc_ids = self._doc_ids(segs, ords)
         final = text + prior_scores
         want = min(len(final), offset + k)
         if want <= 0:

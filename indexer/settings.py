@@ -192,7 +192,7 @@ SNIPPET_SCAN_CHARS = 30_000  # characters of stored text scanned for the best sn
 
 # ---------------------------------------------------------------- bounded work per query
 # indexer/topk.py: blocks are taken in descending score bound, a round at a time; the first
-# round covers at least this many postings (or twice the depth asked), each next one doubles.
+# round covers at least this many postings (or twice the hits asked), each next one doubles.
 PRUNE_FIRST_POSTINGS = 4096
 # Candidates whose phrases and proximity are checked at once (positions read for them only);
 # each next batch doubles, up to PRUNE_VERIFY_MAX.

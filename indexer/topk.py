@@ -4,16 +4,21 @@ proximity on candidates only, a deadline.
 Every word's postings are cut in blocks of ``BLOCK`` (the docs stream's bit-packing blocks);
 each block's bound is its largest BM25F term score, exact: idf times the largest tf~/(k1 + tf~)
 of its live postings (Robertson & Zaragoza 2009, 3.4), from the saturations the decoded list
-keeps (computed once per list and statistics).  The segment's stored impacts (indexer/segment.py
-:func:`block_impacts`: per block the largest tf and shortest length of each field) bound the
-same score without decoding, but pair one posting's tf with another's length; the searcher
-decodes a list whole anyway, so the exact maxima cost one pass and skip far more (a common
-word's top 10 read 50% of its blocks with the stored bounds, 3% with these; 200,000 pages).
-The evaluation is MaxScore (Turtle & Flood 1995) over block bounds, in the "block-max" manner of
+keeps (computed once per cached list).  The segment's stored impacts (indexer/segment.py
+:func:`block_impacts`: per block the largest tf and the shortest length of each field) bound
+the same score without the list, but pair one posting's tf with another's length; the searcher
+decodes a list whole anyway, so the exact maxima cost one pass and skip far more.  The
+evaluation is MaxScore (Turtle & Flood 1995) over block bounds, in the "block-max" manner of
 Ding & Suel 2011 and Lucene's impacts, vectorised per round rather than per document:
 
 1. The blocks of every (unit, word, segment) list are taken in descending bound, a round at a
-   time (the first round ``PRUNE_FIRST_POSTINGS`` postings or twice the depth, then doubling).
+   time (the first round ``PRUNE_FIRST_POSTINGS`` postings or twice ``want``, then doubling)
+   until ``T`` is known; then, each round, the blocks that can no longer hold a document
+   reaching ``T`` (their bound plus the other lists' largest left) are skipped for good, and
+   of the rest only those of *essential* lists are read: the lists of smallest bound whose
+   documents, holding no other list's word, cannot reach ``T`` even with the coordination
+   factor of the units they hold, are not (a document of theirs that holds an essential
+   list's word is met in that list's blocks).
    The documents of a round's blocks not seen before are the round's candidates: cheap filters
    first (``site:``, the words of required phrases, excluded words), then their exact BM25F sum
    and coordination, each other list probed by binary search (``searchsorted``).
@@ -22,20 +27,23 @@ Ding & Suel 2011 and Lucene's impacts, vectorised per round rather than per docu
    Candidates whose phrases or proximity remain open are checked in batches, highest bound
    first, reading positions for those documents only (:meth:`SegmentReader.positions_of`);
    the others are exact at once.
-3. ``T``, the score a document needs, only rises: the ``k``-th best exact text + prior so far
-   minus the prior's bound (``prior_bound``: the fusion's ``w``, ranking/fusion.py; a page
-   below it cannot reach the top ``k`` even with the largest boost; no prior: the ``k``-th
-   best text score), and with a rescore window (``depth``) at least the ``depth``-th best text
-   score.  A document never seen is in unprocessed blocks of every
-   list holding it, so its score is at most the sum of its segment's lists' largest remaining
-   block bounds plus the pairs' bonuses: once that is below ``T`` and no candidate's bound
-   reaches ``T``, the answer is complete.  The result is every candidate with a text score of
-   at least the final ``T``: the same top ``depth`` (ties aside) and the same top ``k`` after
-   the prior as scoring every posting (the searcher's ``exhaustive`` path; the property test
-   in tests/indexer/test_topk.py compares them).
+3. ``T``, the score a document needs, only rises.  The answer asked for is the exact top
+   ``want`` of text + prior over every matching document (the fusion's boost is bounded, at
+   most ``prior_bound`` = ``w``: ranking/fusion.py), so as candidates become exact their
+   prior is looked up (the caller's ``prior``) and ``T`` is the ``want``-th best fused score
+   so far minus ``w``: a page whose text score is below it cannot reach the top ``want``
+   even with the largest boost.  Without a prior, ``T`` is the ``want``-th best text score.
+   A document never seen is in unprocessed blocks of every list holding it, so its score is
+   at most the sum of its segment's lists' largest remaining block bounds plus the pairs'
+   bonuses, times the coordination of the units those lists hold: once that is below ``T``
+   and no candidate's bound reaches ``T``, the answer is complete.  The result is every candidate with a text score of at least the final ``T``:
+   it holds the same top ``want`` after the prior (ties broken by URL ID) as scoring every
+   posting (the searcher's ``exhaustive`` path; the property test in
+   tests/indexer/test_topk.py compares them).
 
 Work and memory grow with the postings and candidates a query needs, never with the
-collection (no array as long as a segment).  Past the deadline the search stops between
+collection (no array as long as a segment; a list is decoded whole, once, and kept in the
+searcher's postings cache).  Past the deadline the search stops between
 rounds or batches and returns what it has, flagged partial.
 """
 
@@ -66,8 +74,7 @@ if TYPE_CHECKING:
 
     Cache = dict[tuple[int, str], _Postings | None]
 
-# The prior of candidates: (segment index of each, ordinal of each) -> their prior scores.
-PriorOf = Callable[[np.ndarray, np.ndarray], np.ndarray]
+Prior = Callable[[np.ndarray], np.ndarray]  # URL IDs -> the boost added to their text score
 
 _FIELD_SHIFT = 25
 _DOC_SHIFT = 29
@@ -97,6 +104,7 @@ class TopText:
     segs: np.ndarray
     ords: np.ndarray
     text: np.ndarray
+    prior: np.ndarray  # the prior of each (zeros without one)
     total: int
     total_exact: bool
     partial: bool
@@ -156,16 +164,14 @@ def _member(docs: np.ndarray, sorted_docs: np.ndarray) -> tuple[np.ndarray, np.n
 
 
 class _Evaluation:
-    def __init__(self, searcher: Searcher, plan: Plan, cache: Cache, *, depth: int | None,
-                 want: int, prior_bound: float | None, deadline: float | None,
-                 prior_of: PriorOf | None = None) -> None:
+    def __init__(self, searcher: Searcher, plan: Plan, cache: Cache, *, want: int,
+                 prior: Prior | None, prior_bound: float, deadline: float | None) -> None:
         self.s = searcher
         self.plan = plan
         self.cache = cache
-        self.depth = depth
-        self.want = want if depth is None else min(want, depth)
-        self.prior_bound = prior_bound
-        self.prior_of = prior_of
+        self.want = max(want, 1)
+        self.prior = prior
+        self.prior_bound = prior_bound if prior is not None else 0.0
         self.deadline = deadline
         self.coefficients = (searcher.coefficients if plan.norms is None
                              else plan.norms.coefficients)
@@ -178,28 +184,30 @@ class _Evaluation:
         self.res_si: list[np.ndarray] = []
         self.res_ord: list[np.ndarray] = []
         self.res_text: list[np.ndarray] = []
-        self.results = np.zeros(0)
-        self.fused = np.zeros(0)  # results + each one's prior (with prior_of)
+        self.res_prior: list[np.ndarray] = []
+        self.fused = np.zeros(0)  # text + prior of every exact candidate
         self.T = -math.inf
         self.sure = 0  # documents known to match
         self.unsure_dropped = False
         self.verified = 0
         self._phrase_docs: dict[tuple[int, str], np.ndarray] = {}
+        # Whether a candidate's match may depend on positions (a phrase required or excluded).
+        self.phrased = any(len(ph.terms) > 1 for ph in [*plan.required, *plan.excluded])
 
     # ------------------------------------------------------------ bounds
-    def _exact_block_max(self, p: _Postings, si: int, starts: np.ndarray, idf: float
-                         ) -> np.ndarray:
-        """Per block, idf times the largest tf~/(k1 + tf~) of its live postings: exact, from
-        the saturations the decoded list keeps (computed once per list and statistics, as
-        the searcher's exhaustive path does), so far tighter than the stored impacts (which
-        pair one posting's largest tf with another's shortest field); 0 for a block whose
-        postings are all deleted."""
-        sat = self.s._saturated(p, si, self.plan.norms)
-        out = np.zeros(len(starts) - 1, dtype=np.float64)
-        full = np.flatnonzero(starts[1:] > starts[:-1])
-        if len(full):
-            out[full] = np.maximum.reduceat(sat, starts[:-1][full])
-        return idf * out * (1.0 + PRUNE_BOUND_SLACK)
+    def _block_bound(self, p: _Postings, si: int, idf: float, starts: np.ndarray) -> np.ndarray:
+        """Per block of live postings (``starts``), idf times its largest tf~/(k1 + tf~): the
+        exact largest term score, from the saturations the decoded list keeps (computed once
+        per cached list under the searcher's statistics)."""
+        block_max = p.block_max if self.plan.norms is None else None
+        if block_max is None or len(block_max) != len(starts) - 1:
+            sat = self.s._saturated(p, si, self.plan.norms)
+            padded = np.append(sat, 0.0)  # an empty block (every posting dead) reads 0 ...
+            block_max = np.maximum.reduceat(padded, starts[:-1])
+            block_max[starts[1:] == starts[:-1]] = 0.0  # ... not its neighbour's first
+            if self.plan.norms is None:
+                p.block_max = block_max
+        return idf * block_max * (1.0 + PRUNE_BOUND_SLACK)
 
     def _open_lists(self) -> None:
         for ui, unit in enumerate(self.plan.units):
@@ -215,32 +223,71 @@ class _Evaluation:
                     else:
                         starts = np.append(np.searchsorted(p.docs, p.all_docs[::BLOCK]),
                                            len(p.docs)).astype(np.int64)
-                    bound = self._exact_block_max(p, si, starts, self.plan.idfs[term])
+                    bound = self._block_bound(p, si, self.plan.idfs[term], starts)
                     self.lists.append(_List(ui, term, si, p, starts, bound,
                                             np.sort(bound)[::-1]))
 
     def _left(self, owner: np.ndarray, bound: np.ndarray, untaken: np.ndarray
               ) -> tuple[np.ndarray, dict[int, float]]:
         """Per list, the largest bound of its blocks not taken (0: none left); per segment, the
-        largest text score a document in no taken block can have (those lists summed, plus
-        the bonus of each pair whose two words both have blocks left there)."""
+        sum of those lists plus the bonus of each pair whose two words both have blocks left
+        there (with the slack; the coordination factor not applied)."""
         left = np.zeros(len(self.lists))
         np.maximum.at(left, owner[untaken], bound[untaken])
-        per_seg: dict[int, float] = {}
-        words: dict[int, set[str]] = {}
+        return left, {si: self._bound_of(left, lists, coord=False)
+                      for si, lists in self._by_seg().items()}
+
+    def _by_seg(self) -> dict[int, list[int]]:
+        out: dict[int, list[int]] = {}
         for li, lst in enumerate(self.lists):
-            if left[li] > 0:
-                per_seg[lst.si] = per_seg.get(lst.si, 0.0) + float(left[li])
-                words.setdefault(lst.si, set()).add(lst.term)
-        for si, terms in words.items():
-            bonus = sum(w for (a, b), w in zip(self.plan.pairs, self.pair_bonus, strict=False)
-                        if a in terms and b in terms)
-            per_seg[si] = (per_seg[si] + bonus) * (1.0 + PRUNE_BOUND_SLACK)
-        return left, per_seg
+            out.setdefault(lst.si, []).append(li)
+        return out
+
+    def _bound_of(self, left: np.ndarray, lists: list[int], *, coord: bool) -> float:
+        """The largest text score of a document found only in ``lists``' blocks not taken: their
+        largest bounds left summed, plus the bonus of each pair whose two words both have blocks
+        left, times (with ``coord``) the coordination factor of the units those lists hold
+        (a document holds no other unit: it would have been seen in that unit's blocks)."""
+        held = [li for li in lists if left[li] > 0]
+        if not held:
+            return -math.inf
+        terms = {self.lists[li].term for li in held}
+        total = float(sum(left[li] for li in held)) + sum(
+            w for (a, b), w in zip(self.plan.pairs, self.pair_bonus, strict=False)
+            if a in terms and b in terms)
+        if coord:
+            units = len({self.lists[li].unit for li in held})
+            total *= (units / max(len(self.plan.units), 1)) ** self.s.settings.coord_power
+        return total * (1.0 + PRUNE_BOUND_SLACK)
+
+    def _rest(self, left: np.ndarray) -> float:
+        """The largest text score a document in no taken block can have, over the segments."""
+        return max((self._bound_of(left, lists, coord=True)
+                    for lists in self._by_seg().values()), default=-math.inf)
+
+    def _inessential(self, left: np.ndarray) -> np.ndarray:
+        """Per list, whether its blocks need not be read (MaxScore's non-essential lists,
+        Turtle & Flood 1995): per segment, the lists of smallest bound left whose documents,
+        holding no other list's word, cannot reach T (coordination included).  A document of
+        theirs that also holds an essential list's word is met in that list's blocks."""
+        out = np.zeros(len(self.lists), dtype=bool)
+        for lists in self._by_seg().values():
+            order = sorted((li for li in lists if left[li] > 0), key=lambda li: left[li])
+            prefix: list[int] = []
+            for li in order:
+                if not self._below(self._bound_of(left, [*prefix, li], coord=True)):
+                    break
+                prefix.append(li)
+            out[prefix] = True
+        return out
+
+    def _floor(self) -> float:
+        """T less the float rounding of its sums (T is a fused score minus the bound)."""
+        return self.T - _TIE * (abs(self.T) + self.prior_bound)
 
     def _below(self, ub: float | np.ndarray) -> bool | np.ndarray:
         """Which bounds cannot reach T."""
-        return ub < self.T - _TIE * abs(self.T) if math.isfinite(self.T) else (
+        return ub < self._floor() if math.isfinite(self.T) else (
             np.zeros(np.shape(ub), dtype=bool) if np.ndim(ub) else False)
 
     # ------------------------------------------------------------ candidates
@@ -457,19 +504,13 @@ class _Evaluation:
         self.res_si.append(si)
         self.res_ord.append(ords)
         self.res_text.append(text)
-        self.results = np.concatenate([self.results, text])
-        t = -math.inf if self.depth is None else _kth(self.results, self.depth)
-        if self.prior_bound is not None:
-            # A page whose text score is below the k-th best fused score found minus the
-            # largest prior cannot enter the top k (with the candidates' own priors, the k-th
-            # fused score is at least the k-th text score: a tighter T).
-            if self.prior_of is not None:
-                self.fused = np.concatenate([self.fused, text + self.prior_of(si, ords)])
-                kth = _kth(self.fused, self.want)
-            else:
-                kth = _kth(self.results, self.want)
-            t = max(t, kth - self.prior_bound)
-        self.T = max(self.T, t)
+        if self.prior is None:
+            boost = np.zeros(len(ords))
+        else:
+            boost = np.asarray(self.prior(self.s._doc_ids(si, ords)), dtype=np.float64)
+        self.res_prior.append(boost)
+        self.fused = np.concatenate([self.fused, text + boost])
+        self.T = max(self.T, _kth(self.fused, self.want) - self.prior_bound)
 
     def _late(self) -> bool:
         return self.deadline is not None and time.monotonic() > self.deadline
@@ -486,8 +527,8 @@ class _Evaluation:
         self._open_lists()
         n_lists = len(self.lists)
         if n_lists == 0:
-            return TopText(np.zeros(0, np.int32), np.zeros(0, np.int64), np.zeros(0), 0, True,
-                           False)
+            return TopText(np.zeros(0, np.int32), np.zeros(0, np.int64), np.zeros(0),
+                           np.zeros(0), 0, True, False)
         owner = np.concatenate([np.full(len(lst.bound), i, dtype=np.int64)
                                 for i, lst in enumerate(self.lists)])
         block = np.concatenate([np.arange(len(lst.bound), dtype=np.int64) for lst in self.lists])
@@ -497,15 +538,16 @@ class _Evaluation:
         owner, block, bound, size = owner[order], block[order], bound[order], size[order]
         csize = np.cumsum(size)
         n_blocks = len(bound)
-        untaken = np.ones(n_blocks, dtype=bool)
+        untaken = np.ones(n_blocks, dtype=bool)  # neither read nor skipped
+        skipped = np.zeros(n_blocks, dtype=bool)  # shown unable to hold a page reaching T
         seen: list[list[np.ndarray]] = [[] for _ in self.s.segments]
         pend: _Pending | None = None
         pos = 0  # phase 1 takes blocks in descending bound: [0, pos) are taken
         last_round = False  # phase 2 took every block that can matter: none is left to take
-        round_postings = max(PRUNE_FIRST_POSTINGS, 2 * (self.depth or self.want))
+        round_postings = max(PRUNE_FIRST_POSTINGS, 2 * self.want)
         batch = PRUNE_VERIFY_FIRST
         partial = False
-        rest = max(self._left(owner, bound, untaken)[1].values(), default=-math.inf)
+        rest = self._rest(self._left(owner, bound, untaken)[0])
         while True:
             # Check the open candidates ahead of every unseen document, highest bound first.
             if pend is not None:
@@ -527,8 +569,11 @@ class _Evaluation:
             if last_round or not untaken.any() or self._below(rest):
                 break
             if math.isfinite(self.T):
-                # Phase 2, once T is known: every block that could hold a document reaching T
-                # (its bound plus the other lists' largest left, in its segment) in one round.
+                # Phase 2, once T is known: the blocks that could hold a document reaching T
+                # (its bound plus the other lists' largest left, in its segment), of the
+                # essential lists, in descending bound, a round at a time (T rises between
+                # rounds: later blocks drop out).  A block that cannot is skipped for good:
+                # T only rises and the bounds left only fall.
                 left, per_seg = self._left(owner, bound, untaken)
                 seg_of = np.array([lst.si for lst in self.lists], dtype=np.int64)
                 seg_sum = np.array([per_seg.get(int(si), 0.0) for si in seg_of])
@@ -536,8 +581,16 @@ class _Evaluation:
                 # largest, which the block's bound replaces.
                 could = seg_sum[owner] - left[owner] * (1.0 + PRUNE_BOUND_SLACK) + bound * (
                     1.0 + PRUNE_BOUND_SLACK)
-                pick = untaken & ~np.asarray(self._below(could), dtype=bool)
-                last_round = True
+                low = untaken & np.asarray(self._below(could), dtype=bool)
+                skipped |= low
+                untaken &= ~low
+                left = self._left(owner, bound, untaken)[0]
+                idx = np.flatnonzero(untaken & ~self._inessential(left)[owner])
+                cut = int(np.searchsorted(np.cumsum(size[idx]), round_postings, side="left")) + 1
+                pick = np.zeros(n_blocks, dtype=bool)
+                pick[idx[:cut]] = True
+                round_postings *= 2
+                last_round = cut >= len(idx)
             else:
                 # Phase 1: the next blocks in descending bound, doubling, until some
                 # candidate is exact and T known.
@@ -566,6 +619,12 @@ class _Evaluation:
                 scored = self._score(si, docs)
                 if scored is None:
                     continue
+                if not self.phrased:
+                    # Every one matches (no phrase to check): those that cannot reach T are
+                    # counted and dropped before any probe for proximity.
+                    low = np.asarray(self._below(scored.ub), dtype=bool)
+                    self.sure += int(low.sum())
+                    scored = _take(scored, ~low)
                 open_, scored.phrase = self._needs_check(scored)
                 self.sure += int((~scored.phrase).sum())
                 done = _take(scored, ~open_)
@@ -573,18 +632,20 @@ class _Evaluation:
                 fresh.append(_take(scored, open_))
             pend = _merge(fresh)
             if pend is not None:
+                pend = self._drop_below(pend)
                 pend = _take(pend, np.argsort(-pend.ub, kind="stable"))
             rest = (-math.inf if last_round else
-                    max(self._left(owner, bound, untaken)[1].values(), default=-math.inf))
+                    self._rest(self._left(owner, bound, untaken)[0]))
         if pend is not None and len(self._drop_below(pend).ords):
             self.unsure_dropped = True  # stopped before checking them
         segs = _concat(self.res_si, np.int32)
         ords = _concat(self.res_ord, np.int64)
         text = _concat(self.res_text, np.float64)
+        boost = _concat(self.res_prior, np.float64)
         if math.isfinite(self.T):
-            keep = text >= self.T
-            segs, ords, text = segs[keep], ords[keep], text[keep]
-        complete = not untaken.any() and not self.unsure_dropped and not partial
+            keep = text >= self._floor()
+            segs, ords, text, boost = segs[keep], ords[keep], text[keep], boost[keep]
+        complete = not (untaken.any() or skipped.any() or self.unsure_dropped or partial)
         total = self.sure
         if not complete and not (self.plan.required or self.plan.excluded
                                  or self.plan.site_masks is not None
@@ -595,8 +656,8 @@ class _Evaluation:
                 p = self._postings_of(term, si)
                 dfs[term] = dfs.get(term, 0) + (0 if p is None else len(p.docs))
             total = max(total, max(dfs.values(), default=0))
-        return TopText(segs, ords, text, total, complete, partial, blocks=n_blocks,
-                       blocks_read=int(n_blocks - untaken.sum()), verified=self.verified)
+        return TopText(segs, ords, text, boost, total, complete, partial, blocks=n_blocks,
+                       blocks_read=int(n_blocks - untaken.sum() - skipped.sum()), verified=self.verified)
 
 
 _PENDING_FIELDS = ("si", "ords", "base", "coord", "ub", "phrase")
@@ -614,20 +675,17 @@ def _take(p: _Pending, mask: np.ndarray) -> _Pending:
     return _Pending(*(getattr(p, f)[mask] for f in _PENDING_FIELDS))
 
 
-def top_text(searcher: Searcher, plan: Plan, cache: Cache, *, depth: int | None, want: int,
-             prior_bound: float | None, deadline: float | None,
-             prior_of: PriorOf | None = None) -> TopText:
-    """Every text match that can be among the top ``want`` once a prior in [0, prior_bound]
-    is added (``prior_of``: that prior of candidates, for a tighter threshold; no prior:
-    ``prior_bound`` 0), or, with ``depth``, among the top ``depth`` by text score; with exact
-    text scores (module docstring).  Neither ``depth`` nor ``prior_bound``: every match."""
-    return _Evaluation(searcher, plan, cache, depth=depth, want=want, prior_bound=prior_bound,
-                       deadline=deadline, prior_of=prior_of).run()
+def top_text(searcher: Searcher, plan: Plan, cache: Cache, *, want: int, prior: Prior | None,
+             prior_bound: float, deadline: float | None) -> TopText:
+    """Every match that can be among the top ``want`` by text score plus ``prior`` (at most
+    ``prior_bound``), with exact text scores and priors (module docstring)."""
+    return _Evaluation(searcher, plan, cache, want=want, prior=prior, prior_bound=prior_bound,
+                       deadline=deadline).run()
 
 
 def proximity_bonus(searcher: Searcher, pairs: list[tuple[str, str]], idfs: dict[str, float],
                     cache: Cache, *, si: int, docs: np.ndarray) -> np.ndarray:
     """The proximity bonus of ``docs`` (sorted live ordinals of segment ``si``), for explain."""
     plan = Plan([], idfs, pairs, [], [], None, None, None)
-    return _Evaluation(searcher, plan, cache, depth=1, want=1, prior_bound=None,
+    return _Evaluation(searcher, plan, cache, want=1, prior=None, prior_bound=0.0,
                        deadline=None).proximity(si, docs)

@@ -4,6 +4,8 @@
     .venv/bin/python scripts/bench_search_scale.py --docs 50000     # a quicker look
     .venv/bin/python scripts/bench_search_scale.py --docs 50000 --no-api --queries 300
     .venv/bin/python scripts/bench_search_scale.py --prepare-only   # corpus + import, then stop
+    .venv/bin/python scripts/bench_search_scale.py --docs 200000 --reuse-index --no-api
+                                                   # queries only, on the last run's indexes
 
 Phases, each timed and printed as it ends:
 
@@ -24,12 +26,17 @@ Phases, each timed and printed as it ends:
    peak resident memory of the index process and its workers together (psutil, polled), beside
    ``--ram-mb``.  tantivy 0.27 (``en_stem`` title + body, positions, the same memory budget and
    thread count) indexes ``text.tsv`` in a subprocess measured the same way.
+   ``--reuse-index`` skips this phase (and the next) when the data directory's index and the
+   tantivy index already hold every page of the corpus (a previous run made them), to re-run
+   the queries alone after a change to the query side; the indexing rows are then left out.
 4. **Rank**: ``websift rank`` (PageRank over the imported link graph), for ``serve``'s fusion.
 5. **Queries**: ``--queries`` (1,000) drawn from page text with ``--seed``: single words, two
    and three words, phrases (quoted, two or three consecutive words), only-common-word queries
    and rare words (classes in ``QUERY_MIX``); websift's ``Searcher.search(q, k=10,
    snippets=False)`` and tantivy's parsed query (lenient parser, title and body, top 10), parse
-   included in both; one untimed pass, then the timed pass.  p50/p90/p99/max, the ratios, per
+   included in both; one untimed pass, then the timed pass.  ``--prior pagerank`` times
+   websift as ``GET /search`` ranks: the exact top 10 of BM25F + ``w * sigm(PageRank)`` (the
+   fusion's defaults, bound ``w``), tantivy still on text alone.  p50/p90/p99/max, the ratios, per
    class, and how many websift answers were ``partial`` (the deadline cut them short).
 6. **API**: ``websift serve`` on that data directory with no result cache, 8 keep-alive clients
    sending the same queries for ``--api-seconds`` (``scripts/bench_api.py``'s server and load
@@ -501,6 +508,51 @@ def time_each(run: Callable[[str], object], queries: Sequence[Query], label: str
     return out
 
 
+def stale_indexes(data: Path, tv_dir: Path, docs: int) -> str | None:
+    """Why the indexes of a previous run cannot be reused for ``docs`` pages, or None."""
+    from core.datadir import DataDir
+    from core.errors import WebsiftError
+    from indexer.searcher import Searcher
+
+    try:
+        held = Searcher.open(DataDir.open(data)).n_docs  # checks files, versions, analyzer
+    except WebsiftError as e:
+        return f"the websift index cannot be opened ({e})"
+    if held != docs:
+        return f"the websift index holds {held:,} pages, the corpus {docs:,}"
+    if not tv_dir.exists():
+        return f"no tantivy index in {tv_dir}"
+    peer = TantivySearch(tv_dir).docs
+    return None if peer == docs else f"the tantivy index holds {peer:,} pages, not {docs:,}"
+
+
+def has_ranks(data: Path) -> bool:
+    from core.datadir import DataDir
+    from core.errors import WebsiftError
+    from ranking.ranks import Ranks
+
+    try:
+        Ranks.open(DataDir.open(data))
+    except WebsiftError:
+        return False
+    return True
+
+
+def websift_prior(data: Path, which: str
+                  ) -> tuple[Callable[[np.ndarray], np.ndarray] | None, float | None]:
+    """The searcher's (prior, prior_bound) as ``GET /search`` fuses PageRank, or no prior."""
+    if which == "none":
+        return None, None
+    from api.snapshot import RankView
+    from core.datadir import DataDir
+    from ranking.fusion import FusionParams, gather, make_prior
+    from ranking.ranks import Ranks
+
+    view = RankView.load(Ranks.open(DataDir.open(data)))
+    fusion = FusionParams()
+    return make_prior(lambda ids: gather(view.pagerank, ids), fusion), fusion.weight
+
+
 def deadline_setting() -> tuple[str, float] | None:
     """The searcher's deadline setting if the checked-out code has one: (its name, in ms).
 
@@ -564,8 +616,8 @@ def met(ok: bool) -> str:
 class Figures:
     """What the run measured, for the table."""
 
-    ws: Run  # websift index
-    tv: Run  # tantivy index
+    ws: Run | None  # websift index (None: --reuse-index)
+    tv: Run | None  # tantivy index
     heap_mb: int  # tantivy's writer heap
     ram_mb: int  # websift index --ram-mb
     t_ws: np.ndarray  # ms per query
@@ -603,16 +655,17 @@ def fill_rows(report: Report, f: Figures) -> None:
     else:
         report.row("answers cut by a deadline", "no deadline setting in this code", "", "",
                    f"none over: {met(False)} (no bound)")
-    rate = docs / f.ws.wall
-    report.row(f"indexing {docs:,} pages", f"{f.ws.wall:,.1f} s ({rate:,.0f} docs/s)",
-               f"{f.tv.wall:,.1f} s ({docs / f.tv.wall:,.0f} docs/s)",
-               f"{f.ws.wall / f.tv.wall:.1f}x",
-               f">= {GOAL_DOCS_PER_S:,.0f} docs/s: {met(rate >= GOAL_DOCS_PER_S)}")
-    report.row("indexing peak RSS (with workers)",
-               f"{mib(f.ws.peak_rss)} (--ram-mb {f.ram_mb} + "
-               f"{f.ws.peak_rss / 2**20 - f.ram_mb:,.0f} MiB)",
-               f"{mib(f.tv.peak_rss)} (heap {f.heap_mb} MB)",
-               f"{f.ws.peak_rss / f.tv.peak_rss:.1f}x")
+    if f.ws is not None and f.tv is not None:
+        rate = docs / f.ws.wall
+        report.row(f"indexing {docs:,} pages", f"{f.ws.wall:,.1f} s ({rate:,.0f} docs/s)",
+                   f"{f.tv.wall:,.1f} s ({docs / f.tv.wall:,.0f} docs/s)",
+                   f"{f.ws.wall / f.tv.wall:.1f}x",
+                   f">= {GOAL_DOCS_PER_S:,.0f} docs/s: {met(rate >= GOAL_DOCS_PER_S)}")
+        report.row("indexing peak RSS (with workers)",
+                   f"{mib(f.ws.peak_rss)} (--ram-mb {f.ram_mb} + "
+                   f"{f.ws.peak_rss / 2**20 - f.ram_mb:,.0f} MiB)",
+                   f"{mib(f.tv.peak_rss)} (heap {f.heap_mb} MB)",
+                   f"{f.ws.peak_rss / f.tv.peak_rss:.1f}x")
     if f.api is not None:
         p50, p99, rps, errors = f.api
         report.row(f"API p50 / p99, {API_CLIENTS} clients, no result cache",
@@ -636,6 +689,12 @@ def main(argv: list[str] | None = None) -> int:
                     help="make (or check) the cached corpus and its import, then stop")
     ap.add_argument("--no-rank", action="store_true", help="skip websift rank")
     ap.add_argument("--no-api", action="store_true", help="skip the websift serve load test")
+    ap.add_argument("--reuse-index", action="store_true",
+                    help="keep the websift and tantivy indexes of a previous run when they hold "
+                    "every page (no indexing, no rank): the queries alone")
+    ap.add_argument("--prior", choices=("none", "pagerank"), default="none",
+                    help="websift's queries with the API's PageRank prior fused in (default: "
+                    "text alone, as tantivy)")
     ap.add_argument("--api-seconds", type=float, default=DEFAULT_API_SECONDS)
     ap.add_argument("--tantivy-build", nargs=4, metavar=("TEXT", "DIR", "HEAP_MB", "THREADS"),
                     help=argparse.SUPPRESS)  # the child process that indexes with tantivy
@@ -668,25 +727,33 @@ def main(argv: list[str] | None = None) -> int:
     if args.prepare_only:
         return 0
 
-    # 3. index: websift, then tantivy on the same pages
-    ws = run_measured(websift_cmd("index", "--rebuild", "--quiet", "--data", str(data),
-                                  "--ram-mb", str(args.ram_mb), "--procs", str(args.procs)),
-                      child_env())
-    report.phase("websift index", ws.wall,
-                 f"{params.docs / ws.wall:,.0f} docs/s, {ws.cpu:.0f} s CPU, peak RSS "
-                 f"{mib(ws.peak_rss)} (--ram-mb {args.ram_mb}, --procs {args.procs})")
+    # 3. index: websift, then tantivy on the same pages (or both kept: --reuse-index)
     tv_dir = corpus.root / "tantivy"
-    if tv_dir.exists():
-        subprocess.run(["rm", "-rf", str(tv_dir)], check=True)
     heap = max(args.ram_mb, TANTIVY_MIN_HEAP_MB * args.procs)
-    tv = run_measured([sys.executable, __file__, "--tantivy-build", str(corpus.text),
-                       str(tv_dir), str(heap), str(args.procs)], child_env())
-    report.phase("tantivy index", tv.wall,
-                 f"{params.docs / tv.wall:,.0f} docs/s, {tv.cpu:.0f} s CPU, peak RSS "
-                 f"{mib(tv.peak_rss)} (heap {heap} MB, {args.procs} threads)")
+    ws: Run | None = None
+    tv: Run | None = None
+    if args.reuse_index:
+        why = stale_indexes(data, tv_dir, params.docs)
+        if why:
+            raise SystemExit(f"--reuse-index: {why}; run once without --reuse-index")
+        report.phase("index", 0.0, "reused: the websift and tantivy indexes of a previous run")
+    else:
+        ws = run_measured(websift_cmd("index", "--rebuild", "--quiet", "--data", str(data),
+                                      "--ram-mb", str(args.ram_mb), "--procs", str(args.procs)),
+                          child_env())
+        report.phase("websift index", ws.wall,
+                     f"{params.docs / ws.wall:,.0f} docs/s, {ws.cpu:.0f} s CPU, peak RSS "
+                     f"{mib(ws.peak_rss)} (--ram-mb {args.ram_mb}, --procs {args.procs})")
+        if tv_dir.exists():
+            subprocess.run(["rm", "-rf", str(tv_dir)], check=True)
+        tv = run_measured([sys.executable, __file__, "--tantivy-build", str(corpus.text),
+                           str(tv_dir), str(heap), str(args.procs)], child_env())
+        report.phase("tantivy index", tv.wall,
+                     f"{params.docs / tv.wall:,.0f} docs/s, {tv.cpu:.0f} s CPU, peak RSS "
+                     f"{mib(tv.peak_rss)} (heap {heap} MB, {args.procs} threads)")
 
     # 4. rank
-    if not args.no_rank:
+    if not args.no_rank and not (args.reuse_index and has_ranks(data)):
         rk = run_measured(websift_cmd("rank", "--quiet", "--data", str(data)), child_env())
         report.phase("websift rank", rk.wall, f"peak RSS {mib(rk.peak_rss)}")
 
@@ -702,9 +769,10 @@ def main(argv: list[str] | None = None) -> int:
     opened = time.perf_counter() - t0
     partial: list[bool] = []
     totals: list[int] = []
+    prior, prior_bound = websift_prior(data, args.prior)
 
     def ours(q: str) -> None:
-        res = searcher.search(q, k=TOP_K, snippets=False)
+        res = searcher.search(q, k=TOP_K, snippets=False, prior=prior, prior_bound=prior_bound)
         partial.append(bool(getattr(res, "partial", False)))
         totals.append(len(res.hits))
 
@@ -713,7 +781,8 @@ def main(argv: list[str] | None = None) -> int:
     partial_ws = np.array(partial[len(queries):])  # the timed pass
     empty_ws = sum(1 for n in totals[len(queries):] if n == 0)
     report.phase("websift queries", time.perf_counter() - t0,
-                 f"searcher opened in {opened:.2f} s; untimed pass + timed pass")
+                 f"searcher opened in {opened:.2f} s; prior: {args.prior}; untimed pass + "
+                 "timed pass")
     peer = TantivySearch(tv_dir)
     tv_hits: list[int] = []
     t0 = time.perf_counter()

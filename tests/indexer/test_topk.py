@@ -3,8 +3,10 @@
 Random small indexes (a few words drawn Zipf-like, so lists run over several 128-posting
 blocks; two segments, the newer replacing some pages of the older and dropping others), random
 queries with phrases, OR, exclusions and site: filters, other collection statistics (as a
-shard scoring with the global ones), a prior bounded by ``w``, with and without a rescore
-window (``depth``): the top k of both evaluations must be the same pages with the same scores.
+shard scoring with the global ones), priors bounded by ``w`` (small beside the text scores, or
+as large as they are, some pages at the bound itself): the top k of text + prior over every
+match, as the exhaustive evaluation computes it, and of the pruned one must be the same pages
+with the same scores.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from indexer.settings import BLOCK, FIELDS
 WORDS = ["alpha", "beta", "gamma", "delta", "eps", "zeta", "eta", "theta", "iota", "kappa"]
 HOSTS = ["a.example", "b.example", "c.example"]
 W = 0.7  # the prior bound
+BIG_W = 6.0  # a prior bound as large as the text scores: the prior reorders deep matches
 
 
 def _text(rng: random.Random, n: int) -> str:
@@ -62,6 +65,11 @@ def _searcher(root: Path, seed: int, n_docs: int) -> Searcher:
 
 def _prior(ids: np.ndarray) -> np.ndarray:
     return W * ((ids * 2654435761) % 1000) / 1000.0
+
+
+def _big_prior(ids: np.ndarray) -> np.ndarray:
+    """Up to BIG_W, exactly BIG_W for every seventh page (the bound is inclusive)."""
+    return np.where(ids % 7 == 0, BIG_W, BIG_W * ((ids * 40503) % 997) / 997.0)
 
 
 QUERY = st.builds(
@@ -98,22 +106,21 @@ def _same(s: Searcher, q: str, **kw: object) -> None:
 
 
 @given(seed=st.integers(0, 2**31), n_docs=st.integers(20, 500), queries=st.lists(QUERY,
-       min_size=1, max_size=6), k=st.integers(1, 12), depth=st.sampled_from([None, None, 12, 40, 1000]),
-       offset=st.integers(0, 3))
+       min_size=1, max_size=6), k=st.integers(1, 12), offset=st.integers(0, 3))
 @settings(max_examples=25, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 def test_pruned_equals_exhaustive(tmp_path_factory: pytest.TempPathFactory, *, seed: int,
-                                  n_docs: int, queries: list[str], k: int, depth: int | None,
-                                  offset: int) -> None:
+                                  n_docs: int, queries: list[str], k: int, offset: int) -> None:
     s = _searcher(tmp_path_factory.mktemp("idx"), seed, n_docs)
     stats_args = {"n_docs": s.n_docs * 3, "field_lengths": tuple(
         int(x) * 2 for x in s.field_length_sums)}
     for q in queries:
-        _same(s, q, k=k, depth=depth, offset=offset)
-        _same(s, q, k=k, depth=depth, offset=offset, prior=_prior, prior_bound=W)
+        _same(s, q, k=k, offset=offset)
+        _same(s, q, k=k, offset=offset, prior=_prior, prior_bound=W)
+        _same(s, q, k=k, offset=offset, prior=_big_prior, prior_bound=BIG_W)
         local = s.collection_stats(q)
         stats = CollectionStats(df={t: 2 * n + 1 for t, n in local.df.items()}, **stats_args)
-        _same(s, q, k=k, depth=depth, offset=offset, prior=_prior, prior_bound=W, stats=stats)
+        _same(s, q, k=k, offset=offset, prior=_prior, prior_bound=W, stats=stats)
 
 
 def test_segments_without_stored_impacts_prune_the_same(tmp_path: Path) -> None:
@@ -123,7 +130,6 @@ def test_segments_without_stored_impacts_prune_the_same(tmp_path: Path) -> None:
         assert seg.impacts(0) is not None
         seg._impacts = None  # as an old segment reads
     for q in ["alpha", "beta gamma", '"alpha beta"', "gamma -alpha"]:
-        _same(s, q, k=5, depth=20, prior=_prior, prior_bound=W)
         _same(s, q, k=5, prior=_prior, prior_bound=W)
 
 
@@ -161,21 +167,19 @@ def test_pruning_skips_blocks_and_counts_honestly(tmp_path: Path) -> None:
     assert got.blocks == 30 and got.blocks_read < got.blocks
     assert [h.doc_id for h in got.hits] == [h.doc_id for h in want.hits] == [1, 2, 3, 4, 5]
     assert not got.total_exact and got.total == want.total == n  # the word's df: exact here
-    # Every block read: the count is exact.
-    full = s.search("needle hay", k=5, depth=n, snippets=False)
-    # The exact fused top k needs no window: a prior bounded well below the gap the title
-    # makes (a word in every page has a tiny idf) still skips blocks.
-    six = s.search("needle", k=6, snippets=False, exhaustive=True).hits
-    bound = (six[4].text_score - six[5].text_score) / 4
-    assert bound > 0
+    # A prior bounded well below what the title adds (the word is everywhere: a small idf):
+    # still skipped, the same top 5.
+    title_gain = got.hits[4].text_score - s.search("needle", k=6, snippets=False).hits[5].text_score
 
-    def prior(ids: np.ndarray) -> np.ndarray:
-        return bound * (ids % 2)
+    def tiny(ids: np.ndarray) -> np.ndarray:
+        return _prior(ids) * (title_gain / 4 / W)
 
-    fused = s.search("needle", k=5, snippets=False, prior=prior, prior_bound=bound)
+    fused = s.search("needle", k=5, snippets=False, prior=tiny, prior_bound=title_gain / 4)
     assert fused.blocks_read < fused.blocks
-    assert [h.doc_id for h in fused.hits] == [h.doc_id for h in s.search(
-        "needle", k=5, snippets=False, prior=prior, prior_bound=bound, exhaustive=True).hits]
+    assert [h.doc_id for h in fused.hits] == [
+        h.doc_id for h in s.search("needle", k=5, snippets=False, prior=tiny, exhaustive=True).hits]
+    # Every block read: the count is exact.
+    full = s.search("needle hay", k=n, snippets=False)
     assert full.total_exact and full.total == n
 
 
@@ -194,3 +198,33 @@ def test_a_deadline_past_gives_a_partial_answer_not_an_error(tmp_path: Path) -> 
     on_time = s.search('"alpha beta" gamma', deadline=time.monotonic() + 600.0, snippets=False)
     assert not on_time.partial
     assert on_time.hits == s.search('"alpha beta" gamma', snippets=False, exhaustive=True).hits
+
+
+def test_the_prior_ranks_over_every_match_not_a_text_window(tmp_path: Path) -> None:
+    """The answer is the top k of text + prior over every matching page: a page far down the
+    text order that the prior lifts above the rest is found by the pruned evaluation too (a
+    re-rank of the top N text matches would miss it), and the bound lets it skip blocks."""
+    w = SegmentWriter(tmp_path / "seg-1", ram_bytes=1 << 20)
+    n = 40 * BLOCK
+    deep = n - 3  # the page the prior favours: one mention in a long body
+    for i in range(1, n + 1):
+        reps = 1 if i == deep else 1 + (i % 5)
+        body = " ".join(["needle"] * reps + ["hay"] * (30 if i == deep else 3))
+        w.add_document(i, host="a.example", url=f"http://a.example/{i}", title="",
+                       text=body, fields=["", "", body, "", []])
+    w.finish()
+    s = Searcher(Manifest(generation=1, last_seq=0), [SegmentReader(tmp_path / "seg-1")])
+    texts = s.search("needle", k=n, snippets=False, exhaustive=True).hits
+    assert [h.doc_id for h in texts][-1] == deep  # the weakest text match
+
+    def prior(ids: np.ndarray) -> np.ndarray:
+        return np.where(ids == deep, 5.0, 0.0)
+
+    got = s.search("needle", k=3, prior=prior, prior_bound=5.0, snippets=False)
+    want = s.search("needle", k=3, prior=prior, prior_bound=5.0, snippets=False,
+                    exhaustive=True)
+    assert [h.doc_id for h in got.hits] == [h.doc_id for h in want.hits]
+    assert got.hits[0].doc_id == deep
+    # A prior without a bound is added to every match: the same answer, every block read.
+    unbounded = s.search("needle", k=3, prior=prior, snippets=False)
+    assert [h.doc_id for h in unbounded.hits] == [h.doc_id for h in want.hits]
