@@ -61,14 +61,16 @@ class ForwardBarrels:
         """The hits of one field of one document (documents in increasing ordinal)."""
         if len(wids) == 0:
             return
+        # Converted (and flushed) only between documents: no document spans two runs, which
+        # the inverter relies on to cut a common word's hits between documents.
+        if self._pending >= self._convert_every and doc != self._docs[-1]:
+            self._convert()
         self._wids.append(wids)
         self._pos.append(positions)
         self._docs.append(doc)
         self._fields.append(field)
         self._counts.append(len(wids))
         self._pending += len(wids)
-        if self._pending >= self._convert_every:
-            self._convert()
 
     def add_hits(self, hits: np.ndarray) -> None:
         """A block of hits (n, 4) holding every hit of its words (a segment merge's batch):
@@ -156,26 +158,23 @@ def _by_word(hits: np.ndarray) -> np.ndarray:
 
 
 def invert(runs: list[Path], ram_bytes: int, scratch: Path) -> Iterator[np.ndarray]:
-    """Hits of one barrel sorted by (word, doc, field, position), in word-range chunks."""
+    """Hits of one barrel sorted by (word, doc, field, position), in chunks of at most the
+    inversion's share of ``ram_bytes`` (:func:`chunk_hits`).  A chunk ends at the end of a word
+    or, inside a word too common for one chunk, at the end of a document: the postings writer
+    carries such a word over to the next chunk (indexer/segment.py), so memory stays within the
+    budget however common a word is."""
+    limit = chunk_hits(ram_bytes)
     sizes = [os.path.getsize(p) for p in runs]
     # Sorting in memory holds the hits, the order and the sorted copy, and building postings
     # from them several int64 columns: a barrel is sorted in memory up to 1/8 of the budget.
-    if sum(sizes) <= ram_bytes // INVERT_SHARE:
+    if sum(sizes) <= ram_bytes // INVERT_SHARE or len(runs) == 1:
+        # Too big for memory but one run: it fits (a run is a quarter of the budget).
         hits = np.concatenate([np.load(p) for p in runs]) if len(runs) > 1 else np.load(runs[0])
-        yield _by_word(hits)
+        yield from _cut(_by_word(hits), limit)
         return
     # Too big for memory: sort each run alone, then merge word ranges sequentially, reading
     # each run's slice of the range with plain reads (a memory map would keep every page read
-    # resident).  A barrel of one run is sorted in memory anyway: its ranges are slices of it.
-    if len(runs) == 1:
-        hits = np.load(runs[0])
-        hits = _by_word(hits)
-        words, counts = _word_counts(hits[:, 0])
-        starts = np.zeros(len(counts) + 1, dtype=np.int64)
-        np.cumsum(counts, out=starts[1:])
-        for lo, hi in _ranges(counts, ram_bytes):
-            yield hits[starts[lo] : starts[hi]]
-        return
+    # resident).
     sorted_runs: list[tuple[Path, int, np.ndarray, np.ndarray]] = []
     run_words: list[np.ndarray] = []
     run_counts: list[np.ndarray] = []
@@ -196,14 +195,18 @@ def invert(runs: list[Path], ram_bytes: int, scratch: Path) -> Iterator[np.ndarr
     totals = np.bincount(inverse, weights=np.concatenate(run_counts)).astype(np.int64)
     for lo_idx, hi_idx in _ranges(totals, ram_bytes):
         lo_w, hi_w = words[lo_idx], words[hi_idx - 1] + 1
-        parts = []
+        slices = []
         for path, offset, rw, starts in sorted_runs:
             a = int(starts[np.searchsorted(rw, lo_w)])
             b = int(starts[np.searchsorted(rw, hi_w)])
             if b > a:
-                with open(path, "rb") as fh:
-                    fh.seek(offset + a * HIT_BYTES)
-                    parts.append(np.fromfile(fh, dtype=np.int32, count=(b - a) * 4).reshape(-1, 4))
+                slices.append((path, offset, a, b))
+        if hi_idx - lo_idx == 1 and totals[lo_idx] > limit:
+            # One word over the budget: its hits run by run (runs hold whole documents in
+            # document order, so this is its sorted order), cut at documents.
+            yield from _cut_runs(slices, limit)
+            continue
+        parts = [_read(path, offset, a, b) for path, offset, a, b in slices]
         if len(parts) == 1:  # a slice of one sorted run is sorted
             yield parts[0]
         else:
@@ -211,6 +214,58 @@ def invert(runs: list[Path], ram_bytes: int, scratch: Path) -> Iterator[np.ndarr
             yield _by_word(hits)
     for path, *_ in sorted_runs:
         path.unlink()
+
+
+def chunk_hits(ram_bytes: int) -> int:
+    """Hits in one chunk of the inversion: the postings built from them take ~8x their size."""
+    return max(ram_bytes // (INVERT_SHARE + 1), HIT_BYTES) // HIT_BYTES
+
+
+def _read(path: Path, offset: int, a: int, b: int) -> np.ndarray:
+    """Rows [a, b) of a sorted run's (n, 4) int32 hits, read plainly."""
+    with open(path, "rb") as fh:
+        fh.seek(offset + a * HIT_BYTES)
+        return np.fromfile(fh, dtype=np.int32, count=(b - a) * 4).reshape(-1, 4)
+
+
+def _doc_cut(hits: np.ndarray, end: int) -> int:
+    """The last place in ``1 ... end`` between two (word, doc) postings of sorted ``hits``; the
+    first one past ``end`` (or ``len(hits)``) when there is none."""
+    if end >= len(hits):
+        return len(hits)
+    w, d = hits[:, 0], hits[:, 1]
+    head = np.flatnonzero((w[1 : end + 1] != w[:end]) | (d[1 : end + 1] != d[:end]))
+    if len(head):
+        return int(head[-1]) + 1
+    later = np.flatnonzero((w[end + 1 :] != w[end:-1]) | (d[end + 1 :] != d[end:-1]))
+    return end + 1 + int(later[0]) if len(later) else len(hits)
+
+
+def _cut(hits: np.ndarray, limit: int) -> Iterator[np.ndarray]:
+    """Sorted ``hits`` in slices of about ``limit`` hits, each ending between two postings."""
+    lo = 0
+    while lo < len(hits):
+        hi = lo + _doc_cut(hits[lo:], min(limit, len(hits) - lo))
+        yield hits[lo:hi]
+        lo = hi
+
+
+def _cut_runs(slices: list[tuple[Path, int, int, int]], limit: int) -> Iterator[np.ndarray]:
+    """One word's hits from the sorted runs' slices, in run order, at most ~``limit`` hits
+    read at a time and cut between documents (no document spans two runs)."""
+    for path, offset, start, b in slices:
+        a = start
+        while a < b:
+            hits = _read(path, offset, a, min(b, a + limit))
+            while True:
+                complete = a + len(hits) == b  # else the last hit's posting may go on
+                cut = _doc_cut(hits, min(limit, len(hits) - (not complete)))
+                if cut < len(hits) or complete:
+                    break
+                # One document longer than what was read: read on to its end.
+                hits = _read(path, offset, a, min(b, a + 2 * len(hits)))
+            yield hits[:cut]
+            a += cut
 
 
 def _word_counts(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -1,5 +1,6 @@
 """Inverting a barrel: whatever the memory budget and however many runs its hits were flushed
-in, the hits come out as numpy's stable sort by word of all of them (runs in order)."""
+in, the hits come out as numpy's stable sort by word of all of them (runs in order), in chunks
+within the budget cut between postings."""
 
 from __future__ import annotations
 
@@ -42,5 +43,10 @@ def test_invert_is_the_stable_sort_whatever_the_budget(seed: int, runs: int, n: 
         out = list(invert(paths, budget_hits * HIT_BYTES * 9, d / "scratch"))
     got = np.concatenate(out)
     assert np.array_equal(got, hits[np.argsort(hits[:, 0], kind="stable")])
-    # each word in one chunk: a chunk's last word comes before the next chunk's first
-    assert all(a[-1, 0] < b[0, 0] for a, b in pairwise(out))
+    # chunks end between two postings: a word goes on in the next chunk only at a new document
+    assert all(a[-1, 0] < b[0, 0] or (a[-1, 0] == b[0, 0] and a[-1, 1] < b[0, 1])
+               for a, b in pairwise(out))
+    # and hold at most the budget's hits, but for a single posting that is longer
+    for chunk in out:
+        postings = len({(int(w), int(d)) for w, d in chunk[:, :2]})
+        assert len(chunk) <= budget_hits or postings == 1
