@@ -207,11 +207,14 @@ def invert(runs: list[Path], ram_bytes: int, scratch: Path) -> Iterator[np.ndarr
             yield from _cut_runs(slices, limit)
             continue
         parts = [_read(path, offset, a, b) for path, offset, a, b in slices]
-        if len(parts) == 1:  # a slice of one sorted run is sorted
-            yield parts[0]
-        else:
-            hits = np.concatenate(parts)
-            yield _by_word(hits)
+        # One copy of the range alive while the caller builds its postings (not the parts,
+        # their concatenation and the sorted copy: 3x).
+        hits = parts[0] if len(parts) == 1 else np.concatenate(parts)
+        del parts
+        if len(slices) > 1:  # a slice of one sorted run is sorted
+            hits = _by_word(hits)
+        yield hits
+        del hits
     for path, *_ in sorted_runs:
         path.unlink()
 
