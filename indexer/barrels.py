@@ -3,15 +3,18 @@
 The indexer turns each document into hits ``(word ID, doc ordinal, field, position)`` and
 ships them into *forward barrels*: barrel ``b`` holds the hits whose word ID lies in
 ``[b * BARREL_WORDS, (b + 1) * BARREL_WORDS)``.  Hits are buffered in memory and written out as
-one run per barrel whenever the buffer passes ``--ram-mb`` (the slides' "barrel size = what
-fits in main memory").  Within a run, hits are in document order: that is what makes the
-barrel *forward*.
+one run per barrel whenever the buffer passes a quarter of ``--ram-mb`` (the slides' "barrel
+size = what fits in main memory"), always between two documents.  Each run is written sorted
+by word with a stable sort, so within a word its hits keep document order: the sort the
+sorter would do on each run is done once, on the buffer, while the workers parse.
 
 The inverter (the sorter) then takes each barrel in turn.  When all its runs fit in memory it
 loads them and sorts by word ID (a stable radix sort, so document and position order survive);
-when they do not, it sorts each run on its own, writes the sorted runs, and merges them
-sequentially, one word-ID range at a time, so memory stays within the budget.  Its output is a
-sequence of hit arrays sorted by (word, doc, field, position) over increasing word ranges.
+when they do not, it merges the runs sequentially, one word-ID range at a time, so memory stays
+within the budget; a word too common for one range comes in pieces cut between documents.  Its
+output is a sequence of hit arrays sorted by (word, doc, field, position) over increasing
+words, each within the budget (indexer/segment.py's postings writer carries a word cut in
+pieces over to the next array).
 """
 
 from __future__ import annotations
@@ -27,7 +30,10 @@ from indexer.settings import BARREL_WORDS, HIT_BYTES, KILL_AFTER_BARRELS_ENV
 
 _CONVERT_EVERY = 1 << 16  # buffered hits turned into one numpy chunk at this count
 FLUSH_SHARE = 4
-INVERT_SHARE = 8  # a barrel sorted in memory, and the postings built from it, ~8x its hits
+INVERT_SHARE = 8  # a barrel is sorted in memory when its hits are at most 1/8 of the budget
+# The postings built from a chunk of hits take ~9x its bytes at their peak (int64 columns, the
+# (postings, fields) tf matrix, block impacts): a chunk is 1/16 of the budget.
+CHUNK_SHARE = 16
 
 
 class ForwardBarrels:
@@ -115,10 +121,11 @@ class ForwardBarrels:
             return
         hits = np.concatenate(self._chunks)
         self._chunks, self._chunk_hits = [], 0
+        # Sorted by word (stably: documents stay in order), which sorts them by barrel too:
+        # each run is written in word order, so the inverter merges runs without sorting each
+        # one again.
+        hits = _by_word(hits)
         barrel = hits[:, 0] // self.barrel_words
-        if barrel.min() != barrel.max():  # one barrel (a small index): nothing to sort
-            order = stable_order(barrel)
-            hits, barrel = np.take(hits, order, axis=0), barrel[order]
         bounds = np.flatnonzero(np.diff(barrel)) + 1
         starts = np.concatenate([[0], bounds])
         ends = np.concatenate([bounds, [len(hits)]])
@@ -157,8 +164,8 @@ def _by_word(hits: np.ndarray) -> np.ndarray:
     return np.take(hits, stable_order(hits[:, 0]), axis=0)
 
 
-def invert(runs: list[Path], ram_bytes: int, scratch: Path) -> Iterator[np.ndarray]:
-    """Hits of one barrel sorted by (word, doc, field, position), in chunks of at most the
+def invert(runs: list[Path], ram_bytes: int) -> Iterator[np.ndarray]:
+    """Hits of one barrel (its runs, each in word order: :meth:`ForwardBarrels.flush`) sorted by (word, doc, field, position), in chunks of at most the
     inversion's share of ``ram_bytes`` (:func:`chunk_hits`).  A chunk ends at the end of a word
     or, inside a word too common for one chunk, at the end of a document: the postings writer
     carries such a word over to the next chunk (indexer/segment.py), so memory stays within the
@@ -167,30 +174,25 @@ def invert(runs: list[Path], ram_bytes: int, scratch: Path) -> Iterator[np.ndarr
     sizes = [os.path.getsize(p) for p in runs]
     # Sorting in memory holds the hits, the order and the sorted copy, and building postings
     # from them several int64 columns: a barrel is sorted in memory up to 1/8 of the budget.
-    if sum(sizes) <= ram_bytes // INVERT_SHARE or len(runs) == 1:
-        # Too big for memory but one run: it fits (a run is a quarter of the budget).
-        hits = np.concatenate([np.load(p) for p in runs]) if len(runs) > 1 else np.load(runs[0])
-        yield from _cut(_by_word(hits), limit)
+    if len(runs) == 1:  # sorted already (a run is a quarter of the budget)
+        yield from _cut(np.load(runs[0]), limit)
         return
-    # Too big for memory: sort each run alone, then merge word ranges sequentially, reading
-    # each run's slice of the range with plain reads (a memory map would keep every page read
+    if sum(sizes) <= ram_bytes // INVERT_SHARE:
+        yield from _cut(_by_word(np.concatenate([np.load(p) for p in runs])), limit)
+        return
+    # Too big for memory: merge word ranges of the (sorted) runs sequentially, reading each
+    # run's slice of the range with plain reads (a memory map would keep every page read
     # resident).
     sorted_runs: list[tuple[Path, int, np.ndarray, np.ndarray]] = []
     run_words: list[np.ndarray] = []
     run_counts: list[np.ndarray] = []
-    for i, path in enumerate(runs):
-        hits = np.load(path)
-        hits = _by_word(hits)
-        out = scratch / f"{path.stem}-sorted-{i}.npy"
-        np.save(out, hits)
-        w, n = _word_counts(hits[:, 0])
+    for path in runs:
+        w, n = _word_counts(np.load(path)[:, 0])
         starts = np.zeros(len(n) + 1, dtype=np.int64)
         np.cumsum(n, out=starts[1:])
-        sorted_runs.append((out, _data_offset(out), w, starts))
+        sorted_runs.append((path, _data_offset(path), w, starts))
         run_words.append(w)
         run_counts.append(n)
-        del hits
-        path.unlink()
     words, inverse = np.unique(np.concatenate(run_words), return_inverse=True)
     totals = np.bincount(inverse, weights=np.concatenate(run_counts)).astype(np.int64)
     for lo_idx, hi_idx in _ranges(totals, ram_bytes):
@@ -220,8 +222,8 @@ def invert(runs: list[Path], ram_bytes: int, scratch: Path) -> Iterator[np.ndarr
 
 
 def chunk_hits(ram_bytes: int) -> int:
-    """Hits in one chunk of the inversion: the postings built from them take ~8x their size."""
-    return max(ram_bytes // (INVERT_SHARE + 1), HIT_BYTES) // HIT_BYTES
+    """Hits in one chunk of the inversion (see CHUNK_SHARE)."""
+    return max(ram_bytes // CHUNK_SHARE, HIT_BYTES) // HIT_BYTES
 
 
 def _read(path: Path, offset: int, a: int, b: int) -> np.ndarray:
@@ -284,7 +286,7 @@ def _ranges(counts: np.ndarray, ram_bytes: int) -> Iterator[tuple[int, int]]:
     """Consecutive word index ranges [lo, hi) whose hits fit the inversion's share of
     ``ram_bytes`` (at least one word each)."""
     cum = np.cumsum(counts) * HIT_BYTES
-    budget = max(ram_bytes // (INVERT_SHARE + 1), HIT_BYTES)
+    budget = chunk_hits(ram_bytes) * HIT_BYTES
     lo_idx = 0
     while lo_idx < len(counts):
         base = cum[lo_idx - 1] if lo_idx else 0

@@ -188,7 +188,7 @@ class _Postings:
             n = lens[s][g]
             keep = n % BLOCK
             lens[s][g] = n - keep
-            tail[s] = vals[s][len(vals[s]) - keep :]
+            tail[s] = vals[s][len(vals[s]) - keep :].copy()  # not a view holding the chunk
             starts[s] = self.streams[s].append(encode(vals[s][: len(vals[s]) - keep], lens[s]))
         keep = int(imp_df[g] % BLOCK)
         imp_df[g] -= keep
@@ -208,7 +208,7 @@ class _Postings:
         self.open, self.df, self.cf = int(words[g]), int(df[g]), int(cf[g])
         self.last_doc = int(docs[-1])
         self.tail = tail
-        self.tail_docs, self.tail_tfs = docs[cut:], tfs[cut:]
+        self.tail_docs, self.tail_tfs = docs[cut:].copy(), tfs[cut:].copy()
 
     def close(self) -> None:
         """Write the open word's last values and its lexicon row."""
@@ -388,7 +388,7 @@ class SegmentWriter:
         impacts = out.impacts
         scratch = d / "barrels"
         for b in sorted(self.barrels.runs):
-            for hits in invert(self.barrels.runs[b], self.ram_bytes, scratch):
+            for hits in invert(self.barrels.runs[b], self.ram_bytes):
                 out.add(hits)
             for p in self.barrels.runs[b]:
                 p.unlink(missing_ok=True)
