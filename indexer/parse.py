@@ -123,7 +123,7 @@ def _template_key(part: str, whole: int) -> int:
     outside = " ".join(part.split(_LINK)[0::2]).split()
     if not outside or len(outside) == len(part.split()):
         return whole
-    return block_hash(_SKELETON + " ".join(outside))
+    return _squashed_hash(_SKELETON + " ".join(outside))  # block_hash of a squashed text
 
 
 def url_words(url: str) -> str:
@@ -272,7 +272,7 @@ def parse_html(body: bytes, url: str, content_type: str | None = None, *,
         for part in raw.split(_MARK):
             text = squash(part)
             if text:
-                blocks.append(Block(text, h := block_hash(text), _template_key(part, h)))
+                blocks.append(Block(text, h := _squashed_hash(text), _template_key(part, h)))
         body_text = " ".join(b.text for b in blocks)
     else:
         body_text = _text(scope)
