@@ -78,7 +78,7 @@ from indexer.templates import (
     read_templates,
     write_templates,
 )
-from indexer.workers import AnalyserPool
+from indexer.workers import AnalyserPool, die_with_parent
 from store.errors import WarcError
 from store.schema import DISALLOWED, DISCOVERED, FETCHED, OUT_OF_SCOPE, Page
 from store.views import StoreReader
@@ -227,7 +227,7 @@ def _run(data: DataDir, store: StoreReader, manifest: Manifest | None, *, ram_mb
             if (done + len(jobs)) // 1000 > done // 1000:
                 say(f"{done + len(jobs)}/{len(ids)} pages")
             done += len(jobs)
-    writer.finish()
+    writer.finish(procs)
     report.hits = writer.barrels.hits_total
     name = f"seg-{generation:06d}"
     os.replace(tmp, index_dir / name)
@@ -306,7 +306,8 @@ def _templates(data: DataDir, store: StoreReader, ids: list[int], report: IndexR
     # in this one while the others wait.
     measured: Iterable[tuple[list[set[int]], int]]
     if procs > 1 and len(samples) > 1:
-        pool = multiprocessing.get_context("fork").Pool(procs)
+        pool = multiprocessing.get_context("fork").Pool(procs, initializer=die_with_parent,
+                                                        initargs=(os.getpid(),))
         try:
             measured = pool.imap(partial(_block_keys, data.warc_dir), [s for _, s in samples])
             for (host, _), got in zip(samples, measured, strict=True):

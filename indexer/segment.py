@@ -34,15 +34,17 @@ frequencies, and positions grouped by (doc, field) (delta coded inside each grou
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import shutil
 import zlib
 from array import array
 from bisect import bisect_left
-from collections.abc import Sequence
+from collections import deque
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import urlsplit
 
 import numpy as np
@@ -66,6 +68,7 @@ from indexer.settings import (
     BARREL_WORDS,
     BLOCK,
     DOCSTORE_LEVEL,
+    ENCODE_IN_FLIGHT,
     FIELDS,
     LEGACY_FIELDS,
     LEXICON_DICT_MAX,
@@ -75,6 +78,7 @@ from indexer.settings import (
     PAIRS_BUFFER,
     SEGMENT_VERSION,
 )
+from indexer.workers import die_with_parent
 
 SEGMENT_FORMAT = "websift-segment"
 META_FILE = checked.Format(SEGMENT_FORMAT, SEGMENT_VERSION, "segment meta.json", checked_since=2)
@@ -140,25 +144,67 @@ def postings_from_hits(hits: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.nda
     return words, df, cf, streams
 
 
+class _Open(NamedTuple):
+    """A word held open between chunks: what it has that is not written yet."""
+
+    word: int
+    df: int
+    cf: int
+    tail: dict[str, np.ndarray]  # per stream, values of its last, partial block
+    docs: np.ndarray  # postings not yet in a block impact
+    tfs: np.ndarray
+
+
+class _Plan(NamedTuple):
+    """One chunk's postings, ready to encode (:func:`_encode_plan`) and then write in order."""
+
+    closing: _Open | None  # the open word this chunk does not go on with
+    merged: bool  # the chunk's first word is the open word, going on
+    words: np.ndarray
+    df: np.ndarray
+    cf: np.ndarray
+    values: dict[str, tuple[np.ndarray, np.ndarray]]  # per stream (values, group lengths)
+    impacts: tuple[np.ndarray, np.ndarray, np.ndarray]  # block_impacts' docs, tfs, df
+
+
+# The field lengths a forked encoder process computes block impacts with (set by the pool's
+# initializer, inherited through the fork: a pool's tasks are pickled, the lengths need not be).
+_FORKED: dict[str, np.ndarray] = {}
+
+
+def _forked_lens(lens: np.ndarray, parent: int) -> None:
+    die_with_parent(parent)
+    _FORKED["lens"] = lens
+
+
+def _encode_plan(values: dict[str, tuple[np.ndarray, np.ndarray]],
+                 impacts: tuple[np.ndarray, np.ndarray, np.ndarray],
+                 lens: np.ndarray | None = None) -> tuple[dict[str, Encoded], np.ndarray]:
+    """The pure, costly part of a chunk's postings: bit-packing and block impacts."""
+    lens = _FORKED["lens"] if lens is None else lens
+    return ({s: encode(v, n) for s, (v, n) in values.items()}, block_impacts(*impacts, lens))
+
+
 class _Postings:
     """Sorted hit chunks (indexer/barrels.invert) -> the three postings streams, the lexicon's
     columns and the block impacts.  A chunk's last word may go on in the next chunk (``invert``
     cuts a word too common for one chunk between documents), so it is held open: its full
     blocks are written, the values of each stream's last, partial block (fewer than BLOCK) and
     the postings not yet in a block impact are kept.  Every full block is byte-aligned and
-    packed alone (indexer/codec.py), so the bytes are those of one encode of the whole word."""
+    packed alone (indexer/codec.py), so the bytes are those of one encode of the whole word.
+
+    :meth:`prepare` does the bookkeeping in chunk order, :func:`_encode_plan` the bit-packing
+    (in another process when :meth:`write` has a pool), :meth:`commit` the writing, in chunk
+    order again."""
 
     def __init__(self, streams: dict[str, _Stream], lex: np.ndarray, lens: np.ndarray) -> None:
         self.streams, self.lex, self.lens = streams, lex, lens
         self.impacts: list[np.ndarray] = []
-        self.open = -1  # the word held open, or -1
-        self.df = self.cf = self.last_doc = 0  # of the open word so far
+        self.open: _Open | None = None  # as far as prepare has gone
+        self.last_doc = 0  # of the open word
         self.first: dict[str, tuple[int, int]] = {}  # open word: (first byte, first block)
-        self.tail: dict[str, np.ndarray] = {}  # open word: values not written yet
-        self.tail_docs = np.zeros(0, dtype=np.int64)  # open word: postings not in an impact
-        self.tail_tfs = np.zeros((0, N_FIELDS), dtype=np.int64)
 
-    def add(self, hits: np.ndarray) -> None:
+    def prepare(self, hits: np.ndarray) -> _Plan:
         words, df, cf, raw = postings_from_hits(hits)
         vals = {s: np.asarray(raw[s][0], dtype=np.int64) for s in _STREAMS}
         lens = {s: np.asarray(raw[s][1], dtype=np.int64).copy() for s in _STREAMS}
@@ -167,63 +213,94 @@ class _Postings:
         df = df.astype(np.int64)
         cf = cf.astype(np.int64)
         imp_df = df.copy()
-        merged = self.open >= 0 and int(words[0]) == self.open
+        op = self.open
+        merged = op is not None and int(words[0]) == op.word
         if merged:  # the open word goes on: its kept values come first
+            assert op is not None
             vals["docs"][0] = docs[0] - self.last_doc
             for s in _STREAMS:
-                vals[s] = np.concatenate([self.tail[s], vals[s]])
-                lens[s][0] += len(self.tail[s])
-            docs = np.concatenate([self.tail_docs, docs])
-            tfs = np.concatenate([self.tail_tfs, tfs])
-            imp_df[0] += len(self.tail_docs)
-            df[0] += self.df
-            cf[0] += self.cf
-        elif self.open >= 0:
-            self.close()
+                vals[s] = np.concatenate([op.tail[s], vals[s]])
+                lens[s][0] += len(op.tail[s])
+            docs = np.concatenate([op.docs, docs])
+            tfs = np.concatenate([op.tfs, tfs])
+            imp_df[0] += len(op.docs)
+            df[0] += op.df
+            cf[0] += op.cf
         # The chunk's last word stays open: only its full blocks are written now.
         g = len(words) - 1
-        starts: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         tail: dict[str, np.ndarray] = {}
+        values: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         for s in _STREAMS:
-            n = lens[s][g]
-            keep = n % BLOCK
-            lens[s][g] = n - keep
+            keep = int(lens[s][g] % BLOCK)
+            lens[s][g] -= keep
             tail[s] = vals[s][len(vals[s]) - keep :].copy()  # not a view holding the chunk
-            starts[s] = self.streams[s].append(encode(vals[s][: len(vals[s]) - keep], lens[s]))
+            values[s] = (vals[s][: len(vals[s]) - keep], lens[s])
         keep = int(imp_df[g] % BLOCK)
         imp_df[g] -= keep
         cut = len(docs) - keep
-        self.impacts.append(block_impacts(docs[:cut], tfs[:cut], imp_df, self.lens))
+        self.open = _Open(int(words[g]), int(df[g]), int(cf[g]), tail, docs[cut:].copy(),
+                          tfs[cut:].copy())
+        self.last_doc = int(docs[-1])
+        return _Plan(None if merged else op, merged, words, df, cf, values,
+                     (docs[:cut], tfs[:cut], imp_df))
+
+    def commit(self, plan: _Plan, encoded: dict[str, Encoded], impacts: np.ndarray) -> None:
+        if plan.closing is not None:
+            self._close(plan.closing)
+        words, g = plan.words, len(plan.words) - 1
         for s in _STREAMS:
-            b0, b1, k0 = starts[s]
+            b0, b1, k0 = self.streams[s].append(encoded[s])
             c = _COL[s]
-            if merged:  # the open word started in an earlier chunk
+            if plan.merged:  # the open word started in an earlier chunk
                 b0[0], k0[0] = self.first[s]
             self.lex[words[:g], c] = b0[:g]
             self.lex[words[:g], c + 1] = b1[:g]
             self.lex[words[:g], c + 2] = k0[:g]
             self.first[s] = (int(b0[g]), int(k0[g]))
-        self.lex[words[:g], DF] = df[:g]
-        self.lex[words[:g], CF] = cf[:g]
-        self.open, self.df, self.cf = int(words[g]), int(df[g]), int(cf[g])
-        self.last_doc = int(docs[-1])
-        self.tail = tail
-        self.tail_docs, self.tail_tfs = docs[cut:].copy(), tfs[cut:].copy()
+        self.lex[words[:g], DF] = plan.df[:g]
+        self.lex[words[:g], CF] = plan.cf[:g]
+        self.impacts.append(impacts)
 
-    def close(self) -> None:
-        """Write the open word's last values and its lexicon row."""
-        if self.open < 0:
-            return
-        w = self.open
+    def _close(self, op: _Open) -> None:
+        """Write an open word's last values and its lexicon row."""
+        w = op.word
         for s in _STREAMS:
-            _, b1, _ = self.streams[s].append(encode(self.tail[s], np.array([len(self.tail[s])])))
+            _, b1, _ = self.streams[s].append(encode(op.tail[s], np.array([len(op.tail[s])])))
             c = _COL[s]
             self.lex[w, c], self.lex[w, c + 2] = self.first[s]
             self.lex[w, c + 1] = b1[0]
-        self.lex[w, DF], self.lex[w, CF] = self.df, self.cf
-        self.impacts.append(block_impacts(self.tail_docs, self.tail_tfs,
-                                          np.array([len(self.tail_docs)]), self.lens))
-        self.open = -1
+        self.lex[w, DF], self.lex[w, CF] = op.df, op.cf
+        self.impacts.append(block_impacts(op.docs, op.tfs, np.array([len(op.docs)]), self.lens))
+
+    def write(self, chunks: Iterable[np.ndarray], procs: int = 1) -> None:
+        """Every chunk, then the last open word.  ``procs`` > 1: the chunks are bit-packed in
+        that many forked processes while this one inverts and prepares the next ones (at most
+        ENCODE_IN_FLIGHT per process waiting, so memory stays bounded)."""
+        if procs <= 1:
+            for hits in chunks:
+                plan = self.prepare(hits)
+                self.commit(plan, *_encode_plan(plan.values, plan.impacts, self.lens))
+        else:
+            pool = multiprocessing.get_context("fork").Pool(procs, initializer=_forked_lens,
+                                                            initargs=(self.lens, os.getpid()))
+            try:
+                pending: deque[tuple[_Plan, Any]] = deque()
+                for hits in chunks:
+                    plan = self.prepare(hits)
+                    pending.append((plan, pool.apply_async(_encode_plan,
+                                                           (plan.values, plan.impacts))))
+                    if len(pending) >= procs * ENCODE_IN_FLIGHT:
+                        done, res = pending.popleft()
+                        self.commit(done, *res.get())
+                while pending:
+                    done, res = pending.popleft()
+                    self.commit(done, *res.get())
+            finally:
+                pool.terminate()
+                pool.join()
+        if self.open is not None:
+            self._close(self.open)
+            self.open = None
 
 
 _NO_FIELD = np.iinfo(np.int32).max  # smallest length of a field no posting of the block has
@@ -371,8 +448,16 @@ class SegmentWriter:
         """This URL had a version in an older segment and has none now."""
         self.drops.add(url_id)
 
-    def finish(self) -> dict[str, Any]:
-        """Invert the barrels, write every file, fsync; returns meta.json's content."""
+    def _inverted(self) -> Iterator[np.ndarray]:
+        """Every barrel's sorted hit chunks, each barrel's runs deleted once read."""
+        for b in sorted(self.barrels.runs):
+            yield from invert(self.barrels.runs[b], self.ram_bytes)
+            for p in self.barrels.runs[b]:
+                p.unlink(missing_ok=True)
+
+    def finish(self, procs: int = 1) -> dict[str, Any]:
+        """Invert the barrels, write every file, fsync; returns meta.json's content.
+        ``procs``: processes that bit-pack the postings (:meth:`_Postings.write`)."""
         d = self.directory
         self.barrels.close()
         self._store.close()
@@ -387,12 +472,7 @@ class SegmentWriter:
         out = _Postings(streams, lex, lens)
         impacts = out.impacts
         scratch = d / "barrels"
-        for b in sorted(self.barrels.runs):
-            for hits in invert(self.barrels.runs[b], self.ram_bytes):
-                out.add(hits)
-            for p in self.barrels.runs[b]:
-                p.unlink(missing_ok=True)
-        out.close()
+        out.write(self._inverted(), procs)
         for fh, wh in files.values():
             fh.close()
             wh.close()

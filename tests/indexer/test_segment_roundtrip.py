@@ -151,9 +151,10 @@ def test_segment_files_do_not_depend_on_the_memory_budget(
         tmp_path: Path, docs: list[tuple[str, str, str, str, list[str]]], ram: int,
         common: int) -> None:
     """A small budget cuts common words' hits between documents (indexer/barrels.invert) and
-    the postings writer carries them over: the files are byte for byte those of one pass."""
+    the postings writer carries them over, with the bit-packing in forked processes or not:
+    the files are byte for byte those of one pass."""
     base = tmp_path / f"run-{len(list(tmp_path.iterdir()))}"
-    for name, budget in (("small", ram), ("large", 1 << 24)):
+    for name, budget, procs in (("small", ram, 1), ("large", 1 << 24, 1), ("forked", ram, 2)):
         writer = SegmentWriter(base / name, ram_bytes=budget)
         for i, (title, headings, text, url, anchors) in enumerate(docs):
             body = f"{text} {'zz ' * ((common * (i + 1)) % 301)}"  # a word of many positions
@@ -161,7 +162,8 @@ def test_segment_files_do_not_depend_on_the_memory_budget(
                                 title=title, text=body, fields=[title, headings, body, url,
                                                                 anchors],
                                 anchor_sources=[1] if anchors else [])
-        writer.finish()
+        writer.finish(procs)
     for f in sorted((base / "large").iterdir()):
         if f.name != "meta.json":
             assert (base / "small" / f.name).read_bytes() == f.read_bytes(), f.name
+            assert (base / "forked" / f.name).read_bytes() == f.read_bytes(), f.name
