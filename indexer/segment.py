@@ -448,10 +448,14 @@ class SegmentWriter:
         """This URL had a version in an older segment and has none now."""
         self.drops.add(url_id)
 
-    def _inverted(self) -> Iterator[np.ndarray]:
-        """Every barrel's sorted hit chunks, each barrel's runs deleted once read."""
+    def _inverted(self, procs: int) -> Iterator[np.ndarray]:
+        """Every barrel's sorted hit chunks, each barrel's runs deleted once read.  With
+        ``procs`` bit-packing processes, ``procs * (ENCODE_IN_FLIGHT + 1)`` chunks' postings
+        are alive at once (waiting here, or being packed): each chunk gets that share of the
+        budget."""
+        share = 1 if procs <= 1 else procs * (ENCODE_IN_FLIGHT + 1)
         for b in sorted(self.barrels.runs):
-            yield from invert(self.barrels.runs[b], self.ram_bytes)
+            yield from invert(self.barrels.runs[b], self.ram_bytes // share)
             for p in self.barrels.runs[b]:
                 p.unlink(missing_ok=True)
 
@@ -472,7 +476,7 @@ class SegmentWriter:
         out = _Postings(streams, lex, lens)
         impacts = out.impacts
         scratch = d / "barrels"
-        out.write(self._inverted(), procs)
+        out.write(self._inverted(procs), procs)
         for fh, wh in files.values():
             fh.close()
             wh.close()
