@@ -3,15 +3,18 @@
 The indexer turns each document into hits ``(word ID, doc ordinal, field, position)`` and
 ships them into *forward barrels*: barrel ``b`` holds the hits whose word ID lies in
 ``[b * BARREL_WORDS, (b + 1) * BARREL_WORDS)``.  Hits are buffered in memory and written out as
-one run per barrel whenever the buffer passes ``--ram-mb`` (the slides' "barrel size = what
-fits in main memory").  Within a run, hits are in document order: that is what makes the
-barrel *forward*.
+one run per barrel whenever the buffer passes a quarter of ``--ram-mb`` (the slides' "barrel
+size = what fits in main memory"), always between two documents.  Each run is written sorted
+by word with a stable sort, so within a word its hits keep document order: the sort the
+sorter would do on each run is done once, on the buffer, while the workers parse.
 
 The inverter (the sorter) then takes each barrel in turn.  When all its runs fit in memory it
 loads them and sorts by word ID (a stable radix sort, so document and position order survive);
-when they do not, it sorts each run on its own, writes the sorted runs, and merges them
-sequentially, one word-ID range at a time, so memory stays within the budget.  Its output is a
-sequence of hit arrays sorted by (word, doc, field, position) over increasing word ranges.
+when they do not, it merges the runs sequentially, one word-ID range at a time, so memory stays
+within the budget; a word too common for one range comes in pieces cut between documents.  Its
+output is a sequence of hit arrays sorted by (word, doc, field, position) over increasing
+words, each within the budget (indexer/segment.py's postings writer carries a word cut in
+pieces over to the next array).
 """
 
 from __future__ import annotations
@@ -27,7 +30,10 @@ from indexer.settings import BARREL_WORDS, HIT_BYTES, KILL_AFTER_BARRELS_ENV
 
 _CONVERT_EVERY = 1 << 16  # buffered hits turned into one numpy chunk at this count
 FLUSH_SHARE = 4
-INVERT_SHARE = 8  # a barrel sorted in memory, and the postings built from it, ~8x its hits
+INVERT_SHARE = 8  # a barrel is sorted in memory when its hits are at most 1/8 of the budget
+# The postings built from a chunk of hits take ~9x its bytes at their peak (int64 columns, the
+# (postings, fields) tf matrix, block impacts): a chunk is 1/16 of the budget.
+CHUNK_SHARE = 16
 
 
 class ForwardBarrels:
@@ -61,14 +67,16 @@ class ForwardBarrels:
         """The hits of one field of one document (documents in increasing ordinal)."""
         if len(wids) == 0:
             return
+        # Converted (and flushed) only between documents: no document spans two runs, which
+        # the inverter relies on to cut a common word's hits between documents.
+        if self._pending >= self._convert_every and doc != self._docs[-1]:
+            self._convert()
         self._wids.append(wids)
         self._pos.append(positions)
         self._docs.append(doc)
         self._fields.append(field)
         self._counts.append(len(wids))
         self._pending += len(wids)
-        if self._pending >= self._convert_every:
-            self._convert()
 
     def add_hits(self, hits: np.ndarray) -> None:
         """A block of hits (n, 4) holding every hit of its words (a segment merge's batch):
@@ -113,10 +121,11 @@ class ForwardBarrels:
             return
         hits = np.concatenate(self._chunks)
         self._chunks, self._chunk_hits = [], 0
+        # Sorted by word (stably: documents stay in order), which sorts them by barrel too:
+        # each run is written in word order, so the inverter merges runs without sorting each
+        # one again.
+        hits = _by_word(hits)
         barrel = hits[:, 0] // self.barrel_words
-        if barrel.min() != barrel.max():  # one barrel (a small index): nothing to sort
-            order = stable_order(barrel)
-            hits, barrel = np.take(hits, order, axis=0), barrel[order]
         bounds = np.flatnonzero(np.diff(barrel)) + 1
         starts = np.concatenate([[0], bounds])
         ends = np.concatenate([bounds, [len(hits)]])
@@ -155,62 +164,113 @@ def _by_word(hits: np.ndarray) -> np.ndarray:
     return np.take(hits, stable_order(hits[:, 0]), axis=0)
 
 
-def invert(runs: list[Path], ram_bytes: int, scratch: Path) -> Iterator[np.ndarray]:
-    """Hits of one barrel sorted by (word, doc, field, position), in word-range chunks."""
+def invert(runs: list[Path], ram_bytes: int) -> Iterator[np.ndarray]:
+    """Hits of one barrel (its runs, each in word order: :meth:`ForwardBarrels.flush`) sorted by (word, doc, field, position), in chunks of at most the
+    inversion's share of ``ram_bytes`` (:func:`chunk_hits`).  A chunk ends at the end of a word
+    or, inside a word too common for one chunk, at the end of a document: the postings writer
+    carries such a word over to the next chunk (indexer/segment.py), so memory stays within the
+    budget however common a word is."""
+    limit = chunk_hits(ram_bytes)
     sizes = [os.path.getsize(p) for p in runs]
     # Sorting in memory holds the hits, the order and the sorted copy, and building postings
     # from them several int64 columns: a barrel is sorted in memory up to 1/8 of the budget.
+    if len(runs) == 1:  # sorted already (a run is a quarter of the budget)
+        yield from _cut(np.load(runs[0]), limit)
+        return
     if sum(sizes) <= ram_bytes // INVERT_SHARE:
-        hits = np.concatenate([np.load(p) for p in runs]) if len(runs) > 1 else np.load(runs[0])
-        yield _by_word(hits)
+        yield from _cut(_by_word(np.concatenate([np.load(p) for p in runs])), limit)
         return
-    # Too big for memory: sort each run alone, then merge word ranges sequentially, reading
-    # each run's slice of the range with plain reads (a memory map would keep every page read
-    # resident).  A barrel of one run is sorted in memory anyway: its ranges are slices of it.
-    if len(runs) == 1:
-        hits = np.load(runs[0])
-        hits = _by_word(hits)
-        words, counts = _word_counts(hits[:, 0])
-        starts = np.zeros(len(counts) + 1, dtype=np.int64)
-        np.cumsum(counts, out=starts[1:])
-        for lo, hi in _ranges(counts, ram_bytes):
-            yield hits[starts[lo] : starts[hi]]
-        return
+    # Too big for memory: merge word ranges of the (sorted) runs sequentially, reading each
+    # run's slice of the range with plain reads (a memory map would keep every page read
+    # resident).
     sorted_runs: list[tuple[Path, int, np.ndarray, np.ndarray]] = []
     run_words: list[np.ndarray] = []
     run_counts: list[np.ndarray] = []
-    for i, path in enumerate(runs):
-        hits = np.load(path)
-        hits = _by_word(hits)
-        out = scratch / f"{path.stem}-sorted-{i}.npy"
-        np.save(out, hits)
-        w, n = _word_counts(hits[:, 0])
+    for path in runs:
+        w, n = _word_counts(np.load(path)[:, 0])
         starts = np.zeros(len(n) + 1, dtype=np.int64)
         np.cumsum(n, out=starts[1:])
-        sorted_runs.append((out, _data_offset(out), w, starts))
+        sorted_runs.append((path, _data_offset(path), w, starts))
         run_words.append(w)
         run_counts.append(n)
-        del hits
-        path.unlink()
     words, inverse = np.unique(np.concatenate(run_words), return_inverse=True)
     totals = np.bincount(inverse, weights=np.concatenate(run_counts)).astype(np.int64)
     for lo_idx, hi_idx in _ranges(totals, ram_bytes):
         lo_w, hi_w = words[lo_idx], words[hi_idx - 1] + 1
-        parts = []
+        slices = []
         for path, offset, rw, starts in sorted_runs:
             a = int(starts[np.searchsorted(rw, lo_w)])
             b = int(starts[np.searchsorted(rw, hi_w)])
             if b > a:
-                with open(path, "rb") as fh:
-                    fh.seek(offset + a * HIT_BYTES)
-                    parts.append(np.fromfile(fh, dtype=np.int32, count=(b - a) * 4).reshape(-1, 4))
-        if len(parts) == 1:  # a slice of one sorted run is sorted
-            yield parts[0]
-        else:
-            hits = np.concatenate(parts)
-            yield _by_word(hits)
+                slices.append((path, offset, a, b))
+        if hi_idx - lo_idx == 1 and totals[lo_idx] > limit:
+            # One word over the budget: its hits run by run (runs hold whole documents in
+            # document order, so this is its sorted order), cut at documents.
+            yield from _cut_runs(slices, limit)
+            continue
+        parts = [_read(path, offset, a, b) for path, offset, a, b in slices]
+        # One copy of the range alive while the caller builds its postings (not the parts,
+        # their concatenation and the sorted copy: 3x).
+        hits = parts[0] if len(parts) == 1 else np.concatenate(parts)
+        del parts
+        if len(slices) > 1:  # a slice of one sorted run is sorted
+            hits = _by_word(hits)
+        yield hits
+        del hits
     for path, *_ in sorted_runs:
         path.unlink()
+
+
+def chunk_hits(ram_bytes: int) -> int:
+    """Hits in one chunk of the inversion (see CHUNK_SHARE)."""
+    return max(ram_bytes // CHUNK_SHARE, HIT_BYTES) // HIT_BYTES
+
+
+def _read(path: Path, offset: int, a: int, b: int) -> np.ndarray:
+    """Rows [a, b) of a sorted run's (n, 4) int32 hits, read plainly."""
+    with open(path, "rb") as fh:
+        fh.seek(offset + a * HIT_BYTES)
+        return np.fromfile(fh, dtype=np.int32, count=(b - a) * 4).reshape(-1, 4)
+
+
+def _doc_cut(hits: np.ndarray, end: int) -> int:
+    """The last place in ``1 ... end`` between two (word, doc) postings of sorted ``hits``; the
+    first one past ``end`` (or ``len(hits)``) when there is none."""
+    if end >= len(hits):
+        return len(hits)
+    w, d = hits[:, 0], hits[:, 1]
+    head = np.flatnonzero((w[1 : end + 1] != w[:end]) | (d[1 : end + 1] != d[:end]))
+    if len(head):
+        return int(head[-1]) + 1
+    later = np.flatnonzero((w[end + 1 :] != w[end:-1]) | (d[end + 1 :] != d[end:-1]))
+    return end + 1 + int(later[0]) if len(later) else len(hits)
+
+
+def _cut(hits: np.ndarray, limit: int) -> Iterator[np.ndarray]:
+    """Sorted ``hits`` in slices of about ``limit`` hits, each ending between two postings."""
+    lo = 0
+    while lo < len(hits):
+        hi = lo + _doc_cut(hits[lo:], min(limit, len(hits) - lo))
+        yield hits[lo:hi]
+        lo = hi
+
+
+def _cut_runs(slices: list[tuple[Path, int, int, int]], limit: int) -> Iterator[np.ndarray]:
+    """One word's hits from the sorted runs' slices, in run order, at most ~``limit`` hits
+    read at a time and cut between documents (no document spans two runs)."""
+    for path, offset, start, b in slices:
+        a = start
+        while a < b:
+            hits = _read(path, offset, a, min(b, a + limit))
+            while True:
+                complete = a + len(hits) == b  # else the last hit's posting may go on
+                cut = _doc_cut(hits, min(limit, len(hits) - (not complete)))
+                if cut < len(hits) or complete:
+                    break
+                # One document longer than what was read: read on to its end.
+                hits = _read(path, offset, a, min(b, a + 2 * len(hits)))
+            yield hits[:cut]
+            a += cut
 
 
 def _word_counts(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -226,7 +286,7 @@ def _ranges(counts: np.ndarray, ram_bytes: int) -> Iterator[tuple[int, int]]:
     """Consecutive word index ranges [lo, hi) whose hits fit the inversion's share of
     ``ram_bytes`` (at least one word each)."""
     cum = np.cumsum(counts) * HIT_BYTES
-    budget = max(ram_bytes // (INVERT_SHARE + 1), HIT_BYTES)
+    budget = chunk_hits(ram_bytes) * HIT_BYTES
     lo_idx = 0
     while lo_idx < len(counts):
         base = cum[lo_idx - 1] if lo_idx else 0

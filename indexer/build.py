@@ -24,13 +24,15 @@ manifest and its segments untouched; the next run sweeps the leftovers.
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import shutil
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -76,7 +78,7 @@ from indexer.templates import (
     read_templates,
     write_templates,
 )
-from indexer.workers import AnalyserPool
+from indexer.workers import AnalyserPool, die_with_parent
 from store.errors import WarcError
 from store.schema import DISALLOWED, DISCOVERED, FETCHED, OUT_OF_SCOPE, Page
 from store.views import StoreReader
@@ -211,7 +213,8 @@ def _run(data: DataDir, store: StoreReader, manifest: Manifest | None, *, ram_mb
     # Forking workers does not pay for a handful of documents.
     procs = procs if len(ids) >= PARALLEL_MIN_IDS else 1
     t0 = time.monotonic()
-    templates = _templates(data, store, ids, report, say, reuse=(mode == "incremental"))
+    templates = _templates(data, store, ids, report, say, reuse=(mode == "incremental"),
+                           procs=procs)
     boiler = anchor_boilerplate(store) if env_switch(ANCHOR_TEMPLATES_ENV) != "0" else set()
     report.anchor_boilerplate = len(boiler)
     report.template_seconds = time.monotonic() - t0
@@ -224,7 +227,7 @@ def _run(data: DataDir, store: StoreReader, manifest: Manifest | None, *, ram_mb
             if (done + len(jobs)) // 1000 > done // 1000:
                 say(f"{done + len(jobs)}/{len(ids)} pages")
             done += len(jobs)
-    writer.finish()
+    writer.finish(procs)
     report.hits = writer.barrels.hits_total
     name = f"seg-{generation:06d}"
     os.replace(tmp, index_dir / name)
@@ -263,7 +266,7 @@ def _full(page: Page) -> bool:
 
 
 def _templates(data: DataDir, store: StoreReader, ids: list[int], report: IndexReport,
-               say: Callable[[str], None], *, reuse: bool) -> Templates:
+               say: Callable[[str], None], *, reuse: bool, procs: int = 1) -> Templates:
     """Each host's template (indexer/templates.py): the stored measure of the hosts it has
     (``reuse``: an incremental run), a new one for the others from a sample of the candidate
     pages, written back to DATA/index/templates.json.  Off (none) with WEBSIFT_TEMPLATES=0."""
@@ -294,27 +297,62 @@ def _templates(data: DataDir, store: StoreReader, ids: list[int], report: IndexR
             if host in need and _full(page):
                 sampler.offer(host, page.id, page)
     hosts = dict(known)
-    reader = BodyReader(data.warc_dir)
-    try:
-        for host, items in sampler.samples().items():
-            pages: list[set[int]] = []
-            for page in items:
-                try:
-                    body = reader.read(WarcLocation(str(page.warc_file), int(page.warc_offset or 0),
-                                                    int(page.warc_length or 0)))
-                except WarcError:
-                    report.template_errors += 1  # the page itself is counted when indexed
-                    continue
-                parsed = parse_html(body, page.url, page.content_type, structure=True)
-                pages.append({b.key for b in parsed.blocks})
-            hosts[host] = host_template(pages, share)
-            report.template_hosts += 1
-            report.template_pages += len(pages)
-    finally:
-        reader.close()
+    samples = [(host, [(page.url, page.content_type, (str(page.warc_file),
+                                                      int(page.warc_offset or 0),
+                                                      int(page.warc_length or 0)))
+                       for page in items])
+               for host, items in sampler.samples().items()]
+    # The sampled pages are parsed in ``procs`` forked processes (a host's pages each), not
+    # in this one while the others wait.
+    measured: Iterable[tuple[list[set[int]], int]]
+    if procs > 1 and len(samples) > 1:
+        pool = multiprocessing.get_context("fork").Pool(procs, initializer=die_with_parent,
+                                                        initargs=(os.getpid(),))
+        try:
+            measured = pool.imap(partial(_block_keys, data.warc_dir), [s for _, s in samples])
+            for (host, _), got in zip(samples, measured, strict=True):
+                _measured(hosts, host, got, share, report)
+        finally:
+            pool.terminate()
+            pool.join()
+    else:
+        for host, sample in samples:
+            _measured(hosts, host, _block_keys(data.warc_dir, sample), share, report)
     templates = Templates(hosts, share)
     write_templates(data.index_dir, templates)
     return templates
+
+
+_Sample = list[tuple[str, str | None, tuple[str, int, int]]]  # (URL, type, WARC location)
+
+
+def _block_keys(warc_dir: Path, sample: _Sample) -> tuple[list[set[int]], int]:
+    """The template keys of each sampled page's blocks, and the pages whose WARC record could
+    not be read (the page itself is counted when indexed)."""
+    reader = BodyReader(warc_dir)
+    pages: list[set[int]] = []
+    errors = 0
+    try:
+        for url, content_type, loc in sample:
+            try:
+                body = reader.read(WarcLocation(*loc))
+            except WarcError:
+                errors += 1
+                continue
+            parsed = parse_html(body, url, content_type, structure=True)
+            pages.append({b.key for b in parsed.blocks})
+    finally:
+        reader.close()
+    return pages, errors
+
+
+def _measured(hosts: dict[str, HostTemplate], host: str, measured: tuple[list[set[int]], int],
+              share: float, report: IndexReport) -> None:
+    pages, errors = measured
+    hosts[host] = host_template(pages, share)
+    report.template_errors += errors
+    report.template_hosts += 1
+    report.template_pages += len(pages)
 
 
 def _job(page: Page, anchors: Anchors | None, writer: SegmentWriter, report: IndexReport,

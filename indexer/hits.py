@@ -22,6 +22,7 @@ from indexer.settings import ANCHOR_GAP, MAX_FIELD_CHARS, MAX_FIELD_TOKENS
 _NOTHING = -1  # a stop word or a too short/long token: a position, no term
 _SENTINEL = -(1 << 40)  # the end of a field in :meth:`HitMaker.batch`
 _UNKNOWN = -(1 << 50)  # a chunk not memoised yet (:meth:`HitMaker.batch`)
+_LOOKUP_SLICE = 4096  # chunks looked up at once (a slice with a new chunk is looked up twice)
 
 
 class HitMaker:
@@ -143,13 +144,11 @@ class HitMaker:
                 else:
                     parts.append("")
         chunks = " Q ".join(parts).split()
-        get = self._raw.get
         n = len(chunks)
-        arr = np.fromiter(map(get, chunks, repeat(_UNKNOWN)), dtype=np.int64, count=n)
-        unknown = np.flatnonzero(arr == _UNKNOWN)
-        if len(unknown):  # learn each new chunk once (in text order), then look them up
-            for i in unknown.tolist():
-                arr[i] = self._learn_chunk(chunks[i])
+        arr = np.empty(n, dtype=np.int64)
+        for lo in range(0, n, _LOOKUP_SLICE):
+            part = chunks[lo : lo + _LOOKUP_SLICE]
+            arr[lo : lo + len(part)] = self._codes(part)
         sent = arr == _SENTINEL
         slot = np.cumsum(sent)  # a sentinel counts for the slot it opens (it is dropped)
         starts = np.zeros(len(parts), dtype=np.int64)
@@ -180,6 +179,21 @@ class HitMaker:
         wids = np.where(is_c, self._flat[0][np.where(is_c, flat, 0)], arr[tok])
         pos = tok_pos[tok] + np.where(is_c, self._flat[1][np.where(is_c, flat, 0)], 0)
         return wids, pos, slot[tok]
+
+    def _codes(self, chunks: list[str]) -> np.ndarray:
+        """The codes of ``chunks``, learning new ones in text order.  ``dict.__getitem__``
+        alone is ~40% faster than ``get`` with a default, and most slices hold no new chunk;
+        a slice that does is looked up again with ``get``."""
+        try:
+            return np.fromiter(map(self._raw.__getitem__, chunks), dtype=np.int64,
+                               count=len(chunks))
+        except KeyError:
+            pass
+        arr = np.fromiter(map(self._raw.get, chunks, repeat(_UNKNOWN)), dtype=np.int64,
+                          count=len(chunks))
+        for i in np.flatnonzero(arr == _UNKNOWN).tolist():  # each new chunk once, in order
+            arr[i] = self._learn_chunk(chunks[i])
+        return arr
 
     def field(self, text: str, start: int = 0, limit: int | None = None
               ) -> tuple[np.ndarray, np.ndarray, int]:

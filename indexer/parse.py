@@ -154,7 +154,7 @@ def _template_key(part: str, whole: int) -> int:
     outside = _WORD_TOKEN.findall(" ".join(pieces[0::2]))
     if not outside:
         return whole
-    return block_hash(_SKELETON + " ".join(outside))
+    return _squashed_hash(_SKELETON + " ".join(outside))  # block_hash of a squashed text
 
 
 def _link_items(part: str) -> list[str]:
@@ -321,7 +321,7 @@ def parse_html(body: bytes, url: str, content_type: str | None = None, *,
         for part in (item for block in raw.split(_MARK) for item in _link_items(block)):
             text = squash(part)
             if text:
-                blocks.append(Block(text, h := block_hash(text), _template_key(part, h)))
+                blocks.append(Block(text, h := _squashed_hash(text), _template_key(part, h)))
         body_text = " ".join(b.text for b in blocks)
     else:
         body_text = _text(scope)

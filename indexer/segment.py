@@ -34,15 +34,17 @@ frequencies, and positions grouped by (doc, field) (delta coded inside each grou
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import shutil
 import zlib
 from array import array
 from bisect import bisect_left
-from collections.abc import Sequence
+from collections import deque
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import urlsplit
 
 import numpy as np
@@ -66,14 +68,17 @@ from indexer.settings import (
     BARREL_WORDS,
     BLOCK,
     DOCSTORE_LEVEL,
+    ENCODE_IN_FLIGHT,
     FIELDS,
     LEGACY_FIELDS,
     LEXICON_DICT_MAX,
     MAX_FIELD_TOKENS,
     MAX_POSITION,
     N_FIELDS,
+    PAIRS_BUFFER,
     SEGMENT_VERSION,
 )
+from indexer.workers import die_with_parent
 
 SEGMENT_FORMAT = "websift-segment"
 META_FILE = checked.Format(SEGMENT_FORMAT, SEGMENT_VERSION, "segment meta.json", checked_since=2)
@@ -139,6 +144,165 @@ def postings_from_hits(hits: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.nda
     return words, df, cf, streams
 
 
+class _Open(NamedTuple):
+    """A word held open between chunks: what it has that is not written yet."""
+
+    word: int
+    df: int
+    cf: int
+    tail: dict[str, np.ndarray]  # per stream, values of its last, partial block
+    docs: np.ndarray  # postings not yet in a block impact
+    tfs: np.ndarray
+
+
+class _Plan(NamedTuple):
+    """One chunk's postings, ready to encode (:func:`_encode_plan`) and then write in order."""
+
+    closing: _Open | None  # the open word this chunk does not go on with
+    merged: bool  # the chunk's first word is the open word, going on
+    words: np.ndarray
+    df: np.ndarray
+    cf: np.ndarray
+    values: dict[str, tuple[np.ndarray, np.ndarray]]  # per stream (values, group lengths)
+    impacts: tuple[np.ndarray, np.ndarray, np.ndarray]  # block_impacts' docs, tfs, df
+
+
+# The field lengths a forked encoder process computes block impacts with (set by the pool's
+# initializer, inherited through the fork: a pool's tasks are pickled, the lengths need not be).
+_FORKED: dict[str, np.ndarray] = {}
+
+
+def _forked_lens(lens: np.ndarray, parent: int) -> None:
+    die_with_parent(parent)
+    _FORKED["lens"] = lens
+
+
+def _encode_plan(values: dict[str, tuple[np.ndarray, np.ndarray]],
+                 impacts: tuple[np.ndarray, np.ndarray, np.ndarray],
+                 lens: np.ndarray | None = None) -> tuple[dict[str, Encoded], np.ndarray]:
+    """The pure, costly part of a chunk's postings: bit-packing and block impacts."""
+    lens = _FORKED["lens"] if lens is None else lens
+    return ({s: encode(v, n) for s, (v, n) in values.items()}, block_impacts(*impacts, lens))
+
+
+class _Postings:
+    """Sorted hit chunks (indexer/barrels.invert) -> the three postings streams, the lexicon's
+    columns and the block impacts.  A chunk's last word may go on in the next chunk (``invert``
+    cuts a word too common for one chunk between documents), so it is held open: its full
+    blocks are written, the values of each stream's last, partial block (fewer than BLOCK) and
+    the postings not yet in a block impact are kept.  Every full block is byte-aligned and
+    packed alone (indexer/codec.py), so the bytes are those of one encode of the whole word.
+
+    :meth:`prepare` does the bookkeeping in chunk order, :func:`_encode_plan` the bit-packing
+    (in another process when :meth:`write` has a pool), :meth:`commit` the writing, in chunk
+    order again."""
+
+    def __init__(self, streams: dict[str, _Stream], lex: np.ndarray, lens: np.ndarray) -> None:
+        self.streams, self.lex, self.lens = streams, lex, lens
+        self.impacts: list[np.ndarray] = []
+        self.open: _Open | None = None  # as far as prepare has gone
+        self.last_doc = 0  # of the open word
+        self.first: dict[str, tuple[int, int]] = {}  # open word: (first byte, first block)
+
+    def prepare(self, hits: np.ndarray) -> _Plan:
+        words, df, cf, raw = postings_from_hits(hits)
+        vals = {s: np.asarray(raw[s][0], dtype=np.int64) for s in _STREAMS}
+        lens = {s: np.asarray(raw[s][1], dtype=np.int64).copy() for s in _STREAMS}
+        docs = delta_decode_groups(vals["docs"], df)
+        tfs = vals["tfs"].reshape(-1, N_FIELDS)
+        df = df.astype(np.int64)
+        cf = cf.astype(np.int64)
+        imp_df = df.copy()
+        op = self.open
+        merged = op is not None and int(words[0]) == op.word
+        if merged:  # the open word goes on: its kept values come first
+            assert op is not None
+            vals["docs"][0] = docs[0] - self.last_doc
+            for s in _STREAMS:
+                vals[s] = np.concatenate([op.tail[s], vals[s]])
+                lens[s][0] += len(op.tail[s])
+            docs = np.concatenate([op.docs, docs])
+            tfs = np.concatenate([op.tfs, tfs])
+            imp_df[0] += len(op.docs)
+            df[0] += op.df
+            cf[0] += op.cf
+        # The chunk's last word stays open: only its full blocks are written now.
+        g = len(words) - 1
+        tail: dict[str, np.ndarray] = {}
+        values: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        for s in _STREAMS:
+            keep = int(lens[s][g] % BLOCK)
+            lens[s][g] -= keep
+            tail[s] = vals[s][len(vals[s]) - keep :].copy()  # not a view holding the chunk
+            values[s] = (vals[s][: len(vals[s]) - keep], lens[s])
+        keep = int(imp_df[g] % BLOCK)
+        imp_df[g] -= keep
+        cut = len(docs) - keep
+        self.open = _Open(int(words[g]), int(df[g]), int(cf[g]), tail, docs[cut:].copy(),
+                          tfs[cut:].copy())
+        self.last_doc = int(docs[-1])
+        return _Plan(None if merged else op, merged, words, df, cf, values,
+                     (docs[:cut], tfs[:cut], imp_df))
+
+    def commit(self, plan: _Plan, encoded: dict[str, Encoded], impacts: np.ndarray) -> None:
+        if plan.closing is not None:
+            self._close(plan.closing)
+        words, g = plan.words, len(plan.words) - 1
+        for s in _STREAMS:
+            b0, b1, k0 = self.streams[s].append(encoded[s])
+            c = _COL[s]
+            if plan.merged:  # the open word started in an earlier chunk
+                b0[0], k0[0] = self.first[s]
+            self.lex[words[:g], c] = b0[:g]
+            self.lex[words[:g], c + 1] = b1[:g]
+            self.lex[words[:g], c + 2] = k0[:g]
+            self.first[s] = (int(b0[g]), int(k0[g]))
+        self.lex[words[:g], DF] = plan.df[:g]
+        self.lex[words[:g], CF] = plan.cf[:g]
+        self.impacts.append(impacts)
+
+    def _close(self, op: _Open) -> None:
+        """Write an open word's last values and its lexicon row."""
+        w = op.word
+        for s in _STREAMS:
+            _, b1, _ = self.streams[s].append(encode(op.tail[s], np.array([len(op.tail[s])])))
+            c = _COL[s]
+            self.lex[w, c], self.lex[w, c + 2] = self.first[s]
+            self.lex[w, c + 1] = b1[0]
+        self.lex[w, DF], self.lex[w, CF] = op.df, op.cf
+        self.impacts.append(block_impacts(op.docs, op.tfs, np.array([len(op.docs)]), self.lens))
+
+    def write(self, chunks: Iterable[np.ndarray], procs: int = 1) -> None:
+        """Every chunk, then the last open word.  ``procs`` > 1: the chunks are bit-packed in
+        that many forked processes while this one inverts and prepares the next ones (at most
+        ENCODE_IN_FLIGHT per process waiting, so memory stays bounded)."""
+        if procs <= 1:
+            for hits in chunks:
+                plan = self.prepare(hits)
+                self.commit(plan, *_encode_plan(plan.values, plan.impacts, self.lens))
+        else:
+            pool = multiprocessing.get_context("fork").Pool(procs, initializer=_forked_lens,
+                                                            initargs=(self.lens, os.getpid()))
+            try:
+                pending: deque[tuple[_Plan, Any]] = deque()
+                for hits in chunks:
+                    plan = self.prepare(hits)
+                    pending.append((plan, pool.apply_async(_encode_plan,
+                                                           (plan.values, plan.impacts))))
+                    if len(pending) >= procs * ENCODE_IN_FLIGHT:
+                        done, res = pending.popleft()
+                        self.commit(done, *res.get())
+                while pending:
+                    done, res = pending.popleft()
+                    self.commit(done, *res.get())
+            finally:
+                pool.terminate()
+                pool.join()
+        if self.open is not None:
+            self._close(self.open)
+            self.open = None
+
+
 _NO_FIELD = np.iinfo(np.int32).max  # smallest length of a field no posting of the block has
 
 
@@ -173,18 +337,23 @@ class SegmentWriter:
         self.hits = HitMaker()
         self.lexicon = self.hits.lexicon
         self.barrels = ForwardBarrels(directory / "barrels", ram_bytes, barrel_words)
-        self.doc_ids: list[int] = []
-        self._lens: list[list[int]] = []
+        # Per document: machine integers in ``array``s (8 or 4 bytes each, not a Python int
+        # object apiece), so the writer's memory per document is ~60 bytes.
+        self.doc_ids = array("q")
+        self._lens = array("i")  # N_FIELDS per document
         self._store = open(directory / "store.bin", "wb")  # noqa: SIM115 - closed in finish
-        self._store_off = [0]
+        self._store_off = array("q", [0])
         self._head = open(directory / "head.bin", "wb")  # noqa: SIM115 - closed in finish
-        self._head_off = [0]
+        self._head_off = array("q", [0])
         self._frags = open(directory / "frags.bin", "wb")  # noqa: SIM115 - closed in finish
-        self._frags_off = [0]
+        self._frags_off = array("q", [0])
         self.text_bytes = 0
         self.hosts: dict[str, BitMap] = {}
         self.drops = BitMap()
-        self._pairs = array("q")  # (source, target) flattened
+        # (source, target) of the anchors, flattened; written out to ``anchor_pairs.raw`` past
+        # PAIRS_BUFFER values, so their number does not count against the memory either.
+        self._pairs = array("q")
+        self._pairs_file = open(directory / "anchor_pairs.raw", "wb")  # noqa: SIM115 - closed in finish
 
     @property
     def doc_count(self) -> int:
@@ -210,7 +379,7 @@ class SegmentWriter:
                 wids, positions = self.hits.fields(list(value), MAX_FIELD_TOKENS)
             self.barrels.add(ordinal, f, wids, positions)
             lens.append(int(self.hits.counted(wids).sum()))  # stop words are no length
-        self._lens.append(lens)
+        self._lens.extend(lens)
         raw = text.encode("utf-8", "surrogatepass")
         self.text_bytes += len(raw)
         blob = zlib.compress(raw, DOCSTORE_LEVEL)
@@ -223,6 +392,8 @@ class SegmentWriter:
         self.hosts.setdefault(host, BitMap()).add(url_id)
         for s in anchor_sources:
             self._pairs.extend((s, url_id))
+        if len(self._pairs) >= PAIRS_BUFFER:
+            self._spill_pairs()
 
     def add_copied_document(self, url_id: int, *, url: str, title: str, text_blob: bytes,
                             field_lens: Sequence[int], host: str | None = None,
@@ -234,7 +405,7 @@ class SegmentWriter:
             raise ValueError("documents must be added in increasing URL ID")
         ordinal = len(self.doc_ids)
         self.doc_ids.append(url_id)
-        self._lens.append([int(x) for x in field_lens])
+        self._lens.extend([int(x) for x in field_lens])
         self._store.write(text_blob)
         self._store_off.append(self._store_off[-1] + len(text_blob))
         self._frags.write(frags_blob)
@@ -247,17 +418,50 @@ class SegmentWriter:
         self.hosts.setdefault(host, BitMap()).add(url_id)
         for s in anchor_sources:
             self._pairs.extend((s, url_id))
+        if len(self._pairs) >= PAIRS_BUFFER:
+            self._spill_pairs()
         return ordinal
 
     def add_anchor_pairs(self, pairs: np.ndarray) -> None:
         self._pairs.extend(np.asarray(pairs, dtype=np.int64).ravel().tolist())
+        if len(self._pairs) >= PAIRS_BUFFER:
+            self._spill_pairs()
+
+    def _spill_pairs(self) -> None:
+        self._pairs.tofile(self._pairs_file)
+        self._pairs = array("q")
+
+    def _save_pairs(self) -> None:
+        """anchor_pairs.npy from the spilled pairs, copied PAIRS_BUFFER values at a time."""
+        self._spill_pairs()
+        self._pairs_file.close()
+        raw = self.directory / "anchor_pairs.raw"
+        n = raw.stat().st_size // 16
+        with open(self.directory / "anchor_pairs.npy", "wb") as out, open(raw, "rb") as src:
+            np.lib.format.write_array_header_1_0(out, {"descr": np.lib.format.dtype_to_descr(
+                np.dtype(np.int64)), "fortran_order": False, "shape": (n, 2)})
+            while chunk := src.read(PAIRS_BUFFER * 8):
+                out.write(chunk)
+        raw.unlink()
 
     def add_drop(self, url_id: int) -> None:
         """This URL had a version in an older segment and has none now."""
         self.drops.add(url_id)
 
-    def finish(self) -> dict[str, Any]:
-        """Invert the barrels, write every file, fsync; returns meta.json's content."""
+    def _inverted(self, procs: int) -> Iterator[np.ndarray]:
+        """Every barrel's sorted hit chunks, each barrel's runs deleted once read.  With
+        ``procs`` bit-packing processes, ``procs * (ENCODE_IN_FLIGHT + 1)`` chunks' postings
+        are alive at once (waiting here, or being packed): each chunk gets that share of the
+        budget."""
+        share = 1 if procs <= 1 else procs * (ENCODE_IN_FLIGHT + 1)
+        for b in sorted(self.barrels.runs):
+            yield from invert(self.barrels.runs[b], self.ram_bytes // share)
+            for p in self.barrels.runs[b]:
+                p.unlink(missing_ok=True)
+
+    def finish(self, procs: int = 1) -> dict[str, Any]:
+        """Invert the barrels, write every file, fsync; returns meta.json's content.
+        ``procs``: processes that bit-pack the postings (:meth:`_Postings.write`)."""
         d = self.directory
         self.barrels.close()
         self._store.close()
@@ -268,24 +472,11 @@ class SegmentWriter:
         files = {s: (open(d / f"post_{s}.bin", "wb"), open(d / f"post_{s}_w.bin", "wb"))  # noqa: SIM115
                  for s in _STREAMS}
         streams = {s: _Stream(*files[s]) for s in _STREAMS}
-        lens = np.asarray(self._lens, dtype=np.int32).reshape(-1, N_FIELDS)
-        impacts: list[np.ndarray] = []
+        lens = np.frombuffer(self._lens, dtype=np.int32).reshape(-1, N_FIELDS)
+        out = _Postings(streams, lex, lens)
+        impacts = out.impacts
         scratch = d / "barrels"
-        for b in sorted(self.barrels.runs):
-            for hits in invert(self.barrels.runs[b], self.ram_bytes, scratch):
-                words, df, cf, raw = postings_from_hits(hits)
-                lex[words, DF] = df
-                lex[words, CF] = cf
-                for s in _STREAMS:
-                    values, lengths = raw[s]
-                    b0, b1, k0 = streams[s].append(encode(values, lengths))
-                    c = _COL[s]
-                    lex[words, c], lex[words, c + 1], lex[words, c + 2] = b0, b1, k0
-                impacts.append(block_impacts(
-                    delta_decode_groups(raw["docs"][0], df),
-                    raw["tfs"][0].reshape(-1, N_FIELDS), df, lens))
-            for p in self.barrels.runs[b]:
-                p.unlink(missing_ok=True)
+        out.write(self._inverted(procs), procs)
         for fh, wh in files.values():
             fh.close()
             wh.close()
@@ -301,15 +492,15 @@ class SegmentWriter:
         np.save(d / "term_off.npy", offsets)
         np.save(d / "lexicon.npy", lex[np.asarray(order, dtype=np.int64)] if n_terms
                 else lex[:0])
-        np.save(d / "doc_ids.npy", np.asarray(self.doc_ids, dtype=np.int64))
+        np.save(d / "doc_ids.npy", np.frombuffer(self.doc_ids, dtype=np.int64))
         np.save(d / "field_lens.npy", lens)
         # Rows follow the docs stream's blocks (words in barrel order, as they were written).
         np.save(d / "post_impacts.npy", np.concatenate(impacts) if impacts
                 else np.zeros((0, 2 * N_FIELDS), dtype=np.int32))
-        np.save(d / "store_off.npy", np.asarray(self._store_off, dtype=np.int64))
-        np.save(d / "frags_off.npy", np.asarray(self._frags_off, dtype=np.int64))
-        np.save(d / "head_off.npy", np.asarray(self._head_off, dtype=np.int64))
-        (d / "docs.roar").write_bytes(BitMap(self.doc_ids).serialize())
+        np.save(d / "store_off.npy", np.frombuffer(self._store_off, dtype=np.int64))
+        np.save(d / "frags_off.npy", np.frombuffer(self._frags_off, dtype=np.int64))
+        np.save(d / "head_off.npy", np.frombuffer(self._head_off, dtype=np.int64))
+        (d / "docs.roar").write_bytes(BitMap(self.doc_ids.tolist()).serialize())
         (d / "drops.roar").write_bytes(self.drops.serialize())
         hosts_index: dict[str, list[int]] = {}
         with open(d / "hosts.roar", "wb") as fh:
@@ -319,8 +510,7 @@ class SegmentWriter:
                 fh.write(blob)
                 hosts_index[host] = [pos, len(blob)]
                 pos += len(blob)
-        pairs = np.frombuffer(self._pairs, dtype=np.int64).reshape(-1, 2)
-        np.save(d / "anchor_pairs.npy", pairs)
+        self._save_pairs()
         meta = {
             "doc_count": len(self.doc_ids),
             "term_count": n_terms,

@@ -123,6 +123,8 @@ WORKER_POLL_SECONDS = 1.0  # how often a waiting worker checks that its parent i
 WORKER_JOIN_SECONDS = 10.0  # a worker told to stop that has not after this is terminated
 
 # ---------------------------------------------------------------- segments
+ENCODE_IN_FLIGHT = 1  # postings chunks waiting per bit-packing process at the end of a run
+PAIRS_BUFFER = 1 << 16  # anchor (source, target) values a segment writer buffers before writing
 LEXICON_DICT_MAX = 2_000_000  # lexicons up to this many words get a hash table at open
 MAX_SEGMENTS = 8  # more live segments than this after a run: merge them all into one
 INDEX_FORMAT = "websift-index"

@@ -18,9 +18,11 @@ A worker that fails sends its traceback; the pool raises it here.  A worker whos
 
 from __future__ import annotations
 
+import ctypes
 import multiprocessing
 import os
 import queue
+import signal
 import traceback
 from collections import deque
 from collections.abc import Iterable, Iterator
@@ -39,8 +41,20 @@ from indexer.settings import (
 )
 
 
+def die_with_parent(parent: int) -> None:
+    """In a forked pool process: be killed when the run that forked it dies (Linux
+    PR_SET_PDEATHSIG), so a killed run leaves no process waiting for work forever."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent:  # it died before the line above
+        os._exit(0)
+
+
 class WorkerFailed(RuntimeError):
     """An indexing worker raised (a bug, not bad input: bad pages are counted, not raised)."""
+
+
+_PR_SET_PDEATHSIG = 1  # prctl(2)
 
 
 def _serve(warc_dir: Path, memo_tokens: int, inbox: Any, outbox: Any, parent: int, *,

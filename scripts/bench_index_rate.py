@@ -3,6 +3,8 @@
     .venv/bin/python scripts/bench_index_rate.py [--pages 20000] [--hosts 20] [--procs 2]
         [--ram-mb 256] [--baseline /path/to/other/websift/tree] [--rounds 2] [--work DIR]
     .venv/bin/python scripts/bench_index_rate.py --python-docs ...   # the Python 3.11 manual
+    .venv/bin/python scripts/bench_index_rate.py --data DIR ...   # a data dir already there, e.g.
+        # bench_search_scale.py's imported corpus: --data CACHE/d200000-h200-s11-g2/data
 
 The corpus: ``scripts/genweb.py`` pages (Zipf words, power-law links, anchors = the target's
 title) stored through the real crawl store and WARC writer as if fetched
@@ -11,8 +13,10 @@ title) stored through the real crawl store and WARC writer as if fetched
 in a child process with this tree's code and, with ``--baseline``, with the other tree's
 (``PYTHONPATH`` set to it: a ``git worktree`` or ``git archive`` of another commit), in
 alternation, and prints per run documents/s, CPU seconds (the run and its workers) and CPU
-per document, and peak memory (PSS summed over the run and its workers); then the ratios of the
-best runs.  Wall figures on a busy machine are noise; CPU per document is steadier.
+per document, peak memory (PSS summed over the run and its workers) and that peak less
+``--ram-mb``, and the rate over the first and the last fifth of the pages (from the run's
+progress lines: a rate that falls as the index grows shows there); then the ratios of the best
+runs.  Wall figures on a busy machine are noise; CPU per document is steadier.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -58,15 +63,16 @@ def corpus(work: Path, pages: int, hosts: int, python_docs: bool) -> Path:
 
 
 def run(tree: Path, data: Path, procs: int, ram_mb: int) -> dict[str, float]:
-    shutil.rmtree(data / "index", ignore_errors=True)
+    """One ``websift index --rebuild`` of ``data`` with ``tree``'s code, measured."""
     env_path = os.environ.get("PYTHONPATH")
     os.environ["PYTHONPATH"] = str(tree)
     cwd = Path.cwd()
     os.chdir(tree)  # ``python -m`` puts the working directory first on sys.path
+    progress = data / "bench-progress.log"
     try:
-        wall, cpu, peak = run_child([sys.executable, "-m", "api.cli", "index", "--data",
-                                     str(data), "--quiet", "--procs", str(procs),
-                                     "--ram-mb", str(ram_mb)])
+        wall, cpu, peak = run_child([sys.executable, "-u", "-c", _TIMED, str(progress),
+                                     "index", "--rebuild", "--data", str(data), "--procs",
+                                     str(procs), "--ram-mb", str(ram_mb)])
     finally:
         os.chdir(cwd)
         if env_path is None:
@@ -75,7 +81,51 @@ def run(tree: Path, data: Path, procs: int, ram_mb: int) -> dict[str, float]:
             os.environ["PYTHONPATH"] = env_path
     manifest = json.loads((data / "index" / "manifest.json").read_text())
     docs = int(manifest["stats"]["live_docs"])
-    return {"docs": docs, "wall": wall, "cpu": cpu, "peak_mb": peak / 2**20}
+    first, last = part_rates(progress.read_text().splitlines())
+    progress.unlink()
+    return {"docs": docs, "wall": wall, "cpu": cpu, "peak_mb": peak / 2**20,
+            "first": first, "last": last}
+
+
+# The CLI in this process, each line it writes to stderr written to a file with the time it
+# came (``say`` prints "N/M pages" every 1,000 pages).
+_TIMED = """
+import sys, time
+from api import cli
+out = open(sys.argv[1], "w")
+t0 = time.perf_counter()
+class Lines:
+    def write(self, s):
+        for line in s.splitlines():
+            if line.strip():
+                out.write(f"{time.perf_counter() - t0:.3f} {line}\\n")
+        return len(s)
+    def flush(self):
+        out.flush()
+sys.stderr = Lines()  # where the progress lines go
+sys.argv = ["websift", *sys.argv[2:]]
+code = cli.main()
+out.flush()  # not closed: the interpreter flushes sys.stderr once more on the way out
+sys.exit(code)
+"""
+
+_PAGES = re.compile(r"^(\d+\.\d+) .*?(\d+)/(\d+) pages$")
+
+
+def part_rates(lines: list[str], share: float = 0.2) -> tuple[float, float]:
+    """Pages/s over the first and the last ``share`` of the pages, from timed progress lines
+    (0, 0 when there are too few lines)."""
+    points = [(float(m[1]), int(m[2]), int(m[3])) for line in lines
+              if (m := _PAGES.match(line.strip()))]
+    if len(points) < 3:
+        return 0.0, 0.0
+    total = points[0][2]
+    head = [p for p in points if p[1] <= share * total]
+    tail = [p for p in points if p[1] >= (1 - share) * total]
+    def rate(ps: list[tuple[float, int, int]]) -> float:
+        return (ps[-1][1] - ps[0][1]) / (ps[-1][0] - ps[0][0]) if len(ps) > 1 \
+            and ps[-1][0] > ps[0][0] else 0.0
+    return rate(head), rate(tail)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -88,8 +138,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--baseline", type=Path, help="another websift source tree to compare")
     ap.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "websift-rate")
+    ap.add_argument("--data", type=Path, help="index this data directory (its index is rebuilt)")
     args = ap.parse_args(argv)
-    data = corpus(args.work.resolve(), args.pages, args.hosts, args.python_docs)
+    data = args.data.resolve() if args.data else corpus(args.work.resolve(), args.pages,
+                                                        args.hosts, args.python_docs)
     trees = {"websift (this tree)": ROOT}
     if args.baseline is not None:
         trees["baseline"] = args.baseline.resolve()
@@ -99,8 +151,10 @@ def main(argv: list[str] | None = None) -> int:
             m = run(tree, data, args.procs, args.ram_mb)
             print(f"round {r + 1} {name}: {m['docs']:.0f} documents in {m['wall']:.1f} s = "
                   f"{m['docs'] / m['wall']:.0f} docs/s; CPU {m['cpu']:.1f} s "
-                  f"({m['cpu'] / m['docs'] * 1e6:.0f} us/doc); peak {m['peak_mb']:.0f} MB "
-                  f"(--ram-mb {args.ram_mb}, --procs {args.procs})", flush=True)
+                  f"({m['cpu'] / m['docs'] * 1e6:.0f} us/doc); peak {m['peak_mb']:.0f} MiB "
+                  f"= --ram-mb {args.ram_mb} + {m['peak_mb'] - args.ram_mb:.0f} "
+                  f"(--procs {args.procs}); pages/s over the first fifth {m['first']:.0f}, "
+                  f"the last fifth {m['last']:.0f}", flush=True)
             if name not in best or m["wall"] < best[name]["wall"]:
                 best[name] = m
     if "baseline" in best:

@@ -1,5 +1,6 @@
-"""Inverting a barrel: whatever the memory budget and however many runs its hits were flushed
-in, the hits come out as numpy's stable sort by word of all of them (runs in order)."""
+"""Inverting a barrel: whatever the memory budget and however many runs (each in word order)
+its hits were flushed in, the hits come out as numpy's stable sort by word of all of them (runs in order), in chunks
+within the budget cut between postings."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from indexer.barrels import invert, stable_order
+from indexer.barrels import CHUNK_SHARE, invert, stable_order
 from indexer.settings import HIT_BYTES
 
 
@@ -37,10 +38,14 @@ def test_invert_is_the_stable_sort_whatever_the_budget(seed: int, runs: int, n: 
         paths = []
         for i, part in enumerate(np.array_split(hits, runs)):
             paths.append(d / f"fwd-00005-{i:05d}.npy")
-            np.save(paths[-1], part)
-        (d / "scratch").mkdir()
-        out = list(invert(paths, budget_hits * HIT_BYTES * 9, d / "scratch"))
+            np.save(paths[-1], part[np.argsort(part[:, 0], kind="stable")])  # as flush writes
+        out = list(invert(paths, budget_hits * HIT_BYTES * CHUNK_SHARE))
     got = np.concatenate(out)
     assert np.array_equal(got, hits[np.argsort(hits[:, 0], kind="stable")])
-    # each word in one chunk: a chunk's last word comes before the next chunk's first
-    assert all(a[-1, 0] < b[0, 0] for a, b in pairwise(out))
+    # chunks end between two postings: a word goes on in the next chunk only at a new document
+    assert all(a[-1, 0] < b[0, 0] or (a[-1, 0] == b[0, 0] and a[-1, 1] < b[0, 1])
+               for a, b in pairwise(out))
+    # and hold at most the budget's hits, but for a single posting that is longer
+    for chunk in out:
+        postings = len({(int(w), int(d)) for w, d in chunk[:, :2]})
+        assert len(chunk) <= budget_hits or postings == 1

@@ -142,3 +142,28 @@ def test_merged_segments_equal_a_segment_built_from_the_live_documents(
     assert sorted(map(tuple, merged.anchor_pairs.tolist())) == sorted(
         map(tuple, direct.anchor_pairs.tolist()))
     assert merged.host_docs("h.example") == direct.host_docs("h.example")
+
+
+@given(docs=st.lists(document, min_size=1, max_size=12), ram=st.sampled_from([64, 400, 3000]),
+       common=st.integers(0, 300))
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_segment_files_do_not_depend_on_the_memory_budget(
+        tmp_path: Path, docs: list[tuple[str, str, str, str, list[str]]], ram: int,
+        common: int) -> None:
+    """A small budget cuts common words' hits between documents (indexer/barrels.invert) and
+    the postings writer carries them over, with the bit-packing in forked processes or not:
+    the files are byte for byte those of one pass."""
+    base = tmp_path / f"run-{len(list(tmp_path.iterdir()))}"
+    for name, budget, procs in (("small", ram, 1), ("large", 1 << 24, 1), ("forked", ram, 2)):
+        writer = SegmentWriter(base / name, ram_bytes=budget)
+        for i, (title, headings, text, url, anchors) in enumerate(docs):
+            body = f"{text} {'zz ' * ((common * (i + 1)) % 301)}"  # a word of many positions
+            writer.add_document(10 + 3 * i, host="h.example", url=f"http://h.example/{i}",
+                                title=title, text=body, fields=[title, headings, body, url,
+                                                                anchors],
+                                anchor_sources=[1] if anchors else [])
+        writer.finish(procs)
+    for f in sorted((base / "large").iterdir()):
+        if f.name != "meta.json":
+            assert (base / "small" / f.name).read_bytes() == f.read_bytes(), f.name
+            assert (base / "forked" / f.name).read_bytes() == f.read_bytes(), f.name
