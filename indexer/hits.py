@@ -16,7 +16,7 @@ from itertools import repeat
 
 import numpy as np
 
-from indexer.analysis import Analyzer
+from indexer.analysis import Analyzer, is_operator
 from indexer.settings import ANCHOR_GAP, MAX_FIELD_CHARS, MAX_FIELD_TOKENS
 
 _NOTHING = -1  # a stop word or a too short/long token: a position, no term
@@ -30,7 +30,8 @@ class HitMaker:
         self.lexicon: dict[str, int] = {}
         self.words: list[str] = []  # the words this HitMaker learned, in ID order
         # Per word ID: whether it counts toward a field's length (BM25F normalisation): every
-        # term but a stop word, so keeping stop words in the index leaves the lengths as before.
+        # term but a stop word or an operator, so keeping them in the index leaves the lengths
+        # as before.
         self._counted = np.ones(1024, dtype=np.int32)  # grown by doubling
         # Raw token or whitespace-separated chunk -> word ID, _NOTHING, or -2 - compound index.
         # One namespace: a chunk that is one whole token is that token.
@@ -60,7 +61,7 @@ class HitMaker:
             wid = self.lexicon[term] = len(self.lexicon)
             if wid == len(self._counted):
                 self._counted = np.concatenate([self._counted, np.ones_like(self._counted)])
-            self._counted[wid] = term not in self.analyzer.stop_terms
+            self._counted[wid] = term not in self.analyzer.stop_terms and not is_operator(term)
             self.words.append(term)
         return wid
 
@@ -82,7 +83,7 @@ class HitMaker:
         """The code of what ``n_raw`` raw tokens ``width`` positions wide analyse to."""
         if width == 1 and not terms:
             return _NOTHING
-        if width == 1 and len(terms) == 1:
+        if width == 1 and len(terms) == 1 and offsets[0] == 0:  # ("x:": ":" at offset 1)
             return self._wid(terms[0])
         code = -2 - self._n_comp
         n = len(terms)

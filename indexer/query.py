@@ -17,6 +17,10 @@ not all on the target page, and plain OR lets pages with one frequent word win. 
 are required.  Every word goes through the one analyzer (indexer/analysis.py), which keeps
 technical tokens whole (``--set``, ``%s``, ``c++``, ``<=``) beside their words.
 
+Operators are words too: symbols written apart (``+``, ``.^``, ``@ function handle``) or
+inside a quoted phrase (``"x + y"``) are searched; punctuation on a word (``handle,``, ``f(x)``)
+is not.  A query of symbols alone is never refused.
+
 Stop words ("if", "not", "in", "the"...) are in the index; a query scores them when its plain
 words are mostly stop words ("if", "not in": share above STOP_SCORE_SHARE) and a quoted phrase
 matches them in place ("to be or not to be"); otherwise they are left out of the scoring units
@@ -28,7 +32,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from indexer.analysis import Analyzer, is_whole
+from indexer.analysis import Analyzer, is_operator, is_whole
 from indexer.errors import QueryError
 from indexer.settings import MAX_QUERY_CHARS, MAX_QUERY_TERMS, STOP_SCORE_SHARE
 
@@ -36,6 +40,7 @@ from indexer.settings import MAX_QUERY_CHARS, MAX_QUERY_TERMS, STOP_SCORE_SHARE
 # option) and "-%x" are plain words, "-site" as a word is written quoted.
 _LEXER = re.compile(r'\s*(-(?=["\w]))?(?:"([^"]*)("?)|(\S+))')
 _HOST_RE = re.compile(r"^[a-z0-9.\-\[\]:]+$")
+_WORD_CHAR = re.compile(r"\w")
 
 
 @dataclass(frozen=True)
@@ -101,8 +106,13 @@ class ParsedQuery:
         return list(dict.fromkeys(t for u in self.units() for t in u))
 
 
-def _phrase(text: str, analyzer: Analyzer) -> Phrase:
+def _phrase(text: str, analyzer: Analyzer, *, quoted: bool = True) -> Phrase:
     terms, positions, _ = analyzer.positions(text)
+    if not quoted and _WORD_CHAR.search(text):
+        # "handle," or "f(x)": symbols on a word are its punctuation; symbols written apart
+        # ("+", "@ function handle") or quoted ("x + y") are operators to search for.
+        kept = [(t, p) for t, p in zip(terms, positions, strict=True) if not is_operator(t)]
+        terms, positions = [t for t, _ in kept], [p for _, p in kept]
     base = positions[0] if positions else 0
     return Phrase(text, tuple(terms), tuple(p - base for p in positions))
 
@@ -150,7 +160,7 @@ def parse_query(q: str, analyzer: Analyzer | None = None) -> ParsedQuery:
         text = quoted if quoted is not None else (word or "")
         if word is not None and not analyzer.token_re.search(word):
             continue  # punctuation alone: nothing to search for
-        phrase = _phrase(text, analyzer)
+        phrase = _phrase(text, analyzer, quoted=quoted is not None)
         if negate:
             if phrase.terms:
                 parsed.excluded.append(phrase)

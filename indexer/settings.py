@@ -27,7 +27,9 @@ ANCHOR_GAP = 8  # position gap between two anchors, so a phrase never spans two 
 # with (ANALYZER_VERSION in each segment's meta) and a searcher refuses a different one.
 ANALYZER_TECHNICAL = os.environ.get("WEBSIFT_ANALYZER_TECHNICAL", "1") != "0"  # c++, --set, %s
 ANALYZER_KEEP_STOPS = os.environ.get("WEBSIFT_ANALYZER_STOPS", "1") != "0"  # if, not, in
-ANALYZER_VERSION = 2  # 1: Whoosh's chain plus dotted names; 2: technical terms, stop words kept
+ANALYZER_OPERATORS = os.environ.get("WEBSIFT_ANALYZER_OPERATORS", "1") != "0"  # + .^ { ' &&
+# 1: Whoosh's chain plus dotted names; 2: technical terms, stop words kept; 3: operator terms
+ANALYZER_VERSION = 3
 MAX_SYMBOLS_ONLY = 3  # longest token of symbols alone ("<=", "**", "<<="); longer: a rule
 # A query whose plain words are mostly stop words ("not in", "if") scores them; otherwise stop
 # words only take part in quoted phrases.  Scored when stop words / all plain words > this.

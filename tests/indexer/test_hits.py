@@ -53,5 +53,8 @@ def test_the_limit_counts_raw_tokens() -> None:
     words = {v: k for k, v in hm.lexicon.items()}
     assert [words[int(w)] for w in wids] == ["alpha"]  # 'beta,gamma' straddles it: left out
     wids, pos, _ = hm.batch([["alpha beta,gamma delta epsilon"]], limit=3)
-    assert [words[int(w)] for w in wids] == ["alpha", "beta", "gamma"]
-    assert pos.tolist() == [0, 1, 2]
+    assert [words[int(w)] for w in wids] == ["alpha"]  # 'beta' ',' 'gamma': 3 raw tokens
+    wids, pos, _ = hm.batch([["alpha beta,gamma delta epsilon"]], limit=4)
+    words = {v: k for k, v in hm.lexicon.items()}
+    assert [words[int(w)] for w in wids] == ["alpha", "beta", ",", "gamma"]
+    assert pos.tolist() == [0, 1, 2, 2]  # an operator takes no position of its own
