@@ -56,6 +56,7 @@ from indexer.settings import (
     MAX_SYMBOLS_ONLY,
     MAX_TOKEN_CHARS,
     MIN_TOKEN_CHARS,
+    OPERATOR_FIELDS,
     STEM_CACHE_SIZE,
 )
 
@@ -84,10 +85,14 @@ _PLAIN_FULL = re.compile(r"(?:\w|(?<=\w)\.(?=\w))+\Z")
 
 def analyzer_version(technical: bool = ANALYZER_TECHNICAL,
                      keep_stops: bool = ANALYZER_KEEP_STOPS,
-                     operators: bool = ANALYZER_OPERATORS) -> str:
-    """What an index records of the analysis it was built with ("3+technical+stops+ops")."""
+                     operators: bool = ANALYZER_OPERATORS,
+                     operator_fields: tuple[str, ...] | None = OPERATOR_FIELDS) -> str:
+    """What an index records of the analysis it was built with ("3+technical+stops+ops"; the
+    fields that keep operators when not all: "+ops@title,defs")."""
+    ops = "" if not operators else "+ops" if operator_fields is None else (
+        "+ops@" + ",".join(operator_fields))
     return str(ANALYZER_VERSION) + ("+technical" if technical else "") + (
-        "+stops" if keep_stops else "") + ("+ops" if operators else "")
+        "+stops" if keep_stops else "") + ops
 
 
 def token_re(technical: bool, operators: bool) -> re.Pattern[str]:

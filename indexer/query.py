@@ -23,18 +23,20 @@ is not.  A query of symbols alone is never refused.
 
 Stop words ("if", "not", "in", "the"...) are in the index; a query scores them when its plain
 words are mostly stop words ("if", "not in": share above STOP_SCORE_SHARE) and a quoted phrase
-matches them in place ("to be or not to be"); otherwise they are left out of the scoring units
-and of the proximity pairs, as Whoosh's analyzer drops them.
+matches them in place ("to be or not to be"); otherwise they are left out of the scoring units,
+as Whoosh's analyzer drops them, and count as proximity evidence with the query words next to
+them ("if statement": pages where "if" stands before "statement" gain; ``stop_pairs``).
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from itertools import pairwise
 
 from indexer.analysis import Analyzer, is_operator, is_whole
 from indexer.errors import QueryError
-from indexer.settings import MAX_QUERY_CHARS, MAX_QUERY_TERMS, STOP_SCORE_SHARE
+from indexer.settings import MAX_QUERY_CHARS, MAX_QUERY_TERMS, STOP_PAIRS, STOP_SCORE_SHARE
 
 # A minus sign directly before a word character or a quote excludes it; "--name" (a command-line
 # option) and "-%x" are plain words, "-site" as a word is written quoted.
@@ -101,6 +103,33 @@ class ParsedQuery:
                 if len(parts) > 1:
                     out.append(max(parts)[1])
         return out
+
+    def stop_pairs(self) -> list[tuple[str, str]]:
+        """Proximity pairs of a stop word that is not scored and the plain query word next to
+        it ("if statement": (if, statement); "x not in list": (not, in), (in, list)), so a page
+        where they stand together gains (issue 12, item 2: stop words adjacent to the other
+        query words).  Pairs of two other words are :meth:`word_terms`'; an OR group or a
+        phrase breaks adjacency."""
+        if self.score_stops or not STOP_PAIRS:
+            return []
+        ends: list[tuple[str, str] | None] = []  # per plain word: its first and last part
+        for group in self.groups:
+            parts = sorted((o, t) for t, o in zip(group[0].terms, group[0].offsets, strict=True)
+                           if not is_whole(t)) if len(group) == 1 else []
+            ends.append((parts[0][1], parts[-1][1]) if parts else None)
+        out: list[tuple[str, str]] = []
+        for prev, nxt in pairwise(ends):
+            if prev is not None and nxt is not None:
+                a, b = prev[1], nxt[0]
+                if a != b and (a in self.stops or b in self.stops) and (a, b) not in out:
+                    out.append((a, b))
+        return out
+
+    def idf_terms(self) -> list[str]:
+        """The terms whose idf the query needs: the scored ones, then the stop pairs' others."""
+        terms = self.terms()
+        return terms + [t for t in dict.fromkeys(t for p in self.stop_pairs() for t in p)
+                        if t not in terms]
 
     def terms(self) -> list[str]:
         return list(dict.fromkeys(t for u in self.units() for t in u))

@@ -31,9 +31,18 @@ ANALYZER_OPERATORS = os.environ.get("WEBSIFT_ANALYZER_OPERATORS", "1") != "0"  #
 # 1: Whoosh's chain plus dotted names; 2: technical terms, stop words kept; 3: operator terms
 ANALYZER_VERSION = 3
 MAX_SYMBOLS_ONLY = 3  # longest token of symbols alone ("<=", "**", "<<="); longer: a rule
+# The fields whose operator terms are indexed ("all": every field).
+_OPERATOR_FIELDS = os.environ.get("WEBSIFT_OPERATOR_FIELDS", "all")
+OPERATOR_FIELDS: tuple[str, ...] | None = None if _OPERATOR_FIELDS == "all" else tuple(
+    f.strip() for f in _OPERATOR_FIELDS.split(",") if f.strip())
 # A query whose plain words are mostly stop words ("not in", "if") scores them; otherwise stop
 # words only take part in quoted phrases.  Scored when stop words / all plain words > this.
 STOP_SCORE_SHARE = 0.5
+# A stop word not scored is proximity evidence with the query word next to it ("if statement"),
+# unless it is in nearly every page (idf below this: "the", "a"; their pairs cost position
+# reads for no gain).
+STOP_PAIRS = os.environ.get("WEBSIFT_STOP_PAIRS", "1") != "0"
+STOP_PAIR_MIN_IDF = 0.1
 
 # ---------------------------------------------------------------- parsing
 # Bytes of a page's HTML that are parsed (the rest is cut, as search engines truncate huge

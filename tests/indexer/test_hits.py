@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from indexer.analysis import Analyzer
 from indexer.hits import HitMaker
-from indexer.settings import ANCHOR_GAP
+from indexer.settings import ANCHOR_GAP, FIELDS
 
 WORDS = ["os.path", "f(x)", "--set", "a,b", "the", "Run", "runs,", "x", "é", "unittest.mock.",
          "—", "()", "pg_dump", "a..b", "(foo)", "_", "3.11", "C++", "#include", "%s"]
@@ -58,3 +58,19 @@ def test_the_limit_counts_raw_tokens() -> None:
     words = {v: k for k, v in hm.lexicon.items()}
     assert [words[int(w)] for w in wids] == ["alpha", "beta", ",", "gamma"]
     assert pos.tolist() == [0, 1, 2, 2]  # an operator takes no position of its own
+
+
+def test_operator_fields_keep_operators_only_where_asked() -> None:
+    hm = HitMaker(operator_fields=("defs",))
+    text = "x + y, then a .^ b"
+    docs = [[text if f in ("body", "defs") else "" for f in FIELDS]]
+    wids, _, slots = hm.batch(docs)
+    words = {v: k for k, v in hm.lexicon.items()}
+    got = {f: [words[int(w)] for w in wids[slots == i]] for i, f in enumerate(FIELDS)}
+    assert got["defs"] == ["+", ",", "then", ".^"]
+    assert got["body"] == ["then"]
+    # The per-field path (SegmentWriter) keeps the same hits.
+    body_w, body_p, _ = hm.field(text)
+    kept, _ = hm.in_field(FIELDS.index("body"), body_w, body_p)
+    assert [words[int(w)] for w in kept] == ["then"]
+    assert HitMaker(operator_fields=None).batch(docs)[0].size == 8
