@@ -88,9 +88,9 @@ def analyzer_version(technical: bool = ANALYZER_TECHNICAL,
                      operators: bool = ANALYZER_OPERATORS,
                      operator_fields: tuple[str, ...] | None = OPERATOR_FIELDS) -> str:
     """What an index records of the analysis it was built with ("3+technical+stops+ops"; the
-    fields that keep operators when not all: "+ops@title,defs")."""
+    fields that keep operators when not all: "+ops@title+defs")."""
     ops = "" if not operators else "+ops" if operator_fields is None else (
-        "+ops@" + ",".join(operator_fields))
+        "+ops@" + "+".join(operator_fields))
     return str(ANALYZER_VERSION) + ("+technical" if technical else "") + (
         "+stops" if keep_stops else "") + ops
 
