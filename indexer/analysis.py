@@ -22,7 +22,10 @@ Our choices on top of Whoosh's chain:
   ``.^``, ``&&``, ``<=``, ``.'``, ``...``), brackets, comma and semicolon one character each; a
   longer run is a rule, not a term.  An operator takes no position (it sits at the next word's),
   so words keep the positions they had without operators (phrases and proximity as before), and
-  it adds nothing to a field's length.  A query searches the operators written apart or quoted
+  it adds nothing to a field's length.  Every hit is indexed in the fields where code is
+  defined (title, headings, defs: OPERATOR_FIELDS), only each operator's first hit per field
+  elsewhere (the body's formulas and prose punctuation would outweigh the defining page;
+  indexer/hits.py).  A query searches the operators written apart or quoted
   (``+``, ``@ function handle``, ``"x + y"``), not a word's punctuation (``handle,``:
   indexer/query.py).  No list of a language's operators: the same rule for any site.
 * Stop words (Whoosh's list) are kept in the index as terms, like any word; the query decides
@@ -56,6 +59,7 @@ from indexer.settings import (
     MAX_SYMBOLS_ONLY,
     MAX_TOKEN_CHARS,
     MIN_TOKEN_CHARS,
+    OPERATOR_ELSEWHERE_FIRST,
     OPERATOR_FIELDS,
     STEM_CACHE_SIZE,
 )
@@ -86,11 +90,13 @@ _PLAIN_FULL = re.compile(r"(?:\w|(?<=\w)\.(?=\w))+\Z")
 def analyzer_version(technical: bool = ANALYZER_TECHNICAL,
                      keep_stops: bool = ANALYZER_KEEP_STOPS,
                      operators: bool = ANALYZER_OPERATORS,
-                     operator_fields: tuple[str, ...] | None = OPERATOR_FIELDS) -> str:
-    """What an index records of the analysis it was built with ("3+technical+stops+ops"; the
-    fields that keep operators when not all: "+ops@title+defs")."""
+                     operator_fields: tuple[str, ...] | None = OPERATOR_FIELDS,
+                     elsewhere_first: bool = OPERATOR_ELSEWHERE_FIRST) -> str:
+    """What an index records of the analysis it was built with
+    ("3+technical+stops+ops@title+headings+defs/first": operators in those fields, their first
+    hit per field elsewhere; "+ops": in every field)."""
     ops = "" if not operators else "+ops" if operator_fields is None else (
-        "+ops@" + "+".join(operator_fields))
+        "+ops@" + "+".join(operator_fields) + ("/first" if elsewhere_first else ""))
     return str(ANALYZER_VERSION) + ("+technical" if technical else "") + (
         "+stops" if keep_stops else "") + ops
 

@@ -22,6 +22,7 @@ from indexer.settings import (
     FIELDS,
     MAX_FIELD_CHARS,
     MAX_FIELD_TOKENS,
+    OPERATOR_ELSEWHERE_FIRST,
     OPERATOR_FIELDS,
 )
 
@@ -87,18 +88,28 @@ class HitMaker:
         :meth:`batch`'s operator filter, for :meth:`field` and :meth:`fields`' callers."""
         if self.operator_fields is None or self.operator_fields[field] or not len(wids):
             return wids, positions
-        keep = self._counted[wids] >= 0
+        drop = self._counted[wids] < 0
+        if OPERATOR_ELSEWHERE_FIRST and drop.any():
+            cand = np.flatnonzero(drop)
+            drop[cand[np.unique(wids[cand], return_index=True)[1]]] = False
+        keep = ~drop
         return wids[keep], positions[keep]
 
     def _operator_filter(self, wids: np.ndarray, pos: np.ndarray, slot: np.ndarray, n_fields: int
                          ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Drop the operator hits of the fields that do not keep operators (OPERATOR_FIELDS)."""
+        """Drop the operator hits of the fields that do not keep operators (OPERATOR_FIELDS),
+        but each operator's first hit per field there (OPERATOR_ELSEWHERE_FIRST)."""
         keep_ops = self.operator_fields
         if keep_ops is None or n_fields != len(keep_ops) or not len(wids):
             return wids, pos, slot
         drop = (self._counted[wids] < 0) & ~keep_ops[slot % n_fields]
         if not drop.any():
             return wids, pos, slot
+        if OPERATOR_ELSEWHERE_FIRST:  # keep each operator's first hit per field elsewhere
+            cand = np.flatnonzero(drop)
+            _, first = np.unique(slot[cand] * (len(self._counted) + 1) + wids[cand],
+                                 return_index=True)
+            drop[cand[first]] = False
         keep = ~drop
         return wids[keep], pos[keep], slot[keep]
 

@@ -31,11 +31,15 @@ ANALYZER_OPERATORS = os.environ.get("WEBSIFT_ANALYZER_OPERATORS", "1") != "0"  #
 # 1: Whoosh's chain plus dotted names; 2: technical terms, stop words kept; 3: operator terms
 ANALYZER_VERSION = 3
 MAX_SYMBOLS_ONLY = 3  # longest token of symbols alone ("<=", "**", "<<="); longer: a rule
-# The fields whose operator terms are indexed ("all": every field; else names joined by "+",
-# "title+headings+defs": measured in scripts/eval_analyzer.py, every field ranks best).
-_OPERATOR_FIELDS = os.environ.get("WEBSIFT_OPERATOR_FIELDS", "all")
+# Where operator terms are indexed (measured in scripts/eval_analyzer.py on both manuals): every
+# hit in the fields where code is defined (WEBSIFT_OPERATOR_FIELDS, names joined by "+", or
+# "all"), and elsewhere (the body: prose and formulas full of "+" and ",") only each operator's
+# first hit per field (WEBSIFT_OPERATOR_ELSEWHERE=first; "none": not at all), so a page of
+# formulas does not outweigh the page that defines the operator.
+_OPERATOR_FIELDS = os.environ.get("WEBSIFT_OPERATOR_FIELDS", "title+headings+defs")
 OPERATOR_FIELDS: tuple[str, ...] | None = None if _OPERATOR_FIELDS == "all" else tuple(
     f.strip() for f in _OPERATOR_FIELDS.split("+") if f.strip())
+OPERATOR_ELSEWHERE_FIRST = os.environ.get("WEBSIFT_OPERATOR_ELSEWHERE", "first") == "first"
 # A query whose plain words are mostly stop words ("not in", "if") scores them; otherwise stop
 # words only take part in quoted phrases.  Scored when stop words / all plain words > this.
 STOP_SCORE_SHARE = 0.5

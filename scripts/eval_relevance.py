@@ -117,8 +117,8 @@ ABLATIONS: tuple[Row, ...] = (
     Row("websift without anchor boilerplate (kept)", ("WEBSIFT_ANCHOR_TEMPLATES=0",)),
     Row("websift without technical terms", ("WEBSIFT_ANALYZER_TECHNICAL=0",)),
     Row("websift without operator terms", ("WEBSIFT_ANALYZER_OPERATORS=0",)),
-    Row("websift operators in title/headings/defs only",
-        ("WEBSIFT_OPERATOR_FIELDS=title+headings+defs",)),
+    Row("websift operators in title/headings/defs only", ("WEBSIFT_OPERATOR_ELSEWHERE=none",)),
+    Row("websift every operator hit in every field", ("WEBSIFT_OPERATOR_FIELDS=all",)),
     Row("websift without stop words next to query words", ("WEBSIFT_STOP_PAIRS=0",)),
 )
 

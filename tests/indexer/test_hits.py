@@ -4,6 +4,7 @@ field laid out ``ANCHOR_GAP`` apart, whatever punctuation glues tokens together.
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -60,17 +61,26 @@ def test_the_limit_counts_raw_tokens() -> None:
     assert pos.tolist() == [0, 1, 2, 2]  # an operator takes no position of its own
 
 
-def test_operator_fields_keep_operators_only_where_asked() -> None:
+def test_operator_fields_keep_every_operator_hit_elsewhere_the_first(
+        monkeypatch: pytest.MonkeyPatch) -> None:
     hm = HitMaker(operator_fields=("defs",))
-    text = "x + y, then a .^ b"
-    docs = [[text if f in ("body", "defs") else "" for f in FIELDS]]
-    wids, _, slots = hm.batch(docs)
-    words = {v: k for k, v in hm.lexicon.items()}
-    got = {f: [words[int(w)] for w in wids[slots == i]] for i, f in enumerate(FIELDS)}
-    assert got["defs"] == ["+", ",", "then", ".^"]
-    assert got["body"] == ["then"]
+    text = "x + y + z, then a .^ b .^ c"
+    docs = [[text if f in ("body", "defs") else "" for f in FIELDS]] * 2
+
+    def got(maker: HitMaker) -> dict[str, list[str]]:
+        wids, _, slots = maker.batch(docs)
+        words = {v: k for k, v in maker.lexicon.items()}
+        return {f: [words[int(w)] for w in wids[slots == i]] for i, f in enumerate(FIELDS)}
+
+    assert got(hm)["defs"] == ["+", "+", ",", "then", ".^", ".^"]
+    assert got(hm)["body"] == ["+", ",", "then", ".^"]  # the first hit of each operator
     # The per-field path (SegmentWriter) keeps the same hits.
     body_w, body_p, _ = hm.field(text)
     kept, _ = hm.in_field(FIELDS.index("body"), body_w, body_p)
+    words = {v: k for k, v in hm.lexicon.items()}
+    assert sorted(words[int(w)] for w in kept) == sorted(["+", ",", "then", ".^"])
+    assert got(HitMaker(operator_fields=None))["body"] == got(hm)["defs"]
+    monkeypatch.setattr("indexer.hits.OPERATOR_ELSEWHERE_FIRST", False)
+    assert got(hm)["body"] == ["then"]
+    kept, _ = hm.in_field(FIELDS.index("body"), body_w, body_p)
     assert [words[int(w)] for w in kept] == ["then"]
-    assert HitMaker(operator_fields=None).batch(docs)[0].size == 8
