@@ -127,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.child:
         print(json.dumps(_child(args.data, args.child)))
         return 0
-    from eval_relevance import MANUALS, crawl_and_index
+    from eval_relevance import MANUALS, crawl_and_index, fetched_pages
 
     names = [m.strip() for m in args.manual.split(",") if m.strip()]
     unknown = [m for m in names if m not in MANUALS]
@@ -139,7 +139,8 @@ def main(argv: list[str] | None = None) -> int:
         args.data = Path(tmp.name) / "data"
     for name in names:
         data_dir = args.data / name if len(names) > 1 else args.data
-        crawl_and_index(data_dir, manual=MANUALS[name])  # crawl once; each row indexes anew
+        if fetched_pages(data_dir) == 0:  # crawl once; each row rebuilds the index
+            crawl_and_index(data_dir, manual=MANUALS[name])
         rows = []
         for row, overrides in ROWS:
             env = {k: v for k, v in os.environ.items() if k not in _SWITCHES}
