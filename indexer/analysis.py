@@ -17,14 +17,25 @@ Our choices on top of Whoosh's chain:
   ``--opt=os.path`` also gives ``os.path``).  The symbols a token may carry are
   ``~ % # + - < > = ! & | * ^ $ @ / \\`` anywhere, ``:`` and ``.`` between words, and one ``.``
   in front (``.bashrc``; a sentence's full stop or ``...`` is not part of a token).
+* Operators (analyzer version 3): ASCII punctuation as code is written with it, outside a
+  technical token, is a term of its own: a run of up to MAX_SYMBOLS_ONLY symbols (``+``,
+  ``.^``, ``&&``, ``<=``, ``.'``, ``...``), brackets, comma and semicolon one character each; a
+  longer run is a rule, not a term.  An operator takes no position (it sits at the next word's),
+  so words keep the positions they had without operators (phrases and proximity as before), and
+  it adds nothing to a field's length.  Every hit is indexed in the fields where code is
+  defined (title, headings, defs: OPERATOR_FIELDS), only each operator's first hit per field
+  elsewhere (the body's formulas and prose punctuation would outweigh the defining page;
+  indexer/hits.py).  A query searches the operators written apart or quoted
+  (``+``, ``@ function handle``, ``"x + y"``), not a word's punctuation (``handle,``:
+  indexer/query.py).  No list of a language's operators: the same rule for any site.
 * Stop words (Whoosh's list) are kept in the index as terms, like any word; the query decides
   when they count (indexer/query.py: when the query is mostly stop words, and in quoted
   phrases).  They add nothing to a field's length (indexer/hits.py ``counted``), so BM25F's
   length normalisation is as before.  ``Analyzer(keep_stops=False)`` leaves them out of the
   lexicon but still gives them a position, as before (so a phrase query keeps its gaps).
 
-The two policies have switches (``technical``, ``keep_stops``; indexer/settings.py, for the
-ablation); the analyzer's version and switches are written into every segment (``version``), and
+The three policies have switches (``technical``, ``keep_stops``, ``operators``;
+indexer/settings.py, for the ablation); the analyzer's version and switches are written into every segment (``version``), and
 a searcher refuses an index analysed differently (it would silently find nothing).
 
 Speed: analysis of a raw token is memoised per :class:`Analyzer` (token -> terms and offsets),
@@ -42,11 +53,14 @@ from whoosh.lang.porter import stem
 
 from indexer.settings import (
     ANALYZER_KEEP_STOPS,
+    ANALYZER_OPERATORS,
     ANALYZER_TECHNICAL,
     ANALYZER_VERSION,
     MAX_SYMBOLS_ONLY,
     MAX_TOKEN_CHARS,
     MIN_TOKEN_CHARS,
+    OPERATOR_ELSEWHERE_FIRST,
+    OPERATOR_FIELDS,
     STEM_CACHE_SIZE,
 )
 
@@ -55,9 +69,18 @@ _SYM = r"~%#+\-<>=!&|*^$@/\\"  # symbols a technical token may carry
 _SYM_CHARS = "~%#+-<>=!&|*^$@/\\"
 # Symbols alone: an operator ("<=", "**", "->", "<<="), not a rule or a shout ("!!!", "---").
 _TRIPLES = "|".join(re.escape(c * 3) for c in _SYM_CHARS)
+_TECH_WORD = rf"[{_SYM}]{{0,{MAX_SYMBOLS_ONLY}}}(?:(?<!\.)\.)?\w+(?:[{_SYM}.:]+\w+)*[{_SYM}]*"
 TECH_TOKEN_RE = re.compile(
-    rf"[{_SYM}]{{0,{MAX_SYMBOLS_ONLY}}}(?:(?<!\.)\.)?\w+(?:[{_SYM}.:]+\w+)*[{_SYM}]*"
-    rf"|(?<![\w.{_SYM}])(?!{_TRIPLES})[{_SYM}]{{2,{MAX_SYMBOLS_ONLY}}}(?![\w.{_SYM}])")
+    rf"{_TECH_WORD}|(?<![\w.{_SYM}])(?!{_TRIPLES})[{_SYM}]{{2,{MAX_SYMBOLS_ONLY}}}(?![\w.{_SYM}])")
+# Operators (analyzer version 3): ASCII punctuation as code is written with it.  Brackets,
+# comma and semicolon are one character each ("f(x)", "{1, 2}"); the other symbols make runs
+# ("+", ".^", "&&", "<=", "!=", ".'", "..."), quotes included (a transpose, a docstring's
+# triple quote).  A run longer than MAX_SYMBOLS_ONLY is a rule ("-----"): nothing.  Symbols a
+# technical token carries stay in that token.
+_DELIMS = "()[]{},;"
+_OP_CHARS = "!\"#$%&'*+-./:<=>?@\\^`|~"
+_OP_ALTS = rf"|[{re.escape(_OP_CHARS)}]+|[{re.escape(_DELIMS)}]"
+_SYMBOLS_FULL = re.compile(rf"[{re.escape(_OP_CHARS + _DELIMS)}]+\Z")
 _PART_SPLIT = re.compile(r"[._]+")
 # PLAIN_TOKEN_RE's language, written so a failed match cannot backtrack exponentially (a dot
 # only between two word characters).
@@ -65,14 +88,35 @@ _PLAIN_FULL = re.compile(r"(?:\w|(?<=\w)\.(?=\w))+\Z")
 
 
 def analyzer_version(technical: bool = ANALYZER_TECHNICAL,
-                     keep_stops: bool = ANALYZER_KEEP_STOPS) -> str:
-    """What an index records of the analysis it was built with ("2+technical+stops")."""
+                     keep_stops: bool = ANALYZER_KEEP_STOPS,
+                     operators: bool = ANALYZER_OPERATORS,
+                     operator_fields: tuple[str, ...] | None = OPERATOR_FIELDS,
+                     elsewhere_first: bool = OPERATOR_ELSEWHERE_FIRST) -> str:
+    """What an index records of the analysis it was built with
+    ("3+technical+stops+ops@title+headings+defs/first": operators in those fields, their first
+    hit per field elsewhere; "+ops": in every field)."""
+    ops = "" if not operators else "+ops" if operator_fields is None else (
+        "+ops@" + "+".join(operator_fields) + ("/first" if elsewhere_first else ""))
     return str(ANALYZER_VERSION) + ("+technical" if technical else "") + (
-        "+stops" if keep_stops else "")
+        "+stops" if keep_stops else "") + ops
+
+
+def token_re(technical: bool, operators: bool) -> re.Pattern[str]:
+    """The tokenizer: Whoosh's, or with technical tokens; with operators after either."""
+    if not operators:
+        return TECH_TOKEN_RE if technical else PLAIN_TOKEN_RE
+    if technical:  # the technical alternatives, but symbols alone are operator runs
+        return re.compile(_TECH_WORD + _OP_ALTS)
+    return re.compile(PLAIN_TOKEN_RE.pattern + _OP_ALTS)
+
+
+def is_operator(term: str) -> bool:
+    """A term of symbols alone (``+``, ``.^``, ``{``)."""
+    return _SYMBOLS_FULL.match(term) is not None
 
 
 # The tokenizer of the default analyzer (indexer/settings.py's switches).
-TOKEN_RE = TECH_TOKEN_RE if ANALYZER_TECHNICAL else PLAIN_TOKEN_RE
+TOKEN_RE = token_re(ANALYZER_TECHNICAL, ANALYZER_OPERATORS)
 
 # What one raw token becomes: its terms, each term's offset from the token's first position, and
 # how many positions the token takes.
@@ -91,13 +135,15 @@ class Analyzer:
 
     def __init__(self, stoplist: Iterable[str] = STOP_WORDS, cache_size: int = STEM_CACHE_SIZE,
                  *, technical: bool = ANALYZER_TECHNICAL,
-                 keep_stops: bool = ANALYZER_KEEP_STOPS) -> None:
+                 keep_stops: bool = ANALYZER_KEEP_STOPS,
+                 operators: bool = ANALYZER_OPERATORS) -> None:
         self.stoplist = frozenset(stoplist)
         self.cache_size = cache_size
         self.technical = technical
         self.keep_stops = keep_stops
-        self.version = analyzer_version(technical, keep_stops)
-        self.token_re = TECH_TOKEN_RE if technical else PLAIN_TOKEN_RE
+        self.operators = operators
+        self.version = analyzer_version(technical, keep_stops, operators)
+        self.token_re = token_re(technical, operators)
         # The terms stop words become (the query scores them only in some queries).
         self.stop_terms = frozenset(
             stem(w) for w in self.stoplist if MIN_TOKEN_CHARS <= len(w) <= MAX_TOKEN_CHARS)
@@ -138,6 +184,9 @@ class Analyzer:
 
     def analyse_token(self, token: str) -> _Analysed:
         """Terms, offsets and width of one lower-cased raw token (not memoised)."""
+        if self.operators and _SYMBOLS_FULL.match(token):
+            # No width: the next word keeps its position (phrases and proximity as before).
+            return ((token,), (0,), 0) if len(token) <= MAX_SYMBOLS_ONLY else ((), (), 0)
         if not self.technical or _PLAIN_FULL.match(token):
             return self._plain(token)
         # A technical token: the whole, then the words inside it, each as a plain token.

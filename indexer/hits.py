@@ -16,8 +16,15 @@ from itertools import repeat
 
 import numpy as np
 
-from indexer.analysis import Analyzer
-from indexer.settings import ANCHOR_GAP, MAX_FIELD_CHARS, MAX_FIELD_TOKENS
+from indexer.analysis import Analyzer, is_operator
+from indexer.settings import (
+    ANCHOR_GAP,
+    FIELDS,
+    MAX_FIELD_CHARS,
+    MAX_FIELD_TOKENS,
+    OPERATOR_ELSEWHERE_FIRST,
+    OPERATOR_FIELDS,
+)
 
 _NOTHING = -1  # a stop word or a too short/long token: a position, no term
 _SENTINEL = -(1 << 40)  # the end of a field in :meth:`HitMaker.batch`
@@ -26,12 +33,17 @@ _LOOKUP_SLICE = 4096  # chunks looked up at once (a slice with a new chunk is lo
 
 
 class HitMaker:
-    def __init__(self, analyzer: Analyzer | None = None, gap: int = ANCHOR_GAP) -> None:
+    def __init__(self, analyzer: Analyzer | None = None, gap: int = ANCHOR_GAP,
+                 operator_fields: tuple[str, ...] | None = OPERATOR_FIELDS) -> None:
         self.analyzer = analyzer or Analyzer()
+        # Per field of FIELDS, whether its operator terms are kept (None: in every field).
+        self.operator_fields = None if operator_fields is None else np.array(
+            [f in operator_fields for f in FIELDS], dtype=bool)
         self.lexicon: dict[str, int] = {}
         self.words: list[str] = []  # the words this HitMaker learned, in ID order
         # Per word ID: whether it counts toward a field's length (BM25F normalisation): every
-        # term but a stop word, so keeping stop words in the index leaves the lengths as before.
+        # term but a stop word or an operator, so keeping them in the index leaves the lengths
+        # as before.
         self._counted = np.ones(1024, dtype=np.int32)  # grown by doubling
         # Raw token or whitespace-separated chunk -> word ID, _NOTHING, or -2 - compound index.
         # One namespace: a chunk that is one whole token is that token.
@@ -61,13 +73,46 @@ class HitMaker:
             wid = self.lexicon[term] = len(self.lexicon)
             if wid == len(self._counted):
                 self._counted = np.concatenate([self._counted, np.ones_like(self._counted)])
-            self._counted[wid] = term not in self.analyzer.stop_terms
+            # 1: counted; 0: a stop word; -1: an operator (no length either)
+            self._counted[wid] = -1 if is_operator(term) else int(
+                term not in self.analyzer.stop_terms)
             self.words.append(term)
         return wid
 
     def counted(self, wids: np.ndarray) -> np.ndarray:
         """1 where a hit's word counts toward its field's length, 0 for a stop word."""
-        return self._counted[wids]
+        return np.maximum(self._counted[wids], 0)
+
+    def in_field(self, field: int, wids: np.ndarray, positions: np.ndarray
+                 ) -> tuple[np.ndarray, np.ndarray]:
+        """The hits of one text of field ``field`` (index in FIELDS) that the field keeps:
+        :meth:`batch`'s operator filter, for :meth:`field` and :meth:`fields`' callers."""
+        if self.operator_fields is None or self.operator_fields[field] or not len(wids):
+            return wids, positions
+        drop = self._counted[wids] < 0
+        if OPERATOR_ELSEWHERE_FIRST and drop.any():
+            cand = np.flatnonzero(drop)
+            drop[cand[np.unique(wids[cand], return_index=True)[1]]] = False
+        keep = ~drop
+        return wids[keep], positions[keep]
+
+    def _operator_filter(self, wids: np.ndarray, pos: np.ndarray, slot: np.ndarray, n_fields: int
+                         ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Drop the operator hits of the fields that do not keep operators (OPERATOR_FIELDS),
+        but each operator's first hit per field there (OPERATOR_ELSEWHERE_FIRST)."""
+        keep_ops = self.operator_fields
+        if keep_ops is None or n_fields != len(keep_ops) or not len(wids):
+            return wids, pos, slot
+        drop = (self._counted[wids] < 0) & ~keep_ops[slot % n_fields]
+        if not drop.any():
+            return wids, pos, slot
+        if OPERATOR_ELSEWHERE_FIRST:  # keep each operator's first hit per field elsewhere
+            cand = np.flatnonzero(drop)
+            _, first = np.unique(slot[cand] * (len(self._counted) + 1) + wids[cand],
+                                 return_index=True)
+            drop[cand[first]] = False
+        keep = ~drop
+        return wids[keep], pos[keep], slot[keep]
 
     def _learn(self, raw: str) -> int:
         known = self._raw.get(raw)  # repeated in the text being learned: learned already
@@ -83,7 +128,7 @@ class HitMaker:
         """The code of what ``n_raw`` raw tokens ``width`` positions wide analyse to."""
         if width == 1 and not terms:
             return _NOTHING
-        if width == 1 and len(terms) == 1:
+        if width == 1 and len(terms) == 1 and offsets[0] == 0:  # ("x:": ":" at offset 1)
             return self._wid(terms[0])
         code = -2 - self._n_comp
         n = len(terms)
@@ -143,6 +188,7 @@ class HitMaker:
                     parts.append(" G ".join(t.lower() for t in value) + " G")
                 else:
                     parts.append("")
+        n_fields = len(docs[0]) if docs else 0
         chunks = " Q ".join(parts).split()
         n = len(chunks)
         arr = np.empty(n, dtype=np.int64)
@@ -170,7 +216,7 @@ class HitMaker:
         total = int(n_terms.sum())
         tok = np.repeat(np.arange(n, dtype=np.int64), n_terms)
         if not compound.any():
-            return arr[tok], tok_pos[tok], slot[tok]
+            return self._operator_filter(arr[tok], tok_pos[tok], slot[tok], n_fields)
         first_hit = np.cumsum(n_terms) - n_terms
         j = np.arange(total, dtype=np.int64) - first_hit[tok]
         kh = k[tok]
@@ -178,7 +224,7 @@ class HitMaker:
         is_c = compound[tok]
         wids = np.where(is_c, self._flat[0][np.where(is_c, flat, 0)], arr[tok])
         pos = tok_pos[tok] + np.where(is_c, self._flat[1][np.where(is_c, flat, 0)], 0)
-        return wids, pos, slot[tok]
+        return self._operator_filter(wids, pos, slot[tok], n_fields)
 
     def _codes(self, chunks: list[str]) -> np.ndarray:
         """The codes of ``chunks``, learning new ones in text order.  ``dict.__getitem__``

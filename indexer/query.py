@@ -17,25 +17,32 @@ not all on the target page, and plain OR lets pages with one frequent word win. 
 are required.  Every word goes through the one analyzer (indexer/analysis.py), which keeps
 technical tokens whole (``--set``, ``%s``, ``c++``, ``<=``) beside their words.
 
+Operators are words too: symbols written apart (``+``, ``.^``, ``@ function handle``) or
+inside a quoted phrase (``"x + y"``) are searched; punctuation on a word (``handle,``, ``f(x)``)
+is not.  A query of symbols alone is never refused.
+
 Stop words ("if", "not", "in", "the"...) are in the index; a query scores them when its plain
 words are mostly stop words ("if", "not in": share above STOP_SCORE_SHARE) and a quoted phrase
-matches them in place ("to be or not to be"); otherwise they are left out of the scoring units
-and of the proximity pairs, as Whoosh's analyzer drops them.
+matches them in place ("to be or not to be"); otherwise they are left out of the scoring units,
+as Whoosh's analyzer drops them, and count as proximity evidence with the query words next to
+them ("if statement": pages where "if" stands before "statement" gain; ``stop_pairs``).
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from itertools import pairwise
 
-from indexer.analysis import Analyzer, is_whole
+from indexer.analysis import Analyzer, is_operator, is_whole
 from indexer.errors import QueryError
-from indexer.settings import MAX_QUERY_CHARS, MAX_QUERY_TERMS, STOP_SCORE_SHARE
+from indexer.settings import MAX_QUERY_CHARS, MAX_QUERY_TERMS, STOP_PAIRS, STOP_SCORE_SHARE
 
 # A minus sign directly before a word character or a quote excludes it; "--name" (a command-line
 # option) and "-%x" are plain words, "-site" as a word is written quoted.
 _LEXER = re.compile(r'\s*(-(?=["\w]))?(?:"([^"]*)("?)|(\S+))')
 _HOST_RE = re.compile(r"^[a-z0-9.\-\[\]:]+$")
+_WORD_CHAR = re.compile(r"\w")
 
 
 @dataclass(frozen=True)
@@ -97,12 +104,44 @@ class ParsedQuery:
                     out.append(max(parts)[1])
         return out
 
+    def stop_pairs(self) -> list[tuple[str, str]]:
+        """Proximity pairs of a stop word that is not scored and the plain query word next to
+        it ("if statement": (if, statement); "x not in list": (not, in), (in, list)), so a page
+        where they stand together gains (issue 12, item 2: stop words adjacent to the other
+        query words).  Pairs of two other words are :meth:`word_terms`'; an OR group or a
+        phrase breaks adjacency."""
+        if self.score_stops or not STOP_PAIRS:
+            return []
+        ends: list[tuple[str, str] | None] = []  # per plain word: its first and last part
+        for group in self.groups:
+            parts = sorted((o, t) for t, o in zip(group[0].terms, group[0].offsets, strict=True)
+                           if not is_whole(t)) if len(group) == 1 else []
+            ends.append((parts[0][1], parts[-1][1]) if parts else None)
+        out: list[tuple[str, str]] = []
+        for prev, nxt in pairwise(ends):
+            if prev is not None and nxt is not None:
+                a, b = prev[1], nxt[0]
+                if a != b and (a in self.stops or b in self.stops) and (a, b) not in out:
+                    out.append((a, b))
+        return out
+
+    def idf_terms(self) -> list[str]:
+        """The terms whose idf the query needs: the scored ones, then the stop pairs' others."""
+        terms = self.terms()
+        return terms + [t for t in dict.fromkeys(t for p in self.stop_pairs() for t in p)
+                        if t not in terms]
+
     def terms(self) -> list[str]:
         return list(dict.fromkeys(t for u in self.units() for t in u))
 
 
-def _phrase(text: str, analyzer: Analyzer) -> Phrase:
+def _phrase(text: str, analyzer: Analyzer, *, quoted: bool = True) -> Phrase:
     terms, positions, _ = analyzer.positions(text)
+    if not quoted and _WORD_CHAR.search(text):
+        # "handle," or "f(x)": symbols on a word are its punctuation; symbols written apart
+        # ("+", "@ function handle") or quoted ("x + y") are operators to search for.
+        kept = [(t, p) for t, p in zip(terms, positions, strict=True) if not is_operator(t)]
+        terms, positions = [t for t, _ in kept], [p for _, p in kept]
     base = positions[0] if positions else 0
     return Phrase(text, tuple(terms), tuple(p - base for p in positions))
 
@@ -150,7 +189,7 @@ def parse_query(q: str, analyzer: Analyzer | None = None) -> ParsedQuery:
         text = quoted if quoted is not None else (word or "")
         if word is not None and not analyzer.token_re.search(word):
             continue  # punctuation alone: nothing to search for
-        phrase = _phrase(text, analyzer)
+        phrase = _phrase(text, analyzer, quoted=quoted is not None)
         if negate:
             if phrase.terms:
                 parsed.excluded.append(phrase)

@@ -63,6 +63,7 @@ from indexer.settings import (
     PAIRS_CACHE_BYTES,
     POSTINGS_CACHE_BYTES,
     SITE_MASK_CACHE_BYTES,
+    STOP_PAIR_MIN_IDF,
     TEXT_CACHE_BYTES,
     BM25FSettings,
 )
@@ -374,7 +375,7 @@ class Searcher:
         Filters (``site:``) do not change them: they are the whole collection's."""
         pq = parse_query(query, self.analyzer)
         cache: dict[tuple[int, str], _Postings | None] = {}
-        terms = dict.fromkeys(t for u in pq.units() for t in u)
+        terms = pq.idf_terms()
         return CollectionStats(
             n_docs=self.n_docs,
             field_lengths=tuple(int(x) for x in self.field_length_sums),
@@ -567,14 +568,16 @@ class Searcher:
         terms = list(dict.fromkeys(t for u in units for t in u))
         n_docs, norms = self.n_docs, None
         if stats is None:
-            idfs = {t: bm25f.idf_one(n_docs, self._df(t, cache)) for t in terms}
+            idfs = {t: bm25f.idf_one(n_docs, self._df(t, cache)) for t in pq.idf_terms()}
         else:
             n_docs, norms = max(int(stats.n_docs), 0), self._norms(stats.avg_lens())
             # df clamped to [0, N]: figures from elsewhere must not leave idf's domain.
-            dfs = {t: int(stats.df[t]) if t in stats.df else self._df(t, cache) for t in terms}
+            dfs = {t: int(stats.df[t]) if t in stats.df else self._df(t, cache)
+                   for t in pq.idf_terms()}
             idfs = {t: bm25f.idf_one(n_docs, min(max(df, 0), n_docs)) for t, df in dfs.items()}
         pairs = [(a, b) for a, b in pairwise(pq.word_terms()) if a != b and a in idfs
-                 and b in idfs]
+                 and b in idfs] + [(a, b) for a, b in pq.stop_pairs()
+                                   if min(idfs[a], idfs[b]) >= STOP_PAIR_MIN_IDF]
         site_masks = self._host_masks(tuple(pq.sites)) if pq.sites else None
         nosite_masks = self._host_masks(tuple(pq.excluded_sites)) if pq.excluded_sites else None
         small = sum(len(seg.doc_ids) for seg in self.segments) < EXHAUSTIVE_MAX_DOCS

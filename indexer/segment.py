@@ -377,6 +377,7 @@ class SegmentWriter:
                 wids, positions, _ = self.hits.field(value, 0, MAX_FIELD_TOKENS)
             else:
                 wids, positions = self.hits.fields(list(value), MAX_FIELD_TOKENS)
+            wids, positions = self.hits.in_field(f, wids, positions)  # OPERATOR_FIELDS
             self.barrels.add(ordinal, f, wids, positions)
             lens.append(int(self.hits.counted(wids).sum()))  # stop words are no length
         self._lens.extend(lens)

@@ -27,11 +27,27 @@ ANCHOR_GAP = 8  # position gap between two anchors, so a phrase never spans two 
 # with (ANALYZER_VERSION in each segment's meta) and a searcher refuses a different one.
 ANALYZER_TECHNICAL = os.environ.get("WEBSIFT_ANALYZER_TECHNICAL", "1") != "0"  # c++, --set, %s
 ANALYZER_KEEP_STOPS = os.environ.get("WEBSIFT_ANALYZER_STOPS", "1") != "0"  # if, not, in
-ANALYZER_VERSION = 2  # 1: Whoosh's chain plus dotted names; 2: technical terms, stop words kept
+ANALYZER_OPERATORS = os.environ.get("WEBSIFT_ANALYZER_OPERATORS", "1") != "0"  # + .^ { ' &&
+# 1: Whoosh's chain plus dotted names; 2: technical terms, stop words kept; 3: operator terms
+ANALYZER_VERSION = 3
 MAX_SYMBOLS_ONLY = 3  # longest token of symbols alone ("<=", "**", "<<="); longer: a rule
+# Where operator terms are indexed (measured in scripts/eval_analyzer.py on both manuals): every
+# hit in the fields where code is defined (WEBSIFT_OPERATOR_FIELDS, names joined by "+", or
+# "all"), and elsewhere (the body: prose and formulas full of "+" and ",") only each operator's
+# first hit per field (WEBSIFT_OPERATOR_ELSEWHERE=first; "none": not at all), so a page of
+# formulas does not outweigh the page that defines the operator.
+_OPERATOR_FIELDS = os.environ.get("WEBSIFT_OPERATOR_FIELDS", "title+headings+defs")
+OPERATOR_FIELDS: tuple[str, ...] | None = None if _OPERATOR_FIELDS == "all" else tuple(
+    f.strip() for f in _OPERATOR_FIELDS.split("+") if f.strip())
+OPERATOR_ELSEWHERE_FIRST = os.environ.get("WEBSIFT_OPERATOR_ELSEWHERE", "first") == "first"
 # A query whose plain words are mostly stop words ("not in", "if") scores them; otherwise stop
 # words only take part in quoted phrases.  Scored when stop words / all plain words > this.
 STOP_SCORE_SHARE = 0.5
+# A stop word not scored is proximity evidence with the query word next to it ("if statement"),
+# unless it is in nearly every page (idf below this: "the", "a"; their pairs cost position
+# reads for no gain).
+STOP_PAIRS = os.environ.get("WEBSIFT_STOP_PAIRS", "1") != "0"
+STOP_PAIR_MIN_IDF = 0.1
 
 # ---------------------------------------------------------------- parsing
 # Bytes of a page's HTML that are parsed (the rest is cut, as search engines truncate huge

@@ -180,6 +180,9 @@ class _Evaluation:
         st = searcher.settings
         self.pair_bonus = [st.proximity_weight * min(plan.idfs[a], plan.idfs[b])
                            for a, b in plan.pairs] if st.proximity_weight > 0 else []
+        # A pair's word that is no unit (a stop word beside a query word) has no lists: the
+        # bounds take it as present anywhere.
+        self.free = {t for ab in plan.pairs for t in ab} - {t for u in plan.units for t in u}
         self.lists: list[_List] = []
         self.res_si: list[np.ndarray] = []
         self.res_ord: list[np.ndarray] = []
@@ -251,7 +254,7 @@ class _Evaluation:
         held = [li for li in lists if left[li] > 0]
         if not held:
             return -math.inf
-        terms = {self.lists[li].term for li in held}
+        terms = {self.lists[li].term for li in held} | self.free
         total = float(sum(left[li] for li in held)) + sum(
             w for (a, b), w in zip(self.plan.pairs, self.pair_bonus, strict=False)
             if a in terms and b in terms)
@@ -343,6 +346,9 @@ class _Evaluation:
                 matched += any_hit
         coord = (matched / max(len(plan.units), 1)) ** self.s.settings.coord_power
         bonus = np.zeros(len(docs), dtype=np.float64)
+        anywhere = np.ones(len(docs), dtype=bool)
+        for t in self.free:
+            has[t] = anywhere
         for (a, b), w in zip(plan.pairs, self.pair_bonus, strict=False):
             if a in has and b in has:
                 bonus += np.where(has[a] & has[b], w, 0.0)

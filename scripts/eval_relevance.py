@@ -28,6 +28,7 @@ should sit in a flat region).  ``load_queries`` and ``evaluate`` are importable.
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 import shutil
@@ -116,6 +117,11 @@ ABLATIONS: tuple[Row, ...] = (
     Row("websift without id words in fragment keys", ("WEBSIFT_ID_WORDS=0",)),
     Row("websift without boilerplate (template blocks kept)", ("WEBSIFT_TEMPLATES=0",)),
     Row("websift without anchor boilerplate (kept)", ("WEBSIFT_ANCHOR_TEMPLATES=0",)),
+    Row("websift without technical terms", ("WEBSIFT_ANALYZER_TECHNICAL=0",)),
+    Row("websift without operator terms", ("WEBSIFT_ANALYZER_OPERATORS=0",)),
+    Row("websift operators in title/headings/defs only", ("WEBSIFT_OPERATOR_ELSEWHERE=none",)),
+    Row("websift every operator hit in every field", ("WEBSIFT_OPERATOR_FIELDS=all",)),
+    Row("websift without stop words next to query words", ("WEBSIFT_STOP_PAIRS=0",)),
 )
 
 
@@ -322,6 +328,38 @@ def ours(s: Searcher, name: str = "websift") -> Callable[[str], list[str]]:
     return run
 
 
+def row_metrics(data: DataDir, row: Row, manual: Manual, kinds: list[str]
+                ) -> tuple[dict[str, float], dict[str, float]]:
+    """A row's metrics overall and MRR@10 per kind of query.  A row that sets WEBSIFT_*
+    variables is searched in a child process started with them (the analyzer's switches and
+    other query-time settings are read when websift is imported)."""
+    env = env_of(row.overrides)
+    if not env:
+        run = ours(searcher_for(data, row))
+        queries = load_queries(manual.queries)
+        return evaluate(run, queries), {k: evaluate(run, [q for q in queries if q.kind == k])[
+            "MRR@10"] for k in kinds}
+    with environment(env):
+        copy = reindexed_copy(data, env)
+        child = subprocess.run(
+            [sys.executable, __file__, "--row-child", manual.name, str(copy.root),
+             *row.overrides], check=False, capture_output=True, text=True,
+            env={**os.environ, "PYTHONPATH": str(ROOT)})
+    if child.returncode != 0:
+        raise SystemExit(f"row {row.name!r} failed:\n{child.stderr}")
+    out = json.loads(child.stdout.strip().splitlines()[-1])
+    return out["all"], out["kinds"]
+
+
+def _row_child(manual_name: str, data_root: str, overrides: list[str]) -> None:
+    manual = MANUALS[manual_name]
+    queries = load_queries(manual.queries)
+    kinds = sorted({q.kind for q in queries})
+    run = ours(searcher_for(DataDir.open(Path(data_root)), Row("child", tuple(overrides))))
+    print(json.dumps({"all": evaluate(run, queries), "kinds": {
+        k: evaluate(run, [q for q in queries if q.kind == k])["MRR@10"] for k in kinds}}))
+
+
 def evaluate_row(data: DataDir, row: Row, queries: list[Query]) -> dict[str, float]:
     with environment(env_of(row.overrides)):
         return evaluate(ours(searcher_for(data, row)), queries)
@@ -388,8 +426,17 @@ def run_manual(manual: Manual, data_dir: Path, args: argparse.Namespace) -> None
     rows = [] if args.no_ablation else list(ABLATIONS)
     rows += [Row(name, tuple(o for o in spec.split(",") if o)) for name, _, spec in
              (r.partition(":") for r in args.row)]
+    row_kinds: list[str] = []
     for row in rows:
-        print(_row(row.name, evaluate_row(data, row, queries)), flush=True)
+        overall, per_kind = row_metrics(data, row, manual, kinds)
+        print(_row(row.name, overall), flush=True)
+        if len(kinds) > 1:
+            row_kinds.append(f"| {row.name} | " + " | ".join(
+                f"{per_kind[k]:.3f}" for k in kinds) + " |")
+    if row_kinds:
+        print(f"\nMRR@10 per kind of query, ablation rows\n| row | {' | '.join(kinds)} |")
+        print("|---|" + "---|" * len(kinds))
+        print("\n".join(row_kinds))
     if best is not None:
         print(f"\n{manual.name}: websift MRR@10 {mine['MRR@10']:.3f}, best peer {best[0]} "
               f"{best[1]:.3f}, margin {mine['MRR@10'] - best[1]:+.3f} (goal: {manual.goal})")
@@ -423,7 +470,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sweep", metavar="KEY=V1,V2,...", help="evaluate one override over values")
     ap.add_argument("--failures", type=int, default=0, metavar="N",
                     help="list the first N queries websift fails (no relevant page in the top 10)")
+    ap.add_argument("--row-child", nargs="+", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.row_child:  # MANUAL DATA_ROOT OVERRIDES...: one row, searched here (row_metrics)
+        _row_child(args.row_child[0], args.row_child[1], args.row_child[2:])
+        return 0
     names = [m.strip() for m in args.manual.split(",") if m.strip()]
     unknown = [m for m in names if m not in MANUALS]
     if unknown or not names:

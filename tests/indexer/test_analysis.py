@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from indexer.analysis import PLAIN_TOKEN_RE, TECH_TOKEN_RE, Analyzer
+from indexer.analysis import PLAIN_TOKEN_RE, TECH_TOKEN_RE, Analyzer, is_operator
 from indexer.errors import IndexAnalyzerMismatch
 from indexer.hits import HitMaker
 from indexer.query import parse_query
@@ -22,7 +22,7 @@ TECHNICAL = ["~d", "--set", "%s", "#include", "c++", ".bashrc", "pg_dump", "a.b.
              "-site", "os.path.join", "__init__", "**kwargs", "std::vector", "x<=y"]
 
 # Text made of words, technical tokens, stop words, punctuation and odd spacing.
-_SYMBOLS = "~%#+-<>=!&|*^$@/\\.:,;()\"'_"
+_SYMBOLS = "~%#+-<>=!&|*^$@/\\.:,;()[]{}?`\"'_"
 _word = st.sampled_from(["if", "not", "in", "the", "set", "running", "Path", "os", "x", "é",
                          "naïve", "42", "a", "to", "be"])
 _piece = st.one_of(_word, st.sampled_from(TECHNICAL),
@@ -42,11 +42,11 @@ def _sorted_pairs(terms: list[str], positions: list[int]) -> list[tuple[int, str
     return sorted(zip(positions, terms, strict=True))
 
 
-@settings(max_examples=300, deadline=None)
-@given(texts, st.booleans(), st.booleans())
-def test_index_and_query_time_give_the_same_terms(text: str, technical: bool, stops: bool
-                                                  ) -> None:
-    analyzer = Analyzer(technical=technical, keep_stops=stops)
+@settings(max_examples=400, deadline=None)
+@given(texts, st.booleans(), st.booleans(), st.booleans())
+def test_index_and_query_time_give_the_same_terms(text: str, technical: bool, stops: bool,
+                                                  operators: bool) -> None:
+    analyzer = Analyzer(technical=technical, keep_stops=stops, operators=operators)
     q_terms, q_pos, _ = analyzer.positions(text)
     i_terms, i_pos = _index_time(text, analyzer)
     assert _sorted_pairs(i_terms, i_pos) == _sorted_pairs(q_terms, q_pos)
@@ -97,11 +97,21 @@ def test_the_technical_tokens_of_the_issue_are_terms() -> None:
     assert "c++" in terms and "os.path.join" in terms
     for part in ("set", "includ", "bashrc", "pg", "dump", "site", "kwarg", "init", "vector"):
         assert part in terms
-    # A full stop, an ellipsis or a dash between words is not part of a token.
-    assert Analyzer().terms("the end. ...and so - on") == ["the", "end", "and", "so", "on"]
-    # Symbols alone are a term when they look like an operator, not like a rule or a shout.
-    assert Analyzer().terms("a <= b -> c <<= dd !!! ee --- ff ====") == [
+    # A full stop, an ellipsis or a dash between words is not part of a word's token.
+    v2 = Analyzer(operators=False)
+    assert v2.terms("the end. ...and so - on") == ["the", "end", "and", "so", "on"]
+    # Analyzer 2: symbols alone are a term when they look like an operator, not like a rule or a
+    # shout.
+    assert v2.terms("a <= b -> c <<= dd !!! ee --- ff ====") == [
         "<=", "->", "<<=", "dd", "ee", "ff"]
+    # Analyzer 3: every run of up to three symbols is an operator term, brackets, commas and
+    # semicolons one character each; a longer run is a rule.
+    assert Analyzer().terms("the end. ...and so - on") == [
+        "the", "end", ".", "...", "and", "so", "-", "on"]
+    assert Analyzer().terms("a <= b -> c <<= dd !!! ee ---- ff ====") == [
+        "<=", "->", "<<=", "dd", "!!!", "ee", "ff"]
+    assert Analyzer().terms("x .^ y; c = {1, 'a'}; z = x.' #{") == [
+        ".^", ";", "=", "{", ",", "'", "'", "}", ";", "=", ".'", "#", "{"]  # x: too short
 
 
 def test_the_query_language_with_technical_words_and_stop_words() -> None:
@@ -164,12 +174,63 @@ def test_an_index_from_another_analyzer_is_refused(tmp_path: Path,
         Searcher.open(data)
 
 
-def test_stop_words_are_indexed_but_add_no_field_length(tmp_path: Path) -> None:
+def test_stop_words_and_operators_are_indexed_but_add_no_field_length(tmp_path: Path) -> None:
     data = make_index(tmp_path / "d", PAGES)
     seg = Searcher.open(data).segments[0]
     analyzer = Analyzer()
     for ordinal, (_title, body) in enumerate(PAGES):
         terms = analyzer.terms(body)
-        content = [t for t in terms if t not in analyzer.stop_terms]
+        content = [t for t in terms if t not in analyzer.stop_terms and not is_operator(t)]
         assert int(seg.field_lens[ordinal][2]) == len(content)
     assert any(set(analyzer.terms(b)) & analyzer.stop_terms for _t, b in PAGES)
+    assert any(is_operator(t) for _t, b in PAGES for t in analyzer.terms(b))
+
+
+_ops = st.text(alphabet="~%#+-<>=!&|*^$@/\\.:,;()[]{}?`'", min_size=1, max_size=3)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_ops, min_size=1, max_size=4))
+def test_a_query_of_symbols_alone_searches_them(runs: list[str]) -> None:
+    query = " ".join(runs)
+    analyzer = Analyzer()
+    parsed = parse_query(query, analyzer)  # never refused
+    expected = list(dict.fromkeys(analyzer.terms(query)))
+    assert expected and all(is_operator(t) for t in expected)
+    assert parsed.terms() == expected
+
+
+def test_symbols_on_a_word_are_punctuation_apart_or_quoted_operators() -> None:
+    assert parse_query("handle, function").units() == [("handl",), ("function",)]
+    assert parse_query("@ function handle").units() == [("@",), ("function",), ("handl",)]
+    assert parse_query("f(x)").units() == []
+    phrase = parse_query('"xx + yy"').required[0]
+    assert (phrase.terms, phrase.offsets) == (("xx", "+", "yy"), (0, 1, 1))
+    assert parse_query("a .^ b").units() == [(".^",)]
+
+
+OPERATOR_PAGES = [
+    *PAGES,
+    ("Arithmetic operators", "x + y adds, x .^ y raises each element, x .' transposes"),
+    ("Comparison", "a <= b and a != b compare, equality a == b tests"),
+    ("Cell arrays", "c = {1, 2} builds a cell array and c{1} indexes it"),
+    ("Matrices", "a matrix is written in brackets [1, 2; 3, 4; 5, 6]"),
+]
+
+
+def test_operator_queries_find_their_pages(tmp_path: Path) -> None:
+    s = Searcher.open(make_index(tmp_path / "d", OPERATOR_PAGES))
+
+    def top(q: str) -> int:
+        return s.search(q).hits[0].doc_id
+
+    assert top("+") == 7
+    assert top(".^") == 7
+    assert top(".'") == 7
+    assert top("!=") == 8
+    assert top("<= compare") == 8
+    assert top("{") == 9
+    assert top(";") == 10
+    assert top('"equality a == b"') == 8  # a phrase with an operator in it
+    assert top("written brackets") == 10  # words as before: operators take no position
+    assert s.search('"written in brackets"').hits[0].doc_id == 10

@@ -4,12 +4,13 @@ field laid out ``ANCHOR_GAP`` apart, whatever punctuation glues tokens together.
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from indexer.analysis import Analyzer
 from indexer.hits import HitMaker
-from indexer.settings import ANCHOR_GAP
+from indexer.settings import ANCHOR_GAP, FIELDS
 
 WORDS = ["os.path", "f(x)", "--set", "a,b", "the", "Run", "runs,", "x", "é", "unittest.mock.",
          "—", "()", "pg_dump", "a..b", "(foo)", "_", "3.11", "C++", "#include", "%s"]
@@ -53,5 +54,33 @@ def test_the_limit_counts_raw_tokens() -> None:
     words = {v: k for k, v in hm.lexicon.items()}
     assert [words[int(w)] for w in wids] == ["alpha"]  # 'beta,gamma' straddles it: left out
     wids, pos, _ = hm.batch([["alpha beta,gamma delta epsilon"]], limit=3)
-    assert [words[int(w)] for w in wids] == ["alpha", "beta", "gamma"]
-    assert pos.tolist() == [0, 1, 2]
+    assert [words[int(w)] for w in wids] == ["alpha"]  # 'beta' ',' 'gamma': 3 raw tokens
+    wids, pos, _ = hm.batch([["alpha beta,gamma delta epsilon"]], limit=4)
+    words = {v: k for k, v in hm.lexicon.items()}
+    assert [words[int(w)] for w in wids] == ["alpha", "beta", ",", "gamma"]
+    assert pos.tolist() == [0, 1, 2, 2]  # an operator takes no position of its own
+
+
+def test_operator_fields_keep_every_operator_hit_elsewhere_the_first(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    hm = HitMaker(operator_fields=("defs",))
+    text = "x + y + z, then a .^ b .^ c"
+    docs = [[text if f in ("body", "defs") else "" for f in FIELDS]] * 2
+
+    def got(maker: HitMaker) -> dict[str, list[str]]:
+        wids, _, slots = maker.batch(docs)
+        words = {v: k for k, v in maker.lexicon.items()}
+        return {f: [words[int(w)] for w in wids[slots == i]] for i, f in enumerate(FIELDS)}
+
+    assert got(hm)["defs"] == ["+", "+", ",", "then", ".^", ".^"]
+    assert got(hm)["body"] == ["+", ",", "then", ".^"]  # the first hit of each operator
+    # The per-field path (SegmentWriter) keeps the same hits.
+    body_w, body_p, _ = hm.field(text)
+    kept, _ = hm.in_field(FIELDS.index("body"), body_w, body_p)
+    words = {v: k for k, v in hm.lexicon.items()}
+    assert sorted(words[int(w)] for w in kept) == sorted(["+", ",", "then", ".^"])
+    assert got(HitMaker(operator_fields=None))["body"] == got(hm)["defs"]
+    monkeypatch.setattr("indexer.hits.OPERATOR_ELSEWHERE_FIRST", False)
+    assert got(hm)["body"] == ["then"]
+    kept, _ = hm.in_field(FIELDS.index("body"), body_w, body_p)
+    assert [words[int(w)] for w in kept] == ["then"]
