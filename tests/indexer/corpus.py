@@ -10,6 +10,8 @@ the same directory re-fetches the pages given (new seq, new links), as a recrawl
 from __future__ import annotations
 
 import hashlib
+import os
+import shutil
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -19,7 +21,9 @@ import lxml.html
 from core.datadir import DataDir
 from crawler.errors import ScopeError
 from crawler.urls import canonicalize
+from indexer.build import build_index
 from indexer.manifest import Manifest, SegmentEntry, describe_files, write_manifest
+from indexer.searcher import Searcher
 from indexer.segment import SegmentWriter
 from store.crawl_store import CrawlStore, Link
 from store.warc import WarcWriterFile
@@ -138,3 +142,13 @@ def make_index(root: Path, docs: list[tuple[str, str]]) -> DataDir:
     write_manifest(data.index_dir, Manifest(generation=1, last_seq=0, segments=[
         SegmentEntry("seg-000001", len(docs), describe_files(seg))]))
     return data
+
+
+def indexed_copy(site: Path, dest: Path, env: Mapping[str, str] | None = None) -> Searcher:
+    """A copy of ``site``'s crawl (no index) at ``dest``, indexed in one process with ``env``
+    set in this process's environment (the caller restores it, e.g. with monkeypatch)."""
+    shutil.copytree(site, dest, ignore=shutil.ignore_patterns("index", "*.lock"))
+    os.environ.update(env or {})
+    data = DataDir.open(dest)
+    build_index(data, procs=1)
+    return Searcher.open(data)

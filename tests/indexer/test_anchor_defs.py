@@ -4,16 +4,13 @@ hit's ``#id``.  Real crawl store, WARC files, indexer and searcher (tests/indexe
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
 
-from core.datadir import DataDir
-from indexer.build import build_index
 from indexer.searcher import Searcher
 from indexer.settings import ANCHOR_DEFS_ENV
-from tests.indexer.corpus import build_data_dir
+from tests.indexer.corpus import build_data_dir, indexed_copy
 
 A = "http://manual.test/"
 FILLER = ["matrix", "vector", "loop", "plot", "string", "cell", "struct", "file", "error",
@@ -45,12 +42,9 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _searcher(site: Path, dest: Path, monkeypatch: pytest.MonkeyPatch, **env: str) -> Searcher:
-    shutil.copytree(site, dest, ignore=shutil.ignore_patterns("index", "*.lock"))
     for k, v in env.items():
         monkeypatch.setenv(k, v)
-    data = DataDir.open(dest)
-    build_index(data, procs=1)
-    return Searcher.open(data)
+    return indexed_copy(site, dest)
 
 
 def test_the_anchored_page_wins_and_the_hit_links_to_the_anchor(

@@ -30,7 +30,7 @@ from indexer.templates import (
     read_templates,
     write_templates,
 )
-from tests.indexer.corpus import build_data_dir
+from tests.indexer.corpus import build_data_dir, indexed_copy
 
 A = "http://docs.test/"
 B = "http://other.test/"
@@ -86,14 +86,9 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def _indexed(site: Path, dest: Path, env: dict[str, str], monkeypatch: pytest.MonkeyPatch
              ) -> Searcher:
     """A copy of the site's crawl indexed with ``env`` set."""
-    import shutil
-
-    shutil.copytree(site, dest, ignore=shutil.ignore_patterns("index", "*.lock"))
     for k, v in env.items():
         monkeypatch.setenv(k, v)
-    data = DataDir.open(dest)
-    build_index(data, procs=1)
-    return Searcher.open(data)
+    return indexed_copy(site, dest)
 
 
 def test_defining_page_ranks_first_and_the_hit_links_to_its_dt(
