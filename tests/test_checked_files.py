@@ -269,7 +269,8 @@ def test_a_data_directory_of_the_previous_version_still_opens(data: DataDir) -> 
     ranks = Ranks.open(data)
     topic_terms = ranks.term_model("fruit").counts
     digest = to_version_1(data)
-    assert set(versions(data).values()) == {1}
+    # templates.json is not searched (an older one is measured again by the next index run)
+    assert {v for f, v in versions(data).items() if not f.endswith("templates.json")} == {1}
 
     reopened = DataDir.open(data.root)
     assert [(h.url, h.score) for h in Searcher.open(reopened).search("persimmon").hits] == before

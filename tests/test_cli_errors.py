@@ -276,7 +276,7 @@ def test_bad_topic_pattern(good_data: Path, tmp_path: Path, capsys: pytest.Captu
     one_error_line(["topics", "add", "x", "--pattern", "(", "--data", str(data)], capsys)
 
 
-@pytest.mark.parametrize("query", ['"unclosed', "OR", "a OR", '-"only phrase"', "x" * 1001, "site:", "!!!"])
+@pytest.mark.parametrize("query", ['"unclosed', "OR", "a OR", '-"only phrase"', "x" * 1001, "site:"])
 def test_bad_query(query: str, good_data: Path, capsys: pytest.CaptureFixture[str]) -> None:
     # "--": a query may start with "-" (an exclusion), which argparse would take for an option
     one_error_line(["search", "--data", str(good_data), "--", query], capsys)

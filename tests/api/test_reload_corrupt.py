@@ -10,6 +10,7 @@ start-up, with nothing to serve yet, such a file still refuses (or 503s) as befo
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import threading
 import time
@@ -54,7 +55,15 @@ def newer(path: Path) -> None:
     doc = json.loads(path.read_text())
     doc["version"] = 99
     doc["checksum"] = checked.json_checksum(doc)
-    path.write_text(json.dumps(doc))
+    _replace(path, json.dumps(doc))
+
+
+def _replace(path: Path, text: str) -> None:
+    """Swap the file whole, as a writer does: a reload check must not read it half-written
+    (that would count as corrupt, not as the damage under test)."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
 
 
 def unreadable(path: Path) -> None:
