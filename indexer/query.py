@@ -36,7 +36,13 @@ from itertools import pairwise
 
 from indexer.analysis import Analyzer, is_operator, is_whole
 from indexer.errors import QueryError
-from indexer.settings import MAX_QUERY_CHARS, MAX_QUERY_TERMS, STOP_PAIRS, STOP_SCORE_SHARE
+from indexer.settings import (
+    MAX_QUERY_CHARS,
+    MAX_QUERY_TERMS,
+    MAX_SYMBOLS_ONLY,
+    STOP_PAIRS,
+    STOP_SCORE_SHARE,
+)
 
 # A minus sign directly before a word character or a quote excludes it; "--name" (a command-line
 # option) and "-%x" are plain words, "-site" as a word is written quoted.
@@ -167,6 +173,7 @@ def parse_query(q: str, analyzer: Analyzer | None = None) -> ParsedQuery:
     pending_or = False
     positives = 0
     negated_words: list[str] = []  # "-H": an option name when the query has nothing else
+    rules: list[str] = []  # runs of symbols too long to be an operator ("====", "-----")
     pos = 0
     stripped = q.strip()
     while pos < len(stripped):
@@ -190,6 +197,9 @@ def parse_query(q: str, analyzer: Analyzer | None = None) -> ParsedQuery:
         if word is not None and not analyzer.token_re.search(word):
             continue  # punctuation alone: nothing to search for
         phrase = _phrase(text, analyzer, quoted=quoted is not None)
+        if word is not None and not phrase.terms and is_operator(word):
+            rules.append(word)  # a rule, not a word: left out, and said so if it is all
+            continue
         if negate:
             if phrase.terms:
                 parsed.excluded.append(phrase)
@@ -212,6 +222,10 @@ def parse_query(q: str, analyzer: Analyzer | None = None) -> ParsedQuery:
             words = parse_query(" ".join(f'"{w}"' for w in negated_words), analyzer)
             words.text = q
             return words
+        if rules:
+            raise QueryError(f"nothing to search for: {rules[0]!r} is a run of more than "
+                             f"{MAX_SYMBOLS_ONLY} symbols (a rule, not an operator); give a "
+                             "word or an operator such as += or ==")
         raise QueryError("nothing to search for: give at least one word")
     parsed.score_stops = _mostly_stops(parsed)
     # Stop words not scored are never looked up: they do not count toward the limit.

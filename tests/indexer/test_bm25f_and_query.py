@@ -93,6 +93,7 @@ def test_query_language() -> None:
     assert q.sites == ["docs.python.org"]
     assert q.units() == [("tkinter",), ("b2",), ("event",), ("loop",)]  # "a" is a stop word
     assert parse_query("--verbose flag").excluded == []  # an option name, not an exclusion
+    assert parse_query("fft ====").units() == [("fft",)]  # a rule beside a word is left out
     assert parse_query("unittest.mock").units() == [("unittest.mock",), ("unittest",), ("mock",)]
     assert analyze("PyConfig.filesystem_errors") == [
         "pyconfig.filesystem_errors", "pyconfig", "filesystem", "error"]
@@ -106,6 +107,8 @@ def test_query_language() -> None:
 @pytest.mark.parametrize("bad, message", [
     ("", "nothing to search for"),
     ('-"only phrases" -"excluded"', "nothing to search for"),
+    ("====", "a run of more than 3 symbols"),  # a rule, not an operator
+    ("----- -====", "a run of more than 3 symbols"),
     ('"unclosed', "not closed"),
     ("OR alone", "OR must stand"),
     ("word OR", "OR must stand"),
