@@ -228,6 +228,9 @@ PRUNE_BOUND_SLACK = 1e-5
 # A request's search stops at this deadline and returns what it has, flagged partial (the
 # API's setting search_deadline_ms, $WEBSIFT_SEARCH_DEADLINE_MS, defaults to it).
 DEFAULT_SEARCH_DEADLINE_MS = 300.0
+# Past the deadline a search goes on until it has this many exact hits (or has read every
+# match): a partial answer is never empty while the first matches are being read.
+PARTIAL_MIN_HITS = 1
 
 
 # ---------------------------------------------------------------- test hooks

@@ -44,7 +44,8 @@ Ding & Suel 2011 and Lucene's impacts, vectorised per round rather than per docu
 Work and memory grow with the postings and candidates a query needs, never with the
 collection (no array as long as a segment; a list is decoded whole, once, and kept in the
 searcher's postings cache).  Past the deadline the search stops between
-rounds or batches and returns what it has, flagged partial.
+rounds or batches and returns what it has, flagged partial, once it has PARTIAL_MIN_HITS exact
+hits (a partial answer is never empty while pages match).
 """
 
 from __future__ import annotations
@@ -62,6 +63,7 @@ from indexer.query import Phrase
 from indexer.settings import (
     BLOCK,
     N_FIELDS,
+    PARTIAL_MIN_HITS,
     PRUNE_BOUND_SLACK,
     PRUNE_FIRST_POSTINGS,
     PRUNE_VERIFY_FIRST,
@@ -519,7 +521,10 @@ class _Evaluation:
         self.T = max(self.T, _kth(self.fused, self.want) - self.prior_bound)
 
     def _late(self) -> bool:
-        return self.deadline is not None and time.monotonic() > self.deadline
+        """Past the deadline, once the answer has a page: a partial answer is the best pages
+        found so far, never an empty one while matches are being read."""
+        return (self.deadline is not None and len(self.fused) >= min(self.want, PARTIAL_MIN_HITS)
+                and time.monotonic() > self.deadline)
 
     # ------------------------------------------------------------ the loop
     def _drop_below(self, pend: _Pending) -> _Pending:
