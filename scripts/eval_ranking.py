@@ -23,6 +23,9 @@ Metrics: MRR@10, nDCG@10, Recall@10, Success@1 (``eval_relevance.evaluate``).
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -45,6 +48,7 @@ from eval_relevance import (  # noqa: E402
     evaluate,
     load_queries,
     parse_override,
+    reindexed_copy,
     searcher_for,
 )
 
@@ -116,13 +120,38 @@ def ablation(
 
 
 def row_ablation(data: DataDir, ranks: Ranks, rows: list[Row], fusion: FusionParams,
-                 queries: list[Query]) -> None:
+                 queries: list[Query], *, manual: str) -> None:
     for r in rows:
         started = time.perf_counter()
-        with environment(env_of(r.overrides)):
+        env = env_of(r.overrides)
+        if not env:
             snap = snapshot_of(searcher_for(data, r), ranks)
             metrics = evaluate(runner(snap, fusion, "pagerank"), queries)
+        else:
+            # WEBSIFT_* variables (the analyzer's switches among them) are read when websift is
+            # imported: the row is searched in a child process started with them, on a copy
+            # indexed with them, fused with this crawl's ranks (the copy keeps its URL IDs).
+            with environment(env):
+                copy = reindexed_copy(data, env)
+                child = subprocess.run(
+                    [sys.executable, __file__, "--manual", manual, "--row-child", str(copy.root), str(data.root),
+                     str(fusion.weight), str(fusion.midpoint), str(fusion.exponent),
+                     *r.overrides], check=False, capture_output=True, text=True,
+                    env={**os.environ, "PYTHONPATH": str(ROOT)})
+            if child.returncode != 0:
+                raise SystemExit(f"row {r.name!r} failed:\n{child.stderr}")
+            metrics = json.loads(child.stdout.strip().splitlines()[-1])
         print(row(f"{r.name}, + PageRank", metrics, time.perf_counter() - started), flush=True)
+
+
+def _row_child(args: list[str], queries: list[Query]) -> None:
+    """COPY ORIGINAL W K A OVERRIDES...: one row's metrics as JSON (row_ablation)."""
+    copy, original, w, k, a, *overrides = args
+    ranks = Ranks.open(DataDir.open(Path(original)))
+    snap = snapshot_of(searcher_for(DataDir.open(Path(copy)), Row("child", tuple(overrides))),
+                       ranks)
+    fusion = FusionParams(float(w), float(k), float(a))
+    print(json.dumps(evaluate(runner(snap, fusion, "pagerank"), queries)))
 
 
 def sweep(snap: Snapshot, static_score: str, queries: list[Query], exponent: float) -> None:
@@ -153,8 +182,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-ablation", action="store_true", help="skip the ABLATIONS rows")
     ap.add_argument("--row", action="append", default=[], metavar="NAME:KEY=VALUE,...",
                     help="an extra ablation row (BM25FSettings fields or WEBSIFT_* variables)")
+    ap.add_argument("--row-child", nargs="+", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     manual = MANUALS[args.manual]
+    if args.row_child:  # one WEBSIFT_* row, searched here (row_ablation)
+        _row_child(args.row_child, load_queries(manual.queries))
+        return 0
     extra = [Row(name, tuple(o for o in spec.split(",") if o)) for name, _, spec in
              (r.partition(":") for r in args.row)]
     for r in extra:
@@ -189,7 +222,7 @@ def main(argv: list[str] | None = None) -> int:
           f"{ranks.generation}, topics: {', '.join(ranks.topic_names()) or 'none'}\n")
     ablation(snap, no_anchor, fusion, queries)
     row_ablation(data, ranks, ([] if args.no_ablation else list(ABLATIONS)) + extra, fusion,
-                 queries)
+                 queries, manual=manual.name)
     if not args.no_sweep:
         sweep(snap, "pagerank", queries, args.exponent)
         sweep(snap, "opic", queries, args.exponent)
