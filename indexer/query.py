@@ -200,6 +200,12 @@ def parse_query(q: str, analyzer: Analyzer | None = None) -> ParsedQuery:
         if word is not None and not phrase.terms and is_operator(word):
             rules.append(word)  # a rule, not a word: left out, and said so if it is all
             continue
+        if negate and not phrase.terms and word is not None:
+            # "-c command line option": excluding "c" would exclude nothing (a one-letter
+            # word is no term), so "-c" is the option's name, searched as written.
+            option = _phrase("-" + word, analyzer, quoted=True)
+            if option.terms:
+                negate, phrase = None, option
         if negate:
             if phrase.terms:
                 parsed.excluded.append(phrase)

@@ -94,6 +94,11 @@ def test_query_language() -> None:
     assert q.units() == [("tkinter",), ("b2",), ("event",), ("loop",)]  # "a" is a stop word
     assert parse_query("--verbose flag").excluded == []  # an option name, not an exclusion
     assert parse_query("fft ====").units() == [("fft",)]  # a rule beside a word is left out
+    # "-c" would exclude nothing (a one-letter word is no term): it is the option's name;
+    # "-pdb" excludes a word.
+    c = parse_query("-c command line option")
+    assert c.units()[0] == ("-c",) and c.excluded == []
+    assert parse_query("-pdb debugger").excluded[0].terms == ("pdb",)
     assert parse_query("unittest.mock").units() == [("unittest.mock",), ("unittest",), ("mock",)]
     assert analyze("PyConfig.filesystem_errors") == [
         "pyconfig.filesystem_errors", "pyconfig", "filesystem", "error"]
