@@ -412,6 +412,8 @@ class Searcher:
         result = None
         if row >= 0:
             docs, tfs = seg.postings(row)
+            if len(tfs):  # kept in the smallest type that holds them (uint8 for most words)
+                tfs = tfs.astype(np.min_scalar_type(int(tfs.max())), copy=False)
             if self._all_live[si]:
                 result = _Postings(docs, tfs, row, tfs, docs)
             else:

@@ -187,7 +187,10 @@ class BM25FSettings:
 # ---------------------------------------------------------------- searcher caches
 # Each searcher (one index snapshot) keeps these, shared by the threads searching it, bounded
 # by an estimate of their bytes (core/cache.py) whatever the queries ask for.
-POSTINGS_CACHE_BYTES = 64 << 20  # decoded postings of recent terms
+# Decoded postings of recent terms, at most this many bytes ($WEBSIFT_POSTINGS_CACHE_MB): a
+# common word of a million pages decodes to about 20 MB, and decoding it again costs a query
+# tens of milliseconds; a small index never fills it.
+POSTINGS_CACHE_BYTES = int(float(os.environ.get("WEBSIFT_POSTINGS_CACHE_MB", "1024")) * (1 << 20))
 PAIRS_CACHE_BYTES = 16 << 20  # proximity evidence of recent word pairs
 TEXT_CACHE_BYTES = 32 << 20  # recent pages' texts (and their lower case), for snippets
 FRAGMENT_CACHE_BYTES = 16 << 20  # recent pages' fragments (and their keys' terms), for hits
