@@ -771,6 +771,8 @@ class Searcher:
         return hit
 
     def _doc_ids(self, segs: np.ndarray, ords: np.ndarray) -> np.ndarray:
+        if len(self.segments) == 1:
+            return np.asarray(self.segments[0].doc_ids[ords], dtype=np.int64)
         out = np.empty(len(ords), dtype=np.int64)
         for si in np.unique(segs):
             sel = segs == si
