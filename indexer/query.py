@@ -33,6 +33,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from itertools import pairwise
+from typing import Any
 
 from indexer.analysis import Analyzer, is_operator, is_whole
 from indexer.errors import QueryError
@@ -70,6 +71,9 @@ class ParsedQuery:
     excluded_sites: list[str] = field(default_factory=list)
     stops: frozenset[str] = frozenset()  # the analyzer's stop-word terms
     score_stops: bool = False  # the query is mostly stop words: they count like other words
+    # units() and stop_pairs() of the finished query (parse_query keeps them last; a search
+    # asks for each several times)
+    memo: dict[str, list[Any]] = field(default_factory=dict, repr=False, compare=False)
 
     def _scored(self, terms: tuple[str, ...]) -> tuple[str, ...]:
         if self.score_stops:
@@ -79,6 +83,8 @@ class ParsedQuery:
     def units(self) -> list[tuple[str, ...]]:
         """The scoring units: each term of a plain word or phrase on its own, an OR group's
         terms together.  Coordination counts matched units."""
+        if "units" in self.memo:
+            return list(self.memo["units"])
         out: list[tuple[str, ...]] = []
         seen: set[tuple[str, ...]] = set()
         for group in [*self.groups, *([p] for p in self.required)]:
@@ -92,6 +98,11 @@ class ParsedQuery:
                     seen.add(u)
                     out.append(u)
         return out
+
+    def freeze(self) -> None:
+        """Keep units() and stop_pairs(): the query is complete, nothing changes them."""
+        self.memo["units"] = self.units()
+        self.memo["stop_pairs"] = self.stop_pairs()
 
     def word_terms(self) -> list[str]:
         """Per plain query word, in order: its last part (first part of the next word follows
@@ -116,6 +127,8 @@ class ParsedQuery:
         where they stand together gains (issue 12, item 2: stop words adjacent to the other
         query words).  Pairs of two other words are :meth:`word_terms`'; an OR group or a
         phrase breaks adjacency."""
+        if "stop_pairs" in self.memo:
+            return list(self.memo["stop_pairs"])
         if self.score_stops or not STOP_PAIRS:
             return []
         ends: list[tuple[str, str] | None] = []  # per plain word: its first and last part
@@ -239,6 +252,7 @@ def parse_query(q: str, analyzer: Analyzer | None = None) -> ParsedQuery:
         len(p.terms) for p in [*parsed.required, *parsed.excluded])
     if n_terms > MAX_QUERY_TERMS:
         raise QueryError(f"the query has {n_terms} terms; the limit is {MAX_QUERY_TERMS}")
+    parsed.freeze()
     return parsed
 
 

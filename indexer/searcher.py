@@ -828,6 +828,8 @@ def _top(scores: np.ndarray, doc_ids: np.ndarray, m: int) -> np.ndarray:
         return np.arange(len(scores))
     part = np.argpartition(-scores, m - 1)[:m]
     cut = scores[part].min()
+    if np.count_nonzero(scores == cut) == np.count_nonzero(scores[part] == cut):
+        return part  # no tie at the cut left outside
     above = np.flatnonzero(scores > cut)
     ties = np.flatnonzero(scores == cut)
     ties = ties[np.argsort(doc_ids[ties], kind="stable")][: m - len(above)]
