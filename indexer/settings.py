@@ -60,6 +60,12 @@ MAX_TITLE_CHARS = 300
 # tree in quadratic time (80,000 nested <div> take 8 s), and nesting is at most half the tags
 # (10,000 deep: ~0.15 s).  Above it: big pages (the Python manual's contents page has 98,000).
 MAX_LEXBOR_TAGS = 20_000
+# ... unless they nest at most this deep (indexer/parse.py nesting_bound: open minus closing
+# tags): lexbor's time grows with the nesting, and a shallow page of 35,000 tags (a manual's
+# page of hundreds of definitions) parses in milliseconds and keeps its fragments and blocks.
+# WEBSIFT_SHALLOW_LEXBOR=0: every page over MAX_LEXBOR_TAGS goes to lxml (ablation).
+MAX_LEXBOR_DEPTH = 1_000
+SHALLOW_LEXBOR_ENV = "WEBSIFT_SHALLOW_LEXBOR"
 META_SNIFF_BYTES = 1024  # bytes searched for a <meta charset> (WHATWG's prescan length)
 MAX_FRAGMENTS = 256  # fragments (definitions, anchored sections) kept per page
 MAX_FRAGMENT_KEY_CHARS = 200  # characters of a fragment's key (its term, heading, first cell)

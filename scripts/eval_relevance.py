@@ -122,6 +122,8 @@ ABLATIONS: tuple[Row, ...] = (
     Row("websift operators in title/headings/defs only", ("WEBSIFT_OPERATOR_ELSEWHERE=none",)),
     Row("websift every operator hit in every field", ("WEBSIFT_OPERATOR_FIELDS=all",)),
     Row("websift without stop words next to query words", ("WEBSIFT_STOP_PAIRS=0",)),
+    Row("websift big pages without structure (lxml past 20,000 tags)",
+        ("WEBSIFT_SHALLOW_LEXBOR=0",)),
 )
 
 
