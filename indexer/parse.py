@@ -262,9 +262,9 @@ def _shallow(body: bytes) -> bool:
 
 def parse_lxml(body: bytes, url: str, content_type: str | None = None) -> ParsedPage:
     """The same fields with lxml.etree (websift's parser before lexbor): for pages with more
-    than MAX_LEXBOR_TAGS tags, as lexbor builds deeply nested trees in quadratic time (80,000
-    nested ``<div>`` take 8 s) while libxml2 caps the depth.  Its structure is one block (the
-    body) and no fragments."""
+    than MAX_LEXBOR_TAGS tags that may nest deeper than MAX_LEXBOR_DEPTH (:func:`_shallow`), as
+    lexbor builds deeply nested trees in quadratic time (80,000 nested ``<div>`` take 8 s)
+    while libxml2 caps the depth.  Its structure is one block (the body) and no fragments."""
     words = url_words(url)
     empty = ParsedPage(title="", headings="", body="", url_words=words, text="")
     m = _CHARSET.search(content_type or "")
