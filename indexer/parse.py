@@ -61,12 +61,14 @@ from indexer.settings import (
     MAX_FRAGMENT_TEXT_CHARS,
     MAX_FRAGMENTS,
     MAX_HTML_BYTES,
+    MAX_LEXBOR_DEPTH,
     MAX_LEXBOR_TAGS,
     MAX_TITLE_CHARS,
     MAX_URL_QUERY_CHARS,
     META_SNIFF_BYTES,
     NAV_MAX_LABEL_WORDS,
     NAV_MIN_LINKS,
+    SHALLOW_LEXBOR_ENV,
     SNIPPET_TEXT_CHARS,
     env_switch,
 )
@@ -232,11 +234,37 @@ def _text(node: LexborNode) -> str:
     return squash(node.text(separator=" "))
 
 
+_TAG = re.compile(rb"<(/?)([a-zA-Z][a-zA-Z0-9]*)[^>]*?(/?)>")
+_VOID = frozenset(b"area base br col embed hr img input link meta param source track wbr".split())
+
+
+def nesting_bound(body: bytes) -> int:
+    """An upper bound of how deep the elements of ``body`` nest: its open tags minus its
+    closing tags at the deepest point (void and self-closed elements left out).  Elements that
+    HTML closes by itself (``<p>``, ``<li>`` without their end tag) only raise it."""
+    depth = peak = 0
+    for close, name, self_closed in _TAG.findall(body, 0, MAX_HTML_BYTES):
+        if close:
+            depth = max(depth - 1, 0)
+        elif not self_closed and name.lower() not in _VOID:
+            depth += 1
+            peak = max(peak, depth)
+    return peak
+
+
+def _shallow(body: bytes) -> bool:
+    """Whether a page of more than MAX_LEXBOR_TAGS tags still goes to lexbor: lexbor's time is
+    quadratic in the nesting, not in the tags, so a big page that nests at most
+    MAX_LEXBOR_DEPTH deep (a manual's page of 300 definitions) keeps its fragments and blocks
+    (WEBSIFT_SHALLOW_LEXBOR=0: every big page goes to lxml, as before)."""
+    return env_switch(SHALLOW_LEXBOR_ENV) != "0" and nesting_bound(body) <= MAX_LEXBOR_DEPTH
+
+
 def parse_lxml(body: bytes, url: str, content_type: str | None = None) -> ParsedPage:
     """The same fields with lxml.etree (websift's parser before lexbor): for pages with more
-    than MAX_LEXBOR_TAGS tags, as lexbor builds deeply nested trees in quadratic time (80,000
-    nested ``<div>`` take 8 s) while libxml2 caps the depth.  Its structure is one block (the
-    body) and no fragments."""
+    than MAX_LEXBOR_TAGS tags that may nest deeper than MAX_LEXBOR_DEPTH (:func:`_shallow`), as
+    lexbor builds deeply nested trees in quadratic time (80,000 nested ``<div>`` take 8 s)
+    while libxml2 caps the depth.  Its structure is one block (the body) and no fragments."""
     words = url_words(url)
     empty = ParsedPage(title="", headings="", body="", url_words=words, text="")
     m = _CHARSET.search(content_type or "")
@@ -280,7 +308,7 @@ def parse_html(body: bytes, url: str, content_type: str | None = None, *,
     empty = ParsedPage(title="", headings="", body="", url_words=words, text="")
     if not body or not body.strip():
         return empty
-    if body.count(b"<", 0, MAX_HTML_BYTES) > MAX_LEXBOR_TAGS:
+    if body.count(b"<", 0, MAX_HTML_BYTES) > MAX_LEXBOR_TAGS and not _shallow(body):
         page = parse_lxml(body, url, content_type)
         if not structure:
             page.blocks = []

@@ -60,8 +60,16 @@ MAX_TITLE_CHARS = 300
 # tree in quadratic time (80,000 nested <div> take 8 s), and nesting is at most half the tags
 # (10,000 deep: ~0.15 s).  Above it: big pages (the Python manual's contents page has 98,000).
 MAX_LEXBOR_TAGS = 20_000
+# ... unless they nest at most this deep (indexer/parse.py nesting_bound: open minus closing
+# tags): lexbor's time grows with the nesting, and a shallow page of 35,000 tags (a manual's
+# page of hundreds of definitions) parses in milliseconds and keeps its fragments and blocks.
+# WEBSIFT_SHALLOW_LEXBOR=0: every page over MAX_LEXBOR_TAGS goes to lxml (ablation).
+MAX_LEXBOR_DEPTH = 1_000
+SHALLOW_LEXBOR_ENV = "WEBSIFT_SHALLOW_LEXBOR"
 META_SNIFF_BYTES = 1024  # bytes searched for a <meta charset> (WHATWG's prescan length)
-MAX_FRAGMENTS = 256  # fragments (definitions, anchored sections) kept per page
+# Fragments (definitions, anchored sections) kept per page: a manual's biggest pages define
+# 300-500 names (Python's os, stdtypes); Python MRR@10 256: 0.913, 512: 0.915, 1024: 0.915.
+MAX_FRAGMENTS = 512
 MAX_FRAGMENT_KEY_CHARS = 200  # characters of a fragment's key (its term, heading, first cell)
 MAX_FRAGMENT_TEXT_CHARS = 1000  # characters of a fragment's defining text
 # What the defs field holds of each fragment (WEBSIFT_DEFS, read at index time): "key" (the
@@ -78,7 +86,7 @@ GENERIC_ID_PREFIX_MIN_IDS = 2
 # (<dt id="index-axes-contextmenu">contextmenu</dt>: "axes contextmenu"); "0": off (ablation).
 ID_WORDS_ENV = "WEBSIFT_ID_WORDS"
 # Characters of a page's fragments (id and key) kept in the docstore, for the hit's fragment.
-MAX_STORED_FRAGMENT_CHARS = 16_000
+MAX_STORED_FRAGMENT_CHARS = 32_000  # twice 16,000 with MAX_FRAGMENTS twice 256
 MAX_URL_QUERY_CHARS = 60  # a longer query string (a playground's code, a token) gives no words
 MAX_ANCHOR_CHARS = 200  # characters kept of one anchor
 MAX_ANCHORS_PER_PAGE = 500  # distinct (source, anchor) pairs kept per target page
