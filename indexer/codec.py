@@ -182,24 +182,62 @@ def decode(data: np.ndarray, widths: np.ndarray, byte0: int, byte1: int, *, bloc
            n: int) -> np.ndarray:
     """The ``n`` values of one group (uint32).
 
-    One width for the whole group (every short list): a reshape and a product; otherwise each
-    value is read from the 64-bit word at its bit offset.
+    One block, or one width for the whole group: a reshape and a product; otherwise the blocks
+    of each width are unpacked together (:func:`_unpack_blocks`).
     """
     if n == 0:
         return np.zeros(0, dtype=np.uint32)
     nblocks = (n + BLOCK - 1) // BLOCK
     buf = np.asarray(data[byte0:byte1])
     wb = np.asarray(widths[block0 : block0 + nblocks])
-    if nblocks == 1 or wb.min() == wb.max():
+    if nblocks == 1:
         return _unpack(buf, n, int(wb[0]))
-    # Each value lies in the 8 bytes starting at its bit offset // 8 (width <= 32, shift <= 7):
-    # read them as little-endian uint64 words, shift and mask, all values at once.
-    w = np.repeat(wb.astype(np.int64), BLOCK)[:n]
-    offs = np.cumsum(w) - w
-    words = _words_at(buf, offs >> 3)
-    words >>= (offs & 7).astype(np.uint64)
-    words &= (np.uint64(1) << w.astype(np.uint64)) - np.uint64(1)
-    return words.astype(np.uint32)
+    return _unpack_blocks(buf, wb, n)
+
+
+# The shifts of the eight values of ``w`` bits in an octet group (``w`` bytes) read as one word.
+_OCTET_SHIFTS = {w: np.arange(8, dtype=np.uint64 if w > 4 else np.uint32) * w
+                 for w in range(1, 9)}
+_OCTET_OFFSETS = {w: np.arange(BLOCK // 8, dtype=np.int64) * w for w in range(1, 9)}
+
+
+def _unpack_blocks(buf: np.ndarray, wb: np.ndarray, n: int) -> np.ndarray:
+    """The ``n`` values of consecutive blocks of widths ``wb`` packed in ``buf``.  A full block
+    is ``BLOCK // 8 * w`` bytes: eight values of ``w`` bits are exactly ``w`` bytes (an octet
+    group), so for ``w <= 8`` each octet group is read as one little-endian word (uint32 up to
+    four bytes, else uint64, through an overlapping view of the bytes) and cut by eight
+    shifts, all blocks of one width at once; wider blocks read each value from the 64-bit word
+    at its bit offset.  The last, partial block has only the bytes its values need: bytes read
+    past them land in values past ``n``, which are dropped."""
+    w64 = wb.astype(np.int64)
+    size = (BLOCK // 8) * w64
+    start = np.cumsum(size) - size
+    # Zeros after the bytes, as many as the last block could read past them (a full block).
+    pad = (BLOCK // 8) * int(wb[-1]) + 8
+    padded = np.zeros(len(buf) + pad, dtype=np.uint8)
+    padded[: len(buf)] = buf
+    u32 = np.ndarray((len(padded) - 3,), dtype="<u4", buffer=padded, strides=(1,))
+    u64 = np.ndarray((len(padded) - 7,), dtype="<u8", buffer=padded, strides=(1,))
+    out = np.empty((len(wb), BLOCK), dtype=np.uint32)
+    uniq = np.unique(wb).tolist()
+    for width in uniq:
+        rows = np.flatnonzero(wb == width) if len(uniq) > 1 else slice(None)
+        first = start[rows]
+        if width == 0:
+            out[rows] = 0
+        elif width <= 8:
+            at = (first[:, None] + _OCTET_OFFSETS[width]).ravel()
+            shifts = _OCTET_SHIFTS[width]
+            words = (u32 if width <= 4 else u64)[at][:, None]
+            vals = (words >> shifts) & shifts.dtype.type((1 << width) - 1)
+            out[rows] = vals.reshape(-1, BLOCK)
+        else:
+            off = (first[:, None] * 8 + np.arange(BLOCK, dtype=np.int64) * width).ravel()
+            words = u64[off >> 3]
+            words >>= (off & 7).astype(np.uint64)
+            words &= np.uint64((1 << width) - 1)
+            out[rows] = words.reshape(-1, BLOCK)
+    return out.reshape(-1)[:n]
 
 
 def decode_at(data: np.ndarray, widths: np.ndarray, byte0: int, *, block0: int, n: int,

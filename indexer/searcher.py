@@ -235,11 +235,12 @@ def _mask_bytes(masks: list[np.ndarray]) -> int:
 def _nbytes(p: _Postings | None) -> int:
     """Bytes a cached entry holds: its arrays, each once (with every page live, ``all_docs``
     is ``docs``; arrays shared with another entry are counted again), and the saturated
-    scores made later (float64)."""
+    scores and the positions' starts made later (float64, int64)."""
     if p is None:
         return 64
     arrays = {id(a): a.nbytes for a in (p.docs, p.tfs, p.all_tfs, p.all_docs)}
-    return int(sum(arrays.values()) + 8 * len(p.docs) + len(p.docs) // 8)  # + block maxima
+    return int(sum(arrays.values()) + 8 * len(p.docs) + 8 * len(p.all_docs)
+               + len(p.docs) // 8)  # + block maxima
 
 
 @dataclass
@@ -255,7 +256,7 @@ class _Postings:
     # The same under other collection statistics (a remote shard scoring with the global
     # ones): (their key, the array), replaced together in one assignment.
     saturated_for: tuple[bytes, np.ndarray] | None = None
-    # For indexer/topk.py, made on first use: where each (posting, field)'s positions start,
+    # For indexer/topk.py, made on first use: where each posting's positions start,
     # and per block of 128 postings the largest of ``saturated`` (its exact block bounds).
     pos_starts: np.ndarray | None = None
     block_max: np.ndarray | None = None

@@ -575,6 +575,16 @@ class _Terms(Sequence[bytes]):
         return self._blob[self._off[i] : self._off[i + 1]]
 
 
+def posting_starts(tfs: np.ndarray) -> np.ndarray:
+    """Where each posting's positions start in its word's position stream (int64): the
+    exclusive cumulative sum of its tf matrix's row sums (positions are stored by posting,
+    then field).  Column by column: a row sum over a few narrow columns is slow in numpy."""
+    per = np.zeros(len(tfs), dtype=np.int64)
+    for f in range(tfs.shape[1]):
+        per += tfs[:, f]
+    return np.cumsum(per) - per
+
+
 class SegmentReader:
     """A read-only, memory-mapped segment."""
 
@@ -684,13 +694,13 @@ class SegmentReader:
                      starts: np.ndarray | None = None) -> np.ndarray:
         """Positions of the postings ``sel`` (indices into the row's postings, ascending) only,
         grouped by (posting, field) in the order of ``tfs[sel].ravel()``: the rest of the
-        row's positions are never decoded.  ``starts``: the exclusive cumulative sum of
-        ``tfs.ravel()`` (where each group's positions start), if the caller keeps it."""
-        flat = tfs.ravel().astype(np.int64)
+        row's positions are never decoded.  ``starts``: where each posting's positions start
+        (:func:`posting_starts` of ``tfs``), if the caller keeps it."""
         if starts is None:
-            starts = np.cumsum(flat) - flat
-        first = starts.reshape(-1, N_FIELDS)[sel].ravel()
-        lengths = flat.reshape(-1, N_FIELDS)[sel].ravel()
+            starts = posting_starts(tfs)
+        lengths2 = tfs[sel].astype(np.int64)
+        first = (starts[sel][:, None] + (np.cumsum(lengths2, axis=1) - lengths2)).ravel()
+        lengths = lengths2.ravel()
         total = int(lengths.sum())
         if total == 0:
             return np.zeros(0, dtype=np.int64)

@@ -60,6 +60,7 @@ import numpy as np
 
 from indexer import bm25f
 from indexer.query import Phrase
+from indexer.segment import posting_starts
 from indexer.settings import (
     BLOCK,
     N_FIELDS,
@@ -397,8 +398,7 @@ class _Evaluation:
             return keys[_member(keys >> _DOC_SHIFT, docs)[0]]
         sel = np.searchsorted(p.all_docs, docs)
         if p.pos_starts is None:
-            flat = p.all_tfs.ravel().astype(np.int64)
-            p.pos_starts = np.cumsum(flat) - flat
+            p.pos_starts = posting_starts(p.all_tfs)
         positions = self.s.segments[si].positions_of(p.row, p.all_tfs, sel,
                                                      starts=p.pos_starts)
         tfs = p.all_tfs[sel]
