@@ -187,6 +187,7 @@ class _Evaluation:
         # bounds take it as present anywhere.
         self.free = {t for ab in plan.pairs for t in ab} - {t for u in plan.units for t in u}
         self.lists: list[_List] = []
+        self.driver = np.zeros(0, dtype=np.int64)  # per list: the driver it is probed for
         self.res_si: list[np.ndarray] = []
         self.res_ord: list[np.ndarray] = []
         self.res_text: list[np.ndarray] = []
@@ -232,6 +233,35 @@ class _Evaluation:
                     bound = self._block_bound(p, si, self.plan.idfs[term], starts)
                     self.lists.append(_List(ui, term, si, p, starts, bound,
                                             np.sort(bound)[::-1]))
+        self._drive_by_required()
+
+    def _drive_by_required(self) -> None:
+        """A required phrase makes the query conjunctive: a page that matches holds each of its
+        words, so in each segment only the shortest list of a required word (the *driver*) is
+        read block by block, and every other list there is only probed for the driver's
+        candidates (intersection smallest list first).  A segment lacking a required word has
+        no match and no lists.  ``self.driver[li]``: the driver a probed list follows (-1
+        for a list that is read)."""
+        required = {t for ph in self.plan.required for t in ph.terms}
+        self.driver = np.full(len(self.lists), -1, dtype=np.int64)
+        if not required:
+            return
+        dead: set[int] = set()
+        for si in {lst.si for lst in self.lists}:
+            for t in required:
+                p = self._postings_of(t, si)
+                if p is None or len(p.docs) == 0:
+                    dead.add(si)
+        self.lists = [lst for lst in self.lists if lst.si not in dead]
+        self.driver = np.full(len(self.lists), -1, dtype=np.int64)
+        for si, lists in self._by_seg().items():
+            drivers = [li for li in lists if self.lists[li].term in required]
+            if not drivers:
+                continue
+            d = min(drivers, key=lambda li: len(self.lists[li].p.docs))
+            for li in lists:
+                if li != d:
+                    self.driver[li] = d
 
     def _left(self, owner: np.ndarray, bound: np.ndarray, untaken: np.ndarray
               ) -> tuple[np.ndarray, dict[int, float]]:
@@ -240,6 +270,10 @@ class _Evaluation:
         there (with the slack; the coordination factor not applied)."""
         left = np.zeros(len(self.lists))
         np.maximum.at(left, owner[untaken], bound[untaken])
+        # A probed list's pages are all in its driver's blocks: unseen while those are left.
+        for li in np.flatnonzero(self.driver >= 0).tolist():
+            lst = self.lists[li]
+            left[li] = lst.desc[0] if left[self.driver[li]] > 0 and len(lst.desc) else 0.0
         return left, {si: self._bound_of(left, lists, coord=False)
                       for si, lists in self._by_seg().items()}
 
@@ -278,6 +312,8 @@ class _Evaluation:
         theirs that also holds an essential list's word is met in that list's blocks."""
         out = np.zeros(len(self.lists), dtype=bool)
         for lists in self._by_seg().values():
+            if any(self.driver[li] >= 0 for li in lists):
+                continue  # its driver is the one list read there: never inessential
             order = sorted((li for li in lists if left[li] > 0), key=lambda li: left[li])
             prefix: list[int] = []
             for li in order:
@@ -540,11 +576,13 @@ class _Evaluation:
         if n_lists == 0:
             return TopText(np.zeros(0, np.int32), np.zeros(0, np.int64), np.zeros(0),
                            np.zeros(0), 0, True, False)
-        owner = np.concatenate([np.full(len(lst.bound), i, dtype=np.int64)
-                                for i, lst in enumerate(self.lists)])
-        block = np.concatenate([np.arange(len(lst.bound), dtype=np.int64) for lst in self.lists])
-        bound = np.concatenate([lst.bound for lst in self.lists])
-        size = np.concatenate([np.diff(lst.starts) for lst in self.lists])
+        read = [i for i in range(n_lists) if self.driver[i] < 0]  # probed lists: no blocks
+        owner = np.concatenate([np.full(len(self.lists[i].bound), i, dtype=np.int64)
+                                for i in read])
+        block = np.concatenate([np.arange(len(self.lists[i].bound), dtype=np.int64)
+                                for i in read])
+        bound = np.concatenate([self.lists[i].bound for i in read])
+        size = np.concatenate([np.diff(self.lists[i].starts) for i in read])
         order = np.argsort(-bound, kind="stable")
         owner, block, bound, size = owner[order], block[order], bound[order], size[order]
         csize = np.cumsum(size)

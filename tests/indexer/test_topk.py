@@ -77,7 +77,8 @@ QUERY = st.builds(
     st.sampled_from(WORDS), st.sampled_from(WORDS), st.sampled_from(WORDS),
     st.sampled_from(["{a}", "{a} {b}", "{a} {b} {c}", '"{a} {b}"', '{c} "{a} {b}"',
                      "{a} -{b}", '{a} {c} -"{b} {a}"', "{a} site:a.example",
-                     "{a} {b} -site:b.example", "{a} OR {b} {c}", '"{a} {b} {c}"']))
+                     "{a} {b} -site:b.example", "{a} OR {b} {c}", '"{a} {b} {c}"',
+                     '"{a}" {b} {c}', '{a} {b} "{c}" -{b}', '{a} "{b} absent"']))
 
 
 @pytest.fixture(autouse=True)
