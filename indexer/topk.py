@@ -254,7 +254,7 @@ class _Evaluation:
                     dead.add(si)
         self.lists = [lst for lst in self.lists if lst.si not in dead]
         self.driver = np.full(len(self.lists), -1, dtype=np.int64)
-        for si, lists in self._by_seg().items():
+        for lists in self._by_seg().values():
             drivers = [li for li in lists if self.lists[li].term in required]
             if not drivers:
                 continue
