@@ -55,6 +55,7 @@ from indexer.query import ParsedQuery, Phrase, parse_query
 from indexer.segment import SegmentReader
 from indexer.settings import (
     DEFAULT_K,
+    DENSE_POSTINGS_SHARE,
     EXHAUSTIVE_MAX_DOCS,
     FIELDS,
     FRAGMENT_CACHE_BYTES,
@@ -238,7 +239,8 @@ def _nbytes(p: _Postings | None) -> int:
     scores and the positions' starts made later (float64, int64)."""
     if p is None:
         return 64
-    arrays = {id(a): a.nbytes for a in (p.docs, p.tfs, p.all_tfs, p.all_docs)}
+    arrays = {id(a): a.nbytes for a in (p.docs, p.tfs, p.all_tfs, p.all_docs, p.dense)
+              if a is not None}
     return int(sum(arrays.values()) + 8 * len(p.docs) + 8 * len(p.all_docs)
                + len(p.docs) // 8)  # + block maxima
 
@@ -260,6 +262,9 @@ class _Postings:
     # and per block of 128 postings the largest of ``saturated`` (its exact block bounds).
     pos_starts: np.ndarray | None = None
     block_max: np.ndarray | None = None
+    # For a list most pages hold (DENSE_POSTINGS_SHARE): per ordinal of the segment, the index
+    # of its live posting in ``docs`` or -1 (int32).
+    dense: np.ndarray | None = None
 
 
 @dataclass(frozen=True)
@@ -420,6 +425,10 @@ class Searcher:
             else:
                 live = self.live[si][docs]
                 result = _Postings(docs[live], tfs[live], row, tfs, docs)
+            n = len(seg.doc_ids)
+            if len(result.docs) >= DENSE_POSTINGS_SHARE * n and n < np.iinfo(np.int32).max:
+                result.dense = np.full(n, -1, dtype=np.int32)
+                result.dense[result.docs] = np.arange(len(result.docs), dtype=np.int32)
         cache[key] = result
         self._decoded.put(key, result)
         return result

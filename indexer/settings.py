@@ -234,6 +234,11 @@ EXHAUSTIVE_MAX_DOCS = 65_536
 # A word's positions are decoded whole (and cached) when its list is at most this many times
 # the candidates asked about; longer lists give the candidates' positions only.
 PRUNE_WHOLE_LIST = 8
+# A cached list holding at least this share of its segment's documents also keeps a dense
+# map (ordinal -> its posting, int32: 4 bytes per document of the segment, so at most 16 per
+# posting), and probing it for candidates is one gather instead of a binary search: as
+# Lucene's dense blocks (IndexedDISI), for the words most pages hold.
+DENSE_POSTINGS_SHARE = 0.25
 # Relative slack on score bounds: the exact scores are float32 sums, the bounds float64.
 PRUNE_BOUND_SLACK = 1e-5
 # A request's search stops at this deadline and returns what it has, flagged partial (the

@@ -137,6 +137,9 @@ class _Pending:
     phrase: np.ndarray  # bool: its match still depends on a phrase check
 
 
+_NO_INT = np.zeros(0, dtype=np.int64)
+
+
 def _concat(parts: list[np.ndarray], dtype: type) -> np.ndarray:
     return np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)
 
@@ -164,6 +167,16 @@ def _member(docs: np.ndarray, sorted_docs: np.ndarray) -> tuple[np.ndarray, np.n
     hit = (j < len(sorted_docs)) & (sorted_docs[jc] == docs) if len(sorted_docs) else (
         np.zeros(len(docs), dtype=bool))
     return hit, jc
+
+
+def _find(p: _Postings, docs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(which of ``docs`` hold ``p``'s word, their index in its live postings): one gather
+    through the list's dense map when it keeps one, else a binary search."""
+    if p.dense is None:
+        return _member(docs, p.docs)
+    j = p.dense[docs]
+    hit = j >= 0
+    return hit, np.where(hit, j, 0).astype(np.int64)
 
 
 class _Evaluation:
@@ -349,12 +362,12 @@ class _Evaluation:
                 p = self._postings_of(term, si)
                 if p is None:
                     return None
-                keep &= _member(docs, p.docs)[0]
+                keep &= _find(p, docs)[0]
         for ph in plan.excluded:
             if len(ph.terms) == 1:
                 p = self._postings_of(ph.terms[0], si)
                 if p is not None:
-                    keep &= ~_member(docs, p.docs)[0]
+                    keep &= ~_find(p, docs)[0]
         docs = docs[keep]
         if len(docs) == 0:
             return None
@@ -368,7 +381,7 @@ class _Evaluation:
                 p = self._postings_of(term, si)
                 if p is None or len(p.docs) == 0:
                     continue
-                hit, j = _member(docs, p.docs)
+                hit, j = _find(p, docs)
                 has[term] = has.get(term, np.zeros(len(docs), dtype=bool)) | hit
                 j = j[hit]
                 if plan.norms is None and p.saturated is not None:
@@ -415,7 +428,7 @@ class _Evaluation:
                     if p is None:
                         all_in[:] = False
                         break
-                    all_in &= _member(docs, p.docs)[0]
+                    all_in &= _find(p, docs)[0]
                 out[sel] |= all_in
         return phrase | near, phrase
 
@@ -449,7 +462,7 @@ class _Evaluation:
             p = self._postings_of(t, si)
             if p is None:
                 return np.zeros(len(docs), dtype=bool)
-            inside &= _member(docs, p.docs)[0]
+            inside &= _find(p, docs)[0]
         if len(ph.terms) == 1 or not inside.any():
             return inside
         sub = docs[inside]
@@ -500,7 +513,7 @@ class _Evaluation:
             pa, pb = self._postings_of(a, si), self._postings_of(b, si)
             if pa is None or pb is None:
                 continue
-            both = _member(docs, pa.docs)[0] & _member(docs, pb.docs)[0]
+            both = _find(pa, docs)[0] & _find(pb, docs)[0]
             if not both.any():
                 continue
             sub = docs[both]
@@ -566,8 +579,13 @@ class _Evaluation:
     def _drop_below(self, pend: _Pending) -> _Pending:
         """Forget the candidates that cannot reach T (noting unchecked phrase matches)."""
         low = np.asarray(self._below(pend.ub), dtype=bool)
+        if not low.any():
+            return pend
         if (low & pend.phrase).any():
             self.unsure_dropped = True
+        keep = int(np.count_nonzero(~low))
+        if not low[:keep].any():  # kept in descending bound: the low ones are the end
+            return _slice(pend, 0, keep)
         return _take(pend, ~low)
 
     def run(self) -> TopText:
@@ -589,7 +607,7 @@ class _Evaluation:
         n_blocks = len(bound)
         untaken = np.ones(n_blocks, dtype=bool)  # neither read nor skipped
         skipped = np.zeros(n_blocks, dtype=bool)  # shown unable to hold a page reaching T
-        seen: list[list[np.ndarray]] = [[] for _ in self.s.segments]
+        seen = [_NO_INT for _ in self.s.segments]  # per segment, the docs met (sorted)
         pend: _Pending | None = None
         pos = 0  # phase 1 takes blocks in descending bound: [0, pos) are taken
         last_round = False  # phase 2 took every block that can matter: none is left to take
@@ -605,11 +623,10 @@ class _Evaluation:
                     if self._late():
                         partial = True
                         break
-                    first = np.zeros(len(pend.ords), dtype=bool)
-                    first[:batch] = True  # pend is kept in descending bound
-                    self._check(_take(pend, first))
+                    # pend is kept in descending bound: the first ``batch`` are the best.
+                    self._check(_slice(pend, 0, batch))
+                    pend = self._drop_below(_slice(pend, batch, len(pend.ords)))
                     batch = min(2 * batch, PRUNE_VERIFY_MAX)
-                    pend = self._drop_below(_take(pend, ~first))
             if partial or self._late():
                 partial = True
                 break
@@ -659,12 +676,15 @@ class _Evaluation:
                 js = np.sort(r_block[r_owner == li])  # ascending: the docs come out sorted
                 idx = _ranges(lst.starts[js], lst.starts[js + 1])
                 by_seg.setdefault(lst.si, []).append(lst.p.docs[idx])
-            fresh: list[_Pending] = [] if pend is None else [pend]
+            fresh: list[_Pending] = []
             for si, parts in by_seg.items():
                 docs = parts[0] if len(parts) == 1 else np.unique(np.concatenate(parts))
-                for old in seen[si]:
-                    docs = docs[~_member(docs, old)[0]]
-                seen[si].append(docs)
+                if len(seen[si]):
+                    docs = docs[~_member(docs, seen[si])[0]]
+                    # Two sorted runs: timsort merges them in one pass.
+                    seen[si] = np.sort(np.concatenate([seen[si], docs]), kind="stable")
+                else:
+                    seen[si] = docs
                 scored = self._score(si, docs)
                 if scored is None:
                     continue
@@ -679,10 +699,15 @@ class _Evaluation:
                 done = _take(scored, ~open_)
                 self._add(done.si, done.ords, done.base * done.coord)
                 fresh.append(_take(scored, open_))
-            pend = _merge(fresh)
-            if pend is not None:
-                pend = self._drop_below(pend)
-                pend = _take(pend, np.argsort(-pend.ub, kind="stable"))
+            new = _merge(fresh)
+            if new is not None:
+                new = _take(new, np.argsort(-new.ub, kind="stable"))
+                if pend is not None and len(pend.ords):
+                    # Two runs in descending bound: timsort merges them in one pass.
+                    new = _merge([pend, new])
+                    assert new is not None
+                    new = _take(new, np.argsort(-new.ub, kind="stable"))
+                pend = self._drop_below(new)
             rest = (-math.inf if last_round else
                     self._rest(self._left(owner, bound, untaken)[0]))
         if pend is not None and len(self._drop_below(pend).ords):
@@ -718,6 +743,11 @@ def _merge(parts: list[_Pending]) -> _Pending | None:
     if len(parts) == 1:
         return parts[0]
     return _Pending(*(np.concatenate([getattr(p, f) for p in parts]) for f in _PENDING_FIELDS))
+
+
+def _slice(p: _Pending, start: int, stop: int) -> _Pending:
+    """Candidates ``start:stop`` (views, no copy)."""
+    return _Pending(*(getattr(p, f)[start:stop] for f in _PENDING_FIELDS))
 
 
 def _take(p: _Pending, mask: np.ndarray) -> _Pending:
