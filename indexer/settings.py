@@ -223,6 +223,9 @@ SNIPPET_SCAN_CHARS = 30_000  # characters of stored text scanned for the best sn
 # indexer/topk.py: blocks are taken in descending score bound, a round at a time; the first
 # round covers at least this many postings (or twice the hits asked), each next one doubles.
 PRUNE_FIRST_POSTINGS = 4096
+# ... but no round more than this many: the deadline is checked between rounds, and a round
+# of 2^17 postings of common words scores in some tens of ms at a million pages.
+PRUNE_MAX_ROUND_POSTINGS = 1 << 17
 # Candidates whose phrases and proximity are checked at once (positions read for them only);
 # each next batch doubles, up to PRUNE_VERIFY_MAX.
 PRUNE_VERIFY_FIRST = 64

@@ -12,7 +12,8 @@ evaluation is MaxScore (Turtle & Flood 1995) over block bounds, in the "block-ma
 Ding & Suel 2011 and Lucene's impacts, vectorised per round rather than per document:
 
 1. The blocks of every (unit, word, segment) list are taken in descending bound, a round at a
-   time (the first round ``PRUNE_FIRST_POSTINGS`` postings or twice ``want``, then doubling)
+   time (the first round ``PRUNE_FIRST_POSTINGS`` postings or twice ``want``, then doubling up to
+   ``PRUNE_MAX_ROUND_POSTINGS``, so that a round ends soon after the deadline)
    until ``T`` is known; then, each round, the blocks that can no longer hold a document
    reaching ``T`` (their bound plus the other lists' largest left) are skipped for good, and
    of the rest only those of *essential* lists are read: the lists of smallest bound whose
@@ -21,7 +22,12 @@ Ding & Suel 2011 and Lucene's impacts, vectorised per round rather than per docu
    list's word is met in that list's blocks).
    The documents of a round's blocks not seen before are the round's candidates: cheap filters
    first (``site:``, the words of required phrases, excluded words), then their exact BM25F sum
-   and coordination, each other list probed by binary search (``searchsorted``).
+   and coordination, each other list probed by binary search (``searchsorted``), or by one
+   gather through the dense map a list most pages hold keeps (``DENSE_POSTINGS_SHARE``, as
+   Lucene's dense blocks).  A required phrase makes the query conjunctive: in each segment only
+   the shortest list of a required word is read (its *driver*), the others are only probed
+   (intersection smallest list first), and their bounds count while the driver has blocks
+   left.
 2. A candidate's upper bound is its exact BM25F part plus, per pair of consecutive query words
    it holds both of, the largest proximity bonus (``weight * min(idf)``; c / (c + 1) < 1).
    Candidates whose phrases or proximity remain open are checked in batches, highest bound
@@ -67,6 +73,7 @@ from indexer.settings import (
     PARTIAL_MIN_HITS,
     PRUNE_BOUND_SLACK,
     PRUNE_FIRST_POSTINGS,
+    PRUNE_MAX_ROUND_POSTINGS,
     PRUNE_VERIFY_FIRST,
     PRUNE_VERIFY_MAX,
     PRUNE_WHOLE_LIST,
@@ -655,7 +662,7 @@ class _Evaluation:
                 cut = int(np.searchsorted(np.cumsum(size[idx]), round_postings, side="left")) + 1
                 pick = np.zeros(n_blocks, dtype=bool)
                 pick[idx[:cut]] = True
-                round_postings *= 2
+                round_postings = min(2 * round_postings, PRUNE_MAX_ROUND_POSTINGS)
                 last_round = cut >= len(idx)
             else:
                 # Phase 1: the next blocks in descending bound, doubling, until some
@@ -667,7 +674,7 @@ class _Evaluation:
                 pick[pos:stop] = True
                 pick &= untaken
                 pos = stop
-                round_postings *= 2
+                round_postings = min(2 * round_postings, PRUNE_MAX_ROUND_POSTINGS)
             untaken &= ~pick
             r_owner, r_block = owner[pick], block[pick]
             by_seg: dict[int, list[np.ndarray]] = {}
