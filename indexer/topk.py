@@ -140,8 +140,9 @@ class _Pending:
     ords: np.ndarray
     base: np.ndarray  # the BM25F sum, exact
     coord: np.ndarray
-    ub: np.ndarray  # an upper bound of the text score
+    ub: np.ndarray  # an upper bound of the text score, less what its prior falls short of w
     phrase: np.ndarray  # bool: its match still depends on a phrase check
+    prior: np.ndarray  # its prior (zeros without one)
 
 
 _NO_INT = np.zeros(0, dtype=np.int64)
@@ -212,7 +213,8 @@ class _Evaluation:
         self.res_ord: list[np.ndarray] = []
         self.res_text: list[np.ndarray] = []
         self.res_prior: list[np.ndarray] = []
-        self.fused = np.zeros(0)  # text + prior of every exact candidate
+        self.fused = np.zeros(0)  # text + prior of the best ``want`` exact candidates
+        self.found = 0  # exact candidates
         self.T = -math.inf
         self.sure = 0  # documents known to match
         self.unsure_dropped = False
@@ -411,9 +413,16 @@ class _Evaluation:
         for (a, b), w in zip(plan.pairs, self.pair_bonus, strict=False):
             if a in has and b in has:
                 bonus += np.where(has[a] & has[b], w, 0.0)
-        return _Pending(np.full(len(docs), si, dtype=np.int32), docs, base, coord,
-                        (base + bonus) * coord * (1.0 + PRUNE_BOUND_SLACK),
-                        np.zeros(len(docs), dtype=bool))
+        # A candidate's own prior is known: its bound counts it, not the largest one (w), so a
+        # page whose text bound plus its prior cannot reach the top is dropped before its
+        # positions are read.
+        segs = np.full(len(docs), si, dtype=np.int32)
+        if self.prior is None:
+            prior = np.zeros(len(docs))
+        else:
+            prior = np.asarray(self.prior(self.s._doc_ids(segs, docs)), dtype=np.float64)
+        ub = (base + bonus) * coord * (1.0 + PRUNE_BOUND_SLACK) - (self.prior_bound - prior)
+        return _Pending(segs, docs, base, coord, ub, np.zeros(len(docs), dtype=bool), prior)
 
     def _needs_check(self, pend: _Pending) -> tuple[np.ndarray, np.ndarray]:
         """Which candidates are still open (positions needed), and of those which for a
@@ -560,26 +569,30 @@ class _Evaluation:
             bonus = self.proximity(si, docs) if self.pair_bonus else np.zeros(len(docs))
             text = (pend.base[sel] + bonus) * pend.coord[sel]
             self.sure += int((ok & pend.phrase[sel]).sum())
-            self._add(np.full(int(ok.sum()), si, dtype=np.int32), docs[ok], text[ok])
+            self._add(np.full(int(ok.sum()), si, dtype=np.int32), docs[ok], text[ok],
+                      pend.prior[sel][ok])
 
-    def _add(self, si: np.ndarray, ords: np.ndarray, text: np.ndarray) -> None:
+    def _add(self, si: np.ndarray, ords: np.ndarray, text: np.ndarray, boost: np.ndarray
+             ) -> None:
+        """Exact candidates (with their priors) join the results; T rises with the ``want``-th
+        best fused score (only the best ``want`` are kept for it)."""
         if len(ords) == 0:
             return
         self.res_si.append(si)
         self.res_ord.append(ords)
         self.res_text.append(text)
-        if self.prior is None:
-            boost = np.zeros(len(ords))
-        else:
-            boost = np.asarray(self.prior(self.s._doc_ids(si, ords)), dtype=np.float64)
         self.res_prior.append(boost)
-        self.fused = np.concatenate([self.fused, text + boost])
+        self.found += len(ords)
+        fused = np.concatenate([self.fused, text + boost])
+        if len(fused) > self.want:
+            fused = np.partition(fused, len(fused) - self.want)[len(fused) - self.want:]
+        self.fused = fused
         self.T = max(self.T, _kth(self.fused, self.want) - self.prior_bound)
 
     def _late(self) -> bool:
         """Past the deadline, once the answer has a page: a partial answer is the best pages
         found so far, never an empty one while matches are being read."""
-        return (self.deadline is not None and len(self.fused) >= min(self.want, PARTIAL_MIN_HITS)
+        return (self.deadline is not None and self.found >= min(self.want, PARTIAL_MIN_HITS)
                 and time.monotonic() > self.deadline)
 
     # ------------------------------------------------------------ the loop
@@ -704,7 +717,7 @@ class _Evaluation:
                 open_, scored.phrase = self._needs_check(scored)
                 self.sure += int((~scored.phrase).sum())
                 done = _take(scored, ~open_)
-                self._add(done.si, done.ords, done.base * done.coord)
+                self._add(done.si, done.ords, done.base * done.coord, done.prior)
                 fresh.append(_take(scored, open_))
             new = _merge(fresh)
             if new is not None:
@@ -741,7 +754,7 @@ class _Evaluation:
                        blocks_read=int(n_blocks - untaken.sum() - skipped.sum()), verified=self.verified)
 
 
-_PENDING_FIELDS = ("si", "ords", "base", "coord", "ub", "phrase")
+_PENDING_FIELDS = ("si", "ords", "base", "coord", "ub", "phrase", "prior")
 
 
 def _merge(parts: list[_Pending]) -> _Pending | None:
