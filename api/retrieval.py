@@ -165,6 +165,11 @@ def run_search(
     terms = parse_query(req.q, searcher.analyzer).terms() if req.topic == AUTO else []
     choice = choose_static(view, req.topic, terms, static_score)
     prior = None if choice.lookup is None else make_prior(choice.lookup, fusion)
+    # One view, one vector and one fusion give one prior function: the searcher may keep its
+    # per-block maxima (not for topic:auto, whose weights follow each query's words).
+    prior_key = (None if prior is None or view is None or choice.topic_weights is not None
+                 else (view.serial, choice.name, fusion.weight, fusion.midpoint,
+                       fusion.exponent))
     # The exact top offset + k of text + prior over every match (indexer/topk.py).
     results = searcher.search(
         req.q,
@@ -177,6 +182,7 @@ def run_search(
         stats=stats,
         # The boost the prior adds is in [0, w): pruning may count on it (indexer/topk.py).
         prior_bound=fusion.weight,
+        prior_key=prior_key,
         deadline=deadline,
     )
     hits = _ranked_hits(results.hits, view, choice)

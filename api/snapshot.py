@@ -23,6 +23,7 @@ change keep their opened segments.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import threading
 import time
@@ -69,6 +70,9 @@ class Shared(Generic[T]):
             self._close(self.value)
 
 
+_VIEW_SERIALS = itertools.count()
+
+
 @dataclass
 class RankView:
     """One ranks generation with its vectors normalised to mean one (``ranking/fusion.py``);
@@ -80,6 +84,8 @@ class RankView:
     pagerank: np.ndarray
     opic: np.ndarray
     topics: dict[str, np.ndarray]
+    # Unique per view in this process: names its priors for the searcher's caches.
+    serial: int = field(default_factory=lambda: next(_VIEW_SERIALS))
 
     @classmethod
     def load(cls, ranks: Ranks, site_mix: float = DEFAULT_SITE_MIX) -> RankView:

@@ -33,7 +33,7 @@ of :meth:`Searcher.search`, which then scores exactly as one index over all of t
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
 from pathlib import Path
@@ -242,7 +242,7 @@ def _nbytes(p: _Postings | None) -> int:
     arrays = {id(a): a.nbytes for a in (p.docs, p.tfs, p.all_tfs, p.all_docs, p.dense)
               if a is not None}
     return int(sum(arrays.values()) + 8 * len(p.docs) + 8 * len(p.all_docs)
-               + len(p.docs) // 8)  # + block maxima
+               + len(p.docs) // 8)  # + block maxima (bounds and priors)
 
 
 @dataclass
@@ -265,6 +265,8 @@ class _Postings:
     # For a list most pages hold (DENSE_POSTINGS_SHARE): per ordinal of the segment, the index
     # of its live posting in ``docs`` or -1 (int32).
     dense: np.ndarray | None = None
+    # Per block, the largest prior of its pages under one prior (its key, the array).
+    block_prior: tuple[Hashable, np.ndarray] | None = None
 
 
 @dataclass(frozen=True)
@@ -554,7 +556,8 @@ class Searcher:
                prior: Prior | None = None, explain: bool = False,
                snippets: bool = True, stats: CollectionStats | None = None,
                prior_bound: float | None = None, deadline: float | None = None,
-               exhaustive: bool = False, fragments: bool = True) -> SearchResults:
+               exhaustive: bool = False, fragments: bool = True,
+               prior_key: Hashable | None = None) -> SearchResults:
         """Top ``k`` hits (after ``offset``) for ``query``; raises QueryError on a bad query.
 
         The ranking is the exact top ``offset + k`` of text score + ``prior`` (URL IDs -> a
@@ -567,7 +570,10 @@ class Searcher:
         ``exhaustive``: score every posting (the reference the pruned evaluation equals; an
         index of fewer than EXHAUSTIVE_MAX_DOCS documents is always scored so); ``fragments``:
         give each hit the id of its best fragment (``Hit.fragment``; like snippets, this reads
-        stored data for the hits, which a caller measuring ranking alone can skip)."""
+        stored data for the hits, which a caller measuring ranking alone can skip);
+        ``prior_key``: a name for ``prior`` that no other function gets while this searcher
+        lives, so the pruning keeps each block's largest prior with the cached lists (without
+        it every block counts the bound)."""
         pq = parse_query(query, self.analyzer)
         if site:
             pq.sites.append(site.lower())
@@ -610,6 +616,7 @@ class Searcher:
                         norms)
             top = top_text(self, plan, cache, want=offset + k, prior=prior,
                            prior_bound=0.0 if prior_bound is None else prior_bound,
+                           prior_key=prior_key,
                            deadline=deadline)
             segs, ords, text, prior_scores = top.segs, top.ords, top.text, top.prior
             results.total, results.total_exact = top.total, top.total_exact

@@ -58,7 +58,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -132,6 +132,7 @@ class _List:
     starts: np.ndarray  # index in the live postings where each block starts; + the end
     bound: np.ndarray  # per block: an upper bound of idf * tf~ / (k1 + tf~)
     desc: np.ndarray = field(default_factory=lambda: np.zeros(0))  # bounds, descending
+    pmax: np.ndarray = field(default_factory=lambda: np.zeros(0))  # per block: largest prior
 
 
 @dataclass
@@ -189,13 +190,15 @@ def _find(p: _Postings, docs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 class _Evaluation:
     def __init__(self, searcher: Searcher, plan: Plan, cache: Cache, *, want: int,
-                 prior: Prior | None, prior_bound: float, deadline: float | None) -> None:
+                 prior: Prior | None, prior_bound: float, deadline: float | None,
+                 prior_key: Hashable | None = None) -> None:
         self.s = searcher
         self.plan = plan
         self.cache = cache
         self.want = max(want, 1)
         self.prior = prior
         self.prior_bound = prior_bound if prior is not None else 0.0
+        self.prior_key = prior_key if prior is not None else None
         self.deadline = deadline
         self.coefficients = (searcher.coefficients if plan.norms is None
                              else plan.norms.coefficients)
@@ -254,8 +257,27 @@ class _Evaluation:
                                            len(p.docs)).astype(np.int64)
                     bound = self._block_bound(p, si, self.plan.idfs[term], starts)
                     self.lists.append(_List(ui, term, si, p, starts, bound,
-                                            np.sort(bound)[::-1]))
+                                            np.sort(bound)[::-1],
+                                            self._block_prior(p, si, starts)))
         self._drive_by_required()
+
+    def _block_prior(self, p: _Postings, si: int, starts: np.ndarray) -> np.ndarray:
+        """Per block of live postings, the largest prior of its pages: with a ``prior_key``
+        (the prior is the same function for every query giving that key) computed once per
+        cached list and key; otherwise the prior's bound, ``w``, for every block."""
+        nb = len(starts) - 1
+        if self.prior is None or self.prior_key is None:
+            return np.full(nb, self.prior_bound)
+        kept = p.block_prior
+        if kept is not None and kept[0] == self.prior_key and len(kept[1]) == nb:
+            return kept[1]
+        segs = np.full(len(p.docs), si, dtype=np.int32)
+        prior = np.asarray(self.prior(self.s._doc_ids(segs, p.docs)), dtype=np.float64)
+        pmax = np.maximum.reduceat(np.append(prior, 0.0), starts[:-1])
+        pmax[starts[1:] == starts[:-1]] = 0.0  # an empty block: no page
+        pmax = np.minimum(pmax, self.prior_bound)
+        p.block_prior = (self.prior_key, pmax)
+        return pmax
 
     def _drive_by_required(self) -> None:
         """A required phrase makes the query conjunctive: a page that matches holds each of its
@@ -326,6 +348,15 @@ class _Evaluation:
         """The largest text score a document in no taken block can have, over the segments."""
         return max((self._bound_of(left, lists, coord=True)
                     for lists in self._by_seg().values()), default=-math.inf)
+
+    def _rest_of(self, owner: np.ndarray, bound: np.ndarray, untaken: np.ndarray,
+                 short: np.ndarray) -> float:
+        """:meth:`_rest` in T's terms: a page in no taken block has a prior at most the largest
+        of the blocks not taken, so it falls short of w by at least their smallest shortfall."""
+        rest = self._rest(self._left(owner, bound, untaken)[0])
+        if math.isfinite(rest) and untaken.any():
+            rest -= float(short[untaken].min())
+        return rest
 
     def _inessential(self, left: np.ndarray) -> np.ndarray:
         """Per list, whether its blocks need not be read (MaxScore's non-essential lists,
@@ -621,8 +652,12 @@ class _Evaluation:
                                 for i in read])
         bound = np.concatenate([self.lists[i].bound for i in read])
         size = np.concatenate([np.diff(self.lists[i].starts) for i in read])
-        order = np.argsort(-bound, kind="stable")
+        # What a block's pages' priors fall short of the bound w, at least: a page of the block
+        # reaches the fused top only if its text bound less this reaches T (= k-th fused - w).
+        short = self.prior_bound - np.concatenate([self.lists[i].pmax for i in read])
+        order = np.argsort(short - bound, kind="stable")  # descending bound + prior
         owner, block, bound, size = owner[order], block[order], bound[order], size[order]
+        short = short[order]
         csize = np.cumsum(size)
         n_blocks = len(bound)
         untaken = np.ones(n_blocks, dtype=bool)  # neither read nor skipped
@@ -634,7 +669,7 @@ class _Evaluation:
         round_postings = max(PRUNE_FIRST_POSTINGS, 2 * self.want)
         batch = PRUNE_VERIFY_FIRST
         partial = False
-        rest = self._rest(self._left(owner, bound, untaken)[0])
+        rest = self._rest_of(owner, bound, untaken, short)
         while True:
             # Check the open candidates ahead of every unseen document, highest bound first.
             if pend is not None:
@@ -667,7 +702,7 @@ class _Evaluation:
                 # largest, which the block's bound replaces.
                 could = seg_sum[owner] - left[owner] * (1.0 + PRUNE_BOUND_SLACK) + bound * (
                     1.0 + PRUNE_BOUND_SLACK)
-                low = untaken & np.asarray(self._below(could), dtype=bool)
+                low = untaken & np.asarray(self._below(could - short), dtype=bool)
                 skipped |= low
                 untaken &= ~low
                 left = self._left(owner, bound, untaken)[0]
@@ -728,8 +763,7 @@ class _Evaluation:
                     assert new is not None
                     new = _take(new, np.argsort(-new.ub, kind="stable"))
                 pend = self._drop_below(new)
-            rest = (-math.inf if last_round else
-                    self._rest(self._left(owner, bound, untaken)[0]))
+            rest = -math.inf if last_round else self._rest_of(owner, bound, untaken, short)
         if pend is not None and len(self._drop_below(pend).ords):
             self.unsure_dropped = True  # stopped before checking them
         segs = _concat(self.res_si, np.int32)
@@ -775,11 +809,14 @@ def _take(p: _Pending, mask: np.ndarray) -> _Pending:
 
 
 def top_text(searcher: Searcher, plan: Plan, cache: Cache, *, want: int, prior: Prior | None,
-             prior_bound: float, deadline: float | None) -> TopText:
+             prior_bound: float, deadline: float | None,
+             prior_key: Hashable | None = None) -> TopText:
     """Every match that can be among the top ``want`` by text score plus ``prior`` (at most
-    ``prior_bound``), with exact text scores and priors (module docstring)."""
+    ``prior_bound``), with exact text scores and priors (module docstring).  ``prior_key``:
+    names the prior (the same key, the same function), so per-block prior maxima are kept
+    with the cached lists."""
     return _Evaluation(searcher, plan, cache, want=want, prior=prior, prior_bound=prior_bound,
-                       deadline=deadline).run()
+                       deadline=deadline, prior_key=prior_key).run()
 
 
 def proximity_bonus(searcher: Searcher, pairs: list[tuple[str, str]], idfs: dict[str, float],

@@ -119,6 +119,10 @@ def test_pruned_equals_exhaustive(tmp_path_factory: pytest.TempPathFactory, *, s
         _same(s, q, k=k, offset=offset)
         _same(s, q, k=k, offset=offset, prior=_prior, prior_bound=W)
         _same(s, q, k=k, offset=offset, prior=_big_prior, prior_bound=BIG_W)
+        # Named priors: each block's largest prior kept with the cached lists, per name.
+        _same(s, q, k=k, offset=offset, prior=_prior, prior_bound=W, prior_key="small")
+        _same(s, q, k=k, offset=offset, prior=_big_prior, prior_bound=BIG_W, prior_key="big")
+        _same(s, q, k=k, offset=offset, prior=_prior, prior_bound=W, prior_key="small")
         local = s.collection_stats(q)
         stats = CollectionStats(df={t: 2 * n + 1 for t, n in local.df.items()}, **stats_args)
         _same(s, q, k=k, offset=offset, prior=_prior, prior_bound=W, stats=stats)
