@@ -142,6 +142,16 @@ def _global(view: RankView, static_score: str) -> StaticChoice:
     return StaticChoice(static_score, lambda ids: gather(vector, ids))
 
 
+def prior_key(view: RankView | None, choice: StaticChoice, fusion: FusionParams
+              ) -> tuple[int, str, float, float, float] | None:
+    """A name for the prior of ``choice`` under ``fusion``: one view, one vector and one fusion
+    give one prior function, so the searcher may keep its per-block maxima under this name
+    (indexer/topk.py).  None for topic:auto, whose weights follow each query's words."""
+    if view is None or choice.lookup is None or choice.topic_weights is not None:
+        return None
+    return (view.serial, choice.name, fusion.weight, fusion.midpoint, fusion.exponent)
+
+
 def run_search(
     snap: Snapshot,
     req: SearchRequest,
@@ -165,11 +175,7 @@ def run_search(
     terms = parse_query(req.q, searcher.analyzer).terms() if req.topic == AUTO else []
     choice = choose_static(view, req.topic, terms, static_score)
     prior = None if choice.lookup is None else make_prior(choice.lookup, fusion)
-    # One view, one vector and one fusion give one prior function: the searcher may keep its
-    # per-block maxima (not for topic:auto, whose weights follow each query's words).
-    prior_key = (None if prior is None or view is None or choice.topic_weights is not None
-                 else (view.serial, choice.name, fusion.weight, fusion.midpoint,
-                       fusion.exponent))
+    key = None if prior is None else prior_key(view, choice, fusion)
     # The exact top offset + k of text + prior over every match (indexer/topk.py).
     results = searcher.search(
         req.q,
@@ -182,7 +188,7 @@ def run_search(
         stats=stats,
         # The boost the prior adds is in [0, w): pruning may count on it (indexer/topk.py).
         prior_bound=fusion.weight,
-        prior_key=prior_key,
+        prior_key=key,
         deadline=deadline,
     )
     hits = _ranked_hits(results.hits, view, choice)
