@@ -4,8 +4,10 @@
 own :class:`indexer.docbatch.BatchAnalyser` (and so its own word memo).  Batch ``i`` goes to
 worker ``i % procs`` and each worker answers in the order it was given work, so taking results
 round-robin gives them back in batch order: documents reach the segment writer in increasing
-URL ID, as the forward barrels require.  At most ``IN_FLIGHT_BATCHES`` batches per worker are
-outstanding, which bounds the memory the results can take.
+URL ID, as the forward barrels require.  At most ``IN_FLIGHT_BATCHES`` batches per worker, and
+``IN_FLIGHT_BYTES`` of WARC records per worker, are outstanding, which bounds the memory the
+results can take; enough that the workers keep working while the main process is busy for a
+while (flushing the hit buffer), instead of waiting for it to take their results.
 
 Word IDs: a worker's batch carries its local IDs and the words it learned in that batch; the
 pool keeps, per worker, an array local ID -> global ID (the writer's lexicon, first-seen order)
@@ -35,6 +37,7 @@ import numpy as np
 from indexer.docbatch import AnalysedBatch, BatchAnalyser, DocJob
 from indexer.settings import (
     IN_FLIGHT_BATCHES,
+    IN_FLIGHT_BYTES,
     WORKER_JOIN_SECONDS,
     WORKER_MEMO_TOKENS,
     WORKER_POLL_SECONDS,
@@ -141,15 +144,22 @@ class AnalyserPool:
             for jobs in batches:
                 yield jobs, self._globalise(0, self._local.analyse(jobs))
             return
-        pending: deque[tuple[int, list[DocJob]]] = deque()
+        pending: deque[tuple[int, list[DocJob], int]] = deque()
+        nbytes = 0  # WARC bytes of the pending batches
         for i, jobs in enumerate(batches):
             w = i % self.procs
             self._queues[w][0].put(jobs)
-            pending.append((w, jobs))
-            if len(pending) >= self.procs * IN_FLIGHT_BATCHES:
-                yield self._take(*pending.popleft())
+            size = sum(j.warc[2] for j in jobs if j.warc is not None)
+            pending.append((w, jobs, size))
+            nbytes += size
+            while pending and (len(pending) >= self.procs * IN_FLIGHT_BATCHES
+                               or nbytes >= self.procs * IN_FLIGHT_BYTES):
+                w0, jobs0, size0 = pending.popleft()
+                nbytes -= size0
+                yield self._take(w0, jobs0)
         while pending:
-            yield self._take(*pending.popleft())
+            w0, jobs0, _ = pending.popleft()
+            yield self._take(w0, jobs0)
 
     def _take(self, w: int, jobs: list[DocJob]) -> tuple[list[DocJob], AnalysedBatch]:
         outbox = self._queues[w][1]
