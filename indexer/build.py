@@ -213,9 +213,14 @@ def _run(data: DataDir, store: StoreReader, manifest: Manifest | None, *, ram_mb
     # Forking workers does not pay for a handful of documents.
     procs = procs if len(ids) >= PARALLEL_MIN_IDS else 1
     t0 = time.monotonic()
+    boiler: set[tuple[int, str]] = set()
+
+    def measure_boilerplate() -> None:  # while the template samples are parsed
+        if env_switch(ANCHOR_TEMPLATES_ENV) != "0":
+            boiler.update(anchor_boilerplate(store))
+
     templates = _templates(data, store, ids, report, say, reuse=(mode == "incremental"),
-                           procs=procs)
-    boiler = anchor_boilerplate(store) if env_switch(ANCHOR_TEMPLATES_ENV) != "0" else set()
+                           procs=procs, meanwhile=measure_boilerplate)
     report.anchor_boilerplate = len(boiler)
     report.template_seconds = time.monotonic() - t0
     with AnalyserPool(data.warc_dir, procs, writer.lexicon, templates=templates.keys()) as pool:
@@ -266,11 +271,15 @@ def _full(page: Page) -> bool:
 
 
 def _templates(data: DataDir, store: StoreReader, ids: list[int], report: IndexReport,
-               say: Callable[[str], None], *, reuse: bool, procs: int = 1) -> Templates:
+               say: Callable[[str], None], *, reuse: bool, procs: int = 1,
+               meanwhile: Callable[[], None] = lambda: None) -> Templates:
     """Each host's template (indexer/templates.py): the stored measure of the hosts it has
     (``reuse``: an incremental run), a new one for the others from a sample of the candidate
-    pages, written back to DATA/index/templates.json.  Off (none) with WEBSIFT_TEMPLATES=0."""
+    pages, written back to DATA/index/templates.json.  Off (none) with WEBSIFT_TEMPLATES=0.
+    ``meanwhile`` is called once, while the forked processes parse the samples (this process
+    would only wait for them): the run's other measuring (anchor boilerplate) costs no time."""
     if env_switch(TEMPLATES_ENV) == "0":
+        meanwhile()
         return Templates()
     share = float(env_switch(TEMPLATE_SHARE_ENV, str(TEMPLATE_MIN_SHARE)))
     known: dict[str, HostTemplate] = {}
@@ -310,12 +319,14 @@ def _templates(data: DataDir, store: StoreReader, ids: list[int], report: IndexR
                                                         initargs=(os.getpid(),))
         try:
             measured = pool.imap(partial(_block_keys, data.warc_dir), [s for _, s in samples])
+            meanwhile()
             for (host, _), got in zip(samples, measured, strict=True):
                 _measured(hosts, host, got, share, report)
         finally:
             pool.terminate()
             pool.join()
     else:
+        meanwhile()
         for host, sample in samples:
             _measured(hosts, host, _block_keys(data.warc_dir, sample), share, report)
     templates = Templates(hosts, share)
