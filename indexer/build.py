@@ -106,6 +106,14 @@ class IndexReport:
     template_errors: int = 0  # sampled pages whose WARC record could not be read
     template_seconds: float = 0.0  # time spent measuring templates and anchor boilerplate
     anchor_boilerplate: int = 0  # (host, anchor text) pairs left out as navigation
+    # Where the time went (issue 11): the page loop (store reads, workers, segment writer),
+    # its workers analysing and idle (sums over the workers), this process waiting for them,
+    # and the end of the run (last inversion, postings encoding, files).
+    pages_seconds: float = 0.0
+    worker_busy_seconds: float = 0.0
+    worker_idle_seconds: float = 0.0
+    main_wait_seconds: float = 0.0
+    finish_seconds: float = 0.0
 
 
 def host_of(url: str) -> str:
@@ -223,6 +231,7 @@ def _run(data: DataDir, store: StoreReader, manifest: Manifest | None, *, ram_mb
                            procs=procs, meanwhile=measure_boilerplate)
     report.anchor_boilerplate = len(boiler)
     report.template_seconds = time.monotonic() - t0
+    t0 = time.monotonic()
     with AnalyserPool(data.warc_dir, procs, writer.lexicon, templates=templates.keys()) as pool:
         done = 0
         batches = _batches(store, ids, aliases, writer, report, drop=(mode == "incremental"),
@@ -232,7 +241,13 @@ def _run(data: DataDir, store: StoreReader, manifest: Manifest | None, *, ram_mb
             if (done + len(jobs)) // 1000 > done // 1000:
                 say(f"{done + len(jobs)}/{len(ids)} pages")
             done += len(jobs)
+        report.worker_busy_seconds, report.worker_idle_seconds = (pool.busy_seconds,
+                                                                  pool.idle_seconds)
+        report.main_wait_seconds = pool.wait_seconds
+    report.pages_seconds = time.monotonic() - t0
+    t0 = time.monotonic()
     writer.finish(procs)
+    report.finish_seconds = time.monotonic() - t0
     report.hits = writer.barrels.hits_total
     name = f"seg-{generation:06d}"
     os.replace(tmp, index_dir / name)

@@ -14,7 +14,9 @@ pool keeps, per worker, an array local ID -> global ID (the writer's lexicon, fi
 and rewrites the hits' word column with one numpy lookup.
 
 With ``procs == 1`` the same analyser runs in this process (no fork): one code path either way.
-A worker that fails sends its traceback; the pool raises it here.  A worker whose parent died
+A worker that fails sends its traceback; the pool raises it here.  The pool adds up how long the
+workers analysed and waited for work and how long this process waited for their results
+(``busy_seconds``, ``idle_seconds``, ``wait_seconds``): which side holds the run back.  A worker whose parent died
 (a killed run) notices within ``WORKER_POLL_SECONDS`` and exits.
 """
 
@@ -25,6 +27,7 @@ import multiprocessing
 import os
 import queue
 import signal
+import time
 import traceback
 from collections import deque
 from collections.abc import Iterable, Iterator
@@ -67,6 +70,7 @@ def _serve(warc_dir: Path, memo_tokens: int, inbox: Any, outbox: Any, parent: in
     # Results nobody reads must not hold the process at exit (a queue's feeder thread would
     # wait for room in the pipe forever).
     outbox.cancel_join_thread()
+    idle_from = time.perf_counter()
     while True:
         try:
             jobs = inbox.get(timeout=WORKER_POLL_SECONDS)
@@ -77,10 +81,16 @@ def _serve(warc_dir: Path, memo_tokens: int, inbox: Any, outbox: Any, parent: in
         if jobs is None:
             analyser.close()
             return
+        started = time.perf_counter()
         try:
-            outbox.put(("ok", analyser.analyse(jobs)))
+            batch = analyser.analyse(jobs)
         except Exception:  # noqa: BLE001 - sent to the parent, which raises it
             outbox.put(("error", traceback.format_exc()))
+            continue
+        batch.idle_seconds = started - idle_from
+        idle_from = time.perf_counter()
+        batch.busy_seconds = idle_from - started
+        outbox.put(("ok", batch))
 
 
 class AnalyserPool:
@@ -98,6 +108,9 @@ class AnalyserPool:
         # doubling so learning words costs O(1) amortised.
         self._maps = [np.zeros(1024, dtype=np.int32) for _ in range(self.procs)]
         self._sizes = [0] * self.procs
+        # Seconds, over the run: the workers analysing and waiting for work (their sums), and
+        # this process waiting for a worker's result (it has nothing else to do meanwhile).
+        self.busy_seconds = self.idle_seconds = self.wait_seconds = 0.0
         if self.procs == 1:
             self._local = BatchAnalyser(warc_dir, memo_tokens, templates)
             return
@@ -142,7 +155,10 @@ class AnalyserPool:
         """(jobs, analysed batch with global word IDs) for each batch, in batch order."""
         if self._local is not None:
             for jobs in batches:
-                yield jobs, self._globalise(0, self._local.analyse(jobs))
+                started = time.perf_counter()
+                batch = self._local.analyse(jobs)
+                self.busy_seconds += time.perf_counter() - started
+                yield jobs, self._globalise(0, batch)
             return
         pending: deque[tuple[int, list[DocJob], int]] = deque()
         nbytes = 0  # WARC bytes of the pending batches
@@ -163,6 +179,7 @@ class AnalyserPool:
 
     def _take(self, w: int, jobs: list[DocJob]) -> tuple[list[DocJob], AnalysedBatch]:
         outbox = self._queues[w][1]
+        started = time.perf_counter()
         while True:
             try:
                 kind, payload = outbox.get(timeout=WORKER_POLL_SECONDS)
@@ -171,8 +188,11 @@ class AnalyserPool:
                 if not self._procs[w].is_alive():
                     raise WorkerFailed(f"indexing worker {w} died (exit code "
                                        f"{self._procs[w].exitcode})") from None
+        self.wait_seconds += time.perf_counter() - started
         if kind != "ok":
             raise WorkerFailed(f"indexing worker {w} failed:\n{payload}")
+        self.busy_seconds += payload.busy_seconds
+        self.idle_seconds += payload.idle_seconds
         return jobs, self._globalise(w, payload)
 
     def _globalise(self, w: int, batch: AnalysedBatch) -> AnalysedBatch:

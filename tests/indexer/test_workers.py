@@ -91,7 +91,11 @@ def test_results_in_flight_leave_the_segment_bytes_as_they_were(
     many = build_data_dir(tmp_path / "many", {f"{U}/{i}": page(i) for i in range(n)})
     shutil.copytree(many.root, tmp_path / "one")
     one = DataDir.open(tmp_path / "one")
-    build_index(many, procs=2)
+    r = build_index(many, procs=2)
+    # Where the time went: each worker's analysing and waiting fit in the page loop.
+    assert r.worker_busy_seconds > 0 and r.pages_seconds > 0 and r.finish_seconds > 0
+    assert r.worker_busy_seconds + r.worker_idle_seconds <= 2 * r.pages_seconds
+    assert r.main_wait_seconds <= r.pages_seconds
     monkeypatch.setattr("indexer.workers.IN_FLIGHT_BATCHES" if bound == "batches"
                         else "indexer.workers.IN_FLIGHT_BYTES", 1)
     build_index(one, procs=2)
