@@ -15,8 +15,10 @@ in a child process with this tree's code and, with ``--baseline``, with the othe
 alternation, and prints per run documents/s, CPU seconds (the run and its workers) and CPU
 per document, peak memory (PSS summed over the run and its workers) and that peak less
 ``--ram-mb``, and the rate over the first and the last fifth of the pages (from the run's
-progress lines: a rate that falls as the index grows shows there); then the ratios of the best
-runs.  Wall figures on a busy machine are noise; CPU per document is steadier.
+progress lines: a rate that falls as the index grows shows there) and where the time went (the
+run's "index: time:" line: page loop, workers analysing and idle, the main process waiting for
+them, finishing); then the ratios of the best runs.  Wall figures on a busy machine are noise;
+CPU per document is steadier.
 
 With ``--baseline`` it also checks that both trees wrote the same segment: every file of each
 run's segment is hashed (SHA-256) and the runs compared file by file ("segment files identical"
@@ -89,10 +91,13 @@ def run(tree: Path, data: Path, procs: int, ram_mb: int) -> dict[str, Any]:
     manifest = json.loads((data / "index" / "manifest.json").read_text())
     docs = int(manifest["stats"]["live_docs"])
     segment = data / "index" / manifest["segments"][0]["name"]
-    first, last = part_rates(progress.read_text().splitlines())
+    lines = progress.read_text().splitlines()
+    first, last = part_rates(lines)
+    stages = next((line.split("index: time: ", 1)[1] for line in lines if "index: time: " in line),
+                  "")
     progress.unlink()
     return {"docs": docs, "wall": wall, "cpu": cpu, "peak_mb": peak / 2**20,
-            "first": first, "last": last, "files": segment_digests(segment)}
+            "first": first, "last": last, "files": segment_digests(segment), "stages": stages}
 
 
 def segment_digests(segment: Path) -> dict[str, str]:
@@ -122,7 +127,7 @@ class Lines:
         return len(s)
     def flush(self):
         out.flush()
-sys.stderr = Lines()  # where the progress lines go
+sys.stderr = sys.stdout = Lines()  # where the progress lines and the report go
 sys.argv = ["websift", *sys.argv[2:]]
 code = cli.main()
 out.flush()  # not closed: the interpreter flushes sys.stderr once more on the way out
@@ -176,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
                   f"({m['cpu'] / m['docs'] * 1e6:.0f} us/doc); peak {m['peak_mb']:.0f} MiB "
                   f"= --ram-mb {args.ram_mb} + {m['peak_mb'] - args.ram_mb:.0f} "
                   f"(--procs {args.procs}); pages/s over the first fifth {m['first']:.0f}, "
-                  f"the last fifth {m['last']:.0f}", flush=True)
+                  f"the last fifth {m['last']:.0f}; {m['stages']}", flush=True)
             if name not in best or m["wall"] < best[name]["wall"]:
                 best[name] = m
     if "baseline" in best:
