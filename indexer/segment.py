@@ -53,7 +53,7 @@ from pyroaring import BitMap
 from core import checked
 from core.errors import CheckedFileError, CheckedFileNewer
 from indexer.analysis import analyzer_version
-from indexer.barrels import ForwardBarrels, invert
+from indexer.barrels import ForwardBarrels, invert, words_path
 from indexer.codec import (
     Encoded,
     decode,
@@ -515,6 +515,7 @@ class SegmentWriter:
             yield from invert(self.barrels.runs[b], self.ram_bytes // share)
             for p in self.barrels.runs[b]:
                 p.unlink(missing_ok=True)
+                words_path(p).unlink(missing_ok=True)
 
     def finish(self, procs: int = 1) -> dict[str, Any]:
         """Invert the barrels, write every file, fsync; returns meta.json's content.
