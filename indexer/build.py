@@ -218,8 +218,12 @@ def _run(data: DataDir, store: StoreReader, manifest: Manifest | None, *, ram_mb
     if mode == "incremental":  # a changed link to a redirecting URL changes its target
         redirect_of = {r: t for t, rs in aliases.items() for r in rs}
         ids = sorted(set(ids) | {redirect_of[i] for i in ids if i in redirect_of})
+    # The candidates as one int64 array (8 bytes each, not a Python int and a list slot: ~44),
+    # read STORE_READ_IDS at a time: the workers forked below inherit it.
+    cand = np.asarray(ids, dtype=np.int64)
+    del ids
     # Forking workers does not pay for a handful of documents.
-    procs = procs if len(ids) >= PARALLEL_MIN_IDS else 1
+    procs = procs if len(cand) >= PARALLEL_MIN_IDS else 1
     t0 = time.monotonic()
     boiler: set[tuple[int, str]] = set()
 
@@ -227,19 +231,19 @@ def _run(data: DataDir, store: StoreReader, manifest: Manifest | None, *, ram_mb
         if env_switch(ANCHOR_TEMPLATES_ENV) != "0":
             boiler.update(anchor_boilerplate(store))
 
-    templates = _templates(data, store, ids, report, say, reuse=(mode == "incremental"),
+    templates = _templates(data, store, cand, report, say, reuse=(mode == "incremental"),
                            procs=procs, meanwhile=measure_boilerplate)
     report.anchor_boilerplate = len(boiler)
     report.template_seconds = time.monotonic() - t0
     t0 = time.monotonic()
     with AnalyserPool(data.warc_dir, procs, writer.lexicon, templates=templates.keys()) as pool:
         done = 0
-        batches = _batches(store, ids, aliases, writer, report, drop=(mode == "incremental"),
+        batches = _batches(store, cand, aliases, writer, report, drop=(mode == "incremental"),
                            boilerplate=boiler)
         for jobs, batch in pool.map(batches):
             _add_batch(writer, jobs, batch, report, say)
             if (done + len(jobs)) // 1000 > done // 1000:
-                say(f"{done + len(jobs)}/{len(ids)} pages")
+                say(f"{done + len(jobs)}/{len(cand)} pages")
             done += len(jobs)
         report.worker_busy_seconds, report.worker_idle_seconds = (pool.busy_seconds,
                                                                   pool.idle_seconds)
@@ -285,7 +289,7 @@ def _full(page: Page) -> bool:
             and page.warc_file is not None and is_html(page.content_type))
 
 
-def _templates(data: DataDir, store: StoreReader, ids: list[int], report: IndexReport,
+def _templates(data: DataDir, store: StoreReader, ids: np.ndarray, report: IndexReport,
                say: Callable[[str], None], *, reuse: bool, procs: int = 1,
                meanwhile: Callable[[], None] = lambda: None) -> Templates:
     """Each host's template (indexer/templates.py): the stored measure of the hosts it has
@@ -309,7 +313,7 @@ def _templates(data: DataDir, store: StoreReader, ids: list[int], report: IndexR
     sampler: HostSampler[Page] = HostSampler()
     need: set[str] = set()
     for lo in range(0, len(ids), STORE_READ_IDS):
-        for page in store.pages_by_ids(ids[lo : lo + STORE_READ_IDS]):
+        for page in store.pages_by_ids(ids[lo : lo + STORE_READ_IDS].tolist()):
             host = host_of(page.url)
             if host not in known and _full(page):
                 need.add(host)
@@ -401,7 +405,7 @@ def _job(page: Page, anchors: Anchors | None, writer: SegmentWriter, report: Ind
     return None
 
 
-def _batches(store: StoreReader, ids: list[int], aliases: dict[int, list[int]],
+def _batches(store: StoreReader, ids: np.ndarray, aliases: dict[int, list[int]],
              writer: SegmentWriter, report: IndexReport, *, drop: bool,
              boilerplate: set[tuple[int, str]] | None = None) -> Iterator[list[DocJob]]:
     """The documents to make, in URL ID order, cut into batches for the workers; store rows
@@ -409,7 +413,7 @@ def _batches(store: StoreReader, ids: list[int], aliases: dict[int, list[int]],
     jobs: list[DocJob] = []
     full = nbytes = 0
     for lo in range(0, len(ids), STORE_READ_IDS):
-        chunk = ids[lo : lo + STORE_READ_IDS]
+        chunk = ids[lo : lo + STORE_READ_IDS].tolist()
         pages = {p.id: p for p in store.pages_by_ids(chunk)}
         # Anchor text counts for fetched pages that may be indexed and for pages known only by
         # links; not for duplicates, noindex pages, errors or redirects.
