@@ -6,7 +6,9 @@ ships them into *forward barrels*: barrel ``b`` holds the hits whose word ID lie
 one run per barrel whenever the buffer passes a quarter of ``--ram-mb`` (the slides' "barrel
 size = what fits in main memory"), always between two documents.  Each run is written sorted
 by word with a stable sort, so within a word its hits keep document order: the sort the
-sorter would do on each run is done once, on the buffer, while the workers parse.
+sorter would do on each run is done once, on the buffer, while the workers parse.  Beside each
+run goes its word table (its distinct words and their hit counts), from which the inverter
+plans its word ranges without reading the runs or holding every run's table at once.
 
 The inverter (the sorter) then takes each barrel in turn.  When all its runs fit in memory it
 loads them and sorts by word ID (a stable radix sort, so document and position order survive);
