@@ -6,7 +6,9 @@ ships them into *forward barrels*: barrel ``b`` holds the hits whose word ID lie
 one run per barrel whenever the buffer passes a quarter of ``--ram-mb`` (the slides' "barrel
 size = what fits in main memory"), always between two documents.  Each run is written sorted
 by word with a stable sort, so within a word its hits keep document order: the sort the
-sorter would do on each run is done once, on the buffer, while the workers parse.
+sorter would do on each run is done once, on the buffer, while the workers parse.  Beside each
+run goes its word table (its distinct words and their hit counts), from which the inverter
+plans its word ranges without reading the runs or holding every run's table at once.
 
 The inverter (the sorter) then takes each barrel in turn.  When all its runs fit in memory it
 loads them and sorts by word ID (a stable radix sort, so document and position order survive);
@@ -133,6 +135,9 @@ class ForwardBarrels:
             b = int(barrel[s])
             path = self.directory / f"fwd-{b:05d}-{self.run_count:05d}.npy"
             np.save(path, hits[s:e])
+            # The run's words and their hit counts beside it: the inverter plans its word
+            # ranges from these small tables, not from the runs (:func:`invert`).
+            np.save(words_path(path), np.vstack(_word_counts(hits[s:e, 0])).astype(np.int64))
             self.runs.setdefault(b, []).append(path)
             self.files_written += 1
             if self._kill_after is not None and self.files_written >= self._kill_after:
@@ -182,25 +187,31 @@ def invert(runs: list[Path], ram_bytes: int) -> Iterator[np.ndarray]:
         return
     # Too big for memory: merge word ranges of the (sorted) runs sequentially, reading each
     # run's slice of the range with plain reads (a memory map would keep every page read
-    # resident).
-    sorted_runs: list[tuple[Path, int, np.ndarray, np.ndarray]] = []
-    run_words: list[np.ndarray] = []
-    run_counts: list[np.ndarray] = []
+    # resident).  The ranges are planned from the runs' word tables, one at a time: what stays
+    # in memory is the barrel's words (at most BARREL_WORDS) and, per run, where each range
+    # starts in it, not every run's table (their number grows with the collection).
+    words = np.zeros(0, dtype=np.int64)
+    totals = np.zeros(0, dtype=np.int64)
     for path in runs:
-        w, n = _word_counts(np.load(path)[:, 0])
+        w, n = _run_words(path)
+        merged = np.union1d(words, w)
+        t = np.zeros(len(merged), dtype=np.int64)
+        t[np.searchsorted(merged, words)] += totals
+        t[np.searchsorted(merged, w)] += n
+        words, totals = merged, t
+    ranges = list(_ranges(totals, ram_bytes))
+    edges = np.array([words[lo] for lo, _ in ranges] + [words[-1] + 1], dtype=np.int64)
+    sorted_runs: list[tuple[Path, int, np.ndarray]] = []
+    for path in runs:
+        w, n = _run_words(path)
         starts = np.zeros(len(n) + 1, dtype=np.int64)
         np.cumsum(n, out=starts[1:])
-        sorted_runs.append((path, _data_offset(path), w, starts))
-        run_words.append(w)
-        run_counts.append(n)
-    words, inverse = np.unique(np.concatenate(run_words), return_inverse=True)
-    totals = np.bincount(inverse, weights=np.concatenate(run_counts)).astype(np.int64)
-    for lo_idx, hi_idx in _ranges(totals, ram_bytes):
-        lo_w, hi_w = words[lo_idx], words[hi_idx - 1] + 1
+        sorted_runs.append((path, _data_offset(path), starts[np.searchsorted(w, edges)]))
+    del words
+    for r, (lo_idx, hi_idx) in enumerate(ranges):
         slices = []
-        for path, offset, rw, starts in sorted_runs:
-            a = int(starts[np.searchsorted(rw, lo_w)])
-            b = int(starts[np.searchsorted(rw, hi_w)])
+        for path, offset, at in sorted_runs:
+            a, b = int(at[r]), int(at[r + 1])
             if b > a:
                 slices.append((path, offset, a, b))
         if hi_idx - lo_idx == 1 and totals[lo_idx] > limit:
@@ -219,6 +230,23 @@ def invert(runs: list[Path], ram_bytes: int) -> Iterator[np.ndarray]:
         del hits
     for path, *_ in sorted_runs:
         path.unlink()
+        words_path(path).unlink(missing_ok=True)
+
+
+def words_path(run: Path) -> Path:
+    """Where a forward barrel run's word table is: (2, words) int64, its distinct words and
+    their hit counts."""
+    return run.with_name(run.stem + "-words.npy")
+
+
+def _run_words(run: Path) -> tuple[np.ndarray, np.ndarray]:
+    """A run's distinct words and their hit counts: its word table, or counted from the run."""
+    table = words_path(run)
+    if table.exists():
+        got = np.load(table)
+        return got[0], got[1]
+    w, n = _word_counts(np.load(run)[:, 0])
+    return w.astype(np.int64), n
 
 
 def chunk_hits(ram_bytes: int) -> int:

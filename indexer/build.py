@@ -106,6 +106,14 @@ class IndexReport:
     template_errors: int = 0  # sampled pages whose WARC record could not be read
     template_seconds: float = 0.0  # time spent measuring templates and anchor boilerplate
     anchor_boilerplate: int = 0  # (host, anchor text) pairs left out as navigation
+    # Where the time went (issue 11): the page loop (store reads, workers, segment writer),
+    # its workers analysing and idle (sums over the workers), this process waiting for them,
+    # and the end of the run (last inversion, postings encoding, files).
+    pages_seconds: float = 0.0
+    worker_busy_seconds: float = 0.0
+    worker_idle_seconds: float = 0.0
+    main_wait_seconds: float = 0.0
+    finish_seconds: float = 0.0
 
 
 def host_of(url: str) -> str:
@@ -210,24 +218,40 @@ def _run(data: DataDir, store: StoreReader, manifest: Manifest | None, *, ram_mb
     if mode == "incremental":  # a changed link to a redirecting URL changes its target
         redirect_of = {r: t for t, rs in aliases.items() for r in rs}
         ids = sorted(set(ids) | {redirect_of[i] for i in ids if i in redirect_of})
+    # The candidates as one int64 array (8 bytes each, not a Python int and a list slot: ~44),
+    # read STORE_READ_IDS at a time: the workers forked below inherit it.
+    cand = np.asarray(ids, dtype=np.int64)
+    del ids
     # Forking workers does not pay for a handful of documents.
-    procs = procs if len(ids) >= PARALLEL_MIN_IDS else 1
+    procs = procs if len(cand) >= PARALLEL_MIN_IDS else 1
     t0 = time.monotonic()
-    templates = _templates(data, store, ids, report, say, reuse=(mode == "incremental"),
-                           procs=procs)
-    boiler = anchor_boilerplate(store) if env_switch(ANCHOR_TEMPLATES_ENV) != "0" else set()
+    boiler: set[tuple[int, str]] = set()
+
+    def measure_boilerplate() -> None:  # while the template samples are parsed
+        if env_switch(ANCHOR_TEMPLATES_ENV) != "0":
+            boiler.update(anchor_boilerplate(store))
+
+    templates = _templates(data, store, cand, report, say, reuse=(mode == "incremental"),
+                           procs=procs, meanwhile=measure_boilerplate)
     report.anchor_boilerplate = len(boiler)
     report.template_seconds = time.monotonic() - t0
+    t0 = time.monotonic()
     with AnalyserPool(data.warc_dir, procs, writer.lexicon, templates=templates.keys()) as pool:
         done = 0
-        batches = _batches(store, ids, aliases, writer, report, drop=(mode == "incremental"),
+        batches = _batches(store, cand, aliases, writer, report, drop=(mode == "incremental"),
                            boilerplate=boiler)
         for jobs, batch in pool.map(batches):
             _add_batch(writer, jobs, batch, report, say)
             if (done + len(jobs)) // 1000 > done // 1000:
-                say(f"{done + len(jobs)}/{len(ids)} pages")
+                say(f"{done + len(jobs)}/{len(cand)} pages")
             done += len(jobs)
+        report.worker_busy_seconds, report.worker_idle_seconds = (pool.busy_seconds,
+                                                                  pool.idle_seconds)
+        report.main_wait_seconds = pool.wait_seconds
+    report.pages_seconds = time.monotonic() - t0
+    t0 = time.monotonic()
     writer.finish(procs)
+    report.finish_seconds = time.monotonic() - t0
     report.hits = writer.barrels.hits_total
     name = f"seg-{generation:06d}"
     os.replace(tmp, index_dir / name)
@@ -265,12 +289,16 @@ def _full(page: Page) -> bool:
             and page.warc_file is not None and is_html(page.content_type))
 
 
-def _templates(data: DataDir, store: StoreReader, ids: list[int], report: IndexReport,
-               say: Callable[[str], None], *, reuse: bool, procs: int = 1) -> Templates:
+def _templates(data: DataDir, store: StoreReader, ids: np.ndarray, report: IndexReport,
+               say: Callable[[str], None], *, reuse: bool, procs: int = 1,
+               meanwhile: Callable[[], None] = lambda: None) -> Templates:
     """Each host's template (indexer/templates.py): the stored measure of the hosts it has
     (``reuse``: an incremental run), a new one for the others from a sample of the candidate
-    pages, written back to DATA/index/templates.json.  Off (none) with WEBSIFT_TEMPLATES=0."""
+    pages, written back to DATA/index/templates.json.  Off (none) with WEBSIFT_TEMPLATES=0.
+    ``meanwhile`` is called once, while the forked processes parse the samples (this process
+    would only wait for them): the run's other measuring (anchor boilerplate) costs no time."""
     if env_switch(TEMPLATES_ENV) == "0":
+        meanwhile()
         return Templates()
     share = float(env_switch(TEMPLATE_SHARE_ENV, str(TEMPLATE_MIN_SHARE)))
     known: dict[str, HostTemplate] = {}
@@ -285,7 +313,7 @@ def _templates(data: DataDir, store: StoreReader, ids: list[int], report: IndexR
     sampler: HostSampler[Page] = HostSampler()
     need: set[str] = set()
     for lo in range(0, len(ids), STORE_READ_IDS):
-        for page in store.pages_by_ids(ids[lo : lo + STORE_READ_IDS]):
+        for page in store.pages_by_ids(ids[lo : lo + STORE_READ_IDS].tolist()):
             host = host_of(page.url)
             if host not in known and _full(page):
                 need.add(host)
@@ -310,12 +338,14 @@ def _templates(data: DataDir, store: StoreReader, ids: list[int], report: IndexR
                                                         initargs=(os.getpid(),))
         try:
             measured = pool.imap(partial(_block_keys, data.warc_dir), [s for _, s in samples])
+            meanwhile()
             for (host, _), got in zip(samples, measured, strict=True):
                 _measured(hosts, host, got, share, report)
         finally:
             pool.terminate()
             pool.join()
     else:
+        meanwhile()
         for host, sample in samples:
             _measured(hosts, host, _block_keys(data.warc_dir, sample), share, report)
     templates = Templates(hosts, share)
@@ -375,7 +405,7 @@ def _job(page: Page, anchors: Anchors | None, writer: SegmentWriter, report: Ind
     return None
 
 
-def _batches(store: StoreReader, ids: list[int], aliases: dict[int, list[int]],
+def _batches(store: StoreReader, ids: np.ndarray, aliases: dict[int, list[int]],
              writer: SegmentWriter, report: IndexReport, *, drop: bool,
              boilerplate: set[tuple[int, str]] | None = None) -> Iterator[list[DocJob]]:
     """The documents to make, in URL ID order, cut into batches for the workers; store rows
@@ -383,7 +413,7 @@ def _batches(store: StoreReader, ids: list[int], aliases: dict[int, list[int]],
     jobs: list[DocJob] = []
     full = nbytes = 0
     for lo in range(0, len(ids), STORE_READ_IDS):
-        chunk = ids[lo : lo + STORE_READ_IDS]
+        chunk = ids[lo : lo + STORE_READ_IDS].tolist()
         pages = {p.id: p for p in store.pages_by_ids(chunk)}
         # Anchor text counts for fetched pages that may be indexed and for pages known only by
         # links; not for duplicates, noindex pages, errors or redirects.

@@ -48,6 +48,11 @@ def index_command(args: argparse.Namespace) -> int:
         print(f"index: boilerplate: {r.template_hosts} hosts' templates measured on "
               f"{r.template_pages} pages, {r.anchor_boilerplate} navigation anchor texts left "
               f"out, in {r.template_seconds:.1f}s")
+    if r.pages_seconds:
+        print(f"index: time: pages {r.pages_seconds:.1f}s (workers analysing "
+              f"{r.worker_busy_seconds:.1f}s, idle {r.worker_idle_seconds:.1f}s; the main "
+              f"process waiting for them {r.main_wait_seconds:.1f}s), finishing "
+              f"{r.finish_seconds:.1f}s")
     if r.template_errors:
         print(f"index: warning: {r.template_errors} sampled pages could not be read to measure "
               "their host's template", file=sys.stderr)

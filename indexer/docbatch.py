@@ -75,6 +75,8 @@ class AnalysedBatch:
     first_new: int  # local ID of new_terms[0]
     new_terms: list[str]  # words the analyser learned in this batch, in local ID order
     errors: list[str]  # one line per WARC_ERROR job
+    busy_seconds: float = 0.0  # the analyser's time on this batch (set by indexer/workers.py)
+    idle_seconds: float = 0.0  # its worker's wait for this batch since the previous one
 
 
 def host_of(url: str) -> str:

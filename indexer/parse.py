@@ -43,14 +43,15 @@ from __future__ import annotations
 
 import codecs
 import re
+import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from hashlib import blake2b
-from typing import NamedTuple
+from typing import NamedTuple, Protocol, cast
 from urllib.parse import unquote, urlsplit
 
 import lxml.etree
-from selectolax.lexbor import LexborHTMLParser, LexborNode
+from selectolax.lexbor import LexborCSSSelector, LexborHTMLParser, LexborNode
 
 from core.html import INVISIBLE_TAGS, drop_invisible, squash, text_of, visible_text
 from indexer.settings import (
@@ -103,8 +104,42 @@ _MAX_SERIAL_STEM = 2  # "id5", "fn12", "n3": a serial whatever else the page hol
 _CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])")
 _WORD_CHARS = re.compile(r"[^\W_]+")
 _WORD_TOKEN = re.compile(r"[^\s\x1c\x1e]*[^\W_][^\s\x1c\x1e]*")  # a token with a letter or digit
+_ALNUM = re.compile(r"[^\W_]")  # a letter or digit: str.isalnum() of one character
 _BOMS = ((codecs.BOM_UTF8, "utf-8"), (codecs.BOM_UTF16_LE, "utf-16"),
          (codecs.BOM_UTF16_BE, "utf-16"))
+
+
+class _Selector(Protocol):
+    def find(self, query: str, node: LexborNode) -> list[LexborNode]: ...
+    def find_first(self, query: str, node: LexborNode) -> list[LexborNode]: ...
+
+
+_LOCAL = threading.local()
+
+
+def _selector() -> _Selector:
+    """This thread's CSS selector engine.  ``node.css()`` creates one per parsed page on its
+    first query (a CSS parser and a selectors engine: ~100 us, as much as parsing a small page);
+    one engine serves any tree, so a thread keeps one for all its pages."""
+    sel = getattr(_LOCAL, "selector", None)
+    if sel is None:
+        sel = _LOCAL.selector = cast(_Selector, LexborCSSSelector())  # type: ignore[no-untyped-call]
+    return cast(_Selector, sel)
+
+
+def _css(node: LexborNode | LexborHTMLParser, query: str) -> list[LexborNode]:
+    """``node.css(query)`` with this thread's engine (:func:`_selector`)."""
+    if isinstance(node, LexborHTMLParser):
+        if node.root is None:
+            return []
+        node = node.root
+    return _selector().find(query, node)
+
+
+def _css_first(node: LexborNode, query: str) -> LexborNode | None:
+    """``node.css_first(query)`` with this thread's engine (:func:`_selector`)."""
+    found = _selector().find_first(query, node)
+    return found[0] if found else None
 
 
 class Block(NamedTuple):
@@ -175,6 +210,51 @@ def _link_items(part: str) -> list[str]:
     items = [pieces[2 * i] + _LINK + pieces[2 * i + 1] + _LINK for i in range(links)]
     items[-1] += pieces[-1]
     return items
+
+
+def _words(text: str) -> list[str]:
+    """``_WORD_TOKEN.findall(text)``, 2-3 times faster: the whitespace-separated tokens (the
+    marks are whitespace to both) holding a letter or digit, most of them all letters and
+    digits (checked in C)."""
+    tokens = text.split()
+    if all(map(str.isalnum, tokens)):
+        return tokens
+    return [t for t in tokens if t.isalnum() or _ALNUM.search(t)]
+
+
+def _blocks(raw: str) -> list[Block]:
+    """The blocks of a scope's text with its block and link marks: each block's text split
+    at the marks, navigation-shaped ones into items (:func:`_link_items`), with their hashes
+    and template keys (:func:`_template_key`).  The same as those functions part by part, but
+    a block's label words are found once for both, and a block without links (most) costs a
+    split, a join and a hash."""
+    out: list[Block] = []
+    for block in raw.split(_MARK):
+        if _LINK not in block:
+            words = block.split()
+            if words:
+                text = " ".join(words)
+                h = _squashed_hash(text)
+                out.append(Block(text, h, h))
+            continue
+        pieces = block.split(_LINK)
+        labels = [_words(p) for p in pieces[0::2]]
+        if len(pieces) // 2 >= NAV_MIN_LINKS and len(pieces) % 2 == 1 and all(
+                len(words) <= NAV_MAX_LABEL_WORDS for words in labels):
+            for part in _link_items(block):
+                text = squash(part)
+                if text:
+                    out.append(Block(text, h := _squashed_hash(text), _template_key(part, h)))
+            continue
+        text = squash(block)
+        if not text:
+            continue
+        h = key = _squashed_hash(text)
+        outside = [w for words in labels for w in words]
+        if outside and any(p.strip() for p in pieces[1::2]):
+            key = _squashed_hash(_SKELETON + " ".join(outside))
+        out.append(Block(text, h, key))
+    return out
 
 
 def url_words(url: str) -> str:
@@ -324,32 +404,28 @@ def parse_html(body: bytes, url: str, content_type: str | None = None, *,
     lang = (root.attributes.get("lang") if root is not None else None) or None
     # The elements the crawler leaves out (core/html.py), found with one selector query and
     # destroyed last to first, so a descendant goes before its ancestor.
-    for el in reversed(tree.css(_INVISIBLE)):
+    for el in reversed(_css(tree, _INVISIBLE)):
         el.decompose()
-    scope = _main(tree.css(_MAIN)) or tree.body or root
+    scope = _main(_css(tree, _MAIN)) or tree.body or root
     if scope is None:
         return empty
-    heads = scope.css(_HEADINGS)
+    heads = _css(scope, _HEADINGS)
     if scope.tag in _HEADING_TAGS:  # lxml's iter() counted the scope itself
         heads.insert(0, scope)
     headings = squash(" ".join(h.text(separator=" ") for h in heads))
     if not title:
-        first = scope if scope.tag == "h1" else scope.css_first("h1")
+        first = scope if scope.tag == "h1" else _css_first(scope, "h1")
         title = _text(first) if first is not None else ""
     fragments = _fragments(tree, scope, heads, f"{title} {words}") if structure else []
     blocks: list[Block] = []
     if structure:
-        for el in scope.css(_BLOCKS):
+        for el in _css(scope, _BLOCKS):
             el.insert_before(_MARK)
             el.insert_after(_MARK)
-        for el in scope.css("a[href]"):
+        for el in _css(scope, "a[href]"):
             el.insert_before(_LINK)
             el.insert_after(_LINK)
-        raw = scope.text(separator=" ")
-        for part in (item for block in raw.split(_MARK) for item in _link_items(block)):
-            text = squash(part)
-            if text:
-                blocks.append(Block(text, h := _squashed_hash(text), _template_key(part, h)))
+        blocks = _blocks(scope.text(separator=" "))
         body_text = " ".join(b.text for b in blocks)
     else:
         body_text = _text(scope)
@@ -377,12 +453,12 @@ def _anchor_id(node: LexborNode, ids: set[str]) -> str | None:
     own = node.id
     if own and own in ids:
         return own
-    inner = node.css_first("[id], a[name]")
+    inner = _css_first(node, "[id], a[name]")
     if inner is not None:
         got = inner.id or inner.attributes.get("name")
         if got and got in ids:
             return got
-    for a in node.css("a[href^='#']"):
+    for a in _css(node, "a[href^='#']"):
         target = (a.attributes.get("href") or "")[1:]
         if target in ids:
             return target
@@ -550,8 +626,8 @@ def _fragments(tree: LexborHTMLParser, scope: LexborNode,
                heads: list[LexborNode], context: str = "") -> list[Fragment]:
     """The page's definitions and sections reachable by URL #id (see the module doc);
     ``context`` (its title and URL words) tells a generic id prefix from a word."""
-    ids = {n.id for n in tree.css("[id]") if n.id}
-    ids.update(a.attributes.get("name") or "" for a in tree.css("a[name]"))
+    ids = {n.id for n in _css(tree, "[id]") if n.id}
+    ids.update(a.attributes.get("name") or "" for a in _css(tree, "a[name]"))
     ids.discard("")
     if not ids:
         return []
@@ -575,7 +651,7 @@ def _fragments(tree: LexborHTMLParser, scope: LexborNode,
             out.append(Fragment(fid, _bounded(key, MAX_FRAGMENT_KEY_CHARS),
                                 _bounded(text, MAX_FRAGMENT_TEXT_CHARS)))
 
-    dts, rows = scope.css("dt"), scope.css("tr")
+    dts, rows = _css(scope, "dt"), _css(scope, "tr")
     # Elements holding a term, a row or a heading: their parts are fragments of their own.
     containers: set[int] = set()
     for node in (*dts, *rows, *heads):
@@ -598,13 +674,13 @@ def _fragments(tree: LexborHTMLParser, scope: LexborNode,
         add(fid, key, squash(key + " " + _following_text(h, scope, MAX_FRAGMENT_TEXT_CHARS,
                                                           _HEADING_TAGS)))
     for tr in rows:
-        cell = tr.css_first("td, th")
+        cell = _css_first(tr, "td, th")
         if cell is None:
             continue
         fid = _anchor_id(cell, ids) or (tr.id if tr.id in ids else None)
         if fid is not None:
             add(fid, _text(cell), _text(tr))
-    for el in scope.css("[id], a[name]"):
+    for el in _css(scope, "[id], a[name]"):
         if len(out) >= MAX_FRAGMENTS:
             break
         fid = el.id or el.attributes.get("name")
@@ -617,7 +693,7 @@ def _fragments(tree: LexborHTMLParser, scope: LexborNode,
                     el, scope, MAX_FRAGMENT_TEXT_CHARS, (*_HEADING_TAGS, "dt", "hr"))),
                     named=True)
             continue
-        link = el if el.tag == "a" else el.css_first("a[href]")
+        link = el if el.tag == "a" else _css_first(el, "a[href]")
         if link is not None and not (link.attributes.get("href") or "#").startswith("#") \
                 and _text(link) == text:
             continue  # a link to another page (a table of contents): it defines nothing here

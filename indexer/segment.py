@@ -53,7 +53,7 @@ from pyroaring import BitMap
 from core import checked
 from core.errors import CheckedFileError, CheckedFileNewer
 from indexer.analysis import analyzer_version
-from indexer.barrels import ForwardBarrels, invert
+from indexer.barrels import ForwardBarrels, invert, words_path
 from indexer.codec import (
     Encoded,
     decode,
@@ -167,21 +167,22 @@ class _Plan(NamedTuple):
     impacts: tuple[np.ndarray, np.ndarray, np.ndarray]  # block_impacts' docs, tfs, df
 
 
-# The field lengths a forked encoder process computes block impacts with (set by the pool's
-# initializer, inherited through the fork: a pool's tasks are pickled, the lengths need not be).
-_FORKED: dict[str, np.ndarray] = {}
+# The field lengths a spawned encoder process computes block impacts with: mapped from the
+# segment's field_lens.npy by the pool's initializer (a pool's tasks are pickled, the lengths
+# need not be).
+_ENCODER: dict[str, np.ndarray] = {}
 
 
-def _forked_lens(lens: np.ndarray, parent: int) -> None:
+def _encoder_lens(lens_path: str, parent: int) -> None:
     die_with_parent(parent)
-    _FORKED["lens"] = lens
+    _ENCODER["lens"] = np.load(lens_path, mmap_mode="r")
 
 
 def _encode_plan(values: dict[str, tuple[np.ndarray, np.ndarray]],
                  impacts: tuple[np.ndarray, np.ndarray, np.ndarray],
                  lens: np.ndarray | None = None) -> tuple[dict[str, Encoded], np.ndarray]:
     """The pure, costly part of a chunk's postings: bit-packing and block impacts."""
-    lens = _FORKED["lens"] if lens is None else lens
+    lens = _ENCODER["lens"] if lens is None else lens
     return ({s: encode(v, n) for s, (v, n) in values.items()}, block_impacts(*impacts, lens))
 
 
@@ -197,9 +198,10 @@ class _Postings:
     (in another process when :meth:`write` has a pool), :meth:`commit` the writing, in chunk
     order again."""
 
-    def __init__(self, streams: dict[str, _Stream], lex: np.ndarray, lens: np.ndarray) -> None:
+    def __init__(self, streams: dict[str, _Stream], lex: np.ndarray, lens: np.ndarray,
+                 impacts: _Column) -> None:
         self.streams, self.lex, self.lens = streams, lex, lens
-        self.impacts: list[np.ndarray] = []
+        self.impacts = impacts  # written as they come: (blocks, 2 * fields) int32 rows
         self.open: _Open | None = None  # as far as prepare has gone
         self.last_doc = 0  # of the open word
         self.first: dict[str, tuple[int, int]] = {}  # open word: (first byte, first block)
@@ -259,7 +261,7 @@ class _Postings:
             self.first[s] = (int(b0[g]), int(k0[g]))
         self.lex[words[:g], DF] = plan.df[:g]
         self.lex[words[:g], CF] = plan.cf[:g]
-        self.impacts.append(impacts)
+        self.impacts.write_array(impacts)
 
     def _close(self, op: _Open) -> None:
         """Write an open word's last values and its lexicon row."""
@@ -270,19 +272,23 @@ class _Postings:
             self.lex[w, c], self.lex[w, c + 2] = self.first[s]
             self.lex[w, c + 1] = b1[0]
         self.lex[w, DF], self.lex[w, CF] = op.df, op.cf
-        self.impacts.append(block_impacts(op.docs, op.tfs, np.array([len(op.docs)]), self.lens))
+        self.impacts.write_array(block_impacts(op.docs, op.tfs, np.array([len(op.docs)]),
+                                               self.lens))
 
-    def write(self, chunks: Iterable[np.ndarray], procs: int = 1) -> None:
+    def write(self, chunks: Iterable[np.ndarray], procs: int = 1,
+              lens_path: Path | None = None) -> None:
         """Every chunk, then the last open word.  ``procs`` > 1: the chunks are bit-packed in
-        that many forked processes while this one inverts and prepares the next ones (at most
-        ENCODE_IN_FLIGHT per process waiting, so memory stays bounded)."""
-        if procs <= 1:
+        that many spawned processes (they map the field lengths from ``lens_path``, an .npy
+        file) while this one inverts and prepares the next ones (at most ENCODE_IN_FLIGHT per
+        process waiting, so memory stays bounded).  Spawned, not forked: a forked process
+        would share, and count in its resident size, all this process holds."""
+        if procs <= 1 or lens_path is None:
             for hits in chunks:
                 plan = self.prepare(hits)
                 self.commit(plan, *_encode_plan(plan.values, plan.impacts, self.lens))
         else:
-            pool = multiprocessing.get_context("fork").Pool(procs, initializer=_forked_lens,
-                                                            initargs=(self.lens, os.getpid()))
+            pool = multiprocessing.get_context("spawn").Pool(
+                procs, initializer=_encoder_lens, initargs=(str(lens_path), os.getpid()))
             try:
                 pending: deque[tuple[_Plan, Any]] = deque()
                 for hits in chunks:
@@ -327,8 +333,79 @@ def block_impacts(docs: np.ndarray, tfs: np.ndarray, df: np.ndarray,
     return np.hstack([max_tf, min_len]).astype(np.int32)
 
 
+class _Column:
+    """A column of machine integers appended per document (or per anchor), buffered in an
+    ``array`` of at most PAIRS_BUFFER values and written out to ``path`` (raw, native order)
+    past that, so a run's memory does not grow with its documents.  :meth:`save` turns the
+    raw file into a ``.npy`` file (copied PAIRS_BUFFER values at a time) and removes it."""
+
+    def __init__(self, path: Path, code: str, first: int | None = None) -> None:
+        self.path, self.code = path, code
+        self._buf = array(code)
+        self._fh = open(path, "wb")  # noqa: SIM115 - closed in save
+        self.count = 0  # values appended, written or not
+        self.last = 0  # the last value appended (0 before any)
+        if first is not None:
+            self.append(first)
+
+    def append(self, value: int) -> None:
+        self._buf.append(value)
+        self.count += 1
+        self.last = value
+        if len(self._buf) >= PAIRS_BUFFER:
+            self.spill()
+
+    def extend(self, values: Iterable[int]) -> None:
+        before = len(self._buf)
+        self._buf.extend(values)
+        self.count += len(self._buf) - before
+        if len(self._buf) > before:
+            self.last = self._buf[-1]
+        if len(self._buf) >= PAIRS_BUFFER:
+            self.spill()
+
+    def write_array(self, values: np.ndarray) -> None:
+        """Append the values of an array (row after row) straight to the file."""
+        self.spill()
+        self._fh.write(np.ascontiguousarray(values, dtype=self.code).tobytes())
+        self.count += values.size
+
+    def spill(self) -> None:
+        self._buf.tofile(self._fh)
+        self._buf = array(self.code)
+
+    def save(self, out_path: Path, columns: int = 1) -> None:
+        """``out_path`` as an .npy file of shape (count / columns, columns), or (count,)."""
+        self.spill()
+        self._fh.close()
+        dtype = np.dtype(self.code)
+        shape = (self.count,) if columns == 1 else (self.count // columns, columns)
+        with open(out_path, "wb") as out, open(self.path, "rb") as src:
+            np.lib.format.write_array_header_1_0(out, {
+                "descr": np.lib.format.dtype_to_descr(dtype), "fortran_order": False,
+                "shape": shape})
+            while chunk := src.read(PAIRS_BUFFER * dtype.itemsize):
+                out.write(chunk)
+        self.path.unlink()
+
+    def chunks(self) -> Iterator[np.ndarray]:
+        """The values written so far (after :meth:`spill`), PAIRS_BUFFER at a time."""
+        self.spill()
+        self._fh.flush()
+        with open(self.path, "rb") as src:
+            while chunk := src.read(PAIRS_BUFFER * np.dtype(self.code).itemsize):
+                yield np.frombuffer(chunk, dtype=self.code)
+
+
 class SegmentWriter:
-    """Builds one segment from documents added in increasing URL ID."""
+    """Builds one segment from documents added in increasing URL ID.
+
+    Its memory does not grow with the documents (issue 11): every per-document value (URL
+    ID, field lengths, the offsets into the stored texts) and every anchor pair goes to a raw
+    file in the segment's directory past PAIRS_BUFFER values (:class:`_Column`), the block
+    impacts are written as they are made, and the postings are bit-packed in spawned
+    processes, which inherit none of this process's memory.  What it keeps is per word (the
+    lexicon) and per host (``site:`` bitmaps)."""
 
     def __init__(self, directory: Path, ram_bytes: int, barrel_words: int = BARREL_WORDS) -> None:
         self.directory = directory
@@ -337,27 +414,29 @@ class SegmentWriter:
         self.hits = HitMaker()
         self.lexicon = self.hits.lexicon
         self.barrels = ForwardBarrels(directory / "barrels", ram_bytes, barrel_words)
-        # Per document: machine integers in ``array``s (8 or 4 bytes each, not a Python int
-        # object apiece), so the writer's memory per document is ~60 bytes.
-        self.doc_ids = array("q")
-        self._lens = array("i")  # N_FIELDS per document
+        self.doc_ids = _Column(directory / "doc_ids.raw", "q")
+        self._lens = _Column(directory / "field_lens.raw", "i")  # N_FIELDS per document
+        self._len_sums = [0] * N_FIELDS
         self._store = open(directory / "store.bin", "wb")  # noqa: SIM115 - closed in finish
-        self._store_off = array("q", [0])
+        self._store_off = _Column(directory / "store_off.raw", "q", 0)
         self._head = open(directory / "head.bin", "wb")  # noqa: SIM115 - closed in finish
-        self._head_off = array("q", [0])
+        self._head_off = _Column(directory / "head_off.raw", "q", 0)
         self._frags = open(directory / "frags.bin", "wb")  # noqa: SIM115 - closed in finish
-        self._frags_off = array("q", [0])
+        self._frags_off = _Column(directory / "frags_off.raw", "q", 0)
         self.text_bytes = 0
         self.hosts: dict[str, BitMap] = {}
         self.drops = BitMap()
-        # (source, target) of the anchors, flattened; written out to ``anchor_pairs.raw`` past
-        # PAIRS_BUFFER values, so their number does not count against the memory either.
-        self._pairs = array("q")
-        self._pairs_file = open(directory / "anchor_pairs.raw", "wb")  # noqa: SIM115 - closed in finish
+        # (source, target) of the anchors, flattened.
+        self._pairs = _Column(directory / "anchor_pairs.raw", "q")
 
     @property
     def doc_count(self) -> int:
-        return len(self.doc_ids)
+        return self.doc_ids.count
+
+    def _add_lens(self, lens: Sequence[int]) -> None:
+        self._lens.extend(lens)
+        for f, n in enumerate(lens):
+            self._len_sums[f] += n
 
     def add_document(self, url_id: int, *, host: str, url: str, title: str, text: str,
                      fields: Sequence[str | Sequence[str]],
@@ -367,9 +446,9 @@ class SegmentWriter:
         if len(fields) > N_FIELDS:
             raise ValueError(f"{len(fields)} fields given, the index has {N_FIELDS}")
         fields = [*fields, *([""] * (N_FIELDS - len(fields)))]
-        if self.doc_ids and url_id <= self.doc_ids[-1]:
+        if self.doc_ids.count and url_id <= self.doc_ids.last:
             raise ValueError("documents must be added in increasing URL ID")
-        ordinal = len(self.doc_ids)
+        ordinal = self.doc_ids.count
         self.doc_ids.append(url_id)
         lens = []
         for f, value in enumerate(fields):
@@ -380,21 +459,19 @@ class SegmentWriter:
             wids, positions = self.hits.in_field(f, wids, positions)  # OPERATOR_FIELDS
             self.barrels.add(ordinal, f, wids, positions)
             lens.append(int(self.hits.counted(wids).sum()))  # stop words are no length
-        self._lens.extend(lens)
+        self._add_lens(lens)
         raw = text.encode("utf-8", "surrogatepass")
         self.text_bytes += len(raw)
         blob = zlib.compress(raw, DOCSTORE_LEVEL)
         self._store.write(blob)
-        self._store_off.append(self._store_off[-1] + len(blob))
-        self._frags_off.append(self._frags_off[-1])
+        self._store_off.append(self._store_off.last + len(blob))
+        self._frags_off.append(self._frags_off.last)
         head = f"{url}{_SEP}{title.replace(_SEP, ' ')}".encode("utf-8", "surrogatepass")
         self._head.write(head)
-        self._head_off.append(self._head_off[-1] + len(head))
+        self._head_off.append(self._head_off.last + len(head))
         self.hosts.setdefault(host, BitMap()).add(url_id)
         for s in anchor_sources:
             self._pairs.extend((s, url_id))
-        if len(self._pairs) >= PAIRS_BUFFER:
-            self._spill_pairs()
 
     def add_copied_document(self, url_id: int, *, url: str, title: str, text_blob: bytes,
                             field_lens: Sequence[int], host: str | None = None,
@@ -402,48 +479,27 @@ class SegmentWriter:
         """A document whose text is already compressed (a merge's copy, or a worker's batch):
         its hits come separately through ``barrels.add_hits`` / ``barrels.add_block``.
         Returns its ordinal."""
-        if self.doc_ids and url_id <= self.doc_ids[-1]:
+        if self.doc_ids.count and url_id <= self.doc_ids.last:
             raise ValueError("documents must be added in increasing URL ID")
-        ordinal = len(self.doc_ids)
+        ordinal = self.doc_ids.count
         self.doc_ids.append(url_id)
-        self._lens.extend([int(x) for x in field_lens])
+        self._add_lens([int(x) for x in field_lens])
         self._store.write(text_blob)
-        self._store_off.append(self._store_off[-1] + len(text_blob))
+        self._store_off.append(self._store_off.last + len(text_blob))
         self._frags.write(frags_blob)
-        self._frags_off.append(self._frags_off[-1] + len(frags_blob))
+        self._frags_off.append(self._frags_off.last + len(frags_blob))
         head = f"{url}{_SEP}{title.replace(_SEP, ' ')}".encode("utf-8", "surrogatepass")
         self._head.write(head)
-        self._head_off.append(self._head_off[-1] + len(head))
+        self._head_off.append(self._head_off.last + len(head))
         if host is None:
             host = (urlsplit(url).hostname or "").lower()
         self.hosts.setdefault(host, BitMap()).add(url_id)
         for s in anchor_sources:
             self._pairs.extend((s, url_id))
-        if len(self._pairs) >= PAIRS_BUFFER:
-            self._spill_pairs()
         return ordinal
 
     def add_anchor_pairs(self, pairs: np.ndarray) -> None:
         self._pairs.extend(np.asarray(pairs, dtype=np.int64).ravel().tolist())
-        if len(self._pairs) >= PAIRS_BUFFER:
-            self._spill_pairs()
-
-    def _spill_pairs(self) -> None:
-        self._pairs.tofile(self._pairs_file)
-        self._pairs = array("q")
-
-    def _save_pairs(self) -> None:
-        """anchor_pairs.npy from the spilled pairs, copied PAIRS_BUFFER values at a time."""
-        self._spill_pairs()
-        self._pairs_file.close()
-        raw = self.directory / "anchor_pairs.raw"
-        n = raw.stat().st_size // 16
-        with open(self.directory / "anchor_pairs.npy", "wb") as out, open(raw, "rb") as src:
-            np.lib.format.write_array_header_1_0(out, {"descr": np.lib.format.dtype_to_descr(
-                np.dtype(np.int64)), "fortran_order": False, "shape": (n, 2)})
-            while chunk := src.read(PAIRS_BUFFER * 8):
-                out.write(chunk)
-        raw.unlink()
 
     def add_drop(self, url_id: int) -> None:
         """This URL had a version in an older segment and has none now."""
@@ -459,6 +515,7 @@ class SegmentWriter:
             yield from invert(self.barrels.runs[b], self.ram_bytes // share)
             for p in self.barrels.runs[b]:
                 p.unlink(missing_ok=True)
+                words_path(p).unlink(missing_ok=True)
 
     def finish(self, procs: int = 1) -> dict[str, Any]:
         """Invert the barrels, write every file, fsync; returns meta.json's content.
@@ -473,11 +530,14 @@ class SegmentWriter:
         files = {s: (open(d / f"post_{s}.bin", "wb"), open(d / f"post_{s}_w.bin", "wb"))  # noqa: SIM115
                  for s in _STREAMS}
         streams = {s: _Stream(*files[s]) for s in _STREAMS}
-        lens = np.frombuffer(self._lens, dtype=np.int32).reshape(-1, N_FIELDS)
-        out = _Postings(streams, lex, lens)
-        impacts = out.impacts
+        # The field lengths first: the postings' block impacts read them (mapped, here and in
+        # the encoder processes), and the file is what the segment keeps anyway.
+        self._lens.save(d / "field_lens.npy", N_FIELDS)
+        lens = np.load(d / "field_lens.npy", mmap_mode="r")
+        impacts = _Column(d / "post_impacts.raw", "i")
+        out = _Postings(streams, lex, lens, impacts)
         scratch = d / "barrels"
-        out.write(self._inverted(procs), procs)
+        out.write(self._inverted(procs), procs, d / "field_lens.npy")
         for fh, wh in files.values():
             fh.close()
             wh.close()
@@ -493,15 +553,18 @@ class SegmentWriter:
         np.save(d / "term_off.npy", offsets)
         np.save(d / "lexicon.npy", lex[np.asarray(order, dtype=np.int64)] if n_terms
                 else lex[:0])
-        np.save(d / "doc_ids.npy", np.frombuffer(self.doc_ids, dtype=np.int64))
-        np.save(d / "field_lens.npy", lens)
         # Rows follow the docs stream's blocks (words in barrel order, as they were written).
-        np.save(d / "post_impacts.npy", np.concatenate(impacts) if impacts
-                else np.zeros((0, 2 * N_FIELDS), dtype=np.int32))
-        np.save(d / "store_off.npy", np.frombuffer(self._store_off, dtype=np.int64))
-        np.save(d / "frags_off.npy", np.frombuffer(self._frags_off, dtype=np.int64))
-        np.save(d / "head_off.npy", np.frombuffer(self._head_off, dtype=np.int64))
-        (d / "docs.roar").write_bytes(BitMap(self.doc_ids.tolist()).serialize())
+        impacts.save(d / "post_impacts.npy", 2 * N_FIELDS)
+        docs = BitMap()
+        for ids in self.doc_ids.chunks():
+            docs.update(ids.tolist())
+        docs.run_optimize()
+        docs.shrink_to_fit()
+        self.doc_ids.save(d / "doc_ids.npy")
+        self._store_off.save(d / "store_off.npy")
+        self._frags_off.save(d / "frags_off.npy")
+        self._head_off.save(d / "head_off.npy")
+        (d / "docs.roar").write_bytes(docs.serialize())
         (d / "drops.roar").write_bytes(self.drops.serialize())
         hosts_index: dict[str, list[int]] = {}
         with open(d / "hosts.roar", "wb") as fh:
@@ -511,13 +574,14 @@ class SegmentWriter:
                 fh.write(blob)
                 hosts_index[host] = [pos, len(blob)]
                 pos += len(blob)
-        self._save_pairs()
+        self._pairs.save(d / "anchor_pairs.npy", 2)
+        del lens, out  # the map, before the file is fsynced and the directory renamed
         meta = {
-            "doc_count": len(self.doc_ids),
+            "doc_count": self.doc_ids.count,
             "term_count": n_terms,
             "hit_count": int(self.barrels.hits_total),
             "text_bytes": self.text_bytes,
-            "field_length_sums": lens.sum(axis=0, dtype=np.int64).tolist(),
+            "field_length_sums": self._len_sums,
             "fields": list(FIELDS),
             "hosts": hosts_index,
             "analyzer_version": analyzer_version(),

@@ -142,7 +142,10 @@ BATCH_MAX_BYTES = 4 << 20  # WARC bytes of the pages of one batch (big pages, sm
 WORKER_MEMO_TOKENS = 300_000  # raw tokens an analyser memoises before starting afresh
 TOKENISE_CHARS = 1 << 20  # characters of field text tokenised in one pass (~100 B per token)
 STORE_READ_IDS = 256  # store rows (and their anchors) read with one query each
-IN_FLIGHT_BATCHES = 2  # batches outstanding per worker (bounds the results held in memory)
+# Batches outstanding per worker, and their WARC bytes (bound the results held in memory): enough
+# for the workers to keep going while the main process flushes a hit buffer (~0.5 s).
+IN_FLIGHT_BATCHES = 48
+IN_FLIGHT_BYTES = 8 << 20
 WORKER_POLL_SECONDS = 1.0  # how often a waiting worker checks that its parent is alive
 WORKER_JOIN_SECONDS = 10.0  # a worker told to stop that has not after this is terminated
 

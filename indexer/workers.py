@@ -4,15 +4,19 @@
 own :class:`indexer.docbatch.BatchAnalyser` (and so its own word memo).  Batch ``i`` goes to
 worker ``i % procs`` and each worker answers in the order it was given work, so taking results
 round-robin gives them back in batch order: documents reach the segment writer in increasing
-URL ID, as the forward barrels require.  At most ``IN_FLIGHT_BATCHES`` batches per worker are
-outstanding, which bounds the memory the results can take.
+URL ID, as the forward barrels require.  At most ``IN_FLIGHT_BATCHES`` batches per worker, and
+``IN_FLIGHT_BYTES`` of WARC records per worker, are outstanding, which bounds the memory the
+results can take; enough that the workers keep working while the main process is busy for a
+while (flushing the hit buffer), instead of waiting for it to take their results.
 
 Word IDs: a worker's batch carries its local IDs and the words it learned in that batch; the
 pool keeps, per worker, an array local ID -> global ID (the writer's lexicon, first-seen order)
 and rewrites the hits' word column with one numpy lookup.
 
 With ``procs == 1`` the same analyser runs in this process (no fork): one code path either way.
-A worker that fails sends its traceback; the pool raises it here.  A worker whose parent died
+A worker that fails sends its traceback; the pool raises it here.  The pool adds up how long the
+workers analysed and waited for work and how long this process waited for their results
+(``busy_seconds``, ``idle_seconds``, ``wait_seconds``): which side holds the run back.  A worker whose parent died
 (a killed run) notices within ``WORKER_POLL_SECONDS`` and exits.
 """
 
@@ -23,6 +27,7 @@ import multiprocessing
 import os
 import queue
 import signal
+import time
 import traceback
 from collections import deque
 from collections.abc import Iterable, Iterator
@@ -35,6 +40,7 @@ import numpy as np
 from indexer.docbatch import AnalysedBatch, BatchAnalyser, DocJob
 from indexer.settings import (
     IN_FLIGHT_BATCHES,
+    IN_FLIGHT_BYTES,
     WORKER_JOIN_SECONDS,
     WORKER_MEMO_TOKENS,
     WORKER_POLL_SECONDS,
@@ -64,6 +70,7 @@ def _serve(warc_dir: Path, memo_tokens: int, inbox: Any, outbox: Any, parent: in
     # Results nobody reads must not hold the process at exit (a queue's feeder thread would
     # wait for room in the pipe forever).
     outbox.cancel_join_thread()
+    idle_from = time.perf_counter()
     while True:
         try:
             jobs = inbox.get(timeout=WORKER_POLL_SECONDS)
@@ -74,10 +81,16 @@ def _serve(warc_dir: Path, memo_tokens: int, inbox: Any, outbox: Any, parent: in
         if jobs is None:
             analyser.close()
             return
+        started = time.perf_counter()
         try:
-            outbox.put(("ok", analyser.analyse(jobs)))
+            batch = analyser.analyse(jobs)
         except Exception:  # noqa: BLE001 - sent to the parent, which raises it
             outbox.put(("error", traceback.format_exc()))
+            continue
+        batch.idle_seconds = started - idle_from
+        idle_from = time.perf_counter()
+        batch.busy_seconds = idle_from - started
+        outbox.put(("ok", batch))
 
 
 class AnalyserPool:
@@ -95,6 +108,9 @@ class AnalyserPool:
         # doubling so learning words costs O(1) amortised.
         self._maps = [np.zeros(1024, dtype=np.int32) for _ in range(self.procs)]
         self._sizes = [0] * self.procs
+        # Seconds, over the run: the workers analysing and waiting for work (their sums), and
+        # this process waiting for a worker's result (it has nothing else to do meanwhile).
+        self.busy_seconds = self.idle_seconds = self.wait_seconds = 0.0
         if self.procs == 1:
             self._local = BatchAnalyser(warc_dir, memo_tokens, templates)
             return
@@ -139,20 +155,31 @@ class AnalyserPool:
         """(jobs, analysed batch with global word IDs) for each batch, in batch order."""
         if self._local is not None:
             for jobs in batches:
-                yield jobs, self._globalise(0, self._local.analyse(jobs))
+                started = time.perf_counter()
+                batch = self._local.analyse(jobs)
+                self.busy_seconds += time.perf_counter() - started
+                yield jobs, self._globalise(0, batch)
             return
-        pending: deque[tuple[int, list[DocJob]]] = deque()
+        pending: deque[tuple[int, list[DocJob], int]] = deque()
+        nbytes = 0  # WARC bytes of the pending batches
         for i, jobs in enumerate(batches):
             w = i % self.procs
             self._queues[w][0].put(jobs)
-            pending.append((w, jobs))
-            if len(pending) >= self.procs * IN_FLIGHT_BATCHES:
-                yield self._take(*pending.popleft())
+            size = sum(j.warc[2] for j in jobs if j.warc is not None)
+            pending.append((w, jobs, size))
+            nbytes += size
+            while pending and (len(pending) >= self.procs * IN_FLIGHT_BATCHES
+                               or nbytes >= self.procs * IN_FLIGHT_BYTES):
+                w0, jobs0, size0 = pending.popleft()
+                nbytes -= size0
+                yield self._take(w0, jobs0)
         while pending:
-            yield self._take(*pending.popleft())
+            w0, jobs0, _ = pending.popleft()
+            yield self._take(w0, jobs0)
 
     def _take(self, w: int, jobs: list[DocJob]) -> tuple[list[DocJob], AnalysedBatch]:
         outbox = self._queues[w][1]
+        started = time.perf_counter()
         while True:
             try:
                 kind, payload = outbox.get(timeout=WORKER_POLL_SECONDS)
@@ -161,8 +188,11 @@ class AnalyserPool:
                 if not self._procs[w].is_alive():
                     raise WorkerFailed(f"indexing worker {w} died (exit code "
                                        f"{self._procs[w].exitcode})") from None
+        self.wait_seconds += time.perf_counter() - started
         if kind != "ok":
             raise WorkerFailed(f"indexing worker {w} failed:\n{payload}")
+        self.busy_seconds += payload.busy_seconds
+        self.idle_seconds += payload.idle_seconds
         return jobs, self._globalise(w, payload)
 
     def _globalise(self, w: int, batch: AnalysedBatch) -> AnalysedBatch:

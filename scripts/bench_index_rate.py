@@ -15,13 +15,21 @@ in a child process with this tree's code and, with ``--baseline``, with the othe
 alternation, and prints per run documents/s, CPU seconds (the run and its workers) and CPU
 per document, peak memory (PSS summed over the run and its workers) and that peak less
 ``--ram-mb``, and the rate over the first and the last fifth of the pages (from the run's
-progress lines: a rate that falls as the index grows shows there); then the ratios of the best
-runs.  Wall figures on a busy machine are noise; CPU per document is steadier.
+progress lines: a rate that falls as the index grows shows there) and where the time went (the
+run's "index: time:" line: page loop, workers analysing and idle, the main process waiting for
+them, finishing); then the ratios of the best runs.  Wall figures on a busy machine are noise;
+CPU per document is steadier.
+
+With ``--baseline`` it also checks that both trees wrote the same segment: every file of each
+run's segment is hashed (SHA-256) and the runs compared file by file ("segment files identical"
+or the files that differ), so a change meant to make indexing faster is shown to leave its
+output byte for byte as it was (a change of the index format is expected to differ).
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import re
@@ -29,6 +37,7 @@ import shutil
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -62,7 +71,7 @@ def corpus(work: Path, pages: int, hosts: int, python_docs: bool) -> Path:
     return data
 
 
-def run(tree: Path, data: Path, procs: int, ram_mb: int) -> dict[str, float]:
+def run(tree: Path, data: Path, procs: int, ram_mb: int) -> dict[str, Any]:
     """One ``websift index --rebuild`` of ``data`` with ``tree``'s code, measured."""
     env_path = os.environ.get("PYTHONPATH")
     os.environ["PYTHONPATH"] = str(tree)
@@ -81,10 +90,26 @@ def run(tree: Path, data: Path, procs: int, ram_mb: int) -> dict[str, float]:
             os.environ["PYTHONPATH"] = env_path
     manifest = json.loads((data / "index" / "manifest.json").read_text())
     docs = int(manifest["stats"]["live_docs"])
-    first, last = part_rates(progress.read_text().splitlines())
+    segment = data / "index" / manifest["segments"][0]["name"]
+    lines = progress.read_text().splitlines()
+    first, last = part_rates(lines)
+    stages = next((line.split("index: time: ", 1)[1] for line in lines if "index: time: " in line),
+                  "")
     progress.unlink()
     return {"docs": docs, "wall": wall, "cpu": cpu, "peak_mb": peak / 2**20,
-            "first": first, "last": last}
+            "first": first, "last": last, "files": segment_digests(segment), "stages": stages}
+
+
+def segment_digests(segment: Path) -> dict[str, str]:
+    """File name -> SHA-256 of each file of a segment directory."""
+    out = {}
+    for f in sorted(segment.iterdir()):
+        h = hashlib.sha256()
+        with f.open("rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                h.update(block)
+        out[f.name] = h.hexdigest()
+    return out
 
 
 # The CLI in this process, each line it writes to stderr written to a file with the time it
@@ -102,7 +127,7 @@ class Lines:
         return len(s)
     def flush(self):
         out.flush()
-sys.stderr = Lines()  # where the progress lines go
+sys.stderr = sys.stdout = Lines()  # where the progress lines and the report go
 sys.argv = ["websift", *sys.argv[2:]]
 code = cli.main()
 out.flush()  # not closed: the interpreter flushes sys.stderr once more on the way out
@@ -145,16 +170,18 @@ def main(argv: list[str] | None = None) -> int:
     trees = {"websift (this tree)": ROOT}
     if args.baseline is not None:
         trees["baseline"] = args.baseline.resolve()
-    best: dict[str, dict[str, float]] = {}
+    best: dict[str, dict[str, Any]] = {}
+    digests: dict[str, dict[str, str]] = {}
     for r in range(args.rounds):
         for name, tree in trees.items():
             m = run(tree, data, args.procs, args.ram_mb)
+            digests.setdefault(name, m["files"])
             print(f"round {r + 1} {name}: {m['docs']:.0f} documents in {m['wall']:.1f} s = "
                   f"{m['docs'] / m['wall']:.0f} docs/s; CPU {m['cpu']:.1f} s "
                   f"({m['cpu'] / m['docs'] * 1e6:.0f} us/doc); peak {m['peak_mb']:.0f} MiB "
                   f"= --ram-mb {args.ram_mb} + {m['peak_mb'] - args.ram_mb:.0f} "
                   f"(--procs {args.procs}); pages/s over the first fifth {m['first']:.0f}, "
-                  f"the last fifth {m['last']:.0f}", flush=True)
+                  f"the last fifth {m['last']:.0f}; {m['stages']}", flush=True)
             if name not in best or m["wall"] < best[name]["wall"]:
                 best[name] = m
     if "baseline" in best:
@@ -162,6 +189,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"best runs: docs/s {a['docs'] / a['wall']:.0f} vs {b['docs'] / b['wall']:.0f} "
               f"({b['wall'] / a['wall']:.2f}x); CPU per document {b['cpu'] / a['cpu']:.2f}x "
               f"less; peak memory {a['peak_mb']:.0f} vs {b['peak_mb']:.0f} MB")
+        mine, theirs = digests["websift (this tree)"], digests["baseline"]
+        differ = sorted(n for n in mine.keys() | theirs.keys() if mine.get(n) != theirs.get(n))
+        print("segment files identical" if not differ else
+              f"segment files differ: {', '.join(differ)}")
     return 0
 
 

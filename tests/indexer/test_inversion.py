@@ -12,7 +12,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from indexer.barrels import CHUNK_SHARE, invert, stable_order
+from indexer.barrels import CHUNK_SHARE, _word_counts, invert, stable_order, words_path
 from indexer.settings import HIT_BYTES
 
 
@@ -26,9 +26,13 @@ def test_stable_order_is_the_stable_argsort(base: int, span: int, raw: list[int]
 
 @settings(max_examples=60, deadline=None)
 @given(seed=st.integers(0, 2**32 - 1), runs=st.integers(1, 4), n=st.integers(1, 400),
-       words=st.integers(1, 50), budget_hits=st.sampled_from([1, 7, 100, 10**6]))
-def test_invert_is_the_stable_sort_whatever_the_budget(seed: int, runs: int, n: int, words: int,
-                                                       budget_hits: int) -> None:
+       words=st.integers(1, 50), budget_hits=st.sampled_from([1, 7, 100, 10**6]),
+       tables=st.booleans())
+def test_invert_is_the_stable_sort_whatever_the_budget(seed: int, runs: int, n: int, *,
+                                                       words: int, budget_hits: int,
+                                                       tables: bool) -> None:
+    """``tables``: each run has its word table beside it, as ForwardBarrels.flush writes
+    (the ranges are planned from those), else the inverter counts the runs' words itself."""
     rng = np.random.default_rng(seed)
     hits = rng.integers(0, 1000, size=(n, 4), dtype=np.int32)
     hits[:, 0] = 5 * 2**16 + rng.integers(0, words, size=n)  # one barrel's word IDs
@@ -38,7 +42,10 @@ def test_invert_is_the_stable_sort_whatever_the_budget(seed: int, runs: int, n: 
         paths = []
         for i, part in enumerate(np.array_split(hits, runs)):
             paths.append(d / f"fwd-00005-{i:05d}.npy")
-            np.save(paths[-1], part[np.argsort(part[:, 0], kind="stable")])  # as flush writes
+            run = part[np.argsort(part[:, 0], kind="stable")]
+            np.save(paths[-1], run)  # as flush writes
+            if tables:
+                np.save(words_path(paths[-1]), np.vstack(_word_counts(run[:, 0])).astype(np.int64))
         out = list(invert(paths, budget_hits * HIT_BYTES * CHUNK_SHARE))
     got = np.concatenate(out)
     assert np.array_equal(got, hits[np.argsort(hits[:, 0], kind="stable")])

@@ -1,0 +1,98 @@
+"""The parser's fast paths (issue 11, indexing rate) against their plain definitions: the label
+words of a block, its blocks and template keys, and the per-thread CSS engine."""
+
+from __future__ import annotations
+
+import threading
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from selectolax.lexbor import LexborHTMLParser
+
+from core.html import squash
+from indexer.parse import (
+    _LINK,
+    _MARK,
+    _WORD_TOKEN,
+    Block,
+    _blocks,
+    _css,
+    _link_items,
+    _squashed_hash,
+    _template_key,
+    _words,
+    parse_html,
+)
+
+# Letters, digits, underscore, punctuation, the marks, Unicode spaces, digits and numerals.
+_CHARS = st.sampled_from([*"ab_-.,:é1 \t\n\u00a0\u2028()*Z\u0661\u00b2\u2167😀", _LINK, _MARK])
+
+
+def _reference_blocks(raw: str) -> list[Block]:
+    """The blocks as parse_html made them before :func:`_blocks` (one part at a time)."""
+    out: list[Block] = []
+    for part in (item for block in raw.split(_MARK) for item in _link_items(block)):
+        text = squash(part)
+        if text:
+            out.append(Block(text, h := _squashed_hash(text), _template_key(part, h)))
+    return out
+
+
+@given(st.text(_CHARS, max_size=60))
+@settings(max_examples=400)
+def test_words_are_the_word_tokens(text: str) -> None:
+    assert _words(text) == _WORD_TOKEN.findall(text)
+
+
+_PIECE = st.text(st.sampled_from(list("ab ,:1é\u00a0-")), max_size=14)
+
+
+@given(st.lists(st.tuples(_PIECE, st.booleans(), st.booleans()), max_size=12))
+@settings(max_examples=400)
+def test_blocks_equal_the_part_by_part_definition(parts: list[tuple[str, bool, bool]]) -> None:
+    # Text pieces, each maybe a link (between link marks) and maybe followed by a block mark:
+    # navigation-shaped blocks, paragraphs with links, empty blocks and links alike.
+    raw = "".join(f"{_LINK}{p}{_LINK}" if link else p + (_MARK if mark else "")
+                  for p, link, mark in parts)
+    assert _blocks(raw) == _reference_blocks(raw)
+
+
+def test_blocks_of_a_navigation_and_a_paragraph() -> None:
+    nav = f"Next: {_LINK}Intro{_LINK}, Up: {_LINK}Top{_LINK}, {_LINK}Index{_LINK}"
+    para = f"see {_LINK}the intro{_LINK} for more"
+    got = _blocks(f"{_MARK}{nav}{_MARK} {_MARK}{para}{_MARK}")
+    assert [b.text for b in got] == ["Next: Intro", ", Up: Top", ", Index", "see the intro for more"]
+    assert got == _reference_blocks(f"{_MARK}{nav}{_MARK} {_MARK}{para}{_MARK}")
+    assert got[3].key != got[3].hash  # the words outside the link make its key
+
+
+def test_one_css_engine_serves_every_tree_and_thread() -> None:
+    pages = [f"<body><p id=a{i}>x</p><div><p>y</p><h2>z{i}</h2></div></body>" for i in range(3)]
+    found: dict[int, list[list[str]]] = {}
+
+    def run(k: int) -> None:
+        found[k] = [[n.tag or "" for n in _css(LexborHTMLParser(h), "p, h2")] for h in pages]
+
+    threads = [threading.Thread(target=run, args=(k,)) for k in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    run(3)
+    want = [[n.tag or "" for n in LexborHTMLParser(h).css("p, h2")] for h in pages]
+    assert want == [["p", "p", "h2"]] * 3
+    assert all(v == want for v in found.values())
+    assert _css(LexborHTMLParser(""), "p") == []
+
+
+def test_parse_unchanged_by_the_shared_engine() -> None:
+    html = (b"<html><head><title>T</title><style>s</style></head><body><nav><a href=/>Home"
+            b"</a> | <a href=/a>A</a> | <a href=/b>B</a></nav><main><h1 id=top>Top</h1><p>one "
+            b"<a href=x>two</a> three</p><dl><dt id=term-x>x</dt><dd>the x</dd></dl></main>"
+            b"<script>gone()</script></body></html>")
+    first = parse_html(html, "http://h/p.html", "text/html", structure=True)
+    again = parse_html(html, "http://h/p.html", "text/html", structure=True)
+    assert first == again
+    assert first.headings == "Top"
+    assert first.body == "Top one two three x the x"
+    assert [f.id for f in first.fragments] == ["term-x", "top"]
