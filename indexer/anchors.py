@@ -58,11 +58,24 @@ def anchor_boilerplate(store: StoreReader, share: float = ANCHOR_TEMPLATE_MIN_SH
     """(source host ID, :func:`anchor_key`) of the anchor texts a host uses on links from at
     least ``share`` of its pages that have anchored links (hosts with ``min_pages`` of them)."""
     pages, rows = store.anchor_use()
-    counts: Counter[tuple[int, str]] = Counter()
+    out: set[tuple[int, str]] = set()
+    # The rows come one host at a time: only that host's counts are held (a crawl's distinct
+    # anchor texts grow with its pages; one host's are few beside them).
+    counts: Counter[str] = Counter()
+    current = -1
+
+    def flush() -> None:
+        out.update((current, k) for k, n in counts.items() if k and n >= share * pages[current])
+        counts.clear()
+
     for host, anchor, n in rows:
+        if host != current:
+            flush()
+            current = host
         if pages.get(host, 0) >= min_pages:
-            counts[(host, anchor_key(anchor))] += n  # raw spellings of one key add up
-    return {k for k, n in counts.items() if k[1] and n >= share * pages[k[0]]}
+            counts[anchor_key(anchor)] += n  # raw spellings of one key add up
+    flush()
+    return out
 
 
 def in_anchors_many(store: StoreReader, targets: list[int],

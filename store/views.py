@@ -291,16 +291,17 @@ class StoreReader:
 
     def anchor_use(self) -> tuple[dict[int, int], Iterator[tuple[int, str, int]]]:
         """How often each host uses each anchor text: (host ID -> its pages with a followed
-        anchored link, rows of (host ID, anchor, distinct source pages using it)).  The anchor
-        is as stored (the caller normalises it); only followed, non-empty anchors of pages that
-        are not duplicates count, as in :meth:`anchor_links`."""
+        anchored link, rows of (host ID, anchor, distinct source pages using it), in host ID
+        order, so a caller can count one host at a time).  The anchor is as stored (the caller
+        normalises it); only followed, non-empty anchors of pages that are not duplicates
+        count, as in :meth:`anchor_links`."""
         where = ("FROM links l JOIN urls s ON s.id = l.src WHERE l.nofollow = 0 "
                  "AND l.anchor != '' AND l.src != l.dst AND s.duplicate_of IS NULL")
         pages = {int(h): int(n) for h, n in self._conn.execute(
             f"SELECT s.host_id, count(DISTINCT l.src) {where} GROUP BY s.host_id")}
         rows = self._conn.execute(
             f"SELECT s.host_id, l.anchor, count(DISTINCT l.src) {where} "
-            "GROUP BY s.host_id, l.anchor")
+            "GROUP BY s.host_id, l.anchor ORDER BY s.host_id")
         return pages, ((int(h), str(a), int(n)) for h, a, n in rows)
 
     # ------------------------------------------------------------------ links
