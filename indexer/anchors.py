@@ -93,18 +93,26 @@ def in_anchors_many(store: StoreReader, targets: list[int],
         return {}
     seen: dict[int, set[tuple[int, str]]] = {t: set() for t in targets}
     out = {t: Anchors([], []) for t in targets}
+    # An anchor text as stored -> (squashed, case-folded, lower-cased): a page's title is the
+    # anchor of most links to it, so the same text comes many times in one read.
+    norm: dict[str, tuple[str, str, str]] = {}
     for src, host, dst, anchor in store.anchor_links_by_host(list(owner)):
         t = owner[dst]
         a = out[t]
         if src == t or len(a.texts) >= MAX_ANCHORS_PER_PAGE:
             continue
-        text = squash(anchor)[:MAX_ANCHOR_CHARS]
-        if boilerplate and (host, text.casefold()) in boilerplate:
+        got = norm.get(anchor)
+        if got is None:
+            text = squash(anchor)[:MAX_ANCHOR_CHARS]
+            got = norm[anchor] = (text, text.casefold(), text.lower())
+        text, folded, lowered = got
+        if boilerplate and (host, folded) in boilerplate:
             continue
-        key = (src, text.lower())
-        if not text or key in seen[t]:
+        key = (src, lowered)
+        held = seen[t]
+        if not text or key in held:
             continue
-        seen[t].add(key)
+        held.add(key)
         a.texts.append(text)
         if not a.sources or a.sources[-1] != src:
             a.sources.append(src)

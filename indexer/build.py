@@ -34,7 +34,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from urllib.parse import urlsplit
 
 import numpy as np
 
@@ -43,7 +42,7 @@ from core.errors import CheckedFileError
 from core.html import is_html
 from core.lock import ExclusiveLock, LockHeld
 from indexer.anchors import Anchors, anchor_boilerplate, in_anchors_many, redirect_aliases
-from indexer.docbatch import ANCHOR_ONLY, FULL, WARC_ERROR, AnalysedBatch, DocJob
+from indexer.docbatch import ANCHOR_ONLY, FULL, WARC_ERROR, AnalysedBatch, DocJob, host_of
 from indexer.errors import IndexBusy, IndexCorrupt, IndexMissing
 from indexer.manifest import (
     Manifest,
@@ -116,8 +115,6 @@ class IndexReport:
     finish_seconds: float = 0.0
 
 
-def host_of(url: str) -> str:
-    return (urlsplit(url).hostname or "").lower()
 
 
 @contextmanager

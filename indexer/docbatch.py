@@ -79,9 +79,24 @@ class AnalysedBatch:
     idle_seconds: float = 0.0  # its worker's wait for this batch since the previous one
 
 
+_HOSTS: dict[str, str] = {}  # scheme://netloc -> its host (a crawl has few beside its pages)
+_HOSTS_MAX = 1 << 16
+
+
 def host_of(url: str) -> str:
-    """The host of a URL, lower-cased: the key of a site's template and of ``site:``."""
-    return (urlsplit(url).hostname or "").lower()
+    """The host of a URL, lower-cased: the key of a site's template and of ``site:``.  Parsed
+    once per ``scheme://netloc`` (the netloc ends before the first ``/`` after ``//``; a ``?``
+    or ``#`` before it leaves the parse the same), not once per page."""
+    start = url.find("//")
+    end = url.find("/", start + 2) if start >= 0 else -1
+    prefix = url if end < 0 else url[:end]
+    host = _HOSTS.get(prefix)
+    if host is None:
+        host = (urlsplit(prefix).hostname or "").lower()
+        if len(_HOSTS) >= _HOSTS_MAX:
+            _HOSTS.clear()
+        _HOSTS[prefix] = host
+    return host
 
 
 class BatchAnalyser:
