@@ -167,7 +167,10 @@ def build_index(data: DataDir, ram_mb: int = DEFAULT_RAM_MB,
     ``rebuild``: index the whole store into one new segment whatever the incremental state says
     (after a change of analysis or field settings); the new manifest names that segment alone,
     so readers switch from the old generation to the new one in one manifest replacement.
-    ``procs``: worker processes that read, parse and analyse pages (indexer/workers.py)."""
+    ``procs``: worker processes that read, parse and analyse pages (indexer/workers.py); the
+    postings are bit-packed in as many spawned processes, which import the caller's main
+    module again, so a script calling this with ``procs > 1`` keeps its work under
+    ``if __name__ == "__main__":`` (as any multiprocessing program must)."""
     started = time.monotonic()
     index_dir = data.index_dir
     say = progress or (lambda _msg: None)
