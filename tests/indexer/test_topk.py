@@ -107,12 +107,23 @@ def _same(s: Searcher, q: str, **kw: object) -> None:
 
 
 @given(seed=st.integers(0, 2**31), n_docs=st.integers(20, 500), queries=st.lists(QUERY,
-       min_size=1, max_size=6), k=st.integers(1, 12), offset=st.integers(0, 3))
+       min_size=1, max_size=6), k=st.integers(1, 12), offset=st.integers(0, 3),
+       dense=st.booleans())
 @settings(max_examples=25, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 def test_pruned_equals_exhaustive(tmp_path_factory: pytest.TempPathFactory, *, seed: int,
-                                  n_docs: int, queries: list[str], k: int, offset: int) -> None:
-    s = _searcher(tmp_path_factory.mktemp("idx"), seed, n_docs)
+                                  n_docs: int, queries: list[str], k: int, offset: int,
+                                  dense: bool) -> None:
+    with pytest.MonkeyPatch.context() as mp:
+        # Every list of these small segments is dense: without the maps, probes search.
+        mp.setattr(searcher_module, "DENSE_POSTINGS_SHARE", 0.25 if dense else 2.0)
+        _pruned_equals_exhaustive(tmp_path_factory.mktemp("idx"), seed=seed, n_docs=n_docs,
+                                  queries=queries, k=k, offset=offset)
+
+
+def _pruned_equals_exhaustive(root: Path, *, seed: int, n_docs: int, queries: list[str],
+                              k: int, offset: int) -> None:
+    s = _searcher(root, seed, n_docs)
     stats_args = {"n_docs": s.n_docs * 3, "field_lengths": tuple(
         int(x) * 2 for x in s.field_length_sums)}
     for q in queries:
