@@ -271,13 +271,18 @@ class _Evaluation:
         kept = p.block_prior
         if kept is not None and kept[0] == self.prior_key and len(kept[1]) == nb:
             return kept[1]
-        segs = np.full(len(p.docs), si, dtype=np.int32)
-        prior = np.asarray(self.prior(self.s._doc_ids(segs, p.docs)), dtype=np.float64)
-        pmax = np.maximum.reduceat(np.append(prior, 0.0), starts[:-1])
+        pmax = np.maximum.reduceat(np.append(self._priors(si, p.docs), 0.0), starts[:-1])
         pmax[starts[1:] == starts[:-1]] = 0.0  # an empty block: no page
         pmax = np.minimum(pmax, self.prior_bound)
         p.block_prior = (self.prior_key, pmax)
         return pmax
+
+    def _priors(self, si: int, docs: np.ndarray) -> np.ndarray:
+        """The prior of each of ``docs`` (ordinals of segment ``si``); zeros without one."""
+        if self.prior is None:
+            return np.zeros(len(docs))
+        segs = np.full(len(docs), si, dtype=np.int32)
+        return np.asarray(self.prior(self.s._doc_ids(segs, docs)), dtype=np.float64)
 
     def _drive_by_required(self) -> None:
         """A required phrase makes the query conjunctive: a page that matches holds each of its
@@ -287,18 +292,11 @@ class _Evaluation:
         no match and no lists.  ``self.driver[li]``: the driver a probed list follows (-1
         for a list that is read)."""
         required = {t for ph in self.plan.required for t in ph.terms}
-        self.driver = np.full(len(self.lists), -1, dtype=np.int64)
-        if not required:
-            return
-        dead: set[int] = set()
-        for si in {lst.si for lst in self.lists}:
-            for t in required:
-                p = self._postings_of(t, si)
-                if p is None or len(p.docs) == 0:
-                    dead.add(si)
+        dead = {si for si in {lst.si for lst in self.lists} for t in required
+                if (p := self._postings_of(t, si)) is None or len(p.docs) == 0}
         self.lists = [lst for lst in self.lists if lst.si not in dead]
         self.driver = np.full(len(self.lists), -1, dtype=np.int64)
-        for lists in self._by_seg().values():
+        for lists in (self._by_seg().values() if required else ()):
             drivers = [li for li in lists if self.lists[li].term in required]
             if not drivers:
                 continue
@@ -447,13 +445,10 @@ class _Evaluation:
         # A candidate's own prior is known: its bound counts it, not the largest one (w), so a
         # page whose text bound plus its prior cannot reach the top is dropped before its
         # positions are read.
-        segs = np.full(len(docs), si, dtype=np.int32)
-        if self.prior is None:
-            prior = np.zeros(len(docs))
-        else:
-            prior = np.asarray(self.prior(self.s._doc_ids(segs, docs)), dtype=np.float64)
+        prior = self._priors(si, docs)
         ub = (base + bonus) * coord * (1.0 + PRUNE_BOUND_SLACK) - (self.prior_bound - prior)
-        return _Pending(segs, docs, base, coord, ub, np.zeros(len(docs), dtype=bool), prior)
+        return _Pending(np.full(len(docs), si, dtype=np.int32), docs, base, coord, ub,
+                        np.zeros(len(docs), dtype=bool), prior)
 
     def _needs_check(self, pend: _Pending) -> tuple[np.ndarray, np.ndarray]:
         """Which candidates are still open (positions needed), and of those which for a
