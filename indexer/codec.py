@@ -110,9 +110,23 @@ def _encode_chunk(values: np.ndarray, lengths: np.ndarray) -> Encoded:
     return Encoded(data, widths, byte_offsets, block_offsets)
 
 
+def narrow(values: np.ndarray) -> np.ndarray:
+    """The same non-negative integers in the smallest unsigned type that holds them: what a
+    run hands its bit-packing processes (a stream's tf matrix is mostly zeros and ones, six per
+    posting; as int64 it was most of the bytes pickled through their pipes)."""
+    top = int(values.max()) if values.size else 0
+    for kind in (np.uint8, np.uint16, np.uint32):
+        if top <= np.iinfo(kind).max:
+            return values.astype(kind)
+    return values.astype(np.uint64)
+
+
 def encode(values: np.ndarray, lengths: np.ndarray) -> Encoded:
-    """Bit-pack ``values`` (non-negative, < 2**32) cut into groups of ``lengths``."""
-    values = np.ascontiguousarray(values, dtype=np.uint64)
+    """Bit-pack ``values`` (non-negative, < 2**32) cut into groups of ``lengths``.  Unsigned
+    values are packed in their own type (:func:`narrow`), others as uint64."""
+    values = np.ascontiguousarray(values)
+    if values.dtype.kind != "u":
+        values = values.astype(np.uint64)
     lengths = np.asarray(lengths, dtype=np.int64)
     if len(lengths) == 0:
         z = np.zeros(1, dtype=np.int64)

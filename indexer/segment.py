@@ -61,6 +61,7 @@ from indexer.codec import (
     delta_decode_groups,
     delta_encode_groups,
     encode,
+    narrow,
 )
 from indexer.errors import IndexAnalyzerMismatch, IndexCorrupt, IndexNewer
 from indexer.hits import HitMaker
@@ -236,7 +237,7 @@ class _Postings:
             keep = int(lens[s][g] % BLOCK)
             lens[s][g] -= keep
             tail[s] = vals[s][len(vals[s]) - keep :].copy()  # not a view holding the chunk
-            values[s] = (vals[s][: len(vals[s]) - keep], lens[s])
+            values[s] = (narrow(vals[s][: len(vals[s]) - keep]), lens[s])
         keep = int(imp_df[g] % BLOCK)
         imp_df[g] -= keep
         cut = len(docs) - keep
@@ -244,7 +245,7 @@ class _Postings:
                           tfs[cut:].copy())
         self.last_doc = int(docs[-1])
         return _Plan(None if merged else op, merged, words, df, cf, values,
-                     (docs[:cut], tfs[:cut], imp_df))
+                     (narrow(docs[:cut]), narrow(tfs[:cut]), imp_df))
 
     def commit(self, plan: _Plan, encoded: dict[str, Encoded], impacts: np.ndarray) -> None:
         if plan.closing is not None:
