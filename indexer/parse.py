@@ -83,6 +83,7 @@ BLOCK_TAGS = (
     "main", "nav", "ol", "p", "pre", "section", "summary", "table", "tbody", "td", "tfoot",
     "th", "thead", "tr", "ul", *_HEADING_TAGS)
 _BLOCKS = ", ".join(BLOCK_TAGS)
+_BLOCKS_AND_LINKS = f"{_BLOCKS}, a[href]"
 _MAIN = "main, [role='main'], article"
 _INVISIBLE = ", ".join(INVISIBLE_TAGS)
 _KEYED = frozenset(("dt", "tr", *_HEADING_TAGS))  # elements fragments are found by
@@ -409,7 +410,12 @@ def parse_html(body: bytes, url: str, content_type: str | None = None, *,
     scope = _main(_css(tree, _MAIN)) or tree.body or root
     if scope is None:
         return empty
-    heads = _css(scope, _HEADINGS)
+    # With structure, the block elements and links are found in the same walk as the
+    # headings (a heading is a block element): one selector query, not three.
+    marked = _css(scope, _BLOCKS_AND_LINKS) if structure else []
+    tags = [el.tag for el in marked]
+    heads = ([el for el, tag in zip(marked, tags, strict=True) if tag in _HEADING_TAGS]
+             if structure else _css(scope, _HEADINGS))
     if scope.tag in _HEADING_TAGS:  # lxml's iter() counted the scope itself
         heads.insert(0, scope)
     headings = squash(" ".join(h.text(separator=" ") for h in heads))
@@ -419,12 +425,10 @@ def parse_html(body: bytes, url: str, content_type: str | None = None, *,
     fragments = _fragments(tree, scope, heads, f"{title} {words}") if structure else []
     blocks: list[Block] = []
     if structure:
-        for el in _css(scope, _BLOCKS):
-            el.insert_before(_MARK)
-            el.insert_after(_MARK)
-        for el in _css(scope, "a[href]"):
-            el.insert_before(_LINK)
-            el.insert_after(_LINK)
+        for el, tag in zip(marked, tags, strict=True):
+            mark = _LINK if tag == "a" else _MARK  # "a" is no block tag: a[href] matched
+            el.insert_before(mark)
+            el.insert_after(mark)
         blocks = _blocks(scope.text(separator=" "))
         body_text = " ".join(b.text for b in blocks)
     else:
@@ -626,9 +630,12 @@ def _fragments(tree: LexborHTMLParser, scope: LexborNode,
                heads: list[LexborNode], context: str = "") -> list[Fragment]:
     """The page's definitions and sections reachable by URL #id (see the module doc);
     ``context`` (its title and URL words) tells a generic id prefix from a word."""
-    ids = {n.id for n in _css(tree, "[id]") if n.id}
-    ids.update(a.attributes.get("name") or "" for a in _css(tree, "a[name]"))
-    ids.discard("")
+    ids: set[str] = set()
+    for n in _css(tree, "[id], a[name]"):  # one walk for both
+        if n.id:
+            ids.add(n.id)
+        if n.tag == "a" and (name := n.attributes.get("name")):
+            ids.add(name)
     if not ids:
         return []
     out: list[Fragment] = []
