@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from indexer.analysis import PLAIN_TOKEN_RE, TECH_TOKEN_RE, Analyzer, is_operator
-from indexer.errors import IndexAnalyzerMismatch
+from indexer.errors import IndexAnalyzerMismatch, QueryError
 from indexer.hits import HitMaker
 from indexer.query import parse_query
 from indexer.searcher import Searcher
@@ -59,7 +59,11 @@ def test_index_and_query_time_give_the_same_terms(text: str, technical: bool, st
                          [int(p) for p in pos[first]]) == _sorted_pairs(q_terms, q_pos)
     # A quoted query of the same text is the same phrase.
     if '"' not in text and q_terms:
-        phrase = parse_query(f'"{text}"', analyzer)
+        try:
+            phrase = parse_query(f'"{text}"', analyzer)
+        except QueryError:  # thirty pieces of compounds can pass the query's term limit
+            assert len(q_terms) > MAX_QUERY_TERMS
+            return
         got = phrase.required[0] if phrase.required else phrase.groups[0][0]
         assert list(got.terms) == q_terms
         assert list(got.offsets) == [p - q_pos[0] for p in q_pos]
