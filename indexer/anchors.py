@@ -16,6 +16,8 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
+import numpy as np
+
 from core.html import squash
 from indexer.settings import (
     ANCHOR_TEMPLATE_MIN_PAGES,
@@ -78,12 +80,39 @@ def anchor_boilerplate(store: StoreReader, share: float = ANCHOR_TEMPLATE_MIN_SH
     return out
 
 
+class SourceHosts:
+    """Per source URL ID, its host ID and whether it is a duplicate: what decides whether a
+    link's anchor text counts (a duplicate's links do not; a host's boilerplate does not).  Read
+    with one scan of the urls table when a run starts (``StoreReader.url_hosts``, 5 bytes per
+    URL), so each chunk's link rows are not joined with the wide urls table row by row (at a
+    million pages that join was half the anchor query's time).  A source the scan did not see
+    (a URL a crawl beside the run added since) is looked up when met; a page marked duplicate
+    since the scan still counts in this run, as it would had it been read earlier."""
+
+    def __init__(self, store: StoreReader) -> None:
+        self.host, self.dup = store.url_hosts()
+
+    def of(self, store: StoreReader, srcs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(host IDs, -1 for a URL that does not exist; duplicate flags) of ``srcs``."""
+        inside = srcs < len(self.host)
+        at = np.where(inside, srcs, 0)
+        host = np.where(inside, self.host[at], -1)
+        dup = np.where(inside, self.dup[at], False)
+        if not inside.all():
+            late = store.url_hosts_of(srcs[~inside].tolist())
+            for i in np.flatnonzero(~inside).tolist():
+                host[i], dup[i] = late.get(int(srcs[i]), (-1, False))
+        return host, dup
+
+
 def in_anchors_many(store: StoreReader, targets: list[int],
                     aliases: dict[int, list[int]],
-                    boilerplate: set[tuple[int, str]] | None = None) -> dict[int, Anchors]:
+                    boilerplate: set[tuple[int, str]] | None = None,
+                    sources: SourceHosts | None = None) -> dict[int, Anchors]:
     """The anchor texts of the links pointing at each of ``targets`` or at a URL redirecting
-    to it, with one store query (``StoreReader.anchor_links_by_host``: sources in ID order),
-    leaving out ``boilerplate`` ((source host ID, anchor key) pairs)."""
+    to it, with one store query (``StoreReader.links_to``: sources in ID order), leaving out
+    links from duplicates and ``boilerplate`` ((source host ID, anchor key) pairs).  A run
+    passes its ``sources``; without, the sources met are looked up."""
     owner: dict[int, int] = {}  # link dst -> the target it counts for
     for t in targets:
         owner[t] = t
@@ -93,10 +122,23 @@ def in_anchors_many(store: StoreReader, targets: list[int],
         return {}
     seen: dict[int, set[tuple[int, str]]] = {t: set() for t in targets}
     out = {t: Anchors([], []) for t in targets}
+    rows = store.links_to(list(owner))
+    if not rows:
+        return out
+    srcs = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+    if sources is None:
+        late = store.url_hosts_of(srcs.tolist())
+        hosts = [late.get(s, (-1, False))[0] for s in srcs.tolist()]
+        dups = [late.get(s, (-1, False))[1] for s in srcs.tolist()]
+    else:
+        h, d = sources.of(store, srcs)
+        hosts, dups = h.tolist(), d.tolist()
     # An anchor text as stored -> (squashed, case-folded, lower-cased): a page's title is the
     # anchor of most links to it, so the same text comes many times in one read.
     norm: dict[str, tuple[str, str, str]] = {}
-    for src, host, dst, anchor in store.anchor_links_by_host(list(owner)):
+    for (src, dst, anchor), host, dup in zip(rows, hosts, dups, strict=True):
+        if dup or host < 0:  # a duplicate's links count for its canonical page, not here
+            continue
         t = owner[dst]
         a = out[t]
         if src == t or len(a.texts) >= MAX_ANCHORS_PER_PAGE:

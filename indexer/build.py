@@ -41,7 +41,13 @@ from core.datadir import DataDir, fsync_dir
 from core.errors import CheckedFileError
 from core.html import is_html
 from core.lock import ExclusiveLock, LockHeld
-from indexer.anchors import Anchors, anchor_boilerplate, in_anchors_many, redirect_aliases
+from indexer.anchors import (
+    Anchors,
+    SourceHosts,
+    anchor_boilerplate,
+    in_anchors_many,
+    redirect_aliases,
+)
 from indexer.docbatch import ANCHOR_ONLY, FULL, WARC_ERROR, AnalysedBatch, DocJob, host_of
 from indexer.errors import IndexBusy, IndexCorrupt, IndexMissing
 from indexer.manifest import (
@@ -63,6 +69,7 @@ from indexer.settings import (
     DEFAULT_RAM_MB,
     MAX_SEGMENTS,
     PARALLEL_MIN_IDS,
+    SOURCE_HOSTS_MIN_IDS,
     STORE_READ_IDS,
     TEMPLATE_MIN_SHARE,
     TEMPLATE_SHARE_ENV,
@@ -226,10 +233,13 @@ def _run(data: DataDir, store: StoreReader, manifest: Manifest | None, *, ram_mb
     procs = procs if len(cand) >= PARALLEL_MIN_IDS else 1
     t0 = time.monotonic()
     boiler: set[tuple[int, str]] = set()
+    sources: list[SourceHosts] = []
 
     def measure_boilerplate() -> None:  # while the template samples are parsed
         if env_switch(ANCHOR_TEMPLATES_ENV) != "0":
             boiler.update(anchor_boilerplate(store))
+        if len(cand) >= SOURCE_HOSTS_MIN_IDS:  # a small run looks its sources up instead
+            sources.append(SourceHosts(store))
 
     templates = _templates(data, store, cand, report, say, reuse=(mode == "incremental"),
                            procs=procs, meanwhile=measure_boilerplate)
@@ -239,7 +249,7 @@ def _run(data: DataDir, store: StoreReader, manifest: Manifest | None, *, ram_mb
     with AnalyserPool(data.warc_dir, procs, writer.lexicon, templates=templates.keys()) as pool:
         done = 0
         batches = _batches(store, cand, aliases, writer, report, drop=(mode == "incremental"),
-                           boilerplate=boiler)
+                           boilerplate=boiler, sources=sources[0] if sources else None)
         for jobs, batch in pool.map(batches):
             _add_batch(writer, jobs, batch, report, say)
             if (done + len(jobs)) // 1000 > done // 1000:
@@ -407,7 +417,8 @@ def _job(page: Page, anchors: Anchors | None, writer: SegmentWriter, report: Ind
 
 def _batches(store: StoreReader, ids: np.ndarray, aliases: dict[int, list[int]],
              writer: SegmentWriter, report: IndexReport, *, drop: bool,
-             boilerplate: set[tuple[int, str]] | None = None) -> Iterator[list[DocJob]]:
+             boilerplate: set[tuple[int, str]] | None = None,
+             sources: SourceHosts | None = None) -> Iterator[list[DocJob]]:
     """The documents to make, in URL ID order, cut into batches for the workers; store rows
     and anchors read STORE_READ_IDS at a time (one query each)."""
     jobs: list[DocJob] = []
@@ -419,7 +430,7 @@ def _batches(store: StoreReader, ids: np.ndarray, aliases: dict[int, list[int]],
         # links; not for duplicates, noindex pages, errors or redirects.
         want = [p.id for p in pages.values() if p.status in _ANCHOR_ONLY_STATUSES or (
             p.status == FETCHED and p.noindex == 0 and p.duplicate_of is None)]
-        anchors = in_anchors_many(store, want, aliases, boilerplate)
+        anchors = in_anchors_many(store, want, aliases, boilerplate, sources)
         for url_id in chunk:
             page = pages.get(url_id)
             if page is None:

@@ -136,6 +136,9 @@ MAX_POSITION = (1 << 24) - 1  # positions past this inside one field are not rec
 # keeps the store, the barrels and the inversion.  1 = everything in one process.
 DEFAULT_INDEX_PROCS = min(2, os.cpu_count() or 1)
 PARALLEL_MIN_IDS = 64  # runs with fewer candidate pages stay in one process
+# Runs of this many candidate pages read every URL's host and duplicate flag once (one scan
+# of the urls table, indexer/anchors.SourceHosts) instead of per chunk of anchor rows.
+SOURCE_HOSTS_MIN_IDS = 4096
 BATCH_FULL_DOCS = 24  # fetched pages per batch handed to a worker
 BATCH_MAX_JOBS = 256  # documents per batch (anchor-only ones are cheap)
 BATCH_MAX_BYTES = 4 << 20  # WARC bytes of the pages of one batch (big pages, smaller batches)

@@ -34,6 +34,7 @@ from store.schema import (
 
 PAGE_BATCH = 256  # rows fetched per cursor step when iterating pages
 ID_CHUNK = 500  # IDs per "id IN (...)" query (well under SQLite's bound on parameters)
+HOSTS_SCAN_ROWS = 1 << 16  # rows of the urls table per step of StoreReader.url_hosts
 LINK_CHUNK = 65536  # link rows per step when filling the link arrays
 
 
@@ -277,17 +278,45 @@ class StoreReader:
                 "AND l.anchor != '' AND s.duplicate_of IS NULL ORDER BY l.src, l.rowid",
                 tuple(dsts))
 
-    def anchor_links_by_host(self, dsts: Sequence[int]
-                             ) -> Iterator[tuple[int, int, int, str]]:
-        """(src, src host ID, dst, anchor) of the links :meth:`anchor_links` gives, in its order
-        (the source's host decides whether its anchor text is boilerplate)."""
+    def links_to(self, dsts: Sequence[int]) -> list[tuple[int, int, str]]:
+        """(src, dst, anchor) of the followed, non-empty, non-self links to ``dsts``, ordered as
+        :meth:`anchor_links` orders them, from every source, duplicates too: the caller tells
+        those apart with :meth:`url_hosts` (a join of each link row with its source's row was
+        most of this query's time at a million pages, the urls table being wide)."""
         if not dsts:
-            return
-        yield from self._conn.execute(
-                "SELECT l.src, s.host_id, l.dst, l.anchor FROM links l JOIN urls s "
-                f"ON s.id = l.src WHERE l.dst IN ({_marks(len(dsts))}) AND l.src != l.dst "
-                "AND l.nofollow = 0 AND l.anchor != '' AND s.duplicate_of IS NULL "
-                "ORDER BY l.src, l.rowid", tuple(dsts))
+            return []
+        return self._conn.execute(
+            "SELECT src, dst, anchor FROM links "
+            f"WHERE dst IN ({_marks(len(dsts))}) AND src != dst AND nofollow = 0 "
+            "AND anchor != '' ORDER BY src, rowid", tuple(dsts)).fetchall()
+
+    def url_hosts(self) -> tuple[np.ndarray, np.ndarray]:
+        """Host ID (int32, -1: no such URL) and whether it is a duplicate (bool), indexed by URL
+        ID from 0 to the largest: one scan of the urls table, read HOSTS_SCAN_ROWS at a time
+        (5 bytes per URL kept, not a Python tuple per row)."""
+        size = int(self._conn.execute("SELECT coalesce(max(id), -1) FROM urls").fetchone()[0]) + 1
+        host = np.full(size, -1, dtype=np.int32)
+        dup = np.zeros(size, dtype=bool)
+        cur = self._conn.execute("SELECT id, host_id, duplicate_of IS NOT NULL FROM urls")
+        while rows := cur.fetchmany(HOSTS_SCAN_ROWS):
+            got = np.array(rows, dtype=np.int64)
+            inside = got[:, 0] < size  # a URL added since the max was read: the caller's miss
+            got = got[inside]
+            host[got[:, 0]] = got[:, 1]
+            dup[got[:, 0]] = got[:, 2].astype(bool)
+        return host, dup
+
+    def url_hosts_of(self, ids: Iterable[int]) -> dict[int, tuple[int, bool]]:
+        """URL ID -> (host ID, whether it is a duplicate) for those of ``ids`` that exist."""
+        unique = sorted(set(ids))
+        out: dict[int, tuple[int, bool]] = {}
+        for lo in range(0, len(unique), ID_CHUNK):
+            chunk = unique[lo : lo + ID_CHUNK]
+            for uid, h, d in self._conn.execute(
+                    "SELECT id, host_id, duplicate_of IS NOT NULL FROM urls "
+                    f"WHERE id IN ({_marks(len(chunk))})", chunk):
+                out[int(uid)] = (int(h), bool(d))
+        return out
 
     def anchor_use(self) -> tuple[dict[int, int], Iterator[tuple[int, str, int]]]:
         """How often each host uses each anchor text: (host ID -> its pages with a followed

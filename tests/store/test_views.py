@@ -119,6 +119,17 @@ def test_anchor_links_apply_the_store_side_rules_in_source_order(path: Path) -> 
         # duplicate-source anchors
         assert got == [(s1, t, "one"), (s1, t, "two"), (s2, t, "second"), (s2, r, "via redirect")]
         assert list(reader.anchor_links([])) == []
+        # links_to: the same rules but the source's, in the same order, duplicates' links too
+        assert reader.links_to([t, r]) == [(s1, t, "one"), (s1, t, "two"), (s2, t, "second"),
+                                           (s2, r, "via redirect"), (dup, t, "copy")]
+        assert reader.links_to([]) == []
+        host, is_dup = reader.url_hosts()
+        assert len(host) == max(t, r, s1, s2, dup, selfish) + 1
+        assert (host[[t, s1, dup]] >= 0).all() and host[0] == -1  # IDs start at 1
+        assert host[s1] == host[dup]  # one host: a.example
+        assert is_dup[dup] and not is_dup[[t, r, s1, s2]].any()
+        assert reader.url_hosts_of([dup, s1, 10**9]) == {dup: (int(host[dup]), True),
+                                                         s1: (int(host[s1]), False)}
 
 
 def test_links_and_link_arrays(path: Path) -> None:
