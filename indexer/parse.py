@@ -85,7 +85,7 @@ BLOCK_TAGS = (
 _BLOCKS = ", ".join(BLOCK_TAGS)
 _BLOCKS_AND_LINKS = f"{_BLOCKS}, a[href]"
 _MAIN = "main, [role='main'], article"
-_INVISIBLE = ", ".join(INVISIBLE_TAGS)
+_INVISIBLE_OR_MAIN = ", ".join((*INVISIBLE_TAGS, _MAIN))
 _KEYED = frozenset(("dt", "tr", *_HEADING_TAGS))  # elements fragments are found by
 _MARK = "\x1e"  # a block boundary (an ASCII record separator: whitespace to str.split)
 _LINK = "\x1c"  # either end of a link's text (a file separator: whitespace to str.split too)
@@ -305,12 +305,22 @@ def decode_html(body: bytes, content_type: str | None) -> str:
 
 def _main(candidates: list[LexborNode]) -> LexborNode | None:
     """The first <main>, else the first role="main", else the first <article> (one selector
-    query for the three)."""
+    query for the three) that is not inside an invisible element."""
     for tag, role in (("main", None), (None, "main"), ("article", None)):
         for el in candidates:
-            if el.tag == tag if tag else el.attributes.get("role") == role:
+            if (el.tag == tag if tag else el.attributes.get("role") == role) \
+                    and not _inside_invisible(el):
                 return el
     return None
+
+
+def _inside_invisible(node: LexborNode) -> bool:
+    up = node.parent
+    while up is not None:
+        if up.tag in INVISIBLE_TAGS:
+            return True
+        up = up.parent
+    return False
 
 
 def _text(node: LexborNode) -> str:
@@ -407,9 +417,14 @@ def parse_html(body: bytes, url: str, content_type: str | None = None, *,
     lang = (root.attributes.get("lang") if root is not None else None) or None
     # The elements the crawler leaves out (core/html.py), found with one selector query and
     # destroyed last to first, so a descendant goes before its ancestor.
-    for el in reversed(_css(tree, _INVISIBLE)):
+    # The main-content candidates are found in the same walk, and the one taken is one that
+    # no invisible element holds (a destroyed element must not be touched again).
+    found = _css(tree, _INVISIBLE_OR_MAIN)
+    tags = [el.tag for el in found]
+    main = _main([el for el, tag in zip(found, tags, strict=True) if tag not in INVISIBLE_TAGS])
+    for el in reversed([el for el, tag in zip(found, tags, strict=True) if tag in INVISIBLE_TAGS]):
         el.decompose()
-    scope = _main(_css(tree, _MAIN)) or tree.body or root
+    scope = main or tree.body or root
     if scope is None:
         return empty
     # With structure, the block elements and links are found in the same walk as the

@@ -34,3 +34,25 @@ def test_title_falls_back_to_the_first_heading_and_charset_is_honoured() -> None
 def test_bad_html_never_raises(body: bytes, ctype: str | None) -> None:
     p = parse_html(body, "http://h.example/x", ctype)
     assert isinstance(p.body, str) and isinstance(p.title, str)
+
+
+def test_main_content_inside_an_invisible_element_is_not_the_main() -> None:
+    """The main-content candidates come from the same selector walk as the invisible elements:
+    one that an invisible element holds is destroyed with it and never taken."""
+    for structure in (False, True):
+        p = parse_html(b"<body><svg><article>drawn</article></svg><main><p>shown</p></main>"
+                       b"<p>after</p></body>", "http://h.example/", None, structure=structure)
+        assert p.body == "shown"
+        p = parse_html(b"<body><template><main>kept out</main></template><article>piece"
+                       b"</article><p>rest</p></body>", "http://h.example/", None,
+                       structure=structure)
+        assert p.body == "piece"
+        p = parse_html(b"<body><p>x</p><noscript><main>ns</main></noscript><p>y</p></body>",
+                       "http://h.example/", None, structure=structure)
+        assert p.body == "x y"
+        p = parse_html(b"<body><svg><foreignObject><main>fo</main></foreignObject></svg>"
+                       b"<p>y</p></body>", "http://h.example/", None, structure=structure)
+        assert p.body == "y"
+        p = parse_html(b"<body><svg role=main>x</svg><p>all of it</p></body>",
+                       "http://h.example/", None, structure=structure)
+        assert p.body == "all of it"
