@@ -150,9 +150,12 @@ class ForwardBarrels:
 
 
 def stable_order(keys: np.ndarray) -> np.ndarray:
-    """``np.argsort(keys, kind="stable")``, as a radix sort when the keys span fewer than 2**16
-    values (a barrel's word IDs do: BARREL_WORDS): numpy sorts 16-bit keys by radix, O(n),
-    and wider ones by timsort, O(n log n), three times slower on a barrel's hits."""
+    """``np.argsort(keys, kind="stable")``, as a radix sort when the keys span fewer than 2**32
+    values: numpy sorts 16-bit keys by radix, O(n), and wider ones by timsort, O(n log n),
+    three times slower on a barrel's hits.  Keys spanning fewer than 2**16 values (a barrel's
+    word IDs do: BARREL_WORDS) take one pass; wider ones (the hit buffer of a run, every
+    barrel's words) two, low 16 bits then high 16 bits, each stable: least significant digit
+    first, so the second pass keeps the first's order among equal high halves."""
     if len(keys) == 0:
         return np.zeros(0, dtype=np.intp)
     lo, hi = int(keys.min()), int(keys.max())
@@ -160,6 +163,10 @@ def stable_order(keys: np.ndarray) -> np.ndarray:
         return np.argsort(keys.astype(np.uint16), kind="stable")
     if hi - lo < 1 << 16:
         return np.argsort((keys - lo).astype(np.uint16), kind="stable")
+    if hi - lo < 1 << 32:
+        shifted = (keys.astype(np.int64) - lo).astype(np.uint32)
+        low = np.argsort((shifted & 0xFFFF).astype(np.uint16), kind="stable")
+        return low[np.argsort((shifted >> 16).astype(np.uint16)[low], kind="stable")]
     return np.argsort(keys, kind="stable")
 
 
