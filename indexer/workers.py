@@ -9,6 +9,10 @@ URL ID, as the forward barrels require.  At most ``IN_FLIGHT_BATCHES`` batches p
 results can take; enough that the workers keep working while the main process is busy for a
 while (flushing the hit buffer), instead of waiting for it to take their results.
 
+When it queues a batch the pool asks the kernel to read the batch's WARC records in the
+background (``BodyReader.prefetch``), so a worker finds them in the page cache: with a WARC not
+in memory, reading 20,000 records of the million-page corpus went from 2.0-2.2 s to 0.6-0.9 s.
+
 Word IDs: a worker's batch carries its local IDs and the words it learned in that batch; the
 pool keeps, per worker, an array local ID -> global ID (the writer's lexicon, first-seen order)
 and rewrites the hits' word column with one numpy lookup.
@@ -45,6 +49,7 @@ from indexer.settings import (
     WORKER_MEMO_TOKENS,
     WORKER_POLL_SECONDS,
 )
+from store.warc import BodyReader, WarcLocation
 
 
 def die_with_parent(parent: int) -> None:
@@ -111,6 +116,7 @@ class AnalyserPool:
         # Seconds, over the run: the workers analysing and waiting for work (their sums), and
         # this process waiting for a worker's result (it has nothing else to do meanwhile).
         self.busy_seconds = self.idle_seconds = self.wait_seconds = 0.0
+        self._ahead = BodyReader(warc_dir)  # prefetches the records of the batches queued
         if self.procs == 1:
             self._local = BatchAnalyser(warc_dir, memo_tokens, templates)
             return
@@ -134,6 +140,7 @@ class AnalyserPool:
     def close(self, abort: bool = False) -> None:
         """Stop the workers: after their last batch, or at once (``abort``: the run failed, and
         results nobody will read must not keep a worker waiting to send them)."""
+        self._ahead.close()
         if self._local is not None:
             self._local.close()
         for inbox, _ in self._queues:
@@ -164,6 +171,8 @@ class AnalyserPool:
         nbytes = 0  # WARC bytes of the pending batches
         for i, jobs in enumerate(batches):
             w = i % self.procs
+            # Read from disk in the background while the batches before it are analysed.
+            self._ahead.prefetch(WarcLocation(*j.warc) for j in jobs if j.warc is not None)
             self._queues[w][0].put(jobs)
             size = sum(j.warc[2] for j in jobs if j.warc is not None)
             pending.append((w, jobs, size))

@@ -8,7 +8,15 @@ from pathlib import Path
 import pytest
 
 from store.errors import WarcError
-from store.warc import BodyReader, WarcLocation, WarcWriterFile, read_body, read_response
+from store.warc import (
+    PREFETCH_GAP_BYTES,
+    BodyReader,
+    WarcLocation,
+    WarcWriterFile,
+    _prefetch_ranges,
+    read_body,
+    read_response,
+)
 
 Reader = Callable[[Path, WarcLocation], object]
 
@@ -105,3 +113,25 @@ def test_a_body_reader_keeps_few_files_open_and_reads_them_all(tmp_path: Path) -
     finally:
         reader.close()
     assert not reader._fds
+
+
+def test_prefetch_merges_near_records_and_leaves_a_missing_file_to_the_reader(
+        tmp_path: Path) -> None:
+    writer = WarcWriterFile(tmp_path)
+    bodies = [f"<p>page {i}</p>".encode() * 50 for i in range(6)]
+    locs = [writer.write_response(f"http://h/{i}", 200, "OK", [], b) for i, b in enumerate(bodies)]
+    writer.close()
+    far = WarcLocation(locs[0].file, locs[-1].offset + PREFETCH_GAP_BYTES * 3, 10)
+    ranges = _prefetch_ranges([locs[3], locs[0], locs[1], far, locs[2]])
+    # one file: the four adjacent records as one range (in offset order), the far one alone
+    assert ranges == {locs[0].file: [(locs[0].offset, locs[3].offset + locs[3].length),
+                                     (far.offset, far.offset + 10)]}
+    reader = BodyReader(tmp_path)
+    try:
+        assert reader.prefetch([*locs, WarcLocation("absent.warc.gz", 0, 10)]) == 1
+        assert reader.prefetch([]) == 0
+        assert [reader.read(loc) for loc in locs] == bodies  # prefetching changes no read
+        with pytest.raises(WarcError, match="cannot read"):
+            reader.read(WarcLocation("absent.warc.gz", 0, 10))
+    finally:
+        reader.close()
