@@ -90,11 +90,7 @@ def _encode_chunk(values: np.ndarray, lengths: np.ndarray) -> Encoded:
         idx = np.where(live, first[sel][o_block][:, None] + lane, 0)
         vals = np.where(live, v32[idx], np.uint32(0))
         del idx, lane
-        bits = np.empty((n_oct, 8, w), dtype=np.uint8)
-        for j in range(w):
-            bits[:, :, j] = (vals >> np.uint32(j)) & np.uint32(1)
-        packed = np.packbits(bits.reshape(n_oct, 8 * w), axis=1, bitorder="little").ravel()
-        del bits
+        packed = _pack_octets(vals, w)
         # Byte k of the block's packed octets goes to boff + k when k < the block's size.
         nbytes_blk = octs * w
         k = np.arange(len(packed), dtype=np.int64) - np.repeat(
@@ -119,6 +115,24 @@ def narrow(values: np.ndarray) -> np.ndarray:
         if top <= np.iinfo(kind).max:
             return values.astype(kind)
     return values.astype(np.uint64)
+
+
+def _pack_octets(vals: np.ndarray, w: int) -> np.ndarray:
+    """Rows of 8 values of at most ``w`` bits (an (n, 8) array) as ``w`` bytes each,
+    concatenated: value j at bits j*w ... j*w + w - 1 of its row read as one little-endian
+    integer, which is what ``packbits(bitorder="little")`` of the values' bits in order makes.
+    Built as 64-bit lanes by 8 shifts and ors, a value crossing a lane split in two, instead of
+    w passes cutting out one bit plane each (the inverse of the decoder's word reads)."""
+    n = len(vals)
+    v = np.ascontiguousarray(vals.T, dtype=np.uint64)  # (8, n): one row per value slot
+    lanes = [np.zeros(n, dtype=np.uint64) for _ in range((8 * w + 63) // 64)]
+    for j in range(8):
+        lane, shift = divmod(j * w, 64)
+        lanes[lane] |= v[j] << np.uint64(shift)
+        if shift + w > 64:
+            lanes[lane + 1] |= v[j] >> np.uint64(64 - shift)
+    rows = np.stack(lanes, axis=1).astype("<u8", copy=False).view(np.uint8)
+    return rows[:, :w].ravel()
 
 
 def encode(values: np.ndarray, lengths: np.ndarray) -> Encoded:

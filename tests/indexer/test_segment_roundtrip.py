@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from indexer.analysis import Analyzer
-from indexer.codec import decode, delta_decode_groups, delta_encode_groups, encode
+from indexer.codec import _pack_octets, decode, delta_decode_groups, delta_encode_groups, encode
 from indexer.segment import SegmentReader, SegmentWriter
 from indexer.settings import ANCHOR_GAP, FIELDS, N_FIELDS
 
@@ -61,6 +61,18 @@ def test_blocks_of_mixed_widths_round_trip(widths: list[int], seed: int, tail: i
                  block0=0, n=n)
     assert got.dtype == np.uint32
     assert got.tolist() == values.tolist()
+
+
+@given(w=st.integers(1, 32), seed=st.integers(0, 2**32 - 1), rows=st.integers(0, 40))
+@settings(max_examples=100, deadline=None)
+def test_octets_pack_as_little_endian_bit_planes(w: int, seed: int, rows: int) -> None:
+    """The on-disk layout of a block: 8 values of w bits as w bytes, value j at bits j*w...
+    in little-endian bit order (what ``packbits`` of the values' bits in order gives), also
+    for the values that cross a 64-bit lane of the packer."""
+    vals = np.random.default_rng(seed).integers(0, 1 << w, size=(rows, 8), dtype=np.uint64)
+    bits = (vals[:, :, None] >> np.arange(w, dtype=np.uint64)) & np.uint64(1)
+    want = np.packbits(bits.astype(np.uint8).reshape(rows, 8 * w), axis=1, bitorder="little")
+    assert np.array_equal(_pack_octets(vals.astype(np.uint32), w), want.ravel())
 
 
 def _expected(docs: list[tuple[str, str, str, str, list[str]]]
