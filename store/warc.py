@@ -231,6 +231,8 @@ class BodyReader:
         kernel's own readahead).  Returns the ranges advised.  A file that cannot be opened is
         left alone: the reader of its records reports it (:meth:`read` raises WarcError)."""
         advised = 0
+        if not hasattr(os, "posix_fadvise"):  # not on every platform (macOS): reads as before
+            return 0
         for name, spans in _prefetch_ranges(locations).items():
             try:
                 fd = self._fd(name)
