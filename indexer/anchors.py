@@ -89,15 +89,20 @@ class SourceHosts:
     (a URL a crawl beside the run added since) is looked up when met; a page marked duplicate
     since the scan still counts in this run, as it would had it been read earlier."""
 
-    def __init__(self, store: StoreReader) -> None:
-        self.host, self.dup = store.url_hosts()
+    def __init__(self, store: StoreReader | None) -> None:
+        """The scan of ``store``; with None, an empty table that looks every source up."""
+        if store is None:
+            self.host, self.dup = np.zeros(0, dtype=np.int32), np.zeros(0, dtype=bool)
+        else:
+            self.host, self.dup = store.url_hosts()
 
     def of(self, store: StoreReader, srcs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(host IDs, -1 for a URL that does not exist; duplicate flags) of ``srcs``."""
         inside = srcs < len(self.host)
-        at = np.where(inside, srcs, 0)
-        host = np.where(inside, self.host[at], -1)
-        dup = np.where(inside, self.dup[at], False)
+        host = np.full(len(srcs), -1, dtype=np.int32)
+        dup = np.zeros(len(srcs), dtype=bool)
+        host[inside] = self.host[srcs[inside]]
+        dup[inside] = self.dup[srcs[inside]]
         if not inside.all():
             late = store.url_hosts_of(srcs[~inside].tolist())
             for i in np.flatnonzero(~inside).tolist():
@@ -126,13 +131,8 @@ def in_anchors_many(store: StoreReader, targets: list[int],
     if not rows:
         return out
     srcs = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-    if sources is None:
-        late = store.url_hosts_of(srcs.tolist())
-        hosts = [late.get(s, (-1, False))[0] for s in srcs.tolist()]
-        dups = [late.get(s, (-1, False))[1] for s in srcs.tolist()]
-    else:
-        h, d = sources.of(store, srcs)
-        hosts, dups = h.tolist(), d.tolist()
+    h, d = (sources or SourceHosts(None)).of(store, srcs)
+    hosts, dups = h.tolist(), d.tolist()
     # An anchor text as stored -> (squashed, case-folded, lower-cased): a page's title is the
     # anchor of most links to it, so the same text comes many times in one read.
     norm: dict[str, tuple[str, str, str]] = {}

@@ -236,8 +236,7 @@ def _blocks(raw: str) -> list[Block]:
             continue
         if _LINK not in block:
             text = " ".join(block.split())
-            h = int.from_bytes(blake2b(text.casefold().encode("utf-8", "surrogatepass"),
-                                       digest_size=8).digest(), "little")  # _squashed_hash
+            h = _squashed_hash(text)
             out.append(new(Block, (text, h, h)))
             continue
         pieces = block.split(_LINK)
