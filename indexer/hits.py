@@ -2,8 +2,9 @@
 
 The same analysis as :class:`indexer.analysis.Analyzer` (it is called for every raw token not
 seen before), memoised one step further: a raw token maps straight to its build-time word ID,
-so the hot path is the tokenizer regex plus one ``dict.get`` per token, both in C
-(``map(dict.get, tokens)``), and numpy for the positions.  Compound names (``unittest.mock``:
+so the hot path is ``str.split`` plus one dict lookup per whitespace-separated chunk, both in C
+(``map(memo.__getitem__, chunks)``; a chunk not seen before is learned by the memo's
+``__missing__``, in text order), and numpy for the positions.  Compound names (``unittest.mock``:
 the compound and its parts, several positions) are rare and expanded with numpy.
 
 Word IDs are given in first-seen order; the lexicon (word -> ID) is ``HitMaker.lexicon``.
@@ -11,8 +12,8 @@ Word IDs are given in first-seen order; the lexicon (word -> ID) is ``HitMaker.l
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from itertools import repeat
+from collections.abc import Callable, Sequence
+from weakref import WeakMethod
 
 import numpy as np
 
@@ -28,8 +29,24 @@ from indexer.settings import (
 
 _NOTHING = -1  # a stop word or a too short/long token: a position, no term
 _SENTINEL = -(1 << 40)  # the end of a field in :meth:`HitMaker.batch`
-_UNKNOWN = -(1 << 50)  # a chunk not memoised yet (:meth:`HitMaker.batch`)
-_LOOKUP_SLICE = 4096  # chunks looked up at once (a slice with a new chunk is looked up twice)
+
+
+class _Memo(dict[str, int]):
+    """Raw token or chunk -> code; looking up one not seen before learns it (``__missing__``:
+    a miss calls back into Python, a hit costs what a plain dict's does).  It holds its
+    HitMaker weakly: no cycle keeps a dropped memo alive until the collector runs."""
+
+    __slots__ = ("learn",)
+
+    def __init__(self, learn: Callable[[str], int]) -> None:
+        super().__init__()
+        self.learn = WeakMethod(learn)
+
+    def __missing__(self, chunk: str) -> int:
+        learn = self.learn()
+        if learn is None:
+            raise KeyError(chunk)
+        return learn(chunk)
 
 
 class HitMaker:
@@ -46,8 +63,9 @@ class HitMaker:
         # as before.
         self._counted = np.ones(1024, dtype=np.int32)  # grown by doubling
         # Raw token or whitespace-separated chunk -> word ID, _NOTHING, or -2 - compound index.
-        # One namespace: a chunk that is one whole token is that token.
-        self._raw: dict[str, int] = {}
+        # One namespace: a chunk that is one whole token is that token.  Looking a chunk up
+        # with ``[]`` learns it when it is new (and stores it, so it is learned once).
+        self._raw = _Memo(self._learn_chunk)
         # Compounds: flat word IDs and offsets, and per compound its start, length, width and
         # raw tokens, in numpy arrays grown by doubling (so learning one costs O(1) amortised).
         self._flat = np.zeros((2, 1024), dtype=np.int64)  # rows: word IDs, offsets
@@ -171,7 +189,7 @@ class HitMaker:
         field keeps its first ``limit`` raw tokens.
 
         All texts are lower-cased and joined around sentinel tokens into one string, split at
-        whitespace with one ``str.split`` and mapped to codes with one ``map(dict.get)``: the
+        whitespace with one ``str.split`` and mapped to codes with one ``map`` over the memo: the
         per-field work is numpy over the whole batch.  A chunk is memoised whole (``os.path,``
         -> the codes of its raw tokens, as a compound): no token spans whitespace, so the
         chunks' tokens are the text's tokens (the analyzer's ``token_re.findall`` of the whole text) at the
@@ -191,10 +209,8 @@ class HitMaker:
         n_fields = len(docs[0]) if docs else 0
         chunks = " Q ".join(parts).split()
         n = len(chunks)
-        arr = np.empty(n, dtype=np.int64)
-        for lo in range(0, n, _LOOKUP_SLICE):
-            part = chunks[lo : lo + _LOOKUP_SLICE]
-            arr[lo : lo + len(part)] = self._codes(part)
+        # One dict lookup per chunk, in C; a new chunk is learned when met, so in text order.
+        arr = np.fromiter(map(self._raw.__getitem__, chunks), dtype=np.int64, count=n)
         sent = arr == _SENTINEL
         slot = np.cumsum(sent)  # a sentinel counts for the slot it opens (it is dropped)
         starts = np.zeros(len(parts), dtype=np.int64)
@@ -225,21 +241,6 @@ class HitMaker:
         wids = np.where(is_c, self._flat[0][np.where(is_c, flat, 0)], arr[tok])
         pos = tok_pos[tok] + np.where(is_c, self._flat[1][np.where(is_c, flat, 0)], 0)
         return self._operator_filter(wids, pos, slot[tok], n_fields)
-
-    def _codes(self, chunks: list[str]) -> np.ndarray:
-        """The codes of ``chunks``, learning new ones in text order.  ``dict.__getitem__``
-        alone is ~40% faster than ``get`` with a default, and most slices hold no new chunk;
-        a slice that does is looked up again with ``get``."""
-        try:
-            return np.fromiter(map(self._raw.__getitem__, chunks), dtype=np.int64,
-                               count=len(chunks))
-        except KeyError:
-            pass
-        arr = np.fromiter(map(self._raw.get, chunks, repeat(_UNKNOWN)), dtype=np.int64,
-                          count=len(chunks))
-        for i in np.flatnonzero(arr == _UNKNOWN).tolist():  # each new chunk once, in order
-            arr[i] = self._learn_chunk(chunks[i])
-        return arr
 
     def field(self, text: str, start: int = 0, limit: int | None = None
               ) -> tuple[np.ndarray, np.ndarray, int]:

@@ -4,6 +4,9 @@ field laid out ``ANCHOR_GAP`` apart, whatever punctuation glues tokens together.
 
 from __future__ import annotations
 
+import gc
+import weakref
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -84,3 +87,24 @@ def test_operator_fields_keep_every_operator_hit_elsewhere_the_first(
     assert got(hm)["body"] == ["then"]
     kept, _ = hm.in_field(FIELDS.index("body"), body_w, body_p)
     assert [words[int(w)] for w in kept] == ["then"]
+
+
+def test_words_get_ids_in_first_seen_order_and_each_chunk_is_learned_once() -> None:
+    hm = HitMaker()
+    hm.batch([["zeta alpha zeta os.path, alpha", ["beta zeta"]]], limit=10**6)
+    # "os.path," is one chunk: the compound, its parts, then the operator ","
+    assert hm.words == ["zeta", "alpha", "os.path", "os", "path", ",", "beta"]
+    # sentinels (2) + zeta, alpha, "os.path," + beta: a repeated chunk is memoised once
+    assert hm.memo_size() == 2 + 4
+
+
+def test_a_dropped_hitmaker_is_freed_without_the_cycle_collector() -> None:
+    gc.disable()
+    try:
+        hm = HitMaker()
+        hm.batch([["some words here", []]], limit=10**6)
+        ref = weakref.ref(hm)
+        del hm
+        assert ref() is None  # the memo holds its HitMaker weakly: no cycle
+    finally:
+        gc.enable()
