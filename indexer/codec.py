@@ -48,9 +48,10 @@ def _exclusive_cumsum(a: np.ndarray) -> np.ndarray:
 def _encode_chunk(values: np.ndarray, lengths: np.ndarray) -> Encoded:
     """Bit-pack one chunk.  A full block (``BLOCK`` values of ``w`` bits) is ``BLOCK // 8 * w``
     bytes, so every block starts on a byte: blocks are packed independently, all blocks of one
-    width at once (an (octets, 8, w) bit array, one ``packbits``), and copied to their byte
-    offsets; a group's last, partial block takes the bytes its bits need.  Scratch: a few
-    bytes per bit."""
+    width at once (octets of 8 values as 64-bit lanes: :func:`_pack_lanes`), and copied to
+    their byte offsets.  A full block's octets are read straight from its contiguous values;
+    a group's last, partial block is padded to whole octets and takes the bytes its bits need.
+    Scratch: a few bytes per bit."""
     n = len(values)
     lengths = lengths.astype(np.int64)
     gstart = _exclusive_cumsum(lengths)
@@ -73,14 +74,30 @@ def _encode_chunk(values: np.ndarray, lengths: np.ndarray) -> Encoded:
     boff = _exclusive_cumsum(bsize)
     total_bytes = int(bsize.sum())
     data = np.zeros(total_bytes, dtype=np.uint8)
-    v32 = values.astype(np.uint32)
+    v32: np.ndarray | None = None
     eight = np.arange(8, dtype=np.int64)
+    full = cnt == BLOCK
     for w in np.unique(widths).tolist():
         if w == 0:
             continue
-        # The blocks of width w as octets of values (8 values of w bits = w bytes, so a block
-        # padded to whole octets stays byte-aligned); a block keeps the bytes its bits need.
-        sel = np.flatnonzero(widths == w)
+        # Full blocks (most values): each block's values are contiguous, packed straight from
+        # them as BLOCK // 8 octets of 8, and take exactly BLOCK // 8 * w bytes.
+        at_w = widths == w
+        sel = np.flatnonzero(at_w & full)
+        if len(sel):
+            starts = (first[sel][:, None]
+                      + np.arange(0, BLOCK, 8, dtype=np.int64)[None, :]).ravel()
+            packed = _pack_lanes([values[j:][starts] for j in range(8)], w)
+            dest = boff[sel][:, None] + np.arange(BLOCK // 8 * w, dtype=np.int64)[None, :]
+            data[dest.ravel()] = packed
+        sel = np.flatnonzero(at_w & ~full)
+        if not len(sel):
+            continue
+        if v32 is None:
+            v32 = values.astype(np.uint32)
+        # The partial blocks of width w as octets of values (8 values of w bits = w bytes, so
+        # a block padded to whole octets stays byte-aligned); a block keeps the bytes its bits
+        # need.
         octs = (cnt[sel] + 7) // 8
         n_oct = int(octs.sum())
         o_block = np.repeat(np.arange(len(sel), dtype=np.int64), octs)
@@ -120,17 +137,22 @@ def narrow(values: np.ndarray) -> np.ndarray:
 def _pack_octets(vals: np.ndarray, w: int) -> np.ndarray:
     """Rows of 8 values of at most ``w`` bits (an (n, 8) array) as ``w`` bytes each,
     concatenated: value j at bits j*w ... j*w + w - 1 of its row read as one little-endian
-    integer, which is what ``packbits(bitorder="little")`` of the values' bits in order makes.
-    Built as 64-bit lanes by 8 shifts and ors, a value crossing a lane split in two, instead of
-    w passes cutting out one bit plane each (the inverse of the decoder's word reads)."""
-    n = len(vals)
-    v = np.ascontiguousarray(vals.T, dtype=np.uint64)  # (8, n): one row per value slot
+    integer, which is what ``packbits(bitorder="little")`` of the values' bits in order makes."""
+    return _pack_lanes([vals[:, j] for j in range(8)], w)
+
+
+def _pack_lanes(cols: list[np.ndarray], w: int) -> np.ndarray:
+    """:func:`_pack_octets` of the rows whose value j is ``cols[j][row]``.  Built as 64-bit
+    lanes by 8 shifts and ors, a value crossing a lane split in two, instead of w passes
+    cutting out one bit plane each (the inverse of the decoder's word reads)."""
+    n = len(cols[0])
     lanes = [np.zeros(n, dtype=np.uint64) for _ in range((8 * w + 63) // 64)]
     for j in range(8):
+        v = cols[j].astype(np.uint64)
         lane, shift = divmod(j * w, 64)
-        lanes[lane] |= v[j] << np.uint64(shift)
+        lanes[lane] |= v << np.uint64(shift)
         if shift + w > 64:
-            lanes[lane + 1] |= v[j] >> np.uint64(64 - shift)
+            lanes[lane + 1] |= v >> np.uint64(64 - shift)
     rows = np.stack(lanes, axis=1).astype("<u8", copy=False).view(np.uint8)
     return rows[:, :w].ravel()
 
