@@ -29,17 +29,29 @@ from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from api.errors import describe_validation_errors, error_body, status_of
-from api.fanout import FanOut, split_shards
-from api.models import error_responses
-from api.prometheus import RequestMetrics, SearchTimer
-from api.result_cache import ResultCache
-from api.retrieval import LocalSearch, Outcome
-from api.routes import docs, front, metrics, pages, recrawl, search, shard, stats, topics, web
-from api.settings import Settings, get_settings
-from api.snapshot import SnapshotHolder
-from core.datadir import DataDir
-from core.errors import WebsiftError
+from websift.api.errors import describe_validation_errors, error_body, status_of
+from websift.api.fanout import FanOut, split_shards
+from websift.api.models import error_responses
+from websift.api.prometheus import RequestMetrics, SearchTimer
+from websift.api.result_cache import ResultCache
+from websift.api.retrieval import LocalSearch, Outcome
+from websift.api.routes import (
+    docs,
+    front,
+    metrics,
+    pages,
+    recrawl,
+    search,
+    shard,
+    stats,
+    topics,
+    web,
+)
+from websift.api.settings import Settings, get_settings
+from websift.api.snapshot import SnapshotHolder
+from websift.core.datadir import DataDir
+from websift.core.errors import WebsiftError
+from websift.core.extras import require
 
 log = logging.getLogger("websift.api")
 
@@ -88,7 +100,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # a shared crawl frontier for /stats, checked before binding (one line, exit 2, if bad)
     app.state.frontier = None
     if settings.frontier is not None:
-        from crawler.redis_frontier import connect  # redis only when asked for
+        require("cluster", "a shared frontier (--frontier)", ("redis",))
+        from websift.crawler.redis_frontier import connect  # redis only when asked for
 
         app.state.frontier = connect(settings.frontier)
     app.state.data = data

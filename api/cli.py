@@ -15,8 +15,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from core.datadir import default_data_dir
-from core.errors import WebsiftError
+from websift.core.datadir import default_data_dir
+from websift.core.errors import WebsiftError
 
 EXIT_ERROR = 2
 EXIT_INTERRUPTED = 130
@@ -53,11 +53,11 @@ class DefaultsHelpFormatter(argparse.HelpFormatter):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from api import commands as api_commands
-    from api import demo as demo_commands
-    from crawler import commands as crawler_commands
-    from indexer import commands as indexer_commands
-    from ranking import commands as ranking_commands
+    from websift.api import commands as api_commands
+    from websift.api import demo as demo_commands
+    from websift.crawler import commands as crawler_commands
+    from websift.indexer import commands as indexer_commands
+    from websift.ranking import commands as ranking_commands
 
     parser = argparse.ArgumentParser(
         prog="websift",

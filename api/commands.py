@@ -8,12 +8,13 @@ import json
 import os
 from typing import TYPE_CHECKING
 
-from core.arguments import number
-from indexer.settings import DEFAULT_K
+from websift.core.arguments import number
+from websift.core.extras import require
+from websift.indexer.settings import DEFAULT_K
 
 if TYPE_CHECKING:
-    from api.retrieval import Outcome
-    from api.settings import Settings
+    from websift.api.retrieval import Outcome
+    from websift.api.settings import Settings
 
 
 def worker_environment(settings: Settings) -> dict[str, str]:
@@ -38,9 +39,9 @@ def serve_command(args: argparse.Namespace) -> int:
     interrupted."""
     import uvicorn
 
-    from api.app import create_app
-    from api.settings import Settings
-    from api.workers import serve_workers
+    from websift.api.app import create_app
+    from websift.api.settings import Settings
+    from websift.api.workers import serve_workers
 
     given = {k: v for k, v in (("host", args.host), ("port", args.port), ("ranks", args.ranks),
                                ("shard_timeout_ms", args.shard_timeout_ms),
@@ -48,6 +49,8 @@ def serve_command(args: argparse.Namespace) -> int:
     if args.shard:
         given["shards"] = list(args.shard)
     settings = Settings(data=args.data, **given)  # unset: $WEBSIFT_* / defaults
+    if settings.frontier is not None:
+        require("cluster", "a shared frontier (--frontier)", ("redis",))
     # Refuses a missing or foreign data directory, a bad index or ranks, or bad --shard values
     # before binding (with --workers, each worker opens its own afterwards).
     app = create_app(settings)
@@ -71,11 +74,11 @@ def search_command(args: argparse.Namespace) -> int:
     """Answer one query over ``args.data`` as ``GET /search`` would (same ranking, defaults and
     error messages, the same settings from ``WEBSIFT_*``); print it for a person or as the
     ``/search`` JSON."""
-    from api.retrieval import SearchRequest, check_request, rank_query
-    from api.routes.search import to_response
-    from api.settings import Settings
-    from api.snapshot import SnapshotHolder
-    from core.datadir import DataDir
+    from websift.api.retrieval import SearchRequest, check_request, rank_query
+    from websift.api.routes.search import to_response
+    from websift.api.settings import Settings
+    from websift.api.snapshot import SnapshotHolder
+    from websift.core.datadir import DataDir
 
     settings = Settings(data=args.data)
     k = settings.default_k if args.k is None else args.k
@@ -97,7 +100,7 @@ def search_command(args: argparse.Namespace) -> int:
 
 
 def _print_results(outcome: Outcome, offset: int) -> None:
-    from api.retrieval import with_fragment
+    from websift.api.retrieval import with_fragment
 
     shown = f"results {offset + 1}-{offset + len(outcome.hits)}" if outcome.hits else "no results"
     mix = ""

@@ -23,7 +23,7 @@ import sys
 import threading
 from pathlib import Path
 
-from core.datadir import DataDir, atomic_write_bytes
+from websift.core.datadir import DataDir, atomic_write_bytes
 
 # The standard-library modules the demo documents first; pages they link to are added after.
 SEED_MODULES = (
@@ -136,7 +136,7 @@ def serve_site(site: Path, host: str, port: int) -> http.server.ThreadingHTTPSer
 
 
 def _websift(*args: str) -> None:
-    cmd = [sys.executable, "-m", "api.cli", *args]
+    cmd = [sys.executable, "-m", "websift.api.cli", *args]
     print("$ websift " + " ".join(args), file=sys.stderr, flush=True)
     code = subprocess.run(cmd, check=False).returncode
     if code != 0:

@@ -13,13 +13,13 @@ import anyio
 from fastapi import Request
 from starlette.concurrency import run_in_threadpool
 
-from api.errors import Forbidden, Unauthorized
-from api.result_cache import ResultCache
-from api.retrieval import Outcome
-from api.settings import Settings
-from api.snapshot import Snapshot, SnapshotHolder
-from core.datadir import DataDir
-from store.views import StoreReader
+from websift.api.errors import Forbidden, Unauthorized
+from websift.api.result_cache import ResultCache
+from websift.api.retrieval import Outcome
+from websift.api.settings import Settings
+from websift.api.snapshot import Snapshot, SnapshotHolder
+from websift.core.datadir import DataDir
+from websift.store.views import StoreReader
 
 
 async def get_app_settings(request: Request) -> Settings:

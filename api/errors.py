@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from core.errors import StoreError, WebsiftError
-from crawler.errors import ScopeError
-from indexer.errors import IndexCorrupt, IndexMissing, QueryError
-from ranking.errors import GraphError, RanksCorrupt, RanksMissing, TopicError, UnknownTopic
+from websift.core.errors import StoreError, WebsiftError
+from websift.crawler.errors import ScopeError
+from websift.indexer.errors import IndexCorrupt, IndexMissing, QueryError
+from websift.ranking.errors import GraphError, RanksCorrupt, RanksMissing, TopicError, UnknownTopic
 
 
 class ApiError(WebsiftError):

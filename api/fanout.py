@@ -40,10 +40,10 @@ import anyio
 import httpx
 from pydantic import BaseModel, ValidationError
 
-from api.errors import ApiError, InvalidParameter
-from api.retrieval import Outcome, RankedHit, SearchRequest, ShardCount
-from api.settings import Settings
-from api.shard_protocol import (
+from websift.api.errors import ApiError, InvalidParameter
+from websift.api.retrieval import Outcome, RankedHit, SearchRequest, ShardCount
+from websift.api.settings import Settings
+from websift.api.shard_protocol import (
     SearchAnswer,
     SearchAsk,
     ShardHit,
@@ -53,9 +53,9 @@ from api.shard_protocol import (
     StatsAnswer,
     StatsAsk,
 )
-from indexer.analysis import Analyzer
-from indexer.query import parse_query
-from indexer.searcher import CollectionStats, Hit
+from websift.indexer.analysis import Analyzer
+from websift.indexer.query import parse_query
+from websift.indexer.searcher import CollectionStats, Hit
 
 log = logging.getLogger("websift.api")
 

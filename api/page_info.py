@@ -11,19 +11,19 @@ from typing import Any
 
 import numpy as np
 
-from api.errors import NotFound
-from api.models import LinkOut, PageInfo, RobotsVerdict
-from api.snapshot import Snapshot
-from core.html import is_html
-from crawler.recrawl import recrawl_schedule
-from crawler.robots import RobotsPolicy
-from crawler.settings import ROBOTS_AGENT
-from crawler.urls import canonicalize
-from indexer.searcher import Searcher
-from ranking.fusion import gather
-from store import schema as st
-from store.schema import Page, origin_of
-from store.views import StoreReader
+from websift.api.errors import NotFound
+from websift.api.models import LinkOut, PageInfo, RobotsVerdict
+from websift.api.snapshot import Snapshot
+from websift.core.html import is_html
+from websift.crawler.recrawl import recrawl_schedule
+from websift.crawler.robots import RobotsPolicy
+from websift.crawler.settings import ROBOTS_AGENT
+from websift.crawler.urls import canonicalize
+from websift.indexer.searcher import Searcher
+from websift.ranking.fusion import gather
+from websift.store import schema as st
+from websift.store.schema import Page, origin_of
+from websift.store.views import StoreReader
 
 
 def iso(ts: float | None) -> str | None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Hashable
 from typing import TypeVar
 
-from core.cache import Cache
+from websift.core.cache import Cache
 
 V = TypeVar("V")
 

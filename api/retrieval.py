@@ -29,15 +29,15 @@ import anyio
 import numpy as np
 from starlette.concurrency import run_in_threadpool
 
-from api.errors import InvalidParameter
-from api.result_cache import ResultCache
-from api.settings import Settings
-from api.snapshot import RankView, Snapshot, SnapshotHolder
-from indexer.query import parse_query
-from indexer.searcher import CollectionStats, Hit
-from ranking.errors import UnknownTopic
-from ranking.fusion import FusionParams, gather, make_prior, mix_topics
-from ranking.topics import topic_similarity
+from websift.api.errors import InvalidParameter
+from websift.api.result_cache import ResultCache
+from websift.api.settings import Settings
+from websift.api.snapshot import RankView, Snapshot, SnapshotHolder
+from websift.indexer.query import parse_query
+from websift.indexer.searcher import CollectionStats, Hit
+from websift.ranking.errors import UnknownTopic
+from websift.ranking.fusion import FusionParams, gather, make_prior, mix_topics
+from websift.ranking.topics import topic_similarity
 
 AUTO = "auto"
 # The caps on /search's ``topic`` and ``site`` parameters (a DNS name is at most 253 characters);

@@ -15,9 +15,9 @@ from typing import Literal
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from core.datadir import default_data_dir
-from indexer.settings import DEFAULT_K, DEFAULT_SEARCH_DEADLINE_MS, MAX_QUERY_CHARS
-from ranking.fusion import DEFAULT_EXPONENT, DEFAULT_MIDPOINT, DEFAULT_WEIGHT, FusionParams
+from websift.core.datadir import default_data_dir
+from websift.indexer.settings import DEFAULT_K, DEFAULT_SEARCH_DEADLINE_MS, MAX_QUERY_CHARS
+from websift.ranking.fusion import DEFAULT_EXPONENT, DEFAULT_MIDPOINT, DEFAULT_WEIGHT, FusionParams
 
 
 class Settings(BaseSettings):

@@ -21,17 +21,17 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from api.errors import InvalidParameter
-from api.retrieval import (
+from websift.api.errors import InvalidParameter
+from websift.api.retrieval import (
     SITE_MAX_CHARS,
     TOPIC_MAX_CHARS,
     SearchRequest,
     rank_query,
 )
-from api.settings import Settings
-from api.snapshot import Snapshot
-from indexer.searcher import CollectionStats
-from indexer.settings import MAX_QUERY_CHARS, N_FIELDS
+from websift.api.settings import Settings
+from websift.api.snapshot import Snapshot
+from websift.indexer.searcher import CollectionStats
+from websift.indexer.settings import MAX_QUERY_CHARS, N_FIELDS
 
 # Figures from the wire become float64 and int64: keep them where both are exact.
 MAX_COUNT = 2**53

@@ -35,15 +35,15 @@ from typing import Generic, TypeVar
 
 import numpy as np
 
-from core.datadir import DataDir
-from core.errors import WebsiftError
-from indexer.errors import IndexMissing
-from indexer.manifest import read_manifest as read_index_manifest
-from indexer.searcher import Searcher
-from ranking import ranks as ranks_mod
-from ranking.errors import RanksMissing
-from ranking.fusion import DEFAULT_SITE_MIX, normalise_mean_one, site_static
-from ranking.ranks import Ranks
+from websift.core.datadir import DataDir
+from websift.core.errors import WebsiftError
+from websift.indexer.errors import IndexMissing
+from websift.indexer.manifest import read_manifest as read_index_manifest
+from websift.indexer.searcher import Searcher
+from websift.ranking import ranks as ranks_mod
+from websift.ranking.errors import RanksMissing
+from websift.ranking.fusion import DEFAULT_SITE_MIX, normalise_mean_one, site_static
+from websift.ranking.ranks import Ranks
 
 T = TypeVar("T")
 log = logging.getLogger("websift.api")

@@ -28,7 +28,7 @@ import threading
 from multiprocessing.connection import wait
 from types import FrameType
 
-from core.errors import WebsiftError
+from websift.core.errors import WebsiftError
 
 SUPERVISE_S = 0.5  # how often the parent looks at the stop flag between worker exits
 GRACEFUL_S = 30.0  # a stopping worker's time to finish its requests before it is killed
@@ -51,7 +51,7 @@ def listener(host: str, port: int) -> socket.socket:
 def _worker(host: str, port: int, log_level: str, access_log: bool) -> None:
     import uvicorn
 
-    config = uvicorn.Config("api.app:app_from_env", factory=True, host=host, port=port,
+    config = uvicorn.Config("websift.api.app:app_from_env", factory=True, host=host, port=port,
                             log_level=log_level, access_log=access_log)
     uvicorn.Server(config).run(sockets=[listener(host, port)])
 

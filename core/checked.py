@@ -44,8 +44,13 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from core.errors import CheckedFileCorrupt, CheckedFileMissing, CheckedFileNewer, WebsiftError
-from core.fileio import atomic_write_bytes
+from websift.core.errors import (
+    CheckedFileCorrupt,
+    CheckedFileMissing,
+    CheckedFileNewer,
+    WebsiftError,
+)
+from websift.core.fileio import atomic_write_bytes
 
 ENVELOPE = ("format", "version", "checksum")
 

@@ -22,9 +22,9 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from core import checked
-from core.errors import CheckedFileCorrupt, CheckedFileMissing, CheckedFileNewer, StoreError
-from core.fileio import atomic_write_bytes, fsync_dir
+from websift.core import checked
+from websift.core.errors import CheckedFileCorrupt, CheckedFileMissing, CheckedFileNewer, StoreError
+from websift.core.fileio import atomic_write_bytes, fsync_dir
 
 __all__ = ["DataDir", "atomic_write_bytes", "default_data_dir", "fsync_dir"]
 

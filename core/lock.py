@@ -28,7 +28,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import ClassVar, Self
 
-from core.errors import WebsiftError
+from websift.core.errors import WebsiftError
 
 HOLDER_MAX_BYTES = 4096  # the holder's description is a short JSON object
 

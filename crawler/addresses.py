@@ -33,7 +33,7 @@ import ipaddress
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from crawler.errors import ScopeError
+from websift.crawler.errors import ScopeError
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 
 from warcio.statusandheaders import StatusAndHeadersParser, StatusAndHeadersParserException
 
-from crawler import settings as S
-from crawler.warc_reader import WarcRecord
+from websift.crawler import settings as S
+from websift.crawler.warc_reader import WarcRecord
 
 _INFLATE_CHUNK = 1 << 16
 _HTTP_VERSIONS = ["HTTP/1.1", "HTTP/1.0", "HTTP/2", "HTTP/2.0"]

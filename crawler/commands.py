@@ -17,20 +17,20 @@ import time
 from collections.abc import Iterable
 from dataclasses import replace
 
-from core.arguments import number, seconds
-from core.datadir import DataDir
-from core.errors import WebsiftError
-from core.lock import store_writer_lock
-from crawler import frontier_command, robots_command, warc_import
-from crawler import settings as S
-from crawler.errors import FrontierLost, ScopeError
-from crawler.recrawl import recrawl_schedule
-from crawler.runs import FORCED_STOP, stored_scope
-from crawler.scope import Scope, ScopeConfig
-from crawler.session import KIND_RECRAWL, CrawlConfig, CrawlSession, checked_seeds
-from ranking.opic import Strategy
-from store.crawl_store import origin_of
-from store.views import StoreReader
+from websift.core.arguments import number, seconds
+from websift.core.datadir import DataDir
+from websift.core.errors import WebsiftError
+from websift.core.lock import store_writer_lock
+from websift.crawler import frontier_command, robots_command, warc_import
+from websift.crawler import settings as S
+from websift.crawler.errors import FrontierLost, ScopeError
+from websift.crawler.recrawl import recrawl_schedule
+from websift.crawler.runs import FORCED_STOP, stored_scope
+from websift.crawler.scope import Scope, ScopeConfig
+from websift.crawler.session import KIND_RECRAWL, CrawlConfig, CrawlSession, checked_seeds
+from websift.ranking.opic import Strategy
+from websift.store.crawl_store import origin_of
+from websift.store.views import StoreReader
 
 EXIT_FORCED = 130  # a crawl stopped by a second signal (requests in flight abandoned)
 
@@ -166,7 +166,7 @@ def _register_recrawl(sub: argparse._SubParsersAction) -> None:  # type: ignore[
 
 
 def _scope(args: argparse.Namespace) -> ScopeConfig:
-    from crawler.urls import canonicalize, host_of
+    from websift.crawler.urls import canonicalize, host_of
 
     domains = tuple(args.allow_domain)
     if not domains and not args.any_domain:
@@ -229,7 +229,9 @@ def _one_per_origin(urls: Iterable[str]) -> list[str]:
 
 def _finish(summary: dict[str, object], quiet: bool) -> int:
     if not quiet and summary:
-        from crawler.progress import print_summary  # rich, only when there is a table to print
+        from websift.crawler.progress import (
+            print_summary,  # rich, only when there is a table to print
+        )
 
         print_summary(summary)
     if summary.get("finish_reason") == "frontier_lost":
@@ -266,7 +268,7 @@ def crawl_config(args: argparse.Namespace, scope: ScopeConfig) -> CrawlConfig:
 
 
 def crawl_command(args: argparse.Namespace) -> int:
-    from crawler.runner import run_crawl
+    from websift.crawler.runner import run_crawl
 
     args.seeds = [seed_with_scheme(s) for s in args.seeds]
     data = DataDir.create(args.data)
@@ -294,7 +296,7 @@ def recrawl_command(args: argparse.Namespace) -> int:
 
 
 def _recrawl(args: argparse.Namespace, data: DataDir) -> int:
-    from crawler.runner import run_session
+    from websift.crawler.runner import run_session
 
     with StoreReader.open(data.store_path) as store:
         schedule = recrawl_schedule(store, args.budget)

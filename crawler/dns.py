@@ -31,9 +31,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from core.cache import Cache
-from crawler import settings as S
-from crawler.scope import UNRESOLVABLE, AddressVerdict, Scope, host_key
+from websift.core.cache import Cache
+from websift.crawler import settings as S
+from websift.crawler.scope import UNRESOLVABLE, AddressVerdict, Scope, host_key
 
 ADDRESS_PENDING = "address_pending"  # reason() while the host's lookup runs: not a scope reason
 

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 import lxml.etree
 import lxml.html
 
-from core.html import drop_invisible, visible_text
-from crawler import settings as S
+from websift.core.html import drop_invisible, visible_text
+from websift.crawler import settings as S
 
 _XML_DECL_RE = re.compile(r"^\s*<\?xml[^>]*\?>", re.IGNORECASE)
 

@@ -23,10 +23,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from core.errors import WebsiftError
-from crawler.urls import UrlError, canonicalize
-from ranking.errors import RankingError
-from ranking.topic_store import load_topic
+from websift.core.errors import WebsiftError
+from websift.crawler.urls import UrlError, canonicalize
+from websift.ranking.errors import RankingError
+from websift.ranking.topic_store import load_topic
 
 
 class FocusError(WebsiftError):

@@ -49,10 +49,10 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from crawler import settings as S
-from ranking.opic import Dividend, LazyOpicState, OpicParams, Strategy
-from store.crawl_store import CrawlStore, HostState, OpicGlobals, OpicRows
-from store.schema import OPIC_DEAD, OPIC_FOCUS, OPIC_READ
+from websift.crawler import settings as S
+from websift.ranking.opic import Dividend, LazyOpicState, OpicParams, Strategy
+from websift.store.crawl_store import CrawlStore, HostState, OpicGlobals, OpicRows
+from websift.store.schema import OPIC_DEAD, OPIC_FOCUS, OPIC_READ
 
 DEFAULT_STRATEGY = Strategy(S.DEFAULT_STRATEGY)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from crawler.redis_frontier import connect, frontier_status
+from websift.core.extras import require
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -33,6 +33,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 
 def status_command(args: argparse.Namespace) -> int:
+    require("cluster", "the shared frontier's status", ("redis",))
+    from websift.crawler.redis_frontier import connect, frontier_status
+
     status = frontier_status(connect(args.frontier))
     if args.json:
         print(json.dumps(status, sort_keys=True))

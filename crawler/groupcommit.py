@@ -17,9 +17,9 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-from crawler import settings as S
-from store.crawl_store import CrawlStore
-from store.warc import WarcWriterFile
+from websift.crawler import settings as S
+from websift.store.crawl_store import CrawlStore
+from websift.store.warc import WarcWriterFile
 
 
 class GroupCommit:

@@ -29,24 +29,24 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from http import HTTPStatus
 
-from core.cache import Cache
-from core.html import is_html, media_type
-from crawler import settings as S
-from crawler.dedup import (
+from websift.core.cache import Cache
+from websift.core.html import is_html, media_type
+from websift.crawler import settings as S
+from websift.crawler.dedup import (
     NEAR_DUPLICATE_DISTANCE,
     NearDuplicateIndex,
     content_hash,
     text_fingerprint,
 )
-from crawler.dns import ADDRESS_PENDING
-from crawler.extract import Extracted, extract, robots_directives
-from crawler.frontier import CrawlFrontier
-from crawler.groupcommit import GroupCommit
-from crawler.robots import RobotsDecision
-from crawler.scope import ScopeConfig, host_key
-from crawler.urls import UrlError, canonicalize, host_of
-from store.crawl_store import DISALLOWED, OUT_OF_SCOPE, REDIRECT, CrawlStore, Link
-from store.warc import WarcWriterFile
+from websift.crawler.dns import ADDRESS_PENDING
+from websift.crawler.extract import Extracted, extract, robots_directives
+from websift.crawler.frontier import CrawlFrontier
+from websift.crawler.groupcommit import GroupCommit
+from websift.crawler.robots import RobotsDecision
+from websift.crawler.scope import ScopeConfig, host_key
+from websift.crawler.urls import UrlError, canonicalize, host_of
+from websift.store.crawl_store import DISALLOWED, OUT_OF_SCOPE, REDIRECT, CrawlStore, Link
+from websift.store.warc import WarcWriterFile
 
 # (url, depth) -> None when in scope, else the reason key
 ScopeJudge = Callable[[str, int], "str | None"]

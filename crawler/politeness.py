@@ -21,8 +21,8 @@ from __future__ import annotations
 import email.utils
 from dataclasses import dataclass
 
-from crawler import settings as S
-from store.crawl_store import HostState
+from websift.crawler import settings as S
+from websift.store.crawl_store import HostState
 
 
 @dataclass

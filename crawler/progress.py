@@ -25,8 +25,8 @@ from scrapy import signals
 from scrapy.exceptions import NotConfigured
 from scrapy.utils.asyncio import create_looping_call
 
-from crawler import settings as S
-from crawler.session import CrawlSession
+from websift.crawler import settings as S
+from websift.crawler.session import CrawlSession
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler

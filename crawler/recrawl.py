@@ -24,8 +24,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from crawler import settings as S
-from store.views import StoreReader
+from websift.crawler import settings as S
+from websift.store.views import StoreReader
 
 
 @dataclass(frozen=True)

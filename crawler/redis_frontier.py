@@ -73,12 +73,12 @@ import redis.cluster
 from redis.backoff import ExponentialWithJitterBackoff
 from redis.retry import Retry
 
-from core.cache import Cache
-from crawler import settings as S
-from crawler.errors import FrontierError, FrontierLost
-from ranking.opic import OpicParams
-from store.crawl_store import CrawlStore, HostState
-from store.schema import origin_of
+from websift.core.cache import Cache
+from websift.crawler import settings as S
+from websift.crawler.errors import FrontierError, FrontierLost
+from websift.ranking.opic import OpicParams
+from websift.store.crawl_store import CrawlStore, HostState
+from websift.store.schema import origin_of
 
 FORMAT = "websift-frontier"
 VERSION = 1
@@ -210,7 +210,7 @@ def host_tag(origin: str) -> str:
 
 def load_scripts(client: Client) -> dict[str, Any]:
     """The Lua scripts, each with the shared prelude, registered (EVALSHA, loaded on first use)."""
-    folder = resources.files("crawler") / "redis_lua"
+    folder = resources.files("websift.crawler") / "redis_lua"
     prelude = (folder / "prelude.lua").read_text()
     return {name: client.register_script(prelude + (folder / f"{name}.lua").read_text())
             for name in SCRIPTS}

@@ -26,8 +26,8 @@ from scrapy.resolver import CachingThreadedResolver
 from twisted.internet import error
 from twisted.internet.defer import Deferred
 
-from core.cache import Cache
-from crawler.addresses import PRIVATE_ADDRESS, AddressRules, Refusal
+from websift.core.cache import Cache
+from websift.crawler.addresses import PRIVATE_ADDRESS, AddressRules, Refusal
 
 REFUSED_MEMORY = 4096  # names remembered as refused, least recently refused forgotten first
 

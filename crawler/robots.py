@@ -42,7 +42,7 @@ import re
 from dataclasses import dataclass, field
 from urllib.parse import quote
 
-from core.cache import Cache
+from websift.core.cache import Cache
 
 # RFC 9309 2.5: a crawler must parse at least 500 KiB of robots.txt.
 MAX_ROBOTS_BYTES = 500 * 1024

@@ -15,9 +15,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
-from crawler import settings as S
-from crawler.robots import MAX_ROBOTS_BYTES, RobotsDecision, RobotsPolicy
-from store.crawl_store import HostState
+from websift.crawler import settings as S
+from websift.crawler.robots import MAX_ROBOTS_BYTES, RobotsDecision, RobotsPolicy
+from websift.store.crawl_store import HostState
 
 UNREACHABLE = 0  # hosts.robots_status when robots.txt could not be fetched at all
 SERVER_ERROR = 500

@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote, urljoin, urlsplit
 
-from core.errors import WebsiftError
-from crawler import settings
-from crawler.robots import MAX_ROBOTS_BYTES, ROBOTS_PATH, RobotsPolicy
+from websift.core.errors import WebsiftError
+from websift.crawler import settings
+from websift.crawler.robots import MAX_ROBOTS_BYTES, ROBOTS_PATH, RobotsPolicy
 
 ROBOTS_FETCH_TIMEOUT = 10.0  # seconds, for connecting and for each read
 ROBOTS_MAX_REDIRECTS = 5  # RFC 9309 2.3.1.2: follow at least five consecutive redirects

@@ -26,12 +26,12 @@ from scrapy import signals
 from scrapy.crawler import Crawler, CrawlerProcess
 from twisted.python.failure import Failure
 
-from core.datadir import DataDir
-from crawler import settings as S
-from crawler.runs import FORCED_STOP
-from crawler.scope import Scope
-from crawler.session import CrawlConfig, CrawlSession, checked_seeds
-from crawler.spider import WebsiftSpider
+from websift.core.datadir import DataDir
+from websift.crawler import settings as S
+from websift.crawler.runs import FORCED_STOP
+from websift.crawler.scope import Scope
+from websift.crawler.session import CrawlConfig, CrawlSession, checked_seeds
+from websift.crawler.spider import WebsiftSpider
 
 _OFF_DOWNLOADER = (
     "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware",
@@ -60,8 +60,8 @@ def scrapy_settings(config: CrawlConfig, progress: bool) -> dict[str, Any]:
         "BOT_NAME": S.ROBOTS_AGENT,
         "USER_AGENT": S.USER_AGENT,
         "ROBOTSTXT_OBEY": False,
-        "SCHEDULER": "crawler.scheduler.FrontierScheduler",
-        "TWISTED_DNS_RESOLVER": "crawler.resolver.GuardedResolver",
+        "SCHEDULER": "websift.crawler.scheduler.FrontierScheduler",
+        "TWISTED_DNS_RESOLVER": "websift.crawler.resolver.GuardedResolver",
         "WEBSIFT_ALLOW_PRIVATE": config.scope.allow_private,
         "WEBSIFT_ALLOW_IP": list(config.scope.allow_ip),  # the connect-time guard's ranges
         "WEBSIFT_DENY_IP": list(config.scope.deny_ip),
@@ -87,8 +87,8 @@ def scrapy_settings(config: CrawlConfig, progress: bool) -> dict[str, Any]:
         "SPIDER_MIDDLEWARES": dict.fromkeys(_OFF_SPIDER),
         "EXTENSIONS": {
             **dict.fromkeys(_OFF_EXTENSIONS),
-            "crawler.progress.Progress": 500,
-            "crawler.progress.LiveFigures": 510,
+            "websift.crawler.progress.Progress": 500,
+            "websift.crawler.progress.LiveFigures": 510,
         },
         "WEBSIFT_PROGRESS": progress,
         "WEBSIFT_PROGRESS_INTERVAL": S.PROGRESS_INTERVAL,

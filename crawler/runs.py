@@ -22,10 +22,10 @@ import json
 from dataclasses import dataclass, fields
 from typing import Any
 
-from crawler import settings as S
-from crawler.errors import ScopeError
-from crawler.scope import ScopeConfig
-from store.views import StoreReader
+from websift.crawler import settings as S
+from websift.crawler.errors import ScopeError
+from websift.crawler.scope import ScopeConfig
+from websift.store.views import StoreReader
 
 FORCED_STOP = "forced_stop"  # finish reason of a run stopped by a second signal
 

@@ -25,10 +25,10 @@ from scrapy import signals
 from scrapy.core.scheduler import BaseScheduler
 from scrapy.utils.asyncio import CallLaterResult, call_later
 
-from crawler.errors import ScrapyIncompatible
-from crawler.meta import META_KEY, fetch_meta
-from crawler.session import CrawlSession
-from crawler.spider import DECOMPRESSION_CAP_ERROR
+from websift.crawler.errors import ScrapyIncompatible
+from websift.crawler.meta import META_KEY, fetch_meta
+from websift.crawler.session import CrawlSession
+from websift.crawler.spider import DECOMPRESSION_CAP_ERROR
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler

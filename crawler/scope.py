@@ -32,8 +32,8 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from core.cache import Cache
-from crawler.addresses import (
+from websift.core.cache import Cache
+from websift.crawler.addresses import (
     IP_DENIED,
     IP_NOT_ALLOWED,
     PRIVATE_ADDRESS,
@@ -43,8 +43,8 @@ from crawler.addresses import (
     address_category,
     describe,
 )
-from crawler.errors import ScopeError
-from crawler.urls import UrlError, host_of, normalize_host, port_of
+from websift.crawler.errors import ScopeError
+from websift.crawler.urls import UrlError, host_of, normalize_host, port_of
 
 __all__ = ["AddressVerdict", "PrivateAddressError", "Resolve", "Scope", "ScopeConfig",
            "address_category", "host_key", "system_resolve"]

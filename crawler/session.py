@@ -30,26 +30,27 @@ from dataclasses import dataclass, field, fields
 from enum import Enum
 from typing import Any, Protocol
 
-from core.datadir import DataDir
-from core.errors import WebsiftError
-from crawler import settings as S
-from crawler.dedup import NearDuplicateIndex
-from crawler.dns import ADDRESS_PENDING, HostVerdicts
-from crawler.errors import FrontierLost, ScopeError
-from crawler.focus import build_focus
-from crawler.frontier import DEFAULT_STRATEGY, CrawlFrontier, Frontier
-from crawler.groupcommit import GroupCommit
-from crawler.meta import FetchMeta
-from crawler.pipeline import Fetched, PageRecorder
-from crawler.politeness import HostSlot, Politeness, parse_retry_after
-from crawler.robots import ROBOTS_PATH
-from crawler.robots_cache import RobotsCache, RobotsState
-from crawler.runs import run_record
-from crawler.scope import Resolve, Scope, ScopeConfig
-from crawler.urls import canonicalize, host_of, port_of
-from ranking.opic import OpicParams, Strategy
-from store.crawl_store import CrawlStore
-from store.warc import WarcWriterFile
+from websift.core.datadir import DataDir
+from websift.core.errors import WebsiftError
+from websift.core.extras import require
+from websift.crawler import settings as S
+from websift.crawler.dedup import NearDuplicateIndex
+from websift.crawler.dns import ADDRESS_PENDING, HostVerdicts
+from websift.crawler.errors import FrontierLost, ScopeError
+from websift.crawler.focus import build_focus
+from websift.crawler.frontier import DEFAULT_STRATEGY, CrawlFrontier, Frontier
+from websift.crawler.groupcommit import GroupCommit
+from websift.crawler.meta import FetchMeta
+from websift.crawler.pipeline import Fetched, PageRecorder
+from websift.crawler.politeness import HostSlot, Politeness, parse_retry_after
+from websift.crawler.robots import ROBOTS_PATH
+from websift.crawler.robots_cache import RobotsCache, RobotsState
+from websift.crawler.runs import run_record
+from websift.crawler.scope import Resolve, Scope, ScopeConfig
+from websift.crawler.urls import canonicalize, host_of, port_of
+from websift.ranking.opic import OpicParams, Strategy
+from websift.store.crawl_store import CrawlStore
+from websift.store.warc import WarcWriterFile
 
 KIND_CRAWL = "crawl"
 KIND_RECRAWL = "recrawl"
@@ -114,7 +115,8 @@ class CrawlSession:
         self.store = CrawlStore.open(data.store_path)
         self.frontier: CrawlFrontier
         if config.frontier is not None:
-            from crawler.redis_frontier import open_frontier  # redis only when asked for
+            require("cluster", "a shared frontier (--frontier)", ("redis",))
+            from websift.crawler.redis_frontier import open_frontier  # redis only when asked for
 
             try:
                 shared = open_frontier(config.frontier, self.store, params, focus=focus,

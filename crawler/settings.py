@@ -6,9 +6,9 @@ here by the components that need them, never written as literals inside function
 
 from __future__ import annotations
 
-from ranking.opic import DEFAULT_DISCOVERY_SHARE as DEFAULT_OPIC_DISCOVERY_SHARE
-from ranking.opic import DEFAULT_FOCUS_SHARE as DEFAULT_OPIC_FOCUS_SHARE
-from ranking.opic import DEFAULT_WINDOW as DEFAULT_OPIC_WINDOW
+from websift.ranking.opic import DEFAULT_DISCOVERY_SHARE as DEFAULT_OPIC_DISCOVERY_SHARE
+from websift.ranking.opic import DEFAULT_FOCUS_SHARE as DEFAULT_OPIC_FOCUS_SHARE
+from websift.ranking.opic import DEFAULT_WINDOW as DEFAULT_OPIC_WINDOW
 
 # Identity: the product token robots.txt groups are matched against, and the full User-Agent.
 ROBOTS_AGENT = "websift"

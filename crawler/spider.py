@@ -27,10 +27,10 @@ from scrapy.http import HtmlResponse, Response, TextResponse
 from twisted.internet import defer, error
 from twisted.python.failure import Failure
 
-from crawler.meta import META_KEY, FetchMeta, fetch_meta
-from crawler.pipeline import Fetched
-from crawler.resolver import GuardedResolver
-from crawler.session import CrawlSession
+from websift.crawler.meta import META_KEY, FetchMeta, fetch_meta
+from websift.crawler.pipeline import Fetched
+from websift.crawler.resolver import GuardedResolver
+from websift.crawler.session import CrawlSession
 
 # robots.txt answers the spider sees (3xx are followed by Scrapy's RedirectMiddleware, 5 hops)
 _ROBOTS_STATUSES = [*range(200, 300), *range(400, 600)]

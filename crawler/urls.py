@@ -36,7 +36,7 @@ import re
 
 import idna
 
-from crawler.errors import ScopeError
+from websift.crawler.errors import ScopeError
 
 SCHEMES = {"http": 80, "https": 443}  # accepted schemes and their default ports
 

@@ -43,19 +43,19 @@ from pathlib import Path
 from typing import Any, TextIO
 from urllib.parse import urlsplit
 
-from core.datadir import DataDir
-from core.errors import WebsiftError
-from core.lock import store_writer_lock
-from crawler import settings as S
-from crawler.archived_http import http_answer, sniff
-from crawler.dedup import NearDuplicateIndex
-from crawler.frontier import Frontier
-from crawler.groupcommit import GroupCommit
-from crawler.pipeline import Fetched, PageRecorder
-from crawler.robots import ROBOTS_PATH
-from crawler.scope import Scope, ScopeConfig
-from crawler.urls import UrlError, canonicalize, host_of
-from crawler.warc_reader import (
+from websift.core.datadir import DataDir
+from websift.core.errors import WebsiftError
+from websift.core.lock import store_writer_lock
+from websift.crawler import settings as S
+from websift.crawler.archived_http import http_answer, sniff
+from websift.crawler.dedup import NearDuplicateIndex
+from websift.crawler.frontier import Frontier
+from websift.crawler.groupcommit import GroupCommit
+from websift.crawler.pipeline import Fetched, PageRecorder
+from websift.crawler.robots import ROBOTS_PATH
+from websift.crawler.scope import Scope, ScopeConfig
+from websift.crawler.urls import UrlError, canonicalize, host_of
+from websift.crawler.warc_reader import (
     CORRUPT_GZIP,
     DIGEST_MISMATCH,
     MALFORMED,
@@ -65,8 +65,8 @@ from crawler.warc_reader import (
     WarcRecord,
     check_warc,
 )
-from store.crawl_store import CrawlStore
-from store.warc import WarcWriterFile
+from websift.store.crawl_store import CrawlStore
+from websift.store.warc import WarcWriterFile
 
 KIND_IMPORT = "import"  # crawls.kind of an import run
 WARC_PREFIX = "import"  # DATA/warc/import-<time>-<pid>-<n>.warc.gz
@@ -354,7 +354,9 @@ def import_command(args: argparse.Namespace) -> int:
     files = [Path(f) for f in args.files]
     summary = import_warcs(args.data, files, progress=None if args.quiet else sys.stderr)
     if not args.quiet:
-        from crawler.progress import print_summary  # rich, only when there is a table to print
+        from websift.crawler.progress import (
+            print_summary,  # rich, only when there is a table to print
+        )
 
         print_summary(summary)
     warning = damage_line(summary)

@@ -42,7 +42,7 @@ from warcio.statusandheaders import (
     StatusAndHeadersParserException,
 )
 
-from core.errors import WebsiftError
+from websift.core.errors import WebsiftError
 
 GZIP_MAGIC = b"\x1f\x8b\x08"  # ID1, ID2, CM=deflate: how every gzip member starts
 WARC_VERSIONS = ["WARC/1.1", "WARC/1.0", "WARC/0.18", "WARC/0.17"]

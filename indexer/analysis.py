@@ -51,7 +51,7 @@ from itertools import accumulate
 from whoosh.analysis import STOP_WORDS
 from whoosh.lang.porter import stem
 
-from indexer.settings import (
+from websift.indexer.settings import (
     ANALYZER_KEEP_STOPS,
     ANALYZER_OPERATORS,
     ANALYZER_TECHNICAL,

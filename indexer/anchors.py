@@ -18,14 +18,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from core.html import squash
-from indexer.settings import (
+from websift.core.html import squash
+from websift.indexer.settings import (
     ANCHOR_TEMPLATE_MIN_PAGES,
     ANCHOR_TEMPLATE_MIN_SHARE,
     MAX_ANCHOR_CHARS,
     MAX_ANCHORS_PER_PAGE,
 )
-from store.views import StoreReader
+from websift.store.views import StoreReader
 
 
 @dataclass

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from indexer.settings import BARREL_WORDS, HIT_BYTES, KILL_AFTER_BARRELS_ENV
+from websift.indexer.settings import BARREL_WORDS, HIT_BYTES, KILL_AFTER_BARRELS_ENV
 
 _CONVERT_EVERY = 1 << 16  # buffered hits turned into one numpy chunk at this count
 FLUSH_SHARE = 4

@@ -37,30 +37,30 @@ from pathlib import Path
 
 import numpy as np
 
-from core.datadir import DataDir, fsync_dir
-from core.errors import CheckedFileError
-from core.html import is_html
-from core.lock import ExclusiveLock, LockHeld
-from indexer.anchors import (
+from websift.core.datadir import DataDir, fsync_dir
+from websift.core.errors import CheckedFileError
+from websift.core.html import is_html
+from websift.core.lock import ExclusiveLock, LockHeld
+from websift.indexer.anchors import (
     Anchors,
     SourceHosts,
     anchor_boilerplate,
     in_anchors_many,
     redirect_aliases,
 )
-from indexer.docbatch import ANCHOR_ONLY, FULL, WARC_ERROR, AnalysedBatch, DocJob, host_of
-from indexer.errors import IndexBusy, IndexCorrupt, IndexMissing
-from indexer.manifest import (
+from websift.indexer.docbatch import ANCHOR_ONLY, FULL, WARC_ERROR, AnalysedBatch, DocJob, host_of
+from websift.indexer.errors import IndexBusy, IndexCorrupt, IndexMissing
+from websift.indexer.manifest import (
     Manifest,
     SegmentEntry,
     describe_files,
     read_manifest,
     write_manifest,
 )
-from indexer.merge import merge_segments
-from indexer.parse import parse_html
-from indexer.segment import SegmentReader, SegmentWriter
-from indexer.settings import (
+from websift.indexer.merge import merge_segments
+from websift.indexer.parse import parse_html
+from websift.indexer.segment import SegmentReader, SegmentWriter
+from websift.indexer.settings import (
     ANCHOR_TEMPLATES_ENV,
     BATCH_FULL_DOCS,
     BATCH_MAX_BYTES,
@@ -76,7 +76,7 @@ from indexer.settings import (
     TEMPLATES_ENV,
     env_switch,
 )
-from indexer.templates import (
+from websift.indexer.templates import (
     HostSampler,
     HostTemplate,
     Templates,
@@ -84,11 +84,11 @@ from indexer.templates import (
     read_templates,
     write_templates,
 )
-from indexer.workers import AnalyserPool, die_with_parent
-from store.errors import WarcError
-from store.schema import DISALLOWED, DISCOVERED, FETCHED, OUT_OF_SCOPE, Page
-from store.views import StoreReader
-from store.warc import BodyReader, WarcLocation
+from websift.indexer.workers import AnalyserPool, die_with_parent
+from websift.store.errors import WarcError
+from websift.store.schema import DISALLOWED, DISCOVERED, FETCHED, OUT_OF_SCOPE, Page
+from websift.store.views import StoreReader
+from websift.store.warc import BodyReader, WarcLocation
 
 _ANCHOR_ONLY_STATUSES = (DISCOVERED, OUT_OF_SCOPE, DISALLOWED)
 
@@ -274,7 +274,7 @@ def _run(data: DataDir, store: StoreReader, manifest: Manifest | None, *, ram_mb
         mode = report.mode = "merge"
         merged = f"seg-{generation:06d}-merged"
         tmp_merge = index_dir / f"tmp-{generation:06d}-{os.getpid()}-merge"
-        from indexer.searcher import live_masks
+        from websift.indexer.searcher import live_masks
 
         meta = merge_segments(readers, live_masks(readers), tmp_merge, ram_mb * 1024 * 1024)
         os.replace(tmp_merge, index_dir / merged)
@@ -480,6 +480,6 @@ def _add_batch(writer: SegmentWriter, jobs: list[DocJob], batch: AnalysedBatch,
 
 def _live_count(segments: list[SegmentReader]) -> int:
     """Documents visible through the newest-wins masking (see searcher.live_masks)."""
-    from indexer.searcher import live_masks
+    from websift.indexer.searcher import live_masks
 
     return int(sum(int(m.sum()) for m in live_masks(segments)))

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from indexer.settings import BLOCK, ENCODE_CHUNK_VALUES
+from websift.indexer.settings import BLOCK, ENCODE_CHUNK_VALUES
 
 _WEIGHTS = [np.left_shift(np.uint32(1), np.arange(w, dtype=np.uint32)) for w in range(33)]
 _WEIGHTS_F = [w.astype(np.float64) for w in _WEIGHTS]

@@ -6,10 +6,10 @@ from __future__ import annotations
 import argparse
 import sys
 
-from core.arguments import number
-from core.datadir import DataDir
-from indexer.build import build_index
-from indexer.settings import DEFAULT_INDEX_PROCS, DEFAULT_RAM_MB
+from websift.core.arguments import number
+from websift.core.datadir import DataDir
+from websift.indexer.build import build_index
+from websift.indexer.settings import DEFAULT_INDEX_PROCS, DEFAULT_RAM_MB
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]

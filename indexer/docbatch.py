@@ -29,12 +29,12 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
-from indexer.analysis import Analyzer
-from indexer.anchors import Anchors
-from indexer.fragments import defs_field, defs_mode, encode_fragments
-from indexer.hits import HitMaker
-from indexer.parse import parse_html, url_words
-from indexer.settings import (
+from websift.indexer.analysis import Analyzer
+from websift.indexer.anchors import Anchors
+from websift.indexer.fragments import defs_field, defs_mode, encode_fragments
+from websift.indexer.hits import HitMaker
+from websift.indexer.parse import parse_html, url_words
+from websift.indexer.settings import (
     DOCSTORE_LEVEL,
     MAX_FIELD_TOKENS,
     N_FIELDS,
@@ -42,8 +42,8 @@ from indexer.settings import (
     TOKENISE_CHARS,
     WORKER_MEMO_TOKENS,
 )
-from store.errors import WarcError
-from store.warc import BodyReader, WarcLocation
+from websift.store.errors import WarcError
+from websift.store.warc import BodyReader, WarcLocation
 
 FULL, ANCHOR_ONLY = 0, 1  # DocJob.kind
 INDEXED, WARC_ERROR = 0, 1  # AnalysedBatch.status

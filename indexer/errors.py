@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from core.errors import WebsiftError
+from websift.core.errors import WebsiftError
 
 
 class IndexerError(WebsiftError):

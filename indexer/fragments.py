@@ -16,9 +16,9 @@ from __future__ import annotations
 import zlib
 from collections.abc import Callable, Mapping, Sequence
 
-from indexer.errors import IndexCorrupt
-from indexer.parse import Fragment
-from indexer.settings import (
+from websift.indexer.errors import IndexCorrupt
+from websift.indexer.parse import Fragment
+from websift.indexer.settings import (
     DEFS_DEFAULT,
     DEFS_ENV,
     DOCSTORE_LEVEL,

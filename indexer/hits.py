@@ -17,8 +17,8 @@ from weakref import WeakMethod
 
 import numpy as np
 
-from indexer.analysis import Analyzer, is_operator
-from indexer.settings import (
+from websift.indexer.analysis import Analyzer, is_operator
+from websift.indexer.settings import (
     ANCHOR_GAP,
     FIELDS,
     MAX_FIELD_CHARS,

@@ -22,10 +22,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from core import checked
-from core.errors import CheckedFileCorrupt, CheckedFileMissing, CheckedFileNewer
-from indexer.errors import IndexCorrupt, IndexMissing, IndexNewer
-from indexer.settings import INDEX_FORMAT, INDEX_VERSION
+from websift.core import checked
+from websift.core.errors import CheckedFileCorrupt, CheckedFileMissing, CheckedFileNewer
+from websift.indexer.errors import IndexCorrupt, IndexMissing, IndexNewer
+from websift.indexer.settings import INDEX_FORMAT, INDEX_VERSION
 
 MANIFEST = "manifest.json"
 _CRC_CHUNK = 1 << 20

@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from indexer.codec import decode_groups, delta_decode_groups
-from indexer.segment import CF, DF, SegmentReader, SegmentWriter
+from websift.indexer.codec import decode_groups, delta_decode_groups
+from websift.indexer.segment import CF, DF, SegmentReader, SegmentWriter
 
 _BYTES_PER_VALUE = 160  # scratch memory of decode_groups and the hit arrays, per position
 

@@ -53,8 +53,8 @@ from urllib.parse import unquote, urlsplit
 import lxml.etree
 from selectolax.lexbor import LexborCSSSelector, LexborHTMLParser, LexborNode
 
-from core.html import INVISIBLE_TAGS, drop_invisible, squash, text_of, visible_text
-from indexer.settings import (
+from websift.core.html import INVISIBLE_TAGS, drop_invisible, squash, text_of, visible_text
+from websift.indexer.settings import (
     ANCHOR_DEFS_ENV,
     GENERIC_ID_PREFIX_MIN_IDS,
     ID_WORDS_ENV,

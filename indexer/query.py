@@ -35,9 +35,9 @@ from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Any
 
-from indexer.analysis import Analyzer, is_operator, is_whole
-from indexer.errors import QueryError
-from indexer.settings import (
+from websift.indexer.analysis import Analyzer, is_operator, is_whole
+from websift.indexer.errors import QueryError
+from websift.indexer.settings import (
     MAX_QUERY_CHARS,
     MAX_QUERY_TERMS,
     MAX_SYMBOLS_ONLY,

@@ -42,18 +42,18 @@ from typing import Any
 import numpy as np
 from pyroaring import BitMap
 
-from core.cache import Cache
-from core.checked import open_consistent
-from core.datadir import DataDir
-from indexer import bm25f
-from indexer.analysis import Analyzer
-from indexer.errors import IndexCorrupt
-from indexer.fragments import StoredFragments, read_fragments
-from indexer.manifest import Manifest, read_manifest, verify_segment
-from indexer.manifest import current_generation as _manifest_generation
-from indexer.query import ParsedQuery, Phrase, parse_query
-from indexer.segment import SegmentReader
-from indexer.settings import (
+from websift.core.cache import Cache
+from websift.core.checked import open_consistent
+from websift.core.datadir import DataDir
+from websift.indexer import bm25f
+from websift.indexer.analysis import Analyzer
+from websift.indexer.errors import IndexCorrupt
+from websift.indexer.fragments import StoredFragments, read_fragments
+from websift.indexer.manifest import Manifest, read_manifest, verify_segment
+from websift.indexer.manifest import current_generation as _manifest_generation
+from websift.indexer.query import ParsedQuery, Phrase, parse_query
+from websift.indexer.segment import SegmentReader
+from websift.indexer.settings import (
     DEFAULT_K,
     DENSE_POSTINGS_SHARE,
     EXHAUSTIVE_MAX_DOCS,
@@ -68,8 +68,8 @@ from indexer.settings import (
     TEXT_CACHE_BYTES,
     BM25FSettings,
 )
-from indexer.snippet import PageText, SnippetMaker, read_text
-from indexer.topk import Plan, proximity_bonus, top_text
+from websift.indexer.snippet import PageText, SnippetMaker, read_text
+from websift.indexer.topk import Plan, proximity_bonus, top_text
 
 Prior = Callable[[np.ndarray], np.ndarray]
 _FIELD_SHIFT = 25

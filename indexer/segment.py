@@ -50,11 +50,11 @@ from urllib.parse import urlsplit
 import numpy as np
 from pyroaring import BitMap
 
-from core import checked
-from core.errors import CheckedFileError, CheckedFileNewer
-from indexer.analysis import analyzer_version
-from indexer.barrels import ForwardBarrels, invert, words_path
-from indexer.codec import (
+from websift.core import checked
+from websift.core.errors import CheckedFileError, CheckedFileNewer
+from websift.indexer.analysis import analyzer_version
+from websift.indexer.barrels import ForwardBarrels, invert, words_path
+from websift.indexer.codec import (
     Encoded,
     decode,
     decode_at,
@@ -63,9 +63,9 @@ from indexer.codec import (
     encode,
     narrow,
 )
-from indexer.errors import IndexAnalyzerMismatch, IndexCorrupt, IndexNewer
-from indexer.hits import HitMaker
-from indexer.settings import (
+from websift.indexer.errors import IndexAnalyzerMismatch, IndexCorrupt, IndexNewer
+from websift.indexer.hits import HitMaker
+from websift.indexer.settings import (
     BARREL_WORDS,
     BLOCK,
     DOCSTORE_LEVEL,
@@ -79,7 +79,7 @@ from indexer.settings import (
     PAIRS_BUFFER,
     SEGMENT_VERSION,
 )
-from indexer.workers import die_with_parent
+from websift.indexer.workers import die_with_parent
 
 SEGMENT_FORMAT = "websift-segment"
 META_FILE = checked.Format(SEGMENT_FORMAT, SEGMENT_VERSION, "segment meta.json", checked_since=2)

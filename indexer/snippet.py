@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import zlib
 
-from indexer.analysis import Analyzer
-from indexer.errors import IndexCorrupt
-from indexer.settings import SNIPPET_CHARS, SNIPPET_SCAN_CHARS
+from websift.indexer.analysis import Analyzer
+from websift.indexer.errors import IndexCorrupt
+from websift.indexer.settings import SNIPPET_CHARS, SNIPPET_SCAN_CHARS
 
 SNIPPET_MAX_PER_TERM = 40  # places kept per query literal
 SNIPPET_MAX_TRIES = 400  # candidate places looked at per literal

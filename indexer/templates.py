@@ -30,9 +30,9 @@ from hashlib import blake2b
 from pathlib import Path
 from typing import Generic, TypeVar
 
-from core import checked
-from core.errors import CheckedFileCorrupt, CheckedFileMissing
-from indexer.settings import (
+from websift.core import checked
+from websift.core.errors import CheckedFileCorrupt, CheckedFileMissing
+from websift.indexer.settings import (
     MAX_TEMPLATE_KEYS_PER_HOST,
     TEMPLATE_MIN_PAGES,
     TEMPLATE_MIN_SHARE,

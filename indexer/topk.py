@@ -64,10 +64,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from indexer import bm25f
-from indexer.query import Phrase
-from indexer.segment import posting_starts
-from indexer.settings import (
+from websift.indexer import bm25f
+from websift.indexer.query import Phrase
+from websift.indexer.segment import posting_starts
+from websift.indexer.settings import (
     BLOCK,
     N_FIELDS,
     PARTIAL_MIN_HITS,
@@ -80,7 +80,7 @@ from indexer.settings import (
 )
 
 if TYPE_CHECKING:
-    from indexer.searcher import Searcher, _Norms, _Postings
+    from websift.indexer.searcher import Searcher, _Norms, _Postings
 
     Cache = dict[tuple[int, str], _Postings | None]
 

@@ -41,15 +41,15 @@ from typing import Any
 
 import numpy as np
 
-from indexer.docbatch import AnalysedBatch, BatchAnalyser, DocJob
-from indexer.settings import (
+from websift.indexer.docbatch import AnalysedBatch, BatchAnalyser, DocJob
+from websift.indexer.settings import (
     IN_FLIGHT_BATCHES,
     IN_FLIGHT_BYTES,
     WORKER_JOIN_SECONDS,
     WORKER_MEMO_TOKENS,
     WORKER_POLL_SECONDS,
 )
-from store.warc import BodyReader, WarcLocation
+from websift.store.warc import BodyReader, WarcLocation
 
 
 def die_with_parent(parent: int) -> None:

@@ -30,9 +30,9 @@ import dask
 import numpy as np
 from distributed import Client, Future, get_worker, wait
 
-from ranking import link_blocks, settings
-from ranking.errors import GraphError, RankingError
-from ranking.link_blocks import ArrayFile, BlockFile
+from websift.ranking import link_blocks, settings
+from websift.ranking.errors import GraphError, RankingError
+from websift.ranking.link_blocks import ArrayFile, BlockFile
 
 
 class ClusterLost(RankingError):

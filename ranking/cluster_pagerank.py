@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ranking import settings
-from ranking.cluster_graph import ClusterGraph
-from ranking.pagerank import (
+from websift.ranking import settings
+from websift.ranking.cluster_graph import ClusterGraph
+from websift.ranking.pagerank import (
     Dangling,
     IterationSchedule,
     PageRankResult,

@@ -24,10 +24,10 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ranking import settings
-from ranking.cluster_graph import ClusterGraph
-from ranking.errors import GraphError, RankingError
-from ranking.structure import UNREACHED
+from websift.ranking import settings
+from websift.ranking.cluster_graph import ClusterGraph
+from websift.ranking.errors import GraphError, RankingError
+from websift.ranking.structure import UNREACHED
 
 
 def levels(graph: ClusterGraph, roots: np.ndarray | list[int]) -> np.ndarray:

@@ -14,11 +14,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from core.arguments import number
-from core.datadir import DataDir
-from ranking import settings
-from ranking.errors import GraphError, RankingError
-from store.views import StoreReader
+from websift.core.arguments import number
+from websift.core.datadir import DataDir
+from websift.core.extras import require
+from websift.ranking import settings
+from websift.ranking.errors import GraphError, RankingError
+from websift.store.views import StoreReader
 
 # The jobs themselves (graph_report, rank_job, topics) are imported by the functions that run
 # them: every `websift` command builds this parser, and they pull in scipy and the indexer.
@@ -79,22 +80,23 @@ def _rank_engine(args: argparse.Namespace) -> Any:
         if args.scheduler or args.workers or args.blocks_dir:
             raise RankingError("--scheduler, --workers and --blocks-dir need --engine dask")
         return None
-    from ranking.dask_engine import DaskEngine
+    require("cluster", "--engine dask", ("dask", "distributed"))
+    from websift.ranking.dask_engine import DaskEngine
 
     return DaskEngine(scheduler=args.scheduler, workers=args.workers,
                       connect_timeout=args.connect_timeout, blocks_dir=args.blocks_dir)
 
 
 def _rank(args: argparse.Namespace) -> int:
-    from ranking.rank_job import run_rank
+    from websift.ranking.rank_job import run_rank
 
+    engine = _rank_engine(args)  # a bad engine choice or a missing extra before any file opens
     data = DataDir.open(args.data)
 
     def progress(what: str, k: int, residual: float) -> None:
         if not args.quiet:
             print(f"{what}: iteration {k:4d}  L1 residual {residual:.3e}", file=sys.stderr)
 
-    engine = _rank_engine(args)
     report = run_rank(data, damping=args.damping, tol=args.tol, dangling=args.dangling,
                       progress=progress, engine=engine)
     if engine is not None:
@@ -179,7 +181,7 @@ def _register_graph(sub: argparse._SubParsersAction) -> None:  # type: ignore[ty
 
 
 def _graph_stats(args: argparse.Namespace) -> int:
-    from ranking.graph_report import graph_stats
+    from websift.ranking.graph_report import graph_stats
 
     stats = graph_stats(DataDir.open(args.data), roots=args.root or None,
                         restricted_levels=args.levels, mc_walks=args.monte_carlo)
@@ -197,7 +199,7 @@ def _graph_stats(args: argparse.Namespace) -> int:
 
 
 def _graph_page(args: argparse.Namespace) -> int:
-    from ranking.graph_report import page_graph_info
+    from websift.ranking.graph_report import page_graph_info
 
     data = DataDir.open(args.data)
     if args.url.isdigit():
@@ -240,8 +242,9 @@ def _graph_page(args: argparse.Namespace) -> int:
 
 
 def _graph_plot(args: argparse.Namespace) -> int:
-    from ranking.graph_report import graph_stats
-    from ranking.plots import write_plots
+    from websift.ranking.graph_report import graph_stats
+    require("plots", "the plots")
+    from websift.ranking.plots import write_plots
 
     stats = graph_stats(DataDir.open(args.data), restricted_levels=None)
     for path in write_plots(stats, args.out):
@@ -297,7 +300,7 @@ def _register_topics(sub: argparse._SubParsersAction) -> None:  # type: ignore[t
 
 
 def _topics_add(args: argparse.Namespace) -> int:
-    from ranking.topics import TopicSet, add_topic
+    from websift.ranking.topics import TopicSet, add_topic
 
     topic = TopicSet(args.name, tuple(args.url), tuple(args.host), tuple(args.pattern))
     info = add_topic(DataDir.open(args.data), topic)
@@ -309,7 +312,7 @@ def _topics_add(args: argparse.Namespace) -> int:
 
 
 def _topics_list(args: argparse.Namespace) -> int:
-    from ranking.topics import topic_infos
+    from websift.ranking.topics import topic_infos
 
     infos = topic_infos(DataDir.open(args.data))
     if not infos:
@@ -325,7 +328,7 @@ def _topics_list(args: argparse.Namespace) -> int:
 
 
 def _topics_remove(args: argparse.Namespace) -> int:
-    from ranking.topics import remove_topic
+    from websift.ranking.topics import remove_topic
 
     remove_topic(DataDir.open(args.data), args.name)
     print(f"topic {args.name} removed")

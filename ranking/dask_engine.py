@@ -47,19 +47,19 @@ from distributed import Client, Future, LocalCluster
 from distributed.comm.core import CommClosedError
 from distributed.scheduler import KilledWorker
 
-from core.datadir import DataDir
-from ranking import cluster_pagerank, settings
-from ranking.cluster_graph import ClusterGraph
-from ranking.cluster_structure import giant_component, levels
-from ranking.errors import RankingError
-from ranking.host_graph import host_ranks
-from ranking.link_blocks import BlockFile, build_block, plan_blocks, spill_links
-from ranking.pagerank import Dangling, PageRankResult, uniform_teleport
-from ranking.rank_job import Progress, RankReport, topic_teleport, write_ranks
-from ranking.ranks_writer import HostRanks
-from ranking.store_graph import topic_page_ids
-from ranking.topic_store import TopicRecord, load_topic, topic_names
-from store.views import StoreReader
+from websift.core.datadir import DataDir
+from websift.ranking import cluster_pagerank, settings
+from websift.ranking.cluster_graph import ClusterGraph
+from websift.ranking.cluster_structure import giant_component, levels
+from websift.ranking.errors import RankingError
+from websift.ranking.host_graph import host_ranks
+from websift.ranking.link_blocks import BlockFile, build_block, plan_blocks, spill_links
+from websift.ranking.pagerank import Dangling, PageRankResult, uniform_teleport
+from websift.ranking.rank_job import Progress, RankReport, topic_teleport, write_ranks
+from websift.ranking.ranks_writer import HostRanks
+from websift.ranking.store_graph import topic_page_ids
+from websift.ranking.topic_store import TopicRecord, load_topic, topic_names
+from websift.store.views import StoreReader
 
 RUN_PREFIX = "dask-rank-"
 

@@ -25,8 +25,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 import scipy.sparse as sp
 
-from ranking import settings
-from ranking.errors import GraphError
+from websift.ranking import settings
+from websift.ranking.errors import GraphError
 
 
 @dataclass(frozen=True)

@@ -15,16 +15,16 @@ from typing import Any
 
 import numpy as np
 
-from core.datadir import DataDir
-from ranking import settings
-from ranking.errors import GraphError, RanksMissing
-from ranking.graph import LinkGraph
-from ranking.monte_carlo import TopError, monte_carlo_pagerank, top_page_error
-from ranking.pagerank import pagerank, restricted_pagerank
-from ranking.ranks import Ranks
-from ranking.store_graph import load_store_arrays
-from ranking.structure import degree_distribution, levels, strong_components
-from store.views import StoreReader
+from websift.core.datadir import DataDir
+from websift.ranking import settings
+from websift.ranking.errors import GraphError, RanksMissing
+from websift.ranking.graph import LinkGraph
+from websift.ranking.monte_carlo import TopError, monte_carlo_pagerank, top_page_error
+from websift.ranking.pagerank import pagerank, restricted_pagerank
+from websift.ranking.ranks import Ranks
+from websift.ranking.store_graph import load_store_arrays
+from websift.ranking.structure import degree_distribution, levels, strong_components
+from websift.store.views import StoreReader
 
 
 @dataclass

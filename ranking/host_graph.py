@@ -36,10 +36,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ranking.graph import LinkGraph
-from ranking.pagerank import Dangling, PageRankResult, pagerank
-from ranking.ranks_writer import HostRanks
-from store.views import StoreReader
+from websift.ranking.graph import LinkGraph
+from websift.ranking.pagerank import Dangling, PageRankResult, pagerank
+from websift.ranking.ranks_writer import HostRanks
+from websift.store.views import StoreReader
 
 
 @dataclass(frozen=True)

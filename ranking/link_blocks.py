@@ -39,10 +39,10 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
-from core import checked
-from core.errors import CheckedFileCorrupt, CheckedFileMissing
-from ranking import settings
-from ranking.errors import GraphError, RankingError
+from websift.core import checked
+from websift.core.errors import CheckedFileCorrupt, CheckedFileMissing
+from websift.ranking import settings
+from websift.ranking.errors import GraphError, RankingError
 
 
 class LinkBlocksError(RankingError):

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ranking import settings
-from ranking.errors import GraphError
-from ranking.graph import LinkGraph
+from websift.ranking import settings
+from websift.ranking.errors import GraphError
+from websift.ranking.graph import LinkGraph
 
 
 def monte_carlo_pagerank(

@@ -41,7 +41,7 @@ from enum import IntEnum, StrEnum
 
 import numpy as np
 
-from ranking.errors import RankingError
+from websift.ranking.errors import RankingError
 
 # Defaults (named settings; crawler/settings.py exposes them to the crawl).
 DEFAULT_WINDOW = 4.0  # T, in units of the clock G (G grows by ~2 per full Greedy round, sec. 3.1)

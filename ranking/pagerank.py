@@ -44,9 +44,9 @@ from typing import Protocol
 import numpy as np
 import scipy.sparse as sp
 
-from ranking import settings
-from ranking.errors import GraphError
-from ranking.graph import LinkGraph, gather_successors, in_csr, subgraph
+from websift.ranking import settings
+from websift.ranking.errors import GraphError
+from websift.ranking.graph import LinkGraph, gather_successors, in_csr, subgraph
 
 
 class Dangling(StrEnum):

@@ -11,9 +11,9 @@ from typing import Any
 
 import numpy as np
 
-from core.datadir import atomic_write_bytes
-from ranking import settings
-from ranking.graph_report import GraphStats
+from websift.core.datadir import atomic_write_bytes
+from websift.ranking import settings
+from websift.ranking.graph_report import GraphStats
 
 
 def _figure() -> Any:  # matplotlib.pyplot, imported on first use (slow import)

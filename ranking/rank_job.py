@@ -25,18 +25,18 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from core.datadir import DataDir
-from ranking import settings
-from ranking.errors import RankingError
-from ranking.graph import LinkGraph
-from ranking.host_graph import host_ranks
-from ranking.pagerank import Dangling, PageRankResult, Pages, pagerank, uniform_teleport
-from ranking.ranks_format import load_array
-from ranking.ranks_writer import HostRanks, current_manifest, write_generation, write_lock
-from ranking.store_graph import load_store_arrays, topic_page_ids
-from ranking.structure import levels, strong_components
-from ranking.topic_store import TopicRecord, load_topic, topic_names
-from store.views import StoreReader
+from websift.core.datadir import DataDir
+from websift.ranking import settings
+from websift.ranking.errors import RankingError
+from websift.ranking.graph import LinkGraph
+from websift.ranking.host_graph import host_ranks
+from websift.ranking.pagerank import Dangling, PageRankResult, Pages, pagerank, uniform_teleport
+from websift.ranking.ranks_format import load_array
+from websift.ranking.ranks_writer import HostRanks, current_manifest, write_generation, write_lock
+from websift.ranking.store_graph import load_store_arrays, topic_page_ids
+from websift.ranking.structure import levels, strong_components
+from websift.ranking.topic_store import TopicRecord, load_topic, topic_names
+from websift.store.views import StoreReader
 
 Progress = Callable[[str, int, float], None]  # (what, iteration, residual)
 TopicVector = Callable[[np.ndarray, np.ndarray], PageRankResult]  # (pages, start) -> p_k

@@ -13,11 +13,11 @@ from typing import Any
 
 import numpy as np
 
-from core.checked import open_consistent
-from core.datadir import DataDir
-from ranking import ranks_format as fmt
-from ranking.errors import RanksCorrupt, RanksMissing, TopicError, UnknownTopic
-from ranking.topic_store import TermModel, TopicRecord, load_topic
+from websift.core.checked import open_consistent
+from websift.core.datadir import DataDir
+from websift.ranking import ranks_format as fmt
+from websift.ranking.errors import RanksCorrupt, RanksMissing, TopicError, UnknownTopic
+from websift.ranking.topic_store import TermModel, TopicRecord, load_topic
 
 _OPEN_ATTEMPTS = 3  # a writer may replace the manifest between our reads: read it again
 

@@ -41,9 +41,9 @@ from typing import Any
 
 import numpy as np
 
-from core import checked
-from core.errors import CheckedFileCorrupt, CheckedFileMissing, CheckedFileNewer
-from ranking.errors import RanksCorrupt, RanksMissing, RanksNewer
+from websift.core import checked
+from websift.core.errors import CheckedFileCorrupt, CheckedFileMissing, CheckedFileNewer
+from websift.ranking.errors import RanksCorrupt, RanksMissing, RanksNewer
 
 FORMAT = "websift-ranks"
 VERSION = 3  # 3: the hosts section; 2: the checked envelope; 1: no checksum

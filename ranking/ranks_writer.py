@@ -20,8 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from ranking import ranks_format as fmt
-from ranking.errors import RanksCorrupt, RanksMissing, RanksNewer
+from websift.ranking import ranks_format as fmt
+from websift.ranking.errors import RanksCorrupt, RanksMissing, RanksNewer
 
 _GENERATION = re.compile(r"-(\d{6,})\.npy$")  # <name>-<generation>.npy
 

@@ -13,9 +13,9 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
-from ranking.graph import LinkGraph, build_graph
-from ranking.topic_store import TopicSet
-from store.views import StoreReader
+from websift.ranking.graph import LinkGraph, build_graph
+from websift.ranking.topic_store import TopicSet
+from websift.store.views import StoreReader
 
 
 @dataclass

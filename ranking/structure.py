@@ -17,8 +17,8 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
-from ranking.errors import GraphError
-from ranking.graph import LinkGraph, gather_successors
+from websift.ranking.errors import GraphError
+from websift.ranking.graph import LinkGraph, gather_successors
 
 UNREACHED = -1
 

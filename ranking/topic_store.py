@@ -28,10 +28,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from core import checked
-from core.errors import CheckedFileCorrupt, CheckedFileMissing, CheckedFileNewer
-from ranking import settings
-from ranking.errors import TopicError, UnknownTopic
+from websift.core import checked
+from websift.core.errors import CheckedFileCorrupt, CheckedFileMissing, CheckedFileNewer
+from websift.ranking import settings
+from websift.ranking.errors import TopicError, UnknownTopic
 
 FORMAT = "websift-topic"
 VERSION = 2  # 2: the checked envelope; 1: the checksum under "sha256"

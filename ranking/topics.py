@@ -25,16 +25,16 @@ from typing import Any
 
 import numpy as np
 
-from core.datadir import DataDir
-from core.errors import WebsiftError
-from ranking import settings
-from ranking.errors import TopicError, UnknownTopic
-from ranking.rank_job import fit_length, run_rank, topic_vector
-from ranking.ranks import Ranks
-from ranking.ranks_format import load_array
-from ranking.ranks_writer import current_manifest, write_generation, write_lock
-from ranking.store_graph import load_graph, topic_page_ids
-from ranking.topic_store import (
+from websift.core.datadir import DataDir
+from websift.core.errors import WebsiftError
+from websift.ranking import settings
+from websift.ranking.errors import TopicError, UnknownTopic
+from websift.ranking.rank_job import fit_length, run_rank, topic_vector
+from websift.ranking.ranks import Ranks
+from websift.ranking.ranks_format import load_array
+from websift.ranking.ranks_writer import current_manifest, write_generation, write_lock
+from websift.ranking.store_graph import load_graph, topic_page_ids
+from websift.ranking.topic_store import (
     TermModel,
     TopicRecord,
     TopicSet,
@@ -43,9 +43,9 @@ from ranking.topic_store import (
     save_topic,
     topic_names,
 )
-from store.schema import FETCHED
-from store.views import StoreReader
-from store.warc import WarcLocation, read_response
+from websift.store.schema import FETCHED
+from websift.store.views import StoreReader
+from websift.store.warc import WarcLocation, read_response
 
 __all__ = [
     "TopicInfo",
@@ -83,8 +83,8 @@ def build_term_model(
     Returns ``(model, pages used, failures by reason)``; a page that cannot be read or parsed
     is counted under its error's class name, never silently dropped.
     """
-    from indexer.analysis import Analyzer
-    from indexer.parse import parse_html
+    from websift.indexer.analysis import Analyzer
+    from websift.indexer.parse import parse_html
 
     analyzer = Analyzer()
     counts: Counter[str] = Counter()

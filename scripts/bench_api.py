@@ -39,9 +39,9 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 from eval_relevance import crawl_and_index, load_queries  # noqa: E402
 
-from core.datadir import DataDir  # noqa: E402
-from ranking.rank_job import run_rank  # noqa: E402
-from ranking.ranks import current_generation as ranks_generation  # noqa: E402
+from websift.core.datadir import DataDir  # noqa: E402
+from websift.ranking.rank_job import run_rank  # noqa: E402
+from websift.ranking.ranks import current_generation as ranks_generation  # noqa: E402
 
 START_TIMEOUT = 60.0
 GOAL_P50_MS = 10.0
@@ -177,7 +177,7 @@ def time_queries(run: Callable[[str], object], queries: list[str]) -> np.ndarray
 def in_process_reference(data: DataDir, queries: list[str]) -> None:
     from peers import WhooshPeer, stored_pages
 
-    from indexer.searcher import Searcher
+    from websift.indexer.searcher import Searcher
 
     searcher = Searcher.open(data)
     ours_full = time_queries(lambda q: searcher.search(q, k=10), queries)

@@ -138,7 +138,7 @@ def main() -> None:
             for i in range(args.runs):
                 data = work / f"websift-{i}"
                 cmds = {
-                    "websift": [python, "-m", "api.cli", "crawl", url, "--data", str(data),
+                    "websift": [python, "-m", "websift.api.cli", "crawl", url, "--data", str(data),
                                 "--allow-private", "--delay", "0", "--concurrency-per-host",
                                 str(CONCURRENCY), "--max-pages", "100000", "--quiet"],
                     "CrawlSpider": [python, str(Path(__file__).resolve()), "--crawlspider", url],

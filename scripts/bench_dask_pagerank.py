@@ -47,10 +47,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_pagerank import web_graph
 
-from ranking import cluster_pagerank, settings
-from ranking.dask_engine import cluster_graph, local_cluster
-from ranking.graph import LinkGraph
-from ranking.pagerank import pagerank
+from websift.ranking import cluster_pagerank, settings
+from websift.ranking.dask_engine import cluster_graph, local_cluster
+from websift.ranking.graph import LinkGraph
+from websift.ranking.pagerank import pagerank
 
 
 class RssSampler:

@@ -34,8 +34,8 @@ _CHILD = r"""
 import inspect, json, sys, time
 from pathlib import Path
 import numpy as np
-from core.datadir import DataDir
-from indexer.searcher import Searcher
+from websift.core.datadir import DataDir
+from websift.indexer.searcher import Searcher
 data, queries, repeat, k = Path(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 texts = [line.split("\t")[2] for line in queries.read_text().splitlines() if line.strip()]
 s = Searcher.open(DataDir.open(data))

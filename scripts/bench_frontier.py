@@ -38,8 +38,8 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from crawler.frontier import Frontier  # noqa: E402
-from store.crawl_store import CrawlStore  # noqa: E402
+from websift.crawler.frontier import Frontier  # noqa: E402
+from websift.store.crawl_store import CrawlStore  # noqa: E402
 
 BATCH = 32  # steps per group commit (crawler/settings.py COMMIT_EVERY_STEPS)
 

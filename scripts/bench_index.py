@@ -140,7 +140,7 @@ def bench_pydocs(data_dir: Path) -> None:
     from eval_relevance import crawl_and_index, load_queries
     from peers import TantivyPeer, WhooshPeer, stored_pages
 
-    from indexer.searcher import Searcher
+    from websift.indexer.searcher import Searcher
 
     data = crawl_and_index(data_dir)
     shutil.rmtree(data.index_dir)
@@ -202,8 +202,8 @@ def bench_pydocs(data_dir: Path) -> None:
 
 
 def bench_rust(data_dir: Path, ram_mb: int, limit: int | None, procs: int) -> None:
-    from core.datadir import DataDir
     from tests.indexer.corpus import ingest_files
+    from websift.core.datadir import DataDir
 
     if not (data_dir / "crawl.sqlite3").exists():
         t = time.perf_counter()

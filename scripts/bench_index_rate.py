@@ -116,7 +116,7 @@ def segment_digests(segment: Path) -> dict[str, str]:
 # came (``say`` prints "N/M pages" every 1,000 pages).
 _TIMED = """
 import sys, time
-from api import cli
+from websift.api import cli
 out = open(sys.argv[1], "w")
 t0 = time.perf_counter()
 class Lines:

@@ -57,7 +57,7 @@ REQUEST_TIMEOUT = 30.0
 
 
 def websift(*args: str, timeout: float = 1800) -> None:
-    cmd = [sys.executable, "-m", "api.cli", *args]
+    cmd = [sys.executable, "-m", "websift.api.cli", *args]
     done = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=timeout,
                           env={**os.environ, "PYTHONPATH": str(REPO)}, check=False)
     if done.returncode != 0:
@@ -100,7 +100,7 @@ class Server:
         self.port = free_port()
         self.log = tempfile.TemporaryFile()  # noqa: SIM115 (closed in stop())
         self.child = subprocess.Popen(
-            [sys.executable, "-m", "api.cli", "serve", "--host", "127.0.0.1", "--port",
+            [sys.executable, "-m", "websift.api.cli", "serve", "--host", "127.0.0.1", "--port",
              str(self.port), "--data", str(data), "--log-level", "warning"],
             cwd=REPO, stdout=self.log, stderr=self.log,
             env={**os.environ, "PYTHONPATH": str(REPO)},

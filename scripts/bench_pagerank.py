@@ -49,9 +49,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from ranking import settings
-from ranking.graph import LinkGraph, build_graph
-from ranking.pagerank import pagerank, power_iteration, transition_matrix
+from websift.ranking import settings
+from websift.ranking.graph import LinkGraph, build_graph
+from websift.ranking.pagerank import pagerank, power_iteration, transition_matrix
 
 DAMPING = 0.85
 
@@ -93,15 +93,15 @@ def web_graph(pages: int, links: int, seed: int = 0, local: float = 0.8,
 
 
 def store_graph(path: Path) -> LinkGraph:
-    from core.datadir import DataDir
-    from ranking.store_graph import load_graph
-    from store.views import StoreReader
+    from websift.core.datadir import DataDir
+    from websift.ranking.store_graph import load_graph
+    from websift.store.views import StoreReader
 
     data = DataDir.open(path)
     with StoreReader.open(data.store_path) as store:
         graph = load_graph(store)
     # Engines compare on the pages only: renumber away unused IDs (node 0).
-    from ranking.graph import subgraph
+    from websift.ranking.graph import subgraph
 
     sub, _ = subgraph(graph, graph.present)
     return sub

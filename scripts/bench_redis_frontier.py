@@ -43,9 +43,9 @@ import redis  # noqa: E402
 from crawl_scale import CONCURRENCY, Nginx, find_nginx  # noqa: E402
 from genweb import MAX_HOSTS, Web, WebParams, ensure_web  # noqa: E402
 
-from core.arguments import number  # noqa: E402
-from core.datadir import DataDir  # noqa: E402
-from store.views import StoreReader  # noqa: E402
+from websift.core.arguments import number  # noqa: E402
+from websift.core.datadir import DataDir  # noqa: E402
+from websift.store.views import StoreReader  # noqa: E402
 
 PAGES = 300_000
 HOSTS = 300
@@ -122,7 +122,7 @@ class RedisProcess:
 
 
 def crawl_cmd(web: Web, data: Path, pages: int, frontier: str | None) -> list[str]:
-    cmd = [sys.executable, "-m", "api.cli", "crawl", *web.seeds(), "--data", str(data),
+    cmd = [sys.executable, "-m", "websift.api.cli", "crawl", *web.seeds(), "--data", str(data),
            "--allow-private", "--delay", "0", "--concurrency-per-host", str(CONCURRENCY),
            "--max-pages", str(pages), "--max-pages-per-host", str(pages), "--quiet"]
     return cmd + (["--frontier", frontier] if frontier else [])

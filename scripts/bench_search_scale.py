@@ -86,8 +86,8 @@ from genweb import (  # noqa: E402
     zipf_cdf,
 )
 
-from core.checked import Format, read_json, write_json  # noqa: E402
-from core.errors import CheckedFileError  # noqa: E402
+from websift.core.checked import Format, read_json, write_json  # noqa: E402
+from websift.core.errors import CheckedFileError  # noqa: E402
 
 # ------------------------------------------------------------------------------ settings
 DEFAULT_DOCS = 1_000_000
@@ -444,7 +444,7 @@ class Query:
 
 def make_queries(corpus: Corpus, count: int, seed: int) -> list[Query]:
     """``count`` queries of the classes in QUERY_MIX, drawn from page text with ``seed``."""
-    from indexer.analysis import Analyzer
+    from websift.indexer.analysis import Analyzer
 
     analyzer = Analyzer()
     rank = {w: i for i, w in enumerate(vocabulary(VOCABULARY))}
@@ -532,9 +532,9 @@ def time_each(run: Callable[[str], object], queries: Sequence[Query], label: str
 
 def stale_indexes(data: Path, tv_dir: Path, docs: int) -> str | None:
     """Why the indexes of a previous run cannot be reused for ``docs`` pages, or None."""
-    from core.datadir import DataDir
-    from core.errors import WebsiftError
-    from indexer.searcher import Searcher
+    from websift.core.datadir import DataDir
+    from websift.core.errors import WebsiftError
+    from websift.indexer.searcher import Searcher
 
     try:
         held = Searcher.open(DataDir.open(data)).n_docs  # checks files, versions, analyzer
@@ -549,9 +549,9 @@ def stale_indexes(data: Path, tv_dir: Path, docs: int) -> str | None:
 
 
 def has_ranks(data: Path) -> bool:
-    from core.datadir import DataDir
-    from core.errors import WebsiftError
-    from ranking.ranks import Ranks
+    from websift.core.datadir import DataDir
+    from websift.core.errors import WebsiftError
+    from websift.ranking.ranks import Ranks
 
     try:
         Ranks.open(DataDir.open(data))
@@ -565,10 +565,10 @@ def websift_prior(data: Path, which: str
     """The searcher's (prior, prior_bound) as ``GET /search`` fuses PageRank, or no prior."""
     if which == "none":
         return None, None
-    from api.snapshot import RankView
-    from core.datadir import DataDir
-    from ranking.fusion import FusionParams, gather, make_prior
-    from ranking.ranks import Ranks
+    from websift.api.snapshot import RankView
+    from websift.core.datadir import DataDir
+    from websift.ranking.fusion import FusionParams, gather, make_prior
+    from websift.ranking.ranks import Ranks
 
     view = RankView.load(Ranks.open(DataDir.open(data)))
     fusion = FusionParams()
@@ -580,7 +580,7 @@ def deadline_setting() -> tuple[str, float] | None:
 
     Looked up by name (any ``*DEADLINE*`` number in ``indexer/settings.py``) so the script
     measures code with or without one; a name ending ``_MS`` is in milliseconds, else seconds."""
-    from indexer import settings
+    from websift.indexer import settings
 
     for name in sorted(dir(settings)):
         value = getattr(settings, name)
@@ -793,8 +793,8 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     queries = make_queries(corpus, args.queries, args.seed)
     report.phase("draw queries", time.perf_counter() - t0, f"{len(queries)} queries")
-    from core.datadir import DataDir
-    from indexer.searcher import Searcher
+    from websift.core.datadir import DataDir
+    from websift.indexer.searcher import Searcher
 
     t0 = time.perf_counter()
     searcher = Searcher.open(DataDir.open(data))
@@ -836,7 +836,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.no_api:
         from bench_api import load, websift_serve
 
-        from core.datadir import DataDir as _DataDir
+        from websift.core.datadir import DataDir as _DataDir
 
         t0 = time.perf_counter()
         texts = [q.text for q in queries]

@@ -31,7 +31,7 @@ from urllib.parse import urljoin
 
 from w3lib.url import canonicalize_url  # installed with Scrapy; used here only, as the peer
 
-from crawler.urls import UrlError, canonicalize
+from websift.crawler.urls import UrlError, canonicalize
 
 DOCS = Path("/usr/share/doc/python3.11/html")
 SITE = "https://docs.python.org/3.11/"

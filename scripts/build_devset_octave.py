@@ -128,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
     counts = {k: sum(1 for e in entries if e.kind == k) for k in QUOTAS}
     chosen = sample(entries, QUOTAS)
     sys.path.insert(0, str(ROOT))
-    from core.fileio import atomic_write_bytes
+    from websift.core.fileio import atomic_write_bytes
 
     args.out.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_bytes(args.out, tsv(chosen).encode())

@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import indexer.parse  # noqa: E402
-from indexer.parse import parse_html, parse_lxml  # noqa: E402
+from websift.indexer.parse import parse_html, parse_lxml  # noqa: E402
 
 # Compare lexbor on every page, the big ones too (parse_html hands those to lxml).
 indexer.parse.MAX_LEXBOR_TAGS = 1 << 62

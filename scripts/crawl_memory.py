@@ -35,7 +35,7 @@ sys.path.insert(0, str(REPO))
 
 from testweb import Answer, TestWeb, html, words  # noqa: E402
 
-from store.views import StoreReader  # noqa: E402
+from websift.store.views import StoreReader  # noqa: E402
 
 ADDRESS = "127.0.0.12"
 PAGES = 20_000
@@ -115,7 +115,7 @@ def main() -> int:
     print(f"site: {args.pages} pages on {ADDRESS}; bound: crawler peak RSS <= {args.bound_mb:g} MB",
           flush=True)
     with gen.web:
-        cmd = [sys.executable, "-m", "api.cli", "crawl", gen.site.url("/"), "--data", str(data),
+        cmd = [sys.executable, "-m", "websift.api.cli", "crawl", gen.site.url("/"), "--data", str(data),
                "--delay", "0", "--concurrency-per-host", "8", "--max-pages", str(args.pages + 1),
                "--max-pages-per-host", str(args.pages + 1), "--allow-private", "--quiet"]
         t0 = time.perf_counter()

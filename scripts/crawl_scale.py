@@ -67,9 +67,9 @@ sys.path.insert(0, str(SCRIPTS))
 
 from genweb import DISALLOWED, MAX_HOSTS, Web, WebParams, ensure_web  # noqa: E402
 
-from core.arguments import number  # noqa: E402
-from core.datadir import DataDir  # noqa: E402
-from store.views import StoreReader  # noqa: E402
+from websift.core.arguments import number  # noqa: E402
+from websift.core.datadir import DataDir  # noqa: E402
+from websift.store.views import StoreReader  # noqa: E402
 
 PAGES = 300_000
 HOSTS = 300
@@ -338,7 +338,7 @@ def run_child(name: str, agent: str, cmd: list[str], server: Nginx) -> Run:
 def websift_cmd(web: Web, data: Path, pages: int) -> list[str]:
     # The spider-trap limit per host is lifted to the crawl's size, so that a web of few hosts
     # does not end the crawl early; everything else is the command line a user types.
-    return [sys.executable, "-m", "api.cli", "crawl", *web.seeds(), "--data", str(data),
+    return [sys.executable, "-m", "websift.api.cli", "crawl", *web.seeds(), "--data", str(data),
             "--allow-private", "--delay", "0", "--concurrency-per-host", str(CONCURRENCY),
             "--max-pages", str(pages), "--max-pages-per-host", str(pages)]
 

@@ -58,11 +58,11 @@ def _queries_file(default: Path) -> Path:
 def _child(data_dir: Path, manual_name: str) -> dict[str, Any]:
     from eval_relevance import MANUALS, evaluate, load_queries
 
-    from core.datadir import DataDir
-    from indexer.build import build_index
-    from indexer.errors import QueryError
-    from indexer.manifest import read_manifest
-    from indexer.searcher import Searcher
+    from websift.core.datadir import DataDir
+    from websift.indexer.build import build_index
+    from websift.indexer.errors import QueryError
+    from websift.indexer.manifest import read_manifest
+    from websift.indexer.searcher import Searcher
 
     manual = MANUALS[manual_name]
     data = DataDir.open(data_dir)

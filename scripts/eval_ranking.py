@@ -52,16 +52,16 @@ from eval_relevance import (  # noqa: E402
     searcher_for,
 )
 
-from api.retrieval import SearchRequest, run_search  # noqa: E402
-from api.snapshot import RankView, Shared, Snapshot  # noqa: E402
-from core.datadir import DataDir  # noqa: E402
-from core.errors import WebsiftError  # noqa: E402
-from indexer.searcher import Searcher  # noqa: E402
-from ranking.fusion import DEFAULT_EXPONENT, DEFAULT_MIDPOINT, DEFAULT_WEIGHT, FusionParams  # noqa: E402
-from ranking.rank_job import run_rank  # noqa: E402
-from ranking.ranks import Ranks  # noqa: E402
-from ranking.ranks import current_generation as ranks_generation  # noqa: E402
-from ranking.topics import TopicSet, add_topic  # noqa: E402
+from websift.api.retrieval import SearchRequest, run_search  # noqa: E402
+from websift.api.snapshot import RankView, Shared, Snapshot  # noqa: E402
+from websift.core.datadir import DataDir  # noqa: E402
+from websift.core.errors import WebsiftError  # noqa: E402
+from websift.indexer.searcher import Searcher  # noqa: E402
+from websift.ranking.fusion import DEFAULT_EXPONENT, DEFAULT_MIDPOINT, DEFAULT_WEIGHT, FusionParams  # noqa: E402
+from websift.ranking.rank_job import run_rank  # noqa: E402
+from websift.ranking.ranks import Ranks  # noqa: E402
+from websift.ranking.ranks import current_generation as ranks_generation  # noqa: E402
+from websift.ranking.topics import TopicSet, add_topic  # noqa: E402
 
 K = 10
 REFUSED = [0]  # queries the search path refused (no words left), counted and reported

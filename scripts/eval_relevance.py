@@ -54,11 +54,11 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 from build_devset_octave import ROBOTS as OCTAVE_ROBOTS  # noqa: E402
 
-from core.datadir import DataDir  # noqa: E402
-from indexer.errors import QueryError  # noqa: E402
-from indexer.searcher import Searcher  # noqa: E402
-from indexer.settings import FIELDS, BM25FSettings  # noqa: E402
-from store.views import StoreReader  # noqa: E402
+from websift.core.datadir import DataDir  # noqa: E402
+from websift.indexer.errors import QueryError  # noqa: E402
+from websift.indexer.searcher import Searcher  # noqa: E402
+from websift.indexer.settings import FIELDS, BM25FSettings  # noqa: E402
+from websift.store.views import StoreReader  # noqa: E402
 
 DOCS = Path("/usr/share/doc/python3.11/html")
 # shared/eval sits beside the main checkout (/work/shared beside /work/main); from a worktree

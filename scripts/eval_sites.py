@@ -51,20 +51,20 @@ from eval_relevance import (  # noqa: E402
     websift,
 )
 
-from api.retrieval import SearchRequest, run_search  # noqa: E402
-from api.snapshot import RankView, Shared, Snapshot  # noqa: E402
-from core.datadir import DataDir  # noqa: E402
-from indexer.searcher import Searcher  # noqa: E402
-from ranking.fusion import (  # noqa: E402
+from websift.api.retrieval import SearchRequest, run_search  # noqa: E402
+from websift.api.snapshot import RankView, Shared, Snapshot  # noqa: E402
+from websift.core.datadir import DataDir  # noqa: E402
+from websift.indexer.searcher import Searcher  # noqa: E402
+from websift.ranking.fusion import (  # noqa: E402
     DEFAULT_EXPONENT,
     DEFAULT_MIDPOINT,
     DEFAULT_SITE_MIX,
     DEFAULT_WEIGHT,
     FusionParams,
 )
-from ranking.ranks import Ranks  # noqa: E402
-from ranking.ranks import current_generation as ranks_generation  # noqa: E402
-from store.views import StoreReader  # noqa: E402
+from websift.ranking.ranks import Ranks  # noqa: E402
+from websift.ranking.ranks import current_generation as ranks_generation  # noqa: E402
+from websift.store.views import StoreReader  # noqa: E402
 
 # (name, folder, loopback address, robots.txt): the Python manual first (the queries' host)
 SITES = (
@@ -193,8 +193,8 @@ def host_table(data: DataDir, ranks: Ranks) -> None:
     """Each host: pages, its pages' PageRank mass, its host rank, its share at each mix."""
     import numpy as np
 
-    from ranking.fusion import site_static
-    from ranking.host_graph import read_host_graph
+    from websift.ranking.fusion import site_static
+    from websift.ranking.host_graph import read_host_graph
 
     if ranks.host is None or ranks.hostrank is None:
         raise SystemExit("the ranks hold no host ranks: run 'websift rank' again")

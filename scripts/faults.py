@@ -49,11 +49,11 @@ sys.path.insert(0, str(REPO / "tests"))
 
 from testweb import StaticSite  # noqa: E402
 
-from api.demo import ROBOTS_TXT, build_site  # noqa: E402
-from core.errors import StoreError  # noqa: E402
-from store.schema import FETCHED  # noqa: E402
-from store.views import StoreReader  # noqa: E402
-from store.warc import WarcLocation, read_response  # noqa: E402
+from websift.api.demo import ROBOTS_TXT, build_site  # noqa: E402
+from websift.core.errors import StoreError  # noqa: E402
+from websift.store.schema import FETCHED  # noqa: E402
+from websift.store.views import StoreReader  # noqa: E402
+from websift.store.warc import WarcLocation, read_response  # noqa: E402
 
 QUERIES = ["json encoder", "socket timeout", "regular expression", "thread lock", "path",
            "http server request handler", "decimal context", "zip file", "email message",
@@ -70,7 +70,7 @@ class Outcome:
 
 # ----------------------------------------------------------------------------- processes
 def websift_cmd(*args: str) -> list[str]:
-    return [sys.executable, "-m", "api.cli", *args]
+    return [sys.executable, "-m", "websift.api.cli", *args]
 
 
 def _env() -> dict[str, str]:
@@ -294,8 +294,8 @@ class Faults:
     def rank_kill(self) -> None:
         import numpy as np
 
-        from core.datadir import DataDir
-        from ranking.ranks import Ranks
+        from websift.core.datadir import DataDir
+        from websift.ranking.ranks import Ranks
 
         base = self.base_two_generations()
         ref = self.copy(base, "rank-ref")
@@ -328,8 +328,8 @@ class Faults:
     def disk_full(self) -> None:
         """Each stage on a small tmpfs holding the data with room for only half of what the
         stage writes (measured on an uninterrupted copy), so it fills up mid-stage."""
-        from core.datadir import DataDir
-        from ranking.ranks import Ranks
+        from websift.core.datadir import DataDir
+        from websift.ranking.ranks import Ranks
 
         base = self.base_two_generations()
         for stage, args in (("crawl", ["recrawl", "--budget", "200", "--allow-private",
@@ -371,8 +371,8 @@ class Faults:
 
     # --- corrupt files
     def corrupt(self) -> None:
-        from core.datadir import DataDir
-        from ranking.ranks import Ranks
+        from websift.core.datadir import DataDir
+        from websift.ranking.ranks import Ranks
 
         base = self.base_complete()
         # a WARC record: the index run reports it and leaves the page out

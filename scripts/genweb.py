@@ -43,8 +43,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from core.checked import Format, read_json, write_json
-from core.errors import CheckedFileError
+from websift.core.checked import Format, read_json, write_json
+from websift.core.errors import CheckedFileError
 
 MANIFEST = "web.json"
 MANIFEST_FORMAT = Format("websift-genweb", 1, "generated web manifest")

@@ -49,10 +49,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from core.datadir import atomic_write_bytes
-from ranking.graph import LinkGraph, build_graph, in_csr
-from ranking.opic import OpicParams, OpicState, interpolate_history
-from ranking.opic_windows import FixedWindow, VariableWindow
+from websift.core.datadir import atomic_write_bytes
+from websift.ranking.graph import LinkGraph, build_graph, in_csr
+from websift.ranking.opic import OpicParams, OpicState, interpolate_history
+from websift.ranking.opic_windows import FixedWindow, VariableWindow
 
 UNBOUNDED = 1e30  # an Interpolation window this long keeps the whole history: plain OPIC
 VIRTUAL_READS_PER_CRAWL = 10
@@ -424,7 +424,7 @@ def main() -> int:
         checked = f"scalar replay of OpicState.read, equal to it within {worst:.0e} over " \
                   f"{reads} reads"
     else:
-        checked = "ranking.opic.OpicState"
+        checked = "websift.ranking.opic.OpicState"
 
     crawls = list(range(1, args.crawls + 1))
     static: dict[str, list[tuple[float, float]]] = {}

@@ -17,11 +17,11 @@ from pathlib import Path
 import lxml.etree
 import lxml.html
 
-from core.datadir import DataDir
-from indexer.build import is_html
-from store.schema import FETCHED
-from store.views import StoreReader
-from store.warc import WarcLocation, read_response
+from websift.core.datadir import DataDir
+from websift.indexer.build import is_html
+from websift.store.schema import FETCHED
+from websift.store.views import StoreReader
+from websift.store.warc import WarcLocation, read_response
 
 
 @dataclass

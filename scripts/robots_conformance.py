@@ -26,7 +26,7 @@ from pathlib import Path
 
 from protego import Protego  # installed with Scrapy; used here only, as the peer
 
-from crawler.robots import RobotsPolicy
+from websift.crawler.robots import RobotsPolicy
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_VECTORS = REPO_ROOT / ".." / "shared" / "eval" / "robots_vectors.json"

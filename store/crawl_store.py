@@ -33,8 +33,8 @@ from typing import Any, Self
 
 import numpy as np
 
-from core.errors import StoreError
-from store.schema import (
+from websift.core.errors import StoreError
+from websift.store.schema import (
     DISALLOWED,
     DISCOVERED,
     ERROR,
@@ -56,7 +56,7 @@ from store.schema import (
     Page,
     origin_of,
 )
-from store.views import LINK_CHUNK, StoreReader
+from websift.store.views import LINK_CHUNK, StoreReader
 
 # The names other packages import from here (the store's vocabulary, defined in store.schema).
 __all__ = [

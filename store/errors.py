@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from core.errors import StoreError, WebsiftError
+from websift.core.errors import StoreError, WebsiftError
 
 __all__ = ["StoreError", "WarcError"]
 

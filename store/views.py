@@ -17,8 +17,8 @@ from typing import Self
 
 import numpy as np
 
-from core.errors import StoreError
-from store.schema import (
+from websift.core.errors import StoreError
+from websift.store.schema import (
     FETCHED,
     HOST_COLUMNS,
     META_LEVELS,

@@ -27,7 +27,7 @@ from warcio.exceptions import ArchiveLoadFailed
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
-from store.errors import WarcError
+from websift.store.errors import WarcError
 
 DEFAULT_ROTATE_BYTES = 256 * 1024 * 1024
 # gzip level per record: warcio's own wrapper uses 9 (about 4 ms a manual page); 3 costs about a

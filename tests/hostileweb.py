@@ -410,7 +410,7 @@ def launch(argv: list[str]) -> int:
     """
     raw_settings = os.environ.get(ENV_SETTINGS)
     if raw_settings:
-        from crawler import settings as crawler_settings
+        from websift.crawler import settings as crawler_settings
 
         for key, value in json.loads(raw_settings).items():
             if not hasattr(crawler_settings, key):
@@ -419,7 +419,7 @@ def launch(argv: list[str]) -> int:
     raw_hosts = os.environ.get(ENV_HOSTS)
     if raw_hosts:
         _map_hosts(json.loads(raw_hosts))
-    from api.cli import main
+    from websift.api.cli import main
 
     return main(argv)
 

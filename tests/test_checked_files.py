@@ -21,22 +21,22 @@ from typing import Any
 import numpy as np
 import pytest
 
-from api.errors import status_of
-from core import checked
-from core.datadir import DataDir
-from core.errors import StoreError, WebsiftError
-from indexer.build import build_index
-from indexer.errors import IndexCorrupt, IndexMissing, IndexNewer
-from indexer.manifest import describe_files
-from indexer.searcher import Searcher
-from indexer.settings import INDEX_VERSION, SEGMENT_VERSION
-from ranking.errors import RanksCorrupt, RanksMissing, RanksNewer, TopicError, UnknownTopic
-from ranking.rank_job import run_rank
-from ranking.ranks import Ranks, current_generation
-from ranking.ranks_format import VERSION as RANKS_VERSION
-from ranking.topic_store import TopicSet, load_topic
-from ranking.topics import add_topic
 from tests.indexer.corpus import build_data_dir
+from websift.api.errors import status_of
+from websift.core import checked
+from websift.core.datadir import DataDir
+from websift.core.errors import StoreError, WebsiftError
+from websift.indexer.build import build_index
+from websift.indexer.errors import IndexCorrupt, IndexMissing, IndexNewer
+from websift.indexer.manifest import describe_files
+from websift.indexer.searcher import Searcher
+from websift.indexer.settings import INDEX_VERSION, SEGMENT_VERSION
+from websift.ranking.errors import RanksCorrupt, RanksMissing, RanksNewer, TopicError, UnknownTopic
+from websift.ranking.rank_job import run_rank
+from websift.ranking.ranks import Ranks, current_generation
+from websift.ranking.ranks_format import VERSION as RANKS_VERSION
+from websift.ranking.topic_store import TopicSet, load_topic
+from websift.ranking.topics import add_topic
 
 U = "http://checked.example"
 

@@ -33,7 +33,7 @@ from typing import Any
 import pytest
 from testweb import TestWeb, html, words
 
-from api.cli import main
+from websift.api.cli import main
 
 # (name, argv without --data); the commands that read the data directory
 READERS: dict[str, list[str]] = {
@@ -54,7 +54,7 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def websift_command(*args: str) -> list[str]:
-    return [sys.executable, "-m", "api.cli", *args]
+    return [sys.executable, "-m", "websift.api.cli", *args]
 
 
 # ---------------------------------------------------------------------- a real data directory

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from api.cli import DefaultsHelpFormatter, build_parser, main
-from api.settings import Settings
+from websift.api.cli import DefaultsHelpFormatter, build_parser, main
+from websift.api.settings import Settings
 
 REPO = Path(__file__).resolve().parent.parent
 # Not a list to keep in step: a floor, so that a walk that finds nothing fails.
@@ -144,7 +144,7 @@ def test_the_formatter_keeps_a_percent_sign_and_names_an_empty_list() -> None:
 
 def test_help_in_a_real_process() -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "api.cli", "demo", "--help"],
+        [sys.executable, "-m", "websift.api.cli", "demo", "--help"],
         cwd=REPO, capture_output=True, text=True, timeout=60, check=False,
     )
     assert done.returncode == 0, done.stderr

@@ -15,7 +15,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
 from build_devset_octave import Entry, collect, parse_index_page, sample, tsv
 from eval_relevance import load_queries, parse_override, settings_with
 
-from indexer.settings import BM25FSettings
+from websift.indexer.settings import BM25FSettings
 
 # The shape makeinfo 6.8 writes (Concept-Index.html of the Octave manual), cut down: a letter
 # row, separators, entries with and without <code>, the same entry on two pages, an entry whose

@@ -10,4 +10,4 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def websift_command(*args: str) -> list[str]:
-    return [sys.executable, "-m", "api.cli", *args]
+    return [sys.executable, "-m", "websift", *args]

@@ -18,8 +18,8 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
-from api.fanout import FanOut, gather_calls
-from api.models import error_responses
+from websift.api.fanout import FanOut, gather_calls
+from websift.api.models import error_responses
 
 
 class FrontStats(BaseModel):

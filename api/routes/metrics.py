@@ -16,15 +16,15 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import PlainTextResponse
 
-from api.dependencies import get_data, get_holder, get_result_cache
-from api.prometheus import CONTENT_TYPE, Exposition, RequestMetrics
-from api.result_cache import ResultCache
-from api.retrieval import Outcome
-from api.snapshot import SnapshotHolder
-from core.datadir import DataDir
-from core.errors import WebsiftError
-from crawler.runs import LiveRun, read_live
-from store.views import StoreReader
+from websift.api.dependencies import get_data, get_holder, get_result_cache
+from websift.api.prometheus import CONTENT_TYPE, Exposition, RequestMetrics
+from websift.api.result_cache import ResultCache
+from websift.api.retrieval import Outcome
+from websift.api.snapshot import SnapshotHolder
+from websift.core.datadir import DataDir
+from websift.core.errors import WebsiftError
+from websift.crawler.runs import LiveRun, read_live
+from websift.store.views import StoreReader
 
 
 def _live_run(data: DataDir) -> LiveRun | None:

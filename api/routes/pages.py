@@ -5,12 +5,12 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query
 
-from api.dependencies import get_app_settings, get_snapshot, get_store
-from api.models import PageInfo, error_responses
-from api.page_info import page_info
-from api.settings import Settings
-from api.snapshot import Snapshot
-from store.views import StoreReader
+from websift.api.dependencies import get_app_settings, get_snapshot, get_store
+from websift.api.models import PageInfo, error_responses
+from websift.api.page_info import page_info
+from websift.api.settings import Settings
+from websift.api.snapshot import Snapshot
+from websift.store.views import StoreReader
 
 
 def build_router(settings: Settings) -> APIRouter:

@@ -5,12 +5,12 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query
 
-from api.dependencies import get_store
-from api.models import RecrawlEntry, RecrawlResponse
-from api.page_info import iso
-from api.settings import Settings
-from crawler.recrawl import recrawl_schedule
-from store.views import StoreReader
+from websift.api.dependencies import get_store
+from websift.api.models import RecrawlEntry, RecrawlResponse
+from websift.api.page_info import iso
+from websift.api.settings import Settings
+from websift.crawler.recrawl import recrawl_schedule
+from websift.store.views import StoreReader
 
 
 def build_router(settings: Settings) -> APIRouter:

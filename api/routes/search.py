@@ -9,8 +9,14 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query, Request
 
-from api.models import SearchResponse, SearchResult, ShardsAnswered, Signals, error_responses
-from api.retrieval import (
+from websift.api.models import (
+    SearchResponse,
+    SearchResult,
+    ShardsAnswered,
+    Signals,
+    error_responses,
+)
+from websift.api.retrieval import (
     SITE_MAX_CHARS,
     TOPIC_MAX_CHARS,
     Outcome,
@@ -18,7 +24,7 @@ from api.retrieval import (
     SearchRequest,
     with_fragment,
 )
-from api.settings import Settings
+from websift.api.settings import Settings
 
 
 async def get_engine(request: Request) -> SearchEngine:

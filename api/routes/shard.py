@@ -15,10 +15,10 @@ import anyio
 from fastapi import APIRouter, Depends, Response
 from pydantic import BaseModel
 
-from api.dependencies import get_app_settings, get_search_limiter, get_snapshot
-from api.models import error_responses
-from api.settings import Settings
-from api.shard_protocol import (
+from websift.api.dependencies import get_app_settings, get_search_limiter, get_snapshot
+from websift.api.models import error_responses
+from websift.api.settings import Settings
+from websift.api.shard_protocol import (
     SearchAnswer,
     SearchAsk,
     SnippetsAnswer,
@@ -29,7 +29,7 @@ from api.shard_protocol import (
     shard_snippets,
     shard_stats,
 )
-from api.snapshot import Snapshot
+from websift.api.snapshot import Snapshot
 
 
 async def _in_thread(limiter: anyio.CapacityLimiter, work: Callable[[], BaseModel]) -> Response:

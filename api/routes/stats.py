@@ -10,13 +10,13 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request
 
-from api.dependencies import get_holder, get_result_cache, get_snapshot, get_store
-from api.models import Health, LiveCrawl, Stats
-from api.result_cache import ResultCache
-from api.retrieval import Outcome
-from api.snapshot import RankView, Snapshot, SnapshotHolder
-from crawler.runs import LiveRun, read_live
-from store.views import StoreReader
+from websift.api.dependencies import get_holder, get_result_cache, get_snapshot, get_store
+from websift.api.models import Health, LiveCrawl, Stats
+from websift.api.result_cache import ResultCache
+from websift.api.retrieval import Outcome
+from websift.api.snapshot import RankView, Snapshot, SnapshotHolder
+from websift.crawler.runs import LiveRun, read_live
+from websift.store.views import StoreReader
 
 
 def _last_crawl(store: StoreReader) -> dict[str, Any] | None:
@@ -69,7 +69,7 @@ def _frontier(client: Any) -> dict[str, Any] | None:
     /stats (the index is still served)."""
     if client is None:
         return None
-    from crawler.redis_frontier import frontier_figures
+    from websift.crawler.redis_frontier import frontier_figures
 
     return frontier_figures(client)
 

@@ -10,11 +10,11 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Path, status
 
-from api.dependencies import get_data, get_holder, require_admin
-from api.models import TopicIn, TopicList, TopicOut, error_responses
-from api.snapshot import SnapshotHolder
-from core.datadir import DataDir
-from ranking.topics import TopicInfo, TopicSet, add_topic, remove_topic, topic_infos
+from websift.api.dependencies import get_data, get_holder, require_admin
+from websift.api.models import TopicIn, TopicList, TopicOut, error_responses
+from websift.api.snapshot import SnapshotHolder
+from websift.core.datadir import DataDir
+from websift.ranking.topics import TopicInfo, TopicSet, add_topic, remove_topic, topic_infos
 
 
 def _out(info: TopicInfo) -> TopicOut:

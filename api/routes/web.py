@@ -25,15 +25,15 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse
 from fastapi.templating import Jinja2Templates
 
-from api.dependencies import get_app_settings, get_holder
-from api.errors import InvalidParameter, NotFound, status_of
-from api.highlight import highlight
-from api.page_info import page_info
-from api.retrieval import Outcome, SearchEngine, SearchRequest, with_fragment
-from api.settings import Settings
-from api.snapshot import SnapshotHolder
-from core.errors import WebsiftError
-from store.views import StoreReader
+from websift.api.dependencies import get_app_settings, get_holder
+from websift.api.errors import InvalidParameter, NotFound, status_of
+from websift.api.highlight import highlight
+from websift.api.page_info import page_info
+from websift.api.retrieval import Outcome, SearchEngine, SearchRequest, with_fragment
+from websift.api.settings import Settings
+from websift.api.snapshot import SnapshotHolder
+from websift.core.errors import WebsiftError
+from websift.store.views import StoreReader
 
 MAX_PAGE_LINKS = 9  # numbered result pages shown around the current one
 # Defence in depth behind autoescaping: these pages need no script at all.

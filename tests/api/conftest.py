@@ -13,10 +13,10 @@ if _ROOT not in sys.path:  # plain ``pytest`` puts only this folder on sys.path
 import pytest  # noqa: E402
 from fastapi.testclient import TestClient  # noqa: E402
 
-from api.app import create_app  # noqa: E402
-from api.settings import Settings  # noqa: E402
-from core.datadir import DataDir  # noqa: E402
 from tests.api.site import make_data_dir  # noqa: E402
+from websift.api.app import create_app  # noqa: E402
+from websift.api.settings import Settings  # noqa: E402
+from websift.core.datadir import DataDir  # noqa: E402
 
 ADMIN_TOKEN = "s3cret-admin-token"
 

@@ -10,10 +10,10 @@ from contextlib import contextmanager
 
 import uvicorn
 
-from api.app import create_app
-from core.datadir import DataDir
 from tests.api.conftest import settings_for
 from tests.waiting import WAIT, wait_for
+from websift.api.app import create_app
+from websift.core.datadir import DataDir
 
 __all__ = ["WAIT", "free_port", "live_server", "wait_for"]
 

@@ -23,20 +23,20 @@ if _ROOT not in sys.path:
 
 import numpy as np  # noqa: E402
 
-from core.datadir import DataDir, fsync_dir  # noqa: E402
-from indexer.build import build_index, host_of  # noqa: E402
-from indexer.manifest import (  # noqa: E402
+from tests.indexer.corpus import build_data_dir  # noqa: E402
+from websift.core.datadir import DataDir, fsync_dir  # noqa: E402
+from websift.indexer.build import build_index, host_of  # noqa: E402
+from websift.indexer.manifest import (  # noqa: E402
     Manifest,
     SegmentEntry,
     describe_files,
     read_manifest,
     write_manifest,
 )
-from indexer.merge import merge_segments  # noqa: E402
-from indexer.searcher import live_masks  # noqa: E402
-from indexer.segment import SegmentReader  # noqa: E402
-from ranking.rank_job import run_rank  # noqa: E402
-from tests.indexer.corpus import build_data_dir  # noqa: E402
+from websift.indexer.merge import merge_segments  # noqa: E402
+from websift.indexer.searcher import live_masks  # noqa: E402
+from websift.indexer.segment import SegmentReader  # noqa: E402
+from websift.ranking.rank_job import run_rank  # noqa: E402
 
 HOSTS = ("alpha.test", "beta.test", "gamma.test")
 PAGES_PER_HOST = 14

@@ -14,11 +14,11 @@ _ROOT = str(Path(__file__).resolve().parents[2])
 if _ROOT not in sys.path:
     sys.path.insert(0, _ROOT)
 
-from core.datadir import DataDir  # noqa: E402
-from indexer.build import build_index  # noqa: E402
-from ranking.rank_job import run_rank  # noqa: E402
-from store.crawl_store import CrawlStore  # noqa: E402
 from tests.indexer.corpus import build_data_dir  # noqa: E402
+from websift.core.datadir import DataDir  # noqa: E402
+from websift.indexer.build import build_index  # noqa: E402
+from websift.ranking.rank_job import run_rank  # noqa: E402
+from websift.store.crawl_store import CrawlStore  # noqa: E402
 
 BASE = "http://127.0.0.1:8941"
 GARDEN = [f"{BASE}/garden/{i}.html" for i in range(12)]

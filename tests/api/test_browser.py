@@ -16,9 +16,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from core.datadir import DataDir
 from tests.api.live import free_port, wait_for
 from tests.api.site import GARDEN, HOME, XSS_ANCHOR, XSS_TITLE
+from websift.core.datadir import DataDir
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -38,7 +38,7 @@ def server(site_data: DataDir) -> Iterator[str]:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     env.pop("WEBSIFT_ADMIN_TOKEN", None)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "api.cli", "serve", "--data", str(site_data.root),
+        [sys.executable, "-m", "websift.api.cli", "serve", "--data", str(site_data.root),
          "--host", "127.0.0.1", "--port", str(port)],
         cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )

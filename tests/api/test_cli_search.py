@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from api.cli import EXIT_ERROR, main
-from core.datadir import DataDir
-from indexer.settings import MAX_QUERY_CHARS
 from tests.api.conftest import ADMIN_TOKEN
 from tests.api.site import CODE, GARDEN
+from websift.api.cli import EXIT_ERROR, main
+from websift.core.datadir import DataDir
+from websift.indexer.settings import MAX_QUERY_CHARS
 
 Run = Callable[..., subprocess.CompletedProcess[str]]
 

@@ -14,12 +14,11 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-import indexer.searcher
-import indexer.topk
-from core.datadir import DataDir
-from indexer.build import build_index
 from tests.api.live import WAIT, live_server
 from tests.indexer.corpus import build_data_dir
+from websift.core.datadir import DataDir
+from websift.indexer import searcher, topk
+from websift.indexer.build import build_index
 
 HOSTS, PER_HOST = 10, 200  # 2,000 pages, each with the two common words many times
 WORST = '"garden note"'  # both words on every page: every page is a phrase candidate
@@ -44,9 +43,9 @@ def pages(tmp_path_factory: pytest.TempPathFactory) -> DataDir:
 @pytest.fixture(autouse=True)
 def pruned_in_small_steps() -> Iterator[None]:
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(indexer.searcher, "EXHAUSTIVE_MAX_DOCS", 0)
-        mp.setattr(indexer.topk, "PRUNE_FIRST_POSTINGS", 1)
-        mp.setattr(indexer.topk, "PRUNE_VERIFY_FIRST", 1)
+        mp.setattr(searcher, "EXHAUSTIVE_MAX_DOCS", 0)
+        mp.setattr(topk, "PRUNE_FIRST_POSTINGS", 1)
+        mp.setattr(topk, "PRUNE_VERIFY_FIRST", 1)
         yield
 
 

@@ -21,9 +21,9 @@ import httpx
 import pytest
 from fastapi.testclient import TestClient
 
-from core.datadir import DataDir
 from tests.api.live import free_port, wait_for
 from tests.api.test_browser import CHROMIUM, CHROMIUM_ARGS, REPO, START_TIMEOUT, TIMEOUT_MS
+from websift.core.datadir import DataDir
 
 # Chromium resolves no host name but the server's address: nothing can reach past loopback.
 LOOPBACK_ONLY = ["--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"]
@@ -101,7 +101,7 @@ def served(empty_data: DataDir) -> Iterator[str]:
     port = free_port()
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "api.cli", "serve", "--data", str(empty_data.root),
+        [sys.executable, "-m", "websift.api.cli", "serve", "--data", str(empty_data.root),
          "--host", "127.0.0.1", "--port", str(port)],
         cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )

@@ -16,13 +16,13 @@ import jinja2
 from hypothesis import given
 from hypothesis import strategies as st
 
-import api
-from api.fanout import _ranked
-from api.retrieval import Outcome, RankedHit, SearchRequest, with_fragment
-from api.routes.search import to_response
-from api.routes.web import _results, page_href, safe_href
-from api.shard_protocol import ShardHit
-from indexer.searcher import Hit
+import websift.api
+from websift.api.fanout import _ranked
+from websift.api.retrieval import Outcome, RankedHit, SearchRequest, with_fragment
+from websift.api.routes.search import to_response
+from websift.api.routes.web import _results, page_href, safe_href
+from websift.api.shard_protocol import ShardHit
+from websift.indexer.searcher import Hit
 
 URL = "http://127.0.0.1:8941/docs/config.html"
 FRAGMENT = 'guc-work_mem "<b>"'
@@ -79,7 +79,7 @@ def test_the_shard_wire_format_carries_the_fragment() -> None:
 
 def _render(outcome: Outcome) -> str:
     env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(Path(api.__file__).parent / "templates"),
+        loader=jinja2.FileSystemLoader(Path(websift.api.__file__).parent / "templates"),
         autoescape=True, undefined=jinja2.StrictUndefined)
     context: dict[str, Any] = {
         "q": "work_mem", "topic": None, "error": None, "notices": [], "outcome": outcome,

@@ -19,8 +19,8 @@ from schemathesis.checks import (
     status_code_conformance,
 )
 
-from core.datadir import DataDir
 from tests.api.conftest import ADMIN_TOKEN
+from websift.core.datadir import DataDir
 
 EXAMPLES_PER_OPERATION = 60
 BUDGET_SECONDS = 45.0  # the whole fuzz run stops drawing examples after this

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from api.highlight import highlight
+from websift.api.highlight import highlight
 
 
 def test_marks_spans_and_escapes_the_rest() -> None:

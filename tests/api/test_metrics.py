@@ -18,9 +18,9 @@ import pytest
 from fastapi.testclient import TestClient
 from prometheus_client.parser import text_string_to_metric_families
 
-from api.prometheus import Exposition, Histogram
-from core.datadir import DataDir
-from store.crawl_store import CrawlStore
+from websift.api.prometheus import Exposition, Histogram
+from websift.core.datadir import DataDir
+from websift.store.crawl_store import CrawlStore
 
 
 def families(text: str) -> dict[str, object]:

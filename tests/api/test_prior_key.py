@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from api.retrieval import StaticChoice, choose_static, prior_key
-from api.snapshot import RankView
-from ranking.fusion import FusionParams
+from websift.api.retrieval import StaticChoice, choose_static, prior_key
+from websift.api.snapshot import RankView
+from websift.ranking.fusion import FusionParams
 
 
 def _view(scale: float) -> RankView:

@@ -8,14 +8,14 @@ from collections.abc import Callable
 
 import httpx
 
-from api.snapshot import SnapshotHolder
-from core.datadir import DataDir
-from indexer.build import build_index
-from indexer.manifest import read_manifest, write_manifest
-from ranking.rank_job import run_rank
 from tests.api.live import WAIT, live_server, wait_for
 from tests.api.site import pages
 from tests.indexer.corpus import build_data_dir
+from websift.api.snapshot import SnapshotHolder
+from websift.core.datadir import DataDir
+from websift.indexer.build import build_index
+from websift.indexer.manifest import read_manifest, write_manifest
+from websift.ranking.rank_job import run_rank
 
 
 def test_new_generations_are_picked_up_mid_traffic(fresh_data: DataDir) -> None:

@@ -24,17 +24,17 @@ import httpx
 import pytest
 from fastapi.testclient import TestClient
 
-from api.app import create_app
-from api.snapshot import SnapshotHolder
-from core import checked
-from core.datadir import DataDir
-from indexer.build import build_index
-from ranking.errors import RanksCorrupt, RanksNewer
-from ranking.rank_job import run_rank
 from tests.api.conftest import settings_for
 from tests.api.live import WAIT, live_server, wait_for
 from tests.api.site import GARDEN, pages
 from tests.indexer.corpus import build_data_dir
+from websift.api.app import create_app
+from websift.api.snapshot import SnapshotHolder
+from websift.core import checked
+from websift.core.datadir import DataDir
+from websift.indexer.build import build_index
+from websift.ranking.errors import RanksCorrupt, RanksNewer
+from websift.ranking.rank_job import run_rank
 
 HOUR_MS = 3_600_000
 

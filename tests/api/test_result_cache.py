@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from api.result_cache import ResultCache
+from websift.api.result_cache import ResultCache
 
 
 def test_least_recently_used_entry_goes_first() -> None:

@@ -25,14 +25,6 @@ import httpx
 import pytest
 from fastapi.testclient import TestClient
 
-from api.app import create_app
-from api.cli import main as websift_main
-from api.fanout import BadShard
-from api.settings import Settings
-from api.workers import listener
-from core.datadir import DataDir
-from indexer.build import build_index, host_of
-from indexer.searcher import ShardsConflict
 from tests.api.live import WAIT, free_port, wait_for
 from tests.api.shards_site import (
     HOSTS,
@@ -44,6 +36,14 @@ from tests.api.shards_site import (
     write_shard,
 )
 from tests.indexer.corpus import build_data_dir
+from websift.api.app import create_app
+from websift.api.cli import main as websift_main
+from websift.api.fanout import BadShard
+from websift.api.settings import Settings
+from websift.api.workers import listener
+from websift.core.datadir import DataDir
+from websift.indexer.build import build_index, host_of
+from websift.indexer.searcher import ShardsConflict
 
 REPO = Path(__file__).resolve().parents[2]
 # Generous for the exactness tests (a loaded 2-core machine must not drop a shard); the
@@ -74,7 +74,7 @@ def _serve(args: list[str], log: Path) -> tuple[subprocess.Popen[bytes], str]:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     with open(log, "wb") as out:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "api.cli", "serve", *args, "--host", "127.0.0.1",
+            [sys.executable, "-m", "websift.api.cli", "serve", *args, "--host", "127.0.0.1",
              "--port", str(port)], cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT)
     return proc, f"http://127.0.0.1:{port}"
 

@@ -15,11 +15,11 @@ import httpx
 import psutil
 import pytest
 
-import indexer.searcher
-from core.datadir import DataDir
-from indexer.build import build_index
 from tests.api.live import WAIT, live_server
 from tests.indexer.corpus import build_data_dir
+from websift.core.datadir import DataDir
+from websift.indexer import searcher
+from websift.indexer.build import build_index
 
 HOSTS, PER_HOST = 20, 100  # 2,000 documents: one site mask is 2,000 bools
 DISTINCT_SITES = 10_000
@@ -49,7 +49,7 @@ def rss() -> int:
 def test_distinct_site_values_over_http_stay_within_the_bounds(
         many_docs: DataDir, monkeypatch: pytest.MonkeyPatch) -> None:
     # the searcher the server opens reads its bound from the indexer's settings
-    monkeypatch.setattr(indexer.searcher, "SITE_MASK_CACHE_BYTES", SITE_CACHE_BYTES)
+    monkeypatch.setattr(searcher, "SITE_MASK_CACHE_BYTES", SITE_CACHE_BYTES)
     with live_server(many_docs, result_cache_size=RESULT_CACHE_SIZE) as base, httpx.Client(base_url=base, timeout=WAIT) as http:
 
         def ask(i: int, prefix: str) -> None:

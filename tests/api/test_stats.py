@@ -10,16 +10,16 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from api.app import create_app
-from api.settings import Settings
-from core.datadir import DataDir
-from core.errors import StoreError
-from indexer.build import build_index
-from indexer.errors import IndexCorrupt
-from ranking.errors import RanksCorrupt
-from store.views import StoreReader
 from tests.api.site import GARDEN
 from tests.indexer.corpus import build_data_dir
+from websift.api.app import create_app
+from websift.api.settings import Settings
+from websift.core.datadir import DataDir
+from websift.core.errors import StoreError
+from websift.indexer.build import build_index
+from websift.indexer.errors import IndexCorrupt
+from websift.ranking.errors import RanksCorrupt
+from websift.store.views import StoreReader
 
 
 def test_stats_counts_what_is_there(client: TestClient, site_data: DataDir) -> None:

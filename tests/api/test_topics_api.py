@@ -7,9 +7,9 @@ from collections.abc import Callable
 import pytest
 from fastapi.testclient import TestClient
 
-from core.datadir import DataDir
 from tests.api.conftest import ADMIN_TOKEN
 from tests.api.site import CODE, GARDEN
+from websift.core.datadir import DataDir
 
 GARDEN_TOPIC = {"name": "garden", "patterns": ["/garden/"]}
 

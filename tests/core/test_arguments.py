@@ -6,7 +6,7 @@ import argparse
 
 import pytest
 
-from core.arguments import number
+from websift.core.arguments import number
 
 
 @pytest.mark.parametrize(

@@ -6,7 +6,7 @@ import threading
 
 import numpy as np
 
-from core.cache import Cache, CacheStats
+from websift.core.cache import Cache, CacheStats
 
 
 def test_a_count_bound_drops_the_least_recently_used() -> None:

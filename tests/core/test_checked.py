@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core import checked
-from core.errors import (
+from websift.core import checked
+from websift.core.errors import (
     CheckedFileCorrupt,
     CheckedFileError,
     CheckedFileMissing,

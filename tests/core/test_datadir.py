@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from core.datadir import MARKER, DataDir, atomic_write_bytes
-from core.errors import StoreError
+from websift.core.datadir import MARKER, DataDir, atomic_write_bytes
+from websift.core.errors import StoreError
 
 
 def test_create_then_open(tmp_path: Path) -> None:

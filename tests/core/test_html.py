@@ -5,10 +5,10 @@ from __future__ import annotations
 import lxml.etree
 import pytest
 
-from core.html import INVISIBLE_TAGS, drop_invisible, is_html, media_type, visible_text
-from crawler.extract import extract
-from crawler.pipeline import Fetched
-from indexer.parse import parse_html
+from websift.core.html import INVISIBLE_TAGS, drop_invisible, is_html, media_type, visible_text
+from websift.crawler.extract import extract
+from websift.crawler.pipeline import Fetched
+from websift.indexer.parse import parse_html
 
 
 @pytest.mark.parametrize(("content_type", "expected"), [

@@ -27,16 +27,16 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from testweb import Answer, TestWeb, html, words
 
-from core.arguments import seconds
-from core.datadir import DataDir
-from crawler.errors import ScopeError
-from crawler.meta import FetchKind, FetchMeta
-from crawler.pipeline import Fetched
-from crawler.runs import read_live, scope_from_json, scope_to_json, stored_scope
-from crawler.scope import ScopeConfig
-from crawler.session import CrawlConfig, CrawlSession
-from store.views import StoreReader
 from tests.waiting import wait_for
+from websift.core.arguments import seconds
+from websift.core.datadir import DataDir
+from websift.crawler.errors import ScopeError
+from websift.crawler.meta import FetchKind, FetchMeta
+from websift.crawler.pipeline import Fetched
+from websift.crawler.runs import read_live, scope_from_json, scope_to_json, stored_scope
+from websift.crawler.scope import ScopeConfig
+from websift.crawler.session import CrawlConfig, CrawlSession
+from websift.store.views import StoreReader
 
 REPO = Path(__file__).resolve().parents[2]
 ENV = {**os.environ, "PYTHONPATH": str(REPO)}
@@ -234,7 +234,7 @@ def web(flags: Flags) -> Iterator[TestWeb]:
 
 
 def websift(*args: str) -> list[str]:
-    return [sys.executable, "-m", "api.cli", *args]
+    return [sys.executable, "-m", "websift.api.cli", *args]
 
 
 def run(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:

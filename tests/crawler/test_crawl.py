@@ -17,10 +17,10 @@ from typing import Any
 import pytest
 from testweb import LogEntry, TestWeb, max_in_flight, min_start_gap
 
-from core.datadir import DataDir
-from store.schema import FETCHED, META_VIRTUAL
-from store.views import StoreReader
-from store.warc import WarcLocation, read_response
+from websift.core.datadir import DataDir
+from websift.store.schema import FETCHED, META_VIRTUAL
+from websift.store.views import StoreReader
+from websift.store.warc import WarcLocation, read_response
 
 DELAY = 0.2
 CRAWL_DELAY = 0.5  # the slow site's robots.txt

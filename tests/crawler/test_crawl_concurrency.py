@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from testweb import TestWeb, html, max_in_flight, min_start_gap, words
 
-from core.datadir import DataDir
-from store.views import StoreReader
+from websift.core.datadir import DataDir
+from websift.store.views import StoreReader
 
 LATENCY = 0.2
 K = 2

@@ -6,10 +6,10 @@ from email.utils import formatdate
 
 import pytest
 
-from crawler.extract import extract, robots_directives
-from crawler.politeness import Politeness, parse_retry_after
-from crawler.robots_cache import RobotsCache, RobotsState
-from store.crawl_store import HostState
+from websift.crawler.extract import extract, robots_directives
+from websift.crawler.politeness import Politeness, parse_retry_after
+from websift.crawler.robots_cache import RobotsCache, RobotsState
+from websift.store.crawl_store import HostState
 
 
 def test_delay_in_force_takes_the_largest_rule() -> None:

@@ -19,10 +19,10 @@ from pathlib import Path
 import pytest
 from testweb import TestWeb, html, words
 
-from core.datadir import DataDir
-from store.schema import FETCHED
-from store.views import StoreReader
-from store.warc import WarcLocation, read_response
+from websift.core.datadir import DataDir
+from websift.store.schema import FETCHED
+from websift.store.views import StoreReader
+from websift.store.warc import WarcLocation, read_response
 
 REPO = Path(__file__).resolve().parents[2]
 PAGES = 60
@@ -57,7 +57,7 @@ def _store_state(data: Path) -> tuple[set[str], float]:
 def test_kill_9_then_resume(many_web: TestWeb, tmp_path: Path) -> None:
     site = many_web.sites["many"]
     data = tmp_path / "data"
-    args = [sys.executable, "-m", "api.cli", "crawl", site.url("/"), "--data", str(data), "--allow-private",
+    args = [sys.executable, "-m", "websift.api.cli", "crawl", site.url("/"), "--data", str(data), "--allow-private",
             "--delay", "0.02", "--quiet"]
     env = {**os.environ, "PYTHONPATH": str(REPO)}
 

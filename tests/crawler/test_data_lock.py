@@ -20,8 +20,8 @@ from testweb import TestWeb, html, words
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
-from core.lock import STORE_WRITER_LOCK, ExclusiveLock, Holder, LockHeld, read_holder
 from tests.waiting import wait_for
+from websift.core.lock import STORE_WRITER_LOCK, ExclusiveLock, Holder, LockHeld, read_holder
 
 REPO = Path(__file__).resolve().parents[2]
 ENV = {**os.environ, "PYTHONPATH": str(REPO)}
@@ -40,7 +40,7 @@ def lock_web() -> Iterator[TestWeb]:
 
 
 def websift(*args: str) -> list[str]:
-    return [sys.executable, "-m", "api.cli", *args]
+    return [sys.executable, "-m", "websift.api.cli", *args]
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:

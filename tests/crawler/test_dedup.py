@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from crawler.dedup import (
+from websift.crawler.dedup import (
     MIN_TOKENS,
     NearDuplicateIndex,
     content_hash,

@@ -27,15 +27,15 @@ from typing import Any
 import pytest
 from testweb import Site, TestWeb, html, words
 
-from core.datadir import DataDir
-from crawler import settings as S
-from crawler.dns import ADDRESS_PENDING, HostVerdicts
-from crawler.frontier import Frontier
-from crawler.meta import FetchKind, FetchMeta
-from crawler.pipeline import Fetched
-from crawler.scope import Scope, ScopeConfig
-from crawler.session import CrawlConfig, CrawlSession
-from store.crawl_store import CrawlStore
+from websift.core.datadir import DataDir
+from websift.crawler import settings as S
+from websift.crawler.dns import ADDRESS_PENDING, HostVerdicts
+from websift.crawler.frontier import Frontier
+from websift.crawler.meta import FetchKind, FetchMeta
+from websift.crawler.pipeline import Fetched
+from websift.crawler.scope import Scope, ScopeConfig
+from websift.crawler.session import CrawlConfig, CrawlSession
+from websift.store.crawl_store import CrawlStore
 
 WAIT = 10.0  # seconds a test waits for a DNS thread's answer before it fails
 
@@ -440,7 +440,7 @@ SLOW_LAUNCH = textwrap.dedent("""
 
     socket.getaddrinfo = getaddrinfo
     socket.gethostbyname = gethostbyname
-    from api.cli import main
+    from websift.api.cli import main
     sys.exit(main(sys.argv[1:]))
 """)
 FAST_PAGES = 30  # per fast host: at the crawl's delay, more than the slow lookup lasts

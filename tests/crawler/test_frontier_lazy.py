@@ -19,12 +19,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from crawler.focus import FocusError, build_focus
-from crawler.frontier import REBUILD_SLACK, Frontier
-from ranking.opic import LazyOpicState, OpicParams, OpicState, Strategy
-from ranking.topic_store import TermModel, TopicRecord, TopicSet, save_topic
-from store.crawl_store import CrawlStore, origin_of
-from store.views import StoreReader
+from websift.crawler.focus import FocusError, build_focus
+from websift.crawler.frontier import REBUILD_SLACK, Frontier
+from websift.ranking.opic import LazyOpicState, OpicParams, OpicState, Strategy
+from websift.ranking.topic_store import TermModel, TopicRecord, TopicSet, save_topic
+from websift.store.crawl_store import CrawlStore, origin_of
+from websift.store.views import StoreReader
 
 HOSTS = ("http://a.test", "http://b.test", "http://c.test")
 T0 = 1_700_000_000.0

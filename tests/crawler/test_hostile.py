@@ -29,10 +29,10 @@ from hostileweb import (
 )
 from testweb import LogEntry
 
-from core.datadir import DataDir
-from crawler import settings as S
-from crawler.scope import ScopeConfig
-from store.views import StoreReader
+from websift.core.datadir import DataDir
+from websift.crawler import settings as S
+from websift.crawler.scope import ScopeConfig
+from websift.store.views import StoreReader
 
 TIMEOUT = 3.0  # seconds: crawler.settings.DOWNLOAD_TIMEOUT for this crawl
 PER_HOST = 40  # --max-pages-per-host: the calendar trap's limit

@@ -25,13 +25,13 @@ from scrapy.settings import Settings
 from testweb import Site, TestWeb, html, words
 from twisted.internet import reactor
 
-from api.cli import main
-from core.datadir import DataDir
-from crawler.addresses import AddressRules, wholly_non_public
-from crawler.errors import ScopeError
-from crawler.resolver import GuardedResolver, PrivateAddressRefused
-from crawler.scope import Scope, ScopeConfig
-from store.views import StoreReader
+from websift.api.cli import main
+from websift.core.datadir import DataDir
+from websift.crawler.addresses import AddressRules, wholly_non_public
+from websift.crawler.errors import ScopeError
+from websift.crawler.resolver import GuardedResolver, PrivateAddressRefused
+from websift.crawler.scope import Scope, ScopeConfig
+from websift.store.views import StoreReader
 
 
 def ip(text: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address:

@@ -7,10 +7,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from crawler.frontier import Frontier
-from ranking.opic import Strategy
-from store.crawl_store import CrawlStore, origin_of
-from store.schema import META_CLOCK, META_VIRTUAL
+from websift.crawler.frontier import Frontier
+from websift.ranking.opic import Strategy
+from websift.store.crawl_store import CrawlStore, origin_of
+from websift.store.schema import META_CLOCK, META_VIRTUAL
 
 
 def _store(tmp_path: Path) -> CrawlStore:

@@ -14,15 +14,15 @@ from pathlib import Path
 
 import pytest
 
-from crawler.dedup import NearDuplicateIndex
-from crawler.frontier import Frontier
-from crawler.groupcommit import GroupCommit
-from crawler.pipeline import Fetched, PageRecorder
-from crawler.robots import RobotsPolicy
-from crawler.scope import Scope, ScopeConfig
-from crawler.urls import host_of, port_of
-from store.crawl_store import CrawlStore, Page, StoreReader
-from store.warc import WarcLocation, WarcWriterFile, read_response
+from websift.crawler.dedup import NearDuplicateIndex
+from websift.crawler.frontier import Frontier
+from websift.crawler.groupcommit import GroupCommit
+from websift.crawler.pipeline import Fetched, PageRecorder
+from websift.crawler.robots import RobotsPolicy
+from websift.crawler.scope import Scope, ScopeConfig
+from websift.crawler.urls import host_of, port_of
+from websift.store.crawl_store import CrawlStore, Page, StoreReader
+from websift.store.warc import WarcLocation, WarcWriterFile, read_response
 
 A = "http://127.0.0.2:8001"
 T = 1_700_000_000.0

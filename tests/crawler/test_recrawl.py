@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 from testweb import LAST_MODIFIED, TestWeb, _changing, _conditional, html, words
 
-from core.datadir import DataDir
-from crawler.recrawl import recrawl_schedule
-from store.views import StoreReader
+from websift.core.datadir import DataDir
+from websift.crawler.recrawl import recrawl_schedule
+from websift.store.views import StoreReader
 
 
 @pytest.fixture(scope="module")

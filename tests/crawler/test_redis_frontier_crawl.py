@@ -20,12 +20,12 @@ from testweb import TestWeb, html, max_in_flight, min_start_gap, words
 from waiting import wait_for
 from websift_process import REPO, websift_command
 
-from api.app import create_app
-from api.settings import Settings
-from core.datadir import DataDir
-from crawler.redis_frontier import connect, frontier_status
-from indexer.build import build_index
-from store.views import StoreReader
+from websift.api.app import create_app
+from websift.api.settings import Settings
+from websift.core.datadir import DataDir
+from websift.crawler.redis_frontier import connect, frontier_status
+from websift.indexer.build import build_index
+from websift.store.views import StoreReader
 
 SITES = ("127.0.0.11", "127.0.0.12", "127.0.0.13", "127.0.0.14")
 PAGES = 10  # per site, besides its home page

@@ -13,9 +13,9 @@ import pytest
 from redis_server import RedisServer
 from websift_process import REPO, websift_command
 
-from core.datadir import DataDir
-from indexer.build import build_index
-from indexer.searcher import Searcher
+from websift.core.datadir import DataDir
+from websift.indexer.build import build_index
+from websift.indexer.searcher import Searcher
 
 sys.path.insert(0, str(REPO / "scripts"))
 from eval_relevance import (

@@ -14,15 +14,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from redis_server import RedisServer
 
-from crawler.redis_frontier import (
+from websift.crawler.redis_frontier import (
     FrontierError,
     RedisFrontier,
     connect,
     frontier_status,
     page_cash,
 )
-from ranking.opic import LazyOpicState, OpicParams
-from store.crawl_store import CrawlStore
+from websift.ranking.opic import LazyOpicState, OpicParams
+from websift.store.crawl_store import CrawlStore
 
 
 @pytest.fixture(scope="module")
@@ -130,7 +130,7 @@ def test_transfer_in_flight_is_counted_and_applied_once(server: RedisServer, tmp
     assert status["cash"]["in_flight"] > 0
     assert status["cash"]["total"] == pytest.approx(1.0, abs=1e-12)
     assert page_cash(world.client, world.origin[b], b) == before
-    from crawler.redis_frontier import deliver, host_tag
+    from websift.crawler.redis_frontier import deliver, host_tag
 
     out = dict(world.client.hgetall(host_tag(world.origin[a]) + ":out"))
     # a redelivery after a crash between apply and forget must not pay twice

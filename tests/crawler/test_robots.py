@@ -17,10 +17,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from api.cli import main as websift
-from crawler import settings as crawler_settings
-from crawler.robots import MAX_ROBOTS_BYTES, RobotsDecision, RobotsPolicy
-from crawler.robots_command import fetch_robots
+from websift.api.cli import main as websift
+from websift.crawler import settings as crawler_settings
+from websift.crawler.robots import MAX_ROBOTS_BYTES, RobotsDecision, RobotsPolicy
+from websift.crawler.robots_command import fetch_robots
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 VECTORS = REPO_ROOT / ".." / "shared" / "eval" / "robots_vectors.json"

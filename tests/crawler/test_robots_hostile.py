@@ -20,9 +20,9 @@ import pytest
 from hostileweb import HostileWeb, Run, Stream, hang_up, run_launched
 from testweb import Answer, LogEntry, Site, html, words
 
-from core.datadir import DataDir
-from crawler.robots import MAX_ROBOTS_BYTES
-from store.views import StoreReader
+from websift.core.datadir import DataDir
+from websift.crawler.robots import MAX_ROBOTS_BYTES
+from websift.store.views import StoreReader
 
 # RFC 9309 section 5.1's example, with websift added to the group that names two agents: that
 # group is websift's, so the "*" group (no *.gif, no /example/) does not apply to it.

@@ -16,14 +16,14 @@ from typing import Any
 import pytest
 import scrapy
 
-from core.datadir import DataDir
-from core.errors import WebsiftError
-from crawler import scheduler as scheduler_module
-from crawler.errors import ScrapyIncompatible
-from crawler.meta import META_KEY, FetchMeta, fetch_meta
-from crawler.scheduler import FrontierScheduler, check_scrapy_internals
-from crawler.scope import ScopeConfig
-from crawler.session import CrawlConfig, CrawlSession
+from websift.core.datadir import DataDir
+from websift.core.errors import WebsiftError
+from websift.crawler import scheduler as scheduler_module
+from websift.crawler.errors import ScrapyIncompatible
+from websift.crawler.meta import META_KEY, FetchMeta, fetch_meta
+from websift.crawler.scheduler import FrontierScheduler, check_scrapy_internals
+from websift.crawler.scope import ScopeConfig
+from websift.crawler.session import CrawlConfig, CrawlSession
 
 A = "http://127.0.0.2:8001"
 T0 = 1_700_000_000.0

@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from crawler import scope as scope_module
-from crawler.errors import ScopeError
-from crawler.scope import PrivateAddressError, Scope, ScopeConfig, address_category
-from crawler.urls import canonicalize, host_of, port_of
+from websift.crawler import scope as scope_module
+from websift.crawler.errors import ScopeError
+from websift.crawler.scope import PrivateAddressError, Scope, ScopeConfig, address_category
+from websift.crawler.urls import canonicalize, host_of, port_of
 
 
 def _check(url: str, depth: int = 0, **config: Any) -> str | None:

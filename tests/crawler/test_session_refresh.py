@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 from test_session_unit import DELAY, HTML, A, Run, Sent, crawl  # noqa: F401  (crawl: fixture)
 
-from core.datadir import DataDir
-from crawler.focus import FocusError
-from crawler.session import CrawlConfig, CrawlSession
+from websift.core.datadir import DataDir
+from websift.crawler.focus import FocusError
+from websift.crawler.session import CrawlConfig, CrawlSession
 
 INTERVAL = 100.0
 LINKS = {  # path -> links on it; after one pass "/" has cash from "/a" and "/b", "/b" from "/c"

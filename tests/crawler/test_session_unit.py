@@ -17,12 +17,12 @@ from typing import Any
 
 import pytest
 
-from core.datadir import DataDir
-from crawler.meta import FetchKind, FetchMeta
-from crawler.pipeline import Fetched
-from crawler.scope import ScopeConfig
-from crawler.session import CrawlConfig, CrawlSession
-from store.crawl_store import Page, StoreReader
+from websift.core.datadir import DataDir
+from websift.crawler.meta import FetchKind, FetchMeta
+from websift.crawler.pipeline import Fetched
+from websift.crawler.scope import ScopeConfig
+from websift.crawler.session import CrawlConfig, CrawlSession
+from websift.store.crawl_store import Page, StoreReader
 
 A = "http://127.0.0.2:8001"
 B = "http://127.0.0.3:8002"

@@ -29,8 +29,8 @@ import pytest
 from hostileweb import HostileWeb, HostTable, Run, run_launched
 from testweb import Answer, LogEntry, html, words
 
-from core.datadir import DataDir
-from store.views import StoreReader
+from websift.core.datadir import DataDir
+from websift.store.views import StoreReader
 
 PUBLIC_CHECK = "93.184.216.34"
 BLOCKED = "hostileweb: blocked"

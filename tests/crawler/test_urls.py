@@ -8,9 +8,9 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from core.errors import WebsiftError
-from crawler.errors import ScopeError
-from crawler.urls import (
+from websift.core.errors import WebsiftError
+from websift.crawler.errors import ScopeError
+from websift.crawler.urls import (
     _CANONICAL_RE,
     UrlError,
     canonicalize,
@@ -356,6 +356,6 @@ def test_shortcut_agrees_with_the_full_path(url: str) -> None:
     ],
 )
 def test_seeds_typed_without_a_scheme_mean_http(typed: str, meant: str) -> None:
-    from crawler.commands import seed_with_scheme
+    from websift.crawler.commands import seed_with_scheme
 
     assert seed_with_scheme(typed) == meant

@@ -32,14 +32,14 @@ from warcio.archiveiterator import ArchiveIterator
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
-from core.datadir import DataDir
-from core.lock import store_writer_lock
-from crawler import settings as S
-from crawler.warc_import import MAX_BLOCK, import_warcs
-from crawler.warc_reader import Damage, NotAWarcFile, WarcReader, WarcRecord
-from store.schema import META_VIRTUAL, Page
-from store.views import StoreReader
-from store.warc import WarcLocation, read_response
+from websift.core.datadir import DataDir
+from websift.core.lock import store_writer_lock
+from websift.crawler import settings as S
+from websift.crawler.warc_import import MAX_BLOCK, import_warcs
+from websift.crawler.warc_reader import Damage, NotAWarcFile, WarcReader, WarcRecord
+from websift.store.schema import META_VIRTUAL, Page
+from websift.store.views import StoreReader
+from websift.store.warc import WarcLocation, read_response
 
 WGET = shutil.which("wget")
 REPO = Path(__file__).resolve().parents[2]
@@ -528,7 +528,7 @@ def test_an_interrupted_import_keeps_what_it_committed_and_a_rerun_completes_it(
     source = tmp_path / "many.warc.gz"
     urls = _many_pages(source, 6000)  # enough that the SIGINT lands mid-run on a fast machine
     data = tmp_path / "data"
-    args = [sys.executable, "-m", "api.cli", "import", "--data", str(data), str(source)]
+    args = [sys.executable, "-m", "websift.api.cli", "import", "--data", str(data), str(source)]
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     child = subprocess.Popen(args, cwd=REPO, env=env, stdout=subprocess.DEVNULL,
                              stderr=subprocess.PIPE, text=True)

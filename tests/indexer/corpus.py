@@ -18,15 +18,15 @@ from pathlib import Path
 import lxml.etree
 import lxml.html
 
-from core.datadir import DataDir
-from crawler.errors import ScopeError
-from crawler.urls import canonicalize
-from indexer.build import build_index
-from indexer.manifest import Manifest, SegmentEntry, describe_files, write_manifest
-from indexer.searcher import Searcher
-from indexer.segment import SegmentWriter
-from store.crawl_store import CrawlStore, Link
-from store.warc import WarcWriterFile
+from websift.core.datadir import DataDir
+from websift.crawler.errors import ScopeError
+from websift.crawler.urls import canonicalize
+from websift.indexer.build import build_index
+from websift.indexer.manifest import Manifest, SegmentEntry, describe_files, write_manifest
+from websift.indexer.searcher import Searcher
+from websift.indexer.segment import SegmentWriter
+from websift.store.crawl_store import CrawlStore, Link
+from websift.store.warc import WarcWriterFile
 
 
 def extract_links(html: bytes | str, base_url: str) -> list[tuple[str, str, bool]]:

@@ -10,13 +10,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from indexer.analysis import PLAIN_TOKEN_RE, TECH_TOKEN_RE, Analyzer, is_operator
-from indexer.errors import IndexAnalyzerMismatch, QueryError
-from indexer.hits import HitMaker
-from indexer.query import parse_query
-from indexer.searcher import Searcher
-from indexer.settings import MAX_QUERY_TERMS, MAX_TOKEN_CHARS, MIN_TOKEN_CHARS
 from tests.indexer.corpus import make_index
+from websift.indexer.analysis import PLAIN_TOKEN_RE, TECH_TOKEN_RE, Analyzer, is_operator
+from websift.indexer.errors import IndexAnalyzerMismatch, QueryError
+from websift.indexer.hits import HitMaker
+from websift.indexer.query import parse_query
+from websift.indexer.searcher import Searcher
+from websift.indexer.settings import MAX_QUERY_TERMS, MAX_TOKEN_CHARS, MIN_TOKEN_CHARS
 
 TECHNICAL = ["~d", "--set", "%s", "#include", "c++", ".bashrc", "pg_dump", "a.b.c", "<=",
              "-site", "os.path.join", "__init__", "**kwargs", "std::vector", "x<=y"]
@@ -171,7 +171,7 @@ def test_technical_and_stop_word_queries_find_their_pages(tmp_path: Path) -> Non
 
 def test_an_index_from_another_analyzer_is_refused(tmp_path: Path,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("indexer.segment.analyzer_version", lambda: "1")
+    monkeypatch.setattr("websift.indexer.segment.analyzer_version", lambda: "1")
     data = make_index(tmp_path / "d", PAGES)
     monkeypatch.undo()
     with pytest.raises(IndexAnalyzerMismatch, match="reindex with websift index --rebuild"):

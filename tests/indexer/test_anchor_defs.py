@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from indexer.searcher import Searcher
-from indexer.settings import ANCHOR_DEFS_ENV
 from tests.indexer.corpus import build_data_dir, indexed_copy
+from websift.indexer.searcher import Searcher
+from websift.indexer.settings import ANCHOR_DEFS_ENV
 
 A = "http://manual.test/"
 FILLER = ["matrix", "vector", "loop", "plot", "string", "cell", "struct", "file", "error",

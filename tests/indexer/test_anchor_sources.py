@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from indexer.anchors import Anchors, SourceHosts, in_anchors_many, redirect_aliases
-from store.crawl_store import CrawlStore
-from store.schema import REDIRECT, Link
-from store.views import StoreReader
+from websift.indexer.anchors import Anchors, SourceHosts, in_anchors_many, redirect_aliases
+from websift.store.crawl_store import CrawlStore
+from websift.store.schema import REDIRECT, Link
+from websift.store.views import StoreReader
 
 
 def _fetch(store: CrawlStore, uid: int, links: list[Link], **kw: object) -> None:

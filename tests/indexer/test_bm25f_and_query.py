@@ -11,13 +11,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from indexer import bm25f
-from indexer.analysis import Analyzer, analyze
-from indexer.errors import QueryError
-from indexer.query import parse_query
-from indexer.searcher import Searcher
-from indexer.settings import FIELDS, MAX_QUERY_CHARS, MAX_QUERY_TERMS, BM25FSettings
 from tests.indexer.corpus import make_index
+from websift.indexer import bm25f
+from websift.indexer.analysis import Analyzer, analyze
+from websift.indexer.errors import QueryError
+from websift.indexer.query import parse_query
+from websift.indexer.searcher import Searcher
+from websift.indexer.settings import FIELDS, MAX_QUERY_CHARS, MAX_QUERY_TERMS, BM25FSettings
 
 DOCS = [  # (title, body)
     ("apple", "apple banana apple"),

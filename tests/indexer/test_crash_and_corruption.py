@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from core.datadir import DataDir
-from indexer.build import build_index
-from indexer.errors import IndexCorrupt, IndexMissing
-from indexer.manifest import MANIFEST
-from indexer.searcher import Searcher, current_generation
-from indexer.settings import KILL_AFTER_BARRELS_ENV
 from tests.indexer.corpus import build_data_dir
+from websift.core.datadir import DataDir
+from websift.indexer.build import build_index
+from websift.indexer.errors import IndexCorrupt, IndexMissing
+from websift.indexer.manifest import MANIFEST
+from websift.indexer.searcher import Searcher, current_generation
+from websift.indexer.settings import KILL_AFTER_BARRELS_ENV
 
 WEBSIFT = str(Path(sys.executable).parent / "websift")
 U = "http://c.example"

@@ -13,14 +13,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from core import checked
-from core.datadir import DataDir
-from core.errors import CheckedFileCorrupt
-from indexer.build import build_index
-from indexer.parse import parse_html
-from indexer.searcher import Searcher
-from indexer.settings import TEMPLATES_VERSION
-from indexer.templates import (
+from tests.indexer.corpus import build_data_dir, indexed_copy
+from websift.core import checked
+from websift.core.datadir import DataDir
+from websift.core.errors import CheckedFileCorrupt
+from websift.indexer.build import build_index
+from websift.indexer.parse import parse_html
+from websift.indexer.searcher import Searcher
+from websift.indexer.settings import TEMPLATES_VERSION
+from websift.indexer.templates import (
     FORMAT,
     TEMPLATES_FILE,
     HostSampler,
@@ -30,7 +31,6 @@ from indexer.templates import (
     read_templates,
     write_templates,
 )
-from tests.indexer.corpus import build_data_dir, indexed_copy
 
 A = "http://docs.test/"
 B = "http://other.test/"
@@ -217,10 +217,10 @@ def test_a_segment_written_before_the_defs_field_reads_zero_defs(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A version-2 segment (five fields, no "fields" in meta.json) opens; its postings and
     positions come back under today's FIELDS with zero tf in defs, and a merge keeps them."""
-    from core import checked
-    from indexer import segment
-    from indexer.merge import merge_segments
-    from indexer.settings import FIELDS, LEGACY_FIELDS
+    from websift.core import checked
+    from websift.indexer import segment
+    from websift.indexer.merge import merge_segments
+    from websift.indexer.settings import FIELDS, LEGACY_FIELDS
 
     docs = [("apple pie", "", "apple and pear", "", ["fruit apple"]),
             ("pear", "", "pear only", "", [])]

@@ -15,10 +15,10 @@ from datetime import timedelta
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from indexer.errors import QueryError
-from indexer.parse import ParsedPage, parse_html, squash
-from indexer.query import ParsedQuery, parse_query
-from indexer.settings import (
+from websift.indexer.errors import QueryError
+from websift.indexer.parse import ParsedPage, parse_html, squash
+from websift.indexer.query import ParsedQuery, parse_query
+from websift.indexer.settings import (
     MAX_FRAGMENT_TEXT_CHARS,
     MAX_FRAGMENTS,
     MAX_QUERY_CHARS,

@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from indexer.analysis import Analyzer
-from indexer.hits import HitMaker
-from indexer.settings import ANCHOR_GAP, FIELDS
+from websift.indexer.analysis import Analyzer
+from websift.indexer.hits import HitMaker
+from websift.indexer.settings import ANCHOR_GAP, FIELDS
 
 WORDS = ["os.path", "f(x)", "--set", "a,b", "the", "Run", "runs,", "x", "é", "unittest.mock.",
          "—", "()", "pg_dump", "a..b", "(foo)", "_", "3.11", "C++", "#include", "%s"]
@@ -83,7 +83,7 @@ def test_operator_fields_keep_every_operator_hit_elsewhere_the_first(
     words = {v: k for k, v in hm.lexicon.items()}
     assert sorted(words[int(w)] for w in kept) == sorted(["+", ",", "then", ".^"])
     assert got(HitMaker(operator_fields=None))["body"] == got(hm)["defs"]
-    monkeypatch.setattr("indexer.hits.OPERATOR_ELSEWHERE_FIRST", False)
+    monkeypatch.setattr("websift.indexer.hits.OPERATOR_ELSEWHERE_FIRST", False)
     assert got(hm)["body"] == ["then"]
     kept, _ = hm.in_field(FIELDS.index("body"), body_w, body_p)
     assert [words[int(w)] for w in kept] == ["then"]

@@ -8,7 +8,7 @@ from urllib.parse import urlsplit
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from indexer.docbatch import host_of
+from websift.indexer.docbatch import host_of
 
 HOSTS = st.sampled_from(["a.example", "B.Example", "127.0.0.5", "[::1]", "xn--bcher-kva.example",
                          "h"])

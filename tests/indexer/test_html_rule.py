@@ -7,9 +7,9 @@ import sqlite3
 from contextlib import closing
 from pathlib import Path
 
-from indexer.build import build_index
-from indexer.searcher import Searcher
 from tests.indexer.corpus import build_data_dir
+from websift.indexer.build import build_index
+from websift.indexer.searcher import Searcher
 
 A = "http://a.example"
 

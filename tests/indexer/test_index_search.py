@@ -6,12 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from core.datadir import DataDir
-from indexer import build as build_module
-from indexer.build import build_index
-from indexer.searcher import Searcher, current_generation
-from store.crawl_store import OUT_OF_SCOPE, CrawlStore
 from tests.indexer.corpus import build_data_dir
+from websift.core.datadir import DataDir
+from websift.indexer import build as build_module
+from websift.indexer.build import build_index
+from websift.indexer.searcher import Searcher, current_generation
+from websift.store.crawl_store import OUT_OF_SCOPE, CrawlStore
 
 A = "http://a.example"
 B = "http://b.example"

@@ -12,8 +12,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from indexer.barrels import CHUNK_SHARE, _word_counts, invert, stable_order, words_path
-from indexer.settings import HIT_BYTES
+from websift.indexer.barrels import CHUNK_SHARE, _word_counts, invert, stable_order, words_path
+from websift.indexer.settings import HIT_BYTES
 
 
 @settings(max_examples=200, deadline=None)

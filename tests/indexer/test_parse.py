@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from indexer.parse import parse_html, url_words
+from websift.indexer.parse import parse_html, url_words
 
 HTML = b"""<html lang="en"><head><title>The  Title</title><style>p{}</style></head>
 <body><nav>menu words</nav><div role="main"><h1>Big</h1><p>first</p><p>second<script>x=1</script>

@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from selectolax.lexbor import LexborHTMLParser
 
-from core.html import squash
-from indexer.parse import (
+from websift.core.html import squash
+from websift.indexer.parse import (
     _LINK,
     _MARK,
     _WORD_TOKEN,

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from indexer.parse import (
+from websift.indexer.parse import (
     Fragment,
     ParsedPage,
     block_hash,
@@ -16,7 +16,7 @@ from indexer.parse import (
     id_segments,
     parse_html,
 )
-from indexer.settings import (
+from websift.indexer.settings import (
     ANCHOR_DEFS_ENV,
     ID_WORDS_ENV,
     MAX_FRAGMENT_KEY_CHARS,

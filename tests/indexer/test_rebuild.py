@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from core.datadir import DataDir
-from indexer.build import build_index
-from indexer.searcher import Searcher, current_generation
-from indexer.settings import KILL_AFTER_BARRELS_ENV
 from tests.indexer.corpus import build_data_dir
+from websift.core.datadir import DataDir
+from websift.indexer.build import build_index
+from websift.indexer.searcher import Searcher, current_generation
+from websift.indexer.settings import KILL_AFTER_BARRELS_ENV
 
 WEBSIFT = str(Path(sys.executable).parent / "websift")
 U = "http://r.example"
@@ -67,7 +67,7 @@ def test_rebuild_applies_changed_analysis_settings(tmp_path: Path,
     long_word = "x" * 70
     assert urls(Searcher.open(d), long_word) == []
     # Operators change analysis settings, then rebuild: the new setting reaches every page.
-    from indexer import analysis
+    from websift.indexer import analysis
 
     monkeypatch.setattr(analysis, "MAX_TOKEN_CHARS", 80)
     assert build_index(d).mode == "unchanged"

@@ -12,10 +12,16 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from indexer.analysis import Analyzer
-from indexer.codec import _pack_octets, decode, delta_decode_groups, delta_encode_groups, encode
-from indexer.segment import SegmentReader, SegmentWriter
-from indexer.settings import ANCHOR_GAP, FIELDS, N_FIELDS
+from websift.indexer.analysis import Analyzer
+from websift.indexer.codec import (
+    _pack_octets,
+    decode,
+    delta_decode_groups,
+    delta_encode_groups,
+    encode,
+)
+from websift.indexer.segment import SegmentReader, SegmentWriter
+from websift.indexer.settings import ANCHOR_GAP, FIELDS, N_FIELDS
 
 WORDS = ["alpha", "beta", "gamma", "delta", "the", "of", "unittest.mock", "os.path.join",
          "running", "runs", "x", "zeta_eta", "Theta", "iota"]
@@ -135,8 +141,8 @@ def test_segment_round_trip(tmp_path: Path, docs: list[tuple[str, str, str, str,
 def test_merged_segments_equal_a_segment_built_from_the_live_documents(
         tmp_path: Path, first: list[tuple[str, str, str, str, list[str]]],
         second: list[tuple[str, str, str, str, list[str]]], overlap: int, ram: int) -> None:
-    from indexer.merge import merge_segments
-    from indexer.searcher import live_masks
+    from websift.indexer.merge import merge_segments
+    from websift.indexer.searcher import live_masks
 
     base = tmp_path / f"m-{len(list(tmp_path.iterdir()))}"
     # The second segment re-indexes the last `overlap` URLs of the first and adds new ones.

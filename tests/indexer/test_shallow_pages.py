@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from indexer.parse import nesting_bound, parse_html
-from indexer.settings import MAX_LEXBOR_DEPTH, MAX_LEXBOR_TAGS
+from websift.indexer.parse import nesting_bound, parse_html
+from websift.indexer.settings import MAX_LEXBOR_DEPTH, MAX_LEXBOR_TAGS
 
 
 def _definitions_page(n: int) -> bytes:

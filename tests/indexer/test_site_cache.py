@@ -8,11 +8,11 @@ import gc
 import psutil
 import pytest
 
-from core.datadir import DataDir
-from indexer.build import build_index
-from indexer.searcher import Searcher
-from indexer.settings import SITE_MASK_CACHE_BYTES
 from tests.indexer.corpus import build_data_dir
+from websift.core.datadir import DataDir
+from websift.indexer.build import build_index
+from websift.indexer.searcher import Searcher
+from websift.indexer.settings import SITE_MASK_CACHE_BYTES
 
 HOSTS, PER_HOST = 20, 100  # 2,000 documents: a site mask is 2,000 bools
 DISTINCT_SITES = 10_000

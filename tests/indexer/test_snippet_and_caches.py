@@ -12,13 +12,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.datadir import DataDir
-from indexer.analysis import Analyzer
-from indexer.build import build_index
-from indexer.errors import IndexCorrupt
-from indexer.searcher import Searcher
-from indexer.snippet import SnippetMaker, best_window, read_text
 from tests.indexer.corpus import build_data_dir
+from websift.core.datadir import DataDir
+from websift.indexer.analysis import Analyzer
+from websift.indexer.build import build_index
+from websift.indexer.errors import IndexCorrupt
+from websift.indexer.searcher import Searcher
+from websift.indexer.snippet import SnippetMaker, best_window, read_text
 
 
 def maker(query: str) -> SnippetMaker:

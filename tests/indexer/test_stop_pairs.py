@@ -13,13 +13,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from indexer import searcher as searcher_module
-from indexer import topk
-from indexer.manifest import Manifest
-from indexer.query import parse_query
-from indexer.searcher import Searcher
-from indexer.segment import SegmentReader, SegmentWriter
 from tests.indexer.corpus import make_index
+from websift.indexer import searcher as searcher_module
+from websift.indexer import topk
+from websift.indexer.manifest import Manifest
+from websift.indexer.query import parse_query
+from websift.indexer.searcher import Searcher
+from websift.indexer.segment import SegmentReader, SegmentWriter
 
 WORDS = ["alpha", "beta", "gamma", "delta", "if", "not", "in", "for", "statement", "loop"]
 
@@ -54,7 +54,7 @@ def test_a_stop_word_next_to_the_query_word_ranks_its_page_first(
         assert h.explain["text_score"] == pytest.approx(h.text_score, rel=1e-6)
     assert hits[0].explain is not None and hits[0].explain["proximity"] > 0
     assert "if" not in hits[0].explain["terms"]  # evidence of adjacency, not a scored word
-    monkeypatch.setattr("indexer.query.STOP_PAIRS", False)
+    monkeypatch.setattr("websift.indexer.query.STOP_PAIRS", False)
     first = s.search("if statement").hits
     assert {h.doc_id for h in first[:2]} == {1, 2}
     assert first[0].text_score < hits[0].text_score  # the pair is what lifted page 2

@@ -21,12 +21,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from indexer import searcher as searcher_module
-from indexer import topk
-from indexer.manifest import Manifest
-from indexer.searcher import CollectionStats, Searcher
-from indexer.segment import SegmentReader, SegmentWriter
-from indexer.settings import BLOCK, FIELDS
+from websift.indexer import searcher as searcher_module
+from websift.indexer import topk
+from websift.indexer.manifest import Manifest
+from websift.indexer.searcher import CollectionStats, Searcher
+from websift.indexer.segment import SegmentReader, SegmentWriter
+from websift.indexer.settings import BLOCK, FIELDS
 
 WORDS = ["alpha", "beta", "gamma", "delta", "eps", "zeta", "eta", "theta", "iota", "kappa"]
 HOSTS = ["a.example", "b.example", "c.example"]

@@ -12,16 +12,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from core.datadir import DataDir
-from indexer.build import build_index
-from indexer.docbatch import ANCHOR_ONLY, DocJob
-from indexer.errors import IndexBusy
-from indexer.searcher import Searcher
-from indexer.segment import SegmentReader
-from indexer.settings import BATCH_FULL_DOCS, KILL_AFTER_BARRELS_ENV, PARALLEL_MIN_IDS
-from indexer.workers import AnalyserPool, WorkerFailed
-from store.crawl_store import CrawlStore
 from tests.indexer.corpus import build_data_dir
+from websift.core.datadir import DataDir
+from websift.indexer.build import build_index
+from websift.indexer.docbatch import ANCHOR_ONLY, DocJob
+from websift.indexer.errors import IndexBusy
+from websift.indexer.searcher import Searcher
+from websift.indexer.segment import SegmentReader
+from websift.indexer.settings import BATCH_FULL_DOCS, KILL_AFTER_BARRELS_ENV, PARALLEL_MIN_IDS
+from websift.indexer.workers import AnalyserPool, WorkerFailed
+from websift.store.crawl_store import CrawlStore
 
 WEBSIFT = str(Path(sys.executable).parent / "websift")
 U = "http://w.example"
@@ -96,8 +96,8 @@ def test_results_in_flight_leave_the_segment_bytes_as_they_were(
     assert r.worker_busy_seconds > 0 and r.pages_seconds > 0 and r.finish_seconds > 0
     assert r.worker_busy_seconds + r.worker_idle_seconds <= 2 * r.pages_seconds
     assert r.main_wait_seconds <= r.pages_seconds
-    monkeypatch.setattr("indexer.workers.IN_FLIGHT_BATCHES" if bound == "batches"
-                        else "indexer.workers.IN_FLIGHT_BYTES", 1)
+    monkeypatch.setattr("websift.indexer.workers.IN_FLIGHT_BATCHES" if bound == "batches"
+                        else "websift.indexer.workers.IN_FLIGHT_BYTES", 1)
     build_index(one, procs=2)
     a, b = _segment_bytes(many), _segment_bytes(one)
     assert a and a == b

@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from indexer.segment import SegmentWriter, _Column
-from indexer.settings import N_FIELDS, PAIRS_BUFFER
+from websift.indexer.segment import SegmentWriter, _Column
+from websift.indexer.settings import N_FIELDS, PAIRS_BUFFER
 
 
 @settings(max_examples=25, deadline=None)

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from ranking_crawl import build_crawl
 
-from core.datadir import DataDir
+from websift.core.datadir import DataDir
 
 
 @pytest.fixture

@@ -5,9 +5,9 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from core.datadir import DataDir
-from store.crawl_store import CrawlStore, Link
-from store.warc import WarcWriterFile
+from websift.core.datadir import DataDir
+from websift.store.crawl_store import CrawlStore, Link
+from websift.store.warc import WarcWriterFile
 
 PY = "http://py.example/"
 COOK = "http://cook.example/"

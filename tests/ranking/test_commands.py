@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from ranking_crawl import COOK, PY
 
-from api.cli import main
-from core.datadir import DataDir
-from ranking.ranks import Ranks
+from websift.api.cli import main
+from websift.core.datadir import DataDir
+from websift.ranking.ranks import Ranks
 
 
 def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:

@@ -23,14 +23,14 @@ import scipy.sparse as sp
 from distributed import Client, LocalCluster
 from ranking_crawl import build_crawl
 
-from api.cli import main
-from core.datadir import DataDir
-from ranking import cluster_pagerank, settings
-from ranking.cluster_structure import giant_component, levels
-from ranking.dask_engine import DaskEngine, cluster_graph, local_cluster
-from ranking.errors import RankingError
-from ranking.graph import build_graph, in_csr
-from ranking.link_blocks import (
+from websift.api.cli import main
+from websift.core.datadir import DataDir
+from websift.ranking import cluster_pagerank, settings
+from websift.ranking.cluster_structure import giant_component, levels
+from websift.ranking.dask_engine import DaskEngine, cluster_graph, local_cluster
+from websift.ranking.errors import RankingError
+from websift.ranking.graph import build_graph, in_csr
+from websift.ranking.link_blocks import (
     LinkBlocksError,
     build_block,
     load_block,
@@ -38,13 +38,13 @@ from ranking.link_blocks import (
     spill_links,
     write_scratch,
 )
-from ranking.pagerank import Dangling, pagerank, uniform_teleport
-from ranking.rank_job import run_rank
-from ranking.ranks import Ranks, current_generation
-from ranking.structure import levels as embedded_levels
-from ranking.structure import strong_components
-from ranking.topic_store import TopicSet
-from ranking.topics import add_topic
+from websift.ranking.pagerank import Dangling, pagerank, uniform_teleport
+from websift.ranking.rank_job import run_rank
+from websift.ranking.ranks import Ranks, current_generation
+from websift.ranking.structure import levels as embedded_levels
+from websift.ranking.structure import strong_components
+from websift.ranking.topic_store import TopicSet
+from websift.ranking.topics import add_topic
 
 ACCURACY = 1e-9
 WAIT = 60.0  # seconds a restarted worker may take to join again

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ranking.fusion import (
+from websift.ranking.fusion import (
     FusionParams,
     fuse,
     gather,

@@ -6,10 +6,10 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ranking.graph import build_graph, gather_successors, subgraph
-from ranking.monte_carlo import monte_carlo_pagerank, top_page_error
-from ranking.pagerank import pagerank
-from ranking.structure import levels, strong_components
+from websift.ranking.graph import build_graph, gather_successors, subgraph
+from websift.ranking.monte_carlo import monte_carlo_pagerank, top_page_error
+from websift.ranking.pagerank import pagerank
+from websift.ranking.structure import levels, strong_components
 
 
 @settings(max_examples=60, deadline=None)

@@ -13,27 +13,27 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from ranking_crawl import COOK, PY, SITE
 
-from api.cli import main
-from api.snapshot import RankView
-from core import checked
-from core.datadir import DataDir
-from ranking.fusion import (
+from websift.api.cli import main
+from websift.api.snapshot import RankView
+from websift.core import checked
+from websift.core.datadir import DataDir
+from websift.ranking.fusion import (
     DEFAULT_SITE_MIX,
     FusionParams,
     normalise_mean_one,
     prior_boost,
     site_static,
 )
-from ranking.graph import build_graph
-from ranking.host_graph import host_ranks, read_host_graph, weighted_graph
-from ranking.pagerank import Dangling, pagerank
-from ranking.rank_job import run_rank
-from ranking.ranks import Ranks
-from ranking.ranks_format import MANIFEST, MANIFEST_FILE
-from ranking.store_graph import load_graph
-from ranking.topics import TopicSet, add_topic
-from store.crawl_store import CrawlStore, Link
-from store.views import StoreReader
+from websift.ranking.graph import build_graph
+from websift.ranking.host_graph import host_ranks, read_host_graph, weighted_graph
+from websift.ranking.pagerank import Dangling, pagerank
+from websift.ranking.rank_job import run_rank
+from websift.ranking.ranks import Ranks
+from websift.ranking.ranks_format import MANIFEST, MANIFEST_FILE
+from websift.ranking.store_graph import load_graph
+from websift.ranking.topics import TopicSet, add_topic
+from websift.store.crawl_store import CrawlStore, Link
+from websift.store.views import StoreReader
 
 A, B, C = "http://a.example/", "http://b.example/", "http://c.example/"
 # page -> [(target, nofollow)]: a1 and a2 link to b (two linking pages, a1 twice and to two
@@ -198,7 +198,7 @@ def test_a_generation_without_host_ranks_still_loads(crawl: DataDir) -> None:
 
 
 def test_a_manifest_naming_part_of_the_host_ranks_is_refused(crawl: DataDir) -> None:
-    from ranking.errors import RanksCorrupt
+    from websift.ranking.errors import RanksCorrupt
 
     run_rank(crawl)
     path = crawl.ranks_dir / MANIFEST

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ranking.opic import OpicParams, OpicState, Strategy, interpolate_history
+from websift.ranking.opic import OpicParams, OpicState, Strategy, interpolate_history
 
 Graph = dict[int, list[int]]
 

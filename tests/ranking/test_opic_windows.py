@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ranking.opic_windows import FixedWindow, VariableWindow
+from websift.ranking.opic_windows import FixedWindow, VariableWindow
 
 
 def test_variable_window_keeps_the_last_k_measures() -> None:

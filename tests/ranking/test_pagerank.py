@@ -8,9 +8,9 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from ranking.errors import GraphError
-from ranking.graph import build_graph, from_csr_arrays
-from ranking.pagerank import Dangling, pagerank, remove_dangling
+from websift.ranking.errors import GraphError
+from websift.ranking.graph import build_graph, from_csr_arrays
+from websift.ranking.pagerank import Dangling, pagerank, remove_dangling
 
 
 def random_graph(n: int, m: int, seed: int, dangling: float = 0.2):  # type: ignore[no-untyped-def]
@@ -150,8 +150,8 @@ def test_bad_input_is_refused() -> None:
 
 
 def test_restricted_pagerank_over_the_first_levels() -> None:
-    from ranking.pagerank import restricted_pagerank
-    from ranking.structure import levels
+    from websift.ranking.pagerank import restricted_pagerank
+    from websift.ranking.structure import levels
 
     graph, _, _ = random_graph(200, 1200, seed=9)
     level = levels(graph, [0])
@@ -161,7 +161,7 @@ def test_restricted_pagerank_over_the_first_levels() -> None:
     assert abs(near.ranks.sum() - 1) < 1e-12
     reachable = level >= 0
     everything = restricted_pagerank(graph, level, max_level=10_000)
-    from ranking.graph import subgraph
+    from websift.ranking.graph import subgraph
 
     sub, ids = subgraph(graph, reachable)
     np.testing.assert_allclose(everything.ranks[ids], pagerank(sub).ranks, atol=1e-12)
@@ -170,8 +170,8 @@ def test_restricted_pagerank_over_the_first_levels() -> None:
 
 
 def test_row_blocks_in_threads_give_the_same_ranks(monkeypatch: pytest.MonkeyPatch) -> None:
-    from ranking import settings
-    from ranking.pagerank import power_iteration, row_blocks, transition_matrix
+    from websift.ranking import settings
+    from websift.ranking.pagerank import power_iteration, row_blocks, transition_matrix
 
     graph, _, _ = random_graph(400, 3000, seed=11)
     matrix = transition_matrix(graph, 0.85)
@@ -212,7 +212,7 @@ def hosts_graph(hosts: int, size: int, seed: int):  # type: ignore[no-untyped-de
 
 
 def test_power_extrapolation_needs_fewer_steps_and_keeps_the_bound() -> None:
-    from ranking.pagerank import power_iteration, transition_matrix
+    from websift.ranking.pagerank import power_iteration, transition_matrix
 
     graph = hosts_graph(40, 25, seed=2)
     matrix = transition_matrix(graph, 0.85)
@@ -235,8 +235,8 @@ def test_power_extrapolation_needs_fewer_steps_and_keeps_the_bound() -> None:
 
 
 def test_threaded_gather_equals_fancy_indexing(monkeypatch: pytest.MonkeyPatch) -> None:
-    from ranking import settings
-    from ranking.graph import gather
+    from websift.ranking import settings
+    from websift.ranking.graph import gather
 
     monkeypatch.setattr(settings, "LINKS_PER_THREAD", 10)
     rng = np.random.default_rng(5)
@@ -248,7 +248,7 @@ def test_threaded_gather_equals_fancy_indexing(monkeypatch: pytest.MonkeyPatch) 
 
 
 def test_the_command_line_offers_exactly_the_dangling_policies_pagerank_implements() -> None:
-    from ranking import settings
-    from ranking.pagerank import Dangling
+    from websift.ranking import settings
+    from websift.ranking.pagerank import Dangling
 
     assert {d.value for d in Dangling} == set(settings.DANGLING_POLICIES)

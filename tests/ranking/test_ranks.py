@@ -10,13 +10,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from ranking_crawl import COOK, PY
 
-from core.datadir import DataDir
-from ranking.errors import RanksCorrupt, RanksMissing, UnknownTopic
-from ranking.rank_job import run_rank
-from ranking.ranks import Ranks, current_generation
-from ranking.ranks_format import MANIFEST
-from ranking.store_graph import load_graph
-from store.views import StoreReader
+from websift.core.datadir import DataDir
+from websift.ranking.errors import RanksCorrupt, RanksMissing, UnknownTopic
+from websift.ranking.rank_job import run_rank
+from websift.ranking.ranks import Ranks, current_generation
+from websift.ranking.ranks_format import MANIFEST
+from websift.ranking.store_graph import load_graph
+from websift.store.views import StoreReader
 
 
 def test_graph_from_the_store_follows_the_definition(crawl: DataDir) -> None:
@@ -84,8 +84,8 @@ def test_corrupt_files_are_refused(crawl: DataDir) -> None:
 
 
 def test_page_graph_info_with_and_without_ranks(crawl: DataDir) -> None:
-    from ranking.errors import GraphError
-    from ranking.graph_report import page_graph_info
+    from websift.ranking.errors import GraphError
+    from websift.ranking.graph_report import page_graph_info
 
     with StoreReader.open(crawl.store_path) as store:
         py = store.url_id(PY) or 0
@@ -109,8 +109,8 @@ def test_a_generation_written_is_read_back_identically(values: list[float]) -> N
     import tempfile
     from pathlib import Path
 
-    from ranking.ranks_format import load_array, read_manifest
-    from ranking.ranks_writer import write_generation, write_lock
+    from websift.ranking.ranks_format import load_array, read_manifest
+    from websift.ranking.ranks_writer import write_generation, write_lock
 
     n = len(values)
     arrays = {

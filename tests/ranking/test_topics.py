@@ -6,13 +6,13 @@ import numpy as np
 import pytest
 from ranking_crawl import COOK, PY
 
-from core.datadir import DataDir
-from ranking.errors import TopicError, UnknownTopic
-from ranking.pagerank import pagerank, uniform_teleport
-from ranking.rank_job import run_rank
-from ranking.ranks import Ranks, current_generation
-from ranking.store_graph import load_graph
-from ranking.topics import (
+from websift.core.datadir import DataDir
+from websift.ranking.errors import TopicError, UnknownTopic
+from websift.ranking.pagerank import pagerank, uniform_teleport
+from websift.ranking.rank_job import run_rank
+from websift.ranking.ranks import Ranks, current_generation
+from websift.ranking.store_graph import load_graph
+from websift.ranking.topics import (
     TopicSet,
     add_topic,
     list_topics,
@@ -21,7 +21,7 @@ from ranking.topics import (
     topic_infos,
     topic_similarity,
 )
-from store.views import StoreReader
+from websift.store.views import StoreReader
 
 
 def ids(data: DataDir, *urls: str) -> list[int]:
@@ -76,7 +76,7 @@ def test_similarity_picks_the_topic_of_the_query(crawl: DataDir) -> None:
 
 
 def test_similarity_formula() -> None:
-    from ranking.topic_store import TermModel
+    from websift.ranking.topic_store import TermModel
 
     models = {"a": TermModel({"x": 3, "y": 1}, 4), "b": TermModel({"y": 4}, 4)}
     sims = similarity(models, ["x"], smoothing=0.5)

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from core.errors import StoreError
-from store.crawl_store import FETCHED, CrawlStore, Link, origin_of
-from store.views import StoreReader
+from websift.core.errors import StoreError
+from websift.store.crawl_store import FETCHED, CrawlStore, Link, origin_of
+from websift.store.views import StoreReader
 
 
 def test_urls_get_one_id_each_and_hosts_are_shared(tmp_path: Path) -> None:

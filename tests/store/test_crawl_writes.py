@@ -8,10 +8,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from crawler.frontier import Frontier
-from crawler.groupcommit import GroupCommit
-from store.crawl_store import CrawlStore
-from store.schema import (
+from websift.crawler.frontier import Frontier
+from websift.crawler.groupcommit import GroupCommit
+from websift.store.crawl_store import CrawlStore
+from websift.store.schema import (
     FETCHED,
     META_CLOCK,
     META_DEFAULT_HISTORY,
@@ -24,8 +24,8 @@ from store.schema import (
     OpicRows,
     origin_of,
 )
-from store.views import StoreReader
-from store.warc import WarcWriterFile
+from websift.store.views import StoreReader
+from websift.store.warc import WarcWriterFile
 
 
 def _raw(path: Path, sql: str) -> list[tuple[object, ...]]:

@@ -9,9 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from crawler.frontier import Frontier
-from store.crawl_store import CrawlStore
-from store.schema import (
+from websift.crawler.frontier import Frontier
+from websift.store.crawl_store import CrawlStore
+from websift.store.schema import (
     DISALLOWED,
     ERROR,
     FETCHED,
@@ -22,7 +22,7 @@ from store.schema import (
     OpicGlobals,
     OpicRows,
 )
-from store.views import StoreReader
+from websift.store.views import StoreReader
 
 STATUSES = ["discovered", FETCHED, ERROR, DISALLOWED, "redirect", "discovered"]
 CASH = [0.1, 0.2, 0.0, 0.0, 0.05, 0.15]  # + 0.5 on the virtual page

@@ -10,9 +10,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from store.crawl_store import CrawlStore
-from store.schema import DISCOVERED, FETCHED, REDIRECT, Link
-from store.views import ID_CHUNK, PAGE_BATCH, StoreReader
+from websift.store.crawl_store import CrawlStore
+from websift.store.schema import DISCOVERED, FETCHED, REDIRECT, Link
+from websift.store.views import ID_CHUNK, PAGE_BATCH, StoreReader
 
 
 @pytest.fixture

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from store.errors import WarcError
-from store.warc import (
+from websift.store.errors import WarcError
+from websift.store.warc import (
     PREFETCH_GAP_BYTES,
     BodyReader,
     WarcLocation,
