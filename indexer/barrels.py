@@ -15,7 +15,7 @@ loads them and sorts by word ID (a stable radix sort, so document and position o
 when they do not, it merges the runs sequentially, one word-ID range at a time, so memory stays
 within the budget; a word too common for one range comes in pieces cut between documents.  Its
 output is a sequence of hit arrays sorted by (word, doc, field, position) over increasing
-words, each within the budget (indexer/segment.py's postings writer carries a word cut in
+words, each within the budget (indexer/segment_writer.py's postings writer carries a word cut in
 pieces over to the next array).
 """
 
@@ -180,8 +180,8 @@ def invert(runs: list[Path], ram_bytes: int) -> Iterator[np.ndarray]:
     """Hits of one barrel (its runs, each in word order: :meth:`ForwardBarrels.flush`) sorted by (word, doc, field, position), in chunks of at most the
     inversion's share of ``ram_bytes`` (:func:`chunk_hits`).  A chunk ends at the end of a word
     or, inside a word too common for one chunk, at the end of a document: the postings writer
-    carries such a word over to the next chunk (indexer/segment.py), so memory stays within the
-    budget however common a word is."""
+    carries such a word over to the next chunk (indexer/segment_writer.py), so memory stays
+    within the budget however common a word is."""
     limit = chunk_hits(ram_bytes)
     sizes = [os.path.getsize(p) for p in runs]
     # Sorting in memory holds the hits, the order and the sorted copy, and building postings

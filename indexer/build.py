@@ -59,7 +59,8 @@ from websift.indexer.manifest import (
 )
 from websift.indexer.merge import merge_segments
 from websift.indexer.parse import parse_html
-from websift.indexer.segment import SegmentReader, SegmentWriter
+from websift.indexer.segment import SegmentReader
+from websift.indexer.segment_writer import SegmentWriter
 from websift.indexer.settings import (
     ANCHOR_TEMPLATES_ENV,
     BATCH_FULL_DOCS,

@@ -18,7 +18,9 @@ from typing import Any
 import numpy as np
 
 from websift.indexer.codec import decode_groups, delta_decode_groups
-from websift.indexer.segment import CF, DF, SegmentReader, SegmentWriter
+from websift.indexer.segment import SegmentReader
+from websift.indexer.segment_format import CF, DF
+from websift.indexer.segment_writer import SegmentWriter
 
 _BYTES_PER_VALUE = 160  # scratch memory of decode_groups and the hit arrays, per position
 

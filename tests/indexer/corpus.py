@@ -24,7 +24,7 @@ from websift.crawler.urls import canonicalize
 from websift.indexer.build import build_index
 from websift.indexer.manifest import Manifest, SegmentEntry, describe_files, write_manifest
 from websift.indexer.searcher import Searcher
-from websift.indexer.segment import SegmentWriter
+from websift.indexer.segment_writer import SegmentWriter
 from websift.store.crawl_store import CrawlStore, Link
 from websift.store.warc import WarcWriterFile
 

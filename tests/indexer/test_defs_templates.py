@@ -218,15 +218,15 @@ def test_a_segment_written_before_the_defs_field_reads_zero_defs(
     """A version-2 segment (five fields, no "fields" in meta.json) opens; its postings and
     positions come back under today's FIELDS with zero tf in defs, and a merge keeps them."""
     from websift.core import checked
-    from websift.indexer import segment
+    from websift.indexer import segment, segment_format, segment_writer
     from websift.indexer.merge import merge_segments
     from websift.indexer.settings import FIELDS, LEGACY_FIELDS
 
     docs = [("apple pie", "", "apple and pear", "", ["fruit apple"]),
             ("pear", "", "pear only", "", [])]
-    monkeypatch.setattr(segment, "N_FIELDS", len(LEGACY_FIELDS))
-    monkeypatch.setattr(segment, "FIELDS", LEGACY_FIELDS)
-    w = segment.SegmentWriter(tmp_path / "old", 1 << 20)
+    monkeypatch.setattr(segment_writer, "N_FIELDS", len(LEGACY_FIELDS))
+    monkeypatch.setattr(segment_writer, "FIELDS", LEGACY_FIELDS)
+    w = segment_writer.SegmentWriter(tmp_path / "old", 1 << 20)
     for i, (title, head, body, url, anchors) in enumerate(docs):
         w.add_document(i + 1, host="t", url=f"http://t/{i}", title=title, text=body,
                        fields=[title, head, body, url, anchors])
@@ -234,7 +234,7 @@ def test_a_segment_written_before_the_defs_field_reads_zero_defs(
     monkeypatch.undo()
     del meta["fields"]
     checked.write_json(tmp_path / "old" / "meta.json",
-                       checked.Format(segment.SEGMENT_FORMAT, 2, "segment meta.json"), meta)
+                       checked.Format(segment_format.SEGMENT_FORMAT, 2, "segment meta.json"), meta)
     old = segment.SegmentReader(tmp_path / "old")
     _, tfs = old.postings(old.term_row("appl"))
     assert tfs.shape == (1, len(FIELDS))

@@ -20,7 +20,8 @@ from websift.indexer.codec import (
     delta_encode_groups,
     encode,
 )
-from websift.indexer.segment import SegmentReader, SegmentWriter
+from websift.indexer.segment import SegmentReader
+from websift.indexer.segment_writer import SegmentWriter
 from websift.indexer.settings import ANCHOR_GAP, FIELDS, N_FIELDS
 
 WORDS = ["alpha", "beta", "gamma", "delta", "the", "of", "unittest.mock", "os.path.join",

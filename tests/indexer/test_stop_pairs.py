@@ -19,7 +19,8 @@ from websift.indexer import topk
 from websift.indexer.manifest import Manifest
 from websift.indexer.query import parse_query
 from websift.indexer.searcher import Searcher
-from websift.indexer.segment import SegmentReader, SegmentWriter
+from websift.indexer.segment import SegmentReader
+from websift.indexer.segment_writer import SegmentWriter
 
 WORDS = ["alpha", "beta", "gamma", "delta", "if", "not", "in", "for", "statement", "loop"]
 

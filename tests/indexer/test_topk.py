@@ -25,7 +25,8 @@ from websift.indexer import searcher as searcher_module
 from websift.indexer import topk
 from websift.indexer.manifest import Manifest
 from websift.indexer.searcher import CollectionStats, Searcher
-from websift.indexer.segment import SegmentReader, SegmentWriter
+from websift.indexer.segment import SegmentReader
+from websift.indexer.segment_writer import SegmentWriter
 from websift.indexer.settings import BLOCK, FIELDS
 
 WORDS = ["alpha", "beta", "gamma", "delta", "eps", "zeta", "eta", "theta", "iota", "kappa"]

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from websift.indexer.segment import SegmentWriter, _Column
+from websift.indexer.segment_writer import SegmentWriter, _Column
 from websift.indexer.settings import N_FIELDS, PAIRS_BUFFER
 
 
