@@ -1,7 +1,8 @@
 """A page's fragments in the docstore, and the one a hit links to.
 
-The defining places of a page (indexer/parse.py ``Fragment``: dt terms, anchored headings, keyed
-table rows, elements with an id, empty named anchors keyed by their id's words) are indexed as
+The defining places of a page (indexer/fragment_extract.py ``Fragment``: dt terms, anchored
+headings, keyed table rows, elements with an id, empty named anchors keyed by their id's words)
+are indexed as
 the ``defs`` field (its text chosen by ``WEBSIFT_DEFS``: the keys, or the keys and their defining
 text), and their (id, key) pairs are
 stored with the document, bounded by MAX_STORED_FRAGMENT_CHARS, in the segment's ``frags.bin``
@@ -17,7 +18,7 @@ import zlib
 from collections.abc import Callable, Mapping, Sequence
 
 from websift.indexer.errors import IndexCorrupt
-from websift.indexer.parse import Fragment
+from websift.indexer.fragment_extract import Fragment
 from websift.indexer.settings import (
     DEFS_DEFAULT,
     DEFS_ENV,

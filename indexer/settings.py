@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 # The fields of a document, in the order of the tf matrix columns.  URL words are the path's
 # words; anchor is the text of links pointing AT the page (Brin & Page 1998, section 2.2);
 # defs is the defining text of the page's fragments (dt terms, anchored headings, keyed table
-# rows: the places a URL #id reaches, indexer/parse.py).  A new field goes last: a segment
-# written with fewer fields (meta.json "fields") reads as zero tf in the ones it lacks.
+# rows: the places a URL #id reaches, indexer/fragment_extract.py).  A new field goes last: a
+# segment written with fewer fields (meta.json "fields") reads as zero tf in the ones it lacks.
 FIELDS: tuple[str, ...] = ("title", "headings", "body", "url", "anchor", "defs")
 LEGACY_FIELDS: tuple[str, ...] = ("title", "headings", "body", "url", "anchor")  # before "fields"
 FIELD_INDEX: dict[str, int] = {name: i for i, name in enumerate(FIELDS)}
@@ -92,10 +92,10 @@ MAX_ANCHOR_CHARS = 200  # characters kept of one anchor
 MAX_ANCHORS_PER_PAGE = 500  # distinct (source, anchor) pairs kept per target page
 
 # ---------------------------------------------------------------- boilerplate (templates)
-# A block whose template key (indexer/parse.py: its text, or the text outside its links for a
-# navigation block) recurs on at least TEMPLATE_MIN_SHARE of a host's sampled pages is template:
-# left out of the body field and of the stored snippet text.  Measured per host at index time
-# over up to TEMPLATE_SAMPLE_PAGES pages (spread over the host's URL IDs); a host with fewer
+# A block whose template key (indexer/template_keys.py: its text, or the text outside its links
+# for a navigation block) recurs on at least TEMPLATE_MIN_SHARE of a host's sampled pages is
+# template: left out of the body field and of the stored snippet text.  Measured per host at index
+# time over up to TEMPLATE_SAMPLE_PAGES pages (spread over the host's URL IDs); a host with fewer
 # than TEMPLATE_MIN_PAGES pages has no template.  Kept in DATA/index/templates.json.
 TEMPLATES_ENV = "WEBSIFT_TEMPLATES"  # "0": no template detection (ablation)
 TEMPLATE_SHARE_ENV = "WEBSIFT_TEMPLATE_SHARE"  # TEMPLATE_MIN_SHARE for one run (the sweep)
@@ -103,7 +103,7 @@ TEMPLATE_SAMPLE_PAGES = 64
 TEMPLATE_MIN_PAGES = 5
 TEMPLATE_MIN_SHARE = 0.2
 MAX_TEMPLATE_KEYS_PER_HOST = 4096
-# 2: navigation blocks keyed per item (indexer/parse.py _link_items); 1 is measured again.
+# 2: navigation blocks keyed per item (indexer/template_keys.py _link_items); 1 is measured again.
 TEMPLATES_VERSION = 2
 # A block of NAV_MIN_LINKS links or more with at most NAV_MAX_LABEL_WORDS words between two
 # links ("Next: <a>X</a>, Previous: <a>Y</a>, Up: <a>Z</a>") is navigation-shaped: each link

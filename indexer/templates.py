@@ -1,18 +1,18 @@
 """Boilerplate by template detection: the blocks a host repeats on many of its pages.
 
-A site's pages share a template (navigation, "Next: X, Previous: Y, Up: Z", headers, footers);
-its text describes the site, not the page, and counted as content it makes a page match a word
-that only its navigation carries, and shows that navigation as the snippet.  Websift measures
-the template per host at index time, from the pages themselves, not from a word list: up to
+A site's pages share a template (navigation, "Next: X, Previous: Y, Up: Z", headers, footers); its
+text describes the site, not the page, and counted as content it makes a page match a word that
+only its navigation carries, and shows that navigation as the snippet.  Websift measures the
+template per host at index time, from the pages themselves, not from a word list: up to
 TEMPLATE_SAMPLE_PAGES HTML pages of each host (the ones whose URL ID hashes lowest, so the sample
 is spread over the host and the same in every run) are parsed first, and a block template key
-(indexer/parse.py ``Block.key``: the block's text, or the words outside its links for a block of
-links with words between them; a navigation-shaped block, links with short labels between them,
-is split into its items first, so "Next: X, Up: Z" on a page where most have "Next: X, Previous:
-Y, Up: Z" is template by the items it shares) found on at least TEMPLATE_MIN_SHARE of a host's sampled pages is
-template there.  A host with fewer than TEMPLATE_MIN_PAGES sampled pages has no template, and a
-block repeated on another host counts nothing here.  Template blocks are left out of the body
-field and of the stored snippet text (indexer/docbatch.py).
+(indexer/template_keys.py ``Block.key``: the block's text, or the words outside its links for a
+block of links with words between them; a navigation-shaped block, links with short labels between
+them, is split into its items first, so "Next: X, Up: Z" on a page where most have "Next: X,
+Previous: Y, Up: Z" is template by the items it shares) found on at least TEMPLATE_MIN_SHARE of a
+host's sampled pages is template there.  A host with fewer than TEMPLATE_MIN_PAGES sampled pages
+has no template, and a block repeated on another host counts nothing here.  Template blocks are
+left out of the body field and of the stored snippet text (indexer/docbatch.py).
 
 The result is kept in ``DATA/index/templates.json`` (a checked file, core/checked.py: versioned,
 checksummed, written atomically): an incremental run measures only hosts it has not measured, a

@@ -10,31 +10,31 @@ from hypothesis import strategies as st
 from selectolax.lexbor import LexborHTMLParser
 
 from websift.core.html import squash
-from websift.indexer.parse import (
-    _LINK,
-    _MARK,
+from websift.indexer.html_nodes import css
+from websift.indexer.parse import parse_html
+from websift.indexer.template_keys import (
     _WORD_TOKEN,
+    LINK,
+    MARK,
     Block,
-    _blocks,
-    _css,
     _link_items,
-    _squashed_hash,
     _template_key,
     _words,
-    parse_html,
+    page_blocks,
+    squashed_hash,
 )
 
 # Letters, digits, underscore, punctuation, the marks, Unicode spaces, digits and numerals.
-_CHARS = st.sampled_from([*"ab_-.,:é1 \t\n\u00a0\u2028()*Z\u0661\u00b2\u2167😀", _LINK, _MARK])
+_CHARS = st.sampled_from([*"ab_-.,:é1 \t\n\u00a0\u2028()*Z\u0661\u00b2\u2167😀", LINK, MARK])
 
 
 def _reference_blocks(raw: str) -> list[Block]:
-    """The blocks as parse_html made them before :func:`_blocks` (one part at a time)."""
+    """The blocks as parse_html made them before :func:`page_blocks` (one part at a time)."""
     out: list[Block] = []
-    for part in (item for block in raw.split(_MARK) for item in _link_items(block)):
+    for part in (item for block in raw.split(MARK) for item in _link_items(block)):
         text = squash(part)
         if text:
-            out.append(Block(text, h := _squashed_hash(text), _template_key(part, h)))
+            out.append(Block(text, h := squashed_hash(text), _template_key(part, h)))
     return out
 
 
@@ -52,17 +52,17 @@ _PIECE = st.text(st.sampled_from(list("ab ,:1é\u00a0-")), max_size=14)
 def test_blocks_equal_the_part_by_part_definition(parts: list[tuple[str, bool, bool]]) -> None:
     # Text pieces, each maybe a link (between link marks) and maybe followed by a block mark:
     # navigation-shaped blocks, paragraphs with links, empty blocks and links alike.
-    raw = "".join(f"{_LINK}{p}{_LINK}" if link else p + (_MARK if mark else "")
+    raw = "".join(f"{LINK}{p}{LINK}" if link else p + (MARK if mark else "")
                   for p, link, mark in parts)
-    assert _blocks(raw) == _reference_blocks(raw)
+    assert page_blocks(raw) == _reference_blocks(raw)
 
 
 def test_blocks_of_a_navigation_and_a_paragraph() -> None:
-    nav = f"Next: {_LINK}Intro{_LINK}, Up: {_LINK}Top{_LINK}, {_LINK}Index{_LINK}"
-    para = f"see {_LINK}the intro{_LINK} for more"
-    got = _blocks(f"{_MARK}{nav}{_MARK} {_MARK}{para}{_MARK}")
+    nav = f"Next: {LINK}Intro{LINK}, Up: {LINK}Top{LINK}, {LINK}Index{LINK}"
+    para = f"see {LINK}the intro{LINK} for more"
+    got = page_blocks(f"{MARK}{nav}{MARK} {MARK}{para}{MARK}")
     assert [b.text for b in got] == ["Next: Intro", ", Up: Top", ", Index", "see the intro for more"]
-    assert got == _reference_blocks(f"{_MARK}{nav}{_MARK} {_MARK}{para}{_MARK}")
+    assert got == _reference_blocks(f"{MARK}{nav}{MARK} {MARK}{para}{MARK}")
     assert got[3].key != got[3].hash  # the words outside the link make its key
 
 
@@ -71,7 +71,7 @@ def test_one_css_engine_serves_every_tree_and_thread() -> None:
     found: dict[int, list[list[str]]] = {}
 
     def run(k: int) -> None:
-        found[k] = [[n.tag or "" for n in _css(LexborHTMLParser(h), "p, h2")] for h in pages]
+        found[k] = [[n.tag or "" for n in css(LexborHTMLParser(h), "p, h2")] for h in pages]
 
     threads = [threading.Thread(target=run, args=(k,)) for k in range(3)]
     for t in threads:
@@ -82,7 +82,7 @@ def test_one_css_engine_serves_every_tree_and_thread() -> None:
     want = [[n.tag or "" for n in LexborHTMLParser(h).css("p, h2")] for h in pages]
     assert want == [["p", "p", "h2"]] * 3
     assert all(v == want for v in found.values())
-    assert _css(LexborHTMLParser(""), "p") == []
+    assert css(LexborHTMLParser(""), "p") == []
 
 
 def test_parse_unchanged_by_the_shared_engine() -> None:

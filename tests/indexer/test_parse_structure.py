@@ -7,15 +7,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from websift.indexer.parse import (
-    Fragment,
-    ParsedPage,
-    block_hash,
-    generic_prefixes,
-    id_key,
-    id_segments,
-    parse_html,
-)
+from websift.indexer.fragment_extract import Fragment, generic_prefixes, id_key, id_segments
+from websift.indexer.parse import ParsedPage, parse_html
 from websift.indexer.settings import (
     ANCHOR_DEFS_ENV,
     ID_WORDS_ENV,
@@ -23,6 +16,7 @@ from websift.indexer.settings import (
     MAX_FRAGMENT_TEXT_CHARS,
     MAX_FRAGMENTS,
 )
+from websift.indexer.template_keys import block_hash
 
 CT = "text/html; charset=utf-8"
 

@@ -1,0 +1,134 @@
+"""A page's blocks and their template keys: what template detection (indexer/templates.py)
+counts on a host's pages.
+
+A page's ``blocks`` (indexer/parse.py ``ParsedPage``): the body split at block-level elements
+(p, li, td, headings, div, nav ...), in document order, each with :func:`block_hash` of its
+text: ``" ".join`` of the blocks' texts is exactly ``body``.  A block that recurs on many pages
+of a host is template (navigation, "Prev Up Home Next"); its template ``key`` is its hash, or,
+for a block with links and words between them ("Next: <a>X</a>, Up: <a>Y</a>", whose link texts
+change from page to page), the hash of the words outside its links.  A navigation-shaped block
+(NAV_MIN_LINKS links or more, at most NAV_MAX_LABEL_WORDS words between two) is split into its
+items, a link with its label, so a page whose navigation lacks an item ("Next: X, Up: Z" where
+most have "Next: X, Previous: Y, Up: Z") shares the other items' keys: the shape recurs, not
+the whole text.
+
+The field parser (indexer/parse.py ``parse_html``) marks the scope's text with :data:`MARK`
+around each block-level element and :data:`LINK` around each link's text; :func:`page_blocks`
+splits that text into blocks.
+"""
+
+from __future__ import annotations
+
+import re
+from hashlib import blake2b
+from typing import NamedTuple
+
+from websift.core.html import squash
+from websift.indexer.settings import (
+    NAV_MAX_LABEL_WORDS,
+    NAV_MIN_LINKS,
+)
+
+MARK = "\x1e"  # a block boundary (an ASCII record separator: whitespace to str.split)
+LINK = "\x1c"  # either end of a link's text (a file separator: whitespace to str.split too)
+_SKELETON = "\x00links:"  # prefix of a template key made of the text outside links
+_WORD_TOKEN = re.compile(r"[^\s\x1c\x1e]*[^\W_][^\s\x1c\x1e]*")  # a token with a letter or digit
+_ALNUM = re.compile(r"[^\W_]")  # a letter or digit: str.isalnum() of one character
+
+
+class Block(NamedTuple):
+    text: str  # whitespace-normalised, never empty
+    hash: int  # block_hash(text): unsigned 64-bit
+    # The template key: ``hash``, or for a block with links and text between them the hash of
+    # the text outside its links ("Next: <a>X</a>, Up: <a>Y</a>" has one key on every page).
+    key: int = 0
+
+
+def block_hash(text: str) -> int:
+    """Stable 64-bit hash of a text as a template key: case-folded, whitespace-normalised
+    (BLAKE2b, so the same on every machine and run, unlike ``hash``)."""
+    return squashed_hash(" ".join(text.split()))
+
+
+def squashed_hash(text: str) -> int:
+    """:func:`block_hash` of a text :func:`squash` left as it is."""
+    key = text.casefold().encode("utf-8", "surrogatepass")
+    return int.from_bytes(blake2b(key, digest_size=8).digest(), "little")
+
+
+def _template_key(part: str, whole: int) -> int:
+    """A block's template key (see :class:`Block`): the words outside its links (punctuation
+    left out) when it has both links and such words, else its whole text's hash."""
+    if LINK not in part:
+        return whole
+    pieces = part.split(LINK)
+    if not any(p.strip() for p in pieces[1::2]):
+        return whole  # no link text: the words outside are all of it
+    outside = _WORD_TOKEN.findall(" ".join(pieces[0::2]))
+    if not outside:
+        return whole
+    return squashed_hash(_SKELETON + " ".join(outside))  # block_hash of a squashed text
+
+
+def _link_items(part: str) -> list[str]:
+    """A navigation-shaped block (NAV_MIN_LINKS links or more, at most NAV_MAX_LABEL_WORDS
+    words between two links) split into its items, each link with the label before it ("Next:
+    <a>X</a>", ", Up: <a>Z</a>", "[<a>Contents</a>]"), so that each item has a template key of
+    its own: a page that leaves an item out ("Next: X, Up: Z" where most have "Next: X,
+    Previous: Y, Up: Z") shares the other items' keys.  Any other block is one item."""
+    if LINK not in part:
+        return [part]
+    pieces = part.split(LINK)
+    links = len(pieces) // 2
+    if links < NAV_MIN_LINKS or len(pieces) % 2 == 0 or any(
+            len(_WORD_TOKEN.findall(p)) > NAV_MAX_LABEL_WORDS for p in pieces[0::2]):
+        return [part]
+    items = [pieces[2 * i] + LINK + pieces[2 * i + 1] + LINK for i in range(links)]
+    items[-1] += pieces[-1]
+    return items
+
+
+def _words(text: str) -> list[str]:
+    """``_WORD_TOKEN.findall(text)``, 2-3 times faster: the whitespace-separated tokens (the
+    marks are whitespace to both) holding a letter or digit, most of them all letters and
+    digits (checked in C)."""
+    tokens = text.split()
+    if all(map(str.isalnum, tokens)):
+        return tokens
+    return [t for t in tokens if t.isalnum() or _ALNUM.search(t)]
+
+
+def page_blocks(raw: str) -> list[Block]:
+    """The blocks of a scope's text with its block and link marks: each block's text split
+    at the marks, navigation-shaped ones into items (:func:`_link_items`), with their hashes
+    and template keys (:func:`_template_key`).  The same as those functions part by part, but
+    a block's label words are found once for both, and a block without links (most) costs a
+    split, a join and a hash."""
+    out: list[Block] = []
+    new = tuple.__new__  # a NamedTuple's own __new__ is Python code: 7x the cost of a tuple's
+    for block in raw.split(MARK):
+        if not block or block.isspace():  # between two marks (the marks are whitespace too)
+            continue
+        if LINK not in block:
+            text = " ".join(block.split())
+            h = squashed_hash(text)
+            out.append(new(Block, (text, h, h)))
+            continue
+        pieces = block.split(LINK)
+        labels = [_words(p) for p in pieces[0::2]]
+        if len(pieces) // 2 >= NAV_MIN_LINKS and len(pieces) % 2 == 1 and all(
+                len(words) <= NAV_MAX_LABEL_WORDS for words in labels):
+            for part in _link_items(block):
+                text = squash(part)
+                if text:
+                    out.append(Block(text, h := squashed_hash(text), _template_key(part, h)))
+            continue
+        text = squash(block)
+        if not text:
+            continue
+        h = key = squashed_hash(text)
+        outside = [w for words in labels for w in words]
+        if outside and any(p.strip() for p in pieces[1::2]):
+            key = squashed_hash(_SKELETON + " ".join(outside))
+        out.append(Block(text, h, key))
+    return out
