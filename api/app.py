@@ -101,7 +101,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.frontier = None
     if settings.frontier is not None:
         require("cluster", "a shared frontier (--frontier)", ("redis",))
-        from websift.crawler.redis_frontier import connect  # redis only when asked for
+        from websift.crawler.redis_admin import connect  # redis only when asked for
 
         app.state.frontier = connect(settings.frontier)
     app.state.data = data

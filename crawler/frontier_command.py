@@ -2,7 +2,8 @@
 
 Crawlers alive with their heartbeat age and fetch rate, hosts leased, pages pending / taken /
 waiting for a refresh, and the OPIC cash total: pages + virtual page + transfers in flight,
-which is 1 (up to rounding) at every moment on one Redis (``crawler/redis_frontier.py``).
+which is 1 (up to rounding) at every moment on one Redis (``crawler/redis_frontier.py``; the
+figures are read by ``crawler/redis_admin.py``).
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 def status_command(args: argparse.Namespace) -> int:
     require("cluster", "the shared frontier's status", ("redis",))
-    from websift.crawler.redis_frontier import connect, frontier_status
+    from websift.crawler.redis_admin import connect, frontier_status
 
     status = frontier_status(connect(args.frontier))
     if args.json:

@@ -69,7 +69,7 @@ def _frontier(client: Any) -> dict[str, Any] | None:
     /stats (the index is still served)."""
     if client is None:
         return None
-    from websift.crawler.redis_frontier import frontier_figures
+    from websift.crawler.redis_admin import frontier_figures
 
     return frontier_figures(client)
 

@@ -23,7 +23,7 @@ from websift_process import REPO, websift_command
 from websift.api.app import create_app
 from websift.api.settings import Settings
 from websift.core.datadir import DataDir
-from websift.crawler.redis_frontier import connect, frontier_status
+from websift.crawler.redis_admin import connect, frontier_status
 from websift.indexer.build import build_index
 from websift.store.views import StoreReader
 

@@ -14,13 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from redis_server import RedisServer
 
-from websift.crawler.redis_frontier import (
-    FrontierError,
-    RedisFrontier,
-    connect,
-    frontier_status,
-    page_cash,
-)
+from websift.crawler.redis_admin import connect, frontier_status, page_cash
+from websift.crawler.redis_frontier import FrontierError, RedisFrontier
 from websift.ranking.opic import LazyOpicState, OpicParams
 from websift.store.crawl_store import CrawlStore
 
@@ -130,7 +125,8 @@ def test_transfer_in_flight_is_counted_and_applied_once(server: RedisServer, tmp
     assert status["cash"]["in_flight"] > 0
     assert status["cash"]["total"] == pytest.approx(1.0, abs=1e-12)
     assert page_cash(world.client, world.origin[b], b) == before
-    from websift.crawler.redis_frontier import deliver, host_tag
+    from websift.crawler.redis_admin import host_tag
+    from websift.crawler.redis_frontier import deliver
 
     out = dict(world.client.hgetall(host_tag(world.origin[a]) + ":out"))
     # a redelivery after a crash between apply and forget must not pay twice

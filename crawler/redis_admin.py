@@ -1,0 +1,277 @@
+"""Reaching a shared frontier and reading its figures (the frontier itself is
+crawler/redis_frontier.py).
+
+Question: where is the frontier, may this websift use it, and what does it hold right now?
+:func:`connect` parses a frontier URL (:class:`FrontierAddress`; the password from
+``$WEBSIFT_REDIS_PASSWORD``), checks the database is empty or a websift frontier of a version
+this websift reads (:func:`check_format`, which creates the globals of a new one), and returns
+the client.  :func:`frontier_status` is what ``websift frontier status`` prints and
+:func:`frontier_figures` what /stats shows: crawlers, hosts, pages and the OPIC cash total.
+The key layout both sides use (``{g}`` globals, :func:`host_tag`) is named here; :func:`batch`
+runs a group of reads as one snapshot on one Redis.
+
+Imported only when a frontier is given (api/app.py, crawler/session.py,
+crawler/frontier_command.py import it after ``websift.core.extras.require``): redis is the
+'cluster' extra.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import parse_qs, unquote, urlsplit
+
+import redis
+import redis.cluster
+from redis.backoff import ExponentialWithJitterBackoff
+from redis.retry import Retry
+
+from websift.crawler import settings as S
+from websift.crawler.errors import FrontierError
+
+FORMAT = "websift-frontier"
+VERSION = 1
+G = "{g}"
+GLV = G + ":lv"
+PASSWORD_ENV = ("WEBSIFT_REDIS_PASSWORD", "REDISCLI_AUTH")
+SCHEMES = ("redis", "rediss", "redis+cluster", "rediss+cluster")
+
+
+# ---------------------------------------------------------------- connecting
+@dataclass(frozen=True)
+class FrontierAddress:
+    """Where the frontier is: ``redis://HOST:PORT/DB``, ``rediss://`` (TLS), or a Cluster as
+    ``redis+cluster://HOST:PORT,HOST:PORT`` (``rediss+cluster://`` with TLS)."""
+
+    nodes: tuple[tuple[str, int], ...]
+    db: int
+    tls: bool
+    cluster: bool
+    username: str | None = None
+
+    def __str__(self) -> str:
+        scheme = ("rediss" if self.tls else "redis") + ("+cluster" if self.cluster else "")
+        hosts = ",".join(f"{h}:{p}" for h, p in self.nodes)
+        return f"{scheme}://{hosts}" + ("" if self.cluster else f"/{self.db}")
+
+
+def parse_address(text: str) -> FrontierAddress:
+    """A frontier URL, or a one-line :class:`FrontierError`; a password in it is refused (it
+    would show in ``ps`` and shell history): it comes from ``$WEBSIFT_REDIS_PASSWORD``."""
+    parts = urlsplit(text)
+    if parts.scheme not in SCHEMES:
+        raise FrontierError(f"frontier URL {text!r}: the scheme must be one of {', '.join(SCHEMES)}")
+    if parts.password:
+        raise FrontierError("frontier URL: put the password in $WEBSIFT_REDIS_PASSWORD "
+                            "(or $REDISCLI_AUTH), never on the command line")
+    netloc = parts.netloc.rpartition("@")[2]
+    nodes: list[tuple[str, int]] = []
+    for item in filter(None, netloc.split(",")):
+        host, _, port = item.rpartition(":") if ":" in item else (item, "", "6379")
+        try:
+            nodes.append((host.strip("[]") or "localhost", int(port or "6379")))
+        except ValueError:
+            raise FrontierError(f"frontier URL {text!r}: bad port {port!r}") from None
+    if not nodes:
+        raise FrontierError(f"frontier URL {text!r} names no host")
+    cluster = parts.scheme.endswith("+cluster")
+    path = parts.path.strip("/")
+    if cluster and path not in ("", "0"):
+        raise FrontierError("a Redis Cluster has only database 0")
+    if not cluster and len(nodes) > 1:
+        raise FrontierError(f"frontier URL {text!r}: several hosts need redis+cluster://")
+    try:
+        db = int(path or parse_qs(parts.query).get("db", ["0"])[0])
+    except ValueError:
+        raise FrontierError(f"frontier URL {text!r}: the database must be a number") from None
+    return FrontierAddress(tuple(nodes), db, parts.scheme.startswith("rediss"), cluster,
+                           unquote(parts.username) if parts.username else None)
+
+
+# redis.Redis or redis.cluster.RedisCluster.  redis-py annotates its commands for its sync and
+# async clients at once (every result "Awaitable[T] | T"), so values read here are checked
+# where they are parsed instead.
+Client = Any
+
+
+def connect(text: str, timeout: float = S.FRONTIER_TIMEOUT) -> Client:
+    """A client for the frontier at ``text``, checked: reachable, and empty or a websift
+    frontier of a version this websift reads (else one :class:`FrontierError` line)."""
+    address = parse_address(text)
+    password = next((os.environ[n] for n in PASSWORD_ENV if os.environ.get(n)), None)
+    common: dict[str, Any] = {
+        "username": address.username, "password": password, "decode_responses": True,
+        "socket_timeout": timeout, "socket_connect_timeout": timeout, "ssl": address.tls,
+        # a blip is retried, a Redis that is gone is reported within about a second (redis-py's
+        # default backoff waits up to 10 s per try)
+        "retry": Retry(ExponentialWithJitterBackoff(cap=S.FRONTIER_RETRY_CAP,
+                                                    base=S.FRONTIER_RETRY_BASE),
+                       S.FRONTIER_RETRIES),
+    }
+    client: Client
+    try:
+        if address.cluster:
+            nodes = [redis.cluster.ClusterNode(h, p)  # type: ignore[no-untyped-call]
+                     for h, p in address.nodes]
+            client = redis.cluster.RedisCluster(startup_nodes=nodes, **common)
+        else:
+            host, port = address.nodes[0]
+            client = redis.Redis(host=host, port=port, db=address.db, **common)
+        client.ping()
+        check_format(client, address)
+    except redis.RedisError as exc:
+        raise FrontierError(f"cannot use the frontier at {address}: {error_reason(exc)}") from None
+    return client
+
+
+def error_reason(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
+
+
+def check_format(client: Client, address: FrontierAddress | str) -> None:
+    """Create the frontier's globals in an empty database; refuse a foreign or newer one."""
+    fmt, version = client.hmget(GLV, ["format", "version"])
+    if fmt is None:
+        if client.randomkey() is not None:
+            raise FrontierError(f"{address} holds data that is not a websift frontier "
+                                "(choose another database)")
+        client.hsetnx(GLV, "format", FORMAT)
+        client.hsetnx(GLV, "version", str(VERSION))
+        client.hsetnx(GLV, "id", uuid.uuid4().hex)
+        client.hsetnx(GLV, "virtual", "1")  # OPIC: the crawl's cash, 1 in all, starts here
+        return
+    if fmt != FORMAT:
+        raise FrontierError(f"{address} is not a websift frontier (format {fmt!r})")
+    if int(version or 0) > VERSION:
+        raise FrontierError(f"{address} is a frontier of version {version}, newer than this "
+                            f"websift reads ({VERSION}); upgrade websift")
+
+
+def host_tag(origin: str) -> str:
+    """The hash tag of one host's keys (all in one Cluster slot)."""
+    return "{h:" + origin + "}"
+
+
+
+# ---------------------------------------------------------------- status
+def frontier_status(client: Client, now: float | None = None) -> dict[str, Any]:
+    """What ``websift frontier status`` prints: crawlers and their heartbeats, hosts leased,
+    pages pending/taken/waiting, and the cash total (pages + virtual page + transfers in
+    flight, 1 up to rounding).  On one Redis the figures are one MULTI (a consistent
+    snapshot); on a Cluster each slot is read on its own (consistent when the crawl is quiet)."""
+    now = time.time() if now is None else now
+    for _ in range(S.FRONTIER_STATUS_TRIES):
+        hosts = sorted(client.smembers(G + ":hosts"))
+
+        def queue(pipe: Any, hosts: list[str] = hosts) -> None:
+            pipe.smembers(G + ":hosts")
+            pipe.hmget(GLV, ["virtual", "nextid", "version"])
+            pipe.hgetall(G + ":out")
+            pipe.zrange(G + ":ap", 0, -1)
+            pipe.hgetall(G + ":crawlers")
+            for origin in hosts:
+                tag = host_tag(origin)
+                pipe.hmget(tag + ":lv", ["B", "L0", "L1", "L2", "m0", "m1", "m2"])
+                pipe.hgetall(tag + ":out")
+                pipe.zrange(tag + ":ap", 0, -1)
+                pipe.exists(tag + ":lease")
+                for k in range(4):
+                    pipe.zcard(f"{tag}:q:{k}")
+                pipe.hlen(tag + ":t")
+                pipe.zcard(tag + ":w")
+
+        res = batch(client, queue)  # one Redis: one MULTI/EXEC, a snapshot of one instant
+        if sorted(res[0]) == hosts:
+            break
+    virtual = float(res[1][0] or 0)
+    applied: dict[str, set[str]] = {G: set(res[3])}
+    outboxes: list[dict[str, str]] = [res[2]]
+    pages_cash = 0.0
+    pending = taken = waiting = leased = 0
+    per = 10  # the reads queued per host above
+    for i, origin in enumerate(hosts):
+        block = res[5 + i * per: 5 + (i + 1) * per]
+        b, l0, l1, l2, m0, m1, m2 = (float(x or 0) for x in block[0])
+        pages_cash += b + l0 * m0 + l1 * m1 + l2 * m2
+        outboxes.append(block[1])
+        applied[host_tag(origin)] = set(block[2])
+        leased += int(block[3])
+        pending += sum(int(x) for x in block[4:8])
+        taken += int(block[8])
+        waiting += int(block[9])
+    in_flight = 0.0
+    transfers = 0
+    for out in outboxes:
+        for tid, value in out.items():
+            target, uid, amount = value.split("\t")
+            tag = uid if target == "D" else (target or G)  # a dividend names its host
+            if tid in applied.get(tag, set()):
+                continue  # applied, not yet forgotten by its source: counted at the target
+            transfers += 1
+            in_flight += sum(float(a) for a in amount.split(" "))
+    crawlers = []
+    for cid, raw in sorted(res[4].items()):
+        rec = json.loads(raw)
+        age = now - float(rec.get("heartbeat", 0))
+        crawlers.append({"id": cid, **rec, "heartbeat_age": round(age, 3),
+                         "alive": not rec.get("stopped") and age < float(rec.get("lease_ttl", S.FRONTIER_LEASE_TTL))})
+    return {
+        "format": FORMAT, "version": int(res[1][2] or VERSION),
+        "crawlers": crawlers,
+        "crawlers_alive": sum(1 for c in crawlers if c["alive"]),
+        "hosts": len(hosts), "hosts_leased": leased,
+        "pending": pending, "taken": taken, "waiting_refresh": waiting,
+        "urls": int(res[1][1] or 0),
+        "cash": {"pages": pages_cash, "virtual": virtual, "in_flight": in_flight,
+                 "transfers": transfers, "total": pages_cash + virtual + in_flight},
+    }
+
+
+def frontier_figures(client: Client) -> dict[str, Any]:
+    """:func:`frontier_status`, or ``{"error": ...}`` when the frontier cannot be read."""
+    try:
+        return frontier_status(client)
+    except redis.RedisError as exc:
+        return {"error": f"frontier unavailable: {error_reason(exc)}"}
+
+
+def batch(client: Client, queue: Callable[[Any], None]) -> list[Any]:
+    """Run the commands ``queue`` gives a pipeline: on one Redis in one round trip (MULTI/EXEC,
+    so also one instant); on a Cluster, which has no transaction across slots, one by one."""
+    if isinstance(client, redis.cluster.RedisCluster):
+        direct = _Direct(client)
+        queue(direct)
+        return direct.results
+    return list(client.transaction(queue))
+
+
+class _Direct:
+    """Runs the commands a pipeline would queue, one by one, keeping their results."""
+
+    def __init__(self, client: Client) -> None:
+        self.client = client
+        self.results: list[Any] = []
+
+    def __getattr__(self, name: str) -> Callable[..., None]:
+        command = getattr(self.client, name)
+
+        def run(*args: Any, **kwargs: Any) -> None:
+            self.results.append(command(*args, **kwargs))
+        return run
+
+
+def page_cash(client: Client, origin: str, uid: int) -> float:
+    """A page's OPIC cash now (base plus its host's pending dividends; 0 once dead)."""
+    tag = host_tag(origin)
+    b, s, r, f, x = client.hmget(f"{tag}:p:{uid}", ["b", "s", "r", "f", "x"])
+    if x == "1" or b is None:
+        return 0.0
+    l0, l1, l2 = (float(v or 0) for v in client.hmget(tag + ":lv", ["L0", "L1", "L2"]))
+    offset = l0 + (l1 if r == "0" else 0.0) + (l2 if f == "1" else 0.0)
+    return float(b) + offset - float(s)
