@@ -55,9 +55,8 @@ from selectolax.lexbor import LexborCSSSelector, LexborHTMLParser, LexborNode
 
 from websift.core.html import INVISIBLE_TAGS, drop_invisible, squash, text_of, visible_text
 from websift.indexer.settings import (
-    ANCHOR_DEFS_ENV,
+    DEFAULT_INDEX_SETTINGS,
     GENERIC_ID_PREFIX_MIN_IDS,
-    ID_WORDS_ENV,
     MAX_FRAGMENT_KEY_CHARS,
     MAX_FRAGMENT_TEXT_CHARS,
     MAX_FRAGMENTS,
@@ -69,9 +68,8 @@ from websift.indexer.settings import (
     META_SNIFF_BYTES,
     NAV_MAX_LABEL_WORDS,
     NAV_MIN_LINKS,
-    SHALLOW_LEXBOR_ENV,
     SNIPPET_TEXT_CHARS,
-    env_switch,
+    IndexSettings,
 )
 
 _HEADING_TAGS = ("h1", "h2", "h3", "h4", "h5", "h6")
@@ -344,12 +342,12 @@ def nesting_bound(body: bytes) -> int:
     return peak
 
 
-def _shallow(body: bytes) -> bool:
+def _shallow(body: bytes, shallow_lexbor: bool) -> bool:
     """Whether a page of more than MAX_LEXBOR_TAGS tags still goes to lexbor: lexbor's time is
     quadratic in the nesting, not in the tags, so a big page that nests at most
     MAX_LEXBOR_DEPTH deep (a manual's page of 300 definitions) keeps its fragments and blocks
-    (WEBSIFT_SHALLOW_LEXBOR=0: every big page goes to lxml, as before)."""
-    return env_switch(SHALLOW_LEXBOR_ENV) != "0" and nesting_bound(body) <= MAX_LEXBOR_DEPTH
+    (``shallow_lexbor`` off: every big page goes to lxml, as before)."""
+    return shallow_lexbor and nesting_bound(body) <= MAX_LEXBOR_DEPTH
 
 
 def parse_lxml(body: bytes, url: str, content_type: str | None = None) -> ParsedPage:
@@ -393,14 +391,16 @@ def parse_lxml(body: bytes, url: str, content_type: str | None = None) -> Parsed
 
 
 def parse_html(body: bytes, url: str, content_type: str | None = None, *,
-               structure: bool = False) -> ParsedPage:
+               structure: bool = False,
+               settings: IndexSettings = DEFAULT_INDEX_SETTINGS) -> ParsedPage:
     """Fields of one HTML page (and its blocks and fragments when ``structure``). Never raises
-    on bad HTML: an unparsable page has empty fields."""
+    on bad HTML: an unparsable page has empty fields.  ``settings``: the run's (shallow_lexbor,
+    anchor_defs, id_words)."""
     words = url_words(url)
     empty = ParsedPage(title="", headings="", body="", url_words=words, text="")
     if not body or not body.strip():
         return empty
-    if body.count(b"<", 0, MAX_HTML_BYTES) > MAX_LEXBOR_TAGS and not _shallow(body):
+    if body.count(b"<", 0, MAX_HTML_BYTES) > MAX_LEXBOR_TAGS and not _shallow(body, settings.shallow_lexbor):
         page = parse_lxml(body, url, content_type)
         if not structure:
             page.blocks = []
@@ -438,7 +438,8 @@ def parse_html(body: bytes, url: str, content_type: str | None = None, *,
     if not title:
         first = scope if scope.tag == "h1" else _css_first(scope, "h1")
         title = _text(first) if first is not None else ""
-    fragments = _fragments(tree, scope, heads, f"{title} {words}") if structure else []
+    fragments = _fragments(tree, scope, heads, f"{title} {words}", anchors=settings.anchor_defs,
+                           id_words=settings.id_words) if structure else []
     blocks: list[Block] = []
     if structure:
         for el, tag in zip(marked, tags, strict=True):
@@ -643,9 +644,11 @@ def id_key(fid: str, generic: frozenset[str] = frozenset(),
 
 
 def _fragments(tree: LexborHTMLParser, scope: LexborNode,
-               heads: list[LexborNode], context: str = "") -> list[Fragment]:
+               heads: list[LexborNode], context: str = "", *, anchors: bool = True,
+               id_words: bool = True) -> list[Fragment]:
     """The page's definitions and sections reachable by URL #id (see the module doc);
-    ``context`` (its title and URL words) tells a generic id prefix from a word."""
+    ``context`` (its title and URL words) tells a generic id prefix from a word; ``anchors``:
+    empty named anchors are fragments; ``id_words``: a key gains its id's words."""
     ids: set[str] = set()
     for n in _css(tree, "[id], a[name]"):  # one walk for both
         if n.id:
@@ -656,8 +659,6 @@ def _fragments(tree: LexborHTMLParser, scope: LexborNode,
         return []
     out: list[Fragment] = []
     used: set[str] = set()
-    anchors = env_switch(ANCHOR_DEFS_ENV) != "0"
-    id_words = env_switch(ID_WORDS_ENV) != "0"
     generic = generic_prefixes(ids, context) if anchors or id_words else frozenset()
     serials = serial_stems(ids) if anchors or id_words else frozenset()
 

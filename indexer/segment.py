@@ -4,8 +4,9 @@ A segment is an immutable directory ``DATA/index/seg-<generation>/``; the manife
 (indexer/manifest.py) names the live ones with each file's size and CRC32.  Files:
 
     meta.json           counts, field length sums, host -> bitmap location, the analyzer's
-                        version (a checked file, core/checked.py; version 1, without
-                        checksum, still opens)
+                        version and the IndexSettings it was built with ("index_settings")
+                        (a checked file, core/checked.py; version 1, without checksum,
+                        still opens)
     terms.npy, term_off.npy   the lexicon's words, sorted, as one UTF-8 blob + offsets
     lexicon.npy         int64 (terms, 11): df, cf, then (byte start, byte end, first block) of
                         the doc, tf and position streams: the postings location of each word
@@ -48,6 +49,7 @@ from typing import Any, NamedTuple
 from urllib.parse import urlsplit
 
 import numpy as np
+from pydantic import ValidationError
 from pyroaring import BitMap
 
 from websift.core import checked
@@ -68,6 +70,7 @@ from websift.indexer.hits import HitMaker
 from websift.indexer.settings import (
     BARREL_WORDS,
     BLOCK,
+    DEFAULT_INDEX_SETTINGS,
     DOCSTORE_LEVEL,
     ENCODE_IN_FLIGHT,
     FIELDS,
@@ -78,6 +81,7 @@ from websift.indexer.settings import (
     N_FIELDS,
     PAIRS_BUFFER,
     SEGMENT_VERSION,
+    IndexSettings,
 )
 from websift.indexer.workers import die_with_parent
 
@@ -409,13 +413,18 @@ class SegmentWriter:
     processes, which inherit none of this process's memory.  What it keeps is per word (the
     lexicon) and per host (``site:`` bitmaps)."""
 
-    def __init__(self, directory: Path, ram_bytes: int, barrel_words: int = BARREL_WORDS) -> None:
+    def __init__(self, directory: Path, ram_bytes: int, barrel_words: int = BARREL_WORDS,
+                 settings: IndexSettings = DEFAULT_INDEX_SETTINGS) -> None:
+        """``settings``: what the documents were (and :meth:`add_document` makes them)
+        analysed with; recorded in meta.json."""
         self.directory = directory
         directory.mkdir(parents=True, exist_ok=False)
         self.ram_bytes = ram_bytes
-        self.hits = HitMaker()
+        self.settings = settings
+        self.hits = HitMaker.of(settings)
         self.lexicon = self.hits.lexicon
-        self.barrels = ForwardBarrels(directory / "barrels", ram_bytes, barrel_words)
+        self.barrels = ForwardBarrels(directory / "barrels", ram_bytes, barrel_words,
+                                      kill_after=settings.index_kill_after_barrels)
         self.doc_ids = _Column(directory / "doc_ids.raw", "q")
         self._lens = _Column(directory / "field_lens.raw", "i")  # N_FIELDS per document
         self._len_sums = [0] * N_FIELDS
@@ -458,7 +467,7 @@ class SegmentWriter:
                 wids, positions, _ = self.hits.field(value, 0, MAX_FIELD_TOKENS)
             else:
                 wids, positions = self.hits.fields(list(value), MAX_FIELD_TOKENS)
-            wids, positions = self.hits.in_field(f, wids, positions)  # OPERATOR_FIELDS
+            wids, positions = self.hits.in_field(f, wids, positions)  # operator_fields
             self.barrels.add(ordinal, f, wids, positions)
             lens.append(int(self.hits.counted(wids).sum()))  # stop words are no length
         self._add_lens(lens)
@@ -586,7 +595,8 @@ class SegmentWriter:
             "field_length_sums": self._len_sums,
             "fields": list(FIELDS),
             "hosts": hosts_index,
-            "analyzer_version": analyzer_version(),
+            "analyzer_version": analyzer_version(self.settings),
+            "index_settings": self.settings.recorded(),
             "block_impacts": True,
         }
         checked.write_json(d / "meta.json", META_FILE, meta)
@@ -606,14 +616,41 @@ def read_meta(directory: Path) -> dict[str, Any]:
         raise IndexCorrupt(f"segment {directory.name}: {exc}") from exc
 
 
-def check_analyzer(name: str, meta: dict[str, Any]) -> None:
-    """Refuse a segment analysed differently (its terms would silently match nothing);
-    IndexAnalyzerMismatch.  Segments from before the field was written: analyzer version 1."""
+def built_with(name: str, meta: dict[str, Any]) -> IndexSettings:
+    """The IndexSettings a segment was built with (its meta's "index_settings"; a segment from
+    before them: the defaults).  IndexAnalyzerMismatch when its analyzer version is not theirs
+    (an older analyzer, or one from before the settings were recorded that was not the
+    default: its terms would silently match nothing); IndexCorrupt when they do not read."""
+    recorded = meta.get("index_settings")
+    try:
+        settings = DEFAULT_INDEX_SETTINGS if recorded is None else IndexSettings(
+            **{k: v for k, v in dict(recorded).items() if k in IndexSettings.model_fields})
+    except (TypeError, ValueError, ValidationError) as exc:
+        raise IndexCorrupt(f"segment {name}: index_settings do not read ({exc})") from None
     built = str(meta.get("analyzer_version", "1"))
-    if built != analyzer_version():
+    if built != analyzer_version(settings):
         raise IndexAnalyzerMismatch(
             f"segment {name} was built by analyzer {built}, this websift analyses with "
-            f"{analyzer_version()}: reindex with websift index --rebuild")
+            f"{analyzer_version(settings)}: reindex with websift index --rebuild")
+    return settings
+
+
+def query_settings(segments: Sequence[SegmentReader], expected: IndexSettings | None = None
+                   ) -> IndexSettings:
+    """The settings queries of ``segments`` are analysed with: those they were built with,
+    whatever the environment says now (the defaults for none).  ``expected``: an indexing run's,
+    which its older segments must share.  IndexAnalyzerMismatch when two differ in
+    IndexSettings.query_part (a query analysed one way would find nothing in the others)."""
+    first = expected or (segments[0].index_settings if segments else DEFAULT_INDEX_SETTINGS)
+    want = first.query_part()
+    for seg in segments:
+        got = seg.index_settings.query_part()
+        if got != want:
+            diff = ", ".join(f"{k}={got[k]!r} (not {want[k]!r})" for k in got if got[k] != want[k])
+            raise IndexAnalyzerMismatch(
+                f"segment {seg.name} was analysed with {diff}: reindex with websift index "
+                "--rebuild")
+    return first
 
 
 def _map(path: Path) -> np.ndarray:
@@ -658,7 +695,7 @@ class SegmentReader:
         self.directory = directory
         self.name = directory.name
         self.meta = meta = read_meta(directory)
-        check_analyzer(directory.name, meta)
+        self.index_settings = built_with(directory.name, meta)
         try:
             self._terms = _Terms(np.load(directory / "terms.npy").tobytes(),
                                  np.load(directory / "term_off.npy"))
