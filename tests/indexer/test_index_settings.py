@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from tests.indexer.corpus import build_data_dir
+from tests.indexer.corpus import build_data_dir, make_index
+from websift.core import checked
 from websift.core.datadir import DataDir
 from websift.indexer import commands
 from websift.indexer.analysis import analyzer_version
@@ -18,7 +19,7 @@ from websift.indexer.build import build_index
 from websift.indexer.errors import IndexAnalyzerMismatch
 from websift.indexer.manifest import read_manifest
 from websift.indexer.searcher import Searcher
-from websift.indexer.segment import SegmentReader
+from websift.indexer.segment import META_FILE, SegmentReader
 from websift.indexer.settings import (
     DEFAULT_INDEX_SETTINGS,
     FIELDS,
@@ -116,3 +117,18 @@ def test_a_bad_setting_is_refused_by_name(data: DataDir, monkeypatch: pytest.Mon
     assert _index(data) == 2
     assert "WEBSIFT_OPERATOR_FIELDS" in capsys.readouterr().err
     assert not (data.index_dir / "manifest.json").exists()
+
+
+def test_a_segment_from_before_the_settings_reads_as_the_defaults(tmp_path: Path) -> None:
+    d = make_index(tmp_path / "d", [("Title", "if the body holds")])
+    (entry,) = read_manifest(d.index_dir).segments
+    path = d.index_dir / entry.name / "meta.json"
+    meta = checked.read_json(path, META_FILE).body
+    del meta["index_settings"]
+    checked.write_json(path, META_FILE, meta)
+    assert SegmentReader(path.parent).index_settings == DEFAULT_INDEX_SETTINGS
+    # ... unless its analyzer version says it was built otherwise: refused as before.
+    meta["analyzer_version"] = "3+technical+ops"
+    checked.write_json(path, META_FILE, meta)
+    with pytest.raises(IndexAnalyzerMismatch, match="reindex with websift index --rebuild"):
+        SegmentReader(path.parent)
