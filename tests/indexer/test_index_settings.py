@@ -8,6 +8,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from tests.indexer.corpus import build_data_dir, make_index
@@ -132,3 +133,17 @@ def test_a_segment_from_before_the_settings_reads_as_the_defaults(tmp_path: Path
     checked.write_json(path, META_FILE, meta)
     with pytest.raises(IndexAnalyzerMismatch, match="reindex with websift index --rebuild"):
         SegmentReader(path.parent)
+
+
+def test_a_topics_terms_are_analysed_as_the_index_was_built(data: DataDir) -> None:
+    from websift.ranking.topics import build_term_model
+    from websift.store.views import StoreReader
+
+    def topic_terms() -> set[str]:
+        with StoreReader.open(data.store_path) as store:
+            ids = np.asarray(store.fetched_or_linked_ids(store.max_seq()), dtype=np.int64)
+            return set(build_term_model(data, store, ids)[0].counts)
+
+    assert {"if", "the"} <= topic_terms()  # no index yet: the default analyzer keeps them
+    build_index(data, procs=1, settings=IndexSettings(analyzer_stops=False))
+    assert not topic_terms() & {"if", "the", "is", "in"}
