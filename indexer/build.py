@@ -59,7 +59,12 @@ from websift.indexer.manifest import (
 )
 from websift.indexer.merge import merge_segments
 from websift.indexer.parse import parse_html
-from websift.indexer.segment import SegmentReader, SegmentWriter, query_settings
+from websift.indexer.segment import (
+    SegmentReader,
+    SegmentWriter,
+    other_settings,
+    query_settings,
+)
 from websift.indexer.settings import (
     BATCH_FULL_DOCS,
     BATCH_MAX_BYTES,
@@ -211,6 +216,8 @@ def _run(data: DataDir, store: StoreReader, manifest: Manifest | None, *, ram_mb
     old_segments = [SegmentReader(index_dir / s.name) for s in manifest.segments] \
         if manifest else []
     query_settings(old_segments, settings)  # one analysis for the segments a searcher reads
+    for line in other_settings(old_segments, settings):
+        say(line)
     mode = "rebuild" if rebuild else "full" if manifest is None else "incremental"
     merge_after = manifest is not None and len(manifest.segments) + 1 > MAX_SEGMENTS
     ids = _candidates(store, manifest, snap_seq, old_segments)

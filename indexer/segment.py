@@ -653,6 +653,22 @@ def query_settings(segments: Sequence[SegmentReader], expected: IndexSettings | 
     return first
 
 
+def other_settings(segments: Sequence[SegmentReader], settings: IndexSettings) -> list[str]:
+    """One line per segment built with other settings than ``settings`` (ones a run may mix:
+    the analysis is :func:`query_settings`'), naming them."""
+    want = settings.recorded()
+    out = []
+    for seg in segments:
+        got = seg.index_settings.recorded()
+        keys = [k for k in got if got[k] != want.get(k)]
+        if keys:
+            then = ", ".join(f"{k}={got[k]!r}" for k in keys)
+            now = ", ".join(f"{k}={want.get(k)!r}" for k in keys)
+            out.append(f"segment {seg.name} was built with {then}; this run's pages get {now} "
+                       "(--rebuild gives every page this run's settings)")
+    return out
+
+
 def _map(path: Path) -> np.ndarray:
     """A read-only memory map of a raw file, as a plain ndarray (no memmap overhead per slice)."""
     if path.stat().st_size == 0:

@@ -147,3 +147,13 @@ def test_a_topics_terms_are_analysed_as_the_index_was_built(data: DataDir) -> No
     assert {"if", "the"} <= topic_terms()  # no index yet: the default analyzer keeps them
     build_index(data, procs=1, settings=IndexSettings(analyzer_stops=False))
     assert not topic_terms() & {"if", "the", "is", "in"}
+
+
+def test_an_incremental_run_with_other_build_settings_says_so(data: DataDir) -> None:
+    build_index(data, procs=1)
+    build_data_dir(data.root, {f"{U}/new.html": _page(999)})
+    said: list[str] = []
+    report = build_index(data, procs=1, settings=IndexSettings(defs="text"), progress=said.append)
+    assert report.mode == "incremental"
+    assert any("was built with defs='key'; this run's pages get defs='text'" in line
+               for line in said)
