@@ -34,9 +34,11 @@ Our choices on top of Whoosh's chain:
   length normalisation is as before.  ``Analyzer(keep_stops=False)`` leaves them out of the
   lexicon but still gives them a position, as before (so a phrase query keeps its gaps).
 
-The three policies have switches (``technical``, ``keep_stops``, ``operators``;
-indexer/settings.py, for the ablation); the analyzer's version and switches are written into every segment (``version``), and
-a searcher refuses an index analysed differently (it would silently find nothing).
+The three policies have switches (``technical``, ``keep_stops``, ``operators``: the analyzer_*
+fields of indexer/settings.py's IndexSettings, for the ablation); every segment records them
+(its meta's ``index_settings``, and :func:`analyzer_version`), and a searcher analyses queries
+with its segments' (refusing segments analysed differently from each other: a query would
+silently find nothing in some).
 
 Speed: analysis of a raw token is memoised per :class:`Analyzer` (token -> terms and offsets),
 so the Porter stemmer runs once per distinct word form.
@@ -52,16 +54,13 @@ from whoosh.analysis import STOP_WORDS
 from whoosh.lang.porter import stem
 
 from websift.indexer.settings import (
-    ANALYZER_KEEP_STOPS,
-    ANALYZER_OPERATORS,
-    ANALYZER_TECHNICAL,
     ANALYZER_VERSION,
+    DEFAULT_INDEX_SETTINGS,
     MAX_SYMBOLS_ONLY,
     MAX_TOKEN_CHARS,
     MIN_TOKEN_CHARS,
-    OPERATOR_ELSEWHERE_FIRST,
-    OPERATOR_FIELDS,
     STEM_CACHE_SIZE,
+    IndexSettings,
 )
 
 PLAIN_TOKEN_RE = re.compile(r"\w+(?:\.?\w+)*")  # Whoosh's tokenizer (analyzer version 1)
@@ -87,18 +86,16 @@ _PART_SPLIT = re.compile(r"[._]+")
 _PLAIN_FULL = re.compile(r"(?:\w|(?<=\w)\.(?=\w))+\Z")
 
 
-def analyzer_version(technical: bool = ANALYZER_TECHNICAL,
-                     keep_stops: bool = ANALYZER_KEEP_STOPS,
-                     operators: bool = ANALYZER_OPERATORS,
-                     operator_fields: tuple[str, ...] | None = OPERATOR_FIELDS,
-                     elsewhere_first: bool = OPERATOR_ELSEWHERE_FIRST) -> str:
+def analyzer_version(settings: IndexSettings = DEFAULT_INDEX_SETTINGS) -> str:
     """What an index records of the analysis it was built with
     ("3+technical+stops+ops@title+headings+defs/first": operators in those fields, their first
     hit per field elsewhere; "+ops": in every field)."""
-    ops = "" if not operators else "+ops" if operator_fields is None else (
-        "+ops@" + "+".join(operator_fields) + ("/first" if elsewhere_first else ""))
-    return str(ANALYZER_VERSION) + ("+technical" if technical else "") + (
-        "+stops" if keep_stops else "") + ops
+    operator_fields = settings.operator_field_names
+    ops = "" if not settings.analyzer_operators else "+ops" if operator_fields is None else (
+        "+ops@" + "+".join(operator_fields) + (
+            "/first" if settings.operator_elsewhere == "first" else ""))
+    return str(ANALYZER_VERSION) + ("+technical" if settings.analyzer_technical else "") + (
+        "+stops" if settings.analyzer_stops else "") + ops
 
 
 def token_re(technical: bool, operators: bool) -> re.Pattern[str]:
@@ -114,9 +111,6 @@ def is_operator(term: str) -> bool:
     """A term of symbols alone (``+``, ``.^``, ``{``)."""
     return _SYMBOLS_FULL.match(term) is not None
 
-
-# The tokenizer of the default analyzer (indexer/settings.py's switches).
-TOKEN_RE = token_re(ANALYZER_TECHNICAL, ANALYZER_OPERATORS)
 
 # What one raw token becomes: its terms, each term's offset from the token's first position, and
 # how many positions the token takes.
@@ -134,21 +128,25 @@ class Analyzer:
     instance."""
 
     def __init__(self, stoplist: Iterable[str] = STOP_WORDS, cache_size: int = STEM_CACHE_SIZE,
-                 *, technical: bool = ANALYZER_TECHNICAL,
-                 keep_stops: bool = ANALYZER_KEEP_STOPS,
-                 operators: bool = ANALYZER_OPERATORS) -> None:
+                 *, technical: bool = True, keep_stops: bool = True,
+                 operators: bool = True) -> None:
         self.stoplist = frozenset(stoplist)
         self.cache_size = cache_size
         self.technical = technical
         self.keep_stops = keep_stops
         self.operators = operators
-        self.version = analyzer_version(technical, keep_stops, operators)
         self.token_re = token_re(technical, operators)
         # The terms stop words become (the query scores them only in some queries).
         self.stop_terms = frozenset(
             stem(w) for w in self.stoplist if MIN_TOKEN_CHARS <= len(w) <= MAX_TOKEN_CHARS)
         self._cache: dict[str, _Analysed] = {}
         self._stems: dict[str, str] = {}
+
+    @classmethod
+    def of(cls, settings: IndexSettings) -> Analyzer:
+        """The analyzer of ``settings`` (its analyzer_* switches)."""
+        return cls(technical=settings.analyzer_technical, keep_stops=settings.analyzer_stops,
+                   operators=settings.analyzer_operators)
 
     def _term(self, word: str) -> str | None:
         if len(word) < MIN_TOKEN_CHARS or len(word) > MAX_TOKEN_CHARS or (

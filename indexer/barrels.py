@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from websift.indexer.settings import BARREL_WORDS, HIT_BYTES, KILL_AFTER_BARRELS_ENV
+from websift.indexer.settings import BARREL_WORDS, HIT_BYTES
 
 _CONVERT_EVERY = 1 << 16  # buffered hits turned into one numpy chunk at this count
 FLUSH_SHARE = 4
@@ -41,7 +41,8 @@ CHUNK_SHARE = 16
 class ForwardBarrels:
     """Buffers hits and writes them as forward barrel runs under ``directory``."""
 
-    def __init__(self, directory: Path, ram_bytes: int, barrel_words: int = BARREL_WORDS) -> None:
+    def __init__(self, directory: Path, ram_bytes: int, barrel_words: int = BARREL_WORDS, *,
+                 kill_after: int | None = None) -> None:
         self.directory = directory
         self.directory.mkdir(parents=True, exist_ok=True)
         self.ram_bytes = max(ram_bytes, HIT_BYTES)
@@ -62,8 +63,7 @@ class ForwardBarrels:
         self.run_count = 0
         self.files_written = 0
         self.hits_total = 0
-        kill = os.environ.get(KILL_AFTER_BARRELS_ENV)
-        self._kill_after = int(kill) if kill else None
+        self._kill_after = kill_after  # the crash tests' hook (IndexSettings)
 
     def add(self, doc: int, field: int, wids: np.ndarray, positions: np.ndarray) -> None:
         """The hits of one field of one document (documents in increasing ordinal)."""

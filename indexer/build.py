@@ -59,23 +59,20 @@ from websift.indexer.manifest import (
 )
 from websift.indexer.merge import merge_segments
 from websift.indexer.parse import parse_html
-from websift.indexer.segment import SegmentReader
+from websift.indexer.segment import SegmentReader, other_settings, query_settings
 from websift.indexer.segment_writer import SegmentWriter
 from websift.indexer.settings import (
-    ANCHOR_TEMPLATES_ENV,
     BATCH_FULL_DOCS,
     BATCH_MAX_BYTES,
     BATCH_MAX_JOBS,
     DEFAULT_INDEX_PROCS,
+    DEFAULT_INDEX_SETTINGS,
     DEFAULT_RAM_MB,
     MAX_SEGMENTS,
     PARALLEL_MIN_IDS,
     SOURCE_HOSTS_MIN_IDS,
     STORE_READ_IDS,
-    TEMPLATE_MIN_SHARE,
-    TEMPLATE_SHARE_ENV,
-    TEMPLATES_ENV,
-    env_switch,
+    IndexSettings,
 )
 from websift.indexer.templates import (
     HostSampler,
@@ -169,7 +166,8 @@ def _candidates(store: StoreReader, manifest: Manifest | None, snap_seq: int,
 
 def build_index(data: DataDir, ram_mb: int = DEFAULT_RAM_MB,
                 progress: Callable[[str], None] | None = None, *,
-                rebuild: bool = False, procs: int = DEFAULT_INDEX_PROCS) -> IndexReport:
+                rebuild: bool = False, procs: int = DEFAULT_INDEX_PROCS,
+                settings: IndexSettings = DEFAULT_INDEX_SETTINGS) -> IndexReport:
     """Index what changed in the crawl store since the last run (everything, the first time).
 
     ``rebuild``: index the whole store into one new segment whatever the incremental state says
@@ -178,7 +176,10 @@ def build_index(data: DataDir, ram_mb: int = DEFAULT_RAM_MB,
     ``procs``: worker processes that read, parse and analyse pages (indexer/workers.py); the
     postings are bit-packed in as many spawned processes, which import the caller's main
     module again, so a script calling this with ``procs > 1`` keeps its work under
-    ``if __name__ == "__main__":`` (as any multiprocessing program must)."""
+    ``if __name__ == "__main__":`` (as any multiprocessing program must).
+    ``settings``: what changes how the index is built (``websift index`` reads them from the
+    environment once); recorded in the new segment.  An incremental run whose analysis differs
+    from its older segments' raises IndexAnalyzerMismatch (run with ``rebuild``)."""
     started = time.monotonic()
     index_dir = data.index_dir
     say = progress or (lambda _msg: None)
@@ -194,14 +195,15 @@ def build_index(data: DataDir, ram_mb: int = DEFAULT_RAM_MB,
         store = StoreReader.open(data.store_path)
         try:
             return _run(data, store, manifest, ram_mb=ram_mb, started=started, say=say,
-                        rebuild=rebuild, procs=procs)
+                        rebuild=rebuild, procs=procs, settings=settings)
         finally:
             store.close()
 
 
 def _run(data: DataDir, store: StoreReader, manifest: Manifest | None, *, ram_mb: int,
          started: float, say: Callable[[str], None], rebuild: bool = False,
-         procs: int = DEFAULT_INDEX_PROCS) -> IndexReport:
+         procs: int = DEFAULT_INDEX_PROCS,
+         settings: IndexSettings = DEFAULT_INDEX_SETTINGS) -> IndexReport:
     index_dir = data.index_dir
     snap_seq = store.max_seq()
     generation = (manifest.generation if manifest else 0) + 1
@@ -209,6 +211,9 @@ def _run(data: DataDir, store: StoreReader, manifest: Manifest | None, *, ram_mb
         manifest = None
     old_segments = [SegmentReader(index_dir / s.name) for s in manifest.segments] \
         if manifest else []
+    query_settings(old_segments, settings)  # one analysis for the segments a searcher reads
+    for line in other_settings(old_segments, settings):
+        say(line)
     mode = "rebuild" if rebuild else "full" if manifest is None else "incremental"
     merge_after = manifest is not None and len(manifest.segments) + 1 > MAX_SEGMENTS
     ids = _candidates(store, manifest, snap_seq, old_segments)
@@ -221,7 +226,7 @@ def _run(data: DataDir, store: StoreReader, manifest: Manifest | None, *, ram_mb
         report.seconds = time.monotonic() - started
         return report
     tmp = index_dir / f"tmp-{generation:06d}-{os.getpid()}"
-    writer = SegmentWriter(tmp, ram_mb * 1024 * 1024)
+    writer = SegmentWriter(tmp, ram_mb * 1024 * 1024, settings=settings)
     aliases = redirect_aliases(store)
     if mode == "incremental":  # a changed link to a redirecting URL changes its target
         redirect_of = {r: t for t, rs in aliases.items() for r in rs}
@@ -237,17 +242,18 @@ def _run(data: DataDir, store: StoreReader, manifest: Manifest | None, *, ram_mb
     sources: list[SourceHosts] = []
 
     def measure_boilerplate() -> None:  # while the template samples are parsed
-        if env_switch(ANCHOR_TEMPLATES_ENV) != "0":
+        if settings.anchor_templates:
             boiler.update(anchor_boilerplate(store))
         if len(cand) >= SOURCE_HOSTS_MIN_IDS:  # a small run looks its sources up instead
             sources.append(SourceHosts(store))
 
     templates = _templates(data, store, cand, report, say, reuse=(mode == "incremental"),
-                           procs=procs, meanwhile=measure_boilerplate)
+                           procs=procs, meanwhile=measure_boilerplate, settings=settings)
     report.anchor_boilerplate = len(boiler)
     report.template_seconds = time.monotonic() - t0
     t0 = time.monotonic()
-    with AnalyserPool(data.warc_dir, procs, writer.lexicon, templates=templates.keys()) as pool:
+    with AnalyserPool(data.warc_dir, procs, writer.lexicon, settings,
+                      templates=templates.keys()) as pool:
         done = 0
         batches = _batches(store, cand, aliases, writer, report, drop=(mode == "incremental"),
                            boilerplate=boiler, sources=sources[0] if sources else None)
@@ -302,16 +308,17 @@ def _full(page: Page) -> bool:
 
 def _templates(data: DataDir, store: StoreReader, ids: np.ndarray, report: IndexReport,
                say: Callable[[str], None], *, reuse: bool, procs: int = 1,
-               meanwhile: Callable[[], None] = lambda: None) -> Templates:
+               meanwhile: Callable[[], None] = lambda: None,
+               settings: IndexSettings = DEFAULT_INDEX_SETTINGS) -> Templates:
     """Each host's template (indexer/templates.py): the stored measure of the hosts it has
     (``reuse``: an incremental run), a new one for the others from a sample of the candidate
-    pages, written back to DATA/index/templates.json.  Off (none) with WEBSIFT_TEMPLATES=0.
+    pages, written back to DATA/index/templates.json.  Off (none) without settings.templates.
     ``meanwhile`` is called once, while the forked processes parse the samples (this process
     would only wait for them): the run's other measuring (anchor boilerplate) costs no time."""
-    if env_switch(TEMPLATES_ENV) == "0":
+    if not settings.templates:
         meanwhile()
         return Templates()
-    share = float(env_switch(TEMPLATE_SHARE_ENV, str(TEMPLATE_MIN_SHARE)))
+    share = settings.template_share
     known: dict[str, HostTemplate] = {}
     if reuse:
         try:
@@ -348,7 +355,8 @@ def _templates(data: DataDir, store: StoreReader, ids: np.ndarray, report: Index
         pool = multiprocessing.get_context("fork").Pool(procs, initializer=die_with_parent,
                                                         initargs=(os.getpid(),))
         try:
-            measured = pool.imap(partial(_block_keys, data.warc_dir), [s for _, s in samples])
+            measured = pool.imap(partial(_block_keys, data.warc_dir, settings=settings),
+                                 [s for _, s in samples])
             meanwhile()
             for (host, _), got in zip(samples, measured, strict=True):
                 _measured(hosts, host, got, share, report)
@@ -358,7 +366,8 @@ def _templates(data: DataDir, store: StoreReader, ids: np.ndarray, report: Index
     else:
         meanwhile()
         for host, sample in samples:
-            _measured(hosts, host, _block_keys(data.warc_dir, sample), share, report)
+            _measured(hosts, host, _block_keys(data.warc_dir, sample, settings=settings), share,
+                      report)
     templates = Templates(hosts, share)
     write_templates(data.index_dir, templates)
     return templates
@@ -367,7 +376,8 @@ def _templates(data: DataDir, store: StoreReader, ids: np.ndarray, report: Index
 _Sample = list[tuple[str, str | None, tuple[str, int, int]]]  # (URL, type, WARC location)
 
 
-def _block_keys(warc_dir: Path, sample: _Sample) -> tuple[list[set[int]], int]:
+def _block_keys(warc_dir: Path, sample: _Sample, *, settings: IndexSettings
+                ) -> tuple[list[set[int]], int]:
     """The template keys of each sampled page's blocks, and the pages whose WARC record could
     not be read (the page itself is counted when indexed)."""
     reader = BodyReader(warc_dir)
@@ -380,7 +390,7 @@ def _block_keys(warc_dir: Path, sample: _Sample) -> tuple[list[set[int]], int]:
             except WarcError:
                 errors += 1
                 continue
-            parsed = parse_html(body, url, content_type, structure=True)
+            parsed = parse_html(body, url, content_type, structure=True, settings=settings)
             pages.append({b.key for b in parsed.blocks})
     finally:
         reader.close()

@@ -6,10 +6,12 @@ from __future__ import annotations
 import argparse
 import sys
 
+from pydantic import ValidationError
+
 from websift.core.arguments import number
 from websift.core.datadir import DataDir
 from websift.indexer.build import build_index
-from websift.indexer.settings import DEFAULT_INDEX_PROCS, DEFAULT_RAM_MB
+from websift.indexer.settings import DEFAULT_INDEX_PROCS, DEFAULT_RAM_MB, IndexSettings
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -31,10 +33,19 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 
 def index_command(args: argparse.Namespace) -> int:
+    # The one place indexing settings come from the environment (WEBSIFT_*, IndexSettings):
+    # read once, here, and handed down; a variable set later changes nothing in this run.
+    try:
+        settings = IndexSettings.from_env()
+    except ValidationError as exc:
+        bad = "; ".join(f"WEBSIFT_{'_'.join(map(str, e['loc'])).upper()}: {e['msg']}"
+                        for e in exc.errors())
+        print(f"index: bad setting: {bad}", file=sys.stderr)
+        return 2
     data = DataDir.open(args.data)
     say = None if args.quiet else (lambda msg: print(f"index: {msg}", file=sys.stderr))
     r = build_index(data, ram_mb=args.ram_mb, progress=say, rebuild=args.rebuild,
-                    procs=args.procs)
+                    procs=args.procs, settings=settings)
     if r.mode == "unchanged":
         print(f"index: nothing new since seq {r.last_seq}; generation {r.generation} "
               f"({r.live_docs} documents in {r.segments} segments)")

@@ -31,7 +31,7 @@ import numpy as np
 
 from websift.indexer.analysis import Analyzer
 from websift.indexer.anchors import Anchors
-from websift.indexer.fragments import defs_field, defs_mode, encode_fragments
+from websift.indexer.fragments import defs_field, encode_fragments
 from websift.indexer.hits import HitMaker
 from websift.indexer.parse import parse_html, url_words
 from websift.indexer.settings import (
@@ -41,6 +41,7 @@ from websift.indexer.settings import (
     SNIPPET_TEXT_CHARS,
     TOKENISE_CHARS,
     WORKER_MEMO_TOKENS,
+    IndexSettings,
 )
 from websift.store.errors import WarcError
 from websift.store.warc import BodyReader, WarcLocation
@@ -102,15 +103,16 @@ def host_of(url: str) -> str:
 class BatchAnalyser:
     """Parses and analyses batches of documents; keeps its word memo across batches."""
 
-    def __init__(self, warc_dir: Path, memo_tokens: int = WORKER_MEMO_TOKENS,
+    def __init__(self, warc_dir: Path, settings: IndexSettings,
+                 memo_tokens: int = WORKER_MEMO_TOKENS,
                  templates: dict[str, frozenset[int]] | None = None) -> None:
         self.warc_dir = Path(warc_dir)
         self.reader = BodyReader(self.warc_dir)
+        self.settings = settings  # the run's (parsing, defs field, analysis)
         self.memo_tokens = memo_tokens
-        self.hits = HitMaker()
+        self.hits = HitMaker.of(settings)
         self.templates = templates or {}  # host -> template keys (indexer/templates.py)
-        self.defs_mode = defs_mode()
-        self.analyzer = Analyzer()  # the fragments' key terms, as the searcher analyses
+        self.analyzer = Analyzer.of(settings)  # the fragments' key terms, as the searcher analyses
 
     def close(self) -> None:
         """Close the WARC files it holds open."""
@@ -125,7 +127,8 @@ class BatchAnalyser:
                     ["", "", "", url_words(job.url), job.anchors, ""], b"")
         assert job.warc is not None
         body = self.reader.read(WarcLocation(*job.warc))
-        parsed = parse_html(body, job.url, job.content_type, structure=True)
+        parsed = parse_html(body, job.url, job.content_type, structure=True,
+                            settings=self.settings)
         text, content = parsed.text, parsed.body
         template = self.templates.get(host_of(job.url)) if self.templates else None
         if template and any(b.key in template for b in parsed.blocks):
@@ -133,7 +136,7 @@ class BatchAnalyser:
             text = content[:SNIPPET_TEXT_CHARS]
         return (parsed.title or anchors.best(), text,
                 [parsed.title, parsed.headings, content, parsed.url_words, job.anchors,
-                 defs_field(parsed.fragments, self.defs_mode)],
+                 defs_field(parsed.fragments, self.settings.defs)],
                 encode_fragments(parsed.fragments, self.analyzer.terms))
 
     def _hits(self, docs: list[list[str | list[str]]]
@@ -158,7 +161,7 @@ class BatchAnalyser:
 
     def analyse(self, jobs: list[DocJob]) -> AnalysedBatch:
         if self.hits.memo_size() > self.memo_tokens:  # bound the memo: start afresh
-            self.hits = HitMaker()
+            self.hits = HitMaker.of(self.settings)
         n_jobs = len(jobs)
         first_new = len(self.hits.lexicon)  # 0 after a fresh start: the receiver resets too
         status = np.zeros(n_jobs, dtype=np.int8)

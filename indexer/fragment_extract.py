@@ -28,13 +28,10 @@ from selectolax.lexbor import LexborHTMLParser, LexborNode
 from websift.core.html import squash
 from websift.indexer.html_nodes import HEADING_TAGS, css, css_first, node_text
 from websift.indexer.settings import (
-    ANCHOR_DEFS_ENV,
     GENERIC_ID_PREFIX_MIN_IDS,
-    ID_WORDS_ENV,
     MAX_FRAGMENT_KEY_CHARS,
     MAX_FRAGMENT_TEXT_CHARS,
     MAX_FRAGMENTS,
-    env_switch,
 )
 
 _KEYED = frozenset(("dt", "tr", *HEADING_TAGS))  # elements fragments are found by
@@ -237,9 +234,11 @@ def id_key(fid: str, generic: frozenset[str] = frozenset(),
 
 
 def extract_fragments(tree: LexborHTMLParser, scope: LexborNode,
-               heads: list[LexborNode], context: str = "") -> list[Fragment]:
+                      heads: list[LexborNode], context: str = "", *, anchors: bool = True,
+                      id_words: bool = True) -> list[Fragment]:
     """The page's definitions and sections reachable by URL #id (see the module doc);
-    ``context`` (its title and URL words) tells a generic id prefix from a word."""
+    ``context`` (its title and URL words) tells a generic id prefix from a word; ``anchors``:
+    empty named anchors are fragments; ``id_words``: a key gains its id's words."""
     ids: set[str] = set()
     for n in css(tree, "[id], a[name]"):  # one walk for both
         if n.id:
@@ -250,8 +249,6 @@ def extract_fragments(tree: LexborHTMLParser, scope: LexborNode,
         return []
     out: list[Fragment] = []
     used: set[str] = set()
-    anchors = env_switch(ANCHOR_DEFS_ENV) != "0"
-    id_words = env_switch(ID_WORDS_ENV) != "0"
     generic = generic_prefixes(ids, context) if anchors or id_words else frozenset()
     serials = serial_stems(ids) if anchors or id_words else frozenset()
 

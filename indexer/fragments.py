@@ -2,9 +2,8 @@
 
 The defining places of a page (indexer/fragment_extract.py ``Fragment``: dt terms, anchored
 headings, keyed table rows, elements with an id, empty named anchors keyed by their id's words)
-are indexed as
-the ``defs`` field (its text chosen by ``WEBSIFT_DEFS``: the keys, or the keys and their defining
-text), and their (id, key) pairs are
+are indexed as the ``defs`` field (its text chosen by IndexSettings.defs: the keys, or the keys
+and their defining text), and their (id, key) pairs are
 stored with the document, bounded by MAX_STORED_FRAGMENT_CHARS, in the segment's ``frags.bin``
 (a segment from before them has none).  Each key is analysed at index time and stored
 with its terms; at hit assembly, for the top k only and only for a hit whose defs field holds a
@@ -20,24 +19,16 @@ from collections.abc import Callable, Mapping, Sequence
 from websift.indexer.errors import IndexCorrupt
 from websift.indexer.fragment_extract import Fragment
 from websift.indexer.settings import (
-    DEFS_DEFAULT,
-    DEFS_ENV,
     DOCSTORE_LEVEL,
     MAX_STORED_FRAGMENT_CHARS,
-    env_switch,
 )
 
 _ROW, _COL = "\n", "\t"
 
 
-def defs_mode() -> str:
-    """What the defs field holds (``WEBSIFT_DEFS``): "key", "text" or "0" (nothing)."""
-    mode = env_switch(DEFS_ENV, DEFS_DEFAULT)
-    return mode if mode in ("key", "text") else "0"
-
-
 def defs_field(fragments: Sequence[Fragment], mode: str) -> list[str]:
-    """The defs field of a page: one text per fragment (kept apart like anchors)."""
+    """The defs field of a page: one text per fragment (kept apart like anchors); ``mode``:
+    IndexSettings.defs ("key", "text" or "0": nothing)."""
     if mode == "key":
         return [f.key for f in fragments]
     if mode == "text":

@@ -20,13 +20,14 @@ import numpy as np
 from websift.indexer.analysis import Analyzer, is_operator
 from websift.indexer.settings import (
     ANCHOR_GAP,
+    DEFAULT_INDEX_SETTINGS,
     FIELDS,
     MAX_FIELD_CHARS,
     MAX_FIELD_TOKENS,
-    OPERATOR_ELSEWHERE_FIRST,
-    OPERATOR_FIELDS,
+    IndexSettings,
 )
 
+_DEFAULT_OPERATOR_FIELDS = DEFAULT_INDEX_SETTINGS.operator_field_names
 _NOTHING = -1  # a stop word or a too short/long token: a position, no term
 _SENTINEL = -(1 << 40)  # the end of a field in :meth:`HitMaker.batch`
 
@@ -51,11 +52,15 @@ class _Memo(dict[str, int]):
 
 class HitMaker:
     def __init__(self, analyzer: Analyzer | None = None, gap: int = ANCHOR_GAP,
-                 operator_fields: tuple[str, ...] | None = OPERATOR_FIELDS) -> None:
+                 operator_fields: tuple[str, ...] | None = _DEFAULT_OPERATOR_FIELDS,
+                 elsewhere_first: bool = True) -> None:
+        """``operator_fields``: the fields that keep every operator hit (None: all of them);
+        ``elsewhere_first``: the others keep each operator's first hit (else none)."""
         self.analyzer = analyzer or Analyzer()
         # Per field of FIELDS, whether its operator terms are kept (None: in every field).
         self.operator_fields = None if operator_fields is None else np.array(
             [f in operator_fields for f in FIELDS], dtype=bool)
+        self.elsewhere_first = elsewhere_first
         self.lexicon: dict[str, int] = {}
         self.words: list[str] = []  # the words this HitMaker learned, in ID order
         # Per word ID: whether it counts toward a field's length (BM25F normalisation): every
@@ -80,6 +85,12 @@ class HitMaker:
         # Sentinels of :meth:`batch` (upper case: never in lower-cased text).
         self._raw["Q"] = _SENTINEL
         self._raw["G"] = self._gap_code
+
+    @classmethod
+    def of(cls, settings: IndexSettings) -> HitMaker:
+        """The hit maker of ``settings`` (its analyzer and where operators are kept)."""
+        return cls(Analyzer.of(settings), operator_fields=settings.operator_field_names,
+                   elsewhere_first=settings.operator_elsewhere == "first")
 
     def memo_size(self) -> int:
         """Raw tokens memoised (the memory this HitMaker holds grows with it)."""
@@ -108,7 +119,7 @@ class HitMaker:
         if self.operator_fields is None or self.operator_fields[field] or not len(wids):
             return wids, positions
         drop = self._counted[wids] < 0
-        if OPERATOR_ELSEWHERE_FIRST and drop.any():
+        if self.elsewhere_first and drop.any():
             cand = np.flatnonzero(drop)
             drop[cand[np.unique(wids[cand], return_index=True)[1]]] = False
         keep = ~drop
@@ -116,15 +127,15 @@ class HitMaker:
 
     def _operator_filter(self, wids: np.ndarray, pos: np.ndarray, slot: np.ndarray, n_fields: int
                          ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Drop the operator hits of the fields that do not keep operators (OPERATOR_FIELDS),
-        but each operator's first hit per field there (OPERATOR_ELSEWHERE_FIRST)."""
+        """Drop the operator hits of the fields that do not keep operators (operator_fields),
+        but each operator's first hit per field there (elsewhere_first)."""
         keep_ops = self.operator_fields
         if keep_ops is None or n_fields != len(keep_ops) or not len(wids):
             return wids, pos, slot
         drop = (self._counted[wids] < 0) & ~keep_ops[slot % n_fields]
         if not drop.any():
             return wids, pos, slot
-        if OPERATOR_ELSEWHERE_FIRST:  # keep each operator's first hit per field elsewhere
+        if self.elsewhere_first:  # keep each operator's first hit per field elsewhere
             cand = np.flatnonzero(drop)
             _, first = np.unique(slot[cand] * (len(self._counted) + 1) + wids[cand],
                                  return_index=True)

@@ -21,14 +21,19 @@ from websift.indexer.codec import decode_groups, delta_decode_groups
 from websift.indexer.segment import SegmentReader
 from websift.indexer.segment_format import CF, DF
 from websift.indexer.segment_writer import SegmentWriter
+from websift.indexer.settings import DEFAULT_INDEX_SETTINGS
 
 _BYTES_PER_VALUE = 160  # scratch memory of decode_groups and the hit arrays, per position
 
 
 def merge_segments(segments: list[SegmentReader], live: list[np.ndarray], directory: Path,
                    ram_bytes: int) -> dict[str, Any]:
-    """Write one segment holding the live documents of ``segments``; returns its meta."""
-    writer = SegmentWriter(directory, ram_bytes)
+    """Write one segment holding the live documents of ``segments``; returns its meta.  It
+    records the settings of the newest of them (the analysis they all share: indexer/build.py
+    checks it before a run)."""
+    writer = SegmentWriter(directory, ram_bytes,
+                           settings=segments[-1].index_settings if segments else
+                           DEFAULT_INDEX_SETTINGS)
     # Documents in ascending URL ID; new_ord[i][old ordinal] = merged ordinal (-1: dead).
     ids = np.concatenate([seg.doc_ids[m] for seg, m in zip(segments, live, strict=True)])
     src = np.concatenate([np.full(int(m.sum()), i) for i, m in enumerate(live)])

@@ -33,15 +33,15 @@ from websift.core.html import INVISIBLE_TAGS, drop_invisible, squash, text_of, v
 from websift.indexer.fragment_extract import Fragment, extract_fragments
 from websift.indexer.html_nodes import HEADING_TAGS, css, css_first, node_text
 from websift.indexer.settings import (
+    DEFAULT_INDEX_SETTINGS,
     MAX_HTML_BYTES,
     MAX_LEXBOR_DEPTH,
     MAX_LEXBOR_TAGS,
     MAX_TITLE_CHARS,
     MAX_URL_QUERY_CHARS,
     META_SNIFF_BYTES,
-    SHALLOW_LEXBOR_ENV,
     SNIPPET_TEXT_CHARS,
-    env_switch,
+    IndexSettings,
 )
 from websift.indexer.template_keys import LINK, MARK, Block, page_blocks, squashed_hash
 
@@ -156,12 +156,12 @@ def nesting_bound(body: bytes) -> int:
     return peak
 
 
-def _shallow(body: bytes) -> bool:
+def _shallow(body: bytes, shallow_lexbor: bool) -> bool:
     """Whether a page of more than MAX_LEXBOR_TAGS tags still goes to lexbor: lexbor's time is
     quadratic in the nesting, not in the tags, so a big page that nests at most
     MAX_LEXBOR_DEPTH deep (a manual's page of 300 definitions) keeps its fragments and blocks
-    (WEBSIFT_SHALLOW_LEXBOR=0: every big page goes to lxml, as before)."""
-    return env_switch(SHALLOW_LEXBOR_ENV) != "0" and nesting_bound(body) <= MAX_LEXBOR_DEPTH
+    (``shallow_lexbor`` off: every big page goes to lxml, as before)."""
+    return shallow_lexbor and nesting_bound(body) <= MAX_LEXBOR_DEPTH
 
 
 def parse_lxml(body: bytes, url: str, content_type: str | None = None) -> ParsedPage:
@@ -205,14 +205,16 @@ def parse_lxml(body: bytes, url: str, content_type: str | None = None) -> Parsed
 
 
 def parse_html(body: bytes, url: str, content_type: str | None = None, *,
-               structure: bool = False) -> ParsedPage:
+               structure: bool = False,
+               settings: IndexSettings = DEFAULT_INDEX_SETTINGS) -> ParsedPage:
     """Fields of one HTML page (and its blocks and fragments when ``structure``). Never raises
-    on bad HTML: an unparsable page has empty fields."""
+    on bad HTML: an unparsable page has empty fields.  ``settings``: the run's (shallow_lexbor,
+    anchor_defs, id_words)."""
     words = url_words(url)
     empty = ParsedPage(title="", headings="", body="", url_words=words, text="")
     if not body or not body.strip():
         return empty
-    if body.count(b"<", 0, MAX_HTML_BYTES) > MAX_LEXBOR_TAGS and not _shallow(body):
+    if body.count(b"<", 0, MAX_HTML_BYTES) > MAX_LEXBOR_TAGS and not _shallow(body, settings.shallow_lexbor):
         page = parse_lxml(body, url, content_type)
         if not structure:
             page.blocks = []
@@ -250,7 +252,9 @@ def parse_html(body: bytes, url: str, content_type: str | None = None, *,
     if not title:
         first = scope if scope.tag == "h1" else css_first(scope, "h1")
         title = node_text(first) if first is not None else ""
-    fragments = extract_fragments(tree, scope, heads, f"{title} {words}") if structure else []
+    fragments = extract_fragments(tree, scope, heads, f"{title} {words}",
+                                  anchors=settings.anchor_defs,
+                                  id_words=settings.id_words) if structure else []
     blocks: list[Block] = []
     if structure:
         for el, tag in zip(marked, tags, strict=True):

@@ -41,7 +41,6 @@ from websift.indexer.settings import (
     MAX_QUERY_CHARS,
     MAX_QUERY_TERMS,
     MAX_SYMBOLS_ONLY,
-    STOP_PAIRS,
     STOP_SCORE_SHARE,
 )
 
@@ -71,6 +70,7 @@ class ParsedQuery:
     excluded_sites: list[str] = field(default_factory=list)
     stops: frozenset[str] = frozenset()  # the analyzer's stop-word terms
     score_stops: bool = False  # the query is mostly stop words: they count like other words
+    pair_stops: bool = True  # stop words not scored pair with their neighbours (stop_pairs)
     # units() and stop_pairs() of the finished query (parse_query keeps them last; a search
     # asks for each several times)
     memo: dict[str, list[Any]] = field(default_factory=dict, repr=False, compare=False)
@@ -129,7 +129,7 @@ class ParsedQuery:
         phrase breaks adjacency."""
         if "stop_pairs" in self.memo:
             return list(self.memo["stop_pairs"])
-        if self.score_stops or not STOP_PAIRS:
+        if self.score_stops or not self.pair_stops:
             return []
         ends: list[tuple[str, str] | None] = []  # per plain word: its first and last part
         for group in self.groups:
@@ -175,14 +175,16 @@ def _site(value: str) -> str:
     return host
 
 
-def parse_query(q: str, analyzer: Analyzer | None = None) -> ParsedQuery:
-    """Parse a query; raises :class:`QueryError` with a message for a person."""
+def parse_query(q: str, analyzer: Analyzer | None = None, *, stop_pairs: bool = True
+                ) -> ParsedQuery:
+    """Parse a query; raises :class:`QueryError` with a message for a person.  ``analyzer``
+    and ``stop_pairs``: the index's (IndexSettings, recorded in its segments)."""
     if not isinstance(q, str):
         raise QueryError("the query must be text")
     if len(q) > MAX_QUERY_CHARS:
         raise QueryError(f"the query is {len(q)} characters long; the limit is {MAX_QUERY_CHARS}")
     analyzer = analyzer or Analyzer()
-    parsed = ParsedQuery(text=q, stops=analyzer.stop_terms)
+    parsed = ParsedQuery(text=q, stops=analyzer.stop_terms, pair_stops=stop_pairs)
     pending_or = False
     positives = 0
     negated_words: list[str] = []  # "-H": an option name when the query has nothing else

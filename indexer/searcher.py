@@ -52,7 +52,7 @@ from websift.indexer.fragments import StoredFragments, read_fragments
 from websift.indexer.manifest import Manifest, read_manifest, verify_segment
 from websift.indexer.manifest import current_generation as _manifest_generation
 from websift.indexer.query import ParsedQuery, Phrase, parse_query
-from websift.indexer.segment import SegmentReader
+from websift.indexer.segment import SegmentReader, query_settings
 from websift.indexer.settings import (
     DEFAULT_K,
     DENSE_POSTINGS_SHARE,
@@ -295,7 +295,9 @@ class Searcher:
         self.generation = sum(self.generations)
         self.segments = [seg for s in self.shards for seg in s.segments]
         self.settings = settings or BM25FSettings()
-        self.analyzer = Analyzer()
+        # Queries are analysed as the segments were, whatever the environment says now.
+        self.index_settings = query_settings(self.segments)
+        self.analyzer = Analyzer.of(self.index_settings)
         self.live = shard_live_masks(self.shards)
         self._all_live = [bool(m.all()) for m in self.live]
         self.n_docs = int(sum(int(m.sum()) for m in self.live))
@@ -381,7 +383,7 @@ class Searcher:
         """This searcher's share of the statistics a query is scored with: live documents,
         field length sums, and the df of the query's terms (QueryError on a bad query).
         Filters (``site:``) do not change them: they are the whole collection's."""
-        pq = parse_query(query, self.analyzer)
+        pq = parse_query(query, self.analyzer, stop_pairs=self.index_settings.stop_pairs)
         cache: dict[tuple[int, str], _Postings | None] = {}
         terms = pq.idf_terms()
         return CollectionStats(
@@ -574,7 +576,7 @@ class Searcher:
         ``prior_key``: a name for ``prior`` that no other function gets while this searcher
         lives, so the pruning keeps each block's largest prior with the cached lists (without
         it every block counts the bound)."""
-        pq = parse_query(query, self.analyzer)
+        pq = parse_query(query, self.analyzer, stop_pairs=self.index_settings.stop_pairs)
         if site:
             pq.sites.append(site.lower())
         units = pq.units()

@@ -17,9 +17,17 @@ import numpy as np
 from pyroaring import BitMap
 
 from websift.indexer.codec import decode, decode_at, delta_decode_groups
-from websift.indexer.errors import IndexCorrupt
-from websift.indexer.segment_format import CF, COL, DF, SEP, STREAMS, check_analyzer, read_meta
-from websift.indexer.settings import BLOCK, FIELDS, LEGACY_FIELDS, LEXICON_DICT_MAX, N_FIELDS
+from websift.indexer.errors import IndexAnalyzerMismatch, IndexCorrupt
+from websift.indexer.segment_format import CF, COL, DF, SEP, STREAMS, built_with, read_meta
+from websift.indexer.settings import (
+    BLOCK,
+    DEFAULT_INDEX_SETTINGS,
+    FIELDS,
+    LEGACY_FIELDS,
+    LEXICON_DICT_MAX,
+    N_FIELDS,
+    IndexSettings,
+)
 
 
 def _map(path: Path) -> np.ndarray:
@@ -64,7 +72,7 @@ class SegmentReader:
         self.directory = directory
         self.name = directory.name
         self.meta = meta = read_meta(directory)
-        check_analyzer(directory.name, meta)
+        self.index_settings = built_with(directory.name, meta)
         try:
             self._terms = _Terms(np.load(directory / "terms.npy").tobytes(),
                                  np.load(directory / "term_off.npy"))
@@ -229,3 +237,37 @@ class SegmentReader:
 
     def terms(self) -> list[str]:
         return [self._terms[i].decode("utf-8", "surrogatepass") for i in range(len(self._terms))]
+
+
+def query_settings(segments: Sequence[SegmentReader], expected: IndexSettings | None = None
+                   ) -> IndexSettings:
+    """The settings queries of ``segments`` are analysed with: those they were built with,
+    whatever the environment says now (the defaults for none).  ``expected``: an indexing run's,
+    which its older segments must share.  IndexAnalyzerMismatch when two differ in
+    IndexSettings.query_part (a query analysed one way would find nothing in the others)."""
+    first = expected or (segments[0].index_settings if segments else DEFAULT_INDEX_SETTINGS)
+    want = first.query_part()
+    for seg in segments:
+        got = seg.index_settings.query_part()
+        if got != want:
+            diff = ", ".join(f"{k}={got[k]!r} (not {want[k]!r})" for k in got if got[k] != want[k])
+            raise IndexAnalyzerMismatch(
+                f"segment {seg.name} was analysed with {diff}: reindex with websift index "
+                "--rebuild")
+    return first
+
+
+def other_settings(segments: Sequence[SegmentReader], settings: IndexSettings) -> list[str]:
+    """One line per segment built with other settings than ``settings`` (ones a run may mix:
+    the analysis is :func:`query_settings`'), naming them."""
+    want = settings.recorded()
+    out = []
+    for seg in segments:
+        got = seg.index_settings.recorded()
+        keys = [k for k in got if got[k] != want.get(k)]
+        if keys:
+            then = ", ".join(f"{k}={got[k]!r}" for k in keys)
+            now = ", ".join(f"{k}={want.get(k)!r}" for k in keys)
+            out.append(f"segment {seg.name} was built with {then}; this run's pages get {now} "
+                       "(--rebuild gives every page this run's settings)")
+    return out

@@ -4,8 +4,9 @@ A segment is an immutable directory ``DATA/index/seg-<generation>/``; the manife
 (indexer/manifest.py) names the live ones with each file's size and CRC32.  Files:
 
     meta.json           counts, field length sums, host -> bitmap location, the analyzer's
-                        version (a checked file, core/checked.py; version 1, without
-                        checksum, still opens)
+                        version and the IndexSettings it was built with ("index_settings")
+                        (a checked file, core/checked.py; version 1, without checksum,
+                        still opens)
     terms.npy, term_off.npy   the lexicon's words, sorted, as one UTF-8 blob + offsets
     lexicon.npy         int64 (terms, 11): df, cf, then (byte start, byte end, first block) of
                         the doc, tf and position streams: the postings location of each word
@@ -40,11 +41,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from websift.core import checked
 from websift.core.errors import CheckedFileError, CheckedFileNewer
 from websift.indexer.analysis import analyzer_version
 from websift.indexer.errors import IndexAnalyzerMismatch, IndexCorrupt, IndexNewer
-from websift.indexer.settings import SEGMENT_VERSION
+from websift.indexer.settings import DEFAULT_INDEX_SETTINGS, SEGMENT_VERSION, IndexSettings
 
 SEGMENT_FORMAT = "websift-segment"
 META_FILE = checked.Format(SEGMENT_FORMAT, SEGMENT_VERSION, "segment meta.json", checked_since=2)
@@ -66,11 +69,20 @@ def read_meta(directory: Path) -> dict[str, Any]:
         raise IndexCorrupt(f"segment {directory.name}: {exc}") from exc
 
 
-def check_analyzer(name: str, meta: dict[str, Any]) -> None:
-    """Refuse a segment analysed differently (its terms would silently match nothing);
-    IndexAnalyzerMismatch.  Segments from before the field was written: analyzer version 1."""
+def built_with(name: str, meta: dict[str, Any]) -> IndexSettings:
+    """The IndexSettings a segment was built with (its meta's "index_settings"; a segment from
+    before them: the defaults).  IndexAnalyzerMismatch when its analyzer version is not theirs
+    (an older analyzer, or one from before the settings were recorded that was not the
+    default: its terms would silently match nothing); IndexCorrupt when they do not read."""
+    recorded = meta.get("index_settings")
+    try:
+        settings = DEFAULT_INDEX_SETTINGS if recorded is None else IndexSettings(
+            **{k: v for k, v in dict(recorded).items() if k in IndexSettings.model_fields})
+    except (TypeError, ValueError, ValidationError) as exc:
+        raise IndexCorrupt(f"segment {name}: index_settings do not read ({exc})") from None
     built = str(meta.get("analyzer_version", "1"))
-    if built != analyzer_version():
+    if built != analyzer_version(settings):
         raise IndexAnalyzerMismatch(
             f"segment {name} was built by analyzer {built}, this websift analyses with "
-            f"{analyzer_version()}: reindex with websift index --rebuild")
+            f"{analyzer_version(settings)}: reindex with websift index --rebuild")
+    return settings

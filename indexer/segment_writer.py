@@ -33,6 +33,7 @@ from websift.indexer.segment_format import CF, COL, DF, META_FILE, SEP, STREAMS
 from websift.indexer.settings import (
     BARREL_WORDS,
     BLOCK,
+    DEFAULT_INDEX_SETTINGS,
     DOCSTORE_LEVEL,
     ENCODE_IN_FLIGHT,
     FIELDS,
@@ -40,6 +41,7 @@ from websift.indexer.settings import (
     MAX_POSITION,
     N_FIELDS,
     PAIRS_BUFFER,
+    IndexSettings,
 )
 from websift.indexer.workers import die_with_parent
 
@@ -363,13 +365,18 @@ class SegmentWriter:
     processes, which inherit none of this process's memory.  What it keeps is per word (the
     lexicon) and per host (``site:`` bitmaps)."""
 
-    def __init__(self, directory: Path, ram_bytes: int, barrel_words: int = BARREL_WORDS) -> None:
+    def __init__(self, directory: Path, ram_bytes: int, barrel_words: int = BARREL_WORDS,
+                 settings: IndexSettings = DEFAULT_INDEX_SETTINGS) -> None:
+        """``settings``: what the documents were (and :meth:`add_document` makes them)
+        analysed with; recorded in meta.json."""
         self.directory = directory
         directory.mkdir(parents=True, exist_ok=False)
         self.ram_bytes = ram_bytes
-        self.hits = HitMaker()
+        self.settings = settings
+        self.hits = HitMaker.of(settings)
         self.lexicon = self.hits.lexicon
-        self.barrels = ForwardBarrels(directory / "barrels", ram_bytes, barrel_words)
+        self.barrels = ForwardBarrels(directory / "barrels", ram_bytes, barrel_words,
+                                      kill_after=settings.index_kill_after_barrels)
         self.doc_ids = _Column(directory / "doc_ids.raw", "q")
         self._lens = _Column(directory / "field_lens.raw", "i")  # N_FIELDS per document
         self._len_sums = [0] * N_FIELDS
@@ -412,7 +419,7 @@ class SegmentWriter:
                 wids, positions, _ = self.hits.field(value, 0, MAX_FIELD_TOKENS)
             else:
                 wids, positions = self.hits.fields(list(value), MAX_FIELD_TOKENS)
-            wids, positions = self.hits.in_field(f, wids, positions)  # OPERATOR_FIELDS
+            wids, positions = self.hits.in_field(f, wids, positions)  # operator_fields
             self.barrels.add(ordinal, f, wids, positions)
             lens.append(int(self.hits.counted(wids).sum()))  # stop words are no length
         self._add_lens(lens)
@@ -540,7 +547,8 @@ class SegmentWriter:
             "field_length_sums": self._len_sums,
             "fields": list(FIELDS),
             "hosts": hosts_index,
-            "analyzer_version": analyzer_version(),
+            "analyzer_version": analyzer_version(self.settings),
+            "index_settings": self.settings.recorded(),
             "block_impacts": True,
         }
         checked.write_json(d / "meta.json", META_FILE, meta)

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
 
 # ---------------------------------------------------------------- fields
 # The fields of a document, in the order of the tf matrix columns.  URL words are the path's
@@ -22,31 +26,17 @@ MAX_TOKEN_CHARS = 64  # longer tokens are dropped (base64 blobs, hashes)
 STEM_CACHE_SIZE = 200_000
 MAX_FIELD_TOKENS = 200_000  # tokens kept per field of one page
 ANCHOR_GAP = 8  # position gap between two anchors, so a phrase never spans two links
-# The analyzer's two policies (issue 12, item 2), on by default; the environment switches them
-# off for an ablation (scripts/eval_analyzer.py).  An index remembers the policies it was built
-# with (ANALYZER_VERSION in each segment's meta) and a searcher refuses a different one.
-ANALYZER_TECHNICAL = os.environ.get("WEBSIFT_ANALYZER_TECHNICAL", "1") != "0"  # c++, --set, %s
-ANALYZER_KEEP_STOPS = os.environ.get("WEBSIFT_ANALYZER_STOPS", "1") != "0"  # if, not, in
-ANALYZER_OPERATORS = os.environ.get("WEBSIFT_ANALYZER_OPERATORS", "1") != "0"  # + .^ { ' &&
+# The analyzer's policies (issue 12, item 2) are IndexSettings' analyzer_* fields (below), on by
+# default; an index records them (each segment's meta) and a searcher analyses queries with them.
 # 1: Whoosh's chain plus dotted names; 2: technical terms, stop words kept; 3: operator terms
 ANALYZER_VERSION = 3
 MAX_SYMBOLS_ONLY = 3  # longest token of symbols alone ("<=", "**", "<<="); longer: a rule
-# Where operator terms are indexed (measured in scripts/eval_analyzer.py on both manuals): every
-# hit in the fields where code is defined (WEBSIFT_OPERATOR_FIELDS, names joined by "+", or
-# "all"), and elsewhere (the body: prose and formulas full of "+" and ",") only each operator's
-# first hit per field (WEBSIFT_OPERATOR_ELSEWHERE=first; "none": not at all), so a page of
-# formulas does not outweigh the page that defines the operator.
-_OPERATOR_FIELDS = os.environ.get("WEBSIFT_OPERATOR_FIELDS", "title+headings+defs")
-OPERATOR_FIELDS: tuple[str, ...] | None = None if _OPERATOR_FIELDS == "all" else tuple(
-    f.strip() for f in _OPERATOR_FIELDS.split("+") if f.strip())
-OPERATOR_ELSEWHERE_FIRST = os.environ.get("WEBSIFT_OPERATOR_ELSEWHERE", "first") == "first"
 # A query whose plain words are mostly stop words ("not in", "if") scores them; otherwise stop
 # words only take part in quoted phrases.  Scored when stop words / all plain words > this.
 STOP_SCORE_SHARE = 0.5
 # A stop word not scored is proximity evidence with the query word next to it ("if statement"),
 # unless it is in nearly every page (idf below this: "the", "a"; their pairs cost position
-# reads for no gain).
-STOP_PAIRS = os.environ.get("WEBSIFT_STOP_PAIRS", "1") != "0"
+# reads for no gain).  IndexSettings.stop_pairs switches it off.
 STOP_PAIR_MIN_IDF = 0.1
 
 # ---------------------------------------------------------------- parsing
@@ -63,28 +53,22 @@ MAX_LEXBOR_TAGS = 20_000
 # ... unless they nest at most this deep (indexer/parse.py nesting_bound: open minus closing
 # tags): lexbor's time grows with the nesting, and a shallow page of 35,000 tags (a manual's
 # page of hundreds of definitions) parses in milliseconds and keeps its fragments and blocks.
-# WEBSIFT_SHALLOW_LEXBOR=0: every page over MAX_LEXBOR_TAGS goes to lxml (ablation).
+# IndexSettings.shallow_lexbor off: every page over MAX_LEXBOR_TAGS goes to lxml (ablation).
 MAX_LEXBOR_DEPTH = 1_000
-SHALLOW_LEXBOR_ENV = "WEBSIFT_SHALLOW_LEXBOR"
 META_SNIFF_BYTES = 1024  # bytes searched for a <meta charset> (WHATWG's prescan length)
 # Fragments (definitions, anchored sections) kept per page: a manual's biggest pages define
 # 300-500 names (Python's os, stdtypes); Python MRR@10 256: 0.913, 512: 0.915, 1024: 0.915.
 MAX_FRAGMENTS = 512
 MAX_FRAGMENT_KEY_CHARS = 200  # characters of a fragment's key (its term, heading, first cell)
 MAX_FRAGMENT_TEXT_CHARS = 1000  # characters of a fragment's defining text
-# What the defs field holds of each fragment (WEBSIFT_DEFS, read at index time): "key" (the
-# term, heading or first cell), "text" (the key and its defining text), or "0" (nothing).
-DEFS_ENV = "WEBSIFT_DEFS"
-DEFS_DEFAULT = "key"
+# What the defs field holds of each fragment: IndexSettings.defs.
 # Empty named anchors (<span id="index-decrement-operator"></span>, <a name="GUC-WORK-MEM">) as
-# fragments keyed by the words of their id (WEBSIFT_ANCHOR_DEFS, read at parse time; "0": off).
+# fragments keyed by the words of their id (IndexSettings.anchor_defs).
 # An id's leading segment that leads at least GENERIC_ID_PREFIX_MIN_IDS of a page's ids and is no
 # word of its title or URL is a generic prefix ("index-", "term-") and not part of the key.
-ANCHOR_DEFS_ENV = "WEBSIFT_ANCHOR_DEFS"
 GENERIC_ID_PREFIX_MIN_IDS = 2
 # A term's, heading's or row's key gains the words of its id that its text lacks
-# (<dt id="index-axes-contextmenu">contextmenu</dt>: "axes contextmenu"); "0": off (ablation).
-ID_WORDS_ENV = "WEBSIFT_ID_WORDS"
+# (<dt id="index-axes-contextmenu">contextmenu</dt>: "axes contextmenu"): IndexSettings.id_words.
 # Characters of a page's fragments (id and key) kept in the docstore, for the hit's fragment.
 MAX_STORED_FRAGMENT_CHARS = 32_000  # twice 16,000 with MAX_FRAGMENTS twice 256
 MAX_URL_QUERY_CHARS = 60  # a longer query string (a playground's code, a token) gives no words
@@ -97,8 +81,7 @@ MAX_ANCHORS_PER_PAGE = 500  # distinct (source, anchor) pairs kept per target pa
 # template: left out of the body field and of the stored snippet text.  Measured per host at index
 # time over up to TEMPLATE_SAMPLE_PAGES pages (spread over the host's URL IDs); a host with fewer
 # than TEMPLATE_MIN_PAGES pages has no template.  Kept in DATA/index/templates.json.
-TEMPLATES_ENV = "WEBSIFT_TEMPLATES"  # "0": no template detection (ablation)
-TEMPLATE_SHARE_ENV = "WEBSIFT_TEMPLATE_SHARE"  # TEMPLATE_MIN_SHARE for one run (the sweep)
+# IndexSettings.templates switches it off, IndexSettings.template_share is the share of a run.
 TEMPLATE_SAMPLE_PAGES = 64
 TEMPLATE_MIN_PAGES = 5
 TEMPLATE_MIN_SHARE = 0.2
@@ -113,14 +96,8 @@ NAV_MAX_LABEL_WORDS = 3
 # Anchor boilerplate: an anchor text that a source host puts on links from at least
 # ANCHOR_TEMPLATE_MIN_SHARE of its pages with links ("Next", "Up", "Home", a menu) does not
 # describe its targets; hosts with fewer than ANCHOR_TEMPLATE_MIN_PAGES linking pages have none.
-ANCHOR_TEMPLATES_ENV = "WEBSIFT_ANCHOR_TEMPLATES"  # "0": anchor boilerplate kept (ablation)
 ANCHOR_TEMPLATE_MIN_SHARE = 0.3
 ANCHOR_TEMPLATE_MIN_PAGES = 5
-
-
-def env_switch(name: str, default: str = "1") -> str:
-    """An index- or query-time switch read from the environment (the evaluation's ablations)."""
-    return os.environ.get(name, default).strip().lower()
 
 
 # ---------------------------------------------------------------- barrels and postings
@@ -258,7 +235,95 @@ DEFAULT_SEARCH_DEADLINE_MS = 300.0
 PARTIAL_MIN_HITS = 1
 
 
-# ---------------------------------------------------------------- test hooks
-# When set to N, an indexing run SIGKILLs itself right after writing its N-th forward barrel run:
-# the crash test uses it to kill a run at a point it can name (tests/indexer/test_crash.py).
+# ---------------------------------------------------------------- index settings
+class IndexSettings(BaseModel):
+    """What changes how an index is built: one typed, frozen object that ``websift index``
+    reads from the environment (:meth:`from_env`, the only place indexer/ reads ``WEBSIFT_*``)
+    and passes down to the run, its workers, parsing, analysis and hits.  Each segment records
+    :meth:`recorded` in its meta.json; the searcher analyses queries with :meth:`query_part` of
+    its segments' (indexer/segment.py ``index_settings``), whatever the environment says then.
+
+    A field ``x`` is the variable ``WEBSIFT_X`` (the evaluation's ablations set them:
+    scripts/eval_relevance.py, scripts/eval_analyzer.py); an empty variable is its default, a
+    value of the wrong type is refused (``websift index`` says which, exit 2)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    # Analysis (indexer/analysis.py): technical terms (c++, --set, %s), stop words kept as terms
+    # (if, not, in), operator terms (+ .^ { ' &&).
+    analyzer_technical: bool = True
+    analyzer_stops: bool = True
+    analyzer_operators: bool = True
+    # Where operator terms are indexed (measured in scripts/eval_analyzer.py on both manuals):
+    # every hit in the fields where code is defined (field names joined by "+", or "all"), and
+    # elsewhere (the body: prose and formulas full of "+" and ",") only each operator's first
+    # hit per field ("first"; "none": not at all), so a page of formulas does not outweigh the
+    # page that defines the operator.
+    operator_fields: str = "title+headings+defs"
+    operator_elsewhere: Literal["first", "none"] = "first"
+    # Query time: a stop word not scored is proximity evidence with the query word next to it
+    # (indexer/query.py ParsedQuery.stop_pairs); recorded with the analysis it goes with.
+    stop_pairs: bool = True
+    # Parsing (indexer/parse.py): big shallow pages still go to lexbor (off: to lxml, no
+    # structure); empty named anchors as fragments; a fragment's key gains its id's words.
+    shallow_lexbor: bool = True
+    anchor_defs: bool = True
+    id_words: bool = True
+    # What the defs field holds of each fragment: "key" (the term, heading or first cell),
+    # "text" (the key and its defining text), or "0" (nothing).
+    defs: Literal["key", "text", "0"] = "key"
+    # Boilerplate: template blocks left out of the body (off: kept), the share of a host's
+    # pages a block recurs on to be template (the sweep), navigation anchor texts left out.
+    templates: bool = True
+    template_share: float = Field(default=TEMPLATE_MIN_SHARE, gt=0.0, le=1.0)
+    anchor_templates: bool = True
+    # Test hook, not recorded: an indexing run SIGKILLs itself right after writing its N-th
+    # forward barrel run (tests/indexer/test_crash_and_corruption.py kills a run where it can
+    # name the point).
+    index_kill_after_barrels: int | None = Field(default=None, ge=1)
+
+    @field_validator("operator_fields")
+    @classmethod
+    def _known_fields(cls, value: str) -> str:
+        names = [f.strip() for f in value.split("+") if f.strip()]
+        unknown = [f for f in names if f not in FIELDS]
+        if value != "all" and unknown:
+            raise ValueError(f"not fields: {', '.join(unknown)} (fields: {'+'.join(FIELDS)}, "
+                             "or all)")
+        return value
+
+    @classmethod
+    def from_env(cls) -> IndexSettings:
+        """The settings the ``WEBSIFT_*`` environment gives now (pydantic ValidationError)."""
+        return cls(**_IndexEnvironment().model_dump())
+
+    @property
+    def operator_field_names(self) -> tuple[str, ...] | None:
+        """The fields that keep every operator hit; None: all of them."""
+        if self.operator_fields == "all":
+            return None
+        return tuple(f.strip() for f in self.operator_fields.split("+") if f.strip())
+
+    def recorded(self) -> dict[str, Any]:
+        """What a segment's meta.json keeps: every field that changes what is built or how its
+        queries are analysed (not the test hook)."""
+        return self.model_dump(exclude={"index_kill_after_barrels"})
+
+    def query_part(self) -> dict[str, Any]:
+        """The fields every segment a searcher reads must agree on (it analyses queries and
+        pairs stop words one way)."""
+        return self.model_dump(include=_QUERY_FIELDS)
+
+
+_QUERY_FIELDS = {"analyzer_technical", "analyzer_stops", "analyzer_operators", "operator_fields",
+                 "operator_elsewhere", "stop_pairs"}
+DEFAULT_INDEX_SETTINGS = IndexSettings()
+# The variable of the test hook (the crash tests set it in a child's environment).
 KILL_AFTER_BARRELS_ENV = "WEBSIFT_INDEX_KILL_AFTER_BARRELS"
+
+
+class _IndexEnvironment(BaseSettings, IndexSettings):
+    """IndexSettings read from ``WEBSIFT_*`` (as api/settings.py reads the service's)."""
+
+    model_config = SettingsConfigDict(env_prefix="WEBSIFT_", extra="ignore", frozen=True,
+                                      env_ignore_empty=True)

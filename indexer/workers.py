@@ -1,7 +1,8 @@
 """Indexing workers: batches of documents analysed in parallel, results taken in order.
 
-``AnalyserPool(warc_dir, procs, lexicon)`` runs ``procs`` worker processes (fork), each with its
-own :class:`indexer.docbatch.BatchAnalyser` (and so its own word memo).  Batch ``i`` goes to
+``AnalyserPool(warc_dir, procs, lexicon, settings)`` runs ``procs`` worker processes (fork), each
+with its own :class:`indexer.docbatch.BatchAnalyser` (and so its own word memo), made with the
+run's IndexSettings (handed over: a worker never reads the environment).  Batch ``i`` goes to
 worker ``i % procs`` and each worker answers in the order it was given work, so taking results
 round-robin gives them back in batch order: documents reach the segment writer in increasing
 URL ID, as the forward barrels require.  At most ``IN_FLIGHT_BATCHES`` batches per worker, and
@@ -48,6 +49,7 @@ from websift.indexer.settings import (
     WORKER_JOIN_SECONDS,
     WORKER_MEMO_TOKENS,
     WORKER_POLL_SECONDS,
+    IndexSettings,
 )
 from websift.store.warc import BodyReader, WarcLocation
 
@@ -69,9 +71,10 @@ _PR_SET_PDEATHSIG = 1  # prctl(2)
 
 
 def _serve(warc_dir: Path, memo_tokens: int, inbox: Any, outbox: Any, parent: int, *,
-           templates: dict[str, frozenset[int]] | None = None) -> None:
-    """A worker's loop: batches in, analysed batches out, until told to stop."""
-    analyser = BatchAnalyser(warc_dir, memo_tokens, templates)
+           settings: IndexSettings, templates: dict[str, frozenset[int]] | None = None) -> None:
+    """A worker's loop: batches in, analysed batches out, until told to stop.  ``settings``:
+    the run's, handed over (a worker never reads the environment)."""
+    analyser = BatchAnalyser(warc_dir, settings, memo_tokens, templates)
     # Results nobody reads must not hold the process at exit (a queue's feeder thread would
     # wait for room in the pipe forever).
     outbox.cancel_join_thread()
@@ -102,7 +105,7 @@ class AnalyserPool:
     """Analyses batches of :class:`DocJob` in ``procs`` processes; see the module doc."""
 
     def __init__(self, warc_dir: Path, procs: int, lexicon: dict[str, int],
-                 memo_tokens: int = WORKER_MEMO_TOKENS,
+                 settings: IndexSettings, *, memo_tokens: int = WORKER_MEMO_TOKENS,
                  templates: dict[str, frozenset[int]] | None = None) -> None:
         self.procs = max(1, procs)
         self.lexicon = lexicon
@@ -118,14 +121,14 @@ class AnalyserPool:
         self.busy_seconds = self.idle_seconds = self.wait_seconds = 0.0
         self._ahead = BodyReader(warc_dir)  # prefetches the records of the batches queued
         if self.procs == 1:
-            self._local = BatchAnalyser(warc_dir, memo_tokens, templates)
+            self._local = BatchAnalyser(warc_dir, settings, memo_tokens, templates)
             return
         ctx = multiprocessing.get_context("fork")
         for _ in range(self.procs):
             inbox, outbox = ctx.Queue(), ctx.Queue()
-            # Forked: the templates are inherited, not pickled.
+            # Forked: the templates and settings are inherited, not pickled.
             p = ctx.Process(target=_serve, args=(warc_dir, memo_tokens, inbox, outbox, os.getpid()),
-                            kwargs={"templates": templates}, daemon=True)
+                            kwargs={"settings": settings, "templates": templates}, daemon=True)
             p.start()
             self._procs.append(p)
             self._queues.append((inbox, outbox))

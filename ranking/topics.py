@@ -21,7 +21,7 @@ import math
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -46,6 +46,9 @@ from websift.ranking.topic_store import (
 from websift.store.schema import FETCHED
 from websift.store.views import StoreReader
 from websift.store.warc import WarcLocation, read_response
+
+if TYPE_CHECKING:
+    from websift.indexer.settings import IndexSettings
 
 __all__ = [
     "TopicInfo",
@@ -75,6 +78,25 @@ class TopicInfo:
         return self.topic.name
 
 
+def _index_settings(data: DataDir) -> IndexSettings:
+    """The settings the live index was built with (its newest segment's), so a topic's terms
+    are the words the searcher analyses ``topic=auto`` queries into; the defaults without an
+    index."""
+    from websift.indexer.errors import IndexMissing
+    from websift.indexer.manifest import read_manifest
+    from websift.indexer.segment_format import built_with, read_meta
+    from websift.indexer.settings import DEFAULT_INDEX_SETTINGS
+
+    try:
+        segments = read_manifest(data.index_dir).segments
+    except IndexMissing:
+        return DEFAULT_INDEX_SETTINGS
+    if not segments:
+        return DEFAULT_INDEX_SETTINGS
+    newest = data.index_dir / segments[-1].name
+    return built_with(newest.name, read_meta(newest))
+
+
 def build_term_model(
     data: DataDir, store: StoreReader, ids: np.ndarray
 ) -> tuple[TermModel, int, dict[str, int]]:
@@ -86,7 +108,8 @@ def build_term_model(
     from websift.indexer.analysis import Analyzer
     from websift.indexer.parse import parse_html
 
-    analyzer = Analyzer()
+    index_settings = _index_settings(data)
+    analyzer = Analyzer.of(index_settings)
     counts: Counter[str] = Counter()
     used = 0
     failures: Counter[str] = Counter()
@@ -104,7 +127,8 @@ def build_term_model(
             response = read_response(
                 data.warc_dir, WarcLocation(page.warc_file, page.warc_offset, page.warc_length)
             )
-            parsed = parse_html(response.body, page.url, page.content_type)
+            parsed = parse_html(response.body, page.url, page.content_type,
+                                settings=index_settings)
         except WebsiftError as exc:
             failures[type(exc).__name__] += 1
             continue

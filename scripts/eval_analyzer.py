@@ -63,11 +63,14 @@ def _child(data_dir: Path, manual_name: str) -> dict[str, Any]:
     from websift.indexer.errors import QueryError
     from websift.indexer.manifest import read_manifest
     from websift.indexer.searcher import Searcher
+    from websift.indexer.settings import IndexSettings
 
     manual = MANUALS[manual_name]
     data = DataDir.open(data_dir)
     started = time.perf_counter()
-    report = build_index(data, rebuild=True)
+    # This child's WEBSIFT_* variables, read once as `websift index` reads them; the searcher
+    # then analyses queries as the index records.
+    report = build_index(data, rebuild=True, settings=IndexSettings.from_env())
     seconds = time.perf_counter() - started
     manifest = read_manifest(data.index_dir)
     size = sum(f.stat().st_size for s in manifest.segments

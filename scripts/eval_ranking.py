@@ -128,9 +128,10 @@ def row_ablation(data: DataDir, ranks: Ranks, rows: list[Row], fusion: FusionPar
             snap = snapshot_of(searcher_for(data, r), ranks)
             metrics = evaluate(runner(snap, fusion, "pagerank"), queries)
         else:
-            # WEBSIFT_* variables (the analyzer's switches among them) are read when websift is
-            # imported: the row is searched in a child process started with them, on a copy
-            # indexed with them, fused with this crawl's ranks (the copy keeps its URL IDs).
+            # WEBSIFT_* variables are indexing settings (indexer/settings.py IndexSettings, read
+            # by `websift index` and recorded in the segments, which the searcher analyses
+            # queries by): the row is searched in a child process, on a copy indexed with them,
+            # fused with this crawl's ranks (the copy keeps its URL IDs).
             with environment(env):
                 copy = reindexed_copy(data, env)
                 child = subprocess.run(

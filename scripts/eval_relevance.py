@@ -19,9 +19,9 @@ ablation rows.
 Ablation rows (``ABLATIONS``, and ``--row NAME:KEY=VALUE,...``) are a name plus overrides
 (``parse_override``): a ``BM25FSettings`` field (``k1=1.5``, ``proximity_weight=0``,
 ``weights.anchor=0``, ``b.body=0.5``) changes the searcher only; an environment variable
-(``WEBSIFT_SOME_SIGNAL=0``) is set while a copy of the crawl is indexed for that row and while it
-is searched, so a signal that is read from the environment at index or query time is ablated by
-one line.  ``--sweep KEY=V1,V2,...`` evaluates one override over several values (the defaults
+(``WEBSIFT_SOME_SIGNAL=0``, an IndexSettings field of indexer/settings.py) is set while a copy of
+the crawl is indexed for that row (``websift index`` reads it and the segments record it, so the
+copy is searched as it was built) and while it is searched, so a signal is ablated by one line.  ``--sweep KEY=V1,V2,...`` evaluates one override over several values (the defaults
 should sit in a flat region).  ``load_queries`` and ``evaluate`` are importable.
 """
 
@@ -336,8 +336,8 @@ def ours(s: Searcher, name: str = "websift") -> Callable[[str], list[str]]:
 def row_metrics(data: DataDir, row: Row, manual: Manual, kinds: list[str]
                 ) -> tuple[dict[str, float], dict[str, float]]:
     """A row's metrics overall and MRR@10 per kind of query.  A row that sets WEBSIFT_*
-    variables is searched in a child process started with them (the analyzer's switches and
-    other query-time settings are read when websift is imported)."""
+    variables is searched in a child process started with them, on a copy indexed with them
+    (whose segments record the settings its queries are analysed with)."""
     env = env_of(row.overrides)
     if not env:
         run = ours(searcher_for(data, row))

@@ -10,7 +10,6 @@ the same directory re-fetches the pages given (new seq, new links), as a recrawl
 from __future__ import annotations
 
 import hashlib
-import os
 import shutil
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -25,6 +24,7 @@ from websift.indexer.build import build_index
 from websift.indexer.manifest import Manifest, SegmentEntry, describe_files, write_manifest
 from websift.indexer.searcher import Searcher
 from websift.indexer.segment_writer import SegmentWriter
+from websift.indexer.settings import DEFAULT_INDEX_SETTINGS, IndexSettings
 from websift.store.crawl_store import CrawlStore, Link
 from websift.store.warc import WarcWriterFile
 
@@ -129,12 +129,13 @@ def ingest_files(root: Path, base_url: str, path: Path | str, *, exclude: Iterab
     return build_data_dir(path, pages)
 
 
-def make_index(root: Path, docs: list[tuple[str, str]]) -> DataDir:
+def make_index(root: Path, docs: list[tuple[str, str]],
+               settings: IndexSettings = DEFAULT_INDEX_SETTINGS) -> DataDir:
     """A data directory whose index is one segment of ``docs`` (title, body), URL IDs from 1,
-    written straight through SegmentWriter (no crawl store)."""
+    written straight through SegmentWriter (no crawl store) with ``settings``."""
     data = DataDir.create(root)
     seg = data.index_dir / "seg-000001"
-    writer = SegmentWriter(seg, ram_bytes=1 << 20)
+    writer = SegmentWriter(seg, ram_bytes=1 << 20, settings=settings)
     for i, (title, body) in enumerate(docs):
         writer.add_document(i + 1, host="h.example", url=f"http://h.example/{i + 1}",
                             title=title, text=body, fields=[title, "", body, "", []])
@@ -144,11 +145,11 @@ def make_index(root: Path, docs: list[tuple[str, str]]) -> DataDir:
     return data
 
 
-def indexed_copy(site: Path, dest: Path, env: Mapping[str, str] | None = None) -> Searcher:
-    """A copy of ``site``'s crawl (no index) at ``dest``, indexed in one process with ``env``
-    set in this process's environment (the caller restores it, e.g. with monkeypatch)."""
+def indexed_copy(site: Path, dest: Path, settings: IndexSettings = DEFAULT_INDEX_SETTINGS
+                 ) -> Searcher:
+    """A copy of ``site``'s crawl (no index) at ``dest``, indexed in one process with
+    ``settings``."""
     shutil.copytree(site, dest, ignore=shutil.ignore_patterns("index", "*.lock"))
-    os.environ.update(env or {})
     data = DataDir.open(dest)
-    build_index(data, procs=1)
+    build_index(data, procs=1, settings=settings)
     return Searcher.open(data)

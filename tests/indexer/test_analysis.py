@@ -171,7 +171,7 @@ def test_technical_and_stop_word_queries_find_their_pages(tmp_path: Path) -> Non
 
 def test_an_index_from_another_analyzer_is_refused(tmp_path: Path,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("websift.indexer.segment_writer.analyzer_version", lambda: "1")
+    monkeypatch.setattr("websift.indexer.segment_writer.analyzer_version", lambda *_: "1")
     data = make_index(tmp_path / "d", PAGES)
     monkeypatch.undo()
     with pytest.raises(IndexAnalyzerMismatch, match="reindex with websift index --rebuild"):

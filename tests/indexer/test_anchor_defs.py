@@ -5,12 +5,13 @@ hit's ``#id``.  Real crawl store, WARC files, indexer and searcher (tests/indexe
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.indexer.corpus import build_data_dir, indexed_copy
 from websift.indexer.searcher import Searcher
-from websift.indexer.settings import ANCHOR_DEFS_ENV
+from websift.indexer.settings import IndexSettings
 
 A = "http://manual.test/"
 FILLER = ["matrix", "vector", "loop", "plot", "string", "cell", "struct", "file", "error",
@@ -41,15 +42,14 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-def _searcher(site: Path, dest: Path, monkeypatch: pytest.MonkeyPatch, **env: str) -> Searcher:
-    for k, v in env.items():
-        monkeypatch.setenv(k, v)
-    return indexed_copy(site, dest)
+def _searcher(site: Path, dest: Path, **changes: Any) -> Searcher:
+    """A copy of the site's crawl indexed with IndexSettings ``changes``."""
+    return indexed_copy(site, dest, IndexSettings(**changes))
 
 
 def test_the_anchored_page_wins_and_the_hit_links_to_the_anchor(
-        site: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    s = _searcher(site, tmp_path / "on", monkeypatch)
+        site: Path, tmp_path: Path) -> None:
+    s = _searcher(site, tmp_path / "on")
     res = s.search("walrus operator")
     assert (res.hits[0].url, res.hits[0].fragment) == (A + "ops.html", "index-walrus-operator")
     # Only the page whose anchor's id holds the word links to an anchor.
@@ -58,8 +58,8 @@ def test_the_anchored_page_wins_and_the_hit_links_to_the_anchor(
     assert (res.hits[0].url, res.hits[0].fragment) == (A + "ops.html", "Assignment-Ops")
 
 def test_without_anchor_fragments_the_long_page_loses(
-        site: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    res = _searcher(site, tmp_path / "off", monkeypatch,
-                    **{ANCHOR_DEFS_ENV: "0"}).search("walrus operator")
+        site: Path, tmp_path: Path) -> None:
+    res = _searcher(site, tmp_path / "off",
+                    anchor_defs=False).search("walrus operator")
     assert res.hits[0].url != A + "ops.html"
     assert all(h.fragment is None or not h.fragment.startswith("index-") for h in res.hits)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -20,7 +21,7 @@ from websift.core.errors import CheckedFileCorrupt
 from websift.indexer.build import build_index
 from websift.indexer.parse import parse_html
 from websift.indexer.searcher import Searcher
-from websift.indexer.settings import TEMPLATES_VERSION
+from websift.indexer.settings import TEMPLATES_VERSION, IndexSettings
 from websift.indexer.templates import (
     FORMAT,
     TEMPLATES_FILE,
@@ -83,17 +84,14 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root / "data"
 
 
-def _indexed(site: Path, dest: Path, env: dict[str, str], monkeypatch: pytest.MonkeyPatch
-             ) -> Searcher:
-    """A copy of the site's crawl indexed with ``env`` set."""
-    for k, v in env.items():
-        monkeypatch.setenv(k, v)
-    return indexed_copy(site, dest)
+def _indexed(site: Path, dest: Path, **changes: Any) -> Searcher:
+    """A copy of the site's crawl indexed with IndexSettings ``changes``."""
+    return indexed_copy(site, dest, IndexSettings(**changes))
 
 
 def test_defining_page_ranks_first_and_the_hit_links_to_its_dt(
-        site: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    s = _indexed(site, tmp_path / "d", {}, monkeypatch)
+        site: Path, tmp_path: Path) -> None:
+    s = _indexed(site, tmp_path / "d")
     res = s.search("fontsize")
     assert res.hits[0].url == A + "props.html"
     assert res.hits[0].fragment == "prop-fontsize"
@@ -106,8 +104,8 @@ def test_defining_page_ranks_first_and_the_hit_links_to_its_dt(
 
 
 def test_template_blocks_are_not_content_nor_snippet(
-        site: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    s = _indexed(site, tmp_path / "d", {}, monkeypatch)
+        site: Path, tmp_path: Path) -> None:
+    s = _indexed(site, tmp_path / "d")
     # The footer word is template on host A (every page) but not on host B (one page of six).
     assert [h.url for h in s.search("zebraquux").hits] == [B + "b0.html"]
     for h in s.search("fontsize").hits:
@@ -124,18 +122,18 @@ def test_template_blocks_are_not_content_nor_snippet(
 
 
 def test_without_templates_the_navigation_counts(
-        site: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    s = _indexed(site, tmp_path / "d", {"WEBSIFT_TEMPLATES": "0"}, monkeypatch)
+        site: Path, tmp_path: Path) -> None:
+    s = _indexed(site, tmp_path / "d", templates=False)
     assert len(s.search("zebraquux").hits) > 1
     assert A + "plotting.html" in [h.url for h in s.search("printing").hits]
 
 
 def test_anchor_boilerplate_is_not_anchor_text(
-        site: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        site: Path, tmp_path: Path) -> None:
     # "Home" links to index.html from every page of host A: navigation, not a description.
-    s = _indexed(site, tmp_path / "d", {}, monkeypatch)
+    s = _indexed(site, tmp_path / "d")
     assert A + "index.html" not in [h.url for h in s.search("home").hits]
-    kept = _indexed(site, tmp_path / "k", {"WEBSIFT_ANCHOR_TEMPLATES": "0"}, monkeypatch)
+    kept = _indexed(site, tmp_path / "k", anchor_templates=False)
     assert kept.search("home").hits[0].url == A + "index.html"
 
 
@@ -161,8 +159,8 @@ def test_template_file_round_trip_and_corruption(tmp_path: Path) -> None:
 
 
 def test_a_corrupt_template_file_is_measured_again(
-        site: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    s = _indexed(site, tmp_path / "d", {}, monkeypatch)
+        site: Path, tmp_path: Path) -> None:
+    s = _indexed(site, tmp_path / "d")
     data = DataDir.open(tmp_path / "d")
     (data.index_dir / TEMPLATES_FILE).write_text("{not json")
     build_data_dir(tmp_path / "d", {A + "printing.html": _site()[A + "printing.html"]})

@@ -7,13 +7,12 @@ from __future__ import annotations
 import gc
 import weakref
 
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from websift.indexer.analysis import Analyzer
 from websift.indexer.hits import HitMaker
-from websift.indexer.settings import ANCHOR_GAP, FIELDS
+from websift.indexer.settings import ANCHOR_GAP, FIELDS, IndexSettings
 
 WORDS = ["os.path", "f(x)", "--set", "a,b", "the", "Run", "runs,", "x", "é", "unittest.mock.",
          "—", "()", "pg_dump", "a..b", "(foo)", "_", "3.11", "C++", "#include", "%s"]
@@ -64,8 +63,7 @@ def test_the_limit_counts_raw_tokens() -> None:
     assert pos.tolist() == [0, 1, 2, 2]  # an operator takes no position of its own
 
 
-def test_operator_fields_keep_every_operator_hit_elsewhere_the_first(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_operator_fields_keep_every_operator_hit_elsewhere_the_first() -> None:
     hm = HitMaker(operator_fields=("defs",))
     text = "x + y + z, then a .^ b .^ c"
     docs = [[text if f in ("body", "defs") else "" for f in FIELDS]] * 2
@@ -83,9 +81,12 @@ def test_operator_fields_keep_every_operator_hit_elsewhere_the_first(
     words = {v: k for k, v in hm.lexicon.items()}
     assert sorted(words[int(w)] for w in kept) == sorted(["+", ",", "then", ".^"])
     assert got(HitMaker(operator_fields=None))["body"] == got(hm)["defs"]
-    monkeypatch.setattr("websift.indexer.hits.OPERATOR_ELSEWHERE_FIRST", False)
-    assert got(hm)["body"] == ["then"]
-    kept, _ = hm.in_field(FIELDS.index("body"), body_w, body_p)
+    # IndexSettings(operator_elsewhere="none"): no operator hit outside the operator fields.
+    none = HitMaker.of(IndexSettings(operator_fields="defs", operator_elsewhere="none"))
+    assert got(none)["body"] == ["then"]
+    body_w, body_p, _ = none.field(text)
+    kept, _ = none.in_field(FIELDS.index("body"), body_w, body_p)
+    words = {v: k for k, v in none.lexicon.items()}
     assert [words[int(w)] for w in kept] == ["then"]
 
 

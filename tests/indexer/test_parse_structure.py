@@ -3,26 +3,26 @@ documentation generator writes (Sphinx, DocBook, Texinfo, a table of settings)."
 
 from __future__ import annotations
 
-import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from websift.indexer.fragment_extract import Fragment, generic_prefixes, id_key, id_segments
 from websift.indexer.parse import ParsedPage, parse_html
 from websift.indexer.settings import (
-    ANCHOR_DEFS_ENV,
-    ID_WORDS_ENV,
+    DEFAULT_INDEX_SETTINGS,
     MAX_FRAGMENT_KEY_CHARS,
     MAX_FRAGMENT_TEXT_CHARS,
     MAX_FRAGMENTS,
+    IndexSettings,
 )
 from websift.indexer.template_keys import block_hash
 
 CT = "text/html; charset=utf-8"
 
 
-def parse(html: str) -> ParsedPage:
-    return parse_html(html.encode(), "http://docs.example/lib/page.html", CT, structure=True)
+def parse(html: str, settings: IndexSettings = DEFAULT_INDEX_SETTINGS) -> ParsedPage:
+    return parse_html(html.encode(), "http://docs.example/lib/page.html", CT, structure=True,
+                      settings=settings)
 
 
 def by_id(page: ParsedPage) -> dict[str, Fragment]:
@@ -221,9 +221,8 @@ def test_a_prefix_that_is_a_word_of_the_page_is_kept() -> None:
     assert by_id(parse(page))["index-ranges"].key == "index ranges"
 
 
-def test_anchor_fragments_switch_off(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(ANCHOR_DEFS_ENV, "0")
-    frags = by_id(parse(TEXINFO_INDEX))
+def test_anchor_fragments_switch_off() -> None:
+    frags = by_id(parse(TEXINFO_INDEX, IndexSettings(anchor_defs=False)))
     assert set(frags) == {"Assignment-Expressions"}
 
 
@@ -248,15 +247,14 @@ PROPERTIES = """<html><head><title>Axes Properties</title></head><body><h3>Axes 
 <dd>The menu of the axes.</dd><dt id="index-axes-box-1">box</dt><dd>Again.</dd></dl></body></html>"""
 
 
-def test_a_terms_key_gains_the_words_of_its_id_that_it_lacks(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_terms_key_gains_the_words_of_its_id_that_it_lacks() -> None:
     frags = by_id(parse(PROPERTIES))
     # "index" leads the page's ids (generic); "axes" names the object the property is of.
     assert frags["index-axes-contextmenu"].key == "axes contextmenu : graphics handle"
     assert frags["index-axes-contextmenu"].text.startswith("axes contextmenu : graphics")
     assert frags["index-axes-box-1"].key == "axes box"  # the counter is no word
-    monkeypatch.setenv(ID_WORDS_ENV, "0")
-    assert by_id(parse(PROPERTIES))["index-axes-contextmenu"].key == "contextmenu : graphics handle"
+    off = IndexSettings(id_words=False)
+    assert by_id(parse(PROPERTIES, off))["index-axes-contextmenu"].key == "contextmenu : graphics handle"
 
 
 def _texinfo_nav(*links: tuple[str, str]) -> str:

@@ -4,12 +4,11 @@ MAX_LEXBOR_DEPTH, as lexbor's time grows with the nesting (indexer/parse.py)."""
 
 from __future__ import annotations
 
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from websift.indexer.parse import nesting_bound, parse_html
-from websift.indexer.settings import MAX_LEXBOR_DEPTH, MAX_LEXBOR_TAGS
+from websift.indexer.settings import MAX_LEXBOR_DEPTH, MAX_LEXBOR_TAGS, IndexSettings
 
 
 def _definitions_page(n: int) -> bytes:
@@ -19,14 +18,15 @@ def _definitions_page(n: int) -> bytes:
     return f"<html><head><title>Options</title></head><body><dl>{items}</dl></body></html>".encode()
 
 
-def test_a_big_shallow_page_keeps_its_fragments(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_big_shallow_page_keeps_its_fragments() -> None:
     body = _definitions_page(MAX_LEXBOR_TAGS // 6)  # 12 "<" per definition: past the cap
     assert body.count(b"<") > MAX_LEXBOR_TAGS
     page = parse_html(body, "http://h.example/options.html", structure=True)
     assert page.fragments and page.fragments[0].id == "opt-0"
     assert "option0" in page.fragments[0].key
-    monkeypatch.setenv("WEBSIFT_SHALLOW_LEXBOR", "0")
-    assert parse_html(body, "http://h.example/options.html", structure=True).fragments == []
+    off = IndexSettings(shallow_lexbor=False)
+    assert parse_html(body, "http://h.example/options.html", structure=True,
+                      settings=off).fragments == []
 
 
 def test_a_big_deep_page_still_goes_to_lxml() -> None:

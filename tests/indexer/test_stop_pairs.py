@@ -21,6 +21,7 @@ from websift.indexer.query import parse_query
 from websift.indexer.searcher import Searcher
 from websift.indexer.segment import SegmentReader
 from websift.indexer.segment_writer import SegmentWriter
+from websift.indexer.settings import IndexSettings
 
 WORDS = ["alpha", "beta", "gamma", "delta", "if", "not", "in", "for", "statement", "loop"]
 
@@ -45,8 +46,7 @@ PAGES = [  # (title, body): "if" and "statement" on pages 1 and 2, next to each 
 ]
 
 
-def test_a_stop_word_next_to_the_query_word_ranks_its_page_first(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_stop_word_next_to_the_query_word_ranks_its_page_first(tmp_path: Path) -> None:
     s = Searcher.open(make_index(tmp_path / "d", PAGES))
     hits = s.search("if statement", explain=True).hits
     assert hits[0].doc_id == 2
@@ -55,8 +55,11 @@ def test_a_stop_word_next_to_the_query_word_ranks_its_page_first(
         assert h.explain["text_score"] == pytest.approx(h.text_score, rel=1e-6)
     assert hits[0].explain is not None and hits[0].explain["proximity"] > 0
     assert "if" not in hits[0].explain["terms"]  # evidence of adjacency, not a scored word
-    monkeypatch.setattr("websift.indexer.query.STOP_PAIRS", False)
-    first = s.search("if statement").hits
+    # An index built with IndexSettings(stop_pairs=False) records it, and its searcher pairs
+    # no stop word.
+    off = Searcher.open(make_index(tmp_path / "off", PAGES, IndexSettings(stop_pairs=False)))
+    assert not off.index_settings.stop_pairs
+    first = off.search("if statement").hits
     assert {h.doc_id for h in first[:2]} == {1, 2}
     assert first[0].text_score < hits[0].text_score  # the pair is what lifted page 2
 

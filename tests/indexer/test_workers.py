@@ -19,7 +19,12 @@ from websift.indexer.docbatch import ANCHOR_ONLY, DocJob
 from websift.indexer.errors import IndexBusy
 from websift.indexer.searcher import Searcher
 from websift.indexer.segment import SegmentReader
-from websift.indexer.settings import BATCH_FULL_DOCS, KILL_AFTER_BARRELS_ENV, PARALLEL_MIN_IDS
+from websift.indexer.settings import (
+    BATCH_FULL_DOCS,
+    DEFAULT_INDEX_SETTINGS,
+    KILL_AFTER_BARRELS_ENV,
+    PARALLEL_MIN_IDS,
+)
 from websift.indexer.workers import AnalyserPool, WorkerFailed
 from websift.store.crawl_store import CrawlStore
 
@@ -123,12 +128,12 @@ def test_a_corrupt_record_is_counted_in_a_worker_too(tmp_path: Path) -> None:
 def test_a_failing_worker_is_raised_in_the_parent(tmp_path: Path) -> None:
     bad = DocJob(1, "http://x.example/", ANCHOR_ONLY, None, None,
                  None, [])  # type: ignore[arg-type]  # no anchor list: a bug, not bad input
-    with AnalyserPool(tmp_path, 2, {}) as pool, pytest.raises(WorkerFailed, match="Traceback"):
+    with AnalyserPool(tmp_path, 2, {}, DEFAULT_INDEX_SETTINGS) as pool, pytest.raises(WorkerFailed, match="Traceback"):
         list(pool.map([[bad]]))
 
 
 def test_a_failed_run_stops_its_workers_at_once(tmp_path: Path) -> None:
-    pool = AnalyserPool(tmp_path, 2, {})
+    pool = AnalyserPool(tmp_path, 2, {}, DEFAULT_INDEX_SETTINGS)
     workers = list(pool._procs)
     assert len(workers) == 2 and all(p.is_alive() for p in workers)
     with pytest.raises(OSError, match="disk full"), pool:
@@ -176,7 +181,7 @@ def test_an_analyser_that_starts_afresh_keeps_word_ids_right(tmp_path: Path, pro
     runs = {}
     for memo in (10**6, 3):  # 3: every batch after the first starts afresh
         lexicon: dict[str, int] = {}
-        with AnalyserPool(tmp_path, procs, lexicon, memo_tokens=memo) as pool:
+        with AnalyserPool(tmp_path, procs, lexicon, DEFAULT_INDEX_SETTINGS, memo_tokens=memo) as pool:
             got = [(b.first_new, b.hits[:, 0].tolist()) for _, b in pool.map(jobs)]
         words = {v: k for k, v in lexicon.items()}
         runs[memo] = ([[words[w] for w in ws] for _, ws in got], [f for f, _ in got])
