@@ -48,9 +48,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 
 def _politeness_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--delay", type=number(float, low=0), default=S.DEFAULT_DELAY, metavar="S",
-                   help="seconds between request starts per host (robots.txt Crawl-delay and "
-                   "slow answers raise it)")
+    p.add_argument("--delay", type=seconds(), default=S.DEFAULT_DELAY, metavar="T",
+                   help="time between request starts per host: seconds, or 2s, 1m (robots.txt "
+                   "Crawl-delay and slow answers raise it)")
     p.add_argument("--concurrency-per-host", type=number(int, low=1),
                    default=S.DEFAULT_CONCURRENCY_PER_HOST, metavar="K",
                    help="requests in flight per host")

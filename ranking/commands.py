@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from websift.core.arguments import number
+from websift.core.arguments import number, seconds
 from websift.core.datadir import DataDir
 from websift.core.extras import require
 from websift.ranking import settings
@@ -65,9 +65,10 @@ def _register_rank_engine(p: argparse.ArgumentParser) -> None:
                    help="with --engine dask: worker processes of the local cluster (default: "
                    f"{settings.DASK_LOCAL_WORKERS}), or with --scheduler how many workers to "
                    "wait for (default: 1)")
-    p.add_argument("--connect-timeout", type=number(float, low=0, strict=True),
-                   default=settings.DASK_CONNECT_TIMEOUT, metavar="S",
-                   help="with --scheduler: seconds to reach it and for its workers to join")
+    p.add_argument("--connect-timeout", type=seconds(strict=True),
+                   default=settings.DASK_CONNECT_TIMEOUT, metavar="T",
+                   help="with --scheduler: time to reach it and for its workers to join "
+                   "(seconds, or 30s, 2m)")
     p.add_argument("--blocks-dir", type=Path, default=None, metavar="DIR",
                    help="with --engine dask: where the link blocks are written for the "
                    "workers to read, on a file system every worker sees at the same path "
