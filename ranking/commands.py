@@ -19,6 +19,7 @@ from websift.core.datadir import DataDir
 from websift.core.extras import require
 from websift.ranking import settings
 from websift.ranking.errors import GraphError, RankingError
+from websift.ranking.rank_progress import RankProgress
 from websift.store.views import StoreReader
 
 # The jobs themselves (graph_report, rank_job, topics) are imported by the functions that run
@@ -38,7 +39,8 @@ def _register_rank(sub: argparse._SubParsersAction) -> None:  # type: ignore[typ
         "rank",
         help="compute PageRank (and topic vectors) from the crawl store's link graph",
         description="Build the link graph from the crawl store, compute global PageRank by "
-        "power iteration (per-iteration L1 residuals on stderr), levels from the seeds, the "
+        "power iteration (its progress on one line of stderr; --verbose: every iteration's "
+        "L1 residual), levels from the seeds, the "
         "giant SCC and every topic's vector, and write them as a new ranks generation.",
     )
     p.add_argument("--damping", type=number(float, low=0, high=1, strict=True), default=settings.DAMPING, metavar="C",
@@ -49,7 +51,10 @@ def _register_rank(sub: argparse._SubParsersAction) -> None:  # type: ignore[typ
                    default=settings.DANGLING_POLICY,
                    help="dangling pages: 'teleport' (Google matrix) or 'paper1998' (remove them, "
                    "converge, add them back)")
-    p.add_argument("--quiet", action="store_true", help="no per-iteration progress")
+    talk = p.add_mutually_exclusive_group()
+    talk.add_argument("--quiet", action="store_true", help="no progress line")
+    talk.add_argument("--verbose", action="store_true",
+                      help="every iteration's L1 residual on a line of its own")
     _register_rank_engine(p)
     p.set_defaults(func=_rank)
 
@@ -94,12 +99,14 @@ def _rank(args: argparse.Namespace) -> int:
     engine = _rank_engine(args)  # a bad engine choice or a missing extra before any file opens
     data = DataDir.open(args.data)
 
-    def progress(what: str, k: int, residual: float) -> None:
-        if not args.quiet:
-            print(f"{what}: iteration {k:4d}  L1 residual {residual:.3e}", file=sys.stderr)
-
-    report = run_rank(data, damping=args.damping, tol=args.tol, dangling=args.dangling,
-                      progress=progress, engine=engine)
+    progress = RankProgress(sys.stderr, verbose=args.verbose, quiet=args.quiet)
+    try:
+        report = run_rank(data, damping=args.damping, tol=args.tol, dangling=args.dangling,
+                          progress=progress, engine=engine)
+    except BaseException:
+        progress.finish(completed=False)  # the error's own line follows on a line of its own
+        raise
+    progress.finish()
     if engine is not None:
         print(engine.last_run.summary(), file=sys.stderr)
     r = report.result
