@@ -3,7 +3,8 @@
 Each package registers its own subcommands (``crawler/commands.py``, ``indexer/commands.py``,
 ``ranking/commands.py``, ``api/commands.py``): a ``register(subparsers)`` function that adds
 parsers whose ``func`` default takes the parsed arguments and returns an exit code.  This module
-only builds the parser, adds ``--data`` to every subcommand, makes every option's help end with its
+only builds the parser (``--version``; the subcommands listed in pipeline order, ``HELP_ORDER``),
+adds ``--data`` to every subcommand, makes every option's help end with its
 default (:class:`DefaultsHelpFormatter`) and turns websift's own errors into one clear line on
 stderr and a non-zero exit, with no traceback.
 """

@@ -5,6 +5,11 @@
 line naming the running one.  Every run keeps its scope in its ``crawls`` row
 (``crawler/runs.py``); ``recrawl`` and a ``crawl`` given no seed URL apply the scope of the last
 run that kept one.
+
+A ``crawl`` whose every seed fails (refused connection, 404, robots.txt unreachable, a name that
+does not resolve) exits 1 with one line naming each seed and why (``crawler/seeds.py``); a seed
+whose name does not resolve is skipped with a line when others remain.  Seeds are judged before
+the data directory is made, so a crawl refused at the start leaves no new directory behind.
 """
 
 from __future__ import annotations
