@@ -192,7 +192,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--shard-timeout-ms", type=number(int, low=1), default=None, metavar="MS",
                    help="with --shard URL: each call to a shard must answer within this, else "
                    "the query is answered without it (default: $WEBSIFT_SHARD_TIMEOUT_MS, "
-                   "else 300)")
+                   "else 300 ms)")
     p.add_argument("--frontier", default=None, metavar="URL",
                    help="a shared crawl frontier (redis://HOST:PORT/DB, rediss://, "
                    "redis+cluster://...) whose figures /stats shows (default: "
