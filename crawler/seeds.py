@@ -46,22 +46,25 @@ def seed_failure(
 
     ``robots_failure(host_id)`` says why a host's robots.txt could not be had in this run."""
     page = store.page_by_url(url)
-    for _ in range(S.MAX_REDIRECTS + 1):
-        if page is None or page.status != REDIRECT or page.redirect_to is None:
-            break
+    seen: set[int] = set()
+    while page is not None and page.status == REDIRECT and page.redirect_to is not None:
+        if page.id in seen or len(seen) > S.MAX_REDIRECTS:
+            return "redirects in a loop" if page.id in seen else "too many redirects"
+        seen.add(page.id)
         page = store.page(page.redirect_to)
     if page is None or page.status == FETCHED:
         return None
-    via = "" if page.url == url else f" (redirected to {page.url})"
+    via = "" if page.url == url else f"redirected to {page.url}, "
     if page.status == ERROR:
-        return reason_words(page.error or "error") + via
+        return via + reason_words(page.error or "error")
     if page.status == DISALLOWED:
-        detail = f": {page.error}" if page.error else ""
-        return f"robots.txt disallows it{detail}{via}"
+        where = page.error or "robots.txt"
+        return via + (f"disallowed by {where}" if where.startswith("robots.txt")
+                      else f"disallowed by robots.txt: {where}")
     if page.status == OUT_OF_SCOPE:
-        return f"out of the crawl's scope: {page.error or 'refused'}{via}"
+        return f"{via}out of the crawl's scope: {page.error or 'refused'}"
     robots = robots_failure(page.host_id)
-    return None if robots is None else f"robots.txt: {robots}{via}"
+    return None if robots is None else f"{via}robots.txt: {robots}"
 
 
 def failed_seeds(

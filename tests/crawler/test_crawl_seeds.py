@@ -58,6 +58,20 @@ def test_not_found_without_quiet(run_websift: Run, test_web: TestWeb, tmp_path: 
     assert "pages" in done.stdout  # the summary table is still printed
 
 
+@pytest.mark.parametrize(("path", "why"), [
+    ("/private/a.html", "(disallowed by robots.txt line 6: Disallow: /private/)"),
+    ("/loop/a", "(redirects in a loop)"),
+    ("/to-outside", "(redirected to http://10.1.2.3/secret, out of the crawl's scope: domain)"),
+])
+def test_refused_and_redirected_seeds(
+    path: str, why: str, run_websift: Run, test_web: TestWeb, tmp_path: Path
+) -> None:
+    seed = test_web.sites["www"].url(path)
+    done = _crawl(run_websift, tmp_path / "data", seed)
+    assert done.returncode == 1, done.stderr
+    assert _one_line(done.stderr) == f"websift crawl: no seed could be fetched: {seed} {why}"
+
+
 def test_robots_unavailable(run_websift: Run, test_web: TestWeb, tmp_path: Path) -> None:
     down = test_web.sites["down"].url("/")  # robots.txt answers 503
     done = _crawl(run_websift, tmp_path / "data", down)
