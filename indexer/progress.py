@@ -3,7 +3,8 @@
 The total counts the fetched pages a full document is made of (archived HTML, not noindex, not a
 duplicate: ``store.views.StoreReader.indexable_types``), not every URL the run considers: URLs
 known only from links become small anchor-only documents and are not counted as pages.  It is
-read when the first line is due, so a short run (or ``--quiet``) does not pay for it.
+read when the first line is said (after the first batch of pages), so ``--quiet`` does not
+pay for it.
 """
 
 from __future__ import annotations
@@ -27,7 +28,8 @@ def progress_line(done: int, total: int, seconds: float) -> str:
 
 
 class PageMeter:
-    """Says :func:`progress_line` at most every ``every`` seconds as pages are indexed."""
+    """Says :func:`progress_line` after the first batch (so the total shows at once), then at
+    most every ``every`` seconds as pages are indexed."""
 
     def __init__(self, say: Callable[[str], None], total: Callable[[], int],
                  every: float | None = None,
@@ -37,7 +39,8 @@ class PageMeter:
         self.total: int | None = None
         self.every = PROGRESS_SECONDS if every is None else every
         self.clock = clock
-        self.started = self.last = clock()
+        self.started = clock()
+        self.last = float("-inf")
 
     def update(self, done: int) -> None:
         now = self.clock()

@@ -4,7 +4,9 @@ pages to index), and the rate."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -57,7 +59,7 @@ def test_index_says_pages_of_its_total_and_a_rate(
     assert lines[-1].endswith(" pages/s")
 
 
-def test_the_meter_speaks_at_most_every_interval_and_reads_the_total_once() -> None:
+def test_the_meter_speaks_at_once_then_at_most_every_interval() -> None:
     now = [100.0]
     said: list[str] = []
     asked: list[int] = []
@@ -67,15 +69,24 @@ def test_the_meter_speaks_at_most_every_interval_and_reads_the_total_once() -> N
         return 1000
 
     meter = PageMeter(said.append, total, every=2.0, clock=lambda: now[0])
-    now[0] += 1.0
-    meter.update(10)
-    assert said == [] and asked == []  # not due yet: the total is not even read
-    now[0] += 1.0
-    meter.update(400)
-    assert said == ["400 of 1000 pages, 200 pages/s"]
     now[0] += 0.5
+    meter.update(10)
+    assert said == ["10 of 1000 pages, 20 pages/s"]  # the first batch: the total at once
+    now[0] += 1.0
+    meter.update(150)
+    assert len(said) == 1  # not due yet
+    now[0] += 1.0
     meter.update(500)
-    now[0] += 2.0
-    meter.update(900)
-    assert said[-1] == "900 of 1000 pages, 200 pages/s" and len(said) == 2
-    assert len(asked) == 1
+    assert said[-1] == "500 of 1000 pages, 200 pages/s"
+    now[0] += 0.5
+    meter.update(600)
+    assert len(said) == 2 and len(asked) == 1  # the total is read once
+
+
+def test_index_in_a_real_process(tmp_path: Path, run_websift: Callable[..., Any]) -> None:
+    data = _site(tmp_path)
+    done = run_websift("index", "--data", str(data), "--procs", "1")
+    assert done.returncode == 0, done.stderr
+    assert "index: 5 of 5 pages, " in done.stderr, done.stderr
+    done = run_websift("index", "--data", str(data), "--rebuild", "--quiet")
+    assert done.returncode == 0 and " pages/s" not in done.stderr
