@@ -16,8 +16,8 @@ accepted connection only then, and without it every keep-alive answer after the 
 The parent only supervises.  ``websift serve`` first binds the address as one server would
 (:func:`bound`, no SO_REUSEPORT), so a port another server holds is refused with one line before
 anything starts; the parent then binds it with SO_REUSEPORT without listening and holds it for
-the workers' lifetime.  SIGINT or SIGTERM: each worker stops
-as uvicorn does (finishing the requests in flight) and the command exits 0.  A worker that dies
+the workers' lifetime.  SIGINT or SIGTERM: each worker stops as uvicorn does (finishing the
+requests in flight) and the command exits 0.  A worker that dies
 stops the others; the command then raises :class:`WorkerDied` (one line, exit status 2).
 """
 

@@ -40,8 +40,8 @@ def _register_rank(sub: argparse._SubParsersAction) -> None:  # type: ignore[typ
         help="compute PageRank (and topic vectors) from the crawl store's link graph",
         description="Build the link graph from the crawl store, compute global PageRank by "
         "power iteration (its progress on one line of stderr; --verbose: every iteration's "
-        "L1 residual), levels from the seeds, the "
-        "giant SCC and every topic's vector, and write them as a new ranks generation.",
+        "L1 residual), levels from the seeds, the giant SCC and every topic's vector, and "
+        "write them as a new ranks generation.",
     )
     p.add_argument("--damping", type=number(float, low=0, high=1, strict=True), default=settings.DAMPING, metavar="C",
                    help="probability of following a link")
