@@ -3,7 +3,8 @@
 Each package registers its own subcommands (``crawler/commands.py``, ``indexer/commands.py``,
 ``ranking/commands.py``, ``api/commands.py``): a ``register(subparsers)`` function that adds
 parsers whose ``func`` default takes the parsed arguments and returns an exit code.  This module
-only builds the parser, adds ``--data`` to every subcommand, makes every option's help end with its
+only builds the parser (``--version``; the subcommands listed in pipeline order, ``HELP_ORDER``),
+adds ``--data`` to every subcommand, makes every option's help end with its
 default (:class:`DefaultsHelpFormatter`) and turns websift's own errors into one clear line on
 stderr and a non-zero exit, with no traceback.
 """
@@ -15,18 +16,25 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from websift import __version__
+from websift.core.arguments import Duration, format_duration
 from websift.core.datadir import default_data_dir
 from websift.core.errors import WebsiftError
 
 EXIT_ERROR = 2
 EXIT_INTERRUPTED = 130
+# `websift --help` lists the subcommands in the order a new user runs them (the pipeline), then
+# the others; one not named here follows in the order its package registers it
+HELP_ORDER = ("crawl", "index", "rank", "serve", "search",
+              "recrawl", "import", "graph", "topics", "robots", "frontier", "demo")
 
 
 class DefaultsHelpFormatter(argparse.HelpFormatter):
     """Ends an option's help with ``(default: X)``, taken from the option itself.
 
     So a help string never repeats a settings constant by hand (and never goes stale when the
-    constant changes).  Left as written: help that already says ``default: ...`` in words (a
+    constant changes).  A duration (``core.arguments.seconds``) is shown as one is typed,
+    ``1h`` rather than ``3600.0``.  Left as written: help that already says ``default: ...`` in words (a
     default decided later, e.g. from the environment, or one that needs explaining), flags
     (``store_true``: off unless given) and options whose default is None (not given: not used).
     """
@@ -44,7 +52,9 @@ class DefaultsHelpFormatter(argparse.HelpFormatter):
             or not takes_default
         ):
             return action.help
-        if isinstance(default, list | tuple):
+        if isinstance(action.type, Duration) and isinstance(default, int | float):
+            shown = format_duration(default)  # as typed: 1h, not 3600.0
+        elif isinstance(default, list | tuple):
             shown = ", ".join(map(str, default)) or "none"
         else:
             shown = str(default)
@@ -64,16 +74,29 @@ def build_parser() -> argparse.ArgumentParser:
         description="websift: crawl, index, rank and search the web you choose.",
         formatter_class=DefaultsHelpFormatter,
     )
+    parser.add_argument("--version", action="version", version=f"websift {__version__}",
+                        help="print websift's version and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     for module in (
         crawler_commands, indexer_commands, ranking_commands, api_commands, demo_commands
     ):
         module.register(sub)
+    _help_order(sub)
     for command in subcommands(parser):
         command.formatter_class = DefaultsHelpFormatter
         _add_data_option(command)
     return parser
+
+
+def _help_order(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """List the subcommands in :data:`HELP_ORDER`, then the others as registered."""
+
+    def rank(name: str) -> int:
+        return HELP_ORDER.index(name) if name in HELP_ORDER else len(HELP_ORDER)
+
+    sub._choices_actions.sort(key=lambda action: rank(action.dest))
+    sub.choices = dict(sorted(sub.choices.items(), key=lambda item: rank(item[0])))
 
 
 def subcommands(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:

@@ -12,6 +12,8 @@ from websift.core.arguments import number
 from websift.core.extras import require
 from websift.indexer.settings import DEFAULT_K
 
+EXIT_NOT_STARTED = 2  # uvicorn could not start the application (its log says why)
+
 if TYPE_CHECKING:
     from websift.api.retrieval import Outcome
     from websift.api.settings import Settings
@@ -41,7 +43,7 @@ def serve_command(args: argparse.Namespace) -> int:
 
     from websift.api.app import create_app
     from websift.api.settings import Settings
-    from websift.api.workers import serve_workers
+    from websift.api.workers import bound, serve_workers
 
     given = {k: v for k, v in (("host", args.host), ("port", args.port), ("ranks", args.ranks),
                                ("shard_timeout_ms", args.shard_timeout_ms),
@@ -54,16 +56,23 @@ def serve_command(args: argparse.Namespace) -> int:
     # Refuses a missing or foreign data directory, a bad index or ranks, or bad --shard values
     # before binding (with --workers, each worker opens its own afterwards).
     app = create_app(settings)
+    # A port in use (or a host not ours) is one line and exit 2, before the line saying where
+    # it serves; one server listens on this very socket, so nothing can take the port between.
+    sock = bound(settings.host, settings.port)
     over = " + ".join(settings.shards) or str(args.data)
     workers = f", {args.workers} worker processes" if args.workers > 1 else ""
     print(f"websift serve: http://{settings.host}:{settings.port}/ over {over}{workers}",
           flush=True)
     if args.workers == 1:
-        uvicorn.run(app, host=settings.host, port=settings.port, log_level=args.log_level,
-                    access_log=args.access_log)
-        return 0
+        config = uvicorn.Config(app, host=settings.host, port=settings.port,
+                                log_level=args.log_level, access_log=args.access_log)
+        server = uvicorn.Server(config)
+        with sock:
+            server.run(sockets=[sock])
+        return 0 if server.started else EXIT_NOT_STARTED
     # N processes, each building the application from the environment and accepting on its
-    # own socket of the one port (api/workers.py).
+    # own socket of the one port (api/workers.py), which binds it again with SO_REUSEPORT.
+    sock.close()
     del app
     os.environ.update(worker_environment(settings))
     serve_workers(args.workers, settings.host, settings.port, args.log_level, args.access_log)
@@ -183,7 +192,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--shard-timeout-ms", type=number(int, low=1), default=None, metavar="MS",
                    help="with --shard URL: each call to a shard must answer within this, else "
                    "the query is answered without it (default: $WEBSIFT_SHARD_TIMEOUT_MS, "
-                   "else 300)")
+                   "else 300 ms)")
     p.add_argument("--frontier", default=None, metavar="URL",
                    help="a shared crawl frontier (redis://HOST:PORT/DB, rediss://, "
                    "redis+cluster://...) whose figures /stats shows (default: "

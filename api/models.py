@@ -224,8 +224,17 @@ class Stats(BaseModel):
     pid: int | None = Field(
         default=None, description="the process that answered (websift serve --workers N: one "
         "of N)")
-    pages: int = Field(description="URLs in the crawl store")
-    pages_by_status: dict[str, int]
+    pages: int = Field(description="URLs in the crawl store, fetched or not (the same as "
+                       "urls; kept for older clients)")
+    urls: int = Field(default=0, description="URLs in the crawl store: fetched_pages, "
+                      "link_only_urls and those that failed, redirect or were refused")
+    fetched_pages: int = Field(default=0, description="pages fetched (status fetched): what "
+                               "the index is made of")
+    link_only_urls: int = Field(default=0, description="URLs known only from links (or given as "
+                                "seeds) and never fetched (status discovered)")
+    pages_by_status: dict[str, int] = Field(description="URLs in the crawl store by status: "
+                                            "fetched, discovered, error, redirect, disallowed, "
+                                            "out_of_scope")
     links: int
     indexed_docs: int
     index_segments: int

@@ -13,14 +13,17 @@ accepted connection only then, and without it every keep-alive answer after the 
 ~40 ms for the client's delayed ACK (uvicorn sends the head and the body apart; uvicorn issue
 #3149 is this bug in its own ``--workers`` path).
 
-The parent only supervises.  It binds the address first without listening, so a port in use
-fails at once, and holds it for the workers' lifetime.  SIGINT or SIGTERM: each worker stops
-as uvicorn does (finishing the requests in flight) and the command exits 0.  A worker that dies
+The parent only supervises.  ``websift serve`` first binds the address as one server would
+(:func:`bound`, no SO_REUSEPORT), so a port another server holds is refused with one line before
+anything starts; the parent then binds it with SO_REUSEPORT without listening and holds it for
+the workers' lifetime.  SIGINT or SIGTERM: each worker stops as uvicorn does (finishing the
+requests in flight) and the command exits 0.  A worker that dies
 stops the others; the command then raises :class:`WorkerDied` (one line, exit status 2).
 """
 
 from __future__ import annotations
 
+import errno
 import multiprocessing
 import signal
 import socket
@@ -38,11 +41,40 @@ class WorkerDied(WebsiftError):
     """A worker process of ``websift serve --workers`` exited on its own."""
 
 
-def listener(host: str, port: int) -> socket.socket:
-    """A TCP socket bound to (host, port) with SO_REUSEPORT (not listening yet)."""
+class CannotBind(WebsiftError):
+    """``websift serve`` cannot listen on its address (the port is in use, the host is not
+    this machine's, a port below 1024 needs privileges)."""
+
+
+def _socket(host: str) -> socket.socket:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    return sock
+
+
+def bound(host: str, port: int) -> socket.socket:
+    """A TCP socket bound to (host, port) for one server, not listening yet (uvicorn listens on
+    it), or :class:`CannotBind` with one line naming the port and ``--port``.
+
+    Without SO_REUSEPORT: a port held by any other server, ``websift serve --workers`` included
+    (whose sockets all set it), is refused here rather than shared."""
+    sock = _socket(host)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        if exc.errno == errno.EADDRINUSE:
+            raise CannotBind(f"port {port} on {host} is in use (another server?); choose "
+                             "another with --port") from None
+        raise CannotBind(f"cannot listen on {host} port {port}: {exc.strerror or exc}; choose "
+                         "another --host or --port") from None
+    return sock
+
+
+def listener(host: str, port: int) -> socket.socket:
+    """A TCP socket bound to (host, port) with SO_REUSEPORT (not listening yet)."""
+    sock = _socket(host)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
     sock.bind((host, port))
     return sock

@@ -1,7 +1,8 @@
 """Checked numeric command-line values, shared by every package's ``commands.py``.
 
 ``number(int, low=1)`` is a whole number >= 1, ``number(float, low=0, high=1, strict=True)`` a
-number strictly between 0 and 1, and so on; a bad value is an ``argparse.ArgumentTypeError``
+number strictly between 0 and 1, and so on; ``seconds()`` a span of time (``90``, ``30m``,
+``2h``), which help shows the way it is typed (:func:`format_duration`); a bad value is an ``argparse.ArgumentTypeError``
 whose message says what was expected, which argparse prints as one line.
 """
 
@@ -43,12 +44,17 @@ def number(
 _UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, "w": 7 * 86400.0}
 
 
-def seconds(low: float = 0.0, strict: bool = False) -> Callable[[str], float]:
+class Duration:
     """An argparse ``type=`` for a span of time: seconds (``90``, ``1.5``) or a number with a
     unit, ``s``, ``m``, ``h``, ``d`` or ``w`` (``30m``, ``2h``, ``1d``); at least ``low``
-    (more than ``low`` when strict)."""
+    (more than ``low`` when strict).  Made by :func:`seconds`; the help formatter knows it and
+    shows the option's default as a duration (:func:`format_duration`: ``1h``, not ``3600.0``)."""
 
-    def parse(text: str) -> float:
+    def __init__(self, low: float = 0.0, strict: bool = False) -> None:
+        self.low = low
+        self.strict = strict
+
+    def __call__(self, text: str) -> float:
         raw = text.strip().lower()
         scale = _UNITS.get(raw[-1:])
         digits = raw[:-1] if scale is not None else raw
@@ -60,10 +66,23 @@ def seconds(low: float = 0.0, strict: bool = False) -> Callable[[str], float]:
             ) from None
         if not math.isfinite(value):
             raise argparse.ArgumentTypeError(f"not a finite duration: {text!r}")
-        if value < low or (strict and value <= low):
+        if value < self.low or (self.strict and value <= self.low):
             raise argparse.ArgumentTypeError(
-                f"must be {'>' if strict else '>='} {low:g} seconds, got {text}"
+                f"must be {'>' if self.strict else '>='} {self.low:g} seconds, got {text}"
             )
         return value
 
-    return parse
+
+def seconds(low: float = 0.0, strict: bool = False) -> Duration:
+    """An argparse ``type=`` for a span of time (:class:`Duration`)."""
+    return Duration(low, strict)
+
+
+def format_duration(value: float) -> str:
+    """``value`` seconds as :class:`Duration` reads it back, in the largest unit that holds it
+    whole: ``1h``, ``15s``, ``90m``, ``0.5s``, ``1d``."""
+    for unit, scale in sorted(_UNITS.items(), key=lambda item: -item[1]):
+        count = value / scale
+        if value and count >= 1 and count == int(count):
+            return f"{int(count)}{unit}"
+    return f"{value:g}s"

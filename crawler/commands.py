@@ -5,6 +5,11 @@
 line naming the running one.  Every run keeps its scope in its ``crawls`` row
 (``crawler/runs.py``); ``recrawl`` and a ``crawl`` given no seed URL apply the scope of the last
 run that kept one.
+
+A ``crawl`` whose every seed fails (refused connection, 404, robots.txt unreachable, a name that
+does not resolve) exits 1 with one line naming each seed and why (``crawler/seeds.py``); a seed
+whose name does not resolve is skipped with a line when others remain.  Seeds are judged before
+the data directory is made, so a crawl refused at the start leaves no new directory behind.
 """
 
 from __future__ import annotations
@@ -26,13 +31,16 @@ from websift.crawler import settings as S
 from websift.crawler.errors import FrontierLost, ScopeError
 from websift.crawler.recrawl import recrawl_schedule
 from websift.crawler.runs import FORCED_STOP, stored_scope
-from websift.crawler.scope import Scope, ScopeConfig
+from websift.crawler.scope import UNRESOLVABLE, Scope, ScopeConfig
+from websift.crawler.seeds import no_seed_line
 from websift.crawler.session import KIND_RECRAWL, CrawlConfig, CrawlSession, checked_seeds
+from websift.crawler.urls import canonicalize, host_of, port_of
 from websift.ranking.opic import Strategy
 from websift.store.crawl_store import origin_of
 from websift.store.views import StoreReader
 
 EXIT_FORCED = 130  # a crawl stopped by a second signal (requests in flight abandoned)
+EXIT_NO_SEED = 1  # every seed failed and nothing was fetched (crawler/seeds.py)
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -45,9 +53,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 
 def _politeness_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--delay", type=number(float, low=0), default=S.DEFAULT_DELAY, metavar="S",
-                   help="seconds between request starts per host (robots.txt Crawl-delay and "
-                   "slow answers raise it)")
+    p.add_argument("--delay", type=seconds(), default=S.DEFAULT_DELAY, metavar="T",
+                   help="time between request starts per host: seconds, or 2s, 1m (robots.txt "
+                   "Crawl-delay and slow answers raise it)")
     p.add_argument("--concurrency-per-host", type=number(int, low=1),
                    default=S.DEFAULT_CONCURRENCY_PER_HOST, metavar="K",
                    help="requests in flight per host")
@@ -166,8 +174,6 @@ def _register_recrawl(sub: argparse._SubParsersAction) -> None:  # type: ignore[
 
 
 def _scope(args: argparse.Namespace) -> ScopeConfig:
-    from websift.crawler.urls import canonicalize, host_of
-
     domains = tuple(args.allow_domain)
     if not domains and not args.any_domain:
         domains = tuple(dict.fromkeys(host_of(canonicalize(s)) for s in args.seeds))
@@ -271,11 +277,46 @@ def crawl_command(args: argparse.Namespace) -> int:
     from websift.crawler.runner import run_crawl
 
     args.seeds = [seed_with_scheme(s) for s in args.seeds]
+    unresolvable: dict[str, str] = {}
+    scope: ScopeConfig | None = None
+    if args.seeds:
+        # judged before the data directory is made: a refused seed leaves nothing behind
+        scope = _scope(args)
+        args.seeds, unresolvable = _resolvable_seeds(Scope(scope), args.seeds)
+        if not args.seeds:
+            print(no_seed_line("crawl", unresolvable), file=sys.stderr)
+            return EXIT_NO_SEED
+        for url, why in unresolvable.items():
+            print(f"websift crawl: skipping seed {url}: {why}", file=sys.stderr)
+    elif not DataDir(args.data).store_path.exists():
+        _resumed_scope(args, DataDir(args.data))  # raises: nothing to resume, nothing made
     data = DataDir.create(args.data)
     with store_writer_lock(data.root):
-        scope = _scope(args) if args.seeds else _resumed_scope(args, data)
+        if scope is None:
+            scope = _resumed_scope(args, data)
         summary = run_crawl(data, crawl_config(args, scope), progress=not args.quiet)
-    return _finish(summary, args.quiet)
+    code = _finish(summary, args.quiet)
+    failed = summary.get("seeds_failed")
+    if code == 0 and isinstance(failed, dict) and failed:
+        print(no_seed_line("crawl", {**unresolvable, **failed}), file=sys.stderr)
+        return EXIT_NO_SEED
+    return code
+
+
+def _resolvable_seeds(judge: Scope, seeds: list[str]) -> tuple[list[str], dict[str, str]]:
+    """The seeds whose host resolves (each checked against the scope: a refusal raises), and
+    the others with why (a seed whose name does not resolve is one that cannot be fetched)."""
+    kept: list[str] = []
+    unresolvable: dict[str, str] = {}
+    for seed in seeds:
+        url = canonicalize(seed)
+        verdict = judge.verdict(host_of(url), port_of(url))
+        if verdict.reason == UNRESOLVABLE:
+            unresolvable[url] = verdict.detail
+        else:
+            kept.append(seed)
+    checked_seeds(judge, kept)
+    return kept, unresolvable
 
 
 def recrawl_command(args: argparse.Namespace) -> int:

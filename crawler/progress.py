@@ -1,8 +1,9 @@
 """Scrapy extensions: the live progress line, the live figures in the store, the summary table.
 
-Progress (every ``PROGRESS_INTERVAL`` seconds, on stderr): pages done (first fetches of pages
-never read, "discovery", apart from refetches of read ones, "refresh"), pages per second, URLs
-waiting, requests in flight, errors.  On a terminal the line is redrawn in place; otherwise one
+Progress (every ``PROGRESS_INTERVAL`` seconds, on stderr): pages done (of ``--max-pages`` when
+bounded; first fetches of pages never read, "discovery", apart from refetches of read ones,
+"refresh"), pages per second, about how long is left when the run is bounded (by ``--max-pages``
+at the current rate, or ``--duration``), URLs waiting, requests in flight, errors.  On a terminal the line is redrawn in place; otherwise one
 plain line is printed per interval, which is what a log file wants.  At the end the summary (every
 outcome and every failure by reason) is printed as a table; the same summary is stored as JSON in
 the store's ``crawls`` row by ``CrawlSession.close``.
@@ -33,12 +34,41 @@ if TYPE_CHECKING:
     from scrapy.spiders import Spider
 
 
-def progress_line(p: dict[str, float]) -> str:
+def progress_line(
+    p: dict[str, float], max_pages: int | None = None, time_left: float | None = None
+) -> str:
+    """One progress line; a bounded run (``--max-pages``, ``--duration``) says how far it is
+    and about how long is left."""
+    pages = int(p["pages"])
+    done = f"pages {pages}" if max_pages is None else f"pages {pages} of {max_pages}"
+    left = eta(pages, p["rate"], max_pages, time_left)
     return (
-        f"pages {int(p['pages'])} (discovery {int(p['discovery'])}, refresh "
-        f"{int(p['refresh'])})  {p['rate']:.1f}/s  queue {int(p['queue'])}  "
-        f"in flight {int(p['in_flight'])}  errors {int(p['errors'])}  {p['elapsed']:.0f}s"
+        f"{done} (discovery {int(p['discovery'])}, refresh {int(p['refresh'])})  "
+        f"{p['rate']:.1f}/s{'' if left is None else f'  about {clock(left)} left'}  "
+        f"queue {int(p['queue'])}  in flight {int(p['in_flight'])}  "
+        f"errors {int(p['errors'])}  {p['elapsed']:.0f}s"
     )
+
+
+def eta(pages: int, rate: float, max_pages: int | None, time_left: float | None) -> float | None:
+    """Seconds until the run's bound is reached at the current rate (the nearer of the page
+    budget and the time limit), or None when unbounded or no page has been done yet."""
+    bounds = [] if time_left is None else [max(0.0, time_left)]
+    if max_pages is not None and rate > 0:
+        bounds.append(max(0, max_pages - pages) / rate)
+    return min(bounds) if bounds else None
+
+
+def clock(seconds: float) -> str:
+    """A span of time for a person: ``45s``, ``2m05s``, ``1h07m``."""
+    whole = round(seconds)
+    if whole < 60:
+        return f"{whole}s"
+    minutes, secs = divmod(whole, 60)
+    if minutes < 60:
+        return f"{minutes}m{secs:02d}s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m"
 
 
 def summary_table(summary: dict[str, Any]) -> Table:
@@ -88,7 +118,9 @@ class Progress:
     def tick(self) -> None:
         if self.session is None:
             return
-        line = progress_line(self.session.progress())
+        session = self.session
+        time_left = None if session.deadline is None else session.deadline - session.clock()
+        line = progress_line(session.progress(), session.config.max_pages, time_left)
         if self.tty:
             self.out.write("\r\x1b[2K" + line)
         else:

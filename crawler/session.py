@@ -47,6 +47,7 @@ from websift.crawler.robots import ROBOTS_PATH
 from websift.crawler.robots_cache import RobotsCache, RobotsState
 from websift.crawler.runs import run_record
 from websift.crawler.scope import Resolve, Scope, ScopeConfig
+from websift.crawler.seeds import failed_seeds, reason_words
 from websift.crawler.urls import canonicalize, host_of, port_of
 from websift.ranking.opic import OpicParams, Strategy
 from websift.store.crawl_store import CrawlStore
@@ -151,6 +152,8 @@ class CrawlSession:
             batch=self.batch, max_url_length=config.scope.max_url_length,
         )
         self.factory: RequestFactory | None = None
+        self.seeds: list[str] = []  # canonical, once add_seeds has run
+        self.robots_failures: dict[int, str] = {}  # host ID: why its robots.txt was not had
         self.started_pages = 0
         self.done_pages = 0  # page requests answered or finally failed (retries not counted)
         self.pages_per_host: Counter[int] = Counter()
@@ -199,7 +202,7 @@ class CrawlSession:
 
     def add_seeds(self) -> None:
         """Frontier the seeds (a seed already known keeps its state; if unread it is pending)."""
-        seeds = checked_seeds(self.scope, self.config.seeds)
+        seeds = self.seeds = checked_seeds(self.scope, self.config.seeds)
         for url in seeds:  # judged just now (blocking, before the reactor runs): no lookup again
             self.addresses.keep(host_of(url), self.scope.verdict(host_of(url), port_of(url)))
         with self.store.transaction():
@@ -436,6 +439,7 @@ class CrawlSession:
         self.stats["robots/fetched"] += 1
         if entry.state is RobotsState.UNAVAILABLE:
             self.stats["failure/robots_unavailable"] += 1
+            self.robots_failures.setdefault(host_id, reason_words(f"http_{status}"))
 
     def on_response(self, meta: FetchMeta, f: Fetched) -> None:
         try:
@@ -483,6 +487,7 @@ class CrawlSession:
     def on_failure(self, meta: FetchMeta | None, reason: str) -> None:
         now = self.clock()
         if meta is not None and meta.is_robots:
+            self.robots_failures[meta.host_id] = reason_words(reason)
             self.on_robots(meta, 0, b"")
             self.stats[f"robots/{reason}"] += 1
             return
@@ -636,6 +641,9 @@ class CrawlSession:
         summary = self.summary(reason)
         if self.frontier.lost is not None:
             summary["frontier_lost"] = self.frontier.lost
+        failed = failed_seeds(self.store, self.seeds, self.robots_failures.get, self.stats)
+        if failed:
+            summary["seeds_failed"] = failed
         self.store.finish_crawl(self.crawl_id, json.dumps(summary, sort_keys=True))
         self.warc.close()
         self.store.close()

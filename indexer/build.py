@@ -59,6 +59,7 @@ from websift.indexer.manifest import (
 )
 from websift.indexer.merge import merge_segments
 from websift.indexer.parse import parse_html
+from websift.indexer.progress import PageMeter, pages_to_index
 from websift.indexer.segment import SegmentReader, other_settings, query_settings
 from websift.indexer.segment_writer import SegmentWriter
 from websift.indexer.settings import (
@@ -252,16 +253,15 @@ def _run(data: DataDir, store: StoreReader, manifest: Manifest | None, *, ram_mb
     report.anchor_boilerplate = len(boiler)
     report.template_seconds = time.monotonic() - t0
     t0 = time.monotonic()
+    meter = PageMeter(say, lambda: pages_to_index(
+        store, None if manifest is None else cand.tolist(), snap_seq))
     with AnalyserPool(data.warc_dir, procs, writer.lexicon, settings,
                       templates=templates.keys()) as pool:
-        done = 0
         batches = _batches(store, cand, aliases, writer, report, drop=(mode == "incremental"),
                            boilerplate=boiler, sources=sources[0] if sources else None)
         for jobs, batch in pool.map(batches):
             _add_batch(writer, jobs, batch, report, say)
-            if (done + len(jobs)) // 1000 > done // 1000:
-                say(f"{done + len(jobs)}/{len(cand)} pages")
-            done += len(jobs)
+            meter.update(report.documents)
         report.worker_busy_seconds, report.worker_idle_seconds = (pool.busy_seconds,
                                                                   pool.idle_seconds)
         report.main_wait_seconds = pool.wait_seconds

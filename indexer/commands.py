@@ -21,7 +21,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         description="Turn the crawl store into searchable index segments: forward barrels, "
         "inverter, lexicon, bit-packed postings.  A later run adds only what changed.")
     p.add_argument("--ram-mb", type=number(int, low=1), default=DEFAULT_RAM_MB, metavar="M",
-                   help="memory for hit buffers and barrel inversion")
+                   help="memory for hit buffers and barrel inversion, in MB (default: "
+                   f"{DEFAULT_RAM_MB} MB)")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
     p.add_argument("--rebuild", action="store_true",
                    help="index the whole store into a new generation, ignoring the incremental "

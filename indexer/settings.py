@@ -128,6 +128,7 @@ IN_FLIGHT_BATCHES = 48
 IN_FLIGHT_BYTES = 8 << 20
 WORKER_POLL_SECONDS = 1.0  # how often a waiting worker checks that its parent is alive
 WORKER_JOIN_SECONDS = 10.0  # a worker told to stop that has not after this is terminated
+PROGRESS_SECONDS = 2.0  # least time between two `websift index` progress lines
 
 # ---------------------------------------------------------------- segments
 ENCODE_IN_FLIGHT = 1  # postings chunks waiting per bit-packing process at the end of a run

@@ -14,11 +14,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from websift.core.arguments import number
+from websift.core.arguments import number, seconds
 from websift.core.datadir import DataDir
 from websift.core.extras import require
 from websift.ranking import settings
 from websift.ranking.errors import GraphError, RankingError
+from websift.ranking.rank_progress import RankProgress
 from websift.store.views import StoreReader
 
 # The jobs themselves (graph_report, rank_job, topics) are imported by the functions that run
@@ -38,8 +39,9 @@ def _register_rank(sub: argparse._SubParsersAction) -> None:  # type: ignore[typ
         "rank",
         help="compute PageRank (and topic vectors) from the crawl store's link graph",
         description="Build the link graph from the crawl store, compute global PageRank by "
-        "power iteration (per-iteration L1 residuals on stderr), levels from the seeds, the "
-        "giant SCC and every topic's vector, and write them as a new ranks generation.",
+        "power iteration (its progress on one line of stderr; --verbose: every iteration's "
+        "L1 residual), levels from the seeds, the giant SCC and every topic's vector, and "
+        "write them as a new ranks generation.",
     )
     p.add_argument("--damping", type=number(float, low=0, high=1, strict=True), default=settings.DAMPING, metavar="C",
                    help="probability of following a link")
@@ -49,7 +51,10 @@ def _register_rank(sub: argparse._SubParsersAction) -> None:  # type: ignore[typ
                    default=settings.DANGLING_POLICY,
                    help="dangling pages: 'teleport' (Google matrix) or 'paper1998' (remove them, "
                    "converge, add them back)")
-    p.add_argument("--quiet", action="store_true", help="no per-iteration progress")
+    talk = p.add_mutually_exclusive_group()
+    talk.add_argument("--quiet", action="store_true", help="no progress line")
+    talk.add_argument("--verbose", action="store_true",
+                      help="every iteration's L1 residual on a line of its own")
     _register_rank_engine(p)
     p.set_defaults(func=_rank)
 
@@ -65,9 +70,10 @@ def _register_rank_engine(p: argparse.ArgumentParser) -> None:
                    help="with --engine dask: worker processes of the local cluster (default: "
                    f"{settings.DASK_LOCAL_WORKERS}), or with --scheduler how many workers to "
                    "wait for (default: 1)")
-    p.add_argument("--connect-timeout", type=number(float, low=0, strict=True),
-                   default=settings.DASK_CONNECT_TIMEOUT, metavar="S",
-                   help="with --scheduler: seconds to reach it and for its workers to join")
+    p.add_argument("--connect-timeout", type=seconds(strict=True),
+                   default=settings.DASK_CONNECT_TIMEOUT, metavar="T",
+                   help="with --scheduler: time to reach it and for its workers to join "
+                   "(seconds, or 30s, 2m)")
     p.add_argument("--blocks-dir", type=Path, default=None, metavar="DIR",
                    help="with --engine dask: where the link blocks are written for the "
                    "workers to read, on a file system every worker sees at the same path "
@@ -93,12 +99,14 @@ def _rank(args: argparse.Namespace) -> int:
     engine = _rank_engine(args)  # a bad engine choice or a missing extra before any file opens
     data = DataDir.open(args.data)
 
-    def progress(what: str, k: int, residual: float) -> None:
-        if not args.quiet:
-            print(f"{what}: iteration {k:4d}  L1 residual {residual:.3e}", file=sys.stderr)
-
-    report = run_rank(data, damping=args.damping, tol=args.tol, dangling=args.dangling,
-                      progress=progress, engine=engine)
+    progress = RankProgress(sys.stderr, verbose=args.verbose, quiet=args.quiet)
+    try:
+        report = run_rank(data, damping=args.damping, tol=args.tol, dangling=args.dangling,
+                          progress=progress, engine=engine)
+    except BaseException:
+        progress.finish(completed=False)  # the error's own line follows on a line of its own
+        raise
+    progress.finish()
     if engine is not None:
         print(engine.last_run.summary(), file=sys.stderr)
     r = report.result

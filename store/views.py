@@ -11,6 +11,7 @@ the link table as two int32 arrays filled chunk by chunk, ID sets as numpy array
 from __future__ import annotations
 
 import sqlite3
+from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Self
@@ -234,6 +235,28 @@ class StoreReader:
     def status_counts(self) -> dict[str, int]:
         rows = self._conn.execute("SELECT status, count(*) FROM urls GROUP BY status").fetchall()
         return {str(s): int(n) for s, n in rows}
+
+    def indexable_types(self, ids: Sequence[int] | None, max_seq: int) -> dict[str | None, int]:
+        """Content types of the fetched pages a full index document may be made of (archived,
+        not noindex, not a duplicate), counted: of ``ids``, or of every page with
+        ``seq <= max_seq`` when ``ids`` is None.  The indexer's progress total."""
+        where = ("status = ? AND noindex = 0 AND duplicate_of IS NULL "
+                 "AND warc_file IS NOT NULL")
+        counts: Counter[str | None] = Counter()
+        if ids is None:
+            rows = self._conn.execute(
+                f"SELECT content_type, count(*) FROM urls WHERE {where} AND seq <= ? "
+                "GROUP BY content_type", (FETCHED, max_seq)).fetchall()
+            counts.update({t: int(n) for t, n in rows})
+            return dict(counts)
+        unique = sorted(set(ids))
+        for lo in range(0, len(unique), ID_CHUNK):
+            chunk = unique[lo : lo + ID_CHUNK]
+            rows = self._conn.execute(
+                f"SELECT content_type, count(*) FROM urls WHERE {where} AND id IN "
+                f"({_marks(len(chunk))}) GROUP BY content_type", (FETCHED, *chunk)).fetchall()
+            counts.update({t: int(n) for t, n in rows})
+        return dict(counts)
 
     # ------------------------------------------------------------------ what changed (indexer)
     def max_seq(self) -> int:

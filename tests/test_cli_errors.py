@@ -153,14 +153,22 @@ def one_error_line(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
 
 
 def serve_error_line(data: Path) -> str:
-    """Run ``websift serve`` over ``data``; it must exit with one line, not start serving.
-
-    Serving is detected as soon as it happens (``/healthz`` answers), so a server that starts
-    anyway costs a second, not the whole timeout."""
+    """Run ``websift serve`` over ``data``; it must exit with one line, not start serving."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = int(s.getsockname()[1])
-    argv = websift_command("serve", "--host", "127.0.0.1", "--port", str(port), "--data", str(data))
+    line, _ = serve_error(data, port)
+    return line
+
+
+def serve_error(data: Path, port: int, *extra: str) -> tuple[str, str]:
+    """Run ``websift serve`` over ``data`` on ``port``; it must exit with one line on stderr,
+    not start serving; (that line, its stdout).
+
+    Serving is detected as soon as it happens (``/healthz`` answers), so a server that starts
+    anyway costs a second, not the whole timeout."""
+    argv = websift_command("serve", "--host", "127.0.0.1", "--port", str(port), "--data",
+                           str(data), *extra)
     child = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                              cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)})
     deadline = time.monotonic() + SERVE_TIMEOUT
@@ -179,13 +187,13 @@ def serve_error_line(data: Path) -> str:
     running = child.poll() is None
     if running:
         child.kill()
-    _, err = child.communicate()
+    out, err = child.communicate()
     assert not serving and not running, f"websift serve started anyway; it said: {err.strip()!r}"
-    assert child.returncode != 0
+    assert child.returncode == 2, err  # websift's own error: one line, exit 2
     lines = [line for line in err.splitlines() if line.strip()]
     assert "Traceback" not in err
     assert len(lines) == 1, err
-    return lines[0]
+    return lines[0], out
 
 
 # ---------------------------------------------------------------------- the data directory
@@ -263,6 +271,23 @@ def test_serve_refuses_to_start(mutate: Callable[[Path], None], says: str, good_
     data = _copy(good_data, tmp_path)
     mutate(data)
     assert says in serve_error_line(data)
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+@pytest.mark.parametrize("reuse_port", [False, True], ids=["plain", "reuse-port"])
+def test_serve_on_a_port_in_use(workers: str, reuse_port: bool, good_data: Path) -> None:
+    """Another server on the port (one that set SO_REUSEPORT too, as `serve --workers` does):
+    one line naming the port and --port, exit 2, and no line saying it serves."""
+    with socket.socket() as holder:
+        if reuse_port:
+            holder.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = int(holder.getsockname()[1])
+        line, out = serve_error(good_data, port, "--workers", workers)
+    assert line == (f"websift serve: error: port {port} on 127.0.0.1 is in use (another "
+                    "server?); choose another with --port")
+    assert out == ""
 
 
 # ---------------------------------------------------------------------- topics, seeds

@@ -15,8 +15,10 @@ from pathlib import Path
 
 import pytest
 
+from websift import __version__
 from websift.api.cli import DefaultsHelpFormatter, build_parser, main
 from websift.api.settings import Settings
+from websift.core.arguments import Duration, format_duration, seconds
 
 REPO = Path(__file__).resolve().parent.parent
 # Not a list to keep in step: a floor, so that a walk that finds nothing fails.
@@ -87,7 +89,11 @@ def test_help_exits_0_describes_the_command_and_shows_every_default(
         option = action.option_strings[-1]
         assert _squash(shown) in _squash(out), f"{option}: help not printed"
         assert "default:" in shown, f"{' '.join(path)} {option}: default not shown: {shown!r}"
-        if isinstance(action.default, int | float | str):
+        if isinstance(action.type, Duration):  # shown as typed, with its unit
+            said = format_duration(action.default)
+            assert re.search(r"\(default: [0-9.]+[smhdw]\)", shown), f"{option}: {shown!r}"
+            assert action.type(said) == action.default, f"{option}: {said} reads back wrong"
+        elif isinstance(action.default, int | float | str):
             assert str(action.default) in shown, f"{option}: says {shown!r}, not its default"
 
 
@@ -125,6 +131,41 @@ def test_top_level_help_lists_every_subcommand(capsys: pytest.CaptureFixture[str
     for path in COMMANDS:
         if len(path) == 1:
             assert re.search(rf"^\s+{path[0]}\s", out, re.M), f"{path[0]} not listed"
+
+
+def test_top_level_help_lists_the_pipeline_first(capsys: pytest.CaptureFixture[str]) -> None:
+    out = _help_of([], capsys)
+    listed = re.findall(r"^    (\w+)\s", out, re.M)
+    assert listed[:5] == ["crawl", "index", "rank", "serve", "search"]
+    assert sorted(listed) == sorted(path[0] for path in COMMANDS if len(path) == 1)
+
+
+def test_durations_are_shown_as_typed(capsys: pytest.CaptureFixture[str]) -> None:
+    out = _squash(_help_of(["crawl"], capsys))
+    for option, default in (("--min-refetch-interval", "1h"), ("--frontier-lease", "15s"),
+                            ("--delay", "1s")):
+        assert re.search(rf"{option}T.*?\(default:{default}\)", out), option
+    assert "3600.0" not in out and "15.0)" not in out
+
+
+@pytest.mark.parametrize(
+    ("value", "shown"),
+    [(3600.0, "1h"), (15.0, "15s"), (0.5, "0.5s"), (90.0, "90s"), (5400.0, "90m"),
+     (86400.0, "1d"), (7 * 86400.0, "1w"), (0.0, "0s"), (1.5, "1.5s")],
+)
+def test_format_duration_reads_back(value: float, shown: str) -> None:
+    assert format_duration(value) == shown
+    assert seconds()(shown) == value
+
+
+def test_version_in_a_real_process() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "websift", "--version"],
+        cwd=REPO, capture_output=True, text=True, timeout=60, check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == f"websift {__version__}\n"
+    assert __version__ and __version__[0].isdigit()
 
 
 def test_the_formatter_keeps_a_percent_sign_and_names_an_empty_list() -> None:

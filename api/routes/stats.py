@@ -16,6 +16,7 @@ from websift.api.result_cache import ResultCache
 from websift.api.retrieval import Outcome
 from websift.api.snapshot import RankView, Snapshot, SnapshotHolder
 from websift.crawler.runs import LiveRun, read_live
+from websift.store.schema import DISCOVERED, FETCHED
 from websift.store.views import StoreReader
 
 
@@ -87,10 +88,15 @@ def build_router() -> APIRouter:
     ) -> Stats:
         searcher = snap.searcher.value
         view = snap.rank_view
+        by_status = store.status_counts()
+        urls = sum(by_status.values())
         return Stats(
             pid=os.getpid(),
-            pages=store.url_count(),
-            pages_by_status=store.status_counts(),
+            pages=urls,
+            urls=urls,
+            fetched_pages=by_status.get(FETCHED, 0),
+            link_only_urls=by_status.get(DISCOVERED, 0),
+            pages_by_status=by_status,
             links=store.link_count(),
             indexed_docs=int(searcher.doc_count()),
             index_segments=int(searcher.segment_count()),

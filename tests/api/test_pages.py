@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from html import unescape
+
 import pytest
 from fastapi.testclient import TestClient
 
@@ -71,6 +73,19 @@ def test_page_view_is_html_and_escapes_crawled_text(client: TestClient) -> None:
     assert "&lt;script&gt;window.__xss=3&lt;/script&gt;" in html
     assert XSS_ANCHOR not in html
     assert r.text.count("/page?url=") >= 6
+
+
+def test_page_view_renders_fields_not_python_dicts(client: TestClient) -> None:
+    page = info(client, GARDEN[0])
+    html = unescape(client.get("/page", params={"url": GARDEN[0]}).text)
+    assert "{" not in html.split("<table")[1].split("</table>")[0], "a dict rendered as such"
+    assert "host_rank" not in html and "meaning:" not in html
+    level = page["graph"]["level"]
+    assert f"<th>level</th><td>{level} click" in html
+    site = page["graph"]["site"]
+    assert f"host rank {site['host_rank']:.6g} ({site['host_rank_normalised']:.3f} \N{MULTIPLICATION SIGN} average" in html
+    assert f"number {site['position_in_host']} of the host's {site['host_pages']}" in html
+    assert f"<th>next refresh</th><td>{page['next_due']['meaning']} (priority " in html
 
 
 def test_page_view_errors_are_html_with_4xx(client: TestClient) -> None:

@@ -28,8 +28,24 @@ def test_stats_counts_what_is_there(client: TestClient, site_data: DataDir) -> N
         assert stats["pages"] == store.url_count()
         assert stats["links"] == store.link_count()
     assert stats["pages_by_status"]["fetched"] == 28
+    assert stats["fetched_pages"] == 28
+    assert stats["urls"] == stats["pages"] == sum(stats["pages_by_status"].values())
     assert stats["indexed_docs"] >= 26 and stats["index_segments"] == 1
     assert stats["index_generation"] == 1 and stats["ranks_generation"] == 1
+
+
+def test_stats_separates_fetched_pages_from_urls_known_from_links(
+    tmp_path: Path, make_client: Callable[..., TestClient]
+) -> None:
+    pages = {url: f"<title>{i}</title><p>flower {i}</p><a href='{url}/more'>more</a>"
+             for i, url in enumerate(GARDEN[:3])}
+    data = build_data_dir(tmp_path / "data", pages, status={GARDEN[3]: "error"})
+    build_index(data)
+    stats = make_client(data).get("/stats").json()
+    assert stats["fetched_pages"] == 3
+    assert stats["link_only_urls"] == 3  # the three /more links, never fetched
+    assert stats["urls"] == stats["pages"] == 7  # and the one that failed
+    assert stats["pages_by_status"] == {"fetched": 3, "discovered": 3, "error": 1}
 
 
 def test_healthz(client: TestClient) -> None:

@@ -8,6 +8,7 @@ store or from the servers' request log.
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -18,6 +19,7 @@ import pytest
 from testweb import LogEntry, TestWeb, max_in_flight, min_start_gap
 
 from websift.core.datadir import DataDir
+from websift.crawler.settings import DEFAULT_MAX_PAGES
 from websift.store.schema import FETCHED, META_VIRTUAL
 from websift.store.views import StoreReader
 from websift.store.warc import WarcLocation, read_response
@@ -258,6 +260,9 @@ def test_opic_state_is_stored_and_cash_is_conserved(crawl: Crawl) -> None:
 
 def test_progress_line_and_summary_table(crawl: Crawl) -> None:
     assert "pages " in crawl.stderr and "errors " in crawl.stderr
+    # bounded by the default --max-pages: how far, and about how long is left
+    assert re.search(rf"^pages \d+ of {DEFAULT_MAX_PAGES} .* about \S+ left ", crawl.stderr,
+                     re.M), crawl.stderr
     assert "websift crawl: finished" in crawl.stdout
     assert "failure/too_large" in crawl.stdout
     assert crawl.summary["pages"] == crawl.summary["counts"]["outcome/fetched"] + sum(

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
+import pty
+import subprocess
 from pathlib import Path
 
 import pytest
 from ranking_crawl import COOK, PY
+from websift_process import REPO, websift_command
 
 from websift.api.cli import main
 from websift.core.datadir import DataDir
@@ -22,13 +26,58 @@ def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
 def test_rank_reports_residuals_and_writes_ranks(
     crawl: DataDir, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code, out, err = run(capsys, "rank", "--data", str(crawl.root), "--damping", "0.8")
+    code, out, err = run(capsys, "rank", "--data", str(crawl.root), "--damping", "0.8",
+                         "--verbose")
     assert code == 0
     assert "ranks generation 1" in out and "converged" in out
-    assert "iteration    1  L1 residual" in err
+    assert "pagerank: iteration    1  L1 residual" in err
+    assert "pagerank: iteration    2  L1 residual" in err  # --verbose: every iteration
     assert Ranks.open(crawl).manifest["params"]["damping"] == 0.8
     code, out, _ = run(capsys, "rank", "--data", str(crawl.root), "--dangling", "paper1998")
     assert code == 0 and "dangling-removal rounds" in out
+
+
+def test_rank_prints_one_progress_line(
+    crawl: DataDir, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = run(capsys, "rank", "--data", str(crawl.root))
+    assert code == 0, err
+    lines = err.splitlines()
+    assert len(lines) == 1, err  # stderr is not a terminal here: one line when the run ends
+    iterations = int(out.split(" in ")[1].split(" iterations")[0])  # "pagerank: converged in N"
+    assert lines[0].startswith("rank: iterations: "), err
+    assert f" pagerank {iterations}" in lines[0] and "host pagerank " in lines[0], err
+    code, _, err = run(capsys, "rank", "--data", str(crawl.root), "--quiet")
+    assert code == 0 and err == ""
+
+
+def test_rank_redraws_one_line_on_a_terminal(crawl: DataDir) -> None:
+    """A real process whose stderr is a terminal (a pty): the line is redrawn in place."""
+    leader, follower = pty.openpty()
+    try:
+        done = subprocess.run([*websift_command("rank", "--data", str(crawl.root))],
+                              stdout=subprocess.PIPE, stderr=follower, timeout=120,
+                              env={**os.environ, "PYTHONPATH": str(REPO)}, cwd=REPO, check=False)
+        os.close(follower)
+        follower = -1
+        said = b""
+        while True:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:  # EIO: the terminal's other end is closed and all was read
+                break
+            if not chunk:
+                break
+            said += chunk
+    finally:
+        if follower >= 0:
+            os.close(follower)
+        os.close(leader)
+    assert done.returncode == 0, said
+    text = said.decode()
+    assert text.count("\r\x1b[2K") >= 2, text  # every iteration on the same line
+    assert text.count("\n") == 1 and text.endswith("\n"), text  # ended once
+    assert "pagerank: iteration" in text
 
 
 def test_rank_refuses_bad_arguments_and_missing_store(
