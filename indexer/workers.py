@@ -21,8 +21,9 @@ and rewrites the hits' word column with one numpy lookup.
 With ``procs == 1`` the same analyser runs in this process (no fork): one code path either way.
 A worker that fails sends its traceback; the pool raises it here.  The pool adds up how long the
 workers analysed and waited for work and how long this process waited for their results
-(``busy_seconds``, ``idle_seconds``, ``wait_seconds``): which side holds the run back.  A worker whose parent died
-(a killed run) notices within ``WORKER_POLL_SECONDS`` and exits.
+(``busy_seconds``, ``idle_seconds``, ``wait_seconds``): which side holds the run back.  A
+worker dies with the run that forked it (PR_SET_PDEATHSIG), and one whose parent died before
+that was set notices within ``WORKER_POLL_SECONDS`` and exits.
 """
 
 from __future__ import annotations
@@ -74,6 +75,11 @@ def _serve(warc_dir: Path, memo_tokens: int, inbox: Any, outbox: Any, parent: in
            settings: IndexSettings, templates: dict[str, frozenset[int]] | None = None) -> None:
     """A worker's loop: batches in, analysed batches out, until told to stop.  ``settings``:
     the run's, handed over (a worker never reads the environment)."""
+    # Killed with the run, wherever it waits: a run killed while it wrote a batch into the
+    # inbox leaves a partial message, and reading the rest of it blocks for ever (the pipe's
+    # write end stays open in this process and its siblings, so no end of file comes); polling
+    # getppid below never gets its turn.
+    die_with_parent(parent)
     analyser = BatchAnalyser(warc_dir, settings, memo_tokens, templates)
     # Results nobody reads must not hold the process at exit (a queue's feeder thread would
     # wait for room in the pipe forever).

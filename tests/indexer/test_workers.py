@@ -187,3 +187,42 @@ def test_an_analyser_that_starts_afresh_keeps_word_ids_right(tmp_path: Path, pro
         runs[memo] = ([[words[w] for w in ws] for _, ws in got], [f for f, _ in got])
     assert runs[3][0] == runs[10**6][0]  # the same words, hit for hit
     assert runs[3][1] == [0] * 12 and any(runs[10**6][1])
+
+
+_KILLED_MID_BATCH = """
+import os, signal, struct, sys
+from pathlib import Path
+from websift.indexer.settings import DEFAULT_INDEX_SETTINGS
+from websift.indexer.workers import AnalyserPool
+pool = AnalyserPool(Path(sys.argv[1]), 2, {}, DEFAULT_INDEX_SETTINGS)
+print(" ".join(str(p.pid) for p in pool._procs), flush=True)
+# The first bytes of a batch (its length says more follow), then the run is killed (kill -9).
+inbox = pool._queues[0][0]
+os.write(inbox._writer.fileno(), struct.pack("!i", 1 << 20))
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def test_workers_die_with_a_run_killed_while_it_hands_them_a_batch(tmp_path: Path) -> None:
+    """kill -9 of the run leaves no worker behind, even one waiting for the rest of a batch."""
+    import psutil
+    from waiting import wait_for
+
+    run = subprocess.run([sys.executable, "-c", _KILLED_MID_BATCH, str(tmp_path)],
+                         capture_output=True, text=True, timeout=120, check=False)
+    assert run.returncode == -signal.SIGKILL, run.stderr
+    workers = [int(pid) for pid in run.stdout.split()]
+    assert len(workers) == 2
+
+    def gone(pid: int) -> bool:
+        try:
+            return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+        except psutil.NoSuchProcess:
+            return True
+
+    try:
+        wait_for(lambda: all(gone(pid) for pid in workers), "the workers to die with the run")
+    finally:
+        for pid in workers:
+            if not gone(pid):
+                os.kill(pid, signal.SIGKILL)
