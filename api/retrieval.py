@@ -287,14 +287,6 @@ def search_and_cache(
     return outcome
 
 
-def cached_search(
-    snap: Snapshot, req: SearchRequest, settings: Settings, cache: ResultCache[Outcome]
-) -> Outcome:
-    """The cached answer, else a search whose answer is cached."""
-    hit = cache_lookup(snap, req, settings, cache)
-    return hit if hit is not None else search_and_cache(snap, req, settings, cache)
-
-
 def _cache_key(snap: Snapshot, req: SearchRequest, settings: Settings) -> Hashable:
     return (snap.index_generations, snap.ranks_generation, req, settings.fusion,
             settings.static_score)
