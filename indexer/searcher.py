@@ -13,16 +13,16 @@ top k of the sum taken with ``argpartition``; on a large index indexer/topk.py f
 top k from the few blocks of postings that can hold it.
 
 Versions: a newer segment masks older versions of the same URL (its docs and drops bitmaps);
-:func:`live_masks` computes that once at open.  Collection statistics (N, df, average field
+indexer/liveness.py computes that once at open.  Collection statistics (N, df, average field
 lengths) count live documents only.
 
 Shards: :meth:`Searcher.open_shards` opens several index directories (one per crawler's data
 directory) as one searcher: their segments side by side, so N, df and the average field
 lengths are sums over every shard and a score means the same whatever shard holds the page.
 Shards must share one URL ID space (a page's ID names the same URL everywhere): a URL ID held
-by two shards as different URLs is refused at open (:class:`ShardsConflict`); held as the same
+by two shards as different URLs is refused at open (``ShardsConflict``); held as the same
 URL (a page one crawler fetched and another only saw linked), the copy with the most indexed
-words serves (:func:`shard_live_masks`).
+words serves (indexer/liveness.py).
 
 Remote shards (api/fanout.py) cannot share memory, so a query there is scored in two rounds
 (Elasticsearch's "dfs_query_then_fetch"): :meth:`Searcher.collection_stats` gives a shard's N,
@@ -49,6 +49,7 @@ from websift.indexer import bm25f
 from websift.indexer.analysis import Analyzer
 from websift.indexer.errors import IndexCorrupt
 from websift.indexer.fragments import StoredFragments, read_fragments
+from websift.indexer.liveness import Shard, shard_live_masks
 from websift.indexer.manifest import Manifest, read_manifest, verify_segment
 from websift.indexer.manifest import current_generation as _manifest_generation
 from websift.indexer.query import ParsedQuery, Phrase, parse_query
@@ -107,19 +108,6 @@ class SearchResults:
 
 
 @dataclass(frozen=True)
-class Shard:
-    """One index directory at one generation: the segments its manifest names."""
-
-    index_dir: Path | None  # None: segments handed to the constructor, not opened from a dir
-    manifest: Manifest
-    segments: list[SegmentReader]
-
-
-class ShardsConflict(IndexCorrupt):
-    """Two shards hold one URL ID as different pages: they were crawled in separate ID spaces."""
-
-
-@dataclass(frozen=True)
 class CollectionStats:
     """What BM25F needs of the whole collection: live documents, the sum of each field's
     length over them (FIELDS order), and the document frequency of some terms."""
@@ -146,81 +134,6 @@ class CollectionStats:
 def current_generation(data: DataDir) -> int | None:
     """The generation the manifest names now (reads the manifest only), or None."""
     return _manifest_generation(data.index_dir)
-
-
-def live_masks(segments: list[SegmentReader]) -> list[np.ndarray]:
-    """Per segment, which ordinals are live: a newer segment's docs and drops mask older ones."""
-    masked = BitMap()
-    out: list[np.ndarray] = [np.zeros(0, dtype=bool)] * len(segments)
-    for i in range(len(segments) - 1, -1, -1):
-        seg = segments[i]
-        if len(masked):
-            gone = np.asarray(masked.to_array(), dtype=np.int64)
-            out[i] = ~np.isin(seg.doc_ids, gone)
-        else:
-            out[i] = np.ones(len(seg.doc_ids), dtype=bool)
-        masked |= seg.docs
-        masked |= seg.drops
-    return out
-
-
-# Overlapping URL IDs whose URLs are compared between shards (evenly spread): IDs from separate
-# ID spaces name different URLs almost everywhere, so a sample finds them.
-CONFLICT_SAMPLE = 1000
-
-
-def shard_live_masks(shards: Sequence[Shard]) -> list[np.ndarray]:
-    """Per segment of every shard in order, which ordinals are live.
-
-    Inside a shard newer segments mask older ones (:func:`live_masks`).  Across shards a URL ID
-    is one page: held by several shards as the same URL, the copy with the most indexed words
-    stays live (a fetched page beats another crawler's anchor-only record of it; ties: the
-    first shard); held as different URLs, :class:`ShardsConflict`.
-    """
-    masks = [live_masks(s.segments) for s in shards]
-    if len(shards) > 1:
-        _settle_overlaps(shards, masks)
-    return [m for per_shard in masks for m in per_shard]
-
-
-def _settle_overlaps(shards: Sequence[Shard], masks: list[list[np.ndarray]]) -> None:
-    ids = [np.concatenate([seg.doc_ids[m] for seg, m in zip(s.segments, ms, strict=True)]
-                          or [np.zeros(0, dtype=np.int64)]) for s, ms in zip(shards, masks,
-                                                                             strict=True)]
-    everything = np.sort(np.concatenate(ids))
-    shared = np.unique(everything[1:][everything[1:] == everything[:-1]])
-    if len(shared) == 0:
-        return
-    # Per shard: (ordinal location, words indexed, URL) of each shared ID it holds live.
-    n = len(shards)
-    words = np.full((n, len(shared)), -1, dtype=np.int64)
-    where: list[dict[int, tuple[int, int]]] = [{} for _ in shards]
-    for i, (shard, ms) in enumerate(zip(shards, masks, strict=True)):
-        for si, (seg, live) in enumerate(zip(shard.segments, ms, strict=True)):
-            ords = np.flatnonzero(live & np.isin(seg.doc_ids, shared))
-            cols = np.searchsorted(shared, seg.doc_ids[ords])
-            words[i, cols] = seg.field_lens[ords].sum(axis=1)
-            where[i].update(zip(cols.tolist(), zip([si] * len(ords), ords.tolist(),
-                                                   strict=True), strict=True))
-    step = max(1, len(shared) // CONFLICT_SAMPLE)
-    for col in range(0, len(shared), step):
-        urls = {i: shards[i].segments[where[i][col][0]].head(where[i][col][1])["url"]
-                for i in range(n) if col in where[i]}
-        if len(set(urls.values())) > 1:
-            (a, ua), (b, ub) = list(urls.items())[:2]
-            raise ShardsConflict(
-                f"shards {_shard_name(shards[a])} and {_shard_name(shards[b])} both hold URL ID "
-                f"{int(shared[col])}, as {ua} and {ub}: they come from separate URL ID spaces; "
-                "serve each with its own 'websift serve' and join them with --shard URL")
-    winner = np.argmax(words, axis=0)  # the first shard among equals
-    for i in range(n):
-        for col, (si, o) in where[i].items():
-            if winner[col] != i:
-                masks[i][si][o] = False
-
-
-def _shard_name(shard: Shard) -> str:
-    return str(shard.index_dir.parent) if shard.index_dir is not None else "(given)"
 
 
 _NO_PAIRS = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64))
