@@ -129,15 +129,16 @@ def test_a_warm_searcher_answers_exactly_as_a_cold_one(data: DataDir) -> None:
     queries = ["tulip autumn", "roses frost", '"tulip bulbs" garden', "garden -frost",
                "autumn OR frost", "tulip"]
     warm = Searcher.open(data)
+    caches = warm.caches()
     first = answers(warm, queries)
-    hits = warm._decoded.hits, warm._texts.hits
-    assert len(warm._decoded) > 0 and len(warm._texts) > 0
+    hits = caches["postings"].hits, caches["texts"].hits
+    assert len(caches["postings"]) > 0 and len(caches["texts"]) > 0
     again = answers(warm, queries)
-    assert warm._decoded.hits > hits[0] and warm._texts.hits > hits[1]
+    assert caches["postings"].hits > hits[0] and caches["texts"].hits > hits[1]
     cold = answers(Searcher.open(data), queries)
     assert first == again == cold
     warm.close()
-    assert len(warm._decoded) == len(warm._pairs) == len(warm._texts) == 0
+    assert len(caches["postings"]) == len(caches["pairs"]) == len(caches["texts"]) == 0
     assert all(hits for hits in first)
     top = first[0][0]
     assert "tulip" in top[2].lower() and top[3]

@@ -21,6 +21,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from websift.indexer import postings as postings_module
 from websift.indexer import searcher as searcher_module
 from websift.indexer import topk
 from websift.indexer.manifest import Manifest
@@ -116,7 +117,7 @@ def test_pruned_equals_exhaustive(tmp_path_factory: pytest.TempPathFactory, *, s
                                   dense: bool) -> None:
     with pytest.MonkeyPatch.context() as mp:
         # Every list of these small segments is dense: without the maps, probes search.
-        mp.setattr(searcher_module, "DENSE_POSTINGS_SHARE", 0.25 if dense else 2.0)
+        mp.setattr(postings_module, "DENSE_POSTINGS_SHARE", 0.25 if dense else 2.0)
         _pruned_equals_exhaustive(tmp_path_factory.mktemp("idx"), seed=seed, n_docs=n_docs,
                                   queries=queries, k=k, offset=offset)
 
