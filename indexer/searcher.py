@@ -26,8 +26,9 @@ words serves (indexer/liveness.py).
 
 Remote shards (api/fanout.py) cannot share memory, so a query there is scored in two rounds
 (Elasticsearch's "dfs_query_then_fetch"): :meth:`Searcher.collection_stats` gives a shard's N,
-field length sums and the query terms' df; the sums over every shard come back as ``stats=``
-of :meth:`Searcher.search`, which then scores exactly as one index over all of them would.
+field length sums and the query terms' df; the sums over every shard come back in
+``IndexQuery.stats`` of :meth:`Searcher.search`, which then scores exactly as one index over all
+of them would.
 """
 
 from __future__ import annotations
@@ -100,6 +101,40 @@ class SearchResults:
     partial: bool = False
     blocks: int = 0  # 128-posting blocks in the query's lists (pruned evaluation)
     blocks_read: int = 0  # of those, the blocks whose documents were scored
+
+
+@dataclass(frozen=True)
+class IndexQuery:
+    """One search of the index (:meth:`Searcher.search`): what to find, which hits, how to
+    score and present them.  Not the HTTP request (api/retrieval.py's ``SearchRequest``), which
+    the API turns into one of these."""
+
+    text: str  # the query as typed (indexer/query.py's syntax)
+    k: int = DEFAULT_K  # hits wanted ...
+    offset: int = 0  # ... after this many
+    site: str | None = None  # only this host and its subdomains (as ``site:`` in the text)
+    # URL IDs -> a boost added to their text score (link importance; ranking/fusion.py).
+    prior: Prior | None = None
+    # The prior is at most this (the fusion's ``w``), which lets the pruning skip blocks
+    # exactly; a prior without a bound is added to every match (the exhaustive path).
+    prior_bound: float | None = None
+    # A name for ``prior`` that no other function gets while the searcher lives, so the pruning
+    # keeps each block's largest prior with the cached lists (without it every block counts
+    # the bound).
+    prior_key: Hashable | None = None
+    # Score with these collection statistics instead of the searcher's own (the sums over
+    # every shard; a term they leave out keeps its own df here).
+    stats: CollectionStats | None = None
+    # A time.monotonic() past which the search returns what it has (``partial``).
+    deadline: float | None = None
+    explain: bool = False  # each hit says how its score was made (Hit.explain)
+    snippets: bool = True  # each hit gets a snippet with highlights
+    # Each hit gets the id of its best fragment (Hit.fragment); like snippets, this reads
+    # stored data for the hits, which a caller measuring ranking alone can skip.
+    fragments: bool = True
+    # Score every posting: the reference the pruned evaluation equals (an index of fewer than
+    # EXHAUSTIVE_MAX_DOCS documents is always scored so).
+    exhaustive: bool = False
 
 
 @dataclass(frozen=True)
@@ -295,33 +330,20 @@ class Searcher:
         return out
 
     # ------------------------------------------------------------------ search
-    def search(self, query: str, k: int = DEFAULT_K, offset: int = 0, *, site: str | None = None,
-               prior: Prior | None = None, explain: bool = False,
-               snippets: bool = True, stats: CollectionStats | None = None,
-               prior_bound: float | None = None, deadline: float | None = None,
-               exhaustive: bool = False, fragments: bool = True,
-               prior_key: Hashable | None = None) -> SearchResults:
-        """Top ``k`` hits (after ``offset``) for ``query``; raises QueryError on a bad query.
+    def search(self, request: IndexQuery) -> SearchResults:
+        """Top ``request.k`` hits (after ``request.offset``) for ``request.text``; raises
+        QueryError on a bad query.
 
-        The ranking is the exact top ``offset + k`` of text score + ``prior`` (URL IDs -> a
-        boost) over every matching page, ties by the lower URL ID.  ``stats``: score with these
-        collection statistics instead of this searcher's own (the sums over every shard; a
-        term they leave out keeps its own df here).  ``prior_bound``: the prior is at most this
-        (the fusion's ``w``), which lets the pruning skip blocks exactly; a prior without a
-        bound is added to every match (the exhaustive path).  ``deadline``: a
-        ``time.monotonic()`` past which the search returns what it has (``partial``);
-        ``exhaustive``: score every posting (the reference the pruned evaluation equals; an
-        index of fewer than EXHAUSTIVE_MAX_DOCS documents is always scored so); ``fragments``:
-        give each hit the id of its best fragment (``Hit.fragment``; like snippets, this reads
-        stored data for the hits, which a caller measuring ranking alone can skip);
-        ``prior_key``: a name for ``prior`` that no other function gets while this searcher
-        lives, so the pruning keeps each block's largest prior with the cached lists (without
-        it every block counts the bound)."""
-        pq = parse_query(query, self.analyzer)
-        if site:
-            pq.sites.append(site.lower())
+        The ranking is the exact top ``offset + k`` of text score + ``prior`` over every
+        matching page, ties by the lower URL ID (:class:`IndexQuery` says what each field
+        changes)."""
+        prior, prior_bound, stats = request.prior, request.prior_bound, request.stats
+        offset, k = request.offset, request.k
+        pq = parse_query(request.text, self.analyzer)
+        if request.site:
+            pq.sites.append(request.site.lower())
         units = pq.units()
-        results = SearchResults(query=query, total=0)
+        results = SearchResults(query=request.text, total=0)
         site_only = not units and bool(pq.sites) and not pq.groups and not pq.required
         if (not units and not site_only) or not self.segments:
             return results
@@ -344,7 +366,7 @@ class Searcher:
         nosite_masks = self._host_masks(tuple(pq.excluded_sites)) if pq.excluded_sites else None
         small = sum(len(seg.doc_ids) for seg in self.segments) < EXHAUSTIVE_MAX_DOCS
         unbounded = prior is not None and prior_bound is None
-        if site_only or exhaustive or small or unbounded:
+        if site_only or request.exhaustive or small or unbounded:
             found = self._score_all(units, pq, postings, idfs=idfs, pairs=pairs,
                                     site_masks=site_masks,
                                     nosite_masks=nosite_masks, site_only=site_only)
@@ -359,8 +381,7 @@ class Searcher:
             plan = Plan(units, idfs, pairs, pq.required, pq.excluded, site_masks, nosite_masks)
             top = top_text(postings, plan, self.settings, want=offset + k, prior=prior,
                            prior_bound=0.0 if prior_bound is None else prior_bound,
-                           prior_key=prior_key,
-                           deadline=deadline)
+                           prior_key=request.prior_key, deadline=request.deadline)
             segs, ords, text, prior_scores = top.segs, top.ords, top.text, top.prior
             results.total, results.total_exact = top.total, top.total_exact
             results.partial = top.partial
@@ -374,9 +395,10 @@ class Searcher:
             return results
         chosen = _top(final, doc_ids, want)
         chosen = chosen[np.lexsort((doc_ids[chosen], -final[chosen]))][offset:]
-        maker = SnippetMaker(set(terms), _raw_words(pq), self.analyzer) if snippets else None
-        frag_ids = (self._fragments(segs[chosen], ords[chosen], idfs, postings) if fragments
-                    else [None] * len(chosen))
+        maker = (SnippetMaker(set(terms), _raw_words(pq), self.analyzer) if request.snippets
+                 else None)
+        frag_ids = (self._fragments(segs[chosen], ords[chosen], idfs, postings)
+                    if request.fragments else [None] * len(chosen))
         for i, frag in zip(chosen, frag_ids, strict=True):
             si, o = int(segs[i]), int(ords[i])
             seg = self.segments[si]
@@ -389,14 +411,15 @@ class Searcher:
                 snippet=snippet, highlights=spans, score=float(final[i]),
                 text_score=float(text[i]), prior_score=float(prior_scores[i]),
                 explain=self._explain(si, o, units, idfs, postings, n_docs=n_docs,
-                                      pairs=pairs) if explain else None,
+                                      pairs=pairs) if request.explain else None,
                 fragment=frag))
         return results
 
     def _score_all(self, units: list[tuple[str, ...]], pq: ParsedQuery,
                    postings: QueryPostings, *, idfs: dict[str, float],
-                   pairs: list[tuple[str, str]], site_masks: list[np.ndarray] | None, nosite_masks: list[np.ndarray] | None,
-                   site_only: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+                   pairs: list[tuple[str, str]], site_masks: list[np.ndarray] | None,
+                   nosite_masks: list[np.ndarray] | None, site_only: bool
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
         """Every match's (segment, ordinal, text score), every posting scored term-at-a-time
         into arrays as long as each segment: the reference indexer/topk.py equals, and the
         listing of a ``site:`` query without words."""
