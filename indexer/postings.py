@@ -155,7 +155,7 @@ class PostingStore:
         statistics."""
         self.segments = list(segments)
         self.live = list(live)
-        self._all_live = [bool(m.all()) for m in self.live]
+        self.all_live = [bool(m.all()) for m in self.live]  # per segment: no ordinal masked
         self.coefficients = list(coefficients)
         self.k1 = settings.k1
         self.window = settings.proximity_window
@@ -228,7 +228,7 @@ class QueryPostings:
             docs, tfs = seg.postings(row)
             if len(tfs):  # kept in the smallest type that holds them (uint8 for most words)
                 tfs = tfs.astype(np.min_scalar_type(int(tfs.max())), copy=False)
-            if store._all_live[si]:
+            if store.all_live[si]:
                 result = PostingList(docs, tfs, row, tfs, docs)
             else:
                 live = store.live[si][docs]
@@ -255,11 +255,6 @@ class QueryPostings:
         return np.asarray(self.store.segments[si].doc_ids[ords], dtype=np.int64)
 
     # ------------------------------------------------------------------ scores
-    @property
-    def own_norms(self) -> bool:
-        """Scored under the snapshot's own statistics (whose derived scores the lists keep)."""
-        return self.norms is None
-
     def saturated(self, p: PostingList, si: int) -> np.ndarray:
         """tf~/(k1 + tf~) of each posting of ``p``, computed once per list and norms."""
         k1 = self.store.k1

@@ -6,11 +6,12 @@ coefficients precomputed at open); :meth:`Searcher.search` is the per-query scor
 collector.
 
 Scoring is vectorised over postings: for each query term, each segment's postings are decoded
-(indexer/codec.py; read and cached through indexer/postings.py) and their BM25F contributions scattered into a dense score array of that
-segment (one float per document), so no Python loop runs per document.  The caller's ``prior``
-(link importance, at most ``prior_bound``) is added to every match's text score and the exact
-top k of the sum taken with ``argpartition``; on a large index indexer/topk.py finds the same
-top k from the few blocks of postings that can hold it.
+(indexer/codec.py; read and cached through indexer/postings.py) and their BM25F contributions
+scattered into a dense score array of that segment (one float per document), so no Python loop
+runs per document.  The caller's ``prior`` (link importance, at most ``prior_bound``) is added
+to every match's text score and the exact top k of the sum taken with ``argpartition``; on a
+large index indexer/topk.py finds the same top k from the few blocks of postings that can hold
+it.
 
 Versions: a newer segment masks older versions of the same URL (its docs and drops bitmaps);
 indexer/liveness.py computes that once at open.  Collection statistics (N, df, average field

@@ -586,7 +586,8 @@ class _Evaluation:
         n_blocks = len(bound)
         untaken = np.ones(n_blocks, dtype=bool)  # neither read nor skipped
         skipped = np.zeros(n_blocks, dtype=bool)  # shown unable to hold a page reaching T
-        seen = [_NO_INT for _ in range(self.postings.n_segments)]  # per segment, the docs met (sorted)
+        # per segment, the docs met (sorted)
+        seen = [_NO_INT for _ in range(self.postings.n_segments)]
         pend: _Pending | None = None
         pos = 0  # phase 1 takes blocks in descending bound: [0, pos) are taken
         last_round = False  # phase 2 took every block that can matter: none is left to take
