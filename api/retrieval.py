@@ -34,7 +34,7 @@ from websift.api.result_cache import ResultCache
 from websift.api.settings import Settings
 from websift.api.snapshot import RankView, Snapshot, SnapshotHolder
 from websift.indexer.query import parse_query
-from websift.indexer.searcher import CollectionStats, Hit
+from websift.indexer.searcher import CollectionStats, Hit, IndexQuery
 from websift.ranking.errors import UnknownTopic
 from websift.ranking.fusion import FusionParams, gather, make_prior, mix_topics
 from websift.ranking.topics import topic_similarity
@@ -177,7 +177,7 @@ def run_search(
     prior = None if choice.lookup is None else make_prior(choice.lookup, fusion)
     key = None if prior is None else prior_key(view, choice, fusion)
     # The exact top offset + k of text + prior over every match (indexer/topk.py).
-    results = searcher.search(
+    results = searcher.search(IndexQuery(
         req.q,
         k=req.k,
         offset=req.offset,
@@ -190,7 +190,7 @@ def run_search(
         prior_bound=fusion.weight,
         prior_key=key,
         deadline=deadline,
-    )
+    ))
     hits = _ranked_hits(results.hits, view, choice)
     took_ms = (time.perf_counter() - started) * 1000.0
     explain = {
@@ -285,14 +285,6 @@ def search_and_cache(
     if not outcome.partial:
         cache.put(_cache_key(snap, req, settings), outcome)
     return outcome
-
-
-def cached_search(
-    snap: Snapshot, req: SearchRequest, settings: Settings, cache: ResultCache[Outcome]
-) -> Outcome:
-    """The cached answer, else a search whose answer is cached."""
-    hit = cache_lookup(snap, req, settings, cache)
-    return hit if hit is not None else search_and_cache(snap, req, settings, cache)
 
 
 def _cache_key(snap: Snapshot, req: SearchRequest, settings: Settings) -> Hashable:

@@ -160,7 +160,3 @@ def in_anchors_many(store: StoreReader, targets: list[int],
             a.sources.append(src)
     return out
 
-
-def in_anchors(store: StoreReader, dst: int, aliases: list[int] | None = None) -> Anchors:
-    """The anchor texts of the links pointing at ``dst`` or at a URL redirecting to it."""
-    return in_anchors_many(store, [dst], {dst: list(aliases or ())})[dst]

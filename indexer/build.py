@@ -50,6 +50,7 @@ from websift.indexer.anchors import (
 )
 from websift.indexer.docbatch import ANCHOR_ONLY, FULL, WARC_ERROR, AnalysedBatch, DocJob, host_of
 from websift.indexer.errors import IndexBusy, IndexCorrupt, IndexMissing
+from websift.indexer.liveness import live_count, live_masks
 from websift.indexer.manifest import (
     Manifest,
     SegmentEntry,
@@ -281,15 +282,13 @@ def _run(data: DataDir, store: StoreReader, manifest: Manifest | None, *, ram_mb
         mode = report.mode = "merge"
         merged = f"seg-{generation:06d}-merged"
         tmp_merge = index_dir / f"tmp-{generation:06d}-{os.getpid()}-merge"
-        from websift.indexer.searcher import live_masks
-
         meta = merge_segments(readers, live_masks(readers), tmp_merge, ram_mb * 1024 * 1024)
         os.replace(tmp_merge, index_dir / merged)
         fsync_dir(index_dir)
         segments = [SegmentEntry(name=merged, doc_count=int(meta["doc_count"]),
                                  files=describe_files(index_dir / merged))]
         readers = [SegmentReader(index_dir / merged)]
-    live = _live_count(readers)
+    live = live_count(readers)
     new = Manifest(generation=generation, last_seq=snap_seq, segments=segments,
                    stats={"live_docs": live, "mode": mode})
     write_manifest(index_dir, new)
@@ -489,8 +488,3 @@ def _add_batch(writer: SegmentWriter, jobs: list[DocJob], batch: AnalysedBatch,
         writer.barrels.add_block(hits)
 
 
-def _live_count(segments: list[SegmentReader]) -> int:
-    """Documents visible through the newest-wins masking (see searcher.live_masks)."""
-    from websift.indexer.searcher import live_masks
-
-    return int(sum(int(m.sum()) for m in live_masks(segments)))

@@ -6,28 +6,30 @@ coefficients precomputed at open); :meth:`Searcher.search` is the per-query scor
 collector.
 
 Scoring is vectorised over postings: for each query term, each segment's postings are decoded
-(indexer/codec.py) and their BM25F contributions scattered into a dense score array of that
-segment (one float per document), so no Python loop runs per document.  The caller's ``prior``
-(link importance, at most ``prior_bound``) is added to every match's text score and the exact
-top k of the sum taken with ``argpartition``; on a large index indexer/topk.py finds the same
-top k from the few blocks of postings that can hold it.
+(indexer/codec.py; read and cached through indexer/postings.py) and their BM25F contributions
+scattered into a dense score array of that segment (one float per document), so no Python loop
+runs per document.  The caller's ``prior`` (link importance, at most ``prior_bound``) is added
+to every match's text score and the exact top k of the sum taken with ``argpartition``; on a
+large index indexer/topk.py finds the same top k from the few blocks of postings that can hold
+it.
 
 Versions: a newer segment masks older versions of the same URL (its docs and drops bitmaps);
-:func:`live_masks` computes that once at open.  Collection statistics (N, df, average field
+indexer/liveness.py computes that once at open.  Collection statistics (N, df, average field
 lengths) count live documents only.
 
 Shards: :meth:`Searcher.open_shards` opens several index directories (one per crawler's data
 directory) as one searcher: their segments side by side, so N, df and the average field
 lengths are sums over every shard and a score means the same whatever shard holds the page.
 Shards must share one URL ID space (a page's ID names the same URL everywhere): a URL ID held
-by two shards as different URLs is refused at open (:class:`ShardsConflict`); held as the same
+by two shards as different URLs is refused at open (``ShardsConflict``); held as the same
 URL (a page one crawler fetched and another only saw linked), the copy with the most indexed
-words serves (:func:`shard_live_masks`).
+words serves (indexer/liveness.py).
 
 Remote shards (api/fanout.py) cannot share memory, so a query there is scored in two rounds
 (Elasticsearch's "dfs_query_then_fetch"): :meth:`Searcher.collection_stats` gives a shard's N,
-field length sums and the query terms' df; the sums over every shard come back as ``stats=``
-of :meth:`Searcher.search`, which then scores exactly as one index over all of them would.
+field length sums and the query terms' df; the sums over every shard come back in
+``IndexQuery.stats`` of :meth:`Searcher.search`, which then scores exactly as one index over all
+of them would.
 """
 
 from __future__ import annotations
@@ -49,20 +51,19 @@ from websift.indexer import bm25f
 from websift.indexer.analysis import Analyzer
 from websift.indexer.errors import IndexCorrupt
 from websift.indexer.fragments import StoredFragments, read_fragments
+from websift.indexer.liveness import Shard, shard_live_masks
 from websift.indexer.manifest import Manifest, read_manifest, verify_segment
 from websift.indexer.manifest import current_generation as _manifest_generation
-from websift.indexer.query import ParsedQuery, Phrase, parse_query
+from websift.indexer.postings import Norms, PostingStore, QueryPostings
+from websift.indexer.query import ParsedQuery, parse_query
 from websift.indexer.segment import SegmentReader, query_settings
 from websift.indexer.settings import (
     DEFAULT_K,
-    DENSE_POSTINGS_SHARE,
     EXHAUSTIVE_MAX_DOCS,
     FIELDS,
     FRAGMENT_CACHE_BYTES,
     MAX_QUERY_CHARS,
     N_FIELDS,
-    PAIRS_CACHE_BYTES,
-    POSTINGS_CACHE_BYTES,
     SITE_MASK_CACHE_BYTES,
     STOP_PAIR_MIN_IDF,
     TEXT_CACHE_BYTES,
@@ -72,10 +73,7 @@ from websift.indexer.snippet import PageText, SnippetMaker, read_text
 from websift.indexer.topk import Plan, proximity_bonus, top_text
 
 Prior = Callable[[np.ndarray], np.ndarray]
-_FIELD_SHIFT = 25
-_DOC_SHIFT = 29
 _DEFS = FIELDS.index("defs")  # the field a page's fragments are indexed in
-_POS_MASK = (1 << _FIELD_SHIFT) - 1
 
 
 @dataclass
@@ -107,16 +105,37 @@ class SearchResults:
 
 
 @dataclass(frozen=True)
-class Shard:
-    """One index directory at one generation: the segments its manifest names."""
+class IndexQuery:
+    """One search of the index (:meth:`Searcher.search`): what to find, which hits, how to
+    score and present them.  Not the HTTP request (api/retrieval.py's ``SearchRequest``), which
+    the API turns into one of these."""
 
-    index_dir: Path | None  # None: segments handed to the constructor, not opened from a dir
-    manifest: Manifest
-    segments: list[SegmentReader]
-
-
-class ShardsConflict(IndexCorrupt):
-    """Two shards hold one URL ID as different pages: they were crawled in separate ID spaces."""
+    text: str  # the query as typed (indexer/query.py's syntax)
+    k: int = DEFAULT_K  # hits wanted ...
+    offset: int = 0  # ... after this many
+    site: str | None = None  # only this host and its subdomains (as ``site:`` in the text)
+    # URL IDs -> a boost added to their text score (link importance; ranking/fusion.py).
+    prior: Prior | None = None
+    # The prior is at most this (the fusion's ``w``), which lets the pruning skip blocks
+    # exactly; a prior without a bound is added to every match (the exhaustive path).
+    prior_bound: float | None = None
+    # A name for ``prior`` that no other function gets while the searcher lives, so the pruning
+    # keeps each block's largest prior with the cached lists (without it every block counts
+    # the bound).
+    prior_key: Hashable | None = None
+    # Score with these collection statistics instead of the searcher's own (the sums over
+    # every shard; a term they leave out keeps its own df here).
+    stats: CollectionStats | None = None
+    # A time.monotonic() past which the search returns what it has (``partial``).
+    deadline: float | None = None
+    explain: bool = False  # each hit says how its score was made (Hit.explain)
+    snippets: bool = True  # each hit gets a snippet with highlights
+    # Each hit gets the id of its best fragment (Hit.fragment); like snippets, this reads
+    # stored data for the hits, which a caller measuring ranking alone can skip.
+    fragments: bool = True
+    # Score every posting: the reference the pruned evaluation equals (an index of fewer than
+    # EXHAUSTIVE_MAX_DOCS documents is always scored so).
+    exhaustive: bool = False
 
 
 @dataclass(frozen=True)
@@ -148,82 +167,6 @@ def current_generation(data: DataDir) -> int | None:
     return _manifest_generation(data.index_dir)
 
 
-def live_masks(segments: list[SegmentReader]) -> list[np.ndarray]:
-    """Per segment, which ordinals are live: a newer segment's docs and drops mask older ones."""
-    masked = BitMap()
-    out: list[np.ndarray] = [np.zeros(0, dtype=bool)] * len(segments)
-    for i in range(len(segments) - 1, -1, -1):
-        seg = segments[i]
-        if len(masked):
-            gone = np.asarray(masked.to_array(), dtype=np.int64)
-            out[i] = ~np.isin(seg.doc_ids, gone)
-        else:
-            out[i] = np.ones(len(seg.doc_ids), dtype=bool)
-        masked |= seg.docs
-        masked |= seg.drops
-    return out
-
-
-# Overlapping URL IDs whose URLs are compared between shards (evenly spread): IDs from separate
-# ID spaces name different URLs almost everywhere, so a sample finds them.
-CONFLICT_SAMPLE = 1000
-
-
-def shard_live_masks(shards: Sequence[Shard]) -> list[np.ndarray]:
-    """Per segment of every shard in order, which ordinals are live.
-
-    Inside a shard newer segments mask older ones (:func:`live_masks`).  Across shards a URL ID
-    is one page: held by several shards as the same URL, the copy with the most indexed words
-    stays live (a fetched page beats another crawler's anchor-only record of it; ties: the
-    first shard); held as different URLs, :class:`ShardsConflict`.
-    """
-    masks = [live_masks(s.segments) for s in shards]
-    if len(shards) > 1:
-        _settle_overlaps(shards, masks)
-    return [m for per_shard in masks for m in per_shard]
-
-
-def _settle_overlaps(shards: Sequence[Shard], masks: list[list[np.ndarray]]) -> None:
-    ids = [np.concatenate([seg.doc_ids[m] for seg, m in zip(s.segments, ms, strict=True)]
-                          or [np.zeros(0, dtype=np.int64)]) for s, ms in zip(shards, masks,
-                                                                             strict=True)]
-    everything = np.sort(np.concatenate(ids))
-    shared = np.unique(everything[1:][everything[1:] == everything[:-1]])
-    if len(shared) == 0:
-        return
-    # Per shard: (ordinal location, words indexed, URL) of each shared ID it holds live.
-    n = len(shards)
-    words = np.full((n, len(shared)), -1, dtype=np.int64)
-    where: list[dict[int, tuple[int, int]]] = [{} for _ in shards]
-    for i, (shard, ms) in enumerate(zip(shards, masks, strict=True)):
-        for si, (seg, live) in enumerate(zip(shard.segments, ms, strict=True)):
-            ords = np.flatnonzero(live & np.isin(seg.doc_ids, shared))
-            cols = np.searchsorted(shared, seg.doc_ids[ords])
-            words[i, cols] = seg.field_lens[ords].sum(axis=1)
-            where[i].update(zip(cols.tolist(), zip([si] * len(ords), ords.tolist(),
-                                                   strict=True), strict=True))
-    step = max(1, len(shared) // CONFLICT_SAMPLE)
-    for col in range(0, len(shared), step):
-        urls = {i: shards[i].segments[where[i][col][0]].head(where[i][col][1])["url"]
-                for i in range(n) if col in where[i]}
-        if len(set(urls.values())) > 1:
-            (a, ua), (b, ub) = list(urls.items())[:2]
-            raise ShardsConflict(
-                f"shards {_shard_name(shards[a])} and {_shard_name(shards[b])} both hold URL ID "
-                f"{int(shared[col])}, as {ua} and {ub}: they come from separate URL ID spaces; "
-                "serve each with its own 'websift serve' and join them with --shard URL")
-    winner = np.argmax(words, axis=0)  # the first shard among equals
-    for i in range(n):
-        for col, (si, o) in where[i].items():
-            if winner[col] != i:
-                masks[i][si][o] = False
-
-
-def _shard_name(shard: Shard) -> str:
-    return str(shard.index_dir.parent) if shard.index_dir is not None else "(given)"
-
-
-_NO_PAIRS = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64))
 _ARRAY_OVERHEAD = 112  # bytes of an ndarray object besides its data (sys.getsizeof)
 
 
@@ -231,51 +174,6 @@ def _mask_bytes(masks: list[np.ndarray]) -> int:
     """Bytes a site filter's cached masks hold: the arrays, their headers, and the key (a
     query's site: values, so at most a query's length)."""
     return sum(m.nbytes + _ARRAY_OVERHEAD for m in masks) + MAX_QUERY_CHARS
-
-
-def _nbytes(p: _Postings | None) -> int:
-    """Bytes a cached entry holds: its arrays, each once (with every page live, ``all_docs``
-    is ``docs``; arrays shared with another entry are counted again), and the saturated
-    scores and the positions' starts made later (float64, int64)."""
-    if p is None:
-        return 64
-    arrays = {id(a): a.nbytes for a in (p.docs, p.tfs, p.all_tfs, p.all_docs, p.dense)
-              if a is not None}
-    return int(sum(arrays.values()) + 8 * len(p.docs) + 8 * len(p.all_docs)
-               + len(p.docs) // 8)  # + block maxima (bounds and priors)
-
-
-@dataclass
-class _Postings:
-    docs: np.ndarray  # live ordinals
-    tfs: np.ndarray  # (n, fields)
-    row: int
-    all_tfs: np.ndarray  # tf matrix before the live filter (positions are grouped by it)
-    all_docs: np.ndarray
-    # tf~/(k1 + tf~) of each posting: fixed for a snapshot (lengths and settings never change
-    # under it), so computed once per cached entry; idf is applied per query.
-    saturated: np.ndarray | None = None
-    # The same under other collection statistics (a remote shard scoring with the global
-    # ones): (their key, the array), replaced together in one assignment.
-    saturated_for: tuple[bytes, np.ndarray] | None = None
-    # For indexer/topk.py, made on first use: where each posting's positions start,
-    # and per block of 128 postings the largest of ``saturated`` (its exact block bounds).
-    pos_starts: np.ndarray | None = None
-    block_max: np.ndarray | None = None
-    # For a list most pages hold (DENSE_POSTINGS_SHARE): per ordinal of the segment, the index
-    # of its live posting in ``docs`` or -1 (int32).
-    dense: np.ndarray | None = None
-    # Per block, the largest prior of its pages under one prior (its key, the array).
-    block_prior: tuple[Hashable, np.ndarray] | None = None
-
-
-@dataclass(frozen=True)
-class _Norms:
-    """Average field lengths and each segment's per-document field coefficients under them."""
-
-    key: bytes
-    avg_lens: np.ndarray
-    coefficients: list[np.ndarray]
 
 
 class Searcher:
@@ -299,7 +197,6 @@ class Searcher:
         self.index_settings = query_settings(self.segments)
         self.analyzer = Analyzer.of(self.index_settings)
         self.live = shard_live_masks(self.shards)
-        self._all_live = [bool(m.all()) for m in self.live]
         self.n_docs = int(sum(int(m.sum()) for m in self.live))
         sums = np.zeros(N_FIELDS, dtype=np.float64)
         for seg, live in zip(self.segments, self.live, strict=True):
@@ -311,22 +208,17 @@ class Searcher:
         # A field the settings do not name has weight 0 (settings written before it existed).
         self.weights = np.array([s.weights.get(f, 0.0) for f in FIELDS], dtype=np.float64)
         self.b = np.array([s.b.get(f, 0.0) for f in FIELDS], dtype=np.float64)
-        self._weighted_field = np.zeros(16, dtype=bool)
-        self._weighted_field[:N_FIELDS] = self.weights > 0
         self.coefficients = self._coefficients(self.avg_lens)
         # Coefficients under the last other statistics a caller asked for (a front server
         # sends the same global ones with every query): one set, replaced when they change.
-        self._other_norms: _Norms | None = None
+        self._other_norms: Norms | None = None
         # Shared by the threads searching this snapshot (its segments never change), each
         # bounded by bytes (indexer/settings.py): what queries ask cannot grow the process.
         self._texts: Cache[tuple[int, int], PageText] = Cache(
             TEXT_CACHE_BYTES, lambda t: sys.getsizeof(t[0]) + sys.getsizeof(t[1]))
         self._frags: Cache[tuple[int, int], StoredFragments] = Cache(
             FRAGMENT_CACHE_BYTES, StoredFragments.size)
-        self._decoded: Cache[tuple[int, str], _Postings | None] = Cache(
-            POSTINGS_CACHE_BYTES, _nbytes)
-        self._pairs: Cache[tuple[int, str, str], tuple[np.ndarray, np.ndarray]] = Cache(
-            PAIRS_CACHE_BYTES, lambda v: 64 + v[0].nbytes + v[1].nbytes)
+        self.postings = PostingStore(self.segments, self.live, self.coefficients, self.settings)
         # site: filter -> per-segment masks of its documents; keyed by what users type.
         self._site_masks: Cache[tuple[str, ...], list[np.ndarray]] = Cache(
             SITE_MASK_CACHE_BYTES if site_cache_bytes is None else site_cache_bytes, _mask_bytes)
@@ -367,7 +259,7 @@ class Searcher:
         return [bm25f.field_coefficients(seg.field_lens.astype(np.float64), avg_lens,
                                          self.weights, self.b) for seg in self.segments]
 
-    def _norms(self, avg_lens: np.ndarray) -> _Norms | None:
+    def _norms(self, avg_lens: np.ndarray) -> Norms | None:
         """Coefficients under other average field lengths than this searcher's own; None when
         they are its own (the usual case: then the cached saturated scores serve)."""
         if np.array_equal(avg_lens, self.avg_lens):
@@ -375,7 +267,7 @@ class Searcher:
         key = avg_lens.tobytes()
         norms = self._other_norms
         if norms is None or norms.key != key:
-            norms = _Norms(key, avg_lens, self._coefficients(avg_lens))
+            norms = Norms(key, avg_lens, self._coefficients(avg_lens))
             self._other_norms = norms  # one assignment: a racing thread sees old or new
         return norms
 
@@ -384,19 +276,19 @@ class Searcher:
         field length sums, and the df of the query's terms (QueryError on a bad query).
         Filters (``site:``) do not change them: they are the whole collection's."""
         pq = parse_query(query, self.analyzer, stop_pairs=self.index_settings.stop_pairs)
-        cache: dict[tuple[int, str], _Postings | None] = {}
+        postings = self.postings.query()
         terms = pq.idf_terms()
         return CollectionStats(
             n_docs=self.n_docs,
             field_lengths=tuple(int(x) for x in self.field_length_sums),
-            df={t: self._df(t, cache) for t in terms})
+            df={t: postings.df(t) for t in terms})
 
     def segment_count(self) -> int:
         return len(self.segments)
 
     def caches(self) -> dict[str, Cache[Any, Any]]:
         """The searcher's caches by name (for their counters and sizes)."""
-        return {"postings": self._decoded, "pairs": self._pairs, "texts": self._texts,
+        return {**self.postings.caches(), "texts": self._texts,
                 "site_masks": self._site_masks, "fragments": self._frags}
 
     def close(self) -> None:
@@ -406,93 +298,11 @@ class Searcher:
         self._other_norms = None
         for cache in self.caches().values():
             cache.clear()
+        self.postings.close()
 
-    # ------------------------------------------------------------------ postings
-    def _postings(self, term: str, cache: dict[tuple[int, str], _Postings | None],
-                  si: int) -> _Postings | None:
-        key = (si, term)
-        if key in cache:
-            return cache[key]
-        found, kept = self._decoded.lookup(key)
-        if found:
-            cache[key] = kept
-            return kept
-        seg = self.segments[si]
-        row = seg.term_row(term)
-        result = None
-        if row >= 0:
-            docs, tfs = seg.postings(row)
-            if len(tfs):  # kept in the smallest type that holds them (uint8 for most words)
-                tfs = tfs.astype(np.min_scalar_type(int(tfs.max())), copy=False)
-            if self._all_live[si]:
-                result = _Postings(docs, tfs, row, tfs, docs)
-            else:
-                live = self.live[si][docs]
-                result = _Postings(docs[live], tfs[live], row, tfs, docs)
-            n = len(seg.doc_ids)
-            if len(result.docs) >= DENSE_POSTINGS_SHARE * n and n < np.iinfo(np.int32).max:
-                result.dense = np.full(n, -1, dtype=np.int32)
-                result.dense[result.docs] = np.arange(len(result.docs), dtype=np.int32)
-        cache[key] = result
-        self._decoded.put(key, result)
-        return result
-
-    def _df(self, term: str, cache: dict[tuple[int, str], _Postings | None]) -> int:
-        total = 0
-        for si in range(len(self.segments)):
-            p = self._postings(term, cache, si)
-            if p is not None:
-                total += len(p.docs)
-        return total
-
-    def _phrase_mask(self, phrase: Phrase, si: int,
-                     cache: dict[tuple[int, str], _Postings | None]) -> np.ndarray:
-        """Live ordinals of segment ``si`` holding the phrase (terms at their offsets, one field)."""
-        seg = self.segments[si]
-        mask = np.zeros(len(seg.doc_ids), dtype=bool)
-        if not phrase.terms:
-            return mask
-        keys: np.ndarray | None = None
-        for term, offset in zip(phrase.terms, phrase.offsets, strict=True):
-            p = self._postings(term, cache, si)
-            if p is None:
-                return mask
-            if len(phrase.terms) == 1:
-                mask[p.docs] = True
-                return mask
-            k = self._position_keys(p, si, cache, term)
-            k = k[(k & _POS_MASK) >= offset] - offset
-            keys = np.unique(k) if keys is None else np.intersect1d(keys, k, assume_unique=True)
-            if len(keys) == 0:
-                return mask
-        if keys is not None:
-            mask[np.unique(keys >> _DOC_SHIFT)] = True
-        return mask & self.live[si]
-
-    def _position_keys(self, p: _Postings, si: int,
-                       cache: dict[tuple[int, str], _Postings | None], term: str) -> np.ndarray:
-        """Every occurrence of a term as ordinal << 29 | field << 25 | position (sorted)."""
-        key = (si, "\x00pos:" + term)
-        memo = cache.get(key)
-        if memo is None:
-            memo = self._decoded.get(key)
-            if memo is not None:
-                cache[key] = memo
-        if memo is not None:
-            return memo.docs
-        positions = self.segments[si].positions(p.row, p.all_tfs)
-        # (posting, field) group of each position -> (ordinal << 4 | field) in one repeat
-        group_key = (p.all_docs[:, None] << 4) | np.arange(N_FIELDS, dtype=np.int64)
-        per_pos = np.repeat(group_key.ravel(), p.all_tfs.ravel().astype(np.int64))
-        keys = ((per_pos >> 4) << _DOC_SHIFT) | ((per_pos & 0xF) << _FIELD_SHIFT) | positions
-        memo = _Postings(keys, p.tfs, p.row, p.all_tfs, p.all_docs)
-        cache[key] = memo
-        self._decoded.put(key, memo)
-        return keys
-
-    def _proximity(self, pairs: list[tuple[str, str]], si: int,
-                   cache: dict[tuple[int, str], _Postings | None], idfs: dict[str, float]
-                   ) -> np.ndarray | None:
+    # ------------------------------------------------------------------ scoring
+    def _proximity(self, pairs: list[tuple[str, str]], si: int, postings: QueryPostings,
+                   idfs: dict[str, float]) -> np.ndarray | None:
         """Proximity evidence: for each pair of consecutive query words, the documents where the
         second follows the first within PROXIMITY_WINDOW positions in one field get
         weight * min(idf) * c / (c + 1) for c such places (a soft phrase; Büttcher et al. 2006
@@ -502,41 +312,10 @@ class Searcher:
             return None
         bonus = np.zeros(len(self.segments[si].doc_ids), dtype=np.float64)
         for a, b in pairs:
-            docs, share = self._near_pairs(a, b, si, cache)
+            docs, share = postings.near_pairs(a, b, si)
             if len(docs):
                 bonus[docs] += s.proximity_weight * min(idfs[a], idfs[b]) * share
         return bonus * self.live[si]
-
-    def _near_pairs(self, a: str, b: str, si: int,
-                    cache: dict[tuple[int, str], _Postings | None]
-                    ) -> tuple[np.ndarray, np.ndarray]:
-        """(ordinals, c / (c + 1)) of the documents of segment ``si`` where ``b`` follows ``a``
-        within the window in a weighted field, c times.  A function of the two terms'
-        postings alone, so kept in an LRU cache like a bigram's postings."""
-        key = (si, a, b)
-        kept = self._pairs.get(key)
-        if kept is not None:
-            return kept
-        out = _NO_PAIRS
-        pa, pb = self._postings(a, cache, si), self._postings(b, cache, si)
-        if pa is not None and pb is not None and len(pa.docs) and len(pb.docs):
-            ka = self._position_keys(pa, si, cache, a)
-            kb = self._position_keys(pb, si, cache, b)
-            # Keys are sorted: the next occurrence of b after each a is one searchsorted away;
-            # a gap of at most the window (< 2**24) means the same document and field.
-            nxt = np.searchsorted(kb, ka + 1)
-            ok = nxt < len(kb)
-            near = np.zeros(len(ka), dtype=bool)
-            near[ok] = kb[nxt[ok]] - ka[ok] <= self.settings.proximity_window
-            near &= self._weighted_field[(ka >> _FIELD_SHIFT) & 0xF]  # only fields that count
-            if near.any():
-                owners = ka[near] >> _DOC_SHIFT  # sorted, as the keys are: run lengths
-                first = np.flatnonzero(np.diff(owners, prepend=-1))
-                docs = owners[first]
-                c = np.diff(first, append=len(owners)).astype(np.float64)
-                out = (docs, c / (c + 1.0))
-        self._pairs.put(key, out)
-        return out
 
     def _host_masks(self, hosts: tuple[str, ...]) -> list[np.ndarray]:
         """Per segment, which ordinals belong to one of ``hosts`` or their subdomains (cached:
@@ -554,45 +333,34 @@ class Searcher:
         return out
 
     # ------------------------------------------------------------------ search
-    def search(self, query: str, k: int = DEFAULT_K, offset: int = 0, *, site: str | None = None,
-               prior: Prior | None = None, explain: bool = False,
-               snippets: bool = True, stats: CollectionStats | None = None,
-               prior_bound: float | None = None, deadline: float | None = None,
-               exhaustive: bool = False, fragments: bool = True,
-               prior_key: Hashable | None = None) -> SearchResults:
-        """Top ``k`` hits (after ``offset``) for ``query``; raises QueryError on a bad query.
+    def search(self, request: IndexQuery) -> SearchResults:
+        """Top ``request.k`` hits (after ``request.offset``) for ``request.text``; raises
+        QueryError on a bad query.
 
-        The ranking is the exact top ``offset + k`` of text score + ``prior`` (URL IDs -> a
-        boost) over every matching page, ties by the lower URL ID.  ``stats``: score with these
-        collection statistics instead of this searcher's own (the sums over every shard; a
-        term they leave out keeps its own df here).  ``prior_bound``: the prior is at most this
-        (the fusion's ``w``), which lets the pruning skip blocks exactly; a prior without a
-        bound is added to every match (the exhaustive path).  ``deadline``: a
-        ``time.monotonic()`` past which the search returns what it has (``partial``);
-        ``exhaustive``: score every posting (the reference the pruned evaluation equals; an
-        index of fewer than EXHAUSTIVE_MAX_DOCS documents is always scored so); ``fragments``:
-        give each hit the id of its best fragment (``Hit.fragment``; like snippets, this reads
-        stored data for the hits, which a caller measuring ranking alone can skip);
-        ``prior_key``: a name for ``prior`` that no other function gets while this searcher
-        lives, so the pruning keeps each block's largest prior with the cached lists (without
-        it every block counts the bound)."""
-        pq = parse_query(query, self.analyzer, stop_pairs=self.index_settings.stop_pairs)
-        if site:
-            pq.sites.append(site.lower())
+        The ranking is the exact top ``offset + k`` of text score + ``prior`` over every
+        matching page, ties by the lower URL ID (:class:`IndexQuery` says what each field
+        changes)."""
+        prior, prior_bound, stats = request.prior, request.prior_bound, request.stats
+        offset, k = request.offset, request.k
+        pq = parse_query(request.text, self.analyzer,
+                         stop_pairs=self.index_settings.stop_pairs)
+        if request.site:
+            pq.sites.append(request.site.lower())
         units = pq.units()
-        results = SearchResults(query=query, total=0)
+        results = SearchResults(query=request.text, total=0)
         site_only = not units and bool(pq.sites) and not pq.groups and not pq.required
         if (not units and not site_only) or not self.segments:
             return results
-        cache: dict[tuple[int, str], _Postings | None] = {}
         terms = list(dict.fromkeys(t for u in units for t in u))
         n_docs, norms = self.n_docs, None
-        if stats is None:
-            idfs = {t: bm25f.idf_one(n_docs, self._df(t, cache)) for t in pq.idf_terms()}
-        else:
+        if stats is not None:
             n_docs, norms = max(int(stats.n_docs), 0), self._norms(stats.avg_lens())
+        postings = self.postings.query(norms)
+        if stats is None:
+            idfs = {t: bm25f.idf_one(n_docs, postings.df(t)) for t in pq.idf_terms()}
+        else:
             # df clamped to [0, N]: figures from elsewhere must not leave idf's domain.
-            dfs = {t: int(stats.df[t]) if t in stats.df else self._df(t, cache)
+            dfs = {t: int(stats.df[t]) if t in stats.df else postings.df(t)
                    for t in pq.idf_terms()}
             idfs = {t: bm25f.idf_one(n_docs, min(max(df, 0), n_docs)) for t, df in dfs.items()}
         pairs = [(a, b) for a, b in pairwise(pq.word_terms()) if a != b and a in idfs
@@ -602,9 +370,9 @@ class Searcher:
         nosite_masks = self._host_masks(tuple(pq.excluded_sites)) if pq.excluded_sites else None
         small = sum(len(seg.doc_ids) for seg in self.segments) < EXHAUSTIVE_MAX_DOCS
         unbounded = prior is not None and prior_bound is None
-        if site_only or exhaustive or small or unbounded:
-            found = self._score_all(units, pq, idfs=idfs, pairs=pairs, cache=cache,
-                                    norms=norms, site_masks=site_masks,
+        if site_only or request.exhaustive or small or unbounded:
+            found = self._score_all(units, pq, postings, idfs=idfs, pairs=pairs,
+                                    site_masks=site_masks,
                                     nosite_masks=nosite_masks, site_only=site_only)
             if found is None:
                 return results
@@ -614,12 +382,10 @@ class Searcher:
             prior_scores = (np.asarray(prior(doc_ids), dtype=np.float64) if prior is not None
                             else np.zeros(len(doc_ids)))
         else:
-            plan = Plan(units, idfs, pairs, pq.required, pq.excluded, site_masks, nosite_masks,
-                        norms)
-            top = top_text(self, plan, cache, want=offset + k, prior=prior,
+            plan = Plan(units, idfs, pairs, pq.required, pq.excluded, site_masks, nosite_masks)
+            top = top_text(postings, plan, self.settings, want=offset + k, prior=prior,
                            prior_bound=0.0 if prior_bound is None else prior_bound,
-                           prior_key=prior_key,
-                           deadline=deadline)
+                           prior_key=request.prior_key, deadline=request.deadline)
             segs, ords, text, prior_scores = top.segs, top.ords, top.text, top.prior
             results.total, results.total_exact = top.total, top.total_exact
             results.partial = top.partial
@@ -633,9 +399,10 @@ class Searcher:
             return results
         chosen = _top(final, doc_ids, want)
         chosen = chosen[np.lexsort((doc_ids[chosen], -final[chosen]))][offset:]
-        maker = SnippetMaker(set(terms), _raw_words(pq), self.analyzer) if snippets else None
-        frag_ids = (self._fragments(segs[chosen], ords[chosen], idfs, cache) if fragments
-                    else [None] * len(chosen))
+        maker = (SnippetMaker(set(terms), _raw_words(pq), self.analyzer) if request.snippets
+                 else None)
+        frag_ids = (self._fragments(segs[chosen], ords[chosen], idfs, postings)
+                    if request.fragments else [None] * len(chosen))
         for i, frag in zip(chosen, frag_ids, strict=True):
             si, o = int(segs[i]), int(ords[i])
             seg = self.segments[si]
@@ -647,16 +414,16 @@ class Searcher:
                 title=stored.get("title", "") or stored.get("url", ""),
                 snippet=snippet, highlights=spans, score=float(final[i]),
                 text_score=float(text[i]), prior_score=float(prior_scores[i]),
-                explain=self._explain(si, o, units, idfs, cache, n_docs=n_docs, norms=norms,
-                                      pairs=pairs) if explain else None,
+                explain=self._explain(si, o, units, idfs, postings, n_docs=n_docs,
+                                      pairs=pairs) if request.explain else None,
                 fragment=frag))
         return results
 
-    def _score_all(self, units: list[tuple[str, ...]], pq: ParsedQuery, *,
-                   idfs: dict[str, float], pairs: list[tuple[str, str]],
-                   cache: dict[tuple[int, str], _Postings | None], norms: _Norms | None,
-                   site_masks: list[np.ndarray] | None, nosite_masks: list[np.ndarray] | None,
-                   site_only: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    def _score_all(self, units: list[tuple[str, ...]], pq: ParsedQuery,
+                   postings: QueryPostings, *, idfs: dict[str, float],
+                   pairs: list[tuple[str, str]], site_masks: list[np.ndarray] | None,
+                   nosite_masks: list[np.ndarray] | None, site_only: bool
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
         """Every match's (segment, ordinal, text score), every posting scored term-at-a-time
         into arrays as long as each segment: the reference indexer/topk.py equals, and the
         listing of a ``site:`` query without words."""
@@ -673,25 +440,25 @@ class Searcher:
             for unit in units:
                 hit = np.zeros(n, dtype=bool) if len(unit) > 1 else None
                 for term in unit:
-                    p = self._postings(term, cache, si)
+                    p = postings.get(term, si)
                     if p is None or len(p.docs) == 0:
                         continue
-                    score[p.docs] += idfs[term] * self._saturated(p, si, norms)
+                    score[p.docs] += idfs[term] * postings.saturated(p, si)
                     if hit is None:
                         matched[p.docs] += 1
                     else:
                         hit[p.docs] = True
                 if hit is not None:
                     matched += hit
-            bonus = self._proximity(pairs, si, cache, idfs)
+            bonus = self._proximity(pairs, si, postings, idfs)
             if bonus is not None:
                 score += bonus
             # "site:host" alone lists the host's pages (text score 0, ordered by the prior).
             cand = self.live[si].copy() if site_only else matched > 0
             for phrase in pq.required:
-                cand &= self._phrase_mask(phrase, si, cache)
+                cand &= postings.phrase_mask(phrase, si)
             for phrase in pq.excluded:
-                cand &= ~self._phrase_mask(phrase, si, cache)
+                cand &= ~postings.phrase_mask(phrase, si)
             if site_masks is not None:
                 cand &= site_masks[si]
             if nosite_masks is not None:
@@ -708,7 +475,7 @@ class Searcher:
         return np.concatenate(cand_seg), np.concatenate(cand_ord), np.concatenate(cand_score)
 
     def _fragments(self, segs: np.ndarray, ords: np.ndarray, idfs: dict[str, float],
-                   cache: dict[tuple[int, str], _Postings | None]) -> list[str | None]:
+                   postings: QueryPostings) -> list[str | None]:
         """For each hit (``segs[i]``, ``ords[i]``), the id of its fragment whose key best
         matches the query (indexer/fragments.py), or None.  Only a page whose defs field holds
         a query term has one to offer: that is read from the postings the query already
@@ -718,7 +485,7 @@ class Searcher:
             at = np.flatnonzero(segs == si)
             mine = ords[at]
             for term, idf in idfs.items():
-                p = self._postings(term, cache, si)
+                p = postings.get(term, si)
                 if p is None or len(p.docs) == 0:
                     continue
                 j = np.minimum(np.searchsorted(p.docs, mine), len(p.docs) - 1)
@@ -740,21 +507,6 @@ class Searcher:
                                                    name=f"{seg.name}/{ordinal}"))
             self._frags.put(key, frags)
         return frags.best(wanted)
-
-    def _saturated(self, p: _Postings, si: int, norms: _Norms | None) -> np.ndarray:
-        """tf~/(k1 + tf~) of each posting of ``p``, computed once per postings and norms."""
-        k1 = self.settings.k1
-        if norms is None:
-            if p.saturated is None:
-                p.saturated = bm25f.saturate(
-                    bm25f.pseudo_tf(p.tfs, self.coefficients[si][p.docs]), k1)
-            return p.saturated
-        kept = p.saturated_for
-        if kept is None or kept[0] != norms.key:
-            kept = (norms.key, bm25f.saturate(
-                bm25f.pseudo_tf(p.tfs, norms.coefficients[si][p.docs]), k1))
-            p.saturated_for = kept
-        return kept[1]
 
     def locate(self, doc_ids: Sequence[int]) -> list[tuple[int, int] | None]:
         """(segment, ordinal) of the live version of each URL ID, or None if not indexed."""
@@ -799,20 +551,19 @@ class Searcher:
         return out
 
     def _explain(self, si: int, ordinal: int, units: list[tuple[str, ...]],
-                 idfs: dict[str, float], cache: dict[tuple[int, str], _Postings | None], *,
-                 n_docs: int, norms: _Norms | None,
+                 idfs: dict[str, float], postings: QueryPostings, *, n_docs: int,
                  pairs: list[tuple[str, str]]) -> dict[str, Any]:
         """Per term: idf, tf per field, weighted normalised tf per field, score; the proximity
         bonus; coord.  ``text_score`` = coord * (bm25f + proximity), the hit's text score."""
         s = self.settings
-        coeff = (self.coefficients if norms is None else norms.coefficients)[si][ordinal]
-        avg_lens = self.avg_lens if norms is None else norms.avg_lens
+        coeff = postings.coefficients[si][ordinal]
+        avg_lens = self.avg_lens if postings.norms is None else postings.norms.avg_lens
         terms_out: dict[str, Any] = {}
         matched_units = 0
         for unit in units:
             unit_hit = False
             for term in unit:
-                p = self._postings(term, cache, si)
+                p = postings.get(term, si)
                 if p is None:
                     continue
                 j = int(np.searchsorted(p.docs, ordinal))
@@ -831,7 +582,7 @@ class Searcher:
             matched_units += unit_hit
         coord = (matched_units / len(units)) ** s.coord_power if units else 0.0
         total = sum(t["score"] for t in terms_out.values())
-        bonus = float(proximity_bonus(self, pairs, idfs, cache, si=si,
+        bonus = float(proximity_bonus(postings, s, pairs, idfs, si=si,
                                       docs=np.array([ordinal], dtype=np.int64))[0])
         return {"terms": terms_out, "matched_units": matched_units, "units": len(units),
                 "coord": coord, "bm25f": total, "proximity": bonus,

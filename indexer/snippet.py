@@ -162,13 +162,6 @@ def _whole(raw: bytes) -> bytes:
     return raw
 
 
-def make_snippet(text: str, terms: set[str], words: list[str], analyzer: Analyzer,
-                 width: int = SNIPPET_CHARS) -> tuple[str, list[tuple[int, int]]]:
-    """(snippet, highlight spans inside it) for ``text`` and the query's ``terms`` (one hit;
-    a query with many hits builds one :class:`SnippetMaker` instead)."""
-    return SnippetMaker(terms, words, analyzer, width).make(text)
-
-
 def _cut(text: str, begin: int, width: int) -> tuple[str, int]:
     """text[begin:begin+width] moved to word boundaries, with ellipses; returns (cut, offset)."""
     if begin > 0:

@@ -49,7 +49,9 @@ Ding & Suel 2011 and Lucene's impacts, vectorised per round rather than per docu
 
 Work and memory grow with the postings and candidates a query needs, never with the
 collection (no array as long as a segment; a list is decoded whole, once, and kept in the
-searcher's postings cache).  Past the deadline the search stops between
+snapshot's postings cache).  The evaluation reads postings only through the query's
+:class:`~websift.indexer.postings.QueryPostings` (lists, saturations, block maxima, positions,
+near pairs) and never sees the searcher.  Past the deadline the search stops between
 rounds or batches and returns what it has, flagged partial, once it has PARTIAL_MIN_HITS exact
 hits (a partial answer is never empty while pages match).
 """
@@ -60,16 +62,19 @@ import math
 import time
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 import numpy as np
 
-from websift.indexer import bm25f
+from websift.indexer.postings import (
+    DOC_SHIFT,
+    POS_MASK,
+    PostingList,
+    QueryPostings,
+    block_maxima,
+    member,
+)
 from websift.indexer.query import Phrase
-from websift.indexer.segment import posting_starts
 from websift.indexer.settings import (
-    BLOCK,
-    N_FIELDS,
     PARTIAL_MIN_HITS,
     PRUNE_BOUND_SLACK,
     PRUNE_FIRST_POSTINGS,
@@ -77,18 +82,11 @@ from websift.indexer.settings import (
     PRUNE_VERIFY_FIRST,
     PRUNE_VERIFY_MAX,
     PRUNE_WHOLE_LIST,
+    BM25FSettings,
 )
-
-if TYPE_CHECKING:
-    from websift.indexer.searcher import Searcher, _Norms, _Postings
-
-    Cache = dict[tuple[int, str], _Postings | None]
 
 Prior = Callable[[np.ndarray], np.ndarray]  # URL IDs -> the boost added to their text score
 
-_FIELD_SHIFT = 25
-_DOC_SHIFT = 29
-_POS_MASK = (1 << _FIELD_SHIFT) - 1
 _TIE = 1e-9  # relative: a bound this close below T still counts (float rounding of sums)
 
 
@@ -103,7 +101,6 @@ class Plan:
     excluded: list[Phrase]
     site_masks: list[np.ndarray] | None
     nosite_masks: list[np.ndarray] | None
-    norms: _Norms | None
 
 
 @dataclass
@@ -128,7 +125,7 @@ class _List:
     unit: int
     term: str
     si: int
-    p: _Postings
+    p: PostingList
     starts: np.ndarray  # index in the live postings where each block starts; + the end
     bound: np.ndarray  # per block: an upper bound of idf * tf~ / (k1 + tf~)
     desc: np.ndarray = field(default_factory=lambda: np.zeros(0))  # bounds, descending
@@ -169,42 +166,19 @@ def _ranges(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     return np.repeat(lo - (np.cumsum(n) - n), n) + np.arange(total, dtype=np.int64)
 
 
-def _member(docs: np.ndarray, sorted_docs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(which of ``docs`` are in ``sorted_docs``, their index there)."""
-    j = np.searchsorted(sorted_docs, docs)
-    jc = np.minimum(j, max(len(sorted_docs) - 1, 0))
-    hit = (j < len(sorted_docs)) & (sorted_docs[jc] == docs) if len(sorted_docs) else (
-        np.zeros(len(docs), dtype=bool))
-    return hit, jc
-
-
-def _find(p: _Postings, docs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(which of ``docs`` hold ``p``'s word, their index in its live postings): one gather
-    through the list's dense map when it keeps one, else a binary search."""
-    if p.dense is None:
-        return _member(docs, p.docs)
-    j = p.dense[docs]
-    hit = j >= 0
-    return hit, np.where(hit, j, 0).astype(np.int64)
-
-
 class _Evaluation:
-    def __init__(self, searcher: Searcher, plan: Plan, cache: Cache, *, want: int,
-                 prior: Prior | None, prior_bound: float, deadline: float | None,
+    def __init__(self, postings: QueryPostings, plan: Plan, settings: BM25FSettings, *,
+                 want: int, prior: Prior | None, prior_bound: float, deadline: float | None,
                  prior_key: Hashable | None = None) -> None:
-        self.s = searcher
+        self.postings = postings
         self.plan = plan
-        self.cache = cache
+        self.settings = settings
         self.want = max(want, 1)
         self.prior = prior
         self.prior_bound = prior_bound if prior is not None else 0.0
         self.prior_key = prior_key if prior is not None else None
         self.deadline = deadline
-        self.coefficients = (searcher.coefficients if plan.norms is None
-                             else plan.norms.coefficients)
-        avg = searcher.avg_lens if plan.norms is None else plan.norms.avg_lens
-        self.avg = np.where(avg > 0, avg, 1.0)
-        st = searcher.settings
+        st = settings
         self.pair_bonus = [st.proximity_weight * min(plan.idfs[a], plan.idfs[b])
                            for a, b in plan.pairs] if st.proximity_weight > 0 else []
         # A pair's word that is no unit (a stop word beside a query word) has no lists: the
@@ -227,62 +201,42 @@ class _Evaluation:
         self.phrased = any(len(ph.terms) > 1 for ph in [*plan.required, *plan.excluded])
 
     # ------------------------------------------------------------ bounds
-    def _block_bound(self, p: _Postings, si: int, idf: float, starts: np.ndarray) -> np.ndarray:
+    def _block_bound(self, p: PostingList, si: int, idf: float, starts: np.ndarray
+                     ) -> np.ndarray:
         """Per block of live postings (``starts``), idf times its largest tf~/(k1 + tf~): the
         exact largest term score, from the saturations the decoded list keeps (computed once
-        per cached list under the searcher's statistics)."""
-        block_max = p.block_max if self.plan.norms is None else None
-        if block_max is None or len(block_max) != len(starts) - 1:
-            sat = self.s._saturated(p, si, self.plan.norms)
-            padded = np.append(sat, 0.0)  # an empty block (every posting dead) reads 0 ...
-            block_max = np.maximum.reduceat(padded, starts[:-1])
-            block_max[starts[1:] == starts[:-1]] = 0.0  # ... not its neighbour's first
-            if self.plan.norms is None:
-                p.block_max = block_max
-        return idf * block_max * (1.0 + PRUNE_BOUND_SLACK)
+        per cached list under the snapshot's statistics)."""
+        return idf * self.postings.block_max(p, si, starts) * (1.0 + PRUNE_BOUND_SLACK)
 
     def _open_lists(self) -> None:
         for ui, unit in enumerate(self.plan.units):
             for term in unit:
-                for si in range(len(self.s.segments)):
-                    p = self.s._postings(term, self.cache, si)
+                for si in range(self.postings.n_segments):
+                    p = self.postings.get(term, si)
                     if p is None or len(p.docs) == 0:
                         continue
-                    nb = (len(p.all_docs) + BLOCK - 1) // BLOCK
-                    if len(p.docs) == len(p.all_docs):
-                        starts = np.minimum(np.arange(nb + 1, dtype=np.int64) * BLOCK,
-                                            len(p.docs))
-                    else:
-                        starts = np.append(np.searchsorted(p.docs, p.all_docs[::BLOCK]),
-                                           len(p.docs)).astype(np.int64)
+                    starts = p.block_starts()
                     bound = self._block_bound(p, si, self.plan.idfs[term], starts)
                     self.lists.append(_List(ui, term, si, p, starts, bound,
                                             np.sort(bound)[::-1],
                                             self._block_prior(p, si, starts)))
         self._drive_by_required()
 
-    def _block_prior(self, p: _Postings, si: int, starts: np.ndarray) -> np.ndarray:
+    def _block_prior(self, p: PostingList, si: int, starts: np.ndarray) -> np.ndarray:
         """Per block of live postings, the largest prior of its pages: with a ``prior_key``
         (the prior is the same function for every query giving that key) computed once per
         cached list and key; otherwise the prior's bound, ``w``, for every block."""
         nb = len(starts) - 1
         if self.prior is None or self.prior_key is None:
             return np.full(nb, self.prior_bound)
-        kept = p.block_prior
-        if kept is not None and kept[0] == self.prior_key and len(kept[1]) == nb:
-            return kept[1]
-        pmax = np.maximum.reduceat(np.append(self._priors(si, p.docs), 0.0), starts[:-1])
-        pmax[starts[1:] == starts[:-1]] = 0.0  # an empty block: no page
-        pmax = np.minimum(pmax, self.prior_bound)
-        p.block_prior = (self.prior_key, pmax)
-        return pmax
+        return p.block_prior_max(self.prior_key, starts, lambda: np.minimum(
+            block_maxima(self._priors(si, p.docs), starts), self.prior_bound))
 
     def _priors(self, si: int, docs: np.ndarray) -> np.ndarray:
         """The prior of each of ``docs`` (ordinals of segment ``si``); zeros without one."""
         if self.prior is None:
             return np.zeros(len(docs))
-        segs = np.full(len(docs), si, dtype=np.int32)
-        return np.asarray(self.prior(self.s._doc_ids(segs, docs)), dtype=np.float64)
+        return np.asarray(self.prior(self.postings.doc_ids(si, docs)), dtype=np.float64)
 
     def _drive_by_required(self) -> None:
         """A required phrase makes the query conjunctive: a page that matches holds each of its
@@ -339,7 +293,7 @@ class _Evaluation:
             if a in terms and b in terms)
         if coord:
             units = len({self.lists[li].unit for li in held})
-            total *= (units / max(len(self.plan.units), 1)) ** self.s.settings.coord_power
+            total *= (units / max(len(self.plan.units), 1)) ** self.settings.coord_power
         return total * (1.0 + PRUNE_BOUND_SLACK)
 
     def _rest(self, left: np.ndarray) -> float:
@@ -384,8 +338,8 @@ class _Evaluation:
             np.zeros(np.shape(ub), dtype=bool) if np.ndim(ub) else False)
 
     # ------------------------------------------------------------ candidates
-    def _postings_of(self, term: str, si: int) -> _Postings | None:
-        return self.s._postings(term, self.cache, si)
+    def _postings_of(self, term: str, si: int) -> PostingList | None:
+        return self.postings.get(term, si)
 
     def _score(self, si: int, docs: np.ndarray) -> _Pending | None:
         """Doc-level filters, then exact BM25F and coord of new candidates of segment si."""
@@ -400,16 +354,15 @@ class _Evaluation:
                 p = self._postings_of(term, si)
                 if p is None:
                     return None
-                keep &= _find(p, docs)[0]
+                keep &= p.find(docs)[0]
         for ph in plan.excluded:
             if len(ph.terms) == 1:
                 p = self._postings_of(ph.terms[0], si)
                 if p is not None:
-                    keep &= ~_find(p, docs)[0]
+                    keep &= ~p.find(docs)[0]
         docs = docs[keep]
         if len(docs) == 0:
             return None
-        k1 = self.s.settings.k1
         base = np.zeros(len(docs), dtype=np.float64)
         matched = np.zeros(len(docs), dtype=np.int32)
         has: dict[str, np.ndarray] = {}
@@ -419,22 +372,17 @@ class _Evaluation:
                 p = self._postings_of(term, si)
                 if p is None or len(p.docs) == 0:
                     continue
-                hit, j = _find(p, docs)
+                hit, j = p.find(docs)
                 has[term] = has.get(term, np.zeros(len(docs), dtype=bool)) | hit
                 j = j[hit]
-                if plan.norms is None and p.saturated is not None:
-                    sat = p.saturated[j]
-                else:
-                    sat = bm25f.saturate(bm25f.pseudo_tf(
-                        p.tfs[j], self.coefficients[si][docs[hit]]), k1)
-                base[hit] += plan.idfs[term] * sat
+                base[hit] += plan.idfs[term] * self.postings.saturated_at(p, si, j, docs[hit])
                 if any_hit is None:
                     matched[hit] += 1
                 else:
                     any_hit |= hit
             if any_hit is not None:
                 matched += any_hit
-        coord = (matched / max(len(plan.units), 1)) ** self.s.settings.coord_power
+        coord = (matched / max(len(plan.units), 1)) ** self.settings.coord_power
         bonus = np.zeros(len(docs), dtype=np.float64)
         anywhere = np.ones(len(docs), dtype=bool)
         for t in self.free:
@@ -470,7 +418,7 @@ class _Evaluation:
                     if p is None:
                         all_in[:] = False
                         break
-                    all_in &= _find(p, docs)[0]
+                    all_in &= p.find(docs)[0]
                 out[sel] |= all_in
         return phrase | near, phrase
 
@@ -480,22 +428,13 @@ class _Evaluation:
         (sorted ordinals, each holding the term)."""
         p = self._postings_of(term, si)
         assert p is not None
-        whole = self.cache.get((si, "\x00pos:" + term)) or self.s._decoded.get(
-            (si, "\x00pos:" + term))
-        if whole is not None or len(p.all_docs) <= PRUNE_WHOLE_LIST * len(docs):
+        if (self.postings.has_position_keys(term, si)
+                or len(p.all_docs) <= PRUNE_WHOLE_LIST * len(docs)):
             # A short list (or one already decoded whole): its cached keys serve, as the
             # exhaustive path's do, and later queries reuse them.
-            keys = self.s._position_keys(p, si, self.cache, term)
-            return keys[_member(keys >> _DOC_SHIFT, docs)[0]]
-        sel = np.searchsorted(p.all_docs, docs)
-        if p.pos_starts is None:
-            p.pos_starts = posting_starts(p.all_tfs)
-        positions = self.s.segments[si].positions_of(p.row, p.all_tfs, sel,
-                                                     starts=p.pos_starts)
-        tfs = p.all_tfs[sel]
-        group = (docs[:, None] << 4) | np.arange(N_FIELDS, dtype=np.int64)
-        per_pos = np.repeat(group.ravel(), tfs.ravel().astype(np.int64))
-        return ((per_pos >> 4) << _DOC_SHIFT) | ((per_pos & 0xF) << _FIELD_SHIFT) | positions
+            keys = self.postings.position_keys(p, si, term)
+            return keys[member(keys >> DOC_SHIFT, docs)[0]]
+        return self.postings.position_keys_in(p, si, docs)
 
     def _phrase(self, ph: Phrase, si: int, docs: np.ndarray) -> np.ndarray:
         """Which of ``docs`` hold the phrase (as the searcher's whole-segment phrase mask)."""
@@ -504,7 +443,7 @@ class _Evaluation:
             p = self._postings_of(t, si)
             if p is None:
                 return np.zeros(len(docs), dtype=bool)
-            inside &= _find(p, docs)[0]
+            inside &= p.find(docs)[0]
         if len(ph.terms) == 1 or not inside.any():
             return inside
         sub = docs[inside]
@@ -515,9 +454,9 @@ class _Evaluation:
             if held is None:
                 held = self._phrase_in(ph, si, None)
                 self._phrase_docs[key] = held
-            return inside & _member(docs, held)[0]
+            return inside & member(docs, held)[0]
         out = np.zeros(len(docs), dtype=bool)
-        out[inside] = _member(sub, self._phrase_in(ph, si, sub))[0]
+        out[inside] = member(sub, self._phrase_in(ph, si, sub))[0]
         return out
 
     def _whole(self, term: str, si: int, n: int) -> bool:
@@ -526,9 +465,8 @@ class _Evaluation:
         p = self._postings_of(term, si)
         if p is None:
             return False
-        key = (si, "\x00pos:" + term)
-        return (len(p.all_docs) <= PRUNE_WHOLE_LIST * n or key in self.cache
-                or self.s._decoded.get(key) is not None)
+        return (len(p.all_docs) <= PRUNE_WHOLE_LIST * n
+                or self.postings.has_position_keys(term, si))
 
     def _phrase_in(self, ph: Phrase, si: int, sub: np.ndarray | None) -> np.ndarray:
         """Sorted ordinals (of ``sub``, or of the whole lists) holding the phrase."""
@@ -537,45 +475,36 @@ class _Evaluation:
             if sub is None:
                 p = self._postings_of(term, si)
                 assert p is not None
-                k = self.s._position_keys(p, si, self.cache, term)
+                k = self.postings.position_keys(p, si, term)
             else:
                 k = self._keys(term, si, sub)
-            k = k[(k & _POS_MASK) >= offset] - offset
+            k = k[(k & POS_MASK) >= offset] - offset
             keys = np.unique(k) if keys is None else np.intersect1d(keys, k, assume_unique=True)
             if len(keys) == 0:
                 return np.zeros(0, dtype=np.int64)
         assert keys is not None
-        return np.unique(keys >> _DOC_SHIFT)
+        return np.unique(keys >> DOC_SHIFT)
 
     def proximity(self, si: int, docs: np.ndarray) -> np.ndarray:
         """The proximity bonus of each of ``docs`` (as the searcher's whole-segment one)."""
         bonus = np.zeros(len(docs), dtype=np.float64)
-        window = self.s.settings.proximity_window
         for (a, b), w in zip(self.plan.pairs, self.pair_bonus, strict=False):
             pa, pb = self._postings_of(a, si), self._postings_of(b, si)
             if pa is None or pb is None:
                 continue
-            both = _find(pa, docs)[0] & _find(pb, docs)[0]
+            both = pa.find(docs)[0] & pb.find(docs)[0]
             if not both.any():
                 continue
             sub = docs[both]
             if self._whole(a, si, len(sub)) and self._whole(b, si, len(sub)):
                 # Short lists: the pair over them whole, kept in the searcher's pairs cache.
-                near_docs, share = self.s._near_pairs(a, b, si, self.cache)
-                hit, j = _member(docs, near_docs)
+                near_docs, share = self.postings.near_pairs(a, b, si)
+                hit, j = member(docs, near_docs)
                 bonus[hit] += w * share[j[hit]]
                 continue
-            ka, kb = self._keys(a, si, sub), self._keys(b, si, sub)
-            nxt = np.searchsorted(kb, ka + 1)
-            ok = nxt < len(kb)
-            near = np.zeros(len(ka), dtype=bool)
-            near[ok] = kb[nxt[ok]] - ka[ok] <= window
-            near &= self.s._weighted_field[(ka >> _FIELD_SHIFT) & 0xF]
-            if near.any():
-                owners = ka[near] >> _DOC_SHIFT
-                first = np.flatnonzero(np.diff(owners, prepend=-1))
-                c = np.diff(first, append=len(owners)).astype(np.float64)
-                bonus[np.searchsorted(docs, owners[first])] += w * (c / (c + 1.0))
+            # Long lists: the occurrences in these candidates only.
+            near_docs, share = self.postings.near(self._keys(a, si, sub), self._keys(b, si, sub))
+            bonus[np.searchsorted(docs, near_docs)] += w * share
         return bonus
 
     def _check(self, pend: _Pending) -> None:
@@ -657,7 +586,8 @@ class _Evaluation:
         n_blocks = len(bound)
         untaken = np.ones(n_blocks, dtype=bool)  # neither read nor skipped
         skipped = np.zeros(n_blocks, dtype=bool)  # shown unable to hold a page reaching T
-        seen = [_NO_INT for _ in self.s.segments]  # per segment, the docs met (sorted)
+        # per segment, the docs met (sorted)
+        seen = [_NO_INT for _ in range(self.postings.n_segments)]
         pend: _Pending | None = None
         pos = 0  # phase 1 takes blocks in descending bound: [0, pos) are taken
         last_round = False  # phase 2 took every block that can matter: none is left to take
@@ -730,7 +660,7 @@ class _Evaluation:
             for si, parts in by_seg.items():
                 docs = parts[0] if len(parts) == 1 else np.unique(np.concatenate(parts))
                 if len(seen[si]):
-                    docs = docs[~_member(docs, seen[si])[0]]
+                    docs = docs[~member(docs, seen[si])[0]]
                     # Two sorted runs: timsort merges them in one pass.
                     seen[si] = np.sort(np.concatenate([seen[si], docs]), kind="stable")
                 else:
@@ -803,20 +733,21 @@ def _take(p: _Pending, mask: np.ndarray) -> _Pending:
     return _Pending(*(getattr(p, f)[mask] for f in _PENDING_FIELDS))
 
 
-def top_text(searcher: Searcher, plan: Plan, cache: Cache, *, want: int, prior: Prior | None,
-             prior_bound: float, deadline: float | None,
+def top_text(postings: QueryPostings, plan: Plan, settings: BM25FSettings, *, want: int,
+             prior: Prior | None, prior_bound: float, deadline: float | None,
              prior_key: Hashable | None = None) -> TopText:
     """Every match that can be among the top ``want`` by text score plus ``prior`` (at most
     ``prior_bound``), with exact text scores and priors (module docstring).  ``prior_key``:
     names the prior (the same key, the same function), so per-block prior maxima are kept
     with the cached lists."""
-    return _Evaluation(searcher, plan, cache, want=want, prior=prior, prior_bound=prior_bound,
-                       deadline=deadline, prior_key=prior_key).run()
+    return _Evaluation(postings, plan, settings, want=want, prior=prior,
+                       prior_bound=prior_bound, deadline=deadline, prior_key=prior_key).run()
 
 
-def proximity_bonus(searcher: Searcher, pairs: list[tuple[str, str]], idfs: dict[str, float],
-                    cache: Cache, *, si: int, docs: np.ndarray) -> np.ndarray:
+def proximity_bonus(postings: QueryPostings, settings: BM25FSettings,
+                    pairs: list[tuple[str, str]], idfs: dict[str, float], *, si: int,
+                    docs: np.ndarray) -> np.ndarray:
     """The proximity bonus of ``docs`` (sorted live ordinals of segment ``si``), for explain."""
-    plan = Plan([], idfs, pairs, [], [], None, None, None)
-    return _Evaluation(searcher, plan, cache, want=1, prior=None, prior_bound=0.0,
+    plan = Plan([], idfs, pairs, [], [], None, None)
+    return _Evaluation(postings, plan, settings, want=1, prior=None, prior_bound=0.0,
                        deadline=None).proximity(si, docs)

@@ -131,14 +131,6 @@ class ClusterGraph:
         """Blocks loaded so far (more than blocks x phases: some were reloaded)."""
         return len(self._client.get_events(self.loads_topic))
 
-    def block_holders(self) -> dict[str, int]:
-        """Worker address -> how many loaded blocks it holds now."""
-        held: dict[str, int] = {}
-        for addresses in self._client.who_has(self._matrices).values():
-            for address in addresses:
-                held[address] = held.get(address, 0) + 1
-        return held
-
     def _each(self, kernel: Callable[..., np.ndarray], vector: np.ndarray,
               *, with_lo: bool = False) -> list[np.ndarray]:
         if not self._matrices:

@@ -177,11 +177,12 @@ def time_queries(run: Callable[[str], object], queries: list[str]) -> np.ndarray
 def in_process_reference(data: DataDir, queries: list[str]) -> None:
     from peers import WhooshPeer, stored_pages
 
-    from websift.indexer.searcher import Searcher
+    from websift.indexer.searcher import IndexQuery, Searcher
 
     searcher = Searcher.open(data)
-    ours_full = time_queries(lambda q: searcher.search(q, k=10), queries)
-    ours_bare = time_queries(lambda q: searcher.search(q, k=10, snippets=False), queries)
+    ours_full = time_queries(lambda q: searcher.search(IndexQuery(q, k=10)), queries)
+    ours_bare = time_queries(lambda q: searcher.search(IndexQuery(q, k=10, snippets=False)),
+                             queries)
     peer = WhooshPeer(list(stored_pages(data)))
     whoosh = time_queries(lambda q: peer.search(q, k=10), queries)
     peer.close()

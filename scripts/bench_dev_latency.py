@@ -39,17 +39,24 @@ from websift.indexer.searcher import Searcher
 data, queries, repeat, k = Path(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 texts = [line.split("\t")[2] for line in queries.read_text().splitlines() if line.strip()]
 s = Searcher.open(DataDir.open(data))
-kw = {"snippets": False}
-if "fragments" in inspect.signature(s.search).parameters:
-    kw["fragments"] = False
+try:  # a tree whose Searcher.search takes one request object
+    from websift.indexer.searcher import IndexQuery
+    def search(q):
+        s.search(IndexQuery(q, k=k, snippets=False, fragments=False))
+except ImportError:  # an older tree: keyword arguments
+    kw = {"snippets": False}
+    if "fragments" in inspect.signature(s.search).parameters:
+        kw["fragments"] = False
+    def search(q):
+        s.search(q, k=k, **kw)
 for q in texts:
-    s.search(q, k=k, **kw)
+    search(q)
 best = []
 for q in texts:
     b = float("inf")
     for _ in range(repeat):
         t = time.process_time()
-        s.search(q, k=k, **kw)
+        search(q)
         b = min(b, time.process_time() - t)
     best.append(b * 1000.0)
 print(json.dumps({"p50": float(np.percentile(best, 50)), "p99": float(np.percentile(best, 99)),

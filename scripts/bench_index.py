@@ -140,7 +140,7 @@ def bench_pydocs(data_dir: Path) -> None:
     from eval_relevance import crawl_and_index, load_queries
     from peers import TantivyPeer, WhooshPeer, stored_pages
 
-    from websift.indexer.searcher import Searcher
+    from websift.indexer.searcher import IndexQuery, Searcher
 
     data = crawl_and_index(data_dir)
     shutil.rmtree(data.index_dir)
@@ -180,10 +180,10 @@ def bench_pydocs(data_dir: Path) -> None:
     ranking_only = "websift (top 10, ranking only: no snippets, no fragment links)"
     rows = {
         ranking_only:
-            latencies(lambda q: searcher.search(q, k=10, snippets=False, fragments=False),
-                      queries),
+            latencies(lambda q: searcher.search(
+                IndexQuery(q, k=10, snippets=False, fragments=False)), queries),
         "websift (top 10, with snippets and fragment links)":
-            latencies(lambda q: searcher.search(q, k=10), queries),
+            latencies(lambda q: searcher.search(IndexQuery(q, k=10)), queries),
         "Whoosh (top 10)": latencies(wp.search, queries),
         "tantivy (top 10)": latencies(tp.search, queries),
     }

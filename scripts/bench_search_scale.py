@@ -32,8 +32,9 @@ Phases, each timed and printed as it ends:
 4. **Rank**: ``websift rank`` (PageRank over the imported link graph), for ``serve``'s fusion.
 5. **Queries**: ``--queries`` (1,000) drawn from page text with ``--seed``: single words, two
    and three words, phrases (quoted, two or three consecutive words), only-common-word queries
-   and rare words (classes in ``QUERY_MIX``); websift's ``Searcher.search(q, k=10,
-   snippets=False)`` with the API's deadline from the query's start, as ``GET /search`` passes
+   and rare words (classes in ``QUERY_MIX``); websift's ``Searcher.search(IndexQuery(q,
+   k=10, snippets=False))`` with the API's deadline from the query's start, as ``GET /search``
+   passes
    it (``--no-deadline``: none, every query's whole work), and tantivy's parsed query (lenient parser, title and body, top 10), parse
    included in both; one untimed pass, then the timed pass.  ``--prior pagerank`` times
    websift as ``GET /search`` ranks: the exact top 10 of BM25F + ``w * sigm(PageRank)`` (the
@@ -611,7 +612,8 @@ class Report:
                  "| | websift | tantivy 0.27 | ratio | goal |", "|---|---|---|---|---|"]
         lines += ["| " + " | ".join(r) + " |" for r in self.rows]
         lines += ["", "Queries run in process, warm (one untimed pass first), top 10, parsing "
-                  "included: websift `Searcher.search(snippets=False)`, tantivy's lenient parser "
+                  "included: websift `Searcher.search(IndexQuery(q, snippets=False))`, "
+                  "tantivy's lenient parser "
                   "over title and body.  tantivy indexes each page's title and body text as "
                   "generated (no WARC reading, no HTML parsing); `websift index` reads the pages' "
                   "WARC records from the crawl store and parses their HTML."]
@@ -794,7 +796,7 @@ def main(argv: list[str] | None = None) -> int:
     queries = make_queries(corpus, args.queries, args.seed)
     report.phase("draw queries", time.perf_counter() - t0, f"{len(queries)} queries")
     from websift.core.datadir import DataDir
-    from websift.indexer.searcher import Searcher
+    from websift.indexer.searcher import IndexQuery, Searcher
 
     t0 = time.perf_counter()
     searcher = Searcher.open(DataDir.open(data))
@@ -808,8 +810,9 @@ def main(argv: list[str] | None = None) -> int:
     def ours(q: str) -> None:
         # as the API searches: the deadline setting from the query's start
         until = time.monotonic() + budget if budget is not None else None
-        res = searcher.search(q, k=TOP_K, snippets=False, prior=prior, prior_bound=prior_bound,
-                              deadline=until, fragments=False)
+        res = searcher.search(IndexQuery(q, k=TOP_K, snippets=False, prior=prior,
+                                         prior_bound=prior_bound, deadline=until,
+                                         fragments=False))
         partial.append(bool(getattr(res, "partial", False)))
         totals.append(len(res.hits))
 

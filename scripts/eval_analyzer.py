@@ -62,7 +62,7 @@ def _child(data_dir: Path, manual_name: str) -> dict[str, Any]:
     from websift.indexer.build import build_index
     from websift.indexer.errors import QueryError
     from websift.indexer.manifest import read_manifest
-    from websift.indexer.searcher import Searcher
+    from websift.indexer.searcher import IndexQuery, Searcher
     from websift.indexer.settings import IndexSettings
 
     manual = MANUALS[manual_name]
@@ -79,7 +79,7 @@ def _child(data_dir: Path, manual_name: str) -> dict[str, Any]:
 
     def run(q: str) -> list[str]:
         try:
-            return [h.url for h in searcher.search(q, k=10, snippets=False).hits]
+            return [h.url for h in searcher.search(IndexQuery(q, k=10, snippets=False)).hits]
         except QueryError:
             return []  # refused (symbols alone before analyzer 3): finds nothing
 
@@ -90,8 +90,8 @@ def _child(data_dir: Path, manual_name: str) -> dict[str, Any]:
     hand: dict[str, list[str] | str] = {}
     for q in HAND_QUERIES:
         try:
-            hand[q] = [h.url.rsplit("/", 2)[-1] for h in searcher.search(q, k=3,
-                                                                         snippets=False).hits]
+            found = searcher.search(IndexQuery(q, k=3, snippets=False))
+            hand[q] = [h.url.rsplit("/", 2)[-1] for h in found.hits]
         except QueryError as exc:
             hand[q] = f"error: {exc}"
     return {"metrics": evaluate(run, queries), "kinds": per_kind, "bytes": size,

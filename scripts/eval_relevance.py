@@ -56,7 +56,7 @@ from build_devset_octave import ROBOTS as OCTAVE_ROBOTS  # noqa: E402
 
 from websift.core.datadir import DataDir  # noqa: E402
 from websift.indexer.errors import QueryError  # noqa: E402
-from websift.indexer.searcher import Searcher  # noqa: E402
+from websift.indexer.searcher import IndexQuery, Searcher  # noqa: E402
 from websift.indexer.settings import FIELDS, BM25FSettings  # noqa: E402
 from websift.store.views import StoreReader  # noqa: E402
 
@@ -325,7 +325,8 @@ def ours(s: Searcher, name: str = "websift") -> Callable[[str], list[str]]:
 
     def run(q: str) -> list[str]:
         try:
-            return [h.url for h in s.search(q, k=K, snippets=False, fragments=False).hits]
+            found = s.search(IndexQuery(q, k=K, snippets=False, fragments=False))
+            return [h.url for h in found.hits]
         except QueryError:
             REFUSED[name] = REFUSED.get(name, 0) + 1
             return []

@@ -29,7 +29,7 @@ from websift.core.errors import StoreError, WebsiftError
 from websift.indexer.build import build_index
 from websift.indexer.errors import IndexCorrupt, IndexMissing, IndexNewer
 from websift.indexer.manifest import describe_files
-from websift.indexer.searcher import Searcher
+from websift.indexer.searcher import IndexQuery, Searcher
 from websift.indexer.settings import INDEX_VERSION, SEGMENT_VERSION
 from websift.ranking.errors import RanksCorrupt, RanksMissing, RanksNewer, TopicError, UnknownTopic
 from websift.ranking.rank_job import run_rank
@@ -265,7 +265,7 @@ def versions(data: DataDir) -> dict[str, int]:
 
 def test_a_data_directory_of_the_previous_version_still_opens(data: DataDir) -> None:
     searcher = Searcher.open(data)
-    before = [(h.url, h.score) for h in searcher.search("persimmon").hits]
+    before = [(h.url, h.score) for h in searcher.search(IndexQuery("persimmon")).hits]
     ranks = Ranks.open(data)
     topic_terms = ranks.term_model("fruit").counts
     digest = to_version_1(data)
@@ -273,7 +273,8 @@ def test_a_data_directory_of_the_previous_version_still_opens(data: DataDir) -> 
     assert {v for f, v in versions(data).items() if not f.endswith("templates.json")} == {1}
 
     reopened = DataDir.open(data.root)
-    assert [(h.url, h.score) for h in Searcher.open(reopened).search("persimmon").hits] == before
+    again = Searcher.open(reopened).search(IndexQuery("persimmon"))
+    assert [(h.url, h.score) for h in again.hits] == before
     old = Ranks.open(reopened)
     assert old.generation == ranks.generation and not old.problems
     np.testing.assert_array_equal(old.pagerank, ranks.pagerank)
@@ -294,7 +295,7 @@ def test_a_data_directory_of_the_previous_version_still_opens(data: DataDir) -> 
     assert now["ranks/manifest.json"] == RANKS_VERSION
     assert now["topics/fruit.json"] == 2
     assert sorted(v for k, v in now.items() if k.endswith("meta.json")) == [1, SEGMENT_VERSION]
-    assert Searcher.open(reopened).search("durian").total == 1
+    assert Searcher.open(reopened).search(IndexQuery("durian")).total == 1
     assert Ranks.open(reopened).term_model("fruit").total > 0
 
 

@@ -26,6 +26,7 @@ import numpy as np  # noqa: E402
 from tests.indexer.corpus import build_data_dir  # noqa: E402
 from websift.core.datadir import DataDir, fsync_dir  # noqa: E402
 from websift.indexer.build import build_index, host_of  # noqa: E402
+from websift.indexer.liveness import live_masks  # noqa: E402
 from websift.indexer.manifest import (  # noqa: E402
     Manifest,
     SegmentEntry,
@@ -34,7 +35,6 @@ from websift.indexer.manifest import (  # noqa: E402
     write_manifest,
 )
 from websift.indexer.merge import merge_segments  # noqa: E402
-from websift.indexer.searcher import live_masks  # noqa: E402
 from websift.indexer.segment import SegmentReader  # noqa: E402
 from websift.ranking.rank_job import run_rank  # noqa: E402
 

@@ -15,6 +15,7 @@ from websift.api.snapshot import SnapshotHolder
 from websift.core.datadir import DataDir
 from websift.indexer.build import build_index
 from websift.indexer.manifest import read_manifest, write_manifest
+from websift.indexer.searcher import IndexQuery
 from websift.ranking.rank_job import run_rank
 
 
@@ -79,7 +80,7 @@ def test_old_snapshot_stays_open_while_leased_and_closes_after(fresh_data: DataD
             assert new.index_generation == 2 and old.index_generation == 1
             assert new.searcher.value is not searcher
             # the retired snapshot still answers its request
-            assert searcher.search("note", k=1).total > 0
+            assert searcher.search(IndexQuery("note", k=1)).total > 0
         assert searcher.segments, "closed while a request still held it"
     assert searcher.segments == [], "the retired searcher was not closed after its last lease"
     # a ranks-only change keeps the same searcher open and shared

@@ -33,6 +33,7 @@ from websift.api.snapshot import SnapshotHolder
 from websift.core import checked
 from websift.core.datadir import DataDir
 from websift.indexer.build import build_index
+from websift.indexer.searcher import IndexQuery
 from websift.ranking.errors import RanksCorrupt, RanksNewer
 from websift.ranking.rank_job import run_rank
 
@@ -105,7 +106,7 @@ def test_a_bad_manifest_is_counted_once_per_check_and_the_old_snapshot_serves(
     for _ in range(50):
         with holder.lease() as snap:
             assert snap is first
-            assert snap.searcher.value.search("roses", k=3).total > 0
+            assert snap.searcher.value.search(IndexQuery("roses", k=3)).total > 0
     assert holder.reload_failures == Counter({reason: 1})  # ... not one per request
     assert holder.refresh(force=True) is first
     assert holder.reload_failures == Counter({reason: 2})

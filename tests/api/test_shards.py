@@ -43,7 +43,7 @@ from websift.api.settings import Settings
 from websift.api.workers import listener
 from websift.core.datadir import DataDir
 from websift.indexer.build import build_index, host_of
-from websift.indexer.searcher import ShardsConflict
+from websift.indexer.liveness import ShardsConflict
 
 REPO = Path(__file__).resolve().parents[2]
 # Generous for the exactness tests (a loaded 2-core machine must not drop a shard); the

@@ -15,7 +15,7 @@ from websift.indexer.analysis import PLAIN_TOKEN_RE, TECH_TOKEN_RE, Analyzer, is
 from websift.indexer.errors import IndexAnalyzerMismatch, QueryError
 from websift.indexer.hits import HitMaker
 from websift.indexer.query import parse_query
-from websift.indexer.searcher import Searcher
+from websift.indexer.searcher import IndexQuery, Searcher
 from websift.indexer.settings import MAX_QUERY_TERMS, MAX_TOKEN_CHARS, MIN_TOKEN_CHARS
 
 TECHNICAL = ["~d", "--set", "%s", "#include", "c++", ".bashrc", "pg_dump", "a.b.c", "<=",
@@ -151,7 +151,7 @@ def test_technical_and_stop_word_queries_find_their_pages(tmp_path: Path) -> Non
     s = Searcher.open(make_index(tmp_path / "d", PAGES))
 
     def top(q: str) -> int:
-        return s.search(q).hits[0].doc_id
+        return s.search(IndexQuery(q)).hits[0].doc_id
 
     assert top("if") == 1
     assert top("not in") == 2
@@ -159,13 +159,15 @@ def test_technical_and_stop_word_queries_find_their_pages(tmp_path: Path) -> Non
     assert top("%s") == 4
     assert top("c++") == 3
     assert top('"-site"') == 3
-    assert 3 not in [h.doc_id for h in s.search("value -site").hits]  # exclusion of "site"
+    # exclusion of "site"
+    assert 3 not in [h.doc_id for h in s.search(IndexQuery("value -site")).hits]
     # A query of exclusions only searches them as words (options): "-q -v", "-site".
     assert top("-q -v") == 6
-    assert {h.doc_id for h in s.search("-site").hits} == {3, 6}
-    assert 6 not in [h.doc_id for h in s.search("quiet -site").hits]  # with a word: excluded
+    assert {h.doc_id for h in s.search(IndexQuery("-site")).hits} == {3, 6}
+    # with a word: excluded
+    assert 6 not in [h.doc_id for h in s.search(IndexQuery("quiet -site")).hits]
     # The snippet highlights the whole technical word.
-    hit = s.search("--set").hits[0]
+    hit = s.search(IndexQuery("--set")).hits[0]
     assert any(hit.snippet[a:b] == "--set" for a, b in hit.highlights)
 
 
@@ -226,7 +228,7 @@ def test_operator_queries_find_their_pages(tmp_path: Path) -> None:
     s = Searcher.open(make_index(tmp_path / "d", OPERATOR_PAGES))
 
     def top(q: str) -> int:
-        return s.search(q).hits[0].doc_id
+        return s.search(IndexQuery(q)).hits[0].doc_id
 
     assert top("+") == 7
     assert top(".^") == 7
@@ -237,4 +239,4 @@ def test_operator_queries_find_their_pages(tmp_path: Path) -> None:
     assert top(";") == 10
     assert top('"equality a == b"') == 8  # a phrase with an operator in it
     assert top("written brackets") == 10  # words as before: operators take no position
-    assert s.search('"written in brackets"').hits[0].doc_id == 10
+    assert s.search(IndexQuery('"written in brackets"')).hits[0].doc_id == 10

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from tests.indexer.corpus import build_data_dir, indexed_copy
-from websift.indexer.searcher import Searcher
+from websift.indexer.searcher import IndexQuery, Searcher
 from websift.indexer.settings import IndexSettings
 
 A = "http://manual.test/"
@@ -50,16 +50,16 @@ def _searcher(site: Path, dest: Path, **changes: Any) -> Searcher:
 def test_the_anchored_page_wins_and_the_hit_links_to_the_anchor(
         site: Path, tmp_path: Path) -> None:
     s = _searcher(site, tmp_path / "on")
-    res = s.search("walrus operator")
+    res = s.search(IndexQuery("walrus operator"))
     assert (res.hits[0].url, res.hits[0].fragment) == (A + "ops.html", "index-walrus-operator")
     # Only the page whose anchor's id holds the word links to an anchor.
     assert all(h.fragment is None for h in res.hits[1:])
-    res = s.search("assignment expressions")
+    res = s.search(IndexQuery("assignment expressions"))
     assert (res.hits[0].url, res.hits[0].fragment) == (A + "ops.html", "Assignment-Ops")
 
 def test_without_anchor_fragments_the_long_page_loses(
         site: Path, tmp_path: Path) -> None:
     res = _searcher(site, tmp_path / "off",
-                    anchor_defs=False).search("walrus operator")
+                    anchor_defs=False).search(IndexQuery("walrus operator"))
     assert res.hits[0].url != A + "ops.html"
     assert all(h.fragment is None or not h.fragment.startswith("index-") for h in res.hits)

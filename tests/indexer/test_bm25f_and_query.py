@@ -16,7 +16,7 @@ from websift.indexer import bm25f
 from websift.indexer.analysis import Analyzer, analyze
 from websift.indexer.errors import QueryError
 from websift.indexer.query import parse_query
-from websift.indexer.searcher import Searcher
+from websift.indexer.searcher import IndexQuery, Searcher
 from websift.indexer.settings import FIELDS, MAX_QUERY_CHARS, MAX_QUERY_TERMS, BM25FSettings
 
 DOCS = [  # (title, body)
@@ -35,7 +35,7 @@ SETTINGS = BM25FSettings(
 
 def test_bm25f_matches_a_hand_computed_example(tmp_path: Path) -> None:
     s = Searcher.open(make_index(tmp_path / "d", DOCS), settings=SETTINGS)
-    res = s.search("apple", explain=True)
+    res = s.search(IndexQuery("apple", explain=True))
     # N = 3, df(apple) = 2: idf = ln(1 + (3 - 2 + 0.5) / (2 + 0.5)) = ln(1.6).
     # avg title length 1, avg body length 3.
     # doc 1: title tf 1, len 1 -> 2 * 1 / (0.5 + 0.5 * 1/1) = 2; body tf 2, len 3 ->
@@ -62,7 +62,7 @@ def test_bm25f_matches_a_hand_computed_example(tmp_path: Path) -> None:
 
 def test_coordination_prefers_pages_with_more_of_the_query(tmp_path: Path) -> None:
     s = Searcher.open(make_index(tmp_path / "d", DOCS), settings=SETTINGS)
-    res = s.search("banana date", explain=True)
+    res = s.search(IndexQuery("banana date", explain=True))
     assert res.hits[0].doc_id == 3
     assert res.hits[0].explain is not None and res.hits[0].explain["matched_units"] == 2
     assert all(h.explain and h.explain["coord"] == 0.5 for h in res.hits[1:])
@@ -76,14 +76,14 @@ def test_proximity_prefers_query_words_close_together(tmp_path: Path) -> None:
     near = Searcher.open(data, settings=replace(SETTINGS, proximity_weight=1.0))
     far = Searcher.open(data, settings=replace(SETTINGS, proximity_weight=0.0))
     # Without proximity both documents score the same; with it "green tea" side by side wins.
-    plain = far.search("green tea").hits
+    plain = far.search(IndexQuery("green tea")).hits
     assert plain[0].score == pytest.approx(plain[1].score)
-    hits = near.search("green tea").hits
+    hits = near.search(IndexQuery("green tea")).hits
     assert [h.doc_id for h in hits] == [1, 2]
     assert hits[0].score > hits[1].score == pytest.approx(plain[1].score)
     # Order matters: "tea green" finds no pair in that order within the window.
-    assert near.search("kettle green").hits[0].score == pytest.approx(
-        far.search("kettle green").hits[0].score)
+    assert near.search(IndexQuery("kettle green")).hits[0].score == pytest.approx(
+        far.search(IndexQuery("kettle green")).hits[0].score)
 
 
 def test_query_language() -> None:
@@ -138,7 +138,7 @@ _PIECES = [*'ab -"():.*_\\\x00é日', "OR", "site:", "apple", "cherry", " ", "-"
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 def test_only_query_errors_escape(fuzz_searcher: Searcher, q: str) -> None:
     try:
-        res = fuzz_searcher.search(q, explain=True)
+        res = fuzz_searcher.search(IndexQuery(q, explain=True))
     except QueryError as exc:
         assert str(exc) and "\n" not in str(exc)
         return

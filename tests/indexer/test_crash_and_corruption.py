@@ -17,7 +17,7 @@ from websift.core.datadir import DataDir
 from websift.indexer.build import build_index
 from websift.indexer.errors import IndexCorrupt, IndexMissing
 from websift.indexer.manifest import MANIFEST
-from websift.indexer.searcher import Searcher, current_generation
+from websift.indexer.searcher import IndexQuery, Searcher, current_generation
 from websift.indexer.settings import KILL_AFTER_BARRELS_ENV
 
 WEBSIFT = str(Path(sys.executable).parent / "websift")
@@ -47,15 +47,15 @@ def test_a_run_killed_while_writing_barrels_leaves_the_old_index_serving(data: D
     assert current_generation(data) == 1
     s = Searcher.open(data)
     assert s.generation == 1
-    assert [h.url for h in s.search("durian").hits] == []
-    assert f"{U}/3" in [h.url for h in s.search("number3").hits]
+    assert [h.url for h in s.search(IndexQuery("durian")).hits] == []
+    assert f"{U}/3" in [h.url for h in s.search(IndexQuery("number3")).hits]
     # The next run sweeps the leftovers and indexes the change.
     report = build_index(data)
     assert report.generation == 2
     assert not [p for p in data.index_dir.iterdir() if p.name.startswith("tmp-")]
-    assert [h.url for h in Searcher.open(data).search("durian").hits] == [f"{U}/3"]
+    assert [h.url for h in Searcher.open(data).search(IndexQuery("durian")).hits] == [f"{U}/3"]
     # The searcher opened before keeps serving its snapshot.
-    assert f"{U}/3" in [h.url for h in s.search("number3").hits]
+    assert f"{U}/3" in [h.url for h in s.search(IndexQuery("number3")).hits]
 
 
 def test_missing_index_is_a_clear_error(tmp_path: Path) -> None:
@@ -99,7 +99,7 @@ def test_unknown_versions_and_a_damaged_manifest_are_refused(data: DataDir) -> N
     # An unreadable manifest does not block indexing: the next run rebuilds the index whole.
     report = build_index(data)
     assert report.mode == "full"
-    assert Searcher.open(data).search("persimmon").total == 20
+    assert Searcher.open(data).search(IndexQuery("persimmon")).total == 20
 
 
 def test_an_unknown_segment_version_is_refused(data: DataDir) -> None:

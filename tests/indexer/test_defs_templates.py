@@ -20,7 +20,7 @@ from websift.core.datadir import DataDir
 from websift.core.errors import CheckedFileCorrupt
 from websift.indexer.build import build_index
 from websift.indexer.parse import parse_html
-from websift.indexer.searcher import Searcher
+from websift.indexer.searcher import IndexQuery, Searcher
 from websift.indexer.settings import TEMPLATES_VERSION, IndexSettings
 from websift.indexer.templates import (
     FORMAT,
@@ -92,14 +92,14 @@ def _indexed(site: Path, dest: Path, **changes: Any) -> Searcher:
 def test_defining_page_ranks_first_and_the_hit_links_to_its_dt(
         site: Path, tmp_path: Path) -> None:
     s = _indexed(site, tmp_path / "d")
-    res = s.search("fontsize")
+    res = s.search(IndexQuery("fontsize"))
     assert res.hits[0].url == A + "props.html"
     assert res.hits[0].fragment == "prop-fontsize"
     # Pages that only mention the word have no fragment to link to.
     assert all(h.fragment is None for h in res.hits[1:])
     # Without the defs field the long page loses to the short ones that mention the word.
     off = replace(s.settings, weights={**s.settings.weights, "defs": 0.0})
-    plain = Searcher(s.manifest, s.segments, off).search("fontsize")
+    plain = Searcher(s.manifest, s.segments, off).search(IndexQuery("fontsize"))
     assert plain.hits[0].url != A + "props.html"
 
 
@@ -107,11 +107,11 @@ def test_template_blocks_are_not_content_nor_snippet(
         site: Path, tmp_path: Path) -> None:
     s = _indexed(site, tmp_path / "d")
     # The footer word is template on host A (every page) but not on host B (one page of six).
-    assert [h.url for h in s.search("zebraquux").hits] == [B + "b0.html"]
-    for h in s.search("fontsize").hits:
+    assert [h.url for h in s.search(IndexQuery("zebraquux")).hits] == [B + "b0.html"]
+    for h in s.search(IndexQuery("fontsize")).hits:
         assert "Next:" not in h.snippet and "zebraquux" not in h.snippet
     # "Printing guide" is in the navigation header of the plotting page only: it does not match.
-    urls = [h.url for h in s.search("printing").hits]
+    urls = [h.url for h in s.search(IndexQuery("printing")).hits]
     assert A + "plotting.html" not in urls
     assert urls[0] == A + "printing.html"
     stored = read_templates(DataDir.open(tmp_path / "d").index_dir)
@@ -124,17 +124,17 @@ def test_template_blocks_are_not_content_nor_snippet(
 def test_without_templates_the_navigation_counts(
         site: Path, tmp_path: Path) -> None:
     s = _indexed(site, tmp_path / "d", templates=False)
-    assert len(s.search("zebraquux").hits) > 1
-    assert A + "plotting.html" in [h.url for h in s.search("printing").hits]
+    assert len(s.search(IndexQuery("zebraquux")).hits) > 1
+    assert A + "plotting.html" in [h.url for h in s.search(IndexQuery("printing")).hits]
 
 
 def test_anchor_boilerplate_is_not_anchor_text(
         site: Path, tmp_path: Path) -> None:
     # "Home" links to index.html from every page of host A: navigation, not a description.
     s = _indexed(site, tmp_path / "d")
-    assert A + "index.html" not in [h.url for h in s.search("home").hits]
+    assert A + "index.html" not in [h.url for h in s.search(IndexQuery("home")).hits]
     kept = _indexed(site, tmp_path / "k", anchor_templates=False)
-    assert kept.search("home").hits[0].url == A + "index.html"
+    assert kept.search(IndexQuery("home")).hits[0].url == A + "index.html"
 
 
 def test_template_file_round_trip_and_corruption(tmp_path: Path) -> None:
@@ -169,7 +169,7 @@ def test_a_corrupt_template_file_is_measured_again(
     assert any("templates unusable" in m for m in said)
     assert read_templates(data.index_dir) is not None
     s = Searcher.open(data)
-    assert [h.url for h in s.search("zebraquux").hits] == [B + "b0.html"]
+    assert [h.url for h in s.search(IndexQuery("zebraquux")).hits] == [B + "b0.html"]
 
 
 def test_host_template_needs_enough_pages_and_a_share() -> None:

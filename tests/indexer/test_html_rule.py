@@ -9,7 +9,7 @@ from pathlib import Path
 
 from tests.indexer.corpus import build_data_dir
 from websift.indexer.build import build_index
-from websift.indexer.searcher import Searcher
+from websift.indexer.searcher import IndexQuery, Searcher
 
 A = "http://a.example"
 
@@ -31,5 +31,5 @@ def test_only_html_types_are_indexed_and_a_missing_type_is_not_html(tmp_path: Pa
         conn.execute("UPDATE urls SET content_type = NULL WHERE url = ?", (f"{A}/untyped",))
     report = build_index(d)
     assert report.skipped["not_html"] == 2  # untyped and plain
-    found = {h.url for h in Searcher.open(d).search("quince", k=10).hits}
+    found = {h.url for h in Searcher.open(d).search(IndexQuery("quince", k=10)).hits}
     assert found == {f"{A}/typed", f"{A}/shouting", f"{A}/xhtml"}

@@ -10,7 +10,7 @@ from tests.indexer.corpus import build_data_dir
 from websift.core.datadir import DataDir
 from websift.indexer import build as build_module
 from websift.indexer.build import build_index
-from websift.indexer.searcher import Searcher, current_generation
+from websift.indexer.searcher import IndexQuery, Searcher, current_generation
 from websift.store.crawl_store import OUT_OF_SCOPE, CrawlStore
 
 A = "http://a.example"
@@ -48,8 +48,8 @@ def data(tmp_path: Path) -> DataDir:
 
 def test_words_rank_the_page_that_is_about_them(data: DataDir) -> None:
     s = Searcher.open(data)
-    assert urls(s.search("roses"))[0] == f"{A}/roses"
-    res = s.search("tulip bulbs autumn")
+    assert urls(s.search(IndexQuery("roses")))[0] == f"{A}/roses"
+    res = s.search(IndexQuery("tulip bulbs autumn"))
     assert res.hits[0].url == f"{A}/tulips"
     assert res.hits[0].text_score > 0 and res.hits[0].prior_score == 0.0
     assert "[" not in res.hits[0].snippet
@@ -60,7 +60,7 @@ def test_words_rank_the_page_that_is_about_them(data: DataDir) -> None:
 
 def test_anchor_text_makes_a_never_fetched_page_findable(data: DataDir) -> None:
     s = Searcher.open(data)
-    res = s.search("blueprint orchid", explain=True)
+    res = s.search(IndexQuery("blueprint orchid", explain=True))
     # The target ranks first; the home page matches too, by the link's words in its own text.
     assert urls(res) == [f"{A}/secret-plans", f"{A}/"]
     assert res.hits[0].title == "blueprint orchid greenhouse"  # best anchor as title
@@ -68,7 +68,7 @@ def test_anchor_text_makes_a_never_fetched_page_findable(data: DataDir) -> None:
     assert res.hits[0].explain["terms"]["orchid"]["tf"] == {"anchor": 1}
     assert "anchor" not in res.hits[1].explain["terms"]["orchid"]["tf"]
     # A self-link gives no anchor text: "roses" anchors on /roses itself do not count.
-    ex = s.search("roses", explain=True).hits
+    ex = s.search(IndexQuery("roses", explain=True)).hits
     roses = next(h for h in ex if h.url == f"{A}/roses")
     assert roses.explain is not None
     assert roses.explain["terms"]["rose"]["tf"].get("anchor") == 1  # only from the home page
@@ -76,26 +76,26 @@ def test_anchor_text_makes_a_never_fetched_page_findable(data: DataDir) -> None:
 
 def test_phrase_exclusion_site_and_or(data: DataDir) -> None:
     s = Searcher.open(data)
-    assert urls(s.search('"early spring"')) == [f"{A}/roses"]
-    assert f"{B}/frost" in urls(s.search("early frost"))
-    assert f"{B}/frost" not in urls(s.search('"early spring"'))
-    assert f"{A}/roses" not in urls(s.search("garden -prune"))
-    assert set(urls(s.search("garden site:b.example"))) == {f"{B}/seeds", f"{B}/frost"}
-    assert set(urls(s.search("site:b.example"))) == {f"{B}/seeds", f"{B}/frost"}
-    assert all(u.startswith(A) for u in urls(s.search("garden -site:b.example")))
-    assert set(urls(s.search("autumn OR sun"))) == {f"{A}/tulips", f"{A}/roses"}
-    assert s.search("garden", site="a.example").total == len(
-        [u for u in urls(s.search("garden", k=50)) if u.startswith(A)])
+    assert urls(s.search(IndexQuery('"early spring"'))) == [f"{A}/roses"]
+    assert f"{B}/frost" in urls(s.search(IndexQuery("early frost")))
+    assert f"{B}/frost" not in urls(s.search(IndexQuery('"early spring"')))
+    assert f"{A}/roses" not in urls(s.search(IndexQuery("garden -prune")))
+    assert set(urls(s.search(IndexQuery("garden site:b.example")))) == {f"{B}/seeds", f"{B}/frost"}
+    assert set(urls(s.search(IndexQuery("site:b.example")))) == {f"{B}/seeds", f"{B}/frost"}
+    assert all(u.startswith(A) for u in urls(s.search(IndexQuery("garden -site:b.example"))))
+    assert set(urls(s.search(IndexQuery("autumn OR sun")))) == {f"{A}/tulips", f"{A}/roses"}
+    assert s.search(IndexQuery("garden", site="a.example")).total == len(
+        [u for u in urls(s.search(IndexQuery("garden", k=50))) if u.startswith(A)])
 
 
 def test_prior_is_added_to_the_text_score_of_the_best_matches(data: DataDir) -> None:
     s = Searcher.open(data)
-    plain = s.search("garden", k=10)
+    plain = s.search(IndexQuery("garden", k=10))
     last = plain.hits[-1]
-    boosted = s.search("garden", k=10, prior=lambda ids: (ids == last.doc_id) * 100.0)
+    boosted = s.search(IndexQuery("garden", k=10, prior=lambda ids: (ids == last.doc_id) * 100.0))
     assert boosted.hits[0].doc_id == last.doc_id
     assert boosted.hits[0].score == pytest.approx(last.text_score + 100.0)
-    page2 = s.search("garden", k=2, offset=2)
+    page2 = s.search(IndexQuery("garden", k=2, offset=2))
     assert urls(page2) == urls(plain)[2:4]
 
 
@@ -110,14 +110,14 @@ def test_an_update_masks_the_old_version_and_changes_anchors(data: DataDir) -> N
     assert current_generation(data) == (gen1 or 0) + 1
     s = Searcher.open(data)
     assert s.doc_count() == Searcher.open(data).doc_count()
-    assert f"{A}/roses" not in urls(s.search("prune spring"))
-    assert urls(s.search("mulch")) == [f"{A}/roses"]
+    assert f"{A}/roses" not in urls(s.search(IndexQuery("prune spring")))
+    assert urls(s.search(IndexQuery("mulch"))) == [f"{A}/roses"]
     # The home page's links changed: old anchors are gone from the targets, new ones count.
-    assert urls(s.search("moonflower"))[0] == f"{A}/secret-plans"
-    assert urls(s.search("blueprint orchid")) == []
-    assert urls(s.search("bulbs")) == [f"{A}/tulips"]  # its body still says bulbs
+    assert urls(s.search(IndexQuery("moonflower")))[0] == f"{A}/secret-plans"
+    assert urls(s.search(IndexQuery("blueprint orchid"))) == []
+    assert urls(s.search(IndexQuery("bulbs"))) == [f"{A}/tulips"]  # its body still says bulbs
     # The tulips page lost its only anchor ("tulip bulbs" from home) but stays as a page.
-    tulips = s.search("tulips", explain=True).hits[0]
+    tulips = s.search(IndexQuery("tulips", explain=True)).hits[0]
     assert tulips.url == f"{A}/tulips" and "anchor" not in tulips.explain["terms"]["tulip"]["tf"]
     # Nothing new: nothing to do.
     assert build_index(data).mode == "unchanged"
@@ -138,7 +138,7 @@ def test_left_out_pages_and_merge(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
                        status={f"{B}/away": OUT_OF_SCOPE})
     report = build_index(d)
     assert report.skipped["noindex"] == 1 and report.skipped["duplicate"] == 1
-    found = set(urls(Searcher.open(d).search("kumquat", k=20)))
+    found = set(urls(Searcher.open(d).search(IndexQuery("kumquat", k=20))))
     # The PDF and the out-of-scope page are known by their anchors only (/links holds the
     # anchors' words in its own text).
     assert found == {f"{A}/ok", f"{A}/file.pdf", f"{B}/away", f"{A}/links"}
@@ -149,8 +149,9 @@ def test_left_out_pages_and_merge(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
         modes.append((build_index(d).mode, Searcher.open(d).segment_count()))
     assert modes == [("incremental", 2), ("merge", 1)]
     s = Searcher.open(d)
-    assert urls(s.search("version1")) == [f"{A}/ok"] and urls(s.search("version0")) == []
-    assert set(urls(s.search("kumquat", k=20))) == found
+    assert urls(s.search(IndexQuery("version1"))) == [f"{A}/ok"]
+    assert urls(s.search(IndexQuery("version0"))) == []
+    assert set(urls(s.search(IndexQuery("kumquat", k=20)))) == found
     assert sorted(p.name for p in d.index_dir.iterdir() if p.is_dir()) == [
         s.manifest.segments[0].name]
 
@@ -160,17 +161,17 @@ def test_anchors_of_links_to_a_redirect_count_for_its_target(tmp_path: Path) -> 
              f"{A}/links": page("Links", "x", f'<a href="{A}/old">legacy loquat</a>')}
     d = build_data_dir(tmp_path / "d", pages, redirects={f"{A}/old": f"{A}/new"})
     build_index(d)
-    hits = Searcher.open(d).search("loquat", explain=True).hits
+    hits = Searcher.open(d).search(IndexQuery("loquat", explain=True)).hits
     assert hits[0].url == f"{A}/new"
     assert hits[0].explain is not None and hits[0].explain["terms"]["loquat"]["tf"] == {
         "anchor": 1}
-    assert f"{A}/old" not in urls(Searcher.open(d).search("loquat"))
+    assert f"{A}/old" not in urls(Searcher.open(d).search(IndexQuery("loquat")))
     # The link changes: the next incremental run re-indexes the target through the redirect.
     build_data_dir(d.root, {f"{A}/links": page("Links", "x", f'<a href="{A}/old">medlar</a>')})
     build_index(d)
     s = Searcher.open(d)
-    assert urls(s.search("medlar"))[0] == f"{A}/new"
-    assert f"{A}/new" not in urls(s.search("loquat"))
+    assert urls(s.search(IndexQuery("medlar")))[0] == f"{A}/new"
+    assert f"{A}/new" not in urls(s.search(IndexQuery("loquat")))
 
 
 def test_a_corrupt_warc_record_is_counted_and_skipped(tmp_path: Path) -> None:
@@ -185,4 +186,4 @@ def test_a_corrupt_warc_record_is_counted_and_skipped(tmp_path: Path) -> None:
     warc.write_bytes(bytes(raw))
     report = build_index(d)
     assert report.skipped["warc_error"] == 1
-    assert urls(Searcher.open(d).search("quince")) == [f"{A}/y"]
+    assert urls(Searcher.open(d).search(IndexQuery("quince"))) == [f"{A}/y"]

@@ -19,7 +19,7 @@ from websift.indexer.analysis import analyzer_version
 from websift.indexer.build import build_index
 from websift.indexer.errors import IndexAnalyzerMismatch
 from websift.indexer.manifest import read_manifest
-from websift.indexer.searcher import Searcher
+from websift.indexer.searcher import IndexQuery, Searcher
 from websift.indexer.segment import SegmentReader
 from websift.indexer.segment_format import META_FILE
 from websift.indexer.settings import (
@@ -100,7 +100,7 @@ def test_a_search_analyses_as_its_index_was_built(
     assert not s.analyzer.keep_stops and not s.index_settings.stop_pairs
     assert s.analyzer.terms("if the statement") == ["statement"]
     # A stop word is no term of this index: the query finds its pages by the other word.
-    assert [h.url for h in s.search("if word7").hits] == [f"{U}/p7.html"]
+    assert [h.url for h in s.search(IndexQuery("if word7")).hits] == [f"{U}/p7.html"]
 
 
 def test_an_incremental_run_with_another_analysis_is_refused(data: DataDir) -> None:

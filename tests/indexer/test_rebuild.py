@@ -13,7 +13,7 @@ import pytest
 from tests.indexer.corpus import build_data_dir
 from websift.core.datadir import DataDir
 from websift.indexer.build import build_index
-from websift.indexer.searcher import Searcher, current_generation
+from websift.indexer.searcher import IndexQuery, Searcher, current_generation
 from websift.indexer.settings import KILL_AFTER_BARRELS_ENV
 
 WEBSIFT = str(Path(sys.executable).parent / "websift")
@@ -25,7 +25,7 @@ def page(title: str, body: str, links: str = "") -> str:
 
 
 def urls(s: Searcher, q: str) -> list[str]:
-    return [h.url for h in s.search(q, k=50).hits]
+    return [h.url for h in s.search(IndexQuery(q, k=50)).hits]
 
 
 def test_rebuild_replaces_every_segment_with_one_and_old_readers_keep_serving(

@@ -142,8 +142,8 @@ def test_segment_round_trip(tmp_path: Path, docs: list[tuple[str, str, str, str,
 def test_merged_segments_equal_a_segment_built_from_the_live_documents(
         tmp_path: Path, first: list[tuple[str, str, str, str, list[str]]],
         second: list[tuple[str, str, str, str, list[str]]], overlap: int, ram: int) -> None:
+    from websift.indexer.liveness import live_masks
     from websift.indexer.merge import merge_segments
-    from websift.indexer.searcher import live_masks
 
     base = tmp_path / f"m-{len(list(tmp_path.iterdir()))}"
     # The second segment re-indexes the last `overlap` URLs of the first and adds new ones.

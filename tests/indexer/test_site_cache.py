@@ -11,7 +11,7 @@ import pytest
 from tests.indexer.corpus import build_data_dir
 from websift.core.datadir import DataDir
 from websift.indexer.build import build_index
-from websift.indexer.searcher import Searcher
+from websift.indexer.searcher import IndexQuery, Searcher
 from websift.indexer.settings import SITE_MASK_CACHE_BYTES
 
 HOSTS, PER_HOST = 20, 100  # 2,000 documents: a site mask is 2,000 bools
@@ -42,26 +42,26 @@ def test_site_masks_are_cached_and_answer_as_uncached(data: DataDir) -> None:
     s = Searcher.open(data)
     cache = s.caches()["site_masks"]
     assert cache.max_size == SITE_MASK_CACHE_BYTES  # the default bound is the setting
-    cold = s.search("garden", site="h3.example", k=5)
-    warm = s.search("garden note site:h3.example", k=5)  # the operator, same key
+    cold = s.search(IndexQuery("garden", site="h3.example", k=5))
+    warm = s.search(IndexQuery("garden note site:h3.example", k=5))  # the operator, same key
     assert cold.total == warm.total == PER_HOST
-    assert [h.doc_id for h in cold.hits] == [h.doc_id for h in s.search("garden", k=5,
-                                                                       site="h3.example").hits]
+    assert [h.doc_id for h in cold.hits] == [h.doc_id for h in s.search(IndexQuery("garden", k=5,
+                                                                       site="h3.example")).hits]
     assert cache.hits >= 2 and len(cache) == 1
-    assert s.search("garden", site="nowhere.example").total == 0
+    assert s.search(IndexQuery("garden", site="nowhere.example")).total == 0
 
 
 def test_ten_thousand_distinct_site_values_stay_within_the_bound(data: DataDir) -> None:
     s = Searcher.open(data, site_cache_bytes=CACHE_BOUND)
     cache = s.caches()["site_masks"]
     for i in range(1000):  # warm up: the cache full, the allocator at its steady state
-        s.search(f"site:warm{i}.example")
+        s.search(IndexQuery(f"site:warm{i}.example"))
     before = rss()
     for i in range(DISTINCT_SITES):
         if i % 2:  # the API's site parameter and the query operator share the cache
-            s.search("garden", site=f"x{i}.example")
+            s.search(IndexQuery("garden", site=f"x{i}.example"))
         else:
-            s.search(f"site:x{i}.example")
+            s.search(IndexQuery(f"site:x{i}.example"))
         assert cache.size <= CACHE_BOUND
     grown = rss() - before
     stats = cache.stats()
@@ -71,4 +71,4 @@ def test_ten_thousand_distinct_site_values_stay_within_the_bound(data: DataDir) 
     assert unbounded > 4 * RSS_GROWTH_BOUND
     assert grown < RSS_GROWTH_BOUND, f"RSS grew by {grown} bytes"
     # still answers right after all that churn
-    assert s.search("garden", site="h7.example").total == PER_HOST
+    assert s.search(IndexQuery("garden", site="h7.example")).total == PER_HOST

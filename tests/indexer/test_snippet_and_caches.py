@@ -17,7 +17,7 @@ from websift.core.datadir import DataDir
 from websift.indexer.analysis import Analyzer
 from websift.indexer.build import build_index
 from websift.indexer.errors import IndexCorrupt
-from websift.indexer.searcher import Searcher
+from websift.indexer.searcher import IndexQuery, Searcher
 from websift.indexer.snippet import SnippetMaker, best_window, read_text
 
 
@@ -121,23 +121,24 @@ def data(tmp_path: Path) -> DataDir:
 
 
 def answers(s: Searcher, queries: list[str]) -> list[list[tuple[int, float, str, list]]]:
-    return [[(h.doc_id, h.score, h.snippet, h.highlights) for h in s.search(q, k=5).hits]
-            for q in queries]
+    return [[(h.doc_id, h.score, h.snippet, h.highlights)
+             for h in s.search(IndexQuery(q, k=5)).hits] for q in queries]
 
 
 def test_a_warm_searcher_answers_exactly_as_a_cold_one(data: DataDir) -> None:
     queries = ["tulip autumn", "roses frost", '"tulip bulbs" garden', "garden -frost",
                "autumn OR frost", "tulip"]
     warm = Searcher.open(data)
+    caches = warm.caches()
     first = answers(warm, queries)
-    hits = warm._decoded.hits, warm._texts.hits
-    assert len(warm._decoded) > 0 and len(warm._texts) > 0
+    hits = caches["postings"].hits, caches["texts"].hits
+    assert len(caches["postings"]) > 0 and len(caches["texts"]) > 0
     again = answers(warm, queries)
-    assert warm._decoded.hits > hits[0] and warm._texts.hits > hits[1]
+    assert caches["postings"].hits > hits[0] and caches["texts"].hits > hits[1]
     cold = answers(Searcher.open(data), queries)
     assert first == again == cold
     warm.close()
-    assert len(warm._decoded) == len(warm._pairs) == len(warm._texts) == 0
+    assert len(caches["postings"]) == len(caches["pairs"]) == len(caches["texts"]) == 0
     assert all(hits for hits in first)
     top = first[0][0]
     assert "tulip" in top[2].lower() and top[3]
@@ -146,8 +147,8 @@ def test_a_warm_searcher_answers_exactly_as_a_cold_one(data: DataDir) -> None:
 def test_proximity_and_scores_do_not_depend_on_the_cache_order(data: DataDir) -> None:
     a = Searcher.open(data)
     b = Searcher.open(data)
-    a.search("autumn")  # warms one term's postings only
+    a.search(IndexQuery("autumn"))  # warms one term's postings only
     for q in ["tulip autumn", "bulbs autumn frost"]:
-        ra, rb = a.search(q), b.search(q)
+        ra, rb = a.search(IndexQuery(q)), b.search(IndexQuery(q))
         assert [h.doc_id for h in ra.hits] == [h.doc_id for h in rb.hits]
         assert np.allclose([h.score for h in ra.hits], [h.score for h in rb.hits])

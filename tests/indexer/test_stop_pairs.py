@@ -18,7 +18,7 @@ from websift.indexer import searcher as searcher_module
 from websift.indexer import topk
 from websift.indexer.manifest import Manifest
 from websift.indexer.query import parse_query
-from websift.indexer.searcher import Searcher
+from websift.indexer.searcher import IndexQuery, Searcher
 from websift.indexer.segment import SegmentReader
 from websift.indexer.segment_writer import SegmentWriter
 from websift.indexer.settings import IndexSettings
@@ -48,7 +48,7 @@ PAGES = [  # (title, body): "if" and "statement" on pages 1 and 2, next to each 
 
 def test_a_stop_word_next_to_the_query_word_ranks_its_page_first(tmp_path: Path) -> None:
     s = Searcher.open(make_index(tmp_path / "d", PAGES))
-    hits = s.search("if statement", explain=True).hits
+    hits = s.search(IndexQuery("if statement", explain=True)).hits
     assert hits[0].doc_id == 2
     for h in hits:
         assert h.explain is not None
@@ -59,7 +59,7 @@ def test_a_stop_word_next_to_the_query_word_ranks_its_page_first(tmp_path: Path)
     # no stop word.
     off = Searcher.open(make_index(tmp_path / "off", PAGES, IndexSettings(stop_pairs=False)))
     assert not off.index_settings.stop_pairs
-    first = off.search("if statement").hits
+    first = off.search(IndexQuery("if statement")).hits
     assert {h.doc_id for h in first[:2]} == {1, 2}
     assert first[0].text_score < hits[0].text_score  # the pair is what lifted page 2
 
@@ -101,8 +101,8 @@ def test_pruned_equals_exhaustive_with_stop_pairs(tmp_path_factory: pytest.TempP
                                                   k: int) -> None:
     s = _searcher(tmp_path_factory.mktemp("idx"), seed, n_docs)
     for q in queries:
-        want = s.search(q, k=k, exhaustive=True, snippets=False)
-        got = s.search(q, k=k, snippets=False)
+        want = s.search(IndexQuery(q, k=k, exhaustive=True, snippets=False))
+        got = s.search(IndexQuery(q, k=k, snippets=False))
         assert [h.doc_id for h in got.hits] == [h.doc_id for h in want.hits], q
         for g, w in zip(got.hits, want.hits, strict=True):
             assert g.text_score == pytest.approx(w.text_score, rel=1e-9, abs=1e-12), q

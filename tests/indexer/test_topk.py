@@ -21,10 +21,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from websift.indexer import postings as postings_module
 from websift.indexer import searcher as searcher_module
 from websift.indexer import topk
 from websift.indexer.manifest import Manifest
-from websift.indexer.searcher import CollectionStats, Searcher
+from websift.indexer.searcher import CollectionStats, IndexQuery, Searcher
 from websift.indexer.segment import SegmentReader
 from websift.indexer.segment_writer import SegmentWriter
 from websift.indexer.settings import BLOCK, FIELDS
@@ -94,8 +95,8 @@ def small_rounds() -> Iterator[None]:
 
 
 def _same(s: Searcher, q: str, **kw: object) -> None:
-    want = s.search(q, exhaustive=True, snippets=False, **kw)  # type: ignore[arg-type]
-    got = s.search(q, snippets=False, **kw)  # type: ignore[arg-type]
+    want = s.search(IndexQuery(q, exhaustive=True, snippets=False, **kw))  # type: ignore[arg-type]
+    got = s.search(IndexQuery(q, snippets=False, **kw))  # type: ignore[arg-type]
     assert [h.doc_id for h in got.hits] == [h.doc_id for h in want.hits], q
     for g, w in zip(got.hits, want.hits, strict=True):
         assert g.score == pytest.approx(w.score, rel=1e-9, abs=1e-12), q
@@ -117,7 +118,7 @@ def test_pruned_equals_exhaustive(tmp_path_factory: pytest.TempPathFactory, *, s
                                   dense: bool) -> None:
     with pytest.MonkeyPatch.context() as mp:
         # Every list of these small segments is dense: without the maps, probes search.
-        mp.setattr(searcher_module, "DENSE_POSTINGS_SHARE", 0.25 if dense else 2.0)
+        mp.setattr(postings_module, "DENSE_POSTINGS_SHARE", 0.25 if dense else 2.0)
         _pruned_equals_exhaustive(tmp_path_factory.mktemp("idx"), seed=seed, n_docs=n_docs,
                                   queries=queries, k=k, offset=offset)
 
@@ -179,43 +180,49 @@ def test_pruning_skips_blocks_and_counts_honestly(tmp_path: Path) -> None:
                        text=body, fields=[title, "", body, "", []])
     w.finish()
     s = Searcher(Manifest(generation=1, last_seq=0), [SegmentReader(tmp_path / "seg-1")])
-    got = s.search("needle", k=5, snippets=False)
-    want = s.search("needle", k=5, snippets=False, exhaustive=True)
+    got = s.search(IndexQuery("needle", k=5, snippets=False))
+    want = s.search(IndexQuery("needle", k=5, snippets=False, exhaustive=True))
     assert got.blocks == 30 and got.blocks_read < got.blocks
     assert [h.doc_id for h in got.hits] == [h.doc_id for h in want.hits] == [1, 2, 3, 4, 5]
     assert not got.total_exact and got.total == want.total == n  # the word's df: exact here
     # A prior bounded well below what the title adds (the word is everywhere: a small idf):
     # still skipped, the same top 5.
-    title_gain = got.hits[4].text_score - s.search("needle", k=6, snippets=False).hits[5].text_score
+    sixth = s.search(IndexQuery("needle", k=6, snippets=False)).hits[5]
+    title_gain = got.hits[4].text_score - sixth.text_score
 
     def tiny(ids: np.ndarray) -> np.ndarray:
         return _prior(ids) * (title_gain / 4 / W)
 
-    fused = s.search("needle", k=5, snippets=False, prior=tiny, prior_bound=title_gain / 4)
+    fused = s.search(IndexQuery("needle", k=5, snippets=False, prior=tiny,
+                                prior_bound=title_gain / 4))
     assert fused.blocks_read < fused.blocks
     assert [h.doc_id for h in fused.hits] == [
-        h.doc_id for h in s.search("needle", k=5, snippets=False, prior=tiny, exhaustive=True).hits]
+        h.doc_id for h in s.search(IndexQuery("needle", k=5, snippets=False, prior=tiny,
+                                              exhaustive=True)).hits]
     # Every block read: the count is exact.
-    full = s.search("needle hay", k=n, snippets=False)
+    full = s.search(IndexQuery("needle hay", k=n, snippets=False))
     assert full.total_exact and full.total == n
 
 
 def test_explain_adds_up_to_the_text_score(tmp_path: Path) -> None:
     s = _searcher(tmp_path, 5, 300)
     for q in ["alpha beta", "beta gamma delta", '"alpha beta" gamma', "eps OR zeta alpha"]:
-        for h in s.search(q, k=5, explain=True, snippets=False).hits:
+        for h in s.search(IndexQuery(q, k=5, explain=True, snippets=False)).hits:
             assert h.explain is not None
             assert h.explain["text_score"] == pytest.approx(h.text_score, rel=1e-6), q
 
 
 def test_a_deadline_past_gives_a_partial_answer_not_an_error(tmp_path: Path) -> None:
     s = _searcher(tmp_path, 13, 400)
-    late = s.search('"alpha beta" gamma', deadline=time.monotonic() - 1.0, snippets=False)
+    late = s.search(IndexQuery('"alpha beta" gamma', deadline=time.monotonic() - 1.0,
+                               snippets=False))
     assert late.partial and not late.total_exact
     assert late.hits  # the best found so far, never an empty answer while pages match
-    on_time = s.search('"alpha beta" gamma', deadline=time.monotonic() + 600.0, snippets=False)
+    on_time = s.search(IndexQuery('"alpha beta" gamma', deadline=time.monotonic() + 600.0,
+                                  snippets=False))
     assert not on_time.partial
-    assert on_time.hits == s.search('"alpha beta" gamma', snippets=False, exhaustive=True).hits
+    assert on_time.hits == s.search(IndexQuery('"alpha beta" gamma', snippets=False,
+                                               exhaustive=True)).hits
 
 
 def test_the_prior_ranks_over_every_match_not_a_text_window(tmp_path: Path) -> None:
@@ -232,17 +239,17 @@ def test_the_prior_ranks_over_every_match_not_a_text_window(tmp_path: Path) -> N
                        text=body, fields=["", "", body, "", []])
     w.finish()
     s = Searcher(Manifest(generation=1, last_seq=0), [SegmentReader(tmp_path / "seg-1")])
-    texts = s.search("needle", k=n, snippets=False, exhaustive=True).hits
+    texts = s.search(IndexQuery("needle", k=n, snippets=False, exhaustive=True)).hits
     assert [h.doc_id for h in texts][-1] == deep  # the weakest text match
 
     def prior(ids: np.ndarray) -> np.ndarray:
         return np.where(ids == deep, 5.0, 0.0)
 
-    got = s.search("needle", k=3, prior=prior, prior_bound=5.0, snippets=False)
-    want = s.search("needle", k=3, prior=prior, prior_bound=5.0, snippets=False,
-                    exhaustive=True)
+    got = s.search(IndexQuery("needle", k=3, prior=prior, prior_bound=5.0, snippets=False))
+    want = s.search(IndexQuery("needle", k=3, prior=prior, prior_bound=5.0, snippets=False,
+                    exhaustive=True))
     assert [h.doc_id for h in got.hits] == [h.doc_id for h in want.hits]
     assert got.hits[0].doc_id == deep
     # A prior without a bound is added to every match: the same answer, every block read.
-    unbounded = s.search("needle", k=3, prior=prior, snippets=False)
+    unbounded = s.search(IndexQuery("needle", k=3, prior=prior, snippets=False))
     assert [h.doc_id for h in unbounded.hits] == [h.doc_id for h in want.hits]

@@ -17,7 +17,7 @@ from websift.core.datadir import DataDir
 from websift.indexer.build import build_index
 from websift.indexer.docbatch import ANCHOR_ONLY, DocJob
 from websift.indexer.errors import IndexBusy
-from websift.indexer.searcher import Searcher
+from websift.indexer.searcher import IndexQuery, Searcher
 from websift.indexer.segment import SegmentReader
 from websift.indexer.settings import (
     BATCH_FULL_DOCS,
@@ -78,8 +78,8 @@ def test_two_workers_build_the_same_segment_as_one_process(tmp_path: Path) -> No
     a, b = segment_content(one), segment_content(two)
     assert a["postings"] and a == b
     s = Searcher.open(two)
-    assert [h.url for h in s.search("number42").hits] == [f"{U}/42"]
-    assert s.search('"os.path.join"').total > 0
+    assert [h.url for h in s.search(IndexQuery("number42")).hits] == [f"{U}/42"]
+    assert s.search(IndexQuery('"os.path.join"')).total > 0
 
 
 def _segment_bytes(d: DataDir) -> dict[str, bytes]:
@@ -121,8 +121,8 @@ def test_a_corrupt_record_is_counted_in_a_worker_too(tmp_path: Path) -> None:
     report = build_index(d, procs=2)
     assert report.skipped["warc_error"] == 1 and report.documents == 69
     s = Searcher.open(d)
-    assert [h.url for h in s.search("number33").hits] == []
-    assert [h.url for h in s.search("number34").hits] == [f"{U}/34"]
+    assert [h.url for h in s.search(IndexQuery("number33")).hits] == []
+    assert [h.url for h in s.search(IndexQuery("number34")).hits] == [f"{U}/34"]
 
 
 def test_a_failing_worker_is_raised_in_the_parent(tmp_path: Path) -> None:
@@ -154,7 +154,7 @@ def test_a_killed_run_with_workers_does_not_keep_the_next_run_out(tmp_path: Path
     # Its workers may still be alive for a moment: they hold no lock, so this run goes ahead.
     report = build_index(d, procs=2)
     assert report.mode == "incremental" and report.documents == 80
-    assert [h.url for h in Searcher.open(d).search("number1042").hits] == [f"{U}/42"]
+    assert [h.url for h in Searcher.open(d).search(IndexQuery("number1042")).hits] == [f"{U}/42"]
 
 
 def test_a_second_run_while_one_holds_the_lock_is_refused(tmp_path: Path) -> None:
