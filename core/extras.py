@@ -2,7 +2,7 @@
 
 ``pip install websift`` is the single-machine engine.  Two engines and one output are extras:
 ``websift[cluster]`` (Redis for a shared crawl frontier, Dask for link analysis on a cluster) and
-``websift[plots]`` (matplotlib for ``websift graph --plot``).  The modules that use them import
+``websift[plots]`` (matplotlib for ``websift graph plot``).  The modules that use them import
 them at the top; the commands import those modules only when asked for, after :func:`require`.
 """
 

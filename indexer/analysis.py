@@ -1,5 +1,5 @@
 """The one analyzer, used at index time and at query time (Whoosh's StemmingAnalyzer chain, made
-for technical text: issue 12, item 2).
+for technical text).
 
 Chain: a tokenizer regex (below) -> lower case -> drop tokens shorter than 2 or longer than 64
 characters -> Porter stemming (``whoosh.lang.porter.stem``).

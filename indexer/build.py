@@ -112,7 +112,7 @@ class IndexReport:
     template_errors: int = 0  # sampled pages whose WARC record could not be read
     template_seconds: float = 0.0  # time spent measuring templates and anchor boilerplate
     anchor_boilerplate: int = 0  # (host, anchor text) pairs left out as navigation
-    # Where the time went (issue 11): the page loop (store reads, workers, segment writer),
+    # Where the time went: the page loop (store reads, workers, segment writer),
     # its workers analysing and idle (sums over the workers), this process waiting for them,
     # and the end of the run (last inversion, postings encoding, files).
     pages_seconds: float = 0.0

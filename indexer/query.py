@@ -124,7 +124,7 @@ class ParsedQuery:
     def stop_pairs(self) -> list[tuple[str, str]]:
         """Proximity pairs of a stop word that is not scored and the plain query word next to
         it ("if statement": (if, statement); "x not in list": (not, in), (in, list)), so a page
-        where they stand together gains (issue 12, item 2: stop words adjacent to the other
+        where they stand together gains (stop words adjacent to the other
         query words).  Pairs of two other words are :meth:`word_terms`'; an OR group or a
         phrase breaks adjacency."""
         if "stop_pairs" in self.memo:

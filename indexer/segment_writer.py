@@ -358,7 +358,7 @@ class _Column:
 class SegmentWriter:
     """Builds one segment from documents added in increasing URL ID.
 
-    Its memory does not grow with the documents (issue 11): every per-document value (URL
+    Its memory does not grow with the documents: every per-document value (URL
     ID, field lengths, the offsets into the stored texts) and every anchor pair goes to a raw
     file in the segment's directory past PAIRS_BUFFER values (:class:`_Column`), the block
     impacts are written as they are made, and the postings are bit-packed in spawned

@@ -26,7 +26,7 @@ MAX_TOKEN_CHARS = 64  # longer tokens are dropped (base64 blobs, hashes)
 STEM_CACHE_SIZE = 200_000
 MAX_FIELD_TOKENS = 200_000  # tokens kept per field of one page
 ANCHOR_GAP = 8  # position gap between two anchors, so a phrase never spans two links
-# The analyzer's policies (issue 12, item 2) are IndexSettings' analyzer_* fields (below), on by
+# The analyzer's policies are IndexSettings' analyzer_* fields (below), on by
 # default; an index records them (each segment's meta) and a searcher analyses queries with them.
 # 1: Whoosh's chain plus dotted names; 2: technical terms, stop words kept; 3: operator terms
 ANALYZER_VERSION = 3

@@ -1,10 +1,10 @@
-"""Top-k text matches with bounded work per query (issue 11): block-max pruning, phrases and
+"""Top-k text matches with bounded work per query: block-max pruning, phrases and
 proximity on candidates only, a deadline.
 
 Every word's postings are cut in blocks of ``BLOCK`` (the docs stream's bit-packing blocks);
 each block's bound is its largest BM25F term score, exact: idf times the largest tf~/(k1 + tf~)
 of its live postings (Robertson & Zaragoza 2009, 3.4), from the saturations the decoded list
-keeps (computed once per cached list).  The segment's stored impacts (indexer/segment.py
+keeps (computed once per cached list).  The segment's stored impacts (indexer/segment_writer.py
 :func:`block_impacts`: per block the largest tf and the shortest length of each field) bound
 the same score without the list, but pair one posting's tf with another's length; the searcher
 decodes a list whole anyway, so the exact maxima cost one pass and skip far more.  The
