@@ -31,8 +31,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from testweb import TestWeb, html, words
 
+from testkit.testweb import TestWeb, html, words
 from websift.api.cli import main
 
 # (name, argv without --data); the commands that read the data directory

@@ -18,9 +18,9 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from websift_process import REPO
 
 import websift
+from testkit.websift_process import REPO
 
 pytestmark = pytest.mark.slow
 

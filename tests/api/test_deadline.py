@@ -14,8 +14,8 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
+from testkit.corpus import build_data_dir
 from tests.api.live import WAIT, live_server
-from tests.indexer.corpus import build_data_dir
 from websift.core.datadir import DataDir
 from websift.indexer import searcher, topk
 from websift.indexer.build import build_index

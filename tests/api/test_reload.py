@@ -8,9 +8,9 @@ from collections.abc import Callable
 
 import httpx
 
+from testkit.corpus import build_data_dir
 from tests.api.live import WAIT, live_server, wait_for
 from tests.api.site import pages
-from tests.indexer.corpus import build_data_dir
 from websift.api.snapshot import SnapshotHolder
 from websift.core.datadir import DataDir
 from websift.indexer.build import build_index

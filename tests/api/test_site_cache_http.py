@@ -15,8 +15,8 @@ import httpx
 import psutil
 import pytest
 
+from testkit.corpus import build_data_dir
 from tests.api.live import WAIT, live_server
-from tests.indexer.corpus import build_data_dir
 from websift.core.datadir import DataDir
 from websift.indexer import searcher
 from websift.indexer.build import build_index

@@ -25,9 +25,9 @@ from typing import Any
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
-from testweb import Answer, TestWeb, html, words
 
-from tests.waiting import wait_for
+from testkit.testweb import Answer, TestWeb, html, words
+from testkit.waiting import wait_for
 from websift.core.arguments import seconds
 from websift.core.datadir import DataDir
 from websift.crawler.errors import ScopeError

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from testweb import TestWeb, html, max_in_flight, min_start_gap, words
 
+from testkit.testweb import TestWeb, html, max_in_flight, min_start_gap, words
 from websift.core.datadir import DataDir
 from websift.store.views import StoreReader
 

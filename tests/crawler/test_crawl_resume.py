@@ -17,8 +17,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from testweb import TestWeb, html, words
 
+from testkit.testweb import TestWeb, html, words
 from websift.core.datadir import DataDir
 from websift.store.schema import FETCHED
 from websift.store.views import StoreReader

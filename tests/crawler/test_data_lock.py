@@ -16,11 +16,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from testweb import TestWeb, html, words
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
-from tests.waiting import wait_for
+from testkit.testweb import TestWeb, html, words
+from testkit.waiting import wait_for
 from websift.core.lock import STORE_WRITER_LOCK, ExclusiveLock, Holder, LockHeld, read_holder
 
 REPO = Path(__file__).resolve().parents[2]

@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from testweb import Site, TestWeb, html, words
 
+from testkit.testweb import Site, TestWeb, html, words
 from websift.core.datadir import DataDir
 from websift.crawler import settings as S
 from websift.crawler.dns import ADDRESS_PENDING, HostVerdicts
@@ -475,7 +475,7 @@ def three_sites() -> Iterator[Web]:
 
 
 def _page(title: str) -> Any:
-    from testweb import Answer
+    from testkit.testweb import Answer
 
     return Answer(body=html(title, f"<p>{words(len(title))} {title}</p>"))
 

@@ -20,11 +20,11 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from hostileweb import run_launched
 from scrapy.settings import Settings
-from testweb import Site, TestWeb, html, words
 from twisted.internet import reactor
 
+from testkit.hostileweb import run_launched
+from testkit.testweb import Site, TestWeb, html, words
 from websift.api.cli import main
 from websift.core.datadir import DataDir
 from websift.crawler.addresses import AddressRules, wholly_non_public

@@ -15,11 +15,11 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
-from redis_server import RedisClusterServers, RedisServer, free_port
-from testweb import TestWeb, html, max_in_flight, min_start_gap, words
-from waiting import wait_for
-from websift_process import REPO, websift_command
 
+from testkit.redis_server import RedisClusterServers, RedisServer, free_port
+from testkit.testweb import TestWeb, html, max_in_flight, min_start_gap, words
+from testkit.waiting import wait_for
+from testkit.websift_process import REPO, websift_command
 from websift.api.app import create_app
 from websift.api.settings import Settings
 from websift.core.datadir import DataDir

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from redis_server import RedisServer
 
+from testkit.redis_server import RedisServer
 from websift.crawler.redis_frontier import (
     FrontierError,
     RedisFrontier,
@@ -180,7 +180,7 @@ def test_foreign_and_newer_databases_are_refused(server: RedisServer) -> None:
 
 
 def test_unreachable_and_password_in_url(server: RedisServer) -> None:
-    from redis_server import free_port
+    from testkit.redis_server import free_port
 
     with pytest.raises(FrontierError, match="cannot use the frontier"):
         connect(f"redis://127.0.0.1:{free_port()}/0", timeout=1.0)

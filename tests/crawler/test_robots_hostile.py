@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hostileweb import HostileWeb, Run, Stream, hang_up, run_launched
-from testweb import Answer, LogEntry, Site, html, words
 
+from testkit.hostileweb import HostileWeb, Run, Stream, hang_up, run_launched
+from testkit.testweb import Answer, LogEntry, Site, html, words
 from websift.core.datadir import DataDir
 from websift.crawler.robots import MAX_ROBOTS_BYTES
 from websift.store.views import StoreReader

@@ -26,9 +26,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hostileweb import HostileWeb, HostTable, Run, run_launched
-from testweb import Answer, LogEntry, html, words
 
+from testkit.hostileweb import HostileWeb, HostTable, Run, run_launched
+from testkit.testweb import Answer, LogEntry, html, words
 from websift.core.datadir import DataDir
 from websift.store.views import StoreReader
 

@@ -1,6 +1,6 @@
 """`websift import`: WARC files other tools wrote become fetched pages, indexable and rankable.
 
-Two sources.  Debian's ``wget --warc-file -r`` mirrors a small loopback site (tests/testweb.py)
+Two sources.  Debian's ``wget --warc-file -r`` mirrors a small loopback site (testkit/testweb.py)
 once for the module: its WARC is imported, indexed, searched and ranked, and damaged copies of
 it (cut in the middle of a record, a gzip member broken) import what is whole and count the
 rest.  A Common-Crawl-style file written here with warcio holds what wget never writes: revisit
@@ -27,11 +27,11 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from testweb import Answer, Site, TestWeb, html, words
 from warcio.archiveiterator import ArchiveIterator
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
+from testkit.testweb import Answer, Site, TestWeb, html, words
 from websift.core.datadir import DataDir
 from websift.core.lock import store_writer_lock
 from websift.crawler import settings as S

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.indexer.corpus import make_index
+from testkit.corpus import make_index
 from websift.indexer.analysis import PLAIN_TOKEN_RE, TECH_TOKEN_RE, Analyzer, is_operator
 from websift.indexer.errors import IndexAnalyzerMismatch, QueryError
 from websift.indexer.hits import HitMaker

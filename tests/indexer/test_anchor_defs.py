@@ -1,6 +1,6 @@
 """Empty named anchors as defining places (issue 12, item 1): a back-of-book index's anchor
 (Texinfo ``<span id="index-walrus-operator"></span>``) makes its long page the answer and the
-hit's ``#id``.  Real crawl store, WARC files, indexer and searcher (tests/indexer/corpus.py)."""
+hit's ``#id``.  Real crawl store, WARC files, indexer and searcher (testkit/corpus.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.indexer.corpus import build_data_dir, indexed_copy
+from testkit.corpus import build_data_dir, indexed_copy
 from websift.indexer.searcher import Searcher
 from websift.indexer.settings import ANCHOR_DEFS_ENV
 

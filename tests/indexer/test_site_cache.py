@@ -8,7 +8,7 @@ import gc
 import psutil
 import pytest
 
-from tests.indexer.corpus import build_data_dir
+from testkit.corpus import build_data_dir
 from websift.core.datadir import DataDir
 from websift.indexer.build import build_index
 from websift.indexer.searcher import Searcher

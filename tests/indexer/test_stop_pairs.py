@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.indexer.corpus import make_index
+from testkit.corpus import make_index
 from websift.indexer import searcher as searcher_module
 from websift.indexer import topk
 from websift.indexer.manifest import Manifest
