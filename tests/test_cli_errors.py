@@ -207,6 +207,7 @@ def test_foreign_directory(name: str, tmp_path: Path, capsys: pytest.CaptureFixt
     assert sorted(p.name for p in foreign.iterdir()) == ["holiday.jpg"]  # nothing written
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(WRITERS))
 @pytest.mark.parametrize(("mutate", "says"), [(foreign_marker, "not a websift data directory"),
                                               (newer_marker, "version 99")])
@@ -217,6 +218,7 @@ def test_marker(*, name: str, mutate: Callable[[Path], None], says: str, good_da
     assert says in one_error_line([*WRITERS[name], "--data", str(data)], capsys)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["crawl", "recrawl", "index", "rank", "graph-stats",
                                   "graph-page", "topics-add"])
 def test_newer_store_schema(name: str, good_data: Path, tmp_path: Path,
@@ -226,6 +228,7 @@ def test_newer_store_schema(name: str, good_data: Path, tmp_path: Path,
     assert "schema version 99" in one_error_line([*WRITERS[name], "--data", str(data)], capsys)
 
 
+@pytest.mark.slow
 def test_newer_index_manifest(good_data: Path, tmp_path: Path,
                               capsys: pytest.CaptureFixture[str]) -> None:
     data = _copy(good_data, tmp_path)
@@ -233,6 +236,7 @@ def test_newer_index_manifest(good_data: Path, tmp_path: Path,
     assert "version 99" in one_error_line([*READERS["search"], "--data", str(data)], capsys)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["rank", "graph-page", "topics-add"])
 def test_newer_ranks_manifest(name: str, good_data: Path, tmp_path: Path,
                               capsys: pytest.CaptureFixture[str]) -> None:
@@ -254,6 +258,7 @@ def _foreign(d: Path) -> None:
     (d / "holiday.jpg").write_bytes(b"\xff\xd8\xff")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("mutate", "says"), [
     (_missing, "no websift data directory"), (_foreign, "not a websift data directory"),
     (newer_marker, "version 99"), (newer_index, "version 99"), (newer_ranks, "version 99"),
@@ -266,16 +271,19 @@ def test_serve_refuses_to_start(mutate: Callable[[Path], None], says: str, good_
 
 
 # ---------------------------------------------------------------------- topics, seeds
+@pytest.mark.slow
 def test_unknown_topic(good_data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     data = _copy(good_data, tmp_path)
     assert "nosuch" in one_error_line(["topics", "remove", "nosuch", "--data", str(data)], capsys)
 
 
+@pytest.mark.slow
 def test_bad_topic_pattern(good_data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     data = _copy(good_data, tmp_path)
     one_error_line(["topics", "add", "x", "--pattern", "(", "--data", str(data)], capsys)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("query", ['"unclosed', "OR", "a OR", '-"only phrase"', "x" * 1001, "site:"])
 def test_bad_query(query: str, good_data: Path, capsys: pytest.CaptureFixture[str]) -> None:
     # "--": a query may start with "-" (an exclusion), which argparse would take for an option

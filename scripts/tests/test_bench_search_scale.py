@@ -60,6 +60,7 @@ def test_queries_follow_the_mix_and_come_from_page_text(tmp_path: Path) -> None:
     assert share == pytest.approx(0.10, abs=0.05)
 
 
+@pytest.mark.slow
 def test_a_toy_run_prints_the_table(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert bench.main(["--docs", str(DOCS), "--cache", str(tmp_path), "--queries", "60",
                        "--api-seconds", "0.5"]) == 0

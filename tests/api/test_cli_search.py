@@ -52,6 +52,7 @@ def topics_client(fresh_data: DataDir, make_client: Callable[..., TestClient]) -
     return client
 
 
+@pytest.mark.slow
 def test_the_command_line_ranks_as_search_does(
     topics_client: TestClient, fresh_data: DataDir, run_websift: Run
 ) -> None:

@@ -7,6 +7,7 @@ from collections import Counter
 from collections.abc import Callable
 
 import httpx
+import pytest
 
 from testkit.corpus import build_data_dir
 from tests.api.live import WAIT, live_server, wait_for
@@ -16,6 +17,8 @@ from websift.core.datadir import DataDir
 from websift.indexer.build import build_index
 from websift.indexer.manifest import read_manifest, write_manifest
 from websift.ranking.rank_job import run_rank
+
+pytestmark = pytest.mark.slow  # index generations swapped under live traffic
 
 
 def test_new_generations_are_picked_up_mid_traffic(fresh_data: DataDir) -> None:

@@ -45,6 +45,8 @@ from websift.core.datadir import DataDir
 from websift.indexer.build import build_index, host_of
 from websift.indexer.searcher import ShardsConflict
 
+pytestmark = pytest.mark.slow  # shard servers in child processes
+
 REPO = Path(__file__).resolve().parents[2]
 # Generous for the exactness tests (a loaded 2-core machine must not drop a shard); the
 # down/slow tests choose their own.

@@ -21,6 +21,8 @@ from websift.core.datadir import DataDir
 from websift.indexer import searcher
 from websift.indexer.build import build_index
 
+pytestmark = pytest.mark.slow  # a live server over a 10,000-site index
+
 HOSTS, PER_HOST = 20, 100  # 2,000 documents: one site mask is 2,000 bools
 DISTINCT_SITES = 10_000
 SITE_CACHE_BYTES = 256 << 10  # the searcher's site-mask bound in this test

@@ -38,6 +38,8 @@ from websift.crawler.scope import ScopeConfig
 from websift.crawler.session import CrawlConfig, CrawlSession
 from websift.store.views import StoreReader
 
+pytestmark = pytest.mark.slow  # continuous crawls in child processes
+
 REPO = Path(__file__).resolve().parents[2]
 ENV = {**os.environ, "PYTHONPATH": str(REPO)}
 WAIT = 60.0  # seconds any awaited condition may take

@@ -22,6 +22,8 @@ from websift.store.schema import FETCHED, META_VIRTUAL
 from websift.store.views import StoreReader
 from websift.store.warc import WarcLocation, read_response
 
+pytestmark = pytest.mark.slow  # one crawl over HTTP with politeness delays
+
 DELAY = 0.2
 CRAWL_DELAY = 0.5  # the slow site's robots.txt
 # With one request in flight the crawler spaces a start from the previous answer's arrival, and

@@ -13,6 +13,8 @@ from testkit.testweb import TestWeb, html, max_in_flight, min_start_gap, words
 from websift.core.datadir import DataDir
 from websift.store.views import StoreReader
 
+pytestmark = pytest.mark.slow  # crawls over HTTP
+
 LATENCY = 0.2
 K = 2
 PAGES = 16

@@ -24,6 +24,8 @@ from websift.store.schema import FETCHED
 from websift.store.views import StoreReader
 from websift.store.warc import WarcLocation, read_response
 
+pytestmark = pytest.mark.slow  # a crawl killed and resumed
+
 REPO = Path(__file__).resolve().parents[2]
 PAGES = 60
 KILL_AFTER = 45  # page requests served before the kill: more than one group commit (32 steps)

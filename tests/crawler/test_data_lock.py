@@ -74,6 +74,7 @@ def wait_for_holder(path: Path, pid: int, child: subprocess.Popen[str]) -> Holde
     return holder
 
 
+@pytest.mark.slow
 def test_a_second_writer_is_refused_until_the_first_is_killed(
     lock_web: TestWeb, tmp_path: Path
 ) -> None:

@@ -480,6 +480,7 @@ def _page(title: str) -> Any:
     return Answer(body=html(title, f"<p>{words(len(title))} {title}</p>"))
 
 
+@pytest.mark.slow
 def test_a_slow_lookup_does_not_stop_other_hosts_downloading(
     three_sites: Web, tmp_path: Path
 ) -> None:

@@ -34,6 +34,8 @@ from websift.crawler import settings as S
 from websift.crawler.scope import ScopeConfig
 from websift.store.views import StoreReader
 
+pytestmark = pytest.mark.slow  # crawls of the hostile web
+
 TIMEOUT = 3.0  # seconds: crawler.settings.DOWNLOAD_TIMEOUT for this crawl
 PER_HOST = 40  # --max-pages-per-host: the calendar trap's limit
 MAX_PAGES = 400

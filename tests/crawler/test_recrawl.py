@@ -14,6 +14,8 @@ from websift.core.datadir import DataDir
 from websift.crawler.recrawl import recrawl_schedule
 from websift.store.views import StoreReader
 
+pytestmark = pytest.mark.slow  # crawls and recrawls over HTTP
+
 
 @pytest.fixture(scope="module")
 def fresh_web() -> Iterator[TestWeb]:

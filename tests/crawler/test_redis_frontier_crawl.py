@@ -27,6 +27,9 @@ from websift.crawler.redis_frontier import connect, frontier_status
 from websift.indexer.build import build_index
 from websift.store.views import StoreReader
 
+# slow: crawler processes on Redis; redis: each test starts a redis-server (testkit/redis_server.py)
+pytestmark = [pytest.mark.slow, pytest.mark.redis]
+
 SITES = ("127.0.0.11", "127.0.0.12", "127.0.0.13", "127.0.0.14")
 PAGES = 10  # per site, besides its home page
 DELAY = 0.15

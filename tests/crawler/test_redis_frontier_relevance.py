@@ -26,6 +26,10 @@ from websift.core.datadir import DataDir
 from websift.indexer.build import build_index
 from websift.indexer.searcher import Searcher
 
+# slow: three crawls of the Python manual; redis: each test starts a redis-server
+# (testkit/redis_server.py)
+pytestmark = [pytest.mark.slow, pytest.mark.redis]
+
 CRAWL = ("--delay", "0", "--concurrency-per-host", "4", "--allow-private", "--max-depth", "50",
          "--quiet")
 CRAWLERS = 3

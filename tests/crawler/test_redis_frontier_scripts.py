@@ -24,6 +24,8 @@ from websift.crawler.redis_frontier import (
 from websift.ranking.opic import LazyOpicState, OpicParams
 from websift.store.crawl_store import CrawlStore
 
+pytestmark = pytest.mark.redis  # each test starts a redis-server (testkit/redis_server.py)
+
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:

@@ -32,6 +32,8 @@ from testkit.testweb import Answer, LogEntry, html, words
 from websift.core.datadir import DataDir
 from websift.store.views import StoreReader
 
+pytestmark = pytest.mark.slow  # crawls in child processes
+
 PUBLIC_CHECK = "93.184.216.34"
 BLOCKED = "hostileweb: blocked"
 

@@ -54,7 +54,12 @@ def _wget_supports_warc() -> bool:
     return "--warc-file" in done.stdout
 
 
-needs_wget = pytest.mark.skipif(not _wget_supports_warc(), reason="no wget with WARC support")
+_WGET_MISSING = pytest.mark.skipif(not _wget_supports_warc(), reason="no wget with WARC support")
+
+
+def needs_wget(test: Callable[..., None]) -> Callable[..., None]:
+    """The ``wget`` marker (``pytest -m "not wget"``), and a skip where wget cannot write WARC."""
+    return pytest.mark.wget(_WGET_MISSING(test))
 
 
 def _fill(site: Site) -> None:
@@ -214,6 +219,7 @@ def test_the_run_is_summarised_by_record_type_and_skip_reason(
                    for k in counts)
 
 
+@pytest.mark.slow
 @needs_wget
 def test_index_search_and_rank_work_on_imported_pages(
     mirror: Mirror, imported: Path, run_websift: Callable[..., subprocess.CompletedProcess[str]],
@@ -522,6 +528,7 @@ def _many_pages(path: Path, n: int) -> list[str]:
     return urls
 
 
+@pytest.mark.slow
 def test_an_interrupted_import_keeps_what_it_committed_and_a_rerun_completes_it(
     tmp_path: Path, run_websift: Callable[..., subprocess.CompletedProcess[str]],
 ) -> None:

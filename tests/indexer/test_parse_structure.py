@@ -296,6 +296,7 @@ def test_navigation_variants_share_their_items_template_keys() -> None:
 nav_word = st.from_regex(r"[A-Za-z][a-z]{0,7}", fullmatch=True)
 
 
+@pytest.mark.slow
 @given(st.lists(st.tuples(nav_word, st.lists(nav_word, min_size=1, max_size=3)),
                 min_size=2, max_size=5, unique_by=lambda t: t[0]),
        st.data())

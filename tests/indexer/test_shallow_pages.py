@@ -54,6 +54,7 @@ def _trees(draw: st.DrawFn) -> tuple[str, int]:
     return _tree(draw, 0)
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(_trees())
 def test_the_nesting_bound_of_well_formed_html_is_its_depth(tree: tuple[str, int]) -> None:

@@ -14,6 +14,8 @@ from websift.indexer.build import build_index
 from websift.indexer.searcher import Searcher
 from websift.indexer.settings import SITE_MASK_CACHE_BYTES
 
+pytestmark = pytest.mark.slow  # a 10,000-site index built for the module
+
 HOSTS, PER_HOST = 20, 100  # 2,000 documents: a site mask is 2,000 bools
 DISTINCT_SITES = 10_000
 CACHE_BOUND = 256 << 10  # bytes given to the searcher's site-mask cache here

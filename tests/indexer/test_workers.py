@@ -82,6 +82,7 @@ def _segment_bytes(d: DataDir) -> dict[str, bytes]:
     return {f.name: f.read_bytes() for f in sorted(seg.iterdir())}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("bound", ["batches", "bytes"])
 def test_results_in_flight_leave_the_segment_bytes_as_they_were(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, bound: str) -> None:
@@ -136,6 +137,7 @@ def test_a_failed_run_stops_its_workers_at_once(tmp_path: Path) -> None:
     assert not any(p.is_alive() for p in workers)
 
 
+@pytest.mark.slow
 def test_a_killed_run_with_workers_does_not_keep_the_next_run_out(tmp_path: Path) -> None:
     d = build_data_dir(tmp_path / "d", {f"{U}/{i}": page(i) for i in range(80)})
     build_index(d, procs=1)
