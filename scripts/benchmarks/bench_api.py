@@ -1,6 +1,6 @@
 """Load test of ``GET /search`` served by ``websift serve``, beside Whoosh's query time.
 
-    .venv/bin/python -m scripts.benchmarks.bench_api      # crawl + index + rank, then measure
+    .venv/bin/python -m scripts.benchmarks.bench_api           # crawl + index + rank, then measure
     .venv/bin/python -m scripts.benchmarks.bench_api --data D  # reuse (or make) a crawl in D
     .venv/bin/python -m scripts.benchmarks.bench_api --seconds 10 --clients 1 8 32
     .venv/bin/python -m scripts.benchmarks.bench_api --workers 1 2 --cache off --clients 8

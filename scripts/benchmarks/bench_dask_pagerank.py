@@ -1,14 +1,15 @@
 """Benchmark: PageRank on a Dask LocalCluster against the embedded engine, in the same run.
 
-    .venv/bin/python -m scripts.benchmarks.bench_dask_pagerank          # 1M pages, 10M links
+    .venv/bin/python -m scripts.benchmarks.bench_dask_pagerank  # 1M pages, 10M links
     .venv/bin/python -m scripts.benchmarks.bench_dask_pagerank --pages 100000 --links 1000000
 
-The graph is scripts/benchmarks/bench_pagerank.py's web-like one.  It is measured at 1x and at 2x its size
-(``--pages``/``--links`` times 1 and 2), each time:
+The graph is scripts/benchmarks/bench_pagerank.py's web-like one.  It is measured at 1x and at 2x
+its size (``--pages``/``--links`` times 1 and 2), each time:
 
 - embedded: ``ranking.pagerank.pagerank`` from the CSR graph (transition matrix included), in
   this process, ``settings.THREADS`` threads; its memory is the graph's CSR plus the peak of
-  what PageRank allocates (tracemalloc, an untimed run), as scripts/benchmarks/bench_pagerank.py counts it.
+  what PageRank allocates (tracemalloc, an untimed run), as scripts/benchmarks/bench_pagerank.py
+  counts it.
 - dask: a LocalCluster of ``--workers`` processes of one thread each (started once).  Untimed:
   the links spilled into bucket files and the blocks built by the workers (reported apart, as
   "prepare").  Timed: loading the blocks with their weights, then the power iteration.  Memory:

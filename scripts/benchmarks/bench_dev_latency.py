@@ -4,9 +4,10 @@
         [--manual python] [--rounds 3] [--repeat 5]
 
 ``--data``: a data directory holding the manual's crawl, indexed by this tree (the one
-``scripts/evaluation/eval_relevance.py --manual python --data DIR`` makes).  ``--baseline``: another websift
-source tree (a ``git worktree`` of another commit) with ``--baseline-data``, the same crawl
-indexed by that tree (an index is read only by the analyzer that built it).  Each round runs
+``scripts/evaluation/eval_relevance.py --manual python --data DIR`` makes).  ``--baseline``:
+another websift source tree (a ``git worktree`` of another commit) with ``--baseline-data``, the
+same crawl indexed by that tree (an index is read only by the analyzer that built it).  Each round
+runs
 every tree once in a child process (``PYTHONPATH`` set to the tree), in alternation: it opens
 the searcher, runs the manual's queries once to warm it, then times each query ``--repeat``
 times and keeps its best CPU time (``time.process_time``: steadier than wall time on a shared

@@ -14,7 +14,7 @@ and their ratio: a frontier whose cost per page does not grow with the crawl kee
 near 1.  ``--old N`` also runs the frontier before lazy dividends (``git show HEAD:...``, if it
 still has the old API) for N reads, without a store (its per-read cost is O(known URLs)).
 
-    .venv/bin/python -m scripts.benchmarks.bench_frontier       # 200,000 reads, frontier only
+    .venv/bin/python -m scripts.benchmarks.bench_frontier  # 200,000 reads, frontier only
     .venv/bin/python -m scripts.benchmarks.bench_frontier --store --reads 50000
     .venv/bin/python -m scripts.benchmarks.bench_frontier --reads 20000 --old 20000
 """

@@ -1,6 +1,6 @@
 """Load ramp against ``websift serve``: 1 to 64 concurrent clients, and the server's memory.
 
-    .venv/bin/python -m scripts.benchmarks.bench_load       # crawl + index + rank, then ramp
+    .venv/bin/python -m scripts.benchmarks.bench_load           # crawl + index + rank, then ramp
     .venv/bin/python -m scripts.benchmarks.bench_load --data D  # reuse D (built there if empty)
     .venv/bin/python -m scripts.benchmarks.bench_load --seconds 5 --clients 1 4 16 --bound-mb 100
 

@@ -1,6 +1,6 @@
 """Benchmark: websift's PageRank against igraph (PRPACK) and networkx on the same graph.
 
-    .venv/bin/python -m scripts.benchmarks.bench_pagerank        # 1M pages, 10M links
+    .venv/bin/python -m scripts.benchmarks.bench_pagerank               # 1M pages, 10M links
     .venv/bin/python -m scripts.benchmarks.bench_pagerank --pages 100000 --links 1000000
     .venv/bin/python -m scripts.benchmarks.bench_pagerank --store DATA  # a real crawl's link graph
 

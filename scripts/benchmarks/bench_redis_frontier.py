@@ -3,8 +3,8 @@
     .venv/bin/python -m scripts.benchmarks.bench_redis_frontier  # 300,000-page web, 20,000 fetched
     .venv/bin/python -m scripts.benchmarks.bench_redis_frontier --pages 20000 --hosts 60 --crawl-pages 3000
 
-On the generated web of ``scripts/benchmarks/crawl_scale.py`` (``testkit/genweb.py``, served by nginx from loopback
-addresses, one per host), in one run on the same input:
+On the generated web of ``scripts/benchmarks/crawl_scale.py`` (``testkit/genweb.py``, served by
+nginx from loopback addresses, one per host), in one run on the same input:
 
 1. the embedded frontier: one ``websift crawl`` process (the peer every figure is compared to);
 2. for P in ``--processes`` (default 1, 2, 4): a fresh ``redis-server`` (Debian's, no

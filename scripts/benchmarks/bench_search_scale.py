@@ -1,7 +1,7 @@
 """Search at scale (issue 11): N generated web pages indexed and queried by websift and tantivy.
 
-    .venv/bin/python -m scripts.benchmarks.bench_search_scale       # 1,000,000 pages
-    .venv/bin/python -m scripts.benchmarks.bench_search_scale --docs 50000  # a quicker look
+    .venv/bin/python -m scripts.benchmarks.bench_search_scale                 # 1,000,000 pages
+    .venv/bin/python -m scripts.benchmarks.bench_search_scale --docs 50000    # a quicker look
     .venv/bin/python -m scripts.benchmarks.bench_search_scale --docs 50000 --no-api --queries 300
     .venv/bin/python -m scripts.benchmarks.bench_search_scale --prepare-only  # corpus + import, then stop
     .venv/bin/python -m scripts.benchmarks.bench_search_scale --docs 200000 --reuse-index --no-api
@@ -40,8 +40,8 @@ Phases, each timed and printed as it ends:
    fusion's defaults, bound ``w``), tantivy still on text alone.  p50/p90/p99/max, the ratios, per
    class, and how many websift answers were ``partial`` (the deadline cut them short).
 6. **API**: ``websift serve`` on that data directory with no result cache, 8 keep-alive clients
-   sending the same queries for ``--api-seconds`` (``scripts/benchmarks/bench_api.py``'s server and load
-   generator), p50/p99.
+   sending the same queries for ``--api-seconds`` (``scripts/benchmarks/bench_api.py``'s server
+   and load generator), p50/p99.
 
 Then one markdown table for the README with the command line.  Figures from a shared machine
 are noisy: the goals are printed beside them, never asserted.

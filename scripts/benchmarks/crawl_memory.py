@@ -1,6 +1,6 @@
 """The crawler's memory on a 20,000-page site: peak RSS against a stated bound.
 
-    .venv/bin/python -m scripts.benchmarks.crawl_memory           # 20,000 pages, bound 256 MB
+    .venv/bin/python -m scripts.benchmarks.crawl_memory  # 20,000 pages, bound 256 MB
     .venv/bin/python -m scripts.benchmarks.crawl_memory --pages 5000 --bound-mb 300
 
 The site is generated on loopback (127.0.0.12) by the test web's ``TestWeb``, deterministically

@@ -3,9 +3,9 @@
     .venv/bin/python -m scripts.benchmarks.crawl_scale  # 300,000 pages, 300 hosts, 60,000 fetched
     .venv/bin/python -m scripts.benchmarks.crawl_scale --pages 20000 --hosts 40 --crawl-pages 5000  # ~2 min
 
-1. A static web is generated on disk by ``testkit/genweb.py`` (power-law links inside and across hosts,
-   Zipf text, one robots.txt per host disallowing ``/private/``, which some pages link to), or
-   reused when ``--root`` already holds the one of these parameters.
+1. A static web is generated on disk by ``testkit/genweb.py`` (power-law links inside and across
+   hosts, Zipf text, one robots.txt per host disallowing ``/private/``, which some pages link
+   to), or reused when ``--root`` already holds the one of these parameters.
 2. nginx (Debian's ``nginx-light``; ``scripts/ensure_system_packages.sh`` installs it) serves it
    from a config written to the run directory: one loopback address per host (127.0.1.1, ...),
    one port, every request logged with its end time ($msec), its duration, address, status and

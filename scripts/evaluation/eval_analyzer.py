@@ -1,7 +1,7 @@
 """The analyzer's policies (issue 12, item 2) on the development manuals: relevance (overall and
 per kind of query), index size, hits and indexing rate with each switched off and on.
 
-    .venv/bin/python -m scripts.evaluation.eval_analyzer --data D          # the Python manual
+    .venv/bin/python -m scripts.evaluation.eval_analyzer --data D  # the Python manual
     .venv/bin/python -m scripts.evaluation.eval_analyzer --manual python,octave --data D  # D/<name> each
 
 For each row (analyzer 1, the engine before issue 12; technical terms only; stop words only;
@@ -10,8 +10,8 @@ headings and defs fields only, or there plus each operator's first hit per field
 the default), the index of the manual's crawl is rebuilt (``websift index --rebuild``) in a
 child process whose environment sets WEBSIFT_ANALYZER_TECHNICAL / _STOPS / _OPERATORS and
 WEBSIFT_OPERATOR_FIELDS / _ELSEWHERE, and the child runs
-the manual's queries (scripts/evaluation/eval_relevance.py) and a few technical queries by hand.  Prints
-MRR@10, nDCG@10, MRR@10 per kind of query, index bytes, hits and seconds (pages per second),
+the manual's queries (scripts/evaluation/eval_relevance.py) and a few technical queries by hand.
+Prints MRR@10, nDCG@10, MRR@10 per kind of query, index bytes, hits and seconds (pages per second),
 each with its ratio to the first row.  Deterministic apart from the seconds (noisy on a busy
 machine).  The last row is the default, so the crawl is left indexed as websift indexes it.
 """
@@ -142,9 +142,9 @@ def main(argv: list[str] | None = None) -> int:
         for row, overrides in ROWS:
             env = {k: v for k, v in os.environ.items() if k not in _SWITCHES}
             env.update(overrides, PYTHONPATH=str(ROOT))
-            run = subprocess.run([sys.executable, "-m", "scripts.evaluation.eval_analyzer", "--child",
-                                  name, "--data", str(data_dir)], check=False, env=env, capture_output=True,
-                                 text=True)
+            run = subprocess.run([sys.executable, "-m", "scripts.evaluation.eval_analyzer",
+                                  "--child", name, "--data", str(data_dir)], check=False,
+                                 env=env, capture_output=True, text=True)
             if run.returncode != 0:
                 sys.exit(f"row {row!r} failed:\n{run.stderr}")
             rows.append((row, json.loads(run.stdout.strip().splitlines()[-1])))

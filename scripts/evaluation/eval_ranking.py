@@ -1,14 +1,14 @@
 """Ablation of websift's ranking on a development manual: text, anchors, PageRank, OPIC, topics.
 
-    .venv/bin/python -m scripts.evaluation.eval_ranking        # the Python manual
+    .venv/bin/python -m scripts.evaluation.eval_ranking                  # the Python manual
     .venv/bin/python -m scripts.evaluation.eval_ranking --manual octave  # the GNU Octave manual
     .venv/bin/python -m scripts.evaluation.eval_ranking --data D  # reuse (or make) a crawl in D
     .venv/bin/python -m scripts.evaluation.eval_ranking --row 'no prox:proximity_weight=0'
 
 Crawls and indexes the manual (``--manual``, ``eval_relevance.MANUALS``) exactly as
-``scripts/evaluation/eval_relevance.py`` does (its functions are imported, not copied), computes the ranks
-(``ranking.rank_job.run_rank``), then runs the manual's queries through the API's own search path
-(``api.retrieval.run_search``, what ``GET /search`` runs) and prints one table:
+``scripts/evaluation/eval_relevance.py`` does (its functions are imported, not copied), computes
+the ranks (``ranking.rank_job.run_rank``), then runs the manual's queries through the API's own
+search path (``api.retrieval.run_search``, what ``GET /search`` runs) and prints one table:
 
 - BM25F without the anchor field; BM25F (with anchor text); + PageRank; + OPIC instead of PageRank;
   ``topic=auto`` when topics are defined;
@@ -131,7 +131,8 @@ def row_ablation(data: DataDir, ranks: Ranks, rows: list[Row], fusion: FusionPar
             with environment(env):
                 copy = reindexed_copy(data, env)
                 child = subprocess.run(
-                    [sys.executable, "-m", "scripts.evaluation.eval_ranking", "--manual", manual, "--row-child", str(copy.root), str(data.root),
+                    [sys.executable, "-m", "scripts.evaluation.eval_ranking", "--manual", manual,
+                     "--row-child", str(copy.root), str(data.root),
                      str(fusion.weight), str(fusion.midpoint), str(fusion.exponent),
                      *r.overrides], check=False, capture_output=True, text=True,
                     env={**os.environ, "PYTHONPATH": str(ROOT)})

@@ -1,6 +1,6 @@
 """Relevance of websift's text ranking on a development manual, beside Whoosh and tantivy.
 
-    .venv/bin/python -m scripts.evaluation.eval_relevance          # the Python manual
+    .venv/bin/python -m scripts.evaluation.eval_relevance  # the Python manual
     .venv/bin/python -m scripts.evaluation.eval_relevance --manual octave  # the GNU Octave manual
     .venv/bin/python -m scripts.evaluation.eval_relevance --manual python,octave --data D  # both, D/<name>
     .venv/bin/python -m scripts.evaluation.eval_relevance --data D  # reuse (or make) a crawl in D
@@ -242,8 +242,8 @@ def row_metrics(data: DataDir, row: Row, manual: Manual, kinds: list[str]
     with environment(env):
         copy = reindexed_copy(data, env)
         child = subprocess.run(
-            [sys.executable, "-m", "scripts.evaluation.eval_relevance", "--row-child", manual.name, str(copy.root),
-             *row.overrides], check=False, capture_output=True, text=True,
+            [sys.executable, "-m", "scripts.evaluation.eval_relevance", "--row-child", manual.name,
+             str(copy.root), *row.overrides], check=False, capture_output=True, text=True,
             env={**os.environ, "PYTHONPATH": str(ROOT)})
     if child.returncode != 0:
         raise SystemExit(f"row {row.name!r} failed:\n{child.stderr}")

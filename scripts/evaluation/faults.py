@@ -4,7 +4,7 @@ Runs each case against real ``websift`` processes on a real local site (the demo
 served on loopback with a request log) and prints a table: case, expected, observed, verdict.
 Exit status 1 when any case fails.  Seeds are printed so that a failure can be replayed::
 
-    .venv/bin/python -m scripts.evaluation.faults           # everything, 20 kills per stage
+    .venv/bin/python -m scripts.evaluation.faults  # everything, 20 kills per stage
     .venv/bin/python -m scripts.evaluation.faults --kills 3 --only crawl-kill,index-kill
     .venv/bin/python -m scripts.evaluation.faults --seed 1234 --only rank-kill  # replay
 
