@@ -99,6 +99,7 @@ steps = st.lists(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(hosts=st.integers(1, 4), script=steps)
 def test_cash_matches_embedded_opic(server: RedisServer, tmp_path: Path, hosts: int,

@@ -58,8 +58,9 @@ _WGET_MISSING = pytest.mark.skipif(not _wget_supports_warc(), reason="no wget wi
 
 
 def needs_wget(test: Callable[..., None]) -> Callable[..., None]:
-    """The ``wget`` marker (``pytest -m "not wget"``), and a skip where wget cannot write WARC."""
-    return pytest.mark.wget(_WGET_MISSING(test))
+    """The ``wget`` marker (``pytest -m "not wget"``), ``slow`` (the module's mirror runs wget and
+    ``websift import``), and a skip where wget cannot write WARC."""
+    return pytest.mark.slow(pytest.mark.wget(_WGET_MISSING(test)))
 
 
 def _fill(site: Site) -> None:
@@ -285,6 +286,7 @@ def test_a_broken_gzip_member_is_skipped_and_the_import_goes_on(
                          if not r[1].endswith(".txt"))
 
 
+@pytest.mark.slow
 def test_a_file_that_is_not_a_warc_exits_2_with_one_line(
     tmp_path: Path, run_websift: Callable[..., subprocess.CompletedProcess[str]],
 ) -> None:

@@ -43,6 +43,7 @@ def _sorted_pairs(terms: list[str], positions: list[int]) -> list[tuple[int, str
     return sorted(zip(positions, terms, strict=True))
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None)
 @given(texts, st.booleans(), st.booleans(), st.booleans())
 def test_index_and_query_time_give_the_same_terms(text: str, technical: bool, stops: bool,
