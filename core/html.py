@@ -10,7 +10,7 @@ indexer with lexbor through selectolax for speed); this module says which elemen
 invisible (both drop :data:`INVISIBLE_TAGS`) and how the text of what is left reads (every text
 node, a space between them, whitespace squashed: :func:`visible_text` for lxml trees; the
 indexer's ``parse_html`` gives the same text, checked by tests/core/test_html.py and, page by
-page on the Python manual, by scripts/compare_parsers.py).
+page on the Python manual, by scripts/benchmarks/compare_parsers.py).
 """
 
 from __future__ import annotations

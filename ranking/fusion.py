@@ -42,13 +42,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-# Defaults (chosen by scripts/eval_ranking.py's sweep on the development set; see
+# Defaults (chosen by scripts/evaluation/eval_ranking.py's sweep on the development set; see
 # docs/benchmarks.md, "Relevance").
 DEFAULT_WEIGHT = 2.0  # w: the largest boost importance can give, in BM25F units
 DEFAULT_MIDPOINT = 1.0  # k: the normalised static score that earns half of w (1 = an average page)
 DEFAULT_EXPONENT = 1.0  # a: 1 = saturation; other values = sigmoid
 # b: a host's share of importance, M(h)^(1-b) * H(h)^b (0 = its pages' PageRank mass alone,
-# 1 = its host-graph rank alone); chosen by scripts/eval_sites.py's sweep (see
+# 1 = its host-graph rank alone); chosen by scripts/evaluation/eval_sites.py's sweep (see
 # docs/benchmarks.md, "Relevance")
 DEFAULT_SITE_MIX = 0.5
 

@@ -1,7 +1,8 @@
 """Adaptive OPIC: on-line page importance (Abiteboul, Preda, Cobena, WWW 2003).
 
 Pure code over numpy arrays, no I/O: the crawler's frontier drives it while fetching, the store
-persists its arrays, and ``scripts/opic_experiments.py`` replays the paper's section 4.2 with it.
+persists its arrays, and ``scripts/evaluation/opic_experiments.py`` replays the paper's section
+4.2 with it.
 
 The model (seed: opic-adaptive-online-page-importance.txt):
 
@@ -28,10 +29,11 @@ estimates sum to about 1 over the pages that took part in the last window.
 
 Two states implement it.  :class:`OpicState` pays the virtual page's cash out eagerly, to the
 page sets the caller names (O(pages) per payout): the reference, and what
-``scripts/opic_experiments.py`` replays.  :class:`LazyOpicState` is what a crawl runs: a payout is
-O(1), kept as a running *dividend level* per class (every live page, every unread page, every
-focus page), and each page remembers the sum of the levels of its classes at its last update;
-its cash is its stored base plus what the levels gained since (:meth:`LazyOpicState.cash_of`).
+``scripts/evaluation/opic_experiments.py`` replays.  :class:`LazyOpicState` is what a crawl
+runs: a payout is O(1), kept as a running *dividend level* per class (every live page, every
+unread page, every focus page), and each page remembers the sum of the levels of its classes at
+its last update; its cash is its stored base plus what the levels gained since
+(:meth:`LazyOpicState.cash_of`).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 :class:`ranking.opic.OpicState` moves the cash and keeps the *Interpolation* history, the policy
 the crawler uses.  The policies here only keep a different history of the same reads, so an
 experiment can feed every read of one OPIC run to several of them and compare their estimates
-(``scripts/opic_experiments.py``, the paper's Figures 4 and 6).  A *measure* is the pair
+(``scripts/evaluation/opic_experiments.py``, the paper's Figures 4 and 6).  A *measure* is the pair
 (C, G): the cash a page had when it was read and the clock G = |H| just after that read.
 
 - Variable Window of k measures: "for every page i, we store the value of cash C_t[i] and the

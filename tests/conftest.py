@@ -1,4 +1,4 @@
-"""Shared fixtures: the local test web (tests/testweb.py) and running `websift` as a process."""
+"""Shared fixtures: the local test web (testkit/testweb.py) and running `websift` as a process."""
 
 from __future__ import annotations
 
@@ -7,8 +7,9 @@ import subprocess
 from collections.abc import Callable, Iterator
 
 import pytest
-from testweb import TestWeb, build_standard_web
-from websift_process import REPO, websift_command
+
+from testkit.testweb import TestWeb, build_standard_web
+from testkit.websift_process import REPO, websift_command
 
 
 @pytest.fixture(scope="session")

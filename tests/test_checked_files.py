@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tests.indexer.corpus import build_data_dir
+from testkit.corpus import build_data_dir
 from websift.api.errors import status_of
 from websift.core import checked
 from websift.core.datadir import DataDir

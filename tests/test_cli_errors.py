@@ -31,8 +31,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from testweb import TestWeb, html, words
 
+from testkit.testweb import TestWeb, html, words
 from websift.api.cli import main
 
 # (name, argv without --data); the commands that read the data directory
@@ -215,6 +215,7 @@ def test_foreign_directory(name: str, tmp_path: Path, capsys: pytest.CaptureFixt
     assert sorted(p.name for p in foreign.iterdir()) == ["holiday.jpg"]  # nothing written
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(WRITERS))
 @pytest.mark.parametrize(("mutate", "says"), [(foreign_marker, "not a websift data directory"),
                                               (newer_marker, "version 99")])
@@ -225,6 +226,7 @@ def test_marker(*, name: str, mutate: Callable[[Path], None], says: str, good_da
     assert says in one_error_line([*WRITERS[name], "--data", str(data)], capsys)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["crawl", "recrawl", "index", "rank", "graph-stats",
                                   "graph-page", "topics-add"])
 def test_newer_store_schema(name: str, good_data: Path, tmp_path: Path,
@@ -234,6 +236,7 @@ def test_newer_store_schema(name: str, good_data: Path, tmp_path: Path,
     assert "schema version 99" in one_error_line([*WRITERS[name], "--data", str(data)], capsys)
 
 
+@pytest.mark.slow
 def test_newer_index_manifest(good_data: Path, tmp_path: Path,
                               capsys: pytest.CaptureFixture[str]) -> None:
     data = _copy(good_data, tmp_path)
@@ -241,6 +244,7 @@ def test_newer_index_manifest(good_data: Path, tmp_path: Path,
     assert "version 99" in one_error_line([*READERS["search"], "--data", str(data)], capsys)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["rank", "graph-page", "topics-add"])
 def test_newer_ranks_manifest(name: str, good_data: Path, tmp_path: Path,
                               capsys: pytest.CaptureFixture[str]) -> None:
@@ -262,6 +266,7 @@ def _foreign(d: Path) -> None:
     (d / "holiday.jpg").write_bytes(b"\xff\xd8\xff")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("mutate", "says"), [
     (_missing, "no websift data directory"), (_foreign, "not a websift data directory"),
     (newer_marker, "version 99"), (newer_index, "version 99"), (newer_ranks, "version 99"),
@@ -291,16 +296,19 @@ def test_serve_on_a_port_in_use(workers: str, reuse_port: bool, good_data: Path)
 
 
 # ---------------------------------------------------------------------- topics, seeds
+@pytest.mark.slow
 def test_unknown_topic(good_data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     data = _copy(good_data, tmp_path)
     assert "nosuch" in one_error_line(["topics", "remove", "nosuch", "--data", str(data)], capsys)
 
 
+@pytest.mark.slow
 def test_bad_topic_pattern(good_data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     data = _copy(good_data, tmp_path)
     one_error_line(["topics", "add", "x", "--pattern", "(", "--data", str(data)], capsys)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("query", ['"unclosed', "OR", "a OR", '-"only phrase"', "x" * 1001, "site:"])
 def test_bad_query(query: str, good_data: Path, capsys: pytest.CaptureFixture[str]) -> None:
     # "--": a query may start with "-" (an exclusion), which argparse would take for an option

@@ -3,7 +3,8 @@
 ``lint-imports`` (contracts in pyproject.toml) checks the import graph, ``sqlite3`` included; this
 test checks what imports cannot see: a connection reached through an attribute (``.conn``,
 ``._conn``, ``.execute(``) and SQL written in a string (a statement, or a ``col = ?`` fragment
-handed to some method).  It reads the source of every package but ``store/`` and the scripts.
+handed to some method).  It reads the source of every package but ``store/``, the scripts and
+``testkit/``.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-CHECKED = ("core", "crawler", "indexer", "ranking", "api", "scripts")
+CHECKED = ("core", "crawler", "indexer", "ranking", "api", "scripts", "testkit")
 
 # Attributes that mean "I hold a database connection or cursor".
 _DB_ATTRIBUTES = {"conn", "_conn", "execute", "executemany", "executescript", "cursor"}

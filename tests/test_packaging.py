@@ -9,6 +9,7 @@ tree, so nothing can be imported from the checkout by accident.
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -18,11 +19,14 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from websift_process import REPO
 
 import websift
+from testkit.websift_process import REPO
 
 pytestmark = pytest.mark.slow
+
+# The fresh environment must import only what it installed: no source tree on its path.
+_CLEAN_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
 
 
 def _tracked_tree(dest: Path) -> Path:
@@ -74,7 +78,7 @@ def test_the_wheel_installs_and_runs(wheel: Path, tmp_path: Path) -> None:
                     str(wheel)], check=True, capture_output=True)
     site = Path(subprocess.run(
         [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-        check=True, capture_output=True, text=True).stdout.strip())
+        check=True, capture_output=True, text=True, env=_CLEAN_ENV).stdout.strip())
     # the dependencies from this environment, after the fresh site-packages on sys.path
     (site / "zz_dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     ours = {p.name for p in site.iterdir()} - {"zz_dependencies.pth"}
@@ -84,12 +88,12 @@ def test_the_wheel_installs_and_runs(wheel: Path, tmp_path: Path) -> None:
     assert new == {"websift", f"websift-{websift.__version__}.dist-info"}, new
 
     help_run = subprocess.run([env_dir / "bin" / "websift", "--help"], capture_output=True,
-                              text=True, cwd=tmp_path, check=False)
+                              text=True, cwd=tmp_path, env=_CLEAN_ENV, check=False)
     assert help_run.returncode == 0, help_run.stderr
     assert "crawl" in help_run.stdout and "serve" in help_run.stdout
     where = subprocess.run(
         [python, "-c", "import websift.crawler, websift.api.app; print(websift.crawler.__file__)"],
-        capture_output=True, text=True, cwd=tmp_path, check=False)
+        capture_output=True, text=True, cwd=tmp_path, env=_CLEAN_ENV, check=False)
     assert where.returncode == 0, where.stderr
     assert Path(where.stdout.strip()).is_relative_to(site)
 

@@ -2,21 +2,16 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-_ROOT = str(Path(__file__).resolve().parents[2])
-if _ROOT not in sys.path:  # plain ``pytest`` puts only this folder on sys.path
-    sys.path.insert(0, _ROOT)
+import pytest
+from fastapi.testclient import TestClient
 
-import pytest  # noqa: E402
-from fastapi.testclient import TestClient  # noqa: E402
-
-from tests.api.site import make_data_dir  # noqa: E402
-from websift.api.app import create_app  # noqa: E402
-from websift.api.settings import Settings  # noqa: E402
-from websift.core.datadir import DataDir  # noqa: E402
+from tests.api.site import make_data_dir
+from websift.api.app import create_app
+from websift.api.settings import Settings
+from websift.core.datadir import DataDir
 
 ADMIN_TOKEN = "s3cret-admin-token"
 

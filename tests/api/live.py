@@ -10,8 +10,8 @@ from contextlib import contextmanager
 
 import uvicorn
 
+from testkit.waiting import WAIT, wait_for
 from tests.api.conftest import settings_for
-from tests.waiting import WAIT, wait_for
 from websift.api.app import create_app
 from websift.core.datadir import DataDir
 

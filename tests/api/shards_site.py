@@ -13,30 +13,25 @@ from __future__ import annotations
 
 import os
 import random
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
-_ROOT = str(Path(__file__).resolve().parents[2])
-if _ROOT not in sys.path:
-    sys.path.insert(0, _ROOT)
+import numpy as np
 
-import numpy as np  # noqa: E402
-
-from tests.indexer.corpus import build_data_dir  # noqa: E402
-from websift.core.datadir import DataDir, fsync_dir  # noqa: E402
-from websift.indexer.build import build_index, host_of  # noqa: E402
-from websift.indexer.liveness import live_masks  # noqa: E402
-from websift.indexer.manifest import (  # noqa: E402
+from testkit.corpus import build_data_dir
+from websift.core.datadir import DataDir, fsync_dir
+from websift.indexer.build import build_index, host_of
+from websift.indexer.liveness import live_masks
+from websift.indexer.manifest import (
     Manifest,
     SegmentEntry,
     describe_files,
     read_manifest,
     write_manifest,
 )
-from websift.indexer.merge import merge_segments  # noqa: E402
-from websift.indexer.segment import SegmentReader  # noqa: E402
-from websift.ranking.rank_job import run_rank  # noqa: E402
+from websift.indexer.merge import merge_segments
+from websift.indexer.segment import SegmentReader
+from websift.ranking.rank_job import run_rank
 
 HOSTS = ("alpha.test", "beta.test", "gamma.test")
 PAGES_PER_HOST = 14

@@ -7,18 +7,13 @@ only name the pages.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
-_ROOT = str(Path(__file__).resolve().parents[2])
-if _ROOT not in sys.path:
-    sys.path.insert(0, _ROOT)
-
-from tests.indexer.corpus import build_data_dir  # noqa: E402
-from websift.core.datadir import DataDir  # noqa: E402
-from websift.indexer.build import build_index  # noqa: E402
-from websift.ranking.rank_job import run_rank  # noqa: E402
-from websift.store.crawl_store import CrawlStore  # noqa: E402
+from testkit.corpus import build_data_dir
+from websift.core.datadir import DataDir
+from websift.indexer.build import build_index
+from websift.ranking.rank_job import run_rank
+from websift.store.crawl_store import CrawlStore
 
 BASE = "http://127.0.0.1:8941"
 GARDEN = [f"{BASE}/garden/{i}.html" for i in range(12)]

@@ -27,8 +27,10 @@ REPO = Path(__file__).resolve().parents[2]
 START_TIMEOUT = 30.0
 TIMEOUT_MS = 15_000
 
-pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM),
-                                reason=f"{CHROMIUM} missing (scripts/ensure_system_packages.sh)")
+pytestmark = [pytest.mark.slow,  # a server and headless Chromium
+              pytest.mark.chromium,
+              pytest.mark.skipif(not os.path.exists(CHROMIUM),
+                                 reason=f"{CHROMIUM} missing (scripts/ensure_system_packages.sh)")]
 
 
 @pytest.fixture(scope="module")

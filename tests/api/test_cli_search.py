@@ -52,6 +52,7 @@ def topics_client(fresh_data: DataDir, make_client: Callable[..., TestClient]) -
     return client
 
 
+@pytest.mark.slow
 def test_the_command_line_ranks_as_search_does(
     topics_client: TestClient, fresh_data: DataDir, run_websift: Run
 ) -> None:
@@ -113,6 +114,7 @@ def test_errors_say_what_search_says(
     assert out == "" and err.strip() == f"websift search: error: {message}"
 
 
+@pytest.mark.slow
 def test_the_text_output_shows_the_ranking_and_the_topic_mix(
     topics_client: TestClient, fresh_data: DataDir, run_websift: Run
 ) -> None:

@@ -14,11 +14,13 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
+from testkit.corpus import build_data_dir
 from tests.api.live import WAIT, live_server
-from tests.indexer.corpus import build_data_dir
 from websift.core.datadir import DataDir
 from websift.indexer import searcher, topk
 from websift.indexer.build import build_index
+
+pytestmark = pytest.mark.slow  # a live server and worst-case phrases
 
 HOSTS, PER_HOST = 10, 200  # 2,000 pages, each with the two common words many times
 WORST = '"garden note"'  # both words on every page: every page is a phrase candidate

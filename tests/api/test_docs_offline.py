@@ -124,6 +124,8 @@ def served(empty_data: DataDir) -> Iterator[str]:
         proc.wait(START_TIMEOUT)
 
 
+@pytest.mark.slow
+@pytest.mark.chromium
 @pytest.mark.skipif(not os.path.exists(CHROMIUM),
                     reason=f"{CHROMIUM} missing (scripts/ensure_system_packages.sh)")
 def test_docs_render_and_run_an_operation_with_only_loopback(served: str) -> None:

@@ -13,6 +13,7 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 import jinja2
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -57,6 +58,7 @@ def test_a_fragment_replaces_the_one_the_url_had() -> None:
     assert with_fragment(f"{URL}#top", None) is None
 
 
+@pytest.mark.slow
 @given(st.text(min_size=1, max_size=40))
 def test_the_link_always_decodes_to_the_fragment_and_keeps_the_url(fragment: str) -> None:
     link = with_fragment(URL, fragment)

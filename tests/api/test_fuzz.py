@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+import pytest
 import schemathesis
 from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
@@ -21,6 +22,8 @@ from schemathesis.checks import (
 
 from tests.api.conftest import ADMIN_TOKEN
 from websift.core.datadir import DataDir
+
+pytestmark = pytest.mark.slow  # schemathesis over the whole API
 
 EXAMPLES_PER_OPERATION = 60
 BUDGET_SECONDS = 45.0  # the whole fuzz run stops drawing examples after this

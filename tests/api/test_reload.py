@@ -7,16 +7,19 @@ from collections import Counter
 from collections.abc import Callable
 
 import httpx
+import pytest
 
+from testkit.corpus import build_data_dir
 from tests.api.live import WAIT, live_server, wait_for
 from tests.api.site import pages
-from tests.indexer.corpus import build_data_dir
 from websift.api.snapshot import SnapshotHolder
 from websift.core.datadir import DataDir
 from websift.indexer.build import build_index
 from websift.indexer.manifest import read_manifest, write_manifest
 from websift.indexer.searcher import IndexQuery
 from websift.ranking.rank_job import run_rank
+
+pytestmark = pytest.mark.slow  # index generations swapped under live traffic
 
 
 def test_new_generations_are_picked_up_mid_traffic(fresh_data: DataDir) -> None:

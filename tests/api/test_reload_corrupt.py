@@ -24,10 +24,10 @@ import httpx
 import pytest
 from fastapi.testclient import TestClient
 
+from testkit.corpus import build_data_dir
 from tests.api.conftest import settings_for
 from tests.api.live import WAIT, live_server, wait_for
 from tests.api.site import GARDEN, pages
-from tests.indexer.corpus import build_data_dir
 from websift.api.app import create_app
 from websift.api.snapshot import SnapshotHolder
 from websift.core import checked

@@ -25,6 +25,7 @@ import httpx
 import pytest
 from fastapi.testclient import TestClient
 
+from testkit.corpus import build_data_dir
 from tests.api.live import WAIT, free_port, wait_for
 from tests.api.shards_site import (
     HOSTS,
@@ -35,7 +36,6 @@ from tests.api.shards_site import (
     url,
     write_shard,
 )
-from tests.indexer.corpus import build_data_dir
 from websift.api.app import create_app
 from websift.api.cli import main as websift_main
 from websift.api.fanout import BadShard
@@ -44,6 +44,8 @@ from websift.api.workers import listener
 from websift.core.datadir import DataDir
 from websift.indexer.build import build_index, host_of
 from websift.indexer.liveness import ShardsConflict
+
+pytestmark = pytest.mark.slow  # shard servers in child processes
 
 REPO = Path(__file__).resolve().parents[2]
 # Generous for the exactness tests (a loaded 2-core machine must not drop a shard); the

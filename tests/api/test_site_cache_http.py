@@ -15,11 +15,13 @@ import httpx
 import psutil
 import pytest
 
+from testkit.corpus import build_data_dir
 from tests.api.live import WAIT, live_server
-from tests.indexer.corpus import build_data_dir
 from websift.core.datadir import DataDir
 from websift.indexer import searcher
 from websift.indexer.build import build_index
+
+pytestmark = pytest.mark.slow  # a live server over a 10,000-site index
 
 HOSTS, PER_HOST = 20, 100  # 2,000 documents: one site mask is 2,000 bools
 DISTINCT_SITES = 10_000

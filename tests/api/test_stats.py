@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
+from testkit.corpus import build_data_dir
 from tests.api.site import GARDEN
-from tests.indexer.corpus import build_data_dir
 from websift.api.app import create_app
 from websift.api.settings import Settings
 from websift.core.datadir import DataDir

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -61,6 +62,7 @@ def test_bad_input_is_shown_in_the_page(client: TestClient) -> None:
     assert "unknown topic" in page(client, 404, q="note", topic="nope")
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None, database=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(q=st.text(max_size=40), topic=st.one_of(st.none(), st.text(max_size=10)),

@@ -25,9 +25,9 @@ from typing import Any
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
-from testweb import Answer, TestWeb, html, words
 
-from tests.waiting import wait_for
+from testkit.testweb import Answer, TestWeb, html, words
+from testkit.waiting import wait_for
 from websift.core.arguments import seconds
 from websift.core.datadir import DataDir
 from websift.crawler.errors import ScopeError
@@ -37,6 +37,8 @@ from websift.crawler.runs import read_live, scope_from_json, scope_to_json, stor
 from websift.crawler.scope import ScopeConfig
 from websift.crawler.session import CrawlConfig, CrawlSession
 from websift.store.views import StoreReader
+
+pytestmark = pytest.mark.slow  # continuous crawls in child processes
 
 REPO = Path(__file__).resolve().parents[2]
 ENV = {**os.environ, "PYTHONPATH": str(REPO)}

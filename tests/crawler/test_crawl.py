@@ -1,6 +1,6 @@
 """`websift crawl` against the local test web: what the store holds and what the servers saw.
 
-One crawl of the standard test web (tests/testweb.py) runs once for the module, with a 0.2 s
+One crawl of the standard test web (testkit/testweb.py) runs once for the module, with a 0.2 s
 delay and one request in flight per host; each test checks one property of its result, from the
 store or from the servers' request log.
 """
@@ -16,13 +16,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from testweb import LogEntry, TestWeb, max_in_flight, min_start_gap
 
+from testkit.testweb import LogEntry, TestWeb, max_in_flight, min_start_gap
 from websift.core.datadir import DataDir
 from websift.crawler.settings import DEFAULT_MAX_PAGES
 from websift.store.schema import FETCHED, META_VIRTUAL
 from websift.store.views import StoreReader
 from websift.store.warc import WarcLocation, read_response
+
+pytestmark = pytest.mark.slow  # one crawl over HTTP with politeness delays
 
 DELAY = 0.2
 CRAWL_DELAY = 0.5  # the slow site's robots.txt

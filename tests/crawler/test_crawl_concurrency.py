@@ -8,10 +8,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from testweb import TestWeb, html, max_in_flight, min_start_gap, words
 
+from testkit.testweb import TestWeb, html, max_in_flight, min_start_gap, words
 from websift.core.datadir import DataDir
 from websift.store.views import StoreReader
+
+pytestmark = pytest.mark.slow  # crawls over HTTP
 
 LATENCY = 0.2
 K = 2

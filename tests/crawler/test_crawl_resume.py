@@ -17,12 +17,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from testweb import TestWeb, html, words
 
+from testkit.testweb import TestWeb, html, words
 from websift.core.datadir import DataDir
 from websift.store.schema import FETCHED
 from websift.store.views import StoreReader
 from websift.store.warc import WarcLocation, read_response
+
+pytestmark = pytest.mark.slow  # a crawl killed and resumed
 
 REPO = Path(__file__).resolve().parents[2]
 PAGES = 60

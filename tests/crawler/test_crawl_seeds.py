@@ -13,7 +13,10 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from testweb import TestWeb
+
+from testkit.testweb import TestWeb
+
+pytestmark = pytest.mark.slow  # real crawls in child processes
 
 Run = Callable[..., subprocess.CompletedProcess[str]]
 

@@ -16,11 +16,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from testweb import TestWeb, html, words
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
-from tests.waiting import wait_for
+from testkit.testweb import TestWeb, html, words
+from testkit.waiting import wait_for
 from websift.core.lock import STORE_WRITER_LOCK, ExclusiveLock, Holder, LockHeld, read_holder
 
 REPO = Path(__file__).resolve().parents[2]
@@ -74,6 +74,7 @@ def wait_for_holder(path: Path, pid: int, child: subprocess.Popen[str]) -> Holde
     return holder
 
 
+@pytest.mark.slow
 def test_a_second_writer_is_refused_until_the_first_is_killed(
     lock_web: TestWeb, tmp_path: Path
 ) -> None:

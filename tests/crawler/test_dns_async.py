@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from testweb import Site, TestWeb, html, words
 
+from testkit.testweb import Site, TestWeb, html, words
 from websift.core.datadir import DataDir
 from websift.crawler import settings as S
 from websift.crawler.dns import ADDRESS_PENDING, HostVerdicts
@@ -475,11 +475,12 @@ def three_sites() -> Iterator[Web]:
 
 
 def _page(title: str) -> Any:
-    from testweb import Answer
+    from testkit.testweb import Answer
 
     return Answer(body=html(title, f"<p>{words(len(title))} {title}</p>"))
 
 
+@pytest.mark.slow
 def test_a_slow_lookup_does_not_stop_other_hosts_downloading(
     three_sites: Web, tmp_path: Path
 ) -> None:

@@ -1,4 +1,4 @@
-"""`websift crawl` against the hostile web (tests/hostileweb.py): every hazard ends within its
+"""`websift crawl` against the hostile web (testkit/hostileweb.py): every hazard ends within its
 limit, is counted by reason, and the crawl goes on.
 
 One crawl runs for the module.  The download timeout is lowered to ``TIMEOUT`` seconds through
@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hostileweb import (
+
+from testkit.hostileweb import (
     BOMB_BLOCK,
     BOMB_BLOCKS,
     GROW_SEGMENT,
@@ -27,12 +28,13 @@ from hostileweb import (
     build_hostile_web,
     run_launched,
 )
-from testweb import LogEntry
-
+from testkit.testweb import LogEntry
 from websift.core.datadir import DataDir
 from websift.crawler import settings as S
 from websift.crawler.scope import ScopeConfig
 from websift.store.views import StoreReader
+
+pytestmark = pytest.mark.slow  # crawls of the hostile web
 
 TIMEOUT = 3.0  # seconds: crawler.settings.DOWNLOAD_TIMEOUT for this crawl
 PER_HOST = 40  # --max-pages-per-host: the calendar trap's limit

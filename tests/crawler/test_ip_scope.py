@@ -20,11 +20,11 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from hostileweb import run_launched
 from scrapy.settings import Settings
-from testweb import Site, TestWeb, html, words
 from twisted.internet import reactor
 
+from testkit.hostileweb import run_launched
+from testkit.testweb import Site, TestWeb, html, words
 from websift.api.cli import main
 from websift.core.datadir import DataDir
 from websift.crawler.addresses import AddressRules, wholly_non_public
@@ -284,6 +284,7 @@ def crawl(sites: Sites, data: Path, *extra: str) -> tuple[dict[str, Any], dict[s
     return json.loads(last[3]), rows
 
 
+@pytest.mark.slow
 def test_a_denied_site_is_never_contacted_and_its_urls_are_counted(
     sites: Sites, tmp_path: Path
 ) -> None:
@@ -298,6 +299,7 @@ def test_a_denied_site_is_never_contacted_and_its_urls_are_counted(
     assert rows[sites.c.url("/more")] == ("fetched", None)
 
 
+@pytest.mark.slow
 def test_an_allowed_loopback_range_scopes_the_crawl_without_allow_private(
     sites: Sites, tmp_path: Path
 ) -> None:
@@ -319,6 +321,7 @@ def one_error_line(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
     return lines[0]
 
 
+@pytest.mark.slow
 def test_a_denied_seed_stops_the_crawl_with_one_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -330,6 +333,7 @@ def test_a_denied_seed_stops_the_crawl_with_one_line(
     assert not (data / "crawl.sqlite3").exists()
 
 
+@pytest.mark.slow
 def test_a_name_rebinding_into_a_denied_range_is_refused_at_connect_time(
     sites: Sites, tmp_path: Path
 ) -> None:

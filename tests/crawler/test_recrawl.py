@@ -8,11 +8,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from testweb import LAST_MODIFIED, TestWeb, _changing, _conditional, html, words
 
+from testkit.testweb import LAST_MODIFIED, TestWeb, _changing, _conditional, html, words
 from websift.core.datadir import DataDir
 from websift.crawler.recrawl import recrawl_schedule
 from websift.store.views import StoreReader
+
+pytestmark = pytest.mark.slow  # crawls and recrawls over HTTP
 
 
 @pytest.fixture(scope="module")

@@ -15,17 +15,20 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
-from redis_server import RedisClusterServers, RedisServer, free_port
-from testweb import TestWeb, html, max_in_flight, min_start_gap, words
-from waiting import wait_for
-from websift_process import REPO, websift_command
 
+from testkit.redis_server import RedisClusterServers, RedisServer, free_port
+from testkit.testweb import TestWeb, html, max_in_flight, min_start_gap, words
+from testkit.waiting import wait_for
+from testkit.websift_process import REPO, websift_command
 from websift.api.app import create_app
 from websift.api.settings import Settings
 from websift.core.datadir import DataDir
 from websift.crawler.redis_admin import connect, frontier_status
 from websift.indexer.build import build_index
 from websift.store.views import StoreReader
+
+# slow: crawler processes on Redis; redis: each test starts a redis-server (testkit/redis_server.py)
+pytestmark = [pytest.mark.slow, pytest.mark.redis]
 
 SITES = ("127.0.0.11", "127.0.0.12", "127.0.0.13", "127.0.0.14")
 PAGES = 10  # per site, besides its home page

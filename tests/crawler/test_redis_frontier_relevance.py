@@ -6,19 +6,11 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from redis_server import RedisServer
-from websift_process import REPO, websift_command
 
-from websift.core.datadir import DataDir
-from websift.indexer.build import build_index
-from websift.indexer.searcher import Searcher
-
-sys.path.insert(0, str(REPO / "scripts"))
-from eval_relevance import (
+from testkit.devset import (
     DOCS,
     QUERIES,
     ROBOTS,
@@ -28,6 +20,15 @@ from eval_relevance import (
     ours,
     serve_docs,
 )
+from testkit.redis_server import RedisServer
+from testkit.websift_process import REPO, websift_command
+from websift.core.datadir import DataDir
+from websift.indexer.build import build_index
+from websift.indexer.searcher import Searcher
+
+# slow: three crawls of the Python manual; redis: each test starts a redis-server
+# (testkit/redis_server.py)
+pytestmark = [pytest.mark.slow, pytest.mark.redis]
 
 CRAWL = ("--delay", "0", "--concurrency-per-host", "4", "--allow-private", "--max-depth", "50",
          "--quiet")

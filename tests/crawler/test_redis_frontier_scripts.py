@@ -12,12 +12,14 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from redis_server import RedisServer
 
+from testkit.redis_server import RedisServer
 from websift.crawler.redis_admin import connect, frontier_status, page_cash
 from websift.crawler.redis_frontier import FrontierError, RedisFrontier
 from websift.ranking.opic import LazyOpicState, OpicParams
 from websift.store.crawl_store import CrawlStore
+
+pytestmark = pytest.mark.redis  # each test starts a redis-server (testkit/redis_server.py)
 
 
 @pytest.fixture(scope="module")
@@ -92,6 +94,7 @@ steps = st.lists(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(hosts=st.integers(1, 4), script=steps)
 def test_cash_matches_embedded_opic(server: RedisServer, tmp_path: Path, hosts: int,
@@ -176,7 +179,7 @@ def test_foreign_and_newer_databases_are_refused(server: RedisServer) -> None:
 
 
 def test_unreachable_and_password_in_url(server: RedisServer) -> None:
-    from redis_server import free_port
+    from testkit.redis_server import free_port
 
     with pytest.raises(FrontierError, match="cannot use the frontier"):
         connect(f"redis://127.0.0.1:{free_port()}/0", timeout=1.0)

@@ -17,12 +17,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hostileweb import HostileWeb, Run, Stream, hang_up, run_launched
-from testweb import Answer, LogEntry, Site, html, words
 
+from testkit.hostileweb import HostileWeb, Run, Stream, hang_up, run_launched
+from testkit.testweb import Answer, LogEntry, Site, html, words
 from websift.core.datadir import DataDir
 from websift.crawler.robots import MAX_ROBOTS_BYTES
 from websift.store.views import StoreReader
+
+pytestmark = pytest.mark.slow  # crawls of hostile robots.txt servers
 
 # RFC 9309 section 5.1's example, with websift added to the group that names two agents: that
 # group is websift's, so the "*" group (no *.gif, no /example/) does not apply to it.

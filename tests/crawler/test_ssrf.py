@@ -26,11 +26,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hostileweb import HostileWeb, HostTable, Run, run_launched
-from testweb import Answer, LogEntry, html, words
 
+from testkit.hostileweb import HostileWeb, HostTable, Run, run_launched
+from testkit.testweb import Answer, LogEntry, html, words
 from websift.core.datadir import DataDir
 from websift.store.views import StoreReader
+
+pytestmark = pytest.mark.slow  # crawls in child processes
 
 PUBLIC_CHECK = "93.184.216.34"
 BLOCKED = "hostileweb: blocked"

@@ -280,6 +280,7 @@ def _is_canonical(url: str) -> bool:
     )
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(urls())
 @example("http://a/%2e%2E%2F..")
@@ -292,6 +293,7 @@ def test_canonicalize_is_idempotent(url: str) -> None:
     assert _is_canonical(once)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(urls(), st.lists(_segment, max_size=5).map("/".join), _component)
 def test_resolved_links_are_idempotent(base: str, rel: str, tail: str) -> None:
@@ -303,6 +305,7 @@ def test_resolved_links_are_idempotent(base: str, rel: str, tail: str) -> None:
     assert canonicalize_full(rel + tail, base=canonicalize_full(base)) == once
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None)
 @given(st.text(), st.one_of(st.none(), st.text(), urls()))
 @example("http://99999999999999999999999999999999999999999999999999999999999/", None)
@@ -329,6 +332,7 @@ def test_arbitrary_ascii_after_a_scheme(tail: str) -> None:
         assert _is_canonical(result)
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None)
 @given(st.one_of(st.from_regex(_CANONICAL_RE, fullmatch=True), urls(), st.text()))
 @example("http://a.0x1f/")

@@ -1,6 +1,6 @@
 """`websift import`: WARC files other tools wrote become fetched pages, indexable and rankable.
 
-Two sources.  Debian's ``wget --warc-file -r`` mirrors a small loopback site (tests/testweb.py)
+Two sources.  Debian's ``wget --warc-file -r`` mirrors a small loopback site (testkit/testweb.py)
 once for the module: its WARC is imported, indexed, searched and ranked, and damaged copies of
 it (cut in the middle of a record, a gzip member broken) import what is whole and count the
 rest.  A Common-Crawl-style file written here with warcio holds what wget never writes: revisit
@@ -27,11 +27,11 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from testweb import Answer, Site, TestWeb, html, words
 from warcio.archiveiterator import ArchiveIterator
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
+from testkit.testweb import Answer, Site, TestWeb, html, words
 from websift.core.datadir import DataDir
 from websift.core.lock import store_writer_lock
 from websift.crawler import settings as S
@@ -54,7 +54,13 @@ def _wget_supports_warc() -> bool:
     return "--warc-file" in done.stdout
 
 
-needs_wget = pytest.mark.skipif(not _wget_supports_warc(), reason="no wget with WARC support")
+_WGET_MISSING = pytest.mark.skipif(not _wget_supports_warc(), reason="no wget with WARC support")
+
+
+def needs_wget(test: Callable[..., None]) -> Callable[..., None]:
+    """The ``wget`` marker (``pytest -m "not wget"``), ``slow`` (the module's mirror runs wget and
+    ``websift import``), and a skip where wget cannot write WARC."""
+    return pytest.mark.slow(pytest.mark.wget(_WGET_MISSING(test)))
 
 
 def _fill(site: Site) -> None:
@@ -214,6 +220,7 @@ def test_the_run_is_summarised_by_record_type_and_skip_reason(
                    for k in counts)
 
 
+@pytest.mark.slow
 @needs_wget
 def test_index_search_and_rank_work_on_imported_pages(
     mirror: Mirror, imported: Path, run_websift: Callable[..., subprocess.CompletedProcess[str]],
@@ -279,6 +286,7 @@ def test_a_broken_gzip_member_is_skipped_and_the_import_goes_on(
                          if not r[1].endswith(".txt"))
 
 
+@pytest.mark.slow
 def test_a_file_that_is_not_a_warc_exits_2_with_one_line(
     tmp_path: Path, run_websift: Callable[..., subprocess.CompletedProcess[str]],
 ) -> None:
@@ -522,6 +530,7 @@ def _many_pages(path: Path, n: int) -> list[str]:
     return urls
 
 
+@pytest.mark.slow
 def test_an_interrupted_import_keeps_what_it_committed_and_a_rerun_completes_it(
     tmp_path: Path, run_websift: Callable[..., subprocess.CompletedProcess[str]],
 ) -> None:

@@ -4,13 +4,14 @@ index analysed differently refused with a clear message."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.indexer.corpus import make_index
+from testkit.corpus import make_index
 from websift.indexer.analysis import PLAIN_TOKEN_RE, TECH_TOKEN_RE, Analyzer, is_operator
 from websift.indexer.errors import IndexAnalyzerMismatch, QueryError
 from websift.indexer.hits import HitMaker
@@ -42,6 +43,7 @@ def _sorted_pairs(terms: list[str], positions: list[int]) -> list[tuple[int, str
     return sorted(zip(positions, terms, strict=True))
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None)
 @given(texts, st.booleans(), st.booleans(), st.booleans())
 def test_index_and_query_time_give_the_same_terms(text: str, technical: bool, stops: bool,
@@ -78,6 +80,12 @@ _tech_token = st.builds(
     st.sampled_from(["", "+", "++", "-", "%", "*"]))
 
 
+# PLAIN_TOKEN_RE's language (words joined by single dots) without its nested quantifier:
+# PLAIN_TOKEN_RE.fullmatch backtracks exponentially when it fails on a long word followed by a
+# symbol (48 s for "z3wh3v021_z3wh3v021_z3wh3v021+", a token this test draws).
+_PLAIN_WHOLE = re.compile(r"\w+(?:\.\w+)*")
+
+
 @settings(max_examples=300, deadline=None)
 @given(_tech_token, st.sampled_from([" ", "(", ", ", "\n"]), st.sampled_from([" ", ")", ". ", ","]))
 def test_a_technical_token_round_trips_with_its_parts(token: str, before: str, after: str
@@ -86,7 +94,7 @@ def test_a_technical_token_round_trips_with_its_parts(token: str, before: str, a
     raws = TECH_TOKEN_RE.findall(f"see{before}{token}{after}next")
     assert token in raws  # tokenised whole, whatever stands around it
     terms = set(analyzer.terms(f"see{before}{token}{after}next"))
-    if MIN_TOKEN_CHARS <= len(token) <= MAX_TOKEN_CHARS and not PLAIN_TOKEN_RE.fullmatch(token):
+    if MIN_TOKEN_CHARS <= len(token) <= MAX_TOKEN_CHARS and not _PLAIN_WHOLE.fullmatch(token):
         assert token in terms
     # The parts are always there too: whatever Whoosh's tokenizer finds inside the token.
     plain = Analyzer(technical=False, keep_stops=True)

@@ -1,6 +1,6 @@
 """Empty named anchors as defining places (issue 12, item 1): a back-of-book index's anchor
 (Texinfo ``<span id="index-walrus-operator"></span>``) makes its long page the answer and the
-hit's ``#id``.  Real crawl store, WARC files, indexer and searcher (tests/indexer/corpus.py)."""
+hit's ``#id``.  Real crawl store, WARC files, indexer and searcher (testkit/corpus.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.indexer.corpus import build_data_dir, indexed_copy
+from testkit.corpus import build_data_dir, indexed_copy
 from websift.indexer.searcher import IndexQuery, Searcher
 from websift.indexer.settings import IndexSettings
 

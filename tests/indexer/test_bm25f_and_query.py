@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.indexer.corpus import make_index
+from testkit.corpus import make_index
 from websift.indexer import bm25f
 from websift.indexer.analysis import Analyzer, analyze
 from websift.indexer.errors import QueryError

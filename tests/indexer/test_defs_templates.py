@@ -2,7 +2,7 @@
 
 A small two-host site: host A repeats a navigation header ("Next: <title>, Up: Home"), a menu
 and a footer on every page and has a long page of definitions; host B has the footer on one
-page only.  Real crawl store, WARC files, indexer and searcher (tests/indexer/corpus.py).
+page only.  Real crawl store, WARC files, indexer and searcher (testkit/corpus.py).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tests.indexer.corpus import build_data_dir, indexed_copy
+from testkit.corpus import build_data_dir, indexed_copy
 from websift.core import checked
 from websift.core.datadir import DataDir
 from websift.core.errors import CheckedFileCorrupt

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from datetime import timedelta
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -26,6 +27,8 @@ from websift.indexer.settings import (
     MAX_TITLE_CHARS,
     SNIPPET_TEXT_CHARS,
 )
+
+pytestmark = pytest.mark.slow  # hypothesis over the parsers
 
 FUZZ = settings(max_examples=300, deadline=timedelta(seconds=2),
                 suppress_health_check=[HealthCheck.too_slow])

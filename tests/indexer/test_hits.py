@@ -7,6 +7,7 @@ from __future__ import annotations
 import gc
 import weakref
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -36,6 +37,7 @@ def reference(value: str | list[str]) -> list[tuple[str, int]]:
     return out
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(docs=st.lists(st.lists(field, min_size=2, max_size=2), max_size=4))
 def test_batch_gives_the_analyzers_terms_and_positions(docs: list[list[str | list[str]]]) -> None:

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.indexer.corpus import build_data_dir
+from testkit.corpus import build_data_dir
 from websift.indexer import progress
 from websift.indexer.build import build_index
 from websift.indexer.progress import PageMeter, pages_to_index

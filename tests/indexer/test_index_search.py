@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.indexer.corpus import build_data_dir
+from testkit.corpus import build_data_dir
 from websift.core.datadir import DataDir
 from websift.indexer import build as build_module
 from websift.indexer.build import build_index

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tests.indexer.corpus import build_data_dir, make_index
+from testkit.corpus import build_data_dir, make_index
 from websift.core import checked
 from websift.core.datadir import DataDir
 from websift.indexer import commands

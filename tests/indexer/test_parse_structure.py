@@ -3,6 +3,7 @@ documentation generator writes (Sphinx, DocBook, Texinfo, a table of settings)."
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -288,6 +289,7 @@ def test_navigation_variants_share_their_items_template_keys() -> None:
 nav_word = st.from_regex(r"[A-Za-z][a-z]{0,7}", fullmatch=True)
 
 
+@pytest.mark.slow
 @given(st.lists(st.tuples(nav_word, st.lists(nav_word, min_size=1, max_size=3)),
                 min_size=2, max_size=5, unique_by=lambda t: t[0]),
        st.data())

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.indexer.corpus import build_data_dir
+from testkit.corpus import build_data_dir
 from websift.core.datadir import DataDir
 from websift.indexer.build import build_index
 from websift.indexer.searcher import IndexQuery, Searcher, current_generation

@@ -9,6 +9,7 @@ from itertools import pairwise
 from pathlib import Path
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -104,6 +105,7 @@ def _expected(docs: list[tuple[str, str, str, str, list[str]]]
     return out
 
 
+@pytest.mark.slow
 @given(docs=st.lists(document, min_size=1, max_size=12),
        ram=st.sampled_from([64, 400, 1 << 20]), barrel_words=st.sampled_from([2, 5, 1 << 16]))
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -136,6 +138,7 @@ def test_segment_round_trip(tmp_path: Path, docs: list[tuple[str, str, str, str,
         assert reader.text(i) == body
 
 
+@pytest.mark.slow
 @given(first=st.lists(document, min_size=1, max_size=8), second=st.lists(document, max_size=8),
        overlap=st.integers(0, 8), ram=st.sampled_from([200, 1 << 20]))
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -185,6 +188,7 @@ def test_merged_segments_equal_a_segment_built_from_the_live_documents(
     assert merged.host_docs("h.example") == direct.host_docs("h.example")
 
 
+@pytest.mark.slow
 @given(docs=st.lists(document, min_size=1, max_size=12), ram=st.sampled_from([64, 400, 3000]),
        common=st.integers(0, 300))
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -4,6 +4,7 @@ MAX_LEXBOR_DEPTH, as lexbor's time grows with the nesting (indexer/parse.py)."""
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -54,6 +55,7 @@ def _trees(draw: st.DrawFn) -> tuple[str, int]:
     return _tree(draw, 0)
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(_trees())
 def test_the_nesting_bound_of_well_formed_html_is_its_depth(tree: tuple[str, int]) -> None:

@@ -8,11 +8,13 @@ import gc
 import psutil
 import pytest
 
-from tests.indexer.corpus import build_data_dir
+from testkit.corpus import build_data_dir
 from websift.core.datadir import DataDir
 from websift.indexer.build import build_index
 from websift.indexer.searcher import IndexQuery, Searcher
 from websift.indexer.settings import SITE_MASK_CACHE_BYTES
+
+pytestmark = pytest.mark.slow  # a 10,000-site index built for the module
 
 HOSTS, PER_HOST = 20, 100  # 2,000 documents: a site mask is 2,000 bools
 DISTINCT_SITES = 10_000

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.indexer.corpus import build_data_dir
+from testkit.corpus import build_data_dir
 from websift.core.datadir import DataDir
 from websift.indexer.analysis import Analyzer
 from websift.indexer.build import build_index

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.indexer.corpus import make_index
+from testkit.corpus import make_index
 from websift.indexer import searcher as searcher_module
 from websift.indexer import topk
 from websift.indexer.manifest import Manifest
@@ -92,6 +92,7 @@ QUERY = st.builds(lambda a, b, c, form: form.format(a=a, b=b, c=c),
                   st.sampled_from(["{a} {b}", "{a} {b} {c}", '{a} "{b} {c}"']))
 
 
+@pytest.mark.slow
 @given(seed=st.integers(0, 2**31), n_docs=st.integers(50, 400),
        queries=st.lists(QUERY, min_size=1, max_size=5), k=st.integers(1, 10))
 @settings(max_examples=20, deadline=None,

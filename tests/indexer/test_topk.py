@@ -108,6 +108,7 @@ def _same(s: Searcher, q: str, **kw: object) -> None:
         assert got.total <= want.total, q
 
 
+@pytest.mark.slow
 @given(seed=st.integers(0, 2**31), n_docs=st.integers(20, 500), queries=st.lists(QUERY,
        min_size=1, max_size=6), k=st.integers(1, 12), offset=st.integers(0, 3),
        dense=st.booleans())

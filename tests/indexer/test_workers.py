@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.indexer.corpus import build_data_dir
+from testkit.corpus import build_data_dir
 from websift.core.datadir import DataDir
 from websift.indexer.build import build_index
 from websift.indexer.docbatch import ANCHOR_ONLY, DocJob
@@ -87,6 +87,7 @@ def _segment_bytes(d: DataDir) -> dict[str, bytes]:
     return {f.name: f.read_bytes() for f in sorted(seg.iterdir())}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("bound", ["batches", "bytes"])
 def test_results_in_flight_leave_the_segment_bytes_as_they_were(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, bound: str) -> None:
@@ -141,6 +142,7 @@ def test_a_failed_run_stops_its_workers_at_once(tmp_path: Path) -> None:
     assert not any(p.is_alive() for p in workers)
 
 
+@pytest.mark.slow
 def test_a_killed_run_with_workers_does_not_keep_the_next_run_out(tmp_path: Path) -> None:
     d = build_data_dir(tmp_path / "d", {f"{U}/{i}": page(i) for i in range(80)})
     build_index(d, procs=1)
@@ -206,7 +208,8 @@ os.kill(os.getpid(), signal.SIGKILL)
 def test_workers_die_with_a_run_killed_while_it_hands_them_a_batch(tmp_path: Path) -> None:
     """kill -9 of the run leaves no worker behind, even one waiting for the rest of a batch."""
     import psutil
-    from waiting import wait_for
+
+    from testkit.waiting import wait_for
 
     run = subprocess.run([sys.executable, "-c", _KILLED_MID_BATCH, str(tmp_path)],
                          capture_output=True, text=True, timeout=120, check=False)

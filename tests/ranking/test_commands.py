@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 from ranking_crawl import COOK, PY
-from websift_process import REPO, websift_command
 
+from testkit.websift_process import REPO, websift_command
 from websift.api.cli import main
 from websift.core.datadir import DataDir
 from websift.ranking.ranks import Ranks

@@ -46,6 +46,8 @@ from websift.ranking.structure import strong_components
 from websift.ranking.topic_store import TopicSet
 from websift.ranking.topics import add_topic
 
+pytestmark = pytest.mark.slow  # a Dask LocalCluster per test
+
 ACCURACY = 1e-9
 WAIT = 60.0  # seconds a restarted worker may take to join again
 

@@ -1,0 +1,1 @@
+"""Speed and memory against a peer measured in the same run (scripts/README.md)."""

@@ -1,0 +1,519 @@
+"""Fault injection: kill -9, a full disk, corrupt files and live replacement, stage by stage.
+
+Runs each case against real ``websift`` processes on a real local site (the demo's pydoc corpus,
+served on loopback with a request log) and prints a table: case, expected, observed, verdict.
+Exit status 1 when any case fails.  Seeds are printed so that a failure can be replayed::
+
+    .venv/bin/python -m scripts.evaluation.faults  # everything, 20 kills per stage
+    .venv/bin/python -m scripts.evaluation.faults --kills 3 --only crawl-kill,index-kill
+    .venv/bin/python -m scripts.evaluation.faults --seed 1234 --only rank-kill  # replay
+
+Cases (issue 'Reliability and security'):
+- crawl-kill / index-kill / rank-kill: SIGKILL at a random moment, then the same command again;
+  the store, index and ranks open cleanly, every page the site's log shows as served is in the
+  store once (or was fetched again), and the index answers as an uninterrupted run does; the
+  stored OPIC cash plus the virtual page's is 1 right after the kill and after the rerun.
+- *-disk-full: each stage on a small tmpfs (mounted by the script: run it as root) with room
+  for half of what the stage writes: a clear one-line error naming the stage, no traceback,
+  and the previous index and ranks still serve.
+- corrupt-*: a flipped byte or a truncated WARC record, segment file or rank file: detected,
+  reported, skipped or refused; never served as garbage.
+- api-churn: ``websift serve`` under constant queries while ``websift index`` and ``websift
+  rank`` replace their output N times: no failed request.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from testkit.testweb import StaticSite
+from websift.api.demo import ROBOTS_TXT, build_site
+from websift.core.errors import StoreError
+from websift.store.schema import FETCHED
+from websift.store.views import StoreReader
+from websift.store.warc import WarcLocation, read_response
+
+REPO = Path(__file__).resolve().parents[2]
+
+QUERIES = ["json encoder", "socket timeout", "regular expression", "thread lock", "path",
+           "http server request handler", "decimal context", "zip file", "email message",
+           "unittest mock patch"]
+
+
+@dataclass
+class Outcome:
+    case: str
+    expected: str
+    observed: str
+    ok: bool
+
+
+# ----------------------------------------------------------------------------- processes
+def websift_cmd(*args: str) -> list[str]:
+    return [sys.executable, "-m", "websift.api.cli", *args]
+
+
+def _env() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(REPO)}
+
+
+def run(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    """Run one websift command to its end."""
+    return subprocess.run(websift_cmd(*args), capture_output=True, text=True, env=_env(),
+                          cwd=REPO, timeout=timeout, check=False)
+
+
+def run_killed(args: list[str], after: float) -> tuple[bool, float]:
+    """Start a websift command and SIGKILL it ``after`` seconds in (if still running).
+
+    Returns (killed, seconds it ran)."""
+    start = time.monotonic()
+    proc = subprocess.Popen(websift_cmd(*args), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, env=_env(), cwd=REPO)
+    try:
+        proc.wait(timeout=after)
+        return False, time.monotonic() - start
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        return True, time.monotonic() - start
+
+
+def timed(*args: str) -> float:
+    start = time.monotonic()
+    done = run(*args)
+    if done.returncode != 0:
+        raise SystemExit(f"faults: 'websift {' '.join(args)}' failed:\n{done.stderr}")
+    return time.monotonic() - start
+
+
+def search_json(data: Path, query: str) -> list[tuple[str, float]]:
+    done = run("search", query, "--json", "-k", "10", "--data", str(data))
+    if done.returncode != 0:
+        raise RuntimeError(f"search {query!r} failed: {done.stderr.strip()}")
+    payload = json.loads(done.stdout)
+    hits = payload["results"]  # the /search object
+    return [(h["url"], round(float(h["score"]), 4)) for h in hits]
+
+
+def answers(data: Path) -> dict[str, list[tuple[str, float]]]:
+    return {q: search_json(data, q) for q in QUERIES}
+
+
+# ----------------------------------------------------------------------------- checks
+def check_store(data: Path, served: set[str]) -> str | None:
+    """None when the store is sound and holds every served page once, else what is wrong."""
+    with StoreReader.open(data / "crawl.sqlite3") as store:
+        unsound = store.check_integrity()
+        if unsound is not None:
+            return unsound
+        fetched = {p.url: p for p in store.pages(FETCHED)}
+        missing = sorted(served - set(fetched))
+        if missing:
+            return f"{len(missing)} served pages not in the store, e.g. {missing[0]}"
+        for page in fetched.values():
+            if page.warc_file is None:
+                continue
+            read_response(data / "warc", WarcLocation(page.warc_file, page.warc_offset or 0,
+                                                      page.warc_length or 0))
+    return None
+
+
+def check_cash(data: Path) -> str | None:
+    """None when the stored OPIC cash (every page's base plus its pending dividends) plus the
+    virtual page's is 1 (Lemma 2.2), else what it is."""
+    with StoreReader.open(data / "crawl.sqlite3") as store:
+        if store.get_meta("opic_virtual_cash") is None:
+            return None  # killed before the first commit of OPIC state: nothing to check
+        total = store.opic_cash_total()
+    return None if abs(total - 1.0) <= 1e-9 else f"stored cash sums to {total!r}, not 1"
+
+
+def served_pages(site: StaticSite) -> set[str]:
+    return {site.origin + e.path for e in site.web.entries()
+            if e.status == 200 and not e.path.startswith("/robots.txt")}
+
+
+def du(path: Path) -> int:
+    """Bytes in the files under ``path``."""
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+
+
+def flip_byte(path: Path, offset: int) -> None:
+    data = bytearray(path.read_bytes())
+    data[offset % len(data)] ^= 0x5A
+    path.write_bytes(bytes(data))
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+# ----------------------------------------------------------------------------- the harness
+class Faults:
+    def __init__(self, work: Path, site: StaticSite, kills: int, seed: int) -> None:
+        self.work = work
+        self.site = site
+        self.kills = kills
+        self.rng = random.Random(seed)
+        self.seed = seed
+        self.results: list[Outcome] = []
+        self.crawl_args = [site.origin + "/", "--allow-private", "--delay", "0",
+                           "--concurrency-per-host", "4", "--quiet"]
+
+    def record(self, case: str, expected: str, observed: str, ok: bool) -> None:
+        self.results.append(Outcome(case, expected, observed, ok))
+        mark = "ok " if ok else "FAIL"
+        print(f"[{mark}] {case}: {observed}", file=sys.stderr, flush=True)
+
+    def fresh(self, name: str) -> Path:
+        path = self.work / name
+        shutil.rmtree(path, ignore_errors=True)
+        return path
+
+    def copy(self, src: Path, name: str) -> Path:
+        dst = self.fresh(name)
+        shutil.copytree(src, dst)
+        return dst
+
+    # --- bases, built once
+    def _reusable(self, base: Path, done: str) -> bool:
+        """A base from an earlier run of this script is reused only for the same site address."""
+        stamp = base / done
+        return stamp.exists() and stamp.read_text() == self.site.origin
+
+    def base_complete(self) -> Path:
+        """A complete crawl, indexed and ranked: the reference everything compares with."""
+        base = self.work / "base-complete"
+        if not self._reusable(base, "complete"):
+            shutil.rmtree(base, ignore_errors=True)
+            timed("crawl", *self.crawl_args, "--data", str(base))
+            timed("index", "--data", str(base), "--quiet")
+            timed("rank", "--data", str(base))
+            (base / "complete").write_text(self.site.origin)
+        return base
+
+    def base_two_generations(self) -> Path:
+        """A partial crawl indexed and ranked (generation 1), then the crawl completed."""
+        base = self.work / "base-two"
+        if not self._reusable(base, "crawl-complete"):
+            shutil.rmtree(base, ignore_errors=True)
+            timed("crawl", *self.crawl_args, "--max-pages", "120", "--data", str(base))
+            timed("index", "--data", str(base), "--quiet")
+            timed("rank", "--data", str(base))
+            timed("crawl", *self.crawl_args, "--data", str(base))
+            (base / "crawl-complete").write_text(self.site.origin)
+        return base
+
+    # --- kill -9
+    @staticmethod
+    def _has_store(data: Path) -> bool:
+        try:
+            StoreReader.open(data / "crawl.sqlite3").close()
+        except StoreError:  # absent, or empty: killed before its schema committed
+            return False
+        return True
+
+    def crawl_kill(self) -> None:
+        ref = self.fresh("crawl-ref")
+        self.site.web.clear()
+        duration = timed("crawl", *self.crawl_args, "--data", str(ref))
+        for trial in range(self.kills):
+            seed = self.rng.randrange(2**31)
+            after = random.Random(seed).uniform(0.3, max(duration, 1.0))
+            data = self.fresh("crawl-kill")
+            self.site.web.clear()
+            killed, _ = run_killed(["crawl", *self.crawl_args, "--data", str(data)], after)
+            # what the killed crawl committed: exact OPIC state (a kill before the store's
+            # schema committed leaves nothing to check)
+            had_store = self._has_store(data)
+            problem = check_cash(data) if had_store else None
+            problem = problem and f"after the kill: {problem}"
+            done = run("crawl", *self.crawl_args, "--data", str(data))
+            if problem is None and done.returncode != 0:
+                problem = f"rerun exit {done.returncode}: {done.stderr.strip()[-200:]}"
+            problem = problem or check_store(data, served_pages(self.site)) or check_cash(data)
+            self.record(f"crawl-kill #{trial} seed={seed}",
+                        "store opens; every served page stored once; stored cash sums to 1",
+                        f"killed at {after:.2f}s" + ("" if killed else " (had finished)")
+                        + ("" if had_store else " (before its store existed)")
+                        + (f"; {problem}" if problem else "; store sound, all served pages "
+                           "stored, cash 1" + (" after the kill and" if had_store else "")
+                           + " after the rerun"),
+                        problem is None)
+
+    def index_kill(self) -> None:
+        base = self.base_two_generations()
+        ref = self.copy(base, "index-ref")
+        duration = timed("index", "--data", str(ref), "--quiet")
+        expected = answers(ref)
+        for trial in range(self.kills):
+            seed = self.rng.randrange(2**31)
+            after = random.Random(seed).uniform(0.05, max(duration, 0.5) * 1.2)
+            data = self.copy(base, "index-kill")
+            killed, _ = run_killed(["index", "--data", str(data), "--quiet"], after)
+            problem = None
+            try:
+                search_json(data, QUERIES[0])  # the previous (or new) generation serves
+            except RuntimeError as exc:
+                problem = f"after kill: {exc}"
+            if problem is None:
+                done = run("index", "--data", str(data), "--quiet")
+                if done.returncode != 0:
+                    problem = f"rerun exit {done.returncode}: {done.stderr.strip()[-200:]}"
+                elif (got := answers(data)) != expected:
+                    diff = [q for q in QUERIES if got[q] != expected[q]]
+                    problem = f"answers differ from an uninterrupted run for {diff[:3]}"
+            self.record(f"index-kill #{trial} seed={seed}",
+                        "old index serves; rerun answers as uninterrupted",
+                        f"killed at {after:.2f}s" + ("" if killed else " (had finished)")
+                        + (f"; {problem}" if problem else "; same answers"), problem is None)
+
+    def rank_kill(self) -> None:
+        import numpy as np
+
+        from websift.core.datadir import DataDir
+        from websift.ranking.ranks import Ranks
+
+        base = self.base_two_generations()
+        ref = self.copy(base, "rank-ref")
+        duration = timed("rank", "--data", str(ref))
+        expected = Ranks.open(DataDir.open(ref)).pagerank.copy()
+        for trial in range(self.kills):
+            seed = self.rng.randrange(2**31)
+            after = random.Random(seed).uniform(0.05, max(duration, 0.5) * 1.2)
+            data = self.copy(base, "rank-kill")
+            killed, _ = run_killed(["rank", "--data", str(data)], after)
+            problem = None
+            try:
+                Ranks.open(DataDir.open(data))
+            except Exception as exc:  # noqa: BLE001 - the observation is the point
+                problem = f"after kill ranks do not open: {exc}"
+            if problem is None:
+                done = run("rank", "--data", str(data))
+                if done.returncode != 0:
+                    problem = f"rerun exit {done.returncode}: {done.stderr.strip()[-200:]}"
+                else:
+                    got = Ranks.open(DataDir.open(data)).pagerank
+                    if got.shape != expected.shape or not np.allclose(got, expected, atol=1e-12):
+                        problem = "PageRank differs from an uninterrupted run"
+            self.record(f"rank-kill #{trial} seed={seed}",
+                        "old ranks open; rerun equals uninterrupted",
+                        f"killed at {after:.2f}s" + ("" if killed else " (had finished)")
+                        + (f"; {problem}" if problem else "; same ranks"), problem is None)
+
+    # --- disk full
+    def disk_full(self) -> None:
+        """Each stage on a small tmpfs holding the data with room for only half of what the
+        stage writes (measured on an uninterrupted copy), so it fills up mid-stage."""
+        from websift.core.datadir import DataDir
+        from websift.ranking.ranks import Ranks
+
+        base = self.base_two_generations()
+        for stage, args in (("crawl", ["recrawl", "--budget", "200", "--allow-private",
+                                       "--delay", "0", "--quiet"]),
+                            ("index", ["index", "--quiet", "--rebuild"]), ("rank", ["rank"])):
+            probe = self.copy(base, f"disk-probe-{stage}")
+            before_bytes = du(probe)
+            run(*args, "--data", str(probe))
+            written = max(du(probe) - before_bytes, 64 * 1024)
+            mount = self.fresh(f"disk-{stage}")
+            mount.mkdir(parents=True)
+            size_kb = (du(base) + written // 2) // 1024 + 64
+            subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size_kb}k", "tmpfs", str(mount)],
+                           check=True)
+            try:
+                data = mount / "data"
+                shutil.copytree(base, data)
+                before = answers(data)
+                done = run(*args, "--data", str(data))
+                err = done.stderr.strip().splitlines()
+                clear = (done.returncode != 0 and "Traceback" not in done.stderr
+                         and len(err) >= 1 and f"websift {args[0]}: error" in err[-1])
+                problem = None if clear else (
+                    f"exit {done.returncode}, stderr: {done.stderr.strip()[-300:]!r}")
+                if problem is None:
+                    try:
+                        still = answers(data)
+                        Ranks.open(DataDir.open(data))
+                        if still != before:
+                            problem = "answers changed after the failed run"
+                    except Exception as exc:  # noqa: BLE001
+                        problem = f"previous output no longer serves: {exc}"
+                last = err[-1] if err else ""
+                self.record(f"{stage}-disk-full ({size_kb} KiB tmpfs)",
+                            "one clear error naming the stage; old output serves",
+                            problem or f"exit {done.returncode}: {last}", problem is None)
+            finally:
+                subprocess.run(["umount", str(mount)], check=False)
+
+    # --- corrupt files
+    def corrupt(self) -> None:
+        from websift.core.datadir import DataDir
+        from websift.ranking.ranks import Ranks
+
+        base = self.base_complete()
+        # a WARC record: the index run reports it and leaves the page out
+        data = self.copy(base, "corrupt-warc")
+        shutil.rmtree(data / "index")
+        with StoreReader.open(data / "crawl.sqlite3") as store:
+            victim = next(p for p in store.pages(FETCHED)
+                          if (p.content_type or "").startswith("text/html")
+                          and p.url.endswith("json.html"))
+        assert victim.warc_file and victim.warc_offset is not None and victim.warc_length
+        flip_byte(data / "warc" / victim.warc_file, victim.warc_offset + victim.warc_length // 2)
+        done = run("index", "--data", str(data))
+        reported = done.returncode == 0 and ("corrupt" in done.stderr.lower()
+                                             or "warc" in done.stderr.lower())
+        urls = [u for u, _ in search_json(data, "JSONDecoder")] if done.returncode == 0 else []
+        ok = reported and victim.url not in urls
+        self.record("corrupt-warc-record", "index run reports it, skips the page",
+                    f"exit {done.returncode}; reported={reported}; page served={victim.url in urls}",
+                    ok)
+        # segment files: flipped byte and truncation
+        for how in ("flip", "truncate"):
+            data = self.copy(base, f"corrupt-seg-{how}")
+            files = sorted(p for p in (data / "index").rglob("*") if p.is_file()
+                           and p.stat().st_size > 64 and "manifest" not in p.name)
+            target = max(files, key=lambda p: p.stat().st_size)
+            if how == "flip":
+                flip_byte(target, target.stat().st_size // 2)
+            else:
+                target.write_bytes(target.read_bytes()[: target.stat().st_size // 2])
+            done = run("search", "json", "--data", str(data))
+            refused = done.returncode != 0 and "Traceback" not in done.stderr
+            self.record(f"corrupt-segment-{how}", "search refuses with a clear error",
+                        f"{target.name}: exit {done.returncode}: {done.stderr.strip()[-160:]}", refused)
+        # rank files
+        for how in ("flip", "truncate"):
+            data = self.copy(base, f"corrupt-rank-{how}")
+            files = sorted(p for p in (data / "ranks").rglob("*.npy"))
+            target = max(files, key=lambda p: p.stat().st_size)
+            if how == "flip":
+                flip_byte(target, target.stat().st_size - 9)
+            else:
+                target.write_bytes(target.read_bytes()[:-16])
+            try:
+                Ranks.open(DataDir.open(data))
+                observed, ok = "opened without complaint", False
+            except Exception as exc:  # noqa: BLE001
+                observed, ok = f"{type(exc).__name__}: {exc}", "Corrupt" in type(exc).__name__
+            self.record(f"corrupt-rank-{how}", "refused as corrupt", observed[:200], ok)
+
+    # --- the API under replacement
+    def api_churn(self, replacements: int) -> None:
+        data = self.copy(self.base_two_generations(), "api-churn")
+        port = free_port()
+        server = subprocess.Popen(websift_cmd("serve", "--data", str(data), "--port", str(port)),
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=_env(),
+                                  cwd=REPO)
+        base_url = f"http://127.0.0.1:{port}"
+        try:
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                try:
+                    urllib.request.urlopen(base_url + "/healthz", timeout=2).read()
+                    break
+                except (urllib.error.URLError, ConnectionError):
+                    if server.poll() is not None:
+                        raise SystemExit("faults: websift serve exited early") from None
+                    time.sleep(0.1)  # polling a starting server; not a test
+            stop = threading.Event()
+            counts = {"ok": 0, "failed": 0}
+            failures: list[str] = []
+
+            def client() -> None:
+                i = 0
+                while not stop.is_set():
+                    q = urllib.parse.quote(QUERIES[i % len(QUERIES)])
+                    i += 1
+                    try:
+                        with urllib.request.urlopen(f"{base_url}/search?q={q}", timeout=10) as r:
+                            json.loads(r.read())
+                        counts["ok"] += 1
+                    except (urllib.error.URLError, ConnectionError, ValueError, TimeoutError) as exc:
+                        counts["failed"] += 1
+                        failures.append(str(exc)[:120])
+
+            threads = [threading.Thread(target=client) for _ in range(2)]
+            for t in threads:
+                t.start()
+            for i in range(replacements):
+                run("index", "--data", str(data), "--quiet", "--rebuild")
+                run("rank", "--data", str(data))
+                print(f"api-churn: replacement {i + 1}/{replacements}, "
+                      f"{counts['ok']} requests ok, {counts['failed']} failed",
+                      file=sys.stderr, flush=True)
+            stop.set()
+            for t in threads:
+                t.join()
+            self.record("api-churn", f"no failed request during {replacements} index+rank replacements",
+                        f"{counts['ok']} ok, {counts['failed']} failed"
+                        + (f"; e.g. {failures[0]}" if failures else ""),
+                        counts["failed"] == 0 and counts["ok"] > 0)
+        finally:
+            server.terminate()
+            server.wait(timeout=30)
+
+
+CASES: dict[str, Callable[[Faults, argparse.Namespace], None]] = {
+    "crawl-kill": lambda f, a: f.crawl_kill(),
+    "index-kill": lambda f, a: f.index_kill(),
+    "rank-kill": lambda f, a: f.rank_kill(),
+    "disk-full": lambda f, a: f.disk_full(),
+    "corrupt": lambda f, a: f.corrupt(),
+    "api-churn": lambda f, a: f.api_churn(a.replacements),
+}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--kills", type=int, default=20, help="kills per stage (default 20)")
+    parser.add_argument("--replacements", type=int, default=50, help="index+rank runs under load")
+    parser.add_argument("--seed", type=int, default=None, help="replay a run")
+    parser.add_argument("--only", default=",".join(CASES), help="comma-separated cases")
+    parser.add_argument("--work", type=Path, default=None, help="work directory (kept)")
+    parser.add_argument("--address", default="127.0.0.9", help="loopback address for the site")
+    args = parser.parse_args()
+    seed = args.seed if args.seed is not None else random.randrange(2**31)
+    print(f"faults: seed {seed} (replay with --seed {seed})", file=sys.stderr)
+    work = args.work or Path(tempfile.mkdtemp(prefix="websift-faults-"))
+    work.mkdir(parents=True, exist_ok=True)
+    site_dir = work / "site"
+    build_site(site_dir)
+    with StaticSite(site_dir, args.address, ROBOTS_TXT) as site:
+        faults = Faults(work, site, args.kills, seed)
+        for name in args.only.split(","):
+            if name not in CASES:
+                raise SystemExit(f"faults: unknown case {name!r}; choose from {', '.join(CASES)}")
+            CASES[name](faults, args)
+    width = max(len(r.case) for r in faults.results) if faults.results else 10
+    print(f"\n{'case':<{width}}  {'verdict':<7}  expected | observed")
+    for r in faults.results:
+        print(f"{r.case:<{width}}  {'ok' if r.ok else 'FAILED':<7}  {r.expected} | {r.observed}")
+    failed = sum(not r.ok for r in faults.results)
+    print(f"\n{len(faults.results) - failed} passed, {failed} failed (seed {seed})")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Tools that make the development data (scripts/README.md)."""
