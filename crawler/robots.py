@@ -279,7 +279,7 @@ class RobotsPolicy:
         return cls([], [], blanket=RobotsDecision(allowed, None, None, reason))
 
     @classmethod
-    def parse(cls, body: bytes | str) -> RobotsPolicy:
+    def parse(cls, body: bytes | str) -> RobotsPolicy:  # noqa: C901 - RFC 9309's line grammar in one pass, as the RFC reads
         """Parse robots.txt content; only the first ``MAX_ROBOTS_BYTES`` count (2.5)."""
         data = body.encode("utf-8", "surrogateescape") if isinstance(body, str) else body
         if len(data) >= MAX_ROBOTS_BYTES:  # maybe cut by the fetcher: drop a partial line

@@ -295,7 +295,7 @@ class CrawlSession:
         if self.stop_reason is None:
             self.stop_reason = reason
 
-    def next_request(self, now: float) -> Any | None:
+    def next_request(self, now: float) -> Any | None:  # noqa: C901 - the one place politeness, leases and the OPIC pick meet
         """The next request politeness allows now, or None (then ``wake_at`` is set)."""
         assert self.factory is not None
         self.wake_at = None

@@ -316,7 +316,7 @@ class WarcReader:
                 yield item
 
     # ------------------------------------------------------------------ one record
-    def _next(self) -> WarcRecord | Damage | None:
+    def _next(self) -> WarcRecord | Damage | None:  # noqa: C901 - one record's states, damage named at each
         src = self._src
         assert src is not None
         line = self._held if self._held is not None else src.readline(MAX_HEADER_BYTES)

@@ -233,7 +233,8 @@ def id_key(fid: str, generic: frozenset[str] = frozenset(),
     return " ".join(out)
 
 
-def extract_fragments(tree: LexborHTMLParser, scope: LexborNode,
+def extract_fragments(  # noqa: C901 - one walk over the page's ids for every kind of defining place
+        tree: LexborHTMLParser, scope: LexborNode,
                       heads: list[LexborNode], context: str = "", *, anchors: bool = True,
                       id_words: bool = True) -> list[Fragment]:
     """The page's definitions and sections reachable by URL #id (see the module doc);

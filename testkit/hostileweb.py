@@ -433,7 +433,7 @@ def _loopback(address: str) -> bool:
     return ip.is_loopback
 
 
-def _map_hosts(table: HostTable) -> None:
+def _map_hosts(table: HostTable) -> None:  # noqa: C901 - a test resolver: one branch per kind of hostile answer
     """Host names for this process only; see :func:`launch`.  A value is one of:
 
     - an address: both resolvers (``getaddrinfo``, which the crawler's scope check calls, and

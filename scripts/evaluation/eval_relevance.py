@@ -292,7 +292,7 @@ def query_latency(run_fn: Callable[[str], list[str]], queries: list[Query]) -> s
     return f"websift query latency (warm, {len(took)} queries): p50 {p50:.2f} ms, p90 {p90:.2f} ms"
 
 
-def run_manual(manual: Manual, data_dir: Path, args: argparse.Namespace) -> None:
+def run_manual(manual: Manual, data_dir: Path, args: argparse.Namespace) -> None:  # noqa: C901 - a script's driver: one row of output per option
     from scripts.evaluation.peers import TantivyPeer, WhooshPeer, stored_pages
 
     data = crawl_and_index(data_dir, manual=manual)
