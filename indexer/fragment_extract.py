@@ -234,9 +234,8 @@ def id_key(fid: str, generic: frozenset[str] = frozenset(),
 
 
 def extract_fragments(  # noqa: C901 - one walk over the page's ids for every kind of defining place
-        tree: LexborHTMLParser, scope: LexborNode,
-                      heads: list[LexborNode], context: str = "", *, anchors: bool = True,
-                      id_words: bool = True) -> list[Fragment]:
+        tree: LexborHTMLParser, scope: LexborNode, heads: list[LexborNode], context: str = "",
+        *, anchors: bool = True, id_words: bool = True) -> list[Fragment]:
     """The page's definitions and sections reachable by URL #id (see the module doc);
     ``context`` (its title and URL words) tells a generic id prefix from a word; ``anchors``:
     empty named anchors are fragments; ``id_words``: a key gains its id's words."""

@@ -176,8 +176,7 @@ def _site(value: str) -> str:
 
 
 def parse_query(  # noqa: C901 - the query language's operators in one left-to-right pass
-        q: str, analyzer: Analyzer | None = None, *, stop_pairs: bool = True
-                ) -> ParsedQuery:
+        q: str, analyzer: Analyzer | None = None, *, stop_pairs: bool = True) -> ParsedQuery:
     """Parse a query; raises :class:`QueryError` with a message for a person.  ``analyzer``
     and ``stop_pairs``: the index's (IndexSettings, recorded in its segments)."""
     if not isinstance(q, str):
