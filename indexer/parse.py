@@ -7,13 +7,13 @@ whitespace-normalised text kept for query-biased snippets.  Anchor text is not h
 to the page a link points to and comes from the crawl store's link table (indexer/anchors.py).
 
 Structure, from the same parse (``structure=True``; it costs about as much again as the parse
-on a small page and twice as much on a long manual page: scripts/compare_parsers.py):
+on a small page and twice as much on a long manual page: scripts/benchmarks/compare_parsers.py):
 ``blocks``, the body split at block-level elements, each with its template key
 (indexer/template_keys.py; template detection, indexer/templates.py, counts them), and
 ``fragments``, the defining places a URL ``#id`` reaches (indexer/fragment_extract.py; they
 feed the defs field and the hit's ``#id``, indexer/fragments.py).
 
-lexbor against lxml (``scripts/compare_parsers.py``): the same title, headings, body and lang on
+lexbor against lxml (``scripts/benchmarks/compare_parsers.py``): the same title, headings, body and lang on
 every page of the Python manual, in about half the time on large pages.  lexbor parses as a
 browser does (WHATWG HTML), decoding by the declared charset, a BOM, a ``<meta charset>``, else
 UTF-8 (windows-1252 when the bytes are not UTF-8), always with replacement characters.

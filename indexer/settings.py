@@ -245,7 +245,7 @@ class IndexSettings(BaseModel):
     its segments' (indexer/segment.py ``index_settings``), whatever the environment says then.
 
     A field ``x`` is the variable ``WEBSIFT_X`` (the evaluation's ablations set them:
-    scripts/eval_relevance.py, scripts/eval_analyzer.py); an empty variable is its default, a
+    scripts/evaluation/eval_relevance.py, scripts/evaluation/eval_analyzer.py); an empty variable is its default, a
     value of the wrong type is refused (``websift index`` says which, exit 2)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -255,7 +255,7 @@ class IndexSettings(BaseModel):
     analyzer_technical: bool = True
     analyzer_stops: bool = True
     analyzer_operators: bool = True
-    # Where operator terms are indexed (measured in scripts/eval_analyzer.py on both manuals):
+    # Where operator terms are indexed (measured in scripts/evaluation/eval_analyzer.py on both manuals):
     # every hit in the fields where code is defined (field names joined by "+", or "all"), and
     # elsewhere (the body: prose and formulas full of "+" and ",") only each operator's first
     # hit per field ("first"; "none": not at all), so a page of formulas does not outweigh the
