@@ -345,7 +345,11 @@ def test_a_name_rebinding_into_a_denied_range_is_refused_at_connect_time(
                        "--delay", "0", "--quiet", "--allow-ip", "127.0.0.0/8",
                        "--deny-ip", "127.0.0.61", timeout=60,
                        hosts={"rebind.example": {"check": "127.0.0.60", "connect": "127.0.0.61"}})
-    assert run.returncode == 0, run.stderr  # the seed's addresses passed: the crawl ran
+    # the seed's addresses passed, so the crawl ran; its one seed was refused at connect time,
+    # so it ends as a crawl none of whose seeds could be fetched, naming why
+    assert run.returncode == 1, run.stderr
+    assert run.stderr.strip() == (f"websift crawl: no seed could be fetched: "
+                                  f"http://rebind.example:{port}/ (robots.txt: ip denied)")
     assert sites.served(sites.b) == []  # and nothing reached the denied address
     with StoreReader.open(DataDir.open(data).store_path) as store:
         last = store.last_crawl()

@@ -123,7 +123,10 @@ def test_a_name_that_rebinds_to_private_space_is_refused_at_connect_time(
     """The scope check hears a public address; the connection would go to loopback."""
     data = tmp_path / "data"
     run = _crawl(webs, data, f"http://rebind.example:{webs.secret_port}/")
-    assert run.returncode == 0, run.stderr  # the seed looked public: the crawl ran
+    # the seed looked public, so the crawl ran; its one seed was refused at connect time, so it
+    # ends as a crawl none of whose seeds could be fetched, naming why
+    assert run.returncode == 1, run.stderr
+    assert "no seed could be fetched" in run.stderr and "private address" in run.stderr
     assert webs.secret_log() == []  # but nothing reached the private server
     with StoreReader.open(DataDir.open(data).store_path) as store:
         last = store.last_crawl()
