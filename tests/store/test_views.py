@@ -140,6 +140,10 @@ def test_links_and_link_arrays(path: Path) -> None:
     with StoreReader.open(path) as reader:
         assert reader.out_links(a) == [(b, "x", False), (c, "y", True), (b, "z", False)]
         assert reader.in_links(c) == [(a, "y", True)]
+        assert reader.out_links(a, 2) == [(b, "x", False), (c, "y", True)]
+        assert reader.in_links(b, 1) == [(a, "x", False)]
+        assert (reader.out_link_count(a), reader.in_link_count(b), reader.in_link_count(a)) == (
+            3, 2, 0)
         assert reader.link_count() == 3
         src, dst = reader.link_arrays()
         assert src.dtype == np.int32 and list(zip(src.tolist(), dst.tolist(), strict=True)) == [
