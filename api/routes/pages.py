@@ -3,7 +3,7 @@
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Depends, Query, Request, Response
 
 from websift.api.dependencies import get_app_settings, get_schedule_cache, get_snapshot, with_store
 from websift.api.models import PageInfo, error_responses
@@ -28,8 +28,11 @@ def build_router(settings: Settings) -> APIRouter:
         snap: Annotated[Snapshot, Depends(get_snapshot)],
         app_settings: Annotated[Settings, Depends(get_app_settings)],
         schedule: Annotated[ScheduleCache, Depends(get_schedule_cache)],
-    ) -> PageInfo:
-        return await with_store(request, lambda store: page_info(
-            store, snap, url, app_settings.max_page_links, schedule))
+    ) -> Response:
+        # made and serialised in the worker thread: the event loop only sends it (a response,
+        # so FastAPI does not validate the model again on the loop)
+        body = await with_store(request, lambda store: page_info(
+            store, snap, url, app_settings.max_page_links, schedule).model_dump_json())
+        return Response(body, media_type="application/json")
 
     return router
