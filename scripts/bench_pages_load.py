@@ -2,6 +2,7 @@
 
     PYTHONPATH=. .venv/bin/python scripts/bench_pages_load.py --work /tmp/pages-load
     PYTHONPATH=. .venv/bin/python scripts/bench_pages_load.py --urls 100000 --seconds 20
+    PYTHONPATH=. .venv/bin/python scripts/bench_pages_load.py --server-code /tmp/older-checkout
 
 The store (built once, kept under ``--work/urls-N``): ``--urls`` URLs on 100 hosts, each stored
 as fetched (no body) through ``store.crawl_store.CrawlStore``, with ``--links-per-page`` links
@@ -27,6 +28,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import http.client
+import os
 import socket
 import subprocess
 import sys
@@ -106,13 +108,14 @@ def free_port() -> int:
 class Server:
     """``websift serve`` in a child process."""
 
-    def __init__(self, data: DataDir) -> None:
+    def __init__(self, data: DataDir, code: Path | None) -> None:
         self.port = free_port()
+        env = dict(os.environ) if code is None else {**os.environ, "PYTHONPATH": str(code)}
         self.log = tempfile.TemporaryFile()  # noqa: SIM115 (closed in stop())
         self.child = subprocess.Popen(
             [sys.executable, "-m", "websift.api.cli", "serve", "--host", "127.0.0.1", "--port",
              str(self.port), "--data", str(data.root), "--log-level", "warning"],
-            stdout=self.log, stderr=self.log,
+            stdout=self.log, stderr=self.log, env=env, cwd=code,  # python -m: cwd is first on sys.path
         )
         self.proc = psutil.Process(self.child.pid)
 
@@ -201,6 +204,9 @@ def main() -> int:
     parser.add_argument("--healthz-p99-ms", type=float, default=100.0)
     parser.add_argument("--bound-mb", type=float, default=200.0,
                         help="allowed RSS growth over the warm server, MB")
+    parser.add_argument("--server-code", type=Path, default=None,
+                        help="run the server from this source tree (another checkout, to "
+                        "compare); default: the one this script imports")
     args = parser.parse_args()
 
     data = build(args.work / f"urls-{args.urls}", args.urls, args.links_per_page)
@@ -208,7 +214,7 @@ def main() -> int:
     pages_path = "/pages?" + urllib.parse.urlencode({"url": home})
     print(f"bounds: /healthz p99 < {args.healthz_p99_ms:g} ms under load, peak RSS <= warm + "
           f"{args.bound_mb:g} MB, no 5xx", flush=True)
-    server = Server(data)
+    server = Server(data, args.server_code)
     try:
         server.wait_ready()
         warm_up = Tally()
