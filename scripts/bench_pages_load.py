@@ -14,7 +14,7 @@ the other URLs and their links are added after it.
 ``websift serve`` then runs on it in its own process.  Phases, each ``--seconds`` long: /healthz
 alone (the peer: the same server with nothing else to do), then ``--clients`` clients (threads,
 one keep-alive connection each) sending ``GET /pages?url=<home page>`` in a loop while one more
-connection polls ``/healthz`` every ``--poll-ms``.  Printed: /healthz p50/p99 idle and under
+connection, in a process of its own, polls ``/healthz`` every ``--poll-ms``.  Printed: /healthz p50/p99 idle and under
 load (and their ratio), /pages p50/p99 and requests per second, answers >= 500 and failed
 connections, and the server's RSS (psutil) after a warm-up request, at its peak under load
 (sampled every 100 ms) and at the end.
@@ -36,6 +36,7 @@ import tempfile
 import threading
 import time
 import urllib.parse
+from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -188,6 +189,19 @@ def hammer(port: int, path: str, until: float, tally: Tally, pause: float = 0.0)
     conn.close()
 
 
+def poll(port: int, seconds: float, pause: float) -> tuple[list[float], int, int]:
+    """/healthz polled for ``seconds``: (latencies, 5xx, failures).  Run in a process of its
+    own, so the clients' threads do not delay the poller's own reading of the answers."""
+    tally = Tally()
+    hammer(port, "/healthz", time.monotonic() + seconds, tally, pause)
+    return tally.times, tally.server_errors, tally.failures
+
+
+def polled(answer: Future[tuple[list[float], int, int]]) -> Tally:
+    times, server_errors, failures = answer.result()
+    return Tally(times, server_errors, failures)
+
+
 def watch_rss(server: Server, stop: threading.Event, peak: list[int]) -> None:
     while not stop.wait(0.1):
         peak[0] = max(peak[0], server.rss())
@@ -220,25 +234,24 @@ def main() -> int:
         warm_up = Tally()
         hammer(server.port, pages_path, time.monotonic() + 1.0, warm_up)  # schedule, caches
         rss_warm = server.rss()
-        idle = Tally()
-        hammer(server.port, "/healthz", time.monotonic() + args.seconds, idle,
-               pause=args.poll_ms / 1000)
-
-        pages, health = Tally(), Tally()
-        stop, peak = threading.Event(), [rss_warm]
-        until = time.monotonic() + args.seconds
-        watcher = threading.Thread(target=watch_rss, args=(server, stop, peak))
-        workers = [threading.Thread(target=hammer, args=(server.port, pages_path, until, pages))
-                   for _ in range(args.clients)]
-        workers.append(threading.Thread(
-            target=hammer, args=(server.port, "/healthz", until, health, args.poll_ms / 1000)))
-        watcher.start()
-        for w in workers:
-            w.start()
-        for w in workers:
-            w.join()
-        stop.set()
-        watcher.join()
+        pause = args.poll_ms / 1000
+        with ProcessPoolExecutor(1) as poller:
+            idle = polled(poller.submit(poll, server.port, args.seconds, pause))
+            pages = Tally()
+            stop, peak = threading.Event(), [rss_warm]
+            until = time.monotonic() + args.seconds
+            watcher = threading.Thread(target=watch_rss, args=(server, stop, peak))
+            workers = [threading.Thread(target=hammer, args=(server.port, pages_path, until, pages))
+                       for _ in range(args.clients)]
+            under_load = poller.submit(poll, server.port, args.seconds, pause)
+            watcher.start()
+            for w in workers:
+                w.start()
+            for w in workers:
+                w.join()
+            health = polled(under_load)
+            stop.set()
+            watcher.join()
         rss_end = server.rss()
         body = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
         body.request("GET", pages_path)
