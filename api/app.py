@@ -47,6 +47,7 @@ from websift.api.routes import (
     topics,
     web,
 )
+from websift.api.schedule_cache import ScheduleCache
 from websift.api.settings import Settings, get_settings
 from websift.api.snapshot import SnapshotHolder
 from websift.core.datadir import DataDir
@@ -108,6 +109,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.holder = holder
     app.state.result_cache = ResultCache[Outcome](settings.result_cache_size)
     app.state.search_limiter = anyio.CapacityLimiter(settings.search_concurrency)
+    app.state.page_limiter = anyio.CapacityLimiter(settings.page_concurrency)
+    app.state.schedule_cache = ScheduleCache(
+        max(settings.schedule_scan, settings.max_recrawl_limit),
+        settings.schedule_max_age_ms / 1000)
     app.state.engine = fanout if holder is None else LocalSearch(
         holder, settings, app.state.result_cache, app.state.search_limiter)
     # GET /search timed into a latency histogram, served by /metrics

@@ -7,7 +7,8 @@ hopping to the thread pool (a hop each otherwise).
 from __future__ import annotations
 
 import hmac
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
+from typing import TypeVar
 
 import anyio
 from fastapi import Request
@@ -16,10 +17,13 @@ from starlette.concurrency import run_in_threadpool
 from websift.api.errors import Forbidden, Unauthorized
 from websift.api.result_cache import ResultCache
 from websift.api.retrieval import Outcome
+from websift.api.schedule_cache import ScheduleCache
 from websift.api.settings import Settings
 from websift.api.snapshot import Snapshot, SnapshotHolder
 from websift.core.datadir import DataDir
 from websift.store.views import StoreReader
+
+T = TypeVar("T")
 
 
 async def get_app_settings(request: Request) -> Settings:
@@ -68,6 +72,29 @@ def get_store(request: Request) -> Iterator[StoreReader]:
         yield store
     finally:
         store.close()
+
+
+async def get_schedule_cache(request: Request) -> ScheduleCache:
+    cache: ScheduleCache = request.app.state.schedule_cache
+    return cache
+
+
+async def with_store(request: Request, work: Callable[[StoreReader], T]) -> T:
+    """``work`` on a read-only store connection, in a worker thread under the page limiter.
+
+    For the routes whose work grows with the store (``/pages``, ``/page``, ``/recrawl``): at
+    most ``Settings.page_concurrency`` of them run at once, and the rest wait on the event loop
+    holding no thread and no connection, so ``/healthz`` and ``/metrics`` are answered while
+    they queue.  The connection is opened and closed in the worker thread that uses it.
+    """
+    data: DataDir = request.app.state.data
+    limiter: anyio.CapacityLimiter = request.app.state.page_limiter
+
+    def run() -> T:
+        with StoreReader.open(data.store_path) as store:
+            return work(store)
+
+    return await anyio.to_thread.run_sync(run, limiter=limiter)
 
 
 def require_admin(request: Request) -> None:

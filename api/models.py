@@ -151,10 +151,12 @@ class PageInfo(BaseModel):
         "host's pages (rank_in_host: its share of their PageRank, position_in_host, host_pages)"
     )
     topics: dict[str, float] = Field(description="topic-sensitive PageRank (times N) per topic")
-    in_link_count: int
-    out_link_count: int
-    in_links: list[LinkOut]
-    out_links: list[LinkOut]
+    in_link_count: int = Field(description="links to the page, all of them")
+    out_link_count: int = Field(description="links on the page, all of them")
+    in_links: list[LinkOut] = Field(
+        description="the first links to the page (at most the server's max_page_links)")
+    out_links: list[LinkOut] = Field(
+        description="the first links on the page (at most the server's max_page_links)")
 
 
 class TopicIn(BaseModel):

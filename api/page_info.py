@@ -13,9 +13,9 @@ import numpy as np
 
 from websift.api.errors import NotFound
 from websift.api.models import LinkOut, PageInfo, RobotsVerdict
+from websift.api.schedule_cache import Schedule, ScheduleCache
 from websift.api.snapshot import Snapshot
 from websift.core.html import is_html
-from websift.crawler.recrawl import recrawl_schedule
 from websift.crawler.robots import RobotsPolicy
 from websift.crawler.settings import ROBOTS_AGENT
 from websift.crawler.urls import canonicalize
@@ -58,19 +58,19 @@ def indexed_head(searcher: Searcher, doc_id: int) -> dict[str, str] | None:
     return None
 
 
-def schedule_position(store: StoreReader, url_id: int, scan: int) -> dict[str, Any] | None:
+def schedule_position(schedule: Schedule, url_id: int) -> dict[str, Any]:
     """Where a fetched page stands in the refresh schedule (``crawler.recrawl``), if near the top.
 
-    Scans at most ``scan`` entries of the schedule: the position of a page further down is
-    reported as "after the first ``scan``".
+    ``schedule`` holds the schedule's first entries: the position of a page further down is
+    reported as "after the first ``len(schedule.items)``".
     """
-    schedule = recrawl_schedule(store, scan)
-    for position, item in enumerate(schedule, start=1):
-        if item.url_id == url_id:
-            return {"position": position, "priority": item.priority,
-                    "meaning": f"refetched as number {position} by the next 'websift recrawl'"}
+    position = schedule.position.get(url_id)
+    if position is not None:
+        item = schedule.items[position - 1]
+        return {"position": position, "priority": item.priority,
+                "meaning": f"refetched as number {position} by the next 'websift recrawl'"}
     return {"position": None, "priority": None,
-            "meaning": f"not among the first {len(schedule)} pages of the refresh schedule"}
+            "meaning": f"not among the first {len(schedule.items)} pages of the refresh schedule"}
 
 
 def robots_verdict(store: StoreReader, url: str) -> RobotsVerdict:
@@ -128,20 +128,21 @@ def index_status(page: Page, indexed: bool, url_of: dict[int, str]) -> tuple[str
 
 
 def _links(
-    store: StoreReader, rows: list[tuple[int, str, bool]], limit: int
+    store: StoreReader, rows: list[tuple[int, str, bool]]
 ) -> list[LinkOut]:
-    """The first ``limit`` links as URLs (one query for all their URLs)."""
-    shown = rows[:limit]
-    urls = store.urls_of(other for other, _, _ in shown)
+    """The links as URLs (one query for all their URLs)."""
+    urls = store.urls_of(other for other, _, _ in rows)
     return [
         LinkOut(url=urls.get(other, f"#{other}"), anchor=anchor, nofollow=nofollow)
-        for other, anchor, nofollow in shown
+        for other, anchor, nofollow in rows
     ]
 
 
 def page_info(
-    store: StoreReader, snap: Snapshot, url: str, max_links: int, schedule_scan: int
+    store: StoreReader, snap: Snapshot, url: str, max_links: int, schedule: ScheduleCache
 ) -> PageInfo:
+    """The page's facts.  The work is bounded by ``max_links``, not by the page's links: the
+    first ``max_links`` in- and out-links are read, the rest only counted on the index."""
     page = find_page(store, url)
     searcher = snap.searcher.value
     doc = indexed_head(searcher, page.id)
@@ -155,16 +156,16 @@ def page_info(
         pagerank = float(gather(view.ranks.pagerank, ids)[0])
         pagerank_n = float(gather(view.pagerank, ids)[0])
         topics = {name: float(gather(vec, ids)[0]) for name, vec in view.topics.items()}
-    due = schedule_position(store, page.id, schedule_scan) if page.status == st.FETCHED else None
+    due = None
+    if page.status == st.FETCHED:
+        due = schedule_position(schedule.get(store), page.id)
     graph = None
     if view is not None and 0 <= page.id < len(view.ranks.level):
         level = int(view.ranks.level[page.id])
         graph = {"level": None if level < 0 else level,
                  "in_giant_scc": bool(view.ranks.giant_scc[page.id]),
                  "site": view.ranks.host_facts(page.id)}
-    in_rows = store.in_links(page.id)
     indexed_as, why_not = index_status(page, indexed, url_of)
-    out_rows = store.out_links(page.id)
     return PageInfo(
         url=page.url,
         id=page.id,
@@ -190,8 +191,8 @@ def page_info(
         next_due=due,
         graph=graph,
         topics=topics,
-        in_link_count=len(in_rows),
-        out_link_count=len(out_rows),
-        in_links=_links(store, in_rows, max_links),
-        out_links=_links(store, out_rows, max_links),
+        in_link_count=store.in_link_count(page.id),
+        out_link_count=store.out_link_count(page.id),
+        in_links=_links(store, store.in_links(page.id, max_links)),
+        out_links=_links(store, store.out_links(page.id, max_links)),
     )

@@ -42,6 +42,14 @@ class Settings(BaseSettings):
     default_recrawl_limit: int = 50
     max_page_links: int = 200  # in-/out-links listed by /pages
     schedule_scan: int = 10000  # refresh-schedule entries /pages looks through for a page
+    # The refresh schedule that /pages, /page and /recrawl read is worked out again when older
+    # than this (api/schedule_cache.py: one scan of the fetched pages, 0.5 s of a core at
+    # 500,000 of them; 30 s keeps that near 2% of a core under load); 0: for every request.
+    schedule_max_age_ms: int = Field(default=30_000, ge=0)
+    # /pages, /page and /recrawl running at once (the rest wait their turn on the event loop):
+    # each holds a store connection and a worker thread, so they never take every thread of
+    # the pool that /healthz, /metrics and /stats share.
+    page_concurrency: int = Field(default=2, ge=1)
 
     # Query-result cache (api/result_cache.py, a core.cache.Cache): entries kept; 0 turns it off.  An entry holds
     # the page of results with snippets (tens of KB), so 1024 entries stay within ~50 MB.

@@ -161,20 +161,19 @@ def page_graph_info(
         page = store.page(int(url_id))
         if page is None:
             raise GraphError(f"no page with URL ID {url_id} in the crawl store")
-        # Links within the page itself are not edges of the graph (Web Graph Analyzer, sec. 2)
-        ins = [link for link in store.in_links(page.id) if link[0] != page.id]
-        outs = [link for link in store.out_links(page.id) if link[0] != page.id]
-        self_links = len(store.out_links(page.id)) - len(outs)
+        # Links within the page itself are not edges of the graph (Web Graph Analyzer, sec. 2);
+        # only the links shown are read (the most linked page has one per page of the crawl)
+        limit = -1 if max_links is None else max_links
+        ins = store.in_links(page.id, limit, skip_self=True)
+        outs = store.out_links(page.id, limit, skip_self=True)
+        # graph degrees (Definition 1): distinct pages, self-links and nofollow links left out
+        in_degree, out_degree, self_links = store.link_degrees(page.id)
         urls = store.urls_of([s for s, _, _ in ins] + [d for d, _, _ in outs])
     if ranks is None:
         try:
             ranks = Ranks.open(data)
         except RanksMissing:
             ranks = None
-    # graph degrees (Definition 1): distinct pages, self-links and nofollow links left out
-    in_degree = len({s for s, _, nf in ins if not nf})
-    out_degree = len({d for d, _, nf in outs if not nf})
-    limit = len(ins) + len(outs) if max_links is None else max_links
     info: dict[str, Any] = {
         "url_id": page.id,
         "url": page.url,
@@ -185,11 +184,11 @@ def page_graph_info(
         "self_links": self_links,
         "in_links": [
             {"url_id": s, "url": urls.get(s, ""), "anchor": a, "nofollow": nf}
-            for s, a, nf in ins[:limit]
+            for s, a, nf in ins
         ],
         "out_links": [
             {"url_id": d, "url": urls.get(d, ""), "anchor": a, "nofollow": nf}
-            for d, a, nf in outs[:limit]
+            for d, a, nf in outs
         ],
         "opic_store": page.importance,
         "ranks_generation": None,

@@ -357,17 +357,54 @@ class StoreReader:
         return pages, ((int(h), str(a), int(n)) for h, a, n in rows)
 
     # ------------------------------------------------------------------ links
-    def out_links(self, src: int) -> list[tuple[int, str, bool]]:
+    def out_links(
+        self, src: int, limit: int = -1, *, skip_self: bool = False
+    ) -> list[tuple[int, str, bool]]:
+        """``(dst, anchor, nofollow)`` of the page's links in stored order; the first ``limit``
+        (-1: all) read through the ``links_src`` index, so a limit bounds the work.
+        ``skip_self``: leave out the page's links to itself."""
         rows = self._conn.execute(
-            "SELECT dst, anchor, nofollow FROM links WHERE src=? ORDER BY rowid", (src,)
+            "SELECT dst, anchor, nofollow FROM links WHERE src=? "
+            f"{'AND dst != src ' if skip_self else ''}ORDER BY rowid LIMIT ?", (src, limit),
         ).fetchall()
         return [(int(d), str(a), bool(n)) for d, a, n in rows]
 
-    def in_links(self, dst: int) -> list[tuple[int, str, bool]]:
+    def in_links(
+        self, dst: int, limit: int = -1, *, skip_self: bool = False
+    ) -> list[tuple[int, str, bool]]:
+        """``(src, anchor, nofollow)`` of the links to the page in stored order; the first
+        ``limit`` (-1: all) read through the ``links_dst`` index, so a limit bounds the work
+        (the most linked page of a large crawl has hundreds of thousands).  ``skip_self``:
+        leave out the page's links to itself."""
         rows = self._conn.execute(
-            "SELECT src, anchor, nofollow FROM links WHERE dst=? ORDER BY rowid", (dst,)
+            "SELECT src, anchor, nofollow FROM links WHERE dst=? "
+            f"{'AND src != dst ' if skip_self else ''}ORDER BY rowid LIMIT ?", (dst, limit),
         ).fetchall()
         return [(int(s), str(a), bool(n)) for s, a, n in rows]
+
+    def out_link_count(self, src: int) -> int:
+        """The page's links, counted on the ``links_src`` index (no row is read)."""
+        return int(self._conn.execute(
+            "SELECT count(*) FROM links WHERE src=?", (src,)).fetchone()[0])
+
+    def in_link_count(self, dst: int) -> int:
+        """The links to the page, counted on the ``links_dst`` index (no row is read)."""
+        return int(self._conn.execute(
+            "SELECT count(*) FROM links WHERE dst=?", (dst,)).fetchone()[0])
+
+    def link_degrees(self, url_id: int) -> tuple[int, int, int]:
+        """``(in-degree, out-degree, self-links)`` of a page as the link graph counts them:
+        distinct other pages, nofollow links left out; and its links to itself.  Counted in
+        SQL (the in-degree reads every link to the page, but holds none of them)."""
+        (ins,) = self._conn.execute(
+            "SELECT count(DISTINCT src) FROM links WHERE dst=:p AND src != :p AND nofollow=0",
+            {"p": url_id}).fetchone()
+        (outs,) = self._conn.execute(
+            "SELECT count(DISTINCT dst) FROM links WHERE src=:p AND dst != :p AND nofollow=0",
+            {"p": url_id}).fetchone()
+        (selfs,) = self._conn.execute(
+            "SELECT count(*) FROM links WHERE src=:p AND dst=:p", {"p": url_id}).fetchone()
+        return int(ins), int(outs), int(selfs)
 
     def link_count(self) -> int:
         return int(self._conn.execute("SELECT count(*) FROM links").fetchone()[0])

@@ -118,7 +118,8 @@ def build_router() -> APIRouter:
         summary="200 when an index is being served, 503 otherwise",
         responses={503: {"description": "no index yet"}},
     )
-    def healthz(snap: Annotated[Snapshot, Depends(get_snapshot)]) -> Health:
+    async def healthz(snap: Annotated[Snapshot, Depends(get_snapshot)]) -> Health:
+        # on the event loop (a few attribute reads): answered while the thread pool is busy
         return Health(
             status="ok",
             index_generation=snap.index_generation,

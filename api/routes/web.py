@@ -25,15 +25,20 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse
 from fastapi.templating import Jinja2Templates
 
-from websift.api.dependencies import get_app_settings, get_holder
+from websift.api.dependencies import (
+    get_app_settings,
+    get_holder,
+    get_schedule_cache,
+    with_store,
+)
 from websift.api.errors import InvalidParameter, NotFound, status_of
 from websift.api.highlight import highlight
 from websift.api.page_info import page_info
 from websift.api.retrieval import Outcome, SearchEngine, SearchRequest, with_fragment
+from websift.api.schedule_cache import ScheduleCache
 from websift.api.settings import Settings
 from websift.api.snapshot import SnapshotHolder
 from websift.core.errors import WebsiftError
-from websift.store.views import StoreReader
 
 MAX_PAGE_LINKS = 9  # numbered result pages shown around the current one
 # Defence in depth behind autoescaping: these pages need no script at all.
@@ -208,10 +213,11 @@ def build_router(templates: Jinja2Templates) -> APIRouter:
         return render(request, "search.html", context)
 
     @router.get("/page", response_class=HTMLResponse)
-    def page_view(
+    async def page_view(
         request: Request,
         settings: Annotated[Settings, Depends(get_app_settings)],
         holder: Annotated[SnapshotHolder | None, Depends(get_holder)],
+        schedule: Annotated[ScheduleCache, Depends(get_schedule_cache)],
         url: str | None = None,
     ) -> HTMLResponse:
         try:
@@ -222,14 +228,9 @@ def build_router(templates: Jinja2Templates) -> APIRouter:
                 raise InvalidParameter("url: say which page, e.g. /page?url=https://example.org/")
             if len(url) > 4096:
                 raise InvalidParameter("url: at most 4096 characters")
-            store = StoreReader.open(request.app.state.data.store_path)
-            try:
-                with holder.lease() as snap:
-                    info = page_info(
-                        store, snap, url, settings.max_page_links, settings.schedule_scan
-                    )
-            finally:
-                store.close()
+            with holder.lease() as snap:
+                info = await with_store(request, lambda store: page_info(
+                    store, snap, url, settings.max_page_links, schedule))
         except WebsiftError as exc:
             status, _ = status_of(exc)
             return render(request, "error.html", {"error": str(exc)}, status)

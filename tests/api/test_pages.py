@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from html import unescape
+from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
 
 from tests.api.site import BASE, DISALLOWED, DUP, GARDEN, HOME, NOINDEX, XSS_ANCHOR
+from tests.waiting import wait_for
+from websift.core.datadir import DataDir
 
 
 def info(client: TestClient, url: str) -> dict:
@@ -93,3 +99,47 @@ def test_page_view_errors_are_html_with_4xx(client: TestClient) -> None:
     assert r.status_code == 404 and "does not know" in r.text and "<html" in r.text
     r = client.get("/page")
     assert r.status_code == 422 and "say which page" in r.text
+
+
+def test_links_listed_up_to_max_page_links_and_counted_in_full(
+    site_data: DataDir, make_client: Callable[..., TestClient]
+) -> None:
+    client = make_client(site_data, max_page_links=3)
+    page = info(client, GARDEN[0])
+    assert page["in_link_count"] == 15 and len(page["in_links"]) == 3
+    assert page["out_link_count"] == len(page["out_links"]) == 2
+    html = client.get("/page", params={"url": GARDEN[0]}).text
+    assert "Links to this page (15, the first 3 shown)" in html
+    assert "Links from this page (2)" in html and html.count('class="anchor"') == 3 + 2
+
+
+def test_healthz_answers_while_page_requests_wait_their_turn(
+    site_data: DataDir, make_client: Callable[..., TestClient], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """/pages runs at most ``page_concurrency`` at once, the rest waiting without a thread."""
+    from websift.api.routes import pages as pages_route
+
+    release = threading.Event()
+    lock = threading.Lock()
+    running = [0, 0]  # now, most at once
+    real = pages_route.page_info
+
+    def held(*args: Any) -> Any:
+        with lock:
+            running[0] += 1
+            running[1] = max(running[1], running[0])
+        release.wait(30)
+        with lock:
+            running[0] -= 1
+        return real(*args)
+
+    monkeypatch.setattr(pages_route, "page_info", held)
+    client = make_client(site_data, page_concurrency=1)
+    with ThreadPoolExecutor(8) as pool:
+        answers = [pool.submit(info, client, GARDEN[0]) for _ in range(8)]
+        wait_for(lambda: running[0] == 1, "a /pages request to be running")
+        assert client.get("/healthz").status_code == 200
+        assert client.get("/metrics").status_code == 200
+        release.set()
+        assert all(a.result(30)["in_link_count"] == 15 for a in answers)
+    assert running[1] == 1

@@ -104,3 +104,10 @@ def test_an_unreadable_index_or_ranks_refuses_to_start(
     (data.index_dir / "manifest.json").write_text("{not json")
     with pytest.raises(IndexCorrupt):
         create_app(Settings(data=data_root))
+
+
+def test_recrawl_and_pages_share_one_reading_of_the_schedule(client: TestClient) -> None:
+    first = client.get("/recrawl", params={"limit": 3}).json()["entries"]
+    assert client.get("/recrawl", params={"limit": 2}).json()["entries"] == first[:2]
+    assert client.get("/pages", params={"url": GARDEN[0]}).status_code == 200
+    assert client.app.state.schedule_cache.readings == 1  # type: ignore[attr-defined]

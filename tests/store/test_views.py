@@ -140,6 +140,10 @@ def test_links_and_link_arrays(path: Path) -> None:
     with StoreReader.open(path) as reader:
         assert reader.out_links(a) == [(b, "x", False), (c, "y", True), (b, "z", False)]
         assert reader.in_links(c) == [(a, "y", True)]
+        assert reader.out_links(a, 2) == [(b, "x", False), (c, "y", True)]
+        assert reader.in_links(b, 1) == [(a, "x", False)]
+        assert (reader.out_link_count(a), reader.in_link_count(b), reader.in_link_count(a)) == (
+            3, 2, 0)
         assert reader.link_count() == 3
         src, dst = reader.link_arrays()
         assert src.dtype == np.int32 and list(zip(src.tolist(), dst.tolist(), strict=True)) == [
@@ -174,3 +178,21 @@ def test_check_integrity_and_last_crawl(path: Path) -> None:
         assert reader.check_integrity() is None
         last = reader.last_crawl()
         assert last is not None and last[0] == "crawl" and last[3] == '{"pages": 3}'
+
+
+def test_links_without_self_links_and_degrees(path: Path) -> None:
+    with CrawlStore.open(path) as store:
+        with store.transaction():
+            a, b, c = (store.add_url(f"http://a.example/{x}")[0] for x in "abc")
+        _fetch(store, a, [Link(a, "top", False), Link(b, "x", False), Link(b, "again", False),
+                          Link(c, "y", True)])
+        _fetch(store, b, [Link(a, "back", False), Link(b, "me", False)])
+        _fetch(store, c, [Link(a, "home", True)])
+    with StoreReader.open(path) as reader:
+        assert reader.out_links(a, 2, skip_self=True) == [(b, "x", False), (b, "again", False)]
+        assert reader.in_links(a, skip_self=True) == [(b, "back", False), (c, "home", True)]
+        assert reader.in_links(a, 1) == [(a, "top", False)]
+        # distinct other pages, nofollow left out; then the page's links to itself
+        assert reader.link_degrees(a) == (1, 1, 1)
+        assert reader.link_degrees(b) == (1, 1, 1)
+        assert reader.link_degrees(c) == (0, 0, 0)
