@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
+from testkit.waiting import wait_for
 from tests.api.site import BASE, DISALLOWED, DUP, GARDEN, HOME, NOINDEX, XSS_ANCHOR
-from tests.waiting import wait_for
 from websift.core.datadir import DataDir
 
 

@@ -1,8 +1,8 @@
 """48 clients on ``GET /pages`` of the most linked page of a large store, while ``/healthz`` is polled.
 
-    PYTHONPATH=. .venv/bin/python scripts/bench_pages_load.py --work /tmp/pages-load
-    PYTHONPATH=. .venv/bin/python scripts/bench_pages_load.py --urls 100000 --seconds 20
-    PYTHONPATH=. .venv/bin/python scripts/bench_pages_load.py --server-code /tmp/older-checkout
+    .venv/bin/python -m scripts.benchmarks.bench_pages_load --work /tmp/pages-load
+    .venv/bin/python -m scripts.benchmarks.bench_pages_load --urls 100000 --seconds 20
+    .venv/bin/python -m scripts.benchmarks.bench_pages_load --server-code /tmp/older-checkout
 
 The store (built once, kept under ``--work/urls-N``): ``--urls`` URLs on 100 hosts, each stored
 as fetched (no body) through ``store.crawl_store.CrawlStore``, with ``--links-per-page`` links
