@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import http.client
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -38,8 +37,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-import psutil
 
+from testkit.serve_process import ServeProcess
 from testkit.testweb import StaticSite
 
 REPO = Path(__file__).resolve().parents[2]
@@ -84,59 +83,6 @@ def load_queries(path: Path) -> list[str]:
         if len(parts) >= 3 and parts[2].strip():
             out.append(parts[2].strip())
     return out
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-class Server:
-    """``websift serve`` in a child process."""
-
-    def __init__(self, data: Path) -> None:
-        self.port = free_port()
-        self.log = tempfile.TemporaryFile()  # noqa: SIM115 (closed in stop())
-        self.child = subprocess.Popen(
-            [sys.executable, "-m", "websift.api.cli", "serve", "--host", "127.0.0.1", "--port",
-             str(self.port), "--data", str(data), "--log-level", "warning"],
-            cwd=REPO, stdout=self.log, stderr=self.log,
-            env={**os.environ, "PYTHONPATH": str(REPO)},
-        )
-        self.proc = psutil.Process(self.child.pid)
-
-    def wait_ready(self) -> None:
-        deadline = time.monotonic() + READY_TIMEOUT
-        while time.monotonic() < deadline:
-            if self.child.poll() is not None:
-                break
-            try:
-                conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=2)
-                conn.request("GET", "/healthz")
-                if conn.getresponse().status == 200:
-                    return
-            except OSError:
-                pass  # not listening yet: poll again after waiting on the child
-            try:
-                self.child.wait(timeout=0.2)
-            except subprocess.TimeoutExpired:
-                continue
-        self.log.seek(0)
-        raise SystemExit("websift serve did not become ready:\n"
-                         + self.log.read().decode(errors="replace")[-2000:])
-
-    def rss(self) -> int:
-        return int(self.proc.memory_info().rss)
-
-    def stop(self) -> None:
-        self.child.terminate()
-        try:
-            self.child.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.child.kill()
-            self.child.wait()
-        self.log.close()
 
 
 @dataclass
@@ -249,7 +195,7 @@ def main() -> int:
     queries = load_queries(QUERIES)
     print(f"{len(queries)} queries; {args.seconds:g} s per step; "
           f"{'cache-busting' if not args.cached else 'cached'} queries", flush=True)
-    server = Server(data)
+    server = ServeProcess(data, ready_timeout=READY_TIMEOUT)
     failed = 0
     try:
         server.wait_ready()

@@ -28,9 +28,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import http.client
-import os
-import socket
-import subprocess
 import sys
 import tempfile
 import threading
@@ -41,8 +38,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-import psutil
 
+from testkit.serve_process import ServeProcess
 from websift.core.datadir import DataDir
 from websift.indexer.build import build_index
 from websift.store.crawl_store import CrawlStore
@@ -100,57 +97,6 @@ def build(root: Path, urls: int, per_page: int) -> DataDir:
     return data
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-class Server:
-    """``websift serve`` in a child process."""
-
-    def __init__(self, data: DataDir, code: Path | None) -> None:
-        self.port = free_port()
-        env = dict(os.environ) if code is None else {**os.environ, "PYTHONPATH": str(code)}
-        self.log = tempfile.TemporaryFile()  # noqa: SIM115 (closed in stop())
-        self.child = subprocess.Popen(
-            [sys.executable, "-m", "websift.api.cli", "serve", "--host", "127.0.0.1", "--port",
-             str(self.port), "--data", str(data.root), "--log-level", "warning"],
-            stdout=self.log, stderr=self.log, env=env, cwd=code,  # python -m: cwd is first on sys.path
-        )
-        self.proc = psutil.Process(self.child.pid)
-
-    def wait_ready(self) -> None:
-        deadline = time.monotonic() + READY_TIMEOUT
-        while time.monotonic() < deadline and self.child.poll() is None:
-            try:
-                conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=2)
-                conn.request("GET", "/healthz")
-                if conn.getresponse().status == 200:
-                    return
-            except OSError:
-                pass  # not listening yet: poll again after waiting on the child
-            try:
-                self.child.wait(timeout=0.2)
-            except subprocess.TimeoutExpired:
-                continue
-        self.log.seek(0)
-        raise SystemExit("websift serve did not become ready:\n"
-                         + self.log.read().decode(errors="replace")[-2000:])
-
-    def rss(self) -> int:
-        return int(self.proc.memory_info().rss)
-
-    def stop(self) -> None:
-        self.child.terminate()
-        try:
-            self.child.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.child.kill()
-            self.child.wait()
-        self.log.close()
-
-
 @dataclass
 class Tally:
     """Latencies (seconds) and failures of one kind of request."""
@@ -202,7 +148,7 @@ def polled(answer: Future[tuple[list[float], int, int]]) -> Tally:
     return Tally(times, server_errors, failures)
 
 
-def watch_rss(server: Server, stop: threading.Event, peak: list[int]) -> None:
+def watch_rss(server: ServeProcess, stop: threading.Event, peak: list[int]) -> None:
     while not stop.wait(0.1):
         peak[0] = max(peak[0], server.rss())
 
@@ -228,7 +174,7 @@ def main() -> int:
     pages_path = "/pages?" + urllib.parse.urlencode({"url": home})
     print(f"bounds: /healthz p99 < {args.healthz_p99_ms:g} ms under load, peak RSS <= warm + "
           f"{args.bound_mb:g} MB, no 5xx", flush=True)
-    server = Server(data, args.server_code)
+    server = ServeProcess(data.root, code=args.server_code, ready_timeout=READY_TIMEOUT)
     try:
         server.wait_ready()
         warm_up = Tally()
