@@ -63,6 +63,8 @@ _HTTP_CODES = {404: "not_found", 405: "method_not_allowed", 401: "unauthorized",
 
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or get_settings()
+    if settings.frontier is not None:  # a missing extra is said before any file opens
+        require("cluster", "a shared frontier (--frontier)", ("redis",))
     local, remote = split_shards(settings.shards)
     fanout = FanOut(remote, settings) if remote else None
     data: DataDir | None = None
@@ -101,7 +103,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # a shared crawl frontier for /stats, checked before binding (one line, exit 2, if bad)
     app.state.frontier = None
     if settings.frontier is not None:
-        require("cluster", "a shared frontier (--frontier)", ("redis",))
         from websift.crawler.redis_admin import connect  # redis only when asked for
 
         app.state.frontier = connect(settings.frontier)

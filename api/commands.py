@@ -9,7 +9,6 @@ import os
 from typing import TYPE_CHECKING
 
 from websift.core.arguments import number
-from websift.core.extras import require
 from websift.indexer.settings import DEFAULT_K
 
 EXIT_NOT_STARTED = 2  # uvicorn could not start the application (its log says why)
@@ -51,8 +50,6 @@ def serve_command(args: argparse.Namespace) -> int:
     if args.shard:
         given["shards"] = list(args.shard)
     settings = Settings(data=args.data, **given)  # unset: $WEBSIFT_* / defaults
-    if settings.frontier is not None:
-        require("cluster", "a shared frontier (--frontier)", ("redis",))
     # Refuses a missing or foreign data directory, a bad index or ranks, or bad --shard values
     # before binding (with --workers, each worker opens its own afterwards).
     app = create_app(settings)
