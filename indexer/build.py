@@ -197,13 +197,15 @@ def build_index(data: DataDir, ram_mb: int = DEFAULT_RAM_MB,
         store = StoreReader.open(data.store_path)
         try:
             return _run(data, store, manifest, ram_mb=ram_mb, started=started, say=say,
-                        rebuild=rebuild, procs=procs, settings=settings)
+                        counted=progress is not None, rebuild=rebuild, procs=procs,
+                        settings=settings)
         finally:
             store.close()
 
 
 def _run(data: DataDir, store: StoreReader, manifest: Manifest | None, *, ram_mb: int,
-         started: float, say: Callable[[str], None], rebuild: bool = False,
+         started: float, say: Callable[[str], None], counted: bool = True,
+         rebuild: bool = False,
          procs: int = DEFAULT_INDEX_PROCS,
          settings: IndexSettings = DEFAULT_INDEX_SETTINGS) -> IndexReport:
     index_dir = data.index_dir
@@ -254,15 +256,17 @@ def _run(data: DataDir, store: StoreReader, manifest: Manifest | None, *, ram_mb
     report.anchor_boilerplate = len(boiler)
     report.template_seconds = time.monotonic() - t0
     t0 = time.monotonic()
+    # the progress line's total is a store query: made only for a run that shows progress
     meter = PageMeter(say, lambda: pages_to_index(
-        store, None if manifest is None else cand.tolist(), snap_seq))
+        store, None if manifest is None else cand.tolist(), snap_seq)) if counted else None
     with AnalyserPool(data.warc_dir, procs, writer.lexicon, settings,
                       templates=templates.keys()) as pool:
         batches = _batches(store, cand, aliases, writer, report, drop=(mode == "incremental"),
                            boilerplate=boiler, sources=sources[0] if sources else None)
         for jobs, batch in pool.map(batches):
             _add_batch(writer, jobs, batch, report, say)
-            meter.update(report.documents)
+            if meter is not None:
+                meter.update(report.documents)
         report.worker_busy_seconds, report.worker_idle_seconds = (pool.busy_seconds,
                                                                   pool.idle_seconds)
         report.main_wait_seconds = pool.wait_seconds
