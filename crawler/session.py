@@ -304,8 +304,15 @@ class CrawlSession:
         if self.stop_reason is None:
             self.stop_reason = reason
 
-    def next_request(self, now: float) -> Any | None:  # noqa: C901 - the one place politeness, leases and the OPIC pick meet
+    def next_request(self, now: float) -> Any | None:
         """The next request politeness allows now, or None (then ``wake_at`` is set)."""
+        if self.failed is not None:
+            return None
+        with self.writing():  # it commits a batch past its age
+            return self._next_request(now)
+        return None  # the write failed: the run stops
+
+    def _next_request(self, now: float) -> Any | None:  # noqa: C901 - the one place politeness, leases and the OPIC pick meet
         assert self.factory is not None
         self.wake_at = None
         self.stalled = False
