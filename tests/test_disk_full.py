@@ -181,3 +181,19 @@ def test_rank_on_a_full_disk_keeps_the_old_generation(base: Path, tmpfs: Mount) 
     again = websift("rank", "--data", str(data))
     assert again.returncode == 0, again.stderr[-2000:]
     assert read_ranks_manifest(ranks_dir)["generation"] > generation
+
+
+def test_import_on_a_full_disk_stops_and_resumes(base: Path, tmpfs: Mount) -> None:
+    warcs = sorted(str(p) for p in (base / "warc").glob("*.warc.gz"))
+    mount = tmpfs("8m")
+    data = mount / "data"
+    filler = fill(mount, 400 * 1024)  # room for about a third of the site
+    done = websift("import", *warcs, "--quiet", "--data", str(data))
+    last = assert_clear_failure(done, "import")
+    assert "pages in the store" in last, last
+    stored = fetched(data)
+    assert stored < PAGES + 1
+    filler.unlink()
+    again = websift("import", *warcs, "--quiet", "--data", str(data))
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert fetched(data) == PAGES + 1
