@@ -486,8 +486,8 @@ class Faults:
                                     env=_env(), cwd=REPO)
             workers: set[int] = set()
             deadline = time.monotonic() + 60
-            while not workers and proc.poll() is None and time.monotonic() < deadline:
-                workers = _children(proc.pid)
+            while len(workers) < 2 and proc.poll() is None and time.monotonic() < deadline:
+                workers |= _children(proc.pid)  # both workers forked: kill it mid-run
                 time.sleep(0.02)  # polling /proc for the workers to appear; not a test
             proc.send_signal(signal.SIGKILL)
             proc.wait()
