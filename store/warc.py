@@ -144,9 +144,9 @@ class WarcWriterFile:
             raw.close()
 
     @property
-    def path(self) -> Path | None:
-        """The file being written (None before the first record)."""
-        return None if self._fh is None else self.directory / self._name
+    def path(self) -> Path:
+        """The file being written, or last written (the directory before the first record)."""
+        return self.directory / self._name if self._name else self.directory
 
     def sync(self) -> None:
         """fsync the current file (called before the store commits a batch that points into it)."""
