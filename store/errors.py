@@ -5,9 +5,20 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from websift.core.errors import StoreError, WebsiftError, describe_os_error, is_out_of_space
+from websift.core.errors import (
+    StageFailed,
+    StoreError,
+    WebsiftError,
+    describe_os_error,
+    is_out_of_space,
+)
 
-__all__ = ["WRITE_ERRORS", "StoreError", "WarcError", "write_failure"]
+__all__ = ["WRITE_ERRORS", "StoreError", "StoreIOError", "WarcError", "write_failure"]
+
+
+class StoreIOError(StoreError, StageFailed):
+    """The store could not be opened for an I/O reason (a full disk): a failure (exit 1), not a
+    setup error; the store itself may be fine."""
 
 # What writing the store or a WARC file raises on a full disk or a failing device
 WRITE_ERRORS: tuple[type[Exception], ...] = (OSError, sqlite3.OperationalError)
