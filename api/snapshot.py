@@ -133,6 +133,11 @@ class Snapshot:
         return self.searcher.value.generations
 
     @property
+    def removals_key(self) -> tuple[int, ...]:
+        """The removal rules the searcher applies (their IDs): part of a cached answer's key."""
+        return self.searcher.value.removals.key
+
+    @property
     def ranks_generation(self) -> int | None:
         return None if self.ranks is None else self.ranks.value.generation
 
