@@ -193,7 +193,8 @@ class CrawlSession:
 
     def reload_removals(self) -> None:
         """Take the removal rules in force now (``websift remove`` writes them into the store
-        while the crawl runs): one small read per batch commit; a change drops the recorder's
+        while the crawl runs): one small read per batch commit (and per live-figures update
+        of a crawl that commits nothing, crawler/settings.py LIVE_EVERY); a change drops the recorder's
         remembered scope verdicts, so a URL removed or restored is judged again."""
         rules = self.store.removal_rules()
         if rules.key != self.scope.removals.key:
@@ -596,6 +597,7 @@ class CrawlSession:
             "errors": errors,
             "frontier": frontier,
             "virtual_cash": float(frontier.get("virtual_cash", 0.0)),
+            "removals": len(self.scope.removals.removals),  # rules in force (crawler/scope.py)
         }
 
     def publish_live(self) -> None:
@@ -614,8 +616,9 @@ class CrawlSession:
         if self.frontier.lost is not None:
             self.request_stop("frontier_lost")
         if self.batch.due():
-            self.batch.commit()  # writes the figures (before_commit)
+            self.batch.commit()  # writes the figures (before_commit), then reloads removals
         elif self.clock() - self.live_at >= S.LIVE_EVERY:
+            self.reload_removals()  # a crawl that waits takes them too
             self.publish_live()
 
     def summary(self, reason: str) -> dict[str, Any]:
