@@ -6,7 +6,8 @@ Which pages (Brin & Page 1998, section 4.2.5):
 * an *anchor-only document* (URL + anchor field, title = its most common anchor) for a page
   known only through links: never fetched (discovered, out of scope, disallowed by robots.txt)
   or fetched with a non-HTML type;
-* nothing for the rest (errors, redirects, duplicates, noindex).
+* nothing for the rest (errors, redirects, duplicates, noindex), nor for a page the operator
+  removed (store/removals.py): one an older segment holds is dropped, so it does not come back.
 
 Incremental runs (the manifest keeps ``last_seq``): the candidates are the pages stored since
 (``urls.seq > last_seq``) plus every page whose anchor text may have changed: the targets of the

@@ -5,8 +5,8 @@ The rules are store/removals.py's.  A mask is computed once per segment each tim
 is built (at a reload check that found new rules or a new index generation), never per query:
 URL rules by the store's IDs of the removed URLs (``np.isin`` on the segment's doc IDs), host
 rules by the segment's per-host document bitmaps (``site:``'s), patterns by one search over the
-URL of each document of the segment (the only part that grows with the segment: about a
-microsecond a document).  The searcher ands the complement into its liveness masks
+URL of each document of the segment (the only part that grows with the segment: a few
+microseconds a document, scripts/benchmarks/bench_removals.py).  The searcher ands the complement into its liveness masks
 (indexer/liveness.py), so removed pages are out of the results, the totals and the collection
 statistics alike.  The indexing run drops them with the same masks (indexer/build.py).
 """
@@ -38,9 +38,7 @@ def removal_mask(seg: SegmentReader, rules: RemovalRules) -> np.ndarray:
         if len(ids):
             mask |= np.isin(seg.doc_ids, np.asarray(ids.to_array(), dtype=np.int64))
     if rules.patterns:
-        for ordinal in range(n):
-            if not mask[ordinal] and rules.pattern_removed(seg.head(ordinal)["url"]):
-                mask[ordinal] = True
+        mask |= np.fromiter((rules.pattern_removed(u) for u in seg.urls()), dtype=bool, count=n)
     return mask
 
 

@@ -201,6 +201,14 @@ class SegmentReader:
             raise IndexCorrupt(f"segment {self.name}: stored document {ordinal} is corrupt")
         return {"url": url, "title": title}
 
+    def urls(self) -> list[str]:
+        """The URL of every document, in ordinal order (one pass over the stored heads)."""
+        blob = self._head.tobytes()
+        offsets = self._head_off.tolist()
+        sep = SEP.encode()
+        return [blob[a:b].partition(sep)[0].decode("utf-8", "surrogatepass")
+                for a, b in zip(offsets, offsets[1:], strict=False)]
+
     def text_blob(self, ordinal: int) -> bytes:
         """The stored (compressed) snippet text, as written."""
         return self._store[self._store_off[ordinal] : self._store_off[ordinal + 1]].tobytes()

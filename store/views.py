@@ -168,7 +168,7 @@ class StoreReader:
         return [removal_of(r) for r in rows]
 
     def removal(self, removal_id: int) -> Removal | None:
-        if self.schema_version < 3:
+        if self.schema_version < 3 or not 0 < removal_id < 1 << 63:  # SQLite's INTEGER
             return None
         row = self._conn.execute(f"SELECT {REMOVAL_COLUMNS} FROM removals WHERE id=?",
                                  (removal_id,)).fetchone()

@@ -55,7 +55,7 @@ def build_router() -> APIRouter:
     @router.delete("/admin/removals/{removal_id}", response_model=RemovalOut,
                    responses=error_responses(401, 403, 404, 409), summary="Undo a removal (admin)")
     def delete_removal(
-        removal_id: Annotated[int, Path(ge=1)],
+        removal_id: Annotated[int, Path(ge=1, le=(1 << 63) - 1)],
         data: Annotated[DataDir, Depends(get_data)],
         holder: Annotated[SnapshotHolder, Depends(get_holder)],
     ) -> RemovalOut:
