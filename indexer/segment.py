@@ -8,6 +8,7 @@ docs / drops / per-host bitmaps.  A segment is immutable, so the reader never se
 
 from __future__ import annotations
 
+import itertools
 import zlib
 from bisect import bisect_left
 from collections.abc import Sequence
@@ -207,7 +208,7 @@ class SegmentReader:
         offsets = self._head_off.tolist()
         sep = SEP.encode()
         return [blob[a:b].partition(sep)[0].decode("utf-8", "surrogatepass")
-                for a, b in zip(offsets, offsets[1:], strict=False)]
+                for a, b in itertools.pairwise(offsets)]
 
     def text_blob(self, ordinal: int) -> bytes:
         """The stored (compressed) snippet text, as written."""
