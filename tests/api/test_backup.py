@@ -19,7 +19,7 @@ import pytest
 from testkit.testweb import Answer, TestWeb, html, words
 from testkit.waiting import wait_for
 from testkit.websift_process import REPO, websift_command
-from websift.api.backup import BACKUP_MANIFEST
+from websift.api.backup import BACKUP_MANIFEST, BackupError, backup
 from websift.api.cli import main
 from websift.api.removals import WHO_CLI, add_removal
 from websift.core.datadir import DataDir
@@ -166,3 +166,15 @@ def test_restore_refuses_a_non_empty_target_and_a_non_backup(
     assert main(["restore", str(src), "--data", str(target)]) == 2
     assert "backup manifest" in capsys.readouterr().err
     assert (target / "something").read_text() == "x"
+
+
+def test_a_failed_backup_leaves_no_backup(fresh_data: DataDir, tmp_path: Path) -> None:
+    """A WARC file shorter than the store says (the copy cannot be complete): the backup fails
+    with one line, and neither DEST nor its hidden partial directory is left."""
+    warc = sorted(fresh_data.warc_dir.iterdir())[0]
+    with warc.open("r+b") as fh:
+        fh.truncate(warc.stat().st_size // 2)
+    dest = tmp_path / "backup"
+    with pytest.raises(BackupError, match=r"before \d+ that the store points at"):
+        backup(fresh_data, dest)
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name != fresh_data.root.name) == []
