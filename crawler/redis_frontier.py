@@ -75,34 +75,69 @@ from websift.crawler import settings as S
 from websift.crawler.errors import FrontierError, FrontierLost
 from websift.crawler.redis_admin import (
     GLV,
+    LOST,
     Client,
     G,
+    IdentityGuard,
     batch,
     connect,
     error_reason,
     host_tag,
     parse_address,
 )
+from websift.crawler.runs import scope_to_json
+from websift.crawler.scope import ScopeConfig
 from websift.ranking.opic import OpicParams
 from websift.store.crawl_store import CrawlStore, HostState
 from websift.store.schema import origin_of
 
 SCRIPTS = ("add", "revive", "peek", "take", "read", "apply", "dividend", "credit_virtual", "pay",
-           "requeue", "lease")
+           "requeue", "lease", "newid")
+MAY_BE_NEW = ("add", "apply")  # scripts that may meet a host with no keys yet (prelude.lua)
 META_FRONTIER = "frontier_id"  # the shard's meta: which frontier its URL IDs come from
 META_CRAWLER = "frontier_crawler"  # the shard's crawler ID (stable across its runs)
 
 
-def load_scripts(client: Client) -> dict[str, Any]:
-    """The Lua scripts, each with the shared prelude, registered (EVALSHA, loaded on first use)."""
+class FrontierScript:
+    """One Lua script of the frontier: called as redis-py's registered scripts are, it passes
+    the frontier's ID first (every script checks its slot still holds that frontier)."""
+
+    def __init__(self, script: Any, fid: str) -> None:
+        self.script = script
+        self.fid = fid
+
+    def __call__(self, keys: list[str], args: list[Any], client: Client) -> Any:
+        return self.script(keys=keys, args=[self.fid, *args], client=client)
+
+
+def load_scripts(client: Client, fid: str) -> dict[str, FrontierScript]:
+    """The Lua scripts, each with the shared prelude, registered (EVALSHA, loaded on first use)
+    and bound to the frontier with the ID ``fid``."""
     folder = resources.files("websift.crawler") / "redis_lua"
     prelude = (folder / "prelude.lua").read_text()
-    return {name: client.register_script(prelude + (folder / f"{name}.lua").read_text())
+    return {name: FrontierScript(client.register_script(
+                f"local MAY_BE_NEW = {str(name in MAY_BE_NEW).lower()}\n" + prelude
+                + (folder / f"{name}.lua").read_text()), fid)
             for name in SCRIPTS}
 
 
+def scope_text(scope: ScopeConfig) -> str:
+    """A scope's canonical form (JSON, keys and lists sorted): two crawls have one scope when
+    these are equal."""
+    value = {k: sorted(v) if isinstance(v, list) else v for k, v in scope_to_json(scope).items()}
+    return json.dumps(value, sort_keys=True)
+
+
+def scope_difference(mine: str, theirs: str) -> str:
+    """What differs between two canonical scopes, for one line."""
+    a, b = json.loads(mine), json.loads(theirs)
+    parts = [f"{k} {a.get(k)!r} here, {b.get(k)!r} there"
+             for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
+    return "; ".join(parts)
+
+
 # ---------------------------------------------------------------- transfers
-def deliver(client: Client, scripts: dict[str, Any], source: str,
+def deliver(client: Client, scripts: dict[str, FrontierScript], source: str,
             now: float | None = None) -> int:
     """Deliver the money transfers waiting in ``source``'s outbox (``source`` a host tag or
     ``{g}``), and those they pass on (to the virtual page); returns how many.  Any process may
@@ -194,6 +229,8 @@ class RedisFrontier:
         virtual_every: int = S.VIRTUAL_EVERY,
         lease_ttl: float = S.FRONTIER_LEASE_TTL,
         max_hosts: int = S.FRONTIER_MAX_HOSTS,
+        scope: ScopeConfig | None = None,
+        guard: IdentityGuard | None = None,
     ) -> None:
         self.client = client
         self.store = store
@@ -205,10 +242,14 @@ class RedisFrontier:
         self.virtual_every = max(1, virtual_every)
         self.lease_ttl = lease_ttl
         self.max_hosts = max_hosts
-        self.scripts = load_scripts(client)
         self.lost: str | None = None
+        self.data_lost = False  # the frontier's data is gone (not just unreachable)
         self.discovery_share: float | None = None
-        self.crawler_id, self.frontier_id = self._identity()
+        self.crawler_id, self.frontier_id = self._identity(scope)
+        if guard is not None:
+            guard.expected = self.frontier_id  # checked again on every reconnection
+        self.scripts = load_scripts(client, self.frontier_id)
+        self.high = self.store.max_url_id()  # the highest URL ID this crawler has met
         self.run = uuid.uuid4().hex[:12]
         self.owner = f"{self.crawler_id}|{self.run}|"
         self.host_of: dict[int, int] = {}
@@ -266,16 +307,31 @@ class RedisFrontier:
                 return
 
     # ------------------------------------------------------------------ identity
-    def _identity(self) -> tuple[str, str]:
-        """This shard's crawler ID, and a check that the shard's IDs come from this frontier."""
+    def _identity(self, scope: ScopeConfig | None) -> tuple[str, str]:
+        """This shard's crawler ID, and checks: the shard's IDs come from this frontier, and
+        this crawl's scope is the one the frontier was started with (the first crawler
+        records it; a link is judged by the scope of whoever finds it, so one frontier has
+        one scope)."""
         fid = str(self.client.hget(GLV, "id"))
         mine = self.store.get_meta(META_FRONTIER)
         if mine is None and self.store.max_url_id() > 0:
             raise FrontierError("this data directory holds a crawl of its own URL IDs; give "
                                 "each crawler of a shared frontier a fresh --data")
         if mine is not None and mine != fid:
-            raise FrontierError("this data directory was crawled with another frontier "
-                                f"({mine[:8]}, not {fid[:8]}); give it a fresh --data")
+            raise FrontierError(
+                f"this data directory was crawled with frontier {mine[:8]}, which "
+                f"{self.address or 'this Redis'} does not hold (it holds {fid[:8]}); its "
+                f"URL IDs go up to {self.store.max_url_id()}: keep it as it is and go on with "
+                "a fresh --data (see docs/several-machines.md, 'A lost frontier')")
+        if scope is not None:
+            text = scope_text(scope)
+            self.client.hsetnx(GLV, "scope", text)
+            theirs = str(self.client.hget(GLV, "scope"))
+            if theirs != text:
+                raise FrontierError(
+                    f"this crawl's scope differs from the one the frontier {self.address} was "
+                    f"started with ({scope_difference(text, theirs)}); one frontier has one "
+                    "scope: give the same scope options, or use another frontier")
         cid = self.store.get_meta(META_CRAWLER) or uuid.uuid4().hex[:12]
         with self.store.transaction():
             self.store.set_meta(META_FRONTIER, fid)
@@ -283,8 +339,17 @@ class RedisFrontier:
         return cid, fid
 
     def lose(self, exc: BaseException) -> None:
-        if self.lost is None:
-            self.lost = f"frontier {self.address or 'Redis'} lost: {error_reason(exc)}"
+        if self.lost is not None:
+            return
+        reason = error_reason(exc)
+        where = self.address or "Redis"
+        if LOST in reason:
+            self.data_lost = True
+            self.lost = (f"the frontier {where} lost its data "
+                         f"({reason.split(LOST, 1)[1].strip()}: Redis restarted without "
+                         "persistence, or was flushed)")
+        else:
+            self.lost = f"frontier {where} lost: {reason}"
 
     # ------------------------------------------------------------------ URL IDs
     def url_id(self, url: str) -> int:
@@ -300,7 +365,8 @@ class RedisFrontier:
                 self.hosts_seen.add(origin)
             got = self.client.hget(tag + ":ids", url)
             if got is None:
-                new = int(self.client.hincrby(GLV, "nextid", 1))
+                new = int(self.scripts["newid"](keys=[GLV], args=[self.high],
+                                                client=self.client))
                 if self.client.hsetnx(tag + ":ids", url, new):
                     got = new
                 else:
@@ -309,6 +375,7 @@ class RedisFrontier:
             self.lose(exc)
             raise FrontierLost(self.lost or "frontier lost") from None
         uid = int(got)
+        self.high = max(self.high, uid)
         self.ids.put(url, uid)
         self.origin_of[uid] = origin
         return uid
@@ -603,6 +670,7 @@ class RedisFrontier:
             self.host_of[uid] = lease.host_id
             self.depth_of[uid] = depth
             self.origin_of[uid] = origin
+            self.high = max(self.high, uid)
             self.known.add(uid)
             lease.taken_here += 1
             return uid
@@ -782,7 +850,11 @@ class RedisFrontier:
 
 def open_frontier(address: str, store: CrawlStore, params: OpicParams, **kwargs: Any
                   ) -> RedisFrontier:
-    client = connect(address)
-    frontier = RedisFrontier(client, store, params, address=str(parse_address(address)),
-                             **kwargs)
-    return frontier
+    guard = IdentityGuard()
+    client = connect(address, guard=guard)
+    try:
+        return RedisFrontier(client, store, params, address=str(parse_address(address)),
+                             guard=guard, **kwargs)
+    except redis.RedisError as exc:
+        raise FrontierError(f"cannot use the frontier at {address}: {error_reason(exc)}"
+                            ) from None
