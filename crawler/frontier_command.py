@@ -1,4 +1,5 @@
-"""`websift frontier status`: what a shared frontier (Redis) holds now.
+"""`websift frontier status`: what a shared frontier (Redis) holds now; `websift frontier
+init`: a new frontier whose URL IDs start above the shards of a lost one.
 
 Crawlers alive with their heartbeat age and fetch rate, hosts leased, pages pending / taken /
 waiting for a refresh, and the OPIC cash total: pages + virtual page + transfers in flight,
@@ -18,7 +19,7 @@ from websift.core.extras import require
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser(
-        "frontier", help="a shared crawl frontier (Redis): its status",
+        "frontier", help="a shared crawl frontier (Redis): its status, or a new one",
         description="Look at the frontier several `websift crawl --frontier URL` processes "
         "share: the crawlers and their heartbeats, the hosts they lease, the URLs pending, "
         "and the OPIC cash total.")
@@ -64,6 +65,10 @@ def status_command(args: argparse.Namespace) -> int:
     print(f"  cash total {cash['total']:.12f} = pages {cash['pages']:.12f} + virtual "
           f"{cash['virtual']:.12f} + in flight {cash['in_flight']:.12f} "
           f"({cash['transfers']} transfers)")
+    scope = status["scope"]
+    if scope is not None:
+        print("  scope " + "  ".join(f"{k} {v}" for k, v in sorted(scope.items())
+                                     if v not in ([], None, False)))
     print(f"  crawlers alive {status['crawlers_alive']} of {len(status['crawlers'])}")
     for c in status["crawlers"]:
         state = "alive" if c["alive"] else ("stopped" if c.get("stopped") else "silent")

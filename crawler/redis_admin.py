@@ -216,7 +216,7 @@ def frontier_status(client: Client, now: float | None = None) -> dict[str, Any]:
 
         def queue(pipe: Any, hosts: list[str] = hosts) -> None:
             pipe.smembers(G + ":hosts")
-            pipe.hmget(GLV, ["virtual", "nextid", "version", "id", "ids_above"])
+            pipe.hmget(GLV, ["virtual", "nextid", "version", "id", "ids_above", "scope"])
             pipe.hgetall(G + ":out")
             pipe.zrange(G + ":ap", 0, -1)
             pipe.hgetall(G + ":crawlers")
@@ -269,6 +269,7 @@ def frontier_status(client: Client, now: float | None = None) -> dict[str, Any]:
     return {
         "format": FORMAT, "version": int(res[1][2] or VERSION), "id": res[1][3] or "",
         "ids_above": int(res[1][4] or 0),
+        "scope": json.loads(res[1][5]) if res[1][5] else None,  # the first crawler's
         "crawlers": crawlers,
         "crawlers_alive": sum(1 for c in crawlers if c["alive"]),
         "hosts": len(hosts), "hosts_leased": leased,

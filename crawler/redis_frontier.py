@@ -92,7 +92,7 @@ from websift.store.crawl_store import CrawlStore, HostState
 from websift.store.schema import origin_of
 
 SCRIPTS = ("add", "revive", "peek", "take", "read", "apply", "dividend", "credit_virtual", "pay",
-           "requeue", "lease", "newid")
+           "requeue", "lease", "newid", "load")
 MAY_BE_NEW = ("add", "apply")  # scripts that may meet a host with no keys yet (prelude.lua)
 META_FRONTIER = "frontier_id"  # the shard's meta: which frontier its URL IDs come from
 META_CRAWLER = "frontier_crawler"  # the shard's crawler ID (stable across its runs)
@@ -499,11 +499,11 @@ class RedisFrontier:
         return f"{self.crawler_id}|{self.run}"
 
     def _refresh_load(self, now: float) -> None:
-        raw = self.client.hgetall(G + ":load")
+        flat = self.scripts["load"](keys=[GLV], args=[], client=self.client)
         load: dict[str, tuple[int, int, int]] = {}
-        for origin, value in raw.items():
+        for origin, value in zip(flat[::2], flat[1::2], strict=True):
             p, t, w = (int(x) for x in value.split())
-            load[origin] = (p, t, w)
+            load[str(origin)] = (p, t, w)
         self.load = load
         self.load_at = now
 
