@@ -15,13 +15,22 @@ loaded once with SCRIPT LOAD and run by EVALSHA) touches the keys of one slot on
   pending queues (sorted sets by key = base - seen: unread, unread focus, refresh, refresh
   focus); ``{h:O}:w`` read pages waiting for their refetch interval; ``{h:O}:t`` taken pages
   (owner crawler, run, time taken); ``{h:O}:lv`` the host's dividend levels, class sizes and the
-  sum of its base cash; ``{h:O}:ids`` URL -> global ID; ``{h:O}:lease``; ``{h:O}:host`` its
+  sum of its base cash, and ``fid``, the frontier's ID; ``{h:O}:ids`` URL -> global ID; ``{h:O}:lease``; ``{h:O}:host`` its
   politeness and robots.txt state; ``{h:O}:out`` transfers leaving it, ``{h:O}:ap`` transfers
   applied to it;
-- ``{g}:lv`` format and version, the frontier's ID, the URL ID counter, the virtual page's cash;
+- ``{g}:lv`` format and version, the frontier's ID, the URL ID counter (and where it started,
+  ``ids_above``), the first crawler's scope (one scope per frontier), the virtual page's cash;
   ``{g}:out``/``{g}:ap`` its transfers (dividends); ``{g}:wt`` class sizes per host (the
   dividend's weights), ``{g}:load`` pending/taken/waiting per host, ``{g}:hosts``,
   ``{g}:crawlers`` (heartbeats).
+
+A frontier that lost its data (a Redis restarted empty, flushed, or holding another frontier)
+is never written to: every script gets the frontier's ID as its first argument and refuses a
+slot that lacks it (``prelude.lua``; the identity check rides on the scripts a crawler calls
+anyway: no round trip per page), a reconnection to one Redis checks it
+(``redis_admin.IdentityGuard``), and ``newid.lua`` refuses a counter at or below the highest
+ID the crawler has met (a Redis restored from an older snapshot).  The crawler stops with its
+batch committed (``data_lost``; exit 1).
 
 A read (``read.lua``) debits the page, credits its children on the same host and writes one
 transfer per child elsewhere and one to the virtual page in the host's outbox, in one script:

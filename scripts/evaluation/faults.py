@@ -51,6 +51,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from testkit.testweb import StaticSite
+from testkit.waiting import wait_for
 from websift.api.demo import ROBOTS_TXT, build_site
 from websift.core.errors import StoreError
 from websift.store.schema import FETCHED
@@ -504,10 +505,8 @@ class SharedFrontier:
             data = f.fresh("redis-shard")
             f.site.web.clear()
             proc = self.crawl(data, srv.url())
-            deadline = time.monotonic() + 120
-            while len(f.site.web.entries()) < 30 and proc.poll() is None \
-                    and time.monotonic() < deadline:
-                time.sleep(0.05)  # a harness polling a live crawl, not a test
+            wait_for(lambda: len(f.site.web.entries()) >= 30 or proc.poll() is not None,
+                     "the crawl to be under way", timeout=120)
             srv.restart()
             restarted = time.monotonic()
             _, err = proc.communicate(timeout=300)
@@ -566,9 +565,8 @@ class SharedFrontier:
         try:
             f.site.web.clear()
             fenced = self.crawl(f.fresh("redis-fenced"), srv.url(), "--fence", "/[a-m][^/]*$")
-            deadline = time.monotonic() + 60
-            while not f.site.web.entries() and time.monotonic() < deadline:
-                time.sleep(0.05)  # a harness polling a live crawl, not a test
+            wait_for(lambda: bool(f.site.web.entries()) or fenced.poll() is not None,
+                     "the fenced crawl to be under way", timeout=60)
             seen = len(f.site.web.entries())
             full = self.crawl(f.fresh("redis-full"), srv.url())
             _, err = full.communicate(timeout=120)
