@@ -117,7 +117,8 @@ class IdentityGuard:
         if isinstance(have, bytes):
             have = have.decode()
         if have != self.expected:
-            holds = f"it holds {have[:8]}" if have else "it holds nothing of it"
+            holds = (f"it holds frontier {have[:8]}" if have else
+                     "it holds nothing of it: restarted without persistence, or flushed")
             raise FrontierGone(f"{LOST} this Redis no longer holds frontier "
                                f"{self.expected[:8]} ({holds})")
 

@@ -15,8 +15,8 @@ loaded once with SCRIPT LOAD and run by EVALSHA) touches the keys of one slot on
   pending queues (sorted sets by key = base - seen: unread, unread focus, refresh, refresh
   focus); ``{h:O}:w`` read pages waiting for their refetch interval; ``{h:O}:t`` taken pages
   (owner crawler, run, time taken); ``{h:O}:lv`` the host's dividend levels, class sizes and the
-  sum of its base cash, and ``fid``, the frontier's ID; ``{h:O}:ids`` URL -> global ID; ``{h:O}:lease``; ``{h:O}:host`` its
-  politeness and robots.txt state; ``{h:O}:out`` transfers leaving it, ``{h:O}:ap`` transfers
+  sum of its base cash, and ``fid``, the frontier's ID; ``{h:O}:ids`` URL -> global ID;
+  ``{h:O}:lease``; ``{h:O}:host`` its politeness and robots.txt state; ``{h:O}:out`` transfers leaving it, ``{h:O}:ap`` transfers
   applied to it;
 - ``{g}:lv`` format and version, the frontier's ID, the URL ID counter (and where it started,
   ``ids_above``), the first crawler's scope (one scope per frontier), the virtual page's cash;
@@ -354,9 +354,7 @@ class RedisFrontier:
         where = self.address or "Redis"
         if LOST in reason:
             self.data_lost = True
-            self.lost = (f"the frontier {where} lost its data "
-                         f"({reason.split(LOST, 1)[1].strip()}: Redis restarted without "
-                         "persistence, or was flushed)")
+            self.lost = f"the frontier {where} lost its data: {reason.split(LOST, 1)[1].strip()}"
         else:
             self.lost = f"frontier {where} lost: {reason}"
 

@@ -4,7 +4,7 @@
 local n = redis.call('HINCRBY', LV, 'nextid', 1)
 if n <= tonumber(ARGV[1]) then
   redis.call('HINCRBY', LV, 'nextid', -1)
-  return redis.error_reply('WEBSIFT-LOST the frontier\'s URL ID counter went back to ' .. n ..
-    ' below ' .. ARGV[1] .. ' (Redis restored from an older snapshot?)')
+  return redis.error_reply('WEBSIFT-LOST its URL ID counter went back to ' .. n ..
+    ', not above ID ' .. ARGV[1] .. ' this crawler has met (restored from an older snapshot?)')
 end
 return n

@@ -12,8 +12,8 @@ local FID = table.remove(ARGV, 1)
 local HAVE = redis.call('HGET', LV, LV == '{g}:lv' and 'id' or 'fid')
 if HAVE ~= FID and (HAVE or not MAY_BE_NEW) then
   return redis.error_reply('WEBSIFT-LOST this Redis no longer holds frontier ' ..
-    string.sub(FID, 1, 8) .. ' (' .. (HAVE and ('it holds ' .. string.sub(HAVE, 1, 8)) or
-    'it holds nothing of it') .. ')')
+    string.sub(FID, 1, 8) .. ' (' .. (HAVE and ('it holds frontier ' .. string.sub(HAVE, 1, 8))
+    or 'it holds nothing of it: restarted without persistence, or flushed') .. ')')
 end
 local function num(x) return tonumber(x) or 0 end
 local function fmt(x) return string.format('%.17g', x) end
