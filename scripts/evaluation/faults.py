@@ -551,7 +551,7 @@ class SharedFrontier:
             f.record("redis-restart-empty",
                      "exit 1, one line, store sound, no ID reused; recovery crawls on",
                      f"exit {proc.returncode} {took:.1f}s after the restart; {len(stored)} "
-                     f"pages committed, {in_flight} in flight lost; IDs up to {high}, "
+                     f"pages committed, {in_flight} served during the stop not stored; IDs up to {high}, "
                      f"recovery's from {low}" + (f"; {'; '.join(problems)}" if problems else ""),
                      not problems)
         finally:
