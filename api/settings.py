@@ -27,7 +27,8 @@ class Settings(BaseSettings):
 
     data: Path = Field(default_factory=default_data_dir, description="the data directory")
     admin_token: SecretStr | None = Field(
-        default=None, description="bearer token for POST/DELETE /topics; unset = disabled"
+        default=None,
+        description="bearer token for POST/DELETE /topics and /admin/removals; unset = disabled"
     )
     host: str = "127.0.0.1"
     port: int = 8000
