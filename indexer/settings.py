@@ -28,8 +28,16 @@ MAX_FIELD_TOKENS = 200_000  # tokens kept per field of one page
 ANCHOR_GAP = 8  # position gap between two anchors, so a phrase never spans two links
 # The analyzer's policies are IndexSettings' analyzer_* fields (below), on by
 # default; an index records them (each segment's meta) and a searcher analyses queries with them.
-# 1: Whoosh's chain plus dotted names; 2: technical terms, stop words kept; 3: operator terms
-ANALYZER_VERSION = 3
+# 1: Whoosh's chain plus dotted names; 2: technical terms, stop words kept; 3: operator terms;
+# 4: Unicode folding and CJK bigrams (indexer/folding.py), stemming per page language
+# (indexer/languages.py)
+ANALYZER_VERSION = 4
+# A page's language (indexer/languages.py): py3langid reads this many characters of the text,
+# from its middle; a text shorter than LANG_MIN_CHARS is not identified; the text overrides a
+# declared language when py3langid's probability is at least LANG_OVERRIDE_PROB.
+LANG_SAMPLE_CHARS = 1000
+LANG_MIN_CHARS = 40
+LANG_OVERRIDE_PROB = 0.99
 MAX_SYMBOLS_ONLY = 3  # longest token of symbols alone ("<=", "**", "<<="); longer: a rule
 # A query whose plain words are mostly stop words ("not in", "if") scores them; otherwise stop
 # words only take part in quoted phrases.  Scored when stop words / all plain words > this.
