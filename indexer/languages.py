@@ -19,8 +19,9 @@ the query when it is mostly stop words).  CJK is language-independent (indexer/f
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from functools import lru_cache
+from typing import Any
 
 from whoosh.analysis import STOP_WORDS
 from whoosh.lang.porter import stem as porter_stem
@@ -30,6 +31,7 @@ from websift.indexer.settings import (
     LANG_MIN_CHARS,
     LANG_OVERRIDE_PROB,
     LANG_SAMPLE_CHARS,
+    QUERY_LANG_PROB,
 )
 
 ENGLISH = "en"
@@ -63,22 +65,28 @@ def is_rtl(lang: str | None) -> bool:
     return lang in RTL
 
 
-@lru_cache(maxsize=1)
-def _identifier() -> object:
-    from py3langid.langid import MODEL_FILE, LanguageIdentifier  # the model loads once
+@lru_cache(maxsize=8)
+def _identifier(among: frozenset[str] = frozenset()) -> Any:
+    """py3langid's identifier (its model loads once per language set), restricted to
+    ``among`` when given."""
+    from py3langid.langid import MODEL_FILE, LanguageIdentifier
 
-    return LanguageIdentifier.from_pickled_model(MODEL_FILE, norm_probs=True)
+    ident = LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)
+    if among:
+        ident.set_languages(sorted(among & set(ident.nb_classes)))
+    return ident
 
 
-def identify(text: str) -> tuple[str | None, float]:
+def identify(text: str, min_chars: int = LANG_MIN_CHARS,
+             among: frozenset[str] = frozenset()) -> tuple[str | None, float]:
     """(language, probability) of ``text`` by py3langid on a sample; (None, 0) when short."""
     text = _WS.sub(" ", text).strip()
-    if len(text) < LANG_MIN_CHARS:
+    if len(text) < min_chars:
         return None, 0.0
     if len(text) > LANG_SAMPLE_CHARS:
         mid = (len(text) - LANG_SAMPLE_CHARS) // 2
         text = text[mid : mid + LANG_SAMPLE_CHARS]
-    lang, prob = _identifier().classify(text)  # type: ignore[attr-defined]
+    lang, prob = _identifier(among).classify(text)
     return normalise_lang(str(lang)), float(prob)
 
 
@@ -93,13 +101,31 @@ def page_language(declared: str | None, text: str) -> str | None:
     return lang
 
 
-def query_language(text: str, hint: str | None = None) -> str | None:
-    """The language of a query: its own script or words when they say so surely, else the
-    hint (a ``lang`` parameter, ``Accept-Language``)."""
-    found, prob = identify(text) if len(text) >= LANG_MIN_CHARS else (None, 0.0)
-    if found is not None and prob >= LANG_OVERRIDE_PROB:
-        return found
-    return normalise_lang(hint)
+def query_language(text: str, *, explicit: str | None = None, hint: str | None = None,
+                   index_langs: Mapping[str, int] | None = None) -> tuple[str | None, bool]:
+    """The language of a query: ``explicit`` (a ``lang:`` operator or ``lang`` parameter);
+    else the index's only language; else the language py3langid finds in the query among
+    the index's languages when it is sure (QUERY_LANG_PROB), else ``hint`` (``Accept-Language``) when the index has it, else the index's
+    most common language.  Returns (language, whether it is sure: explicit, the only one, or
+    found in the query)."""
+    lang = normalise_lang(explicit)
+    if lang is not None:
+        return lang, True
+    counts: dict[str, int] = {}
+    for k, n in (index_langs or {}).items():
+        key = normalise_lang(k)
+        if key is not None:
+            counts[key] = counts.get(key, 0) + n
+    if len(counts) <= 1:
+        return next(iter(counts), normalise_lang(hint)), True
+    among = frozenset(counts)
+    found, prob = identify(text, 1, among)
+    if found is not None and prob >= QUERY_LANG_PROB:
+        return found, True
+    hinted = normalise_lang(hint)
+    if hinted in counts:
+        return hinted, False
+    return max(counts, key=lambda k: (counts[k], k == ENGLISH)), False
 
 
 def analysis_language(lang: str | None) -> str:

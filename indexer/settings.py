@@ -38,6 +38,12 @@ ANALYZER_VERSION = 4
 LANG_SAMPLE_CHARS = 1000
 LANG_MIN_CHARS = 40
 LANG_OVERRIDE_PROB = 0.99
+# A query's own language counts when py3langid, choosing among the index's languages, gives
+# it at least this probability (indexer/languages.py query_language).
+QUERY_LANG_PROB = 0.9
+# A query whose language is not sure is searched in the forms of at most this many of the
+# index's other languages (the most common first).
+QUERY_LANG_ALTERNATES = 8
 MAX_SYMBOLS_ONLY = 3  # longest token of symbols alone ("<=", "**", "<<="); longer: a rule
 # A query whose plain words are mostly stop words ("not in", "if") scores them; otherwise stop
 # words only take part in quoted phrases.  Scored when stop words / all plain words > this.
