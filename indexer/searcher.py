@@ -206,6 +206,7 @@ class Searcher:
         self.index_settings = query_settings(self.segments)
         self.analyzer = Analyzer.of(self.index_settings)
         self._analyzers: dict[str, Analyzer] = {self.analyzer.lang: self.analyzer}
+        self._lang_ids: dict[str, np.ndarray] = {}
         self.index_langs: dict[str, int] = {}
         for seg in self.segments:
             for lang, n in seg.langs().items():
@@ -357,6 +358,7 @@ class Searcher:
         matching page, ties by the lower URL ID (:class:`IndexQuery` says what each field
         changes)."""
         prior, prior_bound, stats = request.prior, request.prior_bound, request.stats
+        prior_key = request.prior_key
         offset, k = request.offset, request.k
         qtext, qlang, analyzer, others = self.query_analysis(
             request.text, request.lang, request.lang_hint)
@@ -367,6 +369,8 @@ class Searcher:
             pq.sites.append(request.site.lower())
         units = pq.units()
         results = SearchResults(query=request.text, total=0, lang=qlang)
+        if qlang is not None and self.settings.lang_prior > 0 and len(self.index_langs) > 1:
+            prior, prior_bound, prior_key = self._lang_prior(qlang, prior, prior_bound, prior_key)
         site_only = not units and bool(pq.sites) and not pq.groups and not pq.required
         if (not units and not site_only) or not self.segments:
             return results
@@ -404,7 +408,7 @@ class Searcher:
             plan = Plan(units, idfs, pairs, pq.required, pq.excluded, site_masks, nosite_masks)
             top = top_text(postings, plan, self.settings, want=offset + k, prior=prior,
                            prior_bound=0.0 if prior_bound is None else prior_bound,
-                           prior_key=request.prior_key, deadline=request.deadline)
+                           prior_key=prior_key, deadline=request.deadline)
             segs, ords, text, prior_scores = top.segs, top.ords, top.text, top.prior
             results.total, results.total_exact = top.total, top.total_exact
             results.partial = top.partial
@@ -437,6 +441,33 @@ class Searcher:
                                       pairs=pairs) if request.explain else None,
                 fragment=frag, lang=stored.get("lang", "")))
         return results
+
+    def _lang_prior(self, lang: str, prior: Prior | None, bound: float | None,
+                    key: Hashable | None) -> tuple[Prior, float | None, Hashable | None]:
+        """``prior`` plus BM25FSettings.lang_prior for the pages in ``lang``; its bound and
+        its key (a name of its own per language, when ``prior`` has one or is none)."""
+        ids = self._lang_docs(lang)
+        bonus = self.settings.lang_prior
+
+        def with_lang(doc_ids: np.ndarray) -> np.ndarray:
+            extra = np.where(np.isin(doc_ids, ids), bonus, 0.0)
+            return extra if prior is None else np.asarray(prior(doc_ids)) + extra
+
+        if prior is None:
+            return with_lang, bonus, ("lang", lang)
+        return (with_lang, None if bound is None else bound + bonus,
+                None if key is None else (key, "lang", lang))
+
+    def _lang_docs(self, lang: str) -> np.ndarray:
+        """The URL IDs of the pages stored with language ``lang``, sorted (read once per
+        searcher and language from the segments' stored heads)."""
+        found = self._lang_ids.get(lang)
+        if found is None:
+            ids = [int(seg.doc_ids[o]) for seg in self.segments
+                   if lang in seg.langs() for o in range(len(seg.doc_ids))
+                   if seg.head(o)["lang"] == lang]
+            found = self._lang_ids[lang] = np.array(sorted(ids), dtype=np.int64)
+        return found
 
     def _analyzer(self, alang: str) -> Analyzer:
         analyzer = self._analyzers.get(alang)

@@ -188,6 +188,9 @@ class BM25FSettings:
     # of each other in one field add ``proximity_weight`` * min(idf) * c / (c + 1).
     proximity_weight: float = 1.0
     proximity_window: int = 3
+    # Pages in the query's language gain this, added to their text score, when the index holds
+    # pages of several languages (a mild prior: scripts/evaluation/eval_languages.py).
+    lang_prior: float = 1.0
 
 
 # ---------------------------------------------------------------- searcher caches

@@ -5,6 +5,9 @@ operator or its own words."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+from pathlib import Path
+
 import pytest
 
 from testkit.corpus import build_data_dir
@@ -126,3 +129,19 @@ def test_the_query_language_as_asked(searcher: Searcher) -> None:
     assert searcher.search(IndexQuery("сети")).lang == "ru"
     found = searcher.search(IndexQuery("paquets", lang_hint="fr-FR,fr;q=0.9"))
     assert found.lang == "fr" and found.hits[0].url.endswith("/fr")
+
+
+def test_pages_in_the_query_language_are_preferred(tmp_path: Path) -> None:
+    # The same short text (too short to identify) declared in two languages: the prior of
+    # the query's language (BM25FSettings.lang_prior) orders them, nothing else does.
+    same = {"http://p.example/de": page("de", "Linux", "Kernel Linux"),
+            "http://p.example/nl": page("nl", "Linux", "Kernel Linux")}
+    data = build_data_dir(tmp_path / "d", same)
+    build_index(data, procs=1)
+    s = Searcher.open(data)
+    for lang in ("de", "nl"):
+        hits = s.search(IndexQuery("kernel", lang=lang)).hits
+        assert hits[0].url.endswith("/" + lang) and hits[0].score > hits[1].score
+    flat = Searcher(s.manifest, s.segments, replace(s.settings, lang_prior=0.0))
+    hits = flat.search(IndexQuery("kernel", lang="nl")).hits
+    assert hits[0].score == hits[1].score
