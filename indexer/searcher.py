@@ -63,6 +63,7 @@ from websift.indexer.settings import (
     EXHAUSTIVE_MAX_DOCS,
     FIELDS,
     FRAGMENT_CACHE_BYTES,
+    LANG_MIN_SHARE,
     MAX_QUERY_CHARS,
     N_FIELDS,
     QUERY_LANG_ALTERNATES,
@@ -211,6 +212,11 @@ class Searcher:
         for seg in self.segments:
             for lang, n in seg.langs().items():
                 self.index_langs[lang] = self.index_langs.get(lang, 0) + n
+        # The languages queries are told apart by: those of at least LANG_MIN_SHARE of the
+        # pages (a page or two identified as another language does not make the index
+        # multilingual).
+        least = max(1.0, LANG_MIN_SHARE * sum(self.index_langs.values()))
+        self.query_langs = {k: n for k, n in self.index_langs.items() if k and n >= least}
         self.live = shard_live_masks(self.shards)
         self.n_docs = int(sum(int(m.sum()) for m in self.live))
         sums = np.zeros(N_FIELDS, dtype=np.float64)
@@ -369,7 +375,7 @@ class Searcher:
             pq.sites.append(request.site.lower())
         units = pq.units()
         results = SearchResults(query=request.text, total=0, lang=qlang)
-        if qlang is not None and self.settings.lang_prior > 0 and len(self.index_langs) > 1:
+        if qlang is not None and self.settings.lang_prior > 0 and len(self.query_langs) > 1:
             prior, prior_bound, prior_key = self._lang_prior(qlang, prior, prior_bound, prior_key)
         site_only = not units and bool(pq.sites) and not pq.groups and not pq.required
         if (not units and not site_only) or not self.segments:
@@ -482,11 +488,11 @@ class Searcher:
         searched in their forms too, indexer/query.py ``alternates``)."""
         text, op_lang = split_lang(q)
         qlang, sure = query_language(text, explicit=op_lang or lang, hint=hint,
-                                     index_langs=self.index_langs)
+                                     index_langs=self.query_langs)
         alang = analysis_language(qlang)
         others: list[Analyzer] = []
         if not sure:
-            ranked = sorted(self.index_langs.items(), key=lambda kv: -kv[1])
+            ranked = sorted(self.query_langs.items(), key=lambda kv: -kv[1])
             for other in dict.fromkeys(analysis_language(k or None) for k, _ in ranked):
                 if other != alang and len(others) < QUERY_LANG_ALTERNATES:
                     others.append(self._analyzer(other))

@@ -35,7 +35,7 @@ ANALYZER_VERSION = 4
 # A page's language (indexer/languages.py): py3langid reads this many characters of the text,
 # from its middle; a text shorter than LANG_MIN_CHARS is not identified; the text overrides a
 # declared language when py3langid's probability is at least LANG_OVERRIDE_PROB.
-LANG_SAMPLE_CHARS = 1000
+LANG_SAMPLE_CHARS = 600
 LANG_MIN_CHARS = 40
 LANG_OVERRIDE_PROB = 0.99
 # A query's own language counts when py3langid, choosing among the index's languages, gives
@@ -44,6 +44,9 @@ QUERY_LANG_PROB = 0.9
 # A query whose language is not sure is searched in the forms of at most this many of the
 # index's other languages (the most common first).
 QUERY_LANG_ALTERNATES = 8
+# A language counts for queries (their language, the lang prior) when at least this share of
+# the index's pages is in it.
+LANG_MIN_SHARE = 0.01
 MAX_SYMBOLS_ONLY = 3  # longest token of symbols alone ("<=", "**", "<<="); longer: a rule
 # A query whose plain words are mostly stop words ("not in", "if") scores them; otherwise stop
 # words only take part in quoted phrases.  Scored when stop words / all plain words > this.
