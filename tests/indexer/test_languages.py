@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from testkit.corpus import build_data_dir
@@ -145,3 +146,22 @@ def test_pages_in_the_query_language_are_preferred(tmp_path: Path) -> None:
     flat = Searcher(s.manifest, s.segments, replace(s.settings, lang_prior=0.0))
     hits = flat.search(IndexQuery("kernel", lang="nl")).hits
     assert hits[0].score == hits[1].score
+
+
+def test_a_merge_keeps_each_page_language_and_its_terms(tmp_path: Path) -> None:
+    from websift.indexer.merge import merge_segments
+    from websift.indexer.segment import SegmentReader
+    from websift.indexer.segment_writer import SegmentWriter
+
+    w = SegmentWriter(tmp_path / "a", 1 << 20)
+    w.add_document(1, host="t", url="http://t/ru", title="Сети", text=RUSSIAN,
+                   fields=["Сети", "", RUSSIAN], lang="ru")
+    w.add_document(2, host="t", url="http://t/x", title="x", text="x", fields=["x"])
+    w.finish()
+    seg = SegmentReader(tmp_path / "a")
+    assert seg.langs() == {"ru": 1, "": 1}
+    merge_segments([seg], [np.ones(2, dtype=bool)], tmp_path / "m", 1 << 20)
+    merged = SegmentReader(tmp_path / "m")
+    assert [merged.head(o)["lang"] for o in range(2)] == ["ru", ""]
+    assert merged.langs() == {"ru": 1, "": 1}
+    assert merged.term_row(Analyzer(lang="ru").terms("сети")[0]) is not None
