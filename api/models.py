@@ -71,6 +71,9 @@ class SearchResult(BaseModel):
         default=None, description="url#fragment (percent-encoded): where to send the reader; "
         "null when fragment is null"
     )
+    lang: str | None = Field(
+        default=None, description="the page's language (ISO 639-1, from its lang attribute, "
+        "Content-Language or its text), null when unknown")
 
 
 class ShardsAnswered(BaseModel):
@@ -97,6 +100,10 @@ class SearchResponse(BaseModel):
     )
     static_score: str = Field(description="the importance signal fused: pagerank, opic, topic")
     cached: bool = Field(description="answered from the query-result cache")
+    lang: str | None = Field(
+        default=None, description="the language the query was analysed in (the lang "
+        "parameter, a lang: operator, the query's words, Accept-Language), null: English's "
+        "analysis")
     shards: ShardsAnswered = Field(
         default_factory=lambda: ShardsAnswered(answered=1, total=1),
         description="index shards searched and how many answered")
@@ -138,6 +145,8 @@ class PageInfo(BaseModel):
     redirect_to: str | None
     error: str | None
     title: str | None
+    lang: str | None = Field(default=None, description="the indexed page's language (ISO "
+                             "639-1), null when unknown or not indexed")
     pagerank: float | None = Field(description="global PageRank (raw, sums to 1)")
     pagerank_normalised: float | None = Field(description="PageRank times N (1 = average page)")
     opic_importance: float = Field(description="OPIC importance from the crawl store")

@@ -183,6 +183,7 @@ def page_info(
         redirect_to=url_of.get(page.redirect_to) if page.redirect_to else None,
         error=page.error,
         title=(doc.get("title") or None) if doc is not None else None,
+        lang=(doc.get("lang") or None) if doc is not None else None,
         pagerank=pagerank,
         pagerank_normalised=pagerank_n,
         opic_importance=page.importance,

@@ -490,7 +490,8 @@ def _add_batch(writer: SegmentWriter, jobs: list[DocJob], batch: AnalysedBatch,
             report.skipped["warc_error"] += 1
             continue
         ordinal[i] = writer.add_copied_document(
-            job.url_id, url=job.url, title=batch.titles[i], host=host_of(job.url),
+            job.url_id, url=job.url, title=batch.titles[i], lang=batch.langs[i],
+            host=host_of(job.url),
             text_blob=batch.text_blobs[off[k] : off[k + 1]], field_lens=batch.field_lens[i],
             anchor_sources=job.sources, frags_blob=batch.frags[k])
         k += 1
