@@ -19,6 +19,7 @@ import lxml.html
 
 from websift.core.html import drop_invisible, visible_text
 from websift.crawler import settings as S
+from websift.crawler.feeds import FEED_TYPES
 
 _XML_DECL_RE = re.compile(r"^\s*<\?xml[^>]*\?>", re.IGNORECASE)
 
@@ -39,6 +40,8 @@ class Extracted:
     text: str = ""
     title: str = ""
     parse_error: str | None = None
+    # <link rel="alternate" type="application/rss+xml|atom+xml" href> (crawler/feeds.py)
+    feeds: list[str] = field(default_factory=list)
 
 
 def collapse(text: str, limit: int) -> str:
@@ -95,6 +98,19 @@ def _codec_ok(encoding: str | None) -> bool:
     return True
 
 
+def feed_links(doc: lxml.html.HtmlElement) -> list[str]:
+    """The hrefs of a page's feed links (``<link rel="alternate">`` of an RSS or Atom type),
+    in order, without repeats."""
+    found: list[str] = []
+    for el in doc.iter("link"):
+        rels = (el.get("rel") or "").lower().split()
+        ctype = (el.get("type") or "").strip().lower()
+        href = (el.get("href") or "").strip()
+        if "alternate" in rels and ctype in FEED_TYPES and href and href not in found:
+            found.append(href)
+    return found
+
+
 def extract(
     body: bytes,
     url: str,
@@ -144,6 +160,7 @@ def extract(
             if not anchor or anchor.isspace():
                 anchor = " ".join(str(a) for a in el.xpath(".//img/@alt"))
         out.links.append(RawLink(href, collapse(anchor, anchor_limit), nofollow))
+    out.feeds = feed_links(doc)
     titles = doc.xpath("//title")
     if titles:
         out.title = collapse(titles[0].text_content(), 1000)

@@ -144,6 +144,10 @@ class PageRecorder:
         self.stats = stats
         self.near = near
         self.agent = agent
+        # hooks of crawler/signals.py: a refetch's outcome (page, changed) and a page's feed
+        # links (page, base URL, hrefs); None when the crawl runs without signals
+        self.refetched: Callable[[int, bool], None] | None = None
+        self.found_feeds: Callable[[int, str, list[str]], None] | None = None
 
     # ------------------------------------------------------------------ URLs entering
     def discover(self, url: str, depth: int, follow: bool, hops: int = 0) -> tuple[int, bool]:
@@ -353,6 +357,10 @@ class PageRecorder:
             refetch = previous is not None and previous.fetch_count > 0
             self._step(f.uid, links.children, dead=False, changed=True if refetch else None)
         self.stats["outcome/fetched"] += 1
+        if refetch and self.refetched is not None:
+            self.refetched(f.uid, True)
+        if ex is not None and ex.feeds and self.found_feeds is not None:
+            self.found_feeds(f.uid, ex.base, ex.feeds)
 
     def _unchanged(self, f: Fetched, uid: int) -> None:
         """Refetched with the same bytes: like a 304, no new seq (inside the transaction)."""
@@ -362,6 +370,8 @@ class PageRecorder:
         self._step(uid, self.store.followed_children(uid, self.frontier.is_known), dead=False,
                    changed=False)
         self.stats["outcome/unchanged"] += 1
+        if self.refetched is not None:
+            self.refetched(uid, False)
 
     def not_modified(self, f: Fetched) -> None:
         """304 to a conditional request: fetched_at and fetch_count move, seq does not."""
@@ -372,6 +382,8 @@ class PageRecorder:
             self._step(f.uid, self.store.followed_children(f.uid, self.frontier.is_known),
                        dead=False, changed=False)
         self.stats["outcome/not_modified"] += 1
+        if self.refetched is not None:
+            self.refetched(f.uid, False)
 
     def redirect(self, f: Fetched, location: str, hops: int, max_hops: int) -> tuple[int, str] | None:
         """A 3xx: the source row points at the target, which enters the frontier.
