@@ -220,6 +220,12 @@ class LiveCrawl(BaseModel):
         "refresh candidates, OPIC dividends...)"
     )
     virtual_cash: float | None = Field(default=None, description="the OPIC virtual page's cash")
+    signals: dict[str, Any] = Field(
+        default_factory=dict, description="the sites' own signals (crawl --signals): on, counts "
+        "(sitemaps read and bad by reason, URLs from sitemaps, lastmod hints and refetches, "
+        "feeds and new items), sources by kind, and per host (by ID) the lastmod-driven "
+        "refetches, how many found the page changed, and the trust in its lastmod"
+    )
 
 
 class Stats(BaseModel):
