@@ -134,6 +134,15 @@ class PageInfo(BaseModel):
         "not fetched, not yet indexed"
     )
     duplicate_of: str | None
+    canonical: str | None = Field(
+        default=None, description="the URL the page names rel=\"canonical\" (another URL "
+        "than its own), from its HTML or its Link header")
+    canonical_honoured: bool | None = Field(
+        default=None, description="true: same site, the page is a variant indexed under "
+        "'canonical' and not fetched again; false: another site's URL, recorded only")
+    variants: list[str] = Field(
+        default_factory=list, description="URLs that name this page their canonical URL "
+        "(indexed as this page; links to them count for it), the first 100")
     redirect_to: str | None
     error: str | None
     title: str | None

@@ -42,6 +42,7 @@ class Extracted:
     parse_error: str | None = None
     # <link rel="alternate" type="application/rss+xml|atom+xml" href> (crawler/feeds.py)
     feeds: list[str] = field(default_factory=list)
+    canonical: str | None = None  # <link rel="canonical" href> (crawler/canonical.py)
 
 
 def collapse(text: str, limit: int) -> str:
@@ -111,6 +112,15 @@ def feed_links(doc: lxml.html.HtmlElement) -> list[str]:
     return found
 
 
+def canonical_link(doc: lxml.html.HtmlElement) -> str | None:
+    """The href of the page's first ``<link rel="canonical">``, or None."""
+    for el in doc.iter("link"):
+        href = (el.get("href") or "").strip()
+        if href and "canonical" in (el.get("rel") or "").lower().split():
+            return href
+    return None
+
+
 def extract(
     body: bytes,
     url: str,
@@ -161,6 +171,7 @@ def extract(
                 anchor = " ".join(str(a) for a in el.xpath(".//img/@alt"))
         out.links.append(RawLink(href, collapse(anchor, anchor_limit), nofollow))
     out.feeds = feed_links(doc)
+    out.canonical = canonical_link(doc)
     titles = doc.xpath("//title")
     if titles:
         out.title = collapse(titles[0].text_content(), 1000)

@@ -498,6 +498,15 @@ class Frontier:
                 self._push(uid, self._kind(uid))
         return moved
 
+    def retire(self, uid: int) -> None:
+        """A read page not to be fetched again (a rel="canonical" variant): its cash goes to
+        the virtual page and it leaves every class and queue (``LazyOpicState.kill``)."""
+        if not self.is_known(uid):
+            return
+        self._leave(uid, IDLE)
+        self.opic.kill(uid)
+        self.dirty.add(uid)
+
     def hasten(self, uid: int, share: float) -> bool:
         """A read page waiting for its refetch interval waits ``share`` less of what is left
         (share 1: a refresh candidate now).  Returns True when its due time moved."""

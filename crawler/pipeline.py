@@ -32,6 +32,7 @@ from http import HTTPStatus
 from websift.core.cache import Cache
 from websift.core.html import is_html, media_type
 from websift.crawler import settings as S
+from websift.crawler.canonical import link_header_canonical, same_site
 from websift.crawler.dedup import (
     NEAR_DUPLICATE_DISTANCE,
     NearDuplicateIndex,
@@ -148,6 +149,11 @@ class PageRecorder:
         # links (page, base URL, hrefs); None when the crawl runs without signals
         self.refetched: Callable[[int, bool], None] | None = None
         self.found_feeds: Callable[[int, str, list[str]], None] | None = None
+        # rel="canonical" honoured (crawler/canonical.py) when ``retire`` is set: a variant is
+        # stored as a duplicate of its canonical page, its cash goes to it, and it is retired
+        # (not fetched again); ``variants`` maps a variant's ID to its canonical page's
+        self.retire: Callable[[int], None] | None = None
+        self.variants: dict[int, int] = {}
 
     # ------------------------------------------------------------------ URLs entering
     def discover(self, url: str, depth: int, follow: bool, hops: int = 0) -> tuple[int, bool]:
@@ -252,6 +258,41 @@ class PageRecorder:
         self.frontier.add(uid, url, self.store.host_id_of_url(uid), depth)
         return True
 
+    def _canonical(self, f: Fetched, ex: Extracted | None) -> int | None:
+        """The canonical page this fetched page is a variant of (recorded in the store), or
+        None: it names none, itself, another site's URL (recorded only), or one not crawled."""
+        href = (ex.canonical if ex is not None else None) or link_header_canonical(
+            f.header_all("Link"))
+        if href is None:
+            self.store.set_canonical(f.uid, None)
+            return None
+        try:
+            target = canonicalize(href, ex.base if ex is not None else f.url)
+        except UrlError:
+            self.stats["canonical/bad_url"] += 1
+            return None
+        if target == f.url:
+            self.store.set_canonical(f.uid, None)
+            return None
+        if not same_site(target, f.url):  # recorded, not followed
+            cid, _ = self.discover(target, f.depth + 1, follow=False)
+            self.store.set_canonical(f.uid, cid, same_site=False)
+            self.stats["canonical/other_site"] += 1
+            return None
+        cid, _ = self.discover(target, f.depth, follow=True)
+        cid = self.variants.get(cid, cid)  # a variant's canonical is the canonical
+        if cid == f.uid:
+            self.stats["canonical/loop"] += 1
+            self.store.set_canonical(f.uid, None)
+            return None
+        if not self.frontier.is_known(cid):  # out of scope, or its host's address unknown yet
+            self.stats["canonical/target_not_crawled"] += 1
+            return None
+        self.store.set_canonical(f.uid, cid)
+        self.variants[f.uid] = cid
+        self.stats["canonical/variants"] += 1
+        return cid
+
     def _links(self, uid: int, depth: int, ex: Extracted) -> LinkSet:
         out = LinkSet()
         seen_children: set[int] = set()
@@ -273,6 +314,7 @@ class PageRecorder:
             follow = not nofollow
             dst, _ = self.discover(target, depth + 1, follow)
             out.links.append(Link(dst, anchor, nofollow))
+            dst = self.variants.get(dst, dst)  # a link to a variant pays its canonical page
             if follow and dst != uid and dst not in seen_children and self.frontier.is_known(dst):
                 seen_children.add(dst)
                 out.children.append(dst)
@@ -316,9 +358,14 @@ class PageRecorder:
         else:
             self.stats["outcome/non_html"] += 1
         with self.batch.step():
-            duplicate_of = self.store.first_with_hash(digest, exclude=f.uid)
+            variant_of = self._canonical(f, ex) if self.retire is not None else None
+            duplicate_of = variant_of if variant_of is not None else (
+                self.store.first_with_hash(digest, exclude=f.uid))
             simhash: int | None = None
-            if ex is not None:
+            if variant_of is not None:
+                if ex is not None:
+                    simhash = text_fingerprint(ex.text[: S.SIMHASH_MAX_CHARS]).simhash
+            elif ex is not None:
                 fp = text_fingerprint(ex.text[: S.SIMHASH_MAX_CHARS])
                 simhash = fp.simhash
                 if duplicate_of is None:
@@ -334,6 +381,8 @@ class PageRecorder:
             elif duplicate_of is not None:
                 self.stats["outcome/duplicate_exact"] += 1
             links = self._links(f.uid, f.depth, ex) if ex is not None else LinkSet()
+            if variant_of is not None:  # indexed under its canonical page, which gets its cash
+                links.children = [variant_of] if self.frontier.is_known(variant_of) else []
             # X-Robots-Tag applies to every type (a PDF can say noindex); HTML adds its meta tags
             header = robots_directives(f.header_all("X-Robots-Tag"), self.agent)
             noindex = bool(ex and ex.noindex) or "noindex" in header
@@ -356,6 +405,8 @@ class PageRecorder:
             )
             refetch = previous is not None and previous.fetch_count > 0
             self._step(f.uid, links.children, dead=False, changed=True if refetch else None)
+            if variant_of is not None and self.retire is not None:
+                self.retire(f.uid)
         self.stats["outcome/fetched"] += 1
         if refetch and self.refetched is not None:
             self.refetched(f.uid, True)

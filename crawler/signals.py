@@ -105,6 +105,10 @@ class Signals:
         self.hinted: dict[int, int] = {}  # page -> host, a lastmod-driven refetch pending
         recorder.refetched = self.refetched
         recorder.found_feeds = self.found_feeds
+        # rel="canonical" (crawler/canonical.py): variants are retired, links to them pay
+        # their canonical page
+        recorder.retire = frontier.retire
+        recorder.variants = dict(store.canonical_variants())
 
     # ------------------------------------------------------------------ sources
     def add(self, url: str, kind: str, host_id: int, *, from_robots: bool = False,

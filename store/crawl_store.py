@@ -210,6 +210,16 @@ class CrawlStore(StoreReader):
         )
         return int(cur.lastrowid or 0), True
 
+    def set_canonical(self, url_id: int, canonical: int | None, same_site: bool = True) -> None:
+        """Record the URL a fetched page names as canonical (None: it names none, or itself)."""
+        if canonical is None or canonical == url_id:
+            self._conn.execute("DELETE FROM canonicals WHERE url_id = ?", (url_id,))
+            return
+        self._conn.execute(
+            "INSERT INTO canonicals(url_id, canonical, same_site) VALUES (?, ?, ?) "
+            "ON CONFLICT(url_id) DO UPDATE SET canonical = excluded.canonical, "
+            "same_site = excluded.same_site", (url_id, canonical, int(same_site)))
+
     def update_page(self, url_id: int, **values: Any) -> None:
         """Set columns of one ``urls`` row (inside a transaction for atomicity with the rest)."""
         if not values:

@@ -16,7 +16,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-SCHEMA_VERSION = 2  # 2: urls.opic_level and urls.opic_flags (lazy OPIC dividends)
+SCHEMA_VERSION = 3  # 2: urls.opic_level and urls.opic_flags (lazy OPIC dividends); 3: canonicals
 
 # Page status values (urls.status).
 DISCOVERED = "discovered"  # known from a link or a seed, never fetched
@@ -37,6 +37,18 @@ META_LEVELS = ("opic_level_refresh", "opic_level_discovery", "opic_level_focus")
 OPIC_READ = 1  # read at least once: out of the unread (discovery) class
 OPIC_DEAD = 2  # failed for good: in no class
 OPIC_FOCUS = 4  # one of the focus pages
+
+# rel="canonical" (crawler/canonical.py): a fetched page names another URL as its canonical
+# form.  same_site 1: honoured (the page is a variant, indexed under the canonical URL and not
+# fetched again); 0: another site's URL, recorded only.
+CANONICALS = """
+CREATE TABLE IF NOT EXISTS canonicals (
+    url_id    INTEGER PRIMARY KEY,   -- the page that names a canonical URL (the variant)
+    canonical INTEGER NOT NULL,      -- the URL it names
+    same_site INTEGER NOT NULL       -- 1: same registrable domain (honoured); 0: recorded only
+);
+CREATE INDEX IF NOT EXISTS canonicals_canonical ON canonicals(canonical);
+"""
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (
@@ -100,6 +112,7 @@ CREATE TABLE IF NOT EXISTS links (
 );
 CREATE INDEX IF NOT EXISTS links_src ON links(src);
 CREATE INDEX IF NOT EXISTS links_dst ON links(dst);
+{CANONICALS}
 CREATE TABLE IF NOT EXISTS crawls (
     id       INTEGER PRIMARY KEY,
     kind     TEXT NOT NULL,            -- 'crawl' or 'recrawl'
@@ -107,7 +120,7 @@ CREATE TABLE IF NOT EXISTS crawls (
     finished REAL,
     summary  TEXT                      -- JSON: counts by outcome and by failure reason
 );
-"""
+""".replace("{CANONICALS}", CANONICALS)
 
 
 # In-place upgrades: version -> the SQL that brings the previous version to it.
@@ -124,6 +137,8 @@ UPDATE urls SET opic_flags = CASE
     ELSE {OPIC_READ} END
 WHERE g_last IS NOT NULL;
 """,
+    # canonical URLs (crawler/canonical.py): the variant -> canonical table
+    3: CANONICALS,
 }
 
 

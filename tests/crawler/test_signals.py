@@ -23,6 +23,7 @@ import numpy as np
 import pytest
 
 from testkit.testweb import Answer, Site, TestWeb, html, words
+from websift.api.page_info import index_status
 from websift.core.datadir import DataDir
 from websift.crawler.extract import extract
 from websift.crawler.feeds import FeedError, parse_feed
@@ -33,6 +34,7 @@ from websift.crawler.scope import ScopeConfig
 from websift.crawler.session import CrawlConfig, CrawlSession
 from websift.crawler.signals import FEED
 from websift.crawler.sitemaps import INDEX, TEXT, URLSET, SitemapError, in_scope, parse
+from websift.indexer.anchors import in_anchors_many, redirect_aliases
 from websift.ranking.opic import LazyOpicState
 from websift.store.schema import Page
 from websift.store.views import StoreReader
@@ -269,6 +271,7 @@ def build_web() -> World:
     world = World(web, ["/news/1", "/news/2"], {}, {})
     a = web.add_site("a", "127.0.0.2", None)
     b = web.add_site("b", "127.0.0.3", None)
+    c = web.add_site("c", "127.0.0.4", "User-agent: *\nDisallow:\n")
     web.start()
     a.robots = f"User-agent: *\nDisallow:\nSitemap: {a.origin}/maps/index.xml\n"
     b.robots = "User-agent: *\nDisallow:\n"
@@ -302,6 +305,25 @@ def build_web() -> World:
         [(b.url(f"/q/{i}"), datetime.now(UTC).isoformat()) for i in (1, 2, 3)]),
         content_type="application/xml"))
     b.prefix("/q/", page)
+    # c: one article under four URLs, each naming /article/ canonical (their sidebars differ,
+    # so neither the content hash nor SimHash calls them duplicates); a page whose canonical is
+    # on another site; a PDF-like file naming its canonical in a Link header
+    canon = '<link rel="canonical" href="/article/">'
+    c.page("/", html("c home", "".join(f"<a href='{p}'>the article</a> " for p in (
+        "/article", "/article/index.html", "/article?utm_source=feed", "/elsewhere", "/doc.txt",
+        "/doc.html"))))
+    def article(path: str, h: dict[str, str], n: int) -> Answer:  # the aside differs by URL
+        aside = words(zlib.crc32(path.encode()) % 10_000 + 600, 150)
+        return Answer(body=html("article", f"<p>{words(500)}</p><aside>{aside}</aside>",
+                                head=canon))
+
+    for p in ("/article/", "/article", "/article/index.html"):
+        c.page(p, article)
+    c.page("/elsewhere", html("e", f"<p>{words(800)}</p>",
+                              head=f'<link rel="canonical" href="{a.url("/p/1")}">'))
+    c.page("/doc.txt", Answer(body=b"plain text", content_type="text/plain",
+                              headers={"Link": '</doc.html>; rel="canonical"'}))
+    c.page("/doc.html", html("doc", f"<p>{words(900)}</p>"))
     return world
 
 
@@ -312,12 +334,11 @@ def world() -> Iterator[World]:
     w.web.stop()
 
 
-def start(tmp_path: Path, world: World, signals: bool = True
+def start(tmp_path: Path, world: World, signals: bool = True, sites: tuple[str, ...] = ("a", "b")
           ) -> tuple[CrawlSession, Driver, DataDir]:
     clock = [T0]
-    a, b = world.web.sites["a"], world.web.sites["b"]
-    data = DataDir.create(tmp_path / "data")
-    cfg = CrawlConfig(seeds=[a.url("/"), b.url("/")], scope=ScopeConfig(allow_private=True),
+    data = DataDir.create(tmp_path / f"data-{signals}")
+    cfg = CrawlConfig(seeds=[world.web.sites[n].url("/") for n in sites], scope=ScopeConfig(allow_private=True),
                       delay=0.0, max_pages=None, continuous=True, signals=signals,
                       sitemap_interval=600.0, feed_min_interval=60.0, feed_max_interval=3600.0)
     s = CrawlSession(data, cfg, clock=lambda: clock[0])
@@ -433,5 +454,72 @@ def test_without_signals_no_sitemap_or_feed_is_read(tmp_path: Path, world: World
         got = [r.url for r in d.run()]
         assert not any("/maps/" in u or u.endswith(("/feed.xml", "/sitemap.xml")) for u in got)
         assert s.live()["signals"]["on"] is False
+    finally:
+        s.close("test_end")
+
+
+def test_canonical_variants_are_indexed_once_under_the_canonical_url(
+    tmp_path: Path, world: World
+) -> None:
+    c = world.web.sites["c"]
+    s, d, data = start(tmp_path, world, sites=("c",))
+    try:
+        d.run()
+        got = paths(d.done, c)
+        canonical = page_of(s, c.url("/article/"))
+        variants = [page_of(s, c.url(p)) for p in
+                    ("/article", "/article/index.html", "/article?utm_source=feed")]
+        assert got.count("/article/") == 1  # fetched once, named by the variants
+        for v in variants:
+            assert s.store.canonical_of(v.id) == (canonical.id, True)
+            assert v.duplicate_of == canonical.id  # indexed under the canonical URL
+        assert sorted(s.store.variants_of(canonical.id)) == sorted(v.id for v in variants)
+        # a Link header names the canonical of a non-HTML answer
+        assert s.store.canonical_of(page_of(s, c.url("/doc.txt")).id) == (
+            page_of(s, c.url("/doc.html")).id, True)
+        # another site's canonical is recorded, not followed, and the page stays itself
+        elsewhere = page_of(s, c.url("/elsewhere"))
+        foreign = s.store.page_by_url(world.web.sites["a"].url("/p/1"))
+        assert foreign is not None and foreign.status == "discovered"
+        assert s.store.canonical_of(elsewhere.id) == (foreign.id, False)
+        assert elsewhere.duplicate_of is None
+        assert s.stats["canonical/variants"] == 4 and s.stats["canonical/other_site"] == 1
+        # the variants are not fetched again; the canonical page is
+        later = paths(d.advance(30 * 86400.0), c)
+        assert "/article/" in later
+        assert not {"/article", "/article/index.html", "/article?utm_source=feed"} & set(later)
+        indexable = {p.url for p in s.store.pages("fetched") if p.duplicate_of is None}
+        assert c.url("/article/") in indexable
+        assert not indexable & {c.url(p) for p in ("/article", "/article/index.html",
+                                                    "/article?utm_source=feed")}
+    finally:
+        s.close("test_end")
+    with StoreReader.open(data.store_path) as r:
+        assert r.opic_cash_total() == pytest.approx(1.0, abs=1e-9)
+        assert len(list(r.canonical_variants())) == 4
+        # the indexer counts links to the variants for the canonical page: the home page
+        # links only to variants, and its anchor text reaches /article/
+        aliases = redirect_aliases(r)
+        assert sorted(aliases[canonical.id]) == sorted(v.id for v in variants)
+        anchors = in_anchors_many(r, [canonical.id], aliases)[canonical.id]
+        assert "the article" in anchors.texts
+        # /pages says why a variant is not indexed, and lists a canonical page's variants
+        variant = r.page(variants[0].id)
+        assert variant is not None
+        url_of = r.urls_of([canonical.id])
+        _, why = index_status(variant, False, url_of, r.canonical_of(variant.id))
+        assert why == f"a variant of {c.url('/article/')} (rel=canonical): indexed under that URL"
+
+
+def test_without_canonical_handling_the_variants_are_separate_pages(
+    tmp_path: Path, world: World
+) -> None:
+    c = world.web.sites["c"]
+    s, d, _ = start(tmp_path, world, signals=False, sites=("c",))
+    try:
+        d.run()
+        indexable = {p.url for p in s.store.pages("fetched") if p.duplicate_of is None}
+        assert {c.url(p) for p in ("/article", "/article/index.html",
+                                   "/article?utm_source=feed")} <= indexable
     finally:
         s.close("test_end")
