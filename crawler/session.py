@@ -105,8 +105,8 @@ class CrawlConfig:
     # --signals: sitemaps, lastmod and feeds as OPIC evidence (crawler/signals.py)
     signals: bool = S.SIGNALS
     sitemap_interval: float = S.SITEMAP_INTERVAL  # --sitemap-interval
-    feed_min_interval: float = S.FEED_MIN_INTERVAL  # --feed-interval MIN[:MAX]
-    feed_max_interval: float = S.FEED_MAX_INTERVAL
+    feed_min_interval: float = S.FEED_MIN_INTERVAL  # --feed-min-interval
+    feed_max_interval: float = S.FEED_MAX_INTERVAL  # --feed-max-interval
 
 
 class CrawlSession:

@@ -43,7 +43,8 @@ DELAY = 0.2  # seconds between requests to one host
 MIN_REFETCH = 60.0  # --min-refetch-interval, seconds
 WARMUP = 20.0  # seconds of crawling before the first change
 EVERY = 0.5  # seconds between two changes
-SIGNAL_FLAGS = ["--signals", "--sitemap-interval", "10", "--feed-interval", "5", "60"]
+SIGNAL_FLAGS = ["--signals", "--sitemap-interval", "10", "--feed-min-interval", "5",
+                "--feed-max-interval", "60"]
 
 
 def crawl(seeds: list[str], data: Path, duration: float, signals: bool,

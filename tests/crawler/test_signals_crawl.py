@@ -81,7 +81,7 @@ def test_a_continuous_crawl_reads_sitemaps_and_fetches_a_new_feed_item_promptly(
     child = subprocess.Popen(
         websift_command("crawl", s.url("/"), "--data", str(data), "--allow-private",
                         "--delay", "0", "--continuous", "--signals", "--quiet",
-                        "--feed-interval", "1", "2"),
+                        "--feed-min-interval", "1", "--feed-max-interval", "2"),
         cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         # the index robots.txt names, its gzip child, and every page it lists
