@@ -282,9 +282,15 @@ def build_web() -> World:
 
     feed = '<link rel="alternate" type="application/rss+xml" href="/feed.xml">'
     a.page("/", html("home", "<p>home</p>", head=feed))
-    a.page("/maps/index.xml", Answer(body=index([
-        a.url("/maps/a.xml.gz"), a.url("/maps/b.txt"), a.url("/maps/huge.xml.gz"),
-        a.url("/maps/other.xml")]), content_type="application/xml"))
+    index_body = index([a.url("/maps/a.xml.gz"), a.url("/maps/b.txt"),
+                        a.url("/maps/huge.xml.gz"), a.url("/maps/other.xml")])
+
+    def index_xml(path: str, h: dict[str, str], n: int) -> Answer:  # answers "changed since?"
+        if h.get("if-none-match") == '"i1"':
+            return Answer(304, b"", headers={"ETag": '"i1"'}, content_type="")
+        return Answer(body=index_body, headers={"ETag": '"i1"'}, content_type="application/xml")
+
+    a.page("/maps/index.xml", index_xml)
     a.page("/maps/a.xml.gz", lambda p, h, n: Answer(body=gzip.compress(urlset(
         [(a.url(f"/p/{i}"), iso(world.changed_at.get(f"/p/{i}", T0 - 86400.0)))
          for i in (1, 2, 3)])), content_type="application/gzip"))
@@ -381,6 +387,9 @@ def test_sitemaps_index_gzip_text_limits_and_scope(tmp_path: Path, world: World)
         again = d.advance(601.0)
         index_again = [r for r in again if r.url.endswith("/maps/index.xml")]
         assert index_again and index_again[0].meta.kind is FetchKind.SIGNAL
+        assert index_again[0].headers.get("If-None-Match") == '"i1"'
+        assert s.stats["sitemaps/not_modified"] == 1  # the 304: nothing parsed again
+        assert s.stats["sitemaps/read"] == 5 + 4  # the other files had no validator
     finally:
         s.close("test_end")
     with StoreReader.open(data.store_path) as r:
