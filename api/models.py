@@ -143,6 +143,9 @@ class PageInfo(BaseModel):
     variants: list[str] = Field(
         default_factory=list, description="URLs that name this page their canonical URL "
         "(indexed as this page; links to them count for it), the first 100")
+    hreflang: dict[str, str] = Field(
+        default_factory=dict, description="the language alternates the page names "
+        "(<link rel=\"alternate\" hreflang>): language -> URL")
     redirect_to: str | None
     error: str | None
     title: str | None

@@ -173,7 +173,9 @@ def page_info(
                  "site": view.ranks.host_facts(page.id)}
     canonical = store.canonical_of(page.id)
     variant_ids = store.variants_of(page.id)
-    url_of.update(store.urls_of([*variant_ids, *([canonical[0]] if canonical else [])]))
+    alternates = store.hreflang_of(page.id)
+    url_of.update(store.urls_of([*variant_ids, *alternates.values(),
+                                 *([canonical[0]] if canonical else [])]))
     indexed_as, why_not = index_status(page, indexed, url_of, canonical)
     return PageInfo(
         url=page.url,
@@ -192,6 +194,7 @@ def page_info(
         canonical=url_of.get(canonical[0]) if canonical else None,
         canonical_honoured=canonical[1] if canonical else None,
         variants=[url_of[v] for v in variant_ids if v in url_of],
+        hreflang={lang: url_of[alt] for lang, alt in alternates.items() if alt in url_of},
         redirect_to=url_of.get(page.redirect_to) if page.redirect_to else None,
         error=page.error,
         title=(doc.get("title") or None) if doc is not None else None,

@@ -43,6 +43,7 @@ class Extracted:
     # <link rel="alternate" type="application/rss+xml|atom+xml" href> (crawler/feeds.py)
     feeds: list[str] = field(default_factory=list)
     canonical: str | None = None  # <link rel="canonical" href> (crawler/canonical.py)
+    hreflang: dict[str, str] = field(default_factory=dict)  # <link rel="alternate" hreflang>
 
 
 def collapse(text: str, limit: int) -> str:
@@ -112,6 +113,20 @@ def feed_links(doc: lxml.html.HtmlElement) -> list[str]:
     return found
 
 
+def hreflang_links(doc: lxml.html.HtmlElement, limit: int = S.HREFLANG_MAX) -> dict[str, str]:
+    """The page's language alternates, ``<link rel="alternate" hreflang="x" href>``: lang
+    (lower-cased) -> href, the first per language, at most ``limit``."""
+    found: dict[str, str] = {}
+    for el in doc.iter("link"):
+        lang = (el.get("hreflang") or "").strip().lower()
+        href = (el.get("href") or "").strip()
+        if lang and href and "alternate" in (el.get("rel") or "").lower().split():
+            found.setdefault(lang, href)
+            if len(found) >= limit:
+                break
+    return found
+
+
 def canonical_link(doc: lxml.html.HtmlElement) -> str | None:
     """The href of the page's first ``<link rel="canonical">``, or None."""
     for el in doc.iter("link"):
@@ -172,6 +187,7 @@ def extract(
         out.links.append(RawLink(href, collapse(anchor, anchor_limit), nofollow))
     out.feeds = feed_links(doc)
     out.canonical = canonical_link(doc)
+    out.hreflang = hreflang_links(doc)
     titles = doc.xpath("//title")
     if titles:
         out.title = collapse(titles[0].text_content(), 1000)

@@ -293,6 +293,21 @@ class PageRecorder:
         self.stats["canonical/variants"] += 1
         return cid
 
+    def _hreflang(self, f: Fetched, ex: Extracted) -> None:
+        """Record the page's language alternates (stored URLs; followed only if linked)."""
+        alternates: dict[str, int] = {}
+        for lang, href in ex.hreflang.items():
+            try:
+                url = canonicalize(href, ex.base)
+            except UrlError:
+                self.stats["hreflang/bad_url"] += 1
+                continue
+            if len(url) <= self.max_url_length:
+                alternates[lang] = self.discover(url, f.depth + 1, follow=False)[0]
+        if alternates or ex.hreflang:
+            self.stats["hreflang/pages"] += 1
+        self.store.set_hreflang(f.uid, alternates)
+
     def _links(self, uid: int, depth: int, ex: Extracted) -> LinkSet:
         out = LinkSet()
         seen_children: set[int] = set()
@@ -359,28 +374,10 @@ class PageRecorder:
             self.stats["outcome/non_html"] += 1
         with self.batch.step():
             variant_of = self._canonical(f, ex) if self.retire is not None else None
-            duplicate_of = variant_of if variant_of is not None else (
-                self.store.first_with_hash(digest, exclude=f.uid))
-            simhash: int | None = None
-            if variant_of is not None:
-                if ex is not None:
-                    simhash = text_fingerprint(ex.text[: S.SIMHASH_MAX_CHARS]).simhash
-            elif ex is not None:
-                fp = text_fingerprint(ex.text[: S.SIMHASH_MAX_CHARS])
-                simhash = fp.simhash
-                if duplicate_of is None:
-                    duplicate_of = self.near.find(
-                        fp.simhash, NEAR_DUPLICATE_DISTANCE, tokens=fp.tokens, exclude=f.uid
-                    )
-                    if duplicate_of is not None:
-                        self.stats["outcome/duplicate_near"] += 1
-                    else:
-                        self.near.add(f.uid, fp.simhash, tokens=fp.tokens)
-                else:
-                    self.stats["outcome/duplicate_exact"] += 1
-            elif duplicate_of is not None:
-                self.stats["outcome/duplicate_exact"] += 1
+            duplicate_of, simhash = self._duplicate(f, ex, digest, variant_of)
             links = self._links(f.uid, f.depth, ex) if ex is not None else LinkSet()
+            if self.retire is not None and ex is not None:
+                self._hreflang(f, ex)
             if variant_of is not None:  # indexed under its canonical page, which gets its cash
                 links.children = [variant_of] if self.frontier.is_known(variant_of) else []
             # X-Robots-Tag applies to every type (a PDF can say noindex); HTML adds its meta tags
@@ -412,6 +409,33 @@ class PageRecorder:
             self.refetched(f.uid, True)
         if ex is not None and ex.feeds and self.found_feeds is not None:
             self.found_feeds(f.uid, ex.base, ex.feeds)
+
+    def _duplicate(
+        self, f: Fetched, ex: Extracted | None, digest: str, variant_of: int | None
+    ) -> tuple[int | None, int | None]:
+        """(the page it duplicates, its SimHash): a rel="canonical" variant duplicates its
+        canonical page; else the first page with the same bytes, else (HTML) the first page
+        within the near-duplicate distance, which the page joins when it is none."""
+        simhash: int | None = None
+        if variant_of is not None:
+            if ex is not None:
+                simhash = text_fingerprint(ex.text[: S.SIMHASH_MAX_CHARS]).simhash
+            return variant_of, simhash
+        duplicate_of = self.store.first_with_hash(digest, exclude=f.uid)
+        if duplicate_of is not None:
+            self.stats["outcome/duplicate_exact"] += 1
+        if ex is None:
+            return duplicate_of, None
+        fp = text_fingerprint(ex.text[: S.SIMHASH_MAX_CHARS])
+        if duplicate_of is None:
+            duplicate_of = self.near.find(
+                fp.simhash, NEAR_DUPLICATE_DISTANCE, tokens=fp.tokens, exclude=f.uid
+            )
+            if duplicate_of is not None:
+                self.stats["outcome/duplicate_near"] += 1
+            else:
+                self.near.add(f.uid, fp.simhash, tokens=fp.tokens)
+        return duplicate_of, fp.simhash
 
     def _unchanged(self, f: Fetched, uid: int) -> None:
         """Refetched with the same bytes: like a 304, no new seq (inside the transaction)."""

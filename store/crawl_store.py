@@ -220,6 +220,13 @@ class CrawlStore(StoreReader):
             "ON CONFLICT(url_id) DO UPDATE SET canonical = excluded.canonical, "
             "same_site = excluded.same_site", (url_id, canonical, int(same_site)))
 
+    def set_hreflang(self, url_id: int, alternates: dict[str, int]) -> None:
+        """Replace the language alternates a fetched page names (lang -> URL ID)."""
+        self._conn.execute("DELETE FROM hreflang WHERE url_id = ?", (url_id,))
+        self._conn.executemany(
+            "INSERT INTO hreflang(url_id, lang, alternate) VALUES (?, ?, ?)",
+            [(url_id, lang, alt) for lang, alt in sorted(alternates.items())])
+
     def update_page(self, url_id: int, **values: Any) -> None:
         """Set columns of one ``urls`` row (inside a transaction for atomicity with the rest)."""
         if not values:

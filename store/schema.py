@@ -40,7 +40,8 @@ OPIC_FOCUS = 4  # one of the focus pages
 
 # rel="canonical" (crawler/canonical.py): a fetched page names another URL as its canonical
 # form.  same_site 1: honoured (the page is a variant, indexed under the canonical URL and not
-# fetched again); 0: another site's URL, recorded only.
+# fetched again); 0: another site's URL, recorded only.  hreflang: the language alternates a
+# page names (<link rel="alternate" hreflang>), its group as it says it.
 CANONICALS = """
 CREATE TABLE IF NOT EXISTS canonicals (
     url_id    INTEGER PRIMARY KEY,   -- the page that names a canonical URL (the variant)
@@ -48,6 +49,12 @@ CREATE TABLE IF NOT EXISTS canonicals (
     same_site INTEGER NOT NULL       -- 1: same registrable domain (honoured); 0: recorded only
 );
 CREATE INDEX IF NOT EXISTS canonicals_canonical ON canonicals(canonical);
+CREATE TABLE IF NOT EXISTS hreflang (
+    url_id    INTEGER NOT NULL,      -- the page naming the alternates
+    lang      TEXT NOT NULL,         -- as written (en, en-GB, x-default), lower-cased
+    alternate INTEGER NOT NULL,      -- the URL for that language
+    PRIMARY KEY (url_id, lang)
+);
 """
 
 SCHEMA = """
@@ -137,7 +144,7 @@ UPDATE urls SET opic_flags = CASE
     ELSE {OPIC_READ} END
 WHERE g_last IS NOT NULL;
 """,
-    # canonical URLs (crawler/canonical.py): the variant -> canonical table
+    # canonical URLs and hreflang alternates (crawler/canonical.py)
     3: CANONICALS,
 }
 

@@ -306,6 +306,13 @@ class StoreReader:
             "SELECT canonical, same_site FROM canonicals WHERE url_id = ?", (url_id,)).fetchone()
         return None if row is None else (int(row[0]), bool(row[1]))
 
+    def hreflang_of(self, url_id: int) -> dict[str, int]:
+        """The language alternates a page names: lang -> URL ID (none before version 3)."""
+        if self.schema_version < 3:
+            return {}
+        return {str(lang): int(alt) for lang, alt in self._conn.execute(
+            "SELECT lang, alternate FROM hreflang WHERE url_id = ? ORDER BY lang", (url_id,))}
+
     def variants_of(self, url_id: int, limit: int = 100) -> list[int]:
         """URL IDs of the pages that name ``url_id`` their same-site canonical (first ``limit``)."""
         if self.schema_version < 3:

@@ -317,7 +317,8 @@ def build_web() -> World:
     canon = '<link rel="canonical" href="/article/">'
     c.page("/", html("c home", "".join(f"<a href='{p}'>the article</a> " for p in (
         "/article", "/article/index.html", "/article?utm_source=feed", "/elsewhere", "/doc.txt",
-        "/doc.html"))))
+        "/doc.html")), head='<link rel="alternate" hreflang="de" href="/de/">'
+                          '<link rel="alternate" hreflang="x-default" href="/">'))
     def article(path: str, h: dict[str, str], n: int) -> Answer:  # the aside differs by URL
         aside = words(zlib.crc32(path.encode()) % 10_000 + 600, 150)
         return Answer(body=html("article", f"<p>{words(500)}</p><aside>{aside}</aside>",
@@ -493,6 +494,11 @@ def test_canonical_variants_are_indexed_once_under_the_canonical_url(
         assert s.store.canonical_of(elsewhere.id) == (foreign.id, False)
         assert elsewhere.duplicate_of is None
         assert s.stats["canonical/variants"] == 4 and s.stats["canonical/other_site"] == 1
+        # hreflang alternates are recorded as the page's group (not fetched for that)
+        home = page_of(s, c.url("/"))
+        assert s.store.hreflang_of(home.id) == {"de": page_of(s, c.url("/de/")).id,
+                                                "x-default": home.id}
+        assert page_of(s, c.url("/de/")).status == "discovered"
         # the variants are not fetched again; the canonical page is
         later = paths(d.advance(30 * 86400.0), c)
         assert "/article/" in later
