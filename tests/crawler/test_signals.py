@@ -35,6 +35,8 @@ from websift.crawler.session import CrawlConfig, CrawlSession
 from websift.crawler.signals import FEED
 from websift.crawler.sitemaps import INDEX, TEXT, URLSET, SitemapError, in_scope, parse
 from websift.indexer.anchors import in_anchors_many, redirect_aliases
+from websift.indexer.build import build_index
+from websift.indexer.searcher import Searcher
 from websift.ranking.opic import LazyOpicState
 from websift.store.schema import Page
 from websift.store.views import StoreReader
@@ -524,17 +526,30 @@ def test_canonical_variants_are_indexed_once_under_the_canonical_url(
         url_of = r.urls_of([canonical.id])
         _, why = index_status(variant, False, url_of, r.canonical_of(variant.id))
         assert why == f"a variant of {c.url('/article/')} (rel=canonical): indexed under that URL"
+    # the real indexer: the article is one document, under its canonical URL
+    build_index(data, procs=1)
+    searcher = Searcher.open(data)
+    live = {int(doc) for seg, mask in zip(searcher.segments, searcher.live, strict=True)
+            for doc in seg.doc_ids[mask]}
+    assert canonical.id in live and not live & {v.id for v in variants}
 
 
 def test_without_canonical_handling_the_variants_are_separate_pages(
     tmp_path: Path, world: World
 ) -> None:
     c = world.web.sites["c"]
-    s, d, _ = start(tmp_path, world, signals=False, sites=("c",))
+    s, d, data = start(tmp_path, world, signals=False, sites=("c",))
     try:
         d.run()
+        urls = {c.url(p) for p in ("/article", "/article/index.html",
+                                   "/article?utm_source=feed")}
+        ids = {page_of(s, u).id for u in urls}
         indexable = {p.url for p in s.store.pages("fetched") if p.duplicate_of is None}
-        assert {c.url(p) for p in ("/article", "/article/index.html",
-                                   "/article?utm_source=feed")} <= indexable
+        assert urls <= indexable
     finally:
         s.close("test_end")
+    build_index(data, procs=1)
+    searcher = Searcher.open(data)
+    live = {int(doc) for seg, mask in zip(searcher.segments, searcher.live, strict=True)
+            for doc in seg.doc_ids[mask]}
+    assert ids <= live  # the one article, three times
