@@ -48,7 +48,7 @@ from websift.crawler.robots_cache import RobotsCache, RobotsState
 from websift.crawler.runs import run_record
 from websift.crawler.scope import Resolve, Scope, ScopeConfig
 from websift.crawler.seeds import failed_seeds, reason_words
-from websift.crawler.signals import SITEMAP, Signals
+from websift.crawler.signals import SITEMAP, Signals, Source
 from websift.crawler.urls import canonicalize, host_of, port_of
 from websift.ranking.opic import OpicParams, Strategy
 from websift.store.crawl_store import CrawlStore
@@ -309,7 +309,7 @@ class CrawlSession:
             return False
         if self.config.continuous:
             return True  # nothing due now means wait (``wake_at``), not the end of the run
-        if self.signals is not None and self.signals.due(self.clock()):
+        if self._sendable_sources(self.clock()):
             return True  # a sitemap or feed to read now may name more pages
         # links waiting for their host's address verdict may still enter the frontier
         pending = self.frontier.pending_count() > 0 or self.addresses.busy()
@@ -426,22 +426,36 @@ class CrawlSession:
             self.wake_at = at if self.wake_at is None else min(self.wake_at, at)
         return None
 
+    def _sendable_sources(self, now: float) -> list[Source]:
+        """Sources due now on hosts whose robots.txt is known and whose address passes; a
+        source of a host robots.txt puts off limits is dropped."""
+        if self.signals is None:
+            return []
+        out: list[Source] = []
+        for src in self.signals.due(now):
+            slot = self._slot(src.host_id, now)
+            robots = self.robots.hosts[src.host_id]
+            if robots.state is RobotsState.UNAVAILABLE:
+                self.signals.drop(src, "robots_unavailable")
+                continue
+            if robots.state is not RobotsState.READY:
+                continue  # fetched with the host's pages
+            if self.addresses.reason(host_of(slot.origin), port_of(slot.origin)) is not None:
+                continue
+            out.append(src)
+        return out
+
     def _signal_request(self, now: float) -> tuple[Any | None, float]:
         """A sitemap or feed due now on a host politeness and robots.txt let us ask, and
         (when none may go) the earliest time politeness lets one of them go."""
         assert self.signals is not None and self.factory is not None
         earliest = float("inf")
-        for src in self.signals.due(now):
+        for src in self._sendable_sources(now):
             slot = self._slot(src.host_id, now)
-            robots = self.robots.hosts[src.host_id]
-            if robots.state is not RobotsState.READY:
-                continue  # fetched with the host's pages (or the host is off limits now)
             at = self.politeness.ready_at(slot)
             if at is None or at > now:
                 if at is not None:
                     earliest = min(earliest, at)
-                continue
-            if self.addresses.reason(host_of(slot.origin), port_of(slot.origin)) is not None:
                 continue
             if not src.from_robots and not self.robots.decide(src.host_id, src.url).allowed:
                 self.signals.drop(src, "robots_disallowed")

@@ -101,6 +101,7 @@ class Signals:
         self.sources: dict[str, Source] = {}
         self.per_host: Counter[tuple[int, str]] = Counter()  # (host, kind) -> sources
         self.queue: list[tuple[float, str]] = []  # (due, URL); stale entries skipped
+        self.ready: dict[str, Source] = {}  # due, waiting for their host (in due order)
         self.trust: dict[int, Trust] = {}
         self.hinted: dict[int, int] = {}  # page -> host, a lastmod-driven refetch pending
         recorder.refetched = self.refetched
@@ -157,15 +158,14 @@ class Signals:
             self.add(url, FEED, host_id)
 
     def due(self, now: float) -> list[Source]:
-        """Sources due now, earliest first (not in flight)."""
-        out: list[Source] = []
-        for at, url in sorted(self.queue):
-            if at > now:
-                break
+        """Sources due now, earliest first (not in flight): O(newly due x log n) per call."""
+        queue = self.queue
+        while queue and queue[0][0] <= now:
+            at, url = heapq.heappop(queue)
             src = self.sources.get(url)
             if src is not None and src.due == at and not src.in_flight:
-                out.append(src)
-        return out
+                self.ready[url] = src
+        return list(self.ready.values())
 
     def next_due(self) -> float | None:
         """When the next source is due (None: none waits)."""
@@ -180,6 +180,7 @@ class Signals:
 
     def started(self, src: Source) -> dict[str, str]:
         """A source's request goes out: its conditional-GET headers."""
+        self.ready.pop(src.url, None)
         src.in_flight = True
         headers: dict[str, str] = {}
         if src.etag:
@@ -191,6 +192,7 @@ class Signals:
     def drop(self, src: Source, reason: str) -> None:
         """Stop reading a source for this run (robots.txt refuses it, ...)."""
         self.sources.pop(src.url, None)
+        self.ready.pop(src.url, None)
         self.stats[f"{src.kind}s/dropped/{reason}"] += 1
 
     def _again(self, src: Source, interval: float) -> None:
