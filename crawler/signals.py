@@ -307,6 +307,7 @@ class Signals:
             return
         self.stats["feeds/read"] += 1
         new = 0
+        listed: list[str] = []
         with self.recorder.batch.step():
             for href in items:
                 try:
@@ -314,6 +315,7 @@ class Signals:
                 except UrlError:
                     self.stats["feeds/bad_item_url"] += 1
                     continue
+                listed.append(url)
                 if url in src.seen:
                     continue
                 src.seen.add(url)
@@ -322,7 +324,7 @@ class Signals:
                 if self.frontier.is_known(uid) and not self.frontier.was_read(uid):
                     self.frontier.grant(uid, S.FEED_ITEM_GRANT)
         if len(src.seen) > 4 * S.FEED_MAX_ITEMS:  # bounded: keep what the feed holds now
-            src.seen = set(src.seen.intersection(items)) if items else set()
+            src.seen = set(listed)
         self.stats["feeds/new_items"] += new
         interval = src.interval / 2 if new and src.reads > 1 else src.interval * 2
         if src.reads == 1:
