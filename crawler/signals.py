@@ -333,12 +333,12 @@ class Signals:
 
     # ------------------------------------------------------------------ figures
     def figures(self) -> dict[str, Any]:
-        """Per host: lastmod-driven refetches, how many found change, the trust now."""
-        hosts = {
-            str(host_id): {"refetches": t.refetches, "changed": t.changed,
-                           "trust": round(t.value, 3)}
-            for host_id, t in sorted(self.trust.items())
-        }
+        """Per host (by origin): lastmod-driven refetches, how many found change, the trust."""
+        hosts: dict[str, dict[str, float]] = {}
+        for host_id, t in sorted(self.trust.items()):
+            state = self.store.host_by_id(host_id)
+            hosts[state.origin if state is not None else str(host_id)] = {
+                "refetches": t.refetches, "changed": t.changed, "trust": round(t.value, 3)}
         return {
             "sources": {k: sum(1 for s in self.sources.values() if s.kind == k)
                         for k in (SITEMAP, FEED)},

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import gzip
+import io
 import urllib.error
 import urllib.request
 import zlib
@@ -21,15 +22,19 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from testkit.testweb import Answer, Site, TestWeb, html, words
 from websift.api.page_info import index_status
 from websift.core.datadir import DataDir
+from websift.crawler import settings as S
 from websift.crawler.extract import extract
 from websift.crawler.feeds import FeedError, parse_feed
 from websift.crawler.frontier import Frontier
 from websift.crawler.meta import FetchKind, FetchMeta
 from websift.crawler.pipeline import Fetched
+from websift.crawler.progress import print_summary
 from websift.crawler.scope import ScopeConfig
 from websift.crawler.session import CrawlConfig, CrawlSession
 from websift.crawler.signals import FEED
@@ -421,9 +426,12 @@ def test_lastmod_trust_rises_where_it_is_true_and_drops_where_it_lies(
         assert trust[host_a].value > 0.8 and trust[host_b].value < 0.2
         assert s.stats["lastmod/refetches"] == trust[host_a].refetches + trust[host_b].refetches
         hosts = s.live()["signals"]["lastmod_hosts"]
-        assert hosts[str(host_b)]["changed"] == 0
+        assert hosts[b.origin]["changed"] == 0
         # the lying host's lastmod now moves its pages less than the truthful one's
-        assert hosts[str(host_b)]["trust"] < hosts[str(host_a)]["trust"]
+        assert hosts[b.origin]["trust"] < hosts[a.origin]["trust"]
+        table = io.StringIO()
+        print_summary(s.summary("test"), table)  # the run's summary table shows the trust
+        assert f"lastmod {b.origin}" in table.getvalue()
     finally:
         s.close("test_end")
     with StoreReader.open(data.store_path) as r:
@@ -553,3 +561,59 @@ def test_without_canonical_handling_the_variants_are_separate_pages(
     live = {int(doc) for seg, mask in zip(searcher.segments, searcher.live, strict=True)
             for doc in seg.doc_ids[mask]}
     assert ids <= live  # the one article, three times
+
+
+SIGNAL_OPS = st.lists(
+    st.tuples(st.sampled_from(["add", "read", "read", "grant", "grant", "hasten", "retire",
+                               "pay", "wait"]),
+              st.integers(0, 10**6), st.lists(st.integers(0, 10**6), max_size=5),
+              st.floats(0.0, 50.0)),
+    min_size=1, max_size=80,
+)
+
+
+@settings(max_examples=50, deadline=None)
+@given(SIGNAL_OPS)
+def test_grants_hastes_and_retirements_keep_the_cash_and_the_greedy_order(
+    ops: list[tuple[str, int, list[int], float]]
+) -> None:
+    """Lemma 2.2 with the signals' moves interleaved (grant, hasten, retire): stored plus
+    virtual cash stays 1, the virtual page never goes below the advance limit, and Greedy still
+    picks the richest pending page."""
+    now = [T0]
+    f = Frontier(clock=lambda: now[0], min_refetch_interval=30.0)
+    count = 1
+    for _ in range(3):
+        f.add(count, f"http://h{count % 3}/{count}", count % 3, 0)
+        count += 1
+    f.distribute_virtual()
+    for op, pick, kids, amount in ops:
+        known = [int(u) for u in f.known_ids() if not f.opic.dead[u]]
+        if not known:
+            break
+        uid = known[pick % len(known)]
+        if op == "add":
+            f.add(count, f"http://h{count % 3}/{count}", count % 3, 0)
+            count += 1
+        elif op == "read" and f.where[uid] == 1:  # a queued page: taken and read
+            f.take(uid)
+            f.read(uid, [known[k % len(known)] for k in kids], changed=bool(pick % 2))
+        elif op == "grant":
+            f.grant(uid, amount)
+        elif op == "hasten":
+            f.hasten(uid, amount / 50.0)
+        elif op == "retire":
+            f.retire(uid)
+        elif op == "pay":
+            f.distribute_virtual()
+        elif op == "wait":
+            now[0] += amount
+        ids = f.known_ids()
+        total = float(f.opic.cash_of(ids).sum() + f.opic.virtual_cash)
+        assert total == pytest.approx(1.0, abs=1e-9)
+        assert f.opic.virtual_cash >= -S.SIGNAL_ADVANCE_LIMIT - 1e-12
+        pending = f.pending_ids()
+        if pending:
+            best = float(f.opic.cash_of(np.asarray(pending)).max())
+            pickd = f.select(list(f.host_pending))
+            assert pickd is not None and f.cash(pickd) == pytest.approx(best, abs=1e-15)
