@@ -26,7 +26,8 @@ are smaller by as much, and stored plus virtual cash stays 1 (Lemma 2.2).
 
 Sources (sitemaps, feeds) are fetched between pages under the host's politeness and robots.txt,
 with a conditional GET (ETag / Last-Modified) when read again.  Their state lives in this run
-(a later run finds them again through robots.txt and the pages it fetches).  Only the embedded
+(a later run finds them again through robots.txt and the pages it fetches); the trust per host
+is kept in the store (``lastmod_trust``), written with each batch.  Only the embedded
 frontier takes evidence: with a shared (Redis) frontier the crawl runs without signals.
 """
 
@@ -102,7 +103,10 @@ class Signals:
         self.per_host: Counter[tuple[int, str]] = Counter()  # (host, kind) -> sources
         self.queue: list[tuple[float, str]] = []  # (due, URL); stale entries skipped
         self.ready: dict[str, Source] = {}  # due, waiting for their host (in due order)
-        self.trust: dict[int, Trust] = {}
+        # per host, kept across runs in the store (written with each batch)
+        self.trust = {h: Trust(n, c) for h, (n, c) in store.lastmod_trust().items()}
+        self.trust_dirty: set[int] = set()
+        recorder.batch.before_commit.append(self.flush)
         self.hinted: dict[int, int] = {}  # page -> host, a lastmod-driven refetch pending
         recorder.refetched = self.refetched
         recorder.found_feeds = self.found_feeds
@@ -296,6 +300,7 @@ class Signals:
         trust = self.trust.setdefault(host_id, Trust())
         trust.refetches += 1
         trust.changed += changed
+        self.trust_dirty.add(host_id)
         self.stats["lastmod/refetches"] += 1
         self.stats["lastmod/changed"] += changed
 
@@ -330,6 +335,13 @@ class Signals:
         if src.reads == 1:
             interval = self.feed_min
         self._again(src, min(self.feed_max, max(self.feed_min, interval)))
+
+    def flush(self) -> None:
+        """Write the trust of hosts that changed (inside the batch's transaction)."""
+        if self.trust_dirty:
+            self.store.save_lastmod_trust({h: (self.trust[h].refetches, self.trust[h].changed)
+                                           for h in self.trust_dirty})
+            self.trust_dirty.clear()
 
     # ------------------------------------------------------------------ figures
     def figures(self) -> dict[str, Any]:

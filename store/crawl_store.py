@@ -220,6 +220,13 @@ class CrawlStore(StoreReader):
             "ON CONFLICT(url_id) DO UPDATE SET canonical = excluded.canonical, "
             "same_site = excluded.same_site", (url_id, canonical, int(same_site)))
 
+    def save_lastmod_trust(self, rows: dict[int, tuple[int, int]]) -> None:
+        """Write hosts' lastmod evidence: host ID -> (refetches, changed)."""
+        self._conn.executemany(
+            "INSERT INTO lastmod_trust(host_id, refetches, changed) VALUES (?, ?, ?) "
+            "ON CONFLICT(host_id) DO UPDATE SET refetches = excluded.refetches, "
+            "changed = excluded.changed", [(h, n, c) for h, (n, c) in sorted(rows.items())])
+
     def set_hreflang(self, url_id: int, alternates: dict[str, int]) -> None:
         """Replace the language alternates a fetched page names (lang -> URL ID)."""
         self._conn.execute("DELETE FROM hreflang WHERE url_id = ?", (url_id,))

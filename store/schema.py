@@ -41,7 +41,8 @@ OPIC_FOCUS = 4  # one of the focus pages
 # rel="canonical" (crawler/canonical.py): a fetched page names another URL as its canonical
 # form.  same_site 1: honoured (the page is a variant, indexed under the canonical URL and not
 # fetched again); 0: another site's URL, recorded only.  hreflang: the language alternates a
-# page names (<link rel="alternate" hreflang>), its group as it says it.
+# page names (<link rel="alternate" hreflang>), its group as it says it.  lastmod_trust: per host,
+# how often its sitemap's lastmod was right (kept across runs).
 CANONICALS = """
 CREATE TABLE IF NOT EXISTS canonicals (
     url_id    INTEGER PRIMARY KEY,   -- the page that names a canonical URL (the variant)
@@ -49,6 +50,11 @@ CREATE TABLE IF NOT EXISTS canonicals (
     same_site INTEGER NOT NULL       -- 1: same registrable domain (honoured); 0: recorded only
 );
 CREATE INDEX IF NOT EXISTS canonicals_canonical ON canonicals(canonical);
+CREATE TABLE IF NOT EXISTS lastmod_trust (
+    host_id   INTEGER PRIMARY KEY,   -- a host whose sitemap lastmod caused refetches
+    refetches INTEGER NOT NULL,      -- refetches its lastmod caused (crawler/signals.py)
+    changed   INTEGER NOT NULL       -- of those, the ones that found the page changed
+);
 CREATE TABLE IF NOT EXISTS hreflang (
     url_id    INTEGER NOT NULL,      -- the page naming the alternates
     lang      TEXT NOT NULL,         -- as written (en, en-GB, x-default), lower-cased
@@ -144,7 +150,8 @@ UPDATE urls SET opic_flags = CASE
     ELSE {OPIC_READ} END
 WHERE g_last IS NOT NULL;
 """,
-    # canonical URLs and hreflang alternates (crawler/canonical.py)
+    # the sites' own signals: canonical URLs and hreflang alternates (crawler/canonical.py),
+    # lastmod trust per host (crawler/signals.py)
     3: CANONICALS,
 }
 

@@ -306,6 +306,13 @@ class StoreReader:
             "SELECT canonical, same_site FROM canonicals WHERE url_id = ?", (url_id,)).fetchone()
         return None if row is None else (int(row[0]), bool(row[1]))
 
+    def lastmod_trust(self) -> dict[int, tuple[int, int]]:
+        """Per host ID: (refetches its sitemap lastmod caused, how many found change)."""
+        if self.schema_version < 3:
+            return {}
+        return {int(h): (int(n), int(c)) for h, n, c in self._conn.execute(
+            "SELECT host_id, refetches, changed FROM lastmod_trust")}
+
     def hreflang_of(self, url_id: int) -> dict[str, int]:
         """The language alternates a page names: lang -> URL ID (none before version 3)."""
         if self.schema_version < 3:

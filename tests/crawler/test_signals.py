@@ -432,10 +432,12 @@ def test_lastmod_trust_rises_where_it_is_true_and_drops_where_it_lies(
         table = io.StringIO()
         print_summary(s.summary("test"), table)  # the run's summary table shows the trust
         assert f"lastmod {b.origin}" in table.getvalue()
+        kept = {h: (t.refetches, t.changed) for h, t in trust.items()}
     finally:
         s.close("test_end")
     with StoreReader.open(data.store_path) as r:
         assert r.opic_cash_total() == pytest.approx(1.0, abs=1e-9)
+        assert r.lastmod_trust() == kept  # the next run starts from this evidence
 
 
 def test_a_feeds_new_item_gets_cash_at_once_and_is_fetched_next(

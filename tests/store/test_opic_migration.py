@@ -109,7 +109,7 @@ def test_a_newer_store_is_still_refused_by_an_older_reader(tmp_path: Path) -> No
         StoreReader.open(path)
 
 
-def test_the_canonicals_migration_adds_its_table_and_readers_of_older_stores_see_none(
+def test_the_signals_migration_adds_its_tables_and_readers_of_older_stores_see_none(
     tmp_path: Path
 ) -> None:
     path = tmp_path / "crawl.sqlite3"
@@ -125,4 +125,7 @@ def test_the_canonicals_migration_adds_its_table_and_readers_of_older_stores_see
         assert list(store.canonical_variants()) == [(b, a)] and store.variants_of(a) == [b]
         with store.transaction():
             store.set_canonical(b, None)
+            store.save_lastmod_trust({1: (4, 1)})
+            store.set_hreflang(a, {"de": b})
         assert store.canonical_of(b) is None
+        assert store.lastmod_trust() == {1: (4, 1)} and store.hreflang_of(a) == {"de": b}
