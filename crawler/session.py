@@ -134,7 +134,8 @@ class CrawlSession:
                                        clock=clock,
                                        min_refetch_interval=config.min_refetch_interval,
                                        lease_ttl=config.frontier_lease,
-                                       max_hosts=config.frontier_hosts)
+                                       max_hosts=config.frontier_hosts,
+                                       scope=config.scope)
             except BaseException:
                 self.store.close()
                 raise
@@ -747,6 +748,9 @@ class CrawlSession:
         summary = self.summary(reason)
         if self.frontier.lost is not None:
             summary["frontier_lost"] = self.frontier.lost
+            if getattr(self.frontier, "data_lost", False):  # gone, not just unreachable
+                summary["frontier_data_lost"] = True
+                summary["url_ids_up_to"] = self.store.max_url_id()
         failed = failed_seeds(self.store, self.seeds, self.robots_failures.get, self.stats)
         if failed:
             summary["seeds_failed"] = failed

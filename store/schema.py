@@ -16,7 +16,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-SCHEMA_VERSION = 3  # 2: urls.opic_level and urls.opic_flags (lazy OPIC dividends); 3: canonicals
+SCHEMA_VERSION = 3  # 2: urls.opic_level and urls.opic_flags (lazy OPIC dividends); 3: signals tables
 
 # Page status values (urls.status).
 DISCOVERED = "discovered"  # known from a link or a seed, never fetched
