@@ -142,6 +142,18 @@ class PageInfo(BaseModel):
         "not fetched, not yet indexed"
     )
     duplicate_of: str | None
+    canonical: str | None = Field(
+        default=None, description="the URL the page names rel=\"canonical\" (another URL "
+        "than its own), from its HTML or its Link header")
+    canonical_honoured: bool | None = Field(
+        default=None, description="true: same site, the page is a variant indexed under "
+        "'canonical' and not fetched again; false: another site's URL, recorded only")
+    variants: list[str] = Field(
+        default_factory=list, description="URLs that name this page their canonical URL "
+        "(indexed as this page; links to them count for it), the first 100")
+    hreflang: dict[str, str] = Field(
+        default_factory=dict, description="the language alternates the page names "
+        "(<link rel=\"alternate\" hreflang>): language -> URL")
     redirect_to: str | None
     error: str | None
     title: str | None
@@ -230,6 +242,12 @@ class LiveCrawl(BaseModel):
         "refresh candidates, OPIC dividends...)"
     )
     virtual_cash: float | None = Field(default=None, description="the OPIC virtual page's cash")
+    signals: dict[str, Any] = Field(
+        default_factory=dict, description="the sites' own signals (crawl --signals): on, counts "
+        "(sitemaps read and bad by reason, URLs from sitemaps, lastmod hints and refetches, "
+        "feeds and new items), sources by kind, and per host (by ID) the lastmod-driven "
+        "refetches, how many found the page changed, and the trust in its lastmod"
+    )
 
 
 class Stats(BaseModel):

@@ -131,6 +131,21 @@ class WebsiftSpider(scrapy.Spider):
             dont_filter=True,
         )
 
+    def signal_request(
+        self, url: str, meta: FetchMeta, headers: dict[str, str], slot: str, maxsize: int
+    ) -> scrapy.Request:
+        scrapy_meta = {
+            META_KEY: meta,
+            "download_slot": slot,
+            "download_maxsize": maxsize,
+            "handle_httpstatus_all": True,
+            "dont_retry": True,
+        }
+        return scrapy.Request(
+            url, callback=self.parse_signal, errback=self.failed, meta=scrapy_meta,
+            headers=headers, dont_filter=True,
+        )
+
     # ------------------------------------------------------------------ callbacks
     def parse(self, response: Response) -> list[Any]:
         meta = _own_meta(response.meta)
@@ -149,6 +164,15 @@ class WebsiftSpider(scrapy.Spider):
             fetched_at=self.session.clock(),
         )
         self.session.on_response(meta, fetched)
+        return []
+
+    def parse_signal(self, response: Response) -> list[Any]:
+        meta = _own_meta(response.meta)
+        self.session.release(meta, response.meta.get("download_latency"))
+        self.session.on_signal(meta, Fetched(
+            uid=0, url=response.url, status=response.status, headers=header_pairs(response),
+            body=response.body, fetched_at=self.session.clock(),
+        ))
         return []
 
     def parse_robots(self, response: Response) -> list[Any]:

@@ -248,6 +248,30 @@ class CrawlStore(StoreReader):
         )
         return int(cur.lastrowid or 0), True
 
+    def set_canonical(self, url_id: int, canonical: int | None, same_site: bool = True) -> None:
+        """Record the URL a fetched page names as canonical (None: it names none, or itself)."""
+        if canonical is None or canonical == url_id:
+            self._conn.execute("DELETE FROM canonicals WHERE url_id = ?", (url_id,))
+            return
+        self._conn.execute(
+            "INSERT INTO canonicals(url_id, canonical, same_site) VALUES (?, ?, ?) "
+            "ON CONFLICT(url_id) DO UPDATE SET canonical = excluded.canonical, "
+            "same_site = excluded.same_site", (url_id, canonical, int(same_site)))
+
+    def save_lastmod_trust(self, rows: dict[int, tuple[int, int]]) -> None:
+        """Write hosts' lastmod evidence: host ID -> (refetches, changed)."""
+        self._conn.executemany(
+            "INSERT INTO lastmod_trust(host_id, refetches, changed) VALUES (?, ?, ?) "
+            "ON CONFLICT(host_id) DO UPDATE SET refetches = excluded.refetches, "
+            "changed = excluded.changed", [(h, n, c) for h, (n, c) in sorted(rows.items())])
+
+    def set_hreflang(self, url_id: int, alternates: dict[str, int]) -> None:
+        """Replace the language alternates a fetched page names (lang -> URL ID)."""
+        self._conn.execute("DELETE FROM hreflang WHERE url_id = ?", (url_id,))
+        self._conn.executemany(
+            "INSERT INTO hreflang(url_id, lang, alternate) VALUES (?, ?, ?)",
+            [(url_id, lang, alt) for lang, alt in sorted(alternates.items())])
+
     def update_page(self, url_id: int, **values: Any) -> None:
         """Set columns of one ``urls`` row (inside a transaction for atomicity with the rest)."""
         if not values:

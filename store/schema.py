@@ -16,7 +16,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-SCHEMA_VERSION = 3  # 3: the removals table; 2: urls.opic_level and urls.opic_flags (lazy OPIC)
+SCHEMA_VERSION = 4  # 2: lazy OPIC (urls.opic_level, opic_flags); 3: removals; 4: signals tables
 
 # Page status values (urls.status).
 DISCOVERED = "discovered"  # known from a link or a seed, never fetched
@@ -50,6 +50,31 @@ CREATE TABLE IF NOT EXISTS removals (
     active    INTEGER NOT NULL DEFAULT 1, -- 0 once undone
     undone    REAL,                       -- unix time of the undo
     undone_by TEXT
+);
+"""
+
+# rel="canonical" (crawler/canonical.py): a fetched page names another URL as its canonical
+# form.  same_site 1: honoured (the page is a variant, indexed under the canonical URL and not
+# fetched again); 0: another site's URL, recorded only.  hreflang: the language alternates a
+# page names (<link rel="alternate" hreflang>), its group as it says it.  lastmod_trust: per host,
+# how often its sitemap's lastmod was right (kept across runs).
+CANONICALS = """
+CREATE TABLE IF NOT EXISTS canonicals (
+    url_id    INTEGER PRIMARY KEY,   -- the page that names a canonical URL (the variant)
+    canonical INTEGER NOT NULL,      -- the URL it names
+    same_site INTEGER NOT NULL       -- 1: same registrable domain (honoured); 0: recorded only
+);
+CREATE INDEX IF NOT EXISTS canonicals_canonical ON canonicals(canonical);
+CREATE TABLE IF NOT EXISTS lastmod_trust (
+    host_id   INTEGER PRIMARY KEY,   -- a host whose sitemap lastmod caused refetches
+    refetches INTEGER NOT NULL,      -- refetches its lastmod caused (crawler/signals.py)
+    changed   INTEGER NOT NULL       -- of those, the ones that found the page changed
+);
+CREATE TABLE IF NOT EXISTS hreflang (
+    url_id    INTEGER NOT NULL,      -- the page naming the alternates
+    lang      TEXT NOT NULL,         -- as written (en, en-GB, x-default), lower-cased
+    alternate INTEGER NOT NULL,      -- the URL for that language
+    PRIMARY KEY (url_id, lang)
 );
 """
 
@@ -115,6 +140,7 @@ CREATE TABLE IF NOT EXISTS links (
 );
 CREATE INDEX IF NOT EXISTS links_src ON links(src);
 CREATE INDEX IF NOT EXISTS links_dst ON links(dst);
+{CANONICALS}
 CREATE TABLE IF NOT EXISTS crawls (
     id       INTEGER PRIMARY KEY,
     kind     TEXT NOT NULL,            -- 'crawl' or 'recrawl'
@@ -122,7 +148,7 @@ CREATE TABLE IF NOT EXISTS crawls (
     finished REAL,
     summary  TEXT                      -- JSON: counts by outcome and by failure reason
 );
-""" + REMOVALS_TABLE
+""".replace("{CANONICALS}", CANONICALS) + REMOVALS_TABLE
 
 
 # In-place upgrades: version -> the SQL that brings the previous version to it.
@@ -141,6 +167,9 @@ WHERE g_last IS NOT NULL;
 """,
     # operator removals (websift remove; store/removals.py): the table alone, nothing to convert
     3: REMOVALS_TABLE,
+    # the sites' own signals: canonical URLs and hreflang alternates (crawler/canonical.py),
+    # lastmod trust per host (crawler/signals.py)
+    4: CANONICALS,
 }
 
 

@@ -333,6 +333,46 @@ class StoreReader:
                 "AND redirect_to != id", (REDIRECT,)):
             yield int(rid), int(target)
 
+    def canonical_variants(self) -> Iterator[tuple[int, int]]:
+        """(variant URL ID, its canonical URL ID) of every same-site rel="canonical" honoured
+        (none in a store older than version 3)."""
+        if self.schema_version < 3:
+            return
+        for vid, cid in self._conn.execute(
+                "SELECT url_id, canonical FROM canonicals WHERE same_site = 1 "
+                "AND canonical != url_id ORDER BY url_id"):
+            yield int(vid), int(cid)
+
+    def canonical_of(self, url_id: int) -> tuple[int, bool] | None:
+        """(the URL ID a page names as canonical, same site?), or None."""
+        if self.schema_version < 3:
+            return None
+        row = self._conn.execute(
+            "SELECT canonical, same_site FROM canonicals WHERE url_id = ?", (url_id,)).fetchone()
+        return None if row is None else (int(row[0]), bool(row[1]))
+
+    def lastmod_trust(self) -> dict[int, tuple[int, int]]:
+        """Per host ID: (refetches its sitemap lastmod caused, how many found change)."""
+        if self.schema_version < 3:
+            return {}
+        return {int(h): (int(n), int(c)) for h, n, c in self._conn.execute(
+            "SELECT host_id, refetches, changed FROM lastmod_trust")}
+
+    def hreflang_of(self, url_id: int) -> dict[str, int]:
+        """The language alternates a page names: lang -> URL ID (none before version 3)."""
+        if self.schema_version < 3:
+            return {}
+        return {str(lang): int(alt) for lang, alt in self._conn.execute(
+            "SELECT lang, alternate FROM hreflang WHERE url_id = ? ORDER BY lang", (url_id,))}
+
+    def variants_of(self, url_id: int, limit: int = 100) -> list[int]:
+        """URL IDs of the pages that name ``url_id`` their same-site canonical (first ``limit``)."""
+        if self.schema_version < 3:
+            return []
+        return [int(r[0]) for r in self._conn.execute(
+            "SELECT url_id FROM canonicals WHERE canonical = ? AND same_site = 1 "
+            "AND url_id != canonical ORDER BY url_id LIMIT ?", (url_id, limit))]
+
     def anchor_links(self, dsts: Sequence[int]) -> Iterator[tuple[int, int, str]]:
         """(src, dst, anchor) of the links to ``dsts`` that may give anchor text: followed, not
         self-links, non-empty anchor, from a page that is not a duplicate.  Ordered by source,
