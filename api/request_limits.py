@@ -7,8 +7,9 @@ Three caps, each with a number in ``api/settings.py``:
   body without one (chunked) is counted as it streams in and refused with a 413 as soon as the
   count passes the cap, so the server never holds more than the cap of one body.
 - **Request head** (line and headers): h11's cap on an incomplete event
-  (``h11_max_incomplete_event_size`` = ``max_header_bytes``); a longer head is a 400 and the
-  connection is closed.  It also bounds the number of headers.
+  (``h11_max_incomplete_event_size`` = ``max_header_bytes``): a head still incomplete past it
+  is a 400 and the connection is closed, which bounds a flood of header lines and their number.
+  (A head that arrives whole within one read of the socket, at most 256 KiB, is parsed.)
 - **Time to send a request** (:class:`DeadlineH11Protocol`, uvicorn's h11 protocol with a
   deadline): a request must arrive whole, head and body, within ``request_read_timeout_s`` of
   its first byte (of the connection, for the first request); a client trickling bytes is
@@ -27,8 +28,11 @@ import json
 from typing import TYPE_CHECKING, Any
 
 import h11
+from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from uvicorn.protocols.http.h11_impl import H11Protocol
+
+from websift.api.errors import error_body
 
 if TYPE_CHECKING:
     import uvicorn
@@ -38,25 +42,25 @@ if TYPE_CHECKING:
 STATUS_TOO_LARGE = 413
 
 
-class BodyTooLarge(Exception):
-    """A request body passed the cap while it was being read (raised into the route's read,
-    turned into a 413 by :class:`BodyLimit`)."""
+class BodyTooLarge(HTTPException):
+    """A request body passed the cap while it was being read: raised into the route's read, so
+    FastAPI passes it on (an HTTPException) and the app's handler answers 413."""
 
-
-def _too_large_body(limit: int) -> bytes:
-    return json.dumps({"error": {
-        "code": "body_too_large",
-        "message": f"the request body is over the limit of {limit} bytes",
-    }}).encode()
+    def __init__(self, limit: int) -> None:
+        super().__init__(STATUS_TOO_LARGE, f"the request body is over the limit of {limit} bytes")
 
 
 class BodyLimit:
-    """Refuse request bodies over ``limit`` bytes with a 413, reading at most ``limit`` of them."""
+    """Refuse request bodies over ``limit`` bytes with a 413, reading at most ``limit`` of them.
+
+    Every 413 closes the connection (``Connection: close``): the rest of the body is never read.
+    Starlette's own ``RequestBodyLimitMiddleware`` answers 413 too but keeps the connection, and
+    uvicorn then reads (and drops) the rest of a declared body to reach the next request.
+    """
 
     def __init__(self, app: ASGIApp, limit: int) -> None:
         self.app = app
         self.limit = limit
-        self.refused = 0  # requests answered 413 (for tests and /metrics-style counting)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -64,45 +68,43 @@ class BodyLimit:
             return
         declared = _content_length(scope)
         if declared is not None and declared > self.limit:
-            await self._refuse(send)
+            await self._refuse(send)  # before the app runs: nothing of the body is read
             return
         seen = 0
-        started = False
+        over = started = False
 
         async def counted_receive() -> Message:
-            nonlocal seen
+            nonlocal seen, over
             message = await receive()
             if message["type"] == "http.request":
                 seen += len(message.get("body", b""))
                 if seen > self.limit:
-                    raise BodyTooLarge
+                    over = True
+                    raise BodyTooLarge(self.limit)
             return message
 
-        async def watched_send(message: Message) -> None:
+        async def closing_send(message: Message) -> None:
             nonlocal started
             if message["type"] == "http.response.start":
                 started = True
+                if over:
+                    message = {**message, "headers": [*message.get("headers", []),
+                                                      (b"connection", b"close")]}
             await send(message)
 
         try:
-            await self.app(scope, counted_receive, watched_send)
-        except BodyTooLarge:
+            await self.app(scope, counted_receive, closing_send)
+        except BodyTooLarge:  # a read outside FastAPI's routes (none answered it)
             if started:
                 raise
             await self._refuse(send)
-        except Exception as exc:  # FastAPI wraps errors of reading a body as a 400 ...
-            if not started and isinstance(exc.__cause__, BodyTooLarge):
-                await self._refuse(send)  # ... which is a 413 here
-                return
-            raise
 
     async def _refuse(self, send: Send) -> None:
-        self.refused += 1
-        body = _too_large_body(self.limit)
+        body = json.dumps(error_body("body_too_large", f"the request body is over the limit "
+                                     f"of {self.limit} bytes")).encode()
         await send({"type": "http.response.start", "status": STATUS_TOO_LARGE, "headers": [
             (b"content-type", b"application/json"),
             (b"content-length", str(len(body)).encode()),
-            # the rest of the body is not read: the connection cannot carry another request
             (b"connection", b"close"),
         ]})
         await send({"type": "http.response.body", "body": body})

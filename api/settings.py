@@ -96,8 +96,8 @@ class Settings(BaseSettings):
         "send it")
 
     # What one connection may send (api/request_limits.py).  A request body over this is
-    # refused with a 413 before more of it is read; a request's head (line and headers) over
-    # ``max_header_bytes`` with a 400 (h11's cap on an incomplete event).
+    # refused with a 413 before more of it is read; a request head (line and headers) still
+    # incomplete past ``max_header_bytes`` with a 400 (h11's cap on an incomplete event).
     max_body_bytes: int = Field(default=1 << 20, ge=1)
     max_header_bytes: int = Field(default=16 * 1024, ge=1024)
     # A request must arrive whole (head and body) within this many seconds of its first byte

@@ -169,6 +169,9 @@ def test_remote_shards_answer_as_the_whole_index(
     assert stats["role"] == "front" and stats["partial"] == 0
     assert all(s["failures"] == {} and s["index_generation"] == 1
                for s in stats["shards"].values())
+    # the shards' addresses and the pid only for the admin token
+    assert sorted(stats["shards"]) == ["shard 1", "shard 2", "shard 3"] and stats["pid"] is None
+    assert sorted(front.get("/stats", headers=ADMIN).json()["shards"]) == sorted(shard_servers)
 
 
 def test_a_shard_down_gives_partial_results_not_an_error(
