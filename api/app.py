@@ -43,6 +43,7 @@ from websift.api.routes import (
     metrics,
     pages,
     recrawl,
+    removals,
     search,
     shard,
     stats,
@@ -140,6 +141,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     else:
         app.include_router(pages.build_router(settings))
         app.include_router(topics.build_router())
+        app.include_router(removals.build_router())
         app.include_router(recrawl.build_router(settings))
         app.include_router(stats.build_router())
         app.include_router(metrics.build_router())

@@ -24,7 +24,8 @@ _ERROR_MEANINGS = {
     400: "the query or URL cannot be understood",
     401: "no bearer token",
     403: "wrong token, or admin endpoints disabled",
-    404: "no such page or topic",
+    404: "no such page, topic or removal",
+    409: "the removal was already undone",
     413: "the request body is over the server's limit (max_body_bytes)",
     422: "a parameter breaks a rule or a cap",
     503: "no index yet, or the data directory is unreadable",
@@ -276,3 +277,32 @@ class Health(BaseModel):
     status: str
     index_generation: int | None
     ranks_generation: int | None
+
+
+class RemovalIn(BaseModel):
+    """One of ``url``, ``host``, ``pattern``: what to take out of search and out of the crawl."""
+
+    url: str | None = Field(default=None, max_length=2048, description="one page's URL")
+    host: str | None = Field(default=None, max_length=255,
+                             description="a host name: its pages and its subdomains' pages")
+    pattern: str | None = Field(default=None, max_length=2048,
+                                description="a regular expression searched in each URL")
+    reason: str = Field(default="", max_length=1000, description="why, for the log")
+
+
+class RemovalOut(BaseModel):
+    id: int
+    kind: str = Field(description="url, host or pattern")
+    value: str = Field(description="the canonical URL, the host, or the regular expression")
+    who: str = Field(description="'cli' or 'api:admin'")
+    created: float
+    reason: str
+    active: bool = Field(description="false once undone")
+    undone: float | None = None
+    undone_by: str | None = None
+    pages_reindexed: int | None = Field(
+        default=None, description="on undo: pages queued to be indexed again")
+
+
+class RemovalList(BaseModel):
+    removals: list[RemovalOut]

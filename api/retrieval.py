@@ -220,8 +220,8 @@ def cache_lookup(
 ) -> Outcome | None:
     """The cached answer to ``req`` on this snapshot with these settings, or None.
 
-    The key holds the generations and every input, so a reload or a topic change never serves
-    an older answer.  Cheap: the JSON route calls it on the event loop.
+    The key holds the generations, the removal rules and every input, so a reload, a removal
+    or a topic change never serves an older answer.  Cheap: the JSON route calls it on the event loop.
     """
     started = time.perf_counter()
     hit = cache.get(_cache_key(snap, req, settings))
@@ -288,8 +288,8 @@ def search_and_cache(
 
 
 def _cache_key(snap: Snapshot, req: SearchRequest, settings: Settings) -> Hashable:
-    return (snap.index_generations, snap.ranks_generation, req, settings.fusion,
-            settings.static_score)
+    return (snap.index_generations, snap.ranks_generation, snap.removals_key, req,
+            settings.fusion, settings.static_score)
 
 
 def _ranked_hits(hits: list[Hit], view: RankView | None, choice: StaticChoice) -> list[RankedHit]:

@@ -27,8 +27,8 @@ class Settings(BaseSettings):
 
     data: Path = Field(default_factory=default_data_dir, description="the data directory")
     admin_token: SecretStr | None = Field(
-        default=None, description="bearer token for POST/DELETE /topics and /stats' private "
-        "part; unset = disabled"
+        default=None, description="bearer token for POST/DELETE /topics, /admin/removals and "
+        "/stats' private part; unset = disabled"
     )
     host: str = "127.0.0.1"
     port: int = 8000

@@ -41,6 +41,7 @@ from websift.store.views import StoreReader
 
 EXIT_FORCED = 130  # a crawl stopped by a second signal (requests in flight abandoned)
 EXIT_NO_SEED = 1  # every seed failed and nothing was fetched (crawler/seeds.py)
+EXIT_FRONTIER_DATA_LOST = 1  # the shared frontier lost its data mid-crawl (redis_frontier.py)
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -240,6 +241,14 @@ def _finish(summary: dict[str, object], quiet: bool) -> int:
         )
 
         print_summary(summary)
+    if summary.get("frontier_data_lost"):
+        # not a setup error: the crawl failed; its shard is sound and kept as it is
+        print(f"websift crawl: error: {summary.get('frontier_lost')}; this crawler's pages are "
+              f"committed (URL IDs up to {summary.get('url_ids_up_to')}): keep this --data as "
+              "it is; to crawl on, make a new frontier above every crawler's IDs (`websift "
+              "frontier init --ids-above N` on an empty Redis, N the highest 'up to' of all "
+              "crawlers) and give each crawler a fresh --data", file=sys.stderr)
+        return EXIT_FRONTIER_DATA_LOST
     if summary.get("finish_reason") == "frontier_lost":
         raise FrontierLost(f"{summary.get('frontier_lost')}; this crawler's batch is committed: "
                            "run the same command again to resume")

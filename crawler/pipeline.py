@@ -232,6 +232,10 @@ class PageRecorder:
                     entered.append((uid, link.hops))
         return entered
 
+    def forget_verdicts(self) -> None:
+        """Judge every URL met again (the scope changed: removals came or went)."""
+        self._seen.clear()
+
     def _remember(self, url: str, uid: int, reason: str | None) -> None:
         if reason == "depth":
             return

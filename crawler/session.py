@@ -124,7 +124,8 @@ class CrawlSession:
                                        clock=clock,
                                        min_refetch_interval=config.min_refetch_interval,
                                        lease_ttl=config.frontier_lease,
-                                       max_hosts=config.frontier_hosts)
+                                       max_hosts=config.frontier_hosts,
+                                       scope=config.scope)
             except BaseException:
                 self.store.close()
                 raise
@@ -175,6 +176,9 @@ class CrawlSession:
         # the live figures commit with every batch (and so does the OPIC state they describe)
         self.batch.before_commit.append(self.publish_live)
         self.batch.after_commit.append(self.frontier.after_commit)
+        # the operator's removals: read now and again after every commit (crawler/scope.py)
+        self.reload_removals()
+        self.batch.after_commit.append(self.reload_removals)
         self.closed = False
         # why Scrapy could not be used (e.g. a missing internal), raised once Scrapy has stopped
         self.start_refused: WebsiftError | None = None
@@ -187,6 +191,17 @@ class CrawlSession:
         if reason is not None:
             return reason
         return self.addresses.reason(host_of(url), port_of(url))
+
+    def reload_removals(self) -> None:
+        """Take the removal rules in force now (``websift remove`` writes them into the store
+        while the crawl runs): one small read per batch commit (and per live-figures update
+        of a crawl that commits nothing, crawler/settings.py LIVE_EVERY); a change drops the recorder's
+        remembered scope verdicts, so a URL removed or restored is judged again."""
+        rules = self.store.removal_rules()
+        if rules.key != self.scope.removals.key:
+            self.scope.removals = rules
+            self.recorder.forget_verdicts()
+            self.stats["removals/reloads"] += 1
 
     def _settle_addresses(self) -> None:
         """Take the DNS threads' answers: links parked for a host enter the frontier or are
@@ -321,6 +336,10 @@ class CrawlSession:
                 continue
             if self.pages_per_host[host_id] >= self.config.max_pages_per_host:
                 self._drop_host(host_id, "host_page_limit")
+                continue
+            if self.scope.removals.hosts and self.scope.removals.host_removed(
+                    host_of(slot.origin)):  # not even its robots.txt is fetched
+                self._drop_host(host_id, "scope_removed")
                 continue
             at = self.politeness.ready_at(slot)
             if at is None or robots.state is RobotsState.FETCHING:
@@ -579,6 +598,7 @@ class CrawlSession:
             "errors": errors,
             "frontier": frontier,
             "virtual_cash": float(frontier.get("virtual_cash", 0.0)),
+            "removals": len(self.scope.removals.removals),  # rules in force (crawler/scope.py)
         }
 
     def publish_live(self) -> None:
@@ -597,8 +617,9 @@ class CrawlSession:
         if self.frontier.lost is not None:
             self.request_stop("frontier_lost")
         if self.batch.due():
-            self.batch.commit()  # writes the figures (before_commit)
+            self.batch.commit()  # writes the figures (before_commit), then reloads removals
         elif self.clock() - self.live_at >= S.LIVE_EVERY:
+            self.reload_removals()  # a crawl that waits takes them too
             self.publish_live()
 
     def summary(self, reason: str) -> dict[str, Any]:
@@ -641,6 +662,9 @@ class CrawlSession:
         summary = self.summary(reason)
         if self.frontier.lost is not None:
             summary["frontier_lost"] = self.frontier.lost
+            if getattr(self.frontier, "data_lost", False):  # gone, not just unreachable
+                summary["frontier_data_lost"] = True
+                summary["url_ids_up_to"] = self.store.max_url_id()
         failed = failed_seeds(self.store, self.seeds, self.robots_failures.get, self.stats)
         if failed:
             summary["seeds_failed"] = failed

@@ -56,6 +56,7 @@ from websift.indexer.manifest import Manifest, read_manifest, verify_segment
 from websift.indexer.manifest import current_generation as _manifest_generation
 from websift.indexer.postings import Norms, PostingStore, QueryPostings
 from websift.indexer.query import ParsedQuery, parse_query
+from websift.indexer.removal_masks import removal_masks
 from websift.indexer.segment import SegmentReader, query_settings
 from websift.indexer.settings import (
     DEFAULT_K,
@@ -71,6 +72,7 @@ from websift.indexer.settings import (
 )
 from websift.indexer.snippet import PageText, SnippetMaker, read_text
 from websift.indexer.topk import Plan, proximity_bonus, top_text
+from websift.store.removals import RemovalRules
 
 Prior = Callable[[np.ndarray], np.ndarray]
 _DEFS = FIELDS.index("defs")  # the field a page's fragments are indexed in
@@ -182,9 +184,12 @@ class Searcher:
 
     def __init__(self, manifest: Manifest, segments: list[SegmentReader],
                  settings: BM25FSettings | None = None, *,
-                 site_cache_bytes: int | None = None, shards: Sequence[Shard] = ()) -> None:
+                 site_cache_bytes: int | None = None, shards: Sequence[Shard] = (),
+                 removals: RemovalRules | None = None) -> None:
         """``manifest`` and ``segments``: one index; or ``shards`` (then those two are the first
-        shard's, kept for callers that rebuild a searcher with other settings)."""
+        shard's, kept for callers that rebuild a searcher with other settings).  ``removals``:
+        the operator's rules in force; the documents they cover are not live
+        (indexer/removal_masks.py)."""
         self.shards = list(shards) or [Shard(None, manifest, segments)]
         self.manifest = self.shards[0].manifest
         self.generations = tuple(s.manifest.generation for s in self.shards)
@@ -197,6 +202,14 @@ class Searcher:
         self.index_settings = query_settings(self.segments)
         self.analyzer = Analyzer.of(self.index_settings)
         self.live = shard_live_masks(self.shards)
+        self.removals = removals or RemovalRules()
+        self.removed_docs = 0  # live documents the removals take out
+        if self.removals:
+            gone = removal_masks(self.segments, self.removals)
+            self.removed_docs = int(sum(int((m & g).sum()) for m, g in zip(self.live, gone,
+                                                                          strict=True)))
+            self.live = [m & ~g for m, g in zip(self.live, gone, strict=True)]
+        self._site_cache_bytes = site_cache_bytes
         self.n_docs = int(sum(int(m.sum()) for m in self.live))
         sums = np.zeros(N_FIELDS, dtype=np.float64)
         for seg, live in zip(self.segments, self.live, strict=True):
@@ -226,15 +239,24 @@ class Searcher:
     # ------------------------------------------------------------------ opening
     @classmethod
     def open(cls, data: DataDir, settings: BM25FSettings | None = None,
-             verify: bool = True, *, site_cache_bytes: int | None = None) -> Searcher:
+             verify: bool = True, *, site_cache_bytes: int | None = None,
+             removals: RemovalRules | None = None) -> Searcher:
         """Open the generation the manifest names now; IndexMissing / IndexCorrupt."""
         shard = open_shard(data.index_dir, verify)
-        return cls(shard.manifest, shard.segments, settings, site_cache_bytes=site_cache_bytes)
+        return cls(shard.manifest, shard.segments, settings, site_cache_bytes=site_cache_bytes,
+                   removals=removals)
+
+    def with_removals(self, removals: RemovalRules) -> Searcher:
+        """This searcher's segments (nothing opened again) under other removal rules."""
+        return Searcher(self.manifest, self.segments, self.settings,
+                        site_cache_bytes=self._site_cache_bytes, shards=self.shards,
+                        removals=removals)
 
     @classmethod
     def open_shards(cls, index_dirs: Sequence[Path], settings: BM25FSettings | None = None,
                     verify: bool = True, *, site_cache_bytes: int | None = None,
-                    reuse: Sequence[Shard] = ()) -> Searcher:
+                    reuse: Sequence[Shard] = (), removals: RemovalRules | None = None
+                    ) -> Searcher:
         """Open the live generation of each index directory as one searcher (module docstring).
 
         ``reuse``: shards of a previous searcher; one whose directory still names the same
@@ -250,7 +272,7 @@ class Searcher:
             else:
                 shards.append(open_shard(index_dir, verify))
         return cls(shards[0].manifest, shards[0].segments, settings,
-                   site_cache_bytes=site_cache_bytes, shards=shards)
+                   site_cache_bytes=site_cache_bytes, shards=shards, removals=removals)
 
     def doc_count(self) -> int:
         return self.n_docs

@@ -8,6 +8,7 @@ docs / drops / per-host bitmaps.  A segment is immutable, so the reader never se
 
 from __future__ import annotations
 
+import itertools
 import zlib
 from bisect import bisect_left
 from collections.abc import Sequence
@@ -200,6 +201,14 @@ class SegmentReader:
         if not sep:
             raise IndexCorrupt(f"segment {self.name}: stored document {ordinal} is corrupt")
         return {"url": url, "title": title}
+
+    def urls(self) -> list[str]:
+        """The URL of every document, in ordinal order (one pass over the stored heads)."""
+        blob = self._head.tobytes()
+        offsets = self._head_off.tolist()
+        sep = SEP.encode()
+        return [blob[a:b].partition(sep)[0].decode("utf-8", "surrogatepass")
+                for a, b in itertools.pairwise(offsets)]
 
     def text_blob(self, ordinal: int) -> bytes:
         """The stored (compressed) snippet text, as written."""

@@ -34,6 +34,7 @@ from typing import Any, Self
 import numpy as np
 
 from websift.core.errors import StoreError
+from websift.store.removals import KINDS, Removal, matching_ids
 from websift.store.schema import (
     DISALLOWED,
     DISCOVERED,
@@ -171,6 +172,43 @@ class CrawlStore(StoreReader):
         seq = int(self.get_meta("seq", "0") or 0) + 1
         self.set_meta("seq", str(seq))
         return seq
+
+    # ------------------------------------------------------------------ removals
+    def add_removal(self, kind: str, value: str, who: str, reason: str = "") -> Removal:
+        """Record a removal in force from now (the caller has normalised ``value``)."""
+        if kind not in KINDS:
+            raise StoreError(f"unknown removal kind {kind!r} (one of {', '.join(KINDS)})")
+        with self.transaction():
+            cur = self._conn.execute(
+                "INSERT INTO removals(kind, value, who, created, reason) VALUES (?, ?, ?, ?, ?)",
+                (kind, value, who, time.time(), reason))
+            rid = int(cur.lastrowid or 0)
+        found = self.removal(rid)
+        assert found is not None
+        return found
+
+    def undo_removal(self, removal_id: int, who: str) -> tuple[Removal, int]:
+        """Put a removal out of force.  The pages it covered get a new ``seq``, so the next
+        indexing run indexes them again (it dropped them).  Returns the row and that count."""
+        with self.transaction():
+            rule = self.removal(removal_id)
+            if rule is None:
+                raise StoreError(f"no removal {removal_id}; 'websift removed' lists them")
+            if not rule.active:
+                raise StoreError(f"removal {removal_id} was already undone")
+            self._conn.execute("UPDATE removals SET active=0, undone=?, undone_by=? WHERE id=?",
+                               (time.time(), who, removal_id))
+            ids = matching_ids(rule, self.urls())
+            if ids:
+                seq = self.next_seq()
+                for lo in range(0, len(ids), 500):
+                    chunk = ids[lo : lo + 500]
+                    self._conn.execute(
+                        f"UPDATE urls SET seq=? WHERE id IN ({','.join('?' * len(chunk))})",
+                        [seq, *chunk])
+        undone = self.removal(removal_id)
+        assert undone is not None
+        return undone, len(ids)
 
     # ------------------------------------------------------------------ hosts
     def host_id(self, origin: str) -> int:

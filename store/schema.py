@@ -16,7 +16,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-SCHEMA_VERSION = 2  # 2: urls.opic_level and urls.opic_flags (lazy OPIC dividends)
+SCHEMA_VERSION = 3  # 3: the removals table; 2: urls.opic_level and urls.opic_flags (lazy OPIC)
 
 # Page status values (urls.status).
 DISCOVERED = "discovered"  # known from a link or a seed, never fetched
@@ -37,6 +37,21 @@ META_LEVELS = ("opic_level_refresh", "opic_level_discovery", "opic_level_focus")
 OPIC_READ = 1  # read at least once: out of the unread (discovery) class
 OPIC_DEAD = 2  # failed for good: in no class
 OPIC_FOCUS = 4  # one of the focus pages
+
+# Operator removals (store/removals.py): pages taken out of search and out of the crawl's scope.
+REMOVALS_TABLE = """
+CREATE TABLE IF NOT EXISTS removals (
+    id        INTEGER PRIMARY KEY,
+    kind      TEXT NOT NULL,              -- 'url', 'host' or 'pattern'
+    value     TEXT NOT NULL,              -- canonical URL, host name, or regular expression
+    who       TEXT NOT NULL,              -- 'cli', or 'api:admin' (the admin token)
+    created   REAL NOT NULL,              -- unix time
+    reason    TEXT NOT NULL DEFAULT '',
+    active    INTEGER NOT NULL DEFAULT 1, -- 0 once undone
+    undone    REAL,                       -- unix time of the undo
+    undone_by TEXT
+);
+"""
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (
@@ -107,7 +122,7 @@ CREATE TABLE IF NOT EXISTS crawls (
     finished REAL,
     summary  TEXT                      -- JSON: counts by outcome and by failure reason
 );
-"""
+""" + REMOVALS_TABLE
 
 
 # In-place upgrades: version -> the SQL that brings the previous version to it.
@@ -124,6 +139,8 @@ UPDATE urls SET opic_flags = CASE
     ELSE {OPIC_READ} END
 WHERE g_last IS NOT NULL;
 """,
+    # operator removals (websift remove; store/removals.py): the table alone, nothing to convert
+    3: REMOVALS_TABLE,
 }
 
 

@@ -25,6 +25,13 @@ Cases (issue 'Reliability and security'):
   (413 after at most the cap is read); a search answered the same before and after each.
 - hostile-headers: ``websift crawl`` of a page answering with 300 MB of response headers:
   counted too_large, fetched once, the crawler's peak memory bounded.
+- redis-restart-empty: a crawl on a shared frontier (``--frontier redis://``, a real
+  redis-server with no persistence) whose Redis is restarted empty mid-crawl: the crawler
+  stops at once with one line and exit 1, its store sound with every page it committed, no
+  URL ID given twice, nothing written into the empty Redis; a new frontier made with
+  ``frontier init --ids-above N`` and a fresh --data crawl on above the old shard's IDs.
+- redis-two-scopes: two crawls with different scopes on one frontier: the second is refused
+  with one line naming the difference (exit 2) before any fetch; the first crawls on (exit 0).
 """
 
 from __future__ import annotations
@@ -49,6 +56,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from testkit.testweb import StaticSite
+from testkit.waiting import wait_for
 from websift.api.demo import ROBOTS_TXT, build_site
 from websift.core.datadir import DataDir
 from websift.core.errors import StoreError
@@ -642,6 +650,111 @@ def hostile_headers(f: Faults) -> None:
              code == 1 and too_large == 1 and len(sent) == 1 and peak < CRAWLER_RSS_BOUND)
 
 
+class SharedFrontier:
+    """The two shared-frontier cases (a real redis-server, testkit/redis_server.py)."""
+
+    def __init__(self, faults: Faults) -> None:
+        self.f = faults
+
+    def crawl(self, data: Path, url: str, *extra: str) -> subprocess.Popen[str]:
+        return subprocess.Popen(
+            websift_cmd("crawl", *self.f.crawl_args, "--data", str(data), "--frontier", url,
+                        *extra),
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=_env(), cwd=REPO)
+
+    def restart_empty(self) -> None:
+        from testkit.redis_server import RedisServer
+        from websift.crawler.redis_admin import connect, frontier_status
+
+        f = self.f
+        srv = RedisServer(f.fresh("redis-restart"))
+        try:
+            data = f.fresh("redis-shard")
+            f.site.web.clear()
+            proc = self.crawl(data, srv.url())
+            wait_for(lambda: len(f.site.web.entries()) >= 30 or proc.poll() is not None,
+                     "the crawl to be under way", timeout=120)
+            srv.restart()
+            restarted = time.monotonic()
+            _, err = proc.communicate(timeout=300)
+            took = time.monotonic() - restarted
+            lines = err.strip().splitlines()
+            problems: list[str] = []
+            if proc.returncode != 1:
+                problems.append(f"exit {proc.returncode}")
+            if len(lines) != 1 or "lost its data" not in err:
+                problems.append(f"stderr {err.strip()[-200:]!r}")
+            if "UNIQUE" in err:
+                problems.append("UNIQUE constraint errors")
+            if srv.client.dbsize():
+                problems.append(f"{srv.client.dbsize()} keys written into the empty Redis")
+            served = served_pages(f.site)
+            with StoreReader.open(data / "crawl.sqlite3") as store:
+                sound = store.check_integrity()
+                stored = {p.url for p in store.pages(FETCHED)}
+                high = store.max_url_id()
+            if sound is not None:
+                problems.append(sound)
+            in_flight = len(served - stored)  # served while the crawler stopped, not committed
+            if in_flight > 4:  # --concurrency-per-host 4 on one site
+                problems.append(f"{in_flight} served pages not stored")
+            # recovery: a new frontier above the shard's IDs, a fresh --data
+            done = run("frontier", "init", "--frontier", srv.url(), "--ids-above", str(high))
+            fresh = f.fresh("redis-shard-2")
+            f.site.web.clear()
+            again = self.crawl(fresh, srv.url())
+            _, err2 = again.communicate(timeout=600)
+            with StoreReader.open(fresh / "crawl.sqlite3") as store:
+                low = int(store.url_ids().min())
+            if done.returncode != 0 or again.returncode != 0:
+                problems.append(f"recovery: init {done.returncode}, crawl {again.returncode} "
+                                f"{err2.strip()[-200:]}")
+            problem = check_store(fresh, served_pages(f.site))
+            if problem or low <= high:
+                problems.append(f"recovery: {problem or ''} lowest new ID {low} <= {high}")
+            total = frontier_status(connect(srv.url()))["cash"]["total"]  # quiet: still 1
+            if abs(total - 1.0) > 1e-9:
+                problems.append(f"new frontier's cash {total!r}")
+            f.record("redis-restart-empty",
+                     "exit 1, one line, store sound, no ID reused; recovery crawls on",
+                     f"exit {proc.returncode} {took:.1f}s after the restart; {len(stored)} "
+                     f"pages committed, {in_flight} served during the stop not stored; IDs up to {high}, "
+                     f"recovery's from {low}" + (f"; {'; '.join(problems)}" if problems else ""),
+                     not problems)
+        finally:
+            srv.stop()
+
+    def two_scopes(self) -> None:
+        from testkit.redis_server import RedisServer
+
+        f = self.f
+        srv = RedisServer(f.fresh("redis-scopes"))
+        try:
+            f.site.web.clear()
+            fenced = self.crawl(f.fresh("redis-fenced"), srv.url(), "--fence", "/[a-m][^/]*$")
+            wait_for(lambda: bool(f.site.web.entries()) or fenced.poll() is not None,
+                     "the fenced crawl to be under way", timeout=60)
+            seen = len(f.site.web.entries())
+            full = self.crawl(f.fresh("redis-full"), srv.url())
+            _, err = full.communicate(timeout=120)
+            _, err_fenced = fenced.communicate(timeout=600)
+            problems = []
+            if full.returncode != 2 or len(err.strip().splitlines()) != 1 \
+                    or "fences" not in err:
+                problems.append(f"second crawl: exit {full.returncode} {err.strip()[-200:]!r}")
+            if fenced.returncode != 0:
+                problems.append(f"first crawl: exit {fenced.returncode} {err_fenced[-200:]}")
+            fetched = len(f.site.web.entries())
+            if fetched <= seen:
+                problems.append("the first crawl stopped")
+            f.record("redis-two-scopes", "second scope refused, one line, exit 2; first exit 0",
+                     f"second exit {full.returncode}: {err.strip()[:120]}...; first exit "
+                     f"{fenced.returncode}, {fetched} requests"
+                     + (f"; {'; '.join(problems)}" if problems else ""), not problems)
+        finally:
+            srv.stop()
+
+
 CASES: dict[str, Callable[[Faults, argparse.Namespace], None]] = {
     "crawl-kill": lambda f, a: f.crawl_kill(),
     "index-kill": lambda f, a: f.index_kill(),
@@ -651,6 +764,8 @@ CASES: dict[str, Callable[[Faults, argparse.Namespace], None]] = {
     "api-churn": lambda f, a: f.api_churn(a.replacements),
     "hostile-clients": lambda f, a: hostile_clients(f),
     "hostile-headers": lambda f, a: hostile_headers(f),
+    "redis-restart-empty": lambda f, a: SharedFrontier(f).restart_empty(),
+    "redis-two-scopes": lambda f, a: SharedFrontier(f).two_scopes(),
 }
 
 
