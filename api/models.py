@@ -26,6 +26,7 @@ _ERROR_MEANINGS = {
     403: "wrong token, or admin endpoints disabled",
     404: "no such page, topic or removal",
     409: "the removal was already undone",
+    413: "the request body is over the server's limit (max_body_bytes)",
     422: "a parameter breaks a rule or a cap",
     503: "no index yet, or the data directory is unreadable",
 }
@@ -251,9 +252,12 @@ class LiveCrawl(BaseModel):
 
 
 class Stats(BaseModel):
+    redacted: bool = Field(
+        default=False, description="true unless the admin token was sent: pid, the crawl run's "
+        "scope, seeds and settings, its process ID and the frontier's crawlers are left out")
     pid: int | None = Field(
         default=None, description="the process that answered (websift serve --workers N: one "
-        "of N)")
+        "of N); with the admin token only")
     pages: int = Field(description="URLs in the crawl store, fetched or not (the same as "
                        "urls; kept for older clients)")
     urls: int = Field(default=0, description="URLs in the crawl store: fetched_pages, "

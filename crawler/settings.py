@@ -39,6 +39,11 @@ DEFAULT_MAX_DEPTH = 16  # link hops from a seed (--max-depth)
 MAX_PAGES_PER_HOST = 20000  # spider-trap limit: pages fetched per host in one run
 DOWNLOAD_MAXSIZE = 8 * 1024 * 1024  # bytes; a larger response is aborted, counted 'too_large'
 DOWNLOAD_WARNSIZE = 0  # Scrapy's warning threshold (0: off; the cap above is what counts)
+# A response's status line and headers: at most this many bytes and header lines (a larger head
+# drops the connection and counts 'too_large'; crawler/http_client.py).  Browsers stop near
+# 256 KiB; real pages' heads are a few KiB.
+MAX_RESPONSE_HEAD_BYTES = 256 * 1024
+MAX_RESPONSE_HEADERS = 500
 DOWNLOAD_TIMEOUT = 20.0  # seconds per request
 MAX_REDIRECTS = 5  # redirect hops from the URL a link named; more counts 'too_many_redirects'
 CONCURRENT_REQUESTS = 64  # total in flight over all hosts (Scrapy's global cap)

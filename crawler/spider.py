@@ -27,6 +27,7 @@ from scrapy.http import HtmlResponse, Response, TextResponse
 from twisted.internet import defer, error
 from twisted.python.failure import Failure
 
+from websift.crawler.http_client import ResponseHeadTooLarge
 from websift.crawler.meta import META_KEY, FetchMeta, fetch_meta
 from websift.crawler.pipeline import Fetched
 from websift.crawler.resolver import GuardedResolver
@@ -39,7 +40,7 @@ _FAILURE_REASONS: tuple[tuple[tuple[type[BaseException], ...], str], ...] = (
     ((DownloadTimeoutError, error.TimeoutError, defer.TimeoutError), "timeout"),
     ((CannotResolveHostError, error.DNSLookupError), "dns"),
     ((DownloadConnectionRefusedError, error.ConnectionRefusedError), "connection_refused"),
-    ((DownloadCancelledError, defer.CancelledError), "too_large"),
+    ((DownloadCancelledError, defer.CancelledError, ResponseHeadTooLarge), "too_large"),
     ((ResponseDataLossError,), "data_loss"),
     ((DownloadFailedError, error.ConnectionLost, error.ConnectionDone), "connection_failed"),
     ((IgnoreRequest,), "ignored"),

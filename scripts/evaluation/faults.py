@@ -20,6 +20,11 @@ Cases (issue 'Reliability and security'):
   reported, skipped or refused; never served as garbage.
 - api-churn: ``websift serve`` under constant queries while ``websift index`` and ``websift
   rank`` replace their output N times: no failed request.
+- hostile-clients: ``websift serve`` against a client trickling its request head (cut at the
+  read deadline), a flood of request headers (400), a 300 MB body declared and one chunked
+  (413 after at most the cap is read); a search answered the same before and after each.
+- hostile-headers: ``websift crawl`` of a page answering with 300 MB of response headers:
+  counted too_large, fetched once, the crawler's peak memory bounded.
 - redis-restart-empty: a crawl on a shared frontier (``--frontier redis://``, a real
   redis-server with no persistence) whose Redis is restarted empty mid-crawl: the crawler
   stops at once with one line and exit 1, its store sound with every page it committed, no
@@ -53,6 +58,7 @@ from pathlib import Path
 from testkit.testweb import StaticSite
 from testkit.waiting import wait_for
 from websift.api.demo import ROBOTS_TXT, build_site
+from websift.core.datadir import DataDir
 from websift.core.errors import StoreError
 from websift.store.schema import FETCHED
 from websift.store.views import StoreReader
@@ -483,6 +489,167 @@ class Faults:
             server.wait(timeout=30)
 
 
+# ----------------------------------------------------------------------------- hostile peers
+FLOOD = 300 * 1024 * 1024  # bytes a hostile client or server offers to send
+READ_TIMEOUT_S = 10.0  # websift serve's request_read_timeout_s default (api/settings.py)
+SLACK_S = 5.0
+CRAWLER_RSS_BOUND = 400 * 1024 * 1024
+
+
+def _offer(sock: socket.socket, piece: bytes) -> int:
+    """Send ``piece`` over and over until ``FLOOD`` bytes or the peer hangs up; bytes sent."""
+    sent = 0
+    try:
+        while sent < FLOOD:
+            sent += sock.send(piece)
+    except OSError:
+        pass  # the server closed the connection: what this measures
+    return sent
+
+
+def _status(sock: socket.socket) -> int | None:
+    try:
+        line = sock.makefile("rb").readline()
+        return int(line.split(b" ", 2)[1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _trickle_until_closed(port: int) -> float | None:
+    """Seconds until the server closed a connection sent one header byte every 0.5 s."""
+    head = b"GET /healthz HTTP/1.1\r\nhost: x\r\nx-slow: " + b"s" * 200
+    with socket.create_connection(("127.0.0.1", port), timeout=0.5) as sock:
+        started = time.monotonic()
+        for byte in head:
+            try:
+                sock.send(bytes([byte]))
+                if sock.recv(1) == b"":
+                    return time.monotonic() - started
+            except TimeoutError:
+                continue  # open still: the next byte after the recv timeout's half second
+            except OSError:
+                return time.monotonic() - started
+    return None
+
+
+def _serve_head_flood(sock: socket.socket, stop: threading.Event, sent: list[int]) -> None:
+    """Answer robots.txt 404 and every other request with endless 1 KiB header lines."""
+    line = b"x-pad: " + b"p" * 1015 + b"\r\n"
+    while not stop.is_set():
+        try:
+            conn, _ = sock.accept()
+        except OSError:
+            return
+        with conn:
+            request = conn.recv(65536)
+            if b" /robots.txt " in request:
+                conn.sendall(b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n")
+                continue
+            sent.append(0)
+            sent[-1] = _offer(conn, b"HTTP/1.1 200 OK\r\n" + line * 64)
+
+
+def _peak_rss(child: subprocess.Popen[str], timeout: float) -> int:
+    import psutil
+
+    proc, peak, deadline = psutil.Process(child.pid), 0, time.monotonic() + timeout
+    while child.poll() is None and time.monotonic() < deadline:
+        try:
+            peak = max(peak, proc.memory_info().rss)
+        except psutil.Error:
+            break
+        try:
+            child.wait(timeout=0.05)
+        except subprocess.TimeoutExpired:
+            continue
+    return peak
+
+
+def hostile_clients(f: Faults) -> None:
+    data = f.copy(f.base_two_generations(), "hostile-clients")
+    port = free_port()
+    server = subprocess.Popen(websift_cmd("serve", "--data", str(data), "--port", str(port)),
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=_env(),
+                              cwd=REPO)
+    base_url = f"http://127.0.0.1:{port}"
+
+    def search() -> str:
+        with urllib.request.urlopen(f"{base_url}/search?q=json+encoder", timeout=30) as r:
+            return json.dumps([h["url"] for h in json.loads(r.read())["results"]])
+
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                before = search()
+                break
+            except (urllib.error.URLError, ConnectionError):
+                if server.poll() is not None or time.monotonic() > deadline:
+                    raise SystemExit("faults: websift serve did not start") from None
+                time.sleep(0.1)  # polling a starting server; not a test
+
+        def after(case: str, expected: str, observed: str, ok: bool) -> None:
+            same = search() == before
+            f.record(case, expected + "; search answers the same after",
+                     observed + ("" if same else "; SEARCH CHANGED"), ok and same)
+
+        closed = _trickle_until_closed(port)
+        after("slow-header-client", f"closed within {READ_TIMEOUT_S:g} s (+{SLACK_S:g} s)",
+              "never closed" if closed is None else f"closed after {closed:.1f} s",
+              closed is not None and closed < READ_TIMEOUT_S + SLACK_S)
+        with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+            sock.sendall(b"GET /healthz HTTP/1.1\r\nhost: x\r\n")
+            sent = _offer(sock, (b"x-pad: " + b"p" * 1000 + b"\r\n") * 16)
+            status = _status(sock)
+        after("request-header-flood", "400, connection closed early",
+              f"{status}, {sent / 2**20:.1f} MiB sent of {FLOOD >> 20}", status == 400
+              and sent < FLOOD // 10)
+        for chunked in (False, True):
+            framing = b"transfer-encoding: chunked" if chunked else b"content-length: %d" % FLOOD
+            piece = b"x" * 65536
+            if chunked:
+                piece = b"%x\r\n" % len(piece) + piece + b"\r\n"
+            with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+                sock.sendall(b"POST /topics HTTP/1.1\r\nhost: x\r\n" + framing + b"\r\n\r\n")
+                sent = _offer(sock, piece)
+                status = _status(sock)
+            after(f"body-flood-{'chunked' if chunked else 'declared'}",
+                  "413 before the body is read", f"{status}, {sent / 2**20:.1f} MiB sent of "
+                  f"{FLOOD >> 20}", status == 413 and sent < FLOOD // 10)
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+def hostile_headers(f: Faults) -> None:
+    data = f.fresh("hostile-headers")
+    listener = socket.create_server(("127.0.0.1", 0))
+    stop, sent = threading.Event(), []
+    thread = threading.Thread(target=_serve_head_flood, args=(listener, stop, sent), daemon=True)
+    thread.start()
+    url = f"http://127.0.0.1:{listener.getsockname()[1]}/"
+    try:
+        child = subprocess.Popen(websift_cmd("crawl", url, "--data", str(data), "--allow-private",
+                                             "--delay", "0", "--max-pages", "1", "--quiet"),
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                                 env=_env(), cwd=REPO)
+        peak = _peak_rss(child, 120)
+        code = child.wait(30)
+    finally:
+        stop.set()
+        listener.close()
+    with StoreReader.open(DataDir.open(data).store_path) as store:
+        last = store.last_crawl()
+    counts = json.loads(last[3])["counts"] if last and last[3] else {}
+    too_large = counts.get("failure/too_large", 0)
+    f.record("hostile-response-headers",
+             f"exit 1 (its one seed failed), too_large, fetched once, peak RSS < "
+             f"{CRAWLER_RSS_BOUND >> 20} MiB",
+             f"exit {code}, too_large {too_large}, requests {len(sent)}, "
+             f"{(sent[0] if sent else 0) / 2**20:.1f} MiB sent, peak RSS {peak >> 20} MiB",
+             code == 1 and too_large == 1 and len(sent) == 1 and peak < CRAWLER_RSS_BOUND)
+
+
 class SharedFrontier:
     """The two shared-frontier cases (a real redis-server, testkit/redis_server.py)."""
 
@@ -595,6 +762,8 @@ CASES: dict[str, Callable[[Faults, argparse.Namespace], None]] = {
     "disk-full": lambda f, a: f.disk_full(),
     "corrupt": lambda f, a: f.corrupt(),
     "api-churn": lambda f, a: f.api_churn(a.replacements),
+    "hostile-clients": lambda f, a: hostile_clients(f),
+    "hostile-headers": lambda f, a: hostile_headers(f),
     "redis-restart-empty": lambda f, a: SharedFrontier(f).restart_empty(),
     "redis-two-scopes": lambda f, a: SharedFrontier(f).two_scopes(),
 }
