@@ -9,7 +9,8 @@ unexpected, has the body ``{"error": {"code": ..., "message": ...}}``.
 With ``settings.shards`` naming data directories, the holder searches their indexes as one
 (``--ranks`` or the first shard gives the ranks, crawl store and topics); naming URLs of other
 ``websift serve`` processes, the application is a front server: no holder, searches fanned out
-(``api/fanout.py``), and only ``/search``, ``/``, ``/stats``, ``/healthz`` and the docs.
+(``api/fanout.py``), and only ``/search``, ``/``, ``/stats``, ``/healthz`` and the docs.  Only a
+server started with ``settings.shard_server`` answers a front server's ``/shard/*`` calls.
 :func:`app_from_env` is the factory ``websift serve --workers N`` gives uvicorn.
 """
 
@@ -30,9 +31,10 @@ from fastapi.templating import Jinja2Templates
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from websift.api.errors import describe_validation_errors, error_body, status_of
-from websift.api.fanout import FanOut, split_shards
+from websift.api.fanout import FanOut, check_shard_server, split_shards
 from websift.api.models import error_responses
 from websift.api.prometheus import RequestMetrics, SearchTimer
+from websift.api.request_limits import BodyLimit
 from websift.api.result_cache import ResultCache
 from websift.api.retrieval import LocalSearch, Outcome
 from websift.api.routes import (
@@ -41,6 +43,7 @@ from websift.api.routes import (
     metrics,
     pages,
     recrawl,
+    removals,
     search,
     shard,
     stats,
@@ -58,7 +61,8 @@ log = logging.getLogger("websift.api")
 
 HERE = Path(__file__).parent
 
-_HTTP_CODES = {404: "not_found", 405: "method_not_allowed", 401: "unauthorized", 403: "forbidden"}
+_HTTP_CODES = {404: "not_found", 405: "method_not_allowed", 401: "unauthorized", 403: "forbidden",
+               413: "body_too_large"}
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -66,6 +70,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     if settings.frontier is not None:  # a missing extra is said before any file opens
         require("cluster", "a shared frontier (--frontier)", ("redis",))
     local, remote = split_shards(settings.shards)
+    check_shard_server(settings, front=bool(remote))
     fanout = FanOut(remote, settings) if remote else None
     data: DataDir | None = None
     holder: SnapshotHolder | None = None
@@ -119,6 +124,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # GET /search timed into a latency histogram, served by /metrics
     app.state.search_metrics = RequestMetrics()
     app.add_middleware(SearchTimer, metrics=app.state.search_metrics)
+    # outermost: a body over the cap is refused before any route reads it
+    app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
 
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(HERE / "templates"),
@@ -134,10 +141,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     else:
         app.include_router(pages.build_router(settings))
         app.include_router(topics.build_router())
+        app.include_router(removals.build_router())
         app.include_router(recrawl.build_router(settings))
         app.include_router(stats.build_router())
         app.include_router(metrics.build_router())
-        app.include_router(shard.build_router())
+        if settings.shard_server:  # a front server's calls, for it alone (shard token)
+            app.include_router(shard.build_router())
     app.include_router(web.build_router(templates))
     docs.add_docs(app)
 

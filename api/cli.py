@@ -66,6 +66,7 @@ class DefaultsHelpFormatter(argparse.HelpFormatter):
 def build_parser() -> argparse.ArgumentParser:
     from websift.api import commands as api_commands
     from websift.api import demo as demo_commands
+    from websift.api import operator_commands
     from websift.crawler import commands as crawler_commands
     from websift.indexer import commands as indexer_commands
     from websift.ranking import commands as ranking_commands
@@ -80,7 +81,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     for module in (
-        crawler_commands, indexer_commands, ranking_commands, api_commands, demo_commands
+        crawler_commands, indexer_commands, ranking_commands, api_commands, demo_commands,
+        operator_commands,
     ):
         module.register(sub)
     _help_order(sub)

@@ -27,6 +27,7 @@ def worker_environment(settings: Settings) -> dict[str, str]:
         "WEBSIFT_PORT": str(settings.port),
         "WEBSIFT_SHARDS": json.dumps(settings.shards),
         "WEBSIFT_SHARD_TIMEOUT_MS": str(settings.shard_timeout_ms),
+        "WEBSIFT_SHARD_SERVER": "1" if settings.shard_server else "0",
     }
     if settings.ranks is not None:
         env["WEBSIFT_RANKS"] = str(settings.ranks)
@@ -41,6 +42,7 @@ def serve_command(args: argparse.Namespace) -> int:
     import uvicorn
 
     from websift.api.app import create_app
+    from websift.api.request_limits import uvicorn_config
     from websift.api.settings import Settings
     from websift.api.workers import bound, serve_workers
 
@@ -49,6 +51,8 @@ def serve_command(args: argparse.Namespace) -> int:
                                ("frontier", args.frontier)) if v is not None}
     if args.shard:
         given["shards"] = list(args.shard)
+    if args.shard_server:
+        given["shard_server"] = True
     settings = Settings(data=args.data, **given)  # unset: $WEBSIFT_* / defaults
     # Refuses a missing or foreign data directory, a bad index or ranks, or bad --shard values
     # before binding (with --workers, each worker opens its own afterwards).
@@ -61,8 +65,8 @@ def serve_command(args: argparse.Namespace) -> int:
     print(f"websift serve: http://{settings.host}:{settings.port}/ over {over}{workers}",
           flush=True)
     if args.workers == 1:
-        config = uvicorn.Config(app, host=settings.host, port=settings.port,
-                                log_level=args.log_level, access_log=args.access_log)
+        config = uvicorn_config(app, settings, log_level=args.log_level,
+                                access_log=args.access_log)
         server = uvicorn.Server(config)
         with sock:
             server.run(sockets=[sock])
@@ -167,11 +171,13 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         description="Serve GET /search, /pages, /topics, /recrawl, /stats, /healthz, the "
         "search page at / and the API docs at /docs over the data directory. Newer index or "
         "ranks generations are picked up without a restart. Settings come from WEBSIFT_* "
-        "environment variables (WEBSIFT_ADMIN_TOKEN enables POST/DELETE /topics). With "
+        "environment variables (WEBSIFT_ADMIN_TOKEN enables POST/DELETE /topics and "
+        "/admin/removals). With "
         "--shard DIR (repeated), the indexes of several data directories are searched as one "
         "(global statistics; their URL IDs must come from one ID space). With --shard URL "
-        "(repeated), this is a front server: each query goes to those 'websift serve' "
-        "processes and their answers are merged; it serves /search, /, /stats and /healthz.",
+        "(repeated), this is a front server: each query goes to those 'websift serve "
+        "--shard-server' processes (with $WEBSIFT_SHARD_TOKEN) and their answers are merged; "
+        "it serves /search, /, /stats and /healthz.",
     )
     # Defaults come from api/settings.py (and $WEBSIFT_HOST / $WEBSIFT_PORT) when serving, so
     # building the parser does not import pydantic for every other command.
@@ -183,6 +189,10 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                    help="a data directory whose index is searched with the others, or the "
                    "http://HOST:PORT of a 'websift serve' to fan queries out to; repeat for "
                    "each shard (default: --data alone)")
+    p.add_argument("--shard-server", action="store_true",
+                   help="also answer a front server's /shard/* calls, only with the shard "
+                   "secret $WEBSIFT_SHARD_TOKEN as a bearer token (required unless --host is "
+                   "loopback); without this flag a server has no /shard/* routes")
     p.add_argument("--ranks", default=None, metavar="DIR",
                    help="the data directory whose ranks, crawl store and topics are served "
                    "with the index (default: the first --shard DIR, else --data)")

@@ -12,6 +12,7 @@ from typing import TypeVar
 
 import anyio
 from fastapi import Request
+from pydantic import SecretStr
 from starlette.concurrency import run_in_threadpool
 
 from websift.api.errors import Forbidden, Unauthorized
@@ -97,15 +98,52 @@ async def with_store(request: Request, work: Callable[[StoreReader], T]) -> T:
     return await anyio.to_thread.run_sync(run, limiter=limiter)
 
 
+def _bearer(request: Request) -> str | None:
+    """The token of an ``Authorization: Bearer <token>`` header, or None."""
+    header = request.headers.get("authorization", "")
+    scheme, _, given = header.partition(" ")
+    if not header or scheme.lower() != "bearer" or not given.strip():
+        return None
+    return given.strip()
+
+
+def _holds(given: str, token: SecretStr) -> bool:
+    return hmac.compare_digest(given.encode(), token.get_secret_value().encode())
+
+
 def require_admin(request: Request) -> None:
     """Bearer-token check for changing endpoints: 403 if disabled or wrong, 401 if missing."""
     settings: Settings = request.app.state.settings
     token = settings.admin_token
     if token is None or not token.get_secret_value():
         raise Forbidden("admin endpoints disabled: set WEBSIFT_ADMIN_TOKEN to enable them")
-    header = request.headers.get("authorization", "")
-    scheme, _, given = header.partition(" ")
-    if not header or scheme.lower() != "bearer" or not given.strip():
+    given = _bearer(request)
+    if given is None:
         raise Unauthorized("missing bearer token: send 'Authorization: Bearer <token>'")
-    if not hmac.compare_digest(given.strip().encode(), token.get_secret_value().encode()):
+    if not _holds(given, token):
         raise Forbidden("wrong admin token")
+
+
+def is_admin(request: Request) -> bool:
+    """Whether the request carries the admin token (for answers with a private part)."""
+    settings: Settings = request.app.state.settings
+    token = settings.admin_token
+    given = _bearer(request)
+    return (token is not None and bool(token.get_secret_value()) and given is not None
+            and _holds(given, token))
+
+
+def require_shard_token(request: Request) -> None:
+    """The shard secret check of ``/shard/*``: 401 without a bearer token, 403 with a wrong one.
+    A shard server without a secret (started on loopback only, api/app.py) lets any caller
+    that can reach it through."""
+    settings: Settings = request.app.state.settings
+    token = settings.shard_token
+    if token is None or not token.get_secret_value():
+        return
+    given = _bearer(request)
+    if given is None:
+        raise Unauthorized("missing shard token: a front server sends 'Authorization: Bearer "
+                           "$WEBSIFT_SHARD_TOKEN'")
+    if not _holds(given, token):
+        raise Forbidden("wrong shard token")

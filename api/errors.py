@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from websift.core.errors import StoreError, WebsiftError
-from websift.crawler.errors import ScopeError
+from websift.crawler.errors import RemovalError, ScopeError
 from websift.indexer.errors import IndexCorrupt, IndexMissing, QueryError
 from websift.ranking.errors import GraphError, RanksCorrupt, RanksMissing, TopicError, UnknownTopic
 
@@ -39,6 +39,16 @@ class NotFound(ApiError):
     code = "not_found"
 
 
+class UnknownRemoval(ApiError):
+    status = 404
+    code = "unknown_removal"
+
+
+class RemovalUndone(ApiError):
+    status = 409
+    code = "removal_undone"
+
+
 class InvalidParameter(ApiError):
     status = 422
     code = "invalid_parameter"
@@ -47,6 +57,7 @@ class InvalidParameter(ApiError):
 # Most specific first: the first class the exception is an instance of decides.
 _STATUS: Sequence[tuple[type[BaseException], int, str]] = (
     (QueryError, 400, "bad_query"),
+    (RemovalError, 422, "bad_removal"),
     (ScopeError, 400, "bad_url"),
     (UnknownTopic, 404, "unknown_topic"),
     (TopicError, 422, "bad_topic"),

@@ -19,13 +19,16 @@ Importance (PageRank, OPIC, topics) is added by each shard from its own ranks ge
 scores to compare, every shard server serves the same ranks generation (one ``websift rank``
 over the whole link graph, copied to each).  Each call to a shard must answer within
 ``shard_timeout_ms``; a shard that fails or is late is left out of that query: the answer says
-``shards: {answered, total}`` and the failure is counted by shard and reason (``/stats``).  No
+``shards: {answered, total}`` and the failure is counted by shard and reason (``/stats``).
+Each call carries the shard secret (``$WEBSIFT_SHARD_TOKEN``) as a bearer token: a shard server
+(``websift serve --shard-server``) answers no one else.  No
 shard answering is a 503; one left out is never an error.  The front keeps no result cache: it
 would not know when a shard's generation moves.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 import time
 from collections import Counter
@@ -111,6 +114,38 @@ def split_shards(shards: Sequence[str]) -> tuple[list[Path], list[str]]:
     return local, [u.rstrip("/") for u in remote]
 
 
+class ShardTokenMissing(ApiError):
+    """A shard server with no shard secret, bound to an address other machines can reach."""
+
+    code = "shard_token_missing"
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` (a --host value) is an address of this machine only."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def check_shard_server(settings: Settings, front: bool) -> None:
+    """Refuse a shard server that cannot be one: a front server (it holds no index), or one
+    without ``$WEBSIFT_SHARD_TOKEN`` on an address other machines reach (its /shard/* calls
+    would answer anyone there)."""
+    if not settings.shard_server:
+        return
+    if front:
+        raise BadShard("--shard-server: a front server (--shard URL) holds no index to serve "
+                       "to another front; start the shard servers over data directories")
+    token = settings.shard_token
+    if (token is None or not token.get_secret_value()) and not is_loopback(settings.host):
+        raise ShardTokenMissing(f"--shard-server on {settings.host} needs a shard secret: set "
+                                "WEBSIFT_SHARD_TOKEN (the same on the front server), or bind "
+                                "to 127.0.0.1")
+
+
 @dataclass
 class Failure:
     """Why one call to a shard gave nothing: a reason key, and what a 4xx answer said."""
@@ -135,10 +170,12 @@ class ShardFigures:
 class RemoteShard:
     """One shard server, called through the front's shared client with a deadline per call."""
 
-    def __init__(self, url: str, client: httpx.AsyncClient, timeout_s: float) -> None:
+    def __init__(self, url: str, client: httpx.AsyncClient, timeout_s: float,
+                 headers: dict[str, str]) -> None:
         self.url = url
         self.client = client
         self.timeout_s = timeout_s
+        self.headers = headers
         self.figures = ShardFigures()
 
     async def call(self, path: str, ask: BaseModel, answer: type[M]) -> M | Failure:
@@ -159,7 +196,7 @@ class RemoteShard:
         try:
             with anyio.fail_after(self.timeout_s):
                 response = await self.client.post(self.url + path, content=ask.model_dump_json(),
-                                                  headers={"content-type": "application/json"})
+                                                  headers=self.headers)
         except (TimeoutError, httpx.TimeoutException):
             return Failure("timeout")
         except httpx.ConnectError as exc:
@@ -208,7 +245,11 @@ class FanOut:
             timeout=timeout_s,
             limits=httpx.Limits(max_keepalive_connections=KEEPALIVE_CONNECTIONS,
                                 max_connections=MAX_CONNECTIONS))
-        self.shards = [RemoteShard(u, self.client, timeout_s) for u in urls]
+        headers = {"content-type": "application/json"}
+        token = settings.shard_token
+        if token is not None and token.get_secret_value():  # the shard servers' secret
+            headers["authorization"] = f"Bearer {token.get_secret_value()}"
+        self.shards = [RemoteShard(u, self.client, timeout_s, headers) for u in urls]
         self.queries = 0
         self.partial = 0  # answered by some shards only
         self.unanswered = 0  # by none: a 503 or a shard's own refusal

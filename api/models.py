@@ -24,7 +24,9 @@ _ERROR_MEANINGS = {
     400: "the query or URL cannot be understood",
     401: "no bearer token",
     403: "wrong token, or admin endpoints disabled",
-    404: "no such page or topic",
+    404: "no such page, topic or removal",
+    409: "the removal was already undone",
+    413: "the request body is over the server's limit (max_body_bytes)",
     422: "a parameter breaks a rule or a cap",
     503: "no index yet, or the data directory is unreadable",
 }
@@ -70,6 +72,9 @@ class SearchResult(BaseModel):
         default=None, description="url#fragment (percent-encoded): where to send the reader; "
         "null when fragment is null"
     )
+    lang: str | None = Field(
+        default=None, description="the page's language (ISO 639-1, from its lang attribute, "
+        "Content-Language or its text), null when unknown")
 
 
 class ShardsAnswered(BaseModel):
@@ -96,6 +101,10 @@ class SearchResponse(BaseModel):
     )
     static_score: str = Field(description="the importance signal fused: pagerank, opic, topic")
     cached: bool = Field(description="answered from the query-result cache")
+    lang: str | None = Field(
+        default=None, description="the language the query was analysed in (the lang "
+        "parameter, a lang: operator, the query's words, Accept-Language), null: English's "
+        "analysis")
     shards: ShardsAnswered = Field(
         default_factory=lambda: ShardsAnswered(answered=1, total=1),
         description="index shards searched and how many answered")
@@ -134,9 +143,23 @@ class PageInfo(BaseModel):
         "not fetched, not yet indexed"
     )
     duplicate_of: str | None
+    canonical: str | None = Field(
+        default=None, description="the URL the page names rel=\"canonical\" (another URL "
+        "than its own), from its HTML or its Link header")
+    canonical_honoured: bool | None = Field(
+        default=None, description="true: same site, the page is a variant indexed under "
+        "'canonical' and not fetched again; false: another site's URL, recorded only")
+    variants: list[str] = Field(
+        default_factory=list, description="URLs that name this page their canonical URL "
+        "(indexed as this page; links to them count for it), the first 100")
+    hreflang: dict[str, str] = Field(
+        default_factory=dict, description="the language alternates the page names "
+        "(<link rel=\"alternate\" hreflang>): language -> URL")
     redirect_to: str | None
     error: str | None
     title: str | None
+    lang: str | None = Field(default=None, description="the indexed page's language (ISO "
+                             "639-1), null when unknown or not indexed")
     pagerank: float | None = Field(description="global PageRank (raw, sums to 1)")
     pagerank_normalised: float | None = Field(description="PageRank times N (1 = average page)")
     opic_importance: float = Field(description="OPIC importance from the crawl store")
@@ -220,12 +243,21 @@ class LiveCrawl(BaseModel):
         "refresh candidates, OPIC dividends...)"
     )
     virtual_cash: float | None = Field(default=None, description="the OPIC virtual page's cash")
+    signals: dict[str, Any] = Field(
+        default_factory=dict, description="the sites' own signals (crawl --signals): on, counts "
+        "(sitemaps read and bad by reason, URLs from sitemaps, lastmod hints and refetches, "
+        "feeds and new items), sources by kind, and per host (by ID) the lastmod-driven "
+        "refetches, how many found the page changed, and the trust in its lastmod"
+    )
 
 
 class Stats(BaseModel):
+    redacted: bool = Field(
+        default=False, description="true unless the admin token was sent: pid, the crawl run's "
+        "scope, seeds and settings, its process ID and the frontier's crawlers are left out")
     pid: int | None = Field(
         default=None, description="the process that answered (websift serve --workers N: one "
-        "of N)")
+        "of N); with the admin token only")
     pages: int = Field(description="URLs in the crawl store, fetched or not (the same as "
                        "urls; kept for older clients)")
     urls: int = Field(default=0, description="URLs in the crawl store: fetched_pages, "
@@ -272,3 +304,32 @@ class Health(BaseModel):
     status: str
     index_generation: int | None
     ranks_generation: int | None
+
+
+class RemovalIn(BaseModel):
+    """One of ``url``, ``host``, ``pattern``: what to take out of search and out of the crawl."""
+
+    url: str | None = Field(default=None, max_length=2048, description="one page's URL")
+    host: str | None = Field(default=None, max_length=255,
+                             description="a host name: its pages and its subdomains' pages")
+    pattern: str | None = Field(default=None, max_length=2048,
+                                description="a regular expression searched in each URL")
+    reason: str = Field(default="", max_length=1000, description="why, for the log")
+
+
+class RemovalOut(BaseModel):
+    id: int
+    kind: str = Field(description="url, host or pattern")
+    value: str = Field(description="the canonical URL, the host, or the regular expression")
+    who: str = Field(description="'cli' or 'api:admin'")
+    created: float
+    reason: str
+    active: bool = Field(description="false once undone")
+    undone: float | None = None
+    undone_by: str | None = None
+    pages_reindexed: int | None = Field(
+        default=None, description="on undo: pages queued to be indexed again")
+
+
+class RemovalList(BaseModel):
+    removals: list[RemovalOut]

@@ -105,7 +105,10 @@ def unfetched_reason(page: Page, url_of: dict[int, str]) -> str | None:
     return None
 
 
-def index_status(page: Page, indexed: bool, url_of: dict[int, str]) -> tuple[str | None, str | None]:
+def index_status(
+    page: Page, indexed: bool, url_of: dict[int, str],
+    canonical: tuple[int, bool] | None = None,
+) -> tuple[str | None, str | None]:
     """(what the index holds of the page, why it holds nothing) in a site owner's words.
 
     The indexer indexes a page it could not fetch by the anchor text of links to it (Brin and
@@ -118,6 +121,9 @@ def index_status(page: Page, indexed: bool, url_of: dict[int, str]) -> tuple[str
         return f"anchor text only ({unfetched})", None
     if unfetched is not None:
         return None, unfetched
+    if canonical is not None and canonical[1] and page.duplicate_of == canonical[0]:
+        target = url_of.get(canonical[0], f"page {canonical[0]}")
+        return None, f"a variant of {target} (rel=canonical): indexed under that URL"
     if page.duplicate_of is not None:
         return None, f"duplicate of {url_of.get(page.duplicate_of, f'page {page.duplicate_of}')}"
     if page.noindex:
@@ -165,7 +171,12 @@ def page_info(
         graph = {"level": None if level < 0 else level,
                  "in_giant_scc": bool(view.ranks.giant_scc[page.id]),
                  "site": view.ranks.host_facts(page.id)}
-    indexed_as, why_not = index_status(page, indexed, url_of)
+    canonical = store.canonical_of(page.id)
+    variant_ids = store.variants_of(page.id)
+    alternates = store.hreflang_of(page.id)
+    url_of.update(store.urls_of([*variant_ids, *alternates.values(),
+                                 *([canonical[0]] if canonical else [])]))
+    indexed_as, why_not = index_status(page, indexed, url_of, canonical)
     return PageInfo(
         url=page.url,
         id=page.id,
@@ -180,9 +191,14 @@ def page_info(
         indexed_as=indexed_as,
         not_indexed_reason=why_not,
         duplicate_of=url_of.get(page.duplicate_of) if page.duplicate_of else None,
+        canonical=url_of.get(canonical[0]) if canonical else None,
+        canonical_honoured=canonical[1] if canonical else None,
+        variants=[url_of[v] for v in variant_ids if v in url_of],
+        hreflang={lang: url_of[alt] for lang, alt in alternates.items() if alt in url_of},
         redirect_to=url_of.get(page.redirect_to) if page.redirect_to else None,
         error=page.error,
         title=(doc.get("title") or None) if doc is not None else None,
+        lang=(doc.get("lang") or None) if doc is not None else None,
         pagerank=pagerank,
         pagerank_normalised=pagerank_n,
         opic_importance=page.importance,

@@ -44,6 +44,7 @@ AUTO = "auto"
 # api/routes/search.py declares them with these, ``check_request`` applies them elsewhere.
 TOPIC_MAX_CHARS = 64
 SITE_MAX_CHARS = 253
+LANG_MAX_CHARS = 64  # the lang parameter and the Accept-Language the query reads
 SHOWN_CHARS = 40  # as much of a bad value as an error message quotes
 # What a URL fragment may hold unescaped (RFC 3986 section 3.5: pchar / "/" / "?").
 FRAGMENT_SAFE = "!$&'()*+,;=:@/?-._~"
@@ -58,6 +59,8 @@ class SearchRequest:
     site: str | None = None
     explain: bool = False
     snippets: bool = True  # False: hits without snippets (cheaper; a front server's first pass)
+    lang: str | None = None  # the query's language as asked (``lang`` parameter)
+    lang_hint: str | None = None  # the languages the reader accepts (Accept-Language)
 
 
 @dataclass(frozen=True)
@@ -91,6 +94,7 @@ class Outcome:
     shards: ShardCount = ShardCount(1, 1)
     total_exact: bool = True  # False: ``total`` is a lower bound (the search was pruned)
     partial: bool = False  # the search deadline stopped it: the best of what it had scored
+    lang: str | None = None  # the language the query was analysed in
 
 
 @dataclass(frozen=True)
@@ -190,6 +194,8 @@ def run_search(
         prior_bound=fusion.weight,
         prior_key=key,
         deadline=deadline,
+        lang=req.lang,
+        lang_hint=req.lang_hint,
     ))
     hits = _ranked_hits(results.hits, view, choice)
     took_ms = (time.perf_counter() - started) * 1000.0
@@ -212,6 +218,7 @@ def run_search(
         shards=ShardCount(len(searcher.shards), len(searcher.shards)),
         total_exact=results.total_exact,
         partial=results.partial,
+        lang=results.lang,
     )
 
 
@@ -220,8 +227,8 @@ def cache_lookup(
 ) -> Outcome | None:
     """The cached answer to ``req`` on this snapshot with these settings, or None.
 
-    The key holds the generations and every input, so a reload or a topic change never serves
-    an older answer.  Cheap: the JSON route calls it on the event loop.
+    The key holds the generations, the removal rules and every input, so a reload, a removal
+    or a topic change never serves an older answer.  Cheap: the JSON route calls it on the event loop.
     """
     started = time.perf_counter()
     hit = cache.get(_cache_key(snap, req, settings))
@@ -288,8 +295,8 @@ def search_and_cache(
 
 
 def _cache_key(snap: Snapshot, req: SearchRequest, settings: Settings) -> Hashable:
-    return (snap.index_generations, snap.ranks_generation, req, settings.fusion,
-            settings.static_score)
+    return (snap.index_generations, snap.ranks_generation, snap.removals_key, req,
+            settings.fusion, settings.static_score)
 
 
 def _ranked_hits(hits: list[Hit], view: RankView | None, choice: StaticChoice) -> list[RankedHit]:

@@ -27,7 +27,8 @@ class Settings(BaseSettings):
 
     data: Path = Field(default_factory=default_data_dir, description="the data directory")
     admin_token: SecretStr | None = Field(
-        default=None, description="bearer token for POST/DELETE /topics; unset = disabled"
+        default=None, description="bearer token for POST/DELETE /topics, /admin/removals and "
+        "/stats' private part; unset = disabled"
     )
     host: str = "127.0.0.1"
     port: int = 8000
@@ -84,6 +85,28 @@ class Settings(BaseSettings):
     # With remote shards: each call to a shard must answer within this, else the query is
     # answered without it (counted, and the answer says how many shards answered).
     shard_timeout_ms: int = Field(default=300, ge=1)
+
+    # A shard server (``websift serve --shard-server``) answers a front server's /shard/* calls;
+    # any other server has no such routes.  They need ``Authorization: Bearer`` this secret
+    # ($WEBSIFT_SHARD_TOKEN), which a front server sends; a shard server without one starts only
+    # on a loopback address.
+    shard_server: bool = False
+    shard_token: SecretStr | None = Field(
+        default=None, description="the shard secret: shard servers require it, front servers "
+        "send it")
+
+    # What one connection may send (api/request_limits.py).  A request body over this is
+    # refused with a 413 before more of it is read; a request head (line and headers) still
+    # incomplete past ``max_header_bytes`` with a 400 (h11's cap on an incomplete event).
+    max_body_bytes: int = Field(default=1 << 20, ge=1)
+    max_header_bytes: int = Field(default=16 * 1024, ge=1024)
+    # A request must arrive whole (head and body) within this many seconds of its first byte
+    # (of the connection, for the first request), else the connection is closed: a client
+    # trickling bytes holds a connection for at most this long.
+    request_read_timeout_s: float = Field(default=10.0, gt=0)
+    # An idle keep-alive connection is closed after this many seconds (uvicorn's
+    # timeout_keep_alive).
+    keep_alive_timeout_s: int = Field(default=5, ge=1)
 
     @property
     def max_query_chars(self) -> int:

@@ -14,6 +14,12 @@ next check, not on every request.  The old snapshot is closed when its last leas
 opened resource counts the snapshots that use it, each snapshot counts its leases (a searcher
 shared by two snapshots, when only the ranks changed, stays open while either lives).
 
+Removals (``websift remove``, store/removals.py): at the same check the holder reads the removal
+rules in force from the crawl store (one small query); when they changed, the searcher is built
+again over the same opened segments with the new rules (``Searcher.with_removals``: removal
+masks computed once, indexer/removal_masks.py) and swapped in like a new generation.  A store
+that cannot be read keeps the rules as they were (counted in ``reload_failures``).
+
 Shards (``websift serve --shard DIR ...``): the index part is then the live generation of each
 shard's index directory opened as one searcher (``Searcher.open_shards``: global statistics);
 the ranks, crawl store and topics are those of one data directory (``--ranks``, else the first
@@ -44,6 +50,8 @@ from websift.ranking import ranks as ranks_mod
 from websift.ranking.errors import RanksMissing
 from websift.ranking.fusion import DEFAULT_SITE_MIX, normalise_mean_one, site_static
 from websift.ranking.ranks import Ranks
+from websift.store.removals import RemovalRules
+from websift.store.views import StoreReader
 
 T = TypeVar("T")
 log = logging.getLogger("websift.api")
@@ -125,6 +133,11 @@ class Snapshot:
         return self.searcher.value.generations
 
     @property
+    def removals_key(self) -> tuple[int, ...]:
+        """The removal rules the searcher applies (their IDs): part of a cached answer's key."""
+        return self.searcher.value.removals.key
+
+    @property
     def ranks_generation(self) -> int | None:
         return None if self.ranks is None else self.ranks.value.generation
 
@@ -160,13 +173,22 @@ class Snapshot:
             self.ranks.release()
 
 
-def _open_searcher(shards: Sequence[DataDir], previous: Searcher | None = None
-                   ) -> Shared[Searcher]:
+def _open_searcher(shards: Sequence[DataDir], previous: Searcher | None = None,
+                   removals: RemovalRules | None = None) -> Shared[Searcher]:
     if len(shards) == 1:
-        return Shared(Searcher.open(shards[0]), lambda s: s.close())
+        return Shared(Searcher.open(shards[0], removals=removals), lambda s: s.close())
     reuse = previous.shards if previous is not None else ()
-    opened = Searcher.open_shards([d.index_dir for d in shards], reuse=reuse)
+    opened = Searcher.open_shards([d.index_dir for d in shards], reuse=reuse,
+                                  removals=removals)
     return Shared(opened, lambda s: s.close())
+
+
+def read_removals(data: DataDir) -> RemovalRules:
+    """The removal rules in force in ``data``'s crawl store (none without a store)."""
+    if not data.store_path.exists():
+        return RemovalRules()
+    with StoreReader.open(data.store_path) as store:
+        return store.removal_rules()
 
 
 def _index_generations(shards: Sequence[DataDir]) -> tuple[int, ...]:
@@ -219,7 +241,7 @@ class SnapshotHolder:
         """
         ranks = _open_ranks(self.data)
         try:
-            searcher = _open_searcher(self.shards)
+            searcher = _open_searcher(self.shards, removals=read_removals(self.data))
         except IndexMissing:
             return
         with self._swap_lock:
@@ -254,9 +276,17 @@ class SnapshotHolder:
             if current is None:
                 return self._first()
             searcher = current.searcher
+            removals = current.searcher.value.removals
+            try:
+                removals = read_removals(self.data)
+            except WebsiftError as exc:  # the store is unreadable now: keep the rules
+                self._fail(exc, current)
             try:
                 if _index_generations(self.shards) != current.index_generations:
-                    searcher = _open_searcher(self.shards, current.searcher.value)
+                    searcher = _open_searcher(self.shards, current.searcher.value, removals)
+                elif removals.key != current.searcher.value.removals.key:
+                    searcher = Shared(current.searcher.value.with_removals(removals),
+                                      lambda s: s.close())
             except WebsiftError as exc:  # IndexMissing too: the manifest vanished
                 self._fail(exc, current)
             ranks = current.ranks
@@ -277,7 +307,7 @@ class SnapshotHolder:
         """Open the first snapshot (there was no index at start-up); errors go to the request."""
         _index_generations(self.shards)  # IndexMissing / IndexCorrupt before the work
         ranks = _open_ranks(self.data)
-        fresh = Snapshot(_open_searcher(self.shards), ranks)
+        fresh = Snapshot(_open_searcher(self.shards, removals=read_removals(self.data)), ranks)
         self._current = fresh
         return fresh
 

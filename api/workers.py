@@ -83,7 +83,11 @@ def listener(host: str, port: int) -> socket.socket:
 def _worker(host: str, port: int, log_level: str, access_log: bool) -> None:
     import uvicorn
 
-    config = uvicorn.Config("websift.api.app:app_from_env", factory=True, host=host, port=port,
+    from websift.api.request_limits import uvicorn_config
+    from websift.api.settings import Settings
+
+    settings = Settings(host=host, port=port)  # the rest from $WEBSIFT_* (worker_environment)
+    config = uvicorn_config("websift.api.app:app_from_env", settings, factory=True,
                             log_level=log_level, access_log=access_log)
     uvicorn.Server(config).run(sockets=[listener(host, port)])
 

@@ -41,6 +41,7 @@ from websift.store.views import StoreReader
 
 EXIT_FORCED = 130  # a crawl stopped by a second signal (requests in flight abandoned)
 EXIT_NO_SEED = 1  # every seed failed and nothing was fetched (crawler/seeds.py)
+EXIT_FRONTIER_DATA_LOST = 1  # the shared frontier lost its data mid-crawl (redis_frontier.py)
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -135,6 +136,20 @@ def _register_crawl(sub: argparse._SubParsersAction) -> None:  # type: ignore[ty
     p.add_argument("--min-refetch-interval", type=seconds(), default=S.MIN_REFETCH_INTERVAL,
                    metavar="T", help="least time between two fetches of one page: seconds, or "
                    "30m, 2h, 1d")
+    p.add_argument("--signals", action="store_true",
+                   help="use the sites' own signals: read sitemaps (robots.txt Sitemap: lines "
+                   "and /sitemap.xml) and RSS/Atom feeds; a lastmod newer than a page's fetch "
+                   "and a feed's new items move those pages up the schedule; a same-site "
+                   "rel=canonical makes a page a variant, indexed under its canonical URL "
+                   "(embedded frontier only)")
+    p.add_argument("--sitemap-interval", type=seconds(strict=True), default=S.SITEMAP_INTERVAL,
+                   metavar="T", help="with --signals: how often a sitemap is read again")
+    p.add_argument("--feed-min-interval", type=seconds(strict=True),
+                   default=S.FEED_MIN_INTERVAL, metavar="T",
+                   help="with --signals: a feed's adaptive refetch interval, at least this")
+    p.add_argument("--feed-max-interval", type=seconds(strict=True),
+                   default=S.FEED_MAX_INTERVAL, metavar="T",
+                   help="with --signals: a feed's adaptive refetch interval, at most this")
     p.add_argument("--focus", action="append", default=[], metavar="RE",
                    help="focused crawling: URLs matching one of these regular expressions get "
                    "--focus-share of the virtual page's cash (repeatable; default: none)")
@@ -240,6 +255,14 @@ def _finish(summary: dict[str, object], quiet: bool) -> int:
         )
 
         print_summary(summary)
+    if summary.get("frontier_data_lost"):
+        # not a setup error: the crawl failed; its shard is sound and kept as it is
+        print(f"websift crawl: error: {summary.get('frontier_lost')}; this crawler's pages are "
+              f"committed (URL IDs up to {summary.get('url_ids_up_to')}): keep this --data as "
+              "it is; to crawl on, make a new frontier above every crawler's IDs (`websift "
+              "frontier init --ids-above N` on an empty Redis, N the highest 'up to' of all "
+              "crawlers) and give each crawler a fresh --data", file=sys.stderr)
+        return EXIT_FRONTIER_DATA_LOST
     if summary.get("finish_reason") == "frontier_lost":
         raise FrontierLost(f"{summary.get('frontier_lost')}; this crawler's batch is committed: "
                            "run the same command again to resume")
@@ -270,6 +293,10 @@ def crawl_config(args: argparse.Namespace, scope: ScopeConfig) -> CrawlConfig:
         frontier=getattr(args, "frontier", None),
         frontier_lease=getattr(args, "frontier_lease", S.FRONTIER_LEASE_TTL),
         frontier_hosts=getattr(args, "frontier_hosts", S.FRONTIER_MAX_HOSTS),
+        signals=args.signals,
+        sitemap_interval=args.sitemap_interval,
+        feed_min_interval=args.feed_min_interval,
+        feed_max_interval=args.feed_max_interval,
     )
 
 

@@ -19,3 +19,7 @@ class FrontierLost(FrontierError):
 
 class ScrapyIncompatible(WebsiftError):
     """The installed Scrapy lacks an internal the crawler relies on (its version is unsupported)."""
+
+
+class RemovalError(ScopeError):
+    """A removal rule that cannot be (a bad URL, host or regular expression; no such removal)."""

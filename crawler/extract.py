@@ -19,6 +19,7 @@ import lxml.html
 
 from websift.core.html import drop_invisible, visible_text
 from websift.crawler import settings as S
+from websift.crawler.feeds import FEED_TYPES
 
 _XML_DECL_RE = re.compile(r"^\s*<\?xml[^>]*\?>", re.IGNORECASE)
 
@@ -39,6 +40,10 @@ class Extracted:
     text: str = ""
     title: str = ""
     parse_error: str | None = None
+    # <link rel="alternate" type="application/rss+xml|atom+xml" href> (crawler/feeds.py)
+    feeds: list[str] = field(default_factory=list)
+    canonical: str | None = None  # <link rel="canonical" href> (crawler/canonical.py)
+    hreflang: dict[str, str] = field(default_factory=dict)  # <link rel="alternate" hreflang>
 
 
 def collapse(text: str, limit: int) -> str:
@@ -95,6 +100,42 @@ def _codec_ok(encoding: str | None) -> bool:
     return True
 
 
+def feed_links(doc: lxml.html.HtmlElement) -> list[str]:
+    """The hrefs of a page's feed links (``<link rel="alternate">`` of an RSS or Atom type),
+    in order, without repeats."""
+    found: list[str] = []
+    for el in doc.iter("link"):
+        rels = (el.get("rel") or "").lower().split()
+        ctype = (el.get("type") or "").strip().lower()
+        href = (el.get("href") or "").strip()
+        if "alternate" in rels and ctype in FEED_TYPES and href and href not in found:
+            found.append(href)
+    return found
+
+
+def hreflang_links(doc: lxml.html.HtmlElement, limit: int = S.HREFLANG_MAX) -> dict[str, str]:
+    """The page's language alternates, ``<link rel="alternate" hreflang="x" href>``: lang
+    (lower-cased) -> href, the first per language, at most ``limit``."""
+    found: dict[str, str] = {}
+    for el in doc.iter("link"):
+        lang = (el.get("hreflang") or "").strip().lower()
+        href = (el.get("href") or "").strip()
+        if lang and href and "alternate" in (el.get("rel") or "").lower().split():
+            found.setdefault(lang, href)
+            if len(found) >= limit:
+                break
+    return found
+
+
+def canonical_link(doc: lxml.html.HtmlElement) -> str | None:
+    """The href of the page's first ``<link rel="canonical">``, or None."""
+    for el in doc.iter("link"):
+        href = (el.get("href") or "").strip()
+        if href and "canonical" in (el.get("rel") or "").lower().split():
+            return href
+    return None
+
+
 def extract(
     body: bytes,
     url: str,
@@ -144,6 +185,9 @@ def extract(
             if not anchor or anchor.isspace():
                 anchor = " ".join(str(a) for a in el.xpath(".//img/@alt"))
         out.links.append(RawLink(href, collapse(anchor, anchor_limit), nofollow))
+    out.feeds = feed_links(doc)
+    out.canonical = canonical_link(doc)
+    out.hreflang = hreflang_links(doc)
     titles = doc.xpath("//title")
     if titles:
         out.title = collapse(titles[0].text_content(), 1000)

@@ -151,6 +151,7 @@ class Frontier:
         self.where = np.zeros(size, dtype=np.int8)
         self.fetch_count = np.zeros(size, dtype=np.int32)
         self.change_count = np.zeros(size, dtype=np.int32)
+        self.due = np.zeros(size, dtype=np.float64)  # a waiting page: when it becomes eligible
         self.queues: dict[int, HostQueue] = {}
         self.host_pending: dict[int, int] = {}  # hosts with queued pages -> how many
         self.queued = [0] * KINDS
@@ -171,7 +172,8 @@ class Frontier:
         new = len(self.opic.cash)
         if new <= len(self.where):
             return
-        for name in ("host_of", "depth_of", "stamp", "where", "fetch_count", "change_count"):
+        for name in ("host_of", "depth_of", "stamp", "where", "fetch_count", "change_count",
+                     "due"):
             arr = getattr(self, name)
             grown = np.zeros(new, dtype=arr.dtype)
             grown[: len(arr)] = arr
@@ -259,6 +261,7 @@ class Frontier:
             return
         self.stamp[ids] += 1
         self.where[ids] = WAITING
+        self.due[ids] = at
         self.waiting.extend(zip(at.tolist(), ids.tolist(), self.stamp[ids].tolist(), strict=True))
         heapq.heapify(self.waiting)
         self.waiting_count += int(ids.size)
@@ -355,6 +358,7 @@ class Frontier:
 
     def _wait(self, uid: int, at: float) -> None:
         self._leave(uid, WAITING)
+        self.due[uid] = at
         self.waiting_count += 1
         heapq.heappush(self.waiting, (at, uid, int(self.stamp[uid])))
         if len(self.waiting) > 2 * self.waiting_count + REBUILD_SLACK:
@@ -477,6 +481,41 @@ class Frontier:
         self.dirty.add(uid)
         if self.where[uid] == QUEUED and self.explicit is None:
             self._push(uid, self._kind(uid))
+
+    # ------------------------------------------------------------------ evidence (signals)
+    def grant(self, uid: int, units: float) -> float:
+        """Give a live page ``units`` times a live page's mean cash (1 / live pages) from the
+        virtual page (``LazyOpicState.grant``, advances up to ``SIGNAL_ADVANCE_LIMIT``), and
+        re-key it if queued.  The evidence of a sitemap or feed (crawler/signals.py).  Returns
+        the cash moved."""
+        if not self.is_known(uid) or self.explicit is not None:
+            return 0.0
+        live = max(1, self.opic.members[Dividend.REFRESH])
+        moved = self.opic.grant(uid, units / live, S.SIGNAL_ADVANCE_LIMIT)
+        if moved > 0:
+            self.dirty.add(uid)
+            if self.where[uid] == QUEUED:
+                self._push(uid, self._kind(uid))
+        return moved
+
+    def retire(self, uid: int) -> None:
+        """A read page not to be fetched again (a rel="canonical" variant): its cash goes to
+        the virtual page and it leaves every class and queue (``LazyOpicState.kill``)."""
+        if not self.is_known(uid):
+            return
+        self._leave(uid, IDLE)
+        self.opic.kill(uid)
+        self.dirty.add(uid)
+
+    def hasten(self, uid: int, share: float) -> bool:
+        """A read page waiting for its refetch interval waits ``share`` less of what is left
+        (share 1: a refresh candidate now).  Returns True when its due time moved."""
+        if not self.is_known(uid) or self.where[uid] != WAITING or share <= 0:
+            return False
+        now = self.clock()
+        left = max(0.0, float(self.due[uid]) - now)
+        self._wait(uid, now + left * (1.0 - min(1.0, share)))
+        return True
 
     # ------------------------------------------------------------------ selection (sec. 3.1)
     def select(self, ready_hosts: Iterable[int]) -> int | None:

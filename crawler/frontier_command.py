@@ -1,4 +1,5 @@
-"""`websift frontier status`: what a shared frontier (Redis) holds now.
+"""`websift frontier status`: what a shared frontier (Redis) holds now; `websift frontier
+init`: a new frontier whose URL IDs start above the shards of a lost one.
 
 Crawlers alive with their heartbeat age and fetch rate, hosts leased, pages pending / taken /
 waiting for a refresh, and the OPIC cash total: pages + virtual page + transfers in flight,
@@ -11,12 +12,14 @@ from __future__ import annotations
 import argparse
 import json
 
+from websift.core.arguments import number
+from websift.core.errors import WebsiftError
 from websift.core.extras import require
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser(
-        "frontier", help="a shared crawl frontier (Redis): its status",
+        "frontier", help="a shared crawl frontier (Redis): its status, or a new one",
         description="Look at the frontier several `websift crawl --frontier URL` processes "
         "share: the crawlers and their heartbeats, the hosts they lease, the URLs pending, "
         "and the OPIC cash total.")
@@ -31,6 +34,18 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                    help="redis://HOST:PORT/DB, rediss://... or redis+cluster://HOST:PORT,...")
     s.add_argument("--json", action="store_true", help="print the figures as one JSON object")
     s.set_defaults(func=status_command)
+    i = verbs.add_parser(
+        "init", help="make a new frontier on an empty database, its URL IDs above N",
+        description="Make the frontier on an empty Redis database before any crawler starts, "
+        "its URL IDs above N: after a frontier lost its data, N is the highest 'URL IDs up "
+        "to' its crawlers reported, so the new crawl's shards never reuse an ID the old "
+        "shards hold.  (A crawler that finds an empty database makes the frontier itself, "
+        "its IDs from 1.)")
+    i.add_argument("--frontier", required=True, metavar="URL",
+                   help="redis://HOST:PORT/DB, rediss://... or redis+cluster://HOST:PORT,...")
+    i.add_argument("--ids-above", type=number(int, low=0), required=True, metavar="N",
+                   help="the new frontier's first URL ID is N + 1")
+    i.set_defaults(func=init_command)
 
 
 def status_command(args: argparse.Namespace) -> int:
@@ -42,13 +57,18 @@ def status_command(args: argparse.Namespace) -> int:
         print(json.dumps(status, sort_keys=True))
         return 0
     cash = status["cash"]
-    print(f"frontier {args.frontier}: format {status['format']} v{status['version']}")
+    print(f"frontier {args.frontier}: format {status['format']} v{status['version']}  "
+          f"id {status['id'][:8]}  URL IDs above {status['ids_above']}")
     print(f"  URLs {status['urls']}  hosts {status['hosts']} ({status['hosts_leased']} leased)  "
           f"pending {status['pending']}  taken {status['taken']}  "
           f"waiting refresh {status['waiting_refresh']}")
     print(f"  cash total {cash['total']:.12f} = pages {cash['pages']:.12f} + virtual "
           f"{cash['virtual']:.12f} + in flight {cash['in_flight']:.12f} "
           f"({cash['transfers']} transfers)")
+    scope = status["scope"]
+    if scope is not None:
+        print("  scope " + "  ".join(f"{k} {v}" for k, v in sorted(scope.items())
+                                     if v not in ([], None, False)))
     print(f"  crawlers alive {status['crawlers_alive']} of {len(status['crawlers'])}")
     for c in status["crawlers"]:
         state = "alive" if c["alive"] else ("stopped" if c.get("stopped") else "silent")
@@ -56,3 +76,32 @@ def status_command(args: argparse.Namespace) -> int:
               f"pid {c.get('pid')} on {c.get('machine')}  pages {c.get('pages')}  "
               f"{c.get('pages_per_second')} pages/s  hosts {c.get('hosts')}")
     return 0
+
+
+class FrontierExists(WebsiftError):
+    """``frontier init`` on a database that already holds a frontier."""
+
+
+def init_command(args: argparse.Namespace) -> int:
+    require("cluster", "a shared frontier", ("redis",))
+    from websift.crawler.redis_admin import GLV, connect
+
+    client = connect(args.frontier, ids_above=args.ids_above)
+    # a frontier that has given no URL ID yet (a crawler that was refused made it) takes N too
+    moved = client.eval(RAISE_FLOOR, 1, GLV, args.ids_above)
+    if not moved:
+        raise FrontierExists(f"{args.frontier} holds a frontier that has given URL IDs "
+                             f"already (up to {client.hget(GLV, 'nextid')}); FLUSHDB it "
+                             "first if it is a lost one")
+    print(f"frontier {args.frontier}: id {str(client.hget(GLV, 'id'))[:8]}, "
+          f"URL IDs above {args.ids_above}")
+    return 0
+
+
+# KEYS[1] = "{g}:lv"; ARGV[1] = N: IDs above N, if none was given yet.  Returns 1 or 0.
+RAISE_FLOOR = """
+local v = redis.call('HMGET', KEYS[1], 'nextid', 'ids_above')
+if (tonumber(v[1]) or 0) ~= (tonumber(v[2]) or 0) then return 0 end
+redis.call('HSET', KEYS[1], 'nextid', ARGV[1], 'ids_above', ARGV[1])
+return 1
+"""

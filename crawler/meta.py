@@ -23,6 +23,7 @@ META_KEY = "websift"  # request.meta key holding the FetchMeta
 class FetchKind(Enum):
     PAGE = "page"  # a URL of the frontier
     ROBOTS = "robots"  # an origin's /robots.txt, fetched before any of its pages
+    SIGNAL = "signal"  # a sitemap or feed (crawler/signals.py), named by ``source``
 
 
 @dataclass(slots=True)
@@ -39,6 +40,7 @@ class FetchMeta:
     depth: int = 0  # link hops from a seed (pages only)
     hops: int = 0  # redirect hops from the URL a link named (pages only)
     released: bool = False
+    source: str = ""  # the sitemap or feed URL (signals only)
 
     def __post_init__(self) -> None:
         if (self.kind is FetchKind.PAGE) != (self.url_id is not None):
@@ -51,6 +53,14 @@ class FetchMeta:
     @classmethod
     def robots(cls, host_id: int) -> FetchMeta:
         return cls(FetchKind.ROBOTS, host_id)
+
+    @classmethod
+    def signal(cls, host_id: int, source: str) -> FetchMeta:
+        return cls(FetchKind.SIGNAL, host_id, source=source)
+
+    @property
+    def is_signal(self) -> bool:
+        return self.kind is FetchKind.SIGNAL
 
     @property
     def is_robots(self) -> bool:

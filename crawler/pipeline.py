@@ -32,6 +32,7 @@ from http import HTTPStatus
 from websift.core.cache import Cache
 from websift.core.html import is_html, media_type
 from websift.crawler import settings as S
+from websift.crawler.canonical import link_header_canonical, same_site
 from websift.crawler.dedup import (
     NEAR_DUPLICATE_DISTANCE,
     NearDuplicateIndex,
@@ -144,6 +145,15 @@ class PageRecorder:
         self.stats = stats
         self.near = near
         self.agent = agent
+        # hooks of crawler/signals.py: a refetch's outcome (page, changed) and a page's feed
+        # links (page, base URL, hrefs); None when the crawl runs without signals
+        self.refetched: Callable[[int, bool], None] | None = None
+        self.found_feeds: Callable[[int, str, list[str]], None] | None = None
+        # rel="canonical" honoured (crawler/canonical.py) when ``retire`` is set: a variant is
+        # stored as a duplicate of its canonical page, its cash goes to it, and it is retired
+        # (not fetched again); ``variants`` maps a variant's ID to its canonical page's
+        self.retire: Callable[[int], None] | None = None
+        self.variants: dict[int, int] = {}
 
     # ------------------------------------------------------------------ URLs entering
     def discover(self, url: str, depth: int, follow: bool, hops: int = 0) -> tuple[int, bool]:
@@ -232,6 +242,10 @@ class PageRecorder:
                     entered.append((uid, link.hops))
         return entered
 
+    def forget_verdicts(self) -> None:
+        """Judge every URL met again (the scope changed: removals came or went)."""
+        self._seen.clear()
+
     def _remember(self, url: str, uid: int, reason: str | None) -> None:
         if reason == "depth":
             return
@@ -247,6 +261,56 @@ class PageRecorder:
                 self.store.update_page(uid, status="discovered", error=None)
         self.frontier.add(uid, url, self.store.host_id_of_url(uid), depth)
         return True
+
+    def _canonical(self, f: Fetched, ex: Extracted | None) -> int | None:
+        """The canonical page this fetched page is a variant of (recorded in the store), or
+        None: it names none, itself, another site's URL (recorded only), or one not crawled."""
+        href = (ex.canonical if ex is not None else None) or link_header_canonical(
+            f.header_all("Link"))
+        if href is None:
+            self.store.set_canonical(f.uid, None)
+            return None
+        try:
+            target = canonicalize(href, ex.base if ex is not None else f.url)
+        except UrlError:
+            self.stats["canonical/bad_url"] += 1
+            return None
+        if target == f.url:
+            self.store.set_canonical(f.uid, None)
+            return None
+        if not same_site(target, f.url):  # recorded, not followed
+            cid, _ = self.discover(target, f.depth + 1, follow=False)
+            self.store.set_canonical(f.uid, cid, same_site=False)
+            self.stats["canonical/other_site"] += 1
+            return None
+        cid, _ = self.discover(target, f.depth, follow=True)
+        cid = self.variants.get(cid, cid)  # a variant's canonical is the canonical
+        if cid == f.uid:
+            self.stats["canonical/loop"] += 1
+            self.store.set_canonical(f.uid, None)
+            return None
+        if not self.frontier.is_known(cid):  # out of scope, or its host's address unknown yet
+            self.stats["canonical/target_not_crawled"] += 1
+            return None
+        self.store.set_canonical(f.uid, cid)
+        self.variants[f.uid] = cid
+        self.stats["canonical/variants"] += 1
+        return cid
+
+    def _hreflang(self, f: Fetched, ex: Extracted) -> None:
+        """Record the page's language alternates (stored URLs; followed only if linked)."""
+        alternates: dict[str, int] = {}
+        for lang, href in ex.hreflang.items():
+            try:
+                url = canonicalize(href, ex.base)
+            except UrlError:
+                self.stats["hreflang/bad_url"] += 1
+                continue
+            if len(url) <= self.max_url_length:
+                alternates[lang] = self.discover(url, f.depth + 1, follow=False)[0]
+        if alternates or ex.hreflang:
+            self.stats["hreflang/pages"] += 1
+        self.store.set_hreflang(f.uid, alternates)
 
     def _links(self, uid: int, depth: int, ex: Extracted) -> LinkSet:
         out = LinkSet()
@@ -269,6 +333,7 @@ class PageRecorder:
             follow = not nofollow
             dst, _ = self.discover(target, depth + 1, follow)
             out.links.append(Link(dst, anchor, nofollow))
+            dst = self.variants.get(dst, dst)  # a link to a variant pays its canonical page
             if follow and dst != uid and dst not in seen_children and self.frontier.is_known(dst):
                 seen_children.add(dst)
                 out.children.append(dst)
@@ -312,24 +377,13 @@ class PageRecorder:
         else:
             self.stats["outcome/non_html"] += 1
         with self.batch.step():
-            duplicate_of = self.store.first_with_hash(digest, exclude=f.uid)
-            simhash: int | None = None
-            if ex is not None:
-                fp = text_fingerprint(ex.text[: S.SIMHASH_MAX_CHARS])
-                simhash = fp.simhash
-                if duplicate_of is None:
-                    duplicate_of = self.near.find(
-                        fp.simhash, NEAR_DUPLICATE_DISTANCE, tokens=fp.tokens, exclude=f.uid
-                    )
-                    if duplicate_of is not None:
-                        self.stats["outcome/duplicate_near"] += 1
-                    else:
-                        self.near.add(f.uid, fp.simhash, tokens=fp.tokens)
-                else:
-                    self.stats["outcome/duplicate_exact"] += 1
-            elif duplicate_of is not None:
-                self.stats["outcome/duplicate_exact"] += 1
+            variant_of = self._canonical(f, ex) if self.retire is not None else None
+            duplicate_of, simhash = self._duplicate(f, ex, digest, variant_of)
             links = self._links(f.uid, f.depth, ex) if ex is not None else LinkSet()
+            if self.retire is not None and ex is not None:
+                self._hreflang(f, ex)
+            if variant_of is not None:  # indexed under its canonical page, which gets its cash
+                links.children = [variant_of] if self.frontier.is_known(variant_of) else []
             # X-Robots-Tag applies to every type (a PDF can say noindex); HTML adds its meta tags
             header = robots_directives(f.header_all("X-Robots-Tag"), self.agent)
             noindex = bool(ex and ex.noindex) or "noindex" in header
@@ -352,7 +406,40 @@ class PageRecorder:
             )
             refetch = previous is not None and previous.fetch_count > 0
             self._step(f.uid, links.children, dead=False, changed=True if refetch else None)
+            if variant_of is not None and self.retire is not None:
+                self.retire(f.uid)
         self.stats["outcome/fetched"] += 1
+        if refetch and self.refetched is not None:
+            self.refetched(f.uid, True)
+        if ex is not None and ex.feeds and self.found_feeds is not None:
+            self.found_feeds(f.uid, ex.base, ex.feeds)
+
+    def _duplicate(
+        self, f: Fetched, ex: Extracted | None, digest: str, variant_of: int | None
+    ) -> tuple[int | None, int | None]:
+        """(the page it duplicates, its SimHash): a rel="canonical" variant duplicates its
+        canonical page; else the first page with the same bytes, else (HTML) the first page
+        within the near-duplicate distance, which the page joins when it is none."""
+        simhash: int | None = None
+        if variant_of is not None:
+            if ex is not None:
+                simhash = text_fingerprint(ex.text[: S.SIMHASH_MAX_CHARS]).simhash
+            return variant_of, simhash
+        duplicate_of = self.store.first_with_hash(digest, exclude=f.uid)
+        if duplicate_of is not None:
+            self.stats["outcome/duplicate_exact"] += 1
+        if ex is None:
+            return duplicate_of, None
+        fp = text_fingerprint(ex.text[: S.SIMHASH_MAX_CHARS])
+        if duplicate_of is None:
+            duplicate_of = self.near.find(
+                fp.simhash, NEAR_DUPLICATE_DISTANCE, tokens=fp.tokens, exclude=f.uid
+            )
+            if duplicate_of is not None:
+                self.stats["outcome/duplicate_near"] += 1
+            else:
+                self.near.add(f.uid, fp.simhash, tokens=fp.tokens)
+        return duplicate_of, fp.simhash
 
     def _unchanged(self, f: Fetched, uid: int) -> None:
         """Refetched with the same bytes: like a 304, no new seq (inside the transaction)."""
@@ -362,6 +449,8 @@ class PageRecorder:
         self._step(uid, self.store.followed_children(uid, self.frontier.is_known), dead=False,
                    changed=False)
         self.stats["outcome/unchanged"] += 1
+        if self.refetched is not None:
+            self.refetched(uid, False)
 
     def not_modified(self, f: Fetched) -> None:
         """304 to a conditional request: fetched_at and fetch_count move, seq does not."""
@@ -372,6 +461,8 @@ class PageRecorder:
             self._step(f.uid, self.store.followed_children(f.uid, self.frontier.is_known),
                        dead=False, changed=False)
         self.stats["outcome/not_modified"] += 1
+        if self.refetched is not None:
+            self.refetched(f.uid, False)
 
     def redirect(self, f: Fetched, location: str, hops: int, max_hops: int) -> tuple[int, str] | None:
         """A 3xx: the source row points at the target, which enters the frontier.

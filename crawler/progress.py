@@ -83,6 +83,10 @@ def summary_table(summary: dict[str, Any]) -> Table:
         table.add_row(key, str(value))
     for status, n in summary["store"].items():
         table.add_row(f"store/{status}", str(n))
+    lastmod = summary.get("live", {}).get("signals", {}).get("lastmod_hosts", {})
+    for origin, t in lastmod.items():  # crawl --signals: how far each host's lastmod is right
+        table.add_row(f"lastmod {origin}: changed / refetches (trust)",
+                      f"{t['changed']} / {t['refetches']} ({t['trust']:.2f})")
     return table
 
 

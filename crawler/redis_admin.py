@@ -35,7 +35,8 @@ from websift.crawler import settings as S
 from websift.crawler.errors import FrontierError
 
 FORMAT = "websift-frontier"
-VERSION = 1
+VERSION = 2  # 2: each host's keys carry the frontier's ID, checked by every script
+LOST = "WEBSIFT-LOST"  # how a script or a reconnection says the frontier's data is gone
 G = "{g}"
 GLV = G + ":lv"
 PASSWORD_ENV = ("WEBSIFT_REDIS_PASSWORD", "REDISCLI_AUTH")
@@ -93,15 +94,47 @@ def parse_address(text: str) -> FrontierAddress:
                            unquote(parts.username) if parts.username else None)
 
 
+class FrontierGone(redis.RedisError):
+    """A reconnection found a Redis that no longer holds this frontier (it restarted empty,
+    was flushed, or holds another frontier): raised before any command runs on it."""
+
+
+class IdentityGuard:
+    """Checks, on every new connection to one Redis, that it still holds the frontier with the
+    ID ``expected`` (None until the frontier is known).  One HGET per reconnection, none per
+    command.  A Cluster has no such hook here (a node holds only some slots): there the
+    scripts' own check (``redis_lua/prelude.lua``) catches a node that lost its data."""
+
+    def __init__(self) -> None:
+        self.expected: str | None = None
+
+    def __call__(self, conn: Any) -> None:
+        conn.on_connect()
+        if self.expected is None:
+            return
+        conn.send_command("HGET", GLV, "id")
+        have = conn.read_response()
+        if isinstance(have, bytes):
+            have = have.decode()
+        if have != self.expected:
+            holds = (f"it holds frontier {have[:8]}" if have else
+                     "it holds nothing of it: restarted without persistence, or flushed")
+            raise FrontierGone(f"{LOST} this Redis no longer holds frontier "
+                               f"{self.expected[:8]} ({holds})")
+
+
 # redis.Redis or redis.cluster.RedisCluster.  redis-py annotates its commands for its sync and
 # async clients at once (every result "Awaitable[T] | T"), so values read here are checked
 # where they are parsed instead.
 Client = Any
 
 
-def connect(text: str, timeout: float = S.FRONTIER_TIMEOUT) -> Client:
+def connect(text: str, timeout: float = S.FRONTIER_TIMEOUT, *,
+            guard: IdentityGuard | None = None, ids_above: int = 0) -> Client:
     """A client for the frontier at ``text``, checked: reachable, and empty or a websift
-    frontier of a version this websift reads (else one :class:`FrontierError` line)."""
+    frontier of a version this websift reads (else one :class:`FrontierError` line).
+    ``guard``: checks the frontier's identity on each reconnection (one Redis only);
+    ``ids_above``: a frontier created here gives URL IDs above this."""
     address = parse_address(text)
     password = next((os.environ[n] for n in PASSWORD_ENV if os.environ.get(n)), None)
     common: dict[str, Any] = {
@@ -121,9 +154,12 @@ def connect(text: str, timeout: float = S.FRONTIER_TIMEOUT) -> Client:
             client = redis.cluster.RedisCluster(startup_nodes=nodes, **common)
         else:
             host, port = address.nodes[0]
-            client = redis.Redis(host=host, port=port, db=address.db, **common)
+            client = redis.Redis(host=host, port=port, db=address.db,
+                                 # redis-py types it as taking nothing; it gets the connection
+                                 redis_connect_func=guard,  # type: ignore[arg-type]
+                                 **common)
         client.ping()
-        check_format(client, address)
+        check_format(client, address, ids_above)
     except redis.RedisError as exc:
         raise FrontierError(f"cannot use the frontier at {address}: {error_reason(exc)}") from None
     return client
@@ -134,23 +170,33 @@ def error_reason(exc: BaseException) -> str:
     return text[0] if text else type(exc).__name__
 
 
-def check_format(client: Client, address: FrontierAddress | str) -> None:
-    """Create the frontier's globals in an empty database; refuse a foreign or newer one."""
+def check_format(client: Client, address: FrontierAddress | str, ids_above: int = 0) -> None:
+    """Create the frontier's globals in an empty database (its URL IDs above ``ids_above``);
+    refuse a foreign, older or newer one."""
     fmt, version = client.hmget(GLV, ["format", "version"])
     if fmt is None:
         if client.randomkey() is not None:
             raise FrontierError(f"{address} holds data that is not a websift frontier "
                                 "(choose another database)")
-        client.hsetnx(GLV, "format", FORMAT)
-        client.hsetnx(GLV, "version", str(VERSION))
-        client.hsetnx(GLV, "id", uuid.uuid4().hex)
-        client.hsetnx(GLV, "virtual", "1")  # OPIC: the crawl's cash, 1 in all, starts here
+        def create(pipe: Any) -> None:  # one MULTI on one Redis; HSETNX: the first wins
+            pipe.hsetnx(GLV, "format", FORMAT)
+            pipe.hsetnx(GLV, "version", str(VERSION))
+            pipe.hsetnx(GLV, "id", uuid.uuid4().hex)
+            pipe.hsetnx(GLV, "virtual", "1")  # OPIC: the crawl's cash, 1 in all, starts here
+            pipe.hsetnx(GLV, "nextid", str(ids_above))
+            pipe.hsetnx(GLV, "ids_above", str(ids_above))
+
+        batch(client, create)
         return
     if fmt != FORMAT:
         raise FrontierError(f"{address} is not a websift frontier (format {fmt!r})")
     if int(version or 0) > VERSION:
         raise FrontierError(f"{address} is a frontier of version {version}, newer than this "
                             f"websift reads ({VERSION}); upgrade websift")
+    if int(version or 0) < VERSION:
+        raise FrontierError(f"{address} is a frontier of version {version}, older than this "
+                            f"websift reads ({VERSION}); finish its crawl with the websift "
+                            "that made it, or start a new frontier on an empty database")
 
 
 def host_tag(origin: str) -> str:
@@ -171,7 +217,7 @@ def frontier_status(client: Client, now: float | None = None) -> dict[str, Any]:
 
         def queue(pipe: Any, hosts: list[str] = hosts) -> None:
             pipe.smembers(G + ":hosts")
-            pipe.hmget(GLV, ["virtual", "nextid", "version"])
+            pipe.hmget(GLV, ["virtual", "nextid", "version", "id", "ids_above", "scope"])
             pipe.hgetall(G + ":out")
             pipe.zrange(G + ":ap", 0, -1)
             pipe.hgetall(G + ":crawlers")
@@ -222,7 +268,9 @@ def frontier_status(client: Client, now: float | None = None) -> dict[str, Any]:
         crawlers.append({"id": cid, **rec, "heartbeat_age": round(age, 3),
                          "alive": not rec.get("stopped") and age < float(rec.get("lease_ttl", S.FRONTIER_LEASE_TTL))})
     return {
-        "format": FORMAT, "version": int(res[1][2] or VERSION),
+        "format": FORMAT, "version": int(res[1][2] or VERSION), "id": res[1][3] or "",
+        "ids_above": int(res[1][4] or 0),
+        "scope": json.loads(res[1][5]) if res[1][5] else None,  # the first crawler's
         "crawlers": crawlers,
         "crawlers_alive": sum(1 for c in crawlers if c["alive"]),
         "hosts": len(hosts), "hosts_leased": leased,

@@ -15,13 +15,22 @@ loaded once with SCRIPT LOAD and run by EVALSHA) touches the keys of one slot on
   pending queues (sorted sets by key = base - seen: unread, unread focus, refresh, refresh
   focus); ``{h:O}:w`` read pages waiting for their refetch interval; ``{h:O}:t`` taken pages
   (owner crawler, run, time taken); ``{h:O}:lv`` the host's dividend levels, class sizes and the
-  sum of its base cash; ``{h:O}:ids`` URL -> global ID; ``{h:O}:lease``; ``{h:O}:host`` its
-  politeness and robots.txt state; ``{h:O}:out`` transfers leaving it, ``{h:O}:ap`` transfers
+  sum of its base cash, and ``fid``, the frontier's ID; ``{h:O}:ids`` URL -> global ID;
+  ``{h:O}:lease``; ``{h:O}:host`` its politeness and robots.txt state; ``{h:O}:out`` transfers leaving it, ``{h:O}:ap`` transfers
   applied to it;
-- ``{g}:lv`` format and version, the frontier's ID, the URL ID counter, the virtual page's cash;
+- ``{g}:lv`` format and version, the frontier's ID, the URL ID counter (and where it started,
+  ``ids_above``), the first crawler's scope (one scope per frontier), the virtual page's cash;
   ``{g}:out``/``{g}:ap`` its transfers (dividends); ``{g}:wt`` class sizes per host (the
   dividend's weights), ``{g}:load`` pending/taken/waiting per host, ``{g}:hosts``,
   ``{g}:crawlers`` (heartbeats).
+
+A frontier that lost its data (a Redis restarted empty, flushed, or holding another frontier)
+is never written to: every script gets the frontier's ID as its first argument and refuses a
+slot that lacks it (``prelude.lua``; the identity check rides on the scripts a crawler calls
+anyway: no round trip per page), a reconnection to one Redis checks it
+(``redis_admin.IdentityGuard``), and ``newid.lua`` refuses a counter at or below the highest
+ID the crawler has met (a Redis restored from an older snapshot).  The crawler stops with its
+batch committed (``data_lost``; exit 1).
 
 A read (``read.lua``) debits the page, credits its children on the same host and writes one
 transfer per child elsewhere and one to the virtual page in the host's outbox, in one script:
@@ -75,34 +84,69 @@ from websift.crawler import settings as S
 from websift.crawler.errors import FrontierError, FrontierLost
 from websift.crawler.redis_admin import (
     GLV,
+    LOST,
     Client,
     G,
+    IdentityGuard,
     batch,
     connect,
     error_reason,
     host_tag,
     parse_address,
 )
+from websift.crawler.runs import scope_to_json
+from websift.crawler.scope import ScopeConfig
 from websift.ranking.opic import OpicParams
 from websift.store.crawl_store import CrawlStore, HostState
 from websift.store.schema import origin_of
 
 SCRIPTS = ("add", "revive", "peek", "take", "read", "apply", "dividend", "credit_virtual", "pay",
-           "requeue", "lease")
+           "requeue", "lease", "newid", "load")
+MAY_BE_NEW = ("add", "apply")  # scripts that may meet a host with no keys yet (prelude.lua)
 META_FRONTIER = "frontier_id"  # the shard's meta: which frontier its URL IDs come from
 META_CRAWLER = "frontier_crawler"  # the shard's crawler ID (stable across its runs)
 
 
-def load_scripts(client: Client) -> dict[str, Any]:
-    """The Lua scripts, each with the shared prelude, registered (EVALSHA, loaded on first use)."""
+class FrontierScript:
+    """One Lua script of the frontier: called as redis-py's registered scripts are, it passes
+    the frontier's ID first (every script checks its slot still holds that frontier)."""
+
+    def __init__(self, script: Any, fid: str) -> None:
+        self.script = script
+        self.fid = fid
+
+    def __call__(self, keys: list[str], args: list[Any], client: Client) -> Any:
+        return self.script(keys=keys, args=[self.fid, *args], client=client)
+
+
+def load_scripts(client: Client, fid: str) -> dict[str, FrontierScript]:
+    """The Lua scripts, each with the shared prelude, registered (EVALSHA, loaded on first use)
+    and bound to the frontier with the ID ``fid``."""
     folder = resources.files("websift.crawler") / "redis_lua"
     prelude = (folder / "prelude.lua").read_text()
-    return {name: client.register_script(prelude + (folder / f"{name}.lua").read_text())
+    return {name: FrontierScript(client.register_script(
+                f"local MAY_BE_NEW = {str(name in MAY_BE_NEW).lower()}\n" + prelude
+                + (folder / f"{name}.lua").read_text()), fid)
             for name in SCRIPTS}
 
 
+def scope_text(scope: ScopeConfig) -> str:
+    """A scope's canonical form (JSON, keys and lists sorted): two crawls have one scope when
+    these are equal."""
+    value = {k: sorted(v) if isinstance(v, list) else v for k, v in scope_to_json(scope).items()}
+    return json.dumps(value, sort_keys=True)
+
+
+def scope_difference(mine: str, theirs: str) -> str:
+    """What differs between two canonical scopes, for one line."""
+    a, b = json.loads(mine), json.loads(theirs)
+    parts = [f"{k} {a.get(k)!r} here, {b.get(k)!r} there"
+             for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
+    return "; ".join(parts)
+
+
 # ---------------------------------------------------------------- transfers
-def deliver(client: Client, scripts: dict[str, Any], source: str,
+def deliver(client: Client, scripts: dict[str, FrontierScript], source: str,
             now: float | None = None) -> int:
     """Deliver the money transfers waiting in ``source``'s outbox (``source`` a host tag or
     ``{g}``), and those they pass on (to the virtual page); returns how many.  Any process may
@@ -194,6 +238,8 @@ class RedisFrontier:
         virtual_every: int = S.VIRTUAL_EVERY,
         lease_ttl: float = S.FRONTIER_LEASE_TTL,
         max_hosts: int = S.FRONTIER_MAX_HOSTS,
+        scope: ScopeConfig | None = None,
+        guard: IdentityGuard | None = None,
     ) -> None:
         self.client = client
         self.store = store
@@ -205,10 +251,14 @@ class RedisFrontier:
         self.virtual_every = max(1, virtual_every)
         self.lease_ttl = lease_ttl
         self.max_hosts = max_hosts
-        self.scripts = load_scripts(client)
         self.lost: str | None = None
+        self.data_lost = False  # the frontier's data is gone (not just unreachable)
         self.discovery_share: float | None = None
-        self.crawler_id, self.frontier_id = self._identity()
+        self.crawler_id, self.frontier_id = self._identity(scope)
+        if guard is not None:
+            guard.expected = self.frontier_id  # checked again on every reconnection
+        self.scripts = load_scripts(client, self.frontier_id)
+        self.high = self.store.max_url_id()  # the highest URL ID this crawler has met
         self.run = uuid.uuid4().hex[:12]
         self.owner = f"{self.crawler_id}|{self.run}|"
         self.host_of: dict[int, int] = {}
@@ -266,16 +316,31 @@ class RedisFrontier:
                 return
 
     # ------------------------------------------------------------------ identity
-    def _identity(self) -> tuple[str, str]:
-        """This shard's crawler ID, and a check that the shard's IDs come from this frontier."""
+    def _identity(self, scope: ScopeConfig | None) -> tuple[str, str]:
+        """This shard's crawler ID, and checks: the shard's IDs come from this frontier, and
+        this crawl's scope is the one the frontier was started with (the first crawler
+        records it; a link is judged by the scope of whoever finds it, so one frontier has
+        one scope)."""
         fid = str(self.client.hget(GLV, "id"))
         mine = self.store.get_meta(META_FRONTIER)
         if mine is None and self.store.max_url_id() > 0:
             raise FrontierError("this data directory holds a crawl of its own URL IDs; give "
                                 "each crawler of a shared frontier a fresh --data")
         if mine is not None and mine != fid:
-            raise FrontierError("this data directory was crawled with another frontier "
-                                f"({mine[:8]}, not {fid[:8]}); give it a fresh --data")
+            raise FrontierError(
+                f"this data directory was crawled with frontier {mine[:8]}, which "
+                f"{self.address or 'this Redis'} does not hold (it holds {fid[:8]}); its "
+                f"URL IDs go up to {self.store.max_url_id()}: keep it as it is and go on with "
+                "a fresh --data (see docs/several-machines.md, 'A lost frontier')")
+        if scope is not None:
+            text = scope_text(scope)
+            self.client.hsetnx(GLV, "scope", text)
+            theirs = str(self.client.hget(GLV, "scope"))
+            if theirs != text:
+                raise FrontierError(
+                    f"this crawl's scope differs from the one the frontier {self.address} was "
+                    f"started with ({scope_difference(text, theirs)}); one frontier has one "
+                    "scope: give the same scope options, or use another frontier")
         cid = self.store.get_meta(META_CRAWLER) or uuid.uuid4().hex[:12]
         with self.store.transaction():
             self.store.set_meta(META_FRONTIER, fid)
@@ -283,8 +348,15 @@ class RedisFrontier:
         return cid, fid
 
     def lose(self, exc: BaseException) -> None:
-        if self.lost is None:
-            self.lost = f"frontier {self.address or 'Redis'} lost: {error_reason(exc)}"
+        if self.lost is not None:
+            return
+        reason = error_reason(exc)
+        where = self.address or "Redis"
+        if LOST in reason:
+            self.data_lost = True
+            self.lost = f"the frontier {where} lost its data: {reason.split(LOST, 1)[1].strip()}"
+        else:
+            self.lost = f"frontier {where} lost: {reason}"
 
     # ------------------------------------------------------------------ URL IDs
     def url_id(self, url: str) -> int:
@@ -300,7 +372,8 @@ class RedisFrontier:
                 self.hosts_seen.add(origin)
             got = self.client.hget(tag + ":ids", url)
             if got is None:
-                new = int(self.client.hincrby(GLV, "nextid", 1))
+                new = int(self.scripts["newid"](keys=[GLV], args=[self.high],
+                                                client=self.client))
                 if self.client.hsetnx(tag + ":ids", url, new):
                     got = new
                 else:
@@ -309,6 +382,7 @@ class RedisFrontier:
             self.lose(exc)
             raise FrontierLost(self.lost or "frontier lost") from None
         uid = int(got)
+        self.high = max(self.high, uid)
         self.ids.put(url, uid)
         self.origin_of[uid] = origin
         return uid
@@ -432,11 +506,11 @@ class RedisFrontier:
         return f"{self.crawler_id}|{self.run}"
 
     def _refresh_load(self, now: float) -> None:
-        raw = self.client.hgetall(G + ":load")
+        flat = self.scripts["load"](keys=[GLV], args=[], client=self.client)
         load: dict[str, tuple[int, int, int]] = {}
-        for origin, value in raw.items():
+        for origin, value in zip(flat[::2], flat[1::2], strict=True):
             p, t, w = (int(x) for x in value.split())
-            load[origin] = (p, t, w)
+            load[str(origin)] = (p, t, w)
         self.load = load
         self.load_at = now
 
@@ -603,6 +677,7 @@ class RedisFrontier:
             self.host_of[uid] = lease.host_id
             self.depth_of[uid] = depth
             self.origin_of[uid] = origin
+            self.high = max(self.high, uid)
             self.known.add(uid)
             lease.taken_here += 1
             return uid
@@ -782,7 +857,11 @@ class RedisFrontier:
 
 def open_frontier(address: str, store: CrawlStore, params: OpicParams, **kwargs: Any
                   ) -> RedisFrontier:
-    client = connect(address)
-    frontier = RedisFrontier(client, store, params, address=str(parse_address(address)),
-                             **kwargs)
-    return frontier
+    guard = IdentityGuard()
+    client = connect(address, guard=guard)
+    try:
+        return RedisFrontier(client, store, params, address=str(parse_address(address)),
+                             guard=guard, **kwargs)
+    except redis.RedisError as exc:
+        raise FrontierError(f"cannot use the frontier at {address}: {error_reason(exc)}"
+                            ) from None

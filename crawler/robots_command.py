@@ -3,24 +3,36 @@
 Without ``--robots-file`` the site's ``<origin>/robots.txt`` is fetched over HTTP with a plain
 stdlib client (``fetch_robots``), and its status and body go through the same
 ``RobotsPolicy.from_response`` the crawler uses, so the command answers as the crawler would.
+
+It goes only where a crawl would: every address of each host it is about to contact (the URL's
+and each redirect's) is judged by the crawler's own :class:`~crawler.addresses.AddressRules`
+(``--allow-private``, ``--allow-ip``, ``--deny-ip``), and the connection goes to the address
+judged, not to a second lookup.  A URL into private space is refused with one line; a redirect
+into it ends the fetch as unreachable (so: disallowed).  Each request, connecting included, has
+the crawler's ``DOWNLOAD_TIMEOUT`` in all, so a server trickling bytes cannot hold it longer.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import http.client
+import ipaddress
 import logging
 import re
+import socket
 import ssl
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote, urljoin, urlsplit
 
 from websift.core.errors import WebsiftError
 from websift.crawler import settings
+from websift.crawler.addresses import AddressRules, Refusal
 from websift.crawler.robots import MAX_ROBOTS_BYTES, ROBOTS_PATH, RobotsPolicy
+from websift.crawler.scope import system_resolve
 
-ROBOTS_FETCH_TIMEOUT = 10.0  # seconds, for connecting and for each read
 ROBOTS_MAX_REDIRECTS = 5  # RFC 9309 2.3.1.2: follow at least five consecutive redirects
 _REDIRECTS = frozenset({301, 302, 303, 307, 308})
 _PRODUCT_TOKEN = re.compile(r"[A-Za-z_-]+")
@@ -45,22 +57,39 @@ class RobotsFetch:
     error: str | None = None  # why there was no answer ("connection refused", "timed out")
 
 
-def fetch_robots(origin: str) -> tuple[int | None, bytes | None]:
-    """(status, body) of ``<origin>/robots.txt``; (None, None) when the site is unreachable.
+class AddressRefused(WebsiftError):
+    """A host of the fetch resolves to an address the address rules refuse."""
+
+    def __init__(self, refusal: Refusal) -> None:
+        super().__init__(refusal.detail)
+        self.refusal = refusal
+
+
+def fetch_robots(origin: str, rules: AddressRules | None = None) -> tuple[int | None, bytes | None]:
+    """(status, body) of ``<origin>/robots.txt``; (None, None) when the site is unreachable or
+    refused by ``rules`` (default: public addresses only, as a crawl's default).
 
     Follows up to five redirects, even to other hosts (RFC 9309 2.3.1.2); past that the last
     3xx status is returned.  Reads at most ``MAX_ROBOTS_BYTES`` of the body (2.5).
     """
-    result = fetch_robots_detailed(origin)
+    result = fetch_robots_detailed(origin, rules=rules)
     return result.status, result.body
 
 
-def fetch_robots_detailed(origin: str, timeout: float = ROBOTS_FETCH_TIMEOUT) -> RobotsFetch:
-    """``fetch_robots`` that also says which URL answered and why none did."""
+def fetch_robots_detailed(origin: str, timeout: float | None = None,
+                          rules: AddressRules | None = None) -> RobotsFetch:
+    """``fetch_robots`` that also says which URL answered and why none did.  ``timeout``: each
+    request's whole time, connecting included (default: the crawler's ``DOWNLOAD_TIMEOUT``)."""
+    rules = rules if rules is not None else AddressRules()
+    timeout = settings.DOWNLOAD_TIMEOUT if timeout is None else timeout
     url = origin.rstrip("/") + ROBOTS_PATH
     for _ in range(ROBOTS_MAX_REDIRECTS + 1):
         try:
-            status, location, body = _get(url, timeout)
+            address = checked_address(url, rules)
+            status, location, body = _get(url, address, timeout)
+        except AddressRefused as exc:
+            log.info("robots.txt at %s refused: %s", url, exc)
+            return RobotsFetch(url, None, None, f"refused: {exc}")
         except (OSError, http.client.HTTPException, ValueError) as exc:
             log.info("robots.txt at %s unreachable: %s", url, _describe(exc))
             return RobotsFetch(url, None, None, _describe(exc))
@@ -73,25 +102,89 @@ def fetch_robots_detailed(origin: str, timeout: float = ROBOTS_FETCH_TIMEOUT) ->
     return RobotsFetch(url, status, body)
 
 
-def _get(url: str, timeout: float) -> tuple[int, str | None, bytes]:
+def checked_address(url: str, rules: AddressRules) -> str:
+    """The address to connect to for ``url``'s host: every address the host resolves to must
+    pass ``rules`` (as the crawler's scope check asks), else :class:`AddressRefused`."""
     parts = urlsplit(url)
     host = parts.hostname
     if parts.scheme not in ("http", "https") or not host:
         raise ValueError(f"not an http(s) URL: {url}")
+    try:
+        literal: str | None = str(ipaddress.ip_address(host))
+    except ValueError:
+        literal = None
+    addresses = [literal] if literal is not None else system_resolve(host, parts.port)
+    if not addresses:
+        raise OSError(f"{host} has no address")
+    for text in addresses:
+        refusal = rules.judge(ipaddress.ip_address(text), None if literal else host)
+        if refusal is not None:
+            raise AddressRefused(refusal)
+    return addresses[0]
+
+
+class _PinnedHTTP(http.client.HTTPConnection):
+    """A connection to one given address, with the URL's host in the Host header."""
+
+    def __init__(self, host: str, port: int | None, address: str, timeout: float) -> None:
+        super().__init__(host, port, timeout=timeout)
+        self.address = address
+
+    def connect(self) -> None:
+        self.sock = socket.create_connection((self.address, self.port), self.timeout)
+
+
+class _PinnedHTTPS(http.client.HTTPSConnection):
+    """:class:`_PinnedHTTP` over TLS; the certificate is checked against the URL's host."""
+
+    def __init__(self, host: str, port: int | None, address: str, timeout: float,
+                 context: ssl.SSLContext) -> None:
+        super().__init__(host, port, timeout=timeout, context=context)
+        self.address = address
+        self.tls = context
+
+    def connect(self) -> None:
+        raw = socket.create_connection((self.address, self.port), self.timeout)
+        self.sock = self.tls.wrap_socket(raw, server_hostname=self.host)
+
+
+def _get(url: str, address: str, timeout: float) -> tuple[int, str | None, bytes]:
+    """One GET of ``url`` at ``address``, all of it within ``timeout`` seconds: past it the
+    socket is shut down under the reading call and the request ends in ``TimeoutError``."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
     connection: http.client.HTTPConnection
     if parts.scheme == "https":
-        context = ssl.create_default_context()
-        connection = http.client.HTTPSConnection(host, parts.port, timeout=timeout, context=context)
+        connection = _PinnedHTTPS(host, parts.port, address, timeout,
+                                  ssl.create_default_context())
     else:
-        connection = http.client.HTTPConnection(host, parts.port, timeout=timeout)
+        connection = _PinnedHTTP(host, parts.port, address, timeout)
     target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    expired = threading.Event()
+
+    def cut() -> None:
+        expired.set()
+        if connection.sock is not None:
+            with contextlib.suppress(OSError):  # already closed: nothing to cut
+                connection.sock.shutdown(socket.SHUT_RDWR)
+
+    timer = threading.Timer(timeout, cut)
+    timer.daemon = True
+    timer.start()
     try:
         connection.request("GET", target, headers={"User-Agent": settings.USER_AGENT})
         response = connection.getresponse()
         body = response.read(MAX_ROBOTS_BYTES)
-        return response.status, response.getheader("Location"), body
+    except (OSError, http.client.HTTPException):
+        if expired.is_set():
+            raise TimeoutError("timed out") from None
+        raise
     finally:
+        timer.cancel()
         connection.close()
+    if expired.is_set():  # the body was cut short by the deadline
+        raise TimeoutError("timed out")
+    return response.status, response.getheader("Location"), body
 
 
 def _describe(exc: BaseException) -> str:
@@ -138,7 +231,15 @@ def _load_policy(args: argparse.Namespace, url: str) -> tuple[RobotsPolicy, str]
                 f"cannot read robots file {path}: {exc.strerror or exc}"
             ) from exc
         return RobotsPolicy.parse(body), f"robots.txt: {path}"
-    fetched = fetch_robots_detailed(_origin(url))
+    rules = AddressRules(args.allow_private, args.allow_ip, args.deny_ip)
+    try:
+        checked_address(url, rules)
+    except AddressRefused as exc:
+        raise RobotsInputError(f"{exc} (refused as a crawl would; --allow-private or --allow-ip "
+                               "to check it)") from None
+    except OSError:
+        pass  # unresolvable: said below as an unreachable robots.txt
+    fetched = fetch_robots_detailed(_origin(url), rules=rules)
     if fetched.status is None:
         source = f"robots.txt: {fetched.url} unreachable ({fetched.error})"
     else:
@@ -174,9 +275,11 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         description=(
             "Print 'allowed' or 'disallowed' for URL, then the robots.txt line that decided "
             "(with its line number) or the reason, then where robots.txt came from. "
-            "Without --robots-file, <origin>/robots.txt is fetched over HTTP (10 s timeout, up "
-            "to 5 redirects, first 500 KiB); an unreachable site or a 5xx answer means "
-            "disallowed, a 4xx answer means allowed. Exit code 0 either way."
+            "Without --robots-file, <origin>/robots.txt is fetched over HTTP (20 s per request "
+            "in all, up to 5 redirects, first 500 KiB), only from addresses a crawl may "
+            "contact (private ones refused, as by 'websift crawl'); an unreachable or refused "
+            "site or a 5xx answer means disallowed, a 4xx answer means allowed. Exit code 0 "
+            "either way."
         ),
     )
     parser.add_argument("url", metavar="URL", help="the URL to check (absolute http(s) URL)")
@@ -192,4 +295,12 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         metavar="F",
         help="read robots.txt from this file instead of fetching it (URL may then be a /path)",
     )
+    parser.add_argument("--allow-private", action="store_true",
+                        help="also contact private, loopback and link-local addresses (as "
+                        "'websift crawl --allow-private')")
+    parser.add_argument("--allow-ip", action="append", default=[], metavar="CIDR",
+                        help="contact only addresses in these ranges (repeatable; as 'websift "
+                        "crawl')")
+    parser.add_argument("--deny-ip", action="append", default=[], metavar="CIDR",
+                        help="never contact addresses in these ranges (repeatable)")
     parser.set_defaults(func=run)

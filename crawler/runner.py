@@ -29,11 +29,13 @@ from twisted.python.failure import Failure
 
 from websift.core.datadir import DataDir
 from websift.crawler import settings as S
+from websift.crawler.http_client import HeadCappedDownloadHandler
 from websift.crawler.runs import FORCED_STOP
 from websift.crawler.scope import Scope
 from websift.crawler.session import CrawlConfig, CrawlSession, checked_seeds
 from websift.crawler.spider import WebsiftSpider
 
+HEAD_CAPPED_HANDLER = f"{HeadCappedDownloadHandler.__module__}.{HeadCappedDownloadHandler.__name__}"
 _OFF_DOWNLOADER = (
     "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware",
     "scrapy.downloadermiddlewares.offsite.OffsiteMiddleware",
@@ -76,6 +78,11 @@ def scrapy_settings(config: CrawlConfig, progress: bool) -> dict[str, Any]:
         "DOWNLOAD_DELAY": 0,  # the session spaces request starts itself
         "DOWNLOAD_DELAY_JITTER": 0,
         "DOWNLOAD_MAXSIZE": S.DOWNLOAD_MAXSIZE,
+        # Scrapy's HTTP/1.1 handler with a cap on the response head (DOWNLOAD_MAXSIZE caps the
+        # body only)
+        "DOWNLOAD_HANDLERS": dict.fromkeys(("http", "https"), HEAD_CAPPED_HANDLER),
+        "WEBSIFT_MAX_RESPONSE_HEAD_BYTES": S.MAX_RESPONSE_HEAD_BYTES,
+        "WEBSIFT_MAX_RESPONSE_HEADERS": S.MAX_RESPONSE_HEADERS,
         "DOWNLOAD_WARNSIZE": S.DOWNLOAD_WARNSIZE,
         "DOWNLOAD_TIMEOUT": S.DOWNLOAD_TIMEOUT,
         "REDIRECT_MAX_TIMES": S.MAX_REDIRECTS,  # robots.txt only; pages are redirected by us

@@ -38,7 +38,7 @@ FORCED_STOP = "forced_stop"  # finish reason of a run stopped by a second signal
 LIVE_KEYS = (
     "pid", "kind", "continuous", "state", "started", "updated", "pages", "discovery_fetches",
     "refresh_fetches", "pages_per_second", "recent_pages_per_second", "in_flight", "errors",
-    "frontier", "virtual_cash",
+    "frontier", "virtual_cash", "removals", "signals",
 )
 
 

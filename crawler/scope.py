@@ -17,7 +17,11 @@ refused address refuses the host.  :meth:`Scope.address_verdict` does one lookup
 is the same, blocking and cached per host, for seeds and the command line.  The name lookup is
 a function the scope is given (``resolve``; the system resolver by default).
 
-Reason keys (counted in the crawl summary): ``scheme``, ``url_too_long``, ``domain``, ``fence``,
+Removals (store/removals.py): the operator's rules in force (``websift remove``) are a fence the
+crawl reloads while it runs (:attr:`Scope.removals`, replaced by the session at each batch
+commit when they changed): a removed URL is never fetched, reason key ``removed``.
+
+Reason keys (counted in the crawl summary): ``scheme``, ``removed``, ``url_too_long``, ``domain``, ``fence``,
 ``filter``, ``depth``, ``path_too_deep``, ``repeated_segments``, ``too_many_params`` from
 :meth:`Scope.check` (tested in that order); ``ip_denied``, ``ip_not_allowed``,
 ``private_address``, ``unresolvable`` from :meth:`Scope.check_address`.
@@ -45,6 +49,7 @@ from websift.crawler.addresses import (
 )
 from websift.crawler.errors import ScopeError
 from websift.crawler.urls import UrlError, host_of, normalize_host, port_of
+from websift.store.removals import RemovalRules
 
 __all__ = ["AddressVerdict", "PrivateAddressError", "Resolve", "Scope", "ScopeConfig",
            "address_category", "host_key", "system_resolve"]
@@ -134,6 +139,8 @@ class Scope:
         self._resolve: Resolve = resolve or system_resolve
         # host -> its resolution verdict: a crawl meets any number of hosts, so bounded (LRU)
         self._verdicts: Cache[str, AddressVerdict] = Cache(ADDRESS_CACHE_SIZE)
+        # the operator's removals in force (module doc); replaced whole, never changed in place
+        self.removals = RemovalRules()
 
     # ------------------------------------------------------------------ URL rules
     def check(self, url: str, depth: int) -> str | None:
@@ -142,6 +149,8 @@ class Scope:
         cfg = self.config
         if not url.startswith(("http://", "https://")):
             return "scheme"
+        if self.removals and self.removals.matches(url):
+            return "removed"
         if len(url) > cfg.max_url_length:
             return "url_too_long"
         if self._domains:

@@ -49,6 +49,7 @@ from websift.crawler.robots_cache import RobotsCache, RobotsState
 from websift.crawler.runs import run_record
 from websift.crawler.scope import Resolve, Scope, ScopeConfig
 from websift.crawler.seeds import failed_seeds, reason_words
+from websift.crawler.signals import SITEMAP, Signals, Source
 from websift.crawler.urls import canonicalize, host_of, port_of
 from websift.ranking.opic import OpicParams, Strategy
 from websift.store.crawl_store import FETCHED, CrawlStore
@@ -69,6 +70,10 @@ class RequestFactory(Protocol):
     ) -> Any: ...
 
     def robots_request(self, url: str, meta: FetchMeta) -> Any: ...
+
+    def signal_request(
+        self, url: str, meta: FetchMeta, headers: dict[str, str], slot: str, maxsize: int
+    ) -> Any: ...
 
 
 @dataclass
@@ -99,6 +104,11 @@ class CrawlConfig:
     frontier: str | None = None
     frontier_lease: float = S.FRONTIER_LEASE_TTL  # --frontier-lease
     frontier_hosts: int = S.FRONTIER_MAX_HOSTS  # --frontier-hosts
+    # --signals: sitemaps, lastmod and feeds as OPIC evidence (crawler/signals.py)
+    signals: bool = S.SIGNALS
+    sitemap_interval: float = S.SITEMAP_INTERVAL  # --sitemap-interval
+    feed_min_interval: float = S.FEED_MIN_INTERVAL  # --feed-min-interval
+    feed_max_interval: float = S.FEED_MAX_INTERVAL  # --feed-max-interval
 
 
 class CrawlSession:
@@ -126,7 +136,8 @@ class CrawlSession:
                                        clock=clock,
                                        min_refetch_interval=config.min_refetch_interval,
                                        lease_ttl=config.frontier_lease,
-                                       max_hosts=config.frontier_hosts)
+                                       max_hosts=config.frontier_hosts,
+                                       scope=config.scope)
             except BaseException:
                 self.store.close()
                 raise
@@ -153,6 +164,19 @@ class CrawlSession:
             self.store, self.warc, self.frontier, self.judge, self.stats, near=self.near,
             batch=self.batch, max_url_length=config.scope.max_url_length,
         )
+        # the web's own signals: the embedded frontier of a crawl only (a recrawl has its
+        # explicit schedule; a shared frontier takes no evidence)
+        self.signals: Signals | None = None
+        if config.signals and config.kind == KIND_CRAWL:
+            if isinstance(self.frontier, Frontier):
+                self.signals = Signals(
+                    self.frontier, self.recorder, self.store, self.stats, clock,
+                    sitemap_interval=config.sitemap_interval,
+                    feed_min_interval=config.feed_min_interval,
+                    feed_max_interval=config.feed_max_interval,
+                )
+            else:
+                self.stats["signals/off_shared_frontier"] = 1
         self.factory: RequestFactory | None = None
         self.seeds: list[str] = []  # canonical, once add_seeds has run
         self.robots_failures: dict[int, str] = {}  # host ID: why its robots.txt was not had
@@ -177,6 +201,9 @@ class CrawlSession:
         # the live figures commit with every batch (and so does the OPIC state they describe)
         self.batch.before_commit.append(self.publish_live)
         self.batch.after_commit.append(self.frontier.after_commit)
+        # the operator's removals: read now and again after every commit (crawler/scope.py)
+        self.reload_removals()
+        self.batch.after_commit.append(self.reload_removals)
         self.closed = False
         # why Scrapy could not be used (e.g. a missing internal), raised once Scrapy has stopped
         self.start_refused: WebsiftError | None = None
@@ -196,6 +223,17 @@ class CrawlSession:
         if reason is not None:
             return reason
         return self.addresses.reason(host_of(url), port_of(url))
+
+    def reload_removals(self) -> None:
+        """Take the removal rules in force now (``websift remove`` writes them into the store
+        while the crawl runs): one small read per batch commit (and per live-figures update
+        of a crawl that commits nothing, crawler/settings.py LIVE_EVERY); a change drops the recorder's
+        remembered scope verdicts, so a URL removed or restored is judged again."""
+        rules = self.store.removal_rules()
+        if rules.key != self.scope.removals.key:
+            self.scope.removals = rules
+            self.recorder.forget_verdicts()
+            self.stats["removals/reloads"] += 1
 
     def _settle_addresses(self) -> None:
         """Take the DNS threads' answers: links parked for a host enter the frontier or are
@@ -246,7 +284,16 @@ class CrawlSession:
             cd = self.robots.crawl_delay(host_id)
             if cd is not None:
                 self.politeness.set_crawl_delay(slot, cd)
+            self._robots_known(host_id, slot.origin)
         return slot
+
+    def _robots_known(self, host_id: int, origin: str) -> None:
+        """A host's robots.txt is known (fetched, or fresh in the store): its sitemaps."""
+        entry = self.robots.hosts.get(host_id)
+        if self.signals is None or entry is None or entry.policy is None:
+            return
+        if entry.state is RobotsState.READY:
+            self.signals.robots_known(host_id, origin, entry.policy.sitemaps())
 
     def save_host(self, slot: HostSlot) -> None:
         state = self.store.host_by_id(slot.host_id)
@@ -286,6 +333,8 @@ class CrawlSession:
             return False
         if self.config.continuous:
             return True  # nothing due now means wait (``wake_at``), not the end of the run
+        if self._sendable_sources(self.clock()):
+            return True  # a sitemap or feed to read now may name more pages
         # links waiting for their host's address verdict may still enter the frontier
         pending = self.frontier.pending_count() > 0 or self.addresses.busy()
         return pending and not self.stalled
@@ -329,6 +378,10 @@ class CrawlSession:
             return None
         ready: list[int] = []
         earliest = float("inf")
+        if self.signals is not None:
+            request, earliest = self._signal_request(now)
+            if request is not None:
+                return request
         for host_id in self.frontier.pending_hosts():
             slot = self._slot(host_id, now)
             robots = self.robots.hosts[host_id]
@@ -337,6 +390,10 @@ class CrawlSession:
                 continue
             if self.pages_per_host[host_id] >= self.config.max_pages_per_host:
                 self._drop_host(host_id, "host_page_limit")
+                continue
+            if self.scope.removals.hosts and self.scope.removals.host_removed(
+                    host_of(slot.origin)):  # not even its robots.txt is fetched
+                self._drop_host(host_id, "scope_removed")
                 continue
             at = self.politeness.ready_at(slot)
             if at is None or robots.state is RobotsState.FETCHING:
@@ -395,10 +452,57 @@ class CrawlSession:
             )
             if self.stalled:
                 self.stats["skipped/stalled"] = self.frontier.pending_count()
+        if self.signals is not None and self.config.continuous:
+            at = self.signals.next_due()  # a sitemap or feed to read again
+            if at is not None and at > now:
+                self.wake_at = at if self.wake_at is None else min(self.wake_at, at)
         if self.deadline is not None:  # wake to end the run on time even while it waits
             at = self.deadline
             self.wake_at = at if self.wake_at is None else min(self.wake_at, at)
         return None
+
+    def _sendable_sources(self, now: float) -> list[Source]:
+        """Sources due now on hosts whose robots.txt is known and whose address passes; a
+        source of a host robots.txt puts off limits is dropped."""
+        if self.signals is None:
+            return []
+        out: list[Source] = []
+        for src in self.signals.due(now):
+            slot = self._slot(src.host_id, now)
+            robots = self.robots.hosts[src.host_id]
+            if robots.state is RobotsState.UNAVAILABLE:
+                self.signals.drop(src, "robots_unavailable")
+                continue
+            if robots.state is not RobotsState.READY:
+                continue  # fetched with the host's pages
+            if self.addresses.reason(host_of(slot.origin), port_of(slot.origin)) is not None:
+                continue
+            out.append(src)
+        return out
+
+    def _signal_request(self, now: float) -> tuple[Any | None, float]:
+        """A sitemap or feed due now on a host politeness and robots.txt let us ask, and
+        (when none may go) the earliest time politeness lets one of them go."""
+        assert self.signals is not None and self.factory is not None
+        earliest = float("inf")
+        for src in self._sendable_sources(now):
+            slot = self._slot(src.host_id, now)
+            at = self.politeness.ready_at(slot)
+            if at is None or at > now:
+                if at is not None:
+                    earliest = min(earliest, at)
+                continue
+            if not src.from_robots and not self.robots.decide(src.host_id, src.url).allowed:
+                self.signals.drop(src, "robots_disallowed")
+                continue
+            headers = self.signals.started(src)
+            self.politeness.started(slot, now)
+            self.stats[f"fetch/{src.kind}"] += 1
+            maxsize = S.SITEMAP_MAX_BYTES if src.kind == SITEMAP else S.FEED_MAX_BYTES
+            return self.factory.signal_request(
+                src.url, FetchMeta.signal(src.host_id, src.url), headers, slot.origin, maxsize
+            ), earliest
+        return None, earliest
 
     def _page_request(
         self, uid: int, url: str, host_id: int, depth: int, now: float, *, refresh: bool = False
@@ -491,9 +595,17 @@ class CrawlSession:
             self.store.save_host(state)
         self.frontier.host_saved(state)
         self.stats["robots/fetched"] += 1
+        self._robots_known(host_id, slot.origin)
         if entry.state is RobotsState.UNAVAILABLE:
             self.stats["failure/robots_unavailable"] += 1
             self.robots_failures.setdefault(host_id, reason_words(f"http_{status}"))
+
+    def on_signal(self, meta: FetchMeta, f: Fetched) -> None:
+        """A sitemap's or feed's answer (crawler/signals.py), in the batch's transaction."""
+        slot = self._slot(meta.host_id, f.fetched_at)
+        if self.signals is not None:
+            self.signals.answered(meta.source, f)
+        self._after(slot, f.status)
 
     def on_response(self, meta: FetchMeta, f: Fetched) -> None:
         if self.failed is not None:
@@ -559,6 +671,10 @@ class CrawlSession:
             return
         if meta is None:  # not a request websift made
             self.stats[f"failure/{reason}"] += 1
+            return
+        if meta.is_signal:
+            if self.signals is not None:
+                self.signals.failed(meta.source, reason)
             return
         uid = meta.page_id
         if reason in ("too_large", "ignored"):
@@ -645,7 +761,17 @@ class CrawlSession:
             "errors": errors,
             "frontier": frontier,
             "virtual_cash": float(frontier.get("virtual_cash", 0.0)),
+            "removals": len(self.scope.removals.removals),  # rules in force (crawler/scope.py)
+            "signals": self.signal_figures(),
         }
+
+    def signal_figures(self) -> dict[str, Any]:
+        """Sitemaps, feeds and lastmod figures of the run (counters and per-host trust)."""
+        prefixes = ("sitemaps/", "feeds/", "lastmod/", "fetch/sitemap", "fetch/feed", "signals/")
+        counts = {k: v for k, v in sorted(self.stats.items()) if k.startswith(prefixes)}
+        if self.signals is None:
+            return {"on": False, "counts": counts}
+        return {"on": True, "counts": counts, **self.signals.figures()}
 
     def publish_live(self) -> None:
         """Write the live figures into the run's row (inside the open batch if there is one:
@@ -664,8 +790,9 @@ class CrawlSession:
             self.request_stop("frontier_lost")
         with self.writing():
             if self.batch.due():
-                self.batch.commit()  # writes the figures (before_commit)
+                self.batch.commit()  # writes the figures (before_commit), then reloads removals
             elif self.clock() - self.live_at >= S.LIVE_EVERY:
+                self.reload_removals()  # a crawl that waits takes them too
                 self.publish_live()
 
     def summary(self, reason: str) -> dict[str, Any]:
@@ -737,6 +864,9 @@ class CrawlSession:
         summary = self.summary(reason)
         if self.frontier.lost is not None:
             summary["frontier_lost"] = self.frontier.lost
+            if getattr(self.frontier, "data_lost", False):  # gone, not just unreachable
+                summary["frontier_data_lost"] = True
+                summary["url_ids_up_to"] = self.store.max_url_id()
         failed = failed_seeds(self.store, self.seeds, self.robots_failures.get, self.stats)
         if failed:
             summary["seeds_failed"] = failed

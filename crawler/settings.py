@@ -39,6 +39,11 @@ DEFAULT_MAX_DEPTH = 16  # link hops from a seed (--max-depth)
 MAX_PAGES_PER_HOST = 20000  # spider-trap limit: pages fetched per host in one run
 DOWNLOAD_MAXSIZE = 8 * 1024 * 1024  # bytes; a larger response is aborted, counted 'too_large'
 DOWNLOAD_WARNSIZE = 0  # Scrapy's warning threshold (0: off; the cap above is what counts)
+# A response's status line and headers: at most this many bytes and header lines (a larger head
+# drops the connection and counts 'too_large'; crawler/http_client.py).  Browsers stop near
+# 256 KiB; real pages' heads are a few KiB.
+MAX_RESPONSE_HEAD_BYTES = 256 * 1024
+MAX_RESPONSE_HEADERS = 500
 DOWNLOAD_TIMEOUT = 20.0  # seconds per request
 MAX_REDIRECTS = 5  # redirect hops from the URL a link named; more counts 'too_many_redirects'
 CONCURRENT_REQUESTS = 64  # total in flight over all hosts (Scrapy's global cap)
@@ -121,3 +126,30 @@ FRONTIER_PEEK_EVERY = 0.5  # a leased host's best pending page is looked up at l
 FRONTIER_APPLIED_KEEP = 3600.0
 FRONTIER_SWEEP_EVERY = 5.0  # seconds between sweeps of outboxes a crashed crawler left
 FRONTIER_STATUS_TRIES = 5  # snapshots `frontier status` tries while hosts keep appearing
+
+# ---------------------------------------------------------------- the web's own signals
+# Sitemaps (crawler/sitemaps.py), feeds (crawler/feeds.py) and lastmod evidence move OPIC cash
+# (crawler/signals.py); --no-signals turns them off.  The embedded frontier only.
+SITEMAP_MAX_URLS = 50_000  # the protocol's limits per file ...
+SITEMAP_MAX_BYTES = 50 * 1024 * 1024  # ... uncompressed
+SITEMAP_MAX_FILES = 1000  # sitemap files (index children included) one host may name
+SITEMAP_INTERVAL = 6 * 3600.0  # a sitemap is read again (conditional GET) this often
+# A page a sitemap says changed (lastmod after its last fetch) is a refresh candidate after
+# (1 - trust) of its remaining refetch wait, and gets LASTMOD_GRANT * trust times a live
+# page's mean cash (1 / live pages) from the virtual page.  trust: the host's share of
+# lastmod-driven refetches that found the page changed, Beta(1, 1) prior ((changed+1)/(n+2)).
+LASTMOD_GRANT = 2.0
+# A feed's new item enters the frontier with FEED_ITEM_GRANT times a live page's mean cash.
+FEED_ITEM_GRANT = 4.0
+# The virtual page may advance grants up to this much cash (it goes below 0 and its next
+# payouts are smaller by as much: Lemma 2.2 holds throughout).
+SIGNAL_ADVANCE_LIMIT = 0.05
+# A feed is read again after an adaptive interval: halved when it had new items, doubled when
+# not, within these bounds (seconds).
+FEED_MIN_INTERVAL = 600.0
+FEED_MAX_INTERVAL = 86400.0
+FEED_MAX_BYTES = 4 * 1024 * 1024  # a larger feed is refused (counted)
+FEED_MAX_ITEMS = 1000  # items read per feed answer
+FEEDS_PER_HOST = 8  # feeds one host may have
+HREFLANG_MAX = 100  # language alternates recorded per page
+SIGNALS = False  # off unless asked for (--signals)

@@ -27,6 +27,7 @@ from scrapy.http import HtmlResponse, Response, TextResponse
 from twisted.internet import defer, error
 from twisted.python.failure import Failure
 
+from websift.crawler.http_client import ResponseHeadTooLarge
 from websift.crawler.meta import META_KEY, FetchMeta, fetch_meta
 from websift.crawler.pipeline import Fetched
 from websift.crawler.resolver import GuardedResolver
@@ -39,7 +40,7 @@ _FAILURE_REASONS: tuple[tuple[tuple[type[BaseException], ...], str], ...] = (
     ((DownloadTimeoutError, error.TimeoutError, defer.TimeoutError), "timeout"),
     ((CannotResolveHostError, error.DNSLookupError), "dns"),
     ((DownloadConnectionRefusedError, error.ConnectionRefusedError), "connection_refused"),
-    ((DownloadCancelledError, defer.CancelledError), "too_large"),
+    ((DownloadCancelledError, defer.CancelledError, ResponseHeadTooLarge), "too_large"),
     ((ResponseDataLossError,), "data_loss"),
     ((DownloadFailedError, error.ConnectionLost, error.ConnectionDone), "connection_failed"),
     ((IgnoreRequest,), "ignored"),
@@ -131,6 +132,21 @@ class WebsiftSpider(scrapy.Spider):
             dont_filter=True,
         )
 
+    def signal_request(
+        self, url: str, meta: FetchMeta, headers: dict[str, str], slot: str, maxsize: int
+    ) -> scrapy.Request:
+        scrapy_meta = {
+            META_KEY: meta,
+            "download_slot": slot,
+            "download_maxsize": maxsize,
+            "handle_httpstatus_all": True,
+            "dont_retry": True,
+        }
+        return scrapy.Request(
+            url, callback=self.parse_signal, errback=self.failed, meta=scrapy_meta,
+            headers=headers, dont_filter=True,
+        )
+
     # ------------------------------------------------------------------ callbacks
     def parse(self, response: Response) -> list[Any]:
         meta = _own_meta(response.meta)
@@ -149,6 +165,15 @@ class WebsiftSpider(scrapy.Spider):
             fetched_at=self.session.clock(),
         )
         self.session.on_response(meta, fetched)
+        return []
+
+    def parse_signal(self, response: Response) -> list[Any]:
+        meta = _own_meta(response.meta)
+        self.session.release(meta, response.meta.get("download_latency"))
+        self.session.on_signal(meta, Fetched(
+            uid=0, url=response.url, status=response.status, headers=header_pairs(response),
+            body=response.body, fetched_at=self.session.clock(),
+        ))
         return []
 
     def parse_robots(self, response: Response) -> list[Any]:

@@ -1,8 +1,13 @@
 """The one analyzer, used at index time and at query time (Whoosh's StemmingAnalyzer chain, made
 for technical text).
 
-Chain: a tokenizer regex (below) -> lower case -> drop tokens shorter than 2 or longer than 64
-characters -> Porter stemming (``whoosh.lang.porter.stem``).
+Chain: NFKC and case folding (indexer/folding.py) -> a tokenizer regex (below) -> drop tokens
+shorter than 2 or longer than 64 characters -> stemming in the page's language (Porter,
+``whoosh.lang.porter.stem``, for English and pages of unknown language; Snowball for the
+languages it covers; none for others: indexer/languages.py) -> diacritics folded
+(``réseau`` and ``reseau`` are one term).  A run of CJK characters becomes its bigrams
+(indexer/folding.py).  One :class:`Analyzer` analyses one language (``Analyzer(lang="fr")``);
+English's analysis is the same as before languages were told apart, but for folding.
 
 Our choices on top of Whoosh's chain:
 
@@ -50,9 +55,8 @@ import re
 from collections.abc import Iterable
 from itertools import accumulate
 
-from whoosh.analysis import STOP_WORDS
-from whoosh.lang.porter import stem
-
+from websift.indexer.folding import bigrams, fold_term, fold_text, has_cjk, script_runs
+from websift.indexer.languages import ENGLISH, stemmer_for, stoplist_for
 from websift.indexer.settings import (
     ANALYZER_VERSION,
     DEFAULT_INDEX_SETTINGS,
@@ -127,10 +131,13 @@ class Analyzer:
     """Whoosh's StemmingAnalyzer chain plus compound names and technical terms; memoised per
     instance."""
 
-    def __init__(self, stoplist: Iterable[str] = STOP_WORDS, cache_size: int = STEM_CACHE_SIZE,
-                 *, technical: bool = True, keep_stops: bool = True,
-                 operators: bool = True) -> None:
-        self.stoplist = frozenset(stoplist)
+    def __init__(self, stoplist: Iterable[str] | None = None,
+                 cache_size: int = STEM_CACHE_SIZE, *, technical: bool = True,
+                 keep_stops: bool = True, operators: bool = True, lang: str = ENGLISH) -> None:
+        """``lang``: an analysis language (indexer/languages.py ``analysis_language``)."""
+        self.lang = lang
+        self.stem = stemmer_for(lang)
+        self.stoplist = stoplist_for(lang) if stoplist is None else frozenset(stoplist)
         self.cache_size = cache_size
         self.technical = technical
         self.keep_stops = keep_stops
@@ -138,15 +145,22 @@ class Analyzer:
         self.token_re = token_re(technical, operators)
         # The terms stop words become (the query scores them only in some queries).
         self.stop_terms = frozenset(
-            stem(w) for w in self.stoplist if MIN_TOKEN_CHARS <= len(w) <= MAX_TOKEN_CHARS)
+            fold_term(self.stem(w)) for w in self.stoplist
+            if MIN_TOKEN_CHARS <= len(w) <= MAX_TOKEN_CHARS)
         self._cache: dict[str, _Analysed] = {}
         self._stems: dict[str, str] = {}
 
     @classmethod
-    def of(cls, settings: IndexSettings) -> Analyzer:
-        """The analyzer of ``settings`` (its analyzer_* switches)."""
+    def of(cls, settings: IndexSettings, lang: str = ENGLISH) -> Analyzer:
+        """The analyzer of ``settings`` (its analyzer_* switches) for analysis language
+        ``lang``."""
         return cls(technical=settings.analyzer_technical, keep_stops=settings.analyzer_stops,
-                   operators=settings.analyzer_operators)
+                   operators=settings.analyzer_operators, lang=lang)
+
+    def for_lang(self, lang: str) -> Analyzer:
+        """This analyzer's switches for another analysis language."""
+        return Analyzer(cache_size=self.cache_size, technical=self.technical,
+                        keep_stops=self.keep_stops, operators=self.operators, lang=lang)
 
     def _term(self, word: str) -> str | None:
         if len(word) < MIN_TOKEN_CHARS or len(word) > MAX_TOKEN_CHARS or (
@@ -155,7 +169,7 @@ class Analyzer:
         # The parts of compound names repeat far more than the compounds: stem each word once.
         term = self._stems.get(word)
         if term is None:
-            term = stem(word)
+            term = fold_term(self.stem(word))
             if len(self._stems) < self.cache_size:
                 self._stems[word] = term
         return term
@@ -171,7 +185,7 @@ class Analyzer:
         # "__init__", "_private": underscores around one word make a technical term too.
         whole = len(parts) > 1 or (self.technical and parts != [token])
         if MIN_TOKEN_CHARS <= len(token) <= MAX_TOKEN_CHARS and whole:
-            terms.append(token)
+            terms.append(fold_term(token))
             offsets.append(0)
         for i, part in enumerate(parts):
             term = self._term(part)
@@ -185,13 +199,15 @@ class Analyzer:
         if self.operators and _SYMBOLS_FULL.match(token):
             # No width: the next word keeps its position (phrases and proximity as before).
             return ((token,), (0,), 0) if len(token) <= MAX_SYMBOLS_ONLY else ((), (), 0)
+        if has_cjk(token):
+            return self._cjk(token)
         if not self.technical or _PLAIN_FULL.match(token):
             return self._plain(token)
         # A technical token: the whole, then the words inside it, each as a plain token.
         terms: list[str] = []
         offsets: list[int] = []
         if MIN_TOKEN_CHARS <= len(token) <= MAX_TOKEN_CHARS:
-            terms.append(token)
+            terms.append(fold_term(token))
             offsets.append(0)
         width = 0
         for seg in PLAIN_TOKEN_RE.findall(token):
@@ -199,6 +215,26 @@ class Analyzer:
             terms.extend(seg_terms)
             offsets.extend(width + o for o in seg_offsets)
             width += seg_width
+        return tuple(terms), tuple(offsets), max(1, width)
+
+    def _cjk(self, token: str) -> _Analysed:
+        """A token holding CJK: its CJK runs as bigrams, one position each, the other parts
+        analysed as tokens of their own, laid end to end."""
+        terms: list[str] = []
+        offsets: list[int] = []
+        width = 0
+        for part, cjk in script_runs(token):
+            if cjk:
+                grams = bigrams(part)
+                terms.extend(grams)
+                offsets.extend(range(width, width + len(grams)))
+                width += len(grams)
+                continue
+            for sub in self.token_re.findall(part):
+                t, o, w = self.analyse_token(sub)
+                terms.extend(t)
+                offsets.extend(width + x for x in o)
+                width += w
         return tuple(terms), tuple(offsets), max(1, width)
 
     def token(self, token: str) -> _Analysed:
@@ -214,7 +250,7 @@ class Analyzer:
         self, text: str, start: int = 0, limit: int | None = None
     ) -> tuple[list[str], list[int], int]:
         """Terms of ``text`` with their positions; returns (terms, positions, next position)."""
-        raws = self.token_re.findall(text.lower())
+        raws = self.token_re.findall(fold_text(text))
         if limit is not None and len(raws) > limit:
             raws = raws[:limit]
         get, slow = self._cache.get, self.token
@@ -232,7 +268,7 @@ class Analyzer:
         """The terms of ``text`` in order (query-time form, no positions)."""
         out: list[str] = []
         analyse = self.token
-        for raw in self.token_re.findall(text.lower()):
+        for raw in self.token_re.findall(fold_text(text)):
             out.extend(analyse(raw)[0])
         return out
 

@@ -8,7 +8,8 @@ source page counts once, and empty anchors are skipped.  Anchor boilerplate is s
 text that a source host puts on links from a large share of its pages ("Next", "Prev", "Up",
 "Home", a menu) describes the site's navigation, not its targets (:func:`anchor_boilerplate`,
 measured from the link table at index time, ANCHOR_TEMPLATE_MIN_SHARE).  A link to a URL that redirects
-(one hop, as the crawl store records it) counts for the redirect's target.
+(one hop, as the crawl store records it) counts for the redirect's target, and a link to a
+rel="canonical" variant for its canonical page.
 """
 
 from __future__ import annotations
@@ -43,10 +44,13 @@ class Anchors:
 
 
 def redirect_aliases(store: StoreReader) -> dict[int, list[int]]:
-    """Target URL ID -> the URL IDs that redirect to it (links to those count for it)."""
+    """Target URL ID -> the URL IDs that redirect to it, or that are its same-site
+    rel="canonical" variants (crawler/canonical.py): links to those count for it."""
     out: dict[int, list[int]] = {}
     for rid, target in store.redirects():
         out.setdefault(target, []).append(rid)
+    for vid, canonical in store.canonical_variants():
+        out.setdefault(canonical, []).append(vid)
     return out
 
 

@@ -6,7 +6,8 @@ Which pages (Brin & Page 1998, section 4.2.5):
 * an *anchor-only document* (URL + anchor field, title = its most common anchor) for a page
   known only through links: never fetched (discovered, out of scope, disallowed by robots.txt)
   or fetched with a non-HTML type;
-* nothing for the rest (errors, redirects, duplicates, noindex).
+* nothing for the rest (errors, redirects, duplicates, noindex), nor for a page the operator
+  removed (store/removals.py): one an older segment holds is dropped, so it does not come back.
 
 Incremental runs (the manifest keeps ``last_seq``): the candidates are the pages stored since
 (``urls.seq > last_seq``) plus every page whose anchor text may have changed: the targets of the
@@ -66,6 +67,7 @@ from websift.indexer.manifest import (
 from websift.indexer.merge import merge_segments
 from websift.indexer.parse import parse_html
 from websift.indexer.progress import PageMeter, pages_to_index
+from websift.indexer.removal_masks import removed_live_ids
 from websift.indexer.segment import SegmentReader, other_settings, query_settings
 from websift.indexer.segment_writer import SegmentWriter
 from websift.indexer.settings import (
@@ -91,6 +93,7 @@ from websift.indexer.templates import (
 )
 from websift.indexer.workers import AnalyserPool, die_with_parent
 from websift.store.errors import WarcError
+from websift.store.removals import RemovalRules
 from websift.store.schema import DISALLOWED, DISCOVERED, FETCHED, OUT_OF_SCOPE, Page
 from websift.store.views import StoreReader
 from websift.store.warc import BodyReader, WarcLocation
@@ -245,6 +248,13 @@ def _run(data: DataDir, store: StoreReader, manifest: Manifest | None, *, ram_mb
     mode = "rebuild" if rebuild else "full" if manifest is None else "incremental"
     merge_after = manifest is not None and len(manifest.segments) + 1 > MAX_SEGMENTS
     ids = _candidates(store, manifest, snap_seq, old_segments)
+    # The operator's removals (store/removals.py): a page they cover is not indexed, and one
+    # an older segment holds live is dropped by this run, so it does not come back.
+    removals = store.removal_rules()
+    if removals and old_segments:
+        gone = removed_live_ids(old_segments, live_masks(old_segments), removals)
+        if len(gone):
+            ids = sorted(set(ids) | set(gone.tolist()))
     report = IndexReport(generation=generation, mode=mode, last_seq=snap_seq)
     if mode == "incremental" and not ids:
         assert manifest is not None
@@ -286,7 +296,8 @@ def _run(data: DataDir, store: StoreReader, manifest: Manifest | None, *, ram_mb
     with AnalyserPool(data.warc_dir, procs, writer.lexicon, settings,
                       templates=templates.keys()) as pool:
         batches = _batches(store, cand, aliases, writer, report, drop=(mode == "incremental"),
-                           boilerplate=boiler, sources=sources[0] if sources else None)
+                           boilerplate=boiler, sources=sources[0] if sources else None,
+                           removals=removals)
         for jobs, batch in pool.map(batches):
             _add_batch(writer, jobs, batch, report, say)
             if meter is not None:
@@ -434,17 +445,19 @@ def _measured(hosts: dict[str, HostTemplate], host: str, measured: tuple[list[se
 
 
 def _job(page: Page, anchors: Anchors | None, writer: SegmentWriter, report: IndexReport,
-         *, drop: bool) -> DocJob | None:
+         *, drop: bool, removed: bool = False) -> DocJob | None:
     """What to make of one store row: a full document, an anchor-only one, or nothing (counted
-    by reason; a page an older segment holds is dropped in an incremental run)."""
+    by reason; a page an older segment holds is dropped in an incremental run).  ``removed``:
+    the operator took it out (store/removals.py)."""
     texts, sources = (anchors.texts, anchors.sources) if anchors is not None else ([], [])
-    if _full(page):
+    if not removed and _full(page):
         return DocJob(page.id, page.url, FULL, page.content_type,
                       (str(page.warc_file), int(page.warc_offset or 0),
                        int(page.warc_length or 0)), texts, sources)
-    if anchors is not None and texts:
+    if not removed and anchors is not None and texts:
         return DocJob(page.id, page.url, ANCHOR_ONLY, None, None, texts, sources)
-    reason = ("noindex" if page.noindex else "duplicate" if page.duplicate_of is not None
+    reason = ("removed" if removed else "noindex" if page.noindex
+              else "duplicate" if page.duplicate_of is not None
               else "not_html" if page.status == FETCHED else f"status_{page.status}")
     report.skipped[reason] += 1
     if drop:
@@ -456,7 +469,8 @@ def _job(page: Page, anchors: Anchors | None, writer: SegmentWriter, report: Ind
 def _batches(store: StoreReader, ids: np.ndarray, aliases: dict[int, list[int]],
              writer: SegmentWriter, report: IndexReport, *, drop: bool,
              boilerplate: set[tuple[int, str]] | None = None,
-             sources: SourceHosts | None = None) -> Iterator[list[DocJob]]:
+             sources: SourceHosts | None = None,
+             removals: RemovalRules | None = None) -> Iterator[list[DocJob]]:
     """The documents to make, in URL ID order, cut into batches for the workers; store rows
     and anchors read STORE_READ_IDS at a time (one query each)."""
     jobs: list[DocJob] = []
@@ -473,7 +487,8 @@ def _batches(store: StoreReader, ids: np.ndarray, aliases: dict[int, list[int]],
             page = pages.get(url_id)
             if page is None:
                 continue
-            job = _job(page, anchors.get(url_id), writer, report, drop=drop)
+            removed = removals is not None and removals.matches(page.url)
+            job = _job(page, anchors.get(url_id), writer, report, drop=drop, removed=removed)
             if job is None:
                 continue
             jobs.append(job)
@@ -499,7 +514,8 @@ def _add_batch(writer: SegmentWriter, jobs: list[DocJob], batch: AnalysedBatch,
             report.skipped["warc_error"] += 1
             continue
         ordinal[i] = writer.add_copied_document(
-            job.url_id, url=job.url, title=batch.titles[i], host=host_of(job.url),
+            job.url_id, url=job.url, title=batch.titles[i], lang=batch.langs[i],
+            host=host_of(job.url),
             text_blob=batch.text_blobs[off[k] : off[k + 1]], field_lens=batch.field_lens[i],
             anchor_sources=job.sources, frags_blob=batch.frags[k])
         k += 1

@@ -33,6 +33,7 @@ from websift.indexer.analysis import Analyzer
 from websift.indexer.anchors import Anchors
 from websift.indexer.fragments import defs_field, encode_fragments
 from websift.indexer.hits import HitMaker
+from websift.indexer.languages import analysis_language, page_language
 from websift.indexer.parse import parse_html, url_words
 from websift.indexer.settings import (
     DOCSTORE_LEVEL,
@@ -67,6 +68,7 @@ class DocJob(NamedTuple):
 class AnalysedBatch:
     status: np.ndarray  # int8 per job: INDEXED or WARC_ERROR (then it has nothing below)
     titles: list[str]  # per job ('' when skipped)
+    langs: list[str | None]  # per job, its language (indexer/languages.py), None: unknown
     text_blobs: bytes  # zlib'd snippet texts of the indexed jobs, one after the other
     text_offsets: np.ndarray  # int64, indexed jobs + 1
     text_bytes: int  # uncompressed UTF-8 bytes of those texts
@@ -118,13 +120,14 @@ class BatchAnalyser:
         """Close the WARC files it holds open."""
         self.reader.close()
 
-    def _fields(self, job: DocJob) -> tuple[str, str, list[str | list[str]], bytes]:
-        """(title, snippet text, field texts in FIELDS order, stored fragments) of one job;
-        raises WarcError."""
+    def _fields(self, job: DocJob
+                ) -> tuple[str, str, list[str | list[str]], bytes, str | None]:
+        """(title, snippet text, field texts in FIELDS order, stored fragments, language) of
+        one job; raises WarcError."""
         anchors = Anchors(job.anchors, [])
         if job.kind == ANCHOR_ONLY:
             return (anchors.best(), " · ".join(dict.fromkeys(job.anchors)),
-                    ["", "", "", url_words(job.url), job.anchors, ""], b"")
+                    ["", "", "", url_words(job.url), job.anchors, ""], b"", None)
         assert job.warc is not None
         body = self.reader.read(WarcLocation(*job.warc))
         parsed = parse_html(body, job.url, job.content_type, structure=True,
@@ -137,17 +140,20 @@ class BatchAnalyser:
         return (parsed.title or anchors.best(), text,
                 [parsed.title, parsed.headings, content, parsed.url_words, job.anchors,
                  defs_field(parsed.fragments, self.settings.defs)],
-                encode_fragments(parsed.fragments, self.analyzer.terms))
+                encode_fragments(parsed.fragments, self.analyzer.terms),
+                page_language(parsed.lang, content))
 
-    def _hits(self, docs: list[list[str | list[str]]]
+    def _hits(self, docs: list[list[str | list[str]]], langs: list[str]
               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """``HitMaker.batch`` over runs of documents of at most TOKENISE_CHARS characters (its
-        scratch is ~100 bytes per token: big pages must not multiply it by a batch)."""
+        """``HitMaker.batch`` over runs of documents of one analysis language (``langs``) and
+        at most TOKENISE_CHARS characters (its scratch is ~100 bytes per token: big pages must
+        not multiply it by a batch)."""
         parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
         lo = size = 0
         for i, fields in enumerate(docs):
             size += sum(len(v) if isinstance(v, str) else sum(map(len, v)) for v in fields)
-            if size >= TOKENISE_CHARS or i == len(docs) - 1:
+            if size >= TOKENISE_CHARS or i == len(docs) - 1 or langs[i + 1] != langs[i]:
+                self.hits.use(langs[i])
                 w, p, s = self.hits.batch(docs[lo : i + 1], MAX_FIELD_TOKENS)
                 parts.append((w, p, s + lo * N_FIELDS))
                 lo, size = i + 1, 0
@@ -166,6 +172,7 @@ class BatchAnalyser:
         first_new = len(self.hits.lexicon)  # 0 after a fresh start: the receiver resets too
         status = np.zeros(n_jobs, dtype=np.int8)
         titles: list[str] = []
+        langs: list[str | None] = []
         errors: list[str] = []
         blobs: list[bytes] = []
         frag_blobs: list[bytes] = []
@@ -173,20 +180,22 @@ class BatchAnalyser:
         docs: list[list[str | list[str]]] = []
         for i, job in enumerate(jobs):
             try:
-                title, text, fields, frags = self._fields(job)
+                title, text, fields, frags, lang = self._fields(job)
             except WarcError as exc:
                 status[i] = WARC_ERROR
                 titles.append("")
+                langs.append(None)
                 errors.append(str(exc))
                 fields, text = [""] * N_FIELDS, ""
             else:
                 titles.append(title)
+                langs.append(lang)
                 raw = text.encode("utf-8", "surrogatepass")
                 text_bytes += len(raw)
                 blobs.append(zlib.compress(raw, DOCSTORE_LEVEL))
                 frag_blobs.append(frags)
             docs.append(fields)
-        wids, pos, slots = self._hits(docs)
+        wids, pos, slots = self._hits(docs, [analysis_language(x) for x in langs])
         lens = np.bincount(slots, weights=self.hits.counted(wids),  # stop words: no length
                            minlength=n_jobs * N_FIELDS).astype(np.int32).reshape(n_jobs, N_FIELDS)
         hits = np.empty((len(wids), 4), dtype=np.int32)
@@ -197,6 +206,6 @@ class BatchAnalyser:
         offsets = np.zeros(len(blobs) + 1, dtype=np.int64)
         np.cumsum([len(b) for b in blobs], out=offsets[1:])
         return AnalysedBatch(
-            status=status, titles=titles, text_blobs=b"".join(blobs), text_offsets=offsets,
+            status=status, titles=titles, langs=langs, text_blobs=b"".join(blobs), text_offsets=offsets,
             text_bytes=text_bytes, frags=frag_blobs, field_lens=lens, hits=hits, first_new=first_new,
             new_terms=self.hits.words[first_new:], errors=errors)

@@ -8,6 +8,8 @@ so the hot path is ``str.split`` plus one dict lookup per whitespace-separated c
 the compound and its parts, several positions) are rare and expanded with numpy.
 
 Word IDs are given in first-seen order; the lexicon (word -> ID) is ``HitMaker.lexicon``.
+Each analysis language (indexer/languages.py) has its own analyzer and memo (a raw token is
+stemmed by its page's language), all sharing the one lexicon: :meth:`HitMaker.use` chooses.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from weakref import WeakMethod
 import numpy as np
 
 from websift.indexer.analysis import Analyzer, is_operator
+from websift.indexer.folding import fold_text
 from websift.indexer.settings import (
     ANCHOR_GAP,
     DEFAULT_INDEX_SETTINGS,
@@ -85,6 +88,21 @@ class HitMaker:
         # Sentinels of :meth:`batch` (upper case: never in lower-cased text).
         self._raw["Q"] = _SENTINEL
         self._raw["G"] = self._gap_code
+        self.lang = self.analyzer.lang
+        self._by_lang: dict[str, tuple[Analyzer, _Memo]] = {self.lang: (self.analyzer, self._raw)}
+
+    def use(self, lang: str) -> None:
+        """Analyse what follows in analysis language ``lang`` (its analyzer and memo)."""
+        if lang == self.lang:
+            return
+        pair = self._by_lang.get(lang)
+        if pair is None:
+            memo = _Memo(self._learn_chunk)
+            memo["Q"] = _SENTINEL
+            memo["G"] = self._gap_code
+            pair = self._by_lang[lang] = (self.analyzer.for_lang(lang), memo)
+        self.analyzer, self._raw = pair
+        self.lang = lang
 
     @classmethod
     def of(cls, settings: IndexSettings) -> HitMaker:
@@ -94,7 +112,7 @@ class HitMaker:
 
     def memo_size(self) -> int:
         """Raw tokens memoised (the memory this HitMaker holds grows with it)."""
-        return len(self._raw)
+        return sum(len(memo) for _, memo in self._by_lang.values())
 
     def _wid(self, term: str) -> int:
         wid = self.lexicon.get(term)
@@ -212,9 +230,9 @@ class HitMaker:
         for fields in docs:
             for value in fields:
                 if isinstance(value, str):
-                    parts.append(value[:MAX_FIELD_CHARS].lower())
+                    parts.append(fold_text(value[:MAX_FIELD_CHARS]))
                 elif value:
-                    parts.append(" G ".join(t.lower() for t in value) + " G")
+                    parts.append(" G ".join(fold_text(t) for t in value) + " G")
                 else:
                     parts.append("")
         n_fields = len(docs[0]) if docs else 0
@@ -256,7 +274,7 @@ class HitMaker:
     def field(self, text: str, start: int = 0, limit: int | None = None
               ) -> tuple[np.ndarray, np.ndarray, int]:
         """(word IDs, positions, next position) of ``text``; positions ascending."""
-        raws = self.analyzer.token_re.findall(text[:MAX_FIELD_CHARS].lower())
+        raws = self.analyzer.token_re.findall(fold_text(text[:MAX_FIELD_CHARS]))
         if limit is not None and len(raws) > limit:
             raws = raws[:limit]
         return self._hits(raws, list(map(self._raw.get, raws)), start)
@@ -268,7 +286,7 @@ class HitMaker:
         codes: list[int | None] = []
         get = self._raw.get
         for t in texts:
-            r = self.analyzer.token_re.findall(t.lower())
+            r = self.analyzer.token_re.findall(fold_text(t))
             raws.extend(r)
             codes.extend(map(get, r))
             raws.append("")

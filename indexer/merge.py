@@ -48,6 +48,7 @@ def merge_segments(segments: list[SegmentReader], live: list[np.ndarray], direct
         seg = segments[i]
         head = seg.head(o)
         writer.add_copied_document(url_id, url=head["url"], title=head["title"],
+                                   lang=head["lang"] or None,
                                    text_blob=seg.text_blob(o), field_lens=seg.field_lens[o],
                                    frags_blob=seg.frags_blob(o))
     for seg, m in zip(segments, live, strict=True):

@@ -204,6 +204,21 @@ def parse_lxml(body: bytes, url: str, content_type: str | None = None) -> Parsed
                       blocks=[Block(text, h, h)] if text and (h := squashed_hash(text)) else [])
 
 
+def _declared_lang(tree: LexborHTMLParser, root: LexborNode | None) -> str | None:
+    """The language a page declares: ``<html lang>`` (or ``xml:lang``), else a
+    ``<meta http-equiv="Content-Language">`` (its first tag)."""
+    if root is not None:
+        lang = root.attributes.get("lang") or root.attributes.get("xml:lang")
+        if lang:
+            return lang
+    for meta in tree.tags("meta"):
+        if (meta.attributes.get("http-equiv") or "").lower() == "content-language":
+            content = meta.attributes.get("content")
+            if content:
+                return content
+    return None
+
+
 def parse_html(body: bytes, url: str, content_type: str | None = None, *,
                structure: bool = False,
                settings: IndexSettings = DEFAULT_INDEX_SETTINGS) -> ParsedPage:
@@ -227,7 +242,7 @@ def parse_html(body: bytes, url: str, content_type: str | None = None, *,
     titles = tree.tags("title")  # by tag name: no selector to compile
     title = node_text(titles[0]) if titles else ""
     root = tree.root
-    lang = (root.attributes.get("lang") if root is not None else None) or None
+    lang = _declared_lang(tree, root)
     # The elements the crawler leaves out (core/html.py), found with one selector query and
     # destroyed last to first, so a descendant goes before its ancestor.
     # The main-content candidates are found in the same walk, and the one taken is one that

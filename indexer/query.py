@@ -9,6 +9,8 @@
     -"event loop"                no page containing that phrase
     site:docs.python.org         only pages of that host or its subdomains (-site: excludes)
     asyncio OR trio              either word; counts as one part of the query
+    lang:fr                      analyse the query as French (indexer/languages.py), whatever
+                                 its words look like
 
 Matching is an OR of the terms ranked by BM25F with a coordination factor (a page that matches
 a larger share of the query's terms is preferred), as Lucene's classic similarity does: an AND
@@ -31,6 +33,7 @@ them ("if statement": pages where "if" stands before "statement" gain; ``stop_pa
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Any
@@ -71,6 +74,9 @@ class ParsedQuery:
     stops: frozenset[str] = frozenset()  # the analyzer's stop-word terms
     score_stops: bool = False  # the query is mostly stop words: they count like other words
     pair_stops: bool = True  # stop words not scored pair with their neighbours (stop_pairs)
+    # A term -> the same word's terms in the other languages the query may be in (a word
+    # whose language is not known is searched as each of them: one unit, any of its forms).
+    alternates: dict[str, tuple[str, ...]] = field(default_factory=dict)
     # units() and stop_pairs() of the finished query (parse_query keeps them last; a search
     # asks for each several times)
     memo: dict[str, list[Any]] = field(default_factory=dict, repr=False, compare=False)
@@ -89,10 +95,12 @@ class ParsedQuery:
         seen: set[tuple[str, ...]] = set()
         for group in [*self.groups, *([p] for p in self.required)]:
             cands: list[tuple[str, ...]]
+            alt = self.alternates
             if len(group) == 1:
-                cands = [(t,) for t in self._scored(group[0].terms)]
+                cands = [(t, *alt.get(t, ())) for t in self._scored(group[0].terms)]
             else:
-                cands = [tuple(dict.fromkeys(t for p in group for t in self._scored(p.terms)))]
+                cands = [tuple(dict.fromkeys(a for p in group for t in self._scored(p.terms)
+                                             for a in (t, *alt.get(t, ()))))]
             for u in cands:
                 if u and u not in seen:
                     seen.add(u)
@@ -165,6 +173,17 @@ def _phrase(text: str, analyzer: Analyzer, *, quoted: bool = True) -> Phrase:
     return Phrase(text, tuple(terms), tuple(p - base for p in positions))
 
 
+_LANG_OP = re.compile(r"(?<!\S)lang:([A-Za-z]{2,3}(?:[-_][A-Za-z0-9]{1,8})*)(?!\S)")
+
+
+def split_lang(q: str) -> tuple[str, str | None]:
+    """The query without its ``lang:xx`` operators, and the last one's language."""
+    found = _LANG_OP.findall(q)
+    if not found:
+        return q, None
+    return " ".join(_LANG_OP.sub(" ", q).split()), found[-1]
+
+
 def _site(value: str) -> str:
     host = value.strip().lower().rstrip(".")
     if "://" in host:
@@ -175,10 +194,28 @@ def _site(value: str) -> str:
     return host
 
 
+def _alternates(pq: ParsedQuery, others: Sequence[Analyzer]) -> dict[str, tuple[str, ...]]:
+    """Each plain or quoted word's terms under the ``others`` analyzers, where they differ
+    from the query analyzer's (``Pakete``: ``paket`` in English, ``pak`` in German)."""
+    out: dict[str, dict[str, None]] = {}
+    for phrase in [*(p for g in pq.groups for p in g), *pq.required]:
+        for other in others:
+            terms = tuple(other.terms(phrase.text))
+            if len(terms) != len(phrase.terms):
+                continue
+            for mine, theirs in zip(phrase.terms, terms, strict=True):
+                if theirs != mine and not is_whole(mine):
+                    out.setdefault(mine, {})[theirs] = None
+    return {t: tuple(a) for t, a in out.items()}
+
+
 def parse_query(  # noqa: C901 - the query language's operators in one left-to-right pass
-        q: str, analyzer: Analyzer | None = None, *, stop_pairs: bool = True) -> ParsedQuery:
+        q: str, analyzer: Analyzer | None = None, *, stop_pairs: bool = True,
+        others: Sequence[Analyzer] = ()) -> ParsedQuery:
     """Parse a query; raises :class:`QueryError` with a message for a person.  ``analyzer``
-    and ``stop_pairs``: the index's (IndexSettings, recorded in its segments)."""
+    and ``stop_pairs``: the index's (IndexSettings, recorded in its segments); ``others``:
+    the analyzers of other languages the query may be in (its words' forms in them are
+    searched too, :attr:`ParsedQuery.alternates`)."""
     if not isinstance(q, str):
         raise QueryError("the query must be text")
     if len(q) > MAX_QUERY_CHARS:
@@ -254,6 +291,8 @@ def parse_query(  # noqa: C901 - the query language's operators in one left-to-r
         len(p.terms) for p in [*parsed.required, *parsed.excluded])
     if n_terms > MAX_QUERY_TERMS:
         raise QueryError(f"the query has {n_terms} terms; the limit is {MAX_QUERY_TERMS}")
+    if others:
+        parsed.alternates = _alternates(parsed, others)
     parsed.freeze()
     return parsed
 

@@ -51,19 +51,23 @@ from websift.indexer import bm25f
 from websift.indexer.analysis import Analyzer
 from websift.indexer.errors import IndexCorrupt
 from websift.indexer.fragments import StoredFragments, read_fragments
+from websift.indexer.languages import analysis_language, query_language
 from websift.indexer.liveness import Shard, shard_live_masks
 from websift.indexer.manifest import Manifest, read_manifest, verify_segment
 from websift.indexer.manifest import current_generation as _manifest_generation
 from websift.indexer.postings import Norms, PostingStore, QueryPostings
-from websift.indexer.query import ParsedQuery, parse_query
+from websift.indexer.query import ParsedQuery, parse_query, split_lang
+from websift.indexer.removal_masks import removal_masks
 from websift.indexer.segment import SegmentReader, query_settings
 from websift.indexer.settings import (
     DEFAULT_K,
     EXHAUSTIVE_MAX_DOCS,
     FIELDS,
     FRAGMENT_CACHE_BYTES,
+    LANG_MIN_SHARE,
     MAX_QUERY_CHARS,
     N_FIELDS,
+    QUERY_LANG_ALTERNATES,
     SITE_MASK_CACHE_BYTES,
     STOP_PAIR_MIN_IDF,
     TEXT_CACHE_BYTES,
@@ -71,6 +75,7 @@ from websift.indexer.settings import (
 )
 from websift.indexer.snippet import PageText, SnippetMaker, read_text
 from websift.indexer.topk import Plan, proximity_bonus, top_text
+from websift.store.removals import RemovalRules
 
 Prior = Callable[[np.ndarray], np.ndarray]
 _DEFS = FIELDS.index("defs")  # the field a page's fragments are indexed in
@@ -88,6 +93,7 @@ class Hit:
     prior_score: float
     explain: dict[str, Any] | None = None
     fragment: str | None = None  # the id of the page's best-matching definition (url#id)
+    lang: str = ""  # the page's language (indexer/languages.py), "" when unknown
 
 
 @dataclass
@@ -102,6 +108,7 @@ class SearchResults:
     partial: bool = False
     blocks: int = 0  # 128-posting blocks in the query's lists (pruned evaluation)
     blocks_read: int = 0  # of those, the blocks whose documents were scored
+    lang: str | None = None  # the language the query was analysed in (None: English's analysis)
 
 
 @dataclass(frozen=True)
@@ -136,6 +143,11 @@ class IndexQuery:
     # Score every posting: the reference the pruned evaluation equals (an index of fewer than
     # EXHAUSTIVE_MAX_DOCS documents is always scored so).
     exhaustive: bool = False
+    # The query's language: ``lang`` as asked (a ``lang`` parameter; a ``lang:`` operator in
+    # the text wins), ``lang_hint`` a preference (Accept-Language) used when the query's own
+    # words do not tell (indexer/languages.py query_language).
+    lang: str | None = None
+    lang_hint: str | None = None
 
 
 @dataclass(frozen=True)
@@ -182,9 +194,12 @@ class Searcher:
 
     def __init__(self, manifest: Manifest, segments: list[SegmentReader],
                  settings: BM25FSettings | None = None, *,
-                 site_cache_bytes: int | None = None, shards: Sequence[Shard] = ()) -> None:
+                 site_cache_bytes: int | None = None, shards: Sequence[Shard] = (),
+                 removals: RemovalRules | None = None) -> None:
         """``manifest`` and ``segments``: one index; or ``shards`` (then those two are the first
-        shard's, kept for callers that rebuild a searcher with other settings)."""
+        shard's, kept for callers that rebuild a searcher with other settings).  ``removals``:
+        the operator's rules in force; the documents they cover are not live
+        (indexer/removal_masks.py)."""
         self.shards = list(shards) or [Shard(None, manifest, segments)]
         self.manifest = self.shards[0].manifest
         self.generations = tuple(s.manifest.generation for s in self.shards)
@@ -196,7 +211,26 @@ class Searcher:
         # Queries are analysed as the segments were, whatever the environment says now.
         self.index_settings = query_settings(self.segments)
         self.analyzer = Analyzer.of(self.index_settings)
+        self._analyzers: dict[str, Analyzer] = {self.analyzer.lang: self.analyzer}
+        self._lang_ids: dict[str, np.ndarray] = {}
+        self.index_langs: dict[str, int] = {}
+        for seg in self.segments:
+            for lang, n in seg.langs().items():
+                self.index_langs[lang] = self.index_langs.get(lang, 0) + n
+        # The languages queries are told apart by: those of at least LANG_MIN_SHARE of the
+        # pages (a page or two identified as another language does not make the index
+        # multilingual).
+        least = max(1.0, LANG_MIN_SHARE * sum(self.index_langs.values()))
+        self.query_langs = {k: n for k, n in self.index_langs.items() if k and n >= least}
         self.live = shard_live_masks(self.shards)
+        self.removals = removals or RemovalRules()
+        self.removed_docs = 0  # live documents the removals take out
+        if self.removals:
+            gone = removal_masks(self.segments, self.removals)
+            self.removed_docs = int(sum(int((m & g).sum()) for m, g in zip(self.live, gone,
+                                                                          strict=True)))
+            self.live = [m & ~g for m, g in zip(self.live, gone, strict=True)]
+        self._site_cache_bytes = site_cache_bytes
         self.n_docs = int(sum(int(m.sum()) for m in self.live))
         sums = np.zeros(N_FIELDS, dtype=np.float64)
         for seg, live in zip(self.segments, self.live, strict=True):
@@ -226,15 +260,24 @@ class Searcher:
     # ------------------------------------------------------------------ opening
     @classmethod
     def open(cls, data: DataDir, settings: BM25FSettings | None = None,
-             verify: bool = True, *, site_cache_bytes: int | None = None) -> Searcher:
+             verify: bool = True, *, site_cache_bytes: int | None = None,
+             removals: RemovalRules | None = None) -> Searcher:
         """Open the generation the manifest names now; IndexMissing / IndexCorrupt."""
         shard = open_shard(data.index_dir, verify)
-        return cls(shard.manifest, shard.segments, settings, site_cache_bytes=site_cache_bytes)
+        return cls(shard.manifest, shard.segments, settings, site_cache_bytes=site_cache_bytes,
+                   removals=removals)
+
+    def with_removals(self, removals: RemovalRules) -> Searcher:
+        """This searcher's segments (nothing opened again) under other removal rules."""
+        return Searcher(self.manifest, self.segments, self.settings,
+                        site_cache_bytes=self._site_cache_bytes, shards=self.shards,
+                        removals=removals)
 
     @classmethod
     def open_shards(cls, index_dirs: Sequence[Path], settings: BM25FSettings | None = None,
                     verify: bool = True, *, site_cache_bytes: int | None = None,
-                    reuse: Sequence[Shard] = ()) -> Searcher:
+                    reuse: Sequence[Shard] = (), removals: RemovalRules | None = None
+                    ) -> Searcher:
         """Open the live generation of each index directory as one searcher (module docstring).
 
         ``reuse``: shards of a previous searcher; one whose directory still names the same
@@ -250,7 +293,7 @@ class Searcher:
             else:
                 shards.append(open_shard(index_dir, verify))
         return cls(shards[0].manifest, shards[0].segments, settings,
-                   site_cache_bytes=site_cache_bytes, shards=shards)
+                   site_cache_bytes=site_cache_bytes, shards=shards, removals=removals)
 
     def doc_count(self) -> int:
         return self.n_docs
@@ -275,7 +318,9 @@ class Searcher:
         """This searcher's share of the statistics a query is scored with: live documents,
         field length sums, and the df of the query's terms (QueryError on a bad query).
         Filters (``site:``) do not change them: they are the whole collection's."""
-        pq = parse_query(query, self.analyzer, stop_pairs=self.index_settings.stop_pairs)
+        text, _, analyzer, others = self.query_analysis(query)
+        pq = parse_query(text, analyzer, stop_pairs=self.index_settings.stop_pairs,
+                         others=others)
         postings = self.postings.query()
         terms = pq.idf_terms()
         return CollectionStats(
@@ -341,13 +386,19 @@ class Searcher:
         matching page, ties by the lower URL ID (:class:`IndexQuery` says what each field
         changes)."""
         prior, prior_bound, stats = request.prior, request.prior_bound, request.stats
+        prior_key = request.prior_key
         offset, k = request.offset, request.k
-        pq = parse_query(request.text, self.analyzer,
-                         stop_pairs=self.index_settings.stop_pairs)
+        qtext, qlang, analyzer, others = self.query_analysis(
+            request.text, request.lang, request.lang_hint)
+        pq = parse_query(qtext, analyzer, stop_pairs=self.index_settings.stop_pairs,
+                         others=others)
+        pq.text = request.text
         if request.site:
             pq.sites.append(request.site.lower())
         units = pq.units()
-        results = SearchResults(query=request.text, total=0)
+        results = SearchResults(query=request.text, total=0, lang=qlang)
+        if qlang is not None and self.settings.lang_prior > 0 and len(self.query_langs) > 1:
+            prior, prior_bound, prior_key = self._lang_prior(qlang, prior, prior_bound, prior_key)
         site_only = not units and bool(pq.sites) and not pq.groups and not pq.required
         if (not units and not site_only) or not self.segments:
             return results
@@ -385,7 +436,7 @@ class Searcher:
             plan = Plan(units, idfs, pairs, pq.required, pq.excluded, site_masks, nosite_masks)
             top = top_text(postings, plan, self.settings, want=offset + k, prior=prior,
                            prior_bound=0.0 if prior_bound is None else prior_bound,
-                           prior_key=request.prior_key, deadline=request.deadline)
+                           prior_key=prior_key, deadline=request.deadline)
             segs, ords, text, prior_scores = top.segs, top.ords, top.text, top.prior
             results.total, results.total_exact = top.total, top.total_exact
             results.partial = top.partial
@@ -399,7 +450,7 @@ class Searcher:
             return results
         chosen = _top(final, doc_ids, want)
         chosen = chosen[np.lexsort((doc_ids[chosen], -final[chosen]))][offset:]
-        maker = (SnippetMaker(set(terms), _raw_words(pq), self.analyzer) if request.snippets
+        maker = (SnippetMaker(set(terms), _raw_words(pq), analyzer) if request.snippets
                  else None)
         frag_ids = (self._fragments(segs[chosen], ords[chosen], idfs, postings)
                     if request.fragments else [None] * len(chosen))
@@ -416,8 +467,58 @@ class Searcher:
                 text_score=float(text[i]), prior_score=float(prior_scores[i]),
                 explain=self._explain(si, o, units, idfs, postings, n_docs=n_docs,
                                       pairs=pairs) if request.explain else None,
-                fragment=frag))
+                fragment=frag, lang=stored.get("lang", "")))
         return results
+
+    def _lang_prior(self, lang: str, prior: Prior | None, bound: float | None,
+                    key: Hashable | None) -> tuple[Prior, float | None, Hashable | None]:
+        """``prior`` plus BM25FSettings.lang_prior for the pages in ``lang``; its bound and
+        its key (a name of its own per language, when ``prior`` has one or is none)."""
+        ids = self._lang_docs(lang)
+        bonus = self.settings.lang_prior
+
+        def with_lang(doc_ids: np.ndarray) -> np.ndarray:
+            extra = np.where(np.isin(doc_ids, ids), bonus, 0.0)
+            return extra if prior is None else np.asarray(prior(doc_ids)) + extra
+
+        if prior is None:
+            return with_lang, bonus, ("lang", lang)
+        return (with_lang, None if bound is None else bound + bonus,
+                None if key is None else (key, "lang", lang))
+
+    def _lang_docs(self, lang: str) -> np.ndarray:
+        """The URL IDs of the pages stored with language ``lang``, sorted (read once per
+        searcher and language from the segments' stored heads)."""
+        found = self._lang_ids.get(lang)
+        if found is None:
+            ids = [int(seg.doc_ids[o]) for seg in self.segments
+                   if lang in seg.langs() for o in range(len(seg.doc_ids))
+                   if seg.head(o)["lang"] == lang]
+            found = self._lang_ids[lang] = np.array(sorted(ids), dtype=np.int64)
+        return found
+
+    def _analyzer(self, alang: str) -> Analyzer:
+        analyzer = self._analyzers.get(alang)
+        if analyzer is None:
+            analyzer = self._analyzers[alang] = self.analyzer.for_lang(alang)
+        return analyzer
+
+    def query_analysis(self, q: str, lang: str | None = None, hint: str | None = None
+                       ) -> tuple[str, str | None, Analyzer, list[Analyzer]]:
+        """(the query without its ``lang:`` operator, its language, the analyzer for it, the
+        analyzers of the index's other languages when the query's is not sure: its words are
+        searched in their forms too, indexer/query.py ``alternates``)."""
+        text, op_lang = split_lang(q)
+        qlang, sure = query_language(text, explicit=op_lang or lang, hint=hint,
+                                     index_langs=self.query_langs)
+        alang = analysis_language(qlang)
+        others: list[Analyzer] = []
+        if not sure:
+            ranked = sorted(self.query_langs.items(), key=lambda kv: -kv[1])
+            for other in dict.fromkeys(analysis_language(k or None) for k, _ in ranked):
+                if other != alang and len(others) < QUERY_LANG_ALTERNATES:
+                    others.append(self._analyzer(other))
+        return text, qlang, self._analyzer(alang), others
 
     def _score_all(self, units: list[tuple[str, ...]], pq: ParsedQuery,
                    postings: QueryPostings, *, idfs: dict[str, float],
@@ -525,9 +626,10 @@ class Searcher:
                  ) -> list[tuple[str, list[tuple[int, int]]] | None]:
         """The snippet (and its highlight spans) of each page for ``query``, as :meth:`search`
         makes them; None for a URL ID not indexed here (QueryError on a bad query)."""
-        pq = parse_query(query, self.analyzer)
+        text, _, analyzer, others = self.query_analysis(query)
+        pq = parse_query(text, analyzer, others=others)
         terms = {t for u in pq.units() for t in u}
-        maker = SnippetMaker(terms, _raw_words(pq), self.analyzer)
+        maker = SnippetMaker(terms, _raw_words(pq), analyzer)
         return [None if at is None else maker.make(*self._page_text(*at))
                 for at in self.locate(doc_ids)]
 

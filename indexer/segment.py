@@ -8,6 +8,7 @@ docs / drops / per-host bitmaps.  A segment is immutable, so the reader never se
 
 from __future__ import annotations
 
+import itertools
 import zlib
 from bisect import bisect_left
 from collections.abc import Sequence
@@ -194,12 +195,21 @@ class SegmentReader:
         return delta_decode_groups(values, lengths)
 
     def head(self, ordinal: int) -> dict[str, str]:
-        """URL and title of a document."""
+        """URL, title and language (``""``: unknown) of a document."""
         blob = self._head[self._head_off[ordinal] : self._head_off[ordinal + 1]].tobytes()
-        url, sep, title = blob.decode("utf-8", "surrogatepass").partition(SEP)
+        url, sep, rest = blob.decode("utf-8", "surrogatepass").partition(SEP)
         if not sep:
             raise IndexCorrupt(f"segment {self.name}: stored document {ordinal} is corrupt")
-        return {"url": url, "title": title}
+        title, _, lang = rest.partition(SEP)
+        return {"url": url, "title": title, "lang": lang}
+
+    def urls(self) -> list[str]:
+        """The URL of every document, in ordinal order (one pass over the stored heads)."""
+        blob = self._head.tobytes()
+        offsets = self._head_off.tolist()
+        sep = SEP.encode()
+        return [blob[a:b].partition(sep)[0].decode("utf-8", "surrogatepass")
+                for a, b in itertools.pairwise(offsets)]
 
     def text_blob(self, ordinal: int) -> bytes:
         """The stored (compressed) snippet text, as written."""
@@ -227,6 +237,10 @@ class SegmentReader:
 
     def hosts(self) -> list[str]:
         return list(self.meta["hosts"])
+
+    def langs(self) -> dict[str, int]:
+        """Documents per language (``""``: unknown); empty for a segment from before."""
+        return {str(k): int(v) for k, v in self.meta.get("langs", {}).items()}
 
     def host_docs(self, host: str) -> BitMap:
         loc = self.meta["hosts"].get(host)

@@ -29,6 +29,7 @@ from websift.indexer.analysis import analyzer_version
 from websift.indexer.barrels import ForwardBarrels, invert, words_path
 from websift.indexer.codec import Encoded, delta_decode_groups, delta_encode_groups, encode, narrow
 from websift.indexer.hits import HitMaker
+from websift.indexer.languages import analysis_language
 from websift.indexer.segment_format import CF, COL, DF, META_FILE, SEP, STREAMS
 from websift.indexer.settings import (
     BARREL_WORDS,
@@ -355,6 +356,12 @@ class _Column:
                 yield np.frombuffer(chunk, dtype=self.code)
 
 
+def _head(url: str, title: str, lang: str | None) -> bytes:
+    """A document's stored head: URL, title and language (head.bin; SEP between)."""
+    return f"{url}{SEP}{title.replace(SEP, ' ')}{SEP}{lang or ''}".encode(
+        "utf-8", "surrogatepass")
+
+
 class SegmentWriter:
     """Builds one segment from documents added in increasing URL ID.
 
@@ -388,6 +395,7 @@ class SegmentWriter:
         self._frags_off = _Column(directory / "frags_off.raw", "q", 0)
         self.text_bytes = 0
         self.hosts: dict[str, BitMap] = {}
+        self.langs: dict[str, int] = {}  # documents per language ("": unknown)
         self.drops = BitMap()
         # (source, target) of the anchors, flattened.
         self._pairs = _Column(directory / "anchor_pairs.raw", "q")
@@ -403,9 +411,10 @@ class SegmentWriter:
 
     def add_document(self, url_id: int, *, host: str, url: str, title: str, text: str,
                      fields: Sequence[str | Sequence[str]],
-                     anchor_sources: Sequence[int] = ()) -> None:
+                     anchor_sources: Sequence[int] = (), lang: str | None = None) -> None:
         """One document; ``fields`` in FIELDS order, each a text or a list of texts (anchors,
-        kept ANCHOR_GAP positions apart); fields left off the end are empty."""
+        kept ANCHOR_GAP positions apart); fields left off the end are empty.  ``lang``: the
+        page's language (indexer/languages.py; None: unknown), stored and analysed with."""
         if len(fields) > N_FIELDS:
             raise ValueError(f"{len(fields)} fields given, the index has {N_FIELDS}")
         fields = [*fields, *([""] * (N_FIELDS - len(fields)))]
@@ -414,6 +423,7 @@ class SegmentWriter:
         ordinal = self.doc_ids.count
         self.doc_ids.append(url_id)
         lens = []
+        self.hits.use(analysis_language(lang))
         for f, value in enumerate(fields):
             if isinstance(value, str):
                 wids, positions, _ = self.hits.field(value, 0, MAX_FIELD_TOKENS)
@@ -429,16 +439,18 @@ class SegmentWriter:
         self._store.write(blob)
         self._store_off.append(self._store_off.last + len(blob))
         self._frags_off.append(self._frags_off.last)
-        head = f"{url}{SEP}{title.replace(SEP, ' ')}".encode("utf-8", "surrogatepass")
+        head = _head(url, title, lang)
         self._head.write(head)
         self._head_off.append(self._head_off.last + len(head))
+        self.langs[lang or ""] = self.langs.get(lang or "", 0) + 1
         self.hosts.setdefault(host, BitMap()).add(url_id)
         for s in anchor_sources:
             self._pairs.extend((s, url_id))
 
     def add_copied_document(self, url_id: int, *, url: str, title: str, text_blob: bytes,
                             field_lens: Sequence[int], host: str | None = None,
-                            anchor_sources: Sequence[int] = (), frags_blob: bytes = b"") -> int:
+                            anchor_sources: Sequence[int] = (), frags_blob: bytes = b"",
+                            lang: str | None = None) -> int:
         """A document whose text is already compressed (a merge's copy, or a worker's batch):
         its hits come separately through ``barrels.add_hits`` / ``barrels.add_block``.
         Returns its ordinal."""
@@ -451,9 +463,10 @@ class SegmentWriter:
         self._store_off.append(self._store_off.last + len(text_blob))
         self._frags.write(frags_blob)
         self._frags_off.append(self._frags_off.last + len(frags_blob))
-        head = f"{url}{SEP}{title.replace(SEP, ' ')}".encode("utf-8", "surrogatepass")
+        head = _head(url, title, lang)
         self._head.write(head)
         self._head_off.append(self._head_off.last + len(head))
+        self.langs[lang or ""] = self.langs.get(lang or "", 0) + 1
         if host is None:
             host = (urlsplit(url).hostname or "").lower()
         self.hosts.setdefault(host, BitMap()).add(url_id)
@@ -550,6 +563,7 @@ class SegmentWriter:
             "analyzer_version": analyzer_version(self.settings),
             "index_settings": self.settings.recorded(),
             "block_impacts": True,
+            "langs": dict(sorted(self.langs.items())),  # documents per language ("": unknown)
         }
         checked.write_json(d / "meta.json", META_FILE, meta)
         for p in d.iterdir():

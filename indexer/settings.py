@@ -28,8 +28,25 @@ MAX_FIELD_TOKENS = 200_000  # tokens kept per field of one page
 ANCHOR_GAP = 8  # position gap between two anchors, so a phrase never spans two links
 # The analyzer's policies are IndexSettings' analyzer_* fields (below), on by
 # default; an index records them (each segment's meta) and a searcher analyses queries with them.
-# 1: Whoosh's chain plus dotted names; 2: technical terms, stop words kept; 3: operator terms
-ANALYZER_VERSION = 3
+# 1: Whoosh's chain plus dotted names; 2: technical terms, stop words kept; 3: operator terms;
+# 4: Unicode folding and CJK bigrams (indexer/folding.py), stemming per page language
+# (indexer/languages.py)
+ANALYZER_VERSION = 4
+# A page's language (indexer/languages.py): py3langid reads this many characters of the text,
+# from its middle; a text shorter than LANG_MIN_CHARS is not identified; the text overrides a
+# declared language when py3langid's probability is at least LANG_OVERRIDE_PROB.
+LANG_SAMPLE_CHARS = 600
+LANG_MIN_CHARS = 40
+LANG_OVERRIDE_PROB = 0.99
+# A query's own language counts when py3langid, choosing among the index's languages, gives
+# it at least this probability (indexer/languages.py query_language).
+QUERY_LANG_PROB = 0.9
+# A query whose language is not sure is searched in the forms of at most this many of the
+# index's other languages (the most common first).
+QUERY_LANG_ALTERNATES = 8
+# A language counts for queries (their language, the lang prior) when at least this share of
+# the index's pages is in it.
+LANG_MIN_SHARE = 0.01
 MAX_SYMBOLS_ONLY = 3  # longest token of symbols alone ("<=", "**", "<<="); longer: a rule
 # A query whose plain words are mostly stop words ("not in", "if") scores them; otherwise stop
 # words only take part in quoted phrases.  Scored when stop words / all plain words > this.
@@ -174,6 +191,9 @@ class BM25FSettings:
     # of each other in one field add ``proximity_weight`` * min(idf) * c / (c + 1).
     proximity_weight: float = 1.0
     proximity_window: int = 3
+    # Pages in the query's language gain this, added to their text score, when the index holds
+    # pages of several languages (a mild prior: scripts/evaluation/eval_languages.py).
+    lang_prior: float = 1.0
 
 
 # ---------------------------------------------------------------- searcher caches

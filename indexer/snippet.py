@@ -20,6 +20,7 @@ import zlib
 
 from websift.indexer.analysis import Analyzer
 from websift.indexer.errors import IndexCorrupt
+from websift.indexer.folding import has_cjk
 from websift.indexer.settings import SNIPPET_CHARS, SNIPPET_SCAN_CHARS
 
 SNIPPET_MAX_PER_TERM = 40  # places kept per query literal
@@ -51,6 +52,19 @@ class SnippetMaker:
             self._verdict[token] = hit
         return hit
 
+    def _cjk(self, lower: str, lit: str, seen: set[int]) -> list[_Match]:
+        """The places of a CJK bigram term inside the runs of ``lower`` (CJK has no word
+        boundaries to confirm: the bigram is the term)."""
+        out: list[_Match] = []
+        tid = self.term_ids[lit]
+        at = lower.find(lit)
+        while at != -1 and len(out) < SNIPPET_MAX_PER_TERM:
+            if at not in seen:
+                seen.add(at)
+                out.append((at, at + len(lit), tid))
+            at = lower.find(lit, at + 1)
+        return out
+
     def matches(self, lower: str) -> list[_Match]:
         """Confirmed query-term tokens of ``lower`` (a page's text in lower case), sorted and
         without overlaps; at most SNIPPET_MAX_PER_TERM places per literal."""
@@ -58,6 +72,9 @@ class SnippetMaker:
         seen: set[int] = set()
         token_at, term_of = self.analyzer.token_re.match, self._term_of
         for lit in self.literals:
+            if lit in self.term_ids and has_cjk(lit):  # a CJK bigram: found where it stands
+                found.extend(self._cjk(lower, lit, seen))
+                continue
             # str.find runs in C; each place found is confirmed through the analyzer.
             at, kept, tried = lower.find(lit), 0, 0
             while at != -1 and kept < SNIPPET_MAX_PER_TERM and tried < SNIPPET_MAX_TRIES:
@@ -164,6 +181,10 @@ def _whole(raw: bytes) -> bytes:
 
 def _cut(text: str, begin: int, width: int) -> tuple[str, int]:
     """text[begin:begin+width] moved to word boundaries, with ellipses; returns (cut, offset)."""
+    if has_cjk(text[begin : begin + width]):  # no spaces between words: cut by characters
+        end = min(len(text), begin + width)
+        return ("…" if begin > 0 else "") + text[begin:end] + (
+            "…" if end < len(text) else ""), begin
     if begin > 0:
         space = text.find(" ", begin)
         if space != -1 and space - begin < 30:

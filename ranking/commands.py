@@ -74,6 +74,13 @@ def _register_rank_engine(p: argparse.ArgumentParser) -> None:
                    default=settings.DASK_CONNECT_TIMEOUT, metavar="T",
                    help="with --scheduler: time to reach it and for its workers to join "
                    "(seconds, or 30s, 2m)")
+    p.add_argument("--dask-tls-ca", type=Path, default=None, metavar="FILE",
+                   help="with a tls:// --scheduler: the CA certificate that signed the "
+                   "cluster's certificates (docs/several-machines.md makes them with openssl)")
+    p.add_argument("--dask-tls-cert", type=Path, default=None, metavar="FILE",
+                   help="with a tls:// --scheduler: this client's certificate")
+    p.add_argument("--dask-tls-key", type=Path, default=None, metavar="FILE",
+                   help="with a tls:// --scheduler: this client's private key")
     p.add_argument("--blocks-dir", type=Path, default=None, metavar="DIR",
                    help="with --engine dask: where the link blocks are written for the "
                    "workers to read, on a file system every worker sees at the same path "
@@ -87,10 +94,16 @@ def _rank_engine(args: argparse.Namespace) -> Any:
             raise RankingError("--scheduler, --workers and --blocks-dir need --engine dask")
         return None
     require("cluster", "--engine dask", ("dask", "distributed"))
-    from websift.ranking.dask_engine import DaskEngine
+    from websift.ranking.dask_engine import DaskEngine, DaskTLS, check_scheduler
 
+    files = (args.dask_tls_ca, args.dask_tls_cert, args.dask_tls_key)
+    if any(files) and not all(files):
+        raise RankingError("give --dask-tls-ca, --dask-tls-cert and --dask-tls-key together")
+    tls = DaskTLS(*files) if all(files) else None
+    if args.scheduler is not None:
+        check_scheduler(args.scheduler, tls)  # before any file opens
     return DaskEngine(scheduler=args.scheduler, workers=args.workers,
-                      connect_timeout=args.connect_timeout, blocks_dir=args.blocks_dir)
+                      connect_timeout=args.connect_timeout, tls=tls, blocks_dir=args.blocks_dir)
 
 
 def _rank(args: argparse.Namespace) -> int:

@@ -18,6 +18,12 @@ thread each, no dashboard.  The scratch files live in ``DATA/tmp/`` (or ``blocks
 must be on a file system every worker sees at the same path) and are deleted after the run;
 one left by a killed run on this host is swept by the next.
 
+Security: Dask moves pickled tasks, so whoever can talk to the scheduler runs code on every
+worker.  A scheduler on another machine is reached only over TLS with certificates
+(``tls://HOST:8786`` and :class:`DaskTLS`, Dask's ``distributed.Security`` with encryption
+required); a ``tcp://`` address is accepted on loopback only (the local cluster, or an SSH
+tunnel).
+
 Failures: a scheduler that cannot be reached, or too few workers joining, fails before any
 link is read.  A worker that dies mid-run has its blocks reloaded from the files by Dask;
 anything Dask cannot recover (the files gone, every worker lost, the scheduler gone) fails the
@@ -27,6 +33,7 @@ computed, so a failed run leaves the previous generation current and untouched.
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 import math
 import operator
@@ -43,7 +50,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from distributed import Client, Future, LocalCluster
+from distributed import Client, Future, LocalCluster, Security
 from distributed.comm.core import CommClosedError
 from distributed.scheduler import KilledWorker
 
@@ -102,6 +109,47 @@ class ShardInputs:
     hosts: HostRanks | None = None  # the host graph's ranks, computed in this process
 
 
+@dataclass(frozen=True)
+class DaskTLS:
+    """The certificates of a TLS Dask cluster (``--dask-tls-ca/--dask-tls-cert/--dask-tls-key``):
+    the CA that signed the scheduler's and workers' certificates, and this client's own."""
+
+    ca_file: Path
+    cert_file: Path
+    key_file: Path
+
+    def security(self) -> Security:
+        for path in (self.ca_file, self.cert_file, self.key_file):
+            if not path.is_file():
+                raise DaskRankError(f"Dask TLS: no file {path}")
+        return Security(tls_ca_file=str(self.ca_file), tls_client_cert=str(self.cert_file),
+                        tls_client_key=str(self.key_file), require_encryption=True)
+
+
+def check_scheduler(address: str, tls: DaskTLS | None) -> None:
+    """Refuse a scheduler address that would let the network run code here: ``tls://`` needs
+    certificates, and anything else must be a loopback address."""
+    scheme, _, rest = address.partition("://")
+    if not rest:
+        scheme, rest = "tcp", address
+    host = rest.rsplit(":", 1)[0].strip("[]")
+    if scheme == "tls":
+        if tls is None:
+            raise DaskRankError(f"--scheduler {address}: a tls:// scheduler needs "
+                                "--dask-tls-ca, --dask-tls-cert and --dask-tls-key")
+        return
+    if tls is not None:
+        raise DaskRankError(f"--scheduler {address}: with --dask-tls-* give a tls:// address")
+    try:
+        loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        loopback = False
+    if not loopback:
+        raise DaskRankError(f"--scheduler {address}: Dask runs pickled tasks, so a scheduler on "
+                            "another machine must be tls:// with --dask-tls-* certificates "
+                            "(or reached through an SSH tunnel on 127.0.0.1)")
+
+
 @dataclass
 class DaskEngine:
     """``run_rank``'s engine for a Dask cluster (``scheduler`` address, or a LocalCluster of
@@ -110,6 +158,7 @@ class DaskEngine:
     scheduler: str | None = None
     workers: int | None = None  # LocalCluster: its processes (default 2); scheduler: wait for
     connect_timeout: float = settings.DASK_CONNECT_TIMEOUT
+    tls: DaskTLS | None = None  # with a tls:// scheduler
     blocks_dir: Path | None = None
     stores: Sequence[Path] | None = None
     last_run: ClusterRun = field(default_factory=ClusterRun)
@@ -124,9 +173,12 @@ class DaskEngine:
                     local_cluster(self.workers or settings.DASK_LOCAL_WORKERS))
                 client = stack.enter_context(Client(cluster))
             else:
+                check_scheduler(self.scheduler, self.tls)
+                security = self.tls.security() if self.tls is not None else None
                 try:
                     client = stack.enter_context(
-                        Client(self.scheduler, timeout=self.connect_timeout))
+                        Client(self.scheduler, timeout=self.connect_timeout,
+                               security=security))
                 except OSError as exc:  # the connect timeout is a TimeoutError, an OSError
                     raise DaskRankError(f"cannot reach the Dask scheduler at {self.scheduler}: "
                                         f"{_one_line(exc)}") from None

@@ -458,6 +458,20 @@ class LazyOpicState(OpicState):
         self.virtual_cash -= amount - float(self.cash[page])
         self.cash[page] = amount
 
+    def grant(self, page: int, amount: float, advance_limit: float = 0.0) -> float:
+        """Move ``amount`` of cash from the virtual page to a live page (section 3.3: pages
+        "suspected to contain news ... receive some extra cash ... taken from the virtual
+        page").  The virtual page may go below 0 by at most ``advance_limit`` (an advance its
+        next payouts repay); the amount is cut to fit.  Lemma 2.2 holds.  Returns what moved."""
+        if not (0 <= page < len(self.known)) or not self.known[page] or self.dead[page]:
+            return 0.0
+        amount = min(amount, self.virtual_cash + advance_limit)
+        if not amount > 0:
+            return 0.0
+        self.virtual_cash -= amount
+        self.cash[page] += amount  # base cash: the page's pending dividends are unchanged
+        return amount
+
     # -------------------------------------------------------------- the virtual page
     def distribute_virtual(
         self, unread: np.ndarray, everyone: np.ndarray, focus: np.ndarray | None = None

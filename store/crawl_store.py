@@ -34,6 +34,7 @@ from typing import Any, Self
 import numpy as np
 
 from websift.core.errors import StoreError
+from websift.store.removals import KINDS, Removal, matching_ids
 from websift.store.schema import (
     DISALLOWED,
     DISCOVERED,
@@ -178,6 +179,43 @@ class CrawlStore(StoreReader):
         self.set_meta("seq", str(seq))
         return seq
 
+    # ------------------------------------------------------------------ removals
+    def add_removal(self, kind: str, value: str, who: str, reason: str = "") -> Removal:
+        """Record a removal in force from now (the caller has normalised ``value``)."""
+        if kind not in KINDS:
+            raise StoreError(f"unknown removal kind {kind!r} (one of {', '.join(KINDS)})")
+        with self.transaction():
+            cur = self._conn.execute(
+                "INSERT INTO removals(kind, value, who, created, reason) VALUES (?, ?, ?, ?, ?)",
+                (kind, value, who, time.time(), reason))
+            rid = int(cur.lastrowid or 0)
+        found = self.removal(rid)
+        assert found is not None
+        return found
+
+    def undo_removal(self, removal_id: int, who: str) -> tuple[Removal, int]:
+        """Put a removal out of force.  The pages it covered get a new ``seq``, so the next
+        indexing run indexes them again (it dropped them).  Returns the row and that count."""
+        with self.transaction():
+            rule = self.removal(removal_id)
+            if rule is None:
+                raise StoreError(f"no removal {removal_id}; 'websift removed' lists them")
+            if not rule.active:
+                raise StoreError(f"removal {removal_id} was already undone")
+            self._conn.execute("UPDATE removals SET active=0, undone=?, undone_by=? WHERE id=?",
+                               (time.time(), who, removal_id))
+            ids = matching_ids(rule, self.urls())
+            if ids:
+                seq = self.next_seq()
+                for lo in range(0, len(ids), 500):
+                    chunk = ids[lo : lo + 500]
+                    self._conn.execute(
+                        f"UPDATE urls SET seq=? WHERE id IN ({','.join('?' * len(chunk))})",
+                        [seq, *chunk])
+        undone = self.removal(removal_id)
+        assert undone is not None
+        return undone, len(ids)
+
     # ------------------------------------------------------------------ hosts
     def host_id(self, origin: str) -> int:
         """The ID of an origin, creating its row if new."""
@@ -215,6 +253,30 @@ class CrawlStore(StoreReader):
             "INSERT INTO urls(id, url, host_id, depth) VALUES (?, ?, ?, ?)", (uid, url, hid, depth)
         )
         return int(cur.lastrowid or 0), True
+
+    def set_canonical(self, url_id: int, canonical: int | None, same_site: bool = True) -> None:
+        """Record the URL a fetched page names as canonical (None: it names none, or itself)."""
+        if canonical is None or canonical == url_id:
+            self._conn.execute("DELETE FROM canonicals WHERE url_id = ?", (url_id,))
+            return
+        self._conn.execute(
+            "INSERT INTO canonicals(url_id, canonical, same_site) VALUES (?, ?, ?) "
+            "ON CONFLICT(url_id) DO UPDATE SET canonical = excluded.canonical, "
+            "same_site = excluded.same_site", (url_id, canonical, int(same_site)))
+
+    def save_lastmod_trust(self, rows: dict[int, tuple[int, int]]) -> None:
+        """Write hosts' lastmod evidence: host ID -> (refetches, changed)."""
+        self._conn.executemany(
+            "INSERT INTO lastmod_trust(host_id, refetches, changed) VALUES (?, ?, ?) "
+            "ON CONFLICT(host_id) DO UPDATE SET refetches = excluded.refetches, "
+            "changed = excluded.changed", [(h, n, c) for h, (n, c) in sorted(rows.items())])
+
+    def set_hreflang(self, url_id: int, alternates: dict[str, int]) -> None:
+        """Replace the language alternates a fetched page names (lang -> URL ID)."""
+        self._conn.execute("DELETE FROM hreflang WHERE url_id = ?", (url_id,))
+        self._conn.executemany(
+            "INSERT INTO hreflang(url_id, lang, alternate) VALUES (?, ?, ?)",
+            [(url_id, lang, alt) for lang, alt in sorted(alternates.items())])
 
     def update_page(self, url_id: int, **values: Any) -> None:
         """Set columns of one ``urls`` row (inside a transaction for atomicity with the rest)."""

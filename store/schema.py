@@ -16,7 +16,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-SCHEMA_VERSION = 2  # 2: urls.opic_level and urls.opic_flags (lazy OPIC dividends)
+SCHEMA_VERSION = 4  # 2: lazy OPIC (urls.opic_level, opic_flags); 3: removals; 4: signals tables
 
 # Page status values (urls.status).
 DISCOVERED = "discovered"  # known from a link or a seed, never fetched
@@ -37,6 +37,46 @@ META_LEVELS = ("opic_level_refresh", "opic_level_discovery", "opic_level_focus")
 OPIC_READ = 1  # read at least once: out of the unread (discovery) class
 OPIC_DEAD = 2  # failed for good: in no class
 OPIC_FOCUS = 4  # one of the focus pages
+
+# Operator removals (store/removals.py): pages taken out of search and out of the crawl's scope.
+REMOVALS_TABLE = """
+CREATE TABLE IF NOT EXISTS removals (
+    id        INTEGER PRIMARY KEY,
+    kind      TEXT NOT NULL,              -- 'url', 'host' or 'pattern'
+    value     TEXT NOT NULL,              -- canonical URL, host name, or regular expression
+    who       TEXT NOT NULL,              -- 'cli', or 'api:admin' (the admin token)
+    created   REAL NOT NULL,              -- unix time
+    reason    TEXT NOT NULL DEFAULT '',
+    active    INTEGER NOT NULL DEFAULT 1, -- 0 once undone
+    undone    REAL,                       -- unix time of the undo
+    undone_by TEXT
+);
+"""
+
+# rel="canonical" (crawler/canonical.py): a fetched page names another URL as its canonical
+# form.  same_site 1: honoured (the page is a variant, indexed under the canonical URL and not
+# fetched again); 0: another site's URL, recorded only.  hreflang: the language alternates a
+# page names (<link rel="alternate" hreflang>), its group as it says it.  lastmod_trust: per host,
+# how often its sitemap's lastmod was right (kept across runs).
+CANONICALS = """
+CREATE TABLE IF NOT EXISTS canonicals (
+    url_id    INTEGER PRIMARY KEY,   -- the page that names a canonical URL (the variant)
+    canonical INTEGER NOT NULL,      -- the URL it names
+    same_site INTEGER NOT NULL       -- 1: same registrable domain (honoured); 0: recorded only
+);
+CREATE INDEX IF NOT EXISTS canonicals_canonical ON canonicals(canonical);
+CREATE TABLE IF NOT EXISTS lastmod_trust (
+    host_id   INTEGER PRIMARY KEY,   -- a host whose sitemap lastmod caused refetches
+    refetches INTEGER NOT NULL,      -- refetches its lastmod caused (crawler/signals.py)
+    changed   INTEGER NOT NULL       -- of those, the ones that found the page changed
+);
+CREATE TABLE IF NOT EXISTS hreflang (
+    url_id    INTEGER NOT NULL,      -- the page naming the alternates
+    lang      TEXT NOT NULL,         -- as written (en, en-GB, x-default), lower-cased
+    alternate INTEGER NOT NULL,      -- the URL for that language
+    PRIMARY KEY (url_id, lang)
+);
+"""
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (
@@ -100,6 +140,7 @@ CREATE TABLE IF NOT EXISTS links (
 );
 CREATE INDEX IF NOT EXISTS links_src ON links(src);
 CREATE INDEX IF NOT EXISTS links_dst ON links(dst);
+{CANONICALS}
 CREATE TABLE IF NOT EXISTS crawls (
     id       INTEGER PRIMARY KEY,
     kind     TEXT NOT NULL,            -- 'crawl' or 'recrawl'
@@ -107,7 +148,7 @@ CREATE TABLE IF NOT EXISTS crawls (
     finished REAL,
     summary  TEXT                      -- JSON: counts by outcome and by failure reason
 );
-"""
+""".replace("{CANONICALS}", CANONICALS) + REMOVALS_TABLE
 
 
 # In-place upgrades: version -> the SQL that brings the previous version to it.
@@ -124,6 +165,11 @@ UPDATE urls SET opic_flags = CASE
     ELSE {OPIC_READ} END
 WHERE g_last IS NOT NULL;
 """,
+    # operator removals (websift remove; store/removals.py): the table alone, nothing to convert
+    3: REMOVALS_TABLE,
+    # the sites' own signals: canonical URLs and hreflang alternates (crawler/canonical.py),
+    # lastmod trust per host (crawler/signals.py)
+    4: CANONICALS,
 }
 
 

@@ -20,6 +20,7 @@ import numpy as np
 
 from websift.core.errors import StoreError
 from websift.store.errors import StoreIOError
+from websift.store.removals import REMOVAL_COLUMNS, URL, Removal, RemovalRules, removal_of
 from websift.store.schema import (
     FETCHED,
     HOST_COLUMNS,
@@ -135,10 +136,54 @@ class StoreReader:
         dupes = int(self._conn.execute("SELECT count(*) - count(DISTINCT url) FROM urls").fetchone()[0])
         return f"{dupes} URLs stored twice" if dupes else None
 
+    def backup_to(self, path: Path) -> None:
+        """Copy the store as of one committed state into a new file ``path`` (SQLite's online
+        backup, in one step: a consistent snapshot while a crawl keeps writing)."""
+        dest = sqlite3.connect(path)
+        try:
+            self._conn.backup(dest)
+            dest.execute("PRAGMA journal_mode = DELETE")  # one self-contained file
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot back up crawl store {self.path}: {exc}") from None
+        finally:
+            dest.close()
+
+    def warc_extents(self) -> dict[str, int]:
+        """Per WARC file the store points into, where its last referenced record ends: the
+        part of the (append-only) file that a copy of this store needs."""
+        rows = self._conn.execute(
+            "SELECT warc_file, max(warc_offset + warc_length) FROM urls "
+            "WHERE warc_file IS NOT NULL GROUP BY warc_file").fetchall()
+        return {str(name): int(end) for name, end in rows if end is not None}
+
     # ------------------------------------------------------------------ meta
     def get_meta(self, key: str, default: str | None = None) -> str | None:
         row = self._conn.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
         return default if row is None else str(row[0])
+
+    # ------------------------------------------------------------------ removals
+    def removals(self, active_only: bool = False) -> list[Removal]:
+        """The operator's removals (store/removals.py), oldest first; none before schema 3."""
+        if self.schema_version < 3:
+            return []
+        where = " WHERE active=1" if active_only else ""
+        rows = self._conn.execute(
+            f"SELECT {REMOVAL_COLUMNS} FROM removals{where} ORDER BY id").fetchall()
+        return [removal_of(r) for r in rows]
+
+    def removal(self, removal_id: int) -> Removal | None:
+        if self.schema_version < 3 or not 0 < removal_id < 1 << 63:  # SQLite's INTEGER
+            return None
+        row = self._conn.execute(f"SELECT {REMOVAL_COLUMNS} FROM removals WHERE id=?",
+                                 (removal_id,)).fetchone()
+        return None if row is None else removal_of(row)
+
+    def removal_rules(self) -> RemovalRules:
+        """The removals in force, compiled, with the IDs of the removed URLs the store knows."""
+        active = self.removals(active_only=True)
+        ids = [uid for r in active if r.kind == URL
+               if (uid := self.url_id(r.value)) is not None]
+        return RemovalRules(active, ids)
 
     # ------------------------------------------------------------------ hosts
     def host(self, origin: str) -> HostState | None:
@@ -291,6 +336,46 @@ class StoreReader:
                 "SELECT id, redirect_to FROM urls WHERE status = ? AND redirect_to IS NOT NULL "
                 "AND redirect_to != id", (REDIRECT,)):
             yield int(rid), int(target)
+
+    def canonical_variants(self) -> Iterator[tuple[int, int]]:
+        """(variant URL ID, its canonical URL ID) of every same-site rel="canonical" honoured
+        (none in a store older than version 3)."""
+        if self.schema_version < 3:
+            return
+        for vid, cid in self._conn.execute(
+                "SELECT url_id, canonical FROM canonicals WHERE same_site = 1 "
+                "AND canonical != url_id ORDER BY url_id"):
+            yield int(vid), int(cid)
+
+    def canonical_of(self, url_id: int) -> tuple[int, bool] | None:
+        """(the URL ID a page names as canonical, same site?), or None."""
+        if self.schema_version < 3:
+            return None
+        row = self._conn.execute(
+            "SELECT canonical, same_site FROM canonicals WHERE url_id = ?", (url_id,)).fetchone()
+        return None if row is None else (int(row[0]), bool(row[1]))
+
+    def lastmod_trust(self) -> dict[int, tuple[int, int]]:
+        """Per host ID: (refetches its sitemap lastmod caused, how many found change)."""
+        if self.schema_version < 3:
+            return {}
+        return {int(h): (int(n), int(c)) for h, n, c in self._conn.execute(
+            "SELECT host_id, refetches, changed FROM lastmod_trust")}
+
+    def hreflang_of(self, url_id: int) -> dict[str, int]:
+        """The language alternates a page names: lang -> URL ID (none before version 3)."""
+        if self.schema_version < 3:
+            return {}
+        return {str(lang): int(alt) for lang, alt in self._conn.execute(
+            "SELECT lang, alternate FROM hreflang WHERE url_id = ? ORDER BY lang", (url_id,))}
+
+    def variants_of(self, url_id: int, limit: int = 100) -> list[int]:
+        """URL IDs of the pages that name ``url_id`` their same-site canonical (first ``limit``)."""
+        if self.schema_version < 3:
+            return []
+        return [int(r[0]) for r in self._conn.execute(
+            "SELECT url_id FROM canonicals WHERE canonical = ? AND same_site = 1 "
+            "AND url_id != canonical ORDER BY url_id LIMIT ?", (url_id, limit))]
 
     def anchor_links(self, dsts: Sequence[int]) -> Iterator[tuple[int, int, str]]:
         """(src, dst, anchor) of the links to ``dsts`` that may give anchor text: followed, not

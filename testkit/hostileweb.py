@@ -9,6 +9,8 @@ be too polite:
 - an endless body (chunked transfer encoding that never sends its last chunk);
 - a server that sends one byte per second (a slow-loris answer);
 - a body shorter than its Content-Length, and an answer that is not HTTP at all;
+- endless response headers (1 KiB lines, up to ``HEAD_FLOOD`` bytes) and ten thousand tiny
+  ones: ``DOWNLOAD_MAXSIZE`` caps a body only;
 - invalid and mixed encodings, binary sent as text/html, 100,000-level nesting, unterminated
   markup, a megabyte-long line and a megabyte-long URL, a self-redirect, 20,000 links on one
   page, a day-by-day calendar and a relative link that grows its own path for ever.
@@ -52,6 +54,9 @@ LONG_LINE = 1 << 20
 LONG_URL = 1 << 20
 MANY_LINKS = 20_000
 GROW_SEGMENT = "again"
+HEAD_FLOOD = 300 * 1024 * 1024  # bytes of header lines the flooding answer sends at most
+HEAD_LINE = 1024
+TINY_HEADERS = 10_000
 
 ENV_SETTINGS = "WEBSIFT_TEST_SETTINGS"  # JSON {"DOWNLOAD_TIMEOUT": 3, ...} for crawler.settings
 HostTable = dict[str, "str | dict[str, str]"]
@@ -239,6 +244,24 @@ def _garbage(wfile: BinaryIO, stop: threading.Event) -> int:
     return _counting(wfile)(b"HELLO THERE\r\nthis is not a status line\r\n\r\n<html>")
 
 
+def head_flood(wfile: BinaryIO, stop: threading.Event) -> int:
+    """A status line, then 1 KiB header lines until ``HEAD_FLOOD`` bytes or the client hangs
+    up (with ``Stream(raw=True)``)."""
+    put = _counting(wfile)
+    sent = put(b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n")
+    lines = b"".join(b"X-Pad-%05d: " % i + b"a" * (HEAD_LINE - 15) + b"\r\n" for i in range(64))
+    while sent < HEAD_FLOOD and not stop.is_set():
+        sent += put(lines)
+    return sent
+
+
+def tiny_headers(wfile: BinaryIO, stop: threading.Event) -> int:
+    """``TINY_HEADERS`` header lines of a few bytes each, then a small page (raw)."""
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 13\r\n"
+    head += b"".join(b"X%d: 1\r\n" % i for i in range(TINY_HEADERS))
+    return _counting(wfile)(head + b"\r\n<html></html>")
+
+
 def hang_up(wfile: BinaryIO, stop: threading.Event) -> int:
     """Close the connection without a byte of answer (with ``Stream(raw=True)``)."""
     return 0
@@ -358,10 +381,13 @@ def build_hostile_web() -> HostileWeb:
     hub.stream("/short", Stream(_short, headers=[("Content-Type", "text/html"),
                                                  ("Content-Length", "1000")]))
     hub.stream("/garbage", Stream(_garbage, raw=True))
+    hub.stream("/heads", Stream(head_flood, raw=True))
+    hub.stream("/tinyheads", Stream(tiny_headers, raw=True))
 
     def home(path: str, headers: dict[str, str], n: int) -> Answer:
         targets = [*ENCODINGS, "/binary", "/deep", "/unterminated", "/longline", "/longurl",
-                   "/self", "/grow/", "/many", "/short", "/garbage", "/ok/hub"]
+                   "/self", "/grow/", "/many", "/short", "/garbage", "/heads", "/tinyheads",
+                   "/ok/hub"]
         others = [bomb.url("/bomb"), bomb.url("/ok/bomb"), endless.url("/endless"),
                   endless.url("/ok/endless"), trickle.url("/trickle"), trickle.url("/ok/trickle"),
                   trap.url("/day?d=2024-01-01"), trap.url("/ok/trap")]

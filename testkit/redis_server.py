@@ -56,6 +56,12 @@ class RedisServer:
                                      stderr=subprocess.DEVNULL)
         wait_for(self._up, "redis-server to answer")
 
+    def restart(self) -> None:
+        """Kill the server and start it again on the same port: without ``durable`` it comes
+        back empty, as a Redis with no persistence does after a crash or a reboot."""
+        self.kill()
+        self.start()
+
     def _up(self) -> bool:
         try:
             return bool(self.client.ping())

@@ -18,20 +18,23 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
+from websift.api.dependencies import is_admin
 from websift.api.fanout import FanOut, gather_calls
 from websift.api.models import error_responses
 
 
 class FrontStats(BaseModel):
     role: str = Field(description="'front': answers by asking its shard servers")
-    pid: int = Field(description="the process that answered")
+    redacted: bool = Field(default=False, description="true unless the admin token was sent: "
+                           "pid and the shards' URLs are left out (shards are numbered)")
+    pid: int | None = Field(description="the process that answered; with the admin token only")
     queries: int = Field(description="searches fanned out")
     partial: int = Field(description="answers some shard was missing from")
     unanswered: int = Field(description="searches no shard answered")
     snippet_failures: int = Field(description="shards that did not send their snippets in time")
     timeout_ms: int = Field(description="deadline of each call to a shard")
     shards: dict[str, dict[str, Any]] = Field(
-        description="per shard URL: calls, failures by reason (timeout, connect, http_503...), "
+        description="per shard URL (with the admin token, else 'shard 1', 'shard 2'...): calls, failures by reason (timeout, connect, http_503...), "
         "answering (as of its last call), index and ranks generation it last served")
 
 
@@ -51,7 +54,13 @@ def build_router() -> APIRouter:
     @router.get("/stats", response_model=FrontStats,
                 summary="The front server's shards: calls, failures, partial answers")
     async def stats(request: Request) -> FrontStats:
-        return FrontStats(role="front", pid=os.getpid(), **fanout(request).figures())
+        figures = fanout(request).figures()
+        admin = is_admin(request)
+        if not admin:
+            figures["shards"] = {f"shard {i}": v
+                                 for i, v in enumerate(figures["shards"].values(), 1)}
+        return FrontStats(role="front", redacted=not admin, pid=os.getpid() if admin else None,
+                          **figures)
 
     @router.get("/healthz", response_model=FrontHealth, responses=error_responses(503),
                 summary="200 while at least one shard server is healthy, 503 otherwise")

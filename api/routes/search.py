@@ -7,7 +7,7 @@ this process's index (``LocalSearch``) or, on a front server, its shard servers 
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Depends, Header, Query, Request
 
 from websift.api.models import (
     SearchResponse,
@@ -17,6 +17,7 @@ from websift.api.models import (
     error_responses,
 )
 from websift.api.retrieval import (
+    LANG_MAX_CHARS,
     SITE_MAX_CHARS,
     TOPIC_MAX_CHARS,
     Outcome,
@@ -45,6 +46,7 @@ def to_response(outcome: Outcome, req: SearchRequest) -> SearchResponse:
         topic_weights=outcome.topic_weights,
         static_score=outcome.static_score,
         cached=outcome.cached,
+        lang=outcome.lang,
         shards=ShardsAnswered(answered=outcome.shards.answered, total=outcome.shards.total),
         results=[
             SearchResult(
@@ -65,6 +67,7 @@ def to_response(outcome: Outcome, req: SearchRequest) -> SearchResponse:
                 ),
                 fragment=r.hit.fragment,
                 url_with_fragment=with_fragment(r.hit.url, r.hit.fragment),
+                lang=r.hit.lang or None,
             )
             for r in outcome.hits
         ],
@@ -109,10 +112,16 @@ def build_router(settings: Settings) -> APIRouter:
         snippets: Annotated[
             bool, Query(description="false: results without snippets (faster; empty strings)")
         ] = True,
+        lang: Annotated[
+            str | None, Query(max_length=LANG_MAX_CHARS, description="the query's language "
+                              "(ISO 639-1, e.g. fr): its words are analysed so")
+        ] = None,
+        accept_language: Annotated[str | None, Header(include_in_schema=False)] = None,
     ) -> SearchResponse:
         req = SearchRequest(
             q=q, k=k, offset=offset, topic=topic or None, site=site or None, explain=explain,
-            snippets=snippets,
+            snippets=snippets, lang=lang or None,
+            lang_hint=(accept_language or "")[:LANG_MAX_CHARS] or None,
         )
         return to_response(await engine.search(req), req)
 

@@ -2,8 +2,9 @@
 
 The calls of ``api/shard_protocol.py`` (statistics, scoring with the global statistics,
 snippets of the winners), answered from this server's snapshot.  Each runs in a worker thread
-under the same concurrency limit as ``GET /search``.  They change nothing, so a shard server
-answers any front server that can reach it; bind it to an address only they can reach.
+under the same concurrency limit as ``GET /search``.  Only a server started as a shard server
+(``websift serve --shard-server``) has these routes, and they answer only a caller holding the
+shard secret (``$WEBSIFT_SHARD_TOKEN``, sent by the front server as a bearer token).
 """
 
 from __future__ import annotations
@@ -15,7 +16,12 @@ import anyio
 from fastapi import APIRouter, Depends, Response
 from pydantic import BaseModel
 
-from websift.api.dependencies import get_app_settings, get_search_limiter, get_snapshot
+from websift.api.dependencies import (
+    get_app_settings,
+    get_search_limiter,
+    get_snapshot,
+    require_shard_token,
+)
 from websift.api.models import error_responses
 from websift.api.settings import Settings
 from websift.api.shard_protocol import (
@@ -40,7 +46,8 @@ async def _in_thread(limiter: anyio.CapacityLimiter, work: Callable[[], BaseMode
 
 
 def build_router() -> APIRouter:
-    router = APIRouter(prefix="/shard", tags=["shard"], responses=error_responses(400, 404))
+    router = APIRouter(prefix="/shard", tags=["shard"], responses=error_responses(400, 401, 403),
+                       dependencies=[Depends(require_shard_token)])
 
     @router.post("/stats", response_model=StatsAnswer,
                  summary="A front server's first call: this shard's collection statistics")

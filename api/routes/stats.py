@@ -1,4 +1,10 @@
-"""``GET /stats`` (what is in the engine) and ``GET /healthz`` (is it serving)."""
+"""``GET /stats`` (what is in the engine) and ``GET /healthz`` (is it serving).
+
+``/stats`` answers anyone with counts; what says how and where the engine runs (process IDs,
+a run's scope, seeds and settings, the shared frontier's crawlers and error text) is added only
+for a caller holding the admin token (``Authorization: Bearer $WEBSIFT_ADMIN_TOKEN``), and the
+answer says ``"redacted": true`` otherwise.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +16,13 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request
 
-from websift.api.dependencies import get_holder, get_result_cache, get_snapshot, get_store
+from websift.api.dependencies import (
+    get_holder,
+    get_result_cache,
+    get_snapshot,
+    get_store,
+    is_admin,
+)
 from websift.api.models import Health, LiveCrawl, Stats
 from websift.api.result_cache import ResultCache
 from websift.api.retrieval import Outcome
@@ -75,6 +87,31 @@ def _frontier(client: Any) -> dict[str, Any] | None:
     return frontier_figures(client)
 
 
+# What a run's summary holds that only an operator should see (crawler/runs.py): where it was
+# told to go and how, and the crawling process.
+PRIVATE_RUN_KEYS = frozenset({"scope", "settings", "seeds", "seeds_failed", "pid"})
+
+
+def public_run(run: dict[str, Any] | None) -> dict[str, Any] | None:
+    """``last_crawl`` without its scope, seeds, settings and process ID."""
+    if run is None or not isinstance(run.get("summary"), dict):
+        return run
+    summary = {k: v for k, v in run["summary"].items() if k not in PRIVATE_RUN_KEYS}
+    if isinstance(summary.get("live"), dict):
+        summary["live"] = {k: v for k, v in summary["live"].items() if k != "pid"}
+    return {**run, "summary": summary}
+
+
+def public_frontier(figures: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The shared frontier's counts, without its crawlers (IDs, hosts, PIDs) or the text of a
+    connection error (it names the frontier's address)."""
+    if figures is None:
+        return None
+    if "error" in figures:
+        return {"error": "frontier unavailable (details with the admin token)"}
+    return {k: v for k, v in figures.items() if k != "crawlers"}
+
+
 def build_router() -> APIRouter:
     router = APIRouter(tags=["stats"])
 
@@ -90,8 +127,17 @@ def build_router() -> APIRouter:
         view = snap.rank_view
         by_status = store.status_counts()
         urls = sum(by_status.values())
+        admin = is_admin(request)
+        last_crawl = _last_crawl(store)
+        live = _live_crawl(store)
+        frontier = _frontier(request.app.state.frontier)
+        if not admin:
+            last_crawl, frontier = public_run(last_crawl), public_frontier(frontier)
+            if live is not None:
+                live.pid = None
         return Stats(
-            pid=os.getpid(),
+            redacted=not admin,
+            pid=os.getpid() if admin else None,
             pages=urls,
             urls=urls,
             fetched_pages=by_status.get(FETCHED, 0),
@@ -102,14 +148,14 @@ def build_router() -> APIRouter:
             index_segments=int(searcher.segment_count()),
             index_generation=snap.index_generation,
             ranks_generation=snap.ranks_generation,
-            last_crawl=_last_crawl(store),
-            live_crawl=_live_crawl(store),
+            last_crawl=last_crawl,
+            live_crawl=live,
             last_rank=None if view is None else _last_rank(view),
             reloads=holder.reloads,
             reload_failures=dict(holder.reload_failures),
             result_cache=asdict(cache.stats()),
             search_caches={name: asdict(c.stats()) for name, c in searcher.caches().items()},
-            frontier=_frontier(request.app.state.frontier),
+            frontier=frontier,
         )
 
     @router.get(

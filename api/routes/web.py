@@ -34,11 +34,18 @@ from websift.api.dependencies import (
 from websift.api.errors import InvalidParameter, NotFound, status_of
 from websift.api.highlight import highlight
 from websift.api.page_info import page_info
-from websift.api.retrieval import Outcome, SearchEngine, SearchRequest, with_fragment
+from websift.api.retrieval import (
+    LANG_MAX_CHARS,
+    Outcome,
+    SearchEngine,
+    SearchRequest,
+    with_fragment,
+)
 from websift.api.schedule_cache import ScheduleCache
 from websift.api.settings import Settings
 from websift.api.snapshot import SnapshotHolder
 from websift.core.errors import WebsiftError
+from websift.indexer.languages import is_rtl
 
 MAX_PAGE_LINKS = 9  # numbered result pages shown around the current one
 # Defence in depth behind autoescaping: these pages need no script at all.
@@ -119,6 +126,8 @@ def _results(outcome: Outcome, page_info_links: bool) -> list[dict[str, Any]]:
             "pagerank_text": _fmt(r.pagerank),
             "opic_text": _fmt(r.opic),
             "topic": r.topic,
+            "lang": r.hit.lang or None,
+            "dir": "rtl" if is_rtl(r.hit.lang) else "ltr",
         }
         for r in outcome.hits
     ]
@@ -171,6 +180,7 @@ def build_router(templates: Jinja2Templates) -> APIRouter:
         q: str | None = None,
         topic: str | None = None,
         offset: str | None = None,
+        lang: str | None = None,
     ) -> HTMLResponse:
         q = (q or "").strip()
         topic = topic or None
@@ -184,7 +194,10 @@ def build_router(templates: Jinja2Templates) -> APIRouter:
                     f"{settings.max_query_chars}."
                 )
             off = _parse_offset(offset, settings, context["notices"])
-            req = SearchRequest(q=q, k=settings.page_size, offset=off, topic=topic)
+            req = SearchRequest(
+                q=q, k=settings.page_size, offset=off, topic=topic,
+                lang=(lang or "")[:LANG_MAX_CHARS] or None,
+                lang_hint=request.headers.get("accept-language", "")[:LANG_MAX_CHARS] or None)
             engine: SearchEngine = request.app.state.engine
             # This handler runs in a worker thread (it renders, and may read the disk for the
             # topic list); the engine is async (a front server awaits its shards).

@@ -1,5 +1,7 @@
 -- add: a URL enters OPIC and its host's unread queue with no cash (known pages stay as they are)
 -- ARGV: uid, url, depth, focus (0/1).  Returns {added 0/1, counts...}
+-- A host met for the first time gets the frontier's ID (checked by every later script).
+if not HAVE then redis.call('HSET', LV, 'fid', FID) end
 local uid = ARGV[1]
 local k = pkey(uid)
 if redis.call('HGET', k, 'kn') == '1' then return {0, unpack(counts())} end

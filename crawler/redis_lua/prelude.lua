@@ -3,6 +3,18 @@
 -- every other key a script touches is built from its prefix, so one script = one slot.
 local LV = KEYS[1]
 local P = string.sub(LV, 1, #LV - 3)
+-- the frontier's identity: ARGV[1] is the ID the caller's frontier has ("{g}:lv" id, copied
+-- into each host's "lv" as fid when the host enters); the script's own ARGV follow it.  A
+-- slot that lost its data (a Redis restarted empty, flushed, another frontier) refuses every
+-- script before any write; only add and apply (MAY_BE_NEW, set per script by
+-- crawler/redis_frontier.py) may meet a host that has no "lv" yet, and add gives it the ID.
+local FID = table.remove(ARGV, 1)
+local HAVE = redis.call('HGET', LV, LV == '{g}:lv' and 'id' or 'fid')
+if HAVE ~= FID and (HAVE or not MAY_BE_NEW) then
+  return redis.error_reply('WEBSIFT-LOST this Redis no longer holds frontier ' ..
+    string.sub(FID, 1, 8) .. ' (' .. (HAVE and ('it holds frontier ' .. string.sub(HAVE, 1, 8))
+    or 'it holds nothing of it: restarted without persistence, or flushed') .. ')')
+end
 local function num(x) return tonumber(x) or 0 end
 local function fmt(x) return string.format('%.17g', x) end
 local function levels()

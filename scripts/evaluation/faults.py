@@ -23,6 +23,18 @@ Cases (issue 'Reliability and security'):
   reported, skipped or refused; never served as garbage.
 - api-churn: ``websift serve`` under constant queries while ``websift index`` and ``websift
   rank`` replace their output N times: no failed request.
+- hostile-clients: ``websift serve`` against a client trickling its request head (cut at the
+  read deadline), a flood of request headers (400), a 300 MB body declared and one chunked
+  (413 after at most the cap is read); a search answered the same before and after each.
+- hostile-headers: ``websift crawl`` of a page answering with 300 MB of response headers:
+  counted too_large, fetched once, the crawler's peak memory bounded.
+- redis-restart-empty: a crawl on a shared frontier (``--frontier redis://``, a real
+  redis-server with no persistence) whose Redis is restarted empty mid-crawl: the crawler
+  stops at once with one line and exit 1, its store sound with every page it committed, no
+  URL ID given twice, nothing written into the empty Redis; a new frontier made with
+  ``frontier init --ids-above N`` and a fresh --data crawl on above the old shard's IDs.
+- redis-two-scopes: two crawls with different scopes on one frontier: the second is refused
+  with one line naming the difference (exit 2) before any fetch; the first crawls on (exit 0).
 """
 
 from __future__ import annotations
@@ -47,7 +59,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from testkit.testweb import StaticSite
+from testkit.waiting import wait_for
 from websift.api.demo import ROBOTS_TXT, build_site
+from websift.core.datadir import DataDir
 from websift.core.errors import StoreError
 from websift.store.schema import FETCHED
 from websift.store.views import StoreReader
@@ -610,6 +624,272 @@ class Faults:
             server.wait(timeout=30)
 
 
+# ----------------------------------------------------------------------------- hostile peers
+FLOOD = 300 * 1024 * 1024  # bytes a hostile client or server offers to send
+READ_TIMEOUT_S = 10.0  # websift serve's request_read_timeout_s default (api/settings.py)
+SLACK_S = 5.0
+CRAWLER_RSS_BOUND = 400 * 1024 * 1024
+
+
+def _offer(sock: socket.socket, piece: bytes) -> int:
+    """Send ``piece`` over and over until ``FLOOD`` bytes or the peer hangs up; bytes sent."""
+    sent = 0
+    try:
+        while sent < FLOOD:
+            sent += sock.send(piece)
+    except OSError:
+        pass  # the server closed the connection: what this measures
+    return sent
+
+
+def _status(sock: socket.socket) -> int | None:
+    try:
+        line = sock.makefile("rb").readline()
+        return int(line.split(b" ", 2)[1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _trickle_until_closed(port: int) -> float | None:
+    """Seconds until the server closed a connection sent one header byte every 0.5 s."""
+    head = b"GET /healthz HTTP/1.1\r\nhost: x\r\nx-slow: " + b"s" * 200
+    with socket.create_connection(("127.0.0.1", port), timeout=0.5) as sock:
+        started = time.monotonic()
+        for byte in head:
+            try:
+                sock.send(bytes([byte]))
+                if sock.recv(1) == b"":
+                    return time.monotonic() - started
+            except TimeoutError:
+                continue  # open still: the next byte after the recv timeout's half second
+            except OSError:
+                return time.monotonic() - started
+    return None
+
+
+def _serve_head_flood(sock: socket.socket, stop: threading.Event, sent: list[int]) -> None:
+    """Answer robots.txt 404 and every other request with endless 1 KiB header lines."""
+    line = b"x-pad: " + b"p" * 1015 + b"\r\n"
+    while not stop.is_set():
+        try:
+            conn, _ = sock.accept()
+        except OSError:
+            return
+        with conn:
+            request = conn.recv(65536)
+            if b" /robots.txt " in request:
+                conn.sendall(b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n")
+                continue
+            sent.append(0)
+            sent[-1] = _offer(conn, b"HTTP/1.1 200 OK\r\n" + line * 64)
+
+
+def _peak_rss(child: subprocess.Popen[str], timeout: float) -> int:
+    import psutil
+
+    proc, peak, deadline = psutil.Process(child.pid), 0, time.monotonic() + timeout
+    while child.poll() is None and time.monotonic() < deadline:
+        try:
+            peak = max(peak, proc.memory_info().rss)
+        except psutil.Error:
+            break
+        try:
+            child.wait(timeout=0.05)
+        except subprocess.TimeoutExpired:
+            continue
+    return peak
+
+
+def hostile_clients(f: Faults) -> None:
+    data = f.copy(f.base_two_generations(), "hostile-clients")
+    port = free_port()
+    server = subprocess.Popen(websift_cmd("serve", "--data", str(data), "--port", str(port)),
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=_env(),
+                              cwd=REPO)
+    base_url = f"http://127.0.0.1:{port}"
+
+    def search() -> str:
+        with urllib.request.urlopen(f"{base_url}/search?q=json+encoder", timeout=30) as r:
+            return json.dumps([h["url"] for h in json.loads(r.read())["results"]])
+
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                before = search()
+                break
+            except (urllib.error.URLError, ConnectionError):
+                if server.poll() is not None or time.monotonic() > deadline:
+                    raise SystemExit("faults: websift serve did not start") from None
+                time.sleep(0.1)  # polling a starting server; not a test
+
+        def after(case: str, expected: str, observed: str, ok: bool) -> None:
+            same = search() == before
+            f.record(case, expected + "; search answers the same after",
+                     observed + ("" if same else "; SEARCH CHANGED"), ok and same)
+
+        closed = _trickle_until_closed(port)
+        after("slow-header-client", f"closed within {READ_TIMEOUT_S:g} s (+{SLACK_S:g} s)",
+              "never closed" if closed is None else f"closed after {closed:.1f} s",
+              closed is not None and closed < READ_TIMEOUT_S + SLACK_S)
+        with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+            sock.sendall(b"GET /healthz HTTP/1.1\r\nhost: x\r\n")
+            sent = _offer(sock, (b"x-pad: " + b"p" * 1000 + b"\r\n") * 16)
+            status = _status(sock)
+        after("request-header-flood", "400, connection closed early",
+              f"{status}, {sent / 2**20:.1f} MiB sent of {FLOOD >> 20}", status == 400
+              and sent < FLOOD // 10)
+        for chunked in (False, True):
+            framing = b"transfer-encoding: chunked" if chunked else b"content-length: %d" % FLOOD
+            piece = b"x" * 65536
+            if chunked:
+                piece = b"%x\r\n" % len(piece) + piece + b"\r\n"
+            with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+                sock.sendall(b"POST /topics HTTP/1.1\r\nhost: x\r\n" + framing + b"\r\n\r\n")
+                sent = _offer(sock, piece)
+                status = _status(sock)
+            after(f"body-flood-{'chunked' if chunked else 'declared'}",
+                  "413 before the body is read", f"{status}, {sent / 2**20:.1f} MiB sent of "
+                  f"{FLOOD >> 20}", status == 413 and sent < FLOOD // 10)
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+def hostile_headers(f: Faults) -> None:
+    data = f.fresh("hostile-headers")
+    listener = socket.create_server(("127.0.0.1", 0))
+    stop, sent = threading.Event(), []
+    thread = threading.Thread(target=_serve_head_flood, args=(listener, stop, sent), daemon=True)
+    thread.start()
+    url = f"http://127.0.0.1:{listener.getsockname()[1]}/"
+    try:
+        child = subprocess.Popen(websift_cmd("crawl", url, "--data", str(data), "--allow-private",
+                                             "--delay", "0", "--max-pages", "1", "--quiet"),
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                                 env=_env(), cwd=REPO)
+        peak = _peak_rss(child, 120)
+        code = child.wait(30)
+    finally:
+        stop.set()
+        listener.close()
+    with StoreReader.open(DataDir.open(data).store_path) as store:
+        last = store.last_crawl()
+    counts = json.loads(last[3])["counts"] if last and last[3] else {}
+    too_large = counts.get("failure/too_large", 0)
+    f.record("hostile-response-headers",
+             f"exit 1 (its one seed failed), too_large, fetched once, peak RSS < "
+             f"{CRAWLER_RSS_BOUND >> 20} MiB",
+             f"exit {code}, too_large {too_large}, requests {len(sent)}, "
+             f"{(sent[0] if sent else 0) / 2**20:.1f} MiB sent, peak RSS {peak >> 20} MiB",
+             code == 1 and too_large == 1 and len(sent) == 1 and peak < CRAWLER_RSS_BOUND)
+
+
+class SharedFrontier:
+    """The two shared-frontier cases (a real redis-server, testkit/redis_server.py)."""
+
+    def __init__(self, faults: Faults) -> None:
+        self.f = faults
+
+    def crawl(self, data: Path, url: str, *extra: str) -> subprocess.Popen[str]:
+        return subprocess.Popen(
+            websift_cmd("crawl", *self.f.crawl_args, "--data", str(data), "--frontier", url,
+                        *extra),
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=_env(), cwd=REPO)
+
+    def restart_empty(self) -> None:
+        from testkit.redis_server import RedisServer
+        from websift.crawler.redis_admin import connect, frontier_status
+
+        f = self.f
+        srv = RedisServer(f.fresh("redis-restart"))
+        try:
+            data = f.fresh("redis-shard")
+            f.site.web.clear()
+            proc = self.crawl(data, srv.url())
+            wait_for(lambda: len(f.site.web.entries()) >= 30 or proc.poll() is not None,
+                     "the crawl to be under way", timeout=120)
+            srv.restart()
+            restarted = time.monotonic()
+            _, err = proc.communicate(timeout=300)
+            took = time.monotonic() - restarted
+            lines = err.strip().splitlines()
+            problems: list[str] = []
+            if proc.returncode != 1:
+                problems.append(f"exit {proc.returncode}")
+            if len(lines) != 1 or "lost its data" not in err:
+                problems.append(f"stderr {err.strip()[-200:]!r}")
+            if "UNIQUE" in err:
+                problems.append("UNIQUE constraint errors")
+            if srv.client.dbsize():
+                problems.append(f"{srv.client.dbsize()} keys written into the empty Redis")
+            served = served_pages(f.site)
+            with StoreReader.open(data / "crawl.sqlite3") as store:
+                sound = store.check_integrity()
+                stored = {p.url for p in store.pages(FETCHED)}
+                high = store.max_url_id()
+            if sound is not None:
+                problems.append(sound)
+            in_flight = len(served - stored)  # served while the crawler stopped, not committed
+            if in_flight > 4:  # --concurrency-per-host 4 on one site
+                problems.append(f"{in_flight} served pages not stored")
+            # recovery: a new frontier above the shard's IDs, a fresh --data
+            done = run("frontier", "init", "--frontier", srv.url(), "--ids-above", str(high))
+            fresh = f.fresh("redis-shard-2")
+            f.site.web.clear()
+            again = self.crawl(fresh, srv.url())
+            _, err2 = again.communicate(timeout=600)
+            with StoreReader.open(fresh / "crawl.sqlite3") as store:
+                low = int(store.url_ids().min())
+            if done.returncode != 0 or again.returncode != 0:
+                problems.append(f"recovery: init {done.returncode}, crawl {again.returncode} "
+                                f"{err2.strip()[-200:]}")
+            problem = check_store(fresh, served_pages(f.site))
+            if problem or low <= high:
+                problems.append(f"recovery: {problem or ''} lowest new ID {low} <= {high}")
+            total = frontier_status(connect(srv.url()))["cash"]["total"]  # quiet: still 1
+            if abs(total - 1.0) > 1e-9:
+                problems.append(f"new frontier's cash {total!r}")
+            f.record("redis-restart-empty",
+                     "exit 1, one line, store sound, no ID reused; recovery crawls on",
+                     f"exit {proc.returncode} {took:.1f}s after the restart; {len(stored)} "
+                     f"pages committed, {in_flight} served during the stop not stored; IDs up to {high}, "
+                     f"recovery's from {low}" + (f"; {'; '.join(problems)}" if problems else ""),
+                     not problems)
+        finally:
+            srv.stop()
+
+    def two_scopes(self) -> None:
+        from testkit.redis_server import RedisServer
+
+        f = self.f
+        srv = RedisServer(f.fresh("redis-scopes"))
+        try:
+            f.site.web.clear()
+            fenced = self.crawl(f.fresh("redis-fenced"), srv.url(), "--fence", "/[a-m][^/]*$")
+            wait_for(lambda: bool(f.site.web.entries()) or fenced.poll() is not None,
+                     "the fenced crawl to be under way", timeout=60)
+            seen = len(f.site.web.entries())
+            full = self.crawl(f.fresh("redis-full"), srv.url())
+            _, err = full.communicate(timeout=120)
+            _, err_fenced = fenced.communicate(timeout=600)
+            problems = []
+            if full.returncode != 2 or len(err.strip().splitlines()) != 1 \
+                    or "fences" not in err:
+                problems.append(f"second crawl: exit {full.returncode} {err.strip()[-200:]!r}")
+            if fenced.returncode != 0:
+                problems.append(f"first crawl: exit {fenced.returncode} {err_fenced[-200:]}")
+            fetched = len(f.site.web.entries())
+            if fetched <= seen:
+                problems.append("the first crawl stopped")
+            f.record("redis-two-scopes", "second scope refused, one line, exit 2; first exit 0",
+                     f"second exit {full.returncode}: {err.strip()[:120]}...; first exit "
+                     f"{fenced.returncode}, {fetched} requests"
+                     + (f"; {'; '.join(problems)}" if problems else ""), not problems)
+        finally:
+            srv.stop()
+
+
 CASES: dict[str, Callable[[Faults, argparse.Namespace], None]] = {
     "crawl-kill": lambda f, a: f.crawl_kill(),
     "index-kill": lambda f, a: f.index_kill(),
@@ -618,6 +898,10 @@ CASES: dict[str, Callable[[Faults, argparse.Namespace], None]] = {
     "parent-kill": lambda f, a: f.parent_kill(),
     "corrupt": lambda f, a: f.corrupt(),
     "api-churn": lambda f, a: f.api_churn(a.replacements),
+    "hostile-clients": lambda f, a: hostile_clients(f),
+    "hostile-headers": lambda f, a: hostile_headers(f),
+    "redis-restart-empty": lambda f, a: SharedFrontier(f).restart_empty(),
+    "redis-two-scopes": lambda f, a: SharedFrontier(f).two_scopes(),
 }
 
 

@@ -87,13 +87,15 @@ class WhooshPeer:
 
 
 class TantivyPeer:
-    def __init__(self, docs: list[PeerDoc]) -> None:
+    def __init__(self, docs: list[PeerDoc], tokenizer: str = "en_stem") -> None:
+        """``tokenizer``: tantivy's ``en_stem``, or ``default`` (no stemming, for any
+        language)."""
         import tantivy
 
         sb = tantivy.SchemaBuilder()
         sb.add_text_field("url", stored=True, tokenizer_name="raw")
-        sb.add_text_field("title", stored=False, tokenizer_name="en_stem")
-        sb.add_text_field("body", stored=False, tokenizer_name="en_stem")
+        sb.add_text_field("title", stored=False, tokenizer_name=tokenizer)
+        sb.add_text_field("body", stored=False, tokenizer_name=tokenizer)
         self.dir = Path(tempfile.mkdtemp(prefix="tantivy-"))
         self.index = tantivy.Index(sb.build(), path=str(self.dir))
         w = self.index.writer()

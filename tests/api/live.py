@@ -13,6 +13,7 @@ import uvicorn
 from testkit.waiting import WAIT, wait_for
 from tests.api.conftest import settings_for
 from websift.api.app import create_app
+from websift.api.request_limits import uvicorn_config
 from websift.core.datadir import DataDir
 
 __all__ = ["WAIT", "free_port", "live_server", "wait_for"]
@@ -29,8 +30,9 @@ def live_server(data: DataDir, **overrides: object) -> Iterator[str]:
     """The app over ``data`` (settings ``overrides``) served by uvicorn on a loopback port, in a
     thread of this process (so its memory is this process's); yields the base URL."""
     port = free_port()
-    config = uvicorn.Config(create_app(settings_for(data, **overrides)), host="127.0.0.1",
-                            port=port, log_level="error")
+    settings = settings_for(data, **{"host": "127.0.0.1", "port": port, **overrides})
+    # the configuration `websift serve` runs with (its caps and timeouts)
+    config = uvicorn_config(create_app(settings), settings, log_level="error", access_log=False)
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()

@@ -18,6 +18,7 @@ import pytest
 from fastapi.testclient import TestClient
 from prometheus_client.parser import text_string_to_metric_families
 
+from tests.api.conftest import ADMIN_TOKEN
 from websift.api.prometheus import Exposition, Histogram
 from websift.core.datadir import DataDir
 from websift.store.crawl_store import CrawlStore
@@ -70,6 +71,9 @@ def test_metrics_parse_and_time_every_search(client: TestClient) -> None:
     assert got[("websift_crawl_running", ())] == 0  # the site was stored, never crawled
 
 
+ADMIN = {"authorization": f"Bearer {ADMIN_TOKEN}"}
+
+
 def test_live_crawl_figures_in_metrics_and_stats(
     fresh_data: DataDir, make_client: Callable[..., TestClient]
 ) -> None:
@@ -84,7 +88,7 @@ def test_live_crawl_figures_in_metrics_and_stats(
     with CrawlStore.open(fresh_data.store_path) as store:
         cid = store.start_crawl("crawl", json.dumps({"scope": {}, "settings": {}}))
         store.update_crawl(cid, json.dumps({"scope": {}, "settings": {}, "live": live}))
-    client = make_client(fresh_data)
+    client = make_client(fresh_data, admin_token=ADMIN_TOKEN)
 
     got = samples(client.get("/metrics").text)
     assert got[("websift_crawl_running", ())] == 1
@@ -97,7 +101,8 @@ def test_live_crawl_figures_in_metrics_and_stats(
     assert got[("websift_crawl_pages_per_second", (("over", "recent"),))] == 3.5
     assert got[("websift_crawl_in_flight", ())] == 4
 
-    stats = client.get("/stats").json()["live_crawl"]
+    assert client.get("/stats").json()["live_crawl"]["pid"] is None  # with the admin token only
+    stats = client.get("/stats", headers=ADMIN).json()["live_crawl"]
     assert stats["running"] is True and stats["pid"] == os.getpid()
     assert (stats["discovery_fetches"], stats["refresh_fetches"]) == (100, 21)
     assert stats["errors"]["failure/http_404"] == 3

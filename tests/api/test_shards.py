@@ -51,6 +51,10 @@ REPO = Path(__file__).resolve().parents[2]
 # Generous for the exactness tests (a loaded 2-core machine must not drop a shard); the
 # down/slow tests choose their own.
 PATIENT_MS = 30_000
+# The shard servers' secret (sent by the front) and the admin token (/stats' shard URLs, pids).
+SHARD_TOKEN = "shard-secret-of-the-tests"
+ADMIN_TOKEN = "admin-token-of-the-tests"
+ADMIN = {"authorization": f"Bearer {ADMIN_TOKEN}"}
 
 
 @pytest.fixture(scope="module")
@@ -64,7 +68,8 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> tuple[DataDir, list[DataDi
 def app_client() -> Iterator[Callable[..., TestClient]]:
     with ExitStack() as stack:
         def make(**values: Any) -> TestClient:
-            settings = Settings(**{"reload_check_ms": 0, **values})
+            settings = Settings(**{"reload_check_ms": 0, "shard_token": SHARD_TOKEN,
+                                   "admin_token": ADMIN_TOKEN, **values})
             return stack.enter_context(
                 TestClient(create_app(settings), raise_server_exceptions=False))
 
@@ -73,7 +78,8 @@ def app_client() -> Iterator[Callable[..., TestClient]]:
 
 def _serve(args: list[str], log: Path) -> tuple[subprocess.Popen[bytes], str]:
     port = free_port()
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env = {**os.environ, "PYTHONPATH": str(REPO), "WEBSIFT_SHARD_TOKEN": SHARD_TOKEN,
+           "WEBSIFT_ADMIN_TOKEN": ADMIN_TOKEN}
     with open(log, "wb") as out:
         proc = subprocess.Popen(
             [sys.executable, "-m", "websift.api.cli", "serve", *args, "--host", "127.0.0.1",
@@ -98,7 +104,7 @@ def shard_servers(site: tuple[DataDir, list[DataDir]],
     """One real ``websift serve`` per shard, each with the whole crawl's ranks."""
     whole, shards = site
     logs = tmp_path_factory.mktemp("shard-logs")
-    started = [(*_serve(["--shard", str(s.root), "--ranks", str(whole.root)],
+    started = [(*_serve(["--shard-server", "--shard", str(s.root), "--ranks", str(whole.root)],
                         logs / f"{i}.log"), logs / f"{i}.log") for i, s in enumerate(shards)]
     try:
         for proc, base, log in started:
@@ -163,6 +169,9 @@ def test_remote_shards_answer_as_the_whole_index(
     assert stats["role"] == "front" and stats["partial"] == 0
     assert all(s["failures"] == {} and s["index_generation"] == 1
                for s in stats["shards"].values())
+    # the shards' addresses and the pid only for the admin token
+    assert sorted(stats["shards"]) == ["shard 1", "shard 2", "shard 3"] and stats["pid"] is None
+    assert sorted(front.get("/stats", headers=ADMIN).json()["shards"]) == sorted(shard_servers)
 
 
 def test_a_shard_down_gives_partial_results_not_an_error(
@@ -179,7 +188,7 @@ def test_a_shard_down_gives_partial_results_not_an_error(
         assert got["shards"] == {"answered": 2, "total": 3}
         assert ranking(got) == ranking(answers(two, q)), q
         assert not any(host_of(r["url"]) == HOSTS[2] for r in got["results"])
-    stats = front.get("/stats").json()
+    stats = front.get("/stats", headers=ADMIN).json()
     assert stats["partial"] == 3 and stats["unanswered"] == 0
     assert stats["shards"][down]["failures"] == {"connect": 3}
     assert stats["shards"][down]["answering"] is False
@@ -235,7 +244,7 @@ def test_a_shard_slower_than_the_deadline_is_left_out_and_counted(
         assert slow.requests == 1 and not slow.release.is_set()
         assert got["shards"] == {"answered": 2, "total": 3}
         assert ranking(got) == ranking(answers(two, "stone glacier"))
-        stats = front.get("/stats").json()
+        stats = front.get("/stats", headers=ADMIN).json()
         assert stats["shards"][slow.url]["failures"] == {"timeout": 1}
         assert stats["partial"] == 1
     finally:
@@ -346,7 +355,8 @@ def test_two_workers_answer_and_stop_cleanly(
 
         def both_answered() -> bool:
             # A new connection each time: the kernel hands it to whichever worker accepts.
-            stats = httpx.get(base + "/stats", headers={"connection": "close"}, timeout=5.0)
+            stats = httpx.get(base + "/stats", headers={"connection": "close", **ADMIN},
+                              timeout=5.0)
             pids.add(stats.json()["pid"])
             return len(pids) == 2
 
@@ -370,7 +380,7 @@ def test_a_worker_that_dies_stops_the_server_with_one_line(
     proc, base = _serve(["--data", str(whole.root), "--workers", "2"], log)
     try:
         wait_for(_healthy(proc, base, log), "websift serve --workers 2")
-        pid = httpx.get(base + "/stats", timeout=WAIT).json()["pid"]
+        pid = httpx.get(base + "/stats", headers=ADMIN, timeout=WAIT).json()["pid"]
         os.kill(pid, signal.SIGKILL)
         code = proc.wait(WAIT)
     finally:

@@ -22,7 +22,9 @@ from testkit.hostileweb import (
     BOMB_BLOCK,
     BOMB_BLOCKS,
     GROW_SEGMENT,
+    HEAD_FLOOD,
     MANY_LINKS,
+    TINY_HEADERS,
     HostileWeb,
     Run,
     build_hostile_web,
@@ -140,6 +142,23 @@ def test_endless_body_is_cut_at_the_size_cap(crawl: Crawl) -> None:
     sent = crawl.web.sent[(crawl.web.sites["endless"].hostport, "/endless")]
     assert sent < 4 * S.DOWNLOAD_MAXSIZE  # the crawler hung up soon after the cap
     assert crawl.counts.get("failure/too_large", 0) >= 1
+
+
+def test_endless_response_headers_are_cut_at_the_head_cap(crawl: Crawl) -> None:
+    row = crawl.row("hub", "/heads")
+    assert row["status"] == "error" and row["error"] == "too_large", row["error"]
+    assert len(crawl.requests("hub", "/heads")) == 1  # refused once, never retried
+    # the crawler hung up near its cap (what the socket buffers took on top), not at 300 MB
+    sent = crawl.web.sent[(crawl.web.sites["hub"].hostport, "/heads")]
+    assert sent < HEAD_FLOOD // 10, sent
+    assert crawl.counts.get("retry/too_large", 0) == 0
+
+
+def test_ten_thousand_tiny_headers_are_too_many(crawl: Crawl) -> None:
+    assert S.MAX_RESPONSE_HEADERS < TINY_HEADERS
+    row = crawl.row("hub", "/tinyheads")
+    assert row["status"] == "error" and row["error"] == "too_large", row["error"]
+    assert len(crawl.requests("hub", "/tinyheads")) == 1
 
 
 def test_one_byte_per_second_ends_at_the_timeout(crawl: Crawl) -> None:

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
+import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -239,3 +241,77 @@ def test_three_crawlers_on_a_redis_cluster(web: TestWeb, tmp_path: Path) -> None
         assert sum(1 for node in cluster.nodes if node.dbsize() > 0) >= 2
     finally:
         cluster.stop()
+
+
+def shard_ids(data: Path) -> set[int]:
+    with StoreReader.open(DataDir.open(data).store_path) as store:
+        assert store.check_integrity() is None
+        return {int(uid) for uid in store.url_ids()}
+
+
+def test_redis_restarted_empty_stops_exit_1_and_ids_are_never_reused(
+    web: TestWeb, tmp_path: Path, run_websift: Callable[..., Any]
+) -> None:
+    """A Redis with no persistence restarted mid-crawl: the crawler notices at its next call
+    (the reconnection checks the frontier's ID), commits its batch and exits 1 with one line;
+    nothing is written to the empty Redis, and a new frontier made above the shard's IDs
+    never gives one of them again."""
+    srv = RedisServer(tmp_path / "redis")
+    try:
+        web.clear()
+        data = tmp_path / "c"
+        proc = crawler(web, data, srv.url())
+        wait_for(lambda: len(web.entries()) >= 10, "the crawl to be under way")
+        srv.restart()
+        restarted = time.monotonic()
+        code, err = finish(proc)
+        took = time.monotonic() - restarted
+        lines = err.strip().splitlines()
+        assert code == 1, err
+        assert len(lines) == 1 and "lost its data" in lines[0], err
+        assert "UNIQUE" not in err and "Traceback" not in err, err
+        assert took < 30, took  # no stall: stopped at its next call to Redis
+        assert srv.client.dbsize() == 0  # the crawler wrote nothing into the empty Redis
+        up_to = int(re.search(r"URL IDs up to (\d+)", lines[0]).group(1))  # type: ignore[union-attr]
+        old = shard_ids(data)
+        assert old and max(old) == up_to
+        with StoreReader.open(DataDir.open(data).store_path) as store:
+            summary = json.loads(next(iter(store.crawl_records()))[2])
+        assert summary["finish_reason"] == "frontier_lost", summary
+        # the same --data on the new, empty Redis: refused (its IDs are the lost frontier's)
+        code, err = finish(crawler(web, data, srv.url()))
+        assert code == 2 and "does not hold" in err, err
+        assert len(err.strip().splitlines()) == 1, err
+        # a new frontier above the old shard's IDs, a fresh --data: no ID given twice
+        done = run_websift("frontier", "init", "--frontier", srv.url(), "--ids-above", str(up_to))
+        assert done.returncode == 0, done.stderr
+        web.clear()
+        fresh = tmp_path / "c2"
+        code, err = finish(crawler(web, fresh, srv.url()))
+        assert code == 0, err
+        new = shard_ids(fresh)
+        assert set(stored([fresh])) == all_urls(web)
+        assert min(new) > up_to
+    finally:
+        srv.stop()
+
+
+def test_two_scopes_on_one_frontier_refused(web: TestWeb, server: RedisServer,
+                                            tmp_path: Path) -> None:
+    """The frontier keeps the scope of its first crawler; a crawler with another is refused
+    before any fetch, with one line naming the difference (exit 2)."""
+    server.client.flushall()
+    web.clear()
+    fenced = crawler(web, tmp_path / "fenced", server.url(), "--fence", "/p/[5-9]$")
+    wait_for(lambda: len(web.entries()) >= 1, "the fenced crawl to be under way")
+    before = len(web.entries())
+    code, err = finish(crawler(web, tmp_path / "full", server.url()))
+    assert code == 2, err
+    assert len(err.strip().splitlines()) == 1 and "scope differs" in err, err
+    assert "fences [] here, ['/p/[5-9]$'] there" in err, err
+    assert not (tmp_path / "full" / "crawl.sqlite3").exists() or \
+        not stored([tmp_path / "full"])  # fetched nothing
+    code, err = finish(fenced)
+    assert code == 0, err
+    assert len(web.entries()) > before
+    assert not any(e.path.startswith("/p/") and e.path[-1] in "56789" for e in web.entries())

@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from testkit.redis_server import RedisServer
+from websift.crawler.errors import FrontierLost
 from websift.crawler.redis_admin import connect, frontier_status, page_cash
 from websift.crawler.redis_frontier import FrontierError, RedisFrontier
 from websift.ranking.opic import LazyOpicState, OpicParams
@@ -175,7 +176,34 @@ def test_foreign_and_newer_databases_are_refused(server: RedisServer) -> None:
     server.client.hset("{g}:lv", "version", "99")
     with pytest.raises(FrontierError, match="newer"):
         connect(server.url())
+    server.client.hset("{g}:lv", "version", "1")  # before hosts carried the frontier's ID
+    with pytest.raises(FrontierError, match="older"):
+        connect(server.url())
     server.client.flushall()
+
+
+def test_scripts_refuse_a_frontier_that_lost_its_data(server: RedisServer, tmp_path: Path
+                                                      ) -> None:
+    """No reconnection hook here (a plain client): the scripts' own check of the frontier's
+    ID catches a flushed database, and the URL ID counter never goes back."""
+    world = World(server, tmp_path, hosts=2, pages=6)
+    top = max(world.ids)
+    # the counter put back (a Redis restored from an older snapshot): no ID is given twice
+    server.client.hset("{g}:lv", "nextid", str(top - 3))
+    with pytest.raises(FrontierLost):
+        world.frontier.url_id("http://h0.test/new")
+    assert world.frontier.data_lost and "went back" in (world.frontier.lost or "")
+    assert int(server.client.hget("{g}:lv", "nextid") or 0) == top - 3  # left as it was
+    world.done()
+
+    world = World(server, tmp_path, hosts=2, pages=6)
+    server.client.flushall()
+    connect(server.url())  # another frontier on the empty database, as a crawler would make
+    assert world.frontier.pending_hosts() == []
+    assert world.frontier.data_lost
+    assert "no longer holds frontier" in (world.frontier.lost or "")
+    assert server.client.keys("{h:*") == []  # nothing written into the new frontier
+    world.done()
 
 
 def test_unreachable_and_password_in_url(server: RedisServer) -> None:

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 from websift.api.cli import main as websift
 from websift.crawler import settings as crawler_settings
+from websift.crawler.addresses import AddressRules
 from websift.crawler.robots import MAX_ROBOTS_BYTES, RobotsDecision, RobotsPolicy
 from websift.crawler.robots_command import fetch_robots
 
@@ -418,10 +419,11 @@ def site() -> Iterator[Site]:
 
 
 ROBOTS = b"User-agent: *\nDisallow: /private/\nAllow: /private/open\n"
+LOOPBACK = AddressRules(allow_private=True)
 
 
 def run_cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, list[str], str]:
-    code = websift(["robots", *args])
+    code = websift(["robots", "--allow-private", *args])  # the test site is on loopback
     out, err = capsys.readouterr()
     return code, out.splitlines(), err
 
@@ -477,14 +479,14 @@ def test_fetch_follows_five_redirects_but_not_six(site: Site) -> None:
         site.routes[f"/r{hop}"] = (301, {"Location": f"/r{hop + 1}"}, b"")
     site.routes["/robots.txt"] = (302, {"Location": "/r0"}, b"")
     site.routes["/r5"] = (200, {}, ROBOTS)  # reached after robots.txt -> r0 -> ... -> r5: six
-    assert fetch_robots(site.base) == (301, b"")
+    assert fetch_robots(site.base, LOOPBACK) == (301, b"")
     site.routes["/robots.txt"] = (302, {"Location": "/r1"}, b"")  # five redirects
-    assert fetch_robots(site.base) == (200, ROBOTS)
+    assert fetch_robots(site.base, LOOPBACK) == (200, ROBOTS)
 
 
 def test_fetch_reads_at_most_500_kib(site: Site) -> None:
     site.routes["/robots.txt"] = (200, {}, b"#" * (MAX_ROBOTS_BYTES + 1000))
-    status, body = fetch_robots(site.base)
+    status, body = fetch_robots(site.base, LOOPBACK)
     assert status == 200 and body is not None and len(body) == MAX_ROBOTS_BYTES
 
 

@@ -75,7 +75,7 @@ def test_a_writer_upgrades_in_place_and_the_state_stays_exact(tmp_path: Path) ->
     path = tmp_path / "crawl.sqlite3"
     ids = _version_1_store(path)
     with CrawlStore.open(path) as store:
-        assert store.schema_version == SCHEMA_VERSION == 2
+        assert store.schema_version == SCHEMA_VERSION >= 2
         assert {"opic_level", "opic_flags"} <= _columns(path)
         table = store.opic_table()
         assert table.ids.tolist() == ids
@@ -92,10 +92,10 @@ def test_a_writer_upgrades_in_place_and_the_state_stays_exact(tmp_path: Path) ->
         assert [frontier.cash(u) for u in ids] == CASH
         assert frontier.opic.members == [4, 2, 0]  # live, unread, focus
     with StoreReader.open(path) as reader:
-        assert reader.schema_version == 2
+        assert reader.schema_version == SCHEMA_VERSION
         assert reader.get_meta(META_LEVELS[0]) is None  # written by the first OPIC save
     with CrawlStore.open(path) as store:  # opening again: nothing left to do
-        assert store.schema_version == 2
+        assert store.schema_version == SCHEMA_VERSION
 
 
 def test_a_newer_store_is_still_refused_by_an_older_reader(tmp_path: Path) -> None:
@@ -107,3 +107,25 @@ def test_a_newer_store_is_still_refused_by_an_older_reader(tmp_path: Path) -> No
     conn.close()
     with pytest.raises(Exception, match=f"schema version {SCHEMA_VERSION + 1}"):
         StoreReader.open(path)
+
+
+def test_the_signals_migration_adds_its_tables_and_readers_of_older_stores_see_none(
+    tmp_path: Path
+) -> None:
+    path = tmp_path / "crawl.sqlite3"
+    _version_1_store(path)
+    with StoreReader.open(path) as reader:
+        assert list(reader.canonical_variants()) == [] and reader.canonical_of(1) is None
+    with CrawlStore.open(path) as store:
+        assert store.schema_version >= 3
+        a, _ = store.add_url("http://h/a")
+        b, _ = store.add_url("http://h/a?utm_source=x")
+        with store.transaction():
+            store.set_canonical(b, a)
+        assert list(store.canonical_variants()) == [(b, a)] and store.variants_of(a) == [b]
+        with store.transaction():
+            store.set_canonical(b, None)
+            store.save_lastmod_trust({1: (4, 1)})
+            store.set_hreflang(a, {"de": b})
+        assert store.canonical_of(b) is None
+        assert store.lastmod_trust() == {1: (4, 1)} and store.hreflang_of(a) == {"de": b}

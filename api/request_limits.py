@@ -1,0 +1,178 @@
+"""What one client connection may cost the server: body size, head size, time to send a request.
+
+Three caps, each with a number in ``api/settings.py``:
+
+- **Request body** (:class:`BodyLimit`, an ASGI middleware around every route): a declared
+  ``Content-Length`` over ``max_body_bytes`` is answered 413 before any of the body is read; a
+  body without one (chunked) is counted as it streams in and refused with a 413 as soon as the
+  count passes the cap, so the server never holds more than the cap of one body.
+- **Request head** (line and headers): h11's cap on an incomplete event
+  (``h11_max_incomplete_event_size`` = ``max_header_bytes``): a head still incomplete past it
+  is a 400 and the connection is closed, which bounds a flood of header lines and their number.
+  (A head that arrives whole within one read of the socket, at most 256 KiB, is parsed.)
+- **Time to send a request** (:class:`DeadlineH11Protocol`, uvicorn's h11 protocol with a
+  deadline): a request must arrive whole, head and body, within ``request_read_timeout_s`` of
+  its first byte (of the connection, for the first request); a client trickling bytes is
+  disconnected then.  Idle keep-alive connections close after ``keep_alive_timeout_s``
+  (uvicorn's ``timeout_keep_alive``).  uvicorn itself has no head-read timeout: its keep-alive
+  timer is cancelled by the first byte of the next request.
+
+:func:`uvicorn_config` builds the one uvicorn configuration ``websift serve`` uses, with one
+worker process or several (``api/workers.py``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import TYPE_CHECKING, Any
+
+import h11
+from starlette.exceptions import HTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+from websift.api.errors import error_body
+
+if TYPE_CHECKING:
+    import uvicorn
+
+    from websift.api.settings import Settings
+
+STATUS_TOO_LARGE = 413
+
+
+class BodyTooLarge(HTTPException):
+    """A request body passed the cap while it was being read: raised into the route's read, so
+    FastAPI passes it on (an HTTPException) and the app's handler answers 413."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(STATUS_TOO_LARGE, f"the request body is over the limit of {limit} bytes")
+
+
+class BodyLimit:
+    """Refuse request bodies over ``limit`` bytes with a 413, reading at most ``limit`` of them.
+
+    Every 413 closes the connection (``Connection: close``): the rest of the body is never read.
+    Starlette's own ``RequestBodyLimitMiddleware`` answers 413 too but keeps the connection, and
+    uvicorn then reads (and drops) the rest of a declared body to reach the next request.
+    """
+
+    def __init__(self, app: ASGIApp, limit: int) -> None:
+        self.app = app
+        self.limit = limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = _content_length(scope)
+        if declared is not None and declared > self.limit:
+            await self._refuse(send)  # before the app runs: nothing of the body is read
+            return
+        seen = 0
+        over = started = False
+
+        async def counted_receive() -> Message:
+            nonlocal seen, over
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > self.limit:
+                    over = True
+                    raise BodyTooLarge(self.limit)
+            return message
+
+        async def closing_send(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+                if over:
+                    message = {**message, "headers": [*message.get("headers", []),
+                                                      (b"connection", b"close")]}
+            await send(message)
+
+        try:
+            await self.app(scope, counted_receive, closing_send)
+        except BodyTooLarge:  # a read outside FastAPI's routes (none answered it)
+            if started:
+                raise
+            await self._refuse(send)
+
+    async def _refuse(self, send: Send) -> None:
+        body = json.dumps(error_body("body_too_large", f"the request body is over the limit "
+                                     f"of {self.limit} bytes")).encode()
+        await send({"type": "http.response.start", "status": STATUS_TOO_LARGE, "headers": [
+            (b"content-type", b"application/json"),
+            (b"content-length", str(len(body)).encode()),
+            (b"connection", b"close"),
+        ]})
+        await send({"type": "http.response.body", "body": body})
+
+
+def _content_length(scope: Scope) -> int | None:
+    for name, value in scope["headers"]:
+        if name == b"content-length":
+            try:
+                return int(value)
+            except ValueError:
+                return None  # h11 refuses a bad Content-Length before the app is called
+    return None
+
+
+class DeadlineH11Protocol(H11Protocol):
+    """uvicorn's h11 protocol, closing a connection whose request does not arrive whole within
+    ``config.websift_read_timeout`` seconds of its first byte (module doc)."""
+
+    read_timeout: float = 10.0  # set per server by uvicorn_config (a subclass per config)
+    _read_deadline: asyncio.TimerHandle | None = None
+    read_timeouts = 0  # connections closed for it, in this process (counted by the class)
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._arm()
+
+    def data_received(self, data: bytes) -> None:
+        if self.conn.their_state is h11.IDLE and self._read_deadline is None:
+            self._arm()  # the first byte of the next request on a kept-alive connection
+        super().data_received(data)
+        if self.conn.their_state is not h11.IDLE and self.conn.their_state is not h11.SEND_BODY:
+            self._disarm()  # the request arrived whole (or the connection is done)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm()
+        super().connection_lost(exc)
+
+    def _arm(self) -> None:
+        self._disarm()
+        self._read_deadline = self.loop.call_later(self.read_timeout, self._read_timed_out)
+
+    def _disarm(self) -> None:
+        if self._read_deadline is not None:
+            self._read_deadline.cancel()
+            self._read_deadline = None
+
+    def _read_timed_out(self) -> None:
+        self._read_deadline = None
+        if not self.transport.is_closing():
+            type(self).read_timeouts += 1
+            self.transport.close()
+
+
+def protocol_class(settings: Settings) -> type[DeadlineH11Protocol]:
+    """:class:`DeadlineH11Protocol` with this server's read timeout."""
+    return type("DeadlineH11Protocol", (DeadlineH11Protocol,),
+                {"read_timeout": settings.request_read_timeout_s})
+
+
+def uvicorn_config(app: Any, settings: Settings, *, log_level: str, access_log: bool,
+                   factory: bool = False) -> uvicorn.Config:
+    """The uvicorn configuration of ``websift serve`` (one process or each of N workers)."""
+    import uvicorn
+
+    return uvicorn.Config(
+        app, factory=factory, host=settings.host, port=settings.port, log_level=log_level,
+        access_log=access_log, http=protocol_class(settings),
+        h11_max_incomplete_event_size=settings.max_header_bytes,
+        timeout_keep_alive=settings.keep_alive_timeout_s,
+    )

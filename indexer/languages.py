@@ -1,0 +1,163 @@
+"""The language of a page or a query, and what analysis each language gets.
+
+A page's language is, in order: the ``lang`` of its ``<html>`` element, its
+``Content-Language`` (``<meta http-equiv>``), when the text agrees with it; else the language
+py3langid (Lui & Baldwin 2012, langid.py's model, shipped with the package) finds in a sample
+of the text (LANG_SAMPLE_CHARS from the middle of the body: the cost of identifying is
+bounded whatever the page's length).  A declared language the text contradicts (a template's
+``lang="en"`` on a translated page) loses to the text when the identifier is sure
+(LANG_OVERRIDE_PROB).  Short texts (under LANG_MIN_CHARS) keep the declared language, or none.
+
+Per language (:func:`stemmer_for`): English is analysed as before (Porter, whoosh); the
+languages Snowball covers (PyStemmer) get their Snowball stemmer; another known language gets
+no stemming; a page of unknown language gets English's analysis (as every page did before
+languages were told apart).  Stop words per
+language are Whoosh's lists (the policy of indexer/analysis.py: kept in the index, scored by
+the query when it is mostly stop words).  CJK is language-independent (indexer/folding.py).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from functools import lru_cache
+from typing import Any
+
+from whoosh.analysis import STOP_WORDS
+from whoosh.lang.porter import stem as porter_stem
+from whoosh.lang.stopwords import stoplists
+
+from websift.indexer.settings import (
+    LANG_MIN_CHARS,
+    LANG_OVERRIDE_PROB,
+    LANG_SAMPLE_CHARS,
+    QUERY_LANG_PROB,
+)
+
+ENGLISH = "en"
+# ISO 639-1 -> Snowball algorithm (PyStemmer).
+SNOWBALL = {
+    "ar": "arabic", "hy": "armenian", "eu": "basque", "ca": "catalan", "cs": "czech",
+    "da": "danish", "nl": "dutch", "eo": "esperanto", "et": "estonian", "fi": "finnish",
+    "fr": "french", "de": "german", "el": "greek", "hi": "hindi", "hu": "hungarian",
+    "id": "indonesian", "ga": "irish", "it": "italian", "lt": "lithuanian", "ne": "nepali",
+    "no": "norwegian", "nb": "norwegian", "nn": "norwegian", "fa": "persian", "pl": "polish",
+    "pt": "portuguese", "ro": "romanian", "ru": "russian", "sr": "serbian", "es": "spanish",
+    "sv": "swedish", "ta": "tamil", "tr": "turkish", "yi": "yiddish"}
+RTL = frozenset({"ar", "fa", "he", "ur", "yi", "ps", "sd", "ug", "dv", "ku"})
+_TAG = re.compile(r"^([a-z]{2,3})(?:[-_].*)?$")
+_WS = re.compile(r"\s+")
+
+
+def normalise_lang(tag: str | None) -> str | None:
+    """A BCP 47 tag's primary language in lower case (``fr-CA`` -> ``fr``), None when it is
+    not one (``""``, ``x-klingon``, ``*``)."""
+    if not tag:
+        return None
+    m = _TAG.match(tag.strip().split(",")[0].strip().lower())
+    if m is None or m.group(1) in {"und", "mul", "zxx"}:
+        return None
+    lang = m.group(1)
+    return {"iw": "he", "in": "id", "ji": "yi", "jw": "jv"}.get(lang, lang)
+
+
+def is_rtl(lang: str | None) -> bool:
+    return lang in RTL
+
+
+@lru_cache(maxsize=8)
+def _identifier(among: frozenset[str] = frozenset()) -> Any:
+    """py3langid's identifier (its model loads once per language set), restricted to
+    ``among`` when given."""
+    from py3langid.langid import MODEL_FILE, LanguageIdentifier
+
+    ident = LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)
+    if among:
+        ident.set_languages(sorted(among & set(ident.nb_classes)))
+    return ident
+
+
+def identify(text: str, min_chars: int = LANG_MIN_CHARS,
+             among: frozenset[str] = frozenset()) -> tuple[str | None, float]:
+    """(language, probability) of ``text`` by py3langid on a sample (from the middle: the
+    cost is bounded whatever the text's length); (None, 0) when short."""
+    if len(text) > 2 * LANG_SAMPLE_CHARS:
+        mid = (len(text) - 2 * LANG_SAMPLE_CHARS) // 2
+        text = text[mid : mid + 2 * LANG_SAMPLE_CHARS]
+    text = _WS.sub(" ", text).strip()
+    if len(text) < min_chars:
+        return None, 0.0
+    if len(text) > LANG_SAMPLE_CHARS:
+        mid = (len(text) - LANG_SAMPLE_CHARS) // 2
+        text = text[mid : mid + LANG_SAMPLE_CHARS]
+    lang, prob = _identifier(among).classify(text)
+    return normalise_lang(str(lang)), float(prob)
+
+
+def page_language(declared: str | None, text: str) -> str | None:
+    """The language of a page: its declared one unless the text is surely another."""
+    lang = normalise_lang(declared)
+    found, prob = identify(text)
+    if found is None:
+        return lang
+    if lang is None or (found != lang and prob >= LANG_OVERRIDE_PROB):
+        return found
+    return lang
+
+
+def query_language(text: str, *, explicit: str | None = None, hint: str | None = None,
+                   index_langs: Mapping[str, int] | None = None) -> tuple[str | None, bool]:
+    """The language of a query: ``explicit`` (a ``lang:`` operator or ``lang`` parameter);
+    else the index's only language; else the language py3langid finds in the query among
+    the index's languages when it is sure (QUERY_LANG_PROB), else ``hint`` (``Accept-Language``) when the index has it, else the index's
+    most common language.  Returns (language, whether it is sure: explicit, the only one, or
+    found in the query)."""
+    lang = normalise_lang(explicit)
+    if lang is not None:
+        return lang, True
+    counts: dict[str, int] = {}
+    for k, n in (index_langs or {}).items():
+        key = normalise_lang(k)
+        if key is not None:
+            counts[key] = counts.get(key, 0) + n
+    if len(counts) <= 1:
+        return next(iter(counts), normalise_lang(hint)), True
+    among = frozenset(counts)
+    found, prob = identify(text, 1, among)
+    if found is not None and prob >= QUERY_LANG_PROB:
+        return found, True
+    hinted = normalise_lang(hint)
+    if hinted in counts:
+        return hinted, False
+    return max(counts, key=lambda k: (counts[k], k == ENGLISH)), False
+
+
+def analysis_language(lang: str | None) -> str:
+    """The analysis a page of ``lang`` gets: ``en`` (Porter), a Snowball language, or
+    ``none`` (no stemming).  Unknown is English (as every page was before languages)."""
+    if lang is None or lang == ENGLISH:
+        return ENGLISH
+    return lang if lang in SNOWBALL else "none"
+
+
+def stemmer_for(lang: str) -> Callable[[str], str]:
+    """The stemming function of an analysis language (:func:`analysis_language`)."""
+    if lang == ENGLISH:
+        return porter_stem
+    if lang in SNOWBALL:
+        import Stemmer
+
+        return Stemmer.Stemmer(SNOWBALL[lang]).stemWord
+    return _same
+
+
+def _same(word: str) -> str:
+    return word
+
+
+def stoplist_for(lang: str) -> frozenset[str]:
+    """Whoosh's stop words of a language (English's for English, none when it has no list)."""
+    if lang == ENGLISH:
+        return frozenset(STOP_WORDS)
+    words = stoplists.get(lang)
+    return frozenset(words) if words else frozenset()

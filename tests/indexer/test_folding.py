@@ -1,0 +1,65 @@
+"""Unicode folding and CJK bigrams (indexer/folding.py): a query without accents finds the
+accented word, full-width and ligatures are their plain letters, a CJK word is found inside a
+longer run, a Korean word with its particle attached."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from testkit.corpus import make_index
+from websift.indexer.analysis import Analyzer
+from websift.indexer.folding import fold_term, fold_text
+from websift.indexer.searcher import IndexQuery, Searcher
+
+
+def test_folding_of_text_and_terms() -> None:
+    assert fold_text("\uff30\uff39\uff34\uff28\uff2f\uff2e ﬁle Straße") == "python file strasse"
+    assert fold_term("réseau") == "reseau"
+    assert fold_term("naïve") == "naive"
+    assert fold_term("søren") == "soren"
+    # Kana with dakuten and Hangul syllables stay whole (their marks are not Latin accents).
+    assert fold_term("パッケージ") == "パッケージ"
+    assert fold_term("학교") == "학교"
+
+
+def test_accents_case_and_width_give_one_term() -> None:
+    a = Analyzer()
+    assert a.terms("naïve") == a.terms("naive") == a.terms("NAÏVE")
+    assert a.terms("Réseau") == a.terms("reseau")
+    assert a.terms("\uff30\uff39\uff34\uff28\uff2f\uff2e") == a.terms("python")
+
+
+def test_cjk_runs_are_bigrams_at_consecutive_positions() -> None:
+    terms, positions, end = Analyzer().positions("我们的空间管理。python3の設定")
+    assert terms[:6] == ["我们", "们的", "的空", "空间", "间管", "管理"]
+    assert positions == list(range(len(terms)))
+    assert "python3" in terms and "設定" in terms and end == len(terms)
+    assert Analyzer().terms("水") == ["水"]  # a one-character run is itself
+
+
+PAGES = [
+    ("Réseau", "la configuration du réseau et des paquets"),
+    ("Naïve", "a naïve datetime has no time zone"),
+    ("空间", "我们的空间管理工具很好用"),
+    ("학교", "학교에서 공부합니다"),
+    ("パッケージ", "パッケージの管理をします"),
+    ("Filler", "nothing here to see at all"),
+]
+
+
+def test_search_without_accents_and_inside_cjk_runs(tmp_path: Path) -> None:
+    s = Searcher.open(make_index(tmp_path / "d", PAGES))
+
+    def first(q: str) -> int:
+        hits = s.search(IndexQuery(q)).hits
+        assert hits, q
+        return hits[0].doc_id
+
+    assert first("reseau") == first("réseau") == first("RESEAU") == 1
+    assert first("naive") == first("naïve") == 2
+    assert first("空间") == 3  # inside the run 我们的空间管理工具很好用
+    assert first("학교") == 4  # the word, its particle attached in the page
+    assert first("パッケージの管理") == 5
+    assert first("管理") in (3, 5)
+    scores = [s.search(IndexQuery(q)).hits[0].text_score for q in ("reseau", "réseau")]
+    assert scores[0] == scores[1]  # no lower without accents
