@@ -19,9 +19,10 @@ from pathlib import Path
 from websift import __version__
 from websift.core.arguments import Duration, format_duration
 from websift.core.datadir import default_data_dir
-from websift.core.errors import WebsiftError
+from websift.core.errors import StageFailed, WebsiftError, describe_os_error, is_out_of_space
 
-EXIT_ERROR = 2
+EXIT_FAILURE = 1  # the command failed (a full disk, an I/O error): what it committed is kept
+EXIT_ERROR = 2  # bad input, usage or setup
 EXIT_INTERRUPTED = 130
 # `websift --help` lists the subcommands in the order a new user runs them (the pipeline), then
 # the others; one not named here follows in the order its package registers it
@@ -133,15 +134,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.data = default_data_dir()
     try:
         code = args.func(args)
+    except StageFailed as exc:
+        print(f"websift {args.command}: error: {exc}", file=sys.stderr)
+        return EXIT_FAILURE
     except WebsiftError as exc:
         print(f"websift {args.command}: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
     except OSError as exc:
         # Disk full (ENOSPC), file too large (EFBIG, RLIMIT_FSIZE), permissions: the stage names
-        # itself and what failed; what it had committed before stays intact (atomic writes).
-        where = f" ({exc.filename})" if exc.filename else ""
-        print(f"websift {args.command}: error: {exc.strerror or exc}{where}", file=sys.stderr)
-        return EXIT_ERROR
+        # itself and what failed; what it had committed before stays intact (atomic writes, and
+        # a failed run removes what it had half written).
+        advice = ": stopped; free space and rerun" if is_out_of_space(exc) else ": stopped"
+        print(f"websift {args.command}: error: {describe_os_error(exc, doing='at')}{advice}",
+              file=sys.stderr)
+        return EXIT_FAILURE
     except KeyboardInterrupt:
         print(f"websift {args.command}: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED

@@ -7,11 +7,40 @@ person: one line that says what is wrong and, where possible, what to do about i
 
 from __future__ import annotations
 
+import errno
 from pathlib import Path
 
 
 class WebsiftError(Exception):
     """Base of all errors websift raises on purpose (bad input, bad data, refused actions)."""
+
+
+class StageFailed(WebsiftError):
+    """A stage stopped on a failure that is not bad input (a full disk, an I/O error): the
+    command exits 1 (not 2, a usage or setup error); the message names the cause, what was kept
+    and what to do."""
+
+
+def _short_write(exc: OSError) -> bool:
+    """numpy's ``tofile`` on a full disk: an OSError without errno, "N requested and M written"."""
+    return exc.errno is None and "requested and" in str(exc)
+
+
+def describe_os_error(exc: OSError, path: Path | str | None = None, doing: str = "writing") -> str:
+    """One line for an I/O error: ``no space left on device writing /data/warc/x.warc.gz``."""
+    what = (exc.strerror or str(exc)).lower()
+    if _short_write(exc):
+        what = f"no space left on device ({exc})"
+    where = exc.filename if exc.filename is not None else path
+    return f"{what} {doing} {where}" if where is not None else what
+
+
+def is_out_of_space(exc: BaseException) -> bool:
+    """A full disk or quota (ENOSPC, EDQUOT, or a short write), or a file too large (EFBIG):
+    freeing space and running again resumes."""
+    if not isinstance(exc, OSError):
+        return False
+    return exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG) or _short_write(exc)
 
 
 class StoreError(WebsiftError):

@@ -9,15 +9,20 @@ from pathlib import Path
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     """Write ``data`` to ``path`` so that a reader sees the old file or the new one, never half.
 
-    Temp file in the same directory, fsync, ``os.replace``, fsync of the directory.
+    Temp file in the same directory, fsync, ``os.replace``, fsync of the directory.  A write
+    that fails (a full disk) removes its temp file: nothing half-written is left behind.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    with open(tmp, "wb") as fh:
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
     fsync_dir(path.parent)
 
 

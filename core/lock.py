@@ -115,8 +115,9 @@ class ExclusiveLock:
             os.ftruncate(fd, 0)
             os.pwrite(fd, body, 0)
         except OSError:
-            os.close(fd)  # releases the lock with it
-            raise
+            # a full disk: the lock is held all the same (only its description is missing),
+            # so the run can still sweep what an earlier failed run left and say why it stops
+            os.ftruncate(fd, 0)
         self._fd = fd
         self._held.add(self._key)
         return holder

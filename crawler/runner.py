@@ -24,6 +24,7 @@ from typing import Any
 
 from scrapy import signals
 from scrapy.crawler import Crawler, CrawlerProcess
+from scrapy.utils.defer import deferred_from_coro
 from twisted.python.failure import Failure
 
 from websift.core.datadir import DataDir
@@ -122,6 +123,7 @@ def run_session(session: CrawlSession, progress: bool = True) -> dict[str, Any]:
 
     crawler.signals.connect(spider_error, signal=signals.spider_error)
     crawler.signals.connect(closed, signal=signals.spider_closed)
+    session.on_failed = lambda: _close_now(crawler, "storage_error")
     with SignalStop(session, process, crawler) as stop:
         process.crawl(crawler, session=session)
         process.start(install_signal_handlers=False)  # SignalStop's handlers, not Scrapy's
@@ -129,7 +131,24 @@ def run_session(session: CrawlSession, progress: bool = True) -> dict[str, Any]:
         result.update(session.close(FORCED_STOP if stop.forced else "not_started"))
     if session.start_refused is not None:  # e.g. ScrapyIncompatible: the command's error line
         raise session.start_refused
+    if session.failed is not None:  # a full disk: exit 1 with one line, also after a signal
+        raise session.failed
     return result
+
+
+def _close_now(crawler: Crawler, reason: str) -> None:
+    """Close the spider as soon as the reactor gets its turn (called from inside a callback):
+    requests in flight are dropped with it, and ``reason`` ends up as the run's finish reason."""
+    reactor: Any = sys.modules.get("twisted.internet.reactor")
+    engine = crawler.engine
+    if reactor is None or engine is None or engine.spider is None:
+        return
+
+    def close() -> None:
+        if crawler.engine is not None and crawler.engine.spider is not None:
+            deferred_from_coro(crawler.engine.close_spider_async(reason=reason))
+
+    reactor.callLater(0, close)
 
 
 def run_crawl(data: DataDir, config: CrawlConfig, progress: bool = True) -> dict[str, Any]:

@@ -21,17 +21,18 @@ store, the WARC writer and the OPIC state are opened here and closed by :meth:`c
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import time
 from collections import Counter, deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, fields
 from enum import Enum
 from typing import Any, Protocol
 
 from websift.core.datadir import DataDir
-from websift.core.errors import WebsiftError
+from websift.core.errors import StageFailed, WebsiftError
 from websift.core.extras import require
 from websift.crawler import settings as S
 from websift.crawler.dedup import NearDuplicateIndex
@@ -51,7 +52,8 @@ from websift.crawler.seeds import failed_seeds, reason_words
 from websift.crawler.signals import SITEMAP, Signals, Source
 from websift.crawler.urls import canonicalize, host_of, port_of
 from websift.ranking.opic import OpicParams, Strategy
-from websift.store.crawl_store import CrawlStore
+from websift.store.crawl_store import FETCHED, CrawlStore
+from websift.store.errors import WRITE_ERRORS, write_failure
 from websift.store.warc import WarcWriterFile
 
 KIND_CRAWL = "crawl"
@@ -205,6 +207,13 @@ class CrawlSession:
         self.closed = False
         # why Scrapy could not be used (e.g. a missing internal), raised once Scrapy has stopped
         self.start_refused: WebsiftError | None = None
+        # the first I/O error writing the store or a WARC file (a full disk): the run stops at
+        # once, and the command exits 1 with this (``StageFailed``) once Scrapy has stopped
+        self.failed: StageFailed | None = None
+        # how the runner tells Scrapy to close the spider now (set by crawler/runner.py)
+        self.on_failed: Callable[[], None] | None = None
+        self.store_path = data.store_path
+        self.out_of_space = False  # the failure is a full disk: freeing space resumes
 
     # ------------------------------------------------------------------ scope
     def judge(self, url: str, depth: int) -> str | None:
@@ -344,8 +353,15 @@ class CrawlSession:
         if self.stop_reason is None:
             self.stop_reason = reason
 
-    def next_request(self, now: float) -> Any | None:  # noqa: C901 - the one place politeness, leases and the OPIC pick meet
+    def next_request(self, now: float) -> Any | None:
         """The next request politeness allows now, or None (then ``wake_at`` is set)."""
+        if self.failed is not None:
+            return None
+        with self.writing():  # it commits a batch past its age
+            return self._next_request(now)
+        return None  # the write failed: the run stops
+
+    def _next_request(self, now: float) -> Any | None:  # noqa: C901 - the one place politeness, leases and the OPIC pick meet
         assert self.factory is not None
         self.wake_at = None
         self.stalled = False
@@ -519,7 +535,45 @@ class CrawlSession:
         if slot is not None:
             self.politeness.finished(slot, elapsed, self.clock())
 
+    # ------------------------------------------------------------------ I/O failures
+    @contextlib.contextmanager
+    def writing(self) -> Iterator[None]:
+        """Around everything that writes the store or a WARC file: the first I/O error (a full
+        disk) stops the run (:meth:`fail`) instead of surfacing as one traceback per page."""
+        try:
+            yield
+        except WRITE_ERRORS as exc:
+            self.fail(exc)
+
+    def fail(self, exc: Exception) -> None:
+        """Stop at once: no more requests, results still arriving dropped (their URLs stay
+        pending for the next run), Scrapy told to close the spider."""
+        if self.failed is not None:
+            return
+        what, full = write_failure(exc, self.warc.path if isinstance(exc, OSError)
+                                   else self.store_path)
+        self.failed = StageFailed(what)
+        self.failed.__cause__ = exc
+        self.out_of_space = full
+        self.stats["failure/storage"] += 1
+        self.request_stop("storage_error")
+        if self.on_failed is not None:
+            self.on_failed()
+
+    def failure_line(self, committed: int | None) -> str:
+        """The command's error line once the run has stopped."""
+        assert self.failed is not None
+        advice = "free space and rerun to resume" if self.out_of_space else "rerun to resume"
+        pages = "" if committed is None else f"; {committed} pages in the store"
+        return f"{self.failed}: stopped{pages}; {advice}"
+
     def on_robots(self, meta: FetchMeta, status: int, body: bytes) -> None:
+        if self.failed is not None:
+            return
+        with self.writing():
+            self._robots(meta, status, body)
+
+    def _robots(self, meta: FetchMeta, status: int, body: bytes) -> None:
         host_id = meta.host_id
         try:
             self._on_robots(host_id, status, body)
@@ -554,6 +608,12 @@ class CrawlSession:
         self._after(slot, f.status)
 
     def on_response(self, meta: FetchMeta, f: Fetched) -> None:
+        if self.failed is not None:
+            return
+        with self.writing():
+            self._response(meta, f)
+
+    def _response(self, meta: FetchMeta, f: Fetched) -> None:
         try:
             self._on_response(meta, f)
         except FrontierLost:
@@ -597,6 +657,12 @@ class CrawlSession:
             self.save_host(slot)
 
     def on_failure(self, meta: FetchMeta | None, reason: str) -> None:
+        if self.failed is not None:
+            return
+        with self.writing():
+            self._failure(meta, reason)
+
+    def _failure(self, meta: FetchMeta | None, reason: str) -> None:
         now = self.clock()
         if meta is not None and meta.is_robots:
             self.robots_failures[meta.host_id] = reason_words(reason)
@@ -718,15 +784,16 @@ class CrawlSession:
         """Every ``LIVE_EVERY`` seconds (``crawler/progress.py`` LiveFigures): commit a batch
         past its age even when Scrapy asks for nothing (its downloader full, or the run
         stopping), and keep the live figures fresh while no batch commits (a crawl that waits)."""
-        if self.closed:
+        if self.closed or self.failed is not None:
             return
         if self.frontier.lost is not None:
             self.request_stop("frontier_lost")
-        if self.batch.due():
-            self.batch.commit()  # writes the figures (before_commit), then reloads removals
-        elif self.clock() - self.live_at >= S.LIVE_EVERY:
-            self.reload_removals()  # a crawl that waits takes them too
-            self.publish_live()
+        with self.writing():
+            if self.batch.due():
+                self.batch.commit()  # writes the figures (before_commit), then reloads removals
+            elif self.clock() - self.live_at >= S.LIVE_EVERY:
+                self.reload_removals()  # a crawl that waits takes them too
+                self.publish_live()
 
     def summary(self, reason: str) -> dict[str, Any]:
         prog = self.progress()
@@ -748,6 +815,35 @@ class CrawlSession:
         if self.closed:
             return {}
         self.closed = True
+        if self.failed is None:
+            with self.writing():
+                return self._close(reason)
+        self.addresses.close()
+        return self._close_failed()
+
+    def _close_failed(self) -> dict[str, Any]:
+        """Close after an I/O error: what the open batch holds commits if the disk takes it
+        (else it is rolled back: those URLs are fetched again by the next run, as after a
+        kill), the run's summary is recorded if it fits, and the files are closed."""
+        summary = self.summary("storage_error")
+        with contextlib.suppress(*WRITE_ERRORS):
+            self.batch.commit()
+            self.store.finish_crawl(self.crawl_id, json.dumps(summary, sort_keys=True))
+        with contextlib.suppress(*WRITE_ERRORS):
+            self.store.rollback()  # whatever did not commit
+        committed: int | None = None
+        with contextlib.suppress(*WRITE_ERRORS):
+            committed = int(self.store.status_counts().get(FETCHED, 0))
+        with contextlib.suppress(OSError):
+            self.warc.close()
+        with contextlib.suppress(*WRITE_ERRORS):
+            self.frontier.close()
+        self.store.close()
+        assert self.failed is not None
+        self.failed.args = (self.failure_line(committed),)
+        return summary
+
+    def _close(self, reason: str) -> dict[str, Any]:
         if self.stop_reason is not None and reason in ("finished", "shutdown"):
             reason = self.stop_reason  # Scrapy's word for a stop the session asked for
         # links still waiting for their host's lookup: enter (or are refused) if it ends soon

@@ -33,6 +33,7 @@ Choices:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 import time
@@ -44,7 +45,7 @@ from typing import Any, TextIO
 from urllib.parse import urlsplit
 
 from websift.core.datadir import DataDir
-from websift.core.errors import WebsiftError
+from websift.core.errors import StageFailed, WebsiftError
 from websift.core.lock import store_writer_lock
 from websift.crawler import settings as S
 from websift.crawler.archived_http import http_answer, sniff
@@ -65,7 +66,8 @@ from websift.crawler.warc_reader import (
     WarcRecord,
     check_warc,
 )
-from websift.store.crawl_store import CrawlStore
+from websift.store.crawl_store import FETCHED, CrawlStore
+from websift.store.errors import WRITE_ERRORS, write_failure
 from websift.store.warc import WarcWriterFile
 
 KIND_IMPORT = "import"  # crawls.kind of an import run
@@ -98,6 +100,7 @@ class WarcImport:
     def __init__(self, data: DataDir, clock: Callable[[], float] = time.time) -> None:
         self.clock = clock
         self.store = CrawlStore.open(data.store_path)
+        self.store_path = data.store_path
         self.warc = WarcWriterFile(data.warc_dir, prefix=WARC_PREFIX)
         self.frontier = Frontier.load(self.store)
         self.stats: Counter[str] = Counter()
@@ -226,6 +229,24 @@ class WarcImport:
             "store": self.store.status_counts(),
         }
 
+    def close_failed(self) -> int | None:
+        """Close after an I/O error (once): the open batch commits if the disk takes it, else it
+        is rolled back; returns the pages in the store (None when it cannot be read)."""
+        if self.closed:
+            return None
+        self.closed = True
+        with contextlib.suppress(*WRITE_ERRORS):
+            self.batch.commit()
+        with contextlib.suppress(*WRITE_ERRORS):
+            self.store.rollback()
+        committed: int | None = None
+        with contextlib.suppress(*WRITE_ERRORS):
+            committed = int(self.store.status_counts().get(FETCHED, 0))
+        with contextlib.suppress(OSError):
+            self.warc.close()
+        self.store.close()
+        return committed
+
     def close(self, reason: str, files: Sequence[Path], raw_bytes: int) -> dict[str, Any]:
         """Commit the open batch and every OPIC estimate, record the summary, close (once)."""
         if self.closed:
@@ -312,6 +333,17 @@ def _run(run: WarcImport, files: Sequence[Path], progress: TextIO | None) -> dic
     except KeyboardInterrupt:
         reason = "interrupted"
         raise
+    except WRITE_ERRORS as exc:
+        # a full disk (or another I/O error) writing the store or a WARC file: stop with one
+        # line; what committed stays, a rerun imports the rest
+        if meter is not None:
+            meter.end()
+        committed = run.close_failed()
+        what, full = write_failure(exc, run.warc.directory if isinstance(exc, OSError)
+                                   else run.store_path)
+        advice = "free space and rerun to resume" if full else "rerun to resume"
+        pages = "" if committed is None else f"; {committed} pages in the store"
+        raise StageFailed(f"{what}: stopped{pages}; {advice}") from exc
     except BaseException as exc:
         reason = f"error_{type(exc).__name__}"
         raise

@@ -39,7 +39,12 @@ from pathlib import Path
 import numpy as np
 
 from websift.core.datadir import DataDir, fsync_dir
-from websift.core.errors import CheckedFileError
+from websift.core.errors import (
+    CheckedFileError,
+    StageFailed,
+    describe_os_error,
+    is_out_of_space,
+)
 from websift.core.html import is_html
 from websift.core.lock import ExclusiveLock, LockHeld
 from websift.indexer.anchors import (
@@ -196,14 +201,33 @@ def build_index(data: DataDir, ram_mb: int = DEFAULT_RAM_MB,
         except IndexCorrupt as exc:
             say(f"previous index unusable ({exc}); rebuilding it whole")
             manifest = None
-        _sweep(index_dir, {s.name for s in manifest.segments} if manifest else set())
+        kept = {s.name for s in manifest.segments} if manifest else set()
+        _sweep(index_dir, kept)
         store = StoreReader.open(data.store_path)
         try:
             return _run(data, store, manifest, ram_mb=ram_mb, started=started, say=say,
                         counted=progress is not None, rebuild=rebuild, procs=procs,
                         settings=settings)
+        except BaseException as exc:
+            # a full disk, or any failure: the half-built segment goes now (not at the next
+            # run), and the manifest on disk, old or new, keeps serving what it names
+            _sweep(index_dir, _live_segments(index_dir, kept))
+            if isinstance(exc, OSError):
+                advice = "free space and rerun" if is_out_of_space(exc) else "rerun"
+                raise StageFailed(
+                    f"{describe_os_error(exc, index_dir)}: stopped; nothing half-written kept, "
+                    f"the previous index serves; {advice}") from exc
+            raise
         finally:
             store.close()
+
+
+def _live_segments(index_dir: Path, before: set[str]) -> set[str]:
+    """The segments the manifest on disk names (``before`` as well when it cannot be read)."""
+    try:
+        return {s.name for s in read_manifest(index_dir).segments}
+    except (IndexMissing, IndexCorrupt):
+        return before
 
 
 def _run(data: DataDir, store: StoreReader, manifest: Manifest | None, *, ram_mb: int,

@@ -152,8 +152,13 @@ class AnalyserPool:
         self._ahead.close()
         if self._local is not None:
             self._local.close()
-        for inbox, _ in self._queues:
-            if not abort:
+        for inbox, outbox in self._queues:
+            if abort:
+                # batches the workers will never read must not hold this process at exit:
+                # the inbox's feeder thread would wait for room in the pipe for ever
+                inbox.cancel_join_thread()
+                outbox.cancel_join_thread()
+            else:
                 inbox.put(None)
         for p in self._procs:
             if not abort:

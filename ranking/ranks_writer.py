@@ -70,6 +70,15 @@ def _generations_on_disk(ranks_dir: Path) -> int:
     return max(found, default=0)
 
 
+def _live_generation(ranks_dir: Path) -> int | None:
+    """The generation the manifest on disk names (None: none, or unreadable)."""
+    try:
+        manifest = fmt.read_manifest(ranks_dir)
+    except (RanksMissing, RanksCorrupt, RanksNewer):
+        return None
+    return int(manifest["generation"])
+
+
 def _write_array(ranks_dir: Path, stem: str, generation: int, array: np.ndarray) -> dict[str, Any]:
     return fmt.write_array(ranks_dir, f"{stem}-{generation:06d}.npy", array)
 
@@ -96,6 +105,37 @@ def write_generation(
     # serving the last good one must see the new one as newer.
     generation = 1 + max(0 if previous is None else int(previous["generation"]),
                          _generations_on_disk(ranks_dir))
+    try:
+        manifest = _write_files(ranks_dir, generation, previous, arrays, topics, params=params,
+                                stats=stats, hosts=hosts)
+    except BaseException:
+        # a full disk (or any failure) before the manifest named the new files: none of them
+        # stays behind, and the previous generation serves as it did
+        if _live_generation(ranks_dir) != generation:
+            for path in ranks_dir.glob(f"*-{generation:06d}.npy"):
+                path.unlink(missing_ok=True)
+        raise
+    keep = fmt.referenced_files(manifest)
+    if previous is not None:
+        keep |= fmt.referenced_files(previous)
+    for path in ranks_dir.glob("*.npy"):
+        if path.name not in keep:
+            path.unlink(missing_ok=True)
+    return generation
+
+
+def _write_files(
+    ranks_dir: Path,
+    generation: int,
+    previous: dict[str, Any] | None,
+    arrays: dict[str, np.ndarray] | None,
+    topics: dict[str, tuple[np.ndarray, dict[str, Any]] | dict[str, Any]],
+    *,
+    params: dict[str, Any] | None,
+    stats: dict[str, Any] | None,
+    hosts: HostRanks | None,
+) -> dict[str, Any]:
+    """The array files of generation ``generation``, then its manifest (returned)."""
     manifest: dict[str, Any] = {
         "generation": generation,
         "created": time.time(),
@@ -142,10 +182,4 @@ def write_generation(
             topic_entries[name] = value
     manifest["topics"] = topic_entries
     fmt.write_manifest(ranks_dir, manifest)
-    keep = fmt.referenced_files(manifest)
-    if previous is not None:
-        keep |= fmt.referenced_files(previous)
-    for path in ranks_dir.glob("*.npy"):
-        if path.name not in keep:
-            path.unlink(missing_ok=True)
-    return generation
+    return manifest

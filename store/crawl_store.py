@@ -154,6 +154,12 @@ class CrawlStore(StoreReader):
         if self._conn.in_transaction:
             self._conn.execute("COMMIT")
 
+    def rollback(self) -> None:
+        """Undo the open transaction (a batch whose commit failed: the disk is full)."""
+        if self._conn.in_transaction:
+            self._conn.execute("ROLLBACK")
+        self._savepoints = 0
+
     @property
     def in_transaction(self) -> bool:
         """Whether a transaction (a group-commit batch, say) is open and not yet committed."""

@@ -19,6 +19,7 @@ from typing import Self
 import numpy as np
 
 from websift.core.errors import StoreError
+from websift.store.errors import StoreIOError
 from websift.store.removals import REMOVAL_COLUMNS, URL, Removal, RemovalRules, removal_of
 from websift.store.schema import (
     FETCHED,
@@ -79,6 +80,9 @@ class StoreReader:
         except sqlite3.OperationalError as exc:
             # The file may be fine: the disk is full, a lock is held, I/O failed.
             conn.close()
+            if "disk" in str(exc) or "I/O" in str(exc):  # SQLite's words for a full disk
+                raise StoreIOError(f"cannot open crawl store {path}: {exc} (is the disk full?): "
+                                   "stopped; free space and rerun") from None
             raise StoreError(f"cannot open crawl store {path}: {exc}") from None
         except sqlite3.DatabaseError as exc:
             conn.close()

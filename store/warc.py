@@ -121,9 +121,32 @@ class WarcWriterFile:
         packer = zlib.compressobj(self.gzip_level, zlib.DEFLATED, zlib.MAX_WBITS + 16)
         member = packer.compress(plain.getbuffer()) + packer.flush()
         offset = self._fh.tell()
-        self._fh.write(member)
-        self._fh.flush()
+        try:
+            self._fh.write(member)
+            self._fh.flush()
+        except OSError as exc:
+            self._abandon(offset)
+            raise OSError(exc.errno, exc.strerror, str(self.directory / self._name)) from exc
         return WarcLocation(self._name, offset, self._fh.tell() - offset)
+
+    def _abandon(self, offset: int) -> None:
+        """A record that could not be written (a full disk): cut the file back to the end of
+        the last whole record and close it without flushing what is left in its buffer; the
+        next record goes to a new file."""
+        fh, self._fh = self._fh, None
+        assert fh is not None
+        raw = fh.detach()  # drops the buffer: a flush would only fail again
+        try:
+            os.ftruncate(raw.fileno(), offset)
+        except OSError:
+            pass  # the partial record stays, never pointed at (readers seek by offset)
+        finally:
+            raw.close()
+
+    @property
+    def path(self) -> Path:
+        """The file being written, or last written (the directory before the first record)."""
+        return self.directory / self._name if self._name else self.directory
 
     def sync(self) -> None:
         """fsync the current file (called before the store commits a batch that points into it)."""

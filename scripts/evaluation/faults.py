@@ -13,9 +13,12 @@ Cases (issue 'Reliability and security'):
   the store, index and ranks open cleanly, every page the site's log shows as served is in the
   store once (or was fetched again), and the index answers as an uninterrupted run does; the
   stored OPIC cash plus the virtual page's is 1 right after the kill and after the rerun.
-- *-disk-full: each stage on a small tmpfs (mounted by the script: run it as root) with room
-  for half of what the stage writes: a clear one-line error naming the stage, no traceback,
-  and the previous index and ranks still serve.
+- *-disk-full: crawl, recrawl, index and rank each on a small tmpfs (mounted by the script: run
+  it as root) with room for half of what the stage writes: exit 1 within seconds with one line
+  naming the cause, no traceback, nothing half-written left (no tmp- segment, no array file the
+  manifest does not name), the store sound, the previous index and ranks still serve, and the
+  same command on a larger disk (the tmpfs remounted) finishes.
+- index-parent-kill: kill -9 of ``websift index`` while its workers run: none outlives it.
 - corrupt-*: a flipped byte or a truncated WARC record, segment file or rank file: detected,
   reported, skipped or refused; never served as garbage.
 - api-churn: ``websift serve`` under constant queries while ``websift index`` and ``websift
@@ -65,6 +68,7 @@ from websift.store.views import StoreReader
 from websift.store.warc import WarcLocation, read_response
 
 REPO = Path(__file__).resolve().parents[2]
+DISK_FULL_TIMEOUT = 60.0  # seconds a stage on a full disk may take to exit: past that it hung
 
 QUERIES = ["json encoder", "socket timeout", "regular expression", "thread lock", "path",
            "http server request handler", "decimal context", "zip file", "email message",
@@ -174,6 +178,64 @@ def flip_byte(path: Path, offset: int) -> None:
     data = bytearray(path.read_bytes())
     data[offset % len(data)] ^= 0x5A
     path.write_bytes(bytes(data))
+
+
+class FullWatch:
+    """Notes when a filesystem first has (almost) no room left, to time the exit after it."""
+
+    def __init__(self, mount: Path, margin: int = 128 * 1024) -> None:
+        self.mount = mount
+        self.margin = margin
+        self.full_at: float | None = None
+        self.ended_at = 0.0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+        self._thread.start()
+
+    def _watch(self) -> None:
+        while not self._stop.wait(0.02):
+            stat = os.statvfs(self.mount)
+            if self.full_at is None and stat.f_bavail * stat.f_frsize <= self.margin:
+                self.full_at = time.monotonic()
+
+    def stop(self) -> None:
+        self.ended_at = time.monotonic()
+        self._stop.set()
+        self._thread.join()
+
+    def after_full(self) -> float:
+        """Seconds from the disk filling up to the command's exit (0: never seen full)."""
+        return 0.0 if self.full_at is None else self.ended_at - self.full_at
+
+
+def _listing(directory: Path) -> list[str]:
+    return sorted(p.name for p in directory.iterdir()) if directory.is_dir() else []
+
+
+def _children(pid: int) -> set[int]:
+    """The processes whose parent is ``pid`` (from /proc)."""
+    found: set[int] = set()
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            found.add(int(stat.parent.name))
+    return found
+
+
+def _alive(pids: set[int]) -> set[int]:
+    """Those of ``pids`` still running (a zombie counts as gone)."""
+    out: set[int] = set()
+    for pid in pids:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if state != "Z":
+            out.add(pid)
+    return out
 
 
 def free_port() -> int:
@@ -338,14 +400,18 @@ class Faults:
     # --- disk full
     def disk_full(self) -> None:
         """Each stage on a small tmpfs holding the data with room for only half of what the
-        stage writes (measured on an uninterrupted copy), so it fills up mid-stage."""
-        from websift.core.datadir import DataDir
-        from websift.ranking.ranks import Ranks
-
-        base = self.base_two_generations()
-        for stage, args in (("crawl", ["recrawl", "--budget", "200", "--allow-private",
-                                       "--delay", "0", "--quiet"]),
-                            ("index", ["index", "--quiet", "--rebuild"]), ("rank", ["rank"])):
+        stage writes (measured on an uninterrupted copy), so it fills up mid-stage: the stage
+        must exit 1 within seconds with one line, leave nothing half-written, keep what it had
+        (the store sound, the previous index and ranks serving) and finish when rerun on a
+        larger disk."""
+        fresh = self.fresh("disk-empty")
+        fresh.mkdir(parents=True)
+        for stage, args, base in (
+                ("crawl", ["crawl", *self.crawl_args], fresh),
+                ("recrawl", ["recrawl", "--budget", "200", "--allow-private", "--delay", "0",
+                             "--quiet"], self.base_two_generations()),
+                ("index", ["index", "--quiet", "--rebuild"], self.base_two_generations()),
+                ("rank", ["rank"], self.base_two_generations())):
             probe = self.copy(base, f"disk-probe-{stage}")
             before_bytes = du(probe)
             run(*args, "--data", str(probe))
@@ -356,29 +422,98 @@ class Faults:
             subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size_kb}k", "tmpfs", str(mount)],
                            check=True)
             try:
-                data = mount / "data"
-                shutil.copytree(base, data)
-                before = answers(data)
-                done = run(*args, "--data", str(data))
-                err = done.stderr.strip().splitlines()
-                clear = (done.returncode != 0 and "Traceback" not in done.stderr
-                         and len(err) >= 1 and f"websift {args[0]}: error" in err[-1])
-                problem = None if clear else (
-                    f"exit {done.returncode}, stderr: {done.stderr.strip()[-300:]!r}")
-                if problem is None:
-                    try:
-                        still = answers(data)
-                        Ranks.open(DataDir.open(data))
-                        if still != before:
-                            problem = "answers changed after the failed run"
-                    except Exception as exc:  # noqa: BLE001
-                        problem = f"previous output no longer serves: {exc}"
-                last = err[-1] if err else ""
-                self.record(f"{stage}-disk-full ({size_kb} KiB tmpfs)",
-                            "one clear error naming the stage; old output serves",
-                            problem or f"exit {done.returncode}: {last}", problem is None)
+                self._disk_full_case(stage, args, base, mount, size_kb)
             finally:
                 subprocess.run(["umount", str(mount)], check=False)
+
+    def _disk_full_case(self, stage: str, args: list[str], base: Path, mount: Path,
+                        size_kb: int) -> None:
+        from websift.core.datadir import DataDir
+        from websift.ranking.ranks import Ranks
+
+        data = mount / "data"
+        shutil.copytree(base, data)
+        has_output = (data / "index").is_dir()
+        before = answers(data) if has_output else None
+        index_files = _listing(data / "index")
+        rank_files = _listing(data / "ranks")
+        watch = FullWatch(mount)
+        try:
+            done = run(*args, "--data", str(data), timeout=DISK_FULL_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            self.record(f"{stage}-disk-full ({size_kb} KiB tmpfs)", "exit 1 within seconds",
+                        f"no exit within {DISK_FULL_TIMEOUT:.0f} s (hung)", False)
+            return
+        finally:
+            watch.stop()
+        seconds = watch.after_full()
+        err = done.stderr.strip().splitlines()
+        last = err[-1] if err else ""
+        problems: list[str] = []
+        if done.returncode != 1 or "Traceback" in done.stderr \
+                or not last.startswith(f"websift {args[0]}: error: "):
+            problems.append(f"exit {done.returncode}, stderr: {done.stderr.strip()[-300:]!r}")
+        if stage == "index":
+            extra = sorted(set(_listing(data / "index")) - set(index_files))
+            if any(name.startswith(("tmp-", "seg-")) for name in extra):
+                problems.append(f"left in index/: {extra}")
+        if stage == "rank" and _listing(data / "ranks") != rank_files:
+            problems.append(f"left in ranks/: {sorted(set(_listing(data / 'ranks')) - set(rank_files))}")
+        if before is not None:
+            try:
+                if answers(data) != before:
+                    problems.append("answers changed after the failed run")
+                Ranks.open(DataDir.open(data))
+            except Exception as exc:  # noqa: BLE001 - the observation is the point
+                problems.append(f"previous output no longer serves: {exc}")
+        # a larger disk: the same command again finishes
+        subprocess.run(["mount", "-o", f"remount,size={size_kb * 4}k", "tmpfs", str(mount)],
+                       check=True)
+        # (a store in WAL mode opens, even read-only, only where its -shm file can grow)
+        with StoreReader.open(data / "crawl.sqlite3") as store:
+            unsound = store.check_integrity()
+        if unsound:
+            problems.append(f"store: {unsound}")
+        again = run(*args, "--data", str(data), timeout=DISK_FULL_TIMEOUT * 5)
+        if again.returncode != 0:
+            problems.append(f"rerun exit {again.returncode}: {again.stderr.strip()[-200:]}")
+        elif stage == "crawl":
+            missing = check_store(data, served_pages(self.site))
+            if missing:
+                problems.append(f"after the rerun: {missing}")
+        self.record(f"{stage}-disk-full ({size_kb} KiB tmpfs)",
+                    "exit 1 within seconds, one line; nothing half-written; old output serves; "
+                    "rerun on a larger disk finishes",
+                    "; ".join(problems) if problems else
+                    f"exit {done.returncode} {seconds:.1f} s after the disk filled: {last}; "
+                    "nothing lost; rerun finished", not problems)
+
+    # --- parent killed
+    def parent_kill(self) -> None:
+        """kill -9 of ``websift index`` while its worker processes run: none outlives it."""
+        base = self.base_two_generations()
+        for trial in range(max(1, min(self.kills, 5))):
+            data = self.copy(base, "parent-kill")
+            proc = subprocess.Popen(websift_cmd("index", "--rebuild", "--quiet", "--procs", "2",
+                                                "--data", str(data)),
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                    env=_env(), cwd=REPO)
+            workers: set[int] = set()
+            deadline = time.monotonic() + 60
+            while len(workers) < 2 and proc.poll() is None and time.monotonic() < deadline:
+                workers |= _children(proc.pid)  # both workers forked: kill it mid-run
+                time.sleep(0.02)  # polling /proc for the workers to appear; not a test
+            proc.send_signal(signal.SIGKILL)
+            proc.wait()
+            gone_by = time.monotonic() + 5
+            while _alive(workers) and time.monotonic() < gone_by:
+                time.sleep(0.05)  # polling /proc; not a test
+            left = _alive(workers)
+            self.record(f"index-parent-kill #{trial}",
+                        "no worker process outlives the killed run",
+                        f"{len(workers)} workers seen, {len(left)} left after the kill"
+                        + ("" if workers else " (the run finished before its workers started)"),
+                        bool(workers) and not left)
 
     # --- corrupt files
     def corrupt(self) -> None:
@@ -760,6 +895,7 @@ CASES: dict[str, Callable[[Faults, argparse.Namespace], None]] = {
     "index-kill": lambda f, a: f.index_kill(),
     "rank-kill": lambda f, a: f.rank_kill(),
     "disk-full": lambda f, a: f.disk_full(),
+    "parent-kill": lambda f, a: f.parent_kill(),
     "corrupt": lambda f, a: f.corrupt(),
     "api-churn": lambda f, a: f.api_churn(a.replacements),
     "hostile-clients": lambda f, a: hostile_clients(f),
