@@ -270,6 +270,11 @@ def run_rank_shards(
     started = time.perf_counter()
     with ExitStack() as stack:
         stores = [stack.enter_context(StoreReader.open(d.store_path)) for d in shards]
+        # crawler/redis_frontier.py META_FRONTIER: which frontier allocated a shard's URL IDs
+        frontiers = {s.get_meta("frontier_id") for s in stores}
+        if len(shards) > 1 and (None in frontiers or len(frontiers) != 1):
+            raise RankingError("rank --shard needs stores crawled on one shared frontier "
+                               "(their URL IDs come from different counters)")
         n = max(s.max_url_id() for s in stores) + 1
         present = np.zeros(n, dtype=bool)
         srcs, dsts, roots = [], [], []

@@ -23,6 +23,7 @@ from testkit.testweb import TestWeb, html, words
 from testkit.websift_process import REPO, websift_command
 from websift.core.datadir import DataDir
 from websift.ranking.ranks import Ranks
+from websift.store.crawl_store import CrawlStore
 
 pytestmark = [pytest.mark.slow, pytest.mark.redis]
 
@@ -116,3 +117,15 @@ def test_sharded_rank_equals_one_store(web: TestWeb, tmp_path: Path) -> None:
         assert np.abs(host_of_page(got) - host_of_page(want)).sum() < 1e-9
         assert np.abs(got.opic - want.opic).sum() < 1e-9
         assert np.array_equal(got.level, want.level)
+
+
+def test_stores_of_different_frontiers_refused(tmp_path: Path) -> None:
+    """Two stores whose URL IDs were not allocated by one frontier: one line, nothing written."""
+    for name in ("a", "b"):
+        data = DataDir.create(tmp_path / name)
+        CrawlStore.open(data.store_path).close()
+    done = run("rank", "--shard", str(tmp_path / "a"), str(tmp_path / "b"), "--quiet")
+    assert done.returncode != 0
+    assert "one shared frontier" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+    assert not any((tmp_path / name / "ranks").glob("*.json"))
