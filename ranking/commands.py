@@ -55,6 +55,9 @@ def _register_rank(sub: argparse._SubParsersAction) -> None:  # type: ignore[typ
     talk.add_argument("--quiet", action="store_true", help="no progress line")
     talk.add_argument("--verbose", action="store_true",
                       help="every iteration's L1 residual on a line of its own")
+    p.add_argument("--shard", type=Path, nargs="+", default=None, metavar="DIR",
+                   help="rank the union of these crawl stores (shards sharing a frontier's URL "
+                   "IDs) and write the same global generation to each (embedded engine)")
     _register_rank_engine(p)
     p.set_defaults(func=_rank)
 
@@ -110,6 +113,10 @@ def _rank(args: argparse.Namespace) -> int:
     from websift.ranking.rank_job import run_rank
 
     engine = _rank_engine(args)  # a bad engine choice or a missing extra before any file opens
+    if args.shard:
+        if engine is not None:
+            raise RankingError("rank --shard runs on the embedded engine only")
+        return _rank_shards(args)
     data = DataDir.open(args.data)
 
     progress = RankProgress(sys.stderr, verbose=args.verbose, quiet=args.quiet)
@@ -137,6 +144,27 @@ def _rank(args: argparse.Namespace) -> int:
               f"{hosts['iterations']} iterations")
     for name, iterations in report.topics.items():
         print(f"topic {name}: {iterations} iterations")
+    return 0 if r.converged else 1
+
+
+def _rank_shards(args: argparse.Namespace) -> int:
+    from websift.ranking.rank_job import run_rank_shards
+
+    shards = [DataDir.open(d) for d in args.shard]
+    progress = RankProgress(sys.stderr, verbose=args.verbose, quiet=args.quiet)
+    try:
+        reports = run_rank_shards(shards, damping=args.damping, tol=args.tol,
+                                  dangling=args.dangling, progress=progress)
+    except BaseException:
+        progress.finish(completed=False)
+        raise
+    progress.finish()
+    for d, report in zip(args.shard, reports, strict=True):
+        print(f"{d}: ranks generation {report.generation}: {report.pages} pages, "
+              f"{report.links} links, giant SCC {report.giant_scc}")
+    r = reports[0].result
+    state = "converged" if r.converged else "NOT converged (raise the iteration limit)"
+    print(f"pagerank: {state} in {r.iterations} iterations, {reports[0].seconds:.2f} s")
     return 0 if r.converged else 1
 
 

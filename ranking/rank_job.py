@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -28,7 +29,7 @@ import numpy as np
 from websift.core.datadir import DataDir
 from websift.ranking import settings
 from websift.ranking.errors import RankingError
-from websift.ranking.graph import LinkGraph
+from websift.ranking.graph import LinkGraph, build_graph
 from websift.ranking.host_graph import host_ranks
 from websift.ranking.pagerank import Dangling, PageRankResult, Pages, pagerank, uniform_teleport
 from websift.ranking.ranks_format import load_array
@@ -247,3 +248,69 @@ def _named(progress: Progress | None, what: str) -> Callable[[int, float], None]
         report(what, k, r)
 
     return named
+
+
+def run_rank_shards(
+    shards: list[DataDir],
+    *,
+    damping: float = settings.DAMPING,
+    tol: float = settings.TOLERANCE,
+    dangling: Dangling | str = settings.DANGLING_POLICY,
+    progress: Progress | None = None,
+) -> list[RankReport]:
+    """One global generation over several crawl stores sharing a frontier's URL IDs.
+
+    The graph is the union of every shard's links and URLs (a URL known to several shards is
+    one node: the shared frontier allocated its ID); a page's OPIC importance is the largest
+    any shard records (the shard that fetched it holds its history); topics are read from the
+    first shard.  The same vectors are written to every shard's ranks directory, so each shard
+    server serves the global ranks.  Returns one report per shard."""
+    if not shards:
+        raise RankingError("rank --shard needs at least one data directory")
+    started = time.perf_counter()
+    with ExitStack() as stack:
+        stores = [stack.enter_context(StoreReader.open(d.store_path)) for d in shards]
+        # crawler/redis_frontier.py META_FRONTIER: which frontier allocated a shard's URL IDs
+        frontiers = {s.get_meta("frontier_id") for s in stores}
+        if len(shards) > 1 and (None in frontiers or len(frontiers) != 1):
+            raise RankingError("rank --shard needs stores crawled on one shared frontier "
+                               "(their URL IDs come from different counters)")
+        n = max(s.max_url_id() for s in stores) + 1
+        present = np.zeros(n, dtype=bool)
+        srcs, dsts, roots = [], [], []
+        opic = np.zeros(n, dtype=np.float64)
+        for store in stores:
+            present[store.url_ids()] = True
+            src, dst = store.link_arrays(include_nofollow=False)
+            srcs.append(src)
+            dsts.append(dst)
+            roots.append(store.ids_at_depth(0))
+            np.maximum(opic, store.importance_by_id(n), out=opic)
+        graph = build_graph(np.concatenate(srcs), np.concatenate(dsts), n, present)
+        root_ids = np.unique(np.concatenate(roots))
+        topics_dir = shards[0].topics_dir
+        names = topic_names(topics_dir)
+        records = {name: load_topic(topics_dir, name) for name in names}
+        topic_pages = {
+            name: np.unique(np.concatenate([topic_page_ids(s, rec.topic) for s in stores]))
+            for name, rec in records.items()}
+        hosts = host_ranks(stores, n, damping=damping, tol=tol, dangling=dangling,
+                           progress=_named(progress, "host pagerank"), page_graph=graph)
+    result = pagerank(graph, damping=damping, tol=tol, dangling=dangling,
+                      progress=_named(progress, "pagerank"))
+    lv = levels(graph, root_ids)
+    comps = strong_components(graph)
+
+    def vector(pages: np.ndarray, start: np.ndarray) -> PageRankResult:
+        return topic_vector(graph, pages, damping=damping, tol=tol, start=start)
+
+    reports = []
+    for data in shards:
+        report = write_ranks(
+            data, graph, result, damping=damping, tol=tol, dangling=dangling,
+            opic=opic, level=lv, giant=comps.in_giant(), giant_size=comps.giant_size,
+            roots=root_ids.size, topic_pages=topic_pages, records=records,
+            topic_vector=vector, hosts=hosts)
+        report.seconds = time.perf_counter() - started
+        reports.append(report)
+    return reports
