@@ -11,12 +11,11 @@ A refusal is a :class:`FeedError` with a reason key (counted as ``feeds/bad/<rea
 
 from __future__ import annotations
 
-import io
-
 import lxml.etree
 
 from websift.core.errors import WebsiftError
 from websift.crawler import settings as S
+from websift.crawler.sitemaps import xml_events
 
 FEED_TYPES = frozenset({"application/rss+xml", "application/atom+xml"})
 
@@ -78,10 +77,7 @@ def parse_feed(
     if not body.strip():
         raise FeedError("empty")
     reader = _Reader()
-    events = lxml.etree.iterparse(
-        io.BytesIO(body), events=("start", "end"), resolve_entities=False, no_network=True,
-        load_dtd=False, huge_tree=False, remove_comments=True, remove_pis=True,
-    )
+    events = xml_events(body)
     try:
         for event, el in events:
             if event == "start":

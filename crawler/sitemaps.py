@@ -23,8 +23,10 @@ from __future__ import annotations
 import gzip
 import io
 import zlib
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Any
 from urllib.parse import urlsplit
 
 import lxml.etree
@@ -108,6 +110,15 @@ def _local(tag: object) -> str:
     return name.rpartition("}")[2]
 
 
+def xml_events(body: bytes) -> Iterator[tuple[str, Any]]:
+    """Start and end events over a document from a site (a sitemap or a feed), read with no
+    entity expansion, DTD or network, in bounded memory."""
+    return lxml.etree.iterparse(
+        io.BytesIO(body), events=("start", "end"), resolve_entities=False, no_network=True,
+        load_dtd=False, huge_tree=False, remove_comments=True, remove_pis=True,
+    )
+
+
 class _Reader:
     """The state of one XML sitemap read (the entry being read, the entries so far)."""
 
@@ -149,10 +160,7 @@ class _Reader:
 
 def _parse_xml(body: bytes, max_urls: int) -> Sitemap:
     reader = _Reader(max_urls)
-    events = lxml.etree.iterparse(
-        io.BytesIO(body), events=("start", "end"), resolve_entities=False, no_network=True,
-        load_dtd=False, huge_tree=False, remove_comments=True, remove_pis=True,
-    )
+    events = xml_events(body)
     try:
         for event, el in events:
             if event == "start":
