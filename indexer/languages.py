@@ -6,7 +6,8 @@ py3langid (Lui & Baldwin 2012, langid.py's model, shipped with the package) find
 of the text (LANG_SAMPLE_CHARS from the middle of the body: the cost of identifying is
 bounded whatever the page's length).  A declared language the text contradicts (a template's
 ``lang="en"`` on a translated page) loses to the text when the identifier is sure
-(LANG_OVERRIDE_PROB).  Short texts (under LANG_MIN_CHARS) keep the declared language, or none.
+(LANG_OVERRIDE_PROB).  Short texts (under LANG_MIN_CHARS) keep the declared language, or none;
+so does a text the identifier is unsure of (under LANG_GUESS_PROB) on a page that declares none.
 
 Per language (:func:`stemmer_for`): English is analysed as before (Porter, whoosh); the
 languages Snowball covers (PyStemmer) get their Snowball stemmer; another known language gets
@@ -28,6 +29,7 @@ from whoosh.lang.porter import stem as porter_stem
 from whoosh.lang.stopwords import stoplists
 
 from websift.indexer.settings import (
+    LANG_GUESS_PROB,
     LANG_MIN_CHARS,
     LANG_OVERRIDE_PROB,
     LANG_SAMPLE_CHARS,
@@ -100,7 +102,9 @@ def page_language(declared: str | None, text: str) -> str | None:
     found, prob = identify(text)
     if found is None:
         return lang
-    if lang is None or (found != lang and prob >= LANG_OVERRIDE_PROB):
+    if lang is None:
+        return found if prob >= LANG_GUESS_PROB else None
+    if found != lang and prob >= LANG_OVERRIDE_PROB:
         return found
     return lang
 

@@ -51,7 +51,7 @@ from websift.indexer import bm25f
 from websift.indexer.analysis import Analyzer
 from websift.indexer.errors import IndexCorrupt
 from websift.indexer.fragments import StoredFragments, read_fragments
-from websift.indexer.languages import analysis_language, query_language
+from websift.indexer.languages import ENGLISH, analysis_language, query_language
 from websift.indexer.liveness import Shard, shard_live_masks
 from websift.indexer.manifest import Manifest, read_manifest, verify_segment
 from websift.indexer.manifest import current_generation as _manifest_generation
@@ -220,8 +220,13 @@ class Searcher:
         # The languages queries are told apart by: those of at least LANG_MIN_SHARE of the
         # pages (a page or two identified as another language does not make the index
         # multilingual).
+        # Pages of unknown language are analysed as English (languages.analysis_language), so
+        # they count as English here: a query is then also searched in English's forms.
         least = max(1.0, LANG_MIN_SHARE * sum(self.index_langs.values()))
-        self.query_langs = {k: n for k, n in self.index_langs.items() if k and n >= least}
+        analysed: dict[str, int] = {}
+        for lang, n in self.index_langs.items():
+            analysed[lang or ENGLISH] = analysed.get(lang or ENGLISH, 0) + n
+        self.query_langs = {k: n for k, n in analysed.items() if n >= least}
         self.live = shard_live_masks(self.shards)
         self.removals = removals or RemovalRules()
         self.removed_docs = 0  # live documents the removals take out
@@ -491,9 +496,11 @@ class Searcher:
         searcher and language from the segments' stored heads)."""
         found = self._lang_ids.get(lang)
         if found is None:
+            # English's pages include those of unknown language (analysed as English).
+            match = {lang, "", None} if lang == ENGLISH else {lang}
             ids = [int(seg.doc_ids[o]) for seg in self.segments
-                   if lang in seg.langs() for o in range(len(seg.doc_ids))
-                   if seg.head(o)["lang"] == lang]
+                   if match & set(seg.langs()) for o in range(len(seg.doc_ids))
+                   if seg.head(o)["lang"] in match]
             found = self._lang_ids[lang] = np.array(sorted(ids), dtype=np.int64)
         return found
 

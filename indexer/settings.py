@@ -38,6 +38,11 @@ ANALYZER_VERSION = 4
 LANG_SAMPLE_CHARS = 600
 LANG_MIN_CHARS = 40
 LANG_OVERRIDE_PROB = 0.99
+# A page that declares no language gets the identifier's language only when its probability
+# is at least LANG_GUESS_PROB; below, the page's language is unknown (analysed as English):
+# a list of names or numbers gets no confident guess, and a wrong one would stem it with
+# another language's rules.
+LANG_GUESS_PROB = 0.5
 # A query's own language counts when py3langid, choosing among the index's languages, gives
 # it at least this probability (indexer/languages.py query_language).
 QUERY_LANG_PROB = 0.9

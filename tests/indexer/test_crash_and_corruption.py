@@ -36,9 +36,6 @@ def data(tmp_path: Path) -> DataDir:
     return d
 
 
-@pytest.mark.xfail(reason="since per-language analysis (analyzer 4) the rerun's page 3 ('durian "
-                   "replaces persimmon', no lang attribute) is not found for 'durian': open, "
-                   "see the closing note", strict=False)
 def test_a_run_killed_while_writing_barrels_leaves_the_old_index_serving(data: DataDir) -> None:
     build_data_dir(data.root, {f"{U}/3": page("Page 3", "durian replaces persimmon")})
     env = {**os.environ, KILL_AFTER_BARRELS_ENV: "1"}

@@ -57,6 +57,9 @@ def test_a_page_language_from_its_declaration_or_its_text() -> None:
     assert page_language("en", FRENCH) == "fr"  # a template's lang the text contradicts
     assert page_language("fr", "OK") == "fr"  # too short to judge: the declaration
     assert page_language(None, "OK") is None
+    # Names and numbers give the identifier no confident guess: unknown (English analysis),
+    # not a language picked at 6% (which stemmed them with Finnish rules).
+    assert page_language(None, "persimmon number3 " * 20) is None
 
 
 def test_content_language_meta_is_a_declaration() -> None:
@@ -146,6 +149,22 @@ def test_pages_in_the_query_language_are_preferred(tmp_path: Path) -> None:
     flat = Searcher(s.manifest, s.segments, replace(s.settings, lang_prior=0.0))
     hits = flat.search(IndexQuery("kernel", lang="nl")).hits
     assert hits[0].score == hits[1].score
+
+
+def test_pages_of_unknown_language_are_found_beside_another_language(tmp_path: Path) -> None:
+    # An index of Finnish pages and one page of unknown language (too short to identify,
+    # no declaration: analysed as English).  The query is searched in English's forms too,
+    # so that page is found for its word, not only in the Finnish form of the word.
+    pages = {f"http://f.example/{i}": page("fi", f"Sivu {i}", "Paketit asennetaan ja "
+                                           "poistetaan paketinhallinnalla. Paketti sisältää "
+                                           "tiedostoja, joita järjestelmä tarvitsee.")
+             for i in range(5)}
+    pages["http://f.example/x"] = page(None, "Notes", "durian replaces persimmon")
+    data = build_data_dir(tmp_path / "d", pages)
+    build_index(data, procs=1)
+    s = Searcher.open(data)
+    assert [h.url for h in s.search(IndexQuery("durian")).hits] == ["http://f.example/x"]
+    assert [h.url for h in s.search(IndexQuery("replaces")).hits] == ["http://f.example/x"]
 
 
 def test_a_merge_keeps_each_page_language_and_its_terms(tmp_path: Path) -> None:
