@@ -198,9 +198,12 @@ def _alternates(pq: ParsedQuery, others: Sequence[Analyzer]) -> dict[str, tuple[
     """Each plain or quoted word's terms under the ``others`` analyzers, where they differ
     from the query analyzer's (``Pakete``: ``paket`` in English, ``pak`` in German)."""
     out: dict[str, dict[str, None]] = {}
-    for phrase in [*(p for g in pq.groups for p in g), *pq.required]:
+    plain = [(p, False) for g in pq.groups for p in g]
+    for phrase, quoted in [*plain, *((p, True) for p in pq.required)]:
         for other in others:
-            terms = tuple(other.terms(phrase.text))
+            # The same analysis as the query analyzer's (_phrase): a word's punctuation
+            # ("Temas.") is not a term here either.
+            terms = _phrase(phrase.text, other, quoted=quoted).terms
             if len(terms) != len(phrase.terms):
                 continue
             for mine, theirs in zip(phrase.terms, terms, strict=True):

@@ -121,6 +121,10 @@ def test_search_in_each_language(searcher: Searcher) -> None:
     assert _urls(searcher, "сеть") == _urls(searcher, "сети") == ["ru"]
     assert _urls(searcher, "Paket")[0] == _urls(searcher, "Pakete")[0] == "de"
     assert _urls(searcher, "reseau") == _urls(searcher, "réseaux") == ["fr"]
+    # A word's punctuation ("Pakete." typed as a heading ends) does not keep it from the other
+    # languages' forms.
+    assert _urls(searcher, "Pakete.")[0] == _urls(searcher, "Pakete")[0] == "de"
+    assert _urls(searcher, "réseaux,") == ["fr"]
     # "installation" in English finds the English page's "installed" (Porter: "instal"), not
     # the French page's "installe" (French Snowball: "install"); asked in French, the other.
     assert _urls(searcher, "installation lang:en") == ["en"]
