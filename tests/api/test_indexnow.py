@@ -21,9 +21,11 @@ from testkit.waiting import wait_for
 from testkit.websift_process import REPO, websift_command
 from tests.api.live import live_server
 from websift.core.datadir import DataDir
+from websift.crawler.addresses import AddressRules
+from websift.crawler.indexnow import SubmissionError, check_submission, verify_key
+from websift.crawler.scope import Scope, ScopeConfig
 from websift.store.views import StoreReader
 
-pytestmark = pytest.mark.slow  # a continuous crawl in a child process
 
 WAIT = 60.0
 KEY = "a1b2c3d4e5f6-push-key"
@@ -34,11 +36,14 @@ PER_MINUTE = 5
 def web() -> Iterator[TestWeb]:
     web = TestWeb()
     s = web.add_site("push", "127.0.0.141", "User-agent: *\nDisallow:\n")
+    slow = web.add_site("slow", "127.0.0.142", None, latency=5.0)
     with web:
         s.page("/", html("home", '<p>home</p><a href="/a">a</a>'))
         s.page("/a", html("a", f"<p>{words(40)}</p>"))
         s.page("/new", html("new", f"<p>{words(50)}</p>"))  # linked from nowhere
         s.page(f"/{KEY}.txt", Answer(body=KEY.encode() + b"\n", content_type="text/plain"))
+        slow.page(f"/{KEY}.txt", Answer(body=KEY.encode(), content_type="text/plain"))
+        s.page("/big.txt", Answer(body=KEY.encode() + b" " * 4000, content_type="text/plain"))
         s.page("/wrong.txt", Answer(body=b"not-the-key", content_type="text/plain"))
         yield web
 
@@ -52,6 +57,7 @@ def pushes_in(data: Path) -> tuple[int, int]:
         return store.push_counts()
 
 
+@pytest.mark.slow  # a continuous crawl in a child process
 def test_a_verified_push_is_fetched_promptly_and_bad_ones_are_refused(
     web: TestWeb, tmp_path: Path
 ) -> None:
@@ -120,3 +126,36 @@ def test_a_verified_push_is_fetched_promptly_and_bad_ones_are_refused(
     counts = json.loads(row[3])["counts"]
     assert counts["pushes/taken"] == 3
     assert counts["pushes/new"] == 1 and counts["pushes/refresh"] >= 1
+
+
+def test_key_files_are_fetched_under_the_crawls_address_rules_and_capped(web: TestWeb) -> None:
+    s = web.sites["push"]
+    loopback = AddressRules(allow_private=True)
+    assert verify_key(s.url(f"/{KEY}.txt"), KEY, loopback, 5.0) is None
+    refused = verify_key(s.url(f"/{KEY}.txt"), KEY, AddressRules(), 5.0)
+    assert refused is not None and "loopback" in refused  # a public-only crawl's rules
+    big = verify_key(s.url("/big.txt"), KEY, loopback, 5.0)
+    assert big is not None and "over 1024 bytes" in big
+    missing = verify_key(s.url("/nothing.txt"), KEY, loopback, 5.0)
+    assert missing is not None and "HTTP 404" in missing
+    started = time.monotonic()
+    late = verify_key(web.sites["slow"].url(f"/{KEY}.txt"), KEY, loopback, 0.3)
+    assert late is not None and "timed out" in late and time.monotonic() - started < 3.0
+
+
+def test_submissions_keep_in_scope_urls_of_the_host_and_refuse_the_rest() -> None:
+    scope = Scope(ScopeConfig(fences=("/private/",)))
+    sub = check_submission("Example.org", KEY, None, ["https://example.org/a#x",
+                                                      "https://example.org/private/b"], scope)
+    assert sub.urls == ["https://example.org/a"] and sub.key_url == f"https://example.org/{KEY}.txt"
+    assert sub.refused == [("https://example.org/private/b", "fence")]
+    for host, key, where, urls, kind in (
+        ("example.org", "short", None, ["https://example.org/"], "bad_request"),
+        ("example.org", KEY, None, [], "bad_request"),
+        ("example.org", KEY, None, ["https://sub.example.org/"], "wrong_host"),
+        ("example.org", KEY, None, ["https://example.org/", "http://example.org/"], "wrong_host"),
+        ("example.org", KEY, "https://evil.test/k.txt", ["https://example.org/"], "wrong_host"),
+    ):
+        with pytest.raises(SubmissionError) as err:
+            check_submission(host, key, where, urls, scope)
+        assert err.value.kind == kind, (host, key, where, urls)
