@@ -26,7 +26,6 @@ from websift.crawler.indexnow import SubmissionError, check_submission, verify_k
 from websift.crawler.scope import Scope, ScopeConfig
 from websift.store.views import StoreReader
 
-
 WAIT = 60.0
 KEY = "a1b2c3d4e5f6-push-key"
 PER_MINUTE = 5
