@@ -88,6 +88,7 @@ def test_a_verified_push_is_fetched_promptly_and_bad_ones_are_refused(
             wait_for(lambda: bool(fetched(web, "/new")) and len(fetched(web, "/a")) > before,
                      "the crawl to fetch the pushed URLs", WAIT)
             latency = max(fetched(web, "/new")[0], fetched(web, "/a")[-1]) - pushed
+            print(f"pushed URLs fetched {latency:.2f} s after the POST")
             assert latency < 10.0  # seconds: the next commit or idle tick, then the Greedy pick
             wait_for(lambda: pushes_in(data) == (2, 2), "the pushes marked taken", WAIT)
             # 3: another host's URL -> 422; a malformed body -> 400
