@@ -134,14 +134,14 @@ class IndexNow:
             if exc.kind == "wrong_host":
                 raise PushWrongHost(str(exc)) from None
             raise PushBadRequest(str(exc)) from None
+        if not sub.urls:  # before any key fetch: no request goes to a host the crawl skips
+            reasons = ", ".join(sorted({r for _, r in sub.refused}))
+            raise PushWrongHost(f"no URL is in the crawl's scope ({reasons})")
         if not self._key_trusted(sub.key_url, sub.key, now):
             why = verify_key(sub.key_url, sub.key, scope.rules, self.timeout)
             if why is not None:
                 raise PushForbidden(why)
             self._trust_key(sub.key_url, sub.key, now)
-        if not sub.urls:
-            reasons = ", ".join(sorted({r for _, r in sub.refused}))
-            raise PushWrongHost(f"no URL is in the crawl's scope ({reasons})")
         with CrawlStore.open(data.store_path) as store:
             store.add_pushes(sub.host, sub.urls)
         with self.lock:
