@@ -46,6 +46,7 @@ from websift.store.schema import (
     META_VIRTUAL,
     MIGRATIONS,
     OUT_OF_SCOPE,
+    PUSHES_KEPT_SECONDS,
     REDIRECT,
     SCHEMA,
     SCHEMA_VERSION,
@@ -199,11 +200,13 @@ class CrawlStore(StoreReader):
 
     def take_pushes(self, ids: list[int]) -> None:
         """Mark pushes as taken by the crawl (inside its batch: they commit with what they
-        did to the frontier)."""
+        did to the frontier); rows taken more than ``PUSHES_KEPT_SECONDS`` ago are deleted."""
         now = time.time()
         with self.transaction():
             self._conn.executemany("UPDATE pushes SET taken=? WHERE id=?",
                                    [(now, i) for i in ids])
+            self._conn.execute("DELETE FROM pushes WHERE taken IS NOT NULL AND taken < ?",
+                               (now - PUSHES_KEPT_SECONDS,))
 
     def undo_removal(self, removal_id: int, who: str) -> tuple[Removal, int]:
         """Put a removal out of force.  The pages it covered get a new ``seq``, so the next

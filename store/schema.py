@@ -55,7 +55,9 @@ CREATE TABLE IF NOT EXISTS removals (
 """
 
 # Site owners' pushes (IndexNow, api/indexnow.py): a verified, in-scope URL the site says changed,
-# waiting for a running crawl to take it (taken: unix time it did; NULL while waiting).
+# waiting for a running crawl to take it (taken: unix time it did; NULL while waiting).  Taken
+# rows are kept PUSHES_KEPT_SECONDS, then deleted by the crawl as it takes new ones.
+PUSHES_KEPT_SECONDS = 7 * 24 * 3600.0
 PUSHES_TABLE = """
 CREATE TABLE IF NOT EXISTS pushes (
     id      INTEGER PRIMARY KEY,
@@ -65,6 +67,7 @@ CREATE TABLE IF NOT EXISTS pushes (
     taken   REAL                        -- unix time a crawl took it; NULL while waiting
 );
 CREATE INDEX IF NOT EXISTS pushes_waiting ON pushes(id) WHERE taken IS NULL;
+CREATE INDEX IF NOT EXISTS pushes_taken ON pushes(taken) WHERE taken IS NOT NULL;
 """
 
 # rel="canonical" (crawler/canonical.py): a fetched page names another URL as its canonical
