@@ -32,6 +32,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from websift.api.errors import describe_validation_errors, error_body, status_of
 from websift.api.fanout import FanOut, check_shard_server, split_shards
+from websift.api.indexnow import IndexNow
 from websift.api.models import error_responses
 from websift.api.prometheus import RequestMetrics, SearchTimer
 from websift.api.request_limits import BodyLimit
@@ -40,6 +41,7 @@ from websift.api.retrieval import LocalSearch, Outcome
 from websift.api.routes import (
     docs,
     front,
+    indexnow,
     metrics,
     pages,
     recrawl,
@@ -123,6 +125,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         holder, settings, app.state.result_cache, app.state.search_limiter)
     # GET /search timed into a latency histogram, served by /metrics
     app.state.search_metrics = RequestMetrics()
+    # site owners' pushes (IndexNow): per-host rate windows and verified keys of this process
+    app.state.indexnow = IndexNow(settings)
     app.add_middleware(SearchTimer, metrics=app.state.search_metrics)
     # outermost: a body over the cap is refused before any route reads it
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
@@ -142,6 +146,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.include_router(pages.build_router(settings))
         app.include_router(topics.build_router())
         app.include_router(removals.build_router())
+        app.include_router(indexnow.build_router(app.state.indexnow))
         app.include_router(recrawl.build_router(settings))
         app.include_router(stats.build_router())
         app.include_router(metrics.build_router())

@@ -28,6 +28,7 @@ _ERROR_MEANINGS = {
     409: "the removal was already undone",
     413: "the request body is over the server's limit (max_body_bytes)",
     422: "a parameter breaks a rule or a cap",
+    429: "too many requests (IndexNow: submissions a minute for one host)",
     503: "no index yet, or the data directory is unreadable",
 }
 
@@ -281,6 +282,10 @@ class Stats(BaseModel):
     )
     last_rank: dict[str, Any] | None
     reloads: int = Field(description="snapshots swapped in since the server started")
+    indexnow: dict[str, int] = Field(
+        default_factory=dict, description="site owners' pushes (POST /indexnow) answered by this "
+        "process, by outcome (accepted, bad_request, forbidden, wrong_host, rate_limited), URLs "
+        "it wrote; pushes in the crawl store (stored) and those a crawl took (taken)")
     reload_failures: dict[str, int] = Field(
         description="newer generations that could not be opened yet, by error"
     )

@@ -107,6 +107,12 @@ class Settings(BaseSettings):
     # An idle keep-alive connection is closed after this many seconds (uvicorn's
     # timeout_keep_alive).
     keep_alive_timeout_s: int = Field(default=5, ge=1)
+    # Site owners' pushes (POST /indexnow; api/indexnow.py): submissions per host per minute
+    # (past it: 429), how long a verified key is trusted without fetching its file again, and
+    # the whole time a key file fetch may take.
+    indexnow_per_minute: int = Field(default=60, ge=1)
+    indexnow_key_ttl_s: float = Field(default=600.0, ge=0)
+    indexnow_key_timeout_s: float = Field(default=5.0, gt=0)
 
     @property
     def max_query_chars(self) -> int:

@@ -44,6 +44,7 @@ from websift.crawler.groupcommit import GroupCommit
 from websift.crawler.meta import FetchMeta
 from websift.crawler.pipeline import Fetched, PageRecorder
 from websift.crawler.politeness import HostSlot, Politeness, parse_retry_after
+from websift.crawler.pushes import Pushes
 from websift.crawler.robots import ROBOTS_PATH
 from websift.crawler.robots_cache import RobotsCache, RobotsState
 from websift.crawler.runs import run_record
@@ -177,6 +178,11 @@ class CrawlSession:
                 )
             else:
                 self.stats["signals/off_shared_frontier"] = 1
+        # site owners' pushes (IndexNow, crawler/pushes.py): with the signals, taken at each
+        # commit and idle tick
+        self.pushes: Pushes | None = None
+        if self.signals is not None and isinstance(self.frontier, Frontier):
+            self.pushes = Pushes(self.frontier, self.recorder, self.store, self.stats)
         self.factory: RequestFactory | None = None
         self.seeds: list[str] = []  # canonical, once add_seeds has run
         self.robots_failures: dict[int, str] = {}  # host ID: why its robots.txt was not had
@@ -204,6 +210,8 @@ class CrawlSession:
         # the operator's removals: read now and again after every commit (crawler/scope.py)
         self.reload_removals()
         self.batch.after_commit.append(self.reload_removals)
+        if self.pushes is not None:
+            self.batch.after_commit.append(self.take_pushes)
         self.closed = False
         # why Scrapy could not be used (e.g. a missing internal), raised once Scrapy has stopped
         self.start_refused: WebsiftError | None = None
@@ -234,6 +242,11 @@ class CrawlSession:
             self.scope.removals = rules
             self.recorder.forget_verdicts()
             self.stats["removals/reloads"] += 1
+
+    def take_pushes(self) -> None:
+        """Take the site owners' pushes waiting in the store (crawler/pushes.py)."""
+        if self.pushes is not None:
+            self.pushes.take()
 
     def _settle_addresses(self) -> None:
         """Take the DNS threads' answers: links parked for a host enter the frontier or are
@@ -767,7 +780,8 @@ class CrawlSession:
 
     def signal_figures(self) -> dict[str, Any]:
         """Sitemaps, feeds and lastmod figures of the run (counters and per-host trust)."""
-        prefixes = ("sitemaps/", "feeds/", "lastmod/", "fetch/sitemap", "fetch/feed", "signals/")
+        prefixes = ("sitemaps/", "feeds/", "lastmod/", "fetch/sitemap", "fetch/feed", "signals/",
+                    "pushes/")
         counts = {k: v for k, v in sorted(self.stats.items()) if k.startswith(prefixes)}
         if self.signals is None:
             return {"on": False, "counts": counts}
@@ -793,6 +807,7 @@ class CrawlSession:
                 self.batch.commit()  # writes the figures (before_commit), then reloads removals
             elif self.clock() - self.live_at >= S.LIVE_EVERY:
                 self.reload_removals()  # a crawl that waits takes them too
+                self.take_pushes()
                 self.publish_live()
 
     def summary(self, reason: str) -> dict[str, Any]:

@@ -141,6 +141,10 @@ SITEMAP_INTERVAL = 6 * 3600.0  # a sitemap is read again (conditional GET) this 
 LASTMOD_GRANT = 2.0
 # A feed's new item enters the frontier with FEED_ITEM_GRANT times a live page's mean cash.
 FEED_ITEM_GRANT = 4.0
+# A site owner's pushed URL (IndexNow; crawler/pushes.py) gets PUSH_GRANT times a live page's
+# mean cash and, when read before, its refetch wait cancelled; PUSH_BATCH pushes per read.
+PUSH_GRANT = 4.0
+PUSH_BATCH = 1000
 # The virtual page may advance grants up to this much cash (it goes below 0 and its next
 # payouts are smaller by as much: Lemma 2.2 holds throughout).
 SIGNAL_ADVANCE_LIMIT = 0.05

@@ -171,6 +171,24 @@ class StoreReader:
             f"SELECT {REMOVAL_COLUMNS} FROM removals{where} ORDER BY id").fetchall()
         return [removal_of(r) for r in rows]
 
+    def waiting_pushes(self, limit: int) -> list[tuple[int, str]]:
+        """Site owners' pushes no crawl took yet, oldest first: (ID, canonical URL); none
+        before schema 5."""
+        if self.schema_version < 5:
+            return []
+        rows = self._conn.execute(
+            "SELECT id, url FROM pushes WHERE taken IS NULL ORDER BY id LIMIT ?", (limit,)
+        ).fetchall()
+        return [(int(i), str(u)) for i, u in rows]
+
+    def push_counts(self) -> tuple[int, int]:
+        """(pushes recorded, pushes a crawl took)."""
+        if self.schema_version < 5:
+            return 0, 0
+        total, taken = self._conn.execute(
+            "SELECT COUNT(*), COUNT(taken) FROM pushes").fetchone()
+        return int(total), int(taken)
+
     def removal(self, removal_id: int) -> Removal | None:
         if self.schema_version < 3 or not 0 < removal_id < 1 << 63:  # SQLite's INTEGER
             return None

@@ -122,6 +122,12 @@ def build_router() -> APIRouter:
         out = Exposition()
         _crawl_metrics(out, _live_run(data))
         _serving_metrics(out, request, holder, cache)
+        pushes = request.app.state.indexnow.figures()
+        out.counter("websift_indexnow_submissions_total",
+                    "Site owners' pushes (POST/GET /indexnow) answered, by outcome",
+                    [({"outcome": k}, float(v)) for k, v in pushes.items() if k != "urls"])
+        out.counter("websift_indexnow_urls_total", "Pushed URLs written to the crawl store",
+                    [({}, float(pushes["urls"]))])
         return PlainTextResponse(out.render(), media_type=CONTENT_TYPE)
 
     return router

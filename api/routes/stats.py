@@ -156,6 +156,8 @@ def build_router() -> APIRouter:
             result_cache=asdict(cache.stats()),
             search_caches={name: asdict(c.stats()) for name, c in searcher.caches().items()},
             frontier=frontier,
+            indexnow={**request.app.state.indexnow.figures(),
+                      **dict(zip(("stored", "taken"), store.push_counts(), strict=True))},
         )
 
     @router.get(
