@@ -178,10 +178,11 @@ class CrawlSession:
                 )
             else:
                 self.stats["signals/off_shared_frontier"] = 1
-        # site owners' pushes (IndexNow, crawler/pushes.py): with the signals, taken at each
-        # commit and idle tick
+        # site owners' pushes (IndexNow, crawler/pushes.py): taken at each commit and idle tick
+        # by a crawl on the embedded frontier, with or without the other signals (a shared
+        # frontier's pushes wait in the store)
         self.pushes: Pushes | None = None
-        if self.signals is not None and isinstance(self.frontier, Frontier):
+        if config.kind == KIND_CRAWL and isinstance(self.frontier, Frontier):
             self.pushes = Pushes(self.frontier, self.recorder, self.store, self.stats)
         self.factory: RequestFactory | None = None
         self.seeds: list[str] = []  # canonical, once add_seeds has run

@@ -139,6 +139,15 @@ SITEMAP_INTERVAL = 6 * 3600.0  # a sitemap is read again (conditional GET) this 
 # page's mean cash (1 / live pages) from the virtual page.  trust: the host's share of
 # lastmod-driven refetches that found the page changed, Beta(1, 1) prior ((changed+1)/(n+2)).
 LASTMOD_GRANT = 2.0
+# A read page whose sitemap lastmod is not after its last fetch waits (1 + LASTMOD_UNCHANGED_
+# STRETCH * trust) times its refetch interval (Frontier.defer): the site's word that it did not
+# change stands for a refetch, as long as the host's lastmod is trusted.
+LASTMOD_UNCHANGED_STRETCH = 3.0
+# A host's lastmod is on probation for its first LASTMOD_PROBES checks (at most that many
+# lastmod-driven refetches pending at once); past them, a trust under LASTMOD_MIN_TRUST allows
+# one pending at a time (a lying host costs one wasted fetch per refetch, and can win trust back).
+LASTMOD_PROBES = 4
+LASTMOD_MIN_TRUST = 0.5
 # A feed's new item enters the frontier with FEED_ITEM_GRANT times a live page's mean cash.
 FEED_ITEM_GRANT = 4.0
 # A site owner's pushed URL (IndexNow; crawler/pushes.py) gets PUSH_GRANT times a live page's

@@ -108,6 +108,8 @@ class Signals:
         self.trust_dirty: set[int] = set()
         recorder.batch.before_commit.append(self.flush)
         self.hinted: dict[int, int] = {}  # page -> host, a lastmod-driven refetch pending
+        self.pending: Counter[int] = Counter()  # host -> its pages in ``hinted``
+        self.deferred: dict[int, int] = {}  # page -> host, its lastmod vouched for no change
         recorder.refetched = self.refetched
         recorder.found_feeds = self.found_feeds
         # rel="canonical" (crawler/canonical.py): variants are retired, links to them pay
@@ -274,7 +276,8 @@ class Signals:
         return url
 
     def _listed(self, url: str, lastmod: float | None, host_id: int) -> None:
-        """A sitemap lists ``url``: discovered; a lastmod after its last fetch is evidence."""
+        """A sitemap lists ``url``: discovered; a lastmod after its last fetch is evidence of
+        change (``_hint``), one not after it evidence of none (``Frontier.defer``)."""
         uid, entered = self.recorder.discover(url, 1, follow=True)
         self.stats["sitemaps/urls"] += 1
         if entered:
@@ -283,26 +286,53 @@ class Signals:
         if lastmod is None or uid in self.hinted or not self.frontier.was_read(uid):
             return
         page = self.store.page(uid)
-        if page is None or page.fetched_at is None or lastmod <= page.fetched_at:
-            return
-        trust = self.trust.setdefault(host_id, Trust()).value
-        self.frontier.hasten(uid, trust)
-        self.frontier.grant(uid, S.LASTMOD_GRANT * trust)
-        self.hinted[uid] = host_id
-        self.stats["lastmod/hints"] += 1
-
-    def refetched(self, uid: int, changed: bool) -> None:
-        """A page was fetched again (the recorder calls this): if lastmod asked for it, the
-        answer is evidence about the host's lastmod."""
-        host_id = self.hinted.pop(uid, None)
-        if host_id is None:
+        if page is None or page.fetched_at is None:
             return
         trust = self.trust.setdefault(host_id, Trust())
+        if lastmod <= page.fetched_at:
+            if self.frontier.defer(uid, S.LASTMOD_UNCHANGED_STRETCH * trust.value):
+                self.stats["lastmod/deferred"] += 1
+            self.deferred[uid] = host_id
+            return
+        if self.pending[host_id] >= self._hint_limit(trust):
+            self.stats["lastmod/hints_held"] += 1
+            return
+        self.frontier.hasten(uid, trust.value)
+        self.frontier.grant(uid, S.LASTMOD_GRANT * trust.value)
+        self.deferred.pop(uid, None)
+        self.hinted[uid] = host_id
+        self.pending[host_id] += 1
+        self.stats["lastmod/hints"] += 1
+
+    @staticmethod
+    def _hint_limit(trust: Trust) -> float:
+        """How many lastmod-driven refetches of a host may be pending: ``LASTMOD_PROBES`` while
+        its lastmod is on probation, one when it has proved wrong, no limit when trusted."""
+        if trust.refetches < S.LASTMOD_PROBES:
+            return S.LASTMOD_PROBES
+        return float("inf") if trust.value >= S.LASTMOD_MIN_TRUST else 1
+
+    def refetched(self, uid: int, changed: bool) -> None:
+        """A page was fetched again (the recorder calls this): if its lastmod asked for it or
+        vouched that it had not changed, the answer is evidence about the host's lastmod (right
+        when a hinted page changed, or a vouched-for page had not)."""
+        host_id = self.hinted.pop(uid, None)
+        right = changed
+        if host_id is not None:
+            self.pending[host_id] -= 1
+            self.stats["lastmod/refetches"] += 1
+            self.stats["lastmod/changed"] += changed
+        else:
+            host_id = self.deferred.pop(uid, None)
+            if host_id is None:
+                return
+            right = not changed
+            self.stats["lastmod/vouched_refetches"] += 1
+            self.stats["lastmod/vouched_changed"] += changed
+        trust = self.trust.setdefault(host_id, Trust())
         trust.refetches += 1
-        trust.changed += changed
+        trust.changed += right
         self.trust_dirty.add(host_id)
-        self.stats["lastmod/refetches"] += 1
-        self.stats["lastmod/changed"] += changed
 
     def _feed(self, src: Source, f: Fetched) -> None:
         try:
