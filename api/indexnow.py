@@ -8,8 +8,8 @@ minute, in this server process; past it 429), checked (crawler/indexnow.py: well
 every URL on the host, 422), its key verified by fetching the key file from the site with the
 crawl's address rules (403 when it is not the key; a verified key is trusted for
 ``indexnow_key_ttl_s``), and its in-scope URLs written to the crawl store's ``pushes`` table
-(202).  A running ``websift crawl --signals`` takes them at its next batch commit or idle tick
-(crawler/pushes.py).  Every outcome is counted (``/stats`` ``indexnow``, ``/metrics``).
+(202).  A running ``websift crawl`` on the embedded frontier takes them at its next batch commit
+or idle tick (crawler/pushes.py).  Every outcome is counted (``/stats`` ``indexnow``, ``/metrics``).
 
 The scope is the newest run's (crawler/runs.py ``stored_scope``) with the removals in force; a
 data directory no crawl ran in has none, and every push to it is 422.

@@ -28,7 +28,7 @@ from websift.core.errors import WebsiftError
 from websift.core.lock import store_writer_lock
 from websift.crawler import frontier_command, robots_command, warc_import
 from websift.crawler import settings as S
-from websift.crawler.errors import FrontierLost, ScopeError
+from websift.crawler.errors import FrontierError, FrontierLost, ScopeError
 from websift.crawler.recrawl import recrawl_schedule
 from websift.crawler.runs import FORCED_STOP, stored_scope
 from websift.crawler.scope import UNRESOLVABLE, Scope, ScopeConfig
@@ -136,12 +136,13 @@ def _register_crawl(sub: argparse._SubParsersAction) -> None:  # type: ignore[ty
     p.add_argument("--min-refetch-interval", type=seconds(), default=S.MIN_REFETCH_INTERVAL,
                    metavar="T", help="least time between two fetches of one page: seconds, or "
                    "30m, 2h, 1d")
-    p.add_argument("--signals", action="store_true",
+    p.add_argument("--signals", action=argparse.BooleanOptionalAction, default=None,
                    help="use the sites' own signals: read sitemaps (robots.txt Sitemap: lines "
                    "and /sitemap.xml) and RSS/Atom feeds; a lastmod newer than a page's fetch "
-                   "and a feed's new items move those pages up the schedule; a same-site "
-                   "rel=canonical makes a page a variant, indexed under its canonical URL "
-                   "(embedded frontier only)")
+                   "and a feed's new items move those pages up the schedule, a trusted lastmod "
+                   "that did not move puts the refetch off; a same-site rel=canonical makes a "
+                   "page a variant, indexed under its canonical URL. Default: on with the "
+                   "embedded frontier, off with --frontier (which refuses --signals)")
     p.add_argument("--sitemap-interval", type=seconds(strict=True), default=S.SITEMAP_INTERVAL,
                    metavar="T", help="with --signals: how often a sitemap is read again")
     p.add_argument("--feed-min-interval", type=seconds(strict=True),
@@ -269,6 +270,17 @@ def _finish(summary: dict[str, object], quiet: bool) -> int:
     return EXIT_FORCED if summary.get("finish_reason") == FORCED_STOP else 0
 
 
+def _signals(args: argparse.Namespace) -> bool:
+    """--signals / --no-signals, or the default: on unless the frontier is shared (a shared
+    frontier takes no evidence: crawler/signals.py)."""
+    shared = getattr(args, "frontier", None) is not None
+    wanted: bool | None = getattr(args, "signals", None)
+    if wanted and shared:
+        raise FrontierError("--signals needs the embedded frontier: a shared --frontier takes "
+                            "no sitemap, feed or lastmod evidence (drop --signals)")
+    return not shared if wanted is None else wanted
+
+
 def crawl_config(args: argparse.Namespace, scope: ScopeConfig) -> CrawlConfig:
     """The crawl's settings from its command line (every issue-10 option included)."""
     max_pages = args.max_pages
@@ -293,7 +305,7 @@ def crawl_config(args: argparse.Namespace, scope: ScopeConfig) -> CrawlConfig:
         frontier=getattr(args, "frontier", None),
         frontier_lease=getattr(args, "frontier_lease", S.FRONTIER_LEASE_TTL),
         frontier_hosts=getattr(args, "frontier_hosts", S.FRONTIER_MAX_HOSTS),
-        signals=args.signals,
+        signals=_signals(args),
         sitemap_interval=args.sitemap_interval,
         feed_min_interval=args.feed_min_interval,
         feed_max_interval=args.feed_max_interval,
@@ -304,6 +316,7 @@ def crawl_command(args: argparse.Namespace) -> int:
     from websift.crawler.runner import run_crawl
 
     args.seeds = [seed_with_scheme(s) for s in args.seeds]
+    _signals(args)  # --signals with a shared frontier: refused before anything is made
     unresolvable: dict[str, str] = {}
     scope: ScopeConfig | None = None
     if args.seeds:

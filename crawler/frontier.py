@@ -528,21 +528,21 @@ class Frontier:
     def defer(self, uid: int, factor: float) -> bool:
         """A read page its site says has not changed since its last fetch (a trusted sitemap's
         lastmod that did not move) waits ``1 + factor`` times its refetch interval, now and
-        after its next fetches, until ``hasten`` (the lastmod moved) or a refetch that finds it
-        changed ends that.  As Nutch's adaptive fetch schedule lengthens the interval of a page
-        seen unchanged, on the site's word instead of a wasted fetch.  Returns True when its
-        due time moved."""
-        if (not self.is_known(uid) or self.explicit is not None or factor <= 0
+        after its next fetches, until ``hasten`` (the lastmod moved), a refetch that finds it
+        changed, or ``factor`` 0 ends that.  As Nutch's adaptive fetch schedule lengthens the
+        interval of a page seen unchanged, on the site's word instead of a wasted fetch.
+        Returns True when the page is waiting (its due time follows the factor)."""
+        if (not self.is_known(uid) or self.explicit is not None
                 or not math.isfinite(self.min_refetch_interval)):
             return False
-        old = self.deferred.get(uid, 0.0)
-        if factor <= old:
-            return False
-        self.deferred[uid] = factor
+        old = self.deferred.pop(uid, 0.0)
+        if factor > 0:
+            self.deferred[uid] = factor
         if self.where[uid] != WAITING:
             return False
-        plain = self._interval(uid) / (1.0 + factor)
-        self._wait(uid, float(self.due[uid]) + plain * (factor - old))
+        if factor != old:
+            plain = self._interval(uid) / (1.0 + max(0.0, factor))
+            self._wait(uid, float(self.due[uid]) + plain * (max(0.0, factor) - old))
         return True
 
     # ------------------------------------------------------------------ selection (sec. 3.1)

@@ -15,8 +15,8 @@ opic-adaptive-online-page-importance.txt, section 3.3, cash "taken from the virt
 
 The crawl reads the waiting pushes after each batch commit and at each idle tick (about every
 ``LIVE_EVERY`` seconds), at most ``PUSH_BATCH`` at a time, and marks them taken in the same
-transaction as what they did to the frontier.  Only the embedded frontier of ``--signals``
-takes them (pushes wait in the store otherwise).
+transaction as what they did to the frontier.  Every crawl on the embedded frontier takes them,
+with or without the other signals (with a shared frontier they wait in the store).
 """
 
 from __future__ import annotations

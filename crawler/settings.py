@@ -143,9 +143,10 @@ LASTMOD_GRANT = 2.0
 # STRETCH * trust) times its refetch interval (Frontier.defer): the site's word that it did not
 # change stands for a refetch, as long as the host's lastmod is trusted.
 LASTMOD_UNCHANGED_STRETCH = 3.0
-# A host's lastmod is on probation for its first LASTMOD_PROBES checks (at most that many
-# lastmod-driven refetches pending at once); past them, a trust under LASTMOD_MIN_TRUST allows
-# one pending at a time (a lying host costs one wasted fetch per refetch, and can win trust back).
+# A host's lastmod is on probation for its first LASTMOD_PROBES checks (one read of its sitemap
+# asks for at most that many lastmod-driven refetches); past them, a trust under
+# LASTMOD_MIN_TRUST allows one per read (a lying host costs at most one wasted fetch per sitemap
+# read, and can win its trust back).
 LASTMOD_PROBES = 4
 LASTMOD_MIN_TRUST = 0.5
 # A feed's new item enters the frontier with FEED_ITEM_GRANT times a live page's mean cash.

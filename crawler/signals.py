@@ -13,9 +13,17 @@ and due times, never a queue of its own:
 - **lastmod after the page's last fetch** is evidence of change: the page's remaining refetch
   wait shrinks by the host's *trust* (``Frontier.hasten``), and it gets ``LASTMOD_GRANT *
   trust`` times a live page's mean cash from the virtual page (``Frontier.grant``, section 3.3:
-  extra cash "taken from the virtual page").  trust is the share of the host's lastmod-driven
-  refetches that found the page changed (its content hash or a 304), with a Beta(1, 1) prior:
-  ``(changed + 1) / (refetches + 2)``, so a host whose lastmod lies loses its say;
+  extra cash "taken from the virtual page").  trust is the share of the host's lastmod checks
+  that found it right -- a lastmod-driven refetch that found the page changed (its content hash;
+  a 304 or the same bytes is unchanged), or a refetch of a page whose lastmod had not moved that
+  found it unchanged -- with a Beta(1, 1) prior: ``(right + 1) / (checks + 2)`` (stored as
+  ``changed`` / ``refetches``), so a host whose lastmod lies loses its say.  While a host is on
+  probation (``LASTMOD_PROBES`` checks) one read of its sitemap asks for at most that many
+  refetches, and once it proved wrong for one, so a lying host wastes at most one fetch a read;
+- **lastmod not after the page's last fetch** is evidence of no change: the page waits
+  ``1 + LASTMOD_UNCHANGED_STRETCH * trust`` times its refetch interval (``Frontier.defer``, as
+  Nutch's adaptive fetch schedule lengthens the interval of a page seen unchanged), until the
+  lastmod moves or a refetch finds it changed;
 - **a feed's new items** get ``FEED_ITEM_GRANT`` times a live page's mean cash at once, so the
   Greedy pick reaches them within a politeness delay or two; the feed itself is read again on
   an adaptive interval (halved after new items, doubled after none, within
@@ -71,7 +79,8 @@ class Source:
 
 @dataclass
 class Trust:
-    """How often a host's lastmod was right: refetches it caused, and how many found change."""
+    """How often a host's lastmod was right: checks (``refetches``) and right ones (``changed``,
+    the column's name: a hinted refetch found change, or a vouched-for one found none)."""
 
     refetches: int = 0
     changed: int = 0
@@ -108,7 +117,7 @@ class Signals:
         self.trust_dirty: set[int] = set()
         recorder.batch.before_commit.append(self.flush)
         self.hinted: dict[int, int] = {}  # page -> host, a lastmod-driven refetch pending
-        self.pending: Counter[int] = Counter()  # host -> its pages in ``hinted``
+        self.read_hints: Counter[int] = Counter()  # host -> hints of the sitemap being read
         self.deferred: dict[int, int] = {}  # page -> host, its lastmod vouched for no change
         recorder.refetched = self.refetched
         recorder.found_feeds = self.found_feeds
@@ -256,6 +265,7 @@ class Signals:
                 if child is not None:
                     self.add(child, SITEMAP, src.host_id, from_robots=src.from_robots)
         else:
+            self.read_hints.clear()
             with self.recorder.batch.step():
                 for entry in sitemap.entries:
                     url = self._in_scope(src, entry.loc)
@@ -291,23 +301,25 @@ class Signals:
         trust = self.trust.setdefault(host_id, Trust())
         if lastmod <= page.fetched_at:
             if self.frontier.defer(uid, S.LASTMOD_UNCHANGED_STRETCH * trust.value):
+                self.deferred[uid] = host_id  # its next refetch checks the host's word
                 self.stats["lastmod/deferred"] += 1
-            self.deferred[uid] = host_id
             return
-        if self.pending[host_id] >= self._hint_limit(trust):
+        self.deferred.pop(uid, None)
+        self.frontier.defer(uid, 0.0)  # the site says it changed: no longer deferred
+        if self.read_hints[host_id] >= self._hint_limit(trust):
             self.stats["lastmod/hints_held"] += 1
             return
+        self.read_hints[host_id] += 1
         self.frontier.hasten(uid, trust.value)
         self.frontier.grant(uid, S.LASTMOD_GRANT * trust.value)
-        self.deferred.pop(uid, None)
         self.hinted[uid] = host_id
-        self.pending[host_id] += 1
         self.stats["lastmod/hints"] += 1
 
     @staticmethod
     def _hint_limit(trust: Trust) -> float:
-        """How many lastmod-driven refetches of a host may be pending: ``LASTMOD_PROBES`` while
-        its lastmod is on probation, one when it has proved wrong, no limit when trusted."""
+        """How many lastmod-driven refetches one read of a host's sitemap may ask for:
+        ``LASTMOD_PROBES`` while its lastmod is on probation, one when it has proved wrong, no
+        limit when trusted."""
         if trust.refetches < S.LASTMOD_PROBES:
             return S.LASTMOD_PROBES
         return float("inf") if trust.value >= S.LASTMOD_MIN_TRUST else 1
@@ -319,7 +331,6 @@ class Signals:
         host_id = self.hinted.pop(uid, None)
         right = changed
         if host_id is not None:
-            self.pending[host_id] -= 1
             self.stats["lastmod/refetches"] += 1
             self.stats["lastmod/changed"] += changed
         else:

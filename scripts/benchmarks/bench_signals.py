@@ -34,7 +34,7 @@ import numpy as np
 
 from scripts.benchmarks.crawl_scale import Hit, Nginx, find_nginx
 from testkit.genweb import WebParams, ensure_web
-from testkit.signalweb import FEED, NEITHER, TRUTHFUL, Change, SignalWeb
+from testkit.signalweb import FEED, LYING, NEITHER, TRUTHFUL, Change, SignalWeb
 from websift.core.datadir import DataDir
 from websift.store.views import StoreReader
 
@@ -53,7 +53,7 @@ def crawl(seeds: list[str], data: Path, duration: float, signals: bool,
     cmd = [sys.executable, "-m", "websift", "crawl", *seeds, "--data", str(data),
            "--allow-private", "--continuous", "--duration", f"{duration:g}", "--delay",
            f"{DELAY:g}", "--min-refetch-interval", f"{MIN_REFETCH:g}", "--quiet",
-           *(SIGNAL_FLAGS if signals else [])]
+           *(SIGNAL_FLAGS if signals else ["--no-signals"])]
     changes: list[Change] = []
     stop = threading.Event()
 
@@ -91,8 +91,10 @@ def delays(changes: list[Change], hits: list[Hit], web_address: list[str], end: 
     return out
 
 
-def unchanged_share(changes: list[Change], hits: list[Hit], web_address: list[str]) -> float:
-    """Refetches of regular and news pages that came with no change since the last fetch."""
+def unchanged_share(changes: list[Change], hits: list[Hit], web_address: list[str],
+                    only: set[str] | None = None) -> float:
+    """Refetches of regular and news pages that came with no change since the last fetch (of
+    the hosts at addresses ``only``, or all)."""
     changed: dict[tuple[str, str], list[float]] = {}
     for c in changes:
         changed.setdefault((web_address[c.host], c.path), []).append(c.at)
@@ -100,6 +102,8 @@ def unchanged_share(changes: list[Change], hits: list[Hit], web_address: list[st
     refetches = unchanged = 0
     for h in hits:
         if not (h.uri.startswith(("/p/", "/news/")) and h.status in (200, 304)):
+            continue
+        if only is not None and h.address not in only:
             continue
         key = (h.address, h.uri)
         if key in last:
@@ -136,6 +140,11 @@ def run(args: argparse.Namespace, signals: bool, base: Path) -> dict[str, Any]:
         d = delays(changes, hits, addresses, end, kind)
         out[kind] = (pct(d, 50), pct(d, 95), len(d))
     out["unchanged"] = unchanged_share(changes, hits, addresses)
+    for role in (TRUTHFUL, LYING, NEITHER):
+        only = {a for h, a in enumerate(addresses) if world.role(h) == role}
+        out[f"unchanged {role}"] = unchanged_share(changes, hits, addresses, only)
+    out["pages"] = len({(h.address, h.uri) for h in hits if h.uri.startswith(("/p/", "/news/"))
+                        and h.status == 200})
     out["variants"] = variants_indexed(data)
     return out
 
@@ -160,12 +169,15 @@ def main() -> int:
     print(f"{args.pages} pages, {args.hosts} hosts, {args.duration:g} s continuous crawl each, "
           f"delay {DELAY:g} s, min refetch {MIN_REFETCH:g} s, a change every {EVERY:g} s "
           f"after {WARMUP:g} s")
-    print("| crawl | fetches | truthful sitemap p50 / p95 s (n) | feed item p50 / p95 s (n) | "
-          "neither p50 / p95 s (n) | refetches unchanged | variants fetched / indexed |")
-    print("|---|---|---|---|---|---|---|")
+    print("| crawl | fetches | pages fetched | truthful sitemap p50 / p95 s (n) | feed item "
+          "p50 / p95 s (n) | neither p50 / p95 s (n) | refetches unchanged: all / truthful / "
+          "lying / no sitemap | variants fetched / indexed |")
+    print("|---|---|---|---|---|---|---|---|")
     for name, r in results.items():
         cells = [f"{r[k][0]} / {r[k][1]} ({r[k][2]})" for k in (TRUTHFUL, FEED, NEITHER)]
-        print(f"| {name} | {r['fetches']} | {' | '.join(cells)} | {r['unchanged']:.0%} | "
+        wasted = " / ".join(f"{r[k]:.0%}" for k in ("unchanged", f"unchanged {TRUTHFUL}",
+                                                     f"unchanged {LYING}", f"unchanged {NEITHER}"))
+        print(f"| {name} | {r['fetches']} | {r['pages']} | {' | '.join(cells)} | {wasted} | "
               f"{r['variants'][0]} / {r['variants'][1]} |")
     return 0
 

@@ -1,8 +1,9 @@
 """Site owners' pushes (IndexNow): ``POST/GET /indexnow`` on a real server (uvicorn on loopback)
-over the data directory of a real ``websift crawl --signals --continuous`` process; the key file
-is served by the loopback test site.  A verified push is fetched by the running crawl within
-seconds (a known page again, a new one for the first time); a wrong key, another host's URL, a
-malformed body and a host over its rate are refused, write nothing and are counted."""
+over the data directory of a real ``websift crawl --continuous --no-signals`` process (pushes
+need none of the other signals); the key file is served by the loopback test site.  A verified
+push is fetched by the running crawl within seconds (a known page again, a new one for the first
+time); a wrong key, another host's URL, a malformed body and a host over its rate are refused,
+write nothing and are counted."""
 
 from __future__ import annotations
 
@@ -66,7 +67,7 @@ def test_a_verified_push_is_fetched_promptly_and_bad_ones_are_refused(
     env = {"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"}
     child = subprocess.Popen(
         websift_command("crawl", s.url("/"), "--data", str(data), "--allow-private",
-                        "--delay", "0", "--continuous", "--signals", "--quiet"),
+                        "--delay", "0", "--continuous", "--no-signals", "--quiet"),
         cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         wait_for(lambda: bool(fetched(web, "/a")), "the crawl to fetch /a", WAIT)
