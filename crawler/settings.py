@@ -166,4 +166,4 @@ FEED_MAX_BYTES = 4 * 1024 * 1024  # a larger feed is refused (counted)
 FEED_MAX_ITEMS = 1000  # items read per feed answer
 FEEDS_PER_HOST = 8  # feeds one host may have
 HREFLANG_MAX = 100  # language alternates recorded per page
-SIGNALS = False  # off unless asked for (--signals)
+SIGNALS = False  # CrawlConfig's default; `websift crawl` has them on (embedded frontier)

@@ -12,7 +12,8 @@ change times:
 - time from a page's change to its next fetch, p50 and p95, for pages in a truthful sitemap,
   new feed items, and pages in neither (a change not refetched by the end counts as the time
   left until the end: a lower bound, so a crawl that misses changes is not flattered);
-- the share of refetches that found the page unchanged (no change since its previous fetch);
+- refetches that found the page unchanged (no change since its previous fetch), of all
+  refetches, over all hosts and by host role (truthful sitemap, lying sitemap, none);
 - canonical variants indexed as pages of their own (fetched, not a duplicate) from the store.
 
 Each run gets a fresh copy of the web (the changes rewrite its files).
@@ -92,9 +93,9 @@ def delays(changes: list[Change], hits: list[Hit], web_address: list[str], end: 
 
 
 def unchanged_share(changes: list[Change], hits: list[Hit], web_address: list[str],
-                    only: set[str] | None = None) -> float:
-    """Refetches of regular and news pages that came with no change since the last fetch (of
-    the hosts at addresses ``only``, or all)."""
+                    only: set[str] | None = None) -> tuple[int, int]:
+    """(refetches of regular and news pages that came with no change since the last fetch, all
+    their refetches), of the hosts at addresses ``only``, or of all."""
     changed: dict[tuple[str, str], list[float]] = {}
     for c in changes:
         changed.setdefault((web_address[c.host], c.path), []).append(c.at)
@@ -111,7 +112,7 @@ def unchanged_share(changes: list[Change], hits: list[Hit], web_address: list[st
             if not any(last[key] <= t < h.start for t in changed.get(key, [])):
                 unchanged += 1
         last[key] = h.start
-    return unchanged / refetches if refetches else float("nan")
+    return unchanged, refetches
 
 
 def variants_indexed(data: Path) -> tuple[int, int]:
@@ -170,13 +171,13 @@ def main() -> int:
           f"delay {DELAY:g} s, min refetch {MIN_REFETCH:g} s, a change every {EVERY:g} s "
           f"after {WARMUP:g} s")
     print("| crawl | fetches | pages fetched | truthful sitemap p50 / p95 s (n) | feed item "
-          "p50 / p95 s (n) | neither p50 / p95 s (n) | refetches unchanged: all / truthful / "
-          "lying / no sitemap | variants fetched / indexed |")
+          "p50 / p95 s (n) | neither p50 / p95 s (n) | refetches that found no change, of all: "
+          "all hosts / truthful / lying / no sitemap | variants fetched / indexed |")
     print("|---|---|---|---|---|---|---|---|")
     for name, r in results.items():
         cells = [f"{r[k][0]} / {r[k][1]} ({r[k][2]})" for k in (TRUTHFUL, FEED, NEITHER)]
-        wasted = " / ".join(f"{r[k]:.0%}" for k in ("unchanged", f"unchanged {TRUTHFUL}",
-                                                     f"unchanged {LYING}", f"unchanged {NEITHER}"))
+        wasted = " / ".join(f"{r[k][0]} of {r[k][1]}" for k in (
+            "unchanged", f"unchanged {TRUTHFUL}", f"unchanged {LYING}", f"unchanged {NEITHER}"))
         print(f"| {name} | {r['fetches']} | {r['pages']} | {' | '.join(cells)} | {wasted} | "
               f"{r['variants'][0]} / {r['variants'][1]} |")
     return 0
