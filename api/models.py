@@ -245,7 +245,7 @@ class LiveCrawl(BaseModel):
     )
     virtual_cash: float | None = Field(default=None, description="the OPIC virtual page's cash")
     signals: dict[str, Any] = Field(
-        default_factory=dict, description="the sites' own signals (crawl --signals): on, counts "
+        default_factory=dict, description="the sites' own signals (on by default): on, counts "
         "(sitemaps read and bad by reason, URLs from sitemaps, lastmod hints and refetches, "
         "feeds and new items), sources by kind, and per host (by ID) the lastmod-driven "
         "refetches, how many found the page changed, and the trust in its lastmod"

@@ -5,7 +5,7 @@
 A generated web (testkit/genweb.py) with sitemaps (truthful on some hosts, lying on others),
 feeds and canonical variants (testkit/signalweb.py) is served by nginx (as
 scripts/benchmarks/crawl_scale.py does) and changes at known times while ``websift crawl
---continuous`` runs on it for the same duration, once with ``--signals`` and once without (same
+--continuous`` runs on it for the same duration, once with signals and once ``--no-signals`` (same
 delay, same refetch interval: the same budget).  From nginx's log (the server's view) and the
 change times:
 
