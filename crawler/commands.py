@@ -166,6 +166,16 @@ def _register_crawl(sub: argparse._SubParsersAction) -> None:  # type: ignore[ty
     p.add_argument("--frontier-lease", type=seconds(strict=True), default=S.FRONTIER_LEASE_TTL,
                    metavar="T", help="a shared frontier's host lease: renewed while held; a "
                    "dead crawler's hosts and taken URLs go to the others after this")
+    p.add_argument("--partitioned", default=None, metavar="URL",
+                   help="a partitioned crawl with other crawler processes, coordinated by the "
+                   "Redis at URL (redis://HOST:PORT/DB): hosts fall into --partitions by a hash, "
+                   "each crawler leases some and crawls them with the embedded frontier in its "
+                   "own --data; links and cash for the others go as batches through Redis")
+    p.add_argument("--partitions", type=number(int, low=1), default=S.PARTITIONS, metavar="N",
+                   help="virtual partitions of a partitioned crawl (the same for every crawler)")
+    p.add_argument("--partition-lease", type=seconds(strict=True),
+                   default=S.PARTITION_LEASE_TTL, metavar="T",
+                   help="a partitioned crawl's lease: a dead crawler's partitions move after T")
     p.add_argument("--frontier-hosts", type=number(int, low=1), default=S.FRONTIER_MAX_HOSTS,
                    metavar="N", help="hosts one crawler holds at once on a shared frontier")
     _politeness_args(p)
@@ -293,6 +303,9 @@ def crawl_config(args: argparse.Namespace, scope: ScopeConfig) -> CrawlConfig:
         frontier=getattr(args, "frontier", None),
         frontier_lease=getattr(args, "frontier_lease", S.FRONTIER_LEASE_TTL),
         frontier_hosts=getattr(args, "frontier_hosts", S.FRONTIER_MAX_HOSTS),
+        partitioned=getattr(args, "partitioned", None),
+        partitions=getattr(args, "partitions", S.PARTITIONS),
+        partition_lease=getattr(args, "partition_lease", S.PARTITION_LEASE_TTL),
         signals=args.signals,
         sitemap_interval=args.sitemap_interval,
         feed_min_interval=args.feed_min_interval,

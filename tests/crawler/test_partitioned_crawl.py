@@ -1,0 +1,110 @@
+"""A partitioned crawl (crawler/partitions.py, crawler/mailbox.py): crawler processes leasing
+host partitions in a real redis-server, each with the embedded frontier and its own store,
+exchanging links and cash as batches.  From the servers' logs and the stores: every page is
+fetched once across the crawlers, the union is what one embedded crawl fetches, and the cash
+of the stores plus the transfers in flight is 1."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from testkit.redis_server import RedisServer
+from testkit.testweb import TestWeb, html, words
+from testkit.websift_process import REPO, websift_command
+from websift.core.datadir import DataDir
+from websift.crawler.mailbox import check_cash
+from websift.crawler.partitions import partition_of
+from websift.store.views import StoreReader
+
+pytestmark = [pytest.mark.slow, pytest.mark.redis]
+
+SITES = tuple(f"127.0.0.{n}" for n in range(21, 27))
+PAGES = 8  # per site, besides its home page
+PARTITIONS = 16
+LATENCY = 0.05  # the crawl lasts a few lease renewals: the second crawler joins mid-crawl
+LEASE = "1.5"
+
+
+@pytest.fixture(scope="module")
+def web() -> Iterator[TestWeb]:
+    """Six sites; every page links to the next page of its site and to a page of the next."""
+    w = TestWeb()
+    for n, address in enumerate(SITES):
+        w.add_site(f"s{n}", address, "User-agent: *\nDisallow:\n", latency=LATENCY)
+    with w:
+        for n in range(len(SITES)):
+            site, other = w.sites[f"s{n}"], w.sites[f"s{(n + 1) % len(SITES)}"]
+            site.page("/", html(f"s{n}", f"<p>{words(n)}</p><a href='/p/0'>p0</a>"))
+            for i in range(PAGES):
+                links = (f"<a href='/p/{(i + 1) % PAGES}'>next</a> "
+                         f"<a href='{other.url(f'/p/{(i * 3) % PAGES}')}'>over</a>")
+                site.page(f"/p/{i}", html(f"s{n} p{i}", f"<p>{words(100 * n + i)}</p>{links}"))
+        yield w
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
+    srv = RedisServer(tmp_path_factory.mktemp("redis"))
+    yield srv
+    srv.stop()
+
+
+def crawl(web: TestWeb, data: Path, *extra: str) -> subprocess.Popen[str]:
+    seed = web.sites["s0"].url("/")  # one seed: the others are reached by links across hosts
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    return subprocess.Popen(
+        websift_command("crawl", seed, "--data", str(data), "--allow-private", "--any-domain", "--delay", "0.05",
+                        "--quiet", *extra),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=REPO)
+
+
+def finish(proc: subprocess.Popen[str]) -> None:
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+
+
+def fetched(data: Path) -> list[str]:
+    with StoreReader.open(DataDir.open(data).store_path) as store:
+        return [p.url for p in store.pages() if p.status == "fetched"]
+
+
+def test_two_partitioned_crawlers_fetch_what_one_does_once(
+    web: TestWeb, server: RedisServer, tmp_path: Path
+) -> None:
+    # the hosts fall into more than one partition of two crawlers' halves (else nothing moves)
+    assert len({partition_of(web.sites[f"s{n}"].url("/"), PARTITIONS) % 2
+                for n in range(len(SITES))}) == 2
+    web.clear()
+    finish(crawl(web, tmp_path / "one"))
+    alone = set(fetched(tmp_path / "one"))
+    assert len(alone) == len(SITES) * PAGES + 1  # the other home pages are not linked
+
+    server.client.flushall()
+    web.clear()
+    shards = [tmp_path / "a", tmp_path / "b"]
+    procs = [crawl(web, d, "--partitioned", server.url(), "--partitions", str(PARTITIONS),
+                   "--partition-lease", LEASE)
+             for d in shards]
+    for p in procs:
+        finish(p)
+    counts: Counter[str] = Counter()
+    per_shard = [fetched(d) for d in shards]
+    for urls in per_shard:
+        counts.update(urls)
+    assert max(counts.values()) == 1, [u for u, c in counts.items() if c > 1]
+    assert set(counts) == alone
+    assert all(per_shard), "both crawlers fetched pages"
+    # from the servers' logs: no page requested twice
+    paths = Counter((e.host, e.path) for e in web.entries() if e.path != "/robots.txt")
+    assert max(paths.values()) == 1
+    cash = check_cash(server.url(), [DataDir.open(d).store_path for d in shards])
+    assert cash.batches_in_flight == 0
+    assert cash.total == pytest.approx(1.0, abs=1e-9), cash
+    # Redis holds no URL text once the crawl is over: the streams are empty
+    assert all(server.client.xlen(k) == 0 for k in server.client.scan_iter("wsp:s:*"))
