@@ -298,7 +298,10 @@ class PartitionedFrontier(Frontier):
         if fetched:
             if not self.is_known(uid):
                 self._foreign(uid, host_id, depth, read=True)
-            elif not opic.dead[uid]:
+            elif opic.dead[uid]:  # known as another's: now known as read
+                opic.reads[uid] = max(1, int(opic.reads[uid]))
+                self.dirty.add(uid)
+            else:
                 self._leave(uid, IDLE)
                 opic.reads[uid] = max(1, int(opic.reads[uid]))
                 cash += self._give_cash(uid)
@@ -363,6 +366,15 @@ class PartitionedFrontier(Frontier):
             if nxt in ("0-0", b"0-0"):
                 break
             start = nxt
+        # everything sent before the claim (the former owner's hand-over among it) is applied
+        # before a page of the partition is picked
+        while True:
+            reply = self.client.xreadgroup(GROUP, self.leases.me, {stream: ">"},
+                                           count=READ_COUNT)
+            messages = [(s, i, f) for s, entries in reply or [] for i, f in entries if f]
+            if not messages:
+                break
+            self._apply(messages)
 
     # ------------------------------------------------------------------ rebalancing
     def _rebalance(self) -> None:

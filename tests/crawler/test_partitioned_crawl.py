@@ -16,8 +16,10 @@ import pytest
 
 from testkit.redis_server import RedisServer
 from testkit.testweb import TestWeb, html, words
+from testkit.waiting import wait_for
 from testkit.websift_process import REPO, websift_command
 from websift.core.datadir import DataDir
+from websift.core.errors import StoreError
 from websift.crawler.mailbox import check_cash
 from websift.crawler.partitions import partition_of
 from websift.store.views import StoreReader
@@ -108,3 +110,55 @@ def test_two_partitioned_crawlers_fetch_what_one_does_once(
     assert cash.total == pytest.approx(1.0, abs=1e-9), cash
     # Redis holds no URL text once the crawl is over: the streams are empty
     assert all(server.client.xlen(k) == 0 for k in server.client.scan_iter("wsp:s:*"))
+    # the command-line checker: 1 with every store, not 1 with one missing
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    check = subprocess.run(
+        websift_command("frontier", "check", "--partitioned", server.url(), *map(str, shards)),
+        capture_output=True, text=True, env=env, cwd=REPO, timeout=60)
+    assert check.returncode == 0, check.stderr
+    assert check.stdout.startswith("cash total 1.0000000000")
+    missing = subprocess.run(
+        websift_command("frontier", "check", "--partitioned", server.url(), str(shards[0])),
+        capture_output=True, text=True, env=env, cwd=REPO, timeout=60)
+    assert missing.returncode == 1 and "not 1" in missing.stderr
+
+
+def test_a_killed_crawler_s_partitions_move_to_the_other(
+    web: TestWeb, server: RedisServer, tmp_path: Path
+) -> None:
+    """kill -9 of one crawler mid-crawl: its leases expire, the other takes its partitions
+    (and the batches it had not acknowledged) and crawls the rest to the end."""
+    server.client.flushall()
+    web.clear()
+    for site in web.sites.values():
+        site.latency = 0.3  # a crawl of several seconds: the kill comes mid-crawl
+    try:
+        shards = [tmp_path / "a", tmp_path / "b"]
+        args = ("--partitioned", server.url(), "--partitions", str(PARTITIONS),
+                "--partition-lease", LEASE)
+        victim = crawl(web, shards[0], *args)
+        survivor = crawl(web, shards[1], *args)
+
+        def both_fetching() -> bool:
+            try:
+                return all(len(fetched(d)) >= 3 for d in shards)
+            except StoreError:  # a store not made yet
+                return False
+
+        wait_for(both_fetching, timeout=60, what="both crawlers fetching")
+        holders = {p: server.client.get(f"wsp:lease:{p}") for p in range(PARTITIONS)}
+        victim_parts = {p for p, h in holders.items() if h and f"-{victim.pid}-" in h}
+        victim.kill()
+        victim.wait()
+        finish(survivor)
+    finally:
+        for site in web.sites.values():
+            site.latency = LATENCY
+    survivor_pages = set(fetched(shards[1]))
+    victim_pages = set(fetched(shards[0]))
+    everything = {web.sites["s0"].url("/")} | {
+        web.sites[f"s{n}"].url(f"/p/{i}") for n in range(len(SITES)) for i in range(PAGES)}
+    assert survivor_pages | victim_pages == everything
+    # the survivor crawled hosts of the partitions the victim held when it died
+    assert victim_parts
+    assert {partition_of(u, PARTITIONS) for u in survivor_pages - victim_pages} & victim_parts
