@@ -9,10 +9,12 @@ a *money transfer*, summed per destination with the URL, and sent in batches.
 
 - Outgoing: a read's shares for foreign children (and foreign seeds, with no cash) gather per
   partition; the group commit's ``before_commit`` writes each partition's batch into the store's
-  ``partition_outbox`` in the same transaction as the OPIC state the cash left, and
-  ``after_commit`` sends it as ONE entry (``XADD wsp:s:{partition}``, with ``INCR wsp:sent``
-  in one MULTI) and deletes the outbox row.  A crawler killed between the two resends the
-  outbox at its next start (the owner skips a batch it applied: by batch ID).
+  ``partition_outbox`` in the same transaction as the OPIC state the cash left.  After a commit,
+  once the oldest unsent batch is ``FLUSH_AGE`` old (or the crawler has nothing to fetch), the
+  batches waiting for one partition go as ONE stream entry, summed per URL (``XADD
+  wsp:s:{partition}``, with ``INCRBY wsp:sent`` in one MULTI), and the outbox rows are deleted.
+  A crawler killed between the two resends the outbox at its next start (the owner skips a
+  batch it applied: by batch ID).
 - Incoming: the owner reads its partitions' streams (consumer group ``owner``), applies each
   batch once (URLs stored and frontiered, cash added to the pages) and records the batch ID in
   ``partition_applied`` in the same SQLite transaction, then ``XACK`` + ``XDEL``.
@@ -63,6 +65,8 @@ SENT, APPLIED, IDLE_FLAGS = PREFIX + "sent", PREFIX + "applied", PREFIX + "idle"
 GENESIS, CONFIG = PREFIX + "genesis", PREFIX + "config"
 POLL = 0.1  # seconds between looks at the mailbox while the crawl runs
 READ_COUNT = 64  # batches read per stream per look
+FLUSH_AGE = 1.0  # seconds the oldest unsent batch waits for others to the same partitions
+FLUSH_BATCHES = 256  # or until this many batches wait
 
 Entry = list[Any]  # [url, cash, depth, fetched]
 
@@ -103,6 +107,7 @@ class PartitionedFrontier(Frontier):
         self.host_part: dict[int, int] = {}
         self.out: dict[int, dict[str, Entry]] = {}
         self.unsent: list[tuple[str, int, float, str]] = store.outbox()  # a killed run's
+        self.unsent_since = time.monotonic()
         self.acks: list[tuple[str, str]] = []
         self.told: set[int] = set()  # foreign URLs already sent this run
         self.seq = 0
@@ -244,12 +249,15 @@ class PartitionedFrontier(Frontier):
             body = json.dumps(list(box.values()), separators=(",", ":"))
             cash = math.fsum(e[1] for e in box.values())
             self.store.save_outbox(batch, partition, cash, body)
+            if not self.unsent:
+                self.unsent_since = time.monotonic()
             self.counters.entries_sent += len(box)
             self.unsent.append((batch, partition, cash, body))
         self.out.clear()
 
     def after_commit(self) -> None:
-        if self.unsent:
+        if self.unsent and (time.monotonic() - self.unsent_since >= FLUSH_AGE
+                            or len(self.unsent) >= FLUSH_BATCHES or self.leases.releasing):
             self._send()
         if self.acks:
             self._ack()
@@ -259,21 +267,41 @@ class PartitionedFrontier(Frontier):
             self.leases.release(p)
 
     def _send(self) -> None:
-        pipe = self.client.pipeline(transaction=True)
+        """The outbox's batches, merged per partition: one stream entry each (its ``b`` field
+        lists the batch IDs it carries, applied together)."""
+        merged: dict[int, tuple[list[str], list[float], dict[str, Entry]]] = {}
         for batch, partition, cash, body in self.unsent:
-            pipe.xadd(stream_key(partition), {"b": batch, "c": repr(cash), "d": body})
-        pipe.incrby(SENT, len(self.unsent))
+            ids, cashes, entries = merged.setdefault(partition, ([], [], {}))
+            ids.append(batch)
+            cashes.append(cash)
+            for entry in json.loads(body):
+                old = entries.get(entry[0])
+                if old is None:
+                    entries[entry[0]] = entry
+                else:
+                    old[1] += entry[1]
+                    old[2] = min(old[2], entry[2])
+                    old[3] = old[3] or entry[3]
+        pipe = self.client.pipeline(transaction=True)
+        for partition, (ids, cashes, entries) in merged.items():
+            body = json.dumps(list(entries.values()), separators=(",", ":"))
+            pipe.xadd(stream_key(partition), {"b": ",".join(ids), "c": repr(math.fsum(cashes)),
+                                              "d": body})
+        pipe.incrby(SENT, len(merged))
         pipe.execute()
-        self.counters.batches_sent += len(self.unsent)
+        self.counters.batches_sent += len(merged)
         with self.store.transaction():
             self.store.sent([b for b, _, _, _ in self.unsent])
         self.unsent = []
 
     def _ack(self) -> None:
-        pipe = self.client.pipeline(transaction=True)
+        by_stream: dict[str, list[str]] = {}
         for stream, entry_id in self.acks:
-            pipe.xack(stream, GROUP, entry_id)
-            pipe.xdel(stream, entry_id)
+            by_stream.setdefault(stream, []).append(entry_id)
+        pipe = self.client.pipeline(transaction=True)
+        for stream, ids in by_stream.items():  # one XACK and one XDEL per stream
+            pipe.xack(stream, GROUP, *ids)
+            pipe.xdel(stream, *ids)
         pipe.incrby(APPLIED, len(self.acks))
         pipe.execute()
         self.acks = []
@@ -326,13 +354,15 @@ class PartitionedFrontier(Frontier):
         store = self.store
         with store.transaction():
             for stream, entry_id, fields in messages:
-                batch = fields["b"]
-                if not store.applied(batch):
+                batches = fields["b"].split(",")
+                if not store.applied(batches[0]):  # its batches are recorded together
                     entries = json.loads(fields["d"])
                     for entry in entries:
                         self._apply_entry(entry)
-                    store.record_applied(batch, entry_id, float(fields["c"]))
-                    self.counters.batches_applied += 1
+                    for n, batch in enumerate(batches):
+                        store.record_applied(batch, entry_id, float(fields["c"]) if n == 0
+                                             else 0.0)
+                    self.counters.batches_applied += len(batches)
                     self.counters.entries_applied += len(entries)
                 self.acks.append((stream, entry_id))
             self.persist(store)
@@ -424,6 +454,9 @@ class PartitionedFrontier(Frontier):
             self._queue_out(partition, url, cash, int(self.depth_of[uid]), fetched)
             self.counters.handed_over += 1
         self._commit_now()  # when a batch is open, its commit sends them and releases
+        if self.unsent and not self.store.in_transaction:
+            self._send()
+            self.after_commit()
 
     # ------------------------------------------------------------------ the crawl's end
     def _look(self) -> None:
@@ -437,6 +470,8 @@ class PartitionedFrontier(Frontier):
         self._read_mailbox()
         if self.out and not self.store.in_transaction:
             self._commit_now()
+        if self.unsent and not self.store.in_transaction and super().pending_count() == 0:
+            self._send()  # nothing to fetch here: no reason to wait for more
 
     def _idle(self) -> bool:
         return (super().pending_count() == 0 and not bool((self.where == TAKEN).any())
@@ -486,6 +521,8 @@ class PartitionedFrontier(Frontier):
     def close(self) -> None:
         """Leave the crawl: a crawler stopping before the end hands its partitions over."""
         try:
+            if self.unsent:
+                self._send()
             if not self.done:
                 self.after_commit()
                 for p in sorted(self.leases.owned):
@@ -547,11 +584,14 @@ def check_cash(redis_url: str, stores: list[Path]) -> CashCheck:
             outbox.update(out)
             applied |= done
         flight: dict[str, float] = {}
+        carried: set[str] = set()
         for p in range(partitions):
-            for _, fields in client.xrange(stream_key(p)):
-                if fields and fields["b"] not in applied:
-                    flight[fields["b"]] = float(fields["c"])
-        unsent = math.fsum(c for b, c in outbox.items() if b not in flight and b not in applied)
+            for entry_id, fields in client.xrange(stream_key(p)):
+                batches = fields["b"].split(",") if fields else []
+                carried.update(batches)
+                if batches and batches[0] not in applied:
+                    flight[f"{p}/{entry_id}"] = float(fields["c"])
+        unsent = math.fsum(c for b, c in outbox.items() if b not in carried and b not in applied)
         return CashCheck(total, unsent, math.fsum(flight.values()), len(flight))
     finally:
         client.close()

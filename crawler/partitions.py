@@ -12,13 +12,15 @@ a registrable domain would need the public-suffix list and would put every host 
 site (each blog of a blog host) on one crawler.
 
 Leases: a crawler registers in ``wsp:members`` (a sorted set scored by when its registration
-expires) and renews it with its partition leases every ``ttl / 3`` seconds.  Partition ``i``'s
-preferred owner is the ``i mod N``-th live member in sorted order, so each crawler claims about
-``P / N`` partitions and the assignment moves only when members come or go.  A crawler holds
-``wsp:lease:{i}`` (its ID, with a TTL) for each partition it owns; it claims a preferred one
-that is free (SET NX) and gives back (after handing its pages over, crawler/mailbox.py) one it
-holds that now prefers another live member.  A crawler that dies stops renewing: its leases and
-its registration expire and the others claim its partitions.
+expires, ``ttl`` seconds ahead) and renews it every ``ttl / 3`` seconds: one entry, so renewing
+costs the same whatever the partitions held.  Partition ``i``'s preferred owner is the
+``i mod N``-th live member in sorted order, so each crawler claims about ``P / N`` partitions
+and the assignment moves only when members come or go.  ``wsp:lease:{i}`` holds the ID of the
+partition's owner; its lease lasts as long as the owner's registration.  A crawler claims a
+preferred partition that is free or whose holder is no longer alive (one script) and gives back
+(after handing its pages over, crawler/mailbox.py) one it holds that now prefers another live
+member; each renewal checks it still holds its leases.  A crawler that dies stops renewing:
+its registration expires and the others claim its partitions.
 """
 
 from __future__ import annotations
@@ -40,16 +42,24 @@ MEMBERS = PREFIX + "members"
 DEFAULT_PARTITIONS = 64
 DEFAULT_LEASE = 6.0  # seconds a lease lives without renewal
 
-# renew every lease of ARGV[1] among KEYS (one command per renewal, not one per partition)
-_RENEW = """
-local held = {}
+# take the leases among KEYS that are free, held by this crawler (ARGV[1]) or held by a crawler
+# no longer alive (its score in the members set ARGV[3] is below now, ARGV[2]); returns the
+# positions of those taken
+_CLAIM = """
+local got = {}
 for i, key in ipairs(KEYS) do
-  if redis.call('GET', key) == ARGV[1] then
-    redis.call('PEXPIRE', key, ARGV[2])
-    held[#held + 1] = i
+  local holder = redis.call('GET', key)
+  local alive = false
+  if holder and holder ~= ARGV[1] then
+    local score = redis.call('ZSCORE', ARGV[3], holder)
+    alive = score and tonumber(score) > tonumber(ARGV[2])
+  end
+  if not alive then
+    redis.call('SET', key, ARGV[1])
+    got[#got + 1] = i
   end
 end
-return held
+return got
 """
 _RELEASE = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
@@ -110,7 +120,7 @@ class Leases:
         # given back, their hand-over not yet committed and sent: still leased, not crawled
         self.releasing: set[int] = set()
         self.renewed_at = float("-inf")
-        self._renew = client.register_script(_RENEW)
+        self._claim = client.register_script(_CLAIM)
         self._release = client.register_script(_RELEASE)
         self.members: list[str] = []
 
@@ -118,19 +128,21 @@ class Leases:
         return self.clock() - self.renewed_at >= self.ttl / 3
 
     def heartbeat(self) -> list[str]:
-        """Renew the registration and the leases held; returns the live members (sorted)."""
+        """Renew the registration (one sorted-set entry: the partition leases live as long as
+        it does) and check the leases held; returns the live members (sorted)."""
         now = self.clock()
-        ms = int(self.ttl * 1000)
         pipe = self.client.pipeline(transaction=False)
         pipe.zadd(MEMBERS, {self.me: now + self.ttl})
         pipe.zremrangebyscore(MEMBERS, "-inf", now)
         pipe.zrange(MEMBERS, 0, -1)
-        _, _, members = pipe.execute()
-        if self.owned or self.releasing:
-            mine = sorted(self.owned | self.releasing)
-            held = {mine[int(i) - 1] for i in
-                    self._renew(keys=[lease_key(p) for p in mine], args=[self.me, ms])}
-            self.owned &= held  # a lease lost (expired) is gone
+        mine = sorted(self.owned | self.releasing)
+        if mine:
+            pipe.mget([lease_key(p) for p in mine])
+        replies = pipe.execute()
+        members = replies[2]
+        if mine:
+            held = {p for p, h in zip(mine, replies[3], strict=True) if h == self.me}
+            self.owned &= held  # taken by another while this crawler was not seen alive
             self.releasing &= held
         self.renewed_at = now
         self.members = sorted(members)
@@ -150,16 +162,15 @@ class Leases:
         return claim, give
 
     def claim(self, partitions: list[int]) -> list[int]:
-        """Take the free ones of ``partitions`` (SET NX with the TTL); returns those taken."""
+        """Take those of ``partitions`` that are free or held by a dead crawler (one script
+        run); returns those taken."""
         if not partitions:
             return []
-        ms = int(self.ttl * 1000)
-        pipe = self.client.pipeline(transaction=False)
-        for p in partitions:
-            pipe.set(lease_key(p), self.me, nx=True, px=ms)
-        got = [p for p, ok in zip(partitions, pipe.execute(), strict=True) if ok]
-        self.owned.update(got)
-        return got
+        got = self._claim(keys=[lease_key(p) for p in partitions],
+                          args=[self.me, self.clock(), MEMBERS])
+        taken = [partitions[int(i) - 1] for i in got]
+        self.owned.update(taken)
+        return taken
 
     def give_back(self, partition: int) -> None:
         """Stop crawling a partition; its lease is kept until :meth:`release`."""
