@@ -42,6 +42,7 @@ from websift.store.views import StoreReader
 EXIT_FORCED = 130  # a crawl stopped by a second signal (requests in flight abandoned)
 EXIT_NO_SEED = 1  # every seed failed and nothing was fetched (crawler/seeds.py)
 EXIT_FRONTIER_DATA_LOST = 1  # the shared frontier lost its data mid-crawl (redis_frontier.py)
+EXIT_USAGE = 2  # contradictory options
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -316,6 +317,10 @@ def crawl_config(args: argparse.Namespace, scope: ScopeConfig) -> CrawlConfig:
 def crawl_command(args: argparse.Namespace) -> int:
     from websift.crawler.runner import run_crawl
 
+    if args.partitioned is not None and args.frontier is not None:
+        print("websift crawl: error: --partitioned and --frontier are two ways to spread a "
+              "crawl: give one", file=sys.stderr)
+        return EXIT_USAGE
     args.seeds = [seed_with_scheme(s) for s in args.seeds]
     unresolvable: dict[str, str] = {}
     scope: ScopeConfig | None = None

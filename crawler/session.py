@@ -185,7 +185,7 @@ class CrawlSession:
         # explicit schedule; a shared frontier takes no evidence)
         self.signals: Signals | None = None
         if config.signals and config.kind == KIND_CRAWL:
-            if isinstance(self.frontier, Frontier):
+            if isinstance(self.frontier, Frontier) and config.partitioned is None:
                 self.signals = Signals(
                     self.frontier, self.recorder, self.store, self.stats, clock,
                     sitemap_interval=config.sitemap_interval,

@@ -18,6 +18,7 @@ from testkit.redis_server import RedisServer
 from testkit.testweb import TestWeb, html, words
 from testkit.waiting import wait_for
 from testkit.websift_process import REPO, websift_command
+from websift.api.cli import main as cli_main
 from websift.core.datadir import DataDir
 from websift.core.errors import StoreError
 from websift.crawler.mailbox import check_cash
@@ -77,7 +78,7 @@ def fetched(data: Path) -> list[str]:
 
 
 def test_two_partitioned_crawlers_fetch_what_one_does_once(
-    web: TestWeb, server: RedisServer, tmp_path: Path
+    web: TestWeb, server: RedisServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # the hosts fall into more than one partition of two crawlers' halves (else nothing moves)
     assert len({partition_of(web.sites[f"s{n}"].url("/"), PARTITIONS) % 2
@@ -111,16 +112,10 @@ def test_two_partitioned_crawlers_fetch_what_one_does_once(
     # Redis holds no URL text once the crawl is over: the streams are empty
     assert all(server.client.xlen(k) == 0 for k in server.client.scan_iter("wsp:s:*"))
     # the command-line checker: 1 with every store, not 1 with one missing
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    check = subprocess.run(
-        websift_command("frontier", "check", "--partitioned", server.url(), *map(str, shards)),
-        check=False, capture_output=True, text=True, env=env, cwd=REPO, timeout=60)
-    assert check.returncode == 0, check.stderr
-    assert check.stdout.startswith("cash total 1.0000000000")
-    missing = subprocess.run(
-        websift_command("frontier", "check", "--partitioned", server.url(), str(shards[0])),
-        check=False, capture_output=True, text=True, env=env, cwd=REPO, timeout=60)
-    assert missing.returncode == 1 and "not 1" in missing.stderr
+    assert cli_main(["frontier", "check", "--partitioned", server.url(), *map(str, shards)]) == 0
+    assert capsys.readouterr().out.startswith("cash total 1.0000000000")
+    assert cli_main(["frontier", "check", "--partitioned", server.url(), str(shards[0])]) == 1
+    assert "not 1" in capsys.readouterr().err
 
 
 def test_a_killed_crawler_s_partitions_move_to_the_other(
