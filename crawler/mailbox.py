@@ -256,6 +256,14 @@ class PartitionedFrontier(Frontier):
         self.out.clear()
 
     def after_commit(self) -> None:
+        if self.lost is not None:
+            return  # the outbox stays in the store for the next run
+        try:
+            self._after_commit()
+        except redis.RedisError as exc:
+            self._lose(exc)
+
+    def _after_commit(self) -> None:
         if self.unsent and (time.monotonic() - self.unsent_since >= FLUSH_AGE
                             or len(self.unsent) >= FLUSH_BATCHES or self.leases.releasing):
             self._send()
@@ -498,21 +506,38 @@ class PartitionedFrontier(Frontier):
         return all(h == members[p % len(members)] for p, h in enumerate(holders))
 
     def pending_count(self) -> int:
-        n = super().pending_count()
-        if n or self.done:
-            return n
-        self._look()
-        n = super().pending_count()
-        if n:
-            return n
-        if self._finished():
-            self.done = True
-            return 0
+        if self.done or self.lost is not None:
+            return super().pending_count()
+        try:
+            self._look()  # every POLL seconds, busy or not: the mailbox and the leases
+            n = super().pending_count()
+            if n:
+                return n
+            if self._finished():
+                self.done = True
+                return 0
+        except redis.RedisError as exc:
+            self._lose(exc)
+            return super().pending_count()
         return 1  # others may still send work: the session polls (poll_at)
 
     def poll_at(self, now: float) -> float | None:
-        self._look()
+        if self.lost is not None:
+            return None
+        try:
+            self._look()
+        except redis.RedisError as exc:
+            self._lose(exc)
+            return None
         return None if self.done else now + POLL
+
+    def _lose(self, exc: redis.RedisError) -> None:
+        """Redis went away: the session stops with its batch committed (the outbox and the
+        batches applied are in the store: the same command resumes)."""
+        from websift.crawler.redis_admin import error_reason
+
+        if self.lost is None:
+            self.lost = f"the partition coordinator is unreachable ({error_reason(exc)})"
 
     def persist_all(self, store: CrawlStore) -> None:
         super().persist_all(store)
@@ -521,16 +546,17 @@ class PartitionedFrontier(Frontier):
     def close(self) -> None:
         """Leave the crawl: a crawler stopping before the end hands its partitions over."""
         try:
-            if self.unsent:
-                self._send()
-            if not self.done:
+            if self.lost is None:
+                if self.unsent:
+                    self._send()
                 self.after_commit()
-                for p in sorted(self.leases.owned):
-                    self._hand_over(p)
-            else:
-                self.after_commit()
-            self.client.hdel(IDLE_FLAGS, self.leases.me)
-            self.leases.leave()
+                if not self.done:
+                    for p in sorted(self.leases.owned):
+                        self._hand_over(p)
+                self.client.hdel(IDLE_FLAGS, self.leases.me)
+                self.leases.leave()
+        except redis.RedisError as exc:
+            self._lose(exc)  # what was not sent is in the outbox; the leases expire
         finally:
             self.client.close()
 
