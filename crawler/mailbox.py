@@ -417,37 +417,37 @@ class PartitionedFrontier(Frontier):
     # ------------------------------------------------------------------ rebalancing
     def _rebalance(self) -> None:
         claim, give = self.leases.plan()
-        for p in give:
-            self._hand_over(p)
+        if give:
+            ids, parts = self._partitions_of_known()
+            for p in give:
+                self._hand_over(p, ids[parts == p])
         for p in self.leases.claim(claim):
             self._take_over(p)
-            self._requeue_partition(p)
 
-    def _ids_of(self, partition: int) -> np.ndarray:
+    def _partitions_of_known(self) -> tuple[np.ndarray, np.ndarray]:
+        """Every known URL ID and its partition (one pass, a lookup per host)."""
         ids = np.flatnonzero(self.opic.known)
-        if ids.size == 0:
-            return ids
         hosts = self.host_of[ids]
-        parts = np.fromiter((self._partition_of_host(int(h), int(u))
-                             for h, u in zip(hosts, ids, strict=True)), dtype=np.int64,
+        first = dict(zip(hosts.tolist(), ids.tolist(), strict=True))  # a URL ID per host
+        part_of = {h: self._partition_of_host(h, u) for h, u in first.items()}
+        parts = np.fromiter((part_of[h] for h in hosts.tolist()), dtype=np.int64,
                             count=ids.size)
-        return ids[parts == partition]
+        return ids, parts
 
     def _partition_of_host(self, host: int, uid: int) -> int:
         p = self.host_part.get(host)
         return self._partition(uid) if p is None else p
 
-    def _requeue_partition(self, partition: int) -> None:
-        """Pages of a partition this crawler gets back that it still holds live (none after a
-        hand-over; a restarted crawler's own) stay as they are; nothing to do but note it."""
-        return None
-
-    def _hand_over(self, partition: int) -> None:
-        """Give a partition back: its pages and their cash to its stream, then the lease."""
+    def _hand_over(self, partition: int, ids: np.ndarray | None = None) -> None:
+        """Give a partition back: its pages (``ids``: the known URLs of the partition) and
+        their cash to its stream, then the lease."""
+        if ids is None:
+            known, parts = self._partitions_of_known()
+            ids = known[parts == partition]
         self.client.hset(IDLE_FLAGS, self.leases.me, 0)
         self.leases.give_back(partition)
         opic = self.opic
-        for uid in self._ids_of(partition).tolist():
+        for uid in ids.tolist():
             if opic.dead[uid] and opic.reads[uid] == 0:
                 continue  # a URL this crawler never owned
             url = self.lookup(uid) if self.lookup is not None else self._urls.get(uid)
@@ -550,9 +550,10 @@ class PartitionedFrontier(Frontier):
                 if self.unsent:
                     self._send()
                 self.after_commit()
-                if not self.done:
+                if not self.done and self.leases.owned:
+                    ids, parts = self._partitions_of_known()
                     for p in sorted(self.leases.owned):
-                        self._hand_over(p)
+                        self._hand_over(p, ids[parts == p])
                 self.client.hdel(IDLE_FLAGS, self.leases.me)
                 self.leases.leave()
         except redis.RedisError as exc:
