@@ -157,3 +157,44 @@ def test_a_killed_crawler_s_partitions_move_to_the_other(
     # the survivor crawled hosts of the partitions the victim held when it died
     assert victim_parts
     assert {partition_of(u, PARTITIONS) for u in survivor_pages - victim_pages} & victim_parts
+
+
+def test_a_lost_redis_stops_the_crawl_and_the_same_command_resumes(
+    web: TestWeb, tmp_path: Path
+) -> None:
+    """Redis (append-only, fsynced) killed mid-crawl: the crawler stops with its batch committed
+    (exit 2, one line); Redis back, the same command finishes, each page fetched once and the
+    cash still 1."""
+    server = RedisServer(tmp_path / "redis", durable=True)
+    web.clear()
+    for site in web.sites.values():
+        site.latency = 0.3
+    data = tmp_path / "c"
+    args = ("--partitioned", server.url(), "--partitions", str(PARTITIONS),
+            "--partition-lease", LEASE)
+    try:
+        proc = crawl(web, data, *args)
+
+        def fetching() -> bool:
+            try:
+                return len(fetched(data)) >= 3
+            except StoreError:  # not made yet
+                return False
+
+        wait_for(fetching, timeout=60, what="the crawler fetching")
+        server.kill()
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == 2, err
+        assert "partition coordinator is unreachable" in err
+        assert len(err.strip().splitlines()) == 1, err
+        server.start()
+        finish(crawl(web, data, *args))
+        cash = check_cash(server.url(), [DataDir.open(data).store_path])
+        assert cash.total == pytest.approx(1.0, abs=1e-9), cash
+    finally:
+        for site in web.sites.values():
+            site.latency = LATENCY
+        server.stop()
+    assert len(fetched(data)) == len(SITES) * PAGES + 1
+    paths = Counter((e.host, e.path) for e in web.entries() if e.path != "/robots.txt")
+    assert max(paths.values()) == 1, [k for k, v in paths.items() if v > 1]
