@@ -259,6 +259,8 @@ class DaskEngine:
         records = {name: load_topic(data.topics_dir, name) for name in names}
         with ExitStack() as stack:
             stores = [stack.enter_context(StoreReader.open(p)) for p in paths]
+            for store in stores:  # a crawl may be committing: read each store as of one state
+                stack.enter_context(store.snapshot())
             if shared_frontier:
                 check_shared_frontier(stores)  # before the cluster starts
             client = stack.enter_context(self.connect())
