@@ -30,6 +30,7 @@ import lxml.etree
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 from websift.core.html import INVISIBLE_TAGS, drop_invisible, squash, text_of, visible_text
+from websift.indexer.display_text import GLUE, Shown, blocks_and_shown, join_shown
 from websift.indexer.fragment_extract import Fragment, extract_fragments
 from websift.indexer.html_nodes import HEADING_TAGS, css, css_first, node_text
 from websift.indexer.settings import (
@@ -43,7 +44,7 @@ from websift.indexer.settings import (
     SNIPPET_TEXT_CHARS,
     IndexSettings,
 )
-from websift.indexer.template_keys import LINK, MARK, Block, page_blocks, squashed_hash
+from websift.indexer.template_keys import LINK, MARK, Block, squashed_hash
 
 _HEADINGS = ", ".join(HEADING_TAGS)
 # Elements that start and end a block of text (what a browser lays out as a box of its own).
@@ -53,7 +54,7 @@ BLOCK_TAGS = (
     "main", "nav", "ol", "p", "pre", "section", "summary", "table", "tbody", "td", "tfoot",
     "th", "thead", "tr", "ul", *HEADING_TAGS)
 _BLOCKS = ", ".join(BLOCK_TAGS)
-_BLOCKS_AND_LINKS = f"{_BLOCKS}, a[href]"
+_BLOCKS_AND_LINKS = f"{_BLOCKS}, a[href], br"  # a <br> shows a line break: a space
 _MAIN = "main, [role='main'], article"
 _INVISIBLE_OR_MAIN = ", ".join((*INVISIBLE_TAGS, _MAIN))
 _URL_EXT = re.compile(r"\.(?:s?html?|php|aspx?|jsp)$", re.IGNORECASE)
@@ -73,6 +74,8 @@ class ParsedPage:
     lang: str | None = None
     blocks: list[Block] = field(default_factory=list)
     fragments: list[Fragment] = field(default_factory=list)
+    # Each block element's text as a reader sees it, for snippets (with ``structure``).
+    shown: list[Shown] = field(default_factory=list)
 
 
 def url_words(url: str) -> str:
@@ -273,20 +276,26 @@ def parse_html(body: bytes, url: str, content_type: str | None = None, *,
     blocks: list[Block] = []
     if structure:
         for el, tag in zip(marked, tags, strict=True):
+            if tag == "br":
+                el.insert_before(" ")
+                continue
             mark = LINK if tag == "a" else MARK  # "a" is no block tag: a[href] matched
             el.insert_before(mark)
             el.insert_after(mark)
-        blocks = page_blocks(scope.text(separator=" "))
+        blocks, shown = blocks_and_shown(scope.text(separator=GLUE))
         body_text = " ".join(b.text for b in blocks)
+        text = join_shown(shown, blocks)
     else:
         body_text = node_text(scope)
+        text, shown = body_text, []
     return ParsedPage(
         title=title[:MAX_TITLE_CHARS],
         headings=headings,
         body=body_text,
         url_words=words,
-        text=body_text[:SNIPPET_TEXT_CHARS],
+        text=text[:SNIPPET_TEXT_CHARS],
         lang=lang,
         blocks=blocks,
         fragments=fragments,
+        shown=shown,
     )
