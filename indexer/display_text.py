@@ -13,58 +13,39 @@ from __future__ import annotations
 
 import re
 from collections.abc import Set as AbstractSet
-from typing import NamedTuple
 
-from websift.indexer.template_keys import LINK, MARK, Block, page_blocks
+from websift.indexer.template_keys import LINK, MARK, Block
 
 GLUE = "\x1f"  # between two text nodes (an ASCII unit separator: whitespace to str.split)
 # A link whose text is only a permalink mark, and permalink marks standing alone.
 _PERMALINK = re.compile(f"{LINK}[\\s{GLUE}]*[¶#§⚓🔗]?[\\s{GLUE}]*{LINK}|¶")
 
 
-class Shown(NamedTuple):
-    """One block element's text as shown, and the range of the page's blocks made from it."""
-    text: str
-    first: int  # index of its first Block
-    end: int  # one past its last Block
+def shown_text(marked: str) -> str:
+    """Text with block and link marks and GLUE between text nodes (a scope's, or one block
+    element's) as shown: permalink marks out, text nodes joined, whitespace normalised (the
+    block marks are whitespace to ``str.split``)."""
+    if "¶" in marked or LINK in marked:
+        marked = _PERMALINK.sub(" ", marked).replace(LINK, "")
+    return " ".join(marked.replace(GLUE, "").split())
 
 
-def shown_text(part: str) -> str:
-    """The text of one block element (between two MARKs, with LINK marks and GLUE) as shown:
-    permalink marks out, text nodes joined, whitespace normalised."""
-    if "¶" in part or LINK in part:
-        part = _PERMALINK.sub(" ", part).replace(LINK, "")
-    return " ".join(part.replace(GLUE, "").split())
-
-
-def join_shown(shown: list[Shown], blocks: list[Block], dropped: AbstractSet[int] | None = None) -> str:
-    """The page's text as shown without the blocks whose template key is in ``dropped``: a
-    block element whose blocks are all kept is shown as it reads, one with some dropped by its
-    kept blocks' texts."""
+def join_shown(marked: str, starts: list[int], blocks: list[Block],
+               dropped: AbstractSet[int] | None = None) -> str:
+    """The text as shown of a scope's ``marked`` text (whose :func:`page_blocks` are
+    ``blocks``, the first of each block element's at ``starts``) without the blocks whose
+    template key is in ``dropped``: a block element whose blocks are all kept is shown as it
+    reads, one with some dropped by its kept blocks' texts."""
     if not dropped:
-        return " ".join(s.text for s in shown if s.text)
+        return shown_text(marked)
+    parts = [p for p in marked.split(MARK) if p and not p.isspace()]
+    ends = [*starts[1:], len(blocks)]
     out: list[str] = []
-    for s in shown:
-        keys = [b.key in dropped for b in blocks[s.first : s.end]]
-        if not any(keys):
-            if s.text:
-                out.append(s.text)
-        elif not all(keys):
-            out.extend(b.text for b, drop in zip(blocks[s.first : s.end], keys, strict=True)
-                       if not drop)
+    for part, first, end in zip(parts, starts, ends, strict=True):
+        drop = [b.key in dropped for b in blocks[first:end]]
+        if not any(drop):
+            if first < end and (text := shown_text(part)):
+                out.append(text)
+        elif not all(drop):
+            out.extend(b.text for b, d in zip(blocks[first:end], drop, strict=True) if not d)
     return " ".join(out)
-
-
-def blocks_and_shown(raw: str) -> tuple[list[Block], list[Shown]]:
-    """The blocks of a scope's marked text (:func:`page_blocks` of it: each block element's
-    text on its own gives the same blocks) and each block element's text as shown."""
-    blocks: list[Block] = []
-    shown: list[Shown] = []
-    for part in raw.split(MARK):
-        if not part or part.isspace():
-            continue
-        made = page_blocks(part)
-        if made:
-            shown.append(Shown(shown_text(part), len(blocks), len(blocks) + len(made)))
-            blocks.extend(made)
-    return blocks, shown

@@ -137,7 +137,7 @@ class BatchAnalyser:
         template = self.templates.get(host_of(job.url)) if self.templates else None
         if template and any(b.key in template for b in parsed.blocks):
             content = " ".join(b.text for b in parsed.blocks if b.key not in template)
-            text = join_shown(parsed.shown, parsed.blocks, template)[:SNIPPET_TEXT_CHARS]
+            text = join_shown(parsed.marked, parsed.starts, parsed.blocks, template)[:SNIPPET_TEXT_CHARS]
         return (parsed.title or anchors.best(), text,
                 [parsed.title, parsed.headings, content, parsed.url_words, job.anchors,
                  defs_field(parsed.fragments, self.settings.defs)],

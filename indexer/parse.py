@@ -30,7 +30,7 @@ import lxml.etree
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 from websift.core.html import INVISIBLE_TAGS, drop_invisible, squash, text_of, visible_text
-from websift.indexer.display_text import GLUE, Shown, blocks_and_shown, join_shown
+from websift.indexer.display_text import GLUE, shown_text
 from websift.indexer.fragment_extract import Fragment, extract_fragments
 from websift.indexer.html_nodes import HEADING_TAGS, css, css_first, node_text
 from websift.indexer.settings import (
@@ -44,7 +44,7 @@ from websift.indexer.settings import (
     SNIPPET_TEXT_CHARS,
     IndexSettings,
 )
-from websift.indexer.template_keys import LINK, MARK, Block, squashed_hash
+from websift.indexer.template_keys import LINK, MARK, Block, page_blocks, squashed_hash
 
 _HEADINGS = ", ".join(HEADING_TAGS)
 # Elements that start and end a block of text (what a browser lays out as a box of its own).
@@ -74,8 +74,10 @@ class ParsedPage:
     lang: str | None = None
     blocks: list[Block] = field(default_factory=list)
     fragments: list[Fragment] = field(default_factory=list)
-    # Each block element's text as a reader sees it, for snippets (with ``structure``).
-    shown: list[Shown] = field(default_factory=list)
+    # With ``structure``: the scope's text with block and link marks and GLUE between text
+    # nodes, and the index of the first block of each block element (for join_shown).
+    marked: str = ""
+    starts: list[int] = field(default_factory=list)
 
 
 def url_words(url: str) -> str:
@@ -274,6 +276,7 @@ def parse_html(body: bytes, url: str, content_type: str | None = None, *,
                                   anchors=settings.anchor_defs,
                                   id_words=settings.id_words) if structure else []
     blocks: list[Block] = []
+    starts: list[int] = []
     if structure:
         for el, tag in zip(marked, tags, strict=True):
             if tag == "br":
@@ -282,12 +285,13 @@ def parse_html(body: bytes, url: str, content_type: str | None = None, *,
             mark = LINK if tag == "a" else MARK  # "a" is no block tag: a[href] matched
             el.insert_before(mark)
             el.insert_after(mark)
-        blocks, shown = blocks_and_shown(scope.text(separator=GLUE))
+        marked_text = scope.text(separator=GLUE)
+        blocks = page_blocks(marked_text, starts)
         body_text = " ".join(b.text for b in blocks)
-        text = join_shown(shown, blocks)
+        text = shown_text(marked_text)
     else:
         body_text = node_text(scope)
-        text, shown = body_text, []
+        text, marked_text = body_text, ""
     return ParsedPage(
         title=title[:MAX_TITLE_CHARS],
         headings=headings,
@@ -297,5 +301,6 @@ def parse_html(body: bytes, url: str, content_type: str | None = None, *,
         lang=lang,
         blocks=blocks,
         fragments=fragments,
-        shown=shown,
+        marked=marked_text,
+        starts=starts,
     )
