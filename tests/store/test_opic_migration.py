@@ -139,7 +139,7 @@ def test_the_pushes_migration_adds_its_table_and_readers_of_older_stores_see_non
     with StoreReader.open(path) as reader:
         assert reader.waiting_pushes(10) == [] and reader.push_counts() == (0, 0)
     with CrawlStore.open(path) as store:
-        assert store.schema_version == SCHEMA_VERSION >= 5
+        assert store.schema_version == SCHEMA_VERSION >= 6
         assert store.add_pushes("h", ["http://h/a", "http://h/b", "http://h/c"]) == 3
         waiting = store.waiting_pushes(2)
         assert [u for _, u in waiting] == ["http://h/a", "http://h/b"]
