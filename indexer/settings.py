@@ -134,7 +134,15 @@ PROGRESS_SECONDS = 2.0  # least time between two `websift index` progress lines
 ENCODE_IN_FLIGHT = 1  # postings chunks waiting per bit-packing process at the end of a run
 PAIRS_BUFFER = 1 << 16  # anchor (source, target) values a segment writer buffers before writing
 LEXICON_DICT_MAX = 2_000_000  # lexicons up to this many words get a hash table at open
-MAX_SEGMENTS = 8  # more live segments than this after a run: merge them all into one
+# Merges (indexer/merge_policy.py, a log-structured policy): this many adjacent segments of one
+# level are merged into one of the next level; segments under MERGE_MIN_BYTES all count as the
+# lowest level; a level group spans MERGE_LEVEL_SPAN levels below its largest segment's (Lucene's
+# LogMergePolicy: 10, 1.6 MB, 0.75); a segment whose masked share passes MERGE_DELETES_ALLOWED
+# is rewritten with its live documents alone (Lucene's TieredMergePolicy allows 33%).
+MERGE_FACTOR = 8
+MERGE_MIN_BYTES = 1 << 20
+MERGE_LEVEL_SPAN = 0.75
+MERGE_DELETES_ALLOWED = 0.4
 INDEX_FORMAT = "websift-index"
 INDEX_VERSION = 2  # manifest.json; 2: the checked envelope (core/checked.py), 1: own CRC32
 # meta.json; 3: block impacts (post_impacts.npy) and "fields" naming the tf columns (a reader
