@@ -18,7 +18,8 @@ order of the rest is kept.
 
 Deleted documents (versions masked by newer segments, pages dropped) are reclaimed when a
 segment's live share falls below ``1 - deletes_allowed``: it is rewritten alone with its live
-documents (Lucene's ``forceMergeDeletes`` done as routine).  Its size for the levels is its live
+documents (Lucene's ``forceMergeDeletes`` done as routine); a segment under ``min_size`` is left
+to the level merges, which take it soon.  Its size for the levels is its live
 size, so a segment mostly masked sinks to the level of what it still holds.
 
 Pure code: sizes in, merges out.  indexer/build.py runs the merges, each a new manifest.
@@ -70,7 +71,10 @@ class MergePolicy:
         return math.log(max(size, self.min_size)) / math.log(self.merge_factor)
 
 
-def find_merges(segments: Sequence[SegmentSize], policy: MergePolicy = MergePolicy()
+DEFAULT_MERGE_POLICY = MergePolicy()
+
+
+def find_merges(segments: Sequence[SegmentSize], policy: MergePolicy = DEFAULT_MERGE_POLICY
                 ) -> list[range]:
     """The merges to run now, as disjoint ranges of adjacent segment positions (oldest first):
     a range of two or more is a merge, a range of one a rewrite that reclaims its deleted
@@ -91,7 +95,9 @@ def find_merges(segments: Sequence[SegmentSize], policy: MergePolicy = MergePoli
         start = upto + 1
     taken = {i for r in merges for i in r}
     for i, s in enumerate(segments):
-        if i not in taken and s.size > 0 and s.live < 1.0 - policy.deletes_allowed:
+        # Segments under min_size are left to the level merges, which come soon for them.
+        if i not in taken and s.size >= policy.min_size \
+                and s.live < 1.0 - policy.deletes_allowed:
             merges.append(range(i, i + 1))
     return sorted(merges, key=lambda r: r.start)
 

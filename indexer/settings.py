@@ -113,6 +113,9 @@ MAX_POSITION = (1 << 24) - 1  # positions past this inside one field are not rec
 # keeps the store, the barrels and the inversion.  1 = everything in one process.
 DEFAULT_INDEX_PROCS = min(2, os.cpu_count() or 1)
 PARALLEL_MIN_IDS = 64  # runs with fewer candidate pages stay in one process
+# Segments with fewer hits are bit-packed in the indexing process: spawning the packing
+# processes (each imports numpy afresh) costs more than packing a small cut.
+PARALLEL_FINISH_HITS = 2_000_000
 # Runs of this many candidate pages read every URL's host and duplicate flag once (one scan
 # of the urls table, indexer/anchors.SourceHosts) instead of per chunk of anchor rows.
 SOURCE_HOSTS_MIN_IDS = 4096

@@ -18,6 +18,8 @@ Word IDs: a worker's batch carries its local IDs and the words it learned in tha
 pool keeps, per worker, an array local ID -> global ID (the writer's lexicon, first-seen order)
 and rewrites the hits' word column with one numpy lookup.
 
+A pool can serve several segments one after the other (:meth:`AnalyserPool.rebind`: a new
+lexicon, each analyser a new word memo), so `websift index --follow` starts its workers once.
 With ``procs == 1`` the same analyser runs in this process (no fork): one code path either way.
 A worker that fails sends its traceback; the pool raises it here.  The pool adds up how long the
 workers analysed and waited for work and how long this process waited for their results
@@ -72,7 +74,8 @@ _PR_SET_PDEATHSIG = 1  # prctl(2)
 
 
 def _serve(warc_dir: Path, memo_tokens: int, inbox: Any, outbox: Any, parent: int, *,
-           settings: IndexSettings, templates: dict[str, frozenset[int]] | None = None) -> None:
+           settings: IndexSettings, templates: dict[str, frozenset[int]] | None = None,
+           quiet_signals: bool = False) -> None:
     """A worker's loop: batches in, analysed batches out, until told to stop.  ``settings``:
     the run's, handed over (a worker never reads the environment)."""
     # Killed with the run, wherever it waits: a run killed while it wrote a batch into the
@@ -80,6 +83,9 @@ def _serve(warc_dir: Path, memo_tokens: int, inbox: Any, outbox: Any, parent: in
     # write end stays open in this process and its siblings, so no end of file comes); polling
     # getppid below never gets its turn.
     die_with_parent(parent)
+    if quiet_signals:  # the run that forked it decides when to stop (``websift index --follow``)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
     analyser = BatchAnalyser(warc_dir, settings, memo_tokens, templates)
     # Results nobody reads must not hold the process at exit (a queue's feeder thread would
     # wait for room in the pipe forever).
@@ -95,6 +101,9 @@ def _serve(warc_dir: Path, memo_tokens: int, inbox: Any, outbox: Any, parent: in
         if jobs is None:
             analyser.close()
             return
+        if isinstance(jobs, tuple):  # ("restart", templates): the next segment begins
+            analyser.restart(jobs[1])
+            continue
         started = time.perf_counter()
         try:
             batch = analyser.analyse(jobs)
@@ -112,7 +121,10 @@ class AnalyserPool:
 
     def __init__(self, warc_dir: Path, procs: int, lexicon: dict[str, int],
                  settings: IndexSettings, *, memo_tokens: int = WORKER_MEMO_TOKENS,
-                 templates: dict[str, frozenset[int]] | None = None) -> None:
+                 templates: dict[str, frozenset[int]] | None = None,
+                 quiet_signals: bool = False) -> None:
+        """``quiet_signals``: the workers ignore SIGINT and SIGTERM (a terminal's Ctrl-C or a
+        supervisor's stop reaches the whole process group): this process stops them."""
         self.procs = max(1, procs)
         self.lexicon = lexicon
         self._local: BatchAnalyser | None = None
@@ -134,7 +146,8 @@ class AnalyserPool:
             inbox, outbox = ctx.Queue(), ctx.Queue()
             # Forked: the templates and settings are inherited, not pickled.
             p = ctx.Process(target=_serve, args=(warc_dir, memo_tokens, inbox, outbox, os.getpid()),
-                            kwargs={"settings": settings, "templates": templates}, daemon=True)
+                            kwargs={"settings": settings, "templates": templates,
+                                    "quiet_signals": quiet_signals}, daemon=True)
             p.start()
             self._procs.append(p)
             self._queues.append((inbox, outbox))
@@ -165,6 +178,18 @@ class AnalyserPool:
             inbox.close()
             outbox.close()
         self._procs, self._queues = [], []
+
+    def rebind(self, lexicon: dict[str, int],
+               templates: dict[str, frozenset[int]] | None) -> None:
+        """Make the next batches for another segment: its lexicon, these templates.  Every
+        analyser starts a new word memo, so local IDs begin at 0 again for the new lexicon
+        (a running pool serves many segments: ``websift index --follow``)."""
+        self.lexicon = lexicon
+        self._sizes = [0] * self.procs
+        if self._local is not None:
+            self._local.restart(templates)
+        for inbox, _ in self._queues:
+            inbox.put(("restart", templates))
 
     def map(self, batches: Iterable[list[DocJob]]
             ) -> Iterator[tuple[list[DocJob], AnalysedBatch]]:

@@ -226,6 +226,15 @@ class StoreReader:
             out[arr[:, 0].astype(np.int64)] = arr[:, 1]
         return out
 
+    def importance_scale(self) -> float:
+        """The factor that makes OPIC importance mean one over the pages that hold any
+        (``ranking.fusion.normalise_mean_one``'s, without reading the vector): 0 when none
+        does."""
+        held, total = self._conn.execute(
+            "SELECT count(*), coalesce(sum(importance), 0) FROM urls WHERE importance > 0"
+        ).fetchone()
+        return float(held) / float(total) if total and total > 0 else 0.0
+
     def url_count(self) -> int:
         return int(self._conn.execute("SELECT count(*) FROM urls").fetchone()[0])
 
