@@ -159,7 +159,7 @@ def index_lock(index_dir: Path) -> Iterator[None]:
         lock.release()
 
 
-def _sweep(index_dir: Path, keep: set[str]) -> None:
+def sweep(index_dir: Path, keep: set[str]) -> None:
     """Remove segment directories no manifest names (a killed run's or a replaced one's)."""
     for p in index_dir.iterdir():
         if p.is_dir() and (p.name.startswith("tmp-") or p.name.startswith("seg-")) \
@@ -218,7 +218,7 @@ def build_index(data: DataDir, ram_mb: int = DEFAULT_RAM_MB,
     say = progress or (lambda _msg: None)
     with index_lock(index_dir):
         manifest = open_manifest(index_dir, say)
-        _sweep(index_dir, {s.name for s in manifest.segments} if manifest else set())
+        sweep(index_dir, {s.name for s in manifest.segments} if manifest else set())
         store = StoreReader.open(data.store_path)
         try:
             return run_once(data, store, manifest, ram_mb=ram_mb, started=started, say=say,
@@ -313,7 +313,7 @@ def _publish(index_dir: Path, generation: int, last_seq: int, segments: list[Seg
     new = Manifest(generation=generation, last_seq=last_seq, segments=list(segments),
                    stats={"live_docs": live_count(readers), "mode": mode, **totals})
     write_manifest(index_dir, new)
-    _sweep(index_dir, {s.name for s in segments})
+    sweep(index_dir, {s.name for s in segments})
 
 
 def _merges(index_dir: Path, generation: int, last_seq: int, segments: list[SegmentEntry],

@@ -133,6 +133,19 @@ WORKER_POLL_SECONDS = 1.0  # how often a waiting worker checks that its parent i
 WORKER_JOIN_SECONDS = 10.0  # a worker told to stop that has not after this is terminated
 PROGRESS_SECONDS = 2.0  # least time between two `websift index` progress lines
 
+# ---------------------------------------------------------------- following the crawl
+# `websift index --follow` (indexer/follow.py): a segment is cut when this many seconds passed
+# since the last cut and any page changed, or when this many changed pages wait (a cut takes
+# at most that many); the store is looked at every FOLLOW_POLL_SECONDS.  A page fetched is
+# searchable within about FOLLOW_INTERVAL_SECONDS plus a cut's time (docs/indexing.md).
+FOLLOW_INTERVAL_SECONDS = 5.0
+FOLLOW_EVERY_PAGES = 2_000
+FOLLOW_POLL_SECONDS = 0.25
+STATUS_SECONDS = 2.0  # least time between two status files written while no cut is made
+# How long the factor that scales OPIC importance to mean one (a scan of the urls table) is
+# reused between cuts: it moves slowly as the crawl goes on.
+PRIOR_SCALE_SECONDS = 60.0
+
 # ---------------------------------------------------------------- segments
 ENCODE_IN_FLIGHT = 1  # postings chunks waiting per bit-packing process at the end of a run
 PAIRS_BUFFER = 1 << 16  # anchor (source, target) values a segment writer buffers before writing

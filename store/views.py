@@ -272,6 +272,21 @@ class StoreReader:
         """The highest content sequence number any page holds (0 for none)."""
         return int(self._conn.execute("SELECT coalesce(max(seq), 0) FROM urls").fetchone()[0])
 
+    def changes_after(self, after_seq: int) -> tuple[int, float | None]:
+        """Pages stored, changed or lost with ``seq > after_seq``, and the oldest time one of
+        them was fetched (None: none): what ``websift index --follow`` has still to index."""
+        n, oldest = self._conn.execute(
+            "SELECT count(*), min(fetched_at) FROM urls WHERE seq > ?", (after_seq,)).fetchone()
+        return int(n), None if oldest is None else float(oldest)
+
+    def seq_of_change(self, after_seq: int, n: int) -> int | None:
+        """The ``seq`` of the ``n``-th change after ``after_seq`` (None: there are fewer): a
+        cut of at most ``n`` pages indexes up to it."""
+        row = self._conn.execute(
+            "SELECT seq FROM urls WHERE seq > ? ORDER BY seq LIMIT 1 OFFSET ?",
+            (after_seq, max(n - 1, 0))).fetchone()
+        return None if row is None else int(row[0])
+
     def fetched_or_linked_ids(self, max_seq: int) -> list[int]:
         """Pages fetched with ``seq <= max_seq`` and every link target, ascending: what a
         full index run considers."""
