@@ -115,10 +115,9 @@ class BatchAnalyser:
         self.templates = templates or {}  # host -> template keys (indexer/templates.py)
         self.analyzer = Analyzer.of(settings)  # the fragments' key terms, as the searcher analyses
 
-    def restart(self, templates: dict[str, frozenset[int]] | None) -> None:
-        """Start a new word memo (local IDs from 0 again) with these templates: the next
-        segment of a running pool (indexer/workers.py ``AnalyserPool.rebind``)."""
-        self.hits = HitMaker.of(self.settings)
+    def retemplate(self, templates: dict[str, frozenset[int]] | None) -> None:
+        """Leave these template blocks out from now on: the next segment of a running pool
+        (indexer/workers.py ``AnalyserPool.rebind``); the word memo stays."""
         self.templates = templates or {}
 
     def close(self) -> None:

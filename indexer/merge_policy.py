@@ -60,6 +60,9 @@ class MergePolicy:
     min_size: int = MERGE_MIN_BYTES
     level_span: float = MERGE_LEVEL_SPAN
     deletes_allowed: float = MERGE_DELETES_ALLOWED
+    # The policy this one replaced, for scripts/benchmarks/bench_follow.py to compare with: set,
+    # more than this many segments are merged, all of them, into one (nothing else is).
+    merge_all_over: int | None = None
 
     def __post_init__(self) -> None:
         if self.merge_factor < 2 or self.min_size < 1 or self.level_span < 0 \
@@ -79,6 +82,8 @@ def find_merges(segments: Sequence[SegmentSize], policy: MergePolicy = DEFAULT_M
     """The merges to run now, as disjoint ranges of adjacent segment positions (oldest first):
     a range of two or more is a merge, a range of one a rewrite that reclaims its deleted
     documents.  Empty when the segments are in shape."""
+    if policy.merge_all_over is not None:
+        return merge_all_over(segments, policy.merge_all_over)
     n = len(segments)
     levels = [policy.level(s.live_size) for s in segments]
     floor = policy.level(policy.min_size)

@@ -23,6 +23,8 @@ from websift.indexer.errors import IndexCorrupt, IndexInterrupted, IndexMissing
 from websift.indexer.follow import FollowStatus, follow, read_status
 from websift.indexer.manifest import read_manifest
 from websift.indexer.searcher import IndexQuery, Searcher
+from websift.indexer.settings import DEFAULT_INDEX_SETTINGS
+from websift.indexer.workers import AnalyserPool
 from websift.store.crawl_store import CrawlStore
 from websift.store.views import StoreReader
 
@@ -165,3 +167,30 @@ def test_the_command_follows_and_exits_0_on_sigterm(tmp_path: Path) -> None:
         s.name for s in manifest.segments}
     status = read_status(data)
     assert status is not None and status.state == "stopped" and status.cuts == len(cuts)
+
+
+def test_a_running_pool_indexes_later_segments_as_a_fresh_one(tmp_path: Path) -> None:
+    """The pool keeps its workers and their word memos between segments (AnalyserPool.rebind):
+    a word learned for the first segment gets its place in the second one's lexicon."""
+    first = {f"{A}/1": page("One", "quokka wombat dingo"), f"{A}/2": page("Two", "wombat emu")}
+    second = {f"{A}/3": page("Three", "dingo quokka kookaburra"),
+              f"{A}/4": page("Four", "emu wombat")}
+    shared = build_data_dir(tmp_path / "shared", first)
+    fresh = build_data_dir(tmp_path / "fresh", first)
+    build_index(fresh, procs=1)
+    with AnalyserPool(shared.warc_dir, 2, {}, DEFAULT_INDEX_SETTINGS) as pool:
+        for pages in (None, second):
+            if pages is not None:
+                build_data_dir(shared.root, pages)
+                build_data_dir(fresh.root, pages)
+            with StoreReader.open(shared.store_path) as store:
+                manifest = read_manifest(shared.index_dir) if pages else None
+                run_once(shared, store, manifest, ram_mb=64, started=time.monotonic(),
+                         say=lambda _m: None, procs=2, pool=pool)
+    build_index(fresh, procs=1)
+    a, b = Searcher.open(shared), Searcher.open(fresh)
+    assert a.segments[-1].terms() == b.segments[-1].terms()
+    for q in ("wombat", "dingo quokka", "emu", "kookaburra"):
+        got = [(h.url, round(h.text_score, 4)) for h in a.search(IndexQuery(q, k=10)).hits]
+        assert got == [(h.url, round(h.text_score, 4))
+                       for h in b.search(IndexQuery(q, k=10)).hits], q
