@@ -88,10 +88,10 @@ def index_command(args: argparse.Namespace) -> int:
         print("index: --rebuild and --follow do not go together (rebuild first, then follow)",
               file=sys.stderr)
         return 2
-    data = DataDir.open(args.data)
     say = None if args.quiet else (lambda msg: print(f"index: {msg}", file=sys.stderr))
-    if args.follow:
-        return _follow(data, args, settings, say)
+    if args.follow:  # started beside the crawl, it may come first: the directory is made here
+        return _follow(DataDir.create(args.data), args, settings, say)
+    data = DataDir.open(args.data)
     r = build_index(data, ram_mb=args.ram_mb, progress=say, rebuild=args.rebuild,
                     procs=args.procs, settings=settings)
     if r.mode == "unchanged":
