@@ -58,6 +58,7 @@ from websift.indexer.settings import (
     FOLLOW_POLL_SECONDS,
     REMEASURE_SECONDS,
     STATUS_SECONDS,
+    STORE_WAIT_SECONDS,
     IndexSettings,
 )
 from websift.indexer.workers import AnalyserPool
@@ -146,13 +147,18 @@ def cut_line(status: FollowStatus, report: IndexReport) -> str:
 
 
 def _open_store(data: DataDir, stop: threading.Event, status: FollowStatus) -> StoreReader | None:
-    """The crawl store once the crawl has made it (None: stopped first)."""
+    """The crawl store once the crawl has made it (None: stopped first).  A store file that is
+    there but cannot be opened (still empty: the crawl is making it) is tried again for
+    STORE_WAIT_SECONDS, then its error is raised."""
+    appeared: float | None = None
     while not stop.is_set():
         try:
             return StoreReader.open(data.store_path)
         except StoreError:
-            if data.store_path.exists() and data.store_path.stat().st_size > 0:
-                raise
+            if data.store_path.exists():
+                appeared = time.monotonic() if appeared is None else appeared
+                if time.monotonic() - appeared > STORE_WAIT_SECONDS:
+                    raise
         if status.state != "waiting":
             status.state = "waiting"
             write_status(data, status)

@@ -142,6 +142,7 @@ FOLLOW_INTERVAL_SECONDS = 5.0
 FOLLOW_EVERY_PAGES = 2_000
 FOLLOW_POLL_SECONDS = 0.25
 STATUS_SECONDS = 2.0  # least time between two status files written while no cut is made
+STORE_WAIT_SECONDS = 30.0  # a crawl store that is there but unreadable this long is an error
 # How long a follower reuses what it measures over the whole store between cuts (the factor that
 # scales OPIC importance to mean one: a scan of the urls table; the hosts' navigation anchor
 # texts: a scan of the links): both move slowly as the crawl goes on.

@@ -127,6 +127,13 @@ def test_nothing_changed_means_no_new_manifest(following: tuple[DataDir, list[st
     assert read_manifest(data.index_dir).generation == generation
 
 
+def test_rebuild_and_follow_are_refused_together(tmp_path: Path) -> None:
+    done = subprocess.run(websift_command("index", "--data", str(tmp_path / "d"), "--follow",
+                                          "--rebuild"), cwd=REPO, capture_output=True,
+                          text=True, timeout=120, check=False)
+    assert done.returncode == 2 and "--rebuild and --follow" in done.stderr
+
+
 def test_a_stopped_cut_is_discarded_whole(tmp_path: Path) -> None:
     data = build_data_dir(tmp_path / "d", {f"{A}/x": page("X", "xerus")})
     build_index(data)
@@ -142,12 +149,15 @@ def test_a_stopped_cut_is_discarded_whole(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_the_command_follows_and_exits_0_on_sigterm(tmp_path: Path) -> None:
-    data = build_data_dir(tmp_path / "d", {f"{A}/one": page("One", "okapi")})
+    # Started before the crawl has made anything: it waits for the store.
     proc = subprocess.Popen(
-        websift_command("index", "--data", str(data.root), "--follow", "--interval",
+        websift_command("index", "--data", str(tmp_path / "d"), "--follow", "--interval",
                         str(INTERVAL), "--every", "100", "--procs", "2"),
         cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
+        wait_for((tmp_path / "d" / "index" / "follow-status.json").exists,
+                 "the follower's first status")
+        data = build_data_dir(tmp_path / "d", {f"{A}/one": page("One", "okapi")})
         wait_for(lambda: urls_for(data, "okapi") == [f"{A}/one"], "the first cut",
                  SEARCHABLE_WITHIN)
         build_data_dir(data.root, {f"{A}/two": page("Two", "pangolin")})
