@@ -103,6 +103,9 @@ def index_command(args: argparse.Namespace) -> int:
           f"{r.documents} pages, {r.anchor_only} known by anchors only, {r.dropped} removed, "
           f"{r.hits} hits; live: {r.live_docs} documents in {r.segments} segments; "
           f"left out: {skipped}")
+    if r.merges:
+        print(f"index: {r.merges} merges wrote {r.merge_bytes / 1e6:.1f} MB (the cut: "
+              f"{r.cut_bytes / 1e6:.1f} MB)")
     if r.template_hosts or r.anchor_boilerplate:
         print(f"index: boilerplate: {r.template_hosts} hosts' templates measured on "
               f"{r.template_pages} pages, {r.anchor_boilerplate} navigation anchor texts left "
