@@ -29,6 +29,7 @@ from websift.core.lock import store_writer_lock
 from websift.crawler import frontier_command, robots_command, warc_import
 from websift.crawler import settings as S
 from websift.crawler.errors import FrontierLost, ScopeError
+from websift.crawler.identity import user_agent
 from websift.crawler.recrawl import recrawl_schedule
 from websift.crawler.runs import FORCED_STOP, stored_scope
 from websift.crawler.scope import UNRESOLVABLE, Scope, ScopeConfig
@@ -61,6 +62,10 @@ def _politeness_args(p: argparse.ArgumentParser) -> None:
                    help="requests in flight per host")
     p.add_argument("--allow-private", action="store_true",
                    help="allow private, loopback and link-local addresses (local sites)")
+    p.add_argument("--user-agent", type=user_agent, default=S.USER_AGENT, metavar="UA",
+                   help="the User-Agent sent with every request; its product token (the part "
+                   "before '/') picks the robots.txt group obeyed. Name yourself and a contact "
+                   "URL: 'examplebot/1.0 (+https://example.org/bot)'")
     p.add_argument("--quiet", action="store_true", help="no progress line and no summary table")
 
 
@@ -270,6 +275,7 @@ def crawl_config(args: argparse.Namespace, scope: ScopeConfig) -> CrawlConfig:
         frontier=getattr(args, "frontier", None),
         frontier_lease=getattr(args, "frontier_lease", S.FRONTIER_LEASE_TTL),
         frontier_hosts=getattr(args, "frontier_hosts", S.FRONTIER_MAX_HOSTS),
+        user_agent=args.user_agent,
     )
 
 
@@ -363,6 +369,7 @@ def _recrawl(args: argparse.Namespace, data: DataDir) -> int:
         kind=KIND_RECRAWL,
         recrawl=[(item.url_id, item.priority) for item in schedule],
         discovery_share=0.0,  # refresh only
+        user_agent=args.user_agent,
     )
     session = CrawlSession(data, config)
     try:

@@ -40,6 +40,7 @@ from websift.crawler.errors import FrontierLost, ScopeError
 from websift.crawler.focus import build_focus
 from websift.crawler.frontier import DEFAULT_STRATEGY, CrawlFrontier, Frontier
 from websift.crawler.groupcommit import GroupCommit
+from websift.crawler.identity import agent_token
 from websift.crawler.meta import FetchMeta
 from websift.crawler.pipeline import Fetched, PageRecorder
 from websift.crawler.politeness import HostSlot, Politeness, parse_retry_after
@@ -97,6 +98,8 @@ class CrawlConfig:
     frontier: str | None = None
     frontier_lease: float = S.FRONTIER_LEASE_TTL  # --frontier-lease
     frontier_hosts: int = S.FRONTIER_MAX_HOSTS  # --frontier-hosts
+    # --user-agent: sent with every request; its product token picks the robots.txt group
+    user_agent: str = S.USER_AGENT
 
 
 class CrawlSession:
@@ -138,7 +141,8 @@ class CrawlSession:
             )
         self.warc = WarcWriterFile(data.warc_dir)
         self.politeness = Politeness(config.delay, config.concurrency)
-        self.robots = RobotsCache(ttl=config.robots_ttl)
+        self.agent = agent_token(config.user_agent)  # robots.txt, meta robots, X-Robots-Tag
+        self.robots = RobotsCache(agent=self.agent, ttl=config.robots_ttl)
         self.scope = Scope(config.scope, resolve)  # resolve: the system resolver unless a test's
         # each host's address verdict, looked up in DNS threads (never on the reactor thread)
         self.addresses = HostVerdicts(self.scope)
@@ -149,7 +153,7 @@ class CrawlSession:
         self.batch = GroupCommit(self.store, self.warc)
         self.recorder = PageRecorder(
             self.store, self.warc, self.frontier, self.judge, self.stats, near=self.near,
-            batch=self.batch, max_url_length=config.scope.max_url_length,
+            batch=self.batch, max_url_length=config.scope.max_url_length, agent=self.agent,
         )
         self.factory: RequestFactory | None = None
         self.seeds: list[str] = []  # canonical, once add_seeds has run
