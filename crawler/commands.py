@@ -66,7 +66,6 @@ def _politeness_args(p: argparse.ArgumentParser) -> None:
                    help="the User-Agent sent with every request; its product token (the part "
                    "before '/') picks the robots.txt group obeyed. Name yourself and a contact "
                    "URL: 'examplebot/1.0 (+https://example.org/bot)'")
-    p.add_argument("--quiet", action="store_true", help="no progress line and no summary table")
 
 
 def cidr(text: str) -> str:
@@ -106,6 +105,14 @@ def _register_crawl(sub: argparse._SubParsersAction) -> None:  # type: ignore[ty
     p.add_argument("--duration", type=seconds(strict=True), default=None, metavar="T",
                    help="stop after this long: seconds, or a number with s, m, h, d, w (30m, 2h, "
                    "1d); in-flight requests finish (default: no limit)")
+    crawl_options(p)
+    p.add_argument("--quiet", action="store_true", help="no progress line and no summary table")
+    p.set_defaults(func=crawl_command)
+
+
+def crawl_options(p: argparse.ArgumentParser) -> None:
+    """The crawl's scope, schedule, frontier and politeness options (all but the seeds, its
+    length and --quiet): ``crawl`` has them, and ``websift up`` passes them on to its crawl."""
     p.add_argument("--max-depth", type=number(int, low=0), default=None, metavar="D",
                    help=f"link hops from a seed (default: {S.DEFAULT_MAX_DEPTH})")
     p.add_argument("--allow-domain", action="append", default=[], metavar="D",
@@ -159,7 +166,6 @@ def _register_crawl(sub: argparse._SubParsersAction) -> None:  # type: ignore[ty
     p.add_argument("--frontier-hosts", type=number(int, low=1), default=S.FRONTIER_MAX_HOSTS,
                    metavar="N", help="hosts one crawler holds at once on a shared frontier")
     _politeness_args(p)
-    p.set_defaults(func=crawl_command)
 
 
 def _register_recrawl(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -175,6 +181,7 @@ def _register_recrawl(sub: argparse._SubParsersAction) -> None:  # type: ignore[
     p.add_argument("--dry-run", action="store_true",
                    help="print the schedule (URL, priority, last fetch) and fetch nothing")
     _politeness_args(p)
+    p.add_argument("--quiet", action="store_true", help="no progress line and no summary table")
     p.set_defaults(func=recrawl_command)
 
 

@@ -43,6 +43,17 @@ def _register_rank(sub: argparse._SubParsersAction) -> None:  # type: ignore[typ
         "L1 residual), levels from the seeds, the giant SCC and every topic's vector, and "
         "write them as a new ranks generation.",
     )
+    rank_options(p)
+    talk = p.add_mutually_exclusive_group()
+    talk.add_argument("--quiet", action="store_true", help="no progress line")
+    talk.add_argument("--verbose", action="store_true",
+                      help="every iteration's L1 residual on a line of its own")
+    _register_rank_engine(p)
+    p.set_defaults(func=_rank)
+
+
+def rank_options(p: argparse.ArgumentParser) -> None:
+    """PageRank's parameters: ``rank`` has them, and ``websift up`` passes them on."""
     p.add_argument("--damping", type=number(float, low=0, high=1, strict=True), default=settings.DAMPING, metavar="C",
                    help="probability of following a link")
     p.add_argument("--tol", type=number(float, low=0, strict=True), default=settings.TOLERANCE, metavar="T",
@@ -51,12 +62,6 @@ def _register_rank(sub: argparse._SubParsersAction) -> None:  # type: ignore[typ
                    default=settings.DANGLING_POLICY,
                    help="dangling pages: 'teleport' (Google matrix) or 'paper1998' (remove them, "
                    "converge, add them back)")
-    talk = p.add_mutually_exclusive_group()
-    talk.add_argument("--quiet", action="store_true", help="no progress line")
-    talk.add_argument("--verbose", action="store_true",
-                      help="every iteration's L1 residual on a line of its own")
-    _register_rank_engine(p)
-    p.set_defaults(func=_rank)
 
 
 def _register_rank_engine(p: argparse.ArgumentParser) -> None:
