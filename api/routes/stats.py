@@ -15,6 +15,8 @@ from websift.api.models import Health, LiveCrawl, Stats
 from websift.api.result_cache import ResultCache
 from websift.api.retrieval import Outcome
 from websift.api.snapshot import RankView, Snapshot, SnapshotHolder
+from websift.api.up_status import read_status, status_path, status_summary
+from websift.core.datadir import DataDir
 from websift.crawler.runs import LiveRun, read_live
 from websift.store.schema import DISCOVERED, FETCHED
 from websift.store.views import StoreReader
@@ -75,6 +77,12 @@ def _frontier(client: Any) -> dict[str, Any] | None:
     return frontier_figures(client)
 
 
+def _up(data: DataDir) -> dict[str, Any] | None:
+    """What ``websift up`` last wrote of its parts (api/up_status.py), if it ran here."""
+    status = read_status(status_path(data.root))
+    return None if status is None else status_summary(status, time.time())
+
+
 def build_router() -> APIRouter:
     router = APIRouter(tags=["stats"])
 
@@ -110,6 +118,7 @@ def build_router() -> APIRouter:
             result_cache=asdict(cache.stats()),
             search_caches={name: asdict(c.stats()) for name, c in searcher.caches().items()},
             frontier=_frontier(request.app.state.frontier),
+            up=_up(request.app.state.data),
         )
 
     @router.get(
