@@ -299,14 +299,14 @@ class _Column:
 
     def __init__(self, path: Path, code: str, first: int | None = None) -> None:
         self.path, self.code = path, code
-        self._buf = array(code)
+        self._buf: array[Any] = array(code)
         self._fh = open(path, "wb")  # noqa: SIM115 - closed in save
         self.count = 0  # values appended, written or not
-        self.last = 0  # the last value appended (0 before any)
+        self.last: float = 0  # the last value appended (0 before any)
         if first is not None:
             self.append(first)
 
-    def append(self, value: int) -> None:
+    def append(self, value: float) -> None:
         self._buf.append(value)
         self.count += 1
         self.last = value
@@ -386,6 +386,9 @@ class SegmentWriter:
         self._head_off = _Column(directory / "head_off.raw", "q", 0)
         self._frags = open(directory / "frags.bin", "wb")  # noqa: SIM115 - closed in finish
         self._frags_off = _Column(directory / "frags_off.raw", "q", 0)
+        # Per document, its provisional prior: OPIC importance scaled to mean one when it was
+        # indexed (0: none known); the searcher's prior for pages the ranks do not know.
+        self._prior = _Column(directory / "prior.raw", "f")
         self.text_bytes = 0
         self.hosts: dict[str, BitMap] = {}
         self.drops = BitMap()
@@ -429,6 +432,7 @@ class SegmentWriter:
         self._store.write(blob)
         self._store_off.append(self._store_off.last + len(blob))
         self._frags_off.append(self._frags_off.last)
+        self._prior.append(0.0)
         head = f"{url}{SEP}{title.replace(SEP, ' ')}".encode("utf-8", "surrogatepass")
         self._head.write(head)
         self._head_off.append(self._head_off.last + len(head))
@@ -438,7 +442,8 @@ class SegmentWriter:
 
     def add_copied_document(self, url_id: int, *, url: str, title: str, text_blob: bytes,
                             field_lens: Sequence[int], host: str | None = None,
-                            anchor_sources: Sequence[int] = (), frags_blob: bytes = b"") -> int:
+                            anchor_sources: Sequence[int] = (), frags_blob: bytes = b"",
+                            prior: float = 0.0) -> int:
         """A document whose text is already compressed (a merge's copy, or a worker's batch):
         its hits come separately through ``barrels.add_hits`` / ``barrels.add_block``.
         Returns its ordinal."""
@@ -451,6 +456,7 @@ class SegmentWriter:
         self._store_off.append(self._store_off.last + len(text_blob))
         self._frags.write(frags_blob)
         self._frags_off.append(self._frags_off.last + len(frags_blob))
+        self._prior.append(prior)
         head = f"{url}{SEP}{title.replace(SEP, ' ')}".encode("utf-8", "surrogatepass")
         self._head.write(head)
         self._head_off.append(self._head_off.last + len(head))
@@ -527,6 +533,7 @@ class SegmentWriter:
         self._store_off.save(d / "store_off.npy")
         self._frags_off.save(d / "frags_off.npy")
         self._head_off.save(d / "head_off.npy")
+        self._prior.save(d / "prior.npy")
         (d / "docs.roar").write_bytes(docs.serialize())
         (d / "drops.roar").write_bytes(self.drops.serialize())
         hosts_index: dict[str, list[int]] = {}
