@@ -21,7 +21,12 @@ from websift.api.up_status import read_status, status_lines, status_path
 from websift.core.arguments import number, seconds
 from websift.core.datadir import DataDir
 from websift.crawler.commands import crawl_options, seed_with_scheme
-from websift.indexer.settings import DEFAULT_INDEX_PROCS, DEFAULT_RAM_MB
+from websift.indexer.settings import (
+    DEFAULT_INDEX_PROCS,
+    DEFAULT_RAM_MB,
+    FOLLOW_EVERY_PAGES,
+    FOLLOW_INTERVAL_SECONDS,
+)
 from websift.ranking.commands import rank_options
 
 EXIT_NOT_RUNNING = 1
@@ -40,6 +45,13 @@ def _index_options(p: argparse.ArgumentParser) -> None:
                    help="the indexer's memory for hit buffers and inversion, in MB")
     p.add_argument("--procs", type=number(int, low=1), default=DEFAULT_INDEX_PROCS, metavar="N",
                    help="the indexer's worker processes (1 = no workers)")
+    p.add_argument("--index-interval", type=number(float, low=0.0),
+                   default=FOLLOW_INTERVAL_SECONDS, metavar="SECONDS",
+                   help="the indexer cuts a segment when pages changed and this long has passed "
+                   "since its last cut (websift index --follow --interval)")
+    p.add_argument("--index-every", type=number(int, low=1), default=FOLLOW_EVERY_PAGES,
+                   metavar="PAGES", help="... or as soon as this many changed pages wait "
+                   "(websift index --follow --every)")
 
 
 def _serve_options(p: argparse.ArgumentParser) -> None:

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import http.client
-import json
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -30,12 +29,16 @@ from pathlib import Path
 from websift.api.supervisor import PartSpec, Progress
 from websift.core.datadir import DataDir
 from websift.crawler.runs import read_live
+from websift.indexer.follow import read_status as read_follow_status
 from websift.store.views import StoreReader
 
 STOP_ORDER = ("crawl", "index", "rank", "serve")
 DEFAULT_RANK_EVERY = 600.0  # seconds between two starts of `websift rank` (--rank-every)
-FOLLOW_STATUS = "follow-status.json"  # written by `websift index --follow` in DATA/index/
 HEALTH_TIMEOUT = 0.5  # seconds the supervisor waits for the server's /healthz
+
+
+# up's name of an option -> the part's (the indexer's --interval, --every)
+RENAMED = {"--index-interval": "--interval", "--index-every": "--every"}
 
 
 def forwarded(actions: Sequence[argparse.Action], args: argparse.Namespace) -> list[str]:
@@ -47,6 +50,7 @@ def forwarded(actions: Sequence[argparse.Action], args: argparse.Namespace) -> l
         if value == action.default or value is None:
             continue
         flag = max(action.option_strings, key=len)
+        flag = RENAMED.get(flag, flag)
         if action.nargs == 0:  # store_true
             argv.append(flag)
         elif isinstance(value, list):
@@ -96,25 +100,16 @@ def _crawl_probe(data: DataDir) -> Callable[[int, float], Progress]:
 
 
 def _index_probe(data: DataDir) -> Callable[[int, float], Progress]:
-    """A new generation (manifest replaced) is the index's success; ``follow-status.json``
-    adds the follower's own figures: its last pass, and how far behind the crawl it is."""
-    manifest = data.index_dir / "manifest.json"
-    follow = data.index_dir / FOLLOW_STATUS
+    """The follower's own status (``index/follow-status.json``, indexer/follow.py): written by
+    this process while it follows (after each cut, and as a heartbeat while nothing is new),
+    it is the index's success; its ``lag_seconds`` (the age of the oldest change not yet
+    indexed) is the lag."""
 
     def probe(pid: int, started: float) -> Progress:
-        last = _mtime(manifest)
-        lag = None
-        try:
-            doc = json.loads(follow.read_bytes())
-        except (OSError, ValueError):
-            doc = None
-        if isinstance(doc, dict):
-            when = doc.get("updated")
-            if pid and isinstance(when, int | float) and when >= started:
-                last = max(last or 0.0, float(when))
-            value = doc.get("lag_seconds")
-            lag = float(value) if isinstance(value, int | float) else None
-        return Progress(last, lag)
+        status = read_follow_status(data)
+        if status is None or status.pid != pid or status.state != "following":
+            return Progress()
+        return Progress(status.updated, status.lag_seconds)
 
     return probe
 
