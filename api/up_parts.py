@@ -71,7 +71,10 @@ def build_parts(args: argparse.Namespace, data: DataDir,
              *forwarded(groups["crawl"], args)]
     index = ["index", "--follow", "--quiet", *d, *forwarded(groups["index"], args)]
     rank = ["rank", "--quiet", *d, *forwarded(groups["rank"], args)]
-    serve = ["serve", *d, *forwarded(groups["serve"], args)]
+    # the address always given: $WEBSIFT_HOST / $WEBSIFT_PORT must not move the server away
+    # from where the supervisor looks for it
+    serve = ["serve", *d, "--host", host, "--port", str(args.port),
+             *forwarded([a for a in groups["serve"] if a.dest not in ("host", "port")], args)]
     if args.frontier is not None:
         serve += ["--frontier", args.frontier]  # /stats shows the shared frontier
     index_manifest = data.index_dir / "manifest.json"

@@ -23,7 +23,7 @@ from websift.api.retrieval import Outcome
 from websift.api.snapshot import SnapshotHolder
 from websift.api.up_status import UpStatus, read_status, status_path
 from websift.core.datadir import DataDir
-from websift.core.errors import WebsiftError
+from websift.core.errors import CheckedFileError, WebsiftError
 from websift.crawler.runs import LiveRun, read_live
 from websift.store.views import StoreReader
 
@@ -148,7 +148,11 @@ def build_router() -> APIRouter:
     ) -> PlainTextResponse:
         out = Exposition()
         _crawl_metrics(out, _live_run(data))
-        _up_metrics(out, read_status(status_path(data.root)))
+        try:
+            up = read_status(status_path(data.root))
+        except CheckedFileError:
+            up = None  # damaged: /stats says so in its "up" object
+        _up_metrics(out, up)
         _serving_metrics(out, request, holder, cache)
         return PlainTextResponse(out.render(), media_type=CONTENT_TYPE)
 

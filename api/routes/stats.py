@@ -17,6 +17,7 @@ from websift.api.retrieval import Outcome
 from websift.api.snapshot import RankView, Snapshot, SnapshotHolder
 from websift.api.up_status import read_status, status_path, status_summary
 from websift.core.datadir import DataDir
+from websift.core.errors import CheckedFileError
 from websift.crawler.runs import LiveRun, read_live
 from websift.store.schema import DISCOVERED, FETCHED
 from websift.store.views import StoreReader
@@ -78,8 +79,12 @@ def _frontier(client: Any) -> dict[str, Any] | None:
 
 
 def _up(data: DataDir) -> dict[str, Any] | None:
-    """What ``websift up`` last wrote of its parts (api/up_status.py), if it ran here."""
-    status = read_status(status_path(data.root))
+    """What ``websift up`` last wrote of its parts (api/up_status.py), if it ran here; a
+    damaged file is reported as such (the rest of /stats is still served)."""
+    try:
+        status = read_status(status_path(data.root))
+    except CheckedFileError as exc:
+        return {"error": str(exc)}
     return None if status is None else status_summary(status, time.time())
 
 

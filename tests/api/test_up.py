@@ -13,7 +13,6 @@ import os
 import signal
 import socket
 import subprocess
-import sys
 import tempfile
 import urllib.error
 import urllib.request
