@@ -25,7 +25,7 @@ EXIT_ERROR = 2
 EXIT_INTERRUPTED = 130
 # `websift --help` lists the subcommands in the order a new user runs them (the pipeline), then
 # the others; one not named here follows in the order its package registers it
-HELP_ORDER = ("up", "status", "crawl", "index", "rank", "serve", "search",
+HELP_ORDER = ("crawl", "index", "rank", "serve", "search", "up", "status",
               "recrawl", "import", "graph", "topics", "robots", "frontier", "demo")
 
 
