@@ -236,14 +236,16 @@ def run_once(data: DataDir, store: StoreReader, manifest: Manifest | None, *, ra
              policy: MergePolicy = DEFAULT_MERGE_POLICY,
              pool: AnalyserPool | None = None, upto_seq: int | None = None,
              should_stop: Callable[[], bool] = lambda: False,
-             prior_scale: float | None = None) -> IndexReport:
+             prior_scale: float | None = None,
+             boilerplate: set[tuple[int, str]] | None = None) -> IndexReport:
     """One run on an open store, under the caller's index lock (:func:`build_index`'s body;
     indexer/follow.py calls it once per cut).  ``pool``: a running AnalyserPool to use (kept
     alive by the caller) instead of starting one; ``upto_seq``: index the store's changes up to
     this ``seq`` only; ``should_stop``: asked between batches and merges, True discards the
     segment in progress (IndexInterrupted) or leaves the remaining merges; ``prior_scale``: the
     factor that makes OPIC importance mean one (:meth:`StoreReader.importance_scale`, read
-    here when not given)."""
+    here when not given); ``boilerplate``: the navigation anchor texts to leave out
+    (:func:`anchor_boilerplate`, measured here when not given: a scan of every link)."""
     index_dir = data.index_dir
     snap_seq = store.max_seq() if upto_seq is None else min(store.max_seq(), upto_seq)
     generation = (manifest.generation if manifest else 0) + 1
@@ -271,7 +273,7 @@ def run_once(data: DataDir, store: StoreReader, manifest: Manifest | None, *, ra
                               ram_mb=ram_mb, procs=procs, settings=settings, pool=pool,
                               should_stop=should_stop, snap_seq=snap_seq,
                               prior_scale=store.importance_scale() if prior_scale is None
-                              else prior_scale)
+                              else prior_scale, boilerplate=boilerplate)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
@@ -372,7 +374,8 @@ def _merges(index_dir: Path, generation: int, last_seq: int, segments: list[Segm
 def _cut(data: DataDir, store: StoreReader, manifest: Manifest | None, tmp: Path,
          ids: list[int], *, report: IndexReport, say: Callable[[str], None], counted: bool,
          ram_mb: int, procs: int, settings: IndexSettings, pool: AnalyserPool | None,
-         should_stop: Callable[[], bool], snap_seq: int, prior_scale: float) -> SegmentWriter:
+         should_stop: Callable[[], bool], snap_seq: int, prior_scale: float,
+         boilerplate: set[tuple[int, str]] | None) -> SegmentWriter:
     """Build the run's segment in ``tmp`` (complete and fsynced when this returns)."""
     mode = report.mode
     writer = SegmentWriter(tmp, ram_mb * 1024 * 1024, settings=settings)
@@ -392,7 +395,7 @@ def _cut(data: DataDir, store: StoreReader, manifest: Manifest | None, tmp: Path
 
     def measure_boilerplate() -> None:  # while the template samples are parsed
         if settings.anchor_templates:
-            boiler.update(anchor_boilerplate(store))
+            boiler.update(anchor_boilerplate(store) if boilerplate is None else boilerplate)
         if len(cand) >= SOURCE_HOSTS_MIN_IDS:  # a small run looks its sources up instead
             sources.append(SourceHosts(store))
 

@@ -11,7 +11,9 @@ new version masks the old one, a page no longer indexable is dropped) once ``int
 seconds have passed since the last cut or ``every`` pages are waiting, whichever comes first.
 A cut takes at most ``every`` pages (the changes up to the ``every``-th one's ``seq``); a
 backlog is cut in turns, each published as soon as it is written.  Nothing changed: no work,
-no manifest.  The merges the policy asks for follow each cut (indexer/merge_policy.py).
+no manifest.  The merges the policy asks for follow each cut (indexer/merge_policy.py).  What a
+run measures over the whole store (the hosts' navigation anchor texts, the scale of OPIC
+importance) is measured again at most every ``REMEASURE_SECONDS``, not per cut.
 
 Stopping: SIGINT or SIGTERM sets ``stop``; the cut in progress is discarded whole between two
 batches (its ``tmp-*`` directory removed: the previous manifest stands) and a merge in progress
@@ -35,6 +37,7 @@ from pathlib import Path
 from websift.core import checked
 from websift.core.datadir import DataDir
 from websift.core.errors import CheckedFileError
+from websift.indexer.anchors import anchor_boilerplate
 from websift.indexer.build import (
     IndexReport,
     entry_bytes,
@@ -53,7 +56,7 @@ from websift.indexer.settings import (
     FOLLOW_EVERY_PAGES,
     FOLLOW_INTERVAL_SECONDS,
     FOLLOW_POLL_SECONDS,
-    PRIOR_SCALE_SECONDS,
+    REMEASURE_SECONDS,
     STATUS_SECONDS,
     IndexSettings,
 )
@@ -199,7 +202,7 @@ def _loop(data: DataDir, store: StoreReader, stop: threading.Event, status: Foll
     _from_manifest(status, manifest)
     status.state = "following"
     write_status(data, status)
-    scale, scale_at = 0.0, float("-inf")
+    scale, boiler, measured_at = 0.0, None, float("-inf")
     last_cut = last_status = time.monotonic()
     with AnalyserPool(data.warc_dir, procs, {}, settings, quiet_signals=True) as pool:
         while not stop.is_set():
@@ -214,15 +217,17 @@ def _loop(data: DataDir, store: StoreReader, stop: threading.Event, status: Foll
                     last_status = now
                 stop.wait(FOLLOW_POLL_SECONDS)
                 continue
-            if now - scale_at >= PRIOR_SCALE_SECONDS:
-                scale, scale_at = store.importance_scale(), now
+            if now - measured_at >= REMEASURE_SECONDS:  # both scan the store
+                scale, measured_at = store.importance_scale(), now
+                boiler = anchor_boilerplate(store) if settings.anchor_templates else set()
             started = time.monotonic()
             try:
                 report = run_once(data, store, manifest, ram_mb=ram_mb, started=started,
                                   say=say, counted=False, procs=procs, settings=settings,
                                   policy=policy, pool=pool,
                                   upto_seq=store.seq_of_change(last_seq, every),
-                                  should_stop=stop.is_set, prior_scale=scale)
+                                  should_stop=stop.is_set, prior_scale=scale,
+                                  boilerplate=boiler)
             except IndexInterrupted:
                 say("stopped: the segment in progress was discarded")
                 break

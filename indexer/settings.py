@@ -142,9 +142,10 @@ FOLLOW_INTERVAL_SECONDS = 5.0
 FOLLOW_EVERY_PAGES = 2_000
 FOLLOW_POLL_SECONDS = 0.25
 STATUS_SECONDS = 2.0  # least time between two status files written while no cut is made
-# How long the factor that scales OPIC importance to mean one (a scan of the urls table) is
-# reused between cuts: it moves slowly as the crawl goes on.
-PRIOR_SCALE_SECONDS = 60.0
+# How long a follower reuses what it measures over the whole store between cuts (the factor that
+# scales OPIC importance to mean one: a scan of the urls table; the hosts' navigation anchor
+# texts: a scan of the links): both move slowly as the crawl goes on.
+REMEASURE_SECONDS = 60.0
 
 # ---------------------------------------------------------------- segments
 ENCODE_IN_FLIGHT = 1  # postings chunks waiting per bit-packing process at the end of a run

@@ -6,7 +6,7 @@ policy it replaced (every segment merged into one past 8), same run.
         [--rate 200] [--refetch 0.1] [--interval 1] [--every 500] [--procs 2]
         [--sim-cuts 3000] [--work DIR]
 
-A writer thread stores ``--pages`` generated pages (Zipf words over a 20,000-word vocabulary,
+A writer process stores ``--pages`` generated pages (Zipf words over a 20,000-word vocabulary,
 through the real crawl store and WARC writer, testkit/corpus.py) in commits of ``--batch``
 pages at about ``--rate`` pages/s; a ``--refetch`` share of each commit are earlier pages
 fetched again with new words (each masks its old version).  Meanwhile indexer/follow.py
@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import multiprocessing
 import shutil
 import statistics
 import tempfile
@@ -48,20 +49,23 @@ NEW = MergePolicy()
 
 
 def make_page(rng: np.random.Generator, i: int, version: int) -> str:
+    """A page of Zipf words linking to the page after it (a chain, as a crawl's newest pages
+    link to the ones it has just found; every changed link re-indexes its target)."""
     ranks = np.minimum(rng.zipf(1.2, size=300), len(WORDS)) - 1
     body = " ".join(WORDS[r] for r in ranks)
     title = f"page {i} v{version} {WORDS[int(rng.integers(len(WORDS)))]}"
     return (f"<html><head><title>{title}</title></head><body><h1>{title}</h1><p>{body}</p>"
-            f'<a href="{HOST}/p{(i * 7 + 1) % 997}">next {WORDS[i % len(WORDS)]}</a></body></html>')
+            f'<a href="{HOST}/p{i + 1}">next {WORDS[i % len(WORDS)]}</a></body></html>')
 
 
-def writer(data: DataDir, args: argparse.Namespace, commits: list[tuple[int, float]],
-           done: threading.Event) -> None:
-    """Commit the pages; record (store seq after the commit, commit time)."""
+def writer(root: Path, args: argparse.Namespace, log: Path) -> None:
+    """In its own process (as the crawl is): commit the pages; append "seq time" per commit
+    to ``log`` (the store's seq after it, the wall-clock time)."""
     rng = np.random.default_rng(7)
     written = 0
     started = time.monotonic()
-    with StoreReader.open(data.store_path) as store:
+    data = DataDir.open(root)
+    with StoreReader.open(data.store_path) as store, open(log, "a") as out:
         while written < args.pages:
             n = min(args.batch, args.pages - written)
             pages = {f"{HOST}/p{written + k}": make_page(rng, written + k, 0) for k in range(n)}
@@ -69,12 +73,13 @@ def writer(data: DataDir, args: argparse.Namespace, commits: list[tuple[int, flo
                 old = int(rng.integers(written))
                 pages[f"{HOST}/p{old}"] = make_page(rng, old, int(rng.integers(1, 1000)))
             build_data_dir(data.root, pages)
-            commits.append((store.max_seq(), time.monotonic()))
+            out.write(f"{store.max_seq()} {time.time()}\n")
+            out.flush()
             written += n
             ahead = started + written / args.rate - time.monotonic()
             if ahead > 0:
                 time.sleep(ahead)  # pacing the writer at --rate, not waiting for a condition
-    done.set()
+        out.write("done\n")
 
 
 def measure(policy: MergePolicy, args: argparse.Namespace, work: Path, name: str
@@ -82,17 +87,20 @@ def measure(policy: MergePolicy, args: argparse.Namespace, work: Path, name: str
     root = work / name
     shutil.rmtree(root, ignore_errors=True)
     data = build_data_dir(root, {f"{HOST}/seed": make_page(np.random.default_rng(1), 0, 0)})
-    commits: list[tuple[int, float]] = []
+    log = root / "commits.log"
+    log.touch()
     lags: list[float] = []
     cut_seconds: list[float] = []
     most = [0]
-    done, stop = threading.Event(), threading.Event()
+    stop = threading.Event()
     published = [0]
 
     def on_cut(_line: str) -> None:
         status = read_status(data)
         assert status is not None
-        now = time.monotonic()
+        now = time.time()
+        lines = log.read_text().splitlines()
+        commits = [(int(a), float(b)) for a, b in (ln.split() for ln in lines if ln != "done")]
         for seq, at in commits[published[0]:]:
             if seq > status.last_seq:
                 break
@@ -100,14 +108,14 @@ def measure(policy: MergePolicy, args: argparse.Namespace, work: Path, name: str
             published[0] += 1
         cut_seconds.append(status.last_cut_seconds)
         most[0] = max(most[0], status.segments)
-        if done.is_set() and published[0] == len(commits):
+        if lines and lines[-1] == "done" and published[0] == len(commits):
             stop.set()
 
-    thread = threading.Thread(target=writer, args=(data, args, commits, done), daemon=True)
-    thread.start()
+    proc = multiprocessing.get_context("fork").Process(target=writer, args=(root, args, log))
+    proc.start()
     final: FollowStatus = follow(data, stop, interval=args.interval, every=args.every,
                                  procs=args.procs, policy=policy, on_cut=on_cut)
-    thread.join()
+    proc.join()
     return {"cuts": final.cuts, "pages": final.pages,
             "lag_p50": statistics.median(lags), "lag_p90": float(np.percentile(lags, 90)),
             "cut_p50": statistics.median(cut_seconds), "segments_max": most[0],

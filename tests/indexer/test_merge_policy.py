@@ -4,11 +4,22 @@ simulated runs of cuts, bounded write amplification and a bounded number of segm
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from testkit.corpus import build_data_dir
+from websift.indexer.build import build_index
+from websift.indexer.manifest import read_manifest
 from websift.indexer.merge_policy import MergePolicy, SegmentSize, find_merges, merge_all_over
+from websift.indexer.searcher import IndexQuery, Searcher
+
+A = "http://a.example"
+
+
+def page(title: str, body: str) -> str:
+    return f"<html><head><title>{title}</title></head><body><p>{body}</p></body></html>"
 
 P = MergePolicy(merge_factor=4, min_size=100, level_span=0.75, deletes_allowed=0.4)
 
@@ -105,3 +116,30 @@ def test_the_log_policy_writes_far_less_than_merging_all() -> None:
             old += sum(segs)
             segs = [sum(segs)]
     assert new < old / 5, (new / cut, old / cut)
+
+
+def test_a_merged_run_keeps_masking_the_older_segments(tmp_path: Path) -> None:
+    """Merging the newest segments but not the big old one: what they masked in it (a changed
+    page, a page now noindex) stays masked, through the merged segment's docs and drops."""
+    big = {f"{A}/p{i}": page(f"P{i}", f"filler words number {i} " * 40) for i in range(40)}
+    big[f"{A}/x"] = page("X", "xylophone old")
+    big[f"{A}/y"] = page("Y", "yodel")
+    data = build_data_dir(tmp_path / "d", big)
+    policy = MergePolicy(merge_factor=2, min_size=1, deletes_allowed=1.0)
+    build_index(data, policy=policy)
+    build_data_dir(data.root, {f"{A}/x": page("X", "xylophone new")})
+    build_data_dir(data.root, {f"{A}/y": page("Y", "yodel")}, noindex=[f"{A}/y"])
+    report = build_index(data, policy=policy)  # the second segment: sizes apart, no merge
+    assert report.merges == 0
+    build_data_dir(data.root, {f"{A}/z": page("Z", "zither")})
+    report = build_index(data, policy=policy)
+    assert report.merges == 1
+    manifest = read_manifest(data.index_dir)
+    assert len(manifest.segments) == 2 and manifest.segments[1].name.endswith("-merged")
+    assert manifest.stats["merge_bytes"] == report.merge_bytes > 0
+    s = Searcher.open(data)
+    assert [h.title for h in s.search(IndexQuery("xylophone")).hits] == ["X"]
+    assert [h.snippet.count("new") for h in s.search(IndexQuery("xylophone")).hits] == [1]
+    assert s.search(IndexQuery("old")).hits == []
+    assert s.search(IndexQuery("yodel")).hits == []
+    assert [h.title for h in s.search(IndexQuery("zither")).hits] == ["Z"]
