@@ -9,8 +9,8 @@ cost the crawl, and what cutting segments costs queries.
    and served by nginx on loopback, as ``crawl_scale.py`` serves it.
 2. The crawl alone: ``websift crawl --continuous --duration ALONE`` into a data directory of its
    own (no delay, 2 requests in flight per host), User-Agent ``websift-alone/1``.
-3. ``websift up`` from the same seeds into another data directory (the same crawl settings, its
-   default indexer, ranking every 10 minutes, one server), User-Agent ``websift-up/1``, until
+3. ``websift up`` from the same seeds into another data directory (the same crawl settings, the
+   indexer with ``--index-procs`` workers, ranking every 10 minutes, one server), User-Agent ``websift-up/1``, until
    the crawl has fetched every page (or ``--max-up`` seconds), then ``--idle`` seconds more with
    nothing left to fetch; then SIGTERM (its exit status is checked).
    - Fetch to searchable: every page's fetch time is its line in nginx's log ($msec); a probe
@@ -60,6 +60,9 @@ MAX_UP = 240.0  # seconds up may crawl before the idle tail starts anyway
 IDLE = 30.0  # seconds of queries with nothing to crawl or cut
 QUIET = 10.0  # seconds with no fetch (and every fetched page found): the crawl is done
 CONCURRENCY = 2
+# The indexer's workers: 1, the analysis in the follower's own process (on 2 shared cores more
+# workers only compete with the crawl and the server)
+INDEX_PROCS = 1
 PROBE_EVERY = 0.5
 PROBE_BATCH = 60
 ALONE_AGENT, UP_AGENT = "websift-alone/1", "websift-up/1"
@@ -206,6 +209,8 @@ def main() -> int:
                         help="seconds of the crawl alone, and of both rate windows")
     parser.add_argument("--max-up", type=number(float, low=10), default=MAX_UP)
     parser.add_argument("--idle", type=number(float, low=5), default=IDLE)
+    parser.add_argument("--index-procs", type=number(int, low=1), default=INDEX_PROCS,
+                        help="the indexer's worker processes under up (websift up --procs)")
     parser.add_argument("--root", type=Path, default=None)
     args = parser.parse_args()
     find_nginx()
@@ -233,7 +238,8 @@ def main() -> int:
             data = run_dir / "up"
             up = subprocess.Popen(
                 [sys.executable, "-m", "websift", "up", "--data", str(data), "--port",
-                 str(port), "--rank-every", "10m", "--quiet", *crawl_args(web, UP_AGENT)],
+                 str(port), "--rank-every", "10m", "--procs", str(args.index_procs), "--quiet",
+                 *crawl_args(web, UP_AGENT)],
                 env=env(), cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             probe = Probe(web, server, port, since)
             queries = Queries(port, web_words(web))
