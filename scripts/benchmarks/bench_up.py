@@ -52,6 +52,7 @@ from testkit.serve_process import free_port
 from websift.core.arguments import number
 from websift.core.datadir import DataDir
 from websift.indexer.follow import read_status as read_follow_status
+from websift.indexer.settings import MAX_QUERY_CHARS, MAX_QUERY_TERMS
 
 REPO = Path(__file__).resolve().parents[2]
 PAGES, HOSTS, SEED = 3000, 20, 3
@@ -64,7 +65,7 @@ CONCURRENCY = 2
 # workers only compete with the crawl and the server)
 INDEX_PROCS = 1
 PROBE_EVERY = 0.5
-PROBE_BATCH = 60
+PROBE_BATCH = 30  # words per probe query: within the caps of 32 terms and 512 characters
 ALONE_AGENT, UP_AGENT = "websift-alone/1", "websift-up/1"
 TOKEN_MARK = "tokens.done"
 _PAGE = re.compile(r"/p/(\d+)\.html$")
@@ -139,6 +140,7 @@ class Probe:
     fetched: dict[tuple[int, int], float] = field(default_factory=dict)
     found: dict[tuple[int, int], float] = field(default_factory=dict)
     errors: int = 0
+    asked: int = 0
 
     def round(self) -> None:
         for hit in self.server.hits(self.since):
@@ -150,7 +152,9 @@ class Probe:
         if not waiting:
             return
         words = {token(*k): k for k in waiting}
+        assert len(words) <= MAX_QUERY_TERMS and len(" OR ".join(words)) <= MAX_QUERY_CHARS
         q = urllib.parse.urlencode({"q": " OR ".join(words), "k": len(words)})
+        self.asked += 1
         try:
             with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/search?{q}",
                                         timeout=10) as r:
@@ -282,7 +286,8 @@ def main() -> int:
             and (not cuts or t > cuts[-1][1])]
     alone_rate, up_rate = rate(alone_hits, args.alone), rate(up_hits, args.alone)
     rows = [
-        ("pages fetched by up / found by the probe", f"{len(probe.fetched)} / {len(lags)}"),
+        ("pages fetched by up / found by the probe", f"{len(probe.fetched)} / {len(lags)} "
+         f"({probe.asked} probe queries, {probe.errors} not answered)"),
         ("fetch to searchable p50 / p95 / max (s)",
          f"{pct(lags, .5):.1f} / {pct(lags, .95):.1f} / {max(lags, default=float('nan')):.1f}"),
         (f"crawl rate, first {args.alone:g}s: alone / under up (pages/s)",
