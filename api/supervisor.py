@@ -16,7 +16,9 @@ Rules:
 
 - A part that dies (any exit it was not asked for) is started again after a back-off that
   doubles with each death, from ``RESTART_BASE`` to at most ``RESTART_CAP`` seconds, and counted;
-  a part that had run ``HEALTHY_AFTER`` seconds starts its back-off afresh.  A job that fails is
+  a part that had run ``HEALTHY_AFTER`` seconds starts its back-off afresh.  Whatever is left
+  in a part's process group when it exits (a killed server's workers, say) is killed with it, so
+  a restarted part never finds its predecessor's workers on its port.  A job that fails is
   retried after the same back-off; one that succeeds next runs ``every`` seconds after it started.
 - A part that exits 2 (a usage or setup error: a bad option, a port in use, a data directory that
   is not websift's) before it showed any success in that run is not restarted: the supervisor
@@ -251,6 +253,7 @@ class Supervisor:
             if code is None:
                 continue
             self._read_output(part, final=True)
+            _killpg(run.proc.pid)  # what it leaves behind (its workers) goes with it
             part.running = None
             s = part.status
             s.pid, s.last_exit, s.last_exit_at = None, code, now
