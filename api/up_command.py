@@ -45,8 +45,8 @@ def _index_options(p: argparse.ArgumentParser) -> None:
                    help="the indexer's memory for hit buffers and inversion, in MB")
     p.add_argument("--procs", type=number(int, low=1), default=DEFAULT_INDEX_PROCS, metavar="N",
                    help="the indexer's worker processes (1 = no workers)")
-    p.add_argument("--index-interval", type=number(float, low=0.0),
-                   default=FOLLOW_INTERVAL_SECONDS, metavar="SECONDS",
+    p.add_argument("--index-interval", type=seconds(),
+                   default=FOLLOW_INTERVAL_SECONDS, metavar="DURATION",
                    help="the indexer cuts a segment when pages changed and this long has passed "
                    "since its last cut (websift index --follow --interval)")
     p.add_argument("--index-every", type=number(int, low=1), default=FOLLOW_EVERY_PAGES,

@@ -28,6 +28,7 @@ from pathlib import Path
 
 from websift.api.supervisor import PartSpec, Progress
 from websift.core.datadir import DataDir
+from websift.core.errors import StoreError
 from websift.crawler.runs import read_live
 from websift.indexer.follow import read_status as read_follow_status
 from websift.store.views import StoreReader
@@ -92,8 +93,11 @@ def _crawl_probe(data: DataDir) -> Callable[[int, float], Progress]:
     def probe(pid: int, started: float) -> Progress:
         if not pid or not data.store_path.exists():
             return Progress()
-        with StoreReader.open(data.store_path) as store:
-            run = read_live(store, time.time())
+        try:
+            with StoreReader.open(data.store_path) as store:
+                run = read_live(store, time.time())
+        except StoreError:
+            return Progress()  # the crawl is still making its store: the next look tells
         if run is None or run.figures.get("pid") != pid:
             return Progress()  # this crawl has not committed yet
         updated = run.figures.get("updated")

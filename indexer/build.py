@@ -434,8 +434,12 @@ def _cut(data: DataDir, store: StoreReader, manifest: Manifest | None, tmp: Path
         if len(cand) >= SOURCE_HOSTS_MIN_IDS:  # a small run looks its sources up instead
             sources.append(SourceHosts(store))
 
+    # Beside a running pool (``--follow``) the samples are parsed here: forking a second pool
+    # while the running one's queue and prefetch threads hold locks can leave a forked child
+    # waiting on a lock no thread of it will release (fork copies locks, not threads).
     templates = _templates(data, store, cand, report, say, reuse=(mode == "incremental"),
-                           procs=procs, meanwhile=measure_boilerplate, settings=settings)
+                           procs=procs if pool is None else 1, meanwhile=measure_boilerplate,
+                           settings=settings)
     report.anchor_boilerplate = len(boiler)
     report.template_seconds = time.monotonic() - t0
     t0 = time.monotonic()

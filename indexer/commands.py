@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 from pydantic import ValidationError
 
-from websift.core.arguments import number
+from websift.core.arguments import number, seconds
 from websift.core.datadir import DataDir
 from websift.indexer.build import build_index
 from websift.indexer.follow import follow
@@ -43,9 +43,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--follow", action="store_true",
                    help="keep indexing what the crawl commits, a segment per cut, until SIGINT "
                    "or SIGTERM (one line per cut; status in DATA/index/follow-status.json)")
-    p.add_argument("--interval", type=number(float, low=0.0), default=FOLLOW_INTERVAL_SECONDS,
-                   metavar="SECONDS", help="with --follow: cut when pages changed and this "
-                   f"long passed since the last cut (default: {FOLLOW_INTERVAL_SECONDS:g})")
+    p.add_argument("--interval", type=seconds(), default=FOLLOW_INTERVAL_SECONDS,
+                   metavar="DURATION", help="with --follow: cut when pages changed and this "
+                   "long passed since the last cut (seconds, or 30s, 1m)")
     p.add_argument("--every", type=number(int, low=1), default=FOLLOW_EVERY_PAGES,
                    metavar="PAGES", help="with --follow: cut as soon as this many changed pages "
                    f"wait, and at most this many per cut (default: {FOLLOW_EVERY_PAGES})")

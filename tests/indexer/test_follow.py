@@ -204,3 +204,35 @@ def test_a_running_pool_indexes_later_segments_as_a_fresh_one(tmp_path: Path) ->
         got = [(h.url, round(h.text_score, 4)) for h in a.search(IndexQuery(q, k=10)).hits]
         assert got == [(h.url, round(h.text_score, 4))
                        for h in b.search(IndexQuery(q, k=10)).hits], q
+
+
+@pytest.mark.slow
+def test_follow_with_two_procs_runs_cuts_of_new_hosts_to_completion(tmp_path: Path) -> None:
+    """Each cut brings pages of several new hosts, so their templates are sampled while the
+    follower's worker pool runs (no second pool is forked beside it), and every cut ends."""
+    def hosts(names: str, word: str) -> dict[str, str]:
+        return {f"http://{h}.example/{i}": page(f"{h} {i}", f"{word}{h} common words {i}")
+                for h in names for i in range(6)}
+
+    proc = subprocess.Popen(
+        websift_command("index", "--data", str(tmp_path / "d"), "--follow", "--interval",
+                        str(INTERVAL), "--procs", "2"),
+        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        data = build_data_dir(tmp_path / "d", hosts("abc", "first"))
+        wait_for(lambda: len(urls_for(data, "firsta") or []) == 6, "the first cut",
+                 SEARCHABLE_WITHIN)
+        for n, names in enumerate(("def", "ghi")):
+            build_data_dir(data.root, hosts(names, f"later{n}"))
+            wait_for(lambda w=f"later{n}{names[-1]}": len(urls_for(data, w) or []) == 6,
+                     f"cut {n + 2}", SEARCHABLE_WITHIN)
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, err
+    assert out.splitlines()[-1].startswith("index: stopped after")
+    assert len(urls_for(data, "common") or []) == 20  # k=20: at least 20 of the 54 pages
+    assert tmp_dirs(data) == []
