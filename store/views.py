@@ -19,6 +19,7 @@ from typing import Self
 import numpy as np
 
 from websift.core.errors import StoreError
+from websift.store.removals import REMOVAL_COLUMNS, URL, Removal, RemovalRules, removal_of
 from websift.store.schema import (
     FETCHED,
     HOST_COLUMNS,
@@ -135,6 +136,30 @@ class StoreReader:
     def get_meta(self, key: str, default: str | None = None) -> str | None:
         row = self._conn.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
         return default if row is None else str(row[0])
+
+    # ------------------------------------------------------------------ removals
+    def removals(self, active_only: bool = False) -> list[Removal]:
+        """The operator's removals (store/removals.py), oldest first; none before schema 3."""
+        if self.schema_version < 3:
+            return []
+        where = " WHERE active=1" if active_only else ""
+        rows = self._conn.execute(
+            f"SELECT {REMOVAL_COLUMNS} FROM removals{where} ORDER BY id").fetchall()
+        return [removal_of(r) for r in rows]
+
+    def removal(self, removal_id: int) -> Removal | None:
+        if self.schema_version < 3 or not 0 < removal_id < 1 << 63:  # SQLite's INTEGER
+            return None
+        row = self._conn.execute(f"SELECT {REMOVAL_COLUMNS} FROM removals WHERE id=?",
+                                 (removal_id,)).fetchone()
+        return None if row is None else removal_of(row)
+
+    def removal_rules(self) -> RemovalRules:
+        """The removals in force, compiled, with the IDs of the removed URLs the store knows."""
+        active = self.removals(active_only=True)
+        ids = [uid for r in active if r.kind == URL
+               if (uid := self.url_id(r.value)) is not None]
+        return RemovalRules(active, ids)
 
     # ------------------------------------------------------------------ hosts
     def host(self, origin: str) -> HostState | None:
