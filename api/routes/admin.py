@@ -82,16 +82,14 @@ def _parts(data: DataDir, now: float) -> tuple[list[dict[str, str]], str]:
 
 
 def build_router(templates: Jinja2Templates) -> APIRouter:
-    router = APIRouter(tags=["admin"])
+    router = APIRouter(include_in_schema=False)  # HTML pages, like the search page
 
     def login_page(request: Request, status: int, message: str) -> HTMLResponse:
         return templates.TemplateResponse(
             request, "admin_login.html", {"message": message}, status_code=status,
             headers=HTML_HEADERS)
 
-    @router.get("/admin", response_class=HTMLResponse,
-                summary="The operator's page (admin token: header or login cookie)",
-                responses={401: {"description": "no token"}, 403: {"description": "disabled"}})
+    @router.get("/admin", response_class=HTMLResponse)
     def admin(request: Request) -> HTMLResponse:
         settings: Settings = request.app.state.settings
         admitted = _admitted(request, settings)
@@ -117,8 +115,7 @@ def build_router(templates: Jinja2Templates) -> APIRouter:
             "removed": removed, "removed_error": removed_error,
         }, headers={**HTML_HEADERS, "Cache-Control": "no-store"})
 
-    @router.post("/admin/login", response_class=HTMLResponse, include_in_schema=True,
-                 summary="The operator page's login form: sets the admin cookie")
+    @router.post("/admin/login", response_class=HTMLResponse)
     async def login(request: Request) -> Response:
         settings: Settings = request.app.state.settings
         token = settings.admin_token.get_secret_value() if settings.admin_token else ""
