@@ -255,6 +255,18 @@ def human(value: float | None, unit: str = "") -> str:
     return f"{sign}{text}{unit}" if unit in ("", "/s", "/min", "/h") else f"{sign}{text} {unit}"
 
 
+def _thin(points: list[tuple[float, float]], most: int) -> list[tuple[float, float]]:
+    """At most ``most`` points: runs of consecutive points replaced by their means (a pixel
+    column cannot show more)."""
+    if len(points) <= most:
+        return points
+    out = []
+    for i in range(most):
+        run = points[i * len(points) // most:(i + 1) * len(points) // most]
+        out.append((sum(p[0] for p in run) / len(run), sum(p[1] for p in run) / len(run)))
+    return out
+
+
 def sparkline(points: list[tuple[float, float]], width: int = 240, height: int = 40) -> str:
     """An inline SVG polyline of ``points`` scaled into the box (numbers only: safe markup)."""
     head = (f'<svg class="spark" xmlns="http://www.w3.org/2000/svg" width="{width}" '
@@ -262,6 +274,7 @@ def sparkline(points: list[tuple[float, float]], width: int = 240, height: int =
     if not points:
         return (head + f'<text x="4" y="{height // 2 + 4}" font-size="11" fill="#888">'
                 'no data yet</text></svg>')
+    points = _thin(points, width)
     ts = [p[0] for p in points]
     vs = [p[1] for p in points]
     t0, t1 = min(ts), max(ts)

@@ -175,6 +175,8 @@ def test_rates_skip_a_counter_reset_and_numbers_are_rounded() -> None:
     assert human(None) == "-"
     svg = sparkline([(0.0, 1.0), (5.0, 3.0), (10.0, 2.0)])
     assert svg.startswith("<svg") and "<polyline" in svg and svg.endswith("</svg>")
+    long = sparkline([(float(i), float(i % 7)) for i in range(5000)], width=240)
+    assert long.count(",") == 240  # one point per pixel column at most
 
 
 @pytest.mark.slow
