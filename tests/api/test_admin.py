@@ -109,8 +109,12 @@ def test_admin_page_shows_parts_charts_and_removed(served: tuple[str, FastAPI, D
     before = _samples_shown(page.text)
     queries_before = next(c for c in charts(sampler.samples()) if c.title == "queries").points
     t = sampler.samples()[-1].t
+    metrics = app.state.search_metrics
     for i in range(1, 4):
+        done = sum(metrics.statuses().values())
         assert httpx.get(base + "/search", params={"q": "note"}).status_code == 200
+        # the timer records once the answer is sent: wait for it, then sample
+        wait_for(lambda n=done: sum(metrics.statuses().values()) > n, "the search counted")
         sampler.sample(now=t + 10.0 * i)
     after = httpx.get(base + "/admin", headers=AUTH)
     assert _samples_shown(after.text) == before + 3
