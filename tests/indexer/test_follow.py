@@ -89,6 +89,9 @@ def test_pages_committed_while_following_become_searchable(
              SEARCHABLE_WITHIN)
     assert time.monotonic() - committed < SEARCHABLE_WITHIN
     assert read_manifest(data.index_dir).generation > before
+    # the follower writes its status just after the cut's manifest: wait for it
+    wait_for(lambda: (st := read_status(data)) is not None and st.cuts >= 2,
+             "the cut's status", SEARCHABLE_WITHIN)
     assert lines and lines[-1].startswith("cut ")
     status = read_status(data)
     assert status is not None and status.state == "following" and status.cuts >= 2
