@@ -47,7 +47,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from scripts.benchmarks.crawl_scale import Hit, Nginx, find_nginx
-from testkit.genweb import HOSTS_DIR, Web, WebParams, ensure_web
+from testkit.genweb import HOSTS_DIR, PORT, Web, WebParams, ensure_web
 from testkit.serve_process import free_port
 from websift.core.arguments import number
 from websift.core.datadir import DataDir
@@ -216,11 +216,13 @@ def main() -> int:
     parser.add_argument("--index-procs", type=number(int, low=1), default=INDEX_PROCS,
                         help="the indexer's worker processes under up (websift up --procs)")
     parser.add_argument("--root", type=Path, default=None)
+    parser.add_argument("--port", type=number(int, low=1, high=65535), default=PORT,
+                        help="the generated web's port on its loopback addresses")
     args = parser.parse_args()
     find_nginx()
     root = args.root or Path(tempfile.gettempdir()) / (
         f"websift-genweb-up-{args.pages}-{args.hosts}-{SEED}")
-    web = ensure_web(root, WebParams(args.pages, args.hosts, SEED), log=True)
+    web = ensure_web(root, WebParams(args.pages, args.hosts, SEED, args.port), log=True)
     pages = add_tokens(web)
     assert (web.root / HOSTS_DIR).exists()
     run_dir = Path(tempfile.mkdtemp(prefix="websift-bench-up-"))
