@@ -220,6 +220,8 @@ class DaskEngine:
         paths = list(self.stores) if self.stores else [data.store_path]
         with ExitStack() as stack:
             stores = [stack.enter_context(StoreReader.open(p)) for p in paths]
+            for store in stores:  # a crawl may be committing: read each store as of one state
+                stack.enter_context(store.snapshot())
             client = stack.enter_context(self.connect())
             directory = self._scratch(data)
             stack.callback(shutil.rmtree, directory, ignore_errors=True)

@@ -131,7 +131,7 @@ def run_rank(
     if engine is not None:
         return engine.run(data, damping=damping, tol=tol, dangling=dangling, progress=progress)
     started = time.perf_counter()
-    with StoreReader.open(data.store_path) as store:
+    with StoreReader.open(data.store_path) as store, store.snapshot():
         arrays = load_store_arrays(store)
         graph = arrays.graph
         names = topic_names(data.topics_dir)
@@ -270,6 +270,8 @@ def run_rank_shards(
     started = time.perf_counter()
     with ExitStack() as stack:
         stores = [stack.enter_context(StoreReader.open(d.store_path)) for d in shards]
+        for store in stores:  # a crawl may be committing: read each store as of one state
+            stack.enter_context(store.snapshot())
         # crawler/redis_frontier.py META_FRONTIER: which frontier allocated a shard's URL IDs
         frontiers = {s.get_meta("frontier_id") for s in stores}
         if len(shards) > 1 and (None in frontiers or len(frontiers) != 1):
