@@ -52,6 +52,29 @@ _POSITIONS = "\x00pos:"  # a cache key's prefix: the term's occurrences, not its
 _NO_PAIRS = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64))
 
 
+
+def intersect_sorted(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The values of sorted ``a`` also in sorted ``b`` (occurrence keys, each list strictly
+    increasing): the shorter looked up in the longer by binary search, no sort or hash."""
+    if len(a) > len(b):
+        a, b = b, a
+    if len(a) == 0:
+        return a
+    at = np.searchsorted(b, a)
+    np.minimum(at, len(b) - 1, out=at)
+    return a[b[at] == a]
+
+
+def unique_sorted(x: np.ndarray) -> np.ndarray:
+    """The distinct values of sorted ``x``, in order."""
+    if len(x) < 2:
+        return x
+    keep = np.empty(len(x), dtype=bool)
+    keep[0] = True
+    np.not_equal(x[1:], x[:-1], out=keep[1:])
+    return x[keep]
+
+
 @dataclass
 class PostingList:
     """One word's postings in one segment, decoded, with what is derived from them."""
@@ -346,11 +369,11 @@ class QueryPostings:
                 return mask
             k = self.position_keys(p, si, term)
             k = k[(k & POS_MASK) >= offset] - offset
-            keys = np.unique(k) if keys is None else np.intersect1d(keys, k, assume_unique=True)
+            keys = k if keys is None else intersect_sorted(keys, k)
             if len(keys) == 0:
                 return mask
         if keys is not None:
-            mask[np.unique(keys >> DOC_SHIFT)] = True
+            mask[keys >> DOC_SHIFT] = True
         return mask & self.store.live[si]
 
     def near(self, ka: np.ndarray, kb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -71,7 +71,9 @@ from websift.indexer.postings import (
     PostingList,
     QueryPostings,
     block_maxima,
+    intersect_sorted,
     member,
+    unique_sorted,
 )
 from websift.indexer.query import Phrase
 from websift.indexer.settings import (
@@ -479,11 +481,11 @@ class _Evaluation:
             else:
                 k = self._keys(term, si, sub)
             k = k[(k & POS_MASK) >= offset] - offset
-            keys = np.unique(k) if keys is None else np.intersect1d(keys, k, assume_unique=True)
+            keys = k if keys is None else intersect_sorted(keys, k)
             if len(keys) == 0:
                 return np.zeros(0, dtype=np.int64)
         assert keys is not None
-        return np.unique(keys >> DOC_SHIFT)
+        return unique_sorted(keys >> DOC_SHIFT)
 
     def proximity(self, si: int, docs: np.ndarray) -> np.ndarray:
         """The proximity bonus of each of ``docs`` (as the searcher's whole-segment one)."""
