@@ -108,7 +108,7 @@ def make_queries(root: Path, pages: int, seed: int, count: int) -> list[Query]:
         kind = kinds[ki]
         while True:
             words = bodies[int(rng.integers(len(bodies)))]
-            good = [w for w in words if w in ok_word or w in rank and rank[w] >= RARE_RANK]
+            good = [w for w in words if w in ok_word or (w in rank and rank[w] >= RARE_RANK)]
             if kind == "one word":
                 pool, n = good, 1
             elif kind == "two or three words":
