@@ -29,7 +29,7 @@ pytestmark = pytest.mark.slow  # a crawl and several rank runs in child processe
 ENV = {**os.environ, "PYTHONPATH": str(REPO)}
 WAIT = 60.0
 FANOUT = 10  # new pages each page links to
-RUNS = 4  # rank runs while the crawl writes
+RUNS = 4  # rank runs while the crawl writes (embedded; each Dask run starts a cluster: 2)
 
 
 def _page(path: str, headers: dict[str, str], n: int) -> Answer:
@@ -82,7 +82,7 @@ def test_rank_runs_while_a_crawl_commits(endless_web: TestWeb, tmp_path: Path,
     try:
         wait_for(lambda: _url_count(data) > 50, "the crawl's first pages", WAIT)
         last: int | None = None
-        for _ in range(RUNS):
+        for _ in range(RUNS if not engine else 2):
             before = _url_count(data)
             done = subprocess.run(websift_command("rank", "--data", str(data), *engine),
                                   env=ENV, cwd=REPO, capture_output=True, text=True,
