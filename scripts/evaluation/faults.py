@@ -247,7 +247,11 @@ def free_port() -> int:
 def start_serve(data: Path) -> tuple[subprocess.Popen[bytes], int, str]:
     """``websift serve`` on ``data`` at a free loopback port, once /healthz answers (within
     60 s, else SystemExit): (the process, its port, its base URL); the caller stops it."""
-    server, port, base_url = start_serve(data)
+    port = free_port()
+    server = subprocess.Popen(websift_cmd("serve", "--data", str(data), "--port", str(port)),
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=_env(),
+                              cwd=REPO)
+    base_url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 60
     while True:
         try:
