@@ -591,6 +591,16 @@ class StoreReader:
         virtual = self.get_meta(META_VIRTUAL)
         return float(pages) + (float("nan") if virtual is None else float(virtual))
 
+    def mailbox(self) -> tuple[dict[str, float], set[str]]:
+        """A partitioned crawl's transfers in this store (crawler/mailbox.py): the outgoing
+        batches not yet sent (batch -> cash) and the IDs of the batches applied."""
+        if self.schema_version < 5:
+            return {}, set()
+        out = {str(b): float(c) for b, c in self._conn.execute(
+            "SELECT batch, cash FROM partition_outbox")}
+        done = {str(b) for (b,) in self._conn.execute("SELECT batch FROM partition_applied")}
+        return out, done
+
     # ------------------------------------------------------------------ crawl log
     def last_crawl(self) -> tuple[str, float, float | None, str | None] | None:
         row = self._conn.execute(
