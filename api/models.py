@@ -303,6 +303,12 @@ class Stats(BaseModel):
         description="the searcher's caches (postings, pairs, texts, site_masks), each bounded "
         "by bytes: entries, size and max_size in bytes, hits, misses, evictions",
     )
+    up: dict[str, Any] | None = Field(
+        default=None, description="when 'websift up' runs (or ran) over this data directory: "
+        "whether it runs, its pid and state, and per part (crawl, index, rank, serve) its "
+        "state, pid, restarts, last start, last exit, last success (unix times) and lag "
+        "(seconds); null when up never ran here"
+    )
 
 
 class Health(BaseModel):

@@ -29,6 +29,7 @@ from websift.core.lock import store_writer_lock
 from websift.crawler import frontier_command, robots_command, warc_import
 from websift.crawler import settings as S
 from websift.crawler.errors import FrontierError, FrontierLost, ScopeError
+from websift.crawler.identity import user_agent
 from websift.crawler.recrawl import recrawl_schedule
 from websift.crawler.runs import FORCED_STOP, stored_scope
 from websift.crawler.scope import UNRESOLVABLE, Scope, ScopeConfig
@@ -63,7 +64,10 @@ def _politeness_args(p: argparse.ArgumentParser) -> None:
                    help="requests in flight per host")
     p.add_argument("--allow-private", action="store_true",
                    help="allow private, loopback and link-local addresses (local sites)")
-    p.add_argument("--quiet", action="store_true", help="no progress line and no summary table")
+    p.add_argument("--user-agent", type=user_agent, default=S.USER_AGENT, metavar="UA",
+                   help="the User-Agent sent with every request; its product token (the part "
+                   "before '/') picks the robots.txt group obeyed. Name yourself and a contact "
+                   "URL: 'examplebot/1.0 (+https://example.org/bot)'")
 
 
 def cidr(text: str) -> str:
@@ -103,6 +107,14 @@ def _register_crawl(sub: argparse._SubParsersAction) -> None:  # type: ignore[ty
     p.add_argument("--duration", type=seconds(strict=True), default=None, metavar="T",
                    help="stop after this long: seconds, or a number with s, m, h, d, w (30m, 2h, "
                    "1d); in-flight requests finish (default: no limit)")
+    crawl_options(p)
+    p.add_argument("--quiet", action="store_true", help="no progress line and no summary table")
+    p.set_defaults(func=crawl_command)
+
+
+def crawl_options(p: argparse.ArgumentParser) -> None:
+    """The crawl's scope, schedule, frontier and politeness options (all but the seeds, its
+    length and --quiet): ``crawl`` has them, and ``websift up`` passes them on to its crawl."""
     p.add_argument("--max-depth", type=number(int, low=0), default=None, metavar="D",
                    help=f"link hops from a seed (default: {S.DEFAULT_MAX_DEPTH})")
     p.add_argument("--allow-domain", action="append", default=[], metavar="D",
@@ -181,7 +193,6 @@ def _register_crawl(sub: argparse._SubParsersAction) -> None:  # type: ignore[ty
     p.add_argument("--frontier-hosts", type=number(int, low=1), default=S.FRONTIER_MAX_HOSTS,
                    metavar="N", help="hosts one crawler holds at once on a shared frontier")
     _politeness_args(p)
-    p.set_defaults(func=crawl_command)
 
 
 def _register_recrawl(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -197,6 +208,7 @@ def _register_recrawl(sub: argparse._SubParsersAction) -> None:  # type: ignore[
     p.add_argument("--dry-run", action="store_true",
                    help="print the schedule (URL, priority, last fetch) and fetch nothing")
     _politeness_args(p)
+    p.add_argument("--quiet", action="store_true", help="no progress line and no summary table")
     p.set_defaults(func=recrawl_command)
 
 
@@ -326,6 +338,7 @@ def crawl_config(args: argparse.Namespace, scope: ScopeConfig) -> CrawlConfig:
         sitemap_interval=args.sitemap_interval,
         feed_min_interval=args.feed_min_interval,
         feed_max_interval=args.feed_max_interval,
+        user_agent=args.user_agent,
     )
 
 
@@ -424,6 +437,7 @@ def _recrawl(args: argparse.Namespace, data: DataDir) -> int:
         kind=KIND_RECRAWL,
         recrawl=[(item.url_id, item.priority) for item in schedule],
         discovery_share=0.0,  # refresh only
+        user_agent=args.user_agent,
     )
     session = CrawlSession(data, config)
     try:

@@ -41,6 +41,7 @@ from websift.crawler.errors import FrontierLost, ScopeError
 from websift.crawler.focus import build_focus
 from websift.crawler.frontier import DEFAULT_STRATEGY, CrawlFrontier, Frontier
 from websift.crawler.groupcommit import GroupCommit
+from websift.crawler.identity import agent_token
 from websift.crawler.meta import FetchMeta
 from websift.crawler.pipeline import Fetched, PageRecorder
 from websift.crawler.politeness import HostSlot, Politeness, parse_retry_after
@@ -115,6 +116,8 @@ class CrawlConfig:
     sitemap_interval: float = S.SITEMAP_INTERVAL  # --sitemap-interval
     feed_min_interval: float = S.FEED_MIN_INTERVAL  # --feed-min-interval
     feed_max_interval: float = S.FEED_MAX_INTERVAL  # --feed-max-interval
+    # --user-agent: sent with every request; its product token picks the robots.txt group
+    user_agent: str = S.USER_AGENT
 
 
 class CrawlSession:
@@ -169,7 +172,8 @@ class CrawlSession:
             )
         self.warc = WarcWriterFile(data.warc_dir)
         self.politeness = Politeness(config.delay, config.concurrency)
-        self.robots = RobotsCache(ttl=config.robots_ttl)
+        self.agent = agent_token(config.user_agent)  # robots.txt, meta robots, X-Robots-Tag
+        self.robots = RobotsCache(agent=self.agent, ttl=config.robots_ttl)
         self.scope = Scope(config.scope, resolve)  # resolve: the system resolver unless a test's
         # each host's address verdict, looked up in DNS threads (never on the reactor thread)
         self.addresses = HostVerdicts(self.scope)
@@ -180,7 +184,7 @@ class CrawlSession:
         self.batch = GroupCommit(self.store, self.warc)
         self.recorder = PageRecorder(
             self.store, self.warc, self.frontier, self.judge, self.stats, near=self.near,
-            batch=self.batch, max_url_length=config.scope.max_url_length,
+            batch=self.batch, max_url_length=config.scope.max_url_length, agent=self.agent,
         )
         # the web's own signals: the embedded frontier of a crawl only (a recrawl has its
         # explicit schedule; a shared frontier takes no evidence)

@@ -6,13 +6,15 @@ here by the components that need them, never written as literals inside function
 
 from __future__ import annotations
 
+from websift.crawler.identity import DEFAULT_USER_AGENT, agent_token
 from websift.ranking.opic import DEFAULT_DISCOVERY_SHARE as DEFAULT_OPIC_DISCOVERY_SHARE
 from websift.ranking.opic import DEFAULT_FOCUS_SHARE as DEFAULT_OPIC_FOCUS_SHARE
 from websift.ranking.opic import DEFAULT_WINDOW as DEFAULT_OPIC_WINDOW
 
-# Identity: the product token robots.txt groups are matched against, and the full User-Agent.
-ROBOTS_AGENT = "websift"
-USER_AGENT = "websift/0.1 (+https://github.com/websift/websift; a polite research crawler)"
+# Identity: the full User-Agent (--user-agent) and its product token, which robots.txt groups
+# are matched against (crawler/identity.py).
+USER_AGENT = DEFAULT_USER_AGENT
+ROBOTS_AGENT = agent_token(USER_AGENT)  # "websift"
 
 # ---------------------------------------------------------------- politeness (per host)
 DEFAULT_DELAY = 1.0  # seconds between request starts to one host (--delay)

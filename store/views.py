@@ -311,6 +311,15 @@ class StoreReader:
             out[arr[:, 0].astype(np.int64)] = arr[:, 1]
         return out
 
+    def importance_scale(self) -> float:
+        """The factor that makes OPIC importance mean one over the pages that hold any
+        (``ranking.fusion.normalise_mean_one``'s, without reading the vector): 0 when none
+        does."""
+        held, total = self._conn.execute(
+            "SELECT count(*), coalesce(sum(importance), 0) FROM urls WHERE importance > 0"
+        ).fetchone()
+        return float(held) / float(total) if total and total > 0 else 0.0
+
     def url_count(self) -> int:
         return int(self._conn.execute("SELECT count(*) FROM urls").fetchone()[0])
 
@@ -347,6 +356,21 @@ class StoreReader:
     def max_seq(self) -> int:
         """The highest content sequence number any page holds (0 for none)."""
         return int(self._conn.execute("SELECT coalesce(max(seq), 0) FROM urls").fetchone()[0])
+
+    def changes_after(self, after_seq: int) -> tuple[int, float | None]:
+        """Pages stored, changed or lost with ``seq > after_seq``, and the oldest time one of
+        them was fetched (None: none): what ``websift index --follow`` has still to index."""
+        n, oldest = self._conn.execute(
+            "SELECT count(*), min(fetched_at) FROM urls WHERE seq > ?", (after_seq,)).fetchone()
+        return int(n), None if oldest is None else float(oldest)
+
+    def seq_of_change(self, after_seq: int, n: int) -> int | None:
+        """The ``seq`` of the ``n``-th change after ``after_seq`` (None: there are fewer): a
+        cut of at most ``n`` pages indexes up to it."""
+        row = self._conn.execute(
+            "SELECT seq FROM urls WHERE seq > ? ORDER BY seq LIMIT 1 OFFSET ?",
+            (after_seq, max(n - 1, 0))).fetchone()
+        return None if row is None else int(row[0])
 
     def fetched_or_linked_ids(self, max_seq: int) -> list[int]:
         """Pages fetched with ``seq <= max_seq`` and every link target, ascending: what a
