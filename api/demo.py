@@ -19,6 +19,7 @@ import html
 import http.server
 import json
 import re
+import signal
 import subprocess
 import sys
 import threading
@@ -140,14 +141,24 @@ def _websift(*args: str) -> None:
     cmd = [sys.executable, "-m", "websift.api.cli", *args]
     print("$ websift " + " ".join(args), file=sys.stderr, flush=True)
     child = subprocess.Popen(cmd)
+    # SIGTERM to the demo (a service manager, `kill`) stops the engine in order, as Ctrl-C does.
+    previous = signal.signal(signal.SIGTERM, lambda *_: child.send_signal(signal.SIGTERM))
+    try:
+        code = _wait(child)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    if code != 0:
+        raise SystemExit(f"demo: 'websift {args[0]}' failed with exit code {code}")
+
+
+def _wait(child: subprocess.Popen[bytes]) -> int:
     while True:
         try:
             code = child.wait()
             break
         except KeyboardInterrupt:  # Ctrl-C reached the child too: wait while it stops in order
             continue
-    if code != 0:
-        raise SystemExit(f"demo: 'websift {args[0]}' failed with exit code {code}")
+    return code
 
 
 def run_demo(args: argparse.Namespace) -> int:
