@@ -24,6 +24,10 @@ from websift.indexer.folding import fold_term, fold_text
 MAX_TITLE_CHARS = 120  # longer titles are not offered as completions
 MIN_WORD_DF = 2  # a word in fewer documents is not offered
 TITLE_WEIGHT = 4.0  # a title counts as this many documents holding a word
+SHORT_PREFIX_CHARS = 3  # prefixes up to this long have their heaviest keys kept ready
+KEPT = 10  # how many: the most /suggest returns
+WIDE_RANGE = 512  # a prefix matching fewer keys is answered from the keys themselves
+BLOCK = 256  # keys per block whose heaviest KEPT are kept for wider ranges
 
 
 def _key(text: str) -> str:
@@ -45,6 +49,24 @@ class Completer:
         self.keys = sorted(best)
         self.shown = [best[k][1] for k in self.keys]
         self.weights = np.array([best[k][0] for k in self.keys], dtype=np.float64)
+        # Each block's KEPT heaviest keys: a wide range is its two edges' keys and the kept
+        # keys of the blocks between (a 25th of the range).
+        n = len(self.keys)
+        nb = (n + BLOCK - 1) // BLOCK
+        padded = np.full(nb * BLOCK, -np.inf)
+        padded[:n] = self.weights
+        width = min(KEPT, BLOCK)
+        part = np.argpartition(-padded.reshape(nb, BLOCK), width - 1, axis=1)[:, :width]
+        self._block_top = part + (np.arange(nb) * BLOCK)[:, None]
+        # The short prefixes match the widest ranges (one letter: a 26th of the keys): their
+        # answers are computed once here, so no call scans more than WIDE_RANGE keys' weights
+        # unless it asks for more than KEPT.
+        self._ready: dict[str, list[int]] = {}
+        for n in range(1, SHORT_PREFIX_CHARS + 1):
+            for prefix in sorted({k[:n] for k in self.keys if len(k) >= n}):
+                lo, hi = self._bounds(prefix)
+                if hi - lo > WIDE_RANGE:
+                    self._ready[prefix] = self._top(lo, hi, KEPT)
 
     @classmethod
     def from_index(cls, titles: Iterable[str], words: dict[str, int]) -> Completer:
@@ -65,11 +87,25 @@ class Completer:
     def __len__(self) -> int:
         return len(self.keys)
 
-    def _range(self, prefix: str, k: int) -> list[int]:
+    def _bounds(self, prefix: str) -> tuple[int, int]:
         lo = bisect_left(self.keys, prefix)
-        hi = bisect_left(self.keys, prefix + "\U0010ffff", lo)
+        return lo, bisect_left(self.keys, prefix + "\U0010ffff", lo)
+
+    def _range(self, prefix: str, k: int) -> list[int]:
+        ready = self._ready.get(prefix)
+        if ready is not None and k <= KEPT:
+            return ready[:k]
+        return self._top(*self._bounds(prefix), k)
+
+    def _top(self, lo: int, hi: int, k: int) -> list[int]:
         if hi - lo <= k:
             idx = np.arange(lo, hi)
+        elif hi - lo > WIDE_RANGE and k <= KEPT:
+            b0, b1 = -(-lo // BLOCK), hi // BLOCK
+            cand = np.concatenate([np.arange(lo, b0 * BLOCK), self._block_top[b0:b1].ravel(),
+                                   np.arange(b1 * BLOCK, hi)])
+            cand = cand[cand < len(self.keys)]
+            idx = cand[np.argpartition(-self.weights[cand], k - 1)[:k]]
         else:
             part = np.argpartition(-self.weights[lo:hi], k - 1)[:k]
             idx = part + lo

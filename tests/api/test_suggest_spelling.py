@@ -4,6 +4,7 @@ completer on words of their own."""
 from __future__ import annotations
 
 import json
+import random
 import xml.etree.ElementTree as ET
 
 from fastapi.testclient import TestClient
@@ -73,3 +74,15 @@ def test_completer_keeps_earlier_words_and_ranks_by_weight() -> None:
     assert c.complete("alp") == ["alphabet", "alpha"]
     assert c.complete("beta alp", 1) == ["beta alphabet"]
     assert c.complete("") == [] and c.complete("zz") == []
+
+
+def test_completer_top_k_equals_a_full_sort_over_wide_ranges() -> None:
+    rng = random.Random(3)
+    entries = [("".join(rng.choices("abc", k=rng.randint(1, 9))), "x",
+                float(rng.randint(1, 10**6))) for _ in range(30_000)]
+    c = Completer(entries)
+    for _ in range(200):
+        p = "".join(rng.choices("abc", k=rng.randint(1, 5)))
+        want = sorted((i for i, key in enumerate(c.keys) if key.startswith(p)),
+                      key=lambda i: (-c.weights[i], c.keys[i]))[:8]
+        assert [c.weights[i] for i in c._range(p, 8)] == [c.weights[i] for i in want], p
