@@ -75,6 +75,9 @@ class SearchResult(BaseModel):
     lang: str | None = Field(
         default=None, description="the page's language (ISO 639-1, from its lang attribute, "
         "Content-Language or its text), null when unknown")
+    fetched: bool = Field(
+        default=True, description="false: a page known only from links to it, never fetched "
+        "(its title and snippet are other pages' anchor text)")
 
 
 class ShardsAnswered(BaseModel):

@@ -69,6 +69,7 @@ def to_response(outcome: Outcome, req: SearchRequest) -> SearchResponse:
                 fragment=r.hit.fragment,
                 url_with_fragment=with_fragment(r.hit.url, r.hit.fragment),
                 lang=r.hit.lang or None,
+                fetched=r.hit.fetched,
             )
             for r in outcome.hits
         ],

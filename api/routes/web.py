@@ -129,6 +129,7 @@ def _results(outcome: Outcome, page_info_links: bool) -> list[dict[str, Any]]:
             "topic": r.topic,
             "lang": r.hit.lang or None,
             "dir": "rtl" if is_rtl(r.hit.lang) else "ltr",
+            "fetched": r.hit.fetched,
         }
         for r in outcome.hits
     ]
