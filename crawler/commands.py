@@ -42,6 +42,7 @@ from websift.store.views import StoreReader
 EXIT_FORCED = 130  # a crawl stopped by a second signal (requests in flight abandoned)
 EXIT_NO_SEED = 1  # every seed failed and nothing was fetched (crawler/seeds.py)
 EXIT_FRONTIER_DATA_LOST = 1  # the shared frontier lost its data mid-crawl (redis_frontier.py)
+EXIT_USAGE = 2  # contradictory options
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -166,6 +167,16 @@ def _register_crawl(sub: argparse._SubParsersAction) -> None:  # type: ignore[ty
     p.add_argument("--frontier-lease", type=seconds(strict=True), default=S.FRONTIER_LEASE_TTL,
                    metavar="T", help="a shared frontier's host lease: renewed while held; a "
                    "dead crawler's hosts and taken URLs go to the others after this")
+    p.add_argument("--partitioned", default=None, metavar="URL",
+                   help="a partitioned crawl with other crawler processes, coordinated by the "
+                   "Redis at URL (redis://HOST:PORT/DB): hosts fall into --partitions by a hash, "
+                   "each crawler leases some and crawls them with the embedded frontier in its "
+                   "own --data; links and cash for the others go as batches through Redis")
+    p.add_argument("--partitions", type=number(int, low=1), default=S.PARTITIONS, metavar="N",
+                   help="virtual partitions of a partitioned crawl (the same for every crawler)")
+    p.add_argument("--partition-lease", type=seconds(strict=True),
+                   default=S.PARTITION_LEASE_TTL, metavar="T",
+                   help="a partitioned crawl's lease: a dead crawler's partitions move after T")
     p.add_argument("--frontier-hosts", type=number(int, low=1), default=S.FRONTIER_MAX_HOSTS,
                    metavar="N", help="hosts one crawler holds at once on a shared frontier")
     _politeness_args(p)
@@ -293,6 +304,9 @@ def crawl_config(args: argparse.Namespace, scope: ScopeConfig) -> CrawlConfig:
         frontier=getattr(args, "frontier", None),
         frontier_lease=getattr(args, "frontier_lease", S.FRONTIER_LEASE_TTL),
         frontier_hosts=getattr(args, "frontier_hosts", S.FRONTIER_MAX_HOSTS),
+        partitioned=getattr(args, "partitioned", None),
+        partitions=getattr(args, "partitions", S.PARTITIONS),
+        partition_lease=getattr(args, "partition_lease", S.PARTITION_LEASE_TTL),
         signals=args.signals,
         sitemap_interval=args.sitemap_interval,
         feed_min_interval=args.feed_min_interval,
@@ -303,6 +317,10 @@ def crawl_config(args: argparse.Namespace, scope: ScopeConfig) -> CrawlConfig:
 def crawl_command(args: argparse.Namespace) -> int:
     from websift.crawler.runner import run_crawl
 
+    if args.partitioned is not None and args.frontier is not None:
+        print("websift crawl: error: --partitioned and --frontier are two ways to spread a "
+              "crawl: give one", file=sys.stderr)
+        return EXIT_USAGE
     args.seeds = [seed_with_scheme(s) for s in args.seeds]
     unresolvable: dict[str, str] = {}
     scope: ScopeConfig | None = None

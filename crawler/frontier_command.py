@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 
 from websift.core.arguments import number
 from websift.core.errors import WebsiftError
@@ -46,6 +47,15 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     i.add_argument("--ids-above", type=number(int, low=0), required=True, metavar="N",
                    help="the new frontier's first URL ID is N + 1")
     i.set_defaults(func=init_command)
+    c = verbs.add_parser(
+        "check", help="a partitioned crawl's cash total over its stores and Redis",
+        description="Sum a partitioned crawl's cash (`websift crawl --partitioned URL`): every "
+        "store's pages and virtual page and its transfers not yet sent, plus the batches in "
+        "the Redis Streams no store applied yet.  The total is 1; exit 1 when it is not (to "
+        "1e-9).  Give every crawler's data directory.")
+    c.add_argument("--partitioned", required=True, metavar="URL", help="redis://HOST:PORT/DB")
+    c.add_argument("shards", nargs="+", metavar="DATA_DIR", help="every crawler's --data")
+    c.set_defaults(func=check_command)
 
 
 def status_command(args: argparse.Namespace) -> int:
@@ -75,6 +85,26 @@ def status_command(args: argparse.Namespace) -> int:
         print(f"    {c['id']}  {state:7}  heartbeat {c['heartbeat_age']:.1f}s ago  "
               f"pid {c.get('pid')} on {c.get('machine')}  pages {c.get('pages')}  "
               f"{c.get('pages_per_second')} pages/s  hosts {c.get('hosts')}")
+    return 0
+
+
+CASH_TOLERANCE = 1e-9
+
+
+def check_command(args: argparse.Namespace) -> int:
+    require("cluster", "a partitioned crawl's check", ("redis",))
+    from websift.core.datadir import DataDir
+    from websift.crawler.mailbox import check_cash
+
+    stores = [DataDir.open(d).store_path for d in args.shards]
+    cash = check_cash(args.partitioned, stores)
+    print(f"cash total {cash.total:.12f} = stores {cash.stores:.12f} + outboxes "
+          f"{cash.outboxes:.12f} + in flight {cash.in_flight:.12f} "
+          f"({cash.batches_in_flight} batches)")
+    if abs(cash.total - 1.0) > CASH_TOLERANCE:
+        print(f"websift frontier check: error: the cash total is {cash.total!r}, not 1 (a "
+              "store missing from the list, or a lost transfer)", file=sys.stderr)
+        return 1
     return 0
 
 

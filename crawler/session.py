@@ -104,6 +104,11 @@ class CrawlConfig:
     frontier: str | None = None
     frontier_lease: float = S.FRONTIER_LEASE_TTL  # --frontier-lease
     frontier_hosts: int = S.FRONTIER_MAX_HOSTS  # --frontier-hosts
+    # --partitioned: the coordinator's URL (redis://...) of a partitioned crawl
+    # (crawler/mailbox.py); this crawler runs the embedded frontier for the partitions it leases
+    partitioned: str | None = None
+    partitions: int = S.PARTITIONS  # --partitions
+    partition_lease: float = S.PARTITION_LEASE_TTL  # --partition-lease
     # --signals: sitemaps, lastmod and feeds as OPIC evidence (crawler/signals.py)
     signals: bool = S.SIGNALS
     sitemap_interval: float = S.SITEMAP_INTERVAL  # --sitemap-interval
@@ -144,6 +149,18 @@ class CrawlSession:
             shared.on_lease = self._leased
             shared.busy = self._host_busy
             self.frontier = shared
+        elif config.partitioned is not None:
+            require("cluster", "a partitioned crawl (--partitioned)", ("redis",))
+            from websift.crawler.mailbox import open_partitioned  # redis only when asked for
+
+            try:
+                self.frontier = open_partitioned(
+                    config.partitioned, self.store, config.partitions, config.partition_lease,
+                    strategy=config.strategy, params=params, focus=focus, clock=clock,
+                    min_refetch_interval=config.min_refetch_interval)
+            except BaseException:
+                self.store.close()
+                raise
         else:
             self.frontier = Frontier.load(
                 self.store, config.strategy, params, focus=focus, clock=clock,
@@ -168,7 +185,7 @@ class CrawlSession:
         # explicit schedule; a shared frontier takes no evidence)
         self.signals: Signals | None = None
         if config.signals and config.kind == KIND_CRAWL:
-            if isinstance(self.frontier, Frontier):
+            if isinstance(self.frontier, Frontier) and config.partitioned is None:
                 self.signals = Signals(
                     self.frontier, self.recorder, self.store, self.stats, clock,
                     sitemap_interval=config.sitemap_interval,
@@ -201,6 +218,9 @@ class CrawlSession:
         # the live figures commit with every batch (and so does the OPIC state they describe)
         self.batch.before_commit.append(self.publish_live)
         self.batch.after_commit.append(self.frontier.after_commit)
+        before = getattr(self.frontier, "before_commit", None)
+        if before is not None:  # a partitioned crawl's transfers commit with their cash
+            self.batch.before_commit.append(before)
         # the operator's removals: read now and again after every commit (crawler/scope.py)
         self.reload_removals()
         self.batch.after_commit.append(self.reload_removals)

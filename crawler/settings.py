@@ -153,3 +153,8 @@ FEED_MAX_ITEMS = 1000  # items read per feed answer
 FEEDS_PER_HOST = 8  # feeds one host may have
 HREFLANG_MAX = 100  # language alternates recorded per page
 SIGNALS = False  # off unless asked for (--signals)
+
+# A partitioned crawl (crawler/partitions.py, crawler/mailbox.py): virtual partitions of the
+# hosts, and how long a crawler's lease on one lives without renewal (renewed every third)
+PARTITIONS = 64
+PARTITION_LEASE_TTL = 6.0

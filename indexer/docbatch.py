@@ -31,6 +31,7 @@ import numpy as np
 
 from websift.indexer.analysis import Analyzer
 from websift.indexer.anchors import Anchors
+from websift.indexer.display_text import join_shown
 from websift.indexer.fragments import defs_field, encode_fragments
 from websift.indexer.hits import HitMaker
 from websift.indexer.languages import analysis_language, page_language
@@ -136,7 +137,7 @@ class BatchAnalyser:
         template = self.templates.get(host_of(job.url)) if self.templates else None
         if template and any(b.key in template for b in parsed.blocks):
             content = " ".join(b.text for b in parsed.blocks if b.key not in template)
-            text = content[:SNIPPET_TEXT_CHARS]
+            text = join_shown(parsed.marked, parsed.starts, parsed.blocks, template)[:SNIPPET_TEXT_CHARS]
         return (parsed.title or anchors.best(), text,
                 [parsed.title, parsed.headings, content, parsed.url_words, job.anchors,
                  defs_field(parsed.fragments, self.settings.defs)],

@@ -30,6 +30,7 @@ import lxml.etree
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 from websift.core.html import INVISIBLE_TAGS, drop_invisible, squash, text_of, visible_text
+from websift.indexer.display_text import GLUE, shown_text
 from websift.indexer.fragment_extract import Fragment, extract_fragments
 from websift.indexer.html_nodes import HEADING_TAGS, css, css_first, node_text
 from websift.indexer.settings import (
@@ -53,7 +54,7 @@ BLOCK_TAGS = (
     "main", "nav", "ol", "p", "pre", "section", "summary", "table", "tbody", "td", "tfoot",
     "th", "thead", "tr", "ul", *HEADING_TAGS)
 _BLOCKS = ", ".join(BLOCK_TAGS)
-_BLOCKS_AND_LINKS = f"{_BLOCKS}, a[href]"
+_BLOCKS_AND_LINKS = f"{_BLOCKS}, a[href], br"  # a <br> shows a line break: a space
 _MAIN = "main, [role='main'], article"
 _INVISIBLE_OR_MAIN = ", ".join((*INVISIBLE_TAGS, _MAIN))
 _URL_EXT = re.compile(r"\.(?:s?html?|php|aspx?|jsp)$", re.IGNORECASE)
@@ -73,6 +74,10 @@ class ParsedPage:
     lang: str | None = None
     blocks: list[Block] = field(default_factory=list)
     fragments: list[Fragment] = field(default_factory=list)
+    # With ``structure``: the scope's text with block and link marks and GLUE between text
+    # nodes, and the index of the first block of each block element (for join_shown).
+    marked: str = ""
+    starts: list[int] = field(default_factory=list)
 
 
 def url_words(url: str) -> str:
@@ -271,22 +276,31 @@ def parse_html(body: bytes, url: str, content_type: str | None = None, *,
                                   anchors=settings.anchor_defs,
                                   id_words=settings.id_words) if structure else []
     blocks: list[Block] = []
+    starts: list[int] = []
     if structure:
         for el, tag in zip(marked, tags, strict=True):
+            if tag == "br":
+                el.insert_before(" ")
+                continue
             mark = LINK if tag == "a" else MARK  # "a" is no block tag: a[href] matched
             el.insert_before(mark)
             el.insert_after(mark)
-        blocks = page_blocks(scope.text(separator=" "))
+        marked_text = scope.text(separator=GLUE)
+        blocks = page_blocks(marked_text, starts)
         body_text = " ".join(b.text for b in blocks)
+        text = shown_text(marked_text)
     else:
         body_text = node_text(scope)
+        text, marked_text = body_text, ""
     return ParsedPage(
         title=title[:MAX_TITLE_CHARS],
         headings=headings,
         body=body_text,
         url_words=words,
-        text=body_text[:SNIPPET_TEXT_CHARS],
+        text=text[:SNIPPET_TEXT_CHARS],
         lang=lang,
         blocks=blocks,
         fragments=fragments,
+        marked=marked_text,
+        starts=starts,
     )

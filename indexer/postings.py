@@ -48,8 +48,53 @@ from websift.indexer.settings import (
 FIELD_SHIFT = 25
 DOC_SHIFT = 29
 POS_MASK = (1 << FIELD_SHIFT) - 1
+# A phrase word whose keys are at most this many times the candidates' is merged with them,
+# a longer one searched.
+MERGE_RATIO = 8
 _POSITIONS = "\x00pos:"  # a cache key's prefix: the term's occurrences, not its postings
 _NO_PAIRS = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64))
+
+
+
+def phrase_starts(lists: list[tuple[np.ndarray, int]]) -> np.ndarray:
+    """The keys (sorted) at which a phrase starts, given each of its words' occurrence keys
+    (sorted) and offset in it: the shortest list's keys moved back to the phrase's start, then
+    each other word looked up at its own offset from there (binary search of the few in the
+    many; no pass over a common word's whole list)."""
+    order = sorted(range(len(lists)), key=lambda i: len(lists[i][0]))
+    keys, off = lists[order[0]]
+    top = max(o for _, o in lists)
+    pos = keys & POS_MASK
+    starts = keys[(pos >= off) & (pos - off + top <= POS_MASK)] - off
+    for i in order[1:]:
+        if len(starts) == 0:
+            break
+        other, o = lists[i]
+        if len(other) == 0:
+            return other
+        want = starts + o
+        if len(other) <= MERGE_RATIO * len(want):
+            # Lists of like length: merged (a stable sort of two sorted runs is one linear
+            # merge), each common key then twice in a row.
+            both = np.concatenate([want, other])
+            both.sort(kind="stable")
+            same = both[1:] == both[:-1]
+            starts = both[1:][same] - o
+        else:
+            at = np.searchsorted(other, want)
+            np.minimum(at, len(other) - 1, out=at)
+            starts = starts[other[at] == want]
+    return starts
+
+
+def unique_sorted(x: np.ndarray) -> np.ndarray:
+    """The distinct values of sorted ``x``, in order."""
+    if len(x) < 2:
+        return x
+    keep = np.empty(len(x), dtype=bool)
+    keep[0] = True
+    np.not_equal(x[1:], x[:-1], out=keep[1:])
+    return x[keep]
 
 
 @dataclass
@@ -336,7 +381,7 @@ class QueryPostings:
         mask = np.zeros(len(self.store.segments[si].doc_ids), dtype=bool)
         if not phrase.terms:
             return mask
-        keys: np.ndarray | None = None
+        lists: list[tuple[np.ndarray, int]] = []
         for term, offset in zip(phrase.terms, phrase.offsets, strict=True):
             p = self.get(term, si)
             if p is None:
@@ -344,13 +389,8 @@ class QueryPostings:
             if len(phrase.terms) == 1:
                 mask[p.docs] = True
                 return mask
-            k = self.position_keys(p, si, term)
-            k = k[(k & POS_MASK) >= offset] - offset
-            keys = np.unique(k) if keys is None else np.intersect1d(keys, k, assume_unique=True)
-            if len(keys) == 0:
-                return mask
-        if keys is not None:
-            mask[np.unique(keys >> DOC_SHIFT)] = True
+            lists.append((self.position_keys(p, si, term), offset))
+        mask[phrase_starts(lists) >> DOC_SHIFT] = True
         return mask & self.store.live[si]
 
     def near(self, ka: np.ndarray, kb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -98,17 +98,20 @@ def _words(text: str) -> list[str]:
     return [t for t in tokens if t.isalnum() or _ALNUM.search(t)]
 
 
-def page_blocks(raw: str) -> list[Block]:
+def page_blocks(raw: str, starts: list[int] | None = None) -> list[Block]:
     """The blocks of a scope's text with its block and link marks: each block's text split
     at the marks, navigation-shaped ones into items (:func:`_link_items`), with their hashes
     and template keys (:func:`_template_key`).  The same as those functions part by part, but
     a block's label words are found once for both, and a block without links (most) costs a
-    split, a join and a hash."""
+    split, a join and a hash.  ``starts``, when given, gets the index of the first block made
+    from each block element's text (a non-blank text between two marks)."""
     out: list[Block] = []
     new = tuple.__new__  # a NamedTuple's own __new__ is Python code: 7x the cost of a tuple's
     for block in raw.split(MARK):
         if not block or block.isspace():  # between two marks (the marks are whitespace too)
             continue
+        if starts is not None:
+            starts.append(len(out))
         if LINK not in block:
             text = " ".join(block.split())
             h = squashed_hash(text)

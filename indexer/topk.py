@@ -67,11 +67,12 @@ import numpy as np
 
 from websift.indexer.postings import (
     DOC_SHIFT,
-    POS_MASK,
     PostingList,
     QueryPostings,
     block_maxima,
     member,
+    phrase_starts,
+    unique_sorted,
 )
 from websift.indexer.query import Phrase
 from websift.indexer.settings import (
@@ -470,7 +471,7 @@ class _Evaluation:
 
     def _phrase_in(self, ph: Phrase, si: int, sub: np.ndarray | None) -> np.ndarray:
         """Sorted ordinals (of ``sub``, or of the whole lists) holding the phrase."""
-        keys: np.ndarray | None = None
+        lists: list[tuple[np.ndarray, int]] = []
         for term, offset in zip(ph.terms, ph.offsets, strict=True):
             if sub is None:
                 p = self._postings_of(term, si)
@@ -478,12 +479,8 @@ class _Evaluation:
                 k = self.postings.position_keys(p, si, term)
             else:
                 k = self._keys(term, si, sub)
-            k = k[(k & POS_MASK) >= offset] - offset
-            keys = np.unique(k) if keys is None else np.intersect1d(keys, k, assume_unique=True)
-            if len(keys) == 0:
-                return np.zeros(0, dtype=np.int64)
-        assert keys is not None
-        return np.unique(keys >> DOC_SHIFT)
+            lists.append((k, offset))
+        return unique_sorted(phrase_starts(lists) >> DOC_SHIFT)
 
     def proximity(self, si: int, docs: np.ndarray) -> np.ndarray:
         """The proximity bonus of each of ``docs`` (as the searcher's whole-segment one)."""

@@ -57,7 +57,7 @@ def _register_rank(sub: argparse._SubParsersAction) -> None:  # type: ignore[typ
                       help="every iteration's L1 residual on a line of its own")
     p.add_argument("--shard", type=Path, nargs="+", default=None, metavar="DIR",
                    help="rank the union of these crawl stores (shards sharing a frontier's URL "
-                   "IDs) and write the same global generation to each (embedded engine)")
+                   "IDs) and write the same global generation to each (either engine)")
     _register_rank_engine(p)
     p.set_defaults(func=_rank)
 
@@ -114,9 +114,7 @@ def _rank(args: argparse.Namespace) -> int:
 
     engine = _rank_engine(args)  # a bad engine choice or a missing extra before any file opens
     if args.shard:
-        if engine is not None:
-            raise RankingError("rank --shard runs on the embedded engine only")
-        return _rank_shards(args)
+        return _rank_shards(args, engine)
     data = DataDir.open(args.data)
 
     progress = RankProgress(sys.stderr, verbose=args.verbose, quiet=args.quiet)
@@ -147,18 +145,24 @@ def _rank(args: argparse.Namespace) -> int:
     return 0 if r.converged else 1
 
 
-def _rank_shards(args: argparse.Namespace) -> int:
+def _rank_shards(args: argparse.Namespace, engine: Any) -> int:
     from websift.ranking.rank_job import run_rank_shards
 
     shards = [DataDir.open(d) for d in args.shard]
     progress = RankProgress(sys.stderr, verbose=args.verbose, quiet=args.quiet)
     try:
-        reports = run_rank_shards(shards, damping=args.damping, tol=args.tol,
-                                  dangling=args.dangling, progress=progress)
+        if engine is None:
+            reports = run_rank_shards(shards, damping=args.damping, tol=args.tol,
+                                      dangling=args.dangling, progress=progress)
+        else:
+            reports = engine.run_shards(shards, damping=args.damping, tol=args.tol,
+                                        dangling=args.dangling, progress=progress)
     except BaseException:
         progress.finish(completed=False)
         raise
     progress.finish()
+    if engine is not None:
+        print(engine.last_run.summary(), file=sys.stderr)
     for d, report in zip(args.shard, reports, strict=True):
         print(f"{d}: ranks generation {report.generation}: {report.pages} pages, "
               f"{report.links} links, giant SCC {report.giant_scc}")

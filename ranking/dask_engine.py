@@ -62,7 +62,13 @@ from websift.ranking.errors import RankingError
 from websift.ranking.host_graph import host_ranks
 from websift.ranking.link_blocks import BlockFile, build_block, plan_blocks, spill_links
 from websift.ranking.pagerank import Dangling, PageRankResult, uniform_teleport
-from websift.ranking.rank_job import Progress, RankReport, topic_teleport, write_ranks
+from websift.ranking.rank_job import (
+    Progress,
+    RankReport,
+    check_shared_frontier,
+    topic_teleport,
+    write_ranks,
+)
 from websift.ranking.ranks_writer import HostRanks
 from websift.ranking.store_graph import topic_page_ids
 from websift.ranking.topic_store import TopicRecord, load_topic, topic_names
@@ -213,13 +219,50 @@ class DaskEngine:
         dangling: Dangling | str,
         progress: Progress | None = None,
     ) -> RankReport:
+        paths = list(self.stores) if self.stores else [data.store_path]
+        return self._run(paths, [data], damping=damping, tol=tol, dangling=dangling,
+                         progress=progress)[0]
+
+    def run_shards(
+        self,
+        shards: Sequence[DataDir],
+        *,
+        damping: float,
+        tol: float,
+        dangling: Dangling | str,
+        progress: Progress | None = None,
+    ) -> list[RankReport]:
+        """``rank --engine dask --shard A B C``: one global generation over the shards' stores
+        (URL IDs from one shared frontier), the same vectors written into every shard's ranks
+        directory, as :func:`ranking.rank_job.run_rank_shards` does embedded.  Topics are
+        read from the first shard; the scratch blocks live under the first shard's ``tmp/``."""
+        if not shards:
+            raise RankingError("rank --shard needs at least one data directory")
+        return self._run([d.store_path for d in shards], list(shards), damping=damping,
+                         tol=tol, dangling=dangling, progress=progress, shared_frontier=True)
+
+    def _run(
+        self,
+        paths: list[Path],
+        targets: list[DataDir],
+        *,
+        damping: float,
+        tol: float,
+        dangling: Dangling | str,
+        progress: Progress | None,
+        shared_frontier: bool = False,
+    ) -> list[RankReport]:
         started = time.perf_counter()
         self.last_run = ClusterRun()
+        data = targets[0]
         names = topic_names(data.topics_dir)
         records = {name: load_topic(data.topics_dir, name) for name in names}
-        paths = list(self.stores) if self.stores else [data.store_path]
         with ExitStack() as stack:
             stores = [stack.enter_context(StoreReader.open(p)) for p in paths]
+            for store in stores:  # a crawl may be committing: read each store as of one state
+                stack.enter_context(store.snapshot())
+            if shared_frontier:
+                check_shared_frontier(stores)  # before the cluster starts
             client = stack.enter_context(self.connect())
             directory = self._scratch(data)
             stack.callback(shutil.rmtree, directory, ignore_errors=True)
@@ -233,13 +276,14 @@ class DaskEngine:
                 stack.callback(graph.release)
                 for store in stores:  # the links are on disk now
                     store.close()
-                computed = compute(graph, inputs, data, damping=damping, tol=tol,
+                computed = compute(graph, inputs, targets, damping=damping, tol=tol,
                                    dangling=dangling, records=records, progress=progress,
                                    run=self.last_run)
             except (KilledWorker, CancelledError, CommClosedError) as exc:
                 raise DaskRankError(f"the Dask cluster failed mid-run ({type(exc).__name__}: "
                                     f"{_one_line(exc)}); no ranks were written") from None
-        computed.seconds = time.perf_counter() - started
+        for report in computed:
+            report.seconds = time.perf_counter() - started
         return computed
 
     def _load_graph(self, client: Client, stores: Sequence[StoreReader], inputs: ShardInputs,
@@ -327,7 +371,7 @@ def build_blocks(client: Client, sources: Sequence[Any]) -> tuple[list[BlockFile
 def compute(
     graph: ClusterGraph,
     inputs: ShardInputs,
-    data: DataDir,
+    targets: Sequence[DataDir],
     *,
     damping: float,
     tol: float,
@@ -335,9 +379,10 @@ def compute(
     records: dict[str, TopicRecord],
     progress: Progress | None,
     run: ClusterRun,
-) -> RankReport:
-    """Every vector of a generation on ``graph``, then the generation (as run_rank does,
-    with :func:`ranking.rank_job.write_ranks`).
+) -> list[RankReport]:
+    """Every vector of a generation on ``graph``, then the generation in each of ``targets``
+    (as run_rank does, with :func:`ranking.rank_job.write_ranks`; a target's topic vectors are
+    warm-started from its own current generation, as embedded).
     The cluster is done with before the first file is written."""
 
     def global_progress(k: int, r: float) -> None:
@@ -357,11 +402,12 @@ def compute(
         run.block_loads = graph.block_loads()
         run.phases = graph.phases
 
-    return write_ranks(
+    return [write_ranks(
         data, graph, result, damping=damping, tol=tol, dangling=dangling,
         opic=inputs.opic, level=lv, giant=giant, giant_size=giant_size,
         roots=int(inputs.roots.size), topic_pages=inputs.topic_pages, records=records,
         topic_vector=vector, before_write=count_loads, hosts=inputs.hosts)
+        for data in targets]
 
 
 def topic_vector(graph: ClusterGraph, pages: np.ndarray, uniform: np.ndarray, *,

@@ -19,7 +19,7 @@ graphs are small) and recorded in the same generation.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -131,7 +131,7 @@ def run_rank(
     if engine is not None:
         return engine.run(data, damping=damping, tol=tol, dangling=dangling, progress=progress)
     started = time.perf_counter()
-    with StoreReader.open(data.store_path) as store:
+    with StoreReader.open(data.store_path) as store, store.snapshot():
         arrays = load_store_arrays(store)
         graph = arrays.graph
         names = topic_names(data.topics_dir)
@@ -250,6 +250,15 @@ def _named(progress: Progress | None, what: str) -> Callable[[int, float], None]
     return named
 
 
+def check_shared_frontier(stores: Sequence[StoreReader]) -> None:
+    """Refuse shards whose URL IDs were not all allocated by one shared frontier."""
+    # crawler/redis_frontier.py META_FRONTIER: which frontier allocated a shard's URL IDs
+    frontiers = {s.get_meta("frontier_id") for s in stores}
+    if len(stores) > 1 and (None in frontiers or len(frontiers) != 1):
+        raise RankingError("rank --shard needs stores crawled on one shared frontier "
+                           "(their URL IDs come from different counters)")
+
+
 def run_rank_shards(
     shards: list[DataDir],
     *,
@@ -270,11 +279,9 @@ def run_rank_shards(
     started = time.perf_counter()
     with ExitStack() as stack:
         stores = [stack.enter_context(StoreReader.open(d.store_path)) for d in shards]
-        # crawler/redis_frontier.py META_FRONTIER: which frontier allocated a shard's URL IDs
-        frontiers = {s.get_meta("frontier_id") for s in stores}
-        if len(shards) > 1 and (None in frontiers or len(frontiers) != 1):
-            raise RankingError("rank --shard needs stores crawled on one shared frontier "
-                               "(their URL IDs come from different counters)")
+        for store in stores:  # a crawl may be committing: read each store as of one state
+            stack.enter_context(store.snapshot())
+        check_shared_frontier(stores)
         n = max(s.max_url_id() for s in stores) + 1
         present = np.zeros(n, dtype=bool)
         srcs, dsts, roots = [], [], []

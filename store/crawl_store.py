@@ -370,6 +370,30 @@ class CrawlStore(StoreReader):
             [*params, url_id],
         )
 
+    # ------------------------------------------------------------------ partition mailbox
+    def save_outbox(self, batch: str, partition: int, cash: float, body: str) -> None:
+        """A transfer to another partition, in the caller's transaction with the cash it took
+        (crawler/mailbox.py): kept until sent."""
+        self._conn.execute("INSERT INTO partition_outbox(batch, partition, cash, body) "
+                           "VALUES (?, ?, ?, ?)", (batch, partition, cash, body))
+
+    def outbox(self) -> list[tuple[str, int, float, str]]:
+        """(batch, partition, cash, body) of every transfer not yet sent, oldest first."""
+        return [(str(b), int(p), float(c), str(t)) for b, p, c, t in self._conn.execute(
+            "SELECT batch, partition, cash, body FROM partition_outbox ORDER BY rowid")]
+
+    def sent(self, batches: list[str]) -> None:
+        self._conn.executemany("DELETE FROM partition_outbox WHERE batch=?",
+                               [(b,) for b in batches])
+
+    def applied(self, batch: str) -> bool:
+        return self._conn.execute("SELECT 1 FROM partition_applied WHERE batch=?",
+                                  (batch,)).fetchone() is not None
+
+    def record_applied(self, batch: str, stream_id: str, cash: float) -> None:
+        self._conn.execute("INSERT INTO partition_applied(batch, stream_id, cash) "
+                           "VALUES (?, ?, ?)", (batch, stream_id, cash))
+
     # ------------------------------------------------------------------ the crawler's reads
     def host_id_of_url(self, url_id: int) -> int:
         row = self._conn.execute("SELECT host_id FROM urls WHERE id=?", (url_id,)).fetchone()

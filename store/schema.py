@@ -16,7 +16,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-SCHEMA_VERSION = 4  # 2: lazy OPIC (urls.opic_level, opic_flags); 3: removals; 4: signals tables
+SCHEMA_VERSION = 5  # 2: lazy OPIC (urls.opic_level, opic_flags); 3: removals; 4: signals tables;
+# 5: a partitioned crawl's mailbox (outgoing transfers, applied batches)
 
 # Page status values (urls.status).
 DISCOVERED = "discovered"  # known from a link or a seed, never fetched
@@ -58,6 +59,20 @@ CREATE TABLE IF NOT EXISTS removals (
 # fetched again); 0: another site's URL, recorded only.  hreflang: the language alternates a
 # page names (<link rel="alternate" hreflang>), its group as it says it.  lastmod_trust: per host,
 # how often its sitemap's lastmod was right (kept across runs).
+PARTITION_MAILBOX = """
+CREATE TABLE IF NOT EXISTS partition_outbox (
+    batch     TEXT PRIMARY KEY,      -- the batch's ID (crawler ID : sequence number)
+    partition INTEGER NOT NULL,      -- the partition (Redis Stream) it goes to
+    cash      REAL NOT NULL,         -- the OPIC cash it carries (counted by the checker)
+    body      TEXT NOT NULL          -- JSON: [[url, cash, depth, fetched], ...]
+);
+CREATE TABLE IF NOT EXISTS partition_applied (
+    batch     TEXT PRIMARY KEY,      -- a batch applied to this store (never applied twice)
+    stream_id TEXT NOT NULL,         -- its Redis Stream entry
+    cash      REAL NOT NULL
+);
+"""
+
 CANONICALS = """
 CREATE TABLE IF NOT EXISTS canonicals (
     url_id    INTEGER PRIMARY KEY,   -- the page that names a canonical URL (the variant)
@@ -148,7 +163,7 @@ CREATE TABLE IF NOT EXISTS crawls (
     finished REAL,
     summary  TEXT                      -- JSON: counts by outcome and by failure reason
 );
-""".replace("{CANONICALS}", CANONICALS) + REMOVALS_TABLE
+""".replace("{CANONICALS}", CANONICALS) + REMOVALS_TABLE + PARTITION_MAILBOX
 
 
 # In-place upgrades: version -> the SQL that brings the previous version to it.
@@ -170,6 +185,9 @@ WHERE g_last IS NOT NULL;
     # the sites' own signals: canonical URLs and hreflang alternates (crawler/canonical.py),
     # lastmod trust per host (crawler/signals.py)
     4: CANONICALS,
+    # a partitioned crawl (crawler/mailbox.py): transfers to other partitions committed with the
+    # cash they carry until sent, and the batches applied (each once, by its ID)
+    5: PARTITION_MAILBOX,
 }
 
 

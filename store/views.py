@@ -13,6 +13,7 @@ from __future__ import annotations
 import sqlite3
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Self
 
@@ -50,6 +51,7 @@ class StoreReader:
 
     def __init__(self, conn: sqlite3.Connection, path: Path) -> None:
         self._conn = conn
+        self._closed = False
         self.path = path
         self.schema_version = SCHEMA_VERSION  # the file's, once _has_schema has read it
 
@@ -121,7 +123,23 @@ class StoreReader:
         return False
 
     def close(self) -> None:
+        self._closed = True
         self._conn.close()
+
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """Every read inside the block sees one committed state of the store (one SQLite read
+        transaction: under WAL a writer keeps committing, but not into this view).  Closing
+        the reader inside the block ends the snapshot."""
+        if self._conn.in_transaction:
+            raise StoreError("a snapshot of the crawl store is already open")
+        self._conn.execute("BEGIN DEFERRED")
+        self._conn.execute("SELECT count(*) FROM meta").fetchone()  # the snapshot starts here
+        try:
+            yield
+        finally:
+            if not self._closed:
+                self._conn.execute("COMMIT")
 
     def __enter__(self) -> Self:
         return self
@@ -572,6 +590,16 @@ class StoreReader:
             "WHERE g_last IS NOT NULL", self._opic_levels()).fetchone()
         virtual = self.get_meta(META_VIRTUAL)
         return float(pages) + (float("nan") if virtual is None else float(virtual))
+
+    def mailbox(self) -> tuple[dict[str, float], set[str]]:
+        """A partitioned crawl's transfers in this store (crawler/mailbox.py): the outgoing
+        batches not yet sent (batch -> cash) and the IDs of the batches applied."""
+        if self.schema_version < 5:
+            return {}, set()
+        out = {str(b): float(c) for b, c in self._conn.execute(
+            "SELECT batch, cash FROM partition_outbox")}
+        done = {str(b) for (b,) in self._conn.execute("SELECT batch FROM partition_applied")}
+        return out, done
 
     # ------------------------------------------------------------------ crawl log
     def last_crawl(self) -> tuple[str, float, float | None, str | None] | None:

@@ -94,22 +94,38 @@ def host_of_page(r: Ranks) -> np.ndarray:
     return np.where(r.host >= 0, r.hostrank[np.maximum(r.host, 0)], 0.0)
 
 
-def test_sharded_rank_equals_one_store(web: TestWeb, tmp_path: Path) -> None:
-    server = RedisServer(tmp_path / "redis")
+@pytest.fixture(scope="module")
+def crawled(web: TestWeb, tmp_path_factory: pytest.TempPathFactory) -> tuple[list[Path], Ranks]:
+    """Three shards of one shared-frontier crawl, and the ranks of one store merging them."""
+    root = tmp_path_factory.mktemp("crawl")
+    server = RedisServer(root / "redis")
     try:
-        shards = [tmp_path / f"shard{i}" for i in range(3)]
+        shards = [root / f"shard{i}" for i in range(3)]
         crawl_shards(web, server.url(), shards)
     finally:
         server.stop()
     fetched = [fetched_pages(d) for d in shards]
     assert sum(1 for f in fetched if f) >= 2, fetched  # the crawl really was spread
-    merge(shards, tmp_path / "ref")
-    done = run("rank", "--shard", *map(str, shards), "--quiet")
-    assert done.returncode == 0, done.stderr
-    ref = run("rank", "--data", str(tmp_path / "ref"), "--quiet")
+    topic = run("topics", "add", "first", "--pattern", "/p/1$", "--data", str(shards[0]))
+    assert topic.returncode == 0, topic.stderr  # read from the first shard by rank --shard
+    merge(shards, root / "ref")
+    ref = run("rank", "--data", str(root / "ref"), "--quiet")
     assert ref.returncode == 0, ref.stderr
-    want = Ranks.open(DataDir.open(tmp_path / "ref"))
+    want = Ranks.open(DataDir.open(root / "ref"))
     assert want.pagerank.size > 3 * PAGES
+    return shards, want
+
+
+def copies(shards: list[Path], out: Path) -> list[Path]:
+    """The shards copied (each test ranks its own copies: a generation is written into each)."""
+    made = []
+    for d in shards:
+        shutil.copytree(d, out / d.name)
+        made.append(out / d.name)
+    return made
+
+
+def assert_global(shards: list[Path], want: Ranks) -> None:
     for d in shards:
         got = Ranks.open(DataDir.open(d))
         assert got.pagerank.size == want.pagerank.size
@@ -117,6 +133,31 @@ def test_sharded_rank_equals_one_store(web: TestWeb, tmp_path: Path) -> None:
         assert np.abs(host_of_page(got) - host_of_page(want)).sum() < 1e-9
         assert np.abs(got.opic - want.opic).sum() < 1e-9
         assert np.array_equal(got.level, want.level)
+        assert np.array_equal(got.giant_scc, want.giant_scc)
+        assert got.topic_names() == ["first"]
+        assert np.abs(got.topic("first") - want.topic("first")).sum() < 1e-9
+
+
+def test_sharded_rank_equals_one_store(crawled: tuple[list[Path], Ranks], tmp_path: Path) -> None:
+    shards, want = crawled
+    shards = copies(shards, tmp_path)
+    done = run("rank", "--shard", *map(str, shards), "--quiet")
+    assert done.returncode == 0, done.stderr
+    assert_global(shards, want)
+
+
+def test_dask_sharded_rank_equals_one_store(crawled: tuple[list[Path], Ranks],
+                                            tmp_path: Path) -> None:
+    """The same global generation from a Dask LocalCluster (two worker processes on loopback)
+    reading every shard's links as blocks over global IDs."""
+    shards, want = crawled
+    shards = copies(shards, tmp_path)
+    done = run("rank", "--shard", *map(str, shards), "--engine", "dask", "--workers", "2",
+               "--quiet")
+    assert done.returncode == 0, done.stderr
+    assert "dask: 2 workers" in done.stderr
+    assert_global(shards, want)
+    assert not any((shards[0] / "tmp").glob("dask-rank-*"))  # the scratch blocks are gone
 
 
 def test_stores_of_different_frontiers_refused(tmp_path: Path) -> None:

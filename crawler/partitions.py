@@ -1,0 +1,189 @@
+"""Which crawler crawls which hosts: virtual partitions by host hash, leased in Redis.
+
+Question: with N crawler processes alive, which of them fetches a given host's pages?  Answer
+(OPIC paper, section 4.1, "Distributed crawling": the pages are partitioned over the crawlers,
+each holding its part of the cash vector): a host belongs to one of ``P`` virtual partitions
+by a stable hash of its host name and port (:func:`partition_of`), and each partition is held
+by one live crawler under a lease in Redis.
+
+The unit is the host (name and port, as the politeness slot), not the registrable domain:
+politeness is per host, so a host must stay in one crawler, and nothing needs more than that;
+a registrable domain would need the public-suffix list and would put every host of a large
+site (each blog of a blog host) on one crawler.
+
+Leases: a crawler registers in ``wsp:members`` (a sorted set scored by when its registration
+expires, ``ttl`` seconds ahead) and renews it every ``ttl / 3`` seconds: one entry, so renewing
+costs the same whatever the partitions held.  Partition ``i``'s preferred owner is the
+``i mod N``-th live member in sorted order, so each crawler claims about ``P / N`` partitions
+and the assignment moves only when members come or go.  ``wsp:lease:{i}`` holds the ID of the
+partition's owner; its lease lasts as long as the owner's registration.  A crawler claims a
+preferred partition that is free or whose holder is no longer alive (one script) and gives back
+(after handing its pages over, crawler/mailbox.py) one it holds that now prefers another live
+member; each renewal checks it still holds its leases.  A crawler that dies stops renewing:
+its registration expires and the others claim its partitions.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+import uuid
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import urlsplit
+
+import redis
+
+from websift.core.errors import WebsiftError
+
+PREFIX = "wsp:"
+MEMBERS = PREFIX + "members"
+DEFAULT_PARTITIONS = 64
+DEFAULT_LEASE = 6.0  # seconds a lease lives without renewal
+
+# take the leases among KEYS that are free, held by this crawler (ARGV[1]) or held by a crawler
+# no longer alive (its score in the members set ARGV[3] is below now, ARGV[2]); returns the
+# positions of those taken
+_CLAIM = """
+local got = {}
+for i, key in ipairs(KEYS) do
+  local holder = redis.call('GET', key)
+  local alive = false
+  if holder and holder ~= ARGV[1] then
+    local score = redis.call('ZSCORE', ARGV[3], holder)
+    alive = score and tonumber(score) > tonumber(ARGV[2])
+  end
+  if not alive then
+    redis.call('SET', key, ARGV[1])
+    got[#got + 1] = i
+  end
+end
+return got
+"""
+_RELEASE = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+"""
+
+
+class PartitionError(WebsiftError):
+    """The partition coordinator (Redis) cannot be used."""
+
+
+def partition_key(url: str) -> str:
+    """The host a URL's partition is chosen by: lower-case host name and port."""
+    parts = urlsplit(url)
+    host = (parts.hostname or "").lower()
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    return f"{host}:{port}"
+
+
+def partition_of(url: str, partitions: int) -> int:
+    """The virtual partition of a URL's host: a stable hash (blake2b, the same in every
+    process and every run, unlike Python's ``hash``) modulo ``partitions``."""
+    digest = hashlib.blake2b(partition_key(url).encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big") % partitions
+
+
+def lease_key(partition: int) -> str:
+    return f"{PREFIX}lease:{partition}"
+
+
+def connect(url: str) -> Any:
+    """A Redis client for the coordinator at ``url`` (password from the environment, as the
+    shared frontier's), checked reachable."""
+    from websift.crawler.redis_admin import PASSWORD_ENV, error_reason
+
+    password = next((os.environ[n] for n in PASSWORD_ENV if os.environ.get(n)), None)
+    try:
+        client = redis.Redis.from_url(url, password=password, decode_responses=True,
+                                      socket_timeout=10, socket_connect_timeout=10)
+        client.ping()
+    except (redis.RedisError, ValueError) as exc:
+        raise PartitionError(f"cannot use the partition coordinator at {url}: "
+                             f"{error_reason(exc)}") from None
+    return client
+
+
+class Leases:
+    """This crawler's membership and partition leases (module doc)."""
+
+    def __init__(self, client: Any, partitions: int, ttl: float = DEFAULT_LEASE,
+                 clock: Callable[[], float] = time.time) -> None:
+        self.client = client
+        self.partitions = partitions
+        self.ttl = ttl
+        self.clock = clock
+        self.me = f"{os.uname().nodename}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        self.owned: set[int] = set()
+        # given back, their hand-over not yet committed and sent: still leased, not crawled
+        self.releasing: set[int] = set()
+        self.renewed_at = float("-inf")
+        self._claim = client.register_script(_CLAIM)
+        self._release = client.register_script(_RELEASE)
+        self.members: list[str] = []
+
+    def due(self) -> bool:
+        return self.clock() - self.renewed_at >= self.ttl / 3
+
+    def heartbeat(self) -> list[str]:
+        """Renew the registration (one sorted-set entry: the partition leases live as long as
+        it does) and check the leases held; returns the live members (sorted)."""
+        now = self.clock()
+        pipe = self.client.pipeline(transaction=False)
+        pipe.zadd(MEMBERS, {self.me: now + self.ttl})
+        pipe.zremrangebyscore(MEMBERS, "-inf", now)
+        pipe.zrange(MEMBERS, 0, -1)
+        mine = sorted(self.owned | self.releasing)
+        if mine:
+            pipe.mget([lease_key(p) for p in mine])
+        replies = pipe.execute()
+        members = replies[2]
+        if mine:
+            held = {p for p, h in zip(mine, replies[3], strict=True) if h == self.me}
+            self.owned &= held  # taken by another while this crawler was not seen alive
+            self.releasing &= held
+        self.renewed_at = now
+        self.members = sorted(members)
+        return self.members
+
+    def preferred(self, partition: int) -> str | None:
+        if not self.members:
+            return None
+        return self.members[partition % len(self.members)]
+
+    def plan(self) -> tuple[list[int], list[int]]:
+        """(partitions to claim, partitions to give back) under the current members."""
+        claim = [p for p in range(self.partitions)
+                 if p not in self.owned and self.preferred(p) == self.me]
+        give = sorted(p for p in self.owned if self.preferred(p) != self.me)
+        claim = [p for p in claim if p not in self.releasing]
+        return claim, give
+
+    def claim(self, partitions: list[int]) -> list[int]:
+        """Take those of ``partitions`` that are free or held by a dead crawler (one script
+        run); returns those taken."""
+        if not partitions:
+            return []
+        got = self._claim(keys=[lease_key(p) for p in partitions],
+                          args=[self.me, self.clock(), MEMBERS])
+        taken = [partitions[int(i) - 1] for i in got]
+        self.owned.update(taken)
+        return taken
+
+    def give_back(self, partition: int) -> None:
+        """Stop crawling a partition; its lease is kept until :meth:`release`."""
+        self.owned.discard(partition)
+        self.releasing.add(partition)
+
+    def release(self, partition: int) -> None:
+        self.owned.discard(partition)
+        self.releasing.discard(partition)
+        self._release(keys=[lease_key(partition)], args=[self.me])
+
+    def leave(self) -> None:
+        """Give back every lease and the registration (a crawler that stops)."""
+        for p in sorted(self.owned | self.releasing):
+            self.release(p)
+        self.client.zrem(MEMBERS, self.me)

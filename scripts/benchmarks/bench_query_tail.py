@@ -1,0 +1,244 @@
+"""In-process query latency of websift beside tantivy on a Zipf corpus (testkit/zipfsite.py).
+
+    .venv/bin/python -m scripts.benchmarks.bench_query_tail --pages 150000
+    .venv/bin/python -m scripts.benchmarks.bench_query_tail --pages 30000 --profile phrase
+
+1. **Corpus**: 150 hosts, ``--pages`` pages in all (testkit/zipfsite.py: a Zipf vocabulary,
+   log-normal page lengths, repeated phrases), its own generator apart from genweb's.
+2. **Indexes** (cached under ``--cache``, built once per size and seed): websift's segments
+   written by indexer/segment_writer.py (``--segment-pages`` pages each, as an index build cuts
+   them) and a tantivy index of title + body with its default tokenizer.
+3. **Queries**: ``--queries`` drawn from page text: one word, two or three words, common words
+   only, rare words, and phrases (10%).  Top 10, no snippets, no fragments, no deadline.
+4. **Timing**: one warm-up pass, then ``--passes`` timed passes of each engine in turn; p50 and
+   p99 over every timed query, overall and per kind, and websift / tantivy.
+
+``--profile KIND`` runs cProfile over that kind's websift queries (``all``: every query) and
+prints the functions by own time and by cumulative time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import pstats
+import shutil
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from testkit.zipfsite import ZipfSite
+from websift.core.checked import Format, read_json, write_json
+from websift.core.errors import CheckedFileError
+
+HOSTS = 150
+TOP_K = 10
+COMMON_TOP = 60  # the most frequent words: "common"
+RARE_RANK = 5_000  # rank from which a word counts as rare
+MIX = {"one word": 0.25, "two or three words": 0.3, "common words": 0.15, "rare words": 0.2,
+       "phrase": 0.1}
+BUILT = Format("websift-bench-query-tail", 1, "indexes built")
+
+
+@dataclass(frozen=True)
+class Query:
+    kind: str
+    text: str
+
+
+def build(root: Path, pages: int, seed: int, segment_pages: int) -> None:
+    """websift segments and a tantivy index of the corpus under ``root`` unless built."""
+    try:
+        read_json(root / "built.json", BUILT)
+        return
+    except CheckedFileError:
+        pass  # not built yet (or damaged): build afresh
+    import tantivy
+
+    from websift.indexer.segment_writer import SegmentWriter
+
+    shutil.rmtree(root, ignore_errors=True)
+    root.mkdir(parents=True)
+    site = ZipfSite(hosts=HOSTS, pages_per_host=max(pages // HOSTS, 1), seed=seed)
+    sb = tantivy.SchemaBuilder()
+    sb.add_text_field("title", stored=False)
+    sb.add_text_field("body", stored=False)
+    (root / "tantivy").mkdir()
+    tv = tantivy.Index(sb.build(), path=str(root / "tantivy"))
+    tw = tv.writer(heap_size=200 * 2**20, num_threads=1)
+    t0 = time.perf_counter()
+    writer, n_seg = None, 0
+    for i, page in enumerate(site.pages()):
+        if writer is None:
+            writer = SegmentWriter(root / f"seg-{n_seg}", ram_bytes=256 << 20)
+        writer.add_document(i + 1, host=page.host, url=page.url, title=page.title,
+                            text=page.body, fields=[page.title, "", page.body, page.url])
+        tw.add_document(tantivy.Document(title=page.title, body=page.body))
+        if writer.doc_count >= segment_pages:
+            writer.finish()
+            writer, n_seg = None, n_seg + 1
+        if (i + 1) % 10_000 == 0:
+            print(f"  built {i + 1} pages, {time.perf_counter() - t0:.0f} s", flush=True)
+    if writer is not None:
+        writer.finish()
+    tw.commit()
+    tw.wait_merging_threads()
+    write_json(root / "built.json", BUILT, {"pages": pages, "seed": seed})
+
+
+def make_queries(root: Path, pages: int, seed: int, count: int) -> list[Query]:
+    """``count`` queries drawn from the corpus's page text (a fixed draw for a seed)."""
+    from websift.indexer.analysis import Analyzer
+
+    site = ZipfSite(hosts=HOSTS, pages_per_host=max(pages // HOSTS, 1), seed=seed)
+    analyzer = Analyzer()
+    rank = {w: i for i, w in enumerate(site.words)}
+    ok_word = {w for w in site.words[:RARE_RANK * 4] if analyzer.analyse_token(w)[0]}
+    rng = np.random.default_rng(seed + 1)
+    keep = set(rng.choice(site.hosts * site.pages_per_host, size=count * 3, replace=False).tolist())
+    bodies = [p.body.split() for i, p in enumerate(site.pages()) if i in keep]
+    kinds = list(MIX)
+    shares = np.array([MIX[k] for k in kinds])
+    out: list[Query] = []
+    for ki in rng.choice(len(kinds), size=count, p=shares / shares.sum()).tolist():
+        kind = kinds[ki]
+        while True:
+            words = bodies[int(rng.integers(len(bodies)))]
+            good = [w for w in words if w in ok_word or (w in rank and rank[w] >= RARE_RANK)]
+            if kind == "one word":
+                pool, n = good, 1
+            elif kind == "two or three words":
+                pool, n = good, int(rng.integers(2, 4))
+            elif kind == "common words":
+                pool, n = sorted({w for w in good if rank[w] < COMMON_TOP}), int(rng.integers(2, 4))
+            elif kind == "rare words":
+                pool, n = sorted({w for w in good if rank[w] >= RARE_RANK}), int(rng.integers(1, 3))
+            else:
+                n = int(rng.integers(2, 4))
+                spots = [i for i in range(len(words) - n + 1)
+                         if all(w in ok_word for w in words[i: i + n])]
+                if spots:
+                    i = spots[int(rng.integers(len(spots)))]
+                    out.append(Query(kind, '"' + " ".join(words[i: i + n]) + '"'))
+                    break
+                continue
+            if len(set(pool)) >= n:
+                picked = rng.choice(len(pool), n, replace=False)
+                out.append(Query(kind, " ".join(pool[int(i)] for i in picked)))
+                break
+    return out
+
+
+def engines(root: Path) -> dict[str, Callable[[str], int]]:
+    import tantivy
+
+    from websift.indexer.manifest import Manifest
+    from websift.indexer.searcher import IndexQuery, Searcher
+    from websift.indexer.segment import SegmentReader
+
+    segs = sorted(root.glob("seg-*"), key=lambda p: int(p.name.split("-")[1]))
+    searcher = Searcher(Manifest(generation=1, last_seq=0), [SegmentReader(p) for p in segs])
+
+    def websift(q: str) -> int:
+        return len(searcher.search(IndexQuery(q, k=TOP_K, snippets=False, fragments=False)).hits)
+
+    index = tantivy.Index.open(str(root / "tantivy"))
+    index.reload()
+    tsearch = index.searcher()
+
+    def tv(q: str) -> int:
+        query, _errors = index.parse_query_lenient(q, ["title", "body"])
+        return len(tsearch.search(query, TOP_K).hits)
+
+    return {"websift": websift, "tantivy": tv}
+
+
+def time_passes(run: Callable[[str], int], queries: Sequence[Query], passes: int) -> np.ndarray:
+    """Milliseconds, shape (passes, queries), after one untimed pass."""
+    for q in queries:
+        run(q.text)
+    out = np.empty((passes, len(queries)))
+    for p in range(passes):
+        for i, q in enumerate(queries):
+            t0 = time.perf_counter()
+            run(q.text)
+            out[p, i] = (time.perf_counter() - t0) * 1000.0
+    return out
+
+
+def report(times: dict[str, np.ndarray], queries: Sequence[Query]) -> None:
+    kinds = np.array([q.kind for q in queries])
+    groups = [("all", np.ones(len(queries), dtype=bool))] + [
+        (k, kinds == k) for k in MIX]
+    print(f"{'kind':<20} {'n':>4} {'websift p50':>12} {'p99':>8} {'tantivy p50':>12} {'p99':>8}"
+          f" {'ratio p50':>10} {'p99':>6}")
+    for name, sel in groups:
+        w, t = times["websift"][:, sel].ravel(), times["tantivy"][:, sel].ravel()
+        if len(w) == 0:
+            continue
+        wp, tp = np.percentile(w, [50, 99]), np.percentile(t, [50, 99])
+        print(f"{name:<20} {int(sel.sum()):>4} {wp[0]:>10.2f}ms {wp[1]:>6.1f}ms {tp[0]:>10.2f}ms"
+              f" {tp[1]:>6.1f}ms {wp[0] / tp[0]:>9.1f}x {wp[1] / tp[1]:>5.1f}x")
+    worst = np.argsort(-np.median(times["websift"], axis=0))[:8]
+    print("slowest websift queries (median ms, websift / tantivy):")
+    for i in worst:
+        print(f"  {np.median(times['websift'][:, i]):7.1f} / {np.median(times['tantivy'][:, i]):6.1f}"
+              f"  {queries[i].kind:<18} {queries[i].text}")
+
+
+def profile(run: Callable[[str], int], queries: Sequence[Query], kind: str) -> None:
+    chosen = [q for q in queries if kind in ("all", q.kind)]
+    for q in chosen:
+        run(q.text)
+    prof = cProfile.Profile()
+    prof.enable()
+    for _ in range(3):
+        for q in chosen:
+            run(q.text)
+    prof.disable()
+    print(f"cProfile: {len(chosen)} queries of kind {kind!r}, 3 passes")
+    stats = pstats.Stats(prof, stream=sys.stdout)
+    stats.sort_stats("tottime").print_stats(25)
+    stats.sort_stats("cumulative").print_stats(30)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--pages", type=int, default=150_000)
+    ap.add_argument("--queries", type=int, default=300)
+    ap.add_argument("--passes", type=int, default=3)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--segment-pages", type=int, default=50_000)
+    ap.add_argument("--cache", type=Path, default=Path("/tmp/websift-bench-query-tail"))
+    ap.add_argument("--profile", metavar="KIND", choices=["all", *MIX])
+    ap.add_argument("--only", choices=["websift", "tantivy"], help="time one engine only")
+    args = ap.parse_args(argv)
+    if args.pages < HOSTS:
+        ap.error(f"--pages must be at least {HOSTS}")
+    root = args.cache / f"p{args.pages}-s{args.seed}-g{args.segment_pages}"
+    t0 = time.perf_counter()
+    build(root, args.pages, args.seed, args.segment_pages)
+    print(f"indexes at {root} ({time.perf_counter() - t0:.0f} s)", flush=True)
+    queries = make_queries(root, args.pages, args.seed, args.queries)
+    runs = engines(root)
+    if args.profile:
+        profile(runs["websift"], queries, args.profile)
+        return 0
+    times = {name: time_passes(run, queries, args.passes) for name, run in runs.items()
+             if args.only in (None, name)}
+    if args.only:
+        t = times[args.only].ravel()
+        print(f"{args.only}: p50 {np.percentile(t, 50):.2f} ms, p99 {np.percentile(t, 99):.1f} ms")
+        return 0
+    print(f"{args.pages} pages, {len(queries)} queries, {args.passes} passes, top {TOP_K}, "
+          "no snippets, warm")
+    report(times, queries)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

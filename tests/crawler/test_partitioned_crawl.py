@@ -1,0 +1,200 @@
+"""A partitioned crawl (crawler/partitions.py, crawler/mailbox.py): crawler processes leasing
+host partitions in a real redis-server, each with the embedded frontier and its own store,
+exchanging links and cash as batches.  From the servers' logs and the stores: every page is
+fetched once across the crawlers, the union is what one embedded crawl fetches, and the cash
+of the stores plus the transfers in flight is 1."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from testkit.redis_server import RedisServer
+from testkit.testweb import TestWeb, html, words
+from testkit.waiting import wait_for
+from testkit.websift_process import REPO, websift_command
+from websift.api.cli import main as cli_main
+from websift.core.datadir import DataDir
+from websift.core.errors import StoreError
+from websift.crawler.mailbox import check_cash
+from websift.crawler.partitions import partition_of
+from websift.store.views import StoreReader
+
+pytestmark = [pytest.mark.slow, pytest.mark.redis]
+
+SITES = tuple(f"127.0.0.{n}" for n in range(21, 27))
+PAGES = 8  # per site, besides its home page
+PARTITIONS = 16
+LATENCY = 0.05  # the crawl lasts a few lease renewals: the second crawler joins mid-crawl
+LEASE = "1.5"
+
+
+@pytest.fixture(scope="module")
+def web() -> Iterator[TestWeb]:
+    """Six sites; every page links to the next page of its site and to a page of the next."""
+    w = TestWeb()
+    for n, address in enumerate(SITES):
+        w.add_site(f"s{n}", address, "User-agent: *\nDisallow:\n", latency=LATENCY)
+    with w:
+        for n in range(len(SITES)):
+            site, other = w.sites[f"s{n}"], w.sites[f"s{(n + 1) % len(SITES)}"]
+            site.page("/", html(f"s{n}", f"<p>{words(n)}</p><a href='/p/0'>p0</a>"))
+            for i in range(PAGES):
+                links = (f"<a href='/p/{(i + 1) % PAGES}'>next</a> "
+                         f"<a href='{other.url(f'/p/{(i * 3) % PAGES}')}'>over</a>")
+                site.page(f"/p/{i}", html(f"s{n} p{i}", f"<p>{words(100 * n + i)}</p>{links}"))
+        yield w
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
+    srv = RedisServer(tmp_path_factory.mktemp("redis"))
+    yield srv
+    srv.stop()
+
+
+def crawl(web: TestWeb, data: Path, *extra: str) -> subprocess.Popen[str]:
+    seed = web.sites["s0"].url("/")  # one seed: the others are reached by links across hosts
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    return subprocess.Popen(
+        websift_command("crawl", seed, "--data", str(data), "--allow-private", "--any-domain", "--delay", "0.05",
+                        "--quiet", *extra),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=REPO)
+
+
+def finish(proc: subprocess.Popen[str]) -> None:
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+
+
+def fetched(data: Path) -> list[str]:
+    with StoreReader.open(DataDir.open(data).store_path) as store:
+        return [p.url for p in store.pages() if p.status == "fetched"]
+
+
+def test_two_partitioned_crawlers_fetch_what_one_does_once(
+    web: TestWeb, server: RedisServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # the hosts fall into more than one partition of two crawlers' halves (else nothing moves)
+    assert len({partition_of(web.sites[f"s{n}"].url("/"), PARTITIONS) % 2
+                for n in range(len(SITES))}) == 2
+    web.clear()
+    finish(crawl(web, tmp_path / "one"))
+    alone = set(fetched(tmp_path / "one"))
+    assert len(alone) == len(SITES) * PAGES + 1  # the other home pages are not linked
+
+    server.client.flushall()
+    web.clear()
+    shards = [tmp_path / "a", tmp_path / "b"]
+    procs = [crawl(web, d, "--partitioned", server.url(), "--partitions", str(PARTITIONS),
+                   "--partition-lease", LEASE)
+             for d in shards]
+    for p in procs:
+        finish(p)
+    counts: Counter[str] = Counter()
+    per_shard = [fetched(d) for d in shards]
+    for urls in per_shard:
+        counts.update(urls)
+    assert max(counts.values()) == 1, [u for u, c in counts.items() if c > 1]
+    assert set(counts) == alone
+    assert all(per_shard), "both crawlers fetched pages"
+    # from the servers' logs: no page requested twice
+    paths = Counter((e.host, e.path) for e in web.entries() if e.path != "/robots.txt")
+    assert max(paths.values()) == 1
+    cash = check_cash(server.url(), [DataDir.open(d).store_path for d in shards])
+    assert cash.batches_in_flight == 0
+    assert cash.total == pytest.approx(1.0, abs=1e-9), cash
+    # Redis holds no URL text once the crawl is over: the streams are empty
+    assert all(server.client.xlen(k) == 0 for k in server.client.scan_iter("wsp:s:*"))
+    # the command-line checker: 1 with every store, not 1 with one missing
+    assert cli_main(["frontier", "check", "--partitioned", server.url(), *map(str, shards)]) == 0
+    assert capsys.readouterr().out.startswith("cash total 1.0000000000")
+    assert cli_main(["frontier", "check", "--partitioned", server.url(), str(shards[0])]) == 1
+    assert "not 1" in capsys.readouterr().err
+
+
+def test_a_killed_crawler_s_partitions_move_to_the_other(
+    web: TestWeb, server: RedisServer, tmp_path: Path
+) -> None:
+    """kill -9 of one crawler mid-crawl: its leases expire, the other takes its partitions
+    (and the batches it had not acknowledged) and crawls the rest to the end."""
+    server.client.flushall()
+    web.clear()
+    for site in web.sites.values():
+        site.latency = 0.3  # a crawl of several seconds: the kill comes mid-crawl
+    try:
+        shards = [tmp_path / "a", tmp_path / "b"]
+        args = ("--partitioned", server.url(), "--partitions", str(PARTITIONS),
+                "--partition-lease", LEASE)
+        victim = crawl(web, shards[0], *args)
+        survivor = crawl(web, shards[1], *args)
+
+        def both_fetching() -> bool:
+            try:
+                return all(len(fetched(d)) >= 3 for d in shards)
+            except StoreError:  # a store not made yet
+                return False
+
+        wait_for(both_fetching, timeout=60, what="both crawlers fetching")
+        holders = {p: server.client.get(f"wsp:lease:{p}") for p in range(PARTITIONS)}
+        victim_parts = {p for p, h in holders.items() if h and f"-{victim.pid}-" in h}
+        victim.kill()
+        victim.wait()
+        finish(survivor)
+    finally:
+        for site in web.sites.values():
+            site.latency = LATENCY
+    survivor_pages = set(fetched(shards[1]))
+    victim_pages = set(fetched(shards[0]))
+    everything = {web.sites["s0"].url("/")} | {
+        web.sites[f"s{n}"].url(f"/p/{i}") for n in range(len(SITES)) for i in range(PAGES)}
+    assert survivor_pages | victim_pages == everything
+    # the survivor crawled hosts of the partitions the victim held when it died
+    assert victim_parts
+    assert {partition_of(u, PARTITIONS) for u in survivor_pages - victim_pages} & victim_parts
+
+
+def test_a_lost_redis_stops_the_crawl_and_the_same_command_resumes(
+    web: TestWeb, tmp_path: Path
+) -> None:
+    """Redis (append-only, fsynced) killed mid-crawl: the crawler stops with its batch committed
+    (exit 2, one line); Redis back, the same command finishes, each page fetched once and the
+    cash still 1."""
+    server = RedisServer(tmp_path / "redis", durable=True)
+    web.clear()
+    for site in web.sites.values():
+        site.latency = 0.3
+    data = tmp_path / "c"
+    args = ("--partitioned", server.url(), "--partitions", str(PARTITIONS),
+            "--partition-lease", LEASE)
+    try:
+        proc = crawl(web, data, *args)
+
+        def fetching() -> bool:
+            try:
+                return len(fetched(data)) >= 3
+            except StoreError:  # not made yet
+                return False
+
+        wait_for(fetching, timeout=60, what="the crawler fetching")
+        server.kill()
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == 2, err
+        assert "partition coordinator is unreachable" in err
+        assert len(err.strip().splitlines()) == 1, err
+        server.start()
+        finish(crawl(web, data, *args))
+        cash = check_cash(server.url(), [DataDir.open(data).store_path])
+        assert cash.total == pytest.approx(1.0, abs=1e-9), cash
+    finally:
+        for site in web.sites.values():
+            site.latency = LATENCY
+        server.stop()
+    assert len(fetched(data)) == len(SITES) * PAGES + 1
+    paths = Counter((e.host, e.path) for e in web.entries() if e.path != "/robots.txt")
+    assert max(paths.values()) == 1, [k for k, v in paths.items() if v > 1]
