@@ -16,6 +16,7 @@ server started with ``settings.shard_server`` answers a front server's ``/shard/
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -30,17 +31,21 @@ from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from websift.api.admin_series import HISTORY_FILE, Sampler
 from websift.api.errors import describe_validation_errors, error_body, status_of
 from websift.api.fanout import FanOut, check_shard_server, split_shards
 from websift.api.index_words import IndexWords
+from websift.api.indexnow import IndexNow
 from websift.api.models import error_responses
 from websift.api.prometheus import RequestMetrics, SearchTimer
 from websift.api.request_limits import BodyLimit
 from websift.api.result_cache import ResultCache
 from websift.api.retrieval import LocalSearch, Outcome
 from websift.api.routes import (
+    admin,
     docs,
     front,
+    indexnow,
     metrics,
     pages,
     recrawl,
@@ -86,12 +91,21 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         holder.start()
 
     @asynccontextmanager
-    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+    async def lifespan(running: FastAPI) -> AsyncIterator[None]:
+        sampler: Sampler | None = running.state.admin_sampler
+        task = None if sampler is None else asyncio.create_task(
+            _sample_forever(sampler, settings.admin_sample_seconds))
         try:
             yield
         finally:
-            if holder is not None:
-                holder.close()
+            try:
+                if task is not None and sampler is not None:
+                    task.cancel()
+                    await asyncio.gather(task, return_exceptions=True)
+                    await anyio.to_thread.run_sync(sampler.persist)
+            finally:
+                if holder is not None:
+                    holder.close()
             if fanout is not None:
                 await fanout.aclose()
 
@@ -127,7 +141,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.state.index_words)
     # GET /search timed into a latency histogram, served by /metrics
     app.state.search_metrics = RequestMetrics()
+    # site owners' pushes (IndexNow): per-host rate windows and verified keys of this process
+    app.state.indexnow = IndexNow(settings)
     app.add_middleware(SearchTimer, metrics=app.state.search_metrics)
+    # the operator page's history (GET /admin): this server's figures, sampled
+    app.state.admin_sampler = None if data is None else Sampler(
+        data, app.state.search_metrics, keep=settings.admin_samples,
+        history=data.root / HISTORY_FILE if settings.admin_history else None)
     # outermost: a body over the cap is refused before any route reads it
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
 
@@ -147,11 +167,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.include_router(pages.build_router(settings))
         app.include_router(topics.build_router())
         app.include_router(removals.build_router())
+        app.include_router(indexnow.build_router(app.state.indexnow))
         app.include_router(recrawl.build_router(settings))
         app.include_router(stats.build_router())
         app.include_router(metrics.build_router())
         if settings.shard_server:  # a front server's calls, for it alone (shard token)
             app.include_router(shard.build_router())
+        app.include_router(admin.build_router(templates))
     app.include_router(web.build_router(templates))
     docs.add_docs(app)
 
@@ -184,6 +206,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         )
 
     return app
+
+
+async def _sample_forever(sampler: Sampler, every: float) -> None:
+    """One sample now, then one every ``every`` seconds (in a worker thread: it reads files)."""
+    while True:
+        await anyio.to_thread.run_sync(sampler.sample)
+        await anyio.sleep(every)
 
 
 def app_from_env() -> FastAPI:

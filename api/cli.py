@@ -26,7 +26,7 @@ EXIT_ERROR = 2  # bad input, usage or setup
 EXIT_INTERRUPTED = 130
 # `websift --help` lists the subcommands in the order a new user runs them (the pipeline), then
 # the others; one not named here follows in the order its package registers it
-HELP_ORDER = ("crawl", "index", "rank", "serve", "search",
+HELP_ORDER = ("crawl", "index", "rank", "serve", "search", "up", "status",
               "recrawl", "import", "graph", "topics", "robots", "frontier", "demo")
 
 
@@ -66,7 +66,7 @@ class DefaultsHelpFormatter(argparse.HelpFormatter):
 def build_parser() -> argparse.ArgumentParser:
     from websift.api import commands as api_commands
     from websift.api import demo as demo_commands
-    from websift.api import operator_commands
+    from websift.api import operator_commands, up_command
     from websift.crawler import commands as crawler_commands
     from websift.indexer import commands as indexer_commands
     from websift.ranking import commands as ranking_commands
@@ -82,7 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub.required = True
     for module in (
         crawler_commands, indexer_commands, ranking_commands, api_commands, demo_commands,
-        operator_commands,
+        operator_commands, up_command,
     ):
         module.register(sub)
     _help_order(sub)

@@ -3,12 +3,13 @@
 The corpus is made on the spot, with no network: the HTML that ``pydoc`` writes for a few hundred
 modules of the installed standard library (real text, real links between modules), plus a front
 page that lists them with their synopses.  It is served on a loopback address that the demo owns
-(``http://127.0.0.2:8000/`` unless told otherwise), crawled with ``websift crawl``, indexed,
-ranked, and searched at ``http://127.0.0.1:8000``.  Each stage runs as its own ``websift``
-process, exactly the commands a user would type, so the demo is also a smoke test of the CLI.
+(``http://127.0.0.2:8000/`` unless told otherwise) and handed to ``websift up``, the command a
+user runs for real: it crawls the site continuously, indexes what it fetched within seconds,
+ranks it, and serves search at ``http://127.0.0.1:8000`` until interrupted, each part its own
+``websift`` process, so the demo is also a smoke test of the CLI.
 
-A second ``make run`` reuses the generated site and the data directory: the crawl then only
-fetches what is new, and indexing is incremental.
+A second ``make run`` reuses the generated site and the data directory: the crawl then resumes,
+and indexing is incremental.
 """
 
 from __future__ import annotations
@@ -138,7 +139,13 @@ def serve_site(site: Path, host: str, port: int) -> http.server.ThreadingHTTPSer
 def _websift(*args: str) -> None:
     cmd = [sys.executable, "-m", "websift.api.cli", *args]
     print("$ websift " + " ".join(args), file=sys.stderr, flush=True)
-    code = subprocess.run(cmd, check=False).returncode
+    child = subprocess.Popen(cmd)
+    while True:
+        try:
+            code = child.wait()
+            break
+        except KeyboardInterrupt:  # Ctrl-C reached the child too: wait while it stops in order
+            continue
     if code != 0:
         raise SystemExit(f"demo: 'websift {args[0]}' failed with exit code {code}")
 
@@ -150,15 +157,12 @@ def run_demo(args: argparse.Namespace) -> int:
     print(f"demo: {count} pydoc pages in {site}", file=sys.stderr)
     server = serve_site(site, args.site_host, args.site_port)
     seed = f"http://{args.site_host}:{args.site_port}/"
-    d = ["--data", str(data.root)]
+    print(f"demo: the site is served at {seed}; search at http://{args.host}:{args.port}/ "
+          "once the first pages are indexed (Ctrl-C stops)", file=sys.stderr)
     try:
-        _websift("crawl", seed, *d, "--allow-private", "--delay", "0",
-                 "--concurrency-per-host", "4", "--max-pages", str(args.max_pages))
-        _websift("index", *d)
-        _websift("rank", *d)
-        print(f"demo: the crawled site stays up at {seed} while the search engine serves",
-              file=sys.stderr)
-        _websift("serve", *d, "--host", args.host, "--port", str(args.port))
+        _websift("up", seed, "--data", str(data.root), "--allow-private", "--delay", "0",
+                 "--concurrency-per-host", "4", "--rank-every", "1m", "--host", args.host,
+                 "--port", str(args.port))
     finally:
         server.shutdown()
     return 0
@@ -172,14 +176,13 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         # Plain text, not the module docstring: that is reStructuredText, for readers of code.
         description="Run the whole engine on a built-in corpus, with no network: the HTML "
         "that pydoc writes for a few hundred standard-library modules is served on a loopback "
-        "address (--site-host, --site-port), then crawled, indexed and ranked, and searched at "
-        "http://HOST:PORT/ until interrupted. Each stage is its own websift command, the one a "
-        "user would type. The site and the crawl are kept in the data directory: a second run "
-        "fetches only what is new and indexes incrementally.",
+        "address (--site-host, --site-port) and handed to 'websift up', which crawls, indexes "
+        "and ranks it and serves search at http://HOST:PORT/ until interrupted. The site and "
+        "the crawl are kept in the data directory: a second run resumes the crawl and indexes "
+        "incrementally.",
     )
     p.add_argument("--host", default="127.0.0.1", help="address to serve search on")
     p.add_argument("--port", type=int, default=8000, help="port to serve search on")
     p.add_argument("--site-host", default=SITE_HOST, help="loopback address for the demo site")
     p.add_argument("--site-port", type=int, default=SITE_PORT, help="port for the demo site")
-    p.add_argument("--max-pages", type=int, default=1000, help="crawl at most this many pages")
     p.set_defaults(func=run_demo)

@@ -28,6 +28,7 @@ _ERROR_MEANINGS = {
     409: "the removal was already undone",
     413: "the request body is over the server's limit (max_body_bytes)",
     422: "a parameter breaks a rule or a cap",
+    429: "too many requests (IndexNow: submissions a minute for one host)",
     503: "no index yet, or the data directory is unreadable",
 }
 
@@ -251,7 +252,7 @@ class LiveCrawl(BaseModel):
     )
     virtual_cash: float | None = Field(default=None, description="the OPIC virtual page's cash")
     signals: dict[str, Any] = Field(
-        default_factory=dict, description="the sites' own signals (crawl --signals): on, counts "
+        default_factory=dict, description="the sites' own signals (on by default): on, counts "
         "(sitemaps read and bad by reason, URLs from sitemaps, lastmod hints and refetches, "
         "feeds and new items), sources by kind, and per host (by ID) the lastmod-driven "
         "refetches, how many found the page changed, and the trust in its lastmod"
@@ -288,6 +289,10 @@ class Stats(BaseModel):
     )
     last_rank: dict[str, Any] | None
     reloads: int = Field(description="snapshots swapped in since the server started")
+    indexnow: dict[str, int] = Field(
+        default_factory=dict, description="site owners' pushes (POST /indexnow) answered by this "
+        "process, by outcome (accepted, bad_request, forbidden, wrong_host, rate_limited), URLs "
+        "it wrote; pushes in the crawl store (stored) and those a crawl took (taken)")
     reload_failures: dict[str, int] = Field(
         description="newer generations that could not be opened yet, by error"
     )
@@ -304,6 +309,12 @@ class Stats(BaseModel):
         default_factory=dict,
         description="the searcher's caches (postings, pairs, texts, site_masks), each bounded "
         "by bytes: entries, size and max_size in bytes, hits, misses, evictions",
+    )
+    up: dict[str, Any] | None = Field(
+        default=None, description="when 'websift up' runs (or ran) over this data directory: "
+        "whether it runs, its pid and state, and per part (crawl, index, rank, serve) its "
+        "state, pid, restarts, last start, last exit, last success (unix times) and lag "
+        "(seconds); null when up never ran here"
     )
 
 

@@ -37,7 +37,13 @@ from websift.api.snapshot import RankView, Snapshot, SnapshotHolder
 from websift.indexer.query import parse_query
 from websift.indexer.searcher import CollectionStats, Hit, IndexQuery
 from websift.ranking.errors import UnknownTopic
-from websift.ranking.fusion import FusionParams, gather, make_prior, mix_topics
+from websift.ranking.fusion import (
+    FusionParams,
+    fill_provisional,
+    gather,
+    make_prior,
+    mix_topics,
+)
 from websift.ranking.topics import topic_similarity
 
 AUTO = "auto"
@@ -109,12 +115,15 @@ class StaticChoice:
 
 
 def choose_static(
-    view: RankView | None, topic: str | None, query_terms: list[str], static_score: str
+    view: RankView | None, topic: str | None, query_terms: list[str], static_score: str,
+    provisional: Callable[[np.ndarray], np.ndarray] | None = None,
 ) -> StaticChoice:
     """The importance signal for one query (see the module docstring).
 
     ``query_terms``: the query's analysed positive terms (what ``topic=auto`` compares with
-    each topic's term model).
+    each topic's term model).  ``provisional``: the index's provisional priors (the searcher's
+    ``provisional_prior``), which the global signals (pagerank, opic) use for the pages the
+    ranks do not know; a topic's vector is 0 for off-topic pages too, so topics do not.
     """
     if view is None:
         if topic not in (None, AUTO):
@@ -122,7 +131,7 @@ def choose_static(
         return StaticChoice("none", None)
     if topic == AUTO:
         if not view.topics:
-            return _global(view, static_score)
+            return _global(view, static_score, provisional)
         sims = topic_similarity(view.ranks, list(view.topics), query_terms)
         weights = {name: float(w) for name, w in sims.items() if name in view.topics}
         if sum(max(w, 0.0) for w in weights.values()) <= 0:
@@ -138,14 +147,19 @@ def choose_static(
             known = ", ".join(sorted(view.topics)) or "none defined"
             raise UnknownTopic(f"unknown topic {topic!r} (topics: {known})")
         return StaticChoice(f"topic:{topic}", lambda ids: gather(vector, ids))
-    return _global(view, static_score)
+    return _global(view, static_score, provisional)
 
 
-def _global(view: RankView, static_score: str) -> StaticChoice:
+def _global(view: RankView, static_score: str,
+            provisional: Callable[[np.ndarray], np.ndarray] | None = None) -> StaticChoice:
     if static_score == "none":
         return StaticChoice("none", None)
     vector = view.opic if static_score == "opic" else view.pagerank
-    return StaticChoice(static_score, lambda ids: gather(vector, ids))
+    if provisional is None:
+        return StaticChoice(static_score, lambda ids: gather(vector, ids))
+    fill = provisional
+    return StaticChoice(static_score,
+                        lambda ids: fill_provisional(gather(vector, ids), ids, fill))
 
 
 def prior_key(view: RankView | None, choice: StaticChoice, fusion: FusionParams
@@ -179,7 +193,7 @@ def run_search(
     view = snap.rank_view
     searcher = snap.searcher.value
     terms = parse_query(req.q, searcher.analyzer).terms() if req.topic == AUTO else []
-    choice = choose_static(view, req.topic, terms, static_score)
+    choice = choose_static(view, req.topic, terms, static_score, searcher.provisional_prior)
     prior = None if choice.lookup is None else make_prior(choice.lookup, fusion)
     key = None if prior is None else prior_key(view, choice, fusion)
     # The exact top offset + k of text + prior over every match (indexer/topk.py).

@@ -85,6 +85,12 @@ class Settings(BaseSettings):
     # With remote shards: each call to a shard must answer within this, else the query is
     # answered without it (counted, and the answer says how many shards answered).
     shard_timeout_ms: int = Field(default=300, ge=1)
+    # The operator page (GET /admin, api/admin_series.py): the server samples its figures this
+    # often and keeps this many samples (10 s x 2160: the last 6 hours), written to
+    # DATA/admin-series.json once a minute when admin_history is on (a restart keeps them).
+    admin_sample_seconds: float = Field(default=10.0, gt=0)
+    admin_samples: int = Field(default=2160, ge=2)
+    admin_history: bool = True
 
     # A shard server (``websift serve --shard-server``) answers a front server's /shard/* calls;
     # any other server has no such routes.  They need ``Authorization: Bearer`` this secret
@@ -107,6 +113,12 @@ class Settings(BaseSettings):
     # An idle keep-alive connection is closed after this many seconds (uvicorn's
     # timeout_keep_alive).
     keep_alive_timeout_s: int = Field(default=5, ge=1)
+    # Site owners' pushes (POST /indexnow; api/indexnow.py): submissions per host per minute
+    # (past it: 429), how long a verified key is trusted without fetching its file again, and
+    # the whole time a key file fetch may take.
+    indexnow_per_minute: int = Field(default=60, ge=1)
+    indexnow_key_ttl_s: float = Field(default=600.0, ge=0)
+    indexnow_key_timeout_s: float = Field(default=5.0, gt=0)
 
     @property
     def max_query_chars(self) -> int:

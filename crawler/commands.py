@@ -28,7 +28,8 @@ from websift.core.errors import WebsiftError
 from websift.core.lock import store_writer_lock
 from websift.crawler import frontier_command, robots_command, warc_import
 from websift.crawler import settings as S
-from websift.crawler.errors import FrontierLost, ScopeError
+from websift.crawler.errors import FrontierError, FrontierLost, ScopeError
+from websift.crawler.identity import user_agent
 from websift.crawler.recrawl import recrawl_schedule
 from websift.crawler.runs import FORCED_STOP, stored_scope
 from websift.crawler.scope import UNRESOLVABLE, Scope, ScopeConfig
@@ -63,7 +64,10 @@ def _politeness_args(p: argparse.ArgumentParser) -> None:
                    help="requests in flight per host")
     p.add_argument("--allow-private", action="store_true",
                    help="allow private, loopback and link-local addresses (local sites)")
-    p.add_argument("--quiet", action="store_true", help="no progress line and no summary table")
+    p.add_argument("--user-agent", type=user_agent, default=S.USER_AGENT, metavar="UA",
+                   help="the User-Agent sent with every request; its product token (the part "
+                   "before '/') picks the robots.txt group obeyed. Name yourself and a contact "
+                   "URL: 'examplebot/1.0 (+https://example.org/bot)'")
 
 
 def cidr(text: str) -> str:
@@ -103,6 +107,14 @@ def _register_crawl(sub: argparse._SubParsersAction) -> None:  # type: ignore[ty
     p.add_argument("--duration", type=seconds(strict=True), default=None, metavar="T",
                    help="stop after this long: seconds, or a number with s, m, h, d, w (30m, 2h, "
                    "1d); in-flight requests finish (default: no limit)")
+    crawl_options(p)
+    p.add_argument("--quiet", action="store_true", help="no progress line and no summary table")
+    p.set_defaults(func=crawl_command)
+
+
+def crawl_options(p: argparse.ArgumentParser) -> None:
+    """The crawl's scope, schedule, frontier and politeness options (all but the seeds, its
+    length and --quiet): ``crawl`` has them, and ``websift up`` passes them on to its crawl."""
     p.add_argument("--max-depth", type=number(int, low=0), default=None, metavar="D",
                    help=f"link hops from a seed (default: {S.DEFAULT_MAX_DEPTH})")
     p.add_argument("--allow-domain", action="append", default=[], metavar="D",
@@ -137,12 +149,13 @@ def _register_crawl(sub: argparse._SubParsersAction) -> None:  # type: ignore[ty
     p.add_argument("--min-refetch-interval", type=seconds(), default=S.MIN_REFETCH_INTERVAL,
                    metavar="T", help="least time between two fetches of one page: seconds, or "
                    "30m, 2h, 1d")
-    p.add_argument("--signals", action="store_true",
+    p.add_argument("--signals", action=argparse.BooleanOptionalAction, default=None,
                    help="use the sites' own signals: read sitemaps (robots.txt Sitemap: lines "
                    "and /sitemap.xml) and RSS/Atom feeds; a lastmod newer than a page's fetch "
-                   "and a feed's new items move those pages up the schedule; a same-site "
-                   "rel=canonical makes a page a variant, indexed under its canonical URL "
-                   "(embedded frontier only)")
+                   "and a feed's new items move those pages up the schedule, a trusted lastmod "
+                   "that did not move puts the refetch off; a same-site rel=canonical makes a "
+                   "page a variant, indexed under its canonical URL. Default: on with the "
+                   "embedded frontier, off with --frontier (which refuses --signals)")
     p.add_argument("--sitemap-interval", type=seconds(strict=True), default=S.SITEMAP_INTERVAL,
                    metavar="T", help="with --signals: how often a sitemap is read again")
     p.add_argument("--feed-min-interval", type=seconds(strict=True),
@@ -180,7 +193,6 @@ def _register_crawl(sub: argparse._SubParsersAction) -> None:  # type: ignore[ty
     p.add_argument("--frontier-hosts", type=number(int, low=1), default=S.FRONTIER_MAX_HOSTS,
                    metavar="N", help="hosts one crawler holds at once on a shared frontier")
     _politeness_args(p)
-    p.set_defaults(func=crawl_command)
 
 
 def _register_recrawl(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -196,6 +208,7 @@ def _register_recrawl(sub: argparse._SubParsersAction) -> None:  # type: ignore[
     p.add_argument("--dry-run", action="store_true",
                    help="print the schedule (URL, priority, last fetch) and fetch nothing")
     _politeness_args(p)
+    p.add_argument("--quiet", action="store_true", help="no progress line and no summary table")
     p.set_defaults(func=recrawl_command)
 
 
@@ -280,6 +293,20 @@ def _finish(summary: dict[str, object], quiet: bool) -> int:
     return EXIT_FORCED if summary.get("finish_reason") == FORCED_STOP else 0
 
 
+def _signals(args: argparse.Namespace) -> bool:
+    """--signals / --no-signals, or the default: on unless the frontier is shared or partitioned
+    (those take no evidence: crawler/signals.py)."""
+    spread = next((flag for flag, value in (("--frontier", getattr(args, "frontier", None)),
+                                            ("--partitioned", getattr(args, "partitioned", None)))
+                   if value is not None), None)
+    shared = spread is not None
+    wanted: bool | None = getattr(args, "signals", None)
+    if wanted and shared:
+        raise FrontierError(f"--signals needs the embedded frontier: a crawl with {spread} takes "
+                            "no sitemap, feed or lastmod evidence (drop --signals)")
+    return not shared if wanted is None else wanted
+
+
 def crawl_config(args: argparse.Namespace, scope: ScopeConfig) -> CrawlConfig:
     """The crawl's settings from its command line (every issue-10 option included)."""
     max_pages = args.max_pages
@@ -307,10 +334,11 @@ def crawl_config(args: argparse.Namespace, scope: ScopeConfig) -> CrawlConfig:
         partitioned=getattr(args, "partitioned", None),
         partitions=getattr(args, "partitions", S.PARTITIONS),
         partition_lease=getattr(args, "partition_lease", S.PARTITION_LEASE_TTL),
-        signals=args.signals,
+        signals=_signals(args),
         sitemap_interval=args.sitemap_interval,
         feed_min_interval=args.feed_min_interval,
         feed_max_interval=args.feed_max_interval,
+        user_agent=args.user_agent,
     )
 
 
@@ -322,6 +350,7 @@ def crawl_command(args: argparse.Namespace) -> int:
               "crawl: give one", file=sys.stderr)
         return EXIT_USAGE
     args.seeds = [seed_with_scheme(s) for s in args.seeds]
+    _signals(args)  # --signals with a shared frontier: refused before anything is made
     unresolvable: dict[str, str] = {}
     scope: ScopeConfig | None = None
     if args.seeds:
@@ -408,6 +437,7 @@ def _recrawl(args: argparse.Namespace, data: DataDir) -> int:
         kind=KIND_RECRAWL,
         recrawl=[(item.url_id, item.priority) for item in schedule],
         discovery_share=0.0,  # refresh only
+        user_agent=args.user_agent,
     )
     session = CrawlSession(data, config)
     try:

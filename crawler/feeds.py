@@ -15,7 +15,7 @@ import lxml.etree
 
 from websift.core.errors import WebsiftError
 from websift.crawler import settings as S
-from websift.crawler.sitemaps import xml_events
+from websift.crawler.sitemaps import read_xml
 
 FEED_TYPES = frozenset({"application/rss+xml", "application/atom+xml"})
 
@@ -26,10 +26,6 @@ class FeedError(WebsiftError):
     def __init__(self, reason: str, detail: str = "") -> None:
         super().__init__(f"feed refused ({reason}){': ' + detail if detail else ''}")
         self.reason = reason
-
-
-def _local(tag: object) -> str:
-    return tag.rpartition("}")[2] if isinstance(tag, str) else ""
 
 
 class _Reader:
@@ -77,15 +73,8 @@ def parse_feed(
     if not body.strip():
         raise FeedError("empty")
     reader = _Reader()
-    events = xml_events(body)
     try:
-        for event, el in events:
-            if event == "start":
-                reader.start(_local(el.tag))
-            else:
-                reader.end(_local(el.tag), el)
-            if len(reader.items) >= max_items:
-                break
+        read_xml(body, reader, done=lambda: len(reader.items) >= max_items)
     except lxml.etree.XMLSyntaxError as exc:
         raise FeedError("bad_xml", str(exc).splitlines()[0] if str(exc) else "") from exc
     if reader.root is None:

@@ -152,6 +152,9 @@ class Frontier:
         self.fetch_count = np.zeros(size, dtype=np.int32)
         self.change_count = np.zeros(size, dtype=np.int32)
         self.due = np.zeros(size, dtype=np.float64)  # a waiting page: when it becomes eligible
+        # pages whose site says they did not change since their last fetch (a sitemap's lastmod,
+        # crawler/signals.py) -> how much longer than its interval each waits (``defer``)
+        self.deferred: dict[int, float] = {}
         self.queues: dict[int, HostQueue] = {}
         self.host_pending: dict[int, int] = {}  # hosts with queued pages -> how many
         self.queued = [0] * KINDS
@@ -292,10 +295,11 @@ class Frontier:
         return self.min_refetch_interval * (1.0 + S.REFETCH_UNCHANGED_STRETCH * unchanged)
 
     def _interval(self, uid: int) -> float:
-        """:meth:`_intervals` of one page, on Python numbers."""
+        """:meth:`_intervals` of one page, on Python numbers, times (1 + its ``defer`` factor)."""
         refetches = int(self.fetch_count[uid]) - 1
         rate = min(1.0, int(self.change_count[uid]) / refetches) if refetches > 0 else 1.0
-        return self.min_refetch_interval * (1.0 + S.REFETCH_UNCHANGED_STRETCH * (1.0 - rate))
+        base = self.min_refetch_interval * (1.0 + S.REFETCH_UNCHANGED_STRETCH * (1.0 - rate))
+        return base * (1.0 + self.deferred.get(uid, 0.0))
 
     # ------------------------------------------------------------------ queue moves
     def _host_queue(self, host: int) -> HostQueue:
@@ -506,15 +510,39 @@ class Frontier:
         self._leave(uid, IDLE)
         self.opic.kill(uid)
         self.dirty.add(uid)
+        self.deferred.pop(uid, None)
 
     def hasten(self, uid: int, share: float) -> bool:
         """A read page waiting for its refetch interval waits ``share`` less of what is left
-        (share 1: a refresh candidate now).  Returns True when its due time moved."""
+        (share 1: a refresh candidate now), and is no longer deferred.  Returns True when its
+        due time moved."""
+        if share > 0:
+            self.deferred.pop(uid, None)
         if not self.is_known(uid) or self.where[uid] != WAITING or share <= 0:
             return False
         now = self.clock()
         left = max(0.0, float(self.due[uid]) - now)
         self._wait(uid, now + left * (1.0 - min(1.0, share)))
+        return True
+
+    def defer(self, uid: int, factor: float) -> bool:
+        """A read page its site says has not changed since its last fetch (a trusted sitemap's
+        lastmod that did not move) waits ``1 + factor`` times its refetch interval, now and
+        after its next fetches, until ``hasten`` (the lastmod moved), a refetch that finds it
+        changed, or ``factor`` 0 ends that.  As Nutch's adaptive fetch schedule lengthens the
+        interval of a page seen unchanged, on the site's word instead of a wasted fetch.
+        Returns True when the page is waiting (its due time follows the factor)."""
+        if (not self.is_known(uid) or self.explicit is not None
+                or not math.isfinite(self.min_refetch_interval)):
+            return False
+        old = self.deferred.pop(uid, 0.0)
+        if factor > 0:
+            self.deferred[uid] = factor
+        if self.where[uid] != WAITING:
+            return False
+        if factor != old:
+            plain = self._interval(uid) / (1.0 + max(0.0, factor))
+            self._wait(uid, float(self.due[uid]) + plain * (max(0.0, factor) - old))
         return True
 
     # ------------------------------------------------------------------ selection (sec. 3.1)
@@ -617,6 +645,8 @@ class Frontier:
         else:
             self.fetch_count[uid] += 1
             self.change_count[uid] += bool(changed)
+            if changed:  # the site's word that it had not changed was wrong
+                self.deferred.pop(uid, None)
         self.dirty.add(uid)
         self.dirty.update(kids)
         if self.explicit is None:

@@ -15,23 +15,23 @@ the crawler's ``DOWNLOAD_TIMEOUT`` in all, so a server trickling bytes cannot ho
 from __future__ import annotations
 
 import argparse
-import contextlib
 import http.client
-import ipaddress
 import logging
 import re
-import socket
-import ssl
-import threading
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote, urljoin, urlsplit
 
 from websift.core.errors import WebsiftError
 from websift.crawler import settings
-from websift.crawler.addresses import AddressRules, Refusal
+from websift.crawler.addresses import AddressRules
+from websift.crawler.checked_get import (
+    AddressRefused,
+    checked_address,
+    describe_fetch_error,
+    get_at_address,
+)
 from websift.crawler.robots import MAX_ROBOTS_BYTES, ROBOTS_PATH, RobotsPolicy
-from websift.crawler.scope import system_resolve
 
 ROBOTS_MAX_REDIRECTS = 5  # RFC 9309 2.3.1.2: follow at least five consecutive redirects
 _REDIRECTS = frozenset({301, 302, 303, 307, 308})
@@ -57,14 +57,6 @@ class RobotsFetch:
     error: str | None = None  # why there was no answer ("connection refused", "timed out")
 
 
-class AddressRefused(WebsiftError):
-    """A host of the fetch resolves to an address the address rules refuse."""
-
-    def __init__(self, refusal: Refusal) -> None:
-        super().__init__(refusal.detail)
-        self.refusal = refusal
-
-
 def fetch_robots(origin: str, rules: AddressRules | None = None) -> tuple[int | None, bytes | None]:
     """(status, body) of ``<origin>/robots.txt``; (None, None) when the site is unreachable or
     refused by ``rules`` (default: public addresses only, as a crawl's default).
@@ -86,13 +78,13 @@ def fetch_robots_detailed(origin: str, timeout: float | None = None,
     for _ in range(ROBOTS_MAX_REDIRECTS + 1):
         try:
             address = checked_address(url, rules)
-            status, location, body = _get(url, address, timeout)
+            status, location, body = get_at_address(url, address, timeout, MAX_ROBOTS_BYTES)
         except AddressRefused as exc:
             log.info("robots.txt at %s refused: %s", url, exc)
             return RobotsFetch(url, None, None, f"refused: {exc}")
         except (OSError, http.client.HTTPException, ValueError) as exc:
-            log.info("robots.txt at %s unreachable: %s", url, _describe(exc))
-            return RobotsFetch(url, None, None, _describe(exc))
+            log.info("robots.txt at %s unreachable: %s", url, describe_fetch_error(exc))
+            return RobotsFetch(url, None, None, describe_fetch_error(exc))
         if status not in _REDIRECTS or not location:
             return RobotsFetch(url, status, body)
         target = urljoin(url, location)
@@ -100,100 +92,6 @@ def fetch_robots_detailed(origin: str, timeout: float | None = None,
             return RobotsFetch(url, status, body)
         url = target
     return RobotsFetch(url, status, body)
-
-
-def checked_address(url: str, rules: AddressRules) -> str:
-    """The address to connect to for ``url``'s host: every address the host resolves to must
-    pass ``rules`` (as the crawler's scope check asks), else :class:`AddressRefused`."""
-    parts = urlsplit(url)
-    host = parts.hostname
-    if parts.scheme not in ("http", "https") or not host:
-        raise ValueError(f"not an http(s) URL: {url}")
-    try:
-        literal: str | None = str(ipaddress.ip_address(host))
-    except ValueError:
-        literal = None
-    addresses = [literal] if literal is not None else system_resolve(host, parts.port)
-    if not addresses:
-        raise OSError(f"{host} has no address")
-    for text in addresses:
-        refusal = rules.judge(ipaddress.ip_address(text), None if literal else host)
-        if refusal is not None:
-            raise AddressRefused(refusal)
-    return addresses[0]
-
-
-class _PinnedHTTP(http.client.HTTPConnection):
-    """A connection to one given address, with the URL's host in the Host header."""
-
-    def __init__(self, host: str, port: int | None, address: str, timeout: float) -> None:
-        super().__init__(host, port, timeout=timeout)
-        self.address = address
-
-    def connect(self) -> None:
-        self.sock = socket.create_connection((self.address, self.port), self.timeout)
-
-
-class _PinnedHTTPS(http.client.HTTPSConnection):
-    """:class:`_PinnedHTTP` over TLS; the certificate is checked against the URL's host."""
-
-    def __init__(self, host: str, port: int | None, address: str, timeout: float,
-                 context: ssl.SSLContext) -> None:
-        super().__init__(host, port, timeout=timeout, context=context)
-        self.address = address
-        self.tls = context
-
-    def connect(self) -> None:
-        raw = socket.create_connection((self.address, self.port), self.timeout)
-        self.sock = self.tls.wrap_socket(raw, server_hostname=self.host)
-
-
-def _get(url: str, address: str, timeout: float) -> tuple[int, str | None, bytes]:
-    """One GET of ``url`` at ``address``, all of it within ``timeout`` seconds: past it the
-    socket is shut down under the reading call and the request ends in ``TimeoutError``."""
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    connection: http.client.HTTPConnection
-    if parts.scheme == "https":
-        connection = _PinnedHTTPS(host, parts.port, address, timeout,
-                                  ssl.create_default_context())
-    else:
-        connection = _PinnedHTTP(host, parts.port, address, timeout)
-    target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-    expired = threading.Event()
-
-    def cut() -> None:
-        expired.set()
-        if connection.sock is not None:
-            with contextlib.suppress(OSError):  # already closed: nothing to cut
-                connection.sock.shutdown(socket.SHUT_RDWR)
-
-    timer = threading.Timer(timeout, cut)
-    timer.daemon = True
-    timer.start()
-    try:
-        connection.request("GET", target, headers={"User-Agent": settings.USER_AGENT})
-        response = connection.getresponse()
-        body = response.read(MAX_ROBOTS_BYTES)
-    except (OSError, http.client.HTTPException):
-        if expired.is_set():
-            raise TimeoutError("timed out") from None
-        raise
-    finally:
-        timer.cancel()
-        connection.close()
-    if expired.is_set():  # the body was cut short by the deadline
-        raise TimeoutError("timed out")
-    return response.status, response.getheader("Location"), body
-
-
-def _describe(exc: BaseException) -> str:
-    if isinstance(exc, TimeoutError):
-        return "timed out"
-    if isinstance(exc, ConnectionRefusedError):
-        return "connection refused"
-    text = str(exc) or type(exc).__name__
-    return text.splitlines()[0] if text else type(exc).__name__
 
 
 def _as_uri(url: str) -> str:

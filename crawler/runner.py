@@ -30,6 +30,7 @@ from twisted.python.failure import Failure
 from websift.core.datadir import DataDir
 from websift.crawler import settings as S
 from websift.crawler.http_client import HeadCappedDownloadHandler
+from websift.crawler.identity import agent_token
 from websift.crawler.runs import FORCED_STOP
 from websift.crawler.scope import Scope
 from websift.crawler.session import CrawlConfig, CrawlSession, checked_seeds
@@ -60,8 +61,8 @@ _OFF_EXTENSIONS = (
 def scrapy_settings(config: CrawlConfig, progress: bool) -> dict[str, Any]:
     """Scrapy's settings for a websift crawl (every number comes from ``crawler/settings.py``)."""
     return {
-        "BOT_NAME": S.ROBOTS_AGENT,
-        "USER_AGENT": S.USER_AGENT,
+        "BOT_NAME": agent_token(config.user_agent),
+        "USER_AGENT": config.user_agent,
         "ROBOTSTXT_OBEY": False,
         "SCHEDULER": "websift.crawler.scheduler.FrontierScheduler",
         "TWISTED_DNS_RESOLVER": "websift.crawler.resolver.GuardedResolver",

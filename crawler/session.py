@@ -41,9 +41,11 @@ from websift.crawler.errors import FrontierLost, ScopeError
 from websift.crawler.focus import build_focus
 from websift.crawler.frontier import DEFAULT_STRATEGY, CrawlFrontier, Frontier
 from websift.crawler.groupcommit import GroupCommit
+from websift.crawler.identity import agent_token
 from websift.crawler.meta import FetchMeta
 from websift.crawler.pipeline import Fetched, PageRecorder
 from websift.crawler.politeness import HostSlot, Politeness, parse_retry_after
+from websift.crawler.pushes import Pushes
 from websift.crawler.robots import ROBOTS_PATH
 from websift.crawler.robots_cache import RobotsCache, RobotsState
 from websift.crawler.runs import run_record
@@ -114,6 +116,8 @@ class CrawlConfig:
     sitemap_interval: float = S.SITEMAP_INTERVAL  # --sitemap-interval
     feed_min_interval: float = S.FEED_MIN_INTERVAL  # --feed-min-interval
     feed_max_interval: float = S.FEED_MAX_INTERVAL  # --feed-max-interval
+    # --user-agent: sent with every request; its product token picks the robots.txt group
+    user_agent: str = S.USER_AGENT
 
 
 class CrawlSession:
@@ -168,7 +172,8 @@ class CrawlSession:
             )
         self.warc = WarcWriterFile(data.warc_dir)
         self.politeness = Politeness(config.delay, config.concurrency)
-        self.robots = RobotsCache(ttl=config.robots_ttl)
+        self.agent = agent_token(config.user_agent)  # robots.txt, meta robots, X-Robots-Tag
+        self.robots = RobotsCache(agent=self.agent, ttl=config.robots_ttl)
         self.scope = Scope(config.scope, resolve)  # resolve: the system resolver unless a test's
         # each host's address verdict, looked up in DNS threads (never on the reactor thread)
         self.addresses = HostVerdicts(self.scope)
@@ -179,7 +184,7 @@ class CrawlSession:
         self.batch = GroupCommit(self.store, self.warc)
         self.recorder = PageRecorder(
             self.store, self.warc, self.frontier, self.judge, self.stats, near=self.near,
-            batch=self.batch, max_url_length=config.scope.max_url_length,
+            batch=self.batch, max_url_length=config.scope.max_url_length, agent=self.agent,
         )
         # the web's own signals: the embedded frontier of a crawl only (a recrawl has its
         # explicit schedule; a shared frontier takes no evidence)
@@ -194,6 +199,13 @@ class CrawlSession:
                 )
             else:
                 self.stats["signals/off_shared_frontier"] = 1
+        # site owners' pushes (IndexNow, crawler/pushes.py): taken at each commit and idle tick
+        # by a crawl on the embedded frontier, with or without the other signals (a shared or
+        # partitioned crawl's pushes wait in the store)
+        self.pushes: Pushes | None = None
+        if (config.kind == KIND_CRAWL and isinstance(self.frontier, Frontier)
+                and config.partitioned is None):
+            self.pushes = Pushes(self.frontier, self.recorder, self.store, self.stats)
         self.factory: RequestFactory | None = None
         self.seeds: list[str] = []  # canonical, once add_seeds has run
         self.robots_failures: dict[int, str] = {}  # host ID: why its robots.txt was not had
@@ -224,6 +236,8 @@ class CrawlSession:
         # the operator's removals: read now and again after every commit (crawler/scope.py)
         self.reload_removals()
         self.batch.after_commit.append(self.reload_removals)
+        if self.pushes is not None:
+            self.batch.after_commit.append(self.take_pushes)
         self.closed = False
         # why Scrapy could not be used (e.g. a missing internal), raised once Scrapy has stopped
         self.start_refused: WebsiftError | None = None
@@ -254,6 +268,11 @@ class CrawlSession:
             self.scope.removals = rules
             self.recorder.forget_verdicts()
             self.stats["removals/reloads"] += 1
+
+    def take_pushes(self) -> None:
+        """Take the site owners' pushes waiting in the store (crawler/pushes.py)."""
+        if self.pushes is not None:
+            self.pushes.take()
 
     def _settle_addresses(self) -> None:
         """Take the DNS threads' answers: links parked for a host enter the frontier or are
@@ -787,7 +806,8 @@ class CrawlSession:
 
     def signal_figures(self) -> dict[str, Any]:
         """Sitemaps, feeds and lastmod figures of the run (counters and per-host trust)."""
-        prefixes = ("sitemaps/", "feeds/", "lastmod/", "fetch/sitemap", "fetch/feed", "signals/")
+        prefixes = ("sitemaps/", "feeds/", "lastmod/", "fetch/sitemap", "fetch/feed", "signals/",
+                    "pushes/")
         counts = {k: v for k, v in sorted(self.stats.items()) if k.startswith(prefixes)}
         if self.signals is None:
             return {"on": False, "counts": counts}
@@ -813,6 +833,7 @@ class CrawlSession:
                 self.batch.commit()  # writes the figures (before_commit), then reloads removals
             elif self.clock() - self.live_at >= S.LIVE_EVERY:
                 self.reload_removals()  # a crawl that waits takes them too
+                self.take_pushes()
                 self.publish_live()
 
     def summary(self, reason: str) -> dict[str, Any]:

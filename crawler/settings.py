@@ -6,13 +6,15 @@ here by the components that need them, never written as literals inside function
 
 from __future__ import annotations
 
+from websift.crawler.identity import DEFAULT_USER_AGENT, agent_token
 from websift.ranking.opic import DEFAULT_DISCOVERY_SHARE as DEFAULT_OPIC_DISCOVERY_SHARE
 from websift.ranking.opic import DEFAULT_FOCUS_SHARE as DEFAULT_OPIC_FOCUS_SHARE
 from websift.ranking.opic import DEFAULT_WINDOW as DEFAULT_OPIC_WINDOW
 
-# Identity: the product token robots.txt groups are matched against, and the full User-Agent.
-ROBOTS_AGENT = "websift"
-USER_AGENT = "websift/0.1 (+https://github.com/websift/websift; a polite research crawler)"
+# Identity: the full User-Agent (--user-agent) and its product token, which robots.txt groups
+# are matched against (crawler/identity.py).
+USER_AGENT = DEFAULT_USER_AGENT
+ROBOTS_AGENT = agent_token(USER_AGENT)  # "websift"
 
 # ---------------------------------------------------------------- politeness (per host)
 DEFAULT_DELAY = 1.0  # seconds between request starts to one host (--delay)
@@ -139,8 +141,22 @@ SITEMAP_INTERVAL = 6 * 3600.0  # a sitemap is read again (conditional GET) this 
 # page's mean cash (1 / live pages) from the virtual page.  trust: the host's share of
 # lastmod-driven refetches that found the page changed, Beta(1, 1) prior ((changed+1)/(n+2)).
 LASTMOD_GRANT = 2.0
+# A read page whose sitemap lastmod is not after its last fetch waits (1 + LASTMOD_UNCHANGED_
+# STRETCH * trust) times its refetch interval (Frontier.defer): the site's word that it did not
+# change stands for a refetch, as long as the host's lastmod is trusted.
+LASTMOD_UNCHANGED_STRETCH = 3.0
+# A host's lastmod is on probation for its first LASTMOD_PROBES checks (one read of its sitemap
+# asks for at most that many lastmod-driven refetches); past them, a trust under
+# LASTMOD_MIN_TRUST allows one per read (a lying host costs at most one wasted fetch per sitemap
+# read, and can win its trust back).
+LASTMOD_PROBES = 4
+LASTMOD_MIN_TRUST = 0.5
 # A feed's new item enters the frontier with FEED_ITEM_GRANT times a live page's mean cash.
 FEED_ITEM_GRANT = 4.0
+# A site owner's pushed URL (IndexNow; crawler/pushes.py) gets PUSH_GRANT times a live page's
+# mean cash and, when read before, its refetch wait cancelled; PUSH_BATCH pushes per read.
+PUSH_GRANT = 4.0
+PUSH_BATCH = 1000
 # The virtual page may advance grants up to this much cash (it goes below 0 and its next
 # payouts are smaller by as much: Lemma 2.2 holds throughout).
 SIGNAL_ADVANCE_LIMIT = 0.05
@@ -152,7 +168,7 @@ FEED_MAX_BYTES = 4 * 1024 * 1024  # a larger feed is refused (counted)
 FEED_MAX_ITEMS = 1000  # items read per feed answer
 FEEDS_PER_HOST = 8  # feeds one host may have
 HREFLANG_MAX = 100  # language alternates recorded per page
-SIGNALS = False  # off unless asked for (--signals)
+SIGNALS = False  # CrawlConfig's default; `websift crawl` has them on (embedded frontier)
 
 # A partitioned crawl (crawler/partitions.py, crawler/mailbox.py): virtual partitions of the
 # hosts, and how long a crawler's lease on one lives without renewal (renewed every third)

@@ -13,9 +13,17 @@ and due times, never a queue of its own:
 - **lastmod after the page's last fetch** is evidence of change: the page's remaining refetch
   wait shrinks by the host's *trust* (``Frontier.hasten``), and it gets ``LASTMOD_GRANT *
   trust`` times a live page's mean cash from the virtual page (``Frontier.grant``, section 3.3:
-  extra cash "taken from the virtual page").  trust is the share of the host's lastmod-driven
-  refetches that found the page changed (its content hash or a 304), with a Beta(1, 1) prior:
-  ``(changed + 1) / (refetches + 2)``, so a host whose lastmod lies loses its say;
+  extra cash "taken from the virtual page").  trust is the share of the host's lastmod checks
+  that found it right -- a lastmod-driven refetch that found the page changed (its content hash;
+  a 304 or the same bytes is unchanged), or a refetch of a page whose lastmod had not moved that
+  found it unchanged -- with a Beta(1, 1) prior: ``(right + 1) / (checks + 2)`` (stored as
+  ``changed`` / ``refetches``), so a host whose lastmod lies loses its say.  While a host is on
+  probation (``LASTMOD_PROBES`` checks) one read of its sitemap asks for at most that many
+  refetches, and once it proved wrong for one, so a lying host wastes at most one fetch a read;
+- **lastmod not after the page's last fetch** is evidence of no change: the page waits
+  ``1 + LASTMOD_UNCHANGED_STRETCH * trust`` times its refetch interval (``Frontier.defer``, as
+  Nutch's adaptive fetch schedule lengthens the interval of a page seen unchanged), until the
+  lastmod moves or a refetch finds it changed;
 - **a feed's new items** get ``FEED_ITEM_GRANT`` times a live page's mean cash at once, so the
   Greedy pick reaches them within a politeness delay or two; the feed itself is read again on
   an adaptive interval (halved after new items, doubled after none, within
@@ -71,7 +79,8 @@ class Source:
 
 @dataclass
 class Trust:
-    """How often a host's lastmod was right: refetches it caused, and how many found change."""
+    """How often a host's lastmod was right: checks (``refetches``) and right ones (``changed``,
+    the column's name: a hinted refetch found change, or a vouched-for one found none)."""
 
     refetches: int = 0
     changed: int = 0
@@ -108,6 +117,8 @@ class Signals:
         self.trust_dirty: set[int] = set()
         recorder.batch.before_commit.append(self.flush)
         self.hinted: dict[int, int] = {}  # page -> host, a lastmod-driven refetch pending
+        self.read_hints: Counter[int] = Counter()  # host -> hints of the sitemap being read
+        self.deferred: dict[int, int] = {}  # page -> host, its lastmod vouched for no change
         recorder.refetched = self.refetched
         recorder.found_feeds = self.found_feeds
         # rel="canonical" (crawler/canonical.py): variants are retired, links to them pay
@@ -254,6 +265,7 @@ class Signals:
                 if child is not None:
                     self.add(child, SITEMAP, src.host_id, from_robots=src.from_robots)
         else:
+            self.read_hints.clear()
             with self.recorder.batch.step():
                 for entry in sitemap.entries:
                     url = self._in_scope(src, entry.loc)
@@ -274,7 +286,8 @@ class Signals:
         return url
 
     def _listed(self, url: str, lastmod: float | None, host_id: int) -> None:
-        """A sitemap lists ``url``: discovered; a lastmod after its last fetch is evidence."""
+        """A sitemap lists ``url``: discovered; a lastmod after its last fetch is evidence of
+        change (``_hint``), one not after it evidence of none (``Frontier.defer``)."""
         uid, entered = self.recorder.discover(url, 1, follow=True)
         self.stats["sitemaps/urls"] += 1
         if entered:
@@ -283,26 +296,54 @@ class Signals:
         if lastmod is None or uid in self.hinted or not self.frontier.was_read(uid):
             return
         page = self.store.page(uid)
-        if page is None or page.fetched_at is None or lastmod <= page.fetched_at:
+        if page is None or page.fetched_at is None:
             return
-        trust = self.trust.setdefault(host_id, Trust()).value
-        self.frontier.hasten(uid, trust)
-        self.frontier.grant(uid, S.LASTMOD_GRANT * trust)
+        trust = self.trust.setdefault(host_id, Trust())
+        if lastmod <= page.fetched_at:
+            if self.frontier.defer(uid, S.LASTMOD_UNCHANGED_STRETCH * trust.value):
+                self.deferred[uid] = host_id  # its next refetch checks the host's word
+                self.stats["lastmod/deferred"] += 1
+            return
+        self.deferred.pop(uid, None)
+        self.frontier.defer(uid, 0.0)  # the site says it changed: no longer deferred
+        if self.read_hints[host_id] >= self._hint_limit(trust):
+            self.stats["lastmod/hints_held"] += 1
+            return
+        self.read_hints[host_id] += 1
+        self.frontier.hasten(uid, trust.value)
+        self.frontier.grant(uid, S.LASTMOD_GRANT * trust.value)
         self.hinted[uid] = host_id
         self.stats["lastmod/hints"] += 1
 
+    @staticmethod
+    def _hint_limit(trust: Trust) -> float:
+        """How many lastmod-driven refetches one read of a host's sitemap may ask for:
+        ``LASTMOD_PROBES`` while its lastmod is on probation, one when it has proved wrong, no
+        limit when trusted."""
+        if trust.refetches < S.LASTMOD_PROBES:
+            return S.LASTMOD_PROBES
+        return float("inf") if trust.value >= S.LASTMOD_MIN_TRUST else 1
+
     def refetched(self, uid: int, changed: bool) -> None:
-        """A page was fetched again (the recorder calls this): if lastmod asked for it, the
-        answer is evidence about the host's lastmod."""
+        """A page was fetched again (the recorder calls this): if its lastmod asked for it or
+        vouched that it had not changed, the answer is evidence about the host's lastmod (right
+        when a hinted page changed, or a vouched-for page had not)."""
         host_id = self.hinted.pop(uid, None)
-        if host_id is None:
-            return
+        right = changed
+        if host_id is not None:
+            self.stats["lastmod/refetches"] += 1
+            self.stats["lastmod/changed"] += changed
+        else:
+            host_id = self.deferred.pop(uid, None)
+            if host_id is None:
+                return
+            right = not changed
+            self.stats["lastmod/vouched_refetches"] += 1
+            self.stats["lastmod/vouched_changed"] += changed
         trust = self.trust.setdefault(host_id, Trust())
         trust.refetches += 1
-        trust.changed += changed
+        trust.changed += right
         self.trust_dirty.add(host_id)
-        self.stats["lastmod/refetches"] += 1
-        self.stats["lastmod/changed"] += changed
 
     def _feed(self, src: Source, f: Fetched) -> None:
         try:

@@ -23,10 +23,10 @@ from __future__ import annotations
 import gzip
 import io
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 import lxml.etree
@@ -106,6 +106,7 @@ def parse(
 
 
 def _local(tag: object) -> str:
+    """An element's tag without its namespace (a comment's or PI's: empty)."""
     name = tag if isinstance(tag, str) else ""
     return name.rpartition("}")[2]
 
@@ -117,6 +118,27 @@ def xml_events(body: bytes) -> Iterator[tuple[str, Any]]:
         io.BytesIO(body), events=("start", "end"), resolve_entities=False, no_network=True,
         load_dtd=False, huge_tree=False, remove_comments=True, remove_pis=True,
     )
+
+
+class XmlReader(Protocol):
+    """What :func:`read_xml` hands each element to, by its tag without the namespace."""
+
+    def start(self, name: str) -> None: ...
+
+    def end(self, name: str, el: lxml.etree._Element) -> None: ...
+
+
+def read_xml(body: bytes, reader: XmlReader, done: Callable[[], bool] = lambda: False) -> None:
+    """Every start and end event of ``body`` (:func:`xml_events`) to ``reader``, until
+    ``done()`` holds after one; lxml's ``XMLSyntaxError`` is the caller's to turn into its
+    refusal."""
+    for event, el in xml_events(body):
+        if event == "start":
+            reader.start(_local(el.tag))
+        else:
+            reader.end(_local(el.tag), el)
+        if done():
+            break
 
 
 class _Reader:
@@ -160,13 +182,8 @@ class _Reader:
 
 def _parse_xml(body: bytes, max_urls: int) -> Sitemap:
     reader = _Reader(max_urls)
-    events = xml_events(body)
     try:
-        for event, el in events:
-            if event == "start":
-                reader.start(_local(el.tag))
-            else:
-                reader.end(_local(el.tag), el)
+        read_xml(body, reader)
     except lxml.etree.XMLSyntaxError as exc:
         raise SitemapError("bad_xml", str(exc).splitlines()[0] if str(exc) else "") from exc
     if reader.out is None:

@@ -14,9 +14,17 @@ Incremental runs (the manifest keeps ``last_seq``): the candidates are the pages
 current out-links of those pages and the targets of the anchors those pages gave in older
 segments (``anchor_pairs.npy``).  Each candidate is re-indexed whole into the new segment, or
 recorded in its ``drops`` bitmap when it is no longer indexable; the new segment masks older
-versions of all of them.  When a run leaves more than ``MAX_SEGMENTS`` live segments, they are
-merged into one (indexer/merge.py: postings read back and re-inverted, stored texts copied; the
-crawl store is not read again).
+versions of all of them.  The new segment is published (a manifest names it) before any
+merge; then the merge policy (indexer/merge_policy.py, log-structured over adjacent segments)
+names the runs of segments to merge, and each merge (indexer/merge.py: postings read back and
+re-inverted, stored texts copied; the crawl store is not read again) is published by a manifest
+of its own, so readers serve the previous manifest while a merge works.  The manifest's
+``stats`` count the bytes written by cuts and by merges over the index's life
+(``cut_bytes``, ``merge_bytes``): their ratio is the write amplification.
+
+Provisional importance (docs/ranking.md): each document records its page's OPIC importance
+(``urls.importance``) at indexing time, scaled to mean one over the pages that hold any, as
+the ranks' vectors are; the searcher uses it for pages the last rank run does not know.
 
 A run is atomic: the segment is built in ``tmp-*``, renamed to ``seg-<generation>`` when
 complete, and only then named by a new manifest.  A run killed at any point leaves the previous
@@ -31,12 +39,13 @@ import shutil
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
 import numpy as np
+from pyroaring import BitMap
 
 from websift.core.datadir import DataDir, fsync_dir
 from websift.core.errors import (
@@ -55,7 +64,7 @@ from websift.indexer.anchors import (
     redirect_aliases,
 )
 from websift.indexer.docbatch import ANCHOR_ONLY, FULL, WARC_ERROR, AnalysedBatch, DocJob, host_of
-from websift.indexer.errors import IndexBusy, IndexCorrupt, IndexMissing
+from websift.indexer.errors import IndexBusy, IndexCorrupt, IndexInterrupted, IndexMissing
 from websift.indexer.liveness import live_count, live_masks
 from websift.indexer.manifest import (
     Manifest,
@@ -65,6 +74,12 @@ from websift.indexer.manifest import (
     write_manifest,
 )
 from websift.indexer.merge import merge_segments
+from websift.indexer.merge_policy import (
+    DEFAULT_MERGE_POLICY,
+    MergePolicy,
+    SegmentSize,
+    find_merges,
+)
 from websift.indexer.parse import parse_html
 from websift.indexer.progress import PageMeter, pages_to_index
 from websift.indexer.removal_masks import removed_live_ids
@@ -77,7 +92,7 @@ from websift.indexer.settings import (
     DEFAULT_INDEX_PROCS,
     DEFAULT_INDEX_SETTINGS,
     DEFAULT_RAM_MB,
-    MAX_SEGMENTS,
+    PARALLEL_FINISH_HITS,
     PARALLEL_MIN_IDS,
     SOURCE_HOSTS_MIN_IDS,
     STORE_READ_IDS,
@@ -99,7 +114,6 @@ from websift.store.views import StoreReader
 from websift.store.warc import BodyReader, WarcLocation
 
 _ANCHOR_ONLY_STATUSES = (DISCOVERED, OUT_OF_SCOPE, DISALLOWED)
-
 
 
 @dataclass
@@ -128,12 +142,16 @@ class IndexReport:
     worker_idle_seconds: float = 0.0
     main_wait_seconds: float = 0.0
     finish_seconds: float = 0.0
+    merges: int = 0  # merges run after the cut (each a manifest of its own)
+    cut_bytes: int = 0  # bytes of the segment this run cut
+    merge_bytes: int = 0  # bytes the merges after it wrote
+    first_generation: int = 0  # the generation that published the cut (merges follow it)
 
 
 
 
 @contextmanager
-def _index_lock(index_dir: Path) -> Iterator[None]:
+def index_lock(index_dir: Path) -> Iterator[None]:
     # core.lock's record lock belongs to this process alone, so the indexing workers forked
     # while it is held do not inherit it, and it goes when this process dies (a killed run's
     # workers must not keep the next run out).
@@ -149,7 +167,7 @@ def _index_lock(index_dir: Path) -> Iterator[None]:
         lock.release()
 
 
-def _sweep(index_dir: Path, keep: set[str]) -> None:
+def sweep(index_dir: Path, keep: set[str]) -> None:
     """Remove segment directories no manifest names (a killed run's or a replaced one's)."""
     for p in index_dir.iterdir():
         if p.is_dir() and (p.name.startswith("tmp-") or p.name.startswith("seg-")) \
@@ -174,10 +192,22 @@ def _candidates(store: StoreReader, manifest: Manifest | None, snap_seq: int,
     return sorted(changed | targets)
 
 
+def open_manifest(index_dir: Path, say: Callable[[str], None]) -> Manifest | None:
+    """The live manifest, or None (no index yet, or an unusable one, said, to be rebuilt)."""
+    try:
+        return read_manifest(index_dir)
+    except IndexMissing:
+        return None
+    except IndexCorrupt as exc:
+        say(f"previous index unusable ({exc}); rebuilding it whole")
+        return None
+
+
 def build_index(data: DataDir, ram_mb: int = DEFAULT_RAM_MB,
                 progress: Callable[[str], None] | None = None, *,
                 rebuild: bool = False, procs: int = DEFAULT_INDEX_PROCS,
-                settings: IndexSettings = DEFAULT_INDEX_SETTINGS) -> IndexReport:
+                settings: IndexSettings = DEFAULT_INDEX_SETTINGS,
+                policy: MergePolicy = DEFAULT_MERGE_POLICY) -> IndexReport:
     """Index what changed in the crawl store since the last run (everything, the first time).
 
     ``rebuild``: index the whole store into one new segment whatever the incremental state says
@@ -189,29 +219,24 @@ def build_index(data: DataDir, ram_mb: int = DEFAULT_RAM_MB,
     ``if __name__ == "__main__":`` (as any multiprocessing program must).
     ``settings``: what changes how the index is built (``websift index`` reads them from the
     environment once); recorded in the new segment.  An incremental run whose analysis differs
-    from its older segments' raises IndexAnalyzerMismatch (run with ``rebuild``)."""
+    from its older segments' raises IndexAnalyzerMismatch (run with ``rebuild``).  ``policy``:
+    which segments merge after the run (indexer/merge_policy.py)."""
     started = time.monotonic()
     index_dir = data.index_dir
     say = progress or (lambda _msg: None)
-    with _index_lock(index_dir):
-        try:
-            manifest: Manifest | None = read_manifest(index_dir)
-        except IndexMissing:
-            manifest = None
-        except IndexCorrupt as exc:
-            say(f"previous index unusable ({exc}); rebuilding it whole")
-            manifest = None
+    with index_lock(index_dir):
+        manifest = open_manifest(index_dir, say)
         kept = {s.name for s in manifest.segments} if manifest else set()
-        _sweep(index_dir, kept)
+        sweep(index_dir, kept)
         store = StoreReader.open(data.store_path)
         try:
-            return _run(data, store, manifest, ram_mb=ram_mb, started=started, say=say,
-                        counted=progress is not None, rebuild=rebuild, procs=procs,
-                        settings=settings)
+            return run_once(data, store, manifest, ram_mb=ram_mb, started=started, say=say,
+                            counted=progress is not None, rebuild=rebuild, procs=procs,
+                            settings=settings, policy=policy)
         except BaseException as exc:
             # a full disk, or any failure: the half-built segment goes now (not at the next
             # run), and the manifest on disk, old or new, keeps serving what it names
-            _sweep(index_dir, _live_segments(index_dir, kept))
+            sweep(index_dir, _live_segments(index_dir, kept))
             if isinstance(exc, OSError):
                 advice = "free space and rerun" if is_out_of_space(exc) else "rerun"
                 raise StageFailed(
@@ -230,13 +255,26 @@ def _live_segments(index_dir: Path, before: set[str]) -> set[str]:
         return before
 
 
-def _run(data: DataDir, store: StoreReader, manifest: Manifest | None, *, ram_mb: int,
-         started: float, say: Callable[[str], None], counted: bool = True,
-         rebuild: bool = False,
-         procs: int = DEFAULT_INDEX_PROCS,
-         settings: IndexSettings = DEFAULT_INDEX_SETTINGS) -> IndexReport:
+def run_once(data: DataDir, store: StoreReader, manifest: Manifest | None, *, ram_mb: int,
+             started: float, say: Callable[[str], None], counted: bool = True,
+             rebuild: bool = False,
+             procs: int = DEFAULT_INDEX_PROCS,
+             settings: IndexSettings = DEFAULT_INDEX_SETTINGS,
+             policy: MergePolicy = DEFAULT_MERGE_POLICY,
+             pool: AnalyserPool | None = None, upto_seq: int | None = None,
+             should_stop: Callable[[], bool] = lambda: False,
+             prior_scale: float | None = None,
+             boilerplate: set[tuple[int, str]] | None = None) -> IndexReport:
+    """One run on an open store, under the caller's index lock (:func:`build_index`'s body;
+    indexer/follow.py calls it once per cut).  ``pool``: a running AnalyserPool to use (kept
+    alive by the caller) instead of starting one; ``upto_seq``: index the store's changes up to
+    this ``seq`` only; ``should_stop``: asked between batches and merges, True discards the
+    segment in progress (IndexInterrupted) or leaves the remaining merges; ``prior_scale``: the
+    factor that makes OPIC importance mean one (:meth:`StoreReader.importance_scale`, read
+    here when not given); ``boilerplate``: the navigation anchor texts to leave out
+    (:func:`anchor_boilerplate`, measured here when not given: a scan of every link)."""
     index_dir = data.index_dir
-    snap_seq = store.max_seq()
+    snap_seq = store.max_seq() if upto_seq is None else min(store.max_seq(), upto_seq)
     generation = (manifest.generation if manifest else 0) + 1
     if rebuild:  # the old generation keeps serving; nothing of it is read or kept
         manifest = None
@@ -246,7 +284,6 @@ def _run(data: DataDir, store: StoreReader, manifest: Manifest | None, *, ram_mb
     for line in other_settings(old_segments, settings):
         say(line)
     mode = "rebuild" if rebuild else "full" if manifest is None else "incremental"
-    merge_after = manifest is not None and len(manifest.segments) + 1 > MAX_SEGMENTS
     ids = _candidates(store, manifest, snap_seq, old_segments)
     # The operator's removals (store/removals.py): a page they cover is not indexed, and one
     # an older segment holds live is dropped by this run, so it does not come back.
@@ -264,6 +301,118 @@ def _run(data: DataDir, store: StoreReader, manifest: Manifest | None, *, ram_mb
         report.seconds = time.monotonic() - started
         return report
     tmp = index_dir / f"tmp-{generation:06d}-{os.getpid()}"
+    try:
+        segment_writer = _cut(data, store, manifest, tmp, ids, report=report, say=say,
+                              counted=counted,
+                              ram_mb=ram_mb, procs=procs, settings=settings, pool=pool,
+                              should_stop=should_stop, snap_seq=snap_seq,
+                              prior_scale=store.importance_scale() if prior_scale is None
+                              else prior_scale, boilerplate=boilerplate, removals=removals)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    name = f"seg-{generation:06d}"
+    os.replace(tmp, index_dir / name)
+    fsync_dir(index_dir)
+    entry = SegmentEntry(name=name, doc_count=segment_writer.doc_count,
+                         files=describe_files(index_dir / name))
+    report.cut_bytes = entry_bytes(entry)
+    segments = [*(manifest.segments if manifest else []), entry]
+    readers = [*old_segments, SegmentReader(index_dir / name)]
+    before = manifest.stats if manifest else {}
+    totals = {"cut_bytes": int(before.get("cut_bytes", 0)) + report.cut_bytes,
+              "merge_bytes": int(before.get("merge_bytes", 0)),
+              "merges": int(before.get("merges", 0))}
+    report.first_generation = generation
+    _publish(index_dir, generation, snap_seq, segments, readers, mode=mode, totals=totals)
+    generation = _merges(index_dir, generation, snap_seq, segments, readers, totals=totals,
+                         report=report,
+                         ram_bytes=ram_mb * 1024 * 1024, policy=policy,
+                         should_stop=should_stop)
+    report.generation = generation
+    if report.merges:
+        report.mode = "merge"
+    report.segments = len(segments)
+    report.live_docs = live_count(readers)
+    report.seconds = time.monotonic() - started
+    return report
+
+
+def entry_bytes(entry: SegmentEntry) -> int:
+    """Bytes of a segment's files, as its manifest entry lists them."""
+    return int(sum(size for size, _ in entry.files.values()))
+
+
+def _publish(index_dir: Path, generation: int, last_seq: int, segments: list[SegmentEntry],
+             readers: list[SegmentReader], *, mode: str, totals: dict[str, int]) -> None:
+    """A new manifest naming ``segments``; the segments no manifest names any more go."""
+    new = Manifest(generation=generation, last_seq=last_seq, segments=list(segments),
+                   stats={"live_docs": live_count(readers), "mode": mode, **totals})
+    write_manifest(index_dir, new)
+    sweep(index_dir, {s.name for s in segments})
+
+
+def _merges(index_dir: Path, generation: int, last_seq: int, segments: list[SegmentEntry],
+            readers: list[SegmentReader], *, totals: dict[str, int], report: IndexReport,
+            ram_bytes: int, policy: MergePolicy, should_stop: Callable[[], bool]) -> int:
+    """Run the merges the policy asks for, each published by a manifest of its own, until it
+    asks for none (or a stop is asked for); ``segments`` and ``readers`` are updated in place.
+    Returns the last generation published."""
+    while not should_stop():
+        masks = live_masks(readers)
+        todo = find_merges([SegmentSize(entry_bytes(e), float(m.mean()) if len(m) else 1.0)
+                            for e, m in zip(segments, masks, strict=True)], policy)
+        if not todo:
+            break
+        for r in reversed(todo):  # newest first: the positions of the earlier runs stay
+            if should_stop():
+                return generation
+            # The versions the run's segments mask in the segments before it stay masked.
+            older = BitMap()
+            for seg in readers[: r.start]:
+                older |= seg.docs
+            drops = BitMap()
+            if len(older):
+                for seg in readers[r.start : r.stop]:
+                    drops |= seg.docs | seg.drops
+            name = f"seg-{generation + 1:06d}-merged"
+            tmp = index_dir / f"tmp-{generation + 1:06d}-{os.getpid()}-merge"
+            try:
+                meta = merge_segments(readers[r.start : r.stop], masks[r.start : r.stop], tmp,
+                                      ram_bytes, drops=drops & older, should_stop=should_stop)
+            except IndexInterrupted:
+                shutil.rmtree(tmp, ignore_errors=True)
+                return generation
+            except BaseException:
+                shutil.rmtree(tmp, ignore_errors=True)
+                raise
+            os.replace(tmp, index_dir / name)
+            fsync_dir(index_dir)
+            generation += 1
+            entry = SegmentEntry(name=name, doc_count=int(meta["doc_count"]),
+                                 files=describe_files(index_dir / name))
+            reader = SegmentReader(index_dir / name)
+            keep = entry.doc_count > 0 or len(reader.drops) > 0
+            segments[r.start : r.stop] = [entry] if keep else []
+            readers[r.start : r.stop] = [reader] if keep else []
+            written = entry_bytes(entry)
+            report.merges += 1
+            report.merge_bytes += written
+            totals["merge_bytes"] += written
+            totals["merges"] += 1
+            _publish(index_dir, generation, last_seq, segments, readers, mode="merge",
+                     totals=totals)
+    return generation
+
+
+def _cut(data: DataDir, store: StoreReader, manifest: Manifest | None, tmp: Path,
+         ids: list[int], *, report: IndexReport, say: Callable[[str], None], counted: bool,
+         ram_mb: int, procs: int, settings: IndexSettings, pool: AnalyserPool | None,
+         should_stop: Callable[[], bool], snap_seq: int, prior_scale: float,
+         boilerplate: set[tuple[int, str]] | None,
+         removals: RemovalRules | None = None) -> SegmentWriter:
+    """Build the run's segment in ``tmp`` (complete and fsynced when this returns)."""
+    mode = report.mode
     writer = SegmentWriter(tmp, ram_mb * 1024 * 1024, settings=settings)
     aliases = redirect_aliases(store)
     if mode == "incremental":  # a changed link to a redirecting URL changes its target
@@ -273,69 +422,57 @@ def _run(data: DataDir, store: StoreReader, manifest: Manifest | None, *, ram_mb
     # read STORE_READ_IDS at a time: the workers forked below inherit it.
     cand = np.asarray(ids, dtype=np.int64)
     del ids
-    # Forking workers does not pay for a handful of documents.
-    procs = procs if len(cand) >= PARALLEL_MIN_IDS else 1
+    # Forking workers does not pay for a handful of documents (a running pool is used).
+    procs = procs if len(cand) >= PARALLEL_MIN_IDS or pool is not None else 1
     t0 = time.monotonic()
     boiler: set[tuple[int, str]] = set()
     sources: list[SourceHosts] = []
 
     def measure_boilerplate() -> None:  # while the template samples are parsed
         if settings.anchor_templates:
-            boiler.update(anchor_boilerplate(store))
+            boiler.update(anchor_boilerplate(store) if boilerplate is None else boilerplate)
         if len(cand) >= SOURCE_HOSTS_MIN_IDS:  # a small run looks its sources up instead
             sources.append(SourceHosts(store))
 
+    # Beside a running pool (``--follow``) the samples are parsed here: forking a second pool
+    # while the running one's queue and prefetch threads hold locks can leave a forked child
+    # waiting on a lock no thread of it will release (fork copies locks, not threads).
     templates = _templates(data, store, cand, report, say, reuse=(mode == "incremental"),
-                           procs=procs, meanwhile=measure_boilerplate, settings=settings)
+                           procs=procs if pool is None else 1, meanwhile=measure_boilerplate,
+                           settings=settings)
     report.anchor_boilerplate = len(boiler)
     report.template_seconds = time.monotonic() - t0
     t0 = time.monotonic()
     # the progress line's total is a store query: made only for a run that shows progress
     meter = PageMeter(say, lambda: pages_to_index(
         store, None if manifest is None else cand.tolist(), snap_seq)) if counted else None
-    with AnalyserPool(data.warc_dir, procs, writer.lexicon, settings,
-                      templates=templates.keys()) as pool:
+    if pool is None:
+        running: AbstractContextManager[AnalyserPool] = AnalyserPool(
+            data.warc_dir, procs, writer.lexicon, settings, templates=templates.keys())
+    else:
+        pool.rebind(writer.lexicon, templates.keys())
+        running = nullcontext(pool)
+    with running as workers:
+        busy, idle, wait = workers.busy_seconds, workers.idle_seconds, workers.wait_seconds
         batches = _batches(store, cand, aliases, writer, report, drop=(mode == "incremental"),
                            boilerplate=boiler, sources=sources[0] if sources else None,
                            removals=removals)
-        for jobs, batch in pool.map(batches):
-            _add_batch(writer, jobs, batch, report, say)
+        for jobs, batch in workers.map(batches):
+            _add_batch(writer, jobs, batch, report, say, prior_scale=prior_scale)
             if meter is not None:
                 meter.update(report.documents)
-        report.worker_busy_seconds, report.worker_idle_seconds = (pool.busy_seconds,
-                                                                  pool.idle_seconds)
-        report.main_wait_seconds = pool.wait_seconds
+            if should_stop():
+                raise IndexInterrupted("stopped before the segment was complete")
+        report.worker_busy_seconds = workers.busy_seconds - busy
+        report.worker_idle_seconds = workers.idle_seconds - idle
+        report.main_wait_seconds = workers.wait_seconds - wait
     report.pages_seconds = time.monotonic() - t0
     t0 = time.monotonic()
-    writer.finish(procs)
+    # Bit-packing processes are spawned only for a segment big enough to pay for them.
+    writer.finish(procs if writer.barrels.hits_total >= PARALLEL_FINISH_HITS else 1)
     report.finish_seconds = time.monotonic() - t0
     report.hits = writer.barrels.hits_total
-    name = f"seg-{generation:06d}"
-    os.replace(tmp, index_dir / name)
-    fsync_dir(index_dir)
-    entry = SegmentEntry(name=name, doc_count=writer.doc_count,
-                         files=describe_files(index_dir / name))
-    segments = [*(manifest.segments if manifest else []), entry]
-    readers = [*old_segments, SegmentReader(index_dir / name)]
-    if merge_after:
-        mode = report.mode = "merge"
-        merged = f"seg-{generation:06d}-merged"
-        tmp_merge = index_dir / f"tmp-{generation:06d}-{os.getpid()}-merge"
-        meta = merge_segments(readers, live_masks(readers), tmp_merge, ram_mb * 1024 * 1024)
-        os.replace(tmp_merge, index_dir / merged)
-        fsync_dir(index_dir)
-        segments = [SegmentEntry(name=merged, doc_count=int(meta["doc_count"]),
-                                 files=describe_files(index_dir / merged))]
-        readers = [SegmentReader(index_dir / merged)]
-    live = live_count(readers)
-    new = Manifest(generation=generation, last_seq=snap_seq, segments=segments,
-                   stats={"live_docs": live, "mode": mode})
-    write_manifest(index_dir, new)
-    _sweep(index_dir, {s.name for s in segments})
-    report.segments = len(segments)
-    report.live_docs = live
-    report.seconds = time.monotonic() - started
-    return report
+    return writer
 
 
 def _full(page: Page) -> bool:
@@ -453,9 +590,10 @@ def _job(page: Page, anchors: Anchors | None, writer: SegmentWriter, report: Ind
     if not removed and _full(page):
         return DocJob(page.id, page.url, FULL, page.content_type,
                       (str(page.warc_file), int(page.warc_offset or 0),
-                       int(page.warc_length or 0)), texts, sources)
+                       int(page.warc_length or 0)), texts, sources, float(page.importance))
     if not removed and anchors is not None and texts:
-        return DocJob(page.id, page.url, ANCHOR_ONLY, None, None, texts, sources)
+        return DocJob(page.id, page.url, ANCHOR_ONLY, None, None, texts, sources,
+                      float(page.importance))
     reason = ("removed" if removed else "noindex" if page.noindex
               else "duplicate" if page.duplicate_of is not None
               else "not_html" if page.status == FETCHED else f"status_{page.status}")
@@ -504,8 +642,10 @@ def _batches(store: StoreReader, ids: np.ndarray, aliases: dict[int, list[int]],
 
 
 def _add_batch(writer: SegmentWriter, jobs: list[DocJob], batch: AnalysedBatch,
-               report: IndexReport, say: Callable[[str], None]) -> None:
-    """A worker's analysed batch into the segment: stored fields, then its hits."""
+               report: IndexReport, say: Callable[[str], None], *, prior_scale: float = 0.0
+               ) -> None:
+    """A worker's analysed batch into the segment: stored fields (with each page's OPIC
+    importance times ``prior_scale``: its provisional prior), then its hits."""
     ordinal = np.full(len(jobs), -1, dtype=np.int32)
     k = 0
     off = batch.text_offsets
@@ -517,7 +657,8 @@ def _add_batch(writer: SegmentWriter, jobs: list[DocJob], batch: AnalysedBatch,
             job.url_id, url=job.url, title=batch.titles[i], lang=batch.langs[i],
             host=host_of(job.url),
             text_blob=batch.text_blobs[off[k] : off[k + 1]], field_lens=batch.field_lens[i],
-            anchor_sources=job.sources, frags_blob=batch.frags[k])
+            anchor_sources=job.sources, frags_blob=batch.frags[k],
+            prior=job.importance * prior_scale)
         k += 1
         if job.kind == FULL:
             report.documents += 1

@@ -4,14 +4,24 @@ ranks with /search's code)."""
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
+import threading
+from collections.abc import Callable
 
 from pydantic import ValidationError
 
-from websift.core.arguments import number
+from websift.core.arguments import number, seconds
 from websift.core.datadir import DataDir
 from websift.indexer.build import build_index
-from websift.indexer.settings import DEFAULT_INDEX_PROCS, DEFAULT_RAM_MB, IndexSettings
+from websift.indexer.follow import follow
+from websift.indexer.settings import (
+    DEFAULT_INDEX_PROCS,
+    DEFAULT_RAM_MB,
+    FOLLOW_EVERY_PAGES,
+    FOLLOW_INTERVAL_SECONDS,
+    IndexSettings,
+)
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -30,7 +40,38 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                    "serves until the new one replaces it")
     p.add_argument("--procs", type=number(int, low=1), default=DEFAULT_INDEX_PROCS, metavar="N",
                    help="worker processes that read, parse and analyse pages (1 = no workers)")
+    p.add_argument("--follow", action="store_true",
+                   help="keep indexing what the crawl commits, a segment per cut, until SIGINT "
+                   "or SIGTERM (one line per cut; status in DATA/index/follow-status.json)")
+    p.add_argument("--interval", type=seconds(), default=FOLLOW_INTERVAL_SECONDS,
+                   metavar="DURATION", help="with --follow: cut when pages changed and this "
+                   "long passed since the last cut (seconds, or 30s, 1m)")
+    p.add_argument("--every", type=number(int, low=1), default=FOLLOW_EVERY_PAGES,
+                   metavar="PAGES", help="with --follow: cut as soon as this many changed pages "
+                   f"wait, and at most this many per cut (default: {FOLLOW_EVERY_PAGES})")
     p.set_defaults(func=index_command)
+
+
+def _follow(data: DataDir, args: argparse.Namespace, settings: IndexSettings,
+            say: Callable[[str], None] | None) -> int:
+    """Follow the crawl (indexer/follow.py) until SIGINT or SIGTERM; 0 when stopped so."""
+    stop = threading.Event()
+
+    def on_signal(signum: int, _frame: object) -> None:
+        stop.set()
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        status = follow(data, stop, interval=args.interval, every=args.every,
+                        ram_mb=args.ram_mb, procs=args.procs, settings=settings,
+                        say=say or (lambda _msg: None),
+                        on_cut=lambda line: print(f"index: {line}", flush=True))
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    print(f"index: stopped after {status.cuts} cuts; generation {status.generation} "
+          f"({status.live_docs} documents in {status.segments} segments)", flush=True)
+    return 0
 
 
 def index_command(args: argparse.Namespace) -> int:
@@ -43,8 +84,14 @@ def index_command(args: argparse.Namespace) -> int:
                         for e in exc.errors())
         print(f"index: bad setting: {bad}", file=sys.stderr)
         return 2
-    data = DataDir.open(args.data)
+    if args.follow and args.rebuild:
+        print("index: --rebuild and --follow do not go together (rebuild first, then follow)",
+              file=sys.stderr)
+        return 2
     say = None if args.quiet else (lambda msg: print(f"index: {msg}", file=sys.stderr))
+    if args.follow:  # started beside the crawl, it may come first: the directory is made here
+        return _follow(DataDir.create(args.data), args, settings, say)
+    data = DataDir.open(args.data)
     r = build_index(data, ram_mb=args.ram_mb, progress=say, rebuild=args.rebuild,
                     procs=args.procs, settings=settings)
     if r.mode == "unchanged":
@@ -56,6 +103,9 @@ def index_command(args: argparse.Namespace) -> int:
           f"{r.documents} pages, {r.anchor_only} known by anchors only, {r.dropped} removed, "
           f"{r.hits} hits; live: {r.live_docs} documents in {r.segments} segments; "
           f"left out: {skipped}")
+    if r.merges:
+        print(f"index: {r.merges} merges wrote {r.merge_bytes / 1e6:.1f} MB (the cut: "
+              f"{r.cut_bytes / 1e6:.1f} MB)")
     if r.template_hosts or r.anchor_boilerplate:
         print(f"index: boilerplate: {r.template_hosts} hosts' templates measured on "
               f"{r.template_pages} pages, {r.anchor_boilerplate} navigation anchor texts left "

@@ -63,6 +63,7 @@ class DocJob(NamedTuple):
     warc: tuple[str, int, int] | None  # (file, offset, length) for FULL
     anchors: list[str]  # anchor texts pointing at it (one per distinct source and text)
     sources: list[int]  # distinct source URL IDs of those anchors (kept by the writer)
+    importance: float = 0.0  # the page's OPIC importance when it was read (the main process's)
 
 
 @dataclass
@@ -116,6 +117,11 @@ class BatchAnalyser:
         self.hits = HitMaker.of(settings)
         self.templates = templates or {}  # host -> template keys (indexer/templates.py)
         self.analyzer = Analyzer.of(settings)  # the fragments' key terms, as the searcher analyses
+
+    def retemplate(self, templates: dict[str, frozenset[int]] | None) -> None:
+        """Leave these template blocks out from now on: the next segment of a running pool
+        (indexer/workers.py ``AnalyserPool.rebind``); the word memo stays."""
+        self.templates = templates or {}
 
     def close(self) -> None:
         """Close the WARC files it holds open."""

@@ -32,3 +32,8 @@ class IndexBusy(IndexerError):
 
 class QueryError(IndexerError):
     """A search query cannot be parsed or breaks a limit (length, number of terms)."""
+
+
+class IndexInterrupted(IndexerError):
+    """A run told to stop before it published its segment (or a merge before it finished):
+    nothing of it was kept; the previous manifest stands."""

@@ -12,12 +12,15 @@ collection frequencies to stay within the budget.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from pyroaring import BitMap
 
 from websift.indexer.codec import decode_groups, delta_decode_groups
+from websift.indexer.errors import IndexInterrupted
 from websift.indexer.segment import SegmentReader
 from websift.indexer.segment_format import CF, DF
 from websift.indexer.segment_writer import SegmentWriter
@@ -27,13 +30,18 @@ _BYTES_PER_VALUE = 160  # scratch memory of decode_groups and the hit arrays, pe
 
 
 def merge_segments(segments: list[SegmentReader], live: list[np.ndarray], directory: Path,
-                   ram_bytes: int) -> dict[str, Any]:
+                   ram_bytes: int, *, drops: BitMap | None = None,
+                   should_stop: Callable[[], bool] = lambda: False) -> dict[str, Any]:
     """Write one segment holding the live documents of ``segments``; returns its meta.  It
     records the settings of the newest of them (the analysis they all share: indexer/build.py
-    checks it before a run)."""
+    checks it before a run).  ``drops``: URL IDs the merged segment masks in segments older
+    than it (those its sources masked).  ``should_stop`` is asked between word ranges; True
+    raises IndexInterrupted (the caller removes ``directory``)."""
     writer = SegmentWriter(directory, ram_bytes,
                            settings=segments[-1].index_settings if segments else
                            DEFAULT_INDEX_SETTINGS)
+    if drops is not None:
+        writer.drops = BitMap(drops)
     # Documents in ascending URL ID; new_ord[i][old ordinal] = merged ordinal (-1: dead).
     ids = np.concatenate([seg.doc_ids[m] for seg, m in zip(segments, live, strict=True)])
     src = np.concatenate([np.full(int(m.sum()), i) for i, m in enumerate(live)])
@@ -50,7 +58,7 @@ def merge_segments(segments: list[SegmentReader], live: list[np.ndarray], direct
         writer.add_copied_document(url_id, url=head["url"], title=head["title"],
                                    lang=head["lang"] or None,
                                    text_blob=seg.text_blob(o), field_lens=seg.field_lens[o],
-                                   frags_blob=seg.frags_blob(o))
+                                   frags_blob=seg.frags_blob(o), prior=float(seg.prior[o]))
     for seg, m in zip(segments, live, strict=True):
         pairs = seg.anchor_pairs
         if len(pairs):
@@ -69,6 +77,8 @@ def merge_segments(segments: list[SegmentReader], live: list[np.ndarray], direct
     budget = max(ram_bytes // _BYTES_PER_VALUE, 1)
     lo = 0
     while lo < len(union):
+        if should_stop():
+            raise IndexInterrupted("stopped before the merge was complete")
         base = cum[lo - 1] if lo else 0
         hi = max(lo + 1, int(np.searchsorted(cum, base + budget, side="right")))
         parts = [_hits(seg, rw, no, lo, hi)

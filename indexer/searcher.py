@@ -184,6 +184,18 @@ def current_generation(data: DataDir) -> int | None:
 _ARRAY_OVERHEAD = 112  # bytes of an ndarray object besides its data (sys.getsizeof)
 
 
+def _provisional_table(segments: Sequence[SegmentReader], live: Sequence[np.ndarray]
+                       ) -> tuple[np.ndarray, np.ndarray]:
+    """(URL IDs ascending, their provisional priors) of the live documents that have one."""
+    ids = [seg.doc_ids[m & (seg.prior > 0)] for seg, m in zip(segments, live, strict=True)]
+    values = [seg.prior[m & (seg.prior > 0)] for seg, m in zip(segments, live, strict=True)]
+    if not ids:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
+    all_ids = np.concatenate(ids).astype(np.int64)
+    order = np.argsort(all_ids, kind="stable")
+    return all_ids[order], np.concatenate(values).astype(np.float64)[order]
+
+
 def _mask_bytes(masks: list[np.ndarray]) -> int:
     """Bytes a site filter's cached masks hold: the arrays, their headers, and the key (a
     query's site: values, so at most a query's length)."""
@@ -246,6 +258,7 @@ class Searcher:
                 sums += seg.field_lens[live].sum(axis=0)
         self.field_length_sums = sums  # whole numbers, exact in float64 (< 2**53)
         self.avg_lens = sums / max(self.n_docs, 1)
+        self._provisional = _provisional_table(self.segments, self.live)
         s = self.settings
         # A field the settings do not name has weight 0 (settings written before it existed).
         self.weights = np.array([s.weights.get(f, 0.0) for f in FIELDS], dtype=np.float64)
@@ -338,6 +351,20 @@ class Searcher:
 
     def segment_count(self) -> int:
         return len(self.segments)
+
+    def provisional_prior(self, doc_ids: np.ndarray) -> np.ndarray:
+        """Each URL ID's provisional static score (its OPIC importance when indexed, scaled to
+        mean one: indexer/segment_writer.py ``prior.npy``), 0 for those without one: what
+        ranks a page newer than the last rank run (docs/ranking.md)."""
+        ids, values = self._provisional
+        doc_ids = np.asarray(doc_ids, dtype=np.int64)
+        out = np.zeros(len(doc_ids), dtype=np.float64)
+        if len(ids) == 0 or len(doc_ids) == 0:
+            return out
+        at = np.minimum(np.searchsorted(ids, doc_ids), len(ids) - 1)
+        hit = ids[at] == doc_ids
+        out[hit] = values[at[hit]]
+        return out
 
     def caches(self) -> dict[str, Cache[Any, Any]]:
         """The searcher's caches by name (for their counters and sizes)."""

@@ -94,6 +94,9 @@ class SegmentReader:
             self.drops = BitMap.deserialize((directory / "drops.roar").read_bytes())
             self._hosts_blob = (directory / "hosts.roar").read_bytes()
             self.anchor_pairs = np.load(directory / "anchor_pairs.npy")
+            # Provisional priors (indexer/segment_writer.py); segments written before have none.
+            self.prior = (np.load(directory / "prior.npy") if (directory / "prior.npy").exists()
+                          else np.zeros(len(self.doc_ids), dtype=np.float32))
             # Segments written before version 3 have none: the searcher derives a word's
             # block bounds from its decoded postings instead.
             self._impacts = (_load(directory / "post_impacts.npy")

@@ -18,6 +18,9 @@ A segment is an immutable directory ``DATA/index/seg-<generation>/``; the manife
     store.bin, store_off.npy  zlib'd snippet text per document (read only to make snippets)
     frags.bin, frags_off.npy  zlib'd (id, key) fragments per document, b"" for none
                         (indexer/fragments.py; a segment from before them has neither file)
+    prior.npy           float32: per document, its provisional prior (OPIC importance when
+                        indexed, scaled to mean one; 0: none), read for pages the ranks do not
+                        know (docs/ranking.md; a segment from before it has none: all 0)
     docs.roar           roaring bitmap of the URL IDs held here (they mask older segments)
     drops.roar          URL IDs this run found no longer indexable (they mask older segments)
     hosts.roar          one roaring bitmap per host (``site:``), located through meta.json

@@ -300,14 +300,14 @@ class _Column:
 
     def __init__(self, path: Path, code: str, first: int | None = None) -> None:
         self.path, self.code = path, code
-        self._buf = array(code)
+        self._buf: array[Any] = array(code)
         self._fh = open(path, "wb")  # noqa: SIM115 - closed in save
         self.count = 0  # values appended, written or not
-        self.last = 0  # the last value appended (0 before any)
+        self.last: float = 0  # the last value appended (0 before any)
         if first is not None:
             self.append(first)
 
-    def append(self, value: int) -> None:
+    def append(self, value: float) -> None:
         self._buf.append(value)
         self.count += 1
         self.last = value
@@ -393,6 +393,9 @@ class SegmentWriter:
         self._head_off = _Column(directory / "head_off.raw", "q", 0)
         self._frags = open(directory / "frags.bin", "wb")  # noqa: SIM115 - closed in finish
         self._frags_off = _Column(directory / "frags_off.raw", "q", 0)
+        # Per document, its provisional prior: OPIC importance scaled to mean one when it was
+        # indexed (0: none known); the searcher's prior for pages the ranks do not know.
+        self._prior = _Column(directory / "prior.raw", "f")
         self.text_bytes = 0
         self.hosts: dict[str, BitMap] = {}
         self.langs: dict[str, int] = {}  # documents per language ("": unknown)
@@ -439,6 +442,7 @@ class SegmentWriter:
         self._store.write(blob)
         self._store_off.append(self._store_off.last + len(blob))
         self._frags_off.append(self._frags_off.last)
+        self._prior.append(0.0)
         head = _head(url, title, lang)
         self._head.write(head)
         self._head_off.append(self._head_off.last + len(head))
@@ -450,7 +454,7 @@ class SegmentWriter:
     def add_copied_document(self, url_id: int, *, url: str, title: str, text_blob: bytes,
                             field_lens: Sequence[int], host: str | None = None,
                             anchor_sources: Sequence[int] = (), frags_blob: bytes = b"",
-                            lang: str | None = None) -> int:
+                            lang: str | None = None, prior: float = 0.0) -> int:
         """A document whose text is already compressed (a merge's copy, or a worker's batch):
         its hits come separately through ``barrels.add_hits`` / ``barrels.add_block``.
         Returns its ordinal."""
@@ -463,6 +467,7 @@ class SegmentWriter:
         self._store_off.append(self._store_off.last + len(text_blob))
         self._frags.write(frags_blob)
         self._frags_off.append(self._frags_off.last + len(frags_blob))
+        self._prior.append(prior)
         head = _head(url, title, lang)
         self._head.write(head)
         self._head_off.append(self._head_off.last + len(head))
@@ -540,6 +545,7 @@ class SegmentWriter:
         self._store_off.save(d / "store_off.npy")
         self._frags_off.save(d / "frags_off.npy")
         self._head_off.save(d / "head_off.npy")
+        self._prior.save(d / "prior.npy")
         (d / "docs.roar").write_bytes(docs.serialize())
         (d / "drops.roar").write_bytes(self.drops.serialize())
         hosts_index: dict[str, list[int]] = {}

@@ -135,6 +135,9 @@ MAX_POSITION = (1 << 24) - 1  # positions past this inside one field are not rec
 # keeps the store, the barrels and the inversion.  1 = everything in one process.
 DEFAULT_INDEX_PROCS = min(2, os.cpu_count() or 1)
 PARALLEL_MIN_IDS = 64  # runs with fewer candidate pages stay in one process
+# Segments with fewer hits are bit-packed in the indexing process: spawning the packing
+# processes (each imports numpy afresh) costs more than packing a small cut.
+PARALLEL_FINISH_HITS = 2_000_000
 # Runs of this many candidate pages read every URL's host and duplicate flag once (one scan
 # of the urls table, indexer/anchors.SourceHosts) instead of per chunk of anchor rows.
 SOURCE_HOSTS_MIN_IDS = 4096
@@ -152,11 +155,34 @@ WORKER_POLL_SECONDS = 1.0  # how often a waiting worker checks that its parent i
 WORKER_JOIN_SECONDS = 10.0  # a worker told to stop that has not after this is terminated
 PROGRESS_SECONDS = 2.0  # least time between two `websift index` progress lines
 
+# ---------------------------------------------------------------- following the crawl
+# `websift index --follow` (indexer/follow.py): a segment is cut when this many seconds passed
+# since the last cut and any page changed, or when this many changed pages wait (a cut takes
+# at most that many); the store is looked at every FOLLOW_POLL_SECONDS.  A page fetched is
+# searchable within about FOLLOW_INTERVAL_SECONDS plus a cut's time (docs/indexing.md).
+FOLLOW_INTERVAL_SECONDS = 5.0
+FOLLOW_EVERY_PAGES = 2_000
+FOLLOW_POLL_SECONDS = 0.25
+STATUS_SECONDS = 2.0  # least time between two status files written while no cut is made
+STORE_WAIT_SECONDS = 30.0  # a crawl store that is there but unreadable this long is an error
+# How long a follower reuses what it measures over the whole store between cuts (the factor that
+# scales OPIC importance to mean one: a scan of the urls table; the hosts' navigation anchor
+# texts: a scan of the links): both move slowly as the crawl goes on.
+REMEASURE_SECONDS = 60.0
+
 # ---------------------------------------------------------------- segments
 ENCODE_IN_FLIGHT = 1  # postings chunks waiting per bit-packing process at the end of a run
 PAIRS_BUFFER = 1 << 16  # anchor (source, target) values a segment writer buffers before writing
 LEXICON_DICT_MAX = 2_000_000  # lexicons up to this many words get a hash table at open
-MAX_SEGMENTS = 8  # more live segments than this after a run: merge them all into one
+# Merges (indexer/merge_policy.py, a log-structured policy): this many adjacent segments of one
+# level are merged into one of the next level; segments under MERGE_MIN_BYTES all count as the
+# lowest level; a level group spans MERGE_LEVEL_SPAN levels below its largest segment's (Lucene's
+# LogMergePolicy: 10, 1.6 MB, 0.75); a segment whose masked share passes MERGE_DELETES_ALLOWED
+# is rewritten with its live documents alone (Lucene's TieredMergePolicy allows 33%).
+MERGE_FACTOR = 8
+MERGE_MIN_BYTES = 1 << 20
+MERGE_LEVEL_SPAN = 0.75
+MERGE_DELETES_ALLOWED = 0.4
 INDEX_FORMAT = "websift-index"
 INDEX_VERSION = 2  # manifest.json; 2: the checked envelope (core/checked.py), 1: own CRC32
 # meta.json; 3: block impacts (post_impacts.npy) and "fields" naming the tf columns (a reader

@@ -18,6 +18,9 @@ Word IDs: a worker's batch carries its local IDs and the words it learned in tha
 pool keeps, per worker, an array local ID -> global ID (the writer's lexicon, first-seen order)
 and rewrites the hits' word column with one numpy lookup.
 
+A pool can serve several segments one after the other (:meth:`AnalyserPool.rebind`: a new
+lexicon; each analyser keeps its word memo, and the pool maps the words it knew into the new
+lexicon as they are used), so `websift index --follow` starts its workers once.
 With ``procs == 1`` the same analyser runs in this process (no fork): one code path either way.
 A worker that fails sends its traceback; the pool raises it here.  The pool adds up how long the
 workers analysed and waited for work and how long this process waited for their results
@@ -72,7 +75,8 @@ _PR_SET_PDEATHSIG = 1  # prctl(2)
 
 
 def _serve(warc_dir: Path, memo_tokens: int, inbox: Any, outbox: Any, parent: int, *,
-           settings: IndexSettings, templates: dict[str, frozenset[int]] | None = None) -> None:
+           settings: IndexSettings, templates: dict[str, frozenset[int]] | None = None,
+           quiet_signals: bool = False) -> None:
     """A worker's loop: batches in, analysed batches out, until told to stop.  ``settings``:
     the run's, handed over (a worker never reads the environment)."""
     # Killed with the run, wherever it waits: a run killed while it wrote a batch into the
@@ -80,6 +84,9 @@ def _serve(warc_dir: Path, memo_tokens: int, inbox: Any, outbox: Any, parent: in
     # write end stays open in this process and its siblings, so no end of file comes); polling
     # getppid below never gets its turn.
     die_with_parent(parent)
+    if quiet_signals:  # the run that forked it decides when to stop (``websift index --follow``)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
     analyser = BatchAnalyser(warc_dir, settings, memo_tokens, templates)
     # Results nobody reads must not hold the process at exit (a queue's feeder thread would
     # wait for room in the pipe forever).
@@ -95,6 +102,9 @@ def _serve(warc_dir: Path, memo_tokens: int, inbox: Any, outbox: Any, parent: in
         if jobs is None:
             analyser.close()
             return
+        if isinstance(jobs, tuple):  # ("templates", templates): the next segment begins
+            analyser.retemplate(jobs[1])
+            continue
         started = time.perf_counter()
         try:
             batch = analyser.analyse(jobs)
@@ -112,7 +122,10 @@ class AnalyserPool:
 
     def __init__(self, warc_dir: Path, procs: int, lexicon: dict[str, int],
                  settings: IndexSettings, *, memo_tokens: int = WORKER_MEMO_TOKENS,
-                 templates: dict[str, frozenset[int]] | None = None) -> None:
+                 templates: dict[str, frozenset[int]] | None = None,
+                 quiet_signals: bool = False) -> None:
+        """``quiet_signals``: the workers ignore SIGINT and SIGTERM (a terminal's Ctrl-C or a
+        supervisor's stop reaches the whole process group): this process stops them."""
         self.procs = max(1, procs)
         self.lexicon = lexicon
         self._local: BatchAnalyser | None = None
@@ -122,6 +135,10 @@ class AnalyserPool:
         # doubling so learning words costs O(1) amortised.
         self._maps = [np.zeros(1024, dtype=np.int32) for _ in range(self.procs)]
         self._sizes = [0] * self.procs
+        # Per worker: its local words in local ID order (since its memo last started), and
+        # whether its map holds words unknown to the current lexicon (-1, after a rebind).
+        self._words: list[list[str]] = [[] for _ in range(self.procs)]
+        self._stale = [False] * self.procs
         # Seconds, over the run: the workers analysing and waiting for work (their sums), and
         # this process waiting for a worker's result (it has nothing else to do meanwhile).
         self.busy_seconds = self.idle_seconds = self.wait_seconds = 0.0
@@ -134,7 +151,8 @@ class AnalyserPool:
             inbox, outbox = ctx.Queue(), ctx.Queue()
             # Forked: the templates and settings are inherited, not pickled.
             p = ctx.Process(target=_serve, args=(warc_dir, memo_tokens, inbox, outbox, os.getpid()),
-                            kwargs={"settings": settings, "templates": templates}, daemon=True)
+                            kwargs={"settings": settings, "templates": templates,
+                                    "quiet_signals": quiet_signals}, daemon=True)
             p.start()
             self._procs.append(p)
             self._queues.append((inbox, outbox))
@@ -170,6 +188,21 @@ class AnalyserPool:
             inbox.close()
             outbox.close()
         self._procs, self._queues = [], []
+
+    def rebind(self, lexicon: dict[str, int],
+               templates: dict[str, frozenset[int]] | None) -> None:
+        """Make the next batches for another segment: its lexicon, these templates (a running
+        pool serves many segments: ``websift index --follow``).  The analysers keep their word
+        memos (learning a word is the costly part of analysing it); the words they knew get
+        IDs in the new lexicon as its batches use them."""
+        self.lexicon = lexicon
+        for w in range(self.procs):
+            self._maps[w][: self._sizes[w]] = -1
+            self._stale[w] = self._sizes[w] > 0
+        if self._local is not None:
+            self._local.retemplate(templates)
+        for inbox, _ in self._queues:
+            inbox.put(("templates", templates))
 
     def map(self, batches: Iterable[list[DocJob]]
             ) -> Iterator[tuple[list[DocJob], AnalysedBatch]]:
@@ -227,7 +260,9 @@ class AnalyserPool:
             if wid is None:
                 wid = lex[term] = len(lex)
             new[i] = wid
-        n = self._sizes[w] = 0 if batch.first_new == 0 else self._sizes[w]  # 0: it restarted
+        if batch.first_new == 0:  # its memo started afresh
+            self._sizes[w], self._words[w], self._stale[w] = 0, [], False
+        n = self._sizes[w]
         assert n == batch.first_new, "worker batches taken out of order"
         m = self._maps[w]
         if n + len(new) > len(m):
@@ -235,6 +270,15 @@ class AnalyserPool:
                 [m, np.zeros(max(len(m), n + len(new)), dtype=np.int32)])
         m[n : n + len(new)] = new
         self._sizes[w] = n + len(new)
+        self._words[w].extend(batch.new_terms)
         if len(batch.hits):
-            batch.hits[:, 0] = m[batch.hits[:, 0]]
+            local = batch.hits[:, 0]
+            if self._stale[w]:  # words learned before a rebind, first used in this lexicon
+                words = self._words[w]
+                for i in np.unique(local[m[local] < 0]).tolist():
+                    wid = lex.get(words[i])
+                    if wid is None:
+                        wid = lex[words[i]] = len(lex)
+                    m[i] = wid
+            batch.hits[:, 0] = m[local]
         return batch

@@ -43,14 +43,7 @@ def _register_rank(sub: argparse._SubParsersAction) -> None:  # type: ignore[typ
         "L1 residual), levels from the seeds, the giant SCC and every topic's vector, and "
         "write them as a new ranks generation.",
     )
-    p.add_argument("--damping", type=number(float, low=0, high=1, strict=True), default=settings.DAMPING, metavar="C",
-                   help="probability of following a link")
-    p.add_argument("--tol", type=number(float, low=0, strict=True), default=settings.TOLERANCE, metavar="T",
-                   help="stop when successive iterates differ by <= T in L1")
-    p.add_argument("--dangling", choices=settings.DANGLING_POLICIES,
-                   default=settings.DANGLING_POLICY,
-                   help="dangling pages: 'teleport' (Google matrix) or 'paper1998' (remove them, "
-                   "converge, add them back)")
+    rank_options(p)
     talk = p.add_mutually_exclusive_group()
     talk.add_argument("--quiet", action="store_true", help="no progress line")
     talk.add_argument("--verbose", action="store_true",
@@ -60,6 +53,18 @@ def _register_rank(sub: argparse._SubParsersAction) -> None:  # type: ignore[typ
                    "IDs) and write the same global generation to each (either engine)")
     _register_rank_engine(p)
     p.set_defaults(func=_rank)
+
+
+def rank_options(p: argparse.ArgumentParser) -> None:
+    """PageRank's parameters: ``rank`` has them, and ``websift up`` passes them on."""
+    p.add_argument("--damping", type=number(float, low=0, high=1, strict=True), default=settings.DAMPING, metavar="C",
+                   help="probability of following a link")
+    p.add_argument("--tol", type=number(float, low=0, strict=True), default=settings.TOLERANCE, metavar="T",
+                   help="stop when successive iterates differ by <= T in L1")
+    p.add_argument("--dangling", choices=settings.DANGLING_POLICIES,
+                   default=settings.DANGLING_POLICY,
+                   help="dangling pages: 'teleport' (Google matrix) or 'paper1998' (remove them, "
+                   "converge, add them back)")
 
 
 def _register_rank_engine(p: argparse.ArgumentParser) -> None:

@@ -146,6 +146,19 @@ def gather(vector: np.ndarray, doc_ids: np.ndarray) -> np.ndarray:
     return out
 
 
+def fill_provisional(static: np.ndarray, doc_ids: np.ndarray,
+                     provisional: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
+    """``static`` where the ranks know the page (> 0), ``provisional(doc_ids)`` where they do
+    not: a page indexed after the last rank run is ranked by its OPIC importance when it was
+    indexed, on the same mean-one scale, until the next run (docs/ranking.md)."""
+    missing = np.asarray(static) <= 0
+    if not missing.any():
+        return static
+    out = np.array(static, dtype=np.float64)
+    out[missing] = provisional(np.asarray(doc_ids, dtype=np.int64)[missing])
+    return out
+
+
 def mix_topics(
     vectors: Mapping[str, np.ndarray], weights: Mapping[str, float], doc_ids: np.ndarray
 ) -> np.ndarray:

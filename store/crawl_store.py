@@ -46,6 +46,7 @@ from websift.store.schema import (
     META_VIRTUAL,
     MIGRATIONS,
     OUT_OF_SCOPE,
+    PUSHES_KEPT_SECONDS,
     REDIRECT,
     SCHEMA,
     SCHEMA_VERSION,
@@ -192,6 +193,26 @@ class CrawlStore(StoreReader):
         found = self.removal(rid)
         assert found is not None
         return found
+
+    def add_pushes(self, host: str, urls: list[str]) -> int:
+        """Record a site owner's pushed URLs (canonical, verified and in scope by the caller),
+        for a running crawl to take; returns how many were recorded."""
+        now = time.time()
+        with self.transaction():
+            self._conn.executemany(
+                "INSERT INTO pushes(url, host, created) VALUES (?, ?, ?)",
+                [(url, host, now) for url in urls])
+        return len(urls)
+
+    def take_pushes(self, ids: list[int]) -> None:
+        """Mark pushes as taken by the crawl (inside its batch: they commit with what they
+        did to the frontier); rows taken more than ``PUSHES_KEPT_SECONDS`` ago are deleted."""
+        now = time.time()
+        with self.transaction():
+            self._conn.executemany("UPDATE pushes SET taken=? WHERE id=?",
+                                   [(now, i) for i in ids])
+            self._conn.execute("DELETE FROM pushes WHERE taken IS NOT NULL AND taken < ?",
+                               (now - PUSHES_KEPT_SECONDS,))
 
     def undo_removal(self, removal_id: int, who: str) -> tuple[Removal, int]:
         """Put a removal out of force.  The pages it covered get a new ``seq``, so the next

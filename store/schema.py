@@ -16,8 +16,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-SCHEMA_VERSION = 5  # 2: lazy OPIC (urls.opic_level, opic_flags); 3: removals; 4: signals tables;
-# 5: a partitioned crawl's mailbox (outgoing transfers, applied batches)
+SCHEMA_VERSION = 6  # 2: lazy OPIC (urls.opic_level, opic_flags); 3: removals; 4: signals tables;
+# 5: a partitioned crawl's mailbox (outgoing transfers, applied batches); 6: pushes (IndexNow)
 
 # Page status values (urls.status).
 DISCOVERED = "discovered"  # known from a link or a seed, never fetched
@@ -52,6 +52,22 @@ CREATE TABLE IF NOT EXISTS removals (
     undone    REAL,                       -- unix time of the undo
     undone_by TEXT
 );
+"""
+
+# Site owners' pushes (IndexNow, api/indexnow.py): a verified, in-scope URL the site says changed,
+# waiting for a running crawl to take it (taken: unix time it did; NULL while waiting).  Taken
+# rows are kept PUSHES_KEPT_SECONDS, then deleted by the crawl as it takes new ones.
+PUSHES_KEPT_SECONDS = 7 * 24 * 3600.0
+PUSHES_TABLE = """
+CREATE TABLE IF NOT EXISTS pushes (
+    id      INTEGER PRIMARY KEY,
+    url     TEXT NOT NULL,              -- canonical URL
+    host    TEXT NOT NULL,              -- the host whose key was verified
+    created REAL NOT NULL,              -- unix time
+    taken   REAL                        -- unix time a crawl took it; NULL while waiting
+);
+CREATE INDEX IF NOT EXISTS pushes_waiting ON pushes(id) WHERE taken IS NULL;
+CREATE INDEX IF NOT EXISTS pushes_taken ON pushes(taken) WHERE taken IS NOT NULL;
 """
 
 # rel="canonical" (crawler/canonical.py): a fetched page names another URL as its canonical
@@ -163,7 +179,7 @@ CREATE TABLE IF NOT EXISTS crawls (
     finished REAL,
     summary  TEXT                      -- JSON: counts by outcome and by failure reason
 );
-""".replace("{CANONICALS}", CANONICALS) + REMOVALS_TABLE + PARTITION_MAILBOX
+""".replace("{CANONICALS}", CANONICALS) + REMOVALS_TABLE + PARTITION_MAILBOX + PUSHES_TABLE
 
 
 # In-place upgrades: version -> the SQL that brings the previous version to it.
@@ -188,6 +204,8 @@ WHERE g_last IS NOT NULL;
     # a partitioned crawl (crawler/mailbox.py): transfers to other partitions committed with the
     # cash they carry until sent, and the batches applied (each once, by its ID)
     5: PARTITION_MAILBOX,
+    # site owners' pushes (IndexNow; api/indexnow.py, crawler/pushes.py): the table alone
+    6: PUSHES_TABLE,
 }
 
 

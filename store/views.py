@@ -189,6 +189,24 @@ class StoreReader:
             f"SELECT {REMOVAL_COLUMNS} FROM removals{where} ORDER BY id").fetchall()
         return [removal_of(r) for r in rows]
 
+    def waiting_pushes(self, limit: int) -> list[tuple[int, str]]:
+        """Site owners' pushes no crawl took yet, oldest first: (ID, canonical URL); none
+        before schema 5."""
+        if self.schema_version < 5:
+            return []
+        rows = self._conn.execute(
+            "SELECT id, url FROM pushes WHERE taken IS NULL ORDER BY id LIMIT ?", (limit,)
+        ).fetchall()
+        return [(int(i), str(u)) for i, u in rows]
+
+    def push_counts(self) -> tuple[int, int]:
+        """(pushes recorded, pushes a crawl took)."""
+        if self.schema_version < 5:
+            return 0, 0
+        total, taken = self._conn.execute(
+            "SELECT COUNT(*), COUNT(taken) FROM pushes").fetchone()
+        return int(total), int(taken)
+
     def removal(self, removal_id: int) -> Removal | None:
         if self.schema_version < 3 or not 0 < removal_id < 1 << 63:  # SQLite's INTEGER
             return None
@@ -293,6 +311,15 @@ class StoreReader:
             out[arr[:, 0].astype(np.int64)] = arr[:, 1]
         return out
 
+    def importance_scale(self) -> float:
+        """The factor that makes OPIC importance mean one over the pages that hold any
+        (``ranking.fusion.normalise_mean_one``'s, without reading the vector): 0 when none
+        does."""
+        held, total = self._conn.execute(
+            "SELECT count(*), coalesce(sum(importance), 0) FROM urls WHERE importance > 0"
+        ).fetchone()
+        return float(held) / float(total) if total and total > 0 else 0.0
+
     def url_count(self) -> int:
         return int(self._conn.execute("SELECT count(*) FROM urls").fetchone()[0])
 
@@ -329,6 +356,21 @@ class StoreReader:
     def max_seq(self) -> int:
         """The highest content sequence number any page holds (0 for none)."""
         return int(self._conn.execute("SELECT coalesce(max(seq), 0) FROM urls").fetchone()[0])
+
+    def changes_after(self, after_seq: int) -> tuple[int, float | None]:
+        """Pages stored, changed or lost with ``seq > after_seq``, and the oldest time one of
+        them was fetched (None: none): what ``websift index --follow`` has still to index."""
+        n, oldest = self._conn.execute(
+            "SELECT count(*), min(fetched_at) FROM urls WHERE seq > ?", (after_seq,)).fetchone()
+        return int(n), None if oldest is None else float(oldest)
+
+    def seq_of_change(self, after_seq: int, n: int) -> int | None:
+        """The ``seq`` of the ``n``-th change after ``after_seq`` (None: there are fewer): a
+        cut of at most ``n`` pages indexes up to it."""
+        row = self._conn.execute(
+            "SELECT seq FROM urls WHERE seq > ? ORDER BY seq LIMIT 1 OFFSET ?",
+            (after_seq, max(n - 1, 0))).fetchone()
+        return None if row is None else int(row[0])
 
     def fetched_or_linked_ids(self, max_seq: int) -> list[int]:
         """Pages fetched with ``seq <= max_seq`` and every link target, ascending: what a

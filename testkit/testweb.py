@@ -258,6 +258,27 @@ class TestWeb:
                 site.hits.clear()
 
 
+def gated_chain(site: Site, prefix: str, *, title: str, pages: int, gate_at: int,
+                seed: int) -> tuple[threading.Event, threading.Event]:
+    """Pages ``{prefix}0`` .. ``{prefix}{pages - 1}`` on ``site``, each linking to the next; the
+    answer of page ``gate_at`` sets ``arrived`` and then waits (up to 60 s) for ``gate``: a
+    crawl held mid-run, its earlier pages committed, until the test sets the gate.  Returns
+    (gate, arrived)."""
+    gate, arrived = threading.Event(), threading.Event()
+    for i in range(pages):
+        body = html(f"{title} {i}", f"<p>{words(seed + i)}</p><a href='{prefix}{i + 1}'>next</a>")
+
+        def answer(path: str, headers: dict[str, str], n: int, body: bytes = body,
+                   i: int = i) -> Answer:
+            if i == gate_at:
+                arrived.set()
+                gate.wait(60)
+            return Answer(body=body)
+
+        site.page(f"{prefix}{i}", answer)
+    return gate, arrived
+
+
 def max_in_flight(entries: list[LogEntry]) -> int:
     events = sorted([(e.start, 1) for e in entries] + [(e.end, -1) for e in entries],
                     key=lambda t: (t[0], t[1]))

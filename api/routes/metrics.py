@@ -21,8 +21,9 @@ from websift.api.prometheus import CONTENT_TYPE, Exposition, RequestMetrics
 from websift.api.result_cache import ResultCache
 from websift.api.retrieval import Outcome
 from websift.api.snapshot import SnapshotHolder
+from websift.api.up_status import UpStatus, read_status, status_path
 from websift.core.datadir import DataDir
-from websift.core.errors import WebsiftError
+from websift.core.errors import CheckedFileError, WebsiftError
 from websift.crawler.runs import LiveRun, read_live
 from websift.store.views import StoreReader
 
@@ -74,6 +75,32 @@ def _crawl_metrics(out: Exposition, run: LiveRun | None) -> None:
               [({}, number("virtual_cash"))])
 
 
+def _up_metrics(out: Exposition, status: UpStatus | None) -> None:
+    """Each part of ``websift up`` (api/up_status.py): running or not, restarts, last success;
+    nothing when up never ran over this data directory."""
+    if status is None:
+        return
+    now = time.time()
+    out.gauge("websift_up_running", "1 while websift up runs (its status is fresh)",
+              [({}, 1.0 if status.running(now) else 0.0)])
+    alive = status.running(now)
+    out.gauge("websift_up_part_running", "1 while the part runs under websift up",
+              [({"part": p.name}, 1.0 if alive and p.state == "running" else 0.0)
+               for p in status.parts])
+    out.gauge("websift_up_part_info", "Each part's state (value always 1)",
+              [({"part": p.name, "state": p.state}, 1.0) for p in status.parts])
+    out.counter("websift_up_part_restarts_total",
+                "Deaths of the part that websift up restarted (failed runs, for rank)",
+                [({"part": p.name}, float(p.restarts)) for p in status.parts])
+    out.gauge("websift_up_part_last_success_timestamp_seconds",
+              "Unix time the part last did its work (crawl committed, index published, rank "
+              "finished, server answered)",
+              [({"part": p.name}, p.last_success) for p in status.parts
+               if p.last_success is not None])
+    out.gauge("websift_up_part_lag_seconds", "How far behind the part's work is, where known",
+              [({"part": p.name}, p.lag) for p in status.parts if p.lag is not None])
+
+
 def _serving_metrics(out: Exposition, request: Request, holder: SnapshotHolder,
                      cache: ResultCache[Outcome]) -> None:
     search: RequestMetrics = request.app.state.search_metrics
@@ -121,7 +148,18 @@ def build_router() -> APIRouter:
     ) -> PlainTextResponse:
         out = Exposition()
         _crawl_metrics(out, _live_run(data))
+        try:
+            up = read_status(status_path(data.root))
+        except CheckedFileError:
+            up = None  # damaged: /stats says so in its "up" object
+        _up_metrics(out, up)
         _serving_metrics(out, request, holder, cache)
+        pushes = request.app.state.indexnow.figures()
+        out.counter("websift_indexnow_submissions_total",
+                    "Site owners' pushes (POST/GET /indexnow) answered, by outcome",
+                    [({"outcome": k}, float(v)) for k, v in pushes.items() if k != "urls"])
+        out.counter("websift_indexnow_urls_total", "Pushed URLs written to the crawl store",
+                    [({}, float(pushes["urls"]))])
         return PlainTextResponse(out.render(), media_type=CONTENT_TYPE)
 
     return router

@@ -27,6 +27,9 @@ from websift.api.models import Health, LiveCrawl, Stats
 from websift.api.result_cache import ResultCache
 from websift.api.retrieval import Outcome
 from websift.api.snapshot import RankView, Snapshot, SnapshotHolder
+from websift.api.up_status import read_status, status_path, status_summary
+from websift.core.datadir import DataDir
+from websift.core.errors import CheckedFileError
 from websift.crawler.runs import LiveRun, read_live
 from websift.store.schema import DISCOVERED, FETCHED
 from websift.store.views import StoreReader
@@ -112,6 +115,25 @@ def public_frontier(figures: dict[str, Any] | None) -> dict[str, Any] | None:
     return {k: v for k, v in figures.items() if k != "crawlers"}
 
 
+def _up(data: DataDir) -> dict[str, Any] | None:
+    """What ``websift up`` last wrote of its parts (api/up_status.py), if it ran here; a
+    damaged file is reported as such (the rest of /stats is still served)."""
+    try:
+        status = read_status(status_path(data.root))
+    except CheckedFileError as exc:
+        return {"error": str(exc)}
+    return None if status is None else status_summary(status, time.time())
+
+
+def public_up(up: dict[str, Any] | None) -> dict[str, Any] | None:
+    """``up`` without the process IDs of the supervisor and its parts."""
+    if up is None or not isinstance(up.get("parts"), dict):
+        return up
+    parts = {name: {k: v for k, v in part.items() if k != "pid"}
+             for name, part in up["parts"].items()}
+    return {**{k: v for k, v in up.items() if k != "pid"}, "parts": parts}
+
+
 def build_router() -> APIRouter:
     router = APIRouter(tags=["stats"])
 
@@ -131,8 +153,10 @@ def build_router() -> APIRouter:
         last_crawl = _last_crawl(store)
         live = _live_crawl(store)
         frontier = _frontier(request.app.state.frontier)
+        up = _up(request.app.state.data)
         if not admin:
             last_crawl, frontier = public_run(last_crawl), public_frontier(frontier)
+            up = public_up(up)
             if live is not None:
                 live.pid = None
         return Stats(
@@ -156,6 +180,9 @@ def build_router() -> APIRouter:
             result_cache=asdict(cache.stats()),
             search_caches={name: asdict(c.stats()) for name, c in searcher.caches().items()},
             frontier=frontier,
+            indexnow={**request.app.state.indexnow.figures(),
+                      **dict(zip(("stored", "taken"), store.push_counts(), strict=True))},
+            up=up,
         )
 
     @router.get(

@@ -5,14 +5,15 @@
 A generated web (testkit/genweb.py) with sitemaps (truthful on some hosts, lying on others),
 feeds and canonical variants (testkit/signalweb.py) is served by nginx (as
 scripts/benchmarks/crawl_scale.py does) and changes at known times while ``websift crawl
---continuous`` runs on it for the same duration, once with ``--signals`` and once without (same
+--continuous`` runs on it for the same duration, once with signals and once ``--no-signals`` (same
 delay, same refetch interval: the same budget).  From nginx's log (the server's view) and the
 change times:
 
 - time from a page's change to its next fetch, p50 and p95, for pages in a truthful sitemap,
   new feed items, and pages in neither (a change not refetched by the end counts as the time
   left until the end: a lower bound, so a crawl that misses changes is not flattered);
-- the share of refetches that found the page unchanged (no change since its previous fetch);
+- refetches that found the page unchanged (no change since its previous fetch), of all
+  refetches, over all hosts and by host role (truthful sitemap, lying sitemap, none);
 - canonical variants indexed as pages of their own (fetched, not a duplicate) from the store.
 
 Each run gets a fresh copy of the web (the changes rewrite its files).
@@ -34,7 +35,7 @@ import numpy as np
 
 from scripts.benchmarks.crawl_scale import Hit, Nginx, find_nginx
 from testkit.genweb import WebParams, ensure_web
-from testkit.signalweb import FEED, NEITHER, TRUTHFUL, Change, SignalWeb
+from testkit.signalweb import FEED, LYING, NEITHER, TRUTHFUL, Change, SignalWeb
 from websift.core.datadir import DataDir
 from websift.store.views import StoreReader
 
@@ -53,7 +54,7 @@ def crawl(seeds: list[str], data: Path, duration: float, signals: bool,
     cmd = [sys.executable, "-m", "websift", "crawl", *seeds, "--data", str(data),
            "--allow-private", "--continuous", "--duration", f"{duration:g}", "--delay",
            f"{DELAY:g}", "--min-refetch-interval", f"{MIN_REFETCH:g}", "--quiet",
-           *(SIGNAL_FLAGS if signals else [])]
+           *(SIGNAL_FLAGS if signals else ["--no-signals"])]
     changes: list[Change] = []
     stop = threading.Event()
 
@@ -91,8 +92,10 @@ def delays(changes: list[Change], hits: list[Hit], web_address: list[str], end: 
     return out
 
 
-def unchanged_share(changes: list[Change], hits: list[Hit], web_address: list[str]) -> float:
-    """Refetches of regular and news pages that came with no change since the last fetch."""
+def unchanged_share(changes: list[Change], hits: list[Hit], web_address: list[str],
+                    only: set[str] | None = None) -> tuple[int, int]:
+    """(refetches of regular and news pages that came with no change since the last fetch, all
+    their refetches), of the hosts at addresses ``only``, or of all."""
     changed: dict[tuple[str, str], list[float]] = {}
     for c in changes:
         changed.setdefault((web_address[c.host], c.path), []).append(c.at)
@@ -101,13 +104,15 @@ def unchanged_share(changes: list[Change], hits: list[Hit], web_address: list[st
     for h in hits:
         if not (h.uri.startswith(("/p/", "/news/")) and h.status in (200, 304)):
             continue
+        if only is not None and h.address not in only:
+            continue
         key = (h.address, h.uri)
         if key in last:
             refetches += 1
             if not any(last[key] <= t < h.start for t in changed.get(key, [])):
                 unchanged += 1
         last[key] = h.start
-    return unchanged / refetches if refetches else float("nan")
+    return unchanged, refetches
 
 
 def variants_indexed(data: Path) -> tuple[int, int]:
@@ -136,6 +141,11 @@ def run(args: argparse.Namespace, signals: bool, base: Path) -> dict[str, Any]:
         d = delays(changes, hits, addresses, end, kind)
         out[kind] = (pct(d, 50), pct(d, 95), len(d))
     out["unchanged"] = unchanged_share(changes, hits, addresses)
+    for role in (TRUTHFUL, LYING, NEITHER):
+        only = {a for h, a in enumerate(addresses) if world.role(h) == role}
+        out[f"unchanged {role}"] = unchanged_share(changes, hits, addresses, only)
+    out["pages"] = len({(h.address, h.uri) for h in hits if h.uri.startswith(("/p/", "/news/"))
+                        and h.status == 200})
     out["variants"] = variants_indexed(data)
     return out
 
@@ -160,12 +170,15 @@ def main() -> int:
     print(f"{args.pages} pages, {args.hosts} hosts, {args.duration:g} s continuous crawl each, "
           f"delay {DELAY:g} s, min refetch {MIN_REFETCH:g} s, a change every {EVERY:g} s "
           f"after {WARMUP:g} s")
-    print("| crawl | fetches | truthful sitemap p50 / p95 s (n) | feed item p50 / p95 s (n) | "
-          "neither p50 / p95 s (n) | refetches unchanged | variants fetched / indexed |")
-    print("|---|---|---|---|---|---|---|")
+    print("| crawl | fetches | pages fetched | truthful sitemap p50 / p95 s (n) | feed item "
+          "p50 / p95 s (n) | neither p50 / p95 s (n) | refetches that found no change, of all: "
+          "all hosts / truthful / lying / no sitemap | variants fetched / indexed |")
+    print("|---|---|---|---|---|---|---|---|")
     for name, r in results.items():
         cells = [f"{r[k][0]} / {r[k][1]} ({r[k][2]})" for k in (TRUTHFUL, FEED, NEITHER)]
-        print(f"| {name} | {r['fetches']} | {' | '.join(cells)} | {r['unchanged']:.0%} | "
+        wasted = " / ".join(f"{r[k][0]} of {r[k][1]}" for k in (
+            "unchanged", f"unchanged {TRUTHFUL}", f"unchanged {LYING}", f"unchanged {NEITHER}"))
+        print(f"| {name} | {r['fetches']} | {r['pages']} | {' | '.join(cells)} | {wasted} | "
               f"{r['variants'][0]} / {r['variants'][1]} |")
     return 0
 

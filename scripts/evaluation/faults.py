@@ -244,6 +244,27 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def start_serve(data: Path) -> tuple[subprocess.Popen[bytes], int, str]:
+    """``websift serve`` on ``data`` at a free loopback port, once /healthz answers (within
+    60 s, else SystemExit): (the process, its port, its base URL); the caller stops it."""
+    port = free_port()
+    server = subprocess.Popen(websift_cmd("serve", "--data", str(data), "--port", str(port)),
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=_env(),
+                              cwd=REPO)
+    base_url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            urllib.request.urlopen(base_url + "/healthz", timeout=2).read()
+            return server, port, base_url
+        except (urllib.error.URLError, ConnectionError):
+            if server.poll() is not None or time.monotonic() > deadline:
+                server.kill()
+                server.wait()
+                raise SystemExit("faults: websift serve did not start") from None
+            time.sleep(0.1)  # polling a starting server; not a test
+
+
 # ----------------------------------------------------------------------------- the harness
 class Faults:
     def __init__(self, work: Path, site: StaticSite, kills: int, seed: int) -> None:
@@ -571,21 +592,8 @@ class Faults:
     # --- the API under replacement
     def api_churn(self, replacements: int) -> None:
         data = self.copy(self.base_two_generations(), "api-churn")
-        port = free_port()
-        server = subprocess.Popen(websift_cmd("serve", "--data", str(data), "--port", str(port)),
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=_env(),
-                                  cwd=REPO)
-        base_url = f"http://127.0.0.1:{port}"
+        server, _, base_url = start_serve(data)
         try:
-            deadline = time.monotonic() + 60
-            while time.monotonic() < deadline:
-                try:
-                    urllib.request.urlopen(base_url + "/healthz", timeout=2).read()
-                    break
-                except (urllib.error.URLError, ConnectionError):
-                    if server.poll() is not None:
-                        raise SystemExit("faults: websift serve exited early") from None
-                    time.sleep(0.1)  # polling a starting server; not a test
             stop = threading.Event()
             counts = {"ok": 0, "failed": 0}
             failures: list[str] = []
@@ -702,26 +710,14 @@ def _peak_rss(child: subprocess.Popen[str], timeout: float) -> int:
 
 def hostile_clients(f: Faults) -> None:
     data = f.copy(f.base_two_generations(), "hostile-clients")
-    port = free_port()
-    server = subprocess.Popen(websift_cmd("serve", "--data", str(data), "--port", str(port)),
-                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=_env(),
-                              cwd=REPO)
-    base_url = f"http://127.0.0.1:{port}"
+    server, port, base_url = start_serve(data)
 
     def search() -> str:
         with urllib.request.urlopen(f"{base_url}/search?q=json+encoder", timeout=30) as r:
             return json.dumps([h["url"] for h in json.loads(r.read())["results"]])
 
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                before = search()
-                break
-            except (urllib.error.URLError, ConnectionError):
-                if server.poll() is not None or time.monotonic() > deadline:
-                    raise SystemExit("faults: websift serve did not start") from None
-                time.sleep(0.1)  # polling a starting server; not a test
+        before = search()
 
         def after(case: str, expected: str, observed: str, ok: bool) -> None:
             same = search() == before

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from testkit.testweb import Answer, TestWeb, html, words
+from testkit.testweb import TestWeb, gated_chain, html, words
 from testkit.waiting import wait_for
 from testkit.websift_process import REPO, websift_command
 from websift.api.backup import BACKUP_MANIFEST, BackupError, backup
@@ -42,24 +42,13 @@ def web() -> Iterator[tuple[TestWeb, threading.Event, threading.Event]]:
     web = TestWeb()
     small = web.add_site("small", "127.0.0.96", "User-agent: *\nAllow: /\n")
     big = web.add_site("big", "127.0.0.97", "User-agent: *\nAllow: /\n")
-    gate, arrived = threading.Event(), threading.Event()
     with web:
         small.page("/", html("small home", "".join(
             f"<a href='/s/{i}'>page {i}</a> " for i in range(SMALL))))
         for i in range(SMALL):
             small.page(f"/s/{i}", html(f"small {i}", f"<p>{words(i, 80)}</p><a href='/s/"
                                        f"{(i * 5 + 1) % SMALL}'>more</a><a href='/'>home</a>"))
-        for i in range(BIG):
-            body = html(f"big {i}", f"<p>{words(500 + i)}</p><a href='/b/{i + 1}'>next</a>")
-
-            def answer(path: str, headers: dict[str, str], n: int, body: bytes = body,
-                       i: int = i) -> Answer:
-                if i == GATE:
-                    arrived.set()
-                    gate.wait(60)
-                return Answer(body=body)
-
-            big.page(f"/b/{i}", answer)
+        gate, arrived = gated_chain(big, "/b/", title="big", pages=BIG, gate_at=GATE, seed=500)
         yield web, gate, arrived
         gate.set()
 

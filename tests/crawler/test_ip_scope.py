@@ -272,7 +272,7 @@ def crawl(sites: Sites, data: Path, *extra: str) -> tuple[dict[str, Any], dict[s
     """Crawl from a's home in a child process; the summary and each URL's (status, error)."""
     sites.web.clear()
     run = run_launched("crawl", sites.a.url("/"), "--data", str(data), "--delay", "0",
-                       "--any-domain", "--quiet", *extra, timeout=60)
+                       "--any-domain", "--quiet", "--no-signals", *extra, timeout=60)
     assert run.returncode == 0, run.stderr
     with StoreReader.open(DataDir.open(data).store_path) as store:
         last = store.last_crawl()

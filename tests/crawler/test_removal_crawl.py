@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from testkit.testweb import Answer, TestWeb, html, words
+from testkit.testweb import TestWeb, gated_chain, html, words
 from testkit.waiting import wait_for
 from testkit.websift_process import REPO, websift_command
 from websift.api.removals import WHO_CLI, add_removal
@@ -34,7 +34,6 @@ def web() -> Iterator[tuple[TestWeb, threading.Event, threading.Event]]:
     keep = web.add_site("keep", "127.0.0.91", "User-agent: *\nAllow: /\n")
     gone = web.add_site("gone", "127.0.0.92", "User-agent: *\nAllow: /\n")
     chain = web.add_site("chain", "127.0.0.93", "User-agent: *\nAllow: /\n")
-    gate, arrived = threading.Event(), threading.Event()
     with web:  # started first: a page naming another site needs its port
         links = "".join(f"<a href='/k/{i}'>k{i}</a> <a href='{gone.url(f'/g/{i}')}'>g{i}</a> "
                         for i in range(4))
@@ -42,17 +41,8 @@ def web() -> Iterator[tuple[TestWeb, threading.Event, threading.Event]]:
         for i in range(4):
             keep.page(f"/k/{i}", html(f"keep {i}", f"<p>{words(10 + i)}</p>"))
             gone.page(f"/g/{i}", html(f"gone {i}", f"<p>{words(20 + i)}</p>"))
-        for i in range(CHAIN):
-            body = html(f"chain {i}", f"<p>{words(100 + i)}</p><a href='/c/{i + 1}'>next</a>")
-
-            def answer(path: str, headers: dict[str, str], n: int, body: bytes = body,
-                       i: int = i) -> Answer:
-                if i == GATE:
-                    arrived.set()
-                    gate.wait(60)
-                return Answer(body=body)
-
-            chain.page(f"/c/{i}", answer)
+        gate, arrived = gated_chain(chain, "/c/", title="chain", pages=CHAIN,
+                                    gate_at=GATE, seed=100)
         yield web, gate, arrived
         gate.set()
 

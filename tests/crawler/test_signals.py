@@ -179,6 +179,27 @@ def test_hasten_shortens_a_waiting_pages_wait_by_the_share() -> None:
     assert total == pytest.approx(1.0, abs=1e-12)
 
 
+def test_defer_lengthens_a_pages_wait_until_hasten_or_a_change() -> None:
+    now = [T0]
+    f = Frontier(clock=lambda: now[0], min_refetch_interval=100.0)
+    f.add(1, "http://h/1", 1, 0)
+    f.distribute_virtual()
+    f.take(1)
+    f.read(1, [])
+    assert f.defer(1, 2.0) and f.due[1] == pytest.approx(T0 + 300.0)
+    assert f.defer(1, 2.0) and f.due[1] == pytest.approx(T0 + 300.0)  # the same word: no further
+    now[0] = T0 + 300.0
+    assert f.pending_ids() == [1]
+    f.take(1)
+    f.read(1, [], changed=False)  # unchanged: still deferred (and stretched as unchanged)
+    assert f.due[1] == pytest.approx(now[0] + 100.0 * (1 + S.REFETCH_UNCHANGED_STRETCH) * 3.0)
+    assert f.hasten(1, 1.0) and 1 not in f.deferred and f.pending_ids() == [1]
+    f.defer(1, 2.0)
+    f.take(1)
+    f.read(1, [], changed=True)  # the site's word was wrong: the plain interval again
+    assert 1 not in f.deferred
+
+
 # ============================================================================ a crawl, driven
 @dataclass
 class Req:
@@ -424,11 +445,22 @@ def test_lastmod_trust_rises_where_it_is_true_and_drops_where_it_lies(
         assert trust[host_a].refetches >= 4 and trust[host_a].changed == trust[host_a].refetches
         assert trust[host_b].refetches >= 4 and trust[host_b].changed == 0
         assert trust[host_a].value > 0.8 and trust[host_b].value < 0.2
-        assert s.stats["lastmod/refetches"] == trust[host_a].refetches + trust[host_b].refetches
+        checks = s.stats["lastmod/refetches"] + s.stats["lastmod/vouched_refetches"]
+        assert checks == trust[host_a].refetches + trust[host_b].refetches
         hosts = s.live()["signals"]["lastmod_hosts"]
         assert hosts[b.origin]["changed"] == 0
         # the lying host's lastmod now moves its pages less than the truthful one's
         assert hosts[b.origin]["trust"] < hosts[a.origin]["trust"]
+        # a's /p/3 never changed and its lastmod says so: it waits longer than the interval
+        p3 = page_of(s, a.url("/p/3"))
+        assert p3.fetched_at is not None and s.frontier.deferred[p3.id] > 0
+        assert s.frontier.due[p3.id] >= p3.fetched_at + 3600.0 * (
+            1 + S.LASTMOD_UNCHANGED_STRETCH * 0.5)
+        # b lies again: proved wrong, it gets one lastmod-driven refetch at a time
+        d.clock[0] += 601.0
+        d.run()
+        assert sum(1 for h in s.signals.hinted.values() if h == host_b) == 1
+        assert s.stats["lastmod/hints_held"] >= 1
         table = io.StringIO()
         print_summary(s.summary("test"), table)  # the run's summary table shows the trust
         assert f"lastmod {b.origin}" in table.getvalue()

@@ -112,3 +112,18 @@ def test_a_continuous_crawl_reads_sitemaps_and_fetches_a_new_feed_item_promptly(
     assert counts["sitemaps/read"] == 2 and counts["sitemaps/urls_new"] == 5
     assert counts["feeds/new_items"] == 2 and counts["feeds/read"] >= 2
     assert summary["live"]["signals"]["on"] is True
+
+
+def test_signals_with_a_shared_frontier_are_refused_before_anything_is_made(
+    tmp_path: Path,
+) -> None:
+    data = tmp_path / "data"
+    run = subprocess.run(
+        websift_command("crawl", "http://127.0.0.81/", "--data", str(data), "--allow-private",
+                        "--frontier", "redis://127.0.0.1:1/0", "--signals"),
+        cwd=REPO, env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"},
+        capture_output=True, text=True, timeout=WAIT, check=False)
+    assert run.returncode == 2, run.stderr
+    lines = run.stderr.strip().splitlines()
+    assert len(lines) == 1 and "--signals needs the embedded frontier" in lines[0]
+    assert not data.exists()

@@ -8,8 +8,8 @@ import pytest
 
 from testkit.corpus import build_data_dir
 from websift.core.datadir import DataDir
-from websift.indexer import build as build_module
 from websift.indexer.build import build_index
+from websift.indexer.merge_policy import MergePolicy
 from websift.indexer.searcher import IndexQuery, Searcher, current_generation
 from websift.store.crawl_store import OUT_OF_SCOPE, CrawlStore
 
@@ -142,11 +142,12 @@ def test_left_out_pages_and_merge(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     # The PDF and the out-of-scope page are known by their anchors only (/links holds the
     # anchors' words in its own text).
     assert found == {f"{A}/ok", f"{A}/file.pdf", f"{B}/away", f"{A}/links"}
-    monkeypatch.setattr(build_module, "MAX_SEGMENTS", 2)
+    # Three small segments of one level merge into one.
+    policy = MergePolicy(merge_factor=3)
     modes = []
     for i in range(2):
         build_data_dir(d.root, {f"{A}/ok": page("Fine", f"kumquat version{i}")})
-        modes.append((build_index(d).mode, Searcher.open(d).segment_count()))
+        modes.append((build_index(d, policy=policy).mode, Searcher.open(d).segment_count()))
     assert modes == [("incremental", 2), ("merge", 1)]
     s = Searcher.open(d)
     assert urls(s.search(IndexQuery("version1"))) == [f"{A}/ok"]

@@ -129,3 +129,38 @@ def test_the_signals_migration_adds_its_tables_and_readers_of_older_stores_see_n
             store.set_hreflang(a, {"de": b})
         assert store.canonical_of(b) is None
         assert store.lastmod_trust() == {1: (4, 1)} and store.hreflang_of(a) == {"de": b}
+
+
+def test_the_pushes_migration_adds_its_table_and_readers_of_older_stores_see_none(
+    tmp_path: Path
+) -> None:
+    path = tmp_path / "crawl.sqlite3"
+    _version_1_store(path)
+    with StoreReader.open(path) as reader:
+        assert reader.waiting_pushes(10) == [] and reader.push_counts() == (0, 0)
+    with CrawlStore.open(path) as store:
+        assert store.schema_version == SCHEMA_VERSION >= 6
+        assert store.add_pushes("h", ["http://h/a", "http://h/b", "http://h/c"]) == 3
+        waiting = store.waiting_pushes(2)
+        assert [u for _, u in waiting] == ["http://h/a", "http://h/b"]
+        store.take_pushes([i for i, _ in waiting])
+        assert [u for _, u in store.waiting_pushes(10)] == ["http://h/c"]
+        assert store.push_counts() == (3, 2)
+
+
+
+def test_pushes_taken_long_ago_are_deleted_as_new_ones_are_taken(tmp_path: Path) -> None:
+    path = tmp_path / "crawl.sqlite3"
+    with CrawlStore.open(path) as store:
+        store.add_pushes("h", ["http://h/old", "http://h/recent"])
+        (old, _), (recent, _) = store.waiting_pushes(10)
+        store.take_pushes([old, recent])
+    conn = sqlite3.connect(path)
+    with conn:  # as if the first was taken eight days ago
+        conn.execute("UPDATE pushes SET taken = taken - 8 * 86400 WHERE id=?", (old,))
+    conn.close()
+    with CrawlStore.open(path) as store:
+        assert store.push_counts() == (2, 2)
+        store.add_pushes("h", ["http://h/next"])
+        store.take_pushes([i for i, _ in store.waiting_pushes(10)])
+        assert store.push_counts() == (2, 2)  # the old one gone, the recent one kept

@@ -1,0 +1,253 @@
+"""``websift index --follow``: the crawl store is being written, keep the index a few seconds
+behind it.
+
+One process holds the index lock for as long as it follows and keeps one StoreReader (the crawl
+store is SQLite in WAL mode: every read sees what the crawl has committed, and never blocks it)
+and one running AnalyserPool (indexer/workers.py: the workers are forked once; each segment
+rebinds them).  It looks at the store every ``FOLLOW_POLL_SECONDS``: when pages changed since the
+manifest's ``last_seq`` (stored, changed, failed, marked noindex: ``urls.seq``), it cuts a
+segment of them as an incremental run does (indexer/build.py ``run_once``: a changed page's
+new version masks the old one, a page no longer indexable is dropped) once ``interval``
+seconds have passed since the last cut or ``every`` pages are waiting, whichever comes first.
+A cut takes at most ``every`` pages (the changes up to the ``every``-th one's ``seq``); a
+backlog is cut in turns, each published as soon as it is written.  Nothing changed: no work,
+no manifest.  The merges the policy asks for follow each cut (indexer/merge_policy.py).  What a
+run measures over the whole store (the hosts' navigation anchor texts, the scale of OPIC
+importance) is measured again at most every ``REMEASURE_SECONDS``, not per cut.
+
+Stopping: SIGINT or SIGTERM sets ``stop``; the cut in progress is discarded whole between two
+batches (its ``tmp-*`` directory removed: the previous manifest stands) and a merge in progress
+between two word ranges, and the run returns.  The workers ignore those signals (a supervisor
+or a terminal signals the whole process group): this process stops them.
+
+Status: after each cut, and every ``STATUS_SECONDS`` while idle, ``DATA/index/follow-status.json``
+(a checked JSON file, core/checked.py, written atomically) says what it is doing; its fields are
+those of :class:`FollowStatus`, listed in docs/indexing.md.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+
+from websift.core import checked
+from websift.core.datadir import DataDir
+from websift.core.errors import CheckedFileError
+from websift.indexer.anchors import anchor_boilerplate
+from websift.indexer.build import (
+    IndexReport,
+    entry_bytes,
+    index_lock,
+    open_manifest,
+    run_once,
+    sweep,
+)
+from websift.indexer.errors import IndexInterrupted
+from websift.indexer.manifest import Manifest
+from websift.indexer.merge_policy import DEFAULT_MERGE_POLICY, MergePolicy
+from websift.indexer.settings import (
+    DEFAULT_INDEX_PROCS,
+    DEFAULT_INDEX_SETTINGS,
+    DEFAULT_RAM_MB,
+    FOLLOW_EVERY_PAGES,
+    FOLLOW_INTERVAL_SECONDS,
+    FOLLOW_POLL_SECONDS,
+    REMEASURE_SECONDS,
+    STATUS_SECONDS,
+    STORE_WAIT_SECONDS,
+    IndexSettings,
+)
+from websift.indexer.workers import AnalyserPool
+from websift.store.errors import StoreError
+from websift.store.views import StoreReader
+
+STATUS_NAME = "follow-status.json"
+STATUS_FORMAT = checked.Format("websift-index-follow", 1, "index follow status")
+
+
+@dataclass
+class FollowStatus:
+    """What ``follow-status.json`` holds (docs/indexing.md lists the fields)."""
+
+    pid: int
+    state: str  # "waiting" (no store yet), "following", "stopped", "failed"
+    started: float  # Unix time the follow began
+    updated: float  # Unix time of this status
+    interval_seconds: float
+    every_pages: int
+    cuts: int = 0  # segments cut by this follow
+    last_cut: float | None = None  # Unix time the last cut was published
+    last_cut_seconds: float = 0.0  # how long it took (merges after it not counted)
+    last_cut_pages: int = 0  # documents it indexed (full and anchor-only) plus drops
+    pages: int = 0  # the same, summed over this follow's cuts
+    pending_pages: int = 0  # store pages changed since the index's last_seq, at the last look
+    lag_seconds: float = 0.0  # age of the oldest such change (fetched_at): 0 when none waits
+    generation: int = 0
+    last_seq: int = 0
+    segments: int = 0
+    live_docs: int = 0
+    index_bytes: int = 0  # bytes of the live segments
+    cut_bytes: int = 0  # bytes cuts wrote, over the index's life (manifest stats)
+    merges: int = 0  # merges run, over the index's life
+    merge_bytes: int = 0  # bytes merges wrote, over the index's life
+    write_amplification: float = 0.0  # merge_bytes / index_bytes
+    error: str | None = None  # the fatal error of a "failed" follow
+
+
+def status_path(data: DataDir) -> Path:
+    return data.index_dir / STATUS_NAME
+
+
+def write_status(data: DataDir, status: FollowStatus) -> None:
+    status.updated = time.time()
+    checked.write_json(status_path(data), STATUS_FORMAT, asdict(status))
+
+
+def read_status(data: DataDir) -> FollowStatus | None:
+    """The last status a follow wrote, or None (none, or unreadable: a status is advice)."""
+    try:
+        body = checked.read_json(status_path(data), STATUS_FORMAT).body
+    except CheckedFileError:
+        return None
+    known = {f.name for f in fields(FollowStatus)}
+    try:
+        return FollowStatus(**{k: v for k, v in body.items() if k in known})
+    except TypeError:
+        return None
+
+
+def _from_manifest(status: FollowStatus, manifest: Manifest | None) -> None:
+    if manifest is None:
+        return
+    stats = manifest.stats
+    status.generation, status.last_seq = manifest.generation, manifest.last_seq
+    status.segments = len(manifest.segments)
+    status.live_docs = int(stats.get("live_docs", 0))
+    status.index_bytes = sum(entry_bytes(e) for e in manifest.segments)
+    status.cut_bytes = int(stats.get("cut_bytes", 0))
+    status.merges = int(stats.get("merges", 0))
+    status.merge_bytes = int(stats.get("merge_bytes", 0))
+    status.write_amplification = (status.merge_bytes / status.index_bytes
+                                  if status.index_bytes else 0.0)
+
+
+def cut_line(status: FollowStatus, report: IndexReport) -> str:
+    """The one line said per cut."""
+    merged = (f"; {report.merges} merges wrote {report.merge_bytes / 1e6:.1f} MB"
+              if report.merges else "")
+    return (f"cut {status.cuts}: generation {report.generation}, "
+            f"{report.documents + report.anchor_only} pages, {report.dropped} removed, in "
+            f"{status.last_cut_seconds:.2f}s; {status.pending_pages} pages waiting, lag "
+            f"{status.lag_seconds:.1f}s; {status.live_docs} documents in {status.segments} "
+            f"segments{merged}")
+
+
+def _open_store(data: DataDir, stop: threading.Event, status: FollowStatus) -> StoreReader | None:
+    """The crawl store once the crawl has made it (None: stopped first).  A store file that is
+    there but cannot be opened (still empty: the crawl is making it) is tried again for
+    STORE_WAIT_SECONDS, then its error is raised."""
+    appeared: float | None = None
+    while not stop.is_set():
+        try:
+            return StoreReader.open(data.store_path)
+        except StoreError:
+            if data.store_path.exists():
+                appeared = time.monotonic() if appeared is None else appeared
+                if time.monotonic() - appeared > STORE_WAIT_SECONDS:
+                    raise
+        if status.state != "waiting":
+            status.state = "waiting"
+            write_status(data, status)
+        stop.wait(FOLLOW_POLL_SECONDS)
+    return None
+
+
+def follow(data: DataDir, stop: threading.Event, *,
+           interval: float = FOLLOW_INTERVAL_SECONDS, every: int = FOLLOW_EVERY_PAGES,
+           ram_mb: int = DEFAULT_RAM_MB, procs: int = DEFAULT_INDEX_PROCS,
+           settings: IndexSettings = DEFAULT_INDEX_SETTINGS,
+           policy: MergePolicy = DEFAULT_MERGE_POLICY,
+           say: Callable[[str], None] = lambda _msg: None,
+           on_cut: Callable[[str], None] = lambda _line: None) -> FollowStatus:
+    """Follow the crawl store until ``stop`` is set (module doc); returns the last status.
+    ``say``: progress and notices; ``on_cut``: the line of each cut (:func:`cut_line`)."""
+    status = FollowStatus(pid=os.getpid(), state="following", started=time.time(),
+                          updated=time.time(), interval_seconds=interval, every_pages=every)
+    with index_lock(data.index_dir):
+        try:
+            store = _open_store(data, stop, status)
+            if store is None:
+                status.state = "stopped"
+                write_status(data, status)
+                return status
+            try:
+                _loop(data, store, stop, status, interval=interval, every=every, ram_mb=ram_mb,
+                      procs=procs, settings=settings, policy=policy, say=say, on_cut=on_cut)
+            finally:
+                store.close()
+        except BaseException as exc:
+            status.state, status.error = "failed", str(exc) or type(exc).__name__
+            write_status(data, status)
+            raise
+        status.state = "stopped"
+        write_status(data, status)
+        return status
+
+
+def _loop(data: DataDir, store: StoreReader, stop: threading.Event, status: FollowStatus, *,
+          interval: float, every: int, ram_mb: int, procs: int, settings: IndexSettings,
+          policy: MergePolicy, say: Callable[[str], None],
+          on_cut: Callable[[str], None]) -> None:
+    index_dir = data.index_dir
+    manifest = open_manifest(index_dir, say)
+    sweep(index_dir, {s.name for s in manifest.segments} if manifest else set())
+    _from_manifest(status, manifest)
+    status.state = "following"
+    write_status(data, status)
+    scale, boiler, measured_at = 0.0, None, float("-inf")
+    last_cut = last_status = time.monotonic()
+    with AnalyserPool(data.warc_dir, procs, {}, settings, quiet_signals=True) as pool:
+        while not stop.is_set():
+            last_seq = manifest.last_seq if manifest else 0
+            status.pending_pages, oldest = store.changes_after(last_seq)
+            status.lag_seconds = max(0.0, time.time() - oldest) if oldest is not None else 0.0
+            now = time.monotonic()
+            if status.pending_pages < every and (
+                    status.pending_pages == 0 or now - last_cut < interval):
+                if now - last_status >= STATUS_SECONDS:
+                    write_status(data, status)
+                    last_status = now
+                stop.wait(FOLLOW_POLL_SECONDS)
+                continue
+            if now - measured_at >= REMEASURE_SECONDS:  # both scan the store
+                scale, measured_at = store.importance_scale(), now
+                boiler = anchor_boilerplate(store) if settings.anchor_templates else set()
+            started = time.monotonic()
+            try:
+                report = run_once(data, store, manifest, ram_mb=ram_mb, started=started,
+                                  say=say, counted=False, procs=procs, settings=settings,
+                                  policy=policy, pool=pool,
+                                  upto_seq=store.seq_of_change(last_seq, every),
+                                  should_stop=stop.is_set, prior_scale=scale,
+                                  boilerplate=boiler)
+            except IndexInterrupted:
+                say("stopped: the segment in progress was discarded")
+                break
+            last_cut = last_status = time.monotonic()
+            manifest = open_manifest(index_dir, say)
+            if report.mode == "unchanged":
+                continue
+            status.cuts += 1
+            status.last_cut = time.time()
+            status.last_cut_seconds = report.seconds
+            status.last_cut_pages = report.documents + report.anchor_only + report.dropped
+            status.pages += status.last_cut_pages
+            status.pending_pages, oldest = store.changes_after(report.last_seq)
+            status.lag_seconds = max(0.0, time.time() - oldest) if oldest is not None else 0.0
+            _from_manifest(status, manifest)
+            write_status(data, status)
+            on_cut(cut_line(status, report))
