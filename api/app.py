@@ -34,6 +34,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from websift.api.admin_series import HISTORY_FILE, Sampler
 from websift.api.errors import describe_validation_errors, error_body, status_of
 from websift.api.fanout import FanOut, check_shard_server, split_shards
+from websift.api.index_words import IndexWords
 from websift.api.indexnow import IndexNow
 from websift.api.models import error_responses
 from websift.api.prometheus import RequestMetrics, SearchTimer
@@ -52,6 +53,7 @@ from websift.api.routes import (
     search,
     shard,
     stats,
+    suggest,
     topics,
     web,
 )
@@ -133,8 +135,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.schedule_cache = ScheduleCache(
         max(settings.schedule_scan, settings.max_recrawl_limit),
         settings.schedule_max_age_ms / 1000)
+    app.state.index_words = IndexWords()
     app.state.engine = fanout if holder is None else LocalSearch(
-        holder, settings, app.state.result_cache, app.state.search_limiter)
+        holder, settings, app.state.result_cache, app.state.search_limiter,
+        app.state.index_words)
     # GET /search timed into a latency histogram, served by /metrics
     app.state.search_metrics = RequestMetrics()
     # site owners' pushes (IndexNow): per-host rate windows and verified keys of this process
@@ -156,6 +160,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
 
     app.include_router(search.build_router(settings))
+    app.include_router(suggest.build_router(settings))
     if holder is None:  # a front server: its shard servers hold the crawl
         app.include_router(front.build_router())
     else:

@@ -345,7 +345,7 @@ def _ranked(h: ShardHit, snippet: tuple[str, list[tuple[int, int]]] | None) -> R
     text, spans = snippet if snippet is not None else ("", [])
     hit = Hit(doc_id=h.doc_id, url=h.url, title=h.title, snippet=text, highlights=spans,
               score=h.score, text_score=h.text, prior_score=h.prior, explain=h.explain,
-              fragment=h.fragment)
+              fragment=h.fragment, fetched=h.fetched)
     return RankedHit(hit=hit, pagerank=h.pagerank, opic=h.opic, topic=h.topic, prior=h.prior)
 
 

@@ -76,6 +76,9 @@ class SearchResult(BaseModel):
     lang: str | None = Field(
         default=None, description="the page's language (ISO 639-1, from its lang attribute, "
         "Content-Language or its text), null when unknown")
+    fetched: bool = Field(
+        default=True, description="false: a page known only from links to it, never fetched "
+        "(its title and snippet are other pages' anchor text)")
 
 
 class ShardsAnswered(BaseModel):
@@ -106,6 +109,10 @@ class SearchResponse(BaseModel):
         default=None, description="the language the query was analysed in (the lang "
         "parameter, a lang: operator, the query's words, Accept-Language), null: English's "
         "analysis")
+    did_you_mean: str | None = Field(
+        default=None, description="when the query finds few pages: the query with its "
+        "misspelt words replaced by near words the index holds in many pages (never searched "
+        "instead of the query)")
     shards: ShardsAnswered = Field(
         default_factory=lambda: ShardsAnswered(answered=1, total=1),
         description="index shards searched and how many answered")

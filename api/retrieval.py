@@ -30,6 +30,7 @@ import numpy as np
 from starlette.concurrency import run_in_threadpool
 
 from websift.api.errors import InvalidParameter
+from websift.api.index_words import FEW_RESULTS, IndexWords
 from websift.api.result_cache import ResultCache
 from websift.api.settings import Settings
 from websift.api.snapshot import RankView, Snapshot, SnapshotHolder
@@ -101,6 +102,7 @@ class Outcome:
     total_exact: bool = True  # False: ``total`` is a lower bound (the search was pruned)
     partial: bool = False  # the search deadline stopped it: the best of what it had scored
     lang: str | None = None  # the language the query was analysed in
+    did_you_mean: str | None = None  # the query with misspelt words replaced (api/index_words.py)
 
 
 @dataclass(frozen=True)
@@ -346,11 +348,12 @@ class LocalSearch:
     """
 
     def __init__(self, holder: SnapshotHolder, settings: Settings, cache: ResultCache[Outcome],
-                 limiter: anyio.CapacityLimiter) -> None:
+                 limiter: anyio.CapacityLimiter, words: IndexWords | None = None) -> None:
         self.holder = holder
         self.settings = settings
         self.cache = cache
         self.limiter = limiter
+        self.words = IndexWords() if words is None else words
 
     async def search(self, req: SearchRequest) -> Outcome:
         if self.holder.check_due():
@@ -361,4 +364,11 @@ class LocalSearch:
                 outcome = await anyio.to_thread.run_sync(
                     search_and_cache, snap, req, self.settings, self.cache,
                     limiter=self.limiter)
+            if outcome.total <= FEW_RESULTS and req.offset == 0:
+                outcome = await anyio.to_thread.run_sync(
+                    self._did_you_mean, snap, outcome, limiter=self.limiter)
         return outcome
+
+    def _did_you_mean(self, snap: Snapshot, outcome: Outcome) -> Outcome:
+        fix = self.words.did_you_mean(snap, outcome.query, outcome.lang)
+        return outcome if fix is None else replace(outcome, did_you_mean=fix.query)

@@ -96,6 +96,7 @@ class ShardHit(BaseModel):
     explain: dict[str, Any] | None = None
     fragment: str | None = Field(default=None, description="the element of the page the hit "
                                  "is about (an HTML id), or null")
+    fetched: bool = Field(default=True, description="false: known only from links to it")
 
 
 class SearchAnswer(BaseModel):
@@ -144,7 +145,7 @@ def shard_search(snap: Snapshot, ask: SearchAsk, settings: Settings) -> SearchAn
         hits=[ShardHit(doc_id=r.hit.doc_id, url=r.hit.url, title=r.hit.title,
                        score=r.hit.score, text=r.hit.text_score, prior=r.prior,
                        pagerank=r.pagerank, opic=r.opic, topic=r.topic, explain=r.hit.explain,
-                       fragment=r.hit.fragment)
+                       fragment=r.hit.fragment, fetched=r.hit.fetched)
               for r in outcome.hits],
         index_generation=snap.index_generation,
         ranks_generation=snap.ranks_generation,

@@ -50,6 +50,7 @@ from websift.core.datadir import DataDir
 from websift.indexer import bm25f
 from websift.indexer.analysis import Analyzer
 from websift.indexer.errors import IndexCorrupt
+from websift.indexer.fetched import unfetched_ids, with_fetched
 from websift.indexer.fragments import StoredFragments, read_fragments
 from websift.indexer.languages import ENGLISH, analysis_language, query_language
 from websift.indexer.liveness import Shard, shard_live_masks
@@ -94,6 +95,7 @@ class Hit:
     explain: dict[str, Any] | None = None
     fragment: str | None = None  # the id of the page's best-matching definition (url#id)
     lang: str = ""  # the page's language (indexer/languages.py), "" when unknown
+    fetched: bool = True  # False: a page known only from links to it (indexer/fetched.py)
 
 
 @dataclass
@@ -225,6 +227,7 @@ class Searcher:
         self.analyzer = Analyzer.of(self.index_settings)
         self._analyzers: dict[str, Analyzer] = {self.analyzer.lang: self.analyzer}
         self._lang_ids: dict[str, np.ndarray] = {}
+        self.unfetched = unfetched_ids(self.segments)  # pages known only from links
         self.index_langs: dict[str, int] = {}
         for seg in self.segments:
             for lang, n in seg.langs().items():
@@ -431,6 +434,9 @@ class Searcher:
         results = SearchResults(query=request.text, total=0, lang=qlang)
         if qlang is not None and self.settings.lang_prior > 0 and len(self.query_langs) > 1:
             prior, prior_bound, prior_key = self._lang_prior(qlang, prior, prior_bound, prior_key)
+        if self.settings.fetched_prior > 0 and len(self.unfetched):
+            prior, prior_bound, prior_key = with_fetched(
+                self.unfetched, self.settings.fetched_prior, prior, prior_bound, prior_key)
         site_only = not units and bool(pq.sites) and not pq.groups and not pq.required
         if (not units and not site_only) or not self.segments:
             return results
@@ -499,7 +505,8 @@ class Searcher:
                 text_score=float(text[i]), prior_score=float(prior_scores[i]),
                 explain=self._explain(si, o, units, idfs, postings, n_docs=n_docs,
                                       pairs=pairs) if request.explain else None,
-                fragment=frag, lang=stored.get("lang", "")))
+                fragment=frag, lang=stored.get("lang", ""),
+                fetched=not bool(np.isin(doc_ids[i], self.unfetched))))
         return results
 
     def _lang_prior(self, lang: str, prior: Prior | None, bound: float | None,

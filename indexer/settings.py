@@ -225,6 +225,9 @@ class BM25FSettings:
     # Pages in the query's language gain this, added to their text score, when the index holds
     # pages of several languages (a mild prior: scripts/evaluation/eval_languages.py).
     lang_prior: float = 1.0
+    # Fetched pages gain this over pages known only from links (indexer/fetched.py), added to
+    # their text score, when the index holds both.
+    fetched_prior: float = 3.0
 
 
 # ---------------------------------------------------------------- searcher caches

@@ -47,6 +47,7 @@ def to_response(outcome: Outcome, req: SearchRequest) -> SearchResponse:
         static_score=outcome.static_score,
         cached=outcome.cached,
         lang=outcome.lang,
+        did_you_mean=outcome.did_you_mean,
         shards=ShardsAnswered(answered=outcome.shards.answered, total=outcome.shards.total),
         results=[
             SearchResult(
@@ -68,6 +69,7 @@ def to_response(outcome: Outcome, req: SearchRequest) -> SearchResponse:
                 fragment=r.hit.fragment,
                 url_with_fragment=with_fragment(r.hit.url, r.hit.fragment),
                 lang=r.hit.lang or None,
+                fetched=r.hit.fetched,
             )
             for r in outcome.hits
         ],

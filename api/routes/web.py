@@ -48,9 +48,10 @@ from websift.core.errors import WebsiftError
 from websift.indexer.languages import is_rtl
 
 MAX_PAGE_LINKS = 9  # numbered result pages shown around the current one
-# Defence in depth behind autoescaping: these pages need no script at all.
+# Defence in depth behind autoescaping: the only script is the search box's completions
+# (static/suggest.js, served by this server); the page works without it.
 HTML_HEADERS = {
-    "Content-Security-Policy": "default-src 'self'; script-src 'none'; object-src 'none'; "
+    "Content-Security-Policy": "default-src 'self'; script-src 'self'; object-src 'none'; "
     "base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
     "X-Content-Type-Options": "nosniff",
     "Referrer-Policy": "no-referrer",
@@ -128,6 +129,7 @@ def _results(outcome: Outcome, page_info_links: bool) -> list[dict[str, Any]]:
             "topic": r.topic,
             "lang": r.hit.lang or None,
             "dir": "rtl" if is_rtl(r.hit.lang) else "ltr",
+            "fetched": r.hit.fetched,
         }
         for r in outcome.hits
     ]
@@ -216,6 +218,8 @@ def build_router(templates: Jinja2Templates) -> APIRouter:
                 f"Partial results: {shards.answered} of {shards.total} index shards answered "
                 "in time; pages held by the others are missing.")
         context.update(
+            did_you_mean_href=(None if outcome.did_you_mean is None
+                               else _search_href(outcome.did_you_mean, topic, 0)),
             outcome=outcome,
             results=_results(outcome, request.app.state.holder is not None),
             first=off + 1 if outcome.hits else off,

@@ -118,3 +118,36 @@ def test_hostile_page_text_is_shown_as_text_and_never_runs(server: str, browser:
     assert XSS_ANCHOR in page.locator("ul.out-links").inner_text()
     assert page.evaluate("typeof window.__xss") == "undefined"
     page.close()
+
+
+def test_box_completes_from_suggest_and_did_you_mean_links(server: str, browser: object) -> None:
+    page = browser.new_page()  # type: ignore[attr-defined]
+    page.set_default_timeout(TIMEOUT_MS)
+    asked: list[str] = []
+    page.on("request", lambda req: asked.append(req.url) if "/suggest?" in req.url else None)
+    page.goto(server + "/")
+    page.locator("input[name=q]").press_sequentially("code note 3: gen")
+    options = page.locator("datalist#suggestions option")
+    options.first.wait_for(state="attached")
+    assert options.first.get_attribute("value") == "Code note 3: generators"
+    assert any("q=code+note+3%3A+gen" in u or "q=code%20note%203%3A%20gen" in u for u in asked)
+
+    page.goto(server + "/?q=tulps")
+    assert page.locator("li.result").count() == 0
+    page.locator("p.did-you-mean a").click()
+    page.wait_for_url("**/?q=tulips")
+    assert page.locator("li.result").count() == 2
+    page.close()
+
+
+def test_search_works_without_script(server: str, browser: object) -> None:
+    context = browser.new_context(java_script_enabled=False)  # type: ignore[attr-defined]
+    page = context.new_page()
+    page.set_default_timeout(TIMEOUT_MS)
+    page.goto(server + "/")
+    page.fill("input[name=q]", "roses")
+    page.click("button[type=submit]")
+    page.wait_for_url("**/?q=roses*")
+    assert page.locator("li.result").count() >= 1
+    assert page.locator("datalist#suggestions option").count() == 0
+    context.close()

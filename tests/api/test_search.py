@@ -6,6 +6,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from tests.api.site import CODE, DUP, GARDEN, NOINDEX, XSS
+from websift.indexer.settings import BM25FSettings
 
 
 def search(client: TestClient, **params: object) -> dict:
@@ -29,11 +30,12 @@ def test_response_shape_and_signals(client: TestClient) -> None:
     assert set(first) >= {"url", "title", "snippet", "score", "signals", "highlights"}
     assert set(first["signals"]) >= {"text", "pagerank", "topic"}
     assert first["signals"]["topic"] is None and first["explain"] is None
-    # score = text + prior, and the prior never exceeds the weight
+    # score = text + prior, and the prior never exceeds the weight (plus what fetched pages
+    # gain over the site's pages known only from links)
     for r in body["results"]:
         s = r["signals"]
         assert r["score"] == pytest.approx(s["text"] + s["prior"], rel=1e-6)
-        assert 0 <= s["prior"] <= 2.0
+        assert 0 <= s["prior"] <= 2.0 + BM25FSettings().fetched_prior
     # highlights point at the query word in the snippet
     a, b = first["highlights"][0]
     assert first["snippet"][a:b].lower().startswith("rose")

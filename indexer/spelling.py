@@ -1,0 +1,148 @@
+"""Spelling: "did you mean" from the index's own lexicon.
+
+As Stract and YaCy build theirs, the dictionary is the crawl's words weighted by how many
+documents hold them (each segment's lexicon document frequencies, summed): a query word the
+index does not hold, or holds in a page or two where a close word is held by many, is replaced
+by the most frequent word within a small edit distance (optimal string alignment: a swap of two
+letters is one edit, ``asyncoi`` -> ``asyncio``).  Candidates are scored with rapidfuzz.
+
+The lexicon holds analysed terms (folded, stemmed per language); a suggestion is shown in the
+surface form the titles of the index use most for that term (``sorting`` for ``sort``), else
+as the term.  Words holding CJK, digits or symbols are never corrected (CJK terms are bigrams:
+an edit of one is another word, not a typo).
+
+A :class:`Speller` is built from a list of open segments and kept per index snapshot (the
+server builds it lazily on the first query that needs it); it is memory only, never on disk.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from rapidfuzz.distance import OSA
+from rapidfuzz.process import extract
+
+from websift.indexer.analysis import Analyzer
+from websift.indexer.folding import fold_text, has_cjk
+from websift.indexer.segment import SegmentReader
+from websift.indexer.segment_format import DF
+
+MIN_WORD_CHARS = 3  # shorter words are never corrected
+MIN_DF = 2  # a term in fewer documents is no suggestion (a typo in one page)
+RARE_DF = 2  # a query word held by at most this many documents may still be corrected...
+RARE_RATIO = 20  # ...to a word held by this many times more
+LONG_WORD_CHARS = 6  # words this long may be two edits away, shorter ones one
+CANDIDATES = 32  # nearest terms looked at per word
+
+
+@dataclass(frozen=True)
+class Correction:
+    """The query as typed with its misspelt words replaced, and the words replaced."""
+
+    query: str
+    words: tuple[tuple[str, str], ...]  # (typed, suggested)
+
+
+def _correctable(word: str) -> bool:
+    return len(word) >= MIN_WORD_CHARS and word.isalpha() and not has_cjk(word)
+
+
+class Speller:
+    """Document frequencies of the index's plain-word terms and their title surface forms."""
+
+    def __init__(self, df: dict[str, int], surfaces: dict[str, str]) -> None:
+        self.df = df
+        self.surfaces = surfaces
+        # Candidates by length: a word is compared with terms at most two letters longer or
+        # shorter only.
+        by_len: dict[int, list[str]] = defaultdict(list)
+        for term, n in df.items():
+            if n >= MIN_DF and _correctable(term):
+                by_len[len(term)].append(term)
+        self._by_len = dict(by_len)
+
+    @property
+    def size(self) -> int:
+        return sum(len(v) for v in self._by_len.values())
+
+    def nearest(self, word: str, analyzer: Analyzer) -> str | None:
+        """The suggested surface word for a folded query ``word``, or None (it is right, or
+        nothing is near enough)."""
+        if not _correctable(word):
+            return None
+        terms = analyzer.terms(word)
+        if len(terms) != 1:
+            return None
+        own = self.df.get(terms[0], 0)
+        if own > RARE_DF:
+            return None
+        max_edits = 2 if len(word) >= LONG_WORD_CHARS else 1
+        best: tuple[int, int, str] | None = None  # (edits, -df, term)
+        for probe in {word, terms[0]}:  # the word as typed and its stem, against the stems
+            for n in range(len(probe) - max_edits, len(probe) + max_edits + 1):
+                pool = self._by_len.get(n)
+                if not pool:
+                    continue
+                for term, edits, _ in extract(probe, pool, scorer=OSA.distance,
+                                              score_cutoff=max_edits, limit=CANDIDATES):
+                    d = self.df[term]
+                    if d < max(MIN_DF, own * RARE_RATIO) or term == terms[0]:
+                        continue
+                    key = (int(edits), -d, term)
+                    if best is None or key < best:
+                        best = key
+        if best is None:
+            return None
+        return self.surfaces.get(best[2], best[2])
+
+    def correct(self, query: str, analyzer: Analyzer) -> Correction | None:
+        """The query with each misspelt word replaced (its other words, operators and quotes
+        kept as typed), or None when every word is fine."""
+        out: list[str] = []
+        words: list[tuple[str, str]] = []
+        for token in query.split(" "):
+            core = token.strip('"()')
+            lead = token[: len(token) - len(token.lstrip('"('))]
+            tail = token[len(lead) + len(core):]
+            folded = fold_text(core)
+            fix = None if core.startswith("-") or ":" in core else self.nearest(folded, analyzer)
+            if fix is None or fix == folded:
+                out.append(token)
+                continue
+            words.append((core, fix))
+            out.append(lead + fix + tail)
+        if not words:
+            return None
+        return Correction(" ".join(out), tuple(words))
+
+
+def document_frequencies(segments: Sequence[SegmentReader]) -> dict[str, int]:
+    """Every term of the segments with the number of documents holding it (summed)."""
+    df: Counter[str] = Counter()
+    for seg in segments:
+        counts = np.asarray(seg.lexicon[:, DF], dtype=np.int64).tolist()
+        for term, n in zip(seg.terms(), counts, strict=True):
+            df[term] += n
+    return dict(df)
+
+
+def titles(segments: Sequence[SegmentReader]) -> list[str]:
+    """The title of every document of the segments."""
+    return [seg.head(i)["title"] for seg in segments for i in range(len(seg.doc_ids))]
+
+
+def title_surfaces(titles: Iterable[str], analyzer: Analyzer) -> dict[str, str]:
+    """Each plain term of the titles -> the folded word that most often gave it."""
+    seen: dict[str, Counter[str]] = defaultdict(Counter)
+    for title in titles:
+        for raw in fold_text(title).split():
+            word = raw.strip(".,:;!?()[]{}'\"")
+            if not _correctable(word):
+                continue
+            terms = analyzer.terms(word)
+            if len(terms) == 1:
+                seen[terms[0]][word] += 1
+    return {term: c.most_common(1)[0][0] for term, c in seen.items()}
