@@ -11,6 +11,7 @@ from websift.core.datadir import DataDir
 from websift.indexer.build import build_index
 from websift.indexer.merge_policy import MergePolicy
 from websift.indexer.searcher import IndexQuery, Searcher, current_generation
+from websift.indexer.settings import BM25FSettings
 from websift.store.crawl_store import OUT_OF_SCOPE, CrawlStore
 
 A = "http://a.example"
@@ -35,6 +36,12 @@ PAGES = {
 }
 
 
+def text_only(data: DataDir) -> Searcher:
+    """A searcher without the fetched-page prior (BM25FSettings.fetched_prior): these tests
+    check text and anchor scoring (tests/api/test_unfetched.py checks the prior)."""
+    return Searcher.open(data, BM25FSettings(fetched_prior=0.0))
+
+
 def urls(results: object) -> list[str]:
     return [h.url for h in results.hits]  # type: ignore[attr-defined]
 
@@ -47,7 +54,7 @@ def data(tmp_path: Path) -> DataDir:
 
 
 def test_words_rank_the_page_that_is_about_them(data: DataDir) -> None:
-    s = Searcher.open(data)
+    s = text_only(data)
     assert urls(s.search(IndexQuery("roses")))[0] == f"{A}/roses"
     res = s.search(IndexQuery("tulip bulbs autumn"))
     assert res.hits[0].url == f"{A}/tulips"
@@ -59,10 +66,14 @@ def test_words_rank_the_page_that_is_about_them(data: DataDir) -> None:
 
 
 def test_anchor_text_makes_a_never_fetched_page_findable(data: DataDir) -> None:
-    s = Searcher.open(data)
+    s = text_only(data)
     res = s.search(IndexQuery("blueprint orchid", explain=True))
     # The target ranks first; the home page matches too, by the link's words in its own text.
     assert urls(res) == [f"{A}/secret-plans", f"{A}/"]
+    # With the fetched-page prior (the default), the fetched home page, whose text says the
+    # same words, ranks above the page known only from its link.
+    assert urls(Searcher.open(data).search(IndexQuery("blueprint orchid"))) == [
+        f"{A}/", f"{A}/secret-plans"]
     assert res.hits[0].title == "blueprint orchid greenhouse"  # best anchor as title
     assert res.hits[0].explain is not None and res.hits[1].explain is not None
     assert res.hits[0].explain["terms"]["orchid"]["tf"] == {"anchor": 1}
@@ -75,7 +86,7 @@ def test_anchor_text_makes_a_never_fetched_page_findable(data: DataDir) -> None:
 
 
 def test_phrase_exclusion_site_and_or(data: DataDir) -> None:
-    s = Searcher.open(data)
+    s = text_only(data)
     assert urls(s.search(IndexQuery('"early spring"'))) == [f"{A}/roses"]
     assert f"{B}/frost" in urls(s.search(IndexQuery("early frost")))
     assert f"{B}/frost" not in urls(s.search(IndexQuery('"early spring"')))
@@ -89,7 +100,7 @@ def test_phrase_exclusion_site_and_or(data: DataDir) -> None:
 
 
 def test_prior_is_added_to_the_text_score_of_the_best_matches(data: DataDir) -> None:
-    s = Searcher.open(data)
+    s = text_only(data)
     plain = s.search(IndexQuery("garden", k=10))
     last = plain.hits[-1]
     boosted = s.search(IndexQuery("garden", k=10, prior=lambda ids: (ids == last.doc_id) * 100.0))
@@ -108,8 +119,8 @@ def test_an_update_masks_the_old_version_and_changes_anchors(data: DataDir) -> N
     report = build_index(data)
     assert report.mode == "incremental" and report.segments == 2
     assert current_generation(data) == (gen1 or 0) + 1
-    s = Searcher.open(data)
-    assert s.doc_count() == Searcher.open(data).doc_count()
+    s = text_only(data)
+    assert s.doc_count() == text_only(data).doc_count()
     assert f"{A}/roses" not in urls(s.search(IndexQuery("prune spring")))
     assert urls(s.search(IndexQuery("mulch"))) == [f"{A}/roses"]
     # The home page's links changed: old anchors are gone from the targets, new ones count.

@@ -46,7 +46,7 @@ def data(tmp_path: Path) -> DataDir:
 
 def _index(data: DataDir, procs: int = 2) -> int:
     args = argparse.Namespace(data=str(data.root), ram_mb=64, quiet=True, rebuild=False,
-                              procs=procs)
+                              procs=procs, follow=False)
     return commands.index_command(args)
 
 
