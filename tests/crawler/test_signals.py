@@ -162,13 +162,19 @@ def test_a_grant_comes_from_the_virtual_page_and_keeps_the_total() -> None:
     assert opic.grant(2, 0.01, advance_limit=1.0) == 0.0  # dead pages take nothing
 
 
-def test_hasten_shortens_a_waiting_pages_wait_by_the_share() -> None:
-    now = [T0]
+def _read_once(now: list[float]) -> Frontier:
+    """A frontier on the clock ``now[0]`` (refetch interval 100 s) whose one page was read."""
     f = Frontier(clock=lambda: now[0], min_refetch_interval=100.0)
     f.add(1, "http://h/1", 1, 0)
     f.distribute_virtual()
     f.take(1)
     f.read(1, [])
+    return f
+
+
+def test_hasten_shortens_a_waiting_pages_wait_by_the_share() -> None:
+    now = [T0]
+    f = _read_once(now)
     assert f.due[1] == T0 + 100.0
     now[0] = T0 + 20.0
     assert f.hasten(1, 0.5) and f.due[1] == pytest.approx(T0 + 60.0)
@@ -181,11 +187,7 @@ def test_hasten_shortens_a_waiting_pages_wait_by_the_share() -> None:
 
 def test_defer_lengthens_a_pages_wait_until_hasten_or_a_change() -> None:
     now = [T0]
-    f = Frontier(clock=lambda: now[0], min_refetch_interval=100.0)
-    f.add(1, "http://h/1", 1, 0)
-    f.distribute_virtual()
-    f.take(1)
-    f.read(1, [])
+    f = _read_once(now)
     assert f.defer(1, 2.0) and f.due[1] == pytest.approx(T0 + 300.0)
     assert f.defer(1, 2.0) and f.due[1] == pytest.approx(T0 + 300.0)  # the same word: no further
     now[0] = T0 + 300.0
