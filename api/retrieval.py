@@ -361,14 +361,25 @@ class LocalSearch:
         with self.holder.lease() as snap:
             outcome = cache_lookup(snap, req, self.settings, self.cache)
             if outcome is None:
+                # One trip to a worker thread for the search and its spelling suggestion: each
+                # trip costs the event loop a wake-up and the GIL a hand-over.
                 outcome = await anyio.to_thread.run_sync(
-                    search_and_cache, snap, req, self.settings, self.cache,
-                    limiter=self.limiter)
-            if outcome.total <= FEW_RESULTS and req.offset == 0:
+                    self._answer, snap, req, limiter=self.limiter)
+            elif _wants_suggestion(outcome, req):
                 outcome = await anyio.to_thread.run_sync(
                     self._did_you_mean, snap, outcome, limiter=self.limiter)
         return outcome
 
+    def _answer(self, snap: Snapshot, req: SearchRequest) -> Outcome:
+        """:func:`search_and_cache`, then the spelling suggestion when it finds few pages."""
+        outcome = search_and_cache(snap, req, self.settings, self.cache)
+        return self._did_you_mean(snap, outcome) if _wants_suggestion(outcome, req) else outcome
+
     def _did_you_mean(self, snap: Snapshot, outcome: Outcome) -> Outcome:
         fix = self.words.did_you_mean(snap, outcome.query, outcome.lang)
         return outcome if fix is None else replace(outcome, did_you_mean=fix.query)
+
+
+def _wants_suggestion(outcome: Outcome, req: SearchRequest) -> bool:
+    """Whether an answer gets a spelling suggestion (api/index_words.py): few pages, first page."""
+    return outcome.total <= FEW_RESULTS and req.offset == 0

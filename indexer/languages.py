@@ -20,6 +20,7 @@ the query when it is mostly stop words).  CJK is language-independent (indexer/f
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Callable, Mapping
 from functools import lru_cache
 from typing import Any
@@ -67,10 +68,19 @@ def is_rtl(lang: str | None) -> bool:
     return lang in RTL
 
 
-@lru_cache(maxsize=8)
+_IDENTIFIER_LOAD = threading.Lock()  # one model load at a time: threads that miss wait for it
+
+
 def _identifier(among: frozenset[str] = frozenset()) -> Any:
     """py3langid's identifier (its model loads once per language set), restricted to
-    ``among`` when given."""
+    ``among`` when given.  Under a lock: a server's first queries arrive on several threads at
+    once, and each would otherwise decompress and load the model itself."""
+    with _IDENTIFIER_LOAD:
+        return _load_identifier(among)
+
+
+@lru_cache(maxsize=8)
+def _load_identifier(among: frozenset[str]) -> Any:
     from py3langid.langid import MODEL_FILE, LanguageIdentifier
 
     ident = LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)

@@ -492,7 +492,8 @@ class Searcher:
                  else None)
         frag_ids = (self._fragments(segs[chosen], ords[chosen], idfs, postings)
                     if request.fragments else [None] * len(chosen))
-        for i, frag in zip(chosen, frag_ids, strict=True):
+        unfetched = np.isin(doc_ids[chosen], self.unfetched).tolist()  # one pass for all hits
+        for i, frag, known_only in zip(chosen, frag_ids, unfetched, strict=True):
             si, o = int(segs[i]), int(ords[i])
             seg = self.segments[si]
             stored = seg.head(o)
@@ -506,7 +507,7 @@ class Searcher:
                 explain=self._explain(si, o, units, idfs, postings, n_docs=n_docs,
                                       pairs=pairs) if request.explain else None,
                 fragment=frag, lang=stored.get("lang", ""),
-                fetched=not bool(np.isin(doc_ids[i], self.unfetched))))
+                fetched=not known_only))
         return results
 
     def _lang_prior(self, lang: str, prior: Prior | None, bound: float | None,

@@ -5,9 +5,10 @@ this process's index (``LocalSearch``) or, on a front server, its shard servers 
 """
 
 
-from typing import Annotated
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Header, Query, Request
+import orjson
+from fastapi import APIRouter, Depends, Header, Query, Request, Response
 
 from websift.api.models import (
     SearchResponse,
@@ -76,12 +77,72 @@ def to_response(outcome: Outcome, req: SearchRequest) -> SearchResponse:
     )
 
 
+def response_body(outcome: Outcome, req: SearchRequest) -> dict[str, Any]:
+    """The JSON body of :func:`to_response`, built as plain values (no models to construct and
+    validate): what ``GET /search`` sends, serialised by orjson.  tests/api/test_search_json.py
+    holds it equal to the ``SearchResponse`` model's JSON."""
+    explain = outcome.explain if req.explain else None
+    return {
+        "query": outcome.query,
+        "total": outcome.total,
+        "total_relation": "eq" if outcome.total_exact else "gte",
+        "partial": outcome.partial,
+        "took_ms": float(outcome.took_ms),
+        "offset": req.offset,
+        "k": req.k,
+        "topic": outcome.topic,
+        "topic_weights": outcome.topic_weights,
+        "static_score": outcome.static_score,
+        "cached": outcome.cached,
+        "lang": outcome.lang,
+        "did_you_mean": outcome.did_you_mean,
+        "shards": {"answered": outcome.shards.answered, "total": outcome.shards.total},
+        "results": [
+            {
+                "url": r.hit.url,
+                "title": r.hit.title,
+                "snippet": r.hit.snippet,
+                "highlights": [(int(a), int(b)) for a, b in r.hit.highlights],
+                "score": float(r.hit.score),
+                "signals": {
+                    "text": float(r.hit.text_score),
+                    "pagerank": _opt_float(r.pagerank),
+                    "topic": _opt_float(r.topic),
+                    "opic": _opt_float(r.opic),
+                    "prior": float(r.prior),
+                },
+                "explain": {"fusion": explain, "text": r.hit.explain} if req.explain else None,
+                "fragment": r.hit.fragment,
+                "url_with_fragment": with_fragment(r.hit.url, r.hit.fragment),
+                "lang": r.hit.lang or None,
+                "fetched": r.hit.fetched,
+            }
+            for r in outcome.hits
+        ],
+    }
+
+
+def _opt_float(value: float | None) -> float | None:
+    return None if value is None else float(value)
+
+
+class SearchJSON(Response):
+    """``GET /search``'s body: :func:`response_body` through orjson (numpy numbers as numbers,
+    NaN and infinities as null, like the model's JSON)."""
+
+    media_type = "application/json"
+
+    def render(self, content: Any) -> bytes:
+        return orjson.dumps(content, option=orjson.OPT_SERIALIZE_NUMPY)
+
+
 def build_router(settings: Settings) -> APIRouter:
     router = APIRouter(tags=["search"])
 
     @router.get(
         "/search",
-        response_model=SearchResponse,
+        response_model=SearchResponse,  # the OpenAPI contract; the body is response_body's
+        response_class=SearchJSON,
         responses=error_responses(404),
         summary="Search: BM25F text similarity fused with PageRank or a topic's PageRank",
     )
@@ -119,12 +180,12 @@ def build_router(settings: Settings) -> APIRouter:
                               "(ISO 639-1, e.g. fr): its words are analysed so")
         ] = None,
         accept_language: Annotated[str | None, Header(include_in_schema=False)] = None,
-    ) -> SearchResponse:
+    ) -> Response:
         req = SearchRequest(
             q=q, k=k, offset=offset, topic=topic or None, site=site or None, explain=explain,
             snippets=snippets, lang=lang or None,
             lang_hint=(accept_language or "")[:LANG_MAX_CHARS] or None,
         )
-        return to_response(await engine.search(req), req)
+        return SearchJSON(response_body(await engine.search(req), req))
 
     return router
