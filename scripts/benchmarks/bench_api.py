@@ -73,6 +73,14 @@ def websift_serve(data: DataDir, cache_size: int | None, workers: int = 1) -> It
     ``cache_size``: the result cache's size (``WEBSIFT_RESULT_CACHE_SIZE``); None: the default.
     ``workers``: ``websift serve --workers`` (processes accepting on the one port).
     """
+    with websift_server(data, cache_size, workers) as (base, _pid):
+        yield base
+
+
+@contextmanager
+def websift_server(data: DataDir, cache_size: int | None,
+                   workers: int = 1) -> Iterator[tuple[str, int]]:
+    """:func:`websift_serve`, yielding its base URL and the server's process ID."""
     port = free_port()
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     if cache_size is not None:
@@ -96,7 +104,7 @@ def websift_serve(data: DataDir, cache_size: int | None, workers: int = 1) -> It
             if time.monotonic() > deadline:
                 raise SystemExit("websift serve did not become healthy")
             time.sleep(0.05)
-        yield base
+        yield base, proc.pid
     finally:
         proc.terminate()
         proc.wait(START_TIMEOUT)

@@ -725,6 +725,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="search without the deadline (the whole work of every query; the API "
                     "always passes its deadline)")
     ap.add_argument("--api-seconds", type=float, default=DEFAULT_API_SECONDS)
+    ap.add_argument("--api-workers", type=int, default=1,
+                    help="websift serve --workers for the load test (one process per core)")
     ap.add_argument("--tantivy-build", nargs=4, metavar=("TEXT", "DIR", "HEAP_MB", "THREADS"),
                     help=argparse.SUPPRESS)  # the child process that indexes with tantivy
     args = ap.parse_args(argv)
@@ -840,11 +842,12 @@ def main(argv: list[str] | None = None) -> int:
 
         t0 = time.perf_counter()
         texts = [q.text for q in queries]
-        with websift_serve(_DataDir.open(data), cache_size=0) as base:
+        with websift_serve(_DataDir.open(data), cache_size=0, workers=args.api_workers) as base:
             asyncio.run(load(base, texts, API_CLIENTS, min(API_WARMUP_SECONDS, args.api_seconds)))
             r = asyncio.run(load(base, texts, API_CLIENTS, args.api_seconds))
         errors = ", ".join(f"{k} {v}" for k, v in sorted(r.errors.items())) or "none"
-        api = (r.pct(50), r.pct(99), r.throughput, errors)
+        api = (r.pct(50), r.pct(99), r.throughput, f"{errors}; {args.api_workers} server "
+               f"process{'es' if args.api_workers > 1 else ''}")
         report.phase("api", time.perf_counter() - t0,
                      f"{len(r.latencies_ms)} requests, {r.throughput:.0f} req/s, errors {errors}")
 
