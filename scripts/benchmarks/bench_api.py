@@ -78,11 +78,12 @@ def websift_serve(data: DataDir, cache_size: int | None, workers: int = 1) -> It
 
 
 @contextmanager
-def websift_server(data: DataDir, cache_size: int | None,
-                   workers: int = 1) -> Iterator[tuple[str, int]]:
-    """:func:`websift_serve`, yielding its base URL and the server's process ID."""
+def websift_server(data: DataDir, cache_size: int | None, workers: int = 1,
+                   checkout: Path = ROOT) -> Iterator[tuple[str, int]]:
+    """:func:`websift_serve`, yielding its base URL and the server's process ID; ``checkout``:
+    the websift source tree it runs (another one: a before/after in the same run)."""
     port = free_port()
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "PYTHONPATH": str(checkout)}
     if cache_size is not None:
         env["WEBSIFT_RESULT_CACHE_SIZE"] = str(cache_size)
     proc = subprocess.Popen(

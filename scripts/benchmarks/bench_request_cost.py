@@ -21,11 +21,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import statistics
 import time
 from collections.abc import Callable
 from pathlib import Path
 
-from scripts.benchmarks.bench_api import load, websift_server
+from scripts.benchmarks.bench_api import ROOT, load, websift_server
 from scripts.benchmarks.bench_search_scale import (
     DEFAULT_CACHE,
     DEFAULT_SEED,
@@ -81,9 +82,11 @@ def in_process(data: DataDir, queries: list[str]) -> dict[str, float]:
     return {"bare": bare, "full": full, "model": model, "plain": plain}
 
 
-def over_http(data: DataDir, queries: list[str], seconds: float) -> tuple[float, float, float]:
-    """(CPU ms per request, requests/s, p99 ms) of ``websift serve`` under CLIENTS clients."""
-    with websift_server(data, cache_size=0) as (base, pid):
+def over_http(data: DataDir, queries: list[str], seconds: float, checkout: Path = ROOT
+              ) -> tuple[float, float, float]:
+    """(CPU ms per request, requests/s, p99 ms) of ``websift serve`` (of ``checkout``) under
+    CLIENTS clients."""
+    with websift_server(data, cache_size=0, checkout=checkout) as (base, pid):
         asyncio.run(load(base, queries, CLIENTS, min(10.0, seconds)))  # warm-up
         c0 = process_cpu_seconds(pid)
         r = asyncio.run(load(base, queries, CLIENTS, seconds))
@@ -99,6 +102,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cache", type=Path, default=DEFAULT_CACHE)
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--seconds", type=float, default=20.0, help="the HTTP load's length")
+    ap.add_argument("--against", type=Path, metavar="CHECKOUT",
+                    help="another websift source tree (e.g. a worktree of main): its server and "
+                    "this one's loaded in turn, ROUNDS times each, for a same-run ratio")
+    ap.add_argument("--rounds", type=int, default=2, help="turns each with --against")
     args = ap.parse_args(argv)
     params = CorpusParams(args.docs, max(1, args.docs // PAGES_PER_HOST), args.seed)
     corpus = read_corpus(args.cache / params.key(), params)
@@ -124,7 +131,28 @@ def main(argv: list[str] | None = None) -> int:
           f"| {http_ms:.2f} | 100% |")
     print(f"\nresponse JSON through the SearchResponse model instead: {ip['model']:.2f} ms "
           f"({ip['model'] / max(ip['plain'], 1e-9):.1f}x the plain path)")
+    if args.against is not None:
+        compare(data, queries, args.seconds, args.against, args.rounds)
     return 0
+
+
+def compare(data: DataDir, queries: list[str], seconds: float, against: Path,
+            rounds: int) -> None:
+    """This checkout's server and ``against``'s, in turn: CPU ms per request and req/s."""
+    figures: dict[Path, list[tuple[float, float, float]]] = {against: [], ROOT: []}
+    for _ in range(rounds):
+        for checkout, runs in figures.items():
+            runs.append(over_http(data, queries, seconds, checkout))
+    print(f"\nIn turn, {rounds} rounds of {seconds:.0f} s each ({CLIENTS} clients):")
+    print("| server | CPU ms per request | req/s | p99 ms |")
+    print("|---|---|---|---|")
+    for checkout, runs in figures.items():
+        cells = [" / ".join(f"{r[i]:.{2 if i == 0 else 0}f}" for r in runs) for i in range(3)]
+        print(f"| {checkout} | {cells[0]} | {cells[1]} | {cells[2]} |")
+    cpu = {c: statistics.median(r[0] for r in runs) for c, runs in figures.items()}
+    rps = {c: statistics.median(r[1] for r in runs) for c, runs in figures.items()}
+    print(f"\nthis / {against}: CPU per request {cpu[ROOT] / cpu[against]:.2f}x, "
+          f"req/s {rps[ROOT] / rps[against]:.2f}x (medians)")
 
 
 if __name__ == "__main__":
