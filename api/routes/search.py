@@ -9,6 +9,7 @@ from typing import Annotated, Any
 
 import orjson
 from fastapi import APIRouter, Depends, Header, Query, Request, Response
+from fastapi.responses import JSONResponse
 
 from websift.api.models import (
     SearchResponse,
@@ -126,11 +127,10 @@ def _opt_float(value: float | None) -> float | None:
     return None if value is None else float(value)
 
 
-class SearchJSON(Response):
+class SearchJSON(JSONResponse):
     """``GET /search``'s body: :func:`response_body` through orjson (numpy numbers as numbers,
-    NaN and infinities as null, like the model's JSON)."""
-
-    media_type = "application/json"
+    NaN and infinities as null, like the model's JSON).  A JSONResponse, so the OpenAPI
+    description keeps ``SearchResponse`` as the body's schema."""
 
     def render(self, content: Any) -> bytes:
         return orjson.dumps(content, option=orjson.OPT_SERIALIZE_NUMPY)
