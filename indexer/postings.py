@@ -53,6 +53,7 @@ POS_MASK = (1 << FIELD_SHIFT) - 1
 MERGE_RATIO = 8
 _POSITIONS = "\x00pos:"  # a cache key's prefix: the term's occurrences, not its postings
 _NO_PAIRS = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64))
+_NO_DOCS = np.zeros(0, dtype=np.int64)
 
 
 
@@ -379,19 +380,23 @@ class QueryPostings:
         """Live ordinals of segment ``si`` holding the phrase (terms at their offsets, one
         field), as a mask as long as the segment."""
         mask = np.zeros(len(self.store.segments[si].doc_ids), dtype=bool)
+        mask[self.phrase_docs(phrase, si)] = True
+        return mask
+
+    def phrase_docs(self, phrase: Phrase, si: int) -> np.ndarray:
+        """The live ordinals of segment ``si`` holding the phrase, ascending."""
         if not phrase.terms:
-            return mask
+            return _NO_DOCS
         lists: list[tuple[np.ndarray, int]] = []
         for term, offset in zip(phrase.terms, phrase.offsets, strict=True):
             p = self.get(term, si)
             if p is None:
-                return mask
+                return _NO_DOCS
             if len(phrase.terms) == 1:
-                mask[p.docs] = True
-                return mask
+                return p.docs
             lists.append((self.position_keys(p, si, term), offset))
-        mask[phrase_starts(lists) >> DOC_SHIFT] = True
-        return mask & self.store.live[si]
+        docs = unique_sorted(phrase_starts(lists) >> DOC_SHIFT)
+        return docs if self.store.all_live[si] else docs[self.store.live[si][docs]]
 
     def near(self, ka: np.ndarray, kb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`PostingStore.near` of two words' occurrence keys (of some documents)."""

@@ -56,13 +56,14 @@ from websift.indexer.languages import ENGLISH, analysis_language, query_language
 from websift.indexer.liveness import Shard, shard_live_masks
 from websift.indexer.manifest import Manifest, read_manifest, verify_segment
 from websift.indexer.manifest import current_generation as _manifest_generation
-from websift.indexer.postings import Norms, PostingStore, QueryPostings
+from websift.indexer.postings import Norms, PostingStore, QueryPostings, member
 from websift.indexer.query import ParsedQuery, parse_query, split_lang
 from websift.indexer.removal_masks import removal_masks
 from websift.indexer.segment import SegmentReader, query_settings
 from websift.indexer.settings import (
     DEFAULT_K,
     EXHAUSTIVE_MAX_DOCS,
+    EXHAUSTIVE_MAX_POSTINGS,
     FIELDS,
     FRAGMENT_CACHE_BYTES,
     LANG_MIN_SHARE,
@@ -70,6 +71,7 @@ from websift.indexer.settings import (
     N_FIELDS,
     QUERY_LANG_ALTERNATES,
     SITE_MASK_CACHE_BYTES,
+    SPARSE_SHARE,
     STOP_PAIR_MIN_IDF,
     TEXT_CACHE_BYTES,
     BM25FSettings,
@@ -459,7 +461,7 @@ class Searcher:
         nosite_masks = self._host_masks(tuple(pq.excluded_sites)) if pq.excluded_sites else None
         small = sum(len(seg.doc_ids) for seg in self.segments) < EXHAUSTIVE_MAX_DOCS
         unbounded = prior is not None and prior_bound is None
-        if site_only or request.exhaustive or small or unbounded:
+        if site_only or request.exhaustive or small or unbounded or self._few(terms, postings):
             found = self._score_all(units, pq, postings, idfs=idfs, pairs=pairs,
                                     site_masks=site_masks,
                                     nosite_masks=nosite_masks, site_only=site_only)
@@ -492,7 +494,9 @@ class Searcher:
                  else None)
         frag_ids = (self._fragments(segs[chosen], ords[chosen], idfs, postings)
                     if request.fragments else [None] * len(chosen))
-        for i, frag in zip(chosen, frag_ids, strict=True):
+        known_only = (np.isin(doc_ids[chosen], self.unfetched).tolist() if len(self.unfetched)
+                      else [False] * len(chosen))
+        for i, frag, linked in zip(chosen.tolist(), frag_ids, known_only, strict=True):
             si, o = int(segs[i]), int(ords[i])
             seg = self.segments[si]
             stored = seg.head(o)
@@ -506,7 +510,7 @@ class Searcher:
                 explain=self._explain(si, o, units, idfs, postings, n_docs=n_docs,
                                       pairs=pairs) if request.explain else None,
                 fragment=frag, lang=stored.get("lang", ""),
-                fetched=not bool(np.isin(doc_ids[i], self.unfetched))))
+                fetched=not linked))
         return results
 
     def _lang_prior(self, lang: str, prior: Prior | None, bound: float | None,
@@ -561,60 +565,166 @@ class Searcher:
                     others.append(self._analyzer(other))
         return text, qlang, self._analyzer(alang), others
 
+    def _few(self, terms: list[str], postings: QueryPostings) -> bool:
+        """Whether the query's lists hold at most EXHAUSTIVE_MAX_POSTINGS postings in all:
+        scoring each of them costs less than setting up the pruning's rounds."""
+        total = 0
+        for term in terms:
+            for si in range(len(self.segments)):
+                p = postings.get(term, si)
+                total += 0 if p is None else len(p.docs)
+            if total > EXHAUSTIVE_MAX_POSTINGS:
+                return False
+        return True
+
     def _score_all(self, units: list[tuple[str, ...]], pq: ParsedQuery,
                    postings: QueryPostings, *, idfs: dict[str, float],
                    pairs: list[tuple[str, str]], site_masks: list[np.ndarray] | None,
                    nosite_masks: list[np.ndarray] | None, site_only: bool
                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
         """Every match's (segment, ordinal, text score), every posting scored term-at-a-time
-        into arrays as long as each segment: the reference indexer/topk.py equals, and the
-        listing of a ``site:`` query without words."""
-        s = self.settings
+        into arrays as long as each segment (or, where the query's lists are short beside the
+        segment, over the matches alone: the same sums): the reference indexer/topk.py equals,
+        and the listing of a ``site:`` query without words."""
         cand_seg: list[np.ndarray] = []
         cand_ord: list[np.ndarray] = []
         cand_score: list[np.ndarray] = []
         for si, seg in enumerate(self.segments):
-            n = len(seg.doc_ids)
-            if n == 0:
+            if len(seg.doc_ids) == 0:
                 continue
-            score = np.zeros(n, dtype=np.float64)
-            matched = np.zeros(n, dtype=np.int32)
-            for unit in units:
-                hit = np.zeros(n, dtype=bool) if len(unit) > 1 else None
-                for term in unit:
-                    p = postings.get(term, si)
-                    if p is None or len(p.docs) == 0:
-                        continue
-                    score[p.docs] += idfs[term] * postings.saturated(p, si)
-                    if hit is None:
-                        matched[p.docs] += 1
-                    else:
-                        hit[p.docs] = True
-                if hit is not None:
-                    matched += hit
-            bonus = self._proximity(pairs, si, postings, idfs)
-            if bonus is not None:
-                score += bonus
-            # "site:host" alone lists the host's pages (text score 0, ordered by the prior).
-            cand = self.live[si].copy() if site_only else matched > 0
-            for phrase in pq.required:
-                cand &= postings.phrase_mask(phrase, si)
-            for phrase in pq.excluded:
-                cand &= ~postings.phrase_mask(phrase, si)
-            if site_masks is not None:
-                cand &= site_masks[si]
-            if nosite_masks is not None:
-                cand &= ~nosite_masks[si]
-            ords = np.flatnonzero(cand)
-            if len(ords) == 0:
-                continue
-            coord = (matched[ords] / max(len(units), 1)) ** s.coord_power
-            cand_seg.append(np.full(len(ords), si, dtype=np.int32))
-            cand_ord.append(ords)
-            cand_score.append(score[ords] * coord)
+            score = self._score_sparse if (
+                not site_only and self._sparse_fits(si, units, postings)) else self._score_dense
+            found = score(si, units, pq, postings, idfs=idfs, pairs=pairs,
+                          site_masks=site_masks, nosite_masks=nosite_masks, site_only=site_only)
+            if found is not None:
+                cand_seg.append(np.full(len(found[0]), si, dtype=np.int32))
+                cand_ord.append(found[0])
+                cand_score.append(found[1])
         if not cand_ord:
             return None
         return np.concatenate(cand_seg), np.concatenate(cand_ord), np.concatenate(cand_score)
+
+    def _score_dense(self, si: int, units: list[tuple[str, ...]], pq: ParsedQuery,
+                     postings: QueryPostings, *, idfs: dict[str, float],
+                     pairs: list[tuple[str, str]], site_masks: list[np.ndarray] | None,
+                     nosite_masks: list[np.ndarray] | None, site_only: bool
+                     ) -> tuple[np.ndarray, np.ndarray] | None:
+        """:meth:`_score_all` of one segment in arrays as long as it: (ordinals ascending,
+        text scores), or None without a match."""
+        s = self.settings
+        n = len(self.segments[si].doc_ids)
+        score = np.zeros(n, dtype=np.float64)
+        matched = np.zeros(n, dtype=np.int32)
+        for unit in units:
+            hit = np.zeros(n, dtype=bool) if len(unit) > 1 else None
+            for term in unit:
+                p = postings.get(term, si)
+                if p is None or len(p.docs) == 0:
+                    continue
+                score[p.docs] += idfs[term] * postings.saturated(p, si)
+                if hit is None:
+                    matched[p.docs] += 1
+                else:
+                    hit[p.docs] = True
+            if hit is not None:
+                matched += hit
+        bonus = self._proximity(pairs, si, postings, idfs)
+        if bonus is not None:
+            score += bonus
+        # "site:host" alone lists the host's pages (text score 0, ordered by the prior).
+        cand = self.live[si].copy() if site_only else matched > 0
+        for phrase in pq.required:
+            cand &= postings.phrase_mask(phrase, si)
+        for phrase in pq.excluded:
+            cand &= ~postings.phrase_mask(phrase, si)
+        if site_masks is not None:
+            cand &= site_masks[si]
+        if nosite_masks is not None:
+            cand &= ~nosite_masks[si]
+        ords = np.flatnonzero(cand)
+        if len(ords) == 0:
+            return None
+        coord = (matched[ords] / max(len(units), 1)) ** s.coord_power
+        return ords, score[ords] * coord
+
+    def _score_sparse(self, si: int, units: list[tuple[str, ...]], pq: ParsedQuery,
+                      postings: QueryPostings, *, idfs: dict[str, float],
+                      pairs: list[tuple[str, str]], site_masks: list[np.ndarray] | None,
+                      nosite_masks: list[np.ndarray] | None, site_only: bool = False
+                      ) -> tuple[np.ndarray, np.ndarray] | None:
+        """:meth:`_score_all` of one segment whose query lists are short beside it: the same
+        sums over the matches alone (the distinct ordinals of the lists), not over arrays as
+        long as the segment.  Each match's terms, then its pairs, are added in the same order
+        as there (``bincount`` adds its weights in input order), so every score is the same
+        float.  (ordinals ascending, text scores), or None without a match."""
+        s = self.settings
+        doc_parts: list[np.ndarray] = []
+        score_parts: list[np.ndarray] = []
+        unit_parts: list[np.ndarray] = []
+        for unit in units:
+            held: list[np.ndarray] = []
+            for term in unit:
+                p = postings.get(term, si)
+                if p is None or len(p.docs) == 0:
+                    continue
+                doc_parts.append(p.docs)
+                score_parts.append(idfs[term] * postings.saturated(p, si))
+                held.append(p.docs)
+            if held:
+                unit_parts.append(held[0] if len(held) == 1 else np.unique(np.concatenate(held)))
+        if not doc_parts:
+            return None
+        if len(doc_parts) == 1:
+            ords = doc_parts[0]
+            score = np.asarray(score_parts[0] + 0.0, dtype=np.float64)  # 0 + each score
+            matched = np.ones(len(ords), dtype=np.int64)
+        else:
+            ords, inv = np.unique(np.concatenate(doc_parts), return_inverse=True)
+            score = np.bincount(inv, weights=np.concatenate(score_parts),
+                                minlength=len(ords)).astype(np.float64, copy=False)
+            matched = np.bincount(np.searchsorted(ords, np.concatenate(unit_parts)),
+                                  minlength=len(ords)).astype(np.int64, copy=False)
+        if s.proximity_weight > 0 and pairs:
+            bonus = np.zeros(len(ords), dtype=np.float64)
+            for a, b in pairs:
+                docs, share = postings.near_pairs(a, b, si)
+                if len(docs):
+                    hit, j = member(docs, ords)
+                    bonus[j[hit]] += s.proximity_weight * min(idfs[a], idfs[b]) * share[hit]
+            score += bonus
+        keep = self._filter_sparse(si, ords, pq, postings, site_masks=site_masks,
+                                   nosite_masks=nosite_masks)
+        if not keep.all():
+            ords, score, matched = ords[keep], score[keep], matched[keep]
+        if len(ords) == 0:
+            return None
+        coord = (matched / max(len(units), 1)) ** s.coord_power
+        return ords, score * coord
+
+    def _sparse_fits(self, si: int, units: list[tuple[str, ...]], postings: QueryPostings
+                     ) -> bool:
+        """Whether the query's lists in segment ``si`` hold at most SPARSE_SHARE of its
+        documents (then :meth:`_score_sparse` sums its scores)."""
+        total = sum(len(p.docs) for u in units for t in u
+                    if (p := postings.get(t, si)) is not None)
+        return total <= SPARSE_SHARE * len(self.segments[si].doc_ids)
+
+    @staticmethod
+    def _filter_sparse(si: int, ords: np.ndarray, pq: ParsedQuery, postings: QueryPostings, *,
+                       site_masks: list[np.ndarray] | None,
+                       nosite_masks: list[np.ndarray] | None) -> np.ndarray:
+        """Which of the matches ``ords`` (of segment ``si``) pass the query's phrases and
+        ``site:`` filters (as :meth:`_score_all`'s masks)."""
+        keep = np.ones(len(ords), dtype=bool)
+        for phrase in pq.required:
+            keep &= member(ords, postings.phrase_docs(phrase, si))[0]
+        for phrase in pq.excluded:
+            keep &= ~member(ords, postings.phrase_docs(phrase, si))[0]
+        if site_masks is not None:
+            keep &= site_masks[si][ords]
+        if nosite_masks is not None:
+            keep &= ~nosite_masks[si][ords]
+        return keep
 
     def _fragments(self, segs: np.ndarray, ords: np.ndarray, idfs: dict[str, float],
                    postings: QueryPostings) -> list[str | None]:

@@ -272,8 +272,19 @@ PRUNE_VERIFY_MAX = 8192
 # arrays of at most this many scores per query, bounded, and faster in numpy than rounds of
 # pruning at that size (a 50,000-document Zipf index: 1.3-2x, noisy); no deadline needed.
 EXHAUSTIVE_MAX_DOCS = 65_536
+# So is a query whose lists hold at most this many postings in all, whatever the index's size:
+# below it every posting scored costs less than the pruning's rounds (its set-up for rare
+# words, its candidates' proximity checks for common ones): on a 100,000-page Zipf index
+# (scripts/benchmarks/bench_query_tail.py) three common words score in about 5 ms so, in
+# tens pruned.  A common word of a million pages is past it: pruned.
+EXHAUSTIVE_MAX_POSTINGS = 1 << 19
+# An exhaustive evaluation sums a segment's scores over the matches alone (sorted, no arrays
+# as long as the segment) when the query's lists there hold at most this share of its
+# documents: a query of rare words pays for its postings, not for the segment's size.
+SPARSE_SHARE = 0.125
 # A word's positions are decoded whole (and cached) when its list is at most this many times
-# the candidates asked about; longer lists give the candidates' positions only.
+# the candidates asked about (those of the query so far included); longer lists give the
+# candidates' positions only.
 PRUNE_WHOLE_LIST = 8
 # A cached list holding at least this share of its segment's documents also keeps a dense
 # map (ordinal -> its posting, int32: 4 bytes per document of the segment, so at most 16 per

@@ -90,6 +90,7 @@ def small_rounds() -> Iterator[None]:
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(topk, "PRUNE_FIRST_POSTINGS", 1)
         mp.setattr(searcher_module, "EXHAUSTIVE_MAX_DOCS", 0)  # small indexes prune too
+        mp.setattr(searcher_module, "EXHAUSTIVE_MAX_POSTINGS", -1)  # few postings too
         mp.setattr(topk, "PRUNE_VERIFY_FIRST", 2)
         yield
 
@@ -254,3 +255,25 @@ def test_the_prior_ranks_over_every_match_not_a_text_window(tmp_path: Path) -> N
     # A prior without a bound is added to every match: the same answer, every block read.
     unbounded = s.search(IndexQuery("needle", k=3, prior=prior, snippets=False))
     assert [h.doc_id for h in unbounded.hits] == [h.doc_id for h in want.hits]
+
+
+SPARSE_QUERIES = ["alpha", "kappa", "iota kappa", "alpha beta gamma", '"alpha beta"',
+                  'kappa "theta iota"', "theta -kappa", 'alpha -"beta gamma"',
+                  "iota site:a.example", "theta OR iota kappa", "eta -site:b.example"]
+
+
+@pytest.mark.parametrize("seed", [3, 11])
+def test_sparse_sums_equal_the_dense_ones(tmp_path: Path, seed: int) -> None:
+    """Summed over the matches alone (a segment whose lists are short beside it) or over
+    arrays as long as the segment: the same pages, the same float scores, the same count."""
+    s = _searcher(tmp_path, seed, 400)
+    for q in SPARSE_QUERIES:
+        answers = []
+        for share in (0.0, 1e9):  # never sparse, always sparse
+            with pytest.MonkeyPatch.context() as mp:
+                mp.setattr(searcher_module, "SPARSE_SHARE", share)
+                r = s.search(IndexQuery(q, k=20, snippets=False, exhaustive=True,
+                                        prior=_prior, prior_bound=W))
+            answers.append((r.total, [(h.doc_id, h.score, h.text_score) for h in r.hits]))
+        assert answers[0] == answers[1], q
+        assert answers[0][0] > 0, q  # every query matches pages
