@@ -41,6 +41,7 @@ from websift.indexer.settings import (
     FIELDS,
     N_FIELDS,
     PAIRS_CACHE_BYTES,
+    PHRASES_CACHE_BYTES,
     POSTINGS_CACHE_BYTES,
     BM25FSettings,
 )
@@ -212,13 +213,18 @@ class PostingStore:
             POSTINGS_CACHE_BYTES, nbytes)
         self.pairs: Cache[tuple[int, str, str], tuple[np.ndarray, np.ndarray]] = Cache(
             PAIRS_CACHE_BYTES, lambda v: 64 + v[0].nbytes + v[1].nbytes)
+        # (segment, a phrase's terms and offsets) -> its live ordinals there: a function of
+        # the words' occurrences alone (a phrase of common words costs a pass over their
+        # millions of keys), kept like a pair's proximity evidence.
+        self.phrases: Cache[tuple[int, tuple[str, ...], tuple[int, ...]], np.ndarray] = Cache(
+            PHRASES_CACHE_BYTES, lambda v: 64 + v.nbytes)
 
     def query(self, norms: Norms | None = None) -> QueryPostings:
         """A view for one query, scored under ``norms`` (None: the snapshot's own)."""
         return QueryPostings(self, norms)
 
     def caches(self) -> dict[str, Cache[Any, Any]]:
-        return {"postings": self.decoded, "pairs": self.pairs}
+        return {"postings": self.decoded, "pairs": self.pairs, "phrases": self.phrases}
 
     def close(self) -> None:
         self.segments = []
@@ -384,19 +390,28 @@ class QueryPostings:
         return mask
 
     def phrase_docs(self, phrase: Phrase, si: int) -> np.ndarray:
-        """The live ordinals of segment ``si`` holding the phrase, ascending."""
+        """The live ordinals of segment ``si`` holding the phrase, ascending (of several
+        words: kept in the snapshot's phrases cache)."""
         if not phrase.terms:
             return _NO_DOCS
+        if len(phrase.terms) == 1:
+            p = self.get(phrase.terms[0], si)
+            return _NO_DOCS if p is None else p.docs
+        key = (si, phrase.terms, phrase.offsets)
+        kept = self.store.phrases.get(key)
+        if kept is not None:
+            return kept
         lists: list[tuple[np.ndarray, int]] = []
         for term, offset in zip(phrase.terms, phrase.offsets, strict=True):
             p = self.get(term, si)
             if p is None:
                 return _NO_DOCS
-            if len(phrase.terms) == 1:
-                return p.docs
             lists.append((self.position_keys(p, si, term), offset))
         docs = unique_sorted(phrase_starts(lists) >> DOC_SHIFT)
-        return docs if self.store.all_live[si] else docs[self.store.live[si][docs]]
+        if not self.store.all_live[si]:
+            docs = docs[self.store.live[si][docs]]
+        self.store.phrases.put(key, docs)
+        return docs
 
     def near(self, ka: np.ndarray, kb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`PostingStore.near` of two words' occurrence keys (of some documents)."""

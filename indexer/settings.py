@@ -238,6 +238,7 @@ class BM25FSettings:
 # tens of milliseconds; a small index never fills it.
 POSTINGS_CACHE_BYTES = int(float(os.environ.get("WEBSIFT_POSTINGS_CACHE_MB", "1024")) * (1 << 20))
 PAIRS_CACHE_BYTES = 16 << 20  # proximity evidence of recent word pairs
+PHRASES_CACHE_BYTES = 16 << 20  # the pages holding recent phrases of several words
 TEXT_CACHE_BYTES = 32 << 20  # recent pages' texts (and their lower case), for snippets
 FRAGMENT_CACHE_BYTES = 16 << 20  # recent pages' fragments (and their keys' terms), for hits
 # Document masks of recent site: filters (one bool per document of each segment).  The keys
