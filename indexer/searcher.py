@@ -798,9 +798,9 @@ class Searcher:
         if len(self.segments) == 1:
             return np.asarray(self.segments[0].doc_ids[ords], dtype=np.int64)
         out = np.empty(len(ords), dtype=np.int64)
-        for si in np.unique(segs):
+        for si in np.flatnonzero(np.bincount(segs, minlength=len(self.segments))).tolist():
             sel = segs == si
-            out[sel] = self.segments[int(si)].doc_ids[ords[sel]]
+            out[sel] = self.segments[si].doc_ids[ords[sel]]
         return out
 
     def _explain(self, si: int, ordinal: int, units: list[tuple[str, ...]],
