@@ -62,6 +62,7 @@ from websift.indexer.removal_masks import removal_masks
 from websift.indexer.segment import SegmentReader, query_settings
 from websift.indexer.settings import (
     DEFAULT_K,
+    EXHAUSTIVE_COLD_POSTINGS,
     EXHAUSTIVE_MAX_DOCS,
     EXHAUSTIVE_MAX_POSTINGS,
     FIELDS,
@@ -461,7 +462,8 @@ class Searcher:
         nosite_masks = self._host_masks(tuple(pq.excluded_sites)) if pq.excluded_sites else None
         small = sum(len(seg.doc_ids) for seg in self.segments) < EXHAUSTIVE_MAX_DOCS
         unbounded = prior is not None and prior_bound is None
-        if site_only or request.exhaustive or small or unbounded or self._few(terms, postings):
+        few = self._few(terms, postings, pairs, pq, timed=request.deadline is not None)
+        if site_only or request.exhaustive or small or unbounded or few:
             found = self._score_all(units, pq, postings, idfs=idfs, pairs=pairs,
                                     site_masks=site_masks,
                                     nosite_masks=nosite_masks, site_only=site_only)
@@ -565,9 +567,13 @@ class Searcher:
                     others.append(self._analyzer(other))
         return text, qlang, self._analyzer(alang), others
 
-    def _few(self, terms: list[str], postings: QueryPostings) -> bool:
-        """Whether the query's lists hold at most EXHAUSTIVE_MAX_POSTINGS postings in all:
-        scoring each of them costs less than setting up the pruning's rounds."""
+    def _few(self, terms: list[str], postings: QueryPostings, pairs: list[tuple[str, str]],
+             pq: ParsedQuery, *, timed: bool) -> bool:
+        """Whether every posting of the query is cheaper to score than the pruning's rounds:
+        its lists hold at most EXHAUSTIVE_MAX_POSTINGS in all, and (``timed``: the search has a
+        deadline, which the exhaustive path does not watch) past EXHAUSTIVE_COLD_POSTINGS only
+        when the occurrences its pairs and phrases need are decoded whole already (the first
+        query of common words decodes them, in the pruned path, under its deadline)."""
         total = 0
         for term in terms:
             for si in range(len(self.segments)):
@@ -575,7 +581,12 @@ class Searcher:
                 total += 0 if p is None else len(p.docs)
             if total > EXHAUSTIVE_MAX_POSTINGS:
                 return False
-        return True
+        if not timed or total <= EXHAUSTIVE_COLD_POSTINGS:
+            return True
+        placed = {t for ab in pairs for t in ab} | {
+            t for ph in [*pq.required, *pq.excluded] if len(ph.terms) > 1 for t in ph.terms}
+        return all(postings.has_position_keys(t, si) for t in placed
+                   for si in range(len(self.segments)) if postings.get(t, si) is not None)
 
     def _score_all(self, units: list[tuple[str, ...]], pq: ParsedQuery,
                    postings: QueryPostings, *, idfs: dict[str, float],

@@ -279,6 +279,10 @@ EXHAUSTIVE_MAX_DOCS = 65_536
 # (scripts/benchmarks/bench_query_tail.py) three common words score in about 5 ms so, in
 # tens pruned.  A common word of a million pages is past it: pruned.
 EXHAUSTIVE_MAX_POSTINGS = 1 << 19
+# ... but a search with a deadline (every request's) past this many takes the pruned path,
+# which watches it, until the occurrences its word pairs and phrases need are decoded whole
+# (a first query of three common words at 100,000 pages decodes millions of them).
+EXHAUSTIVE_COLD_POSTINGS = 32_768
 # An exhaustive evaluation sums a segment's scores over the matches alone (sorted, no arrays
 # as long as the segment) when the query's lists there hold at most this share of its
 # documents: a query of rare words pays for its postings, not for the segment's size.

@@ -277,3 +277,27 @@ def test_sparse_sums_equal_the_dense_ones(tmp_path: Path, seed: int) -> None:
             answers.append((r.total, [(h.doc_id, h.score, h.text_score) for h in r.hits]))
         assert answers[0] == answers[1], q
         assert answers[0][0] > 0, q  # every query matches pages
+
+
+def test_a_timed_query_of_many_postings_is_pruned_until_its_positions_are_decoded(
+        tmp_path: Path) -> None:
+    """Few postings in all: every one is scored (no blocks).  With a deadline and more than
+    EXHAUSTIVE_COLD_POSTINGS, the pruned path (which watches the deadline) serves until the
+    pairs' occurrences are decoded whole; then every posting is scored, the same answer."""
+    s = _searcher(tmp_path, 17, 400)
+    q = "alpha beta"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(searcher_module, "EXHAUSTIVE_MAX_POSTINGS", 1 << 19)
+        mp.setattr(searcher_module, "EXHAUSTIVE_COLD_POSTINGS", 0)
+        untimed = IndexQuery(q, k=5, snippets=False)
+        timed = IndexQuery(q, k=5, snippets=False, deadline=time.monotonic() + 600.0)
+        first = s.search(timed)
+        assert first.blocks > 0  # pruned: positions not decoded yet
+        for term in ("alpha", "beta"):  # the untimed search decodes them whole
+            assert not all(s.postings.query().has_position_keys(term, si) for si in range(2))
+        every = s.search(untimed)
+        assert every.blocks == 0 and every.total_exact
+        again = s.search(timed)
+        assert again.blocks == 0
+        assert [h.doc_id for h in first.hits] == [h.doc_id for h in every.hits] == [
+            h.doc_id for h in again.hits]
