@@ -469,9 +469,8 @@ class Searcher:
                                     nosite_masks=nosite_masks, site_only=site_only)
             if found is None:
                 return results
-            segs, ords, text = found
+            segs, ords, text, doc_ids = found
             results.total = len(text)
-            doc_ids = self._doc_ids(segs, ords)
             prior_scores = (np.asarray(prior(doc_ids), dtype=np.float64) if prior is not None
                             else np.zeros(len(doc_ids)))
         else:
@@ -592,14 +591,15 @@ class Searcher:
                    postings: QueryPostings, *, idfs: dict[str, float],
                    pairs: list[tuple[str, str]], site_masks: list[np.ndarray] | None,
                    nosite_masks: list[np.ndarray] | None, site_only: bool
-                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-        """Every match's (segment, ordinal, text score), every posting scored term-at-a-time
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+        """Every match's (segment, ordinal, text score, URL ID), every posting scored term-at-a-time
         into arrays as long as each segment (or, where the query's lists are short beside the
         segment, over the matches alone: the same sums): the reference indexer/topk.py equals,
         and the listing of a ``site:`` query without words."""
         cand_seg: list[np.ndarray] = []
         cand_ord: list[np.ndarray] = []
         cand_score: list[np.ndarray] = []
+        cand_id: list[np.ndarray] = []
         for si, seg in enumerate(self.segments):
             if len(seg.doc_ids) == 0:
                 continue
@@ -611,9 +611,11 @@ class Searcher:
                 cand_seg.append(np.full(len(found[0]), si, dtype=np.int32))
                 cand_ord.append(found[0])
                 cand_score.append(found[1])
+                cand_id.append(np.asarray(seg.doc_ids[found[0]], dtype=np.int64))
         if not cand_ord:
             return None
-        return np.concatenate(cand_seg), np.concatenate(cand_ord), np.concatenate(cand_score)
+        return (np.concatenate(cand_seg), np.concatenate(cand_ord), np.concatenate(cand_score),
+                np.concatenate(cand_id))
 
     def _score_dense(self, si: int, units: list[tuple[str, ...]], pq: ParsedQuery,
                      postings: QueryPostings, *, idfs: dict[str, float],
