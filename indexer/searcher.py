@@ -62,7 +62,7 @@ from websift.indexer.removal_masks import removal_masks
 from websift.indexer.segment import SegmentReader, query_settings
 from websift.indexer.settings import (
     DEFAULT_K,
-    EXHAUSTIVE_COLD_POSTINGS,
+    EXHAUSTIVE_FEW_POSTINGS,
     EXHAUSTIVE_MAX_DOCS,
     EXHAUSTIVE_MAX_POSTINGS,
     FIELDS,
@@ -568,11 +568,13 @@ class Searcher:
 
     def _few(self, terms: list[str], postings: QueryPostings, pairs: list[tuple[str, str]],
              pq: ParsedQuery, *, timed: bool) -> bool:
-        """Whether every posting of the query is cheaper to score than the pruning's rounds:
-        its lists hold at most EXHAUSTIVE_MAX_POSTINGS in all, and (``timed``: the search has a
-        deadline, which the exhaustive path does not watch) past EXHAUSTIVE_COLD_POSTINGS only
-        when the occurrences its pairs and phrases need are decoded whole already (the first
-        query of common words decodes them, in the pruned path, under its deadline)."""
+        """Whether scoring every posting costs less than the pruning's rounds: the query's
+        lists hold at most EXHAUSTIVE_FEW_POSTINGS in all (its set-up outweighs them); or at
+        most EXHAUSTIVE_MAX_POSTINGS and the query places words (proximity pairs, phrases),
+        whose checks the pruning makes candidate by candidate while a query of common words
+        leaves most candidates open, once the occurrences they need are decoded whole, or
+        before that without a deadline (``timed``; the exhaustive path does not watch one:
+        the pruned path serves the first such query and decodes them)."""
         total = 0
         for term in terms:
             for si in range(len(self.segments)):
@@ -580,12 +582,16 @@ class Searcher:
                 total += 0 if p is None else len(p.docs)
             if total > EXHAUSTIVE_MAX_POSTINGS:
                 return False
-        if not timed or total <= EXHAUSTIVE_COLD_POSTINGS:
+        if total <= EXHAUSTIVE_FEW_POSTINGS:
             return True
-        placed = {t for ab in pairs for t in ab} | {
-            t for ph in [*pq.required, *pq.excluded] if len(ph.terms) > 1 for t in ph.terms}
-        return all(postings.has_position_keys(t, si) for t in placed
-                   for si in range(len(self.segments)) if postings.get(t, si) is not None)
+        placed = {t for ab in pairs for t in ab} if self.settings.proximity_weight > 0 else set()
+        placed |= {t for ph in [*pq.required, *pq.excluded] if len(ph.terms) > 1
+                   for t in ph.terms}
+        if not placed:
+            return False  # one word, or words apart: block-max pruning skips most blocks
+        return not timed or all(postings.has_position_keys(t, si) for t in placed
+                                for si in range(len(self.segments))
+                                if postings.get(t, si) is not None)
 
     def _score_all(self, units: list[tuple[str, ...]], pq: ParsedQuery,
                    postings: QueryPostings, *, idfs: dict[str, float],

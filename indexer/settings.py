@@ -273,16 +273,17 @@ PRUNE_VERIFY_MAX = 8192
 # arrays of at most this many scores per query, bounded, and faster in numpy than rounds of
 # pruning at that size (a 50,000-document Zipf index: 1.3-2x, noisy); no deadline needed.
 EXHAUSTIVE_MAX_DOCS = 65_536
-# So is a query whose lists hold at most this many postings in all, whatever the index's size:
-# below it every posting scored costs less than the pruning's rounds (its set-up for rare
-# words, its candidates' proximity checks for common ones): on a 100,000-page Zipf index
-# (scripts/benchmarks/bench_query_tail.py) three common words score in about 5 ms so, in
-# tens pruned.  A common word of a million pages is past it: pruned.
+# So is a query whose lists hold at most this many postings in all, whatever the index's size
+# (rare words): summed over its matches alone (SPARSE_SHARE), they cost less than the pruning's
+# set-up of rounds and bounds.
+EXHAUSTIVE_FEW_POSTINGS = 32_768
+# ... and, up to this many, a query that places words (proximity pairs, phrases) once the
+# occurrences they need are decoded whole (or at once without a deadline): of common words, its
+# candidates' proximity stays open for most pages and the pruning checks them batch by batch;
+# on a 100,000-page Zipf index (scripts/benchmarks/bench_query_tail.py) two or three common
+# words score in about 5-10 ms so, in tens to hundreds pruned.  One common word alone is
+# pruned (block-max skips nearly every block), and so is a common word of a million pages.
 EXHAUSTIVE_MAX_POSTINGS = 1 << 19
-# ... but a search with a deadline (every request's) past this many takes the pruned path,
-# which watches it, until the occurrences its word pairs and phrases need are decoded whole
-# (a first query of three common words at 100,000 pages decodes millions of them).
-EXHAUSTIVE_COLD_POSTINGS = 32_768
 # An exhaustive evaluation sums a segment's scores over the matches alone (sorted, no arrays
 # as long as the segment) when the query's lists there hold at most this share of its
 # documents: a query of rare words pays for its postings, not for the segment's size.

@@ -281,14 +281,14 @@ def test_sparse_sums_equal_the_dense_ones(tmp_path: Path, seed: int) -> None:
 
 def test_a_timed_query_of_many_postings_is_pruned_until_its_positions_are_decoded(
         tmp_path: Path) -> None:
-    """Few postings in all: every one is scored (no blocks).  With a deadline and more than
-    EXHAUSTIVE_COLD_POSTINGS, the pruned path (which watches the deadline) serves until the
-    pairs' occurrences are decoded whole; then every posting is scored, the same answer."""
+    """Words placed together (a proximity pair) past EXHAUSTIVE_FEW_POSTINGS: with a deadline
+    the pruned path (which watches it) serves until the pair's occurrences are decoded whole;
+    then every posting is scored, the same answer.  One word alone is pruned."""
     s = _searcher(tmp_path, 17, 400)
     q = "alpha beta"
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(searcher_module, "EXHAUSTIVE_MAX_POSTINGS", 1 << 19)
-        mp.setattr(searcher_module, "EXHAUSTIVE_COLD_POSTINGS", 0)
+        mp.setattr(searcher_module, "EXHAUSTIVE_FEW_POSTINGS", 0)
         untimed = IndexQuery(q, k=5, snippets=False)
         timed = IndexQuery(q, k=5, snippets=False, deadline=time.monotonic() + 600.0)
         first = s.search(timed)
@@ -301,3 +301,4 @@ def test_a_timed_query_of_many_postings_is_pruned_until_its_positions_are_decode
         assert again.blocks == 0
         assert [h.doc_id for h in first.hits] == [h.doc_id for h in every.hits] == [
             h.doc_id for h in again.hits]
+        assert s.search(IndexQuery("alpha", k=5, snippets=False)).blocks > 0
