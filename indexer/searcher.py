@@ -610,7 +610,8 @@ class Searcher:
             if len(seg.doc_ids) == 0:
                 continue
             score = self._score_sparse if (
-                not site_only and self._sparse_fits(si, units, postings)) else self._score_dense
+                not site_only and self._sparse_fits(si, units, postings, bool(pq.required))
+            ) else self._score_dense
             found = score(si, units, pq, postings, idfs=idfs, pairs=pairs,
                           site_masks=site_masks, nosite_masks=nosite_masks, site_only=site_only)
             if found is not None:
@@ -671,38 +672,19 @@ class Searcher:
                       pairs: list[tuple[str, str]], site_masks: list[np.ndarray] | None,
                       nosite_masks: list[np.ndarray] | None, site_only: bool = False
                       ) -> tuple[np.ndarray, np.ndarray] | None:
-        """:meth:`_score_all` of one segment whose query lists are short beside it: the same
-        sums over the matches alone (the distinct ordinals of the lists), not over arrays as
-        long as the segment.  Each match's terms, then its pairs, are added in the same order
-        as there (``bincount`` adds its weights in input order), so every score is the same
+        """:meth:`_score_all` of one segment whose query lists are short beside it, or whose
+        matches must hold a phrase: the same sums over the matches alone (the distinct
+        ordinals of the lists, or the pages holding the phrases), not over arrays as long as
+        the segment.  Each match's terms, then its pairs, are added in the same order as
+        there (``bincount`` adds its weights in input order), so every score is the same
         float.  (ordinals ascending, text scores), or None without a match."""
         s = self.settings
-        doc_parts: list[np.ndarray] = []
-        score_parts: list[np.ndarray] = []
-        unit_parts: list[np.ndarray] = []
-        for unit in units:
-            held: list[np.ndarray] = []
-            for term in unit:
-                p = postings.get(term, si)
-                if p is None or len(p.docs) == 0:
-                    continue
-                doc_parts.append(p.docs)
-                score_parts.append(idfs[term] * postings.saturated(p, si))
-                held.append(p.docs)
-            if held:
-                unit_parts.append(held[0] if len(held) == 1 else np.unique(np.concatenate(held)))
-        if not doc_parts:
+        sums = (self._sums_within(si, self._phrase_holders(si, pq, postings), units, postings,
+                                  idfs) if pq.required
+                else self._sums_over_lists(si, units, postings, idfs))
+        if sums is None:
             return None
-        if len(doc_parts) == 1:
-            ords = doc_parts[0]
-            score = np.asarray(score_parts[0] + 0.0, dtype=np.float64)  # 0 + each score
-            matched = np.ones(len(ords), dtype=np.int64)
-        else:
-            ords, inv = np.unique(np.concatenate(doc_parts), return_inverse=True)
-            score = np.bincount(inv, weights=np.concatenate(score_parts),
-                                minlength=len(ords)).astype(np.float64, copy=False)
-            matched = np.bincount(np.searchsorted(ords, np.concatenate(unit_parts)),
-                                  minlength=len(ords)).astype(np.int64, copy=False)
+        ords, score, matched = sums
         if s.proximity_weight > 0 and pairs:
             bonus = np.zeros(len(ords), dtype=np.float64)
             for a, b in pairs:
@@ -720,10 +702,78 @@ class Searcher:
         coord = (matched / max(len(units), 1)) ** s.coord_power
         return ords, score * coord
 
-    def _sparse_fits(self, si: int, units: list[tuple[str, ...]], postings: QueryPostings
-                     ) -> bool:
-        """Whether the query's lists in segment ``si`` hold at most SPARSE_SHARE of its
-        documents (then :meth:`_score_sparse` sums its scores)."""
+    @staticmethod
+    def _sums_over_lists(si: int, units: list[tuple[str, ...]], postings: QueryPostings,
+                         idfs: dict[str, float]
+                         ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """(the ordinals in any of the query's lists, their BM25F sums, units matched)."""
+        doc_parts: list[np.ndarray] = []
+        score_parts: list[np.ndarray] = []
+        unit_parts: list[np.ndarray] = []
+        for unit in units:
+            held: list[np.ndarray] = []
+            for term in unit:
+                p = postings.get(term, si)
+                if p is None or len(p.docs) == 0:
+                    continue
+                doc_parts.append(p.docs)
+                score_parts.append(idfs[term] * postings.saturated(p, si))
+                held.append(p.docs)
+            if held:
+                unit_parts.append(held[0] if len(held) == 1 else np.unique(np.concatenate(held)))
+        if not doc_parts:
+            return None
+        if len(doc_parts) == 1:  # 0 + each posting's score
+            return (doc_parts[0], np.asarray(score_parts[0] + 0.0, dtype=np.float64),
+                    np.ones(len(doc_parts[0]), dtype=np.int64))
+        ords, inv = np.unique(np.concatenate(doc_parts), return_inverse=True)
+        score = np.bincount(inv, weights=np.concatenate(score_parts),
+                            minlength=len(ords)).astype(np.float64, copy=False)
+        matched = np.bincount(np.searchsorted(ords, np.concatenate(unit_parts)),
+                              minlength=len(ords)).astype(np.int64, copy=False)
+        return ords, score, matched
+
+    @staticmethod
+    def _sums_within(si: int, ords: np.ndarray, units: list[tuple[str, ...]],
+                     postings: QueryPostings, idfs: dict[str, float]
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """(those of ``ords`` in any of the query's lists, their BM25F sums, units matched),
+        each list probed for ``ords`` (sorted live ordinals of segment ``si``)."""
+        score = np.zeros(len(ords), dtype=np.float64)
+        matched = np.zeros(len(ords), dtype=np.int64)
+        for unit in units:
+            any_hit = np.zeros(len(ords), dtype=bool) if len(unit) > 1 else None
+            for term in unit:
+                p = postings.get(term, si)
+                if p is None or len(p.docs) == 0:
+                    continue
+                hit, j = p.find(ords)
+                score[hit] += idfs[term] * postings.saturated(p, si)[j[hit]]
+                if any_hit is None:
+                    matched += hit
+                else:
+                    any_hit |= hit
+            if any_hit is not None:
+                matched += any_hit
+        keep = matched > 0
+        if not keep.any():
+            return None
+        return ords[keep], score[keep], matched[keep]
+
+    @staticmethod
+    def _phrase_holders(si: int, pq: ParsedQuery, postings: QueryPostings) -> np.ndarray:
+        """The live ordinals of segment ``si`` holding every phrase the query requires."""
+        held = postings.phrase_docs(pq.required[0], si)
+        for phrase in pq.required[1:]:
+            held = held[member(held, postings.phrase_docs(phrase, si))[0]]
+        return held
+
+    def _sparse_fits(self, si: int, units: list[tuple[str, ...]], postings: QueryPostings,
+                     pq_required: bool) -> bool:
+        """Whether the query requires a phrase, or its lists in segment ``si`` hold at most
+        SPARSE_SHARE of its documents (then :meth:`_score_sparse` sums its scores)."""
+        if pq_required:
+            return True  # the pages holding the phrases: at most the segment's
         total = sum(len(p.docs) for u in units for t in u
                     if (p := postings.get(t, si)) is not None)
         return total <= SPARSE_SHARE * len(self.segments[si].doc_ids)

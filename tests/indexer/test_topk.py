@@ -264,14 +264,15 @@ SPARSE_QUERIES = ["alpha", "kappa", "iota kappa", "alpha beta gamma", '"alpha be
 
 @pytest.mark.parametrize("seed", [3, 11])
 def test_sparse_sums_equal_the_dense_ones(tmp_path: Path, seed: int) -> None:
-    """Summed over the matches alone (a segment whose lists are short beside it) or over
-    arrays as long as the segment: the same pages, the same float scores, the same count."""
+    """Summed over the matches alone (a segment whose lists are short beside it, or over the
+    pages holding a required phrase) or over arrays as long as the segment: the same pages,
+    the same float scores, the same count."""
     s = _searcher(tmp_path, seed, 400)
     for q in SPARSE_QUERIES:
         answers = []
-        for share in (0.0, 1e9):  # never sparse, always sparse
+        for sparse in (False, True):  # never, always (phrases: their pages' sums)
             with pytest.MonkeyPatch.context() as mp:
-                mp.setattr(searcher_module, "SPARSE_SHARE", share)
+                mp.setattr(Searcher, "_sparse_fits", lambda *_a, _s=sparse: _s)
                 r = s.search(IndexQuery(q, k=20, snippets=False, exhaustive=True,
                                         prior=_prior, prior_bound=W))
             answers.append((r.total, [(h.doc_id, h.score, h.text_score) for h in r.hits]))
