@@ -6,8 +6,8 @@ one (and its explain and fragments, indexer/searcher.py) and the pruned top-k on
 (indexer/topk.py).  Two levels:
 
 * :class:`PostingStore`, one per snapshot: the segments, their live masks
-  (indexer/liveness.py) and the caches of decoded lists and of near pairs, bounded by bytes
-  (indexer/settings.py) and shared by the threads searching the snapshot.  Its segments never
+  (indexer/liveness.py) and the caches of decoded lists, of near pairs and of phrases' pages,
+  bounded by bytes (indexer/settings.py) and shared by the threads searching the snapshot.  Its segments never
   change, so neither does anything it caches.
 * :class:`QueryPostings`, one per query: the lists the query has looked up (a list evicted from
   the shared cache mid-query stays the same for the query) and the field coefficients it is
