@@ -145,12 +145,11 @@ def test_a_batch_sqlite_rolled_back_commits_nothing_more(tmp_path: Path) -> None
                 frontier.take(uid)
                 store.update_page(uid, status=FETCHED)
                 frontier.dirty.update(frontier.read(uid, ids[2:4]))
-        store._conn.execute("ROLLBACK")  # noqa: SLF001 - SQLite's own rollback of the batch
-        with pytest.raises(BatchLost):
-            with batch.step():
-                frontier.take(ids[2])
-                store.update_page(ids[2], status=FETCHED)
-                frontier.dirty.update(frontier.read(ids[2], ids[4:]))
+        store._conn.execute("ROLLBACK")  # what SQLite does itself after a full disk
+        with pytest.raises(BatchLost), batch.step():
+            frontier.take(ids[2])
+            store.update_page(ids[2], status=FETCHED)
+            frontier.dirty.update(frontier.read(ids[2], ids[4:]))
         with pytest.raises(BatchLost):
             batch.commit()
         assert not store.in_transaction and batch.commits == 0
