@@ -19,18 +19,14 @@ cash apart from the virtual page's, whose cash the batch's commit writes.
 
 from __future__ import annotations
 
-import sqlite3
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from websift.crawler import settings as S
 from websift.store.crawl_store import CrawlStore
+from websift.store.errors import BatchLost
 from websift.store.warc import WarcWriterFile
-
-
-class BatchLost(sqlite3.OperationalError):
-    """The open batch was rolled back by SQLite after a write error (module doc)."""
 
 
 class GroupCommit:

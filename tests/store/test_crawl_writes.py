@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 
 from websift.crawler.frontier import Frontier
-from websift.crawler.groupcommit import BatchLost, GroupCommit
+from websift.crawler.groupcommit import GroupCommit
 from websift.store.crawl_store import CrawlStore
+from websift.store.errors import BatchLost
 from websift.store.schema import (
     FETCHED,
     META_CLOCK,
