@@ -11,7 +11,8 @@ how many bytes merges write.
    which the generated vocabulary never makes) and served by nginx on loopback.
 2. The crawl alone: ``websift crawl --continuous`` for ``--alone`` seconds (default a quarter
    of ``--minutes``) into a data directory of its own (no delay, 2 requests in flight per
-   host, ``--min-refetch-interval REFETCH``), User-Agent ``websift-alone/1``.
+   host, ``--min-refetch-interval`` ``--refetch`` (60 s), ``--discovery-share`` when given),
+   User-Agent ``websift-alone/1``.
 3. ``websift up`` from the same seeds, the same crawl settings, into another data directory
    (the indexer with ``--index-procs`` workers, ranking every 10 minutes, one server) for
    ``--minutes``, User-Agent ``websift-up/1``; then SIGTERM (its exit status is checked).
@@ -216,9 +217,12 @@ def env() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": str(REPO)}
 
 
-def crawl_args(web: Web, agent: str) -> list[str]:
+def crawl_args(web: Web, agent: str, args: argparse.Namespace) -> list[str]:
+    share = [] if args.discovery_share is None else ["--discovery-share",
+                                                     str(args.discovery_share)]
     return [*web.seeds(), "--allow-private", "--delay", "0", "--concurrency-per-host",
-            str(CONCURRENCY), "--user-agent", agent, "--min-refetch-interval", str(REFETCH)]
+            str(CONCURRENCY), "--user-agent", agent, "--min-refetch-interval",
+            str(args.refetch), *share]
 
 
 def rate(ends: list[float], window: float) -> tuple[float, int]:
@@ -431,7 +435,7 @@ def run_up(web: Web, server: Nginx, data: Path, args: argparse.Namespace,
         up = subprocess.Popen(
             [sys.executable, "-m", "websift", "up", "--data", str(data), "--port", str(port),
              "--rank-every", "10m", "--procs", str(args.index_procs), "--quiet",
-             *crawl_args(web, UP_AGENT)],
+             *crawl_args(web, UP_AGENT, args)],
             env=env(), cwd=REPO, stdout=log, stderr=log)
     probe = Probe(tail, port, edits)
     queries = Queries(port, web_words(web))
@@ -499,6 +503,11 @@ def main() -> int:
     parser.add_argument("--idle", type=number(float, low=5), default=IDLE)
     parser.add_argument("--index-procs", type=number(int, low=1), default=INDEX_PROCS,
                         help="the indexer's worker processes under up (websift up --procs)")
+    parser.add_argument("--refetch", type=number(float, low=1), default=REFETCH,
+                        help="both crawls' --min-refetch-interval, seconds")
+    parser.add_argument("--discovery-share", type=number(float, low=0, high=1), default=None,
+                        help="both crawls' --discovery-share (default: the crawler's): lower "
+                        "gives refresh, so the changed pages, more of OPIC's cash")
     parser.add_argument("--root", type=Path, default=None)
     parser.add_argument("--port", type=number(int, low=1, high=65535), default=PORT,
                         help="the generated web's port on its loopback addresses")
@@ -519,7 +528,7 @@ def main() -> int:
             alone = subprocess.run(
                 [sys.executable, "-m", "websift", "crawl", "--continuous", "--duration",
                  str(alone_s), "--quiet", "--data", str(run_dir / "alone"),
-                 *crawl_args(web, ALONE_AGENT)], env=env(), cwd=REPO, check=False)
+                 *crawl_args(web, ALONE_AGENT, args)], env=env(), cwd=REPO, check=False)
             if alone.returncode != 0:
                 raise SystemExit(f"the crawl alone failed ({alone.returncode})")
             alone_ends = [h.end for h in tail.read()
