@@ -37,5 +37,5 @@ def test_index_imports_neither_the_crawler_nor_the_http_server() -> None:
                          check=True).stdout.split()
     assert "websift.indexer.commands" in out
     for heavy in ("scrapy", "fastapi", "uvicorn", "websift.crawler.commands",
-                  "websift.api.up_command", "websift.api.commands"):
+                  "websift.api.up_command", "websift.api.commands", "warcio"):
         assert heavy not in out, heavy
