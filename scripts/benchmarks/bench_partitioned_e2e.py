@@ -45,6 +45,7 @@ from websift.core.arguments import number
 from websift.core.datadir import DataDir
 from websift.indexer.manifest import read_manifest
 from websift.indexer.segment import SegmentReader
+from websift.ranking.ranks import Ranks
 from websift.store.views import StoreReader
 
 REPO = Path(__file__).resolve().parents[2]
@@ -55,6 +56,9 @@ QUERIES = 300
 SEED = 1
 TOKEN = "bench-partitioned-e2e"  # the shard servers' secret (WEBSIFT_SHARD_TOKEN), loopback
 READY_SECONDS = 60.0
+# the front waits this long for a shard: the comparison is of answers, not of speed, on a
+# machine the crawlers and servers share
+SHARD_TIMEOUT_MS = 10_000
 TAIL_CHARS = 2000
 WORD = re.compile(r"[a-z]{3,}")
 
@@ -105,6 +109,14 @@ def serving(args: list[str], log: Path) -> Iterator[str]:
 def fetched_urls(data: Path) -> set[str]:
     with StoreReader.open(DataDir.open(data).store_path) as store:
         return {p.url for p in store.pages("fetched")}
+
+
+def pagerank_by_url(data: Path) -> dict[str, float]:
+    """URL -> its PageRank in the data directory's current ranks generation."""
+    d = DataDir.open(data)
+    ranks = Ranks.open(d)
+    with StoreReader.open(d.store_path) as store:
+        return {url: float(ranks.pagerank[uid]) for uid, url in store.urls()}
 
 
 def draw_queries(data: Path, n: int, seed: int) -> list[str]:
@@ -171,6 +183,12 @@ def run(args: argparse.Namespace) -> int:
                 for d in shards:
                     websift("rank", "--quiet", "--data", str(d))
             websift("rank", "--quiet", "--data", str(peer))
+            pr_one = pagerank_by_url(peer)
+            pr_shards: dict[str, float] = {}
+            for d in shards:  # a URL several shards know has one value (the global vector)
+                pr_shards.update(pagerank_by_url(d))
+            common = pr_one.keys() & pr_shards.keys()
+            l1 = sum(abs(pr_one[u] - pr_shards[u]) for u in common)
             print("indexing: the peer, and each shard with the others' anchor texts", flush=True)
             websift("index", "--quiet", "--data", str(peer))
             exports = [run_dir / f"shard-{i}.anchors.json" for i in range(CRAWLERS)]
@@ -185,7 +203,8 @@ def run(args: argparse.Namespace) -> int:
                 serving(["--shard-server", "--data", str(d)], run_dir / f"serve-{i}.log"))
                 for i, d in enumerate(shards)]
             front = stack.enter_context(serving(
-                [x for b in shard_bases for x in ("--shard", b)], run_dir / "front.log"))
+                [*(x for b in shard_bases for x in ("--shard", b)),
+                 "--shard-timeout-ms", str(SHARD_TIMEOUT_MS)], run_dir / "front.log"))
             qs = draw_queries(peer, queries, seed)
             same_list = same_set = 0
             with httpx.Client(timeout=30.0) as client:
@@ -207,8 +226,11 @@ def run(args: argparse.Namespace) -> int:
     print(f"{'fetched by both crawls':<34}{len(both):>10}")
     print(f"{'same top 10 list (of queries)':<34}{same_list:>10} / {len(qs)}")
     print(f"{'same top 10 set (of queries)':<34}{same_set:>10} / {len(qs)}")
+    print(f"{'URLs known':<34}{len(pr_one):>10}{len(pr_shards):>15}")
+    print(f"{'PageRank L1 on the URLs both know':<34}{l1:>10.3g}   ({len(common)} URLs)")
     print(f"ranks: {rank_line}")
     print(f"pages_one={len(one_urls)} pages_sharded={len(union)} common={len(both)} "
+          f"known_one={len(pr_one)} known_sharded={len(pr_shards)} pagerank_l1={l1:.3g} "
           f"twice={twice} queries={len(qs)} same_list={same_list} same_set={same_set}")
     return 0
 
