@@ -131,7 +131,8 @@ def index_command(args: argparse.Namespace) -> int:
     settings = _settings()
     if settings is None:
         return 2
-    if args.follow and args.anchors_from:
+    anchors_from = getattr(args, "anchors_from", None)  # absent when called from another command
+    if args.follow and anchors_from:
         print("index: --anchors-from and --follow do not go together (index with the other "
               "shards' anchors in a run of its own)", file=sys.stderr)
         return 2
@@ -144,9 +145,9 @@ def index_command(args: argparse.Namespace) -> int:
         return _follow(DataDir.create(args.data), args, settings, say)
     data = DataDir.open(args.data)
     exports = None
-    if args.anchors_from:
+    if anchors_from:
         try:
-            exports = read_exports(args.anchors_from)
+            exports = read_exports(anchors_from)
         except StageFailed as exc:
             print(f"index: --anchors-from: {exc}", file=sys.stderr)
             return 2
