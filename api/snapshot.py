@@ -101,7 +101,9 @@ class RankView:
         return cls(
             ranks=ranks,
             generation=int(ranks.generation),
-            pagerank=site_static(ranks.pagerank, ranks.host, ranks.hostrank, site_mix),
+            # a shard ranked by URL scores its part as the whole graph (ranking/rank_by_url.py)
+            pagerank=site_static(ranks.pagerank, ranks.host, ranks.hostrank, site_mix,
+                                 union=(ranks.manifest.get("stats") or {}).get("union")),
             opic=normalise_mean_one(ranks.opic),
             topics=topics,
         )

@@ -128,6 +128,13 @@ def run_rank_by_url(
              "pages": graph.num_pages, "links": graph.num_links,
              "dangling": int(graph.dangling().sum()), "giant_scc": comps.giant_size,
              "roots": int(root_ids.size)}
+    # what a shard server needs to score its part as the whole graph (fusion.site_static)
+    pr = result.ranks
+    on_host = (host_graph.host_of >= 0) & (pr > 0)
+    stats["union"] = {
+        "host_mass": np.bincount(host_graph.host_of[on_host], weights=pr[on_host],
+                                 minlength=host_graph.hosts).tolist(),
+        "static_held": int(on_host.sum()), "pagerank_held": int(np.count_nonzero(pr))}
     params = {"damping": damping, "tol": tol, "dangling": Dangling(dangling).value,
               "teleport": "uniform"}
     host_stats = None if host_result is None else {

@@ -1,5 +1,6 @@
 """rank --shard over stores that number URLs each their own way (a partitioned crawl's shards,
-ranking/rank_by_url.py): each shard's vectors, looked up by URL, equal one store's."""
+ranking/rank_by_url.py): each shard's vectors and static scores, looked up by URL, equal one
+store's."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import numpy as np
 
 from testkit.corpus import build_data_dir
 from websift.api.cli import main
+from websift.api.snapshot import RankView
 from websift.core.datadir import DataDir
 from websift.ranking.ranks import Ranks
 from websift.store.views import StoreReader
@@ -30,15 +32,17 @@ SHARD_B = {f"{B}/": page([f"{B}/1", f"{A}/1"]),
            f"{B}/2": page([f"{A}/", f"{B}/"])}
 
 
-def by_url(data: DataDir) -> dict[str, tuple[float, float, int, bool]]:
-    """URL -> (PageRank, host rank, level, in the giant SCC) of the data directory's ranks."""
+def by_url(data: DataDir) -> dict[str, tuple[float, float, float, int, bool]]:
+    """URL -> (PageRank, host rank, static score as a server uses it, level, in the giant SCC)
+    of the data directory's ranks."""
     r = Ranks.open(data)
+    static = RankView.load(r).pagerank
     assert r.host is not None and r.hostrank is not None
     out = {}
     with StoreReader.open(data.store_path) as store:
         for uid, url in store.urls():
             host = float(r.hostrank[r.host[uid]]) if r.host[uid] >= 0 else 0.0
-            out[url] = (float(r.pagerank[uid]), host, int(r.level[uid]),
+            out[url] = (float(r.pagerank[uid]), host, float(static[uid]), int(r.level[uid]),
                         bool(r.giant_scc[uid]))
     return out
 
@@ -57,7 +61,10 @@ def test_shards_ranked_by_url_equal_one_store(tmp_path: Path) -> None:
         assert got.keys() <= want.keys()
         assert sum(abs(got[u][0] - want[u][0]) for u in got) < 1e-9
         assert sum(abs(got[u][1] - want[u][1]) for u in got) < 1e-9
-        assert {u: got[u][2:] for u in got} == {u: want[u][2:] for u in got}
+        # the static score (site importance mixed in, mean one) is the whole graph's, though
+        # the shard holds part of it: the front compares scores across shards
+        assert sum(abs(got[u][2] - want[u][2]) for u in got) < 1e-9
+        assert {u: got[u][3:] for u in got} == {u: want[u][3:] for u in got}
     # every URL of the union has its rank in some shard: the vectors cover one graph
     seen = by_url(a) | by_url(b)
     assert seen.keys() == want.keys()
