@@ -37,7 +37,7 @@ Pure functions over numpy arrays; no I/O.  ``api/`` builds them from its setting
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -88,16 +88,17 @@ def fuse(text: np.ndarray, static: np.ndarray, params: FusionParams) -> np.ndarr
     return np.asarray(text, dtype=np.float64) + prior_boost(static, params)
 
 
-def normalise_mean_one(values: np.ndarray) -> np.ndarray:
+def normalise_mean_one(values: np.ndarray, whole: Sequence[float] | None = None) -> np.ndarray:
     """Scale a non-negative importance vector so that its mean over the pages that hold any is 1.
 
     PageRank sums to 1 over N pages, so this is PageRank times N; OPIC importance likewise.
     Entries that are 0 (IDs that are not pages, never-read URLs) stay 0 and do not count in N.
-    An all-zero vector stays all zero.
+    An all-zero vector stays all zero.  ``whole``: (pages holding any, sum) of the whole
+    vector when ``values`` is a shard's part of it (ranking/rank_by_url.py).
     """
     v = np.clip(np.nan_to_num(np.asarray(values, dtype=np.float64)), 0.0, None)
-    held = int(np.count_nonzero(v))
-    total = float(v.sum())
+    held = int(np.count_nonzero(v)) if whole is None else int(whole[0])
+    total = float(v.sum()) if whole is None else float(whole[1])
     if held == 0 or total <= 0:
         return v
     return v * (held / total)

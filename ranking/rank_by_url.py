@@ -134,7 +134,11 @@ def run_rank_by_url(
     stats["union"] = {
         "host_mass": np.bincount(host_graph.host_of[on_host], weights=pr[on_host],
                                  minlength=host_graph.hosts).tolist(),
-        "static_held": int(on_host.sum()), "pagerank_held": int(np.count_nonzero(pr))}
+        "static_held": int(on_host.sum()), "pagerank_held": int(np.count_nonzero(pr)),
+        # (pages holding any, sum) of the vectors a server scales to mean one
+        "opic": [int(np.count_nonzero(opic)), float(opic.sum())],
+        "topics": {name: [int(np.count_nonzero(vec.ranks)), float(vec.ranks.sum())]
+                   for name, (_, vec) in vectors.items()}}
     params = {"damping": damping, "tol": tol, "dangling": Dangling(dangling).value,
               "teleport": "uniform"}
     host_stats = None if host_result is None else {

@@ -36,7 +36,8 @@ def by_url(data: DataDir) -> dict[str, tuple[float, float, float, int, bool]]:
     """URL -> (PageRank, host rank, static score as a server uses it, level, in the giant SCC)
     of the data directory's ranks."""
     r = Ranks.open(data)
-    static = RankView.load(r).pagerank
+    view = RankView.load(r)
+    static = view.pagerank + view.opic  # both scaled to mean one over the whole graph
     assert r.host is not None and r.hostrank is not None
     out = {}
     with StoreReader.open(data.store_path) as store:
