@@ -107,7 +107,7 @@ class RankView:
             generation=int(ranks.generation),
             pagerank=site_static(ranks.pagerank, ranks.host, ranks.hostrank, site_mix,
                                  union=union),
-            opic=normalise_mean_one(ranks.opic, None if union is None else union["opic"]),
+            opic=normalise_mean_one(ranks.opic, (union or {}).get("opic")),
             topics=topics,
         )
 

@@ -213,6 +213,9 @@ def run(args: argparse.Namespace) -> int:
                     same_list += a == b
                     same_set += set(a) == set(b)
     except (BenchError, ScaleError) as exc:
+        for log in sorted(run_dir.glob("*.log")):  # the servers' last words
+            print(f"--- {log.name}\n{log.read_text(errors='replace')[-TAIL_CHARS:]}",
+                  file=sys.stderr)
         print(f"bench_partitioned_e2e: {exc}", file=sys.stderr)
         return 1
     finally:
