@@ -339,8 +339,10 @@ class PartitionedFrontier(Frontier):
                 self.dirty.add(uid)
             else:
                 self._leave(uid, IDLE)
-                opic.reads[uid] = max(1, int(opic.reads[uid]))
+                # its cash out first: the read count decides its classes (an unread page's
+                # discovery dividends, the class it leaves), so it changes after
                 cash += self._give_cash(uid)
+                opic.reads[uid] = max(1, int(opic.reads[uid]))
             opic.virtual_cash += cash  # a page read elsewhere: its cash to the virtual page
             return
         if not self.is_known(uid):
