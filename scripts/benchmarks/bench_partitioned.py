@@ -204,7 +204,11 @@ def report(results: list[Result], delay: float = 0.0, hosts: int = 0) -> None:
                   f"x{r.processes} {(r.pages / r.seconds) / (r.processes * one.pages / one.seconds):.2f}"
                   for r in parts if r.seconds))
     for r in parts:
-        print(f"{r.label}: top Redis commands {', '.join(f'{k} {v}' for k, v in r.top)}")
+        # most commands are per second of a crawler (mailbox reads, flushes, renewals), not
+        # per page: this rate, over the pages per second of a crawler, is the ops per page
+        per_second = r.commands / (r.seconds * r.processes) if r.seconds else 0.0
+        print(f"{r.label}: {per_second:.1f} Redis commands per crawler-second; top "
+              f"{', '.join(f'{k} {v}' for k, v in r.top)}")
     per_url = frontier_bytes_per_url()
     print(f"each crawler: {per_url} bytes of numpy frontier state per URL it knows (plus "
           "heap entries for queued pages and SQLite on disk)")
