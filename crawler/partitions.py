@@ -123,6 +123,7 @@ class Leases:
         self._claim = client.register_script(_CLAIM)
         self._release = client.register_script(_RELEASE)
         self.members: list[str] = []
+        self.lost: set[int] = set()  # leases another crawler took from this one (heartbeat)
 
     def due(self) -> bool:
         return self.clock() - self.renewed_at >= self.ttl / 3
@@ -142,11 +143,19 @@ class Leases:
         members = replies[2]
         if mine:
             held = {p for p, h in zip(mine, replies[3], strict=True) if h == self.me}
-            self.owned &= held  # taken by another while this crawler was not seen alive
+            # taken by another while this crawler was not seen alive (a renewal later than
+            # the lease): crawled no more, and its pages go to the new owner (take_lost)
+            self.lost |= self.owned - held
+            self.owned &= held
             self.releasing &= held
         self.renewed_at = now
         self.members = sorted(members)
         return self.members
+
+    def take_lost(self) -> list[int]:
+        """The partitions lost since the last call (sorted)."""
+        lost, self.lost = sorted(self.lost), set()
+        return lost
 
     def preferred(self, partition: int) -> str | None:
         if not self.members:
