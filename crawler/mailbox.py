@@ -485,16 +485,17 @@ class PartitionedFrontier(Frontier):
         out of work, the end check is eight), so a busy crawler looks about twice per sender's
         ``FLUSH_AGE``, and one out of work backs off while it gets nothing (the end of the
         crawl, a wait for another crawler's links)."""
-        return BUSY_POLL if super().pending_count() else self.idle_poll
+        every = BUSY_POLL if super().pending_count() else self.idle_poll
+        return min(every, self.leases.ttl / 3)  # the renewals keep their cadence
 
     def _look(self) -> None:
         now = time.time()
-        if now - self.looked_at < self._poll_every():
-            return
-        self.looked_at = now
         if self.leases.due():
             self.leases.heartbeat()
             self._rebalance()
+        if now - self.looked_at < self._poll_every():
+            return
+        self.looked_at = now
         applied = self.counters.batches_applied
         self._read_mailbox()
         if self.counters.batches_applied != applied or super().pending_count():
