@@ -72,6 +72,7 @@ COMMAND_MODULES = {
     "import": "websift.crawler.commands", "crawl": "websift.crawler.commands",
     "recrawl": "websift.crawler.commands",
     "index": "websift.indexer.commands",
+    "anchors": "websift.indexer.commands",
     "rank": "websift.ranking.commands", "graph": "websift.ranking.commands",
     "topics": "websift.ranking.commands",
     "search": "websift.api.commands", "serve": "websift.api.commands",

@@ -65,7 +65,9 @@ from websift.store.schema import META_VIRTUAL
 GROUP = "owner"
 SENT, APPLIED, IDLE_FLAGS = PREFIX + "sent", PREFIX + "applied", PREFIX + "idle"
 GENESIS, CONFIG = PREFIX + "genesis", PREFIX + "config"
-POLL = 0.1  # seconds between looks at the mailbox while the crawl runs
+POLL = 0.1  # seconds between looks at the mailbox when this crawler has just run out of work
+IDLE_POLL = 0.5  # ... doubling from POLL to this while it stays out of work and nothing comes
+BUSY_POLL = 0.5  # ... while it has pages to fetch
 READ_COUNT = 64  # batches read per stream per look
 FLUSH_AGE = 1.0  # seconds the oldest unsent batch waits for others to the same partitions
 FLUSH_BATCHES = 256  # or until this many batches wait
@@ -114,7 +116,10 @@ class PartitionedFrontier(Frontier):
         self.told: set[int] = set()  # foreign URLs already sent this run
         self.seq = 0
         self.counters = Counters()
-        self.looked_at = float("-inf")
+        self.looked_at = self.checked_at = float("-inf")
+        self.idle_poll = POLL
+        self.flagged_idle = True  # as far as this crawler knows (an HSET to 0 is never skipped)
+        self.idle_written = False  # its idle flag is 1 for sure: not written again
         self.done = False
         if store.get_meta(META_VIRTUAL) is None:  # a new store: the crawl's cash starts once
             if not client.set(GENESIS, self.leases.me, nx=True):
@@ -362,7 +367,7 @@ class PartitionedFrontier(Frontier):
     def _apply(self, messages: list[tuple[str, str, dict[str, str]]]) -> None:
         if not messages:
             return
-        self.client.hset(IDLE_FLAGS, self.leases.me, 0)  # before the batches count as applied
+        self._busy_flag()  # before the batches count as applied
         store = self.store
         with store.transaction():
             for stream, entry_id, fields in messages:
@@ -452,7 +457,7 @@ class PartitionedFrontier(Frontier):
         if ids is None:
             known, parts = self._partitions_of_known()
             ids = known[parts == partition]
-        self.client.hset(IDLE_FLAGS, self.leases.me, 0)
+        self._busy_flag()
         self.leases.give_back(partition)
         opic = self.opic
         for uid in ids.tolist():
@@ -475,15 +480,28 @@ class PartitionedFrontier(Frontier):
             self.after_commit()
 
     # ------------------------------------------------------------------ the crawl's end
+    def _poll_every(self) -> float:
+        """Seconds between two looks at the mailbox: each look is a Redis command (and, when
+        out of work, the end check is eight), so a busy crawler looks about twice per sender's
+        ``FLUSH_AGE``, and one out of work backs off while it gets nothing (the end of the
+        crawl, a wait for another crawler's links)."""
+        every = BUSY_POLL if super().pending_count() else self.idle_poll
+        return min(every, self.leases.ttl / 3)  # the renewals keep their cadence
+
     def _look(self) -> None:
         now = time.time()
-        if now - self.looked_at < POLL:
-            return
-        self.looked_at = now
         if self.leases.due():
             self.leases.heartbeat()
             self._rebalance()
+        if now - self.looked_at < self._poll_every():
+            return
+        self.looked_at = now
+        applied = self.counters.batches_applied
         self._read_mailbox()
+        if self.counters.batches_applied != applied or super().pending_count():
+            self.idle_poll = POLL
+        else:
+            self.idle_poll = min(IDLE_POLL, 2 * self.idle_poll)
         if self.out and not self.store.in_transaction:
             self._commit_now()
         if self.unsent and not self.store.in_transaction and super().pending_count() == 0:
@@ -494,18 +512,30 @@ class PartitionedFrontier(Frontier):
                 and not self.out and not self.unsent and not self.acks
                 and not self.leases.releasing)
 
+    def _busy_flag(self) -> None:
+        """This crawler's idle flag to 0 (a command only when it may be 1)."""
+        if self.flagged_idle:
+            self.idle_written = False
+            self.client.hset(IDLE_FLAGS, self.leases.me, 0)
+            self.flagged_idle = False
+
     def _finished(self) -> bool:
         if not self._idle():
-            self.client.hset(IDLE_FLAGS, self.leases.me, 0)
+            self._busy_flag()
             return False
+        if self.checked_at >= self.looked_at:
+            return False  # checked since the last look at the mailbox: at its cadence
+        self.checked_at = self.looked_at
+        self.flagged_idle = True  # before the write: a failed reply may hide a 1 written
         pipe = self.client.pipeline(transaction=True)
-        pipe.hset(IDLE_FLAGS, self.leases.me, 1)
+        if not self.idle_written:
+            pipe.hset(IDLE_FLAGS, self.leases.me, 1)
         pipe.hgetall(IDLE_FLAGS)
         pipe.zrangebyscore(MEMBERS, time.time(), "+inf")
-        pipe.get(SENT)
-        pipe.get(APPLIED)
+        pipe.mget([SENT, APPLIED])
         pipe.mget([lease_key(p) for p in range(self.partitions)])
-        _, idle, members, sent, applied, holders = pipe.execute()
+        idle, members, (sent, applied), holders = pipe.execute()[-4:]
+        self.idle_written = idle.get(self.leases.me) == "1"  # not, after a Redis restart
         members = sorted(members)
         if not members or any(idle.get(m) != "1" for m in members):
             return False
@@ -537,7 +567,7 @@ class PartitionedFrontier(Frontier):
         except redis.RedisError as exc:
             self._lose(exc)
             return None
-        return None if self.done else now + POLL
+        return None if self.done else max(now, self.looked_at + self._poll_every())
 
     def _lose(self, exc: redis.RedisError) -> None:
         """Redis went away: the session stops with its batch committed (the outbox and the

@@ -73,9 +73,10 @@ class Result:
         return (self.crawler_cpu + self.redis_cpu) / self.pages if self.pages else 0.0
 
 
-def crawl_cmd(web: Web, data: Path, pages: int, redis_url: str | None) -> list[str]:
+def crawl_cmd(web: Web, data: Path, pages: int, redis_url: str | None,
+              delay: float = 0.0) -> list[str]:
     cmd = [sys.executable, "-m", "websift.api.cli", "crawl", *web.seeds(), "--data", str(data),
-           "--allow-private", "--delay", "0", "--concurrency-per-host", str(CONCURRENCY),
+           "--allow-private", "--delay", repr(delay), "--concurrency-per-host", str(CONCURRENCY),
            "--max-pages", str(pages), "--max-pages-per-host", str(pages), "--quiet"]
     if redis_url:
         cmd += ["--partitioned", redis_url, "--partitions", str(PARTITIONS)]
@@ -127,7 +128,8 @@ def redis_cpu(server: RedisProcess) -> float:
     return float(info["used_cpu_user"]) + float(info["used_cpu_sys"])
 
 
-def run_partitioned(web: Web, run_dir: Path, processes: int, pages: int) -> Result:
+def run_partitioned(web: Web, run_dir: Path, processes: int, pages: int,
+                    delay: float = 0.0) -> Result:
     server = RedisProcess(run_dir / f"redis-{processes}")
     try:
         client = server.client
@@ -145,7 +147,8 @@ def run_partitioned(web: Web, run_dir: Path, processes: int, pages: int) -> Resu
         sampler.start()
         shards = [run_dir / f"part-{processes}-{i}" for i in range(processes)]
         try:
-            seconds, cpu = run_crawlers([crawl_cmd(web, d, pages, server.url) for d in shards])
+            seconds, cpu = run_crawlers([crawl_cmd(web, d, pages, server.url, delay)
+                                         for d in shards])
         finally:
             stop.set()
             sampler.join()
@@ -176,36 +179,49 @@ def frontier_bytes_per_url() -> int:
     return sum(a.itemsize for a in arrays)
 
 
-def report(results: list[Result]) -> None:
+def report(results: list[Result], delay: float = 0.0, hosts: int = 0) -> None:
     base = results[0]
     print()
-    print(f"{'run':<16}{'pages':>7}{'s':>7}{'pages/s':>9}{'CPU s/page':>12}{'x embedded':>11}"
-          f"{'ops/page':>10}{'peak B/URL':>11}{'end B/URL':>10}{'twice':>7}{'cash':>16}")
+    print(f"{'run':<16}{'pages':>7}{'s':>7}{'pages/s':>9}{'cores':>7}{'CPU s/page':>12}"
+          f"{'x embedded':>11}{'ops/page':>10}{'peak B/URL':>11}{'end B/URL':>10}{'twice':>7}"
+          f"{'cash':>16}")
     for r in results:
         rate = r.pages / r.seconds if r.seconds else 0.0
+        cores = (r.crawler_cpu + r.redis_cpu) / r.seconds if r.seconds else 0.0
         ratio = r.cpu_per_page() / base.cpu_per_page() if base.cpu_per_page() else 0.0
         ops = r.commands / r.pages if r.pages else 0.0
         peak = r.peak_memory / r.known if r.known else 0.0
         end = r.end_memory / r.known if r.known else 0.0
-        print(f"{r.label:<16}{r.pages:>7}{r.seconds:>7.1f}{rate:>9.1f}{r.cpu_per_page():>12.5f}"
-              f"{ratio:>11.2f}{ops:>10.2f}{peak:>11.1f}{end:>10.1f}{r.duplicates:>7}"
-              f"{r.cash:>16.12f}")
-    for r in results[1:]:
-        print(f"{r.label}: top Redis commands {', '.join(f'{k} {v}' for k, v in r.top)}")
+        print(f"{r.label:<16}{r.pages:>7}{r.seconds:>7.1f}{rate:>9.1f}{cores:>7.2f}"
+              f"{r.cpu_per_page():>12.5f}{ratio:>11.2f}{ops:>10.2f}{peak:>11.1f}{end:>10.1f}"
+              f"{r.duplicates:>7}{r.cash:>16.12f}")
+    parts = [r for r in results if r.label.startswith("partitioned")]
+    one = next((r for r in parts if r.processes == 1), None)
+    if one is not None and one.seconds:
+        ceiling = f", the politeness ceiling {hosts / delay:.0f} pages/s" if delay else ""
+        print(f"scaling (--delay {delay:g}s{ceiling}): pages/s over {one.label}'s times the "
+              "processes (1.00 is linear): " + ", ".join(
+                  f"x{r.processes} {(r.pages / r.seconds) / (r.processes * one.pages / one.seconds):.2f}"
+                  for r in parts if r.seconds))
+    for r in parts:
+        # most commands are per second of a crawler (mailbox reads, flushes, renewals), not
+        # per page: this rate, over the pages per second of a crawler, is the ops per page
+        per_second = r.commands / (r.seconds * r.processes) if r.seconds else 0.0
+        print(f"{r.label}: {per_second:.1f} Redis commands per crawler-second; top "
+              f"{', '.join(f'{k} {v}' for k, v in r.top)}")
     per_url = frontier_bytes_per_url()
     print(f"each crawler: {per_url} bytes of numpy frontier state per URL it knows (plus "
           "heap entries for queued pages and SQLite on disk)")
     for n in PROJECTIONS:
-        parts = [f"{n:,} known URLs:"]
-        for r in results[1:]:
-            # Redis holds fixed keys (leases, members, counters) and the batches in flight,
-            # whose size follows the fetch rate, not the URLs known: the end figure is the
-            # fixed part; the peak minus the end is the in-flight part at this rate
-            parts.append(f"{r.label} Redis ~{(r.peak_memory) / 2**20:.1f} MiB (peak here, "
-                         f"not growing with URLs known)")
-        parts.append(f"crawler numpy state {per_url * n / 2**30:.1f} GiB in all, "
-                     f"split over the crawlers")
-        print(" ".join(parts))
+        # Redis holds fixed keys (leases, members, counters, the partitions' streams and
+        # groups) and the batches in flight, whose size follows the fetch rate, not the URLs
+        # known: the peak here is what a crawl of any size holds at this rate
+        line = [f"{n:,} known URLs:"]
+        line += [f"{r.label} Redis {r.peak_memory / 2**20:.2f} MiB = {r.peak_memory / n:.4f} B/URL"
+                 for r in parts]
+        line.append(f"crawler numpy state {per_url * n / 2**30:.1f} GiB in all, "
+                    "split over the crawlers")
+        print(" ".join(line))
     figures = " ".join(
         f"{r.label.replace(' ', '')}_cpu_per_page={r.cpu_per_page():.5f}" for r in results)
     print(figures)
@@ -219,6 +235,9 @@ def main() -> int:
                         help=f"hosts of the generated web (default {HOSTS})")
     parser.add_argument("--processes", default=",".join(map(str, PROCESSES)),
                         help="partitioned crawler counts, comma separated (default 1,2)")
+    parser.add_argument("--delay", type=number(float, low=0.0), default=0.0,
+                        help="seconds between request starts per host (default 0: CPU-bound; "
+                        "e.g. 1 for a politeness-bound crawl)")
     parser.add_argument("--seed", type=int, default=SEED, help=f"the generator's seed ({SEED})")
     parser.add_argument("--port", type=number(int, low=1, high=65535), default=PORT,
                         help=f"the web's port on every host address (default {PORT})")
@@ -238,18 +257,18 @@ def main() -> int:
         with Nginx(web, run_dir):
             print("embedded: 1 process", flush=True)
             data = run_dir / "embedded"
-            seconds, cpu = run_crawlers([crawl_cmd(web, data, budget, None)])
+            seconds, cpu = run_crawlers([crawl_cmd(web, data, budget, None, args.delay)])
             got, known, _ = store_figures([data])
             results.append(Result("embedded", 1, got, seconds, cpu, known=known))
             for p in counts:
                 print(f"partitioned: {p} processes", flush=True)
-                results.append(run_partitioned(web, run_dir, p, budget))
+                results.append(run_partitioned(web, run_dir, p, budget, args.delay))
     except (BenchError, ScaleError) as exc:
         print(f"bench_partitioned: {exc}", file=sys.stderr)
         return 1
     finally:
         shutil.rmtree(run_dir, ignore_errors=True)
-    report(results)
+    report(results, args.delay, args.hosts)
     return 0
 
 
