@@ -11,7 +11,7 @@ a *money transfer*, summed per destination with the URL, and sent in batches.
   partition; the group commit's ``before_commit`` writes each partition's batch into the store's
   ``partition_outbox`` in the same transaction as the OPIC state the cash left.  After each
   commit the batches waiting for one partition go as ONE stream entry, summed per URL (``XADD
-  wsp:s:{partition}``, with ``INCRBY wsp:sent`` and the mirror's changes in one MULTI), and the
+  {wsp}:s:PARTITION``, with ``INCRBY {wsp}:sent`` and the mirror's changes in one MULTI), and the
   outbox rows are deleted.  A crawler killed between the two resends the outbox at its next
   start (the owner skips a batch it applied: by batch ID).
 - Incoming: the owner reads its partitions' streams (consumer group ``owner``), applies each
@@ -20,7 +20,7 @@ a *money transfer*, summed per destination with the URL, and sent in batches.
 - Foreign URLs live in this store as dead OPIC pages with no cash (so their links are stored
   and a page's shares are computed as section 2.1 says); a read revives them for the step and
   takes their share out.
-- Cash (Lemma 2.2 over the crawl): the first crawler to register (``wsp:genesis``) starts with
+- Cash (Lemma 2.2 over the crawl): the first crawler to register (``{wsp}:genesis``) starts with
   the virtual page's 1, every other with 0; then the stored cash of every store (pages +
   virtual page + outbox) plus the transfers in the streams not yet applied is 1
   (:func:`check_cash`).
@@ -28,8 +28,8 @@ a *money transfer*, summed per destination with the URL, and sent in batches.
   the crawl's end) sends its pages of that partition with their cash (the fetched ones flagged,
   so the new owner records them read and does not fetch them again), then releases the lease.
 - A dead crawler (killed, its machine gone; no disk is shared): every crawler mirrors the state
-  of the partitions it owns in Redis, in the MULTI that follows each commit: ``wsp:q:{p}``
-  (URL -> depth of each page known and not read) and ``wsp:f:{p}`` (the 64-bit fingerprints of
+  of the partitions it owns in Redis, in the MULTI that follows each commit: ``{wsp}:q:P``
+  (URL -> depth of each page known and not read) and ``{wsp}:f:P`` (the 64-bit fingerprints of
   the pages read).  A crawler claiming a partition applies the batches the former owner had
   read and not acknowledged (``XAUTOCLAIM``), then the mirror: the pending URLs are queued (with
   no cash) and a page whose fingerprint is read is never fetched here.  The dead crawler's
@@ -37,7 +37,7 @@ a *money transfer*, summed per destination with the URL, and sent in batches.
   in the milliseconds between a commit and its MULTI leaves Redis one batch behind the store: the
   pages of that batch can be fetched again by the new owner (stored twice), nothing is lost.
 - The end: a crawler with nothing pending stops only when every live member is idle, every
-  batch sent was applied (``wsp:sent == wsp:applied``) and every partition is held by its
+  batch sent was applied (``{wsp}:sent == {wsp}:applied``) and every partition is held by its
   preferred owner.
 """
 
@@ -65,6 +65,8 @@ from websift.crawler.partitions import (
     connect,
     lease_key,
     partition_of,
+    queue_mget,
+    take_mget,
 )
 from websift.store.crawl_store import CrawlStore
 from websift.store.schema import META_VIRTUAL
@@ -603,8 +605,12 @@ class PartitionedFrontier(Frontier):
         pipe.zrangebyscore(MEMBERS, time.time(), "+inf")
         pipe.get(SENT)
         pipe.get(APPLIED)
-        pipe.mget([lease_key(p) for p in range(self.partitions)])
-        _, idle, members, sent, applied, holders = pipe.execute()
+        split = queue_mget(pipe, [lease_key(p) for p in range(self.partitions)])
+        replies = pipe.execute()
+        _, idle, members, sent, applied = replies[:5]
+        holders = take_mget(replies, 5, self.partitions, split)
+        if isinstance(idle, list):  # a Cluster's MULTI answers HGETALL as a flat list
+            idle = dict(zip(idle[::2], idle[1::2], strict=True))
         members = sorted(members)
         if not members or any(idle.get(m) != "1" for m in members):
             return False

@@ -34,10 +34,13 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import redis
+import redis.cluster
 
 from websift.core.errors import WebsiftError
 
-PREFIX = "wsp:"
+# every key carries the hash tag {wsp}: on a Redis Cluster they share one slot, so the scripts
+# and MULTIs that touch several of them (leases and members, streams and counters) run there
+PREFIX = "{wsp}:"
 MEMBERS = PREFIX + "members"
 DEFAULT_PARTITIONS = 64
 DEFAULT_LEASE = 6.0  # seconds a lease lives without renewal
@@ -90,17 +93,45 @@ def lease_key(partition: int) -> str:
     return f"{PREFIX}lease:{partition}"
 
 
+def queue_mget(pipe: Any, keys: list[str]) -> bool:
+    """MGET on a pipeline; a Redis Cluster's pipeline refuses MGET, so one GET a key there.
+    Returns whether it split them (for :func:`take_mget`)."""
+    if isinstance(pipe, redis.cluster.ClusterPipeline):
+        for key in keys:
+            pipe.get(key)
+        return True
+    pipe.mget(keys)
+    return False
+
+
+def take_mget(replies: list[Any], at: int, count: int, split: bool) -> list[Any]:
+    """The ``count`` values :func:`queue_mget` queued, its first reply at ``replies[at]``."""
+    return list(replies[at:at + count]) if split else list(replies[at])
+
+
 def connect(url: str) -> Any:
     """A Redis client for the coordinator at ``url`` (password from the environment, as the
-    shared frontier's), checked reachable."""
+    shared frontier's), checked reachable: ``redis://HOST:PORT/DB``, or a Redis Cluster,
+    ``redis+cluster://HOST:PORT,HOST:PORT,...`` (``rediss`` with TLS)."""
     from websift.crawler.redis_admin import PASSWORD_ENV, error_reason
 
     password = next((os.environ[n] for n in PASSWORD_ENV if os.environ.get(n)), None)
+    common: dict[str, Any] = {"password": password, "decode_responses": True,
+                              "socket_timeout": 10, "socket_connect_timeout": 10}
+    client: Any
     try:
-        client = redis.Redis.from_url(url, password=password, decode_responses=True,
-                                      socket_timeout=10, socket_connect_timeout=10)
+        if url.split("://", 1)[0].endswith("+cluster"):
+            from websift.crawler.redis_admin import parse_address
+
+            address = parse_address(url)
+            nodes = [redis.cluster.ClusterNode(h, p)  # type: ignore[no-untyped-call]
+                     for h, p in address.nodes]
+            client = redis.cluster.RedisCluster(startup_nodes=nodes, ssl=address.tls,
+                                                username=address.username, **common)
+        else:
+            client = redis.Redis.from_url(url, **common)
         client.ping()
-    except (redis.RedisError, ValueError) as exc:
+    except (redis.RedisError, ValueError, WebsiftError) as exc:
         raise PartitionError(f"cannot use the partition coordinator at {url}: "
                              f"{error_reason(exc)}") from None
     return client
@@ -136,12 +167,12 @@ class Leases:
         pipe.zremrangebyscore(MEMBERS, "-inf", now)
         pipe.zrange(MEMBERS, 0, -1)
         mine = sorted(self.owned | self.releasing)
-        if mine:
-            pipe.mget([lease_key(p) for p in mine])
+        split = queue_mget(pipe, [lease_key(p) for p in mine]) if mine else False
         replies = pipe.execute()
         members = replies[2]
         if mine:
-            held = {p for p, h in zip(mine, replies[3], strict=True) if h == self.me}
+            held = {p for p, h in zip(mine, take_mget(replies, 3, len(mine), split),
+                                      strict=True) if h == self.me}
             self.owned &= held  # taken by another while this crawler was not seen alive
             self.releasing &= held
         self.renewed_at = now

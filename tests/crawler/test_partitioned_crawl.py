@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from testkit.redis_server import RedisServer
+from testkit.redis_server import RedisClusterServers, RedisServer
 from testkit.testweb import TestWeb, html, words
 from testkit.waiting import wait_for
 from testkit.websift_process import REPO, websift_command
@@ -122,7 +122,7 @@ def test_two_partitioned_crawlers_fetch_what_one_does_once(
     assert cash.batches_in_flight == 0
     assert cash.total == pytest.approx(1.0, abs=1e-9), cash
     # Redis holds no URL text once the crawl is over: the streams are empty
-    assert all(server.client.xlen(k) == 0 for k in server.client.scan_iter("wsp:s:*"))
+    assert all(server.client.xlen(k) == 0 for k in server.client.scan_iter("{wsp}:s:*"))
     # the command-line checker: 1 with every store, not 1 with one missing
     assert cli_main(["frontier", "check", "--partitioned", server.url(), *map(str, shards)]) == 0
     assert capsys.readouterr().out.startswith("cash total 1.0000000000")
@@ -155,7 +155,7 @@ def test_a_killed_crawler_s_partitions_move_to_the_other(
                 return False
 
         wait_for(both_fetching, timeout=60, what="both crawlers fetching")
-        holders = {p: server.client.get(f"wsp:lease:{p}") for p in range(PARTITIONS)}
+        holders = {p: server.client.get(f"{{wsp}}:lease:{p}") for p in range(PARTITIONS)}
         victim_parts = {p for p, h in holders.items() if h and f"-{victim.pid}-" in h}
         victim.kill()
         victim.wait()
@@ -176,42 +176,72 @@ def test_a_killed_crawler_s_partitions_move_to_the_other(
     assert {partition_of(u, PARTITIONS) for u in survivor_pages - victim_pages} & victim_parts
 
 
-def test_a_lost_redis_stops_the_crawl_and_the_same_command_resumes(
+def test_a_redis_restart_stops_two_crawlers_and_the_same_commands_resume(
     web: TestWeb, tmp_path: Path
 ) -> None:
-    """Redis (append-only, fsynced) killed mid-crawl: the crawler stops with its batch committed
-    (exit 2, one line); Redis back, the same command finishes, each page fetched once and the
-    cash still 1."""
+    """Redis (append-only, fsynced) killed and started again mid-crawl of two crawlers: each
+    stops with its batch committed (exit 2, one line); the same commands finish the crawl, each
+    page fetched once and stored once across the stores, none missing, the cash still 1."""
     server = RedisServer(tmp_path / "redis", durable=True)
     web.clear()
     for site in web.sites.values():
         site.latency = 0.3
-    data = tmp_path / "c"
+    shards = [tmp_path / "a", tmp_path / "b"]
     args = ("--partitioned", server.url(), "--partitions", str(PARTITIONS),
             "--partition-lease", LEASE)
     try:
-        proc = crawl(web, data, *args)
+        procs = [crawl(web, d, *args) for d in shards]
 
         def fetching() -> bool:
             try:
-                return len(fetched(data)) >= 3
+                return sum(len(fetched(d)) for d in shards) >= 6
             except StoreError:  # not made yet
                 return False
 
-        wait_for(fetching, timeout=60, what="the crawler fetching")
-        server.kill()
-        _, err = proc.communicate(timeout=60)
-        assert proc.returncode == 2, err
-        assert "partition coordinator is unreachable" in err
-        assert len(err.strip().splitlines()) == 1, err
-        server.start()
-        finish(crawl(web, data, *args))
-        cash = check_cash(server.url(), [DataDir.open(data).store_path])
+        wait_for(fetching, timeout=60, what="the crawlers fetching")
+        server.restart()
+        for proc in procs:
+            _, err = proc.communicate(timeout=60)
+            assert proc.returncode == 2, err
+            assert "partition coordinator is unreachable" in err
+            assert len(err.strip().splitlines()) == 1, err
+        for proc in [crawl(web, d, *args) for d in shards]:
+            finish(proc)
+        cash = check_cash(server.url(), [DataDir.open(d).store_path for d in shards])
         assert cash.total == pytest.approx(1.0, abs=1e-9), cash
     finally:
         for site in web.sites.values():
             site.latency = LATENCY
         server.stop()
-    assert len(fetched(data)) == len(SITES) * PAGES + 1
+    counts: Counter[str] = Counter()
+    for d in shards:
+        counts.update(fetched(d))
+    assert max(counts.values()) == 1, [u for u, c in counts.items() if c > 1]
+    assert len(counts) == len(SITES) * PAGES + 1
     paths = Counter((e.host, e.path) for e in web.entries() if e.path != "/robots.txt")
     assert max(paths.values()) == 1, [k for k, v in paths.items() if v > 1]
+
+
+def test_two_crawlers_on_a_three_master_redis_cluster(web: TestWeb, tmp_path: Path) -> None:
+    """The coordinator on a Redis Cluster of three masters (its keys share the {wsp} hash tag,
+    so the lease script and the MULTIs run on one slot): each page fetched and stored once,
+    the union what one crawl fetches, the cash 1."""
+    cluster = RedisClusterServers(tmp_path / "cluster")
+    web.clear()
+    shards = [tmp_path / "a", tmp_path / "b"]
+    try:
+        procs = [crawl(web, d, "--partitioned", cluster.url(), "--partitions", str(PARTITIONS),
+                       "--partition-lease", LEASE) for d in shards]
+        for p in procs:
+            finish(p)
+        cash = check_cash(cluster.url(), [DataDir.open(d).store_path for d in shards])
+    finally:
+        cluster.stop()
+    assert cash.total == pytest.approx(1.0, abs=1e-9), cash
+    counts: Counter[str] = Counter()
+    for d in shards:
+        counts.update(fetched(d))
+    assert max(counts.values()) == 1, [u for u, c in counts.items() if c > 1]
+    assert len(counts) == len(SITES) * PAGES + 1
+    paths = Counter((e.host, e.path) for e in web.entries() if e.path != "/robots.txt")
+    assert max(paths.values()) == 1
