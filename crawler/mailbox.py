@@ -75,6 +75,7 @@ GROUP = "owner"
 SENT, APPLIED, IDLE_FLAGS = PREFIX + "sent", PREFIX + "applied", PREFIX + "idle"
 GENESIS, CONFIG = PREFIX + "genesis", PREFIX + "config"
 POLL = 0.1  # seconds between looks at the mailbox while the crawl runs
+ADOPT_GRACE = 3.0  # leases a crawler taken from stays gone before its mirror is adopted
 READ_COUNT = 64  # batches read per stream per look
 
 Entry = list[Any]  # [url, cash, depth, fetched]
@@ -140,6 +141,9 @@ class PartitionedFrontier(Frontier):
         self.m_read: dict[int, set[str]] = {}
         self.m_ready: tuple[dict[int, dict[str, int]], dict[int, set[str]]] = ({}, {})
         self.read_elsewhere: set[str] = set()
+        # partitions taken from a crawler not seen alive: partition -> (when to adopt their
+        # mirror, the former holder); adopted only if the holder stayed gone (section below)
+        self.adopt_at: dict[int, tuple[float, str]] = {}
         self.seq = 0
         self.counters = Counters()
         self.looked_at = float("-inf")
@@ -151,6 +155,7 @@ class PartitionedFrontier(Frontier):
                 self.persist(store)
         self.leases.heartbeat()
         self._rebalance()
+        self._hand_over_strays()
         if self.unsent:
             self._send()
 
@@ -521,7 +526,23 @@ class PartitionedFrontier(Frontier):
             if not messages:
                 break
             self._apply(messages)
-        self._adopt(partition)
+        # the pages its former owners read, at once: none is queued here from now on
+        self.read_elsewhere.update(self.client.sscan_iter(read_key(partition), count=1000))
+        holder = self.leases.taken_from.pop(partition, None)
+        if holder is None:
+            self._adopt(partition)
+        else:  # late or dead: a late one's fetches in flight report back first
+            self.adopt_at[partition] = (time.time() + ADOPT_GRACE * self.leases.ttl, holder)
+
+    def _adopt_due(self) -> None:
+        """The mirror of partitions taken from a crawler that stayed gone for the grace: a
+        crawler only late (it registers again) reports its fetches itself and keeps none."""
+        now = time.time()
+        for p, (at, holder) in sorted(self.adopt_at.items()):
+            if at <= now:
+                del self.adopt_at[p]
+                if p in self.leases.owned and self.leases.gone(holder):
+                    self._adopt(p)
 
     # ------------------------------------------------------------------ rebalancing
     def _rebalance(self) -> None:
@@ -529,9 +550,23 @@ class PartitionedFrontier(Frontier):
         if give:
             ids, parts = self._partitions_of_known()
             for p in give:
+                if self.leases.due():
+                    self.leases.heartbeat()
                 self._hand_over(p, ids[parts == p])
         for p in self.leases.claim(claim):
-            self._take_over(p)
+            if self.leases.due():  # many take-overs outlast a lease: stay registered
+                self.leases.heartbeat()
+            if p in self.leases.owned:
+                self._take_over(p)
+
+    def _hand_over_strays(self) -> None:
+        """A store started again whose partitions moved while it was away (killed, or Redis
+        lost): its pages of partitions it does not hold go to their owners with their cash, the
+        fetched ones flagged, and none of them is fetched here."""
+        ids, parts = self._partitions_of_known()
+        mine = ~self.opic.dead[ids] | (self.fetch_count[ids] > 0)
+        for p in sorted(set(parts[mine].tolist()) - self.leases.owned):
+            self._hand_over(int(p), ids[parts == p])
 
     def _partitions_of_known(self) -> tuple[np.ndarray, np.ndarray]:
         """Every known URL ID and its partition (one pass, a lookup per host)."""
@@ -585,6 +620,8 @@ class PartitionedFrontier(Frontier):
             self.leases.heartbeat()
             self._rebalance()
         self._read_mailbox()
+        if self.adopt_at and not self.store.in_transaction:
+            self._adopt_due()
         if self.out and not self.store.in_transaction:
             self._commit_now()
         if self.unsent and not self.store.in_transaction and super().pending_count() == 0:
@@ -593,7 +630,7 @@ class PartitionedFrontier(Frontier):
     def _idle(self) -> bool:
         return (super().pending_count() == 0 and not bool((self.where == TAKEN).any())
                 and not self.out and not self.unsent and not self.acks
-                and not self.leases.releasing)
+                and not self.leases.releasing and not self.adopt_at)
 
     def _finished(self) -> bool:
         if not self._idle():

@@ -47,7 +47,7 @@ DEFAULT_LEASE = 6.0  # seconds a lease lives without renewal
 
 # take the leases among KEYS that are free, held by this crawler (ARGV[1]) or held by a crawler
 # no longer alive (its score in the members set ARGV[3] is below now, ARGV[2]); returns the
-# positions of those taken
+# positions of those taken, each followed by its former holder ('' if it was free)
 _CLAIM = """
 local got = {}
 for i, key in ipairs(KEYS) do
@@ -60,6 +60,7 @@ for i, key in ipairs(KEYS) do
   if not alive then
     redis.call('SET', key, ARGV[1])
     got[#got + 1] = i
+    got[#got + 1] = holder or ''
   end
 end
 return got
@@ -154,6 +155,8 @@ class Leases:
         self._claim = client.register_script(_CLAIM)
         self._release = client.register_script(_RELEASE)
         self.members: list[str] = []
+        # partition -> the crawler it was taken from when that one was no longer alive
+        self.taken_from: dict[int, str] = {}
 
     def due(self) -> bool:
         return self.clock() - self.renewed_at >= self.ttl / 3
@@ -199,9 +202,17 @@ class Leases:
             return []
         got = self._claim(keys=[lease_key(p) for p in partitions],
                           args=[self.me, self.clock(), MEMBERS])
-        taken = [partitions[int(i) - 1] for i in got]
+        taken = [partitions[int(i) - 1] for i in got[::2]]
+        for p, holder in zip(taken, got[1::2], strict=True):
+            if holder and holder != self.me:
+                self.taken_from[p] = str(holder)
         self.owned.update(taken)
         return taken
+
+    def gone(self, member: str) -> bool:
+        """Whether a crawler is no longer registered (dead, not late)."""
+        score = self.client.zscore(MEMBERS, member)
+        return score is None or float(score) < self.clock()
 
     def give_back(self, partition: int) -> None:
         """Stop crawling a partition; its lease is kept until :meth:`release`."""
