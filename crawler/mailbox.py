@@ -31,8 +31,11 @@ a *money transfer*, summed per destination with the URL, and sent in batches.
   of the partitions it owns in Redis, in the MULTI that follows each commit: ``{wsp}:q:P``
   (URL -> depth of each page known and not read) and ``{wsp}:f:P`` (the 64-bit fingerprints of
   the pages read).  A crawler claiming a partition applies the batches the former owner had
-  read and not acknowledged (``XAUTOCLAIM``), then the mirror: the pending URLs are queued (with
-  no cash) and a page whose fingerprint is read is never fetched here.  The dead crawler's
+  read and not acknowledged (``XAUTOCLAIM``) and the read fingerprints (a page among them is
+  never queued here); the pending URLs are queued (with no cash) once the former holder stayed
+  unregistered for ``ADOPT_GRACE`` leases (one only late registers again, and its fetches in
+  flight come back as hand-overs flagged fetched).  A store started again hands its pages of
+  partitions now held by others over.  The dead crawler's
   fetched pages and its cash stay in its store (:func:`check_cash` counts them with it).  A kill
   in the milliseconds between a commit and its MULTI leaves Redis one batch behind the store: the
   pages of that batch can be fetched again by the new owner (stored twice), nothing is lost.

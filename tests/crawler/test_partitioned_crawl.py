@@ -180,7 +180,8 @@ def test_a_redis_restart_stops_two_crawlers_and_the_same_commands_resume(
     web: TestWeb, tmp_path: Path
 ) -> None:
     """Redis (append-only, fsynced) killed and started again mid-crawl of two crawlers: each
-    stops with its batch committed (exit 2, one line); the same commands finish the crawl, each
+    stops with its batch committed (exit 2, one line) or rides the restart out (a client
+    reconnects); the same commands finish the crawl, each
     page fetched once and stored once across the stores, none missing, the cash still 1."""
     server = RedisServer(tmp_path / "redis", durable=True)
     web.clear()
@@ -200,11 +201,12 @@ def test_a_redis_restart_stops_two_crawlers_and_the_same_commands_resume(
 
         wait_for(fetching, timeout=60, what="the crawlers fetching")
         server.restart()
-        for proc in procs:
+        for proc in procs:  # each stops with its batch committed, or rides the restart out
             _, err = proc.communicate(timeout=60)
-            assert proc.returncode == 2, err
-            assert "partition coordinator is unreachable" in err
-            assert len(err.strip().splitlines()) == 1, err
+            assert proc.returncode in (0, 2), err
+            if proc.returncode == 2:
+                assert "partition coordinator is unreachable" in err
+                assert len(err.strip().splitlines()) == 1, err
         for proc in [crawl(web, d, *args) for d in shards]:
             finish(proc)
         cash = check_cash(server.url(), [DataDir.open(d).store_path for d in shards])
