@@ -9,7 +9,7 @@ Input: the parts (:class:`PartSpec`): a *service* runs until stopped (crawl, ind
 supervisor alone, which then stops the parts in order), killed by the kernel if the supervisor
 dies (PR_SET_PDEATHSIG, as indexing workers are: ``indexer/workers.die_with_parent``).  A part's
 output (stdout and stderr) is read here and written to the supervisor's stderr, each line
-prefixed with the part's name.
+prefixed with the part's name (unless the line begins with it already).
 Output: the parts' status, written to ``DATA/up-status.json`` (``api/up_status.py``).
 
 Rules:
@@ -349,11 +349,13 @@ class Supervisor:
 
     def _lines(self, part: _Part, data: bytes) -> bytes:
         *lines, rest = data.replace(b"\r", b"\n").split(b"\n")
+        prefix = f"{part.spec.name}: "
         for raw in lines:
             line = raw.decode(errors="replace").rstrip()
             if line:
                 part.status.last_line = line[-500:]
-                self.out.write(f"{part.spec.name}: {line}\n")
+                # a part that names itself (``index: cut 3 ...``) is not named twice
+                self.out.write(line + "\n" if line.startswith(prefix) else prefix + line + "\n")
         self.out.flush()
         return rest
 

@@ -9,6 +9,12 @@ itself.  The batch commits after ``max_steps`` steps or ``max_age`` seconds, whi
 first, and always on close; the WARC file is fsynced just before each commit.  A crash loses at
 most the open batch: those URLs are still ``discovered`` in the store and are fetched again by
 the next run, and the WARC records they wrote are simply never referenced.
+
+A write error can make SQLite roll the whole open transaction back by itself (a full disk while
+it writes the journal does).  The batch is then lost: its steps and the OPIC state written for
+them are gone while the frontier in memory still counts them.  From then on every step and
+commit raises :class:`BatchLost`: a step run as a transaction of its own would store pages'
+cash apart from the virtual page's, whose cash the batch's commit writes.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ from contextlib import contextmanager
 
 from websift.crawler import settings as S
 from websift.store.crawl_store import CrawlStore
+from websift.store.errors import BatchLost
 from websift.store.warc import WarcWriterFile
 
 
@@ -42,10 +49,19 @@ class GroupCommit:
         self.before_commit: list[Callable[[], None]] = []
         # what must wait until the batch is durable (a shared frontier's acknowledgements)
         self.after_commit: list[Callable[[], None]] = []
+        self.lost = False
+
+    def _check_open(self) -> None:
+        """Raise :class:`BatchLost` once the open batch's transaction is gone."""
+        if not self.lost and self.steps > 0 and not self.store.in_transaction:
+            self.lost = True
+        if self.lost:
+            raise BatchLost("the open batch was rolled back after a write error")
 
     @contextmanager
     def step(self) -> Iterator[None]:
         """One crawl step, atomic on its own, committed with its batch."""
+        self._check_open()
         if self.steps == 0:
             self.store.begin()
             self.opened = time.monotonic()
@@ -60,8 +76,9 @@ class GroupCommit:
 
     def commit(self) -> None:
         """fsync the WARC records the batch points at, then commit the batch."""
-        if self.steps == 0 and not self.store.in_transaction:
+        if self.steps == 0 and not self.store.in_transaction and not self.lost:
             return
+        self._check_open()
         self.store.begin()
         for hook in self.before_commit:
             hook()

@@ -27,6 +27,8 @@ a *money transfer*, summed per destination with the URL, and sent in batches.
 - Rebalancing: a crawler giving a partition back (a crawler joined, or this one stops before
   the crawl's end) sends its pages of that partition with their cash (the fetched ones flagged,
   so the new owner records them read and does not fetch them again), then releases the lease.
+  A crawler that finds at a renewal that another took a lease of its (it renewed later than
+  the lease lasts, and was taken for dead) sends that partition's pages and cash the same way.
 - A dead crawler (killed, its machine gone; no disk is shared): every crawler mirrors the state
   of the partitions it owns in Redis, in the MULTI that follows each commit: ``{wsp}:q:P``
   (URL -> depth of each page known and not read) and ``{wsp}:f:P`` (the 64-bit fingerprints of
@@ -550,6 +552,10 @@ class PartitionedFrontier(Frontier):
     # ------------------------------------------------------------------ rebalancing
     def _rebalance(self) -> None:
         claim, give = self.leases.plan()
+        # a lease lost to another crawler (this one renewed too late and was taken for dead):
+        # its pages and their cash go to the new owner as in a hand-over, else its queued pages
+        # stay here, fetched by neither, and their cash with them
+        give = sorted(set(give) | set(self.leases.take_lost()))
         if give:
             ids, parts = self._partitions_of_known()
             for p in give:

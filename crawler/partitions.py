@@ -157,6 +157,7 @@ class Leases:
         self.members: list[str] = []
         # partition -> the crawler it was taken from when that one was no longer alive
         self.taken_from: dict[int, str] = {}
+        self.lost: set[int] = set()  # leases another crawler took from this one (heartbeat)
 
     def due(self) -> bool:
         return self.clock() - self.renewed_at >= self.ttl / 3
@@ -176,11 +177,19 @@ class Leases:
         if mine:
             held = {p for p, h in zip(mine, take_mget(replies, 3, len(mine), split),
                                       strict=True) if h == self.me}
-            self.owned &= held  # taken by another while this crawler was not seen alive
+            # taken by another while this crawler was not seen alive (a renewal later than
+            # the lease): crawled no more, and its pages go to the new owner (take_lost)
+            self.lost |= self.owned - held
+            self.owned &= held
             self.releasing &= held
         self.renewed_at = now
         self.members = sorted(members)
         return self.members
+
+    def take_lost(self) -> list[int]:
+        """The partitions lost since the last call (sorted)."""
+        lost, self.lost = sorted(self.lost), set()
+        return lost
 
     def preferred(self, partition: int) -> str | None:
         if not self.members:

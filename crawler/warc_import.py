@@ -35,6 +35,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import signal
 import sys
 import time
 from collections import Counter
@@ -382,7 +383,17 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.set_defaults(func=import_command)
 
 
+def honour_sigint() -> None:
+    """Ctrl-C (SIGINT) stops the import whatever the process inherited: Python leaves SIGINT
+    ignored when it started ignored (a shell's ``trap "" INT``, a background job of a script)
+    and a blocked SIGINT is never delivered, and either would let the import run on to the end
+    instead of committing what it has and exiting 130."""
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
 def import_command(args: argparse.Namespace) -> int:
+    honour_sigint()
     files = [Path(f) for f in args.files]
     summary = import_warcs(args.data, files, progress=None if args.quiet else sys.stderr)
     if not args.quiet:

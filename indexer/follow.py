@@ -80,8 +80,8 @@ class FollowStatus:
     interval_seconds: float
     every_pages: int
     cuts: int = 0  # segments cut by this follow
-    last_cut: float | None = None  # Unix time the last cut was published
-    last_cut_seconds: float = 0.0  # how long it took (merges after it not counted)
+    last_cut: float | None = None  # Unix time the last cut and the merges after it ended
+    last_cut_seconds: float = 0.0  # how long they took (the cut with its merges)
     last_cut_pages: int = 0  # documents it indexed (full and anchor-only) plus drops
     pages: int = 0  # the same, summed over this follow's cuts
     pending_pages: int = 0  # store pages changed since the index's last_seq, at the last look

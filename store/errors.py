@@ -13,12 +13,17 @@ from websift.core.errors import (
     is_out_of_space,
 )
 
-__all__ = ["WRITE_ERRORS", "StoreError", "StoreIOError", "WarcError", "write_failure"]
+__all__ = ["WRITE_ERRORS", "BatchLost", "StoreError", "StoreIOError", "WarcError", "write_failure"]
 
 
 class StoreIOError(StoreError, StageFailed):
     """The store could not be opened for an I/O reason (a full disk): a failure (exit 1), not a
     setup error; the store itself may be fine."""
+
+class BatchLost(sqlite3.OperationalError):
+    """The crawler's open group-commit batch was rolled back by SQLite itself after a write
+    error (crawler/groupcommit.py): one of :data:`WRITE_ERRORS`."""
+
 
 # What writing the store or a WARC file raises on a full disk or a failing device
 WRITE_ERRORS: tuple[type[Exception], ...] = (OSError, sqlite3.OperationalError)

@@ -162,6 +162,10 @@ def test_a_fetched_page_becomes_searchable_with_no_other_command(up: Up) -> None
 
     for token in TOKENS:
         wait_for(lambda t=token: found(t), f"{token} to be searchable", WAIT)  # type: ignore[misc]
+    # the indexer's cut lines, named once by the supervisor
+    wait_for(lambda: " cut " in up.output(), "a cut line in up's output", WAIT)
+    out = up.output()
+    assert "\nindex: cut " in out and "index: index:" not in out, out[-2000:]
 
 
 @needs_follow

@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from testkit.redis_server import RedisServer
-from websift.crawler.mailbox import PartitionedFrontier, open_partitioned
+from websift.crawler.frontier import Frontier
+from websift.crawler.mailbox import PartitionedFrontier, check_cash, open_partitioned
 from websift.store.crawl_store import CrawlStore
 
 pytestmark = [pytest.mark.redis]
@@ -24,6 +25,11 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
     srv = RedisServer(tmp_path_factory.mktemp("redis"))
     yield srv
     srv.stop()
+
+
+def _queued(frontier: PartitionedFrontier) -> int:
+    """Pages queued in this crawler's own frontier (no look at the mailbox)."""
+    return Frontier.pending_count(frontier)
 
 
 def _classes(frontier: PartitionedFrontier) -> list[int]:
@@ -62,3 +68,35 @@ def test_a_page_fetched_elsewhere_gives_its_unread_dividends_to_the_virtual_page
                 before + 0.75, abs=1e-12)
         finally:
             frontier.close()
+
+
+def test_a_crawler_taken_for_dead_hands_its_pages_and_cash_to_the_new_owner(
+        server: RedisServer, tmp_path: Path) -> None:
+    server.client.flushall()
+    with CrawlStore.open(tmp_path / "a.sqlite3") as a_store, \
+            CrawlStore.open(tmp_path / "b.sqlite3") as b_store:
+        a = open_partitioned(server.url(), a_store, PARTITIONS, ttl=30.0)
+        urls = [f"http://127.0.0.{40 + n}/p{n}" for n in range(6)]
+        with a_store.transaction():
+            for url in urls:
+                uid, _ = a_store.add_url(url, 0)
+                a.add(uid, url, a_store.host_id_of_url(uid), 0)
+        a.opic.pay_virtual()
+        a._commit_now()
+        assert _queued(a) == len(urls)
+        # a misses its renewals: its registration runs out and b takes every partition
+        server.client.zadd("{wsp}:members", {a.leases.me: 0})
+        b = open_partitioned(server.url(), b_store, PARTITIONS, ttl=30.0)
+        try:
+            assert b.leases.owned == set(range(PARTITIONS))
+            a.leases.heartbeat()  # a learns it holds nothing
+            a._rebalance()
+            assert a.leases.owned == set()
+            assert _queued(a) == 0, "a crawls no page of partitions it lost"
+            b._read_mailbox()
+            assert _queued(b) == len(urls), "b queues a's pages"
+            check = check_cash(server.url(), [tmp_path / "a.sqlite3", tmp_path / "b.sqlite3"])
+            assert check.total == pytest.approx(1.0, abs=1e-12), check
+        finally:
+            b.close()
+            a.close()

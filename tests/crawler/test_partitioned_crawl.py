@@ -31,7 +31,7 @@ SITES = tuple(f"127.0.0.{n}" for n in range(21, 27))
 PAGES = 8  # per site, besides its home page
 PARTITIONS = 16
 LATENCY = 0.05  # the crawl lasts a few lease renewals: the second crawler joins mid-crawl
-LEASE = "1.5"
+LEASE = "3"  # renewed every second: a loaded machine must not make a live crawler look dead
 
 
 @pytest.fixture(scope="module")

@@ -12,6 +12,7 @@ import subprocess
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -180,19 +181,24 @@ def test_killed_crawler_loses_nothing(web: TestWeb, server: RedisServer, tmp_pat
 def test_bad_frontier_one_line_exit_2(
     web: TestWeb, server: RedisServer, tmp_path: Path, run_websift: Callable[..., Any]
 ) -> None:
-    base = ["crawl", web.sites["s0"].url("/"), "--data", str(tmp_path / "d"), "--allow-private",
-            "--quiet"]
     web.clear()
-    for url, why in [(f"redis://127.0.0.1:{free_port()}/0", "cannot use the frontier"),
-                     ("redis://:pw@127.0.0.1:6379/0", "WEBSIFT_REDIS_PASSWORD"),
-                     ("mysql://127.0.0.1/0", "scheme")]:
-        done = run_websift(*base, "--frontier", url)
-        assert done.returncode == 2, done.stderr
-        assert why in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
     server.client.select(3)
     server.client.set("not-ours", "1")
-    done = run_websift(*base, "--frontier", server.url(3))
-    assert done.returncode == 2 and "not a websift frontier" in done.stderr, done.stderr
+    cases = [(f"redis://127.0.0.1:{free_port()}/0", "cannot use the frontier"),
+             ("redis://:pw@127.0.0.1:6379/0", "WEBSIFT_REDIS_PASSWORD"),
+             ("mysql://127.0.0.1/0", "scheme"),
+             (server.url(3), "not a websift frontier")]
+
+    def refused(n: int) -> Any:
+        return run_websift("crawl", web.sites["s0"].url("/"), "--data", str(tmp_path / f"d{n}"),
+                           "--allow-private", "--quiet", "--frontier", cases[n][0])
+
+    # four independent refusals, each its own data directory: run side by side
+    with ThreadPoolExecutor(len(cases)) as pool:
+        runs = list(pool.map(refused, range(len(cases))))
+    for (_, why), done in zip(cases, runs, strict=True):
+        assert done.returncode == 2, done.stderr
+        assert why in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
     server.client.flushdb()
     server.client.select(0)
     assert web.entries() == []  # refused before any fetch

@@ -11,6 +11,7 @@ import pytest
 from websift.crawler.frontier import Frontier
 from websift.crawler.groupcommit import GroupCommit
 from websift.store.crawl_store import CrawlStore
+from websift.store.errors import BatchLost
 from websift.store.schema import (
     FETCHED,
     META_CLOCK,
@@ -118,6 +119,45 @@ def test_opic_state_is_saved_whole_or_not_at_all(tmp_path: Path) -> None:
             # the rows written before the error were rolled back with the savepoint
             assert [p.cash for p in store.pages()] == [0.0, 0.0, 0.0]
             assert store.get_meta(META_CLOCK) is None
+
+
+def test_a_batch_sqlite_rolled_back_commits_nothing_more(tmp_path: Path) -> None:
+    """After SQLite rolled the open batch back on its own (what a full disk while it writes the
+    journal does), a further step and the batch's commit raise BatchLost instead of storing
+    pages' cash without the virtual page's: the stored cash stays 1 (Lemma 2.2)."""
+    path = tmp_path / "crawl.sqlite3"
+    warc = WarcWriterFile(tmp_path / "warc")
+    with CrawlStore.open(path) as store:
+        frontier = Frontier(virtual_every=100)
+        batch = GroupCommit(store, warc, max_steps=100, max_age=3600.0)
+        batch.before_commit.append(lambda: frontier.persist(store))
+        with store.transaction():
+            ids = []
+            for i in range(6):
+                url = f"http://a.example/{i}"
+                uid = store.add_url(url)[0]
+                frontier.add(uid, url, store.host_id(origin_of(url)), 0)
+                ids.append(uid)
+            frontier.distribute_virtual()
+            frontier.persist(store)
+        frontier.persist(store)  # a step's rows dirty from here on
+        for uid in ids[:2]:
+            with batch.step():
+                frontier.take(uid)
+                store.update_page(uid, status=FETCHED)
+                frontier.dirty.update(frontier.read(uid, ids[2:4]))
+        store._conn.execute("ROLLBACK")  # what SQLite does itself after a full disk
+        with pytest.raises(BatchLost), batch.step():
+            frontier.take(ids[2])
+            store.update_page(ids[2], status=FETCHED)
+            frontier.dirty.update(frontier.read(ids[2], ids[4:]))
+        with pytest.raises(BatchLost):
+            batch.commit()
+        assert not store.in_transaction and batch.commits == 0
+    warc.close()
+    assert _raw(path, f"SELECT count(*) FROM urls WHERE status='{FETCHED}'") == [(0,)]
+    with StoreReader.open(path) as reader:
+        assert reader.opic_cash_total() == pytest.approx(1.0, abs=1e-12)
 
 
 def test_frontier_persisted_through_the_store_keeps_total_cash_one(tmp_path: Path) -> None:
