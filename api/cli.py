@@ -12,6 +12,7 @@ stderr and a non-zero exit, with no traceback.
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -63,14 +64,29 @@ class DefaultsHelpFormatter(argparse.HelpFormatter):
         return f"{text} (default: {shown.replace('%', '%%')})".lstrip()
 
 
-def build_parser() -> argparse.ArgumentParser:
-    from websift.api import commands as api_commands
-    from websift.api import demo as demo_commands
-    from websift.api import operator_commands, up_command
-    from websift.crawler import commands as crawler_commands
-    from websift.indexer import commands as indexer_commands
-    from websift.ranking import commands as ranking_commands
+# The module registering each subcommand, in registration order: `websift COMMAND ...` imports
+# the one module it runs (`websift index` does not import the crawler, the HTTP server or the
+# operator's supervisor); `websift`, `websift --help` and a name not here build them all.
+COMMAND_MODULES = {
+    "robots": "websift.crawler.commands", "frontier": "websift.crawler.commands",
+    "import": "websift.crawler.commands", "crawl": "websift.crawler.commands",
+    "recrawl": "websift.crawler.commands",
+    "index": "websift.indexer.commands",
+    "rank": "websift.ranking.commands", "graph": "websift.ranking.commands",
+    "topics": "websift.ranking.commands",
+    "search": "websift.api.commands", "serve": "websift.api.commands",
+    "demo": "websift.api.demo",
+    "remove": "websift.api.operator_commands", "removed": "websift.api.operator_commands",
+    "backup": "websift.api.operator_commands", "restore": "websift.api.operator_commands",
+    "up": "websift.api.up_command", "status": "websift.api.up_command",
+}
 
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The ``websift`` parser: every subcommand, or ``command``'s module's alone (see
+    :data:`COMMAND_MODULES`) when it names one."""
+    names = [COMMAND_MODULES[command]] if command in COMMAND_MODULES \
+        else list(dict.fromkeys(COMMAND_MODULES.values()))
     parser = argparse.ArgumentParser(
         prog="websift",
         description="websift: crawl, index, rank and search the web you choose.",
@@ -80,15 +96,12 @@ def build_parser() -> argparse.ArgumentParser:
                         help="print websift's version and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
-    for module in (
-        crawler_commands, indexer_commands, ranking_commands, api_commands, demo_commands,
-        operator_commands, up_command,
-    ):
-        module.register(sub)
+    for name in names:
+        importlib.import_module(name).register(sub)
     _help_order(sub)
-    for command in subcommands(parser):
-        command.formatter_class = DefaultsHelpFormatter
-        _add_data_option(command)
+    for nested in subcommands(parser):
+        nested.formatter_class = DefaultsHelpFormatter
+        _add_data_option(nested)
     return parser
 
 
@@ -128,7 +141,8 @@ def _add_data_option(command: argparse.ArgumentParser) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(argv[0] if argv and not argv[0].startswith("-") else None)
     args = parser.parse_args(argv)
     if getattr(args, "data", None) is None:
         args.data = default_data_dir()

@@ -307,8 +307,8 @@ class Stats(BaseModel):
     )
     search_caches: dict[str, dict[str, int]] = Field(
         default_factory=dict,
-        description="the searcher's caches (postings, pairs, texts, site_masks), each bounded "
-        "by bytes: entries, size and max_size in bytes, hits, misses, evictions",
+        description="the searcher's caches (postings, pairs, phrases, texts, site_masks), each "
+        "bounded by bytes: entries, size and max_size in bytes, hits, misses, evictions",
     )
     up: dict[str, Any] | None = Field(
         default=None, description="when 'websift up' runs (or ran) over this data directory: "

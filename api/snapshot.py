@@ -97,12 +97,17 @@ class RankView:
 
     @classmethod
     def load(cls, ranks: Ranks, site_mix: float = DEFAULT_SITE_MIX) -> RankView:
-        topics = {name: normalise_mean_one(ranks.topic(name)) for name in ranks.topic_names()}
+        # a shard ranked by URL scores its part as the whole graph (ranking/rank_by_url.py)
+        union = (ranks.manifest.get("stats") or {}).get("union")
+        whole = (union or {}).get("topics") or {}
+        topics = {name: normalise_mean_one(ranks.topic(name), whole.get(name))
+                  for name in ranks.topic_names()}
         return cls(
             ranks=ranks,
             generation=int(ranks.generation),
-            pagerank=site_static(ranks.pagerank, ranks.host, ranks.hostrank, site_mix),
-            opic=normalise_mean_one(ranks.opic),
+            pagerank=site_static(ranks.pagerank, ranks.host, ranks.hostrank, site_mix,
+                                 union=union),
+            opic=normalise_mean_one(ranks.opic, (union or {}).get("opic")),
             topics=topics,
         )
 

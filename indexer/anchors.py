@@ -15,7 +15,7 @@ rel="canonical" variant for its canonical page.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -33,6 +33,7 @@ from websift.store.views import StoreReader
 class Anchors:
     texts: list[str]  # one entry per distinct (source, text)
     sources: list[int]  # distinct source IDs
+    by: list[int] = field(default_factory=list)  # the source ID of each of ``texts``
 
     def best(self) -> str:
         """The most common anchor text (the title of a page known only by its anchors)."""
@@ -160,6 +161,7 @@ def in_anchors_many(store: StoreReader, targets: list[int],
             continue
         held.add(key)
         a.texts.append(text)
+        a.by.append(src)
         if not a.sources or a.sources[-1] != src:
             a.sources.append(src)
     return out

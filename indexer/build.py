@@ -56,6 +56,7 @@ from websift.core.errors import (
 )
 from websift.core.html import is_html
 from websift.core.lock import ExclusiveLock, LockHeld
+from websift.indexer.anchor_exchange import ForeignAnchors, add_foreign
 from websift.indexer.anchors import (
     Anchors,
     SourceHosts,
@@ -207,7 +208,8 @@ def build_index(data: DataDir, ram_mb: int = DEFAULT_RAM_MB,
                 progress: Callable[[str], None] | None = None, *,
                 rebuild: bool = False, procs: int = DEFAULT_INDEX_PROCS,
                 settings: IndexSettings = DEFAULT_INDEX_SETTINGS,
-                policy: MergePolicy = DEFAULT_MERGE_POLICY) -> IndexReport:
+                policy: MergePolicy = DEFAULT_MERGE_POLICY,
+                foreign: Callable[[StoreReader], ForeignAnchors] | None = None) -> IndexReport:
     """Index what changed in the crawl store since the last run (everything, the first time).
 
     ``rebuild``: index the whole store into one new segment whatever the incremental state says
@@ -220,7 +222,8 @@ def build_index(data: DataDir, ram_mb: int = DEFAULT_RAM_MB,
     ``settings``: what changes how the index is built (``websift index`` reads them from the
     environment once); recorded in the new segment.  An incremental run whose analysis differs
     from its older segments' raises IndexAnalyzerMismatch (run with ``rebuild``).  ``policy``:
-    which segments merge after the run (indexer/merge_policy.py)."""
+    which segments merge after the run (indexer/merge_policy.py).  ``foreign``: other shards'
+    anchor texts matched with this store (indexer/anchor_exchange.py), or None."""
     started = time.monotonic()
     index_dir = data.index_dir
     say = progress or (lambda _msg: None)
@@ -232,7 +235,8 @@ def build_index(data: DataDir, ram_mb: int = DEFAULT_RAM_MB,
         try:
             return run_once(data, store, manifest, ram_mb=ram_mb, started=started, say=say,
                             counted=progress is not None, rebuild=rebuild, procs=procs,
-                            settings=settings, policy=policy)
+                            settings=settings, policy=policy,
+                            foreign=None if foreign is None else foreign(store))
         except BaseException as exc:
             # a full disk, or any failure: the half-built segment goes now (not at the next
             # run), and the manifest on disk, old or new, keeps serving what it names
@@ -264,7 +268,8 @@ def run_once(data: DataDir, store: StoreReader, manifest: Manifest | None, *, ra
              pool: AnalyserPool | None = None, upto_seq: int | None = None,
              should_stop: Callable[[], bool] = lambda: False,
              prior_scale: float | None = None,
-             boilerplate: set[tuple[int, str]] | None = None) -> IndexReport:
+             boilerplate: set[tuple[int, str]] | None = None,
+             foreign: ForeignAnchors | None = None) -> IndexReport:
     """One run on an open store, under the caller's index lock (:func:`build_index`'s body;
     indexer/follow.py calls it once per cut).  ``pool``: a running AnalyserPool to use (kept
     alive by the caller) instead of starting one; ``upto_seq``: index the store's changes up to
@@ -272,7 +277,8 @@ def run_once(data: DataDir, store: StoreReader, manifest: Manifest | None, *, ra
     segment in progress (IndexInterrupted) or leaves the remaining merges; ``prior_scale``: the
     factor that makes OPIC importance mean one (:meth:`StoreReader.importance_scale`, read
     here when not given); ``boilerplate``: the navigation anchor texts to leave out
-    (:func:`anchor_boilerplate`, measured here when not given: a scan of every link)."""
+    (:func:`anchor_boilerplate`, measured here when not given: a scan of every link);
+    ``foreign``: other shards' anchor texts (their targets are indexed again each run)."""
     index_dir = data.index_dir
     snap_seq = store.max_seq() if upto_seq is None else min(store.max_seq(), upto_seq)
     generation = (manifest.generation if manifest else 0) + 1
@@ -285,6 +291,8 @@ def run_once(data: DataDir, store: StoreReader, manifest: Manifest | None, *, ra
         say(line)
     mode = "rebuild" if rebuild else "full" if manifest is None else "incremental"
     ids = _candidates(store, manifest, snap_seq, old_segments)
+    if foreign is not None and manifest is not None:  # a full run indexes them anyway
+        ids = sorted(set(ids) | foreign.candidates())
     # The operator's removals (store/removals.py): a page they cover is not indexed, and one
     # an older segment holds live is dropped by this run, so it does not come back.
     removals = store.removal_rules()
@@ -307,7 +315,8 @@ def run_once(data: DataDir, store: StoreReader, manifest: Manifest | None, *, ra
                               ram_mb=ram_mb, procs=procs, settings=settings, pool=pool,
                               should_stop=should_stop, snap_seq=snap_seq,
                               prior_scale=store.importance_scale() if prior_scale is None
-                              else prior_scale, boilerplate=boilerplate, removals=removals)
+                              else prior_scale, boilerplate=boilerplate, removals=removals,
+                              foreign=foreign)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
@@ -410,7 +419,8 @@ def _cut(data: DataDir, store: StoreReader, manifest: Manifest | None, tmp: Path
          ram_mb: int, procs: int, settings: IndexSettings, pool: AnalyserPool | None,
          should_stop: Callable[[], bool], snap_seq: int, prior_scale: float,
          boilerplate: set[tuple[int, str]] | None,
-         removals: RemovalRules | None = None) -> SegmentWriter:
+         removals: RemovalRules | None = None,
+         foreign: ForeignAnchors | None = None) -> SegmentWriter:
     """Build the run's segment in ``tmp`` (complete and fsynced when this returns)."""
     mode = report.mode
     writer = SegmentWriter(tmp, ram_mb * 1024 * 1024, settings=settings)
@@ -456,7 +466,7 @@ def _cut(data: DataDir, store: StoreReader, manifest: Manifest | None, tmp: Path
         busy, idle, wait = workers.busy_seconds, workers.idle_seconds, workers.wait_seconds
         batches = _batches(store, cand, aliases, writer, report, drop=(mode == "incremental"),
                            boilerplate=boiler, sources=sources[0] if sources else None,
-                           removals=removals)
+                           removals=removals, foreign=foreign)
         for jobs, batch in workers.map(batches):
             _add_batch(writer, jobs, batch, report, say, prior_scale=prior_scale)
             if meter is not None:
@@ -582,19 +592,21 @@ def _measured(hosts: dict[str, HostTemplate], host: str, measured: tuple[list[se
 
 
 def _job(page: Page, anchors: Anchors | None, writer: SegmentWriter, report: IndexReport,
-         *, drop: bool, removed: bool = False) -> DocJob | None:
+         *, drop: bool, removed: bool = False, elsewhere: bool = False) -> DocJob | None:
     """What to make of one store row: a full document, an anchor-only one, or nothing (counted
     by reason; a page an older segment holds is dropped in an incremental run).  ``removed``:
-    the operator took it out (store/removals.py)."""
+    the operator took it out (store/removals.py); ``elsewhere``: another shard fetched it, so
+    its anchor-only document is that shard's full one."""
     texts, sources = (anchors.texts, anchors.sources) if anchors is not None else ([], [])
     if not removed and _full(page):
         return DocJob(page.id, page.url, FULL, page.content_type,
                       (str(page.warc_file), int(page.warc_offset or 0),
                        int(page.warc_length or 0)), texts, sources, float(page.importance))
-    if not removed and anchors is not None and texts:
+    if not removed and not elsewhere and anchors is not None and texts:
         return DocJob(page.id, page.url, ANCHOR_ONLY, None, None, texts, sources,
                       float(page.importance))
-    reason = ("removed" if removed else "noindex" if page.noindex
+    reason = ("removed" if removed else "other_shard" if elsewhere and page.status != FETCHED
+              else "noindex" if page.noindex
               else "duplicate" if page.duplicate_of is not None
               else "not_html" if page.status == FETCHED else f"status_{page.status}")
     report.skipped[reason] += 1
@@ -608,7 +620,8 @@ def _batches(store: StoreReader, ids: np.ndarray, aliases: dict[int, list[int]],
              writer: SegmentWriter, report: IndexReport, *, drop: bool,
              boilerplate: set[tuple[int, str]] | None = None,
              sources: SourceHosts | None = None,
-             removals: RemovalRules | None = None) -> Iterator[list[DocJob]]:
+             removals: RemovalRules | None = None,
+             foreign: ForeignAnchors | None = None) -> Iterator[list[DocJob]]:
     """The documents to make, in URL ID order, cut into batches for the workers; store rows
     and anchors read STORE_READ_IDS at a time (one query each)."""
     jobs: list[DocJob] = []
@@ -621,12 +634,18 @@ def _batches(store: StoreReader, ids: np.ndarray, aliases: dict[int, list[int]],
         want = [p.id for p in pages.values() if p.status in _ANCHOR_ONLY_STATUSES or (
             p.status == FETCHED and p.noindex == 0 and p.duplicate_of is None)]
         anchors = in_anchors_many(store, want, aliases, boilerplate, sources)
+        if foreign is not None:  # other shards' texts, for the pages fetched here
+            for url_id in want:
+                rows = foreign.texts.get(url_id)
+                if rows and pages[url_id].status == FETCHED:
+                    add_foreign(anchors[url_id], rows)
         for url_id in chunk:
             page = pages.get(url_id)
             if page is None:
                 continue
             removed = removals is not None and removals.matches(page.url)
-            job = _job(page, anchors.get(url_id), writer, report, drop=drop, removed=removed)
+            job = _job(page, anchors.get(url_id), writer, report, drop=drop, removed=removed,
+                       elsewhere=foreign is not None and url_id in foreign.elsewhere)
             if job is None:
                 continue
             jobs.append(job)

@@ -8,11 +8,20 @@ import signal
 import sys
 import threading
 from collections.abc import Callable
+from pathlib import Path
 
 from pydantic import ValidationError
 
 from websift.core.arguments import number, seconds
 from websift.core.datadir import DataDir
+from websift.core.errors import StageFailed
+from websift.indexer.anchor_exchange import (
+    AnchorExport,
+    export_anchors,
+    foreign_anchors,
+    read_exports,
+    write_export,
+)
 from websift.indexer.build import build_index
 from websift.indexer.follow import follow
 from websift.indexer.settings import (
@@ -49,7 +58,49 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--every", type=number(int, low=1), default=FOLLOW_EVERY_PAGES,
                    metavar="PAGES", help="with --follow: cut as soon as this many changed pages "
                    f"wait, and at most this many per cut (default: {FOLLOW_EVERY_PAGES})")
+    p.add_argument("--anchors-from", type=Path, nargs="+", default=None, metavar="FILE",
+                   help="other shards' anchor texts ('websift anchors export' files): added to "
+                   "the pages this shard fetched; give the same files at every run")
     p.set_defaults(func=index_command)
+    a = sub.add_parser(
+        "anchors", help="anchor text across shards",
+        description="Exchange anchor text between the shards of a crawl: each shard exports "
+        "the texts of its links to pages it did not fetch; 'websift index --anchors-from' "
+        "reads the other shards' files.")
+    verbs = a.add_subparsers(dest="anchors_command", metavar="ACTION", required=True)
+    e = verbs.add_parser("export", help="write this shard's anchor texts for the others",
+                         description="Write the anchor texts of this shard's links to pages it "
+                         "did not fetch, and the URLs it fetched, as one checked file to copy "
+                         "to the other shards.")
+    e.add_argument("--out", type=Path, required=True, metavar="FILE",
+                   help="the export file to write (replaced atomically)")
+    e.set_defaults(func=anchors_export_command)
+
+
+def anchors_export_command(args: argparse.Namespace) -> int:
+    from websift.store.views import StoreReader
+
+    settings = _settings()
+    if settings is None:
+        return 2
+    data = DataDir.open(args.data)
+    with StoreReader.open(data.store_path) as store, store.snapshot():
+        export: AnchorExport = export_anchors(store, navigation=settings.anchor_templates)
+    digest = write_export(args.out, export)
+    print(f"anchors: {len(export.rows)} anchor texts for pages {len(export.fetched)} fetched "
+          f"pages did not cover, written to {args.out} (sha256 {digest[:12]})")
+    return 0
+
+
+def _settings() -> IndexSettings | None:
+    """The indexing settings from the environment (None, said on stderr, when bad)."""
+    try:
+        return IndexSettings.from_env()
+    except ValidationError as exc:
+        bad = "; ".join(f"WEBSIFT_{'_'.join(map(str, e['loc'])).upper()}: {e['msg']}"
+                        for e in exc.errors())
+        print(f"index: bad setting: {bad}", file=sys.stderr)
+        return None
 
 
 def _follow(data: DataDir, args: argparse.Namespace, settings: IndexSettings,
@@ -77,12 +128,13 @@ def _follow(data: DataDir, args: argparse.Namespace, settings: IndexSettings,
 def index_command(args: argparse.Namespace) -> int:
     # The one place indexing settings come from the environment (WEBSIFT_*, IndexSettings):
     # read once, here, and handed down; a variable set later changes nothing in this run.
-    try:
-        settings = IndexSettings.from_env()
-    except ValidationError as exc:
-        bad = "; ".join(f"WEBSIFT_{'_'.join(map(str, e['loc'])).upper()}: {e['msg']}"
-                        for e in exc.errors())
-        print(f"index: bad setting: {bad}", file=sys.stderr)
+    settings = _settings()
+    if settings is None:
+        return 2
+    anchors_from = getattr(args, "anchors_from", None)  # absent when called from another command
+    if args.follow and anchors_from:
+        print("index: --anchors-from and --follow do not go together (index with the other "
+              "shards' anchors in a run of its own)", file=sys.stderr)
         return 2
     if args.follow and args.rebuild:
         print("index: --rebuild and --follow do not go together (rebuild first, then follow)",
@@ -92,8 +144,17 @@ def index_command(args: argparse.Namespace) -> int:
     if args.follow:  # started beside the crawl, it may come first: the directory is made here
         return _follow(DataDir.create(args.data), args, settings, say)
     data = DataDir.open(args.data)
+    exports = None
+    if anchors_from:
+        try:
+            exports = read_exports(anchors_from)
+        except StageFailed as exc:
+            print(f"index: --anchors-from: {exc}", file=sys.stderr)
+            return 2
     r = build_index(data, ram_mb=args.ram_mb, progress=say, rebuild=args.rebuild,
-                    procs=args.procs, settings=settings)
+                    procs=args.procs, settings=settings,
+                    foreign=None if exports is None else
+                    (lambda store: foreign_anchors(store, exports)))
     if r.mode == "unchanged":
         print(f"index: nothing new since seq {r.last_seq}; generation {r.generation} "
               f"({r.live_docs} documents in {r.segments} segments)")

@@ -79,6 +79,12 @@ def _identifier(among: frozenset[str] = frozenset()) -> Any:
     return ident
 
 
+def load_identifier() -> None:
+    """Load py3langid's model now (decompressing it is most of a small run's identifying):
+    a process about to fork workers calls it so they inherit the one copy."""
+    _identifier()
+
+
 def identify(text: str, min_chars: int = LANG_MIN_CHARS,
              among: frozenset[str] = frozenset()) -> tuple[str | None, float]:
     """(language, probability) of ``text`` by py3langid on a sample (from the middle: the

@@ -6,8 +6,8 @@ one (and its explain and fragments, indexer/searcher.py) and the pruned top-k on
 (indexer/topk.py).  Two levels:
 
 * :class:`PostingStore`, one per snapshot: the segments, their live masks
-  (indexer/liveness.py) and the caches of decoded lists and of near pairs, bounded by bytes
-  (indexer/settings.py) and shared by the threads searching the snapshot.  Its segments never
+  (indexer/liveness.py) and the caches of decoded lists, of near pairs and of phrases' pages,
+  bounded by bytes (indexer/settings.py) and shared by the threads searching the snapshot.  Its segments never
   change, so neither does anything it caches.
 * :class:`QueryPostings`, one per query: the lists the query has looked up (a list evicted from
   the shared cache mid-query stays the same for the query) and the field coefficients it is
@@ -41,6 +41,7 @@ from websift.indexer.settings import (
     FIELDS,
     N_FIELDS,
     PAIRS_CACHE_BYTES,
+    PHRASES_CACHE_BYTES,
     POSTINGS_CACHE_BYTES,
     BM25FSettings,
 )
@@ -53,6 +54,7 @@ POS_MASK = (1 << FIELD_SHIFT) - 1
 MERGE_RATIO = 8
 _POSITIONS = "\x00pos:"  # a cache key's prefix: the term's occurrences, not its postings
 _NO_PAIRS = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64))
+_NO_DOCS = np.zeros(0, dtype=np.int64)
 
 
 
@@ -211,13 +213,18 @@ class PostingStore:
             POSTINGS_CACHE_BYTES, nbytes)
         self.pairs: Cache[tuple[int, str, str], tuple[np.ndarray, np.ndarray]] = Cache(
             PAIRS_CACHE_BYTES, lambda v: 64 + v[0].nbytes + v[1].nbytes)
+        # (segment, a phrase's terms and offsets) -> its live ordinals there: a function of
+        # the words' occurrences alone (a phrase of common words costs a pass over their
+        # millions of keys), kept like a pair's proximity evidence.
+        self.phrases: Cache[tuple[int, tuple[str, ...], tuple[int, ...]], np.ndarray] = Cache(
+            PHRASES_CACHE_BYTES, lambda v: 64 + v.nbytes)
 
     def query(self, norms: Norms | None = None) -> QueryPostings:
         """A view for one query, scored under ``norms`` (None: the snapshot's own)."""
         return QueryPostings(self, norms)
 
     def caches(self) -> dict[str, Cache[Any, Any]]:
-        return {"postings": self.decoded, "pairs": self.pairs}
+        return {"postings": self.decoded, "pairs": self.pairs, "phrases": self.phrases}
 
     def close(self) -> None:
         self.segments = []
@@ -379,19 +386,32 @@ class QueryPostings:
         """Live ordinals of segment ``si`` holding the phrase (terms at their offsets, one
         field), as a mask as long as the segment."""
         mask = np.zeros(len(self.store.segments[si].doc_ids), dtype=bool)
+        mask[self.phrase_docs(phrase, si)] = True
+        return mask
+
+    def phrase_docs(self, phrase: Phrase, si: int) -> np.ndarray:
+        """The live ordinals of segment ``si`` holding the phrase, ascending (of several
+        words: kept in the snapshot's phrases cache)."""
         if not phrase.terms:
-            return mask
+            return _NO_DOCS
+        if len(phrase.terms) == 1:
+            p = self.get(phrase.terms[0], si)
+            return _NO_DOCS if p is None else p.docs
+        key = (si, phrase.terms, phrase.offsets)
+        kept = self.store.phrases.get(key)
+        if kept is not None:
+            return kept
         lists: list[tuple[np.ndarray, int]] = []
         for term, offset in zip(phrase.terms, phrase.offsets, strict=True):
             p = self.get(term, si)
             if p is None:
-                return mask
-            if len(phrase.terms) == 1:
-                mask[p.docs] = True
-                return mask
+                return _NO_DOCS
             lists.append((self.position_keys(p, si, term), offset))
-        mask[phrase_starts(lists) >> DOC_SHIFT] = True
-        return mask & self.store.live[si]
+        docs = unique_sorted(phrase_starts(lists) >> DOC_SHIFT)
+        if not self.store.all_live[si]:
+            docs = docs[self.store.live[si][docs]]
+        self.store.phrases.put(key, docs)
+        return docs
 
     def near(self, ka: np.ndarray, kb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`PostingStore.near` of two words' occurrence keys (of some documents)."""

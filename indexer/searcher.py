@@ -56,13 +56,15 @@ from websift.indexer.languages import ENGLISH, analysis_language, query_language
 from websift.indexer.liveness import Shard, shard_live_masks
 from websift.indexer.manifest import Manifest, read_manifest, verify_segment
 from websift.indexer.manifest import current_generation as _manifest_generation
-from websift.indexer.postings import Norms, PostingStore, QueryPostings
+from websift.indexer.postings import Norms, PostingStore, QueryPostings, member
 from websift.indexer.query import ParsedQuery, parse_query, split_lang
 from websift.indexer.removal_masks import removal_masks
 from websift.indexer.segment import SegmentReader, query_settings
 from websift.indexer.settings import (
     DEFAULT_K,
+    EXHAUSTIVE_FEW_POSTINGS,
     EXHAUSTIVE_MAX_DOCS,
+    EXHAUSTIVE_MAX_POSTINGS,
     FIELDS,
     FRAGMENT_CACHE_BYTES,
     LANG_MIN_SHARE,
@@ -70,6 +72,7 @@ from websift.indexer.settings import (
     N_FIELDS,
     QUERY_LANG_ALTERNATES,
     SITE_MASK_CACHE_BYTES,
+    SPARSE_SHARE,
     STOP_PAIR_MIN_IDF,
     TEXT_CACHE_BYTES,
     BM25FSettings,
@@ -459,15 +462,15 @@ class Searcher:
         nosite_masks = self._host_masks(tuple(pq.excluded_sites)) if pq.excluded_sites else None
         small = sum(len(seg.doc_ids) for seg in self.segments) < EXHAUSTIVE_MAX_DOCS
         unbounded = prior is not None and prior_bound is None
-        if site_only or request.exhaustive or small or unbounded:
+        few = self._few(terms, postings, pairs, pq, timed=request.deadline is not None)
+        if site_only or request.exhaustive or small or unbounded or few:
             found = self._score_all(units, pq, postings, idfs=idfs, pairs=pairs,
                                     site_masks=site_masks,
                                     nosite_masks=nosite_masks, site_only=site_only)
             if found is None:
                 return results
-            segs, ords, text = found
+            segs, ords, text, doc_ids = found
             results.total = len(text)
-            doc_ids = self._doc_ids(segs, ords)
             prior_scores = (np.asarray(prior(doc_ids), dtype=np.float64) if prior is not None
                             else np.zeros(len(doc_ids)))
         else:
@@ -492,7 +495,9 @@ class Searcher:
                  else None)
         frag_ids = (self._fragments(segs[chosen], ords[chosen], idfs, postings)
                     if request.fragments else [None] * len(chosen))
-        for i, frag in zip(chosen, frag_ids, strict=True):
+        known_only = (np.isin(doc_ids[chosen], self.unfetched).tolist() if len(self.unfetched)
+                      else [False] * len(chosen))
+        for i, frag, linked in zip(chosen.tolist(), frag_ids, known_only, strict=True):
             si, o = int(segs[i]), int(ords[i])
             seg = self.segments[si]
             stored = seg.head(o)
@@ -506,7 +511,7 @@ class Searcher:
                 explain=self._explain(si, o, units, idfs, postings, n_docs=n_docs,
                                       pairs=pairs) if request.explain else None,
                 fragment=frag, lang=stored.get("lang", ""),
-                fetched=not bool(np.isin(doc_ids[i], self.unfetched))))
+                fetched=not linked))
         return results
 
     def _lang_prior(self, lang: str, prior: Prior | None, bound: float | None,
@@ -561,60 +566,234 @@ class Searcher:
                     others.append(self._analyzer(other))
         return text, qlang, self._analyzer(alang), others
 
+    def _few(self, terms: list[str], postings: QueryPostings, pairs: list[tuple[str, str]],
+             pq: ParsedQuery, *, timed: bool) -> bool:
+        """Whether scoring every posting costs less than the pruning's rounds: the query's
+        lists hold at most EXHAUSTIVE_FEW_POSTINGS in all (its set-up outweighs them); or at
+        most EXHAUSTIVE_MAX_POSTINGS and the query places words (proximity pairs, phrases),
+        whose checks the pruning makes candidate by candidate while a query of common words
+        leaves most candidates open, once the occurrences they need are decoded whole, or
+        before that without a deadline (``timed``; the exhaustive path does not watch one:
+        the pruned path serves the first such query and decodes them)."""
+        total = 0
+        for term in terms:
+            for si in range(len(self.segments)):
+                p = postings.get(term, si)
+                total += 0 if p is None else len(p.docs)
+            if total > EXHAUSTIVE_MAX_POSTINGS:
+                return False
+        if total <= EXHAUSTIVE_FEW_POSTINGS:
+            return True
+        placed = {t for ab in pairs for t in ab} if self.settings.proximity_weight > 0 else set()
+        placed |= {t for ph in [*pq.required, *pq.excluded] if len(ph.terms) > 1
+                   for t in ph.terms}
+        if not placed:
+            return False  # one word, or words apart: block-max pruning skips most blocks
+        return not timed or all(postings.has_position_keys(t, si) for t in placed
+                                for si in range(len(self.segments))
+                                if postings.get(t, si) is not None)
+
     def _score_all(self, units: list[tuple[str, ...]], pq: ParsedQuery,
                    postings: QueryPostings, *, idfs: dict[str, float],
                    pairs: list[tuple[str, str]], site_masks: list[np.ndarray] | None,
                    nosite_masks: list[np.ndarray] | None, site_only: bool
-                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-        """Every match's (segment, ordinal, text score), every posting scored term-at-a-time
-        into arrays as long as each segment: the reference indexer/topk.py equals, and the
-        listing of a ``site:`` query without words."""
-        s = self.settings
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+        """Every match's (segment, ordinal, text score, URL ID), every posting scored term-at-a-time
+        into arrays as long as each segment (or, where the query's lists are short beside the
+        segment, over the matches alone: the same sums): the reference indexer/topk.py equals,
+        and the listing of a ``site:`` query without words."""
         cand_seg: list[np.ndarray] = []
         cand_ord: list[np.ndarray] = []
         cand_score: list[np.ndarray] = []
+        cand_id: list[np.ndarray] = []
         for si, seg in enumerate(self.segments):
-            n = len(seg.doc_ids)
-            if n == 0:
+            if len(seg.doc_ids) == 0:
                 continue
-            score = np.zeros(n, dtype=np.float64)
-            matched = np.zeros(n, dtype=np.int32)
-            for unit in units:
-                hit = np.zeros(n, dtype=bool) if len(unit) > 1 else None
-                for term in unit:
-                    p = postings.get(term, si)
-                    if p is None or len(p.docs) == 0:
-                        continue
-                    score[p.docs] += idfs[term] * postings.saturated(p, si)
-                    if hit is None:
-                        matched[p.docs] += 1
-                    else:
-                        hit[p.docs] = True
-                if hit is not None:
-                    matched += hit
-            bonus = self._proximity(pairs, si, postings, idfs)
-            if bonus is not None:
-                score += bonus
-            # "site:host" alone lists the host's pages (text score 0, ordered by the prior).
-            cand = self.live[si].copy() if site_only else matched > 0
-            for phrase in pq.required:
-                cand &= postings.phrase_mask(phrase, si)
-            for phrase in pq.excluded:
-                cand &= ~postings.phrase_mask(phrase, si)
-            if site_masks is not None:
-                cand &= site_masks[si]
-            if nosite_masks is not None:
-                cand &= ~nosite_masks[si]
-            ords = np.flatnonzero(cand)
-            if len(ords) == 0:
-                continue
-            coord = (matched[ords] / max(len(units), 1)) ** s.coord_power
-            cand_seg.append(np.full(len(ords), si, dtype=np.int32))
-            cand_ord.append(ords)
-            cand_score.append(score[ords] * coord)
+            score = self._score_sparse if (
+                not site_only and self._sparse_fits(si, units, postings, bool(pq.required))
+            ) else self._score_dense
+            found = score(si, units, pq, postings, idfs=idfs, pairs=pairs,
+                          site_masks=site_masks, nosite_masks=nosite_masks, site_only=site_only)
+            if found is not None:
+                cand_seg.append(np.full(len(found[0]), si, dtype=np.int32))
+                cand_ord.append(found[0])
+                cand_score.append(found[1])
+                cand_id.append(np.asarray(seg.doc_ids[found[0]], dtype=np.int64))
         if not cand_ord:
             return None
-        return np.concatenate(cand_seg), np.concatenate(cand_ord), np.concatenate(cand_score)
+        return (np.concatenate(cand_seg), np.concatenate(cand_ord), np.concatenate(cand_score),
+                np.concatenate(cand_id))
+
+    def _score_dense(self, si: int, units: list[tuple[str, ...]], pq: ParsedQuery,
+                     postings: QueryPostings, *, idfs: dict[str, float],
+                     pairs: list[tuple[str, str]], site_masks: list[np.ndarray] | None,
+                     nosite_masks: list[np.ndarray] | None, site_only: bool
+                     ) -> tuple[np.ndarray, np.ndarray] | None:
+        """:meth:`_score_all` of one segment in arrays as long as it: (ordinals ascending,
+        text scores), or None without a match."""
+        s = self.settings
+        n = len(self.segments[si].doc_ids)
+        score = np.zeros(n, dtype=np.float64)
+        matched = np.zeros(n, dtype=np.int32)
+        for unit in units:
+            hit = np.zeros(n, dtype=bool) if len(unit) > 1 else None
+            for term in unit:
+                p = postings.get(term, si)
+                if p is None or len(p.docs) == 0:
+                    continue
+                score[p.docs] += idfs[term] * postings.saturated(p, si)
+                if hit is None:
+                    matched[p.docs] += 1
+                else:
+                    hit[p.docs] = True
+            if hit is not None:
+                matched += hit
+        bonus = self._proximity(pairs, si, postings, idfs)
+        if bonus is not None:
+            score += bonus
+        # "site:host" alone lists the host's pages (text score 0, ordered by the prior).
+        cand = self.live[si].copy() if site_only else matched > 0
+        for phrase in pq.required:
+            cand &= postings.phrase_mask(phrase, si)
+        for phrase in pq.excluded:
+            cand &= ~postings.phrase_mask(phrase, si)
+        if site_masks is not None:
+            cand &= site_masks[si]
+        if nosite_masks is not None:
+            cand &= ~nosite_masks[si]
+        ords = np.flatnonzero(cand)
+        if len(ords) == 0:
+            return None
+        coord = (matched[ords] / max(len(units), 1)) ** s.coord_power
+        return ords, score[ords] * coord
+
+    def _score_sparse(self, si: int, units: list[tuple[str, ...]], pq: ParsedQuery,
+                      postings: QueryPostings, *, idfs: dict[str, float],
+                      pairs: list[tuple[str, str]], site_masks: list[np.ndarray] | None,
+                      nosite_masks: list[np.ndarray] | None, site_only: bool = False
+                      ) -> tuple[np.ndarray, np.ndarray] | None:
+        """:meth:`_score_all` of one segment whose query lists are short beside it, or whose
+        matches must hold a phrase: the same sums over the matches alone (the distinct
+        ordinals of the lists, or the pages holding the phrases), not over arrays as long as
+        the segment.  Each match's terms, then its pairs, are added in the same order as
+        there (``bincount`` adds its weights in input order), so every score is the same
+        float.  (ordinals ascending, text scores), or None without a match."""
+        s = self.settings
+        sums = (self._sums_within(si, self._phrase_holders(si, pq, postings), units, postings,
+                                  idfs) if pq.required
+                else self._sums_over_lists(si, units, postings, idfs))
+        if sums is None:
+            return None
+        ords, score, matched = sums
+        if s.proximity_weight > 0 and pairs:
+            bonus = np.zeros(len(ords), dtype=np.float64)
+            for a, b in pairs:
+                docs, share = postings.near_pairs(a, b, si)
+                if len(docs):
+                    hit, j = member(docs, ords)
+                    bonus[j[hit]] += s.proximity_weight * min(idfs[a], idfs[b]) * share[hit]
+            score += bonus
+        keep = self._filter_sparse(si, ords, pq, postings, site_masks=site_masks,
+                                   nosite_masks=nosite_masks)
+        if not keep.all():
+            ords, score, matched = ords[keep], score[keep], matched[keep]
+        if len(ords) == 0:
+            return None
+        coord = (matched / max(len(units), 1)) ** s.coord_power
+        return ords, score * coord
+
+    @staticmethod
+    def _sums_over_lists(si: int, units: list[tuple[str, ...]], postings: QueryPostings,
+                         idfs: dict[str, float]
+                         ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """(the ordinals in any of the query's lists, their BM25F sums, units matched)."""
+        doc_parts: list[np.ndarray] = []
+        score_parts: list[np.ndarray] = []
+        unit_parts: list[np.ndarray] = []
+        for unit in units:
+            held: list[np.ndarray] = []
+            for term in unit:
+                p = postings.get(term, si)
+                if p is None or len(p.docs) == 0:
+                    continue
+                doc_parts.append(p.docs)
+                score_parts.append(idfs[term] * postings.saturated(p, si))
+                held.append(p.docs)
+            if held:
+                unit_parts.append(held[0] if len(held) == 1 else np.unique(np.concatenate(held)))
+        if not doc_parts:
+            return None
+        if len(doc_parts) == 1:  # 0 + each posting's score
+            return (doc_parts[0], np.asarray(score_parts[0] + 0.0, dtype=np.float64),
+                    np.ones(len(doc_parts[0]), dtype=np.int64))
+        ords, inv = np.unique(np.concatenate(doc_parts), return_inverse=True)
+        score = np.bincount(inv, weights=np.concatenate(score_parts),
+                            minlength=len(ords)).astype(np.float64, copy=False)
+        matched = np.bincount(np.searchsorted(ords, np.concatenate(unit_parts)),
+                              minlength=len(ords)).astype(np.int64, copy=False)
+        return ords, score, matched
+
+    @staticmethod
+    def _sums_within(si: int, ords: np.ndarray, units: list[tuple[str, ...]],
+                     postings: QueryPostings, idfs: dict[str, float]
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """(those of ``ords`` in any of the query's lists, their BM25F sums, units matched),
+        each list probed for ``ords`` (sorted live ordinals of segment ``si``)."""
+        score = np.zeros(len(ords), dtype=np.float64)
+        matched = np.zeros(len(ords), dtype=np.int64)
+        for unit in units:
+            any_hit = np.zeros(len(ords), dtype=bool) if len(unit) > 1 else None
+            for term in unit:
+                p = postings.get(term, si)
+                if p is None or len(p.docs) == 0:
+                    continue
+                hit, j = p.find(ords)
+                score[hit] += idfs[term] * postings.saturated(p, si)[j[hit]]
+                if any_hit is None:
+                    matched += hit
+                else:
+                    any_hit |= hit
+            if any_hit is not None:
+                matched += any_hit
+        keep = matched > 0
+        if not keep.any():
+            return None
+        return ords[keep], score[keep], matched[keep]
+
+    @staticmethod
+    def _phrase_holders(si: int, pq: ParsedQuery, postings: QueryPostings) -> np.ndarray:
+        """The live ordinals of segment ``si`` holding every phrase the query requires."""
+        held = postings.phrase_docs(pq.required[0], si)
+        for phrase in pq.required[1:]:
+            held = held[member(held, postings.phrase_docs(phrase, si))[0]]
+        return held
+
+    def _sparse_fits(self, si: int, units: list[tuple[str, ...]], postings: QueryPostings,
+                     pq_required: bool) -> bool:
+        """Whether the query requires a phrase, or its lists in segment ``si`` hold at most
+        SPARSE_SHARE of its documents (then :meth:`_score_sparse` sums its scores)."""
+        if pq_required:
+            return True  # the pages holding the phrases: at most the segment's
+        total = sum(len(p.docs) for u in units for t in u
+                    if (p := postings.get(t, si)) is not None)
+        return total <= SPARSE_SHARE * len(self.segments[si].doc_ids)
+
+    @staticmethod
+    def _filter_sparse(si: int, ords: np.ndarray, pq: ParsedQuery, postings: QueryPostings, *,
+                       site_masks: list[np.ndarray] | None,
+                       nosite_masks: list[np.ndarray] | None) -> np.ndarray:
+        """Which of the matches ``ords`` (of segment ``si``) pass the query's phrases and
+        ``site:`` filters (as :meth:`_score_all`'s masks)."""
+        keep = np.ones(len(ords), dtype=bool)
+        for phrase in pq.required:
+            keep &= member(ords, postings.phrase_docs(phrase, si))[0]
+        for phrase in pq.excluded:
+            keep &= ~member(ords, postings.phrase_docs(phrase, si))[0]
+        if site_masks is not None:
+            keep &= site_masks[si][ords]
+        if nosite_masks is not None:
+            keep &= ~nosite_masks[si][ords]
+        return keep
 
     def _fragments(self, segs: np.ndarray, ords: np.ndarray, idfs: dict[str, float],
                    postings: QueryPostings) -> list[str | None]:
@@ -688,9 +867,9 @@ class Searcher:
         if len(self.segments) == 1:
             return np.asarray(self.segments[0].doc_ids[ords], dtype=np.int64)
         out = np.empty(len(ords), dtype=np.int64)
-        for si in np.unique(segs):
+        for si in np.flatnonzero(np.bincount(segs, minlength=len(self.segments))).tolist():
             sel = segs == si
-            out[sel] = self.segments[int(si)].doc_ids[ords[sel]]
+            out[sel] = self.segments[si].doc_ids[ords[sel]]
         return out
 
     def _explain(self, si: int, ordinal: int, units: list[tuple[str, ...]],

@@ -238,6 +238,7 @@ class BM25FSettings:
 # tens of milliseconds; a small index never fills it.
 POSTINGS_CACHE_BYTES = int(float(os.environ.get("WEBSIFT_POSTINGS_CACHE_MB", "1024")) * (1 << 20))
 PAIRS_CACHE_BYTES = 16 << 20  # proximity evidence of recent word pairs
+PHRASES_CACHE_BYTES = 16 << 20  # the pages holding recent phrases of several words
 TEXT_CACHE_BYTES = 32 << 20  # recent pages' texts (and their lower case), for snippets
 FRAGMENT_CACHE_BYTES = 16 << 20  # recent pages' fragments (and their keys' terms), for hits
 # Document masks of recent site: filters (one bool per document of each segment).  The keys
@@ -272,8 +273,24 @@ PRUNE_VERIFY_MAX = 8192
 # arrays of at most this many scores per query, bounded, and faster in numpy than rounds of
 # pruning at that size (a 50,000-document Zipf index: 1.3-2x, noisy); no deadline needed.
 EXHAUSTIVE_MAX_DOCS = 65_536
+# So is a query whose lists hold at most this many postings in all, whatever the index's size
+# (rare words): summed over its matches alone (SPARSE_SHARE), they cost less than the pruning's
+# set-up of rounds and bounds.
+EXHAUSTIVE_FEW_POSTINGS = 32_768
+# ... and, up to this many, a query that places words (proximity pairs, phrases) once the
+# occurrences they need are decoded whole (or at once without a deadline): of common words, its
+# candidates' proximity stays open for most pages and the pruning checks them batch by batch;
+# on a 100,000-page Zipf index (scripts/benchmarks/bench_query_tail.py) two or three common
+# words score in about 5-10 ms so, in tens to hundreds pruned.  One common word alone is
+# pruned (block-max skips nearly every block), and so is a common word of a million pages.
+EXHAUSTIVE_MAX_POSTINGS = 1 << 19
+# An exhaustive evaluation sums a segment's scores over the matches alone (sorted, no arrays
+# as long as the segment) when the query's lists there hold at most this share of its
+# documents: a query of rare words pays for its postings, not for the segment's size.
+SPARSE_SHARE = 0.125
 # A word's positions are decoded whole (and cached) when its list is at most this many times
-# the candidates asked about; longer lists give the candidates' positions only.
+# the candidates asked about (those of the query so far included); longer lists give the
+# candidates' positions only.
 PRUNE_WHOLE_LIST = 8
 # A cached list holding at least this share of its segment's documents also keeps a dense
 # map (ordinal -> its posting, int32: 4 bytes per document of the segment, so at most 16 per

@@ -197,7 +197,8 @@ class _Evaluation:
         self.sure = 0  # documents known to match
         self.unsure_dropped = False
         self.verified = 0
-        self._phrase_docs: dict[tuple[int, str], np.ndarray] = {}
+        # (term, segment) -> candidates whose positions of the term were read one by one.
+        self._read_in: dict[tuple[str, int], int] = {}
         # Whether a candidate's match may depend on positions (a phrase required or excluded).
         self.phrased = any(len(ph.terms) > 1 for ph in [*plan.required, *plan.excluded])
 
@@ -429,12 +430,12 @@ class _Evaluation:
         (sorted ordinals, each holding the term)."""
         p = self._postings_of(term, si)
         assert p is not None
-        if (self.postings.has_position_keys(term, si)
-                or len(p.all_docs) <= PRUNE_WHOLE_LIST * len(docs)):
+        if self._whole(term, si, len(docs)):
             # A short list (or one already decoded whole): its cached keys serve, as the
             # exhaustive path's do, and later queries reuse them.
             keys = self.postings.position_keys(p, si, term)
             return keys[member(keys >> DOC_SHIFT, docs)[0]]
+        self._read_in[(term, si)] = self._read_in.get((term, si), 0) + len(docs)
         return self.postings.position_keys_in(p, si, docs)
 
     def _phrase(self, ph: Phrase, si: int, docs: np.ndarray) -> np.ndarray:
@@ -449,37 +450,29 @@ class _Evaluation:
             return inside
         sub = docs[inside]
         if all(self._whole(t, si, len(sub)) for t in ph.terms):
-            # Short lists: the phrase over them whole, once per query and segment.
-            key = (si, ph.text)
-            held = self._phrase_docs.get(key)
-            if held is None:
-                held = self._phrase_in(ph, si, None)
-                self._phrase_docs[key] = held
-            return inside & member(docs, held)[0]
+            # Short lists: the phrase over them whole, kept in the snapshot's phrases cache
+            # (the exhaustive path's, too).
+            return inside & member(docs, self.postings.phrase_docs(ph, si))[0]
         out = np.zeros(len(docs), dtype=bool)
         out[inside] = member(sub, self._phrase_in(ph, si, sub))[0]
         return out
 
     def _whole(self, term: str, si: int, n: int) -> bool:
         """Whether to use the term's whole position list (decoded once, cached) rather than
-        the positions of ``n`` candidates: a short list, or one decoded already."""
+        the positions of ``n`` candidates: a short list beside them and the candidates this
+        query has read its positions for already (the batches of a query whose proximity
+        stays open for many pages add up to the list: decoded whole then, once, and kept for
+        the next queries), or one decoded already."""
         p = self._postings_of(term, si)
         if p is None:
             return False
-        return (len(p.all_docs) <= PRUNE_WHOLE_LIST * n
+        return (len(p.all_docs) <= PRUNE_WHOLE_LIST * (n + self._read_in.get((term, si), 0))
                 or self.postings.has_position_keys(term, si))
 
-    def _phrase_in(self, ph: Phrase, si: int, sub: np.ndarray | None) -> np.ndarray:
-        """Sorted ordinals (of ``sub``, or of the whole lists) holding the phrase."""
-        lists: list[tuple[np.ndarray, int]] = []
-        for term, offset in zip(ph.terms, ph.offsets, strict=True):
-            if sub is None:
-                p = self._postings_of(term, si)
-                assert p is not None
-                k = self.postings.position_keys(p, si, term)
-            else:
-                k = self._keys(term, si, sub)
-            lists.append((k, offset))
+    def _phrase_in(self, ph: Phrase, si: int, sub: np.ndarray) -> np.ndarray:
+        """Sorted ordinals of ``sub`` holding the phrase."""
+        lists = [(self._keys(term, si, sub), offset)
+                 for term, offset in zip(ph.terms, ph.offsets, strict=True)]
         return unique_sorted(phrase_starts(lists) >> DOC_SHIFT)
 
     def proximity(self, si: int, docs: np.ndarray) -> np.ndarray:

@@ -47,6 +47,7 @@ from typing import Any
 import numpy as np
 
 from websift.indexer.docbatch import AnalysedBatch, BatchAnalyser, DocJob
+from websift.indexer.languages import load_identifier
 from websift.indexer.settings import (
     IN_FLIGHT_BATCHES,
     IN_FLIGHT_BYTES,
@@ -146,6 +147,7 @@ class AnalyserPool:
         if self.procs == 1:
             self._local = BatchAnalyser(warc_dir, settings, memo_tokens, templates)
             return
+        load_identifier()  # once here, not once per worker: the forked workers inherit it
         ctx = multiprocessing.get_context("fork")
         for _ in range(self.procs):
             inbox, outbox = ctx.Queue(), ctx.Queue()

@@ -151,12 +151,21 @@ def _rank(args: argparse.Namespace) -> int:
 
 
 def _rank_shards(args: argparse.Namespace, engine: Any) -> int:
-    from websift.ranking.rank_job import run_rank_shards
+    from websift.ranking.rank_by_url import run_rank_by_url
+    from websift.ranking.rank_job import own_id_spaces, run_rank_shards
 
     shards = [DataDir.open(d) for d in args.shard]
+    by_url = own_id_spaces(shards)  # a partitioned crawl's stores: matched by URL
+    if by_url and engine is not None:
+        print("rank: --engine dask needs shards of one shared frontier (these number URLs each "
+              "their own way: rank them embedded)", file=sys.stderr)
+        return 2
     progress = RankProgress(sys.stderr, verbose=args.verbose, quiet=args.quiet)
     try:
-        if engine is None:
+        if by_url:
+            reports = run_rank_by_url(shards, damping=args.damping, tol=args.tol,
+                                      dangling=args.dangling, progress=progress)
+        elif engine is None:
             reports = run_rank_shards(shards, damping=args.damping, tol=args.tol,
                                       dangling=args.dangling, progress=progress)
         else:

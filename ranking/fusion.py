@@ -37,8 +37,9 @@ Pure functions over numpy arrays; no I/O.  ``api/`` builds them from its setting
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -87,16 +88,17 @@ def fuse(text: np.ndarray, static: np.ndarray, params: FusionParams) -> np.ndarr
     return np.asarray(text, dtype=np.float64) + prior_boost(static, params)
 
 
-def normalise_mean_one(values: np.ndarray) -> np.ndarray:
+def normalise_mean_one(values: np.ndarray, whole: Sequence[float] | None = None) -> np.ndarray:
     """Scale a non-negative importance vector so that its mean over the pages that hold any is 1.
 
     PageRank sums to 1 over N pages, so this is PageRank times N; OPIC importance likewise.
     Entries that are 0 (IDs that are not pages, never-read URLs) stay 0 and do not count in N.
-    An all-zero vector stays all zero.
+    An all-zero vector stays all zero.  ``whole``: (pages holding any, sum) of the whole
+    vector when ``values`` is a shard's part of it (ranking/rank_by_url.py).
     """
     v = np.clip(np.nan_to_num(np.asarray(values, dtype=np.float64)), 0.0, None)
-    held = int(np.count_nonzero(v))
-    total = float(v.sum())
+    held = int(np.count_nonzero(v)) if whole is None else int(whole[0])
+    total = float(v.sum()) if whole is None else float(whole[1])
     if held == 0 or total <= 0:
         return v
     return v * (held / total)
@@ -107,34 +109,46 @@ def site_static(
     host: np.ndarray | None,
     hostrank: np.ndarray | None,
     mix: float = DEFAULT_SITE_MIX,
+    union: Mapping[str, Any] | None = None,
 ) -> np.ndarray:
     """The static score of every page with site importance mixed in (module docstring), mean
-    one over the pages that hold any.  ``host[url_id]``: the page's host node (-1: none);
+    one over the pages that hold any.  ``union``: for a shard holding part of a graph ranked by
+    URL (ranking/rank_by_url.py), the whole graph's ``host_mass`` (PageRank per host node),
+    ``static_held`` and ``pagerank_held`` (pages holding any), so each page scores as in the
+    whole graph rather than over the shard's part.  ``host[url_id]``: the page's host node (-1: none);
     ``hostrank[node]``: the host graph's PageRank.  Exactly ``normalise_mean_one(pagerank)``
     when ``mix`` is 0, the host ranks are missing, or the pages with any PageRank lie on one
     host."""
     if not 0.0 <= mix <= 1.0:
         raise ValueError(f"site mix must be in [0, 1], got {mix}")
     pr = np.clip(np.nan_to_num(np.asarray(pagerank, dtype=np.float64)), 0.0, None)
+
+    def plain() -> np.ndarray:  # PageRank alone, mean one (over the whole graph's pages)
+        return normalise_mean_one(pr) if union is None else pr * float(union["pagerank_held"])
+
     if mix == 0.0 or host is None or hostrank is None or len(host) != len(pr):
-        return normalise_mean_one(pr)
+        return plain()
     node = np.asarray(host, dtype=np.int64)
     hosts = len(hostrank)
     on_host = (node >= 0) & (node < hosts) & (pr > 0)
-    mass = np.bincount(node[on_host], weights=pr[on_host], minlength=hosts)
+    if union is None:
+        mass = np.bincount(node[on_host], weights=pr[on_host], minlength=hosts)
+    else:
+        mass = np.asarray(union["host_mass"], dtype=np.float64)
     held = mass > 0
     if int(held.sum()) <= 1:
-        return normalise_mean_one(pr)
+        return plain()
     h = np.clip(np.nan_to_num(np.asarray(hostrank, dtype=np.float64)), 0.0, None)
     share = np.zeros(hosts, dtype=np.float64)
     share[held] = mass[held] ** (1.0 - mix) * h[held] ** mix
     if share.sum() <= 0:
-        return normalise_mean_one(pr)
+        return plain()
     share /= share.sum()
     out = np.zeros_like(pr)
     # the part of its host's share that a page's PageRank holds within the host
     out[on_host] = pr[on_host] / mass[node[on_host]] * share[node[on_host]]
-    return normalise_mean_one(out)
+    # over the whole graph the pages' scores add up to the hosts' shares: 1
+    return normalise_mean_one(out) if union is None else out * float(union["static_held"])
 
 
 def gather(vector: np.ndarray, doc_ids: np.ndarray) -> np.ndarray:

@@ -259,6 +259,18 @@ def check_shared_frontier(stores: Sequence[StoreReader]) -> None:
                            "(their URL IDs come from different counters)")
 
 
+def own_id_spaces(shards: Sequence[DataDir]) -> bool:
+    """Do ``shards`` number URLs each their own way (no shard's IDs come from a shared frontier:
+    a partitioned crawl's stores)?  They are then ranked by URL (ranking/rank_by_url.py)."""
+    if len(shards) < 2:
+        return False
+    for data in shards:
+        with StoreReader.open(data.store_path) as store:
+            if store.get_meta("frontier_id") is not None:
+                return False
+    return True
+
+
 def run_rank_shards(
     shards: list[DataDir],
     *,

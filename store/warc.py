@@ -22,11 +22,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from warcio.archiveiterator import ArchiveIterator
-from warcio.exceptions import ArchiveLoadFailed
-from warcio.statusandheaders import StatusAndHeaders
-from warcio.warcwriter import WARCWriter
-
 from websift.store.errors import WarcError
 
 DEFAULT_ROTATE_BYTES = 256 * 1024 * 1024
@@ -107,6 +102,9 @@ class WarcWriterFile:
         if self._fh is None or self._fh.tell() >= self.rotate_bytes:
             self._open_next()
         assert self._fh is not None
+        from warcio.statusandheaders import StatusAndHeaders
+        from warcio.warcwriter import WARCWriter
+
         kept = [(k, v) for k, v in headers if k.lower() not in _DROPPED_HEADERS]
         kept.append(("Content-Length", str(len(body))))
         http_headers = StatusAndHeaders(f"{status} {reason}".strip(), kept, protocol="HTTP/1.1")
@@ -301,6 +299,11 @@ def read_body(directory: Path, location: WarcLocation) -> bytes:
 
 def read_response(directory: Path, location: WarcLocation) -> WarcResponse:
     """Read one response record and check its payload digest. Raises :class:`WarcError`."""
+    # warcio is imported where it is used: a reader taking the zlib path (the indexer's) does
+    # not pay for importing it
+    from warcio.archiveiterator import ArchiveIterator
+    from warcio.exceptions import ArchiveLoadFailed
+
     raw = _read_raw(directory, location)
     try:
         record = next(iter(ArchiveIterator(io.BytesIO(raw))))

@@ -46,6 +46,7 @@ def pages(tmp_path_factory: pytest.TempPathFactory) -> DataDir:
 def pruned_in_small_steps() -> Iterator[None]:
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(searcher, "EXHAUSTIVE_MAX_DOCS", 0)
+        mp.setattr(searcher, "EXHAUSTIVE_MAX_POSTINGS", -1)  # few postings too
         mp.setattr(topk, "PRUNE_FIRST_POSTINGS", 1)
         mp.setattr(topk, "PRUNE_VERIFY_FIRST", 1)
         yield

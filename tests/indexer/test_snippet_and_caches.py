@@ -131,14 +131,17 @@ def test_a_warm_searcher_answers_exactly_as_a_cold_one(data: DataDir) -> None:
     warm = Searcher.open(data)
     caches = warm.caches()
     first = answers(warm, queries)
-    hits = caches["postings"].hits, caches["texts"].hits
+    hits = caches["postings"].hits, caches["texts"].hits, caches["phrases"].hits
     assert len(caches["postings"]) > 0 and len(caches["texts"]) > 0
+    assert len(caches["phrases"]) > 0  # "tulip bulbs"
     again = answers(warm, queries)
     assert caches["postings"].hits > hits[0] and caches["texts"].hits > hits[1]
+    assert caches["phrases"].hits > hits[2]
     cold = answers(Searcher.open(data), queries)
     assert first == again == cold
     warm.close()
     assert len(caches["postings"]) == len(caches["pairs"]) == len(caches["texts"]) == 0
+    assert len(caches["phrases"]) == 0
     assert all(hits for hits in first)
     top = first[0][0]
     assert "tulip" in top[2].lower() and top[3]

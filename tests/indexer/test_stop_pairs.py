@@ -70,6 +70,7 @@ def small_rounds() -> Iterator[None]:
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(topk, "PRUNE_FIRST_POSTINGS", 1)
         mp.setattr(searcher_module, "EXHAUSTIVE_MAX_DOCS", 0)
+        mp.setattr(searcher_module, "EXHAUSTIVE_MAX_POSTINGS", -1)  # few postings too
         mp.setattr(topk, "PRUNE_VERIFY_FIRST", 2)
         yield
 

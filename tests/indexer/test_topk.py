@@ -90,6 +90,7 @@ def small_rounds() -> Iterator[None]:
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(topk, "PRUNE_FIRST_POSTINGS", 1)
         mp.setattr(searcher_module, "EXHAUSTIVE_MAX_DOCS", 0)  # small indexes prune too
+        mp.setattr(searcher_module, "EXHAUSTIVE_MAX_POSTINGS", -1)  # few postings too
         mp.setattr(topk, "PRUNE_VERIFY_FIRST", 2)
         yield
 
@@ -254,3 +255,51 @@ def test_the_prior_ranks_over_every_match_not_a_text_window(tmp_path: Path) -> N
     # A prior without a bound is added to every match: the same answer, every block read.
     unbounded = s.search(IndexQuery("needle", k=3, prior=prior, snippets=False))
     assert [h.doc_id for h in unbounded.hits] == [h.doc_id for h in want.hits]
+
+
+SPARSE_QUERIES = ["alpha", "kappa", "iota kappa", "alpha beta gamma", '"alpha beta"',
+                  'kappa "theta iota"', "theta -kappa", 'alpha -"beta gamma"',
+                  "iota site:a.example", "theta OR iota kappa", "eta -site:b.example"]
+
+
+@pytest.mark.parametrize("seed", [3, 11])
+def test_sparse_sums_equal_the_dense_ones(tmp_path: Path, seed: int) -> None:
+    """Summed over the matches alone (a segment whose lists are short beside it, or over the
+    pages holding a required phrase) or over arrays as long as the segment: the same pages,
+    the same float scores, the same count."""
+    s = _searcher(tmp_path, seed, 400)
+    for q in SPARSE_QUERIES:
+        answers = []
+        for sparse in (False, True):  # never, always (phrases: their pages' sums)
+            with pytest.MonkeyPatch.context() as mp:
+                mp.setattr(Searcher, "_sparse_fits", lambda *_a, _s=sparse: _s)
+                r = s.search(IndexQuery(q, k=20, snippets=False, exhaustive=True,
+                                        prior=_prior, prior_bound=W))
+            answers.append((r.total, [(h.doc_id, h.score, h.text_score) for h in r.hits]))
+        assert answers[0] == answers[1], q
+        assert answers[0][0] > 0, q  # every query matches pages
+
+
+def test_a_timed_query_of_many_postings_is_pruned_until_its_positions_are_decoded(
+        tmp_path: Path) -> None:
+    """Words placed together (a proximity pair) past EXHAUSTIVE_FEW_POSTINGS: with a deadline
+    the pruned path (which watches it) serves until the pair's occurrences are decoded whole;
+    then every posting is scored, the same answer.  One word alone is pruned."""
+    s = _searcher(tmp_path, 17, 400)
+    q = "alpha beta"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(searcher_module, "EXHAUSTIVE_MAX_POSTINGS", 1 << 19)
+        mp.setattr(searcher_module, "EXHAUSTIVE_FEW_POSTINGS", 0)
+        untimed = IndexQuery(q, k=5, snippets=False)
+        timed = IndexQuery(q, k=5, snippets=False, deadline=time.monotonic() + 600.0)
+        first = s.search(timed)
+        assert first.blocks > 0  # pruned: positions not decoded yet
+        for term in ("alpha", "beta"):  # the untimed search decodes them whole
+            assert not all(s.postings.query().has_position_keys(term, si) for si in range(2))
+        every = s.search(untimed)
+        assert every.blocks == 0 and every.total_exact
+        again = s.search(timed)
+        assert again.blocks == 0
+        assert [h.doc_id for h in first.hits] == [h.doc_id for h in every.hits] == [
+            h.doc_id for h in again.hits]
+        assert s.search(IndexQuery("alpha", k=5, snippets=False)).blocks > 0

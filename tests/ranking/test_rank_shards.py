@@ -162,9 +162,10 @@ def test_dask_sharded_rank_equals_one_store(crawled: tuple[list[Path], Ranks],
 
 def test_stores_of_different_frontiers_refused(tmp_path: Path) -> None:
     """Two stores whose URL IDs were not allocated by one frontier: one line, nothing written."""
-    for name in ("a", "b"):
+    for name in ("a", "b"):  # (stores with no frontier's IDs are ranked by URL: test_rank_by_url)
         data = DataDir.create(tmp_path / name)
-        CrawlStore.open(data.store_path).close()
+        with CrawlStore.open(data.store_path) as store:
+            store.set_meta("frontier_id", f"frontier-{name}")
     done = run("rank", "--shard", str(tmp_path / "a"), str(tmp_path / "b"), "--quiet")
     assert done.returncode != 0
     assert "one shared frontier" in done.stderr

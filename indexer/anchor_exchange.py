@@ -1,0 +1,168 @@
+"""Anchor text across shards: each shard exports, as one checked file, the anchor texts of its
+links to pages it did not fetch; every other shard's index reads those files and adds the texts
+to the pages it fetched.
+
+Question: a page fetched by shard B is linked from pages shard A fetched; B's store has no such
+link, so B's index would lack that anchor text (Brin & Page 1998, section 2.2: the text of a
+link belongs to the page it points to).  How does a sharded index answer like one index of the
+same pages?  Answer, in the spirit of the OPIC paper's buffered money transfers (section 4.1):
+one batch per shard.  ``websift anchors export --data A --out A.anchors.json`` writes:
+
+- ``rows``: (target URL, source URL, text) for every link of A's pages to a URL A did not fetch
+  (a page known to A only by its links, or one redirecting or canonical to it), with A's rules
+  already applied (indexer/anchors.py: no self-links, no nofollow, none from duplicates, the
+  source host's navigation texts left out (measured on A, which holds every page of the host),
+  one text per source and spelling);
+- ``fetched``: the URLs A fetched, so another shard leaves out its anchor-only document for a
+  page A holds whole.
+
+``websift index --data B --anchors-from A.anchors.json C.anchors.json`` matches target URLs with
+B's URLs (URL IDs are per store in a partitioned crawl: URLs, never IDs, cross shards), follows
+B's redirects and canonical variants, and adds the rows to the pages B fetched.  The files are
+plain data, so shards on separate machines copy them (scp, rsync) like any other file.
+
+Input: a crawl store; output: the checked export file (core/checked.py envelope, format
+``websift-anchor-export``).  Invariant: with every other shard's export given, a page's anchor
+field in its shard's index holds the same texts as in one index over one store holding every
+shard's pages (order aside: a field's words are scored by count, not place).  Not covered: a URL
+no shard fetched stays an anchor-only document in each shard that links to it, with that shard's
+texts only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from websift.core.checked import Format, read_json, write_json
+from websift.core.errors import CheckedFileError, StageFailed
+from websift.core.html import squash
+from websift.indexer.anchors import (
+    Anchors,
+    SourceHosts,
+    anchor_boilerplate,
+    in_anchors_many,
+    redirect_aliases,
+)
+from websift.indexer.settings import MAX_ANCHOR_CHARS, MAX_ANCHORS_PER_PAGE, STORE_READ_IDS
+from websift.store.schema import DISALLOWED, DISCOVERED, FETCHED, OUT_OF_SCOPE
+from websift.store.views import StoreReader
+
+EXPORT_FORMAT = Format("websift-anchor-export", 1, "anchor export")
+# the statuses of a URL whose anchor text another shard's page may need (the pages known only
+# by links: what indexer/build.py indexes as anchor-only documents)
+EXPORTED_STATUSES = (DISCOVERED, OUT_OF_SCOPE, DISALLOWED)
+
+
+@dataclass
+class AnchorExport:
+    """One shard's batch: the URLs it fetched and its anchor rows for the others."""
+
+    fetched: list[str]
+    rows: list[tuple[str, str, str]]  # (target URL, source URL, anchor text)
+
+
+def export_anchors(store: StoreReader, *, navigation: bool = True) -> AnchorExport:
+    """The batch of ``store`` (see the module docstring).  ``navigation``: leave the source
+    hosts' navigation texts out, as the index does (IndexSettings.anchor_templates)."""
+    aliases = redirect_aliases(store)
+    boiler = anchor_boilerplate(store) if navigation else set()
+    sources = SourceHosts(store)
+    fetched: list[str] = []
+    targets: list[int] = []
+    for page in store.pages():
+        if page.status == FETCHED:
+            fetched.append(page.url)
+        elif page.status in EXPORTED_STATUSES:
+            targets.append(page.id)
+    rows: list[tuple[str, str, str]] = []
+    for lo in range(0, len(targets), STORE_READ_IDS):
+        got = in_anchors_many(store, targets[lo : lo + STORE_READ_IDS], aliases, boiler,
+                              sources)
+        urls = store.urls_of({i for t, a in got.items() if a.texts for i in (t, *a.by)})
+        for t, a in got.items():
+            rows.extend((urls[t], urls[src], text) for src, text in zip(a.by, a.texts,
+                                                                        strict=True))
+    return AnchorExport(fetched, rows)
+
+
+def write_export(path: Path, export: AnchorExport) -> str:
+    """Write ``export`` as a checked JSON file, atomically; returns its checksum."""
+    return write_json(path, EXPORT_FORMAT, {"fetched": export.fetched,
+                                            "rows": [list(r) for r in export.rows]})
+
+
+def read_export(path: Path) -> AnchorExport:
+    """One export file, checked (StageFailed with one line when missing, damaged or newer)."""
+    try:
+        body = read_json(path, EXPORT_FORMAT).body
+    except CheckedFileError as exc:
+        raise StageFailed(str(exc)) from None
+    fetched, rows = body.get("fetched"), body.get("rows")
+    if not isinstance(fetched, list) or not isinstance(rows, list) \
+            or not all(isinstance(u, str) for u in fetched) \
+            or not all(isinstance(r, list) and len(r) == 3
+                       and all(isinstance(x, str) for x in r) for r in rows):
+        raise StageFailed(f"{path} is not a websift anchor export (bad fetched or rows)")
+    return AnchorExport(fetched, [(r[0], r[1], r[2]) for r in rows])
+
+
+@dataclass
+class ForeignAnchors:
+    """Other shards' exports as this store's URL IDs."""
+
+    texts: dict[int, list[tuple[str, str]]] = field(default_factory=dict)  # (source URL, text)
+    elsewhere: set[int] = field(default_factory=set)  # pages another shard fetched
+    rows: int = 0  # rows read
+    matched: int = 0  # rows whose target this store knows
+
+    def candidates(self) -> set[int]:
+        """The pages this run must index again: their anchor text or their place may move."""
+        return set(self.texts) | self.elsewhere
+
+
+def foreign_anchors(store: StoreReader, exports: Iterable[AnchorExport]) -> ForeignAnchors:
+    """Match ``exports`` with ``store``'s URLs: a target that redirects here, or is a canonical
+    variant of a page here, counts for that page (as in :func:`in_anchors_many`)."""
+    redirect_of = {r: t for t, rs in redirect_aliases(store).items() for r in rs}
+    ids: dict[str, int | None] = {}
+
+    def local(url: str) -> int | None:
+        if url not in ids:
+            ids[url] = store.url_id(url)
+        return ids[url]
+
+    out = ForeignAnchors()
+    for export in exports:
+        for url in export.fetched:
+            uid = local(url)
+            if uid is not None:
+                out.elsewhere.add(uid)
+        for target, source, text in export.rows:
+            out.rows += 1
+            uid = local(target)
+            if uid is None:
+                continue
+            out.matched += 1
+            out.texts.setdefault(redirect_of.get(uid, uid), []).append((source, text))
+    return out
+
+
+def add_foreign(anchors: Anchors, rows: Sequence[tuple[str, str]]) -> None:
+    """Another shard's texts for one page, after its own: one per (source, spelling), within
+    the per-page cap (their sources have no ID here, so ``sources`` and ``by`` stay local)."""
+    seen: set[tuple[str, str]] = set()
+    for source, raw in rows:
+        if len(anchors.texts) >= MAX_ANCHORS_PER_PAGE:
+            return
+        text = squash(raw)[:MAX_ANCHOR_CHARS]
+        key = (source, text.lower())
+        if not text or key in seen:
+            continue
+        seen.add(key)
+        anchors.texts.append(text)
+
+
+def read_exports(paths: Sequence[Path]) -> list[AnchorExport]:
+    return [read_export(p) for p in paths]

@@ -1,0 +1,259 @@
+"""From three partitioned crawlers to one search, against one embedded crawl of the same web.
+
+    .venv/bin/python -m scripts.benchmarks.bench_partitioned_e2e  # 400-page web, 12 hosts
+    .venv/bin/python -m scripts.benchmarks.bench_partitioned_e2e --pages 2000 --hosts 30
+
+On the generated web of ``scripts/benchmarks/crawl_scale.py`` (``testkit/genweb.py``, nginx on
+loopback addresses), crawled to its end, in one run:
+
+1. the peer: one embedded ``websift crawl`` into one data directory, indexed, served;
+2. a fresh ``redis-server`` and three ``websift crawl --partitioned`` processes, each with its
+   own ``--data`` (a shard); ``websift rank --shard`` over the three (tried; its answer is
+   printed); each shard exports its anchor texts (``websift anchors export``) and is indexed
+   with the other two's files (``websift index --anchors-from``); one ``websift serve
+   --shard-server`` per shard and a front server over them (``serve --shard http://...``).
+
+Compared: the fetched URL sets (the intersection is what is compared when they differ), and
+the top 10 URLs of ``--queries`` queries (two adjacent words drawn from the peer's indexed
+page text, seeded) from the front server and from the peer's server: the same list, and the
+same set.  No bar is judged: the table is printed, with a last ``key=value`` line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+
+import httpx
+
+from scripts.benchmarks.bench_partitioned import crawl_cmd, run_crawlers
+from scripts.benchmarks.bench_redis_frontier import BenchError, RedisProcess
+from scripts.benchmarks.crawl_scale import Nginx, ScaleError, find_nginx
+from testkit.genweb import MAX_HOSTS, PORT, WebParams, ensure_web
+from testkit.serve_process import free_port
+from websift.core.arguments import number
+from websift.core.datadir import DataDir
+from websift.indexer.manifest import read_manifest
+from websift.indexer.segment import SegmentReader
+from websift.ranking.ranks import Ranks
+from websift.store.views import StoreReader
+
+REPO = Path(__file__).resolve().parents[2]
+PAGES = 400
+HOSTS = 12
+CRAWLERS = 3
+QUERIES = 300
+SEED = 1
+TOKEN = "bench-partitioned-e2e"  # the shard servers' secret (WEBSIFT_SHARD_TOKEN), loopback
+READY_SECONDS = 60.0
+# the front waits this long for a shard: the comparison is of answers, not of speed, on a
+# machine the crawlers and servers share
+SHARD_TIMEOUT_MS = 10_000
+TAIL_CHARS = 2000
+WORD = re.compile(r"[a-z]{3,}")
+
+
+def websift(*args: str) -> str:
+    """Run ``websift ARGS`` to its end; its stdout (BenchError with stderr on failure)."""
+    done = subprocess.run([sys.executable, "-m", "websift.api.cli", *args], cwd=REPO,
+                          capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise BenchError(f"websift {' '.join(args[:2])} exited {done.returncode}: "
+                         f"{done.stderr[-TAIL_CHARS:]}")
+    return done.stdout
+
+
+@contextmanager
+def serving(args: list[str], log: Path) -> Iterator[str]:
+    """``websift serve ARGS`` on a free loopback port until the block ends; its base URL."""
+    port = free_port()
+    env = {**os.environ, "PYTHONPATH": str(REPO), "WEBSIFT_SHARD_TOKEN": TOKEN}
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "websift.api.cli", "serve", *args, "--host", "127.0.0.1",
+             "--port", str(port), "--log-level", "warning"],
+            cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + READY_SECONDS
+        while True:
+            if proc.poll() is not None:
+                raise BenchError(f"websift serve exited: {log.read_text()[-TAIL_CHARS:]}")
+            try:
+                if httpx.get(base + "/healthz", timeout=1.0).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass  # not listening yet
+            if time.monotonic() > deadline:
+                raise BenchError(f"websift serve not ready: {log.read_text()[-TAIL_CHARS:]}")
+            try:
+                proc.wait(timeout=0.2)  # wakes at once if it dies
+            except subprocess.TimeoutExpired:
+                continue
+        yield base
+    finally:
+        proc.terminate()
+        proc.wait(30)
+
+
+def fetched_urls(data: Path) -> set[str]:
+    with StoreReader.open(DataDir.open(data).store_path) as store:
+        return {p.url for p in store.pages("fetched")}
+
+
+def pagerank_by_url(data: Path) -> dict[str, float]:
+    """URL -> its PageRank in the data directory's current ranks generation."""
+    d = DataDir.open(data)
+    ranks = Ranks.open(d)
+    with StoreReader.open(d.store_path) as store:
+        return {url: float(ranks.pagerank[uid]) for uid, url in store.urls()}
+
+
+def draw_queries(data: Path, n: int, seed: int) -> list[str]:
+    """``n`` distinct queries of two adjacent words of the indexed page text of ``data``."""
+    texts: list[str] = []
+    index_dir = DataDir.open(data).index_dir
+    for entry in read_manifest(index_dir).segments:
+        seg = SegmentReader(index_dir / entry.name)
+        texts.extend(seg.text(k) for k in range(entry.doc_count))
+    pool = [words for t in texts if len(words := WORD.findall(t.lower())) >= 2]
+    if not pool:
+        raise BenchError("the peer's index holds no text to draw queries from")
+    rng = random.Random(seed)
+    out: dict[str, None] = {}
+    for _ in range(50 * n):
+        if len(out) == n:
+            break
+        words = rng.choice(pool)
+        i = rng.randrange(len(words) - 1)
+        out[f"{words[i]} {words[i + 1]}"] = None
+    return list(out)
+
+
+def top10(client: httpx.Client, base: str, q: str) -> list[str]:
+    response = client.get(base + "/search", params={"q": q, "k": 10})
+    if response.status_code != 200:
+        raise BenchError(f"{base}/search?q={q!r}: HTTP {response.status_code}: "
+                         f"{response.text[:TAIL_CHARS]}")
+    return [r["url"] for r in response.json()["results"]]
+
+
+def run(args: argparse.Namespace) -> int:
+    pages, hosts, seed, port, queries = args.pages, args.hosts, args.seed, args.port, args.queries
+    params = WebParams(pages, hosts, seed, port)
+    root = args.root or Path(tempfile.gettempdir()) / f"websift-genweb-{pages}-{hosts}-{seed}-{port}"
+    find_nginx()
+    web = ensure_web(root, params, log=True)
+    run_dir = Path(tempfile.mkdtemp(prefix="websift-bench-e2e-"))
+    budget = 10 * pages  # the whole web: each crawl ends when nothing is left
+    peer = run_dir / "one"
+    shards = [run_dir / f"shard-{i}" for i in range(CRAWLERS)]
+    try:
+        with Nginx(web, run_dir), ExitStack() as stack:
+            print("embedded crawl: 1 process", flush=True)
+            t_one, _ = run_crawlers([crawl_cmd(web, peer, budget, None)])
+            print(f"partitioned crawl: {CRAWLERS} processes", flush=True)
+            server = RedisProcess(run_dir / "redis")
+            try:
+                t_part, _ = run_crawlers([crawl_cmd(web, d, budget, server.url)
+                                          for d in shards])
+            finally:
+                server.stop()
+            one_urls = fetched_urls(peer)
+            per_shard = [fetched_urls(d) for d in shards]
+            union = set().union(*per_shard)
+            twice = sum(len(a) for a in per_shard) - len(union)
+            rank = subprocess.run(
+                [sys.executable, "-m", "websift.api.cli", "rank", "--shard",
+                 *map(str, shards)], cwd=REPO, capture_output=True, text=True, check=False)
+            rank_line = "global ranks over the shards"
+            if rank.returncode:  # each shard ranks its own store: the figures say so
+                rank_line = ("refused (" + (rank.stderr.strip().splitlines() or ["?"])[-1]
+                             + "); each shard ranked alone")
+                for d in shards:
+                    websift("rank", "--quiet", "--data", str(d))
+            websift("rank", "--quiet", "--data", str(peer))
+            pr_one = pagerank_by_url(peer)
+            pr_shards: dict[str, float] = {}
+            for d in shards:  # a URL several shards know has one value (the global vector)
+                pr_shards.update(pagerank_by_url(d))
+            common = pr_one.keys() & pr_shards.keys()
+            l1 = sum(abs(pr_one[u] - pr_shards[u]) for u in common)
+            print("indexing: the peer, and each shard with the others' anchor texts", flush=True)
+            websift("index", "--quiet", "--data", str(peer))
+            exports = [run_dir / f"shard-{i}.anchors.json" for i in range(CRAWLERS)]
+            for d, out in zip(shards, exports, strict=True):
+                websift("anchors", "export", "--data", str(d), "--out", str(out))
+            for i, d in enumerate(shards):
+                others = [str(e) for j, e in enumerate(exports) if j != i]
+                websift("index", "--quiet", "--data", str(d), "--anchors-from", *others)
+            one_base = stack.enter_context(
+                serving(["--data", str(peer)], run_dir / "serve-one.log"))
+            shard_bases = [stack.enter_context(
+                serving(["--shard-server", "--data", str(d)], run_dir / f"serve-{i}.log"))
+                for i, d in enumerate(shards)]
+            front = stack.enter_context(serving(
+                [*(x for b in shard_bases for x in ("--shard", b)),
+                 "--shard-timeout-ms", str(SHARD_TIMEOUT_MS)], run_dir / "front.log"))
+            qs = draw_queries(peer, queries, seed)
+            same_list = same_set = 0
+            with httpx.Client(timeout=30.0) as client:
+                for q in qs:
+                    a, b = top10(client, one_base, q), top10(client, front, q)
+                    same_list += a == b
+                    same_set += set(a) == set(b)
+    except (BenchError, ScaleError) as exc:
+        for log in sorted(run_dir.glob("*.log")):  # the servers' last words
+            print(f"--- {log.name}\n{log.read_text(errors='replace')[-TAIL_CHARS:]}",
+                  file=sys.stderr)
+        print(f"bench_partitioned_e2e: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        shutil.rmtree(run_dir, ignore_errors=True)
+    both = one_urls & union
+    print()
+    print(f"{'':<34}{'embedded':>10}{f'{CRAWLERS} partitioned':>15}")
+    print(f"{'pages fetched':<34}{len(one_urls):>10}{len(union):>15}")
+    print(f"{'crawl seconds':<34}{t_one:>10.1f}{t_part:>15.1f}")
+    print(f"{'pages fetched by two shards':<34}{'':>10}{twice:>15}")
+    print(f"{'fetched by both crawls':<34}{len(both):>10}")
+    print(f"{'same top 10 list (of queries)':<34}{same_list:>10} / {len(qs)}")
+    print(f"{'same top 10 set (of queries)':<34}{same_set:>10} / {len(qs)}")
+    print(f"{'URLs known':<34}{len(pr_one):>10}{len(pr_shards):>15}")
+    print(f"{'PageRank L1 on the URLs both know':<34}{l1:>10.3g}   ({len(common)} URLs)")
+    print(f"ranks: {rank_line}")
+    print(f"pages_one={len(one_urls)} pages_sharded={len(union)} common={len(both)} "
+          f"known_one={len(pr_one)} known_sharded={len(pr_shards)} pagerank_l1={l1:.3g} "
+          f"twice={twice} queries={len(qs)} same_list={same_list} same_set={same_set}")
+    return 0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--pages", type=number(int, low=1), default=PAGES,
+                        help=f"pages of the generated web (default {PAGES})")
+    parser.add_argument("--hosts", type=number(int, low=1, high=MAX_HOSTS), default=HOSTS,
+                        help=f"hosts of the generated web (default {HOSTS})")
+    parser.add_argument("--queries", type=number(int, low=1), default=QUERIES,
+                        help=f"queries compared (default {QUERIES})")
+    parser.add_argument("--seed", type=int, default=SEED, help=f"the generator's seed ({SEED})")
+    parser.add_argument("--port", type=number(int, low=1, high=65535), default=PORT,
+                        help=f"the web's port on every host address (default {PORT})")
+    parser.add_argument("--root", type=Path, help="where the web is (re)generated (default: a "
+                        "directory per parameter set under the temp dir, kept for reuse)")
+    args = parser.parse_args()
+    return run(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

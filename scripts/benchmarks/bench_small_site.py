@@ -1,0 +1,89 @@
+"""``websift index`` of a small site (about a thousand pages) against Whoosh, same pages, same run.
+
+    .venv/bin/python -m scripts.benchmarks.bench_small_site  # the Python and Octave manuals
+    .venv/bin/python -m scripts.benchmarks.bench_small_site --manual octave --runs 5 --data D
+
+Each manual (scripts/evaluation/eval_relevance.py ``MANUALS``: the docs served on loopback and
+crawled with ``websift crawl``, or the crawl already in ``--data``/<manual>) is indexed from
+scratch ``--runs`` times by ``websift index --quiet`` exactly as a user runs it (the installed
+CLI in a child process: interpreter start-up, imports, worker processes, the finishing passes,
+all included), alternating with Whoosh in a child process on the same stored pages (the WARC read
+and the same lxml text extraction included, as ours is: scripts/evaluation/peers.py).  Prints
+the median wall and CPU seconds of each and the ratio websift / Whoosh (goal: at most 0.3x), and
+the CLI's start-up alone (``websift index --help``) beside the interpreter's (``python -c pass``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+from scripts.benchmarks.bench_index import WEBSIFT, peer_child, run_child
+from scripts.evaluation.eval_relevance import MANUALS, crawl_and_index
+
+
+def _median(rows: list[tuple[float, float, int]], i: int) -> float:
+    return statistics.median(r[i] for r in rows)
+
+
+def bench_manual(name: str, data_dir: Path, runs: int, extra: list[str]) -> None:
+    data = crawl_and_index(data_dir, manual=MANUALS[name])
+    ours: list[tuple[float, float, int]] = []
+    whoosh: list[tuple[float, float, int]] = []
+    for _ in range(runs):
+        shutil.rmtree(data.index_dir)
+        ours.append(run_child([WEBSIFT, "index", "--data", str(data_dir), "--quiet", *extra]))
+        whoosh.append(peer_child("WhooshPeer", data_dir))
+    manifest = json.loads((data.index_dir / "manifest.json").read_text())
+    docs = sum(json.loads((data.index_dir / s["name"] / "meta.json").read_text())["doc_count"]
+               for s in manifest["segments"])
+    cmd = " ".join(["websift index --quiet", *extra])
+    print(f"\n{name} manual ({docs} documents indexed), median of {runs} runs:")
+    print("| | wall s | CPU s |")
+    print("|---|---|---|")
+    print(f"| `{cmd}` | {_median(ours, 0):.2f} | {_median(ours, 1):.2f} |")
+    print(f"| Whoosh (lxml text + index) | {_median(whoosh, 0):.2f} | {_median(whoosh, 1):.2f} |")
+    print(f"websift / Whoosh: wall {_median(ours, 0) / _median(whoosh, 0):.2f}x, "
+          f"CPU {_median(ours, 1) / _median(whoosh, 1):.2f}x (goal: wall <= 0.3x)")
+
+
+def startup(runs: int) -> None:
+    cli = [run_child([WEBSIFT, "index", "--help"]) for _ in range(runs)]
+    bare = [run_child([sys.executable, "-c", "pass"]) for _ in range(runs)]
+    print(f"\nstart-up, median of {runs}: `websift index --help` {_median(cli, 0):.2f} s wall "
+          f"({_median(cli, 1):.2f} s CPU); `python -c pass` {_median(bare, 0):.2f} s wall "
+          f"({_median(bare, 1):.2f} s CPU)")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    ap.add_argument("--manual", default="python,octave",
+                    help=f"comma-separated: {', '.join(MANUALS)}")
+    ap.add_argument("--data", type=Path, help="crawl into or reuse D/<manual>")
+    ap.add_argument("--runs", type=int, default=3, help="timed runs of each (the median shown)")
+    ap.add_argument("--index-args", default="", metavar="ARGS",
+                    help="extra `websift index` arguments, e.g. '--procs 2'")
+    args = ap.parse_args(argv)
+    names = [m.strip() for m in args.manual.split(",") if m.strip()]
+    unknown = [m for m in names if m not in MANUALS]
+    if unknown or not names:
+        ap.error(f"unknown manual {', '.join(unknown)} (known: {', '.join(MANUALS)})")
+    tmp = None
+    if args.data is None:
+        tmp = tempfile.TemporaryDirectory(prefix="websift-small-")
+        args.data = Path(tmp.name)
+    for name in names:
+        bench_manual(name, args.data / name, args.runs, args.index_args.split())
+    startup(args.runs)
+    if tmp is not None:
+        tmp.cleanup()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,116 @@
+"""Anchor text across shards (indexer/anchor_exchange.py): two shards where the only anchor text
+of a page lives in the other shard; with each other's exports, each page's fields in its shard's
+index equal those of one index over one store holding both shards' pages."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from testkit.corpus import build_data_dir
+from websift.api.cli import main
+from websift.core.datadir import DataDir
+from websift.indexer.build import build_index
+from websift.indexer.errors import IndexMissing
+from websift.indexer.manifest import read_manifest
+from websift.indexer.searcher import IndexQuery, Searcher
+from websift.indexer.segment import SegmentReader
+from websift.indexer.settings import FIELDS
+
+A = "http://a.example"
+B = "http://b.example"
+
+
+def page(title: str, body: str, links: str = "") -> str:
+    return (f"<html><head><title>{title}</title></head><body><main><h1>{title}</h1>"
+            f"<p>{body}</p>{links}</main></body></html>")
+
+
+# Shard A holds host a, shard B host b (a partitioned crawl partitions by host).  The only
+# anchor text of b/harbour is on a's pages, and the only one of a/ on b's.
+SHARD_A = {
+    f"{A}/": page("Start", "the first page of a",
+                  f'<a href="{B}/harbour">zephyr lighthouse</a> <a href="{A}/log">log</a>'),
+    f"{A}/log": page("Log", "notes kept at a",
+                     f'<a href="{B}/harbour">zephyr lighthouse</a> '
+                     f'<a href="{B}/harbour">Quay</a> <a href="{B}/unfetched">moor</a>'),
+}
+SHARD_B = {
+    f"{B}/harbour": page("Harbour", "boats and nets"),
+    f"{B}/pier": page("Pier", "a long walk", f'<a href="{A}/">quokka origin</a>'),
+}
+
+
+def fields(data: DataDir) -> dict[str, list[int]]:
+    """URL -> its field lengths, over the index's segments."""
+    out: dict[str, list[int]] = {}
+    for entry in read_manifest(data.index_dir).segments:
+        seg = SegmentReader(data.index_dir / entry.name)
+        for k, url in enumerate(seg.urls()):
+            out[url] = seg.field_lens[k].tolist()
+    return out
+
+
+def found(data: DataDir, words: str) -> list[str]:
+    return [h.url for h in Searcher.open(data).search(IndexQuery(words)).hits]
+
+
+@pytest.fixture()
+def shards(tmp_path: Path) -> tuple[DataDir, DataDir, DataDir]:
+    a = build_data_dir(tmp_path / "a", SHARD_A)
+    b = build_data_dir(tmp_path / "b", SHARD_B)
+    one = build_data_dir(tmp_path / "one", {**SHARD_A, **SHARD_B})
+    return a, b, one
+
+
+def test_shared_anchors_give_each_page_the_fields_of_one_index(
+        shards: tuple[DataDir, DataDir, DataDir], tmp_path: Path) -> None:
+    a, b, one = shards
+    build_index(one)
+    build_index(b)  # without the other shard's anchors: b/harbour has none
+    assert f"{B}/harbour" not in found(b, "zephyr")
+    for d in (a, b):
+        assert main(["anchors", "export", "--data", str(d.root),
+                     "--out", str(tmp_path / f"{d.root.name}.anchors.json")]) == 0
+    export = json.loads((tmp_path / "a.anchors.json").read_text())
+    assert export["format"] == "websift-anchor-export"
+    # one text per source and spelling: a/'s and a/log's "zephyr lighthouse", a/log's "Quay"
+    assert sorted(r[1:] for r in export["rows"] if r[0] == f"{B}/harbour") == [
+        [f"{A}/", "zephyr lighthouse"], [f"{A}/log", "Quay"], [f"{A}/log", "zephyr lighthouse"]]
+    assert main(["index", "--quiet", "--data", str(b.root),
+                 "--anchors-from", str(tmp_path / "a.anchors.json")]) == 0
+    assert main(["index", "--quiet", "--data", str(a.root),
+                 "--anchors-from", str(tmp_path / "b.anchors.json")]) == 0
+    assert found(b, "zephyr") == [f"{B}/harbour"]
+    assert found(a, "quokka") == [f"{A}/"]
+    whole, in_a, in_b = fields(one), fields(a), fields(b)
+    anchor = FIELDS.index("anchor")
+    assert whole[f"{B}/harbour"][anchor] > 0
+    for url in (*SHARD_A, *SHARD_B):
+        shard = in_a if url in SHARD_A else in_b
+        assert shard[url] == whole[url], url
+    # a page the other shard fetched is that shard's document only: A's anchor-only document
+    # of b/harbour is gone; a URL no shard fetched stays anchor-only where it is linked
+    assert f"{B}/harbour" not in in_a or not np.any(in_a[f"{B}/harbour"])
+    assert f"{B}/harbour" not in found(a, "zephyr")
+    assert f"{B}/unfetched" in in_a
+
+
+def test_a_damaged_export_is_refused_with_one_line(
+        shards: tuple[DataDir, DataDir, DataDir], tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    a, b, _ = shards
+    out = tmp_path / "a.anchors.json"
+    assert main(["anchors", "export", "--data", str(a.root), "--out", str(out)]) == 0
+    out.write_text(out.read_text().replace("zephyr", "zephyX", 1))
+    capsys.readouterr()
+    assert main(["index", "--quiet", "--data", str(b.root), "--anchors-from", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "checksum" in err[0]
+    assert main(["index", "--quiet", "--data", str(b.root), "--anchors-from",
+                 str(tmp_path / "missing.json")]) == 2
+    with pytest.raises(IndexMissing):  # nothing indexed from a bad batch
+        read_manifest(b.index_dir)
