@@ -9,19 +9,18 @@ a *money transfer*, summed per destination with the URL, and sent in batches.
 
 - Outgoing: a read's shares for foreign children (and foreign seeds, with no cash) gather per
   partition; the group commit's ``before_commit`` writes each partition's batch into the store's
-  ``partition_outbox`` in the same transaction as the OPIC state the cash left.  After a commit,
-  once the oldest unsent batch is ``FLUSH_AGE`` old (or the crawler has nothing to fetch), the
-  batches waiting for one partition go as ONE stream entry, summed per URL (``XADD
-  wsp:s:{partition}``, with ``INCRBY wsp:sent`` in one MULTI), and the outbox rows are deleted.
-  A crawler killed between the two resends the outbox at its next start (the owner skips a
-  batch it applied: by batch ID).
+  ``partition_outbox`` in the same transaction as the OPIC state the cash left.  After each
+  commit the batches waiting for one partition go as ONE stream entry, summed per URL (``XADD
+  {wsp}:s:PARTITION``, with ``INCRBY {wsp}:sent`` and the mirror's changes in one MULTI), and the
+  outbox rows are deleted.  A crawler killed between the two resends the outbox at its next
+  start (the owner skips a batch it applied: by batch ID).
 - Incoming: the owner reads its partitions' streams (consumer group ``owner``), applies each
   batch once (URLs stored and frontiered, cash added to the pages) and records the batch ID in
   ``partition_applied`` in the same SQLite transaction, then ``XACK`` + ``XDEL``.
 - Foreign URLs live in this store as dead OPIC pages with no cash (so their links are stored
   and a page's shares are computed as section 2.1 says); a read revives them for the step and
   takes their share out.
-- Cash (Lemma 2.2 over the crawl): the first crawler to register (``wsp:genesis``) starts with
+- Cash (Lemma 2.2 over the crawl): the first crawler to register (``{wsp}:genesis``) starts with
   the virtual page's 1, every other with 0; then the stored cash of every store (pages +
   virtual page + outbox) plus the transfers in the streams not yet applied is 1
   (:func:`check_cash`).
@@ -30,13 +29,26 @@ a *money transfer*, summed per destination with the URL, and sent in batches.
   so the new owner records them read and does not fetch them again), then releases the lease.
   A crawler that finds at a renewal that another took a lease of its (it renewed later than
   the lease lasts, and was taken for dead) sends that partition's pages and cash the same way.
+- A dead crawler (killed, its machine gone; no disk is shared): every crawler mirrors the state
+  of the partitions it owns in Redis, in the MULTI that follows each commit: ``{wsp}:q:P``
+  (URL -> depth of each page known and not read) and ``{wsp}:f:P`` (the 64-bit fingerprints of
+  the pages read).  A crawler claiming a partition applies the batches the former owner had
+  read and not acknowledged (``XAUTOCLAIM``) and the read fingerprints (a page among them is
+  never queued here); the pending URLs are queued (with no cash) once the former holder stayed
+  unregistered for ``ADOPT_GRACE`` leases (one only late registers again, and its fetches in
+  flight come back as hand-overs flagged fetched).  A store started again hands its pages of
+  partitions now held by others over.  The dead crawler's
+  fetched pages and its cash stay in its store (:func:`check_cash` counts them with it).  A kill
+  in the milliseconds between a commit and its MULTI leaves Redis one batch behind the store: the
+  pages of that batch can be fetched again by the new owner (stored twice), nothing is lost.
 - The end: a crawler with nothing pending stops only when every live member is idle, every
-  batch sent was applied (``wsp:sent == wsp:applied``) and every partition is held by its
+  batch sent was applied (``{wsp}:sent == {wsp}:applied``) and every partition is held by its
   preferred owner.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import time
@@ -58,6 +70,8 @@ from websift.crawler.partitions import (
     connect,
     lease_key,
     partition_of,
+    queue_mget,
+    take_mget,
 )
 from websift.store.crawl_store import CrawlStore
 from websift.store.schema import META_VIRTUAL
@@ -68,15 +82,29 @@ GENESIS, CONFIG = PREFIX + "genesis", PREFIX + "config"
 POLL = 0.1  # seconds between looks at the mailbox when this crawler has just run out of work
 IDLE_POLL = 0.5  # ... doubling from POLL to this while it stays out of work and nothing comes
 BUSY_POLL = 0.5  # ... while it has pages to fetch
+ADOPT_GRACE = 3.0  # leases a crawler taken from stays gone before its mirror is adopted
 READ_COUNT = 64  # batches read per stream per look
-FLUSH_AGE = 1.0  # seconds the oldest unsent batch waits for others to the same partitions
-FLUSH_BATCHES = 256  # or until this many batches wait
 
 Entry = list[Any]  # [url, cash, depth, fetched]
 
 
 def stream_key(partition: int) -> str:
     return f"{PREFIX}s:{partition}"
+
+
+def pending_key(partition: int) -> str:
+    """The partition's pending mirror: URL -> depth of each page known and not yet read."""
+    return f"{PREFIX}q:{partition}"
+
+
+def read_key(partition: int) -> str:
+    """The partition's read mirror: the fingerprints of the pages read (or failed for good)."""
+    return f"{PREFIX}f:{partition}"
+
+
+def fingerprint(url: str) -> str:
+    """A URL's 64-bit fingerprint (blake2b), as Redis keeps it in the read mirror."""
+    return str(int.from_bytes(hashlib.blake2b(url.encode(), digest_size=8).digest(), "big"))
 
 
 @dataclass
@@ -111,9 +139,18 @@ class PartitionedFrontier(Frontier):
         self.host_part: dict[int, int] = {}
         self.out: dict[int, dict[str, Entry]] = {}
         self.unsent: list[tuple[str, int, float, str]] = store.outbox()  # a killed run's
-        self.unsent_since = time.monotonic()
         self.acks: list[tuple[str, str]] = []
         self.told: set[int] = set()  # foreign URLs already sent this run
+        # the mirror of the owned partitions (module doc, "A dead crawler"): changes gathered
+        # in the open batch, those of the batches committed and not yet in Redis, and the
+        # fingerprints of pages read by a former owner of a partition this crawler took
+        self.m_pending: dict[int, dict[str, int]] = {}
+        self.m_read: dict[int, set[str]] = {}
+        self.m_ready: tuple[dict[int, dict[str, int]], dict[int, set[str]]] = ({}, {})
+        self.read_elsewhere: set[str] = set()
+        # partitions taken from a crawler not seen alive: partition -> (when to adopt their
+        # mirror, the former holder); adopted only if the holder stayed gone (section below)
+        self.adopt_at: dict[int, tuple[float, str]] = {}
         self.seq = 0
         self.counters = Counters()
         self.looked_at = self.checked_at = float("-inf")
@@ -128,6 +165,7 @@ class PartitionedFrontier(Frontier):
                 self.persist(store)
         self.leases.heartbeat()
         self._rebalance()
+        self._hand_over_strays()
         if self.unsent:
             self._send()
 
@@ -168,6 +206,67 @@ class PartitionedFrontier(Frontier):
             entry[1] += cash
             entry[2] = min(entry[2], depth)
             entry[3] = entry[3] or fetched
+
+    # ------------------------------------------------------------------ the mirror
+    def _url_of(self, uid: int) -> str | None:
+        return self.lookup(uid) if self.lookup is not None else self._urls.get(uid)
+
+    def _enqueue(self, uid: int) -> None:
+        """Queue an owned page, or, when a former owner of its partition read it (the read
+        mirror), know it as read elsewhere: it is not fetched again."""
+        opic = self.opic
+        if self.where[uid] != QUEUED and opic.reads[uid] == 0:
+            url = self._url_of(uid)
+            if url is not None:
+                p = self._partition(uid)
+                if p in self.leases.owned:
+                    if self.read_elsewhere and fingerprint(url) in self.read_elsewhere:
+                        opic.virtual_cash += self._give_cash(uid)
+                        opic.reads[uid] = max(1, int(opic.reads[uid]))
+                        return
+                    self.m_pending.setdefault(p, {})[url] = int(self.depth_of[uid])
+        super()._enqueue(uid)
+
+    def _mirror_read(self, uid: int) -> None:
+        url = self._url_of(uid)
+        if url is not None:
+            p = self._partition(uid)
+            if p in self.leases.owned:
+                self.m_read.setdefault(p, set()).add(url)
+                self.m_pending.get(p, {}).pop(url, None)
+
+    def _flush_mirror(self, pipe: Any) -> bool:
+        """Queue the committed batches' mirror changes on ``pipe``; False if there were none."""
+        pending, done = self.m_ready
+        if not pending and not done:
+            return False
+        for p, urls in pending.items():
+            if urls:
+                pipe.hset(pending_key(p), mapping=urls)
+        for p, read in done.items():
+            if read:
+                pipe.hdel(pending_key(p), *read)
+                pipe.sadd(read_key(p), *(fingerprint(u) for u in read))
+        self.m_ready = ({}, {})
+        return True
+
+    def _adopt(self, partition: int) -> None:
+        """A partition just claimed: what its former owners knew of it (the mirror), so a
+        dead owner's pages are crawled and none it read is fetched again.  Its pending pages
+        come without cash: a dead owner's cash stays in its store."""
+        self.read_elsewhere.update(self.client.sscan_iter(read_key(partition), count=1000))
+        urls = list(self.client.hscan_iter(pending_key(partition), count=1000))
+        if not urls:
+            return
+        in_batch = self.store.in_transaction  # then the batch's commit sends the changes
+        with self.store.transaction():
+            for url, depth in urls:
+                self._apply_entry([url, 0.0, int(depth), False])
+            self.persist(self.store)
+            if not in_batch:
+                self.before_commit()
+        if not in_batch:
+            self.after_commit()
 
     # ------------------------------------------------------------------ the frontier's calls
     def add(self, uid: int, url: str, host_id: int, depth: int) -> bool:
@@ -216,6 +315,7 @@ class PartitionedFrontier(Frontier):
                         if url is not None:
                             super().revive(c, url)
         changed_ids = super().read(uid, kids, dead=dead, changed=changed)
+        self._mirror_read(uid)
         for c, p in foreign:
             opic.materialise(c)
             share = float(opic.cash[c])
@@ -249,15 +349,22 @@ class PartitionedFrontier(Frontier):
 
     # ------------------------------------------------------------------ commits
     def before_commit(self) -> None:
-        """Inside the batch's transaction: each partition's transfers into the outbox."""
+        """Inside the batch's transaction: each partition's transfers into the outbox; the
+        batch's mirror changes wait for the commit."""
+        pending, done = self.m_ready
+        for p, urls in self.m_pending.items():
+            pending.setdefault(p, {}).update(urls)
+        for p, read in self.m_read.items():
+            done.setdefault(p, set()).update(read)
+            for url in read:
+                pending.get(p, {}).pop(url, None)
+        self.m_pending, self.m_read = {}, {}
         for partition, box in self.out.items():
             self.seq += 1
             batch = f"{self.leases.me}:{self.seq}"
             body = json.dumps(list(box.values()), separators=(",", ":"))
             cash = math.fsum(e[1] for e in box.values())
             self.store.save_outbox(batch, partition, cash, body)
-            if not self.unsent:
-                self.unsent_since = time.monotonic()
             self.counters.entries_sent += len(box)
             self.unsent.append((batch, partition, cash, body))
         self.out.clear()
@@ -271,8 +378,9 @@ class PartitionedFrontier(Frontier):
             self._lose(exc)
 
     def _after_commit(self) -> None:
-        if self.unsent and (time.monotonic() - self.unsent_since >= FLUSH_AGE
-                            or len(self.unsent) >= FLUSH_BATCHES or self.leases.releasing):
+        # the commit's transfers and mirror changes at once: a crawler killed after its
+        # commit has its links to other partitions and its partitions' state in Redis
+        if self.unsent or self.m_ready[0] or self.m_ready[1]:
             self._send()
         if self.acks:
             self._ack()
@@ -283,7 +391,8 @@ class PartitionedFrontier(Frontier):
 
     def _send(self) -> None:
         """The outbox's batches, merged per partition: one stream entry each (its ``b`` field
-        lists the batch IDs it carries, applied together)."""
+        lists the batch IDs it carries, applied together); with the committed mirror changes,
+        in one MULTI."""
         merged: dict[int, tuple[list[str], list[float], dict[str, Entry]]] = {}
         for batch, partition, cash, body in self.unsent:
             ids, cashes, entries = merged.setdefault(partition, ([], [], {}))
@@ -302,11 +411,15 @@ class PartitionedFrontier(Frontier):
             body = json.dumps(list(entries.values()), separators=(",", ":"))
             pipe.xadd(stream_key(partition), {"b": ",".join(ids), "c": repr(math.fsum(cashes)),
                                               "d": body})
-        pipe.incrby(SENT, len(merged))
+        if merged:
+            pipe.incrby(SENT, len(merged))
+        if not self._flush_mirror(pipe) and not merged:
+            return
         pipe.execute()
         self.counters.batches_sent += len(merged)
-        with self.store.transaction():
-            self.store.sent([b for b, _, _, _ in self.unsent])
+        if self.unsent:
+            with self.store.transaction():
+                self.store.sent([b for b, _, _, _ in self.unsent])
         self.unsent = []
 
     def _ack(self) -> None:
@@ -351,6 +464,7 @@ class PartitionedFrontier(Frontier):
                 cash += self._give_cash(uid)
                 opic.reads[uid] = max(1, int(opic.reads[uid]))
             opic.virtual_cash += cash  # a page read elsewhere: its cash to the virtual page
+            self._mirror_read(uid)
             return
         if not self.is_known(uid):
             super().add(uid, url, host_id, depth)
@@ -422,6 +536,23 @@ class PartitionedFrontier(Frontier):
             if not messages:
                 break
             self._apply(messages)
+        # the pages its former owners read, at once: none is queued here from now on
+        self.read_elsewhere.update(self.client.sscan_iter(read_key(partition), count=1000))
+        holder = self.leases.taken_from.pop(partition, None)
+        if holder is None:
+            self._adopt(partition)
+        else:  # late or dead: a late one's fetches in flight report back first
+            self.adopt_at[partition] = (time.time() + ADOPT_GRACE * self.leases.ttl, holder)
+
+    def _adopt_due(self) -> None:
+        """The mirror of partitions taken from a crawler that stayed gone for the grace: a
+        crawler only late (it registers again) reports its fetches itself and keeps none."""
+        now = time.time()
+        for p, (at, holder) in sorted(self.adopt_at.items()):
+            if at <= now:
+                del self.adopt_at[p]
+                if p in self.leases.owned and self.leases.gone(holder):
+                    self._adopt(p)
 
     # ------------------------------------------------------------------ rebalancing
     def _rebalance(self) -> None:
@@ -433,9 +564,23 @@ class PartitionedFrontier(Frontier):
         if give:
             ids, parts = self._partitions_of_known()
             for p in give:
+                if self.leases.due():
+                    self.leases.heartbeat()
                 self._hand_over(p, ids[parts == p])
         for p in self.leases.claim(claim):
-            self._take_over(p)
+            if self.leases.due():  # many take-overs outlast a lease: stay registered
+                self.leases.heartbeat()
+            if p in self.leases.owned:
+                self._take_over(p)
+
+    def _hand_over_strays(self) -> None:
+        """A store started again whose partitions moved while it was away (killed, or Redis
+        lost): its pages of partitions it does not hold go to their owners with their cash, the
+        fetched ones flagged, and none of them is fetched here."""
+        ids, parts = self._partitions_of_known()
+        mine = ~self.opic.dead[ids] | (self.fetch_count[ids] > 0)
+        for p in sorted(set(parts[mine].tolist()) - self.leases.owned):
+            self._hand_over(int(p), ids[parts == p])
 
     def _partitions_of_known(self) -> tuple[np.ndarray, np.ndarray]:
         """Every known URL ID and its partition (one pass, a lookup per host)."""
@@ -483,7 +628,7 @@ class PartitionedFrontier(Frontier):
     def _poll_every(self) -> float:
         """Seconds between two looks at the mailbox: each look is a Redis command (and, when
         out of work, the end check is eight), so a busy crawler looks about twice per sender's
-        ``FLUSH_AGE``, and one out of work backs off while it gets nothing (the end of the
+        commit (every commit sends), and one out of work backs off while it gets nothing (the end of the
         crawl, a wait for another crawler's links)."""
         every = BUSY_POLL if super().pending_count() else self.idle_poll
         return min(every, self.leases.ttl / 3)  # the renewals keep their cadence
@@ -502,6 +647,8 @@ class PartitionedFrontier(Frontier):
             self.idle_poll = POLL
         else:
             self.idle_poll = min(IDLE_POLL, 2 * self.idle_poll)
+        if self.adopt_at and not self.store.in_transaction:
+            self._adopt_due()
         if self.out and not self.store.in_transaction:
             self._commit_now()
         if self.unsent and not self.store.in_transaction and super().pending_count() == 0:
@@ -510,7 +657,7 @@ class PartitionedFrontier(Frontier):
     def _idle(self) -> bool:
         return (super().pending_count() == 0 and not bool((self.where == TAKEN).any())
                 and not self.out and not self.unsent and not self.acks
-                and not self.leases.releasing)
+                and not self.leases.releasing and not self.adopt_at)
 
     def _busy_flag(self) -> None:
         """This crawler's idle flag to 0 (a command only when it may be 1)."""
@@ -532,9 +679,13 @@ class PartitionedFrontier(Frontier):
             pipe.hset(IDLE_FLAGS, self.leases.me, 1)
         pipe.hgetall(IDLE_FLAGS)
         pipe.zrangebyscore(MEMBERS, time.time(), "+inf")
-        pipe.mget([SENT, APPLIED])
-        pipe.mget([lease_key(p) for p in range(self.partitions)])
-        idle, members, (sent, applied), holders = pipe.execute()[-4:]
+        start = len(pipe)
+        split = queue_mget(pipe, [SENT, APPLIED, *(lease_key(p) for p in range(self.partitions))])
+        replies = pipe.execute()
+        idle, members = replies[start - 2:start]
+        sent, applied, *holders = take_mget(replies, start, 2 + self.partitions, split)
+        if isinstance(idle, list):  # a Cluster's MULTI answers HGETALL as a flat list
+            idle = dict(zip(idle[::2], idle[1::2], strict=True))
         self.idle_written = idle.get(self.leases.me) == "1"  # not, after a Redis restart
         members = sorted(members)
         if not members or any(idle.get(m) != "1" for m in members):

@@ -34,17 +34,20 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import redis
+import redis.cluster
 
 from websift.core.errors import WebsiftError
 
-PREFIX = "wsp:"
+# every key carries the hash tag {wsp}: on a Redis Cluster they share one slot, so the scripts
+# and MULTIs that touch several of them (leases and members, streams and counters) run there
+PREFIX = "{wsp}:"
 MEMBERS = PREFIX + "members"
 DEFAULT_PARTITIONS = 64
 DEFAULT_LEASE = 6.0  # seconds a lease lives without renewal
 
 # take the leases among KEYS that are free, held by this crawler (ARGV[1]) or held by a crawler
 # no longer alive (its score in the members set ARGV[3] is below now, ARGV[2]); returns the
-# positions of those taken
+# positions of those taken, each followed by its former holder ('' if it was free)
 _CLAIM = """
 local got = {}
 for i, key in ipairs(KEYS) do
@@ -57,6 +60,7 @@ for i, key in ipairs(KEYS) do
   if not alive then
     redis.call('SET', key, ARGV[1])
     got[#got + 1] = i
+    got[#got + 1] = holder or ''
   end
 end
 return got
@@ -90,17 +94,45 @@ def lease_key(partition: int) -> str:
     return f"{PREFIX}lease:{partition}"
 
 
+def queue_mget(pipe: Any, keys: list[str]) -> bool:
+    """MGET on a pipeline; a Redis Cluster's pipeline refuses MGET, so one GET a key there.
+    Returns whether it split them (for :func:`take_mget`)."""
+    if isinstance(pipe, redis.cluster.ClusterPipeline):
+        for key in keys:
+            pipe.get(key)
+        return True
+    pipe.mget(keys)
+    return False
+
+
+def take_mget(replies: list[Any], at: int, count: int, split: bool) -> list[Any]:
+    """The ``count`` values :func:`queue_mget` queued, its first reply at ``replies[at]``."""
+    return list(replies[at:at + count]) if split else list(replies[at])
+
+
 def connect(url: str) -> Any:
     """A Redis client for the coordinator at ``url`` (password from the environment, as the
-    shared frontier's), checked reachable."""
+    shared frontier's), checked reachable: ``redis://HOST:PORT/DB``, or a Redis Cluster,
+    ``redis+cluster://HOST:PORT,HOST:PORT,...`` (``rediss`` with TLS)."""
     from websift.crawler.redis_admin import PASSWORD_ENV, error_reason
 
     password = next((os.environ[n] for n in PASSWORD_ENV if os.environ.get(n)), None)
+    common: dict[str, Any] = {"password": password, "decode_responses": True,
+                              "socket_timeout": 10, "socket_connect_timeout": 10}
+    client: Any
     try:
-        client = redis.Redis.from_url(url, password=password, decode_responses=True,
-                                      socket_timeout=10, socket_connect_timeout=10)
+        if url.split("://", 1)[0].endswith("+cluster"):
+            from websift.crawler.redis_admin import parse_address
+
+            address = parse_address(url)
+            nodes = [redis.cluster.ClusterNode(h, p)  # type: ignore[no-untyped-call]
+                     for h, p in address.nodes]
+            client = redis.cluster.RedisCluster(startup_nodes=nodes, ssl=address.tls,
+                                                username=address.username, **common)
+        else:
+            client = redis.Redis.from_url(url, **common)
         client.ping()
-    except (redis.RedisError, ValueError) as exc:
+    except (redis.RedisError, ValueError, WebsiftError) as exc:
         raise PartitionError(f"cannot use the partition coordinator at {url}: "
                              f"{error_reason(exc)}") from None
     return client
@@ -123,6 +155,8 @@ class Leases:
         self._claim = client.register_script(_CLAIM)
         self._release = client.register_script(_RELEASE)
         self.members: list[str] = []
+        # partition -> the crawler it was taken from when that one was no longer alive
+        self.taken_from: dict[int, str] = {}
         self.lost: set[int] = set()  # leases another crawler took from this one (heartbeat)
 
     def due(self) -> bool:
@@ -137,12 +171,12 @@ class Leases:
         pipe.zremrangebyscore(MEMBERS, "-inf", now)
         pipe.zrange(MEMBERS, 0, -1)
         mine = sorted(self.owned | self.releasing)
-        if mine:
-            pipe.mget([lease_key(p) for p in mine])
+        split = queue_mget(pipe, [lease_key(p) for p in mine]) if mine else False
         replies = pipe.execute()
         members = replies[2]
         if mine:
-            held = {p for p, h in zip(mine, replies[3], strict=True) if h == self.me}
+            held = {p for p, h in zip(mine, take_mget(replies, 3, len(mine), split),
+                                      strict=True) if h == self.me}
             # taken by another while this crawler was not seen alive (a renewal later than
             # the lease): crawled no more, and its pages go to the new owner (take_lost)
             self.lost |= self.owned - held
@@ -177,9 +211,17 @@ class Leases:
             return []
         got = self._claim(keys=[lease_key(p) for p in partitions],
                           args=[self.me, self.clock(), MEMBERS])
-        taken = [partitions[int(i) - 1] for i in got]
+        taken = [partitions[int(i) - 1] for i in got[::2]]
+        for p, holder in zip(taken, got[1::2], strict=True):
+            if holder and holder != self.me:
+                self.taken_from[p] = str(holder)
         self.owned.update(taken)
         return taken
+
+    def gone(self, member: str) -> bool:
+        """Whether a crawler is no longer registered (dead, not late)."""
+        score = self.client.zscore(MEMBERS, member)
+        return score is None or float(score) < self.clock()
 
     def give_back(self, partition: int) -> None:
         """Stop crawling a partition; its lease is kept until :meth:`release`."""

@@ -85,7 +85,7 @@ def test_a_crawler_taken_for_dead_hands_its_pages_and_cash_to_the_new_owner(
         a._commit_now()
         assert _queued(a) == len(urls)
         # a misses its renewals: its registration runs out and b takes every partition
-        server.client.zadd("wsp:members", {a.leases.me: 0})
+        server.client.zadd("{wsp}:members", {a.leases.me: 0})
         b = open_partitioned(server.url(), b_store, PARTITIONS, ttl=30.0)
         try:
             assert b.leases.owned == set(range(PARTITIONS))
