@@ -627,9 +627,9 @@ class PartitionedFrontier(Frontier):
     # ------------------------------------------------------------------ the crawl's end
     def _poll_every(self) -> float:
         """Seconds between two looks at the mailbox: each look is a Redis command (and, when
-        out of work, the end check is eight), so a busy crawler looks about twice per sender's
-        commit (every commit sends), and one out of work backs off while it gets nothing (the end of the
-        crawl, a wait for another crawler's links)."""
+        out of work, the end check is eight), so a busy crawler looks every ``BUSY_POLL``, and
+        one out of work backs off while it gets nothing (the end of the crawl, a wait for
+        another crawler's links)."""
         every = BUSY_POLL if super().pending_count() else self.idle_poll
         return min(every, self.leases.ttl / 3)  # the renewals keep their cadence
 
