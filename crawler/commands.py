@@ -190,6 +190,10 @@ def crawl_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--partition-lease", type=seconds(strict=True),
                    default=S.PARTITION_LEASE_TTL, metavar="T",
                    help="a partitioned crawl's lease: a dead crawler's partitions move after T")
+    p.add_argument("--partition-mirror", action="store_true",
+                   help="a partitioned crawl keeps each partition's queued URLs and read "
+                   "fingerprints in Redis, so a crawler killed for good loses no queued page "
+                   "(Redis memory per queued URL and commands per commit: docs/benchmarks.md)")
     p.add_argument("--frontier-hosts", type=number(int, low=1), default=S.FRONTIER_MAX_HOSTS,
                    metavar="N", help="hosts one crawler holds at once on a shared frontier")
     _politeness_args(p)
@@ -334,6 +338,7 @@ def crawl_config(args: argparse.Namespace, scope: ScopeConfig) -> CrawlConfig:
         partitioned=getattr(args, "partitioned", None),
         partitions=getattr(args, "partitions", S.PARTITIONS),
         partition_lease=getattr(args, "partition_lease", S.PARTITION_LEASE_TTL),
+        partition_mirror=getattr(args, "partition_mirror", False),
         signals=_signals(args),
         sitemap_interval=args.sitemap_interval,
         feed_min_interval=args.feed_min_interval,

@@ -9,10 +9,11 @@ a *money transfer*, summed per destination with the URL, and sent in batches.
 
 - Outgoing: a read's shares for foreign children (and foreign seeds, with no cash) gather per
   partition; the group commit's ``before_commit`` writes each partition's batch into the store's
-  ``partition_outbox`` in the same transaction as the OPIC state the cash left.  After each
-  commit the batches waiting for one partition go as ONE stream entry, summed per URL (``XADD
-  {wsp}:s:PARTITION``, with ``INCRBY {wsp}:sent`` and the mirror's changes in one MULTI), and the
-  outbox rows are deleted.  A crawler killed between the two resends the outbox at its next
+  ``partition_outbox`` in the same transaction as the OPIC state the cash left.  After a
+  commit, once the oldest unsent batch is ``FLUSH_AGE`` old (or the crawler has nothing to
+  fetch; with the mirror, after each commit), the batches waiting for one partition go as ONE
+  stream entry, summed per URL (``XADD {wsp}:s:PARTITION``, with ``INCRBY {wsp}:sent`` and the
+  mirror's changes in one MULTI), and the outbox rows are deleted.  A crawler killed between the two resends the outbox at its next
   start (the owner skips a batch it applied: by batch ID).
 - Incoming: the owner reads its partitions' streams (consumer group ``owner``), applies each
   batch once (URLs stored and frontiered, cash added to the pages) and records the batch ID in
@@ -29,8 +30,13 @@ a *money transfer*, summed per destination with the URL, and sent in batches.
   so the new owner records them read and does not fetch them again), then releases the lease.
   A crawler that finds at a renewal that another took a lease of its (it renewed later than
   the lease lasts, and was taken for dead) sends that partition's pages and cash the same way.
-- A dead crawler (killed, its machine gone; no disk is shared): every crawler mirrors the state
-  of the partitions it owns in Redis, in the MULTI that follows each commit: ``{wsp}:q:P``
+- A dead crawler (killed, its machine gone; no disk is shared).  By default its pages and
+  cash stay in its store: started again on the same ``--data`` it hands its pages of partitions
+  now held by others over; while it stays dead, the pages it had queued are crawled only when
+  another link names them, and a page it fetched may be fetched again.  Redis then holds no URL
+  text but the batches in flight.  With ``--partition-mirror`` (``mirror``) nothing it queued
+  is lost: every crawler mirrors the state of the partitions it owns in Redis, in the MULTI
+  that follows each commit: ``{wsp}:q:P``
   (URL -> depth of each page known and not read) and ``{wsp}:f:P`` (the 64-bit fingerprints of
   the pages read).  A crawler claiming a partition applies the batches the former owner had
   read and not acknowledged (``XAUTOCLAIM``) and the read fingerprints (a page among them is
@@ -82,6 +88,8 @@ GENESIS, CONFIG = PREFIX + "genesis", PREFIX + "config"
 POLL = 0.1  # seconds between looks at the mailbox when this crawler has just run out of work
 IDLE_POLL = 0.5  # ... doubling from POLL to this while it stays out of work and nothing comes
 BUSY_POLL = 0.5  # ... while it has pages to fetch
+FLUSH_AGE = 1.0  # seconds the oldest unsent batch waits for others (no mirror: module doc)
+FLUSH_BATCHES = 256  # or until this many batches wait
 ADOPT_GRACE = 3.0  # leases a crawler taken from stays gone before its mirror is adopted
 READ_COUNT = 64  # batches read per stream per look
 
@@ -126,8 +134,10 @@ class PartitionedFrontier(Frontier):
     client: Any
 
     def attach(self, client: Any, store: CrawlStore, partitions: int,
-               ttl: float = DEFAULT_LEASE) -> None:
+               ttl: float = DEFAULT_LEASE, mirror: bool = False) -> None:
         self.client = client
+        self.mirror = mirror  # --partition-mirror (module doc, "A dead crawler")
+        self.unsent_since = time.monotonic()
         self.store = store
         self.partitions = partitions
         config = client.hsetnx(CONFIG, "partitions", partitions)
@@ -224,10 +234,13 @@ class PartitionedFrontier(Frontier):
                         opic.virtual_cash += self._give_cash(uid)
                         opic.reads[uid] = max(1, int(opic.reads[uid]))
                         return
-                    self.m_pending.setdefault(p, {})[url] = int(self.depth_of[uid])
+                    if self.mirror:
+                        self.m_pending.setdefault(p, {})[url] = int(self.depth_of[uid])
         super()._enqueue(uid)
 
     def _mirror_read(self, uid: int) -> None:
+        if not self.mirror:
+            return
         url = self._url_of(uid)
         if url is not None:
             p = self._partition(uid)
@@ -366,6 +379,8 @@ class PartitionedFrontier(Frontier):
             cash = math.fsum(e[1] for e in box.values())
             self.store.save_outbox(batch, partition, cash, body)
             self.counters.entries_sent += len(box)
+            if not self.unsent:
+                self.unsent_since = time.monotonic()
             self.unsent.append((batch, partition, cash, body))
         self.out.clear()
 
@@ -378,9 +393,10 @@ class PartitionedFrontier(Frontier):
             self._lose(exc)
 
     def _after_commit(self) -> None:
-        # the commit's transfers and mirror changes at once: a crawler killed after its
-        # commit has its links to other partitions and its partitions' state in Redis
-        if self.unsent or self.m_ready[0] or self.m_ready[1]:
+        # with the mirror, the commit's transfers and mirror changes at once: a crawler killed
+        # after its commit has its links to other partitions and its partitions' state in
+        # Redis; without, the transfers wait FLUSH_AGE for others to the same partitions
+        if self._send_due():
             self._send()
         if self.acks:
             self._ack()
@@ -388,6 +404,13 @@ class PartitionedFrontier(Frontier):
         # acknowledged), so its next owner neither misses nor re-applies one
         for p in sorted(self.leases.releasing):
             self.leases.release(p)
+
+    def _send_due(self) -> bool:
+        if self.mirror:
+            return bool(self.unsent or self.m_ready[0] or self.m_ready[1])
+        return bool(self.unsent) and (time.monotonic() - self.unsent_since >= FLUSH_AGE
+                                      or len(self.unsent) >= FLUSH_BATCHES
+                                      or bool(self.leases.releasing))
 
     def _send(self) -> None:
         """The outbox's batches, merged per partition: one stream entry each (its ``b`` field
@@ -757,13 +780,13 @@ class PartitionedFrontier(Frontier):
 
 
 def open_partitioned(url: str, store: CrawlStore, partitions: int, ttl: float,
-                     **load: Any) -> PartitionedFrontier:
+                     mirror: bool = False, **load: Any) -> PartitionedFrontier:
     """The partitioned frontier of a crawler: the store's embedded frontier state, attached to
     the coordinator at ``url``."""
     client = connect(url)
     frontier = PartitionedFrontier.load(store, **load)
     assert isinstance(frontier, PartitionedFrontier)
-    frontier.attach(client, store, partitions, ttl)
+    frontier.attach(client, store, partitions, ttl, mirror)
     return frontier
 
 

@@ -74,12 +74,13 @@ class Result:
 
 
 def crawl_cmd(web: Web, data: Path, pages: int, redis_url: str | None,
-              delay: float = 0.0) -> list[str]:
+              delay: float = 0.0, *, mirror: bool = False) -> list[str]:
     cmd = [sys.executable, "-m", "websift.api.cli", "crawl", *web.seeds(), "--data", str(data),
            "--allow-private", "--delay", repr(delay), "--concurrency-per-host", str(CONCURRENCY),
            "--max-pages", str(pages), "--max-pages-per-host", str(pages), "--quiet"]
     if redis_url:
         cmd += ["--partitioned", redis_url, "--partitions", str(PARTITIONS)]
+        cmd += ["--partition-mirror"] if mirror else []
     return cmd
 
 
@@ -129,8 +130,9 @@ def redis_cpu(server: RedisProcess) -> float:
 
 
 def run_partitioned(web: Web, run_dir: Path, processes: int, pages: int,
-                    delay: float = 0.0) -> Result:
-    server = RedisProcess(run_dir / f"redis-{processes}")
+                    delay: float = 0.0, *, mirror: bool = False) -> Result:
+    kind = "mirrored" if mirror else "partitioned"
+    server = RedisProcess(run_dir / f"redis-{kind}-{processes}")
     try:
         client = server.client
         client.config_resetstat()
@@ -145,9 +147,9 @@ def run_partitioned(web: Web, run_dir: Path, processes: int, pages: int,
 
         sampler = threading.Thread(target=sample, daemon=True)
         sampler.start()
-        shards = [run_dir / f"part-{processes}-{i}" for i in range(processes)]
+        shards = [run_dir / f"{kind}-{processes}-{i}" for i in range(processes)]
         try:
-            seconds, cpu = run_crawlers([crawl_cmd(web, d, pages, server.url, delay)
+            seconds, cpu = run_crawlers([crawl_cmd(web, d, pages, server.url, delay, mirror=mirror)
                                          for d in shards])
         finally:
             stop.set()
@@ -162,7 +164,7 @@ def run_partitioned(web: Web, run_dir: Path, processes: int, pages: int,
         end = int(client.info("memory")["used_memory"]) - base_memory
         got, known, dups = store_figures(shards)
         cash = check_cash(server.url, [DataDir.open(d).store_path for d in shards]).total
-        return Result(f"partitioned x{processes}", processes, got, seconds, cpu,
+        return Result(f"{kind} x{processes}", processes, got, seconds, cpu,
                       redis_cpu(server) - cpu0, commands, max(peak[0], end), end, known, dups,
                       cash, top)
     finally:
@@ -203,7 +205,9 @@ def report(results: list[Result], delay: float = 0.0, hosts: int = 0) -> None:
               "processes (1.00 is linear): " + ", ".join(
                   f"x{r.processes} {(r.pages / r.seconds) / (r.processes * one.pages / one.seconds):.2f}"
                   for r in parts if r.seconds))
-    for r in parts:
+    for r in results:
+        if r.label == "embedded":
+            continue
         # most commands are per second of a crawler (mailbox reads, flushes, renewals), not
         # per page: this rate, over the pages per second of a crawler, is the ops per page
         per_second = r.commands / (r.seconds * r.processes) if r.seconds else 0.0
@@ -222,6 +226,13 @@ def report(results: list[Result], delay: float = 0.0, hosts: int = 0) -> None:
         line.append(f"crawler numpy state {per_url * n / 2**30:.1f} GiB in all, "
                     "split over the crawlers")
         print(" ".join(line))
+    for r in results:
+        if r.label.startswith("mirrored") and r.known:
+            # the mirror holds each queued URL's text and each read URL's fingerprint: it
+            # grows with the URLs known, so its end figure per URL is what a larger crawl holds
+            print(f"{r.label}: Redis grows with the URLs known (the mirror): "
+                  f"{r.end_memory / r.known:.0f} B per known URL at the end "
+                  f"({r.end_memory / 2**20:.2f} MiB for {r.known:,} URLs, fixed keys included)")
     figures = " ".join(
         f"{r.label.replace(' ', '')}_cpu_per_page={r.cpu_per_page():.5f}" for r in results)
     print(figures)
@@ -238,6 +249,8 @@ def main() -> int:
     parser.add_argument("--delay", type=number(float, low=0.0), default=0.0,
                         help="seconds between request starts per host (default 0: CPU-bound; "
                         "e.g. 1 for a politeness-bound crawl)")
+    parser.add_argument("--mirror", action="store_true",
+                        help="also run each partitioned count with --partition-mirror")
     parser.add_argument("--seed", type=int, default=SEED, help=f"the generator's seed ({SEED})")
     parser.add_argument("--port", type=number(int, low=1, high=65535), default=PORT,
                         help=f"the web's port on every host address (default {PORT})")
@@ -263,6 +276,9 @@ def main() -> int:
             for p in counts:
                 print(f"partitioned: {p} processes", flush=True)
                 results.append(run_partitioned(web, run_dir, p, budget, args.delay))
+            for p in counts if args.mirror else []:
+                print(f"partitioned with --partition-mirror: {p} processes", flush=True)
+                results.append(run_partitioned(web, run_dir, p, budget, args.delay, mirror=True))
     except (BenchError, ScaleError) as exc:
         print(f"bench_partitioned: {exc}", file=sys.stderr)
         return 1

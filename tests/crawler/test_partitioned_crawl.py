@@ -133,7 +133,7 @@ def test_two_partitioned_crawlers_fetch_what_one_does_once(
 def test_a_killed_crawler_s_partitions_move_to_the_other(
     web: TestWeb, server: RedisServer, tmp_path: Path
 ) -> None:
-    """kill -9 of one crawler mid-crawl: its leases expire, the other takes its partitions
+    """kill -9 of one crawler mid-crawl (``--partition-mirror``): its leases expire, the other takes its partitions
     (the batches it had not acknowledged, and from the partitions' mirror in Redis the pages
     it had queued and those it had read) and crawls the rest to the end: every page stored
     once across the two stores, none missing, the cash of both stores 1."""
@@ -144,7 +144,7 @@ def test_a_killed_crawler_s_partitions_move_to_the_other(
     try:
         shards = [tmp_path / "a", tmp_path / "b"]
         args = ("--partitioned", server.url(), "--partitions", str(PARTITIONS),
-                "--partition-lease", LEASE)
+                "--partition-lease", LEASE, "--partition-mirror")
         victim = crawl(web, shards[0], *args)
         survivor = crawl(web, shards[1], *args)
 
