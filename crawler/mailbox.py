@@ -225,7 +225,8 @@ class PartitionedFrontier(Frontier):
         """Queue an owned page, or, when a former owner of its partition read it (the read
         mirror), know it as read elsewhere: it is not fetched again."""
         opic = self.opic
-        if self.where[uid] != QUEUED and opic.reads[uid] == 0:
+        # without the mirror there is nothing to record or check: no URL lookup per page
+        if self.mirror and self.where[uid] != QUEUED and opic.reads[uid] == 0:
             url = self._url_of(uid)
             if url is not None:
                 p = self._partition(uid)
@@ -234,8 +235,7 @@ class PartitionedFrontier(Frontier):
                         opic.virtual_cash += self._give_cash(uid)
                         opic.reads[uid] = max(1, int(opic.reads[uid]))
                         return
-                    if self.mirror:
-                        self.m_pending.setdefault(p, {})[url] = int(self.depth_of[uid])
+                    self.m_pending.setdefault(p, {})[url] = int(self.depth_of[uid])
         super()._enqueue(uid)
 
     def _mirror_read(self, uid: int) -> None:
@@ -559,9 +559,11 @@ class PartitionedFrontier(Frontier):
             if not messages:
                 break
             self._apply(messages)
+        holder = self.leases.taken_from.pop(partition, None)
+        if not self.mirror:  # no mirror to read (--partition-mirror is on every crawler or none)
+            return
         # the pages its former owners read, at once: none is queued here from now on
         self.read_elsewhere.update(self.client.sscan_iter(read_key(partition), count=1000))
-        holder = self.leases.taken_from.pop(partition, None)
         if holder is None:
             self._adopt(partition)
         else:  # late or dead: a late one's fetches in flight report back first
