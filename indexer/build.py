@@ -147,6 +147,7 @@ class IndexReport:
     cut_bytes: int = 0  # bytes of the segment this run cut
     merge_bytes: int = 0  # bytes the merges after it wrote
     first_generation: int = 0  # the generation that published the cut (merges follow it)
+    publish_seconds: float = 0.0  # from the run's start to the cut's manifest written
 
 
 
@@ -334,6 +335,7 @@ def run_once(data: DataDir, store: StoreReader, manifest: Manifest | None, *, ra
               "merges": int(before.get("merges", 0))}
     report.first_generation = generation
     _publish(index_dir, generation, snap_seq, segments, readers, mode=mode, totals=totals)
+    report.publish_seconds = time.monotonic() - started
     generation = _merges(index_dir, generation, snap_seq, segments, readers, totals=totals,
                          report=report,
                          ram_bytes=ram_mb * 1024 * 1024, policy=policy,

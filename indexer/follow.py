@@ -31,7 +31,7 @@ import os
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 from websift.core import checked
@@ -66,6 +66,7 @@ from websift.store.errors import StoreError
 from websift.store.views import StoreReader
 
 STATUS_NAME = "follow-status.json"
+RECENT_CUTS = 32  # cuts whose times follow-status.json keeps
 STATUS_FORMAT = checked.Format("websift-index-follow", 1, "index follow status")
 
 
@@ -96,6 +97,12 @@ class FollowStatus:
     merge_bytes: int = 0  # bytes merges wrote, over the index's life
     write_amplification: float = 0.0  # merge_bytes / index_bytes
     error: str | None = None  # the fatal error of a "failed" follow
+    # Where the time of the last cuts went, newest last (at most RECENT_CUTS), one object each:
+    # Unix times ``began`` (the store looked at), ``published`` (the cut's manifest written),
+    # ``ended`` (its merges too), its ``seq`` (the store changes it indexed up to) and the
+    # seconds of its phases: ``measure`` (the store-wide measures, when due), ``templates``,
+    # ``pages``, ``finish``, ``merges``.
+    recent_cuts: list[dict[str, float]] = field(default_factory=list)
 
 
 def status_path(data: DataDir) -> Path:
@@ -223,9 +230,11 @@ def _loop(data: DataDir, store: StoreReader, stop: threading.Event, status: Foll
                     last_status = now
                 stop.wait(FOLLOW_POLL_SECONDS)
                 continue
+            began = time.time()
             if now - measured_at >= REMEASURE_SECONDS:  # both scan the store
                 scale, measured_at = store.importance_scale(), now
                 boiler = anchor_boilerplate(store) if settings.anchor_templates else set()
+            measure = time.time() - began
             started = time.monotonic()
             try:
                 report = run_once(data, store, manifest, ram_mb=ram_mb, started=started,
@@ -249,5 +258,18 @@ def _loop(data: DataDir, store: StoreReader, stop: threading.Event, status: Foll
             status.pending_pages, oldest = store.changes_after(report.last_seq)
             status.lag_seconds = max(0.0, time.time() - oldest) if oldest is not None else 0.0
             _from_manifest(status, manifest)
+            _record_cut(status, report, began=began, measure=measure)
             write_status(data, status)
             on_cut(cut_line(status, report))
+
+
+def _record_cut(status: FollowStatus, report: IndexReport, *, began: float,
+                measure: float) -> None:
+    """The cut's times into ``status.recent_cuts`` (the field's comment)."""
+    cut = measure + report.publish_seconds
+    status.recent_cuts.append({
+        "began": began, "published": began + cut, "ended": status.last_cut or time.time(),
+        "seq": report.last_seq, "measure": measure, "templates": report.template_seconds,
+        "pages": report.pages_seconds, "finish": report.finish_seconds,
+        "merges": max(0.0, report.seconds - report.publish_seconds)})
+    del status.recent_cuts[:-RECENT_CUTS]

@@ -50,6 +50,8 @@ Prints one table and a last ``key=value`` line.  The web is kept for reuse (``--
 from __future__ import annotations
 
 import argparse
+import bisect
+import itertools
 import json
 import os
 import random
@@ -75,6 +77,8 @@ from websift.core.datadir import DataDir
 from websift.indexer.follow import FollowStatus
 from websift.indexer.follow import read_status as read_follow_status
 from websift.indexer.settings import MAX_QUERY_CHARS, MAX_QUERY_TERMS
+from websift.store.errors import StoreError
+from websift.store.views import StoreReader
 
 REPO = Path(__file__).resolve().parents[2]
 PAGES, HOSTS, SEED = 300_000, 300, 3  # the crawl-scale benchmark's 300 hosts
@@ -214,8 +218,8 @@ class Edits:
         (self.web.root / EDIT_MARK).unlink(missing_ok=True)
 
 
-def env() -> dict[str, str]:
-    return {**os.environ, "PYTHONPATH": str(REPO)}
+def env(checkout: Path = REPO) -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(checkout)}
 
 
 def crawl_args(web: Web, agent: str, args: argparse.Namespace) -> list[str]:
@@ -425,19 +429,24 @@ class UpRun:
     status: FollowStatus | None
     exit_code: int
     log_tail: str
+    commits: list[tuple[float, int]] = field(default_factory=list)  # (time, store max seq)
+    cut_times: dict[float, dict[str, float]] = field(default_factory=dict)  # began -> times
+    seqs: dict[Key, int] = field(default_factory=dict)  # each page's seq at the end
+    label: str = "this checkout"
 
 
 def run_up(web: Web, server: Nginx, data: Path, args: argparse.Namespace,
-           edits: Edits) -> UpRun:
+           edits: Edits, *, checkout: Path = REPO) -> UpRun:
+    """``websift up`` of ``checkout`` (its own ``websift`` package) for ``--minutes``."""
     port = free_port()
-    log_path = data.parent / "up.log"
+    log_path = data.parent / f"{data.name}.log"
     tail = LogTail(server, web)
     with open(log_path, "wb") as log:
         up = subprocess.Popen(
             [sys.executable, "-m", "websift", "up", "--data", str(data), "--port", str(port),
              "--rank-every", "10m", "--procs", str(args.index_procs), "--quiet",
              *crawl_args(web, UP_AGENT, args)],
-            env=env(), cwd=REPO, stdout=log, stderr=log)
+            env=env(checkout), cwd=checkout, stdout=log, stderr=log)
     probe = Probe(tail, port, edits)
     queries = Queries(port, web_words(web))
     client = queries.start()
@@ -449,13 +458,21 @@ def run_up(web: Web, server: Nginx, data: Path, args: argparse.Namespace,
     edit_at = [t0 + run_for * (0.2 + 0.5 * i / max(1, EDITS - 1)) for i in range(EDITS)]
     next_probe = t0
     status = None
+    store: StoreReader | None = None
+    commits: list[tuple[float, int]] = []
+    cut_times: dict[float, dict[str, float]] = {}
     while up.poll() is None and time.time() - t0 < run_for:
         now = time.time()
         probe.read_log()
+        store = store or open_store(data)
+        if store is not None:
+            commits.append((time.time(), store.max_seq()))
         status = read_follow_status(DataDir(data)) or status
         if status is not None and status.cuts > seen_cuts and status.last_cut:
             seen_cuts = status.cuts
             cuts.append((status.last_cut - status.last_cut_seconds, status.last_cut))
+            for cut in getattr(status, "recent_cuts", []):
+                cut_times[cut["began"]] = cut
         if edit_at and now >= edit_at[0]:
             edit_at.pop(0)
             edits.apply(list(probe.pages))
@@ -472,9 +489,78 @@ def run_up(web: Web, server: Nginx, data: Path, args: argparse.Namespace,
         up.kill()
         code = up.wait()
     probe.read_log()
+    seqs = page_seqs(store, tail) if store is not None else {}
+    if store is not None:
+        store.close()
     lines = log_path.read_text(errors="replace").splitlines()
     return UpRun(probe, queries, cuts, read_follow_status(DataDir(data)), code,
-                 "\n".join(lines[-TAIL_LINES:]))
+                 "\n".join(lines[-TAIL_LINES:]), commits, cut_times, seqs)
+
+
+def open_store(data: Path) -> StoreReader | None:
+    """up's crawl store, read-only, once the crawl has made it."""
+    try:
+        return StoreReader.open(DataDir(data).store_path)
+    except StoreError:
+        return None
+
+
+def page_seqs(store: StoreReader, tail: LogTail) -> dict[Key, int]:
+    """Each generated page's ``seq`` in up's store (the change number of its last fetch)."""
+    out: dict[Key, int] = {}
+    for url, seq in store._conn.execute("SELECT url, seq FROM urls WHERE seq > 0"):
+        parts = urllib.parse.urlsplit(url)
+        m, host = _PAGE.search(parts.path), tail.host_of.get(parts.hostname or "")
+        if m is not None and host is not None:
+            out[(host, int(m.group(1)))] = int(seq)
+    return out
+
+
+STAGES = ("fetch to committed", "committed to cut began", "cut (to its manifest)",
+          "published to found (reload, probe)")
+
+
+def breakdown(up: UpRun) -> list[tuple[str, str]]:
+    """Where a page's fetch-to-searchable time went, for the pages fetched once and found:
+    its fetch (nginx's log), the first look that saw the store hold its ``seq`` (committed),
+    the cut that indexed it (the first with ``seq`` at least the page's: began, published)
+    and the probe's first answer listing it.  p50 / p95 / mean of each stage (the means add
+    up to the mean lag); then the cuts' own times."""
+    commit_t = [t for t, _ in up.commits]
+    commit_seq = [q for _, q in up.commits]
+    for i in range(1, len(commit_seq)):
+        commit_seq[i] = max(commit_seq[i], commit_seq[i - 1])
+    cuts = sorted(up.cut_times.values(), key=lambda c: c["began"])
+    cut_seq = [c["seq"] for c in cuts]
+    for i in range(1, len(cut_seq)):
+        cut_seq[i] = max(cut_seq[i], cut_seq[i - 1])
+    stages: list[list[float]] = [[] for _ in STAGES]
+    for key, t in up.probe.pages.items():
+        seq = up.seqs.get(key)
+        if t.found is None or seq is None or up.probe.fetches[key] != 1:
+            continue
+        ci, ki = bisect.bisect_left(commit_seq, seq), bisect.bisect_left(cut_seq, seq)
+        if ci == len(commit_seq) or ki == len(cuts):
+            continue
+        cut = cuts[ki]
+        committed = min(max(commit_t[ci], t.start), cut["began"])
+        for i, v in enumerate((committed - t.start, cut["began"] - committed,
+                               cut["published"] - cut["began"], t.found - cut["published"])):
+            stages[i].append(v)
+    rows = [(f"  {name}: p50 / p95 / mean (s)",
+             f"{pct(v, .5):.1f} / {pct(v, .95):.1f} / {sum(v) / max(1, len(v)):.1f}"
+             + (f" ({len(v)} pages fetched once)" if i == 0 else ""))
+            for i, (name, v) in enumerate(zip(STAGES, stages, strict=True))]
+    if cuts:
+        gaps = [b["began"] - a["began"] for a, b in itertools.pairwise(cuts)]
+        phases = ("measure", "templates", "pages", "finish", "merges")
+        rows.append(("  cuts: between two starts p50 / max; merges p50 / max (s)",
+                     f"{pct(gaps, .5):.1f} / {max(gaps, default=0):.1f}; "
+                     f"{pct([c['merges'] for c in cuts], .5):.1f} / "
+                     f"{max(c['merges'] for c in cuts):.1f} ({len(cuts)} cuts seen)"))
+        rows.append(("  a cut's phases, mean (s)", ", ".join(
+            f"{p} {sum(c[p] for c in cuts) / len(cuts):.1f}" for p in phases)))
+    return rows
 
 
 def crawl_alone(web: Web, server: Nginx, data: Path, args: argparse.Namespace,
@@ -543,27 +629,42 @@ def main() -> int:
     parser.add_argument("--root", type=Path, default=None)
     parser.add_argument("--port", type=number(int, low=1, high=65535), default=PORT,
                         help="the generated web's port on its loopback addresses")
+    parser.add_argument("--against", type=Path, default=None, metavar="CHECKOUT",
+                        help="another checkout of websift (a git worktree): its up runs first, "
+                        "on the same web in the same run, and both tables are printed")
     args = parser.parse_args()
     alone_s = args.alone if args.alone is not None else args.minutes * 60 * ALONE_SHARE
     find_nginx()
+    if args.against is not None and not (args.against / "websift" / "__main__.py").exists():
+        parser.error(f"--against {args.against}: not a websift checkout")
     root = args.root or Path(tempfile.gettempdir()) / (
         f"websift-genweb-up-{args.pages}-{args.hosts}-{SEED}")
     web, pages = prepare_web(root, WebParams(args.pages, args.hosts, SEED, args.port))
     run_dir = Path(tempfile.mkdtemp(prefix="websift-bench-up-"))
-    edits = Edits(web, random.Random(SEED))
+    checkouts = ([(f"--against {args.against}", args.against.resolve())]
+                 if args.against is not None else []) + [("this checkout", REPO)]
+    runs: list[tuple[UpRun, list[float], Edits]] = []
     try:
         with Nginx(web, run_dir) as server:
             print(f"web: {pages} pages on {args.hosts} hosts; the crawl alone {alone_s:g} s, "
-                  f"then up {args.minutes:g} min, then queries to the index alone "
-                  f"{args.idle:g} s", flush=True)
+                  f"then up {args.minutes:g} min ({len(checkouts)} checkouts), then queries to "
+                  f"the index alone {args.idle:g} s", flush=True)
             alone_ends = crawl_alone(web, server, run_dir / "alone", args, alone_s)
-            up = run_up(web, server, run_dir / "up", args, edits)
-            edits.restore()
-            idle = idle_queries(run_dir / "up", up.queries.words, args.idle)
+            for i, (label, checkout) in enumerate(checkouts):
+                edits = Edits(web, random.Random(SEED))
+                try:
+                    up = run_up(web, server, run_dir / f"up{i}", args, edits, checkout=checkout)
+                finally:
+                    edits.restore()
+                up.label = label
+                idle = idle_queries(run_dir / f"up{i}", up.queries.words, args.idle)
+                runs.append((up, idle, edits))
+                shutil.rmtree(run_dir / f"up{i}", ignore_errors=True)
     finally:
-        edits.restore()
         shutil.rmtree(run_dir, ignore_errors=True)
-    return report(args, pages=pages, alone_s=alone_s, alone_ends=alone_ends, up=up, idle=idle, edits=edits)
+    codes = [report(args, pages=pages, alone_s=alone_s, alone_ends=alone_ends, up=up,
+                    idle=idle, edits=edits) for up, idle, edits in runs]
+    return max(codes)
 
 
 def report(args: argparse.Namespace, *, pages: int, alone_s: float, alone_ends: list[float],
@@ -625,15 +726,19 @@ def report(args: argparse.Namespace, *, pages: int, alone_s: float, alone_ends: 
          f"{pct(idle, .5) * 1e3:.1f} / {pct(idle, .99) * 1e3:.1f} ({len(idle)})"),
         ("bytes written by merges / final index size", amp),
         ("up's exit status after SIGTERM", str(up.exit_code)),
+        ("where a page's fetch-to-searchable time went", ""),
+        *breakdown(up),
     ]
     width = max(len(r[0]) for r in rows)
-    print(f"websift up for {args.minutes:g} min, {pages} pages on {args.hosts} hosts")
+    print(f"websift up ({up.label}) for {args.minutes:g} min, {pages} pages on "
+          f"{args.hosts} hosts")
     for label, value in rows:
         print(f"{label:<{width}}  {value}")
     if up.exit_code != 0:
         print(f"up's last output:\n{up.log_tail}", file=sys.stderr)
     wa = st.merge_bytes / st.index_bytes if st is not None and st.index_bytes else float("nan")
-    print(f"pages={pages} hosts={args.hosts} minutes={args.minutes:g} found={len(lags)} "
+    print(f"checkout={up.label.replace(' ', '_')} pages={pages} hosts={args.hosts} "
+          f"minutes={args.minutes:g} found={len(lags)} "
           f"lag_p50={pct(lags, .5):.2f} lag_p95={pct(lags, .95):.2f} "
           f"lag_max={max(lags, default=float('nan')):.2f} changed={len(edits.changed)} "
           f"change_found={len(change_lags)} change_p50={pct(change_lags, .5):.2f} "
