@@ -70,6 +70,13 @@ class Progress:
     lag: float | None = None
 
 
+def _in_child(parent: int, nice: int) -> None:
+    """Between fork and exec: die with the supervisor, at the part's priority."""
+    die_with_parent(parent)
+    if nice > 0:
+        os.nice(nice)
+
+
 def _always() -> bool:
     return True
 
@@ -81,6 +88,7 @@ class PartSpec:
     every: float | None = None  # a job started every this many seconds; None: a service
     ready: Callable[[], bool] = _always  # may it start now (e.g. the crawl store exists)
     probe: Callable[[int, float], Progress] | None = None  # (pid, started) -> its progress
+    nice: int = 0  # CPU niceness added to the part's process (lower priority when positive)
 
     @property
     def kind(self) -> str:
@@ -229,7 +237,7 @@ class Supervisor:
             argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
             process_group=0,  # a terminal's SIGINT reaches the supervisor, not the parts
             # the supervisor runs no threads (PLW1509): prctl between fork and exec is safe
-            preexec_fn=functools.partial(die_with_parent, os.getpid()),  # noqa: PLW1509
+            preexec_fn=functools.partial(_in_child, os.getpid(), part.spec.nice),  # noqa: PLW1509
         )
         assert proc.stdout is not None
         fd = proc.stdout.fileno()

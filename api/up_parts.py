@@ -14,6 +14,9 @@ when it may start and how it shows progress (``api/supervisor.py`` runs them).
 - ``serve``: ``websift serve`` (answers 503 until the first index lands).  Progress: ``/healthz``
   answering at all.
 
+The indexer runs at niceness ``INDEX_NICE`` (its merges nicer still) and link analysis at
+``RANK_NICE``: on a machine short of CPU the crawl and the server are served first.
+
 Stop order: crawl (its batch committed), index (its segment finished or discarded whole), rank,
 then the server, drained last so it answers while the others stop.
 """
@@ -34,6 +37,11 @@ from websift.indexer.follow import read_status as read_follow_status
 from websift.store.views import StoreReader
 
 STOP_ORDER = ("crawl", "index", "rank", "serve")
+# CPU niceness of the parts that can wait (the crawl and the server keep 0 and come first): the
+# indexer's cuts, and link analysis; the indexer's merges run nicer still (indexer/settings.py
+# MERGE_NICE, added to this)
+INDEX_NICE = 5
+RANK_NICE = 15
 DEFAULT_RANK_EVERY = 600.0  # seconds between two starts of `websift rank` (--rank-every)
 HEALTH_TIMEOUT = 0.5  # seconds the supervisor waits for the server's /healthz
 
@@ -82,9 +90,10 @@ def build_parts(args: argparse.Namespace, data: DataDir,
     ranks_manifest = data.ranks_dir / "manifest.json"
     return [
         PartSpec("crawl", crawl, probe=_crawl_probe(data)),
-        PartSpec("index", index, ready=data.store_path.exists, probe=_index_probe(data)),
+        PartSpec("index", index, ready=data.store_path.exists, probe=_index_probe(data),
+                 nice=INDEX_NICE),
         PartSpec("rank", rank, every=args.rank_every, ready=index_manifest.exists,
-                 probe=_age_probe(ranks_manifest)),
+                 probe=_age_probe(ranks_manifest), nice=RANK_NICE),
         PartSpec("serve", serve, probe=_health_probe(host, args.port)),
     ]
 

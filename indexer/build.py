@@ -270,7 +270,7 @@ def run_once(data: DataDir, store: StoreReader, manifest: Manifest | None, *, ra
              should_stop: Callable[[], bool] = lambda: False,
              prior_scale: float | None = None,
              boilerplate: set[tuple[int, str]] | None = None,
-             foreign: ForeignAnchors | None = None) -> IndexReport:
+             foreign: ForeignAnchors | None = None, merge: bool = True) -> IndexReport:
     """One run on an open store, under the caller's index lock (:func:`build_index`'s body;
     indexer/follow.py calls it once per cut).  ``pool``: a running AnalyserPool to use (kept
     alive by the caller) instead of starting one; ``upto_seq``: index the store's changes up to
@@ -279,7 +279,8 @@ def run_once(data: DataDir, store: StoreReader, manifest: Manifest | None, *, ra
     factor that makes OPIC importance mean one (:meth:`StoreReader.importance_scale`, read
     here when not given); ``boilerplate``: the navigation anchor texts to leave out
     (:func:`anchor_boilerplate`, measured here when not given: a scan of every link);
-    ``foreign``: other shards' anchor texts (their targets are indexed again each run)."""
+    ``foreign``: other shards' anchor texts (their targets are indexed again each run);
+    ``merge``: False leaves the policy's merges to the caller (indexer/follow_merges.py)."""
     index_dir = data.index_dir
     snap_seq = store.max_seq() if upto_seq is None else min(store.max_seq(), upto_seq)
     generation = (manifest.generation if manifest else 0) + 1
@@ -334,12 +335,12 @@ def run_once(data: DataDir, store: StoreReader, manifest: Manifest | None, *, ra
               "merge_bytes": int(before.get("merge_bytes", 0)),
               "merges": int(before.get("merges", 0))}
     report.first_generation = generation
-    _publish(index_dir, generation, snap_seq, segments, readers, mode=mode, totals=totals)
+    publish_manifest(index_dir, generation, snap_seq, segments, readers, mode=mode, totals=totals)
     report.publish_seconds = time.monotonic() - started
-    generation = _merges(index_dir, generation, snap_seq, segments, readers, totals=totals,
-                         report=report,
-                         ram_bytes=ram_mb * 1024 * 1024, policy=policy,
-                         should_stop=should_stop)
+    if merge:
+        generation = _merges(index_dir, generation, snap_seq, segments, readers,
+                             totals=totals, report=report, ram_bytes=ram_mb * 1024 * 1024,
+                             policy=policy, should_stop=should_stop)
     report.generation = generation
     if report.merges:
         report.mode = "merge"
@@ -354,13 +355,15 @@ def entry_bytes(entry: SegmentEntry) -> int:
     return int(sum(size for size, _ in entry.files.values()))
 
 
-def _publish(index_dir: Path, generation: int, last_seq: int, segments: list[SegmentEntry],
-             readers: list[SegmentReader], *, mode: str, totals: dict[str, int]) -> None:
+def publish_manifest(index_dir: Path, generation: int, last_seq: int,
+                     segments: list[SegmentEntry], readers: list[SegmentReader], *, mode: str,
+                     totals: dict[str, int]) -> Manifest:
     """A new manifest naming ``segments``; the segments no manifest names any more go."""
     new = Manifest(generation=generation, last_seq=last_seq, segments=list(segments),
                    stats={"live_docs": live_count(readers), "mode": mode, **totals})
     write_manifest(index_dir, new)
     sweep(index_dir, {s.name for s in segments})
+    return new
 
 
 def _merges(index_dir: Path, generation: int, last_seq: int, segments: list[SegmentEntry],
@@ -411,7 +414,7 @@ def _merges(index_dir: Path, generation: int, last_seq: int, segments: list[Segm
             report.merge_bytes += written
             totals["merge_bytes"] += written
             totals["merges"] += 1
-            _publish(index_dir, generation, last_seq, segments, readers, mode="merge",
+            publish_manifest(index_dir, generation, last_seq, segments, readers, mode="merge",
                      totals=totals)
     return generation
 

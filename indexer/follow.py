@@ -47,6 +47,7 @@ from websift.indexer.build import (
     sweep,
 )
 from websift.indexer.errors import IndexInterrupted
+from websift.indexer.follow_merges import BackgroundMerger, sweep_merging
 from websift.indexer.manifest import Manifest
 from websift.indexer.merge_policy import DEFAULT_MERGE_POLICY, MergePolicy
 from websift.indexer.settings import (
@@ -103,6 +104,10 @@ class FollowStatus:
     # seconds of its phases: ``measure`` (the store-wide measures, when due), ``templates``,
     # ``pages``, ``finish``, ``merges``.
     recent_cuts: list[dict[str, float]] = field(default_factory=list)
+    merging: bool = False  # a merge is being written (beside the cuts: indexer/follow_merges.py)
+    # the last merges (at most RECENT_MERGES): Unix times ``began``, ``ended`` (published), and
+    # the ``bytes`` each wrote
+    recent_merges: list[dict[str, float]] = field(default_factory=list)
 
 
 def status_path(data: DataDir) -> Path:
@@ -212,55 +217,72 @@ def _loop(data: DataDir, store: StoreReader, stop: threading.Event, status: Foll
     index_dir = data.index_dir
     manifest = open_manifest(index_dir, say)
     sweep(index_dir, {s.name for s in manifest.segments} if manifest else set())
+    sweep_merging(index_dir)
     _from_manifest(status, manifest)
     status.state = "following"
     write_status(data, status)
     scale, boiler, measured_at = 0.0, None, float("-inf")
     last_cut = last_status = time.monotonic()
-    with AnalyserPool(data.warc_dir, procs, {}, settings, quiet_signals=True) as pool:
-        while not stop.is_set():
-            last_seq = manifest.last_seq if manifest else 0
-            status.pending_pages, oldest = store.changes_after(last_seq)
-            status.lag_seconds = max(0.0, time.time() - oldest) if oldest is not None else 0.0
-            now = time.monotonic()
-            if status.pending_pages < every and (
-                    status.pending_pages == 0 or now - last_cut < interval):
-                if now - last_status >= STATUS_SECONDS:
+    merger = BackgroundMerger(index_dir, ram_mb * 1024 * 1024, policy)
+    try:
+        with AnalyserPool(data.warc_dir, procs, {}, settings, quiet_signals=True) as pool:
+            while not stop.is_set():
+                merged = merger.step(manifest)  # a merge landed: a new manifest
+                if merged is not manifest:
+                    manifest = merged
+                    _from_manifest(status, manifest)
+                    status.recent_merges = list(merger.recent)
                     write_status(data, status)
-                    last_status = now
-                stop.wait(FOLLOW_POLL_SECONDS)
-                continue
-            began = time.time()
-            if now - measured_at >= REMEASURE_SECONDS:  # both scan the store
-                scale, measured_at = store.importance_scale(), now
-                boiler = anchor_boilerplate(store) if settings.anchor_templates else set()
-            measure = time.time() - began
-            started = time.monotonic()
-            try:
-                report = run_once(data, store, manifest, ram_mb=ram_mb, started=started,
-                                  say=say, counted=False, procs=procs, settings=settings,
-                                  policy=policy, pool=pool,
-                                  upto_seq=store.seq_of_change(last_seq, every),
-                                  should_stop=stop.is_set, prior_scale=scale,
-                                  boilerplate=boiler)
-            except IndexInterrupted:
-                say("stopped: the segment in progress was discarded")
-                break
-            last_cut = last_status = time.monotonic()
-            manifest = open_manifest(index_dir, say)
-            if report.mode == "unchanged":
-                continue
-            status.cuts += 1
-            status.last_cut = time.time()
-            status.last_cut_seconds = report.seconds
-            status.last_cut_pages = report.documents + report.anchor_only + report.dropped
-            status.pages += status.last_cut_pages
-            status.pending_pages, oldest = store.changes_after(report.last_seq)
-            status.lag_seconds = max(0.0, time.time() - oldest) if oldest is not None else 0.0
-            _from_manifest(status, manifest)
-            _record_cut(status, report, began=began, measure=measure)
-            write_status(data, status)
-            on_cut(cut_line(status, report))
+                last_seq = manifest.last_seq if manifest else 0
+                status.pending_pages, oldest = store.changes_after(last_seq)
+                status.lag_seconds = max(0.0, time.time() - oldest) if oldest is not None \
+                    else 0.0
+                status.merging = merger.busy
+                now = time.monotonic()
+                if status.pending_pages < every and (
+                        status.pending_pages == 0 or now - last_cut < interval):
+                    if now - last_status >= STATUS_SECONDS:
+                        write_status(data, status)
+                        last_status = now
+                    stop.wait(FOLLOW_POLL_SECONDS)
+                    continue
+                began = time.time()
+                if now - measured_at >= REMEASURE_SECONDS:  # both scan the store
+                    scale, measured_at = store.importance_scale(), now
+                    boiler = anchor_boilerplate(store) if settings.anchor_templates else set()
+                measure = time.time() - began
+                started = time.monotonic()
+                try:
+                    report = run_once(data, store, manifest, ram_mb=ram_mb, started=started,
+                                      say=say, counted=False, procs=procs, settings=settings,
+                                      pool=pool, upto_seq=store.seq_of_change(last_seq, every),
+                                      should_stop=stop.is_set, prior_scale=scale,
+                                      boilerplate=boiler, merge=False)
+                except IndexInterrupted:
+                    say("stopped: the segment in progress was discarded")
+                    break
+                last_cut = last_status = time.monotonic()
+                manifest = open_manifest(index_dir, say)
+                if report.mode == "unchanged":
+                    continue
+                _cut_done(data, store, status, report, manifest, began=began, measure=measure)
+                on_cut(cut_line(status, report))
+    finally:
+        merger.close()
+
+
+def _cut_done(data: DataDir, store: StoreReader, status: FollowStatus, report: IndexReport,
+              manifest: Manifest | None, *, began: float, measure: float) -> None:
+    status.cuts += 1
+    status.last_cut = time.time()
+    status.last_cut_seconds = report.seconds
+    status.last_cut_pages = report.documents + report.anchor_only + report.dropped
+    status.pages += status.last_cut_pages
+    status.pending_pages, oldest = store.changes_after(report.last_seq)
+    status.lag_seconds = max(0.0, time.time() - oldest) if oldest is not None else 0.0
+    _from_manifest(status, manifest)
+    _record_cut(status, report, began=began, measure=measure)
+    write_status(data, status)
 
 
 def _record_cut(status: FollowStatus, report: IndexReport, *, began: float,

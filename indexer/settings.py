@@ -183,6 +183,9 @@ MERGE_FACTOR = 8
 MERGE_MIN_BYTES = 1 << 20
 MERGE_LEVEL_SPAN = 0.75
 MERGE_DELETES_ALLOWED = 0.4
+# ``websift index --follow`` writes merges in a process of its own, this much nicer than the
+# follower (and in the idle IO class), so cuts, the crawl and the server come first.
+MERGE_NICE = 10
 INDEX_FORMAT = "websift-index"
 INDEX_VERSION = 2  # manifest.json; 2: the checked envelope (core/checked.py), 1: own CRC32
 # meta.json; 3: block impacts (post_impacts.npy) and "fields" naming the tf columns (a reader

@@ -1,0 +1,210 @@
+"""Merges beside the cuts: ``websift index --follow`` keeps cutting while a merge is written.
+
+A cut waits for nothing but the store: the merges the policy asks for
+(indexer/merge_policy.py) are written by one worker process of their own, one merge at a time,
+at a lower CPU priority (``MERGE_NICE`` added to the follower's, and the idle IO class where the
+system has one), so cuts, the crawl and the search server come first.  The follower's thread
+alone writes manifests: between two cuts it asks :meth:`BackgroundMerger.step`, which publishes
+a finished merge (its segment takes the place of the run of segments it merged, in a manifest of
+its own, and the segments no manifest names go) and starts the next one the policy asks for.
+
+Why a run stays valid while cuts are published: a cut only appends a segment, and only this
+merger takes segments out, one merge at a time; so the run a merge was planned on is still
+adjacent in the manifest when it lands.  A document a newer cut masked while the merge ran is
+still masked by that cut, which comes after the merged segment.
+
+The merge is written into ``merging-*`` inside the index directory, a name the cut's sweep
+(indexer/build.py ``sweep``) leaves alone; a killed follower's is removed when the next one
+starts (:func:`sweep_merging`).  Stopping: ``stop`` is asked by the worker between two word
+ranges (indexer/merge.py); the merge in progress is discarded whole.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import shutil
+import time
+from concurrent.futures import Future, ProcessPoolExecutor
+from dataclasses import dataclass
+from multiprocessing.synchronize import Event
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from pyroaring import BitMap
+
+from websift.core.datadir import fsync_dir
+from websift.indexer.build import entry_bytes, publish_manifest
+from websift.indexer.errors import IndexInterrupted
+from websift.indexer.liveness import live_masks
+from websift.indexer.manifest import Manifest, SegmentEntry, describe_files
+from websift.indexer.merge import merge_segments
+from websift.indexer.merge_policy import MergePolicy, SegmentSize, find_merges
+from websift.indexer.segment import SegmentReader
+from websift.indexer.settings import MERGE_NICE
+from websift.indexer.workers import die_with_parent
+
+MERGING_PREFIX = "merging-"
+RECENT_MERGES = 32  # merges whose times the merger keeps (follow-status.json)
+
+_stop: Event | None = None  # the worker process's stop flag (set by its initializer)
+
+
+def sweep_merging(index_dir: Path) -> None:
+    """Remove the ``merging-*`` directories a killed follower left."""
+    for p in index_dir.iterdir():
+        if p.is_dir() and p.name.startswith(MERGING_PREFIX):
+            shutil.rmtree(p, ignore_errors=True)
+
+
+def lower_priority(nice: int) -> None:
+    """This process: ``nice`` more CPU niceness and the idle IO class (when psutil and the
+    system have it), so the processes at normal priority are served first."""
+    if nice > 0:
+        os.nice(nice)
+    try:
+        import psutil
+
+        psutil.Process().ionice(psutil.IOPRIO_CLASS_IDLE)
+    except (ImportError, AttributeError, OSError):  # no IO classes here: CPU niceness only
+        pass
+
+
+def _init_worker(stop: Event, nice: int, parent: int) -> None:
+    global _stop  # noqa: PLW0603 -- the worker process's own flag, set once as it starts
+    die_with_parent(parent)
+    lower_priority(nice)
+    _stop = stop
+
+
+def _stopped() -> bool:
+    return _stop is not None and _stop.is_set()
+
+
+def _merge_job(dirs: list[str], masks: list[np.ndarray], drops: bytes, out: str,
+               ram_bytes: int) -> tuple[dict[str, Any], dict[str, list[int]]]:
+    """In the worker: merge the segments in ``dirs`` into ``out``; its meta and files."""
+    readers = [SegmentReader(Path(d)) for d in dirs]
+    meta = merge_segments(readers, masks, Path(out), ram_bytes,
+                          drops=BitMap.deserialize(drops), should_stop=_stopped)
+    return meta, describe_files(Path(out))
+
+
+@dataclass
+class _Job:
+    names: list[str]  # the run of segments merged, oldest first
+    out: Path
+    future: Future[tuple[dict[str, Any], dict[str, list[int]]]]
+    began: float  # Unix time
+
+
+class BackgroundMerger:
+    """One merge at a time in a worker process; :meth:`step` from the follower's thread."""
+
+    def __init__(self, index_dir: Path, ram_bytes: int, policy: MergePolicy, *,
+                 nice: int = MERGE_NICE) -> None:
+        self.index_dir, self.ram_bytes, self.policy = index_dir, ram_bytes, policy
+        ctx = multiprocessing.get_context("spawn")  # no locks of this process's threads
+        self._stop = ctx.Event()
+        self._pool = ProcessPoolExecutor(1, mp_context=ctx, initializer=_init_worker,
+                                         initargs=(self._stop, nice, os.getpid()))
+        # the worker starts (imports) now, while the follower waits for its first cut; a
+        # worker that cannot start fails the first merge's submit (BrokenProcessPool)
+        self._pool.submit(_stopped)
+        self._job: _Job | None = None
+        self._planned = -1  # the generation the policy last looked at
+        self._count = 0
+        self.recent: list[dict[str, float]] = []  # began, ended, bytes of the last merges
+
+    @property
+    def busy(self) -> bool:
+        return self._job is not None
+
+    def step(self, manifest: Manifest | None) -> Manifest | None:
+        """Publish the running merge if it is done (the new manifest is returned), then start
+        the next one the policy asks for on the manifest in force.  A merge that failed raises
+        here (its directory removed)."""
+        if manifest is None:
+            return None
+        if self._job is not None:
+            if not self._job.future.done():
+                return manifest
+            manifest = self._land(manifest, self._job)
+            self._job = None
+        if manifest.generation != self._planned:  # each manifest is looked at once
+            self._planned = manifest.generation
+            self._plan(manifest)
+        return manifest
+
+    def _plan(self, manifest: Manifest) -> None:
+        readers = [SegmentReader(self.index_dir / s.name) for s in manifest.segments]
+        masks = live_masks(readers)
+        todo = find_merges([SegmentSize(entry_bytes(e), float(m.mean()) if len(m) else 1.0)
+                            for e, m in zip(manifest.segments, masks, strict=True)],
+                           self.policy)
+        if not todo:
+            return
+        r = todo[-1]  # the newest run first: the many small segments go soonest
+        # The versions the run's segments mask in the segments before it stay masked.
+        older = BitMap()
+        for seg in readers[: r.start]:
+            older |= seg.docs
+        drops = BitMap()
+        if len(older):
+            for seg in readers[r.start : r.stop]:
+                drops |= seg.docs | seg.drops
+        self._count += 1
+        out = self.index_dir / f"{MERGING_PREFIX}{os.getpid()}-{self._count}"
+        names = [s.name for s in manifest.segments[r.start : r.stop]]
+        future = self._pool.submit(_merge_job, [str(self.index_dir / n) for n in names],
+                                   masks[r.start : r.stop], (drops & older).serialize(),
+                                   str(out), self.ram_bytes)
+        self._job = _Job(names, out, future, time.time())
+
+    def _land(self, manifest: Manifest, job: _Job) -> Manifest:
+        try:
+            meta, files = job.future.result()
+        except BaseException:
+            shutil.rmtree(job.out, ignore_errors=True)
+            raise
+        current = [s.name for s in manifest.segments]
+        start = current.index(job.names[0])
+        stop = start + len(job.names)
+        # only this merger takes segments out: the run is where it was planned
+        assert current[start:stop] == job.names, (current, job.names)
+        generation = manifest.generation + 1
+        name = f"seg-{generation:06d}-merged"
+        os.replace(job.out, self.index_dir / name)
+        fsync_dir(self.index_dir)
+        entry = SegmentEntry(name=name, doc_count=int(meta["doc_count"]), files=files)
+        reader = SegmentReader(self.index_dir / name)
+        keep = entry.doc_count > 0 or len(reader.drops) > 0
+        segments = [*manifest.segments[:start], *([entry] if keep else []),
+                    *manifest.segments[stop:]]
+        written = entry_bytes(entry)
+        stats = manifest.stats
+        totals = {"cut_bytes": int(stats.get("cut_bytes", 0)),
+                  "merge_bytes": int(stats.get("merge_bytes", 0)) + written,
+                  "merges": int(stats.get("merges", 0)) + 1}
+        readers = [SegmentReader(self.index_dir / s.name) for s in segments]
+        new = publish_manifest(self.index_dir, generation, manifest.last_seq, segments, readers,
+                               mode="merge", totals=totals)
+        self.recent.append({"began": job.began, "ended": time.time(), "bytes": written})
+        del self.recent[:-RECENT_MERGES]
+        return new
+
+    def close(self) -> None:
+        """Stop: the merge in progress is discarded whole (its directory removed); one that
+        failed raises its error here."""
+        self._stop.set()
+        job, self._job = self._job, None
+        try:
+            if job is not None:
+                exc = job.future.exception()  # waits for the worker to see the stop
+                if exc is not None and not isinstance(exc, IndexInterrupted):
+                    raise exc
+        finally:
+            if job is not None:
+                shutil.rmtree(job.out, ignore_errors=True)
+            self._pool.shutdown(wait=True)
