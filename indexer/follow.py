@@ -102,7 +102,7 @@ class FollowStatus:
     # Unix times ``began`` (the store looked at), ``published`` (the cut's manifest written),
     # ``ended`` (its merges too), its ``seq`` (the store changes it indexed up to) and the
     # seconds of its phases: ``measure`` (the store-wide measures, when due), ``templates``,
-    # ``pages``, ``finish``, ``merges``.
+    # ``pages``, ``finish``, ``merges``; the ``documents`` and ``anchor_only`` it indexed.
     recent_cuts: list[dict[str, float]] = field(default_factory=list)
     merging: bool = False  # a merge is being written (beside the cuts: indexer/follow_merges.py)
     # the last merges (at most RECENT_MERGES): Unix times ``began``, ``ended`` (published), and
@@ -293,5 +293,6 @@ def _record_cut(status: FollowStatus, report: IndexReport, *, began: float,
         "began": began, "published": began + cut, "ended": status.last_cut or time.time(),
         "seq": report.last_seq, "measure": measure, "templates": report.template_seconds,
         "pages": report.pages_seconds, "finish": report.finish_seconds,
-        "merges": max(0.0, report.seconds - report.publish_seconds)})
+        "merges": max(0.0, report.seconds - report.publish_seconds),
+        "documents": report.documents, "anchor_only": report.anchor_only})
     del status.recent_cuts[:-RECENT_CUTS]

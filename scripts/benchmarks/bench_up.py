@@ -560,6 +560,9 @@ def breakdown(up: UpRun) -> list[tuple[str, str]]:
                      f"{max(c['merges'] for c in cuts):.1f} ({len(cuts)} cuts seen)"))
         rows.append(("  a cut's phases, mean (s)", ", ".join(
             f"{p} {sum(c[p] for c in cuts) / len(cuts):.1f}" for p in phases)))
+        rows.append(("  a cut's documents, mean: full / anchor-only", " / ".join(
+            f"{sum(c.get(k, 0) for c in cuts) / len(cuts):.0f}"
+            for k in ("documents", "anchor_only"))))
     return rows
 
 
