@@ -270,7 +270,8 @@ def run_once(data: DataDir, store: StoreReader, manifest: Manifest | None, *, ra
              should_stop: Callable[[], bool] = lambda: False,
              prior_scale: float | None = None,
              boilerplate: set[tuple[int, str]] | None = None,
-             foreign: ForeignAnchors | None = None, merge: bool = True) -> IndexReport:
+             foreign: ForeignAnchors | None = None, merge: bool = True,
+             open_segment: Callable[[Path], SegmentReader] = SegmentReader) -> IndexReport:
     """One run on an open store, under the caller's index lock (:func:`build_index`'s body;
     indexer/follow.py calls it once per cut).  ``pool``: a running AnalyserPool to use (kept
     alive by the caller) instead of starting one; ``upto_seq``: index the store's changes up to
@@ -280,13 +281,14 @@ def run_once(data: DataDir, store: StoreReader, manifest: Manifest | None, *, ra
     here when not given); ``boilerplate``: the navigation anchor texts to leave out
     (:func:`anchor_boilerplate`, measured here when not given: a scan of every link);
     ``foreign``: other shards' anchor texts (their targets are indexed again each run);
-    ``merge``: False leaves the policy's merges to the caller (indexer/follow_merges.py)."""
+    ``merge``: False leaves the policy's merges to the caller (indexer/follow_merges.py);
+    ``open_segment``: how a segment is opened (the follower keeps them open between cuts)."""
     index_dir = data.index_dir
     snap_seq = store.max_seq() if upto_seq is None else min(store.max_seq(), upto_seq)
     generation = (manifest.generation if manifest else 0) + 1
     if rebuild:  # the old generation keeps serving; nothing of it is read or kept
         manifest = None
-    old_segments = [SegmentReader(index_dir / s.name) for s in manifest.segments] \
+    old_segments = [open_segment(index_dir / s.name) for s in manifest.segments] \
         if manifest else []
     query_settings(old_segments, settings)  # one analysis for the segments a searcher reads
     for line in other_settings(old_segments, settings):
@@ -329,7 +331,7 @@ def run_once(data: DataDir, store: StoreReader, manifest: Manifest | None, *, ra
                          files=describe_files(index_dir / name))
     report.cut_bytes = entry_bytes(entry)
     segments = [*(manifest.segments if manifest else []), entry]
-    readers = [*old_segments, SegmentReader(index_dir / name)]
+    readers = [*old_segments, open_segment(index_dir / name)]
     before = manifest.stats if manifest else {}
     totals = {"cut_bytes": int(before.get("cut_bytes", 0)) + report.cut_bytes,
               "merge_bytes": int(before.get("merge_bytes", 0)),

@@ -47,7 +47,7 @@ from websift.indexer.build import (
     sweep,
 )
 from websift.indexer.errors import IndexInterrupted
-from websift.indexer.follow_merges import BackgroundMerger, sweep_merging
+from websift.indexer.follow_merges import BackgroundMerger, OpenSegments, sweep_merging
 from websift.indexer.manifest import Manifest
 from websift.indexer.merge_policy import DEFAULT_MERGE_POLICY, MergePolicy
 from websift.indexer.settings import (
@@ -223,7 +223,8 @@ def _loop(data: DataDir, store: StoreReader, stop: threading.Event, status: Foll
     write_status(data, status)
     scale, boiler, measured_at = 0.0, None, float("-inf")
     last_cut = last_status = time.monotonic()
-    merger = BackgroundMerger(index_dir, ram_mb * 1024 * 1024, policy)
+    segments = OpenSegments()
+    merger = BackgroundMerger(index_dir, ram_mb * 1024 * 1024, policy, segments=segments)
     try:
         with AnalyserPool(data.warc_dir, procs, {}, settings, quiet_signals=True) as pool:
             while not stop.is_set():
@@ -257,12 +258,14 @@ def _loop(data: DataDir, store: StoreReader, stop: threading.Event, status: Foll
                                       say=say, counted=False, procs=procs, settings=settings,
                                       pool=pool, upto_seq=store.seq_of_change(last_seq, every),
                                       should_stop=stop.is_set, prior_scale=scale,
-                                      boilerplate=boiler, merge=False)
+                                      boilerplate=boiler, merge=False,
+                                      open_segment=segments)
                 except IndexInterrupted:
                     say("stopped: the segment in progress was discarded")
                     break
                 last_cut = last_status = time.monotonic()
                 manifest = open_manifest(index_dir, say)
+                segments.keep(manifest)
                 if report.mode == "unchanged":
                     continue
                 _cut_done(data, store, status, report, manifest, began=began, measure=measure)

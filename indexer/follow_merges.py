@@ -51,6 +51,26 @@ RECENT_MERGES = 32  # merges whose times the merger keeps (follow-status.json)
 _stop: Event | None = None  # the worker process's stop flag (set by its initializer)
 
 
+class OpenSegments:
+    """Segment readers kept open between cuts and merges (a segment never changes once
+    written): each is opened (its lexicon's word table built) once, not at every cut."""
+
+    def __init__(self) -> None:
+        self._open: dict[str, SegmentReader] = {}
+
+    def __call__(self, directory: Path) -> SegmentReader:
+        reader = self._open.get(directory.name)
+        if reader is None or reader.directory != directory:
+            reader = self._open[directory.name] = SegmentReader(directory)
+        return reader
+
+    def keep(self, manifest: Manifest | None) -> None:
+        """Forget the segments ``manifest`` does not name (their maps close with them)."""
+        names = {s.name for s in manifest.segments} if manifest else set()
+        for name in [n for n in self._open if n not in names]:
+            del self._open[name]
+
+
 def sweep_merging(index_dir: Path) -> None:
     """Remove the ``merging-*`` directories a killed follower left."""
     for p in index_dir.iterdir():
@@ -103,8 +123,9 @@ class BackgroundMerger:
     """One merge at a time in a worker process; :meth:`step` from the follower's thread."""
 
     def __init__(self, index_dir: Path, ram_bytes: int, policy: MergePolicy, *,
-                 nice: int = MERGE_NICE) -> None:
+                 nice: int = MERGE_NICE, segments: OpenSegments | None = None) -> None:
         self.index_dir, self.ram_bytes, self.policy = index_dir, ram_bytes, policy
+        self.segments = segments or OpenSegments()
         ctx = multiprocessing.get_context("spawn")  # no locks of this process's threads
         self._stop = ctx.Event()
         self._pool = ProcessPoolExecutor(1, mp_context=ctx, initializer=_init_worker,
@@ -138,7 +159,7 @@ class BackgroundMerger:
         return manifest
 
     def _plan(self, manifest: Manifest) -> None:
-        readers = [SegmentReader(self.index_dir / s.name) for s in manifest.segments]
+        readers = [self.segments(self.index_dir / s.name) for s in manifest.segments]
         masks = live_masks(readers)
         todo = find_merges([SegmentSize(entry_bytes(e), float(m.mean()) if len(m) else 1.0)
                             for e, m in zip(manifest.segments, masks, strict=True)],
@@ -178,7 +199,7 @@ class BackgroundMerger:
         os.replace(job.out, self.index_dir / name)
         fsync_dir(self.index_dir)
         entry = SegmentEntry(name=name, doc_count=int(meta["doc_count"]), files=files)
-        reader = SegmentReader(self.index_dir / name)
+        reader = self.segments(self.index_dir / name)
         keep = entry.doc_count > 0 or len(reader.drops) > 0
         segments = [*manifest.segments[:start], *([entry] if keep else []),
                     *manifest.segments[stop:]]
@@ -187,11 +208,12 @@ class BackgroundMerger:
         totals = {"cut_bytes": int(stats.get("cut_bytes", 0)),
                   "merge_bytes": int(stats.get("merge_bytes", 0)) + written,
                   "merges": int(stats.get("merges", 0)) + 1}
-        readers = [SegmentReader(self.index_dir / s.name) for s in segments]
+        readers = [self.segments(self.index_dir / s.name) for s in segments]
         new = publish_manifest(self.index_dir, generation, manifest.last_seq, segments, readers,
                                mode="merge", totals=totals)
         self.recent.append({"began": job.began, "ended": time.time(), "bytes": written})
         del self.recent[:-RECENT_MERGES]
+        self.segments.keep(new)
         return new
 
     def close(self) -> None:
