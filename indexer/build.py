@@ -178,20 +178,34 @@ def sweep(index_dir: Path, keep: set[str]) -> None:
 
 
 def _candidates(store: StoreReader, manifest: Manifest | None, snap_seq: int,
-                segments: list[SegmentReader]) -> list[int]:
+                segments: list[SegmentReader], *, targets_after: int | None) -> list[int]:
+    """The pages a run indexes: all (a full run), or those changed since the manifest's
+    ``last_seq`` and the targets of the links changed since ``targets_after`` (their anchor
+    texts changed; None: no targets this run, ``index --follow`` leaves them to a later cut)."""
     if manifest is None:
         return store.fetched_or_linked_ids(snap_seq)
     last = manifest.last_seq
     changed = store.changed_ids(last, snap_seq)
-    if not changed:
-        return []
-    targets = store.changed_link_targets(last, snap_seq)
-    changed_arr = np.fromiter(changed, dtype=np.int64)
+    if targets_after is None:
+        return sorted(changed)
+    sources = changed if targets_after == last else store.changed_ids(targets_after, snap_seq)
+    if not sources:
+        return sorted(changed)
+    targets = store.changed_link_targets(targets_after, snap_seq)
+    changed_arr = np.fromiter(sources, dtype=np.int64)
     for seg in segments:
         pairs = seg.anchor_pairs
         if len(pairs):
             targets.update(pairs[np.isin(pairs[:, 0], changed_arr), 1].tolist())
     return sorted(changed | targets)
+
+
+def targets_seq(manifest: Manifest | None) -> int:
+    """The store ``seq`` up to which the index holds the targets of changed links (below
+    ``last_seq`` while ``index --follow`` defers them)."""
+    if manifest is None:
+        return 0
+    return int(manifest.stats.get("targets_seq", manifest.last_seq))
 
 
 def open_manifest(index_dir: Path, say: Callable[[str], None]) -> Manifest | None:
@@ -271,7 +285,8 @@ def run_once(data: DataDir, store: StoreReader, manifest: Manifest | None, *, ra
              prior_scale: float | None = None,
              boilerplate: set[tuple[int, str]] | None = None,
              foreign: ForeignAnchors | None = None, merge: bool = True,
-             open_segment: Callable[[Path], SegmentReader] = SegmentReader) -> IndexReport:
+             open_segment: Callable[[Path], SegmentReader] = SegmentReader,
+             link_targets: bool = True) -> IndexReport:
     """One run on an open store, under the caller's index lock (:func:`build_index`'s body;
     indexer/follow.py calls it once per cut).  ``pool``: a running AnalyserPool to use (kept
     alive by the caller) instead of starting one; ``upto_seq``: index the store's changes up to
@@ -282,7 +297,10 @@ def run_once(data: DataDir, store: StoreReader, manifest: Manifest | None, *, ra
     (:func:`anchor_boilerplate`, measured here when not given: a scan of every link);
     ``foreign``: other shards' anchor texts (their targets are indexed again each run);
     ``merge``: False leaves the policy's merges to the caller (indexer/follow_merges.py);
-    ``open_segment``: how a segment is opened (the follower keeps them open between cuts)."""
+    ``open_segment``: how a segment is opened (the follower keeps them open between cuts);
+    ``link_targets``: False indexes the changed pages alone, leaving the targets of their
+    links (anchor-only documents, pages whose anchor text changed) to a later run, which
+    takes them from the manifest's ``targets_seq`` on."""
     index_dir = data.index_dir
     snap_seq = store.max_seq() if upto_seq is None else min(store.max_seq(), upto_seq)
     generation = (manifest.generation if manifest else 0) + 1
@@ -294,7 +312,9 @@ def run_once(data: DataDir, store: StoreReader, manifest: Manifest | None, *, ra
     for line in other_settings(old_segments, settings):
         say(line)
     mode = "rebuild" if rebuild else "full" if manifest is None else "incremental"
-    ids = _candidates(store, manifest, snap_seq, old_segments)
+    done_targets = targets_seq(manifest)
+    ids = _candidates(store, manifest, snap_seq, old_segments,
+                      targets_after=done_targets if link_targets else None)
     if foreign is not None and manifest is not None:  # a full run indexes them anyway
         ids = sorted(set(ids) | foreign.candidates())
     # The operator's removals (store/removals.py): a page they cover is not indexed, and one
@@ -335,7 +355,8 @@ def run_once(data: DataDir, store: StoreReader, manifest: Manifest | None, *, ra
     before = manifest.stats if manifest else {}
     totals = {"cut_bytes": int(before.get("cut_bytes", 0)) + report.cut_bytes,
               "merge_bytes": int(before.get("merge_bytes", 0)),
-              "merges": int(before.get("merges", 0))}
+              "merges": int(before.get("merges", 0)),
+              "targets_seq": snap_seq if link_targets or manifest is None else done_targets}
     report.first_generation = generation
     publish_manifest(index_dir, generation, snap_seq, segments, readers, mode=mode, totals=totals)
     report.publish_seconds = time.monotonic() - started

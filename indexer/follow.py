@@ -45,6 +45,7 @@ from websift.indexer.build import (
     open_manifest,
     run_once,
     sweep,
+    targets_seq,
 )
 from websift.indexer.errors import IndexInterrupted
 from websift.indexer.follow_merges import BackgroundMerger, OpenSegments, sweep_merging
@@ -57,6 +58,7 @@ from websift.indexer.settings import (
     FOLLOW_EVERY_PAGES,
     FOLLOW_INTERVAL_SECONDS,
     FOLLOW_POLL_SECONDS,
+    FOLLOW_TARGETS_SECONDS,
     REMEASURE_SECONDS,
     STATUS_SECONDS,
     STORE_WAIT_SECONDS,
@@ -183,6 +185,7 @@ def follow(data: DataDir, stop: threading.Event, *,
            ram_mb: int = DEFAULT_RAM_MB, procs: int = DEFAULT_INDEX_PROCS,
            settings: IndexSettings = DEFAULT_INDEX_SETTINGS,
            policy: MergePolicy = DEFAULT_MERGE_POLICY,
+           targets_every: float = FOLLOW_TARGETS_SECONDS,
            say: Callable[[str], None] = lambda _msg: None,
            on_cut: Callable[[str], None] = lambda _line: None) -> FollowStatus:
     """Follow the crawl store until ``stop`` is set (module doc); returns the last status.
@@ -198,7 +201,8 @@ def follow(data: DataDir, stop: threading.Event, *,
                 return status
             try:
                 _loop(data, store, stop, status, interval=interval, every=every, ram_mb=ram_mb,
-                      procs=procs, settings=settings, policy=policy, say=say, on_cut=on_cut)
+                      procs=procs, settings=settings, policy=policy,
+                      targets_every=targets_every, say=say, on_cut=on_cut)
             finally:
                 store.close()
         except BaseException as exc:
@@ -212,7 +216,7 @@ def follow(data: DataDir, stop: threading.Event, *,
 
 def _loop(data: DataDir, store: StoreReader, stop: threading.Event, status: FollowStatus, *,
           interval: float, every: int, ram_mb: int, procs: int, settings: IndexSettings,
-          policy: MergePolicy, say: Callable[[str], None],
+          policy: MergePolicy, targets_every: float, say: Callable[[str], None],
           on_cut: Callable[[str], None]) -> None:
     index_dir = data.index_dir
     manifest = open_manifest(index_dir, say)
@@ -222,7 +226,7 @@ def _loop(data: DataDir, store: StoreReader, stop: threading.Event, status: Foll
     status.state = "following"
     write_status(data, status)
     scale, boiler, measured_at = 0.0, None, float("-inf")
-    last_cut = last_status = time.monotonic()
+    last_cut = last_status = targets_at = time.monotonic()
     segments = OpenSegments()
     merger = BackgroundMerger(index_dir, ram_mb * 1024 * 1024, policy, segments=segments)
     try:
@@ -240,8 +244,10 @@ def _loop(data: DataDir, store: StoreReader, stop: threading.Event, status: Foll
                     else 0.0
                 status.merging = merger.busy
                 now = time.monotonic()
-                if status.pending_pages < every and (
-                        status.pending_pages == 0 or now - last_cut < interval):
+                targets = now - targets_at >= targets_every  # this cut takes link targets
+                waiting = status.pending_pages > 0 or (
+                    targets and manifest is not None and targets_seq(manifest) < last_seq)
+                if status.pending_pages < every and (not waiting or now - last_cut < interval):
                     if now - last_status >= STATUS_SECONDS:
                         write_status(data, status)
                         last_status = now
@@ -259,11 +265,13 @@ def _loop(data: DataDir, store: StoreReader, stop: threading.Event, status: Foll
                                       pool=pool, upto_seq=store.seq_of_change(last_seq, every),
                                       should_stop=stop.is_set, prior_scale=scale,
                                       boilerplate=boiler, merge=False,
-                                      open_segment=segments)
+                                      open_segment=segments, link_targets=targets)
                 except IndexInterrupted:
                     say("stopped: the segment in progress was discarded")
                     break
                 last_cut = last_status = time.monotonic()
+                if targets:
+                    targets_at = started
                 manifest = open_manifest(index_dir, say)
                 segments.keep(manifest)
                 if report.mode == "unchanged":

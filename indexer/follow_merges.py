@@ -35,7 +35,7 @@ import numpy as np
 from pyroaring import BitMap
 
 from websift.core.datadir import fsync_dir
-from websift.indexer.build import entry_bytes, publish_manifest
+from websift.indexer.build import entry_bytes, publish_manifest, targets_seq
 from websift.indexer.errors import IndexInterrupted
 from websift.indexer.liveness import live_masks
 from websift.indexer.manifest import Manifest, SegmentEntry, describe_files
@@ -207,7 +207,8 @@ class BackgroundMerger:
         stats = manifest.stats
         totals = {"cut_bytes": int(stats.get("cut_bytes", 0)),
                   "merge_bytes": int(stats.get("merge_bytes", 0)) + written,
-                  "merges": int(stats.get("merges", 0)) + 1}
+                  "merges": int(stats.get("merges", 0)) + 1,
+                  "targets_seq": targets_seq(manifest)}
         readers = [self.segments(self.index_dir / s.name) for s in segments]
         new = publish_manifest(self.index_dir, generation, manifest.last_seq, segments, readers,
                                mode="merge", totals=totals)

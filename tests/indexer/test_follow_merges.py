@@ -11,7 +11,7 @@ from pathlib import Path
 from testkit.corpus import build_data_dir
 from testkit.waiting import wait_for
 from websift.core.datadir import DataDir
-from websift.indexer.build import build_index, run_once
+from websift.indexer.build import build_index, run_once, targets_seq
 from websift.indexer.errors import IndexCorrupt, IndexMissing
 from websift.indexer.follow import FollowStatus, follow, read_status
 from websift.indexer.follow_merges import MERGING_PREFIX, BackgroundMerger
@@ -122,3 +122,25 @@ def test_follow_merges_beside_its_cuts(tmp_path: Path) -> None:
     assert all(m["ended"] >= m["began"] for m in status.recent_merges)
     assert urls(data, "common") == [f"{A}/{i}" for i in range(5)]
     assert leftovers(data) == []
+
+
+def test_link_targets_left_to_a_later_cut_are_indexed_then(tmp_path: Path) -> None:
+    """A cut without link targets indexes the changed page alone; the next run that takes
+    targets indexes the anchor texts of every link changed since (``targets_seq``)."""
+    data = build_data_dir(tmp_path / "d", {f"{A}/1": page("One", "aardvark")})
+    build_index(data)
+    build_data_dir(data.root, {f"{A}/2": page("Two", "walrus")},
+                   links=[(f"{A}/2", f"{A}/t", "zebra crossing")])
+    with StoreReader.open(data.store_path) as store:
+        run_once(data, store, read_manifest(data.index_dir), ram_mb=64,
+                 started=time.monotonic(), say=lambda _m: None, procs=1, merge=False,
+                 link_targets=False)
+        deferred = read_manifest(data.index_dir)
+        assert urls(data, "walrus") == [f"{A}/2"] and urls(data, "zebra") == []
+        assert targets_seq(deferred) < deferred.last_seq
+        report = run_once(data, store, deferred, ram_mb=64, started=time.monotonic(),
+                          say=lambda _m: None, procs=1, merge=False)
+    assert report.mode == "incremental" and report.anchor_only >= 1
+    caught_up = read_manifest(data.index_dir)
+    assert targets_seq(caught_up) == caught_up.last_seq
+    assert urls(data, "zebra") == [f"{A}/t"] and urls(data, "walrus") == [f"{A}/2"]
