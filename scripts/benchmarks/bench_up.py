@@ -673,20 +673,22 @@ def main() -> int:
     parser.add_argument("--root", type=Path, default=None)
     parser.add_argument("--port", type=number(int, low=1, high=65535), default=PORT,
                         help="the generated web's port on its loopback addresses")
-    parser.add_argument("--against", type=Path, default=None, metavar="CHECKOUT",
-                        help="another checkout of websift (a git worktree): its up runs first, "
-                        "on the same web in the same run, and both tables are printed")
+    parser.add_argument("--against", type=Path, action="append", default=[],
+                        metavar="CHECKOUT", help="another checkout of websift (a git "
+                        "worktree): its up runs first, on the same web in the same run, and "
+                        "a table is printed for each (may be given more than once)")
     args = parser.parse_args()
     alone_s = args.alone if args.alone is not None else args.minutes * 60 * ALONE_SHARE
     find_nginx()
-    if args.against is not None and not (args.against / "websift" / "__main__.py").exists():
-        parser.error(f"--against {args.against}: not a websift checkout")
+    for other in args.against:
+        if not (other / "websift" / "__main__.py").exists():
+            parser.error(f"--against {other}: not a websift checkout")
     root = args.root or Path(tempfile.gettempdir()) / (
         f"websift-genweb-up-{args.pages}-{args.hosts}-{SEED}")
     web, pages = prepare_web(root, WebParams(args.pages, args.hosts, SEED, args.port))
     run_dir = Path(tempfile.mkdtemp(prefix="websift-bench-up-"))
-    checkouts = ([(f"--against {args.against}", args.against.resolve())]
-                 if args.against is not None else []) + [("this checkout", REPO)]
+    checkouts = [(f"--against {other}", other.resolve()) for other in args.against] + [
+        ("this checkout", REPO)]
     runs: list[tuple[UpRun, list[float], Edits]] = []
     try:
         with Nginx(web, run_dir) as server:
