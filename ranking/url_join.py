@@ -6,23 +6,23 @@ Question: which URLs of several crawl stores are the same URL?  Input: each stor
 in its ID order, then every URL the next store adds, in its ID order (as a dict keyed by URL
 would number them).
 
-How: each URL is read once and reduced to a 128-bit BLAKE2b fingerprint (two uint64 columns);
-no URL string outlives its chunk.  The fingerprints of all stores are sorted together
-(``np.lexsort``, stable), equal neighbours are one URL, and each group's first row numbers it.
-Memory: about 64 bytes per (store, URL) row at the peak of the sort, whatever the URLs' length
+How: each URL is read once and reduced to a 128-bit fingerprint (two keyed 64-bit SipHash
+values, :func:`fingerprints`); no URL string outlives its chunk.  The fingerprints of all
+stores are sorted together (``np.lexsort``, stable), equal neighbours are one URL, and each
+group's first row numbers it.
+Memory: about 50 bytes per (store, URL) row at the peak of the sort, whatever the URLs' length
 (a dict holds every distinct URL string and an entry for it, 150-250 bytes each);
 ``scripts/benchmarks/bench_url_join.py`` measures both.
 
 Fingerprint collisions: the join keys on the whole 128 bits.  Two URLs whose first 64 bits agree
 but whose second 64 differ (about n^2 / 2^65 pairs among n URLs: expected 0.03 at 1e9) are kept
 apart and counted in :attr:`UrlJoin.collisions_64`; two different URLs with all 128 bits equal
-(about n^2 / 2^129: 1e-21 at 1e9) would be taken as one; BLAKE2b is a cryptographic hash, so
-a crawled site cannot craft such a pair.
+(about n^2 / 2^129: 1e-21 at 1e9) would be taken as one.  SipHash is keyed with a secret
+random key (Python's hash randomisation), so a crawled site cannot craft such a pair.
 """
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import islice
@@ -31,16 +31,17 @@ import numpy as np
 
 from websift.store.views import StoreReader
 
-FINGERPRINT_BYTES = 16  # two uint64 columns per URL
-URL_CHUNK = 1 << 16  # URLs fingerprinted at a time (their strings are dropped after)
+URL_CHUNK = 1 << 14  # URLs fingerprinted at a time (their strings are dropped after)
 
 
 def fingerprints(urls: Sequence[str]) -> np.ndarray:
-    """The 128-bit BLAKE2b fingerprints of ``urls`` (UTF-8) as a (k, 2) uint64 array."""
-    blake = hashlib.blake2b
-    raw = b"".join([blake(u.encode("utf-8", "surrogatepass"),
-                          digest_size=FINGERPRINT_BYTES).digest() for u in urls])
-    return np.frombuffer(raw, dtype="<u8").reshape(-1, 2)
+    """128-bit fingerprints of ``urls`` as a (k, 2) uint64 array: Python's keyed string hash
+    (SipHash, PEP 456, its key random per process) of the URL and of the URL with a NUL
+    appended.  Equal URLs get equal fingerprints within one process only: a join is one."""
+    out = np.empty((len(urls), 2), dtype=np.int64)
+    out[:, 0] = np.fromiter(map(hash, urls), dtype=np.int64, count=len(urls))
+    out[:, 1] = np.fromiter((hash(u + "\0") for u in urls), dtype=np.int64, count=len(urls))
+    return out.view(np.uint64)
 
 
 @dataclass(frozen=True)
@@ -79,42 +80,57 @@ class UrlJoin:
     collisions_64: int  # neighbouring URLs equal in the first 64 bits only (kept apart)
 
 
-def join_keys(stores: Sequence[StoreKeys]) -> UrlJoin:
-    """Global IDs for the stores' fingerprints (see the module docstring)."""
-    keys = np.concatenate([s.keys for s in stores]) if stores else np.zeros((0, 2), np.uint64)
-    total = keys.shape[0]
+def join_keys(stores: Iterable[StoreKeys]) -> UrlJoin:
+    """Global IDs for the stores' fingerprints (see the module docstring).  ``stores`` is
+    consumed one at a time: from a generator, no store's keys outlive their copy here."""
+    ids: list[np.ndarray] = []
+    his: list[np.ndarray] = []
+    los: list[np.ndarray] = []
+    sizes: list[int] = []
+    for s in stores:
+        ids.append(s.ids)
+        his.append(np.ascontiguousarray(s.keys[:, 0]))
+        los.append(np.ascontiguousarray(s.keys[:, 1]))
+        sizes.append(s.size)
+        del s
+    hi = np.concatenate(his) if his else np.zeros(0, dtype=np.uint64)
+    del his
+    lo = np.concatenate(los) if los else np.zeros(0, dtype=np.uint64)
+    del los
+    total = hi.size
     if total == 0:
-        return UrlJoin([np.full(s.size, -1, dtype=np.int64) for s in stores], 0, 0)
-    order = np.lexsort((keys[:, 1], keys[:, 0]))  # stable: a group's first row is its earliest
-    hi = keys[order, 0]
-    lo = keys[order, 1]
-    del keys
+        return UrlJoin([np.full(size, -1, dtype=np.int64) for size in sizes], 0, 0)
+    order = np.lexsort((lo, hi))  # stable: a group's first row is its earliest
+    hi = hi[order]
+    lo = lo[order]
     new = np.empty(total, dtype=bool)
     new[0] = True
     same_hi = hi[1:] == hi[:-1]
+    del hi
     np.logical_or(~same_hi, lo[1:] != lo[:-1], out=new[1:])
+    del lo
     collisions = int(np.count_nonzero(new[1:] & same_hi))
-    del hi, lo, same_hi
+    del same_hi
     first = order[new]  # each URL's earliest row, in fingerprint order
     number = np.empty(first.size, dtype=np.int64)
-    number[np.argsort(first, kind="stable")] = np.arange(first.size, dtype=np.int64)
+    number[np.argsort(first)] = np.arange(first.size, dtype=np.int64)
     del first
     group = np.cumsum(new, dtype=np.int64)
-    group -= 1
     del new
+    group -= 1
     gid = np.empty(total, dtype=np.int64)
     gid[order] = number[group]
-    del order, group, number
+    del order, group
     maps = []
     start = 0
-    for s in stores:
-        m = np.full(s.size, -1, dtype=np.int64)
-        m[s.ids] = gid[start : start + s.ids.size]
-        start += s.ids.size
+    for local, size in zip(ids, sizes, strict=True):
+        m = np.full(size, -1, dtype=np.int64)
+        m[local] = gid[start : start + local.size]
+        start += local.size
         maps.append(m)
-    return UrlJoin(maps, int(gid.max()) + 1, collisions)
+    return UrlJoin(maps, int(number.size), collisions)
 
 
 def join_stores(stores: Sequence[StoreReader]) -> UrlJoin:
     """:func:`join_keys` over the stores' URLs (read one store at a time)."""
-    return join_keys([read_store_keys(s) for s in stores])
+    return join_keys(read_store_keys(s) for s in stores)
