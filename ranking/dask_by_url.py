@@ -7,7 +7,7 @@ What runs where:
 - Here (the client): the URL join (:mod:`ranking.url_join`, fingerprints sorted in columns),
   then pages, OPIC importance, seeds, topic pages and hosts of every shard over global IDs
   (:func:`ranking.rank_by_url.read_by_url`).  Then each store's links, one store at a time,
-  are mapped to global IDs and spilled into bucket files by global target ID
+  are mapped to global IDs a chunk at a time and spilled into bucket files by global target ID
   (:func:`ranking.link_blocks.spill_links`), so the matrix is cut into blocks of consecutive
   global IDs whichever shard a link came from; the same pass keeps the distinct (source page,
   target host) pairs of links between hosts, from which the host graph is ranked here (small:
@@ -37,7 +37,7 @@ from distributed.comm.core import CommClosedError
 from distributed.scheduler import KilledWorker
 
 from websift.core.datadir import DataDir
-from websift.ranking import cluster_pagerank
+from websift.ranking import cluster_pagerank, settings
 from websift.ranking.cluster_structure import giant_component, levels
 from websift.ranking.dask_engine import (
     ClusterRun,
@@ -86,12 +86,15 @@ def run_dask_by_url(
             cross = CrossHostPages(inputs.host_of)
 
             def links() -> Iterator[tuple[np.ndarray, np.ndarray]]:
+                """Each store's links in global IDs, a spill chunk at a time."""
                 for store, m in zip(stores, inputs.maps, strict=True):
                     src, dst = store.link_arrays(include_nofollow=False)
-                    gsrc, gdst = m[src], m[dst]
+                    for a in range(0, src.size, settings.DASK_PAIR_CHUNK):
+                        b = a + settings.DASK_PAIR_CHUNK
+                        gsrc, gdst = m[src[a:b]], m[dst[a:b]]
+                        cross.add(gsrc, gdst)
+                        yield gsrc, gdst
                     del src, dst
-                    cross.add(gsrc, gdst)
-                    yield gsrc, gdst
 
             graph = cluster_graph(client, links(), n=inputs.n, present=inputs.present,
                                   links=sum(s.link_count() for s in stores),

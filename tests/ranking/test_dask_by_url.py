@@ -18,6 +18,7 @@ from testkit.corpus import build_data_dir
 from websift.api.cli import main
 from websift.api.snapshot import RankView
 from websift.core.datadir import DataDir
+from websift.ranking import settings
 from websift.ranking.dask_engine import local_cluster
 from websift.ranking.ranks import Ranks
 from websift.ranking.topic_store import TermModel, TopicRecord, TopicSet, save_topic
@@ -77,10 +78,11 @@ def cluster() -> Iterator[LocalCluster]:
 
 
 def test_dask_over_shards_by_url_equals_embedded(
-    cluster: LocalCluster, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    cluster: LocalCluster, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    dangling = "paper1998"  # its dangling-removal rounds on the cluster (teleport: the same
-    # steps without them, compared with embedded in test_dask_rank.py)
+    dangling = "teleport"  # paper1998 on the cluster: test_dask_rank.py
+    monkeypatch.setattr(settings, "DASK_PAIR_CHUNK", 7)  # each store's links in several chunks
     pages = shard_pages(np.random.default_rng(7))
     a = build_data_dir(tmp_path / "a", pages["a"])
     b = build_data_dir(tmp_path / "b", pages["b"])
