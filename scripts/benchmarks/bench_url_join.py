@@ -94,12 +94,12 @@ def peak_bytes(fn: Callable[[Rows, list[int]], tuple[list[np.ndarray], int]], ro
     return peak
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     ap.add_argument("--urls", type=int, nargs="+", default=[100_000, 1_000_000])
     ap.add_argument("--shards", type=int, default=4)
     ap.add_argument("--shared", type=float, default=0.3)
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     print(f"{'URLs':>10} {'rows':>10} {'rows s':>7} {'dict s':>7} {'cols s':>7} "
           f"{'dict us/URL':>11} {'cols us/URL':>11} {'dict B/URL':>10} {'cols B/URL':>10}")
     ratio_t = ratio_m = 0.0
