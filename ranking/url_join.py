@@ -18,7 +18,8 @@ Fingerprint collisions: the join keys on the whole 128 bits.  Two URLs whose fir
 but whose second 64 differ (about n^2 / 2^65 pairs among n URLs: expected 0.03 at 1e9) are kept
 apart and counted in :attr:`UrlJoin.collisions_64`; two different URLs with all 128 bits equal
 (about n^2 / 2^129: 1e-21 at 1e9) would be taken as one.  SipHash is keyed with a secret
-random key (Python's hash randomisation), so a crawled site cannot craft such a pair.
+random key (Python's hash randomisation), so a crawled site cannot craft such a pair (with
+``PYTHONHASHSEED`` fixed the key is known, and a pair still costs about 2^64 hashes).
 """
 
 from __future__ import annotations
