@@ -183,8 +183,10 @@ def run_rank_by_url(
         srcs, dsts = [], []
         for store, m in zip(stores, inputs.maps, strict=True):
             src, dst = store.link_arrays(include_nofollow=False)
-            srcs.append(m[src])
-            dsts.append(m[dst])
+            # 4 bytes a node as build_graph keeps them (it refuses n >= 2^31 before any use)
+            srcs.append(m[src].astype(np.int32))
+            dsts.append(m[dst].astype(np.int32))
+            del src, dst
     graph = build_graph(np.concatenate(srcs), np.concatenate(dsts), inputs.n, inputs.present)
     del srcs, dsts
     host_graph = host_graph_of(inputs, host_links_of(graph, inputs.host_of))
