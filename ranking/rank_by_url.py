@@ -223,7 +223,10 @@ def write_by_url(
         "converged": result.converged, "removal_rounds": result.removal_rounds,
         "pages": graph.num_pages, "links": graph.num_links,
         "dangling": int(graph.dangling().sum()), "giant_scc": ranks.giant_size,
-        "roots": int(inputs.roots.size)}
+        "roots": int(inputs.roots.size),
+        # the join (ranking/url_join.py): rows read, distinct URLs, 64-bit collisions kept apart
+        "url_join": {"rows": int(sum(int(np.count_nonzero(m >= 0)) for m in inputs.maps)),
+                     "urls": inputs.n, "collisions_64": inputs.collisions_64}}
     pr = result.ranks
     host_of = ranks.hosts.host_of
     on_host = (host_of >= 0) & (pr > 0)
