@@ -7,7 +7,6 @@ and giant SCC identical)."""
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -19,7 +18,6 @@ from websift.api.cli import main
 from websift.api.snapshot import RankView
 from websift.core.datadir import DataDir
 from websift.ranking import settings
-from websift.ranking.dask_engine import local_cluster
 from websift.ranking.ranks import Ranks
 from websift.ranking.topic_store import TermModel, TopicRecord, TopicSet, save_topic
 from websift.store.views import StoreReader
@@ -69,12 +67,6 @@ def by_url(data: DataDir) -> dict[str, tuple[float, ...]]:
             out[url] = (float(r.pagerank[uid]), host, float(r.opic[uid]), float(static[uid]),
                         float(topic[uid]), int(r.level[uid]), bool(r.giant_scc[uid]))
     return out
-
-
-@pytest.fixture(scope="module")
-def cluster() -> Iterator[LocalCluster]:
-    with local_cluster(2) as local:
-        yield local
 
 
 def test_dask_over_shards_by_url_equals_embedded(
