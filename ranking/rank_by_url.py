@@ -80,7 +80,7 @@ def read_by_url(stores: Sequence[StoreReader], shards: Sequence[DataDir]) -> ByU
     opic = np.zeros(n, dtype=np.float64)
     roots = []
     for store, m in zip(stores, maps, strict=True):
-        present[m[store.url_ids()]] = True
+        present[m[m >= 0]] = True  # the map holds exactly the store's URLs
         roots.append(m[store.ids_at_depth(0)])
         np.maximum(opic, _scatter(store.importance_by_id(m.size), m, n), out=opic)
     names = topic_names(shards[0].topics_dir)
