@@ -268,10 +268,10 @@ class LogTail:
         self.offset = server.log_size()
         self.host_of = {a: h for h, a in enumerate(web.addresses())}
 
-    def page_of(self, hit: Hit) -> Key | None:
+    def page_of(self, hit: Hit, *, any_status: bool = False) -> Key | None:
         m = _PAGE.search(hit.uri)
         host = self.host_of.get(hit.address)
-        if hit.status != 200 or m is None or host is None:
+        if (hit.status != 200 and not any_status) or m is None or host is None:
             return None
         return host, int(m.group(1))
 
@@ -312,6 +312,7 @@ class Probe:
     changes: dict[Key, Target] = field(default_factory=dict)  # by change
     fetches: Counter[Key] = field(default_factory=Counter)  # up's fetches of each page
     fetches_after_change: Counter[Key] = field(default_factory=Counter)
+    revisits: Counter[Key] = field(default_factory=Counter)  # up's requests answered not 200
     ends: list[float] = field(default_factory=list)  # up's page fetches
     order: list[Key] = field(default_factory=list)  # pages in fetch order
     asked: int = 0
@@ -323,6 +324,9 @@ class Probe:
         for hit in self.tail.read():
             key = self.tail.page_of(hit)
             if key is None or not hit.agent.startswith(UP_AGENT):
+                other = self.tail.page_of(hit, any_status=True)
+                if other is not None and hit.agent.startswith(UP_AGENT):
+                    self.revisits[other] += 1  # a 304 or an error: a new seq in the store
                 continue
             self.ends.append(hit.end)
             self.fetches[key] += 1
@@ -562,7 +566,7 @@ STAGES = ("fetch to committed", "committed to cut began", "cut (to its manifest)
 
 
 def breakdown(up: UpRun) -> list[tuple[str, str]]:
-    """Where a page's fetch-to-searchable time went, for the pages fetched once and found:
+    """Where a page's fetch-to-searchable time went, for the pages requested once and found:
     its fetch (nginx's log), the first look that saw the store hold its ``seq`` (committed),
     the cut that indexed it (the first with ``seq`` at least the page's: began, published)
     and the probe's first answer listing it.  p50 / p95 / mean of each stage (the means add
@@ -578,7 +582,8 @@ def breakdown(up: UpRun) -> list[tuple[str, str]]:
     stages: list[list[float]] = [[] for _ in STAGES]
     for key, t in up.probe.pages.items():
         seq = up.seqs.get(key)
-        if t.found is None or seq is None or up.probe.fetches[key] != 1:
+        if t.found is None or seq is None or up.probe.fetches[key] != 1 \
+                or up.probe.revisits[key]:
             continue
         ci, ki = bisect.bisect_left(commit_seq, seq), bisect.bisect_left(cut_seq, seq)
         if ci == len(commit_seq) or ki == len(cuts):
