@@ -23,10 +23,13 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import pickle
 import shutil
+import signal
 import time
-from concurrent.futures import Future, ProcessPoolExecutor
+from collections.abc import Callable
 from dataclasses import dataclass
+from multiprocessing.connection import Connection
 from multiprocessing.synchronize import Event
 from pathlib import Path
 from typing import Any
@@ -43,13 +46,11 @@ from websift.indexer.merge import merge_segments
 from websift.indexer.merge_policy import MergePolicy, SegmentSize, find_merges
 from websift.indexer.segment import SegmentReader
 from websift.indexer.settings import MERGE_NICE
-from websift.indexer.workers import die_with_parent
+from websift.indexer.workers import WorkerFailed, die_with_parent
 
 MERGING_PREFIX = "merging-"
 RECENT_MERGES = 32  # merges whose times the merger keeps (follow-status.json)
-
-_stop: Event | None = None  # the worker process's stop flag (set by its initializer)
-
+CLOSE_WAIT = 30.0  # seconds the merge worker has to exit once its pipe is closed
 
 class OpenSegments:
     """Segment readers kept open between cuts and merges (a segment never changes once
@@ -91,23 +92,36 @@ def lower_priority(nice: int) -> None:
         pass
 
 
-def _init_worker(stop: Event, nice: int, parent: int) -> None:
-    global _stop  # noqa: PLW0603 -- the worker process's own flag, set once as it starts
+def _worker_main(conn: Connection, stop: Event, nice: int, parent: int) -> None:
+    """The merge worker's loop: a job in, ``("ok", (meta, files))`` or ``("error", exc)`` out,
+    until the follower closes the pipe."""
     die_with_parent(parent)
+    # the follower decides when to stop (a supervisor or a terminal signals the whole group)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     lower_priority(nice)
-    _stop = stop
-
-
-def _stopped() -> bool:
-    return _stop is not None and _stop.is_set()
+    while True:
+        try:
+            job = conn.recv()
+        except EOFError:
+            return
+        try:
+            reply: tuple[str, Any] = ("ok", _merge_job(*job, should_stop=stop.is_set))
+        except BaseException as exc:  # noqa: BLE001 - handed to the follower, which raises it
+            reply = ("error", exc)
+        try:
+            conn.send(reply)
+        except (TypeError, AttributeError, pickle.PicklingError):  # an exception pickle refuses
+            conn.send(("error", WorkerFailed(f"merge failed: {reply[1]!r}")))
 
 
 def _merge_job(dirs: list[str], masks: list[np.ndarray], drops: bytes, out: str,
-               ram_bytes: int) -> tuple[dict[str, Any], dict[str, list[int]]]:
+               ram_bytes: int, *, should_stop: Callable[[], bool]
+               ) -> tuple[dict[str, Any], dict[str, list[int]]]:
     """In the worker: merge the segments in ``dirs`` into ``out``; its meta and files."""
     readers = [SegmentReader(Path(d)) for d in dirs]
     meta = merge_segments(readers, masks, Path(out), ram_bytes,
-                          drops=BitMap.deserialize(drops), should_stop=_stopped)
+                          drops=BitMap.deserialize(drops), should_stop=should_stop)
     return meta, describe_files(Path(out))
 
 
@@ -115,7 +129,6 @@ def _merge_job(dirs: list[str], masks: list[np.ndarray], drops: bytes, out: str,
 class _Job:
     names: list[str]  # the run of segments merged, oldest first
     out: Path
-    future: Future[tuple[dict[str, Any], dict[str, list[int]]]]
     began: float  # Unix time
 
 
@@ -126,13 +139,15 @@ class BackgroundMerger:
                  nice: int = MERGE_NICE, segments: OpenSegments | None = None) -> None:
         self.index_dir, self.ram_bytes, self.policy = index_dir, ram_bytes, policy
         self.segments = segments or OpenSegments()
-        ctx = multiprocessing.get_context("spawn")  # no locks of this process's threads
+        # Forked now, while the follower runs no thread (its worker pool starts after): the
+        # child inherits no lock another thread holds, and needs no semaphore tracker.
+        ctx = multiprocessing.get_context("fork")
         self._stop = ctx.Event()
-        self._pool = ProcessPoolExecutor(1, mp_context=ctx, initializer=_init_worker,
-                                         initargs=(self._stop, nice, os.getpid()))
-        # the worker starts (imports) now, while the follower waits for its first cut; a
-        # worker that cannot start fails the first merge's submit (BrokenProcessPool)
-        self._pool.submit(_stopped)
+        self._conn, child = ctx.Pipe()
+        self._proc = ctx.Process(target=_worker_main, name="websift-merge",
+                                 args=(child, self._stop, nice, os.getpid()), daemon=True)
+        self._proc.start()
+        child.close()
         self._job: _Job | None = None
         self._planned = -1  # the generation the policy last looked at
         self._count = 0
@@ -149,7 +164,7 @@ class BackgroundMerger:
         if manifest is None:
             return None
         if self._job is not None:
-            if not self._job.future.done():
+            if not self._conn.poll():
                 return manifest
             manifest = self._land(manifest, self._job)
             self._job = None
@@ -178,14 +193,23 @@ class BackgroundMerger:
         self._count += 1
         out = self.index_dir / f"{MERGING_PREFIX}{os.getpid()}-{self._count}"
         names = [s.name for s in manifest.segments[r.start : r.stop]]
-        future = self._pool.submit(_merge_job, [str(self.index_dir / n) for n in names],
-                                   masks[r.start : r.stop], (drops & older).serialize(),
-                                   str(out), self.ram_bytes)
-        self._job = _Job(names, out, future, time.time())
+        self._conn.send(([str(self.index_dir / n) for n in names], masks[r.start : r.stop],
+                         (drops & older).serialize(), str(out), self.ram_bytes))
+        self._job = _Job(names, out, time.time())
+
+    def _result(self) -> tuple[dict[str, Any], dict[str, list[int]]]:
+        """The running job's answer (waits for it); its error raised."""
+        try:
+            kind, value = self._conn.recv()
+        except EOFError:
+            raise WorkerFailed(f"the merge worker died ({self._proc.exitcode})") from None
+        if kind == "error":
+            raise value
+        return value
 
     def _land(self, manifest: Manifest, job: _Job) -> Manifest:
         try:
-            meta, files = job.future.result()
+            meta, files = self._result()
         except BaseException:
             shutil.rmtree(job.out, ignore_errors=True)
             raise
@@ -224,10 +248,14 @@ class BackgroundMerger:
         job, self._job = self._job, None
         try:
             if job is not None:
-                exc = job.future.exception()  # waits for the worker to see the stop
-                if exc is not None and not isinstance(exc, IndexInterrupted):
-                    raise exc
+                self._result()  # the worker sees the stop between two word ranges
+        except IndexInterrupted:
+            pass  # the stop asked for it
         finally:
             if job is not None:
                 shutil.rmtree(job.out, ignore_errors=True)
-            self._pool.shutdown(wait=True)
+            self._conn.close()  # the worker's end of file: it exits
+            self._proc.join(timeout=CLOSE_WAIT)
+            if self._proc.is_alive():
+                self._proc.kill()
+                self._proc.join()
