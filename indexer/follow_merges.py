@@ -92,9 +92,12 @@ def lower_priority(nice: int) -> None:
         pass
 
 
-def _worker_main(conn: Connection, stop: Event, nice: int, parent: int) -> None:
+def _worker_main(conn: Connection, theirs: Connection, stop: Event, nice: int,
+                 parent: int) -> None:
     """The merge worker's loop: a job in, ``("ok", (meta, files))`` or ``("error", exc)`` out,
-    until the follower closes the pipe."""
+    until the follower closes the pipe (``theirs``, its end, is closed here at once: forked,
+    this process holds a copy that would keep the end of file from coming)."""
+    theirs.close()
     die_with_parent(parent)
     # the follower decides when to stop (a supervisor or a terminal signals the whole group)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -145,7 +148,8 @@ class BackgroundMerger:
         self._stop = ctx.Event()
         self._conn, child = ctx.Pipe()
         self._proc = ctx.Process(target=_worker_main, name="websift-merge",
-                                 args=(child, self._stop, nice, os.getpid()), daemon=True)
+                                 args=(child, self._conn, self._stop, nice, os.getpid()),
+                                 daemon=True)
         self._proc.start()
         child.close()
         self._job: _Job | None = None
