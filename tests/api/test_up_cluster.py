@@ -43,7 +43,7 @@ from websift.store.views import StoreReader
 pytestmark = [pytest.mark.slow, pytest.mark.redis]
 
 SITES = tuple(f"127.0.0.{n}" for n in range(31, 37))
-PAGES = 6  # per site, besides its home page
+PAGES = 3  # per site, besides its home page
 PARTITIONS = 16
 TOKEN = "shard-secret-of-the-cluster-test"
 COMMON = "cassowary"  # on every page: a query whose answers span both shards
