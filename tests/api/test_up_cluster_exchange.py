@@ -1,10 +1,12 @@
 """One cluster machine's turn, in process (ranking/exchange.py): an unchanged store is not
 exported again, a round is computed once per change of the exports, the import copies the
 ranker's generation checked file by file (a damaged one is refused, the served generation
-kept), and the ranking lease has one holder, a dead holder's lease expiring."""
+kept), the ranking lease has one holder, a dead holder's lease expiring, and an index
+following its store takes another shard's anchor texts at its next cut."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,6 +17,10 @@ from testkit.redis_server import RedisServer
 from testkit.waiting import wait_for
 from websift.api.cli import main
 from websift.core.datadir import DataDir
+from websift.indexer.anchor_exchange import export_anchors, write_export
+from websift.indexer.errors import IndexMissing
+from websift.indexer.follow import FollowStatus, follow
+from websift.indexer.searcher import IndexQuery, Searcher
 from websift.ranking import ranks_format as fmt
 from websift.ranking.exchange import (
     LEASE_KEY,
@@ -122,3 +128,45 @@ def test_the_lease_has_one_holder_and_a_dead_one_expires(redis: RedisServer) -> 
             return got
 
     wait_for(taken, "the dead holder's lease to expire")
+
+
+# the only anchor text of b/harbour is on shard a's pages (tests/indexer/test_anchor_shards.py)
+HARBOUR_A = {f"{A}/": "<html><body><main><p>the first page of a</p>"
+             f'<a href="{B}/harbour">zephyr lighthouse</a></main></body></html>'}
+HARBOUR_B = {f"{B}/harbour": "<html><body><main><p>boats and nets</p></main></body></html>"}
+
+
+def test_a_following_index_takes_the_other_shards_anchors_at_its_next_cut(
+        tmp_path: Path) -> None:
+    a = build_data_dir(tmp_path / "a", HARBOUR_A)
+    b = build_data_dir(tmp_path / "b", HARBOUR_B)
+    foreign = tmp_path / "foreign"
+    foreign.mkdir()
+    stop = threading.Event()
+    result: list[FollowStatus | BaseException] = []
+
+    def run() -> None:
+        try:
+            result.append(follow(b, stop, interval=0.1, every=50, procs=1, anchors_dir=foreign))
+        except BaseException as exc:  # noqa: BLE001 - handed to the test, which raises it
+            result.append(exc)
+
+    def found(words: str) -> list[str]:
+        try:
+            return [h.url for h in Searcher.open(b).search(IndexQuery(words)).hits]
+        except IndexMissing:
+            return []
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    try:
+        wait_for(lambda: found("boats") == [f"{B}/harbour"], "the first cut")
+        assert found("zephyr") == []  # its only anchor text is in the other shard
+        with StoreReader.open(a.store_path) as store:
+            write_export(foreign / "a.json", export_anchors(store))
+        wait_for(lambda: found("zephyr lighthouse") == [f"{B}/harbour"],
+                 "the other shard's anchor text at the next cut")
+    finally:
+        stop.set()
+        thread.join(timeout=60)
+    assert result and isinstance(result[0], FollowStatus), result
