@@ -110,6 +110,10 @@ def exchange_command(args: argparse.Namespace) -> int:
                                     dangling=args.dangling)
                 say(f"round {number}: global ranks over {len(todo)} shards "
                     f"({', '.join(sorted(todo))})")
+        if lease.lost:
+            print(f"exchange: warning: the ranking lease expired during the run (renewed "
+                  f"later than {lease.ttl:.0f}s): another machine may have ranked beside this "
+                  "one", file=sys.stderr)
     got = import_ranks(exchange, name, data)
     if got is not None:
         say(f"round {got} imported into {data.ranks_dir}")

@@ -190,6 +190,7 @@ class RankLease:
         self.client, self.me, self.ttl = client, me, ttl
         self._release = client.register_script(_RELEASE)
         self._renew = client.register_script(_RENEW)
+        self.lost = False  # the last hold expired before its end (a ranker slower than its ttl)
 
     @contextmanager
     def held(self) -> Iterator[bool]:
@@ -200,12 +201,15 @@ class RankLease:
             yield False
             return
         done = threading.Event()
+        self.lost = False
 
         def renew() -> None:
             while not done.wait(self.ttl / 3):
                 if not self._renew(keys=[LEASE_KEY], args=[self.me, ms]):
-                    return  # lost (expired and taken): the round.json write still lands
-                    # whole, and the next turn compares the exports again
+                    # expired (a renewal later than the ttl): another may rank beside this
+                    # one; each round.json lands whole, and the next turn compares again
+                    self.lost = True
+                    return
 
         thread = threading.Thread(target=renew, name="rank-lease", daemon=True)
         thread.start()
