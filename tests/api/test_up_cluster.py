@@ -16,6 +16,7 @@ import os
 import signal
 import subprocess
 import tempfile
+import threading
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -27,13 +28,13 @@ import pytest
 
 from testkit.redis_server import RedisServer
 from testkit.serve_process import free_port
-from testkit.testweb import TestWeb, html, words
+from testkit.testweb import Answer, TestWeb, html, words
 from testkit.waiting import wait_for
 from testkit.websift_process import REPO, websift_command
 from websift.core.checked import read_json
 from websift.core.datadir import DataDir
 from websift.core.errors import StoreError
-from websift.crawler.partitions import partition_of
+from websift.crawler.partitions import lease_key, partition_of
 from websift.indexer.anchor_exchange import EXPORT_FORMAT as ANCHORS
 from websift.ranking import ranks_format as fmt
 from websift.ranking.exchange import FOREIGN_ANCHORS, Exchange, imported_round, rank_digest
@@ -52,7 +53,14 @@ WAIT = 150.0  # seconds, on a loaded machine
 
 
 @pytest.fixture(scope="module")
-def web() -> Iterator[TestWeb]:
+def gate() -> threading.Event:
+    """Holds the seed's answer until both crawlers share the partitions (else the first to
+    start may crawl the whole small web before the other joins)."""
+    return threading.Event()
+
+
+@pytest.fixture(scope="module")
+def web(gate: threading.Event) -> Iterator[TestWeb]:
     """Six sites, each page linking on within its site and to the next site; ports drawn
     again until the hosts fall into both halves of the partitions (so both crawlers have
     partitions with work)."""
@@ -64,16 +72,25 @@ def web() -> Iterator[TestWeb]:
             half = [partition_of(w.sites[f"s{n}"].url("/"), PARTITIONS) % 2
                     for n in range(len(SITES))]
             if len(set(half)) == 2:
-                yield from _pages(w)
+                yield from _pages(w, gate)
                 return
     raise AssertionError("no ports put the hosts in both halves of the partitions")
 
 
-def _pages(w: TestWeb) -> Iterator[TestWeb]:
+def _pages(w: TestWeb, gate: threading.Event) -> Iterator[TestWeb]:
     for n in range(len(SITES)):
         site, other = w.sites[f"s{n}"], w.sites[f"s{(n + 1) % len(SITES)}"]
-        site.page("/", html(f"s{n}", f"<p>{words(n)} {COMMON}</p><a href='/p/0'>p0</a> "
-                            f"<a href='{other.url('/')}'>over</a>"))
+        home = html(f"s{n}", f"<p>{words(n)} {COMMON}</p><a href='/p/0'>p0</a> "
+                    f"<a href='{other.url('/')}'>over</a>")
+        if n == 0:
+            def held(path: str, headers: dict[str, str], count: int,
+                     body: bytes = home) -> Answer:
+                gate.wait(WAIT)
+                return Answer(body=body)
+
+            site.page("/", held)
+        else:
+            site.page("/", home)
         for i in range(PAGES):
             links = (f"<a href='/p/{(i + 1) % PAGES}'>next</a> "
                      f"<a href='{other.url(f'/p/{(i * 3) % PAGES}')}'>over</a>")
@@ -147,8 +164,8 @@ def _l1(a: dict[str, float], b: dict[str, float]) -> float:
     return float(np.sum([abs(a.get(k, 0.0) - b.get(k, 0.0)) for k in keys]))
 
 
-def test_two_machines_one_global_rank_one_search(web: TestWeb, redis: RedisServer,
-                                                 tmp_path: Path) -> None:
+def test_two_machines_one_global_rank_one_search(web: TestWeb, gate: threading.Event,
+                                                 redis: RedisServer, tmp_path: Path) -> None:
     exchange = tmp_path / "exchange"
     exchange.mkdir()
     seed = web.sites["s0"].url("/")
@@ -158,6 +175,9 @@ def test_two_machines_one_global_rank_one_search(web: TestWeb, redis: RedisServe
     ups = [Up(tmp_path / name, name, seed, url, exchange) for name in ("a", "b")]
     front: subprocess.Popen[bytes] | None = None
     try:
+        wait_for(lambda: len({redis.client.get(lease_key(i)) for i in range(PARTITIONS)}
+                             - {None}) == 2, "both crawlers to hold partitions", WAIT)
+        gate.set()
         wait_for(lambda: ups[0].fetched() | ups[1].fetched() >= everything,
                  "the two crawlers to fetch every page", WAIT)
         a_pages, b_pages = ups[0].fetched(), ups[1].fetched()
@@ -213,6 +233,7 @@ def test_two_machines_one_global_rank_one_search(web: TestWeb, redis: RedisServe
         out = ups[0].output() + ups[1].output()
         assert "exchange: round" in out and "imported into" in out, out[-3000:]
     finally:
+        gate.set()  # a failed test: no request thread left waiting
         for u in ups:  # shown by pytest when the test failed
             print(f"---- up {u.name}\n{u.output()[-6000:]}")
         print(f"---- exchange: {json.dumps(Exchange(exchange).exports(), indent=1)}\n"
