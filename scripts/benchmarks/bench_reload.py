@@ -80,7 +80,7 @@ def stage(root: Path, args: argparse.Namespace) -> tuple[list[str], list[Step]]:
     key = {"pages": args.pages, "segment_pages": args.segment_pages, "cut_pages": args.cut_pages,
            "cuts": args.cuts, "merge_every": args.merge_every, "seed": args.seed}
     try:
-        doc = read_json(root / "staged.json", STAGED)
+        doc = read_json(root / "staged.json", STAGED).body
         if doc["key"] == key:
             return doc["base"], [Step(**s) for s in doc["steps"]]
     except CheckedFileError:
@@ -160,7 +160,7 @@ class Sample:
     first_on_new: bool
 
 
-def load(holder: SnapshotHolder, queries: list[str], clients: int, phase: list[str],
+def load(holder: SnapshotHolder, queries: list[str], clients: int, *, phase: list[str],
          stop: threading.Event, out: list[Sample]) -> list[threading.Thread]:
     """``clients`` threads querying through ``holder`` as GET /search does, until ``stop``."""
     lock = threading.Lock()
@@ -200,7 +200,7 @@ def report(samples: list[Sample], reloads: int, failures: int) -> None:
     idle = by.get("idle", []) + by.get("idle after", [])
     rows = [("idle (before and after)", idle), *[(k, v) for k, v in by.items()],
             ("first query of a thread on a new generation", first)]
-    print(f"\n| phase | queries | p50 ms | p99 ms | p99 / idle p99 |\n|---|---|---|---|---|")
+    print("\n| phase | queries | p50 ms | p99 ms | p99 / idle p99 |\n|---|---|---|---|---|")
     base = pct(idle, 99)
     for name, xs in rows:
         print(f"| {name} | {len(xs)} | {pct(xs, 50):.1f} | {pct(xs, 99):.1f} | "
@@ -266,7 +266,7 @@ def main(argv: list[str] | None = None) -> int:
     samples: list[Sample] = []
     phase = ["warm-up"]
     stop = threading.Event()
-    threads = load(holder, queries, args.clients, phase, stop, samples)
+    threads = load(holder, queries, args.clients, phase=phase, stop=stop, out=samples)
     try:
         time.sleep(min(args.seconds, 10.0))  # a fixed warm-up span, not a wait for a condition
         phase[0] = "idle"
