@@ -105,6 +105,12 @@ class Cache(Generic[K, V]):
             self.hits += 1
             return item
 
+    def entries(self) -> list[tuple[K, V]]:
+        """Every (key, value), least recently used first (a copy: the cache may move on); not
+        counted as lookups."""
+        with self._lock:
+            return [(k, v) for k, (v, _) in self._items.items()]
+
     def clear(self) -> None:
         """Forget every entry (the counters stay: they describe the cache's whole life)."""
         with self._lock:

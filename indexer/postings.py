@@ -21,6 +21,16 @@ hold a dense map from ordinal to posting.  They are made on first use and evicte
 list.
 
 Occurrences are keys ``ordinal << 29 | field << 25 | position`` (sorted).
+
+A new index generation (api/snapshot.py's reload) shares most of its segments with the one it
+replaces: :meth:`PostingStore.adopt` takes over the previous store's entries for them instead of
+decoding them again.  What depends on a segment alone (decoded postings before the live filter,
+occurrence keys, near pairs) carries as it is; what depends on the live masks (the live
+postings, phrases' pages) carries where the segment's mask did not change, and is filtered
+again from the kept postings where it did; saturations depend on the collection's statistics,
+which any new page changes, so they are computed again.  The most recent entries (up to
+RELOAD_WARM_BYTES) are brought up to date before the new generation serves, the others on
+first use (:class:`Inherited`).
 """
 
 from __future__ import annotations
@@ -43,6 +53,7 @@ from websift.indexer.settings import (
     PAIRS_CACHE_BYTES,
     PHRASES_CACHE_BYTES,
     POSTINGS_CACHE_BYTES,
+    RELOAD_WARM_BYTES,
     BM25FSettings,
 )
 
@@ -154,6 +165,14 @@ class PostingList:
         return made
 
 
+@dataclass(frozen=True)
+class Inherited:
+    """A previous generation's list of a shared segment whose live mask changed since: its
+    postings before the live filter, filtered again on first use."""
+
+    old: PostingList
+
+
 def member(docs: np.ndarray, sorted_docs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(which of ``docs`` are in ``sorted_docs``, their index there)."""
     j = np.searchsorted(sorted_docs, docs)
@@ -171,12 +190,14 @@ def block_maxima(values: np.ndarray, starts: np.ndarray) -> np.ndarray:
     return out
 
 
-def nbytes(p: PostingList | None) -> int:
+def nbytes(p: PostingList | Inherited | None) -> int:
     """Bytes a cached entry holds: its arrays, each once (with every page live, ``all_docs``
     is ``docs``; arrays shared with another entry are counted again), and the saturated
     scores and the positions' starts made later (float64, int64)."""
     if p is None:
         return 64
+    if isinstance(p, Inherited):
+        p = p.old
     arrays = {id(a): a.nbytes for a in (p.docs, p.tfs, p.all_tfs, p.all_docs, p.dense)
               if a is not None}
     return int(sum(arrays.values()) + 8 * len(p.docs) + 8 * len(p.all_docs)
@@ -209,7 +230,7 @@ class PostingStore:
         # Per field number (4 bits of a key): whether the field counts (weight > 0).
         self.weighted_field = np.zeros(16, dtype=bool)
         self.weighted_field[:N_FIELDS] = [settings.weights.get(f, 0.0) > 0 for f in FIELDS]
-        self.decoded: Cache[tuple[int, str], PostingList | None] = Cache(
+        self.decoded: Cache[tuple[int, str], PostingList | Inherited | None] = Cache(
             POSTINGS_CACHE_BYTES, nbytes)
         self.pairs: Cache[tuple[int, str, str], tuple[np.ndarray, np.ndarray]] = Cache(
             PAIRS_CACHE_BYTES, lambda v: 64 + v[0].nbytes + v[1].nbytes)
@@ -218,6 +239,9 @@ class PostingStore:
         # millions of keys), kept like a pair's proximity evidence.
         self.phrases: Cache[tuple[int, tuple[str, ...], tuple[int, ...]], np.ndarray] = Cache(
             PHRASES_CACHE_BYTES, lambda v: 64 + v.nbytes)
+        # Lists decoded from a segment's files (not found in the cache or taken over from a
+        # previous generation): what a reload that carried its caches over saves.
+        self.decodes = 0
 
     def query(self, norms: Norms | None = None) -> QueryPostings:
         """A view for one query, scored under ``norms`` (None: the snapshot's own)."""
@@ -232,6 +256,72 @@ class PostingStore:
         self.coefficients = []
         for cache in self.caches().values():
             cache.clear()
+
+    def live_list(self, si: int, row: int, all_docs: np.ndarray, all_tfs: np.ndarray,
+                  pos_starts: np.ndarray | None = None) -> PostingList:
+        """A word's postings in segment ``si`` (before the live filter) as this snapshot
+        serves them: its live ones, and a dense map when most pages hold it."""
+        if self.all_live[si]:
+            result = PostingList(all_docs, all_tfs, row, all_tfs, all_docs)
+        else:
+            live = self.live[si][all_docs]
+            result = PostingList(all_docs[live], all_tfs[live], row, all_tfs, all_docs)
+        result.pos_starts = pos_starts
+        n = len(self.segments[si].doc_ids)
+        if len(result.docs) >= DENSE_POSTINGS_SHARE * n and n < np.iinfo(np.int32).max:
+            result.dense = np.full(n, -1, dtype=np.int32)
+            result.dense[result.docs] = np.arange(len(result.docs), dtype=np.int32)
+        return result
+
+    def adopt(self, old: PostingStore, old_of: Sequence[int],
+              warm_bytes: int = RELOAD_WARM_BYTES) -> int:
+        """Take over ``old``'s entries for the segments both hold (module docstring);
+        ``old_of[si]``: the index in ``old`` of this store's segment ``si``, -1 for a new one.
+        Returns the entries taken over."""
+        new_of = {o: n for n, o in enumerate(old_of) if o >= 0}
+        same_live = {n: bool(np.array_equal(old.live[o], self.live[n])) for o, n in new_of.items()}
+        same_norms = {n: same_live[n] and bool(np.array_equal(old.coefficients[o],
+                                                             self.coefficients[n]))
+                      for o, n in new_of.items()}
+        taken: list[tuple[tuple[int, str], PostingList | Inherited | None]] = []
+        budget = warm_bytes
+        view = self.query()
+        for (o, term), kept in reversed(old.decoded.entries()):  # most recent first
+            n = new_of.get(o)
+            if n is None:
+                continue
+            value = kept.old if isinstance(kept, Inherited) else kept
+            if value is None or term.startswith(_POSITIONS):
+                taken.append(((n, term), value))  # a function of the segment alone
+                continue
+            if not same_live[n] and budget <= 0:
+                taken.append(((n, term), Inherited(value)))
+                continue
+            p = self._carry(value, n, same_live[n], same_norms[n])
+            if budget > 0:
+                view.saturated(p, n)
+                budget -= nbytes(p)
+            taken.append(((n, term), p))
+        for key, entry in reversed(taken):  # least recent first: the LRU order kept
+            self.decoded.put(key, entry)
+        for (o, a, b), pairs in old.pairs.entries():
+            if o in new_of:
+                self.pairs.put((new_of[o], a, b), pairs)
+        for (o, terms, offsets), docs in old.phrases.entries():
+            if o in new_of and same_live[new_of[o]]:
+                self.phrases.put((new_of[o], terms, offsets), docs)
+        return len(taken)
+
+    def _carry(self, old: PostingList, si: int, same_live: bool, same_norms: bool
+               ) -> PostingList:
+        """A previous generation's list of segment ``si`` as this store serves it."""
+        if not same_live:
+            return self.live_list(si, old.row, old.all_docs, old.all_tfs, old.pos_starts)
+        p = PostingList(old.docs, old.tfs, old.row, old.all_tfs, old.all_docs,
+                        pos_starts=old.pos_starts, dense=old.dense)
+        if same_norms:
+            p.saturated, p.block_max = old.saturated, old.block_max
+        return p
 
     def near(self, ka: np.ndarray, kb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(ordinals, c / (c + 1)) of the documents where an occurrence of ``kb`` follows one
@@ -270,25 +360,22 @@ class QueryPostings:
             return memo[key]
         store = self.store
         found, kept = store.decoded.lookup(key)
-        if found:
+        if found and not isinstance(kept, Inherited):
             memo[key] = kept
             return kept
-        seg = store.segments[si]
-        row = seg.term_row(term)
         result = None
-        if row >= 0:
-            docs, tfs = seg.postings(row)
-            if len(tfs):  # kept in the smallest type that holds them (uint8 for most words)
-                tfs = tfs.astype(np.min_scalar_type(int(tfs.max())), copy=False)
-            if store.all_live[si]:
-                result = PostingList(docs, tfs, row, tfs, docs)
-            else:
-                live = store.live[si][docs]
-                result = PostingList(docs[live], tfs[live], row, tfs, docs)
-            n = len(seg.doc_ids)
-            if len(result.docs) >= DENSE_POSTINGS_SHARE * n and n < np.iinfo(np.int32).max:
-                result.dense = np.full(n, -1, dtype=np.int32)
-                result.dense[result.docs] = np.arange(len(result.docs), dtype=np.int32)
+        if isinstance(kept, Inherited):  # a previous generation's list, filtered again
+            old = kept.old
+            result = store.live_list(si, old.row, old.all_docs, old.all_tfs, old.pos_starts)
+        else:
+            seg = store.segments[si]
+            row = seg.term_row(term)
+            if row >= 0:
+                docs, tfs = seg.postings(row)
+                if len(tfs):  # kept in the smallest type that holds them (uint8 for most)
+                    tfs = tfs.astype(np.min_scalar_type(int(tfs.max())), copy=False)
+                result = store.live_list(si, row, docs, tfs)
+                store.decodes += 1
         memo[key] = result
         store.decoded.put(key, result)
         return result
@@ -348,9 +435,9 @@ class QueryPostings:
         key = (si, _POSITIONS + term)
         memo = self._memo.get(key)
         if memo is None:
-            memo = self.store.decoded.get(key)
-            if memo is not None:
-                self._memo[key] = memo
+            kept = self.store.decoded.get(key)
+            if isinstance(kept, PostingList):  # occurrence keys are never Inherited
+                memo = self._memo[key] = kept
         if memo is not None:
             return memo.docs
         positions = self.store.segments[si].positions(p.row, p.all_tfs)
