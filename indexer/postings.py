@@ -283,33 +283,34 @@ class PostingStore:
         same_norms = {n: same_live[n] and bool(np.array_equal(old.coefficients[o],
                                                              self.coefficients[n]))
                       for o, n in new_of.items()}
-        taken: list[tuple[tuple[int, str], PostingList | Inherited | None]] = []
+        taken: list[tuple[tuple[int, str], PostingList | Inherited | None, int]] = []
         budget = warm_bytes
         view = self.query()
-        for (o, term), kept in reversed(old.decoded.entries()):  # most recent first
+        # Most recent first; each entry keeps its size (filtering only shrinks a list).
+        for (o, term), kept, size in reversed(old.decoded.entries()):
             n = new_of.get(o)
             if n is None:
                 continue
             value = kept.old if isinstance(kept, Inherited) else kept
             if value is None or term.startswith(_POSITIONS):
-                taken.append(((n, term), value))  # a function of the segment alone
+                taken.append(((n, term), value, size))  # a function of the segment alone
                 continue
             if not same_live[n] and budget <= 0:
-                taken.append(((n, term), Inherited(value)))
+                taken.append(((n, term), Inherited(value), size))
                 continue
             p = self._carry(value, n, same_live[n], same_norms[n])
             if budget > 0:
                 view.saturated(p, n)
-                budget -= nbytes(p)
-            taken.append(((n, term), p))
-        for key, entry in reversed(taken):  # least recent first: the LRU order kept
-            self.decoded.put(key, entry)
-        for (o, a, b), pairs in old.pairs.entries():
+                budget -= size
+            taken.append(((n, term), p, size))
+        for key, entry, size in reversed(taken):  # least recent first: the LRU order kept
+            self.decoded.put(key, entry, size)
+        for (o, a, b), pairs, size in old.pairs.entries():
             if o in new_of:
-                self.pairs.put((new_of[o], a, b), pairs)
-        for (o, terms, offsets), docs in old.phrases.entries():
+                self.pairs.put((new_of[o], a, b), pairs, size)
+        for (o, terms, offsets), docs, size in old.phrases.entries():
             if o in new_of and same_live[new_of[o]]:
-                self.phrases.put((new_of[o], terms, offsets), docs)
+                self.phrases.put((new_of[o], terms, offsets), docs, size)
         return len(taken)
 
     def _carry(self, old: PostingList, si: int, same_live: bool, same_norms: bool

@@ -323,10 +323,10 @@ class Searcher:
         new_of = {o: n for n, o in enumerate(old_of) if o >= 0}
         taken = self.postings.adopt(previous.postings, old_of)
         for mine, theirs in ((self._texts, previous._texts), (self._frags, previous._frags)):
-            for (o, ordinal), value in theirs.entries():
+            for (o, ordinal), value, size in theirs.entries():
                 if o in new_of:
-                    mine.put((new_of[o], ordinal), value)  # type: ignore[arg-type]
-        for hosts, masks in previous._site_masks.entries():
+                    mine.put((new_of[o], ordinal), value, size)  # type: ignore[arg-type]
+        for hosts, masks, _ in previous._site_masks.entries():
             if len(masks) == len(previous.segments):
                 self._site_masks.put(hosts, [
                     masks[old_of[si]] if old_of[si] >= 0 else self._host_mask(seg, hosts)

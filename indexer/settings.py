@@ -250,7 +250,7 @@ SITE_MASK_CACHE_BYTES = 16 << 20
 # (indexer/postings.py PostingStore.adopt); before it serves, the most recent decoded lists,
 # up to this many bytes, are brought under its live masks and statistics (what the next
 # queries ask for: warm), the rest on first use.
-RELOAD_WARM_BYTES = 64 << 20
+RELOAD_WARM_BYTES = 16 << 20
 
 # ---------------------------------------------------------------- queries
 # The one cap on a query's length, used by the query parser and by the API's validation (its
