@@ -1,7 +1,7 @@
 """Query latency while new segments are cut and merged, beside the same index served idle.
 
     .venv/bin/python -m scripts.benchmarks.bench_reload                    # 30,000 pages
-    .venv/bin/python -m scripts.benchmarks.bench_reload --pages 5000 --seconds 10   # a quick look
+    .venv/bin/python -m scripts.benchmarks.bench_reload --pages 5000 --rounds 3     # a quick look
     .venv/bin/python -m scripts.benchmarks.bench_reload --profile          # + where a reload goes
 
 1. **Index** (cached under ``--cache``): ``--pages`` pages of testkit/zipfsite.py's corpus
@@ -15,10 +15,11 @@
    queried by ``--clients`` threads the way ``GET /search`` leases a snapshot
    (api/dependencies.py), each sending ``Searcher.search`` queries of
    scripts/benchmarks/bench_query_tail.py's mix (top 10 with snippets, as the API).
-3. **Phases**, each ``--seconds`` long: idle (generation 1 alone), then swaps (a cut every
-   ``--cut-seconds``, the merges among them), then idle again over the final generation.
-   p50 / p99 of each, the ratio of the swaps' to idle's, and the queries that were the first of
-   their thread on a new generation (those that pay cold caches).
+3. **Phases**, each ``--seconds`` long, after a warm-up as long: ``--rounds`` times idle (the
+   generation last published alone), then swaps (a cut every ``--cut-seconds``, the merges
+   among them), in turn, so that the machine's drift weighs on both alike.  p50 / p99 of each,
+   the ratio of the swaps' to idle's, and the queries that were the first of their thread on a
+   new generation (those that would pay cold caches).
 4. ``--profile``: one reload of a new cut, timed (``refresh`` alone, then the first query on the
    new generation) and cProfiled by cumulative time.
 
@@ -197,8 +198,8 @@ def report(samples: list[Sample], reloads: int, failures: int) -> None:
     for s in samples:
         by.setdefault(s.phase, []).append(s.seconds)
     first = [s.seconds for s in samples if s.phase == "swaps" and s.first_on_new]
-    idle = by.get("idle", []) + by.get("idle after", [])
-    rows = [("idle (before and after)", idle), *[(k, v) for k, v in by.items()],
+    idle = by.get("idle", [])
+    rows = [("idle", idle), ("swaps", by.get("swaps", [])),
             ("first query of a thread on a new generation", first)]
     print("\n| phase | queries | p50 ms | p99 ms | p99 / idle p99 |\n|---|---|---|---|---|")
     base = pct(idle, 99)
@@ -242,7 +243,8 @@ def main(argv: list[str] | None = None) -> int:
                     "when they run out)")
     ap.add_argument("--merge-every", type=int, default=4)
     ap.add_argument("--cut-seconds", type=float, default=2.0)
-    ap.add_argument("--seconds", type=float, default=30.0, help="length of each phase")
+    ap.add_argument("--seconds", type=float, default=10.0, help="length of each phase")
+    ap.add_argument("--rounds", type=int, default=6, help="idle then swaps phases, in turn")
     ap.add_argument("--clients", type=int, default=2)
     ap.add_argument("--reload-check-ms", type=int, default=500)
     ap.add_argument("--queries", type=int, default=300)
@@ -268,18 +270,19 @@ def main(argv: list[str] | None = None) -> int:
     stop = threading.Event()
     threads = load(holder, queries, args.clients, phase=phase, stop=stop, out=samples)
     try:
-        time.sleep(min(args.seconds, 10.0))  # a fixed warm-up span, not a wait for a condition
-        phase[0] = "idle"
-        time.sleep(args.seconds)
-        phase[0] = "swaps"
-        ends = time.monotonic() + args.seconds
-        for step in steps:
-            if time.monotonic() >= ends:
-                break
-            publisher.publish(step.segments)
-            time.sleep(args.cut_seconds)
-        phase[0] = "idle after"
-        time.sleep(args.seconds)
+        time.sleep(args.seconds)  # a fixed warm-up span, not a wait for a condition
+        todo = iter(steps)
+        for _ in range(args.rounds):  # idle and swaps in turn: the machine's drift hits both
+            phase[0] = "idle"
+            time.sleep(args.seconds)
+            phase[0] = "swaps"
+            ends = time.monotonic() + args.seconds
+            while time.monotonic() < ends:
+                step = next(todo, None)
+                if step is None:
+                    break
+                publisher.publish(step.segments)
+                time.sleep(args.cut_seconds)
     finally:
         stop.set()
         for t in threads:
