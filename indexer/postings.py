@@ -167,10 +167,12 @@ class PostingList:
 
 @dataclass(frozen=True)
 class Inherited:
-    """A previous generation's list of a shared segment whose live mask changed since: its
-    postings before the live filter, filtered again on first use."""
+    """A previous generation's list of a shared segment, brought up to date on first use:
+    filtered again from its postings before the live filter unless ``same_docs`` (none of
+    its pages changed liveness), its saturations computed again."""
 
     old: PostingList
+    same_docs: bool
 
 
 def member(docs: np.ndarray, sorted_docs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -279,9 +281,11 @@ class PostingStore:
         ``old_of[si]``: the index in ``old`` of this store's segment ``si``, -1 for a new one.
         Returns the entries taken over."""
         new_of = {o: n for n, o in enumerate(old_of) if o >= 0}
-        same_live = {n: bool(np.array_equal(old.live[o], self.live[n])) for o, n in new_of.items()}
-        same_norms = {n: same_live[n] and bool(np.array_equal(old.coefficients[o],
-                                                             self.coefficients[n]))
+        # Per shared segment, the ordinals whose liveness changed (a few: the pages a cut
+        # holds new versions of): a list holding none of them keeps its live postings.
+        flipped = {n: np.flatnonzero(old.live[o] != self.live[n]) for o, n in new_of.items()}
+        same_norms = {n: len(flipped[n]) == 0 and bool(np.array_equal(old.coefficients[o],
+                                                                      self.coefficients[n]))
                       for o, n in new_of.items()}
         taken: list[tuple[tuple[int, str], PostingList | Inherited | None, int]] = []
         budget = warm_bytes
@@ -291,32 +295,45 @@ class PostingStore:
             n = new_of.get(o)
             if n is None:
                 continue
-            value = kept.old if isinstance(kept, Inherited) else kept
+            # an entry the old store never brought up to date: its docs are older still
+            value, same_docs = ((kept.old, kept.same_docs) if isinstance(kept, Inherited)
+                                else (kept, True))
             if value is None or term.startswith(_POSITIONS):
                 taken.append(((n, term), value, size))  # a function of the segment alone
                 continue
-            if not same_live[n] and budget <= 0:
-                taken.append(((n, term), Inherited(value), size))
+            same_docs = same_docs and not member(flipped[n], value.all_docs)[0].any()
+            if budget <= 0:  # brought up to date on first use
+                taken.append(((n, term), Inherited(value, same_docs), size))
                 continue
-            p = self._carry(value, n, same_live[n], same_norms[n])
-            if budget > 0:
-                view.saturated(p, n)
-                budget -= size
+            p = self.carry(value, n, same_docs=same_docs, same_norms=same_norms[n])
+            view.saturated(p, n)
+            budget -= size
             taken.append(((n, term), p, size))
         for key, entry, size in reversed(taken):  # least recent first: the LRU order kept
             self.decoded.put(key, entry, size)
-        for (o, a, b), pairs, size in old.pairs.entries():
-            if o in new_of:
-                self.pairs.put((new_of[o], a, b), pairs, size)
-        for (o, terms, offsets), docs, size in old.phrases.entries():
-            if o in new_of and same_live[new_of[o]]:
-                self.phrases.put((new_of[o], terms, offsets), docs, size)
+        self._adopt_pairs(old, new_of, flipped)
         return len(taken)
 
-    def _carry(self, old: PostingList, si: int, same_live: bool, same_norms: bool
-               ) -> PostingList:
-        """A previous generation's list of segment ``si`` as this store serves it."""
-        if not same_live:
+    def _adopt_pairs(self, old: PostingStore, new_of: dict[int, int],
+                     flipped: dict[int, np.ndarray]) -> None:
+        """Near pairs and phrases' pages of the shared segments (:meth:`adopt`)."""
+        for (o, a, b), pairs, size in old.pairs.entries():
+            # found near pairs come from the words' occurrences alone; none found may also
+            # mean a word had no live page there, which removals lifted since may change
+            if o in new_of and (len(pairs[0]) or len(flipped[new_of[o]]) == 0):
+                self.pairs.put((new_of[o], a, b), pairs, size)
+        for (o, terms, offsets), docs, size in old.phrases.entries():
+            n = new_of.get(o)
+            if n is None or self.live[n][flipped[n]].any():
+                continue  # a page came back to life (removals lifted): found again on use
+            self.phrases.put((n, terms, offsets), docs[self.live[n][docs]], size)
+
+    def carry(self, old: PostingList, si: int, *, same_docs: bool, same_norms: bool
+              ) -> PostingList:
+        """A previous generation's list of segment ``si`` as this store serves it:
+        ``same_docs``, its live postings did not change; ``same_norms``, nor did the
+        segment's coefficients."""
+        if not same_docs:
             return self.live_list(si, old.row, old.all_docs, old.all_tfs, old.pos_starts)
         p = PostingList(old.docs, old.tfs, old.row, old.all_tfs, old.all_docs,
                         pos_starts=old.pos_starts, dense=old.dense)
@@ -365,9 +382,8 @@ class QueryPostings:
             memo[key] = kept
             return kept
         result = None
-        if isinstance(kept, Inherited):  # a previous generation's list, filtered again
-            old = kept.old
-            result = store.live_list(si, old.row, old.all_docs, old.all_tfs, old.pos_starts)
+        if isinstance(kept, Inherited):  # a previous generation's list
+            result = store.carry(kept.old, si, same_docs=kept.same_docs, same_norms=False)
         else:
             seg = store.segments[si]
             row = seg.term_row(term)

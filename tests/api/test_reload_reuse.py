@@ -95,16 +95,22 @@ def test_a_new_generation_reuses_shared_segments_and_their_decoded_lists(
     assert got != first  # the cut's new versions did change what is found
 
 
-def test_lists_taken_over_unwarmed_are_filtered_on_first_use(data: DataDir) -> None:
+def test_lists_taken_over_unwarmed_are_brought_up_to_date_on_first_use(data: DataDir) -> None:
     old = Searcher.open(data)
     answers(old)
-    cut(data, "seg-000003", 0)
-    publish(data, ["seg-000000", "seg-000001", "seg-000002", "seg-000003"], 2)
-    shard = open_shard(data.index_dir, reuse=old.shards[0])
-    lazy = Searcher(shard.manifest, shard.segments)
-    taken = lazy.postings.adopt(old.postings, [0, 1, 2, -1], warm_bytes=0)
-    assert taken > 0
+    names = ["seg-000000", "seg-000001", "seg-000002"]
+    for c in range(2):  # twice with no query between: lists kept stale over two generations
+        cut(data, f"seg-00000{3 + c}", c)
+        names.append(f"seg-00000{3 + c}")
+        publish(data, names, 2 + c)
+        shard = open_shard(data.index_dir, reuse=old.shards[0])
+        lazy = Searcher(shard.manifest, shard.segments, shards=[shard])
+        old_of = [old.segments.index(s) if s in old.segments else -1 for s in lazy.segments]
+        assert lazy.postings.adopt(old.postings, old_of, warm_bytes=0) > 0
+        old = lazy
     assert answers(lazy) == answers(Searcher.open(data))
+    # only the two cuts' lists (never asked for before) were decoded
+    assert lazy.postings.decodes <= 2 * len({t for q in QUERIES for t in q.split()})
 
 
 def test_a_merge_and_removals_keep_results_the_same_as_a_fresh_open(data: DataDir) -> None:
