@@ -8,14 +8,15 @@ Hot reload: at most every ``reload_check_ms`` the generations on disk are checke
 and the ranks manifests: one small read each).  Once :meth:`SnapshotHolder.start` served a
 snapshot, the check runs in the holder's reload thread, woken by the first lease after the
 interval: no request waits for it, nor for the opening of a newer generation (with
-``reload_check_ms`` 0, every request checks and waits: the newest generation, always).  The new searcher
-takes over the old one's opened segments and caches where they are the same
+``reload_check_ms`` 0, every request checks and waits: the newest generation, always).  The
+new searcher takes over the old one's opened segments and caches where they are the same
 (``Searcher.open(previous=...)``, indexer/searcher.py), its most recent decoded lists brought
 up to date before it serves; then the holder's reference is replaced in one assignment, so a
-request sees the old snapshot or the new one, never a mix.  Leasing takes no lock.  A manifest or file that is damaged, or written by a
-newer websift, never takes a serving snapshot down: that part stays as it was, the failure is
-counted by error class in ``reload_failures`` (shown by ``/stats``) and looked at again at the
-next check, not on every request.  The old snapshot is closed when its last lease ends: each
+request sees the old snapshot or the new one, never a mix.  Leasing takes no lock.  A
+manifest or file that is damaged, or written by a newer websift, never takes a serving
+snapshot down: that part stays as it was, the failure is counted by error class in
+``reload_failures`` (shown by ``/stats``) and looked at again at the next check, not on every
+request.  The old snapshot is closed when its last lease ends: each
 opened resource counts the snapshots that use it, each snapshot counts its leases (a searcher
 shared by two snapshots, when only the ranks changed, stays open while either lives).
 
@@ -191,6 +192,8 @@ def _open_searcher(shards: Sequence[DataDir], previous: Searcher | None = None,
     reuse = previous.shards if previous is not None else ()
     opened = Searcher.open_shards([d.index_dir for d in shards], reuse=reuse,
                                   removals=removals)
+    if previous is not None:
+        opened.adopt(previous)
     return Shared(opened, lambda s: s.close())
 
 
@@ -235,6 +238,7 @@ class SnapshotHolder:
         self._wake = threading.Event()
         self._stopping = False
         self.reloads = 0
+        self.reload_cpu_seconds = 0.0  # CPU time the reload thread spent checking and opening
         # Checks that found a manifest or a generation they could not read or open, by error
         # class (IndexCorrupt, IndexNewer, IndexMissing, RanksCorrupt, RanksNewer); the old
         # snapshot keeps serving and the next check tries again.
@@ -278,11 +282,13 @@ class SnapshotHolder:
             self._wake.clear()
             if self._stopping:
                 return
+            started = time.thread_time()
             try:
                 self.refresh(force=True)
             except Exception as exc:  # counted, logged, and the old snapshot serves
                 self.reload_failures[type(exc).__name__] += 1
                 log.exception("reload check failed; the current snapshot keeps serving")
+            self.reload_cpu_seconds += time.thread_time() - started
 
     def _wake_if_due(self) -> None:
         if time.monotonic() >= self._next_check and not self._wake.is_set():

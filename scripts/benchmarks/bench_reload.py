@@ -193,7 +193,7 @@ def pct(xs: list[float], q: float) -> float:
     return float(np.percentile(np.asarray(xs) * 1000.0, q)) if xs else float("nan")
 
 
-def report(samples: list[Sample], reloads: int, failures: int) -> None:
+def report(samples: list[Sample], holder: SnapshotHolder, swap_seconds: float) -> None:
     by: dict[str, list[float]] = {}
     for s in samples:
         by.setdefault(s.phase, []).append(s.seconds)
@@ -206,7 +206,10 @@ def report(samples: list[Sample], reloads: int, failures: int) -> None:
     for name, xs in rows:
         print(f"| {name} | {len(xs)} | {pct(xs, 50):.1f} | {pct(xs, 99):.1f} | "
               f"{pct(xs, 99) / base:.2f}x |")
-    print(f"\nreloads {reloads}, reload failures {failures}")
+    reloads, cpu = holder.reloads, holder.reload_cpu_seconds
+    print(f"\nreloads {reloads}, reload failures {sum(holder.reload_failures.values())}; the "
+          f"reload thread's CPU {1000 * cpu / max(reloads, 1):.0f} ms a reload, "
+          f"{100 * cpu / max(swap_seconds, 1e-9):.0f}% of one core over the swaps phases")
 
 
 def profile_one(holder: SnapshotHolder, publisher: Publisher, base: list[str], cut: list[str],
@@ -292,7 +295,7 @@ def main(argv: list[str] | None = None) -> int:
           f"{args.cut_pages} every {args.cut_seconds} s, merged by {args.merge_every}; "
           f"{args.clients} clients, reload check {args.reload_check_ms} ms, {os.cpu_count()} "
           "cores")
-    report(samples, holder.reloads, sum(holder.reload_failures.values()))
+    report(samples, holder, args.rounds * args.seconds)
     if args.profile:
         profile_one(holder, publisher, base, steps[0].segments, queries[0])
     holder.close()
