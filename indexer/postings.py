@@ -25,10 +25,11 @@ Occurrences are keys ``ordinal << 29 | field << 25 | position`` (sorted).
 A new index generation (api/snapshot.py's reload) shares most of its segments with the one it
 replaces: :meth:`PostingStore.adopt` takes over the previous store's entries for them instead of
 decoding them again.  What depends on a segment alone (decoded postings before the live filter,
-occurrence keys, near pairs) carries as it is; what depends on the live masks (the live
-postings, phrases' pages) carries where the segment's mask did not change, and is filtered
-again from the kept postings where it did; saturations depend on the collection's statistics,
-which any new page changes, so they are computed again.  The most recent entries (up to
+occurrence keys, near pairs found) carries as it is.  A list's live postings carry where none
+of its pages changed liveness (a cut masks the few pages it holds new versions of), and are
+filtered again from the kept postings where one did; phrases' pages are filtered under the
+new masks.  Saturations depend on the collection's statistics, which any new page changes,
+so they are computed again.  The most recent entries (up to
 RELOAD_WARM_BYTES) are brought up to date before the new generation serves, the others on
 first use (:class:`Inherited`).
 """
