@@ -105,9 +105,11 @@ class HitMaker:
         self.lang = lang
 
     @classmethod
-    def of(cls, settings: IndexSettings) -> HitMaker:
-        """The hit maker of ``settings`` (its analyzer and where operators are kept)."""
-        return cls(Analyzer.of(settings), operator_fields=settings.operator_field_names,
+    def of(cls, settings: IndexSettings, analyzer: Analyzer | None = None) -> HitMaker:
+        """The hit maker of ``settings`` (its analyzer and where operators are kept);
+        ``analyzer``: an English analyzer of ``settings`` to share (and its memo)."""
+        return cls(analyzer or Analyzer.of(settings),
+                   operator_fields=settings.operator_field_names,
                    elsewhere_first=settings.operator_elsewhere == "first")
 
     def memo_size(self) -> int:
@@ -165,7 +167,7 @@ class HitMaker:
         known = self._raw.get(raw)  # repeated in the text being learned: learned already
         if known is not None:
             return known
-        terms, offsets, width = self.analyzer.analyse_token(raw)  # memoised here, not twice
+        terms, offsets, width = self.analyzer.token(raw)  # the analyzer memo is shared
         code = self._code(terms, offsets, width, 1)
         self._raw[raw] = code
         return code
@@ -199,8 +201,9 @@ class HitMaker:
         terms: list[str] = []
         offsets: list[int] = []
         width = 0
+        analyse = self.analyzer.token  # memoised: a raw token recurs in many chunks
         for raw in raws:
-            t, o, w = self.analyzer.analyse_token(raw)
+            t, o, w = analyse(raw)
             terms.extend(t)
             offsets.extend(width + x for x in o)
             width += w
