@@ -127,7 +127,7 @@ def _text_upto(node: LexborNode, limit: int) -> str:
     about ``limit`` characters: the text after an anchor can be a whole long section."""
     out: list[str] = []
     size = 0
-    for n in node.traverse(include_text=True):
+    for n in node.traverse(include_text=True, skip_empty=True):
         if n.is_text_node:
             t = n.text_content
             if t and not t.isspace():
