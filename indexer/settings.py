@@ -108,7 +108,7 @@ TEMPLATE_SAMPLE_PAGES = 64
 # The template samples' parses are kept for the page loop (each sampled page is parsed once,
 # not twice) while their marked texts hold at most this many characters in all; past it the
 # rest are parsed again (a run of many hosts must not hold all their samples).
-SAMPLE_REUSE_CHARS = 16_000_000
+SAMPLE_REUSE_CHARS = 4_000_000
 TEMPLATE_MIN_PAGES = 5
 TEMPLATE_MIN_SHARE = 0.2
 MAX_TEMPLATE_KEYS_PER_HOST = 4096
