@@ -105,6 +105,10 @@ MAX_ANCHORS_PER_PAGE = 500  # distinct (source, anchor) pairs kept per target pa
 # than TEMPLATE_MIN_PAGES pages has no template.  Kept in DATA/index/templates.json.
 # IndexSettings.templates switches it off, IndexSettings.template_share is the share of a run.
 TEMPLATE_SAMPLE_PAGES = 64
+# The template samples' parses are kept for the page loop (each sampled page is parsed once,
+# not twice) while their marked texts hold at most this many characters in all; past it the
+# rest are parsed again (a run of many hosts must not hold all their samples).
+SAMPLE_REUSE_CHARS = 4_000_000
 TEMPLATE_MIN_PAGES = 5
 TEMPLATE_MIN_SHARE = 0.2
 MAX_TEMPLATE_KEYS_PER_HOST = 4096
