@@ -56,9 +56,30 @@ def cpu_ms_each(run: Callable[[str], object], queries: list[str]) -> float:
 
 
 def process_cpu_seconds(pid: int) -> float:
-    """User + system CPU seconds of process ``pid``, all its threads (/proc)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    """User + system CPU seconds of process ``pid`` and the processes it started (``websift
+    serve --workers``), all their threads (/proc)."""
+    total = 0.0
+    for p in _process_tree(pid):
+        try:
+            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+        except FileNotFoundError:
+            continue  # exited meanwhile
+        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
+
+
+def _process_tree(pid: int) -> list[int]:
+    """``pid`` and its descendants (/proc/PID/task/*/children)."""
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        for task in Path(f"/proc/{p}/task").glob("*/children"):
+            try:
+                todo.extend(int(c) for c in task.read_text().split())
+            except FileNotFoundError:
+                continue
+    return out
 
 
 def in_process(data: DataDir, queries: list[str]) -> dict[str, float]:
@@ -82,11 +103,11 @@ def in_process(data: DataDir, queries: list[str]) -> dict[str, float]:
     return {"bare": bare, "full": full, "model": model, "plain": plain}
 
 
-def over_http(data: DataDir, queries: list[str], seconds: float, checkout: Path = ROOT
-              ) -> tuple[float, float, float]:
-    """(CPU ms per request, requests/s, p99 ms) of ``websift serve`` (of ``checkout``) under
-    CLIENTS clients."""
-    with websift_server(data, cache_size=0, checkout=checkout) as (base, pid):
+def over_http(data: DataDir, queries: list[str], seconds: float, checkout: Path = ROOT,
+              workers: int = 1) -> tuple[float, float, float]:
+    """(CPU ms per request, requests/s, p99 ms) of ``websift serve --workers workers`` (of
+    ``checkout``) under CLIENTS clients."""
+    with websift_server(data, cache_size=0, workers=workers, checkout=checkout) as (base, pid):
         asyncio.run(load(base, queries, CLIENTS, min(10.0, seconds)))  # warm-up
         c0 = process_cpu_seconds(pid)
         r = asyncio.run(load(base, queries, CLIENTS, seconds))
@@ -105,7 +126,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--against", type=Path, metavar="CHECKOUT",
                     help="another websift source tree (e.g. a worktree of main): its server and "
                     "this one's loaded in turn, ROUNDS times each, for a same-run ratio")
-    ap.add_argument("--rounds", type=int, default=2, help="turns each with --against")
+    ap.add_argument("--rounds", type=int, default=2,
+                    help="turns each with --against or several --workers")
+    ap.add_argument("--workers", type=int, nargs="+", default=[1], metavar="N",
+                    help="websift serve --workers: with several counts, each is loaded in "
+                    "turn, ROUNDS times (with --against: the first count, both servers)")
     args = ap.parse_args(argv)
     params = CorpusParams(args.docs, max(1, args.docs // PAGES_PER_HOST), args.seed)
     corpus = read_corpus(args.cache / params.key(), params)
@@ -115,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
     data = DataDir.open(corpus.root / "data")
     queries = [q.text for q in make_queries(corpus, args.queries, args.seed)]
     ip = in_process(data, queries)
-    http_ms, rps, p99 = over_http(data, queries, args.seconds)
+    http_ms, rps, p99 = over_http(data, queries, args.seconds, workers=args.workers[0])
     rest = http_ms - ip["full"] - ip["plain"]
     print(f"{args.docs:,} pages, {len(queries)} queries, {os.cpu_count()} cores; CPU ms per "
           f"request (mean)\n")
@@ -127,32 +152,54 @@ def main(argv: list[str] | None = None) -> int:
             ("HTTP stack and framework (the rest)", rest)]
     for what, ms in rows:
         print(f"| {what} | {ms:.2f} | {100 * ms / http_ms:.0f}% |")
-    print(f"| whole request over HTTP ({CLIENTS} clients, {rps:.0f} req/s, p99 {p99:.0f} ms) "
+    served = f"{args.workers[0]} processes, " if args.workers[0] > 1 else ""
+    print(f"| whole request over HTTP ({served}{CLIENTS} clients, {rps:.0f} req/s, p99 "
+          f"{p99:.0f} ms) "
           f"| {http_ms:.2f} | 100% |")
     print(f"\nresponse JSON through the SearchResponse model instead: {ip['model']:.2f} ms "
           f"({ip['model'] / max(ip['plain'], 1e-9):.1f}x the plain path)")
     if args.against is not None:
-        compare(data, queries, args.seconds, args.against, args.rounds)
+        figures = in_turn(data, queries, args.seconds, args.rounds,
+                          {str(args.against): (args.against, args.workers[0]),
+                           str(ROOT): (ROOT, args.workers[0])})
+        ratios(figures, str(ROOT), str(args.against))
+    elif len(args.workers) > 1:
+        figures = in_turn(data, queries, args.seconds, args.rounds,
+                          {f"{n} worker process{'es' if n > 1 else ''}": (ROOT, n)
+                           for n in args.workers})
+        first = next(iter(figures))
+        for other in list(figures)[1:]:
+            ratios(figures, other, first)
     return 0
 
 
-def compare(data: DataDir, queries: list[str], seconds: float, against: Path,
-            rounds: int) -> None:
-    """This checkout's server and ``against``'s, in turn: CPU ms per request and req/s."""
-    figures: dict[Path, list[tuple[float, float, float]]] = {against: [], ROOT: []}
+Figures = dict[str, list[tuple[float, float, float]]]
+
+
+def in_turn(data: DataDir, queries: list[str], seconds: float, rounds: int,
+            servers: dict[str, tuple[Path, int]]) -> Figures:
+    """Each server (a name: its checkout and worker count) loaded in turn, ``rounds`` times:
+    (CPU ms per request, req/s, p99 ms) of each turn, printed as a table."""
+    figures: Figures = {name: [] for name in servers}
     for _ in range(rounds):
-        for checkout, runs in figures.items():
-            runs.append(over_http(data, queries, seconds, checkout))
+        for name, (checkout, workers) in servers.items():
+            figures[name].append(over_http(data, queries, seconds, checkout, workers))
     print(f"\nIn turn, {rounds} rounds of {seconds:.0f} s each ({CLIENTS} clients):")
     print("| server | CPU ms per request | req/s | p99 ms |")
     print("|---|---|---|---|")
-    for checkout, runs in figures.items():
+    for name, runs in figures.items():
         cells = [" / ".join(f"{r[i]:.{2 if i == 0 else 0}f}" for r in runs) for i in range(3)]
-        print(f"| {checkout} | {cells[0]} | {cells[1]} | {cells[2]} |")
-    cpu = {c: statistics.median(r[0] for r in runs) for c, runs in figures.items()}
-    rps = {c: statistics.median(r[1] for r in runs) for c, runs in figures.items()}
-    print(f"\nthis / {against}: CPU per request {cpu[ROOT] / cpu[against]:.2f}x, "
-          f"req/s {rps[ROOT] / rps[against]:.2f}x (medians)")
+        print(f"| {name} | {cells[0]} | {cells[1]} | {cells[2]} |")
+    return figures
+
+
+def ratios(figures: Figures, this: str, other: str) -> None:
+    """``this``'s medians over ``other``'s: CPU per request, req/s, p99."""
+    med = {name: [statistics.median(r[i] for r in runs) for i in range(3)]
+           for name, runs in figures.items()}
+    print(f"\n{this} / {other}: CPU per request {med[this][0] / med[other][0]:.2f}x, "
+          f"req/s {med[this][1] / med[other][1]:.2f}x, p99 {med[this][2] / med[other][2]:.2f}x "
+          "(medians)")
 
 
 if __name__ == "__main__":
