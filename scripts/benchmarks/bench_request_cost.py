@@ -3,16 +3,19 @@ response's JSON, and the HTTP stack around them, on a ``bench_search_scale`` cor
 
     .venv/bin/python -m scripts.benchmarks.bench_search_scale --docs 8000 --no-api   # build it
     .venv/bin/python -m scripts.benchmarks.bench_request_cost --docs 8000
+    .venv/bin/python -m scripts.benchmarks.bench_request_cost --docs 8000 --against CHECKOUT
+    .venv/bin/python -m scripts.benchmarks.bench_request_cost --docs 8000 --workers 1 2
 
 In process (one warm-up pass, then each query once per stage, the server's settings, PageRank
 fused as ``/search`` does): the search without snippets or fragments, the whole search
 (``api.retrieval.rank_query``: snippets, fragments, fusion, signals), and the response body two
 ways: the ``SearchResponse`` model's JSON and ``api/routes/search.py``'s plain values through
 orjson (what ``/search`` sends).  Over HTTP: ``websift serve`` of this checkout (one process, no
-result cache) loaded by 8 keep-alive clients; the server's CPU time (all its threads, from
-/proc) over the requests answered is the CPU one request costs, and what is left after the
-in-process stages is the HTTP stack and the framework (uvicorn, Starlette, FastAPI's parameter
-checks, the worker-thread hand-over).  CPU time, not wall time: a machine shared with other
+result cache) loaded by 8 keep-alive clients; the server's CPU time (all its threads and worker
+processes, from /proc) over the requests answered is the CPU one request costs, and what is
+left after the in-process stages is the HTTP stack and the framework (uvicorn's protocol and
+event loop, the ASGI middleware, the worker-thread hand-over).  ``--against`` loads another
+checkout's server and this one's in turn; ``--workers 1 2`` loads each worker count in turn.  CPU time, not wall time: a machine shared with other
 work slows the wall clock far more than it changes the CPU a request costs.
 """
 
