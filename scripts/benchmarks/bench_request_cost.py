@@ -10,7 +10,9 @@ In process (one warm-up pass, then each query once per stage, the server's setti
 fused as ``/search`` does): the search without snippets or fragments, the whole search
 (``api.retrieval.rank_query``: snippets, fragments, fusion, signals), and the response body two
 ways: the ``SearchResponse`` model's JSON and ``api/routes/search.py``'s plain values through
-orjson (what ``/search`` sends).  Over HTTP: ``websift serve`` of this checkout (one process, no
+orjson (what ``/search`` sends); then the application itself, the search taken out (each
+query's answer found before, sent through the ASGI app without a socket), by ``/search``'s lean
+path and by the FastAPI route.  Over HTTP: ``websift serve`` of this checkout (one process, no
 result cache) loaded by 8 keep-alive clients; the server's CPU time (all its threads and worker
 processes, from /proc) over the requests answered is the CPU one request costs, and what is
 left after the in-process stages is the HTTP stack and the framework (uvicorn's protocol and
@@ -28,6 +30,8 @@ import statistics
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode
 
 from scripts.benchmarks.bench_api import ROOT, load, websift_server
 from scripts.benchmarks.bench_search_scale import (
@@ -38,7 +42,8 @@ from scripts.benchmarks.bench_search_scale import (
     make_queries,
     read_corpus,
 )
-from websift.api.retrieval import SearchRequest, rank_query
+from websift.api.app import create_app
+from websift.api.retrieval import Outcome, SearchRequest, rank_query
 from websift.api.routes.search import SearchJSON, response_body, to_response
 from websift.api.settings import Settings
 from websift.api.snapshot import SnapshotHolder
@@ -103,7 +108,52 @@ def in_process(data: DataDir, queries: list[str]) -> dict[str, float]:
         model = cpu_ms_each(lambda q: to_response(*outcomes[q]).model_dump_json(), queries)
         plain = cpu_ms_each(lambda q: SearchJSON(response_body(*outcomes[q])).body, queries)
     holder.close()
-    return {"bare": bare, "full": full, "model": model, "plain": plain}
+    lean, route = asgi_cpu_ms(data, {q: o for q, (o, _req) in outcomes.items()})
+    return {"bare": bare, "full": full, "model": model, "plain": plain, "lean": lean,
+            "route": route}
+
+
+class _Answered:
+    """An engine answering each query with its outcome found before: the search taken out."""
+
+    def __init__(self, outcomes: dict[str, Outcome]) -> None:
+        self.outcomes = outcomes
+
+    async def search(self, req: SearchRequest) -> Outcome:
+        return self.outcomes[req.q]
+
+
+def asgi_cpu_ms(data: DataDir, outcomes: dict[str, Outcome]) -> tuple[float, float]:
+    """Mean CPU ms of ``GET /search`` through the application, the search taken out, by the lean
+    path and by the FastAPI route (the same request with ``content-length: 0``, which the lean
+    path hands on): what the framework costs a request, no socket."""
+    app = create_app(Settings(data=data.root, result_cache_size=0))
+    app.state.engine = _Answered(outcomes)
+    queries = list(outcomes)
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(_message: dict[str, Any]) -> None:
+        return None
+
+    async def each(headers: list[tuple[bytes, bytes]]) -> float:
+        t0 = 0.0
+        for i, q in enumerate(queries * 3):  # the first pass warms up
+            if i == len(queries):
+                t0 = time.process_time()
+            await app({"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1",
+                       "method": "GET", "scheme": "http", "path": "/search",
+                       "raw_path": b"/search", "root_path": "",
+                       "query_string": urlencode({"q": q, "k": 10}).encode(),
+                       "headers": [(b"host", b"bench"), *headers], "server": ("bench", 80),
+                       "client": ("127.0.0.1", 1), "state": {}}, receive, send)
+        return (time.process_time() - t0) * 1000.0 / (2 * len(queries))
+
+    try:
+        return asyncio.run(each([])), asyncio.run(each([(b"content-length", b"0")]))
+    finally:
+        app.state.holder.close()
 
 
 def over_http(data: DataDir, queries: list[str], seconds: float, checkout: Path = ROOT,
@@ -159,6 +209,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"| whole request over HTTP ({served}{CLIENTS} clients, {rps:.0f} req/s, p99 "
           f"{p99:.0f} ms) "
           f"| {http_ms:.2f} | 100% |")
+    print(f"\nthe application without the search or a socket (ASGI, in process): "
+          f"{ip['lean']:.3f} ms by /search's lean path, {ip['route']:.3f} ms by the FastAPI route")
     print(f"\nresponse JSON through the SearchResponse model instead: {ip['model']:.2f} ms "
           f"({ip['model'] / max(ip['plain'], 1e-9):.1f}x the plain path)")
     if args.against is not None:
