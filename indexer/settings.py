@@ -246,6 +246,11 @@ FRAGMENT_CACHE_BYTES = 16 << 20  # recent pages' fragments (and their keys' term
 # filters on a million-document index, of thousands on a small one; a miss costs one pass
 # over the segments' host lists.
 SITE_MASK_CACHE_BYTES = 16 << 20
+# A new generation's searcher takes over its predecessor's caches for the segments they share
+# (indexer/postings.py PostingStore.adopt); before it serves, the most recent decoded lists,
+# up to this many bytes, are brought under its live masks and statistics (what the next
+# queries ask for: warm), the rest on first use.
+RELOAD_WARM_BYTES = 16 << 20
 
 # ---------------------------------------------------------------- queries
 # The one cap on a query's length, used by the query parser and by the API's validation (its
