@@ -9,8 +9,9 @@ serve`` over its own data directory or local shards) in three rounds
    summed here into the statistics of the whole collection;
 2. scoring: every shard that answered returns its top ``offset + k`` scored with those sums,
    without snippets; each shard's hits are its exact top of text + importance over every
-   match (indexer/topk.py), so the merge by (score desc, URL ID) is the order one index over
-   all the shards would give;
+   match (indexer/topk.py), ties by URL, so the merge by (score desc, URL) is the order one
+   index over all the shards would give (URL IDs are each shard's own: a partitioned
+   crawl's shards number their URLs apart);
 3. snippets: only the pages of the final result page, each from the shard holding it (making a
    snippet reads and scans the page's stored text, the costliest part of a hit: asking for
    ``k`` per shard would do that work for ``shards * k`` pages to show ``k``).
@@ -286,9 +287,7 @@ class FanOut:
                 a.index_generation, a.ranks_generation)
         if len(answers) < len(shards):
             self.partial += 1
-        merged = sorted(((h, i) for i, (_, a) in enumerate(answers) for h in a.hits),
-                        key=lambda hi: (-hi[0].score, hi[0].doc_id, hi[1]))
-        page = merged[req.offset: req.offset + req.k]
+        page = merge_hits([a.hits for _, a in answers])[req.offset: req.offset + req.k]
         snippets = await self._snippets(req, page, answers) if req.snippets else {}
         head = answers[0][1]
         return Outcome(
@@ -339,6 +338,21 @@ class FanOut:
                                "ranks_generation": s.figures.ranks_generation}
                        for s in self.shards},
         }
+
+
+def merge_hits(lists: Sequence[Sequence[ShardHit]]) -> list[tuple[ShardHit, int]]:
+    """Every shard's hits (with the index of its list) in the order one index over all the
+    shards gives: score descending, ties by URL (URL IDs differ between shards); a URL two
+    shards hold is shown once, at its better place."""
+    merged = sorted(((h, i) for i, hits in enumerate(lists) for h in hits),
+                    key=lambda hi: (-hi[0].score, hi[0].url, hi[1]))
+    seen: set[str] = set()
+    out: list[tuple[ShardHit, int]] = []
+    for h, i in merged:
+        if h.url not in seen:
+            seen.add(h.url)
+            out.append((h, i))
+    return out
 
 
 def _ranked(h: ShardHit, snippet: tuple[str, list[tuple[int, int]]] | None) -> RankedHit:

@@ -70,6 +70,8 @@ class HitMaker:
         # term but a stop word or an operator, so keeping them in the index leaves the lengths
         # as before.
         self._counted = np.ones(1024, dtype=np.int32)  # grown by doubling
+        # analysis language -> (lexicon size when made, its stop words' IDs): :meth:`counted`
+        self._stops: dict[str, tuple[int, np.ndarray]] = {}
         # Raw token or whitespace-separated chunk -> word ID, _NOTHING, or -2 - compound index.
         # One namespace: a chunk that is one whole token is that token.  Looking a chunk up
         # with ``[]`` learns it when it is new (and stores it, so it is learned once).
@@ -120,15 +122,33 @@ class HitMaker:
             wid = self.lexicon[term] = len(self.lexicon)
             if wid == len(self._counted):
                 self._counted = np.concatenate([self._counted, np.ones_like(self._counted)])
-            # 1: counted; 0: a stop word; -1: an operator (no length either)
-            self._counted[wid] = -1 if is_operator(term) else int(
-                term not in self.analyzer.stop_terms)
+            # 1: counted (unless a stop word of the language in use: :meth:`counted`); -1: an
+            # operator (no length either)
+            self._counted[wid] = -1 if is_operator(term) else 1
             self.words.append(term)
         return wid
 
     def counted(self, wids: np.ndarray) -> np.ndarray:
-        """1 where a hit's word counts toward its field's length, 0 for a stop word."""
-        return np.maximum(self._counted[wids], 0)
+        """1 where a hit's word counts toward its field's length, 0 for an operator or a stop
+        word of the analysis language in use (a word is one ID whatever the language: "se" is
+        a stop word of a French page, not of an English one; so a length never depends on the
+        order the words were learned in, as the same pages indexed in another order, by other
+        workers or in other shards, must have the same lengths)."""
+        out = np.maximum(self._counted[wids], 0)
+        stops = self._stop_wids()
+        if len(stops) and len(wids):
+            out[np.isin(wids, stops)] = 0
+        return out
+
+    def _stop_wids(self) -> np.ndarray:
+        """The word IDs of the stop words of the language in use (sorted; kept until the
+        lexicon grows)."""
+        n = len(self.lexicon)
+        got = self._stops.get(self.lang)
+        if got is None or got[0] != n:
+            ids = sorted(w for t in self.analyzer.stop_terms if (w := self.lexicon.get(t)) is not None)
+            got = self._stops[self.lang] = (n, np.asarray(ids, dtype=np.int64))
+        return got[1]
 
     def in_field(self, field: int, wids: np.ndarray, positions: np.ndarray
                  ) -> tuple[np.ndarray, np.ndarray]:

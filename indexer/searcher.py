@@ -421,7 +421,7 @@ class Searcher:
         QueryError on a bad query.
 
         The ranking is the exact top ``offset + k`` of text score + ``prior`` over every
-        matching page, ties by the lower URL ID (:class:`IndexQuery` says what each field
+        matching page, ties by the smaller URL (:class:`IndexQuery` says what each field
         changes)."""
         prior, prior_bound, stats = request.prior, request.prior_bound, request.stats
         prior_key = request.prior_key
@@ -437,7 +437,9 @@ class Searcher:
         results = SearchResults(query=request.text, total=0, lang=qlang)
         if qlang is not None and self.settings.lang_prior > 0 and len(self.query_langs) > 1:
             prior, prior_bound, prior_key = self._lang_prior(qlang, prior, prior_bound, prior_key)
-        if self.settings.fetched_prior > 0 and len(self.unfetched):
+        # every fetched page, even where this index holds no other kind: a shard's scores
+        # must mean what the others' and one index's do (api/fanout.py merges them)
+        if self.settings.fetched_prior > 0:
             prior, prior_bound, prior_key = with_fetched(
                 self.unfetched, self.settings.fetched_prior, prior, prior_bound, prior_key)
         site_only = not units and bool(pq.sites) and not pq.groups and not pq.required
@@ -489,8 +491,14 @@ class Searcher:
         want = min(len(final), offset + k)
         if want <= 0:
             return results
-        chosen = _top(final, doc_ids, want)
-        chosen = chosen[np.lexsort((doc_ids[chosen], -final[chosen]))][offset:]
+        def url_of(i: int) -> str:
+            return self.segments[int(segs[i])].head(int(ords[i]))["url"]
+
+        chosen = _top(final, want, url_of)
+        # ties by URL: one order whatever the URL IDs (shards of a partitioned crawl number
+        # their URLs apart, api/fanout.py merges their hits by score and URL)
+        chosen = np.asarray(sorted(chosen.tolist(), key=lambda i: (-final[i], url_of(i))),
+                            dtype=np.int64)[offset:]
         maker = (SnippetMaker(set(terms), _raw_words(pq), analyzer) if request.snippets
                  else None)
         frag_ids = (self._fragments(segs[chosen], ords[chosen], idfs, postings)
@@ -913,9 +921,10 @@ class Searcher:
                 "avg_field_lengths": dict(zip(FIELDS, map(float, avg_lens), strict=True))}
 
 
-def _top(scores: np.ndarray, doc_ids: np.ndarray, m: int) -> np.ndarray:
-    """Indices of the ``m`` best scores, ties at the cut broken by the lower URL ID (so the
-    pruned and the exhaustive evaluation keep the same documents)."""
+def _top(scores: np.ndarray, m: int, url_of: Callable[[int], str]) -> np.ndarray:
+    """Indices of the ``m`` best scores, ties at the cut broken by the smaller URL (so the
+    pruned and the exhaustive evaluation keep the same documents, and so do one index and
+    shards numbering their URLs apart)."""
     if m >= len(scores):
         return np.arange(len(scores))
     part = np.argpartition(-scores, m - 1)[:m]
@@ -923,9 +932,8 @@ def _top(scores: np.ndarray, doc_ids: np.ndarray, m: int) -> np.ndarray:
     if np.count_nonzero(scores == cut) == np.count_nonzero(scores[part] == cut):
         return part  # no tie at the cut left outside
     above = np.flatnonzero(scores > cut)
-    ties = np.flatnonzero(scores == cut)
-    ties = ties[np.argsort(doc_ids[ties], kind="stable")][: m - len(above)]
-    return np.concatenate([above, ties])
+    ties = sorted(np.flatnonzero(scores == cut).tolist(), key=url_of)[: m - len(above)]
+    return np.concatenate([above, np.asarray(ties, dtype=np.int64)])
 
 
 def _raw_words(pq: ParsedQuery) -> list[str]:
