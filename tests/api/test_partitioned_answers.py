@@ -52,6 +52,12 @@ SHARD_A = {
                    (NEVER, "walled garden")]),
     f"{A}/ferries": page("Ferries", "ferry times across the marsh estuary",
                          [(f"{A}/", "harbour office"), (f"{B}/", "marsh walks")]),
+    # the only page in French: in one store of every page, and in shard A, queries are told
+    # apart by language and an English query's English pages gain the language prior; shard
+    # B alone holds English pages only
+    f"{A}/marais": page("Le marais salant", "Le sentier du marais salant longe les roseaux "
+                        "et les hérons, puis rejoint le port de la ville par la digue.",
+                        [(f"{A}/", "le bureau du port")]).replace("<html>", '<html lang="fr">'),
 }
 SHARD_B = {
     f"{B}/": page("Marsh walks", "walks on the marsh by the estuary",
