@@ -521,12 +521,12 @@ def _templates(data: DataDir, store: StoreReader, ids: np.ndarray, report: Index
             if host not in known and _full(page):
                 need.add(host)
                 if not reuse:
-                    sampler.offer(host, page.id, page)
+                    sampler.offer(host, page.id, page, page.url)
     if reuse and need:  # a new host in an incremental run: sampled from all its stored pages
         for page in store.pages(FETCHED):
             host = host_of(page.url)
             if host in need and _full(page):
-                sampler.offer(host, page.id, page)
+                sampler.offer(host, page.id, page, page.url)
     hosts = dict(known)
     samples = [(host, [(page.url, page.content_type, (str(page.warc_file),
                                                       int(page.warc_offset or 0),
