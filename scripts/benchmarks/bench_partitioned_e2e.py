@@ -41,6 +41,7 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -339,6 +340,9 @@ def report(crawls: Crawls, agree: Agreement, rank_line: str, pr_one: dict[str, f
     print(f"{'pages fetched':<34}{len(crawls.one):>10}{len(union):>15}")
     print(f"{'crawl seconds':<34}{secs(crawls.t_one):>10}{secs(crawls.t_part):>15}")
     print(f"{'pages fetched by two shards':<34}{'':>10}{twice:>15}")
+    # a host whose pages two shards fetched (leases moved mid-crawl) is measured per shard
+    # (navigation anchor texts, templates): its pages' fields may differ from one store's
+    print(f"{'hosts split between shards':<34}{'':>10}{split_hosts(crawls.per_shard):>15}")
     print(f"{'fetched by both crawls':<34}{len(both):>10}")
     print(f"{'same top 10 list (of queries)':<34}{agree.same_list:>10} / {n}")
     print(f"{'same top 10 set (of queries)':<34}{agree.same_set:>10} / {n}")
@@ -348,8 +352,15 @@ def report(crawls: Crawls, agree: Agreement, rank_line: str, pr_one: dict[str, f
     print(f"ranks: {rank_line}")
     print(f"pages_one={len(crawls.one)} pages_sharded={len(union)} common={len(both)} "
           f"known_one={len(pr_one)} known_sharded={len(pr_shards)} pagerank_l1={l1:.3g} "
-          f"twice={twice} queries={n} same_list={agree.same_list} same_set={agree.same_set} "
+          f"twice={twice} split_hosts={split_hosts(crawls.per_shard)} queries={n} "
+          f"same_list={agree.same_list} same_set={agree.same_set} "
           f"same_scores={agree.same_scores}")
+
+
+def split_hosts(per_shard: list[set[str]]) -> int:
+    """Hosts more than one shard fetched pages of."""
+    held = [{urlsplit(u).netloc for u in urls} for urls in per_shard]
+    return sum(1 for h in set().union(*held) if sum(h in x for x in held) > 1)
 
 
 def main() -> int:
