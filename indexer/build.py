@@ -56,7 +56,7 @@ from websift.core.errors import (
 )
 from websift.core.html import is_html
 from websift.core.lock import ExclusiveLock, LockHeld
-from websift.indexer.anchor_exchange import ForeignAnchors, add_foreign
+from websift.indexer.anchor_exchange import ForeignAnchors, apply_foreign
 from websift.indexer.anchors import (
     Anchors,
     SourceHosts,
@@ -530,12 +530,12 @@ def _templates(data: DataDir, store: StoreReader, ids: np.ndarray, report: Index
             if host not in known and _full(page):
                 need.add(host)
                 if not reuse:
-                    sampler.offer(host, page.id, page)
+                    sampler.offer(host, page.id, page, page.url)
     if reuse and need:  # a new host in an incremental run: sampled from all its stored pages
         for page in store.pages(FETCHED):
             host = host_of(page.url)
             if host in need and _full(page):
-                sampler.offer(host, page.id, page)
+                sampler.offer(host, page.id, page, page.url)
     hosts = dict(known)
     samples = [(host, [(page.id, page.url, page.content_type, (str(page.warc_file),
                                                       int(page.warc_offset or 0),
@@ -663,18 +663,16 @@ def _batches(store: StoreReader, ids: np.ndarray, aliases: dict[int, list[int]],
         want = [p.id for p in pages.values() if p.status in _ANCHOR_ONLY_STATUSES or (
             p.status == FETCHED and p.noindex == 0 and p.duplicate_of is None)]
         anchors = in_anchors_many(store, want, aliases, boilerplate, sources)
-        if foreign is not None:  # other shards' texts, for the pages fetched here
-            for url_id in want:
-                rows = foreign.texts.get(url_id)
-                if rows and pages[url_id].status == FETCHED:
-                    add_foreign(anchors[url_id], rows)
+        # other shards' texts, for the pages fetched here and those this shard holds
+        others = set() if foreign is None else apply_foreign(store, pages, anchors, foreign)
         for url_id in chunk:
             page = pages.get(url_id)
             if page is None:
                 continue
             removed = removals is not None and removals.matches(page.url)
             job = _job(page, anchors.get(url_id), writer, report, drop=drop, removed=removed,
-                       elsewhere=foreign is not None and url_id in foreign.elsewhere)
+                       elsewhere=url_id in others or (
+                           foreign is not None and url_id in foreign.elsewhere))
             if job is None:
                 continue
             jobs.append(job)

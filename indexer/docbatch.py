@@ -158,40 +158,28 @@ class BatchAnalyser:
                 encode_fragments(parsed.fragments, self.analyzer.terms),
                 page_language(parsed.lang, content))
 
-    def _counted(self, wids: np.ndarray, slots: np.ndarray, langs: list[str]) -> np.ndarray:
-        """Per hit, whether it counts toward its field's length: judged in its own document's
-        analysis language (``langs``, per document of the batch)."""
-        if len(set(langs)) <= 1:
-            return self.hits.counted(wids, langs[0] if langs else None)
-        doc_lang = np.array([sorted(set(langs)).index(x) for x in langs], dtype=np.int32)
-        hit_lang = doc_lang[slots // N_FIELDS]
-        out = np.empty(len(wids), dtype=np.int32)
-        for i, lang in enumerate(sorted(set(langs))):
-            sel = hit_lang == i
-            out[sel] = self.hits.counted(wids[sel], lang)
-        return out
-
     def _hits(self, docs: list[list[str | list[str]]], langs: list[str]
-              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """``HitMaker.batch`` over runs of documents of one analysis language (``langs``) and
         at most TOKENISE_CHARS characters (its scratch is ~100 bytes per token: big pages must
-        not multiply it by a batch)."""
-        parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        not multiply it by a batch): (word IDs, positions, slots, whether each hit counts
+        toward its field's length in its page's language)."""
+        parts: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
         lo = size = 0
         for i, fields in enumerate(docs):
             size += sum(len(v) if isinstance(v, str) else sum(map(len, v)) for v in fields)
             if size >= TOKENISE_CHARS or i == len(docs) - 1 or langs[i + 1] != langs[i]:
                 self.hits.use(langs[i])
                 w, p, s = self.hits.batch(docs[lo : i + 1], MAX_FIELD_TOKENS)
-                parts.append((w, p, s + lo * N_FIELDS))
+                parts.append((w, p, s + lo * N_FIELDS, self.hits.counted(w)))
                 lo, size = i + 1, 0
         if not parts:
             empty = np.zeros(0, dtype=np.int64)
-            return empty, empty, empty
+            return empty, empty, empty, empty
         if len(parts) == 1:
             return parts[0]
         return (np.concatenate([x[0] for x in parts]), np.concatenate([x[1] for x in parts]),
-                np.concatenate([x[2] for x in parts]))
+                np.concatenate([x[2] for x in parts]), np.concatenate([x[3] for x in parts]))
 
     def analyse(self, jobs: list[DocJob]) -> AnalysedBatch:
         if self.hits.memo_size() > self.memo_tokens:  # bound the memo: start afresh
@@ -224,9 +212,8 @@ class BatchAnalyser:
                 blobs.append(zlib.compress(raw, DOCSTORE_LEVEL))
                 frag_blobs.append(frags)
             docs.append(fields)
-        alangs = [analysis_language(x) for x in langs]
-        wids, pos, slots = self._hits(docs, alangs)
-        lens = np.bincount(slots, weights=self._counted(wids, slots, alangs),  # stops: no length
+        wids, pos, slots, counted = self._hits(docs, [analysis_language(x) for x in langs])
+        lens = np.bincount(slots, weights=counted,  # stop words: no length
                            minlength=n_jobs * N_FIELDS).astype(np.int32).reshape(n_jobs, N_FIELDS)
         hits = np.empty((len(wids), 4), dtype=np.int32)
         hits[:, 0] = wids

@@ -165,11 +165,14 @@ class IndexQuery:
 @dataclass(frozen=True)
 class CollectionStats:
     """What BM25F needs of the whole collection: live documents, the sum of each field's
-    length over them (FIELDS order), and the document frequency of some terms."""
+    length over them (FIELDS order), and the document frequency of some terms; and the pages
+    per language (``Searcher.index_langs``: what a query's language is told by, and whether
+    the language prior applies), None when not known."""
 
     n_docs: int
     field_lengths: tuple[int, ...]
     df: Mapping[str, int]
+    langs: Mapping[str, int] | None = None
 
     @staticmethod
     def total(parts: Sequence[CollectionStats]) -> CollectionStats:
@@ -178,12 +181,31 @@ class CollectionStats:
         for part in parts:
             for term, n in part.df.items():
                 df[term] = df.get(term, 0) + n
+        langs: dict[str, int] | None = None
+        if parts and all(p.langs is not None for p in parts):
+            langs = {}
+            for part in parts:
+                for lang, n in (part.langs or {}).items():
+                    langs[lang] = langs.get(lang, 0) + n
         lengths = [sum(col) for col in zip(*(p.field_lengths for p in parts), strict=True)]
         return CollectionStats(sum(p.n_docs for p in parts), tuple(lengths) or (0,) * N_FIELDS,
-                               df)
+                               df, langs)
 
     def avg_lens(self) -> np.ndarray:
         return np.asarray(self.field_lengths, dtype=np.float64) / max(self.n_docs, 1)
+
+
+def query_langs_of(index_langs: Mapping[str, int]) -> dict[str, int]:
+    """The languages queries are told apart by, of a collection with ``index_langs`` pages per
+    language: those of at least LANG_MIN_SHARE of the pages (a page or two identified as
+    another language does not make the index multilingual).  Pages of unknown language are
+    analysed as English (languages.analysis_language), so they count as English here: a query
+    is then also searched in English's forms."""
+    least = max(1.0, LANG_MIN_SHARE * sum(index_langs.values()))
+    analysed: dict[str, int] = {}
+    for lang, n in index_langs.items():
+        analysed[lang or ENGLISH] = analysed.get(lang or ENGLISH, 0) + n
+    return {k: n for k, n in analysed.items() if n >= least}
 
 
 def current_generation(data: DataDir) -> int | None:
@@ -242,16 +264,7 @@ class Searcher:
         for seg in self.segments:
             for lang, n in seg.langs().items():
                 self.index_langs[lang] = self.index_langs.get(lang, 0) + n
-        # The languages queries are told apart by: those of at least LANG_MIN_SHARE of the
-        # pages (a page or two identified as another language does not make the index
-        # multilingual).
-        # Pages of unknown language are analysed as English (languages.analysis_language), so
-        # they count as English here: a query is then also searched in English's forms.
-        least = max(1.0, LANG_MIN_SHARE * sum(self.index_langs.values()))
-        analysed: dict[str, int] = {}
-        for lang, n in self.index_langs.items():
-            analysed[lang or ENGLISH] = analysed.get(lang or ENGLISH, 0) + n
-        self.query_langs = {k: n for k, n in analysed.items() if n >= least}
+        self.query_langs = query_langs_of(self.index_langs)
         self.live = shard_live_masks(self.shards)
         self.removals = removals or RemovalRules()
         self.removed_docs = 0  # live documents the removals take out
@@ -374,11 +387,15 @@ class Searcher:
             self._other_norms = norms  # one assignment: a racing thread sees old or new
         return norms
 
-    def collection_stats(self, query: str) -> CollectionStats:
+    def collection_stats(self, query: str, langs: Mapping[str, int] | None = None
+                         ) -> CollectionStats:
         """This searcher's share of the statistics a query is scored with: live documents,
-        field length sums, and the df of the query's terms (QueryError on a bad query).
-        Filters (``site:``) do not change them: they are the whole collection's."""
-        text, _, analyzer, others = self.query_analysis(query)
+        field length sums, pages per language, and the df of the query's terms, the query
+        analysed as in a collection of ``langs`` pages per language (None: this index's);
+        QueryError on a bad query.  Filters (``site:``) do not change them: they are the
+        whole collection's."""
+        qlangs = None if langs is None else query_langs_of(langs)
+        text, _, analyzer, others = self.query_analysis(query, langs=qlangs)
         pq = parse_query(text, analyzer, stop_pairs=self.index_settings.stop_pairs,
                          others=others)
         postings = self.postings.query()
@@ -386,7 +403,7 @@ class Searcher:
         return CollectionStats(
             n_docs=self.n_docs,
             field_lengths=tuple(int(x) for x in self.field_length_sums),
-            df={t: postings.df(t) for t in terms})
+            df={t: postings.df(t) for t in terms}, langs=dict(self.index_langs))
 
     def segment_count(self) -> int:
         return len(self.segments)
@@ -459,13 +476,16 @@ class Searcher:
         QueryError on a bad query.
 
         The ranking is the exact top ``offset + k`` of text score + ``prior`` over every
-        matching page, ties by the lower URL ID (:class:`IndexQuery` says what each field
+        matching page, ties by the smaller URL (:class:`IndexQuery` says what each field
         changes)."""
         prior, prior_bound, stats = request.prior, request.prior_bound, request.stats
         prior_key = request.prior_key
         offset, k = request.offset, request.k
+        # the collection's languages: a front's sums over every shard, else this index's
+        qlangs = (self.query_langs if stats is None or stats.langs is None
+                  else query_langs_of(stats.langs))
         qtext, qlang, analyzer, others = self.query_analysis(
-            request.text, request.lang, request.lang_hint)
+            request.text, request.lang, request.lang_hint, langs=qlangs)
         pq = parse_query(qtext, analyzer, stop_pairs=self.index_settings.stop_pairs,
                          others=others)
         pq.text = request.text
@@ -473,9 +493,11 @@ class Searcher:
             pq.sites.append(request.site.lower())
         units = pq.units()
         results = SearchResults(query=request.text, total=0, lang=qlang)
-        if qlang is not None and self.settings.lang_prior > 0 and len(self.query_langs) > 1:
+        if qlang is not None and self.settings.lang_prior > 0 and len(qlangs) > 1:
             prior, prior_bound, prior_key = self._lang_prior(qlang, prior, prior_bound, prior_key)
-        if self.settings.fetched_prior > 0 and len(self.unfetched):
+        # every fetched page, even where this index holds no other kind: a shard's scores
+        # must mean what the others' and one index's do (api/fanout.py merges them)
+        if self.settings.fetched_prior > 0:
             prior, prior_bound, prior_key = with_fetched(
                 self.unfetched, self.settings.fetched_prior, prior, prior_bound, prior_key)
         site_only = not units and bool(pq.sites) and not pq.groups and not pq.required
@@ -527,8 +549,14 @@ class Searcher:
         want = min(len(final), offset + k)
         if want <= 0:
             return results
-        chosen = _top(final, doc_ids, want)
-        chosen = chosen[np.lexsort((doc_ids[chosen], -final[chosen]))][offset:]
+        def url_of(i: int) -> str:
+            return self.segments[int(segs[i])].head(int(ords[i]))["url"]
+
+        chosen = _top(final, want, url_of)
+        # ties by URL: one order whatever the URL IDs (shards of a partitioned crawl number
+        # their URLs apart, api/fanout.py merges their hits by score and URL)
+        chosen = np.asarray(sorted(chosen.tolist(), key=lambda i: (-final[i], url_of(i))),
+                            dtype=np.int64)[offset:]
         maker = (SnippetMaker(set(terms), _raw_words(pq), analyzer) if request.snippets
                  else None)
         frag_ids = (self._fragments(segs[chosen], ords[chosen], idfs, postings)
@@ -587,18 +615,21 @@ class Searcher:
             analyzer = self._analyzers[alang] = self.analyzer.for_lang(alang)
         return analyzer
 
-    def query_analysis(self, q: str, lang: str | None = None, hint: str | None = None
+    def query_analysis(self, q: str, lang: str | None = None, hint: str | None = None, *,
+                       langs: Mapping[str, int] | None = None
                        ) -> tuple[str, str | None, Analyzer, list[Analyzer]]:
         """(the query without its ``lang:`` operator, its language, the analyzer for it, the
         analyzers of the index's other languages when the query's is not sure: its words are
-        searched in their forms too, indexer/query.py ``alternates``)."""
+        searched in their forms too, indexer/query.py ``alternates``).  ``langs``: the
+        collection's query languages (:func:`query_langs_of`; None: this index's)."""
+        qlangs = self.query_langs if langs is None else langs
         text, op_lang = split_lang(q)
         qlang, sure = query_language(text, explicit=op_lang or lang, hint=hint,
-                                     index_langs=self.query_langs)
+                                     index_langs=qlangs)
         alang = analysis_language(qlang)
         others: list[Analyzer] = []
         if not sure:
-            ranked = sorted(self.query_langs.items(), key=lambda kv: -kv[1])
+            ranked = sorted(qlangs.items(), key=lambda kv: -kv[1])
             for other in dict.fromkeys(analysis_language(k or None) for k, _ in ranked):
                 if other != alang and len(others) < QUERY_LANG_ALTERNATES:
                     others.append(self._analyzer(other))
@@ -951,9 +982,10 @@ class Searcher:
                 "avg_field_lengths": dict(zip(FIELDS, map(float, avg_lens), strict=True))}
 
 
-def _top(scores: np.ndarray, doc_ids: np.ndarray, m: int) -> np.ndarray:
-    """Indices of the ``m`` best scores, ties at the cut broken by the lower URL ID (so the
-    pruned and the exhaustive evaluation keep the same documents)."""
+def _top(scores: np.ndarray, m: int, url_of: Callable[[int], str]) -> np.ndarray:
+    """Indices of the ``m`` best scores, ties at the cut broken by the smaller URL (so the
+    pruned and the exhaustive evaluation keep the same documents, and so do one index and
+    shards numbering their URLs apart)."""
     if m >= len(scores):
         return np.arange(len(scores))
     part = np.argpartition(-scores, m - 1)[:m]
@@ -961,9 +993,8 @@ def _top(scores: np.ndarray, doc_ids: np.ndarray, m: int) -> np.ndarray:
     if np.count_nonzero(scores == cut) == np.count_nonzero(scores[part] == cut):
         return part  # no tie at the cut left outside
     above = np.flatnonzero(scores > cut)
-    ties = np.flatnonzero(scores == cut)
-    ties = ties[np.argsort(doc_ids[ties], kind="stable")][: m - len(above)]
-    return np.concatenate([above, ties])
+    ties = sorted(np.flatnonzero(scores == cut).tolist(), key=url_of)[: m - len(above)]
+    return np.concatenate([above, np.asarray(ties, dtype=np.int64)])
 
 
 def _raw_words(pq: ParsedQuery) -> list[str]:

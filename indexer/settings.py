@@ -230,7 +230,7 @@ class BM25FSettings:
     # pages of several languages (a mild prior: scripts/evaluation/eval_languages.py).
     lang_prior: float = 1.0
     # Fetched pages gain this over pages known only from links (indexer/fetched.py), added to
-    # their text score, when the index holds both.
+    # their text score.
     fetched_prior: float = 3.0
 
 

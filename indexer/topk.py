@@ -43,7 +43,7 @@ Ding & Suel 2011 and Lucene's impacts, vectorised per round rather than per docu
    at most the sum of its segment's lists' largest remaining block bounds plus the pairs'
    bonuses, times the coordination of the units those lists hold: once that is below ``T``
    and no candidate's bound reaches ``T``, the answer is complete.  The result is every candidate with a text score of at least the final ``T``:
-   it holds the same top ``want`` after the prior (ties broken by URL ID) as scoring every
+   it holds the same top ``want`` after the prior (ties broken by URL) as scoring every
    posting (the searcher's ``exhaustive`` path; the property test in
    tests/indexer/test_topk.py compares them).
 
