@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from websift.core.distinct import distinct_small
 from websift.indexer.settings import BLOCK, ENCODE_CHUNK_VALUES
 
 _WEIGHTS = [np.left_shift(np.uint32(1), np.arange(w, dtype=np.uint32)) for w in range(33)]
@@ -77,7 +78,7 @@ def _encode_chunk(values: np.ndarray, lengths: np.ndarray) -> Encoded:
     v32: np.ndarray | None = None
     eight = np.arange(8, dtype=np.int64)
     full = cnt == BLOCK
-    for w in np.unique(widths).tolist():
+    for w in distinct_small(widths).tolist():
         if w == 0:
             continue
         # Full blocks (most values): each block's values are contiguous, packed straight from
@@ -269,7 +270,7 @@ def _unpack_blocks(buf: np.ndarray, wb: np.ndarray, n: int) -> np.ndarray:
     u32 = np.ndarray((len(padded) - 3,), dtype="<u4", buffer=padded, strides=(1,))
     u64 = np.ndarray((len(padded) - 7,), dtype="<u8", buffer=padded, strides=(1,))
     out = np.empty((len(wb), BLOCK), dtype=np.uint32)
-    uniq = np.unique(wb).tolist()
+    uniq = distinct_small(wb).tolist()
     for width in uniq:
         rows = np.flatnonzero(wb == width) if len(uniq) > 1 else slice(None)
         first = start[rows]

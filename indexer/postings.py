@@ -413,6 +413,18 @@ class QueryPostings:
         self.store.phrases.put(key, docs)
         return docs
 
+    def cached_phrase_docs(self, phrase: Phrase, si: int) -> np.ndarray | None:
+        """:meth:`phrase_docs` of a phrase of several words if the phrases cache holds it."""
+        if len(phrase.terms) < 2:
+            return None
+        return self.store.phrases.get((si, phrase.terms, phrase.offsets))
+
+    def keep_phrase_docs(self, phrase: Phrase, si: int, docs: np.ndarray) -> None:
+        """Keep ``docs``, the live ordinals of segment ``si`` holding the phrase (sorted; all
+        of them, as :meth:`phrase_docs` gives), in the phrases cache."""
+        if len(phrase.terms) >= 2:
+            self.store.phrases.put((si, phrase.terms, phrase.offsets), docs)
+
     def near(self, ka: np.ndarray, kb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`PostingStore.near` of two words' occurrence keys (of some documents)."""
         return self.store.near(ka, kb)

@@ -292,6 +292,10 @@ SPARSE_SHARE = 0.125
 # the candidates asked about (those of the query so far included); longer lists give the
 # candidates' positions only.
 PRUNE_WHOLE_LIST = 8
+# A required phrase is checked over every page of a segment holding all its words (and the
+# pages holding it kept in the phrases cache) once the candidates checked for it one by one
+# there reach 1 / PRUNE_PHRASE_ALL of those pages: at most this many times the work done.
+PRUNE_PHRASE_ALL = 4
 # A cached list holding at least this share of its segment's documents also keeps a dense
 # map (ordinal -> its posting, int32: 4 bytes per document of the segment, so at most 16 per
 # posting), and probing it for candidates is one gather instead of a binary search: as

@@ -13,6 +13,12 @@
 4. **Timing**: one warm-up pass, then ``--passes`` timed passes of each engine in turn; p50 and
    p99 over every timed query, overall and per kind, and websift / tantivy.
 
+``--pruned`` scores as on an index of a million pages: every query whose lists hold more than
+``EXHAUSTIVE_FEW_POSTINGS`` postings takes the pruned path (indexer/topk.py), as two common words
+or a phrase of them do there (``EXHAUSTIVE_MAX_POSTINGS`` lowered to ``EXHAUSTIVE_FEW_POSTINGS``
+in this process).
+``--deadline MS`` gives each websift query a deadline, as ``GET /search`` does.
+
 ``--profile KIND`` runs cProfile over that kind's websift queries (``all``: every query) and
 prints the functions by own time and by cumulative time.
 """
@@ -133,7 +139,7 @@ def make_queries(root: Path, pages: int, seed: int, count: int) -> list[Query]:
     return out
 
 
-def engines(root: Path) -> dict[str, Callable[[str], int]]:
+def engines(root: Path, deadline_ms: float | None = None) -> dict[str, Callable[[str], int]]:
     import tantivy
 
     from websift.indexer.manifest import Manifest
@@ -144,7 +150,9 @@ def engines(root: Path) -> dict[str, Callable[[str], int]]:
     searcher = Searcher(Manifest(generation=1, last_seq=0), [SegmentReader(p) for p in segs])
 
     def websift(q: str) -> int:
-        return len(searcher.search(IndexQuery(q, k=TOP_K, snippets=False, fragments=False)).hits)
+        deadline = None if deadline_ms is None else time.monotonic() + deadline_ms / 1000.0
+        return len(searcher.search(IndexQuery(q, k=TOP_K, snippets=False, fragments=False,
+                                              deadline=deadline)).hits)
 
     index = tantivy.Index.open(str(root / "tantivy"))
     index.reload()
@@ -174,20 +182,24 @@ def report(times: dict[str, np.ndarray], queries: Sequence[Query]) -> None:
     kinds = np.array([q.kind for q in queries])
     groups = [("all", np.ones(len(queries), dtype=bool))] + [
         (k, kinds == k) for k in MIX]
-    print(f"{'kind':<20} {'n':>4} {'websift p50':>12} {'p99':>8} {'tantivy p50':>12} {'p99':>8}"
-          f" {'ratio p50':>10} {'p99':>6}")
+    names = list(times)
+    print(f"{'kind':<20} {'n':>4}" + "".join(f" {n + ' p50':>12} {'p99':>8}" for n in names)
+          + (f" {'ratio p50':>10} {'p99':>6}" if len(names) == 2 else ""))
     for name, sel in groups:
-        w, t = times["websift"][:, sel].ravel(), times["tantivy"][:, sel].ravel()
-        if len(w) == 0:
+        if not sel.any():
             continue
-        wp, tp = np.percentile(w, [50, 99]), np.percentile(t, [50, 99])
-        print(f"{name:<20} {int(sel.sum()):>4} {wp[0]:>10.2f}ms {wp[1]:>6.1f}ms {tp[0]:>10.2f}ms"
-              f" {tp[1]:>6.1f}ms {wp[0] / tp[0]:>9.1f}x {wp[1] / tp[1]:>5.1f}x")
-    worst = np.argsort(-np.median(times["websift"], axis=0))[:8]
-    print("slowest websift queries (median ms, websift / tantivy):")
+        ps = [np.percentile(times[n][:, sel].ravel(), [50, 99]) for n in names]
+        line = f"{name:<20} {int(sel.sum()):>4}" + "".join(
+            f" {p[0]:>10.2f}ms {p[1]:>6.1f}ms" for p in ps)
+        if len(ps) == 2:
+            line += f" {ps[0][0] / ps[1][0]:>9.1f}x {ps[0][1] / ps[1][1]:>5.1f}x"
+        print(line)
+    first = times[names[0]]
+    worst = np.argsort(-np.median(first, axis=0))[:8]
+    print(f"slowest {names[0]} queries (median ms, {' / '.join(names)}):")
     for i in worst:
-        print(f"  {np.median(times['websift'][:, i]):7.1f} / {np.median(times['tantivy'][:, i]):6.1f}"
-              f"  {queries[i].kind:<18} {queries[i].text}")
+        print("  " + " / ".join(f"{np.median(times[n][:, i]):7.1f}" for n in names)
+              + f"  {queries[i].kind:<18} {queries[i].text}")
 
 
 def profile(run: Callable[[str], int], queries: Sequence[Query], kind: str) -> None:
@@ -216,6 +228,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--cache", type=Path, default=Path("/tmp/websift-bench-query-tail"))
     ap.add_argument("--profile", metavar="KIND", choices=["all", *MIX])
     ap.add_argument("--only", choices=["websift", "tantivy"], help="time one engine only")
+    ap.add_argument("--pruned", action="store_true",
+                    help="prune every query past EXHAUSTIVE_FEW_POSTINGS, as at a million pages")
+    ap.add_argument("--deadline", type=float, metavar="MS", help="a deadline per websift query")
     args = ap.parse_args(argv)
     if args.pages < HOSTS:
         ap.error(f"--pages must be at least {HOSTS}")
@@ -224,16 +239,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     build(root, args.pages, args.seed, args.segment_pages)
     print(f"indexes at {root} ({time.perf_counter() - t0:.0f} s)", flush=True)
     queries = make_queries(root, args.pages, args.seed, args.queries)
-    runs = engines(root)
+    if args.pruned:
+        from websift.indexer import searcher as searcher_module
+        searcher_module.EXHAUSTIVE_MAX_POSTINGS = searcher_module.EXHAUSTIVE_FEW_POSTINGS  # type: ignore[misc]
+    runs = engines(root, args.deadline)
     if args.profile:
         profile(runs["websift"], queries, args.profile)
         return 0
     times = {name: time_passes(run, queries, args.passes) for name, run in runs.items()
              if args.only in (None, name)}
-    if args.only:
-        t = times[args.only].ravel()
-        print(f"{args.only}: p50 {np.percentile(t, 50):.2f} ms, p99 {np.percentile(t, 99):.1f} ms")
-        return 0
     print(f"{args.pages} pages, {len(queries)} queries, {args.passes} passes, top {TOP_K}, "
           "no snippets, warm")
     report(times, queries)
