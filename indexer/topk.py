@@ -385,7 +385,7 @@ class _Evaluation:
                 j = j[hit]
                 if self.pair_bonus and term not in has:
                     tf = np.zeros(len(docs), dtype=np.int64)
-                    tf[hit] = self._weighted_tf(p, j)
+                    tf[hit] = self.postings.weighted_tf(p, j)
                     has[term] = tf
                 base[hit] += plan.idfs[term] * self.postings.saturated_at(p, si, j, docs[hit])
                 if any_hit is None:
@@ -406,12 +406,6 @@ class _Evaluation:
         ub = (base + bonus) * coord * (1.0 + PRUNE_BOUND_SLACK) - (self.prior_bound - prior)
         return _Pending(np.full(len(docs), si, dtype=np.int32), docs, base, coord, ub,
                         np.zeros(len(docs), dtype=bool), prior)
-
-    def _weighted_tf(self, p: PostingList, j: np.ndarray) -> np.ndarray:
-        """The occurrences of postings ``j`` of ``p`` in the fields that count for proximity
-        (weight > 0)."""
-        weighted = self.postings.store.weighted_field[:p.tfs.shape[1]]
-        return np.asarray(p.tfs[j][:, weighted].sum(axis=1), dtype=np.int64)
 
     def _near_share_bound(self, tf_a: np.ndarray | None, tf_b: np.ndarray | None
                           ) -> np.ndarray | float:

@@ -19,6 +19,12 @@ or a phrase of them do there (``EXHAUSTIVE_MAX_POSTINGS`` lowered to ``EXHAUSTIV
 in this process).
 ``--deadline MS`` gives each websift query a deadline, as ``GET /search`` does.
 
+``--cpu`` times each query's CPU (``time.process_time``) instead of its wall-clock time: on a
+machine other jobs share, a query's wall time counts theirs too.  ``--against CHECKOUT`` also
+times websift as another checkout has it (its own process, the same corpus, queries and
+options; this script's options need not exist there) and prints both, and their ratio, side by
+side: same-run before/after figures.
+
 ``--profile KIND`` runs cProfile over that kind's websift queries (``all``: every query) and
 prints the functions by own time and by cumulative time.
 """
@@ -165,17 +171,35 @@ def engines(root: Path, deadline_ms: float | None = None) -> dict[str, Callable[
     return {"websift": websift, "tantivy": tv}
 
 
-def time_passes(run: Callable[[str], int], queries: Sequence[Query], passes: int) -> np.ndarray:
+def time_passes(run: Callable[[str], int], queries: Sequence[Query], passes: int,
+                clock: Callable[[], float] = time.perf_counter) -> np.ndarray:
     """Milliseconds, shape (passes, queries), after one untimed pass."""
     for q in queries:
         run(q.text)
     out = np.empty((passes, len(queries)))
     for p in range(passes):
         for i, q in enumerate(queries):
-            t0 = time.perf_counter()
+            t0 = clock()
             run(q.text)
-            out[p, i] = (time.perf_counter() - t0) * 1000.0
+            out[p, i] = (clock() - t0) * 1000.0
     return out
+
+
+def time_against(checkout: Path, argv: Sequence[str]) -> np.ndarray:
+    """websift's times as ``checkout`` has it: this script run with that checkout's modules
+    (``--only websift``, times written to a file), shape (passes, queries)."""
+    import json
+    import os
+    import subprocess
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "times.json"
+        env = {**os.environ, "PYTHONPATH": str(checkout.resolve())}
+        cmd = [sys.executable, str(Path(__file__).resolve()), *argv, "--only", "websift",
+               "--times-out", str(out)]
+        subprocess.run(cmd, env=env, cwd=checkout, check=True)
+        return np.asarray(json.loads(out.read_text()), dtype=np.float64)
 
 
 def report(times: dict[str, np.ndarray], queries: Sequence[Query]) -> None:
@@ -184,14 +208,16 @@ def report(times: dict[str, np.ndarray], queries: Sequence[Query]) -> None:
         (k, kinds == k) for k in MIX]
     names = list(times)
     print(f"{'kind':<20} {'n':>4}" + "".join(f" {n + ' p50':>12} {'p99':>8}" for n in names)
-          + (f" {'ratio p50':>10} {'p99':>6}" if len(names) == 2 else ""))
+          + (f" {'ratio p50':>10} {'p99':>6}" if len(names) >= 2 else ""))
+    if len(names) >= 2:
+        print(f"(ratio: {names[0]} / {names[1]})")
     for name, sel in groups:
         if not sel.any():
             continue
         ps = [np.percentile(times[n][:, sel].ravel(), [50, 99]) for n in names]
         line = f"{name:<20} {int(sel.sum()):>4}" + "".join(
             f" {p[0]:>10.2f}ms {p[1]:>6.1f}ms" for p in ps)
-        if len(ps) == 2:
+        if len(ps) >= 2:
             line += f" {ps[0][0] / ps[1][0]:>9.1f}x {ps[0][1] / ps[1][1]:>5.1f}x"
         print(line)
     first = times[names[0]]
@@ -231,6 +257,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--pruned", action="store_true",
                     help="prune every query past EXHAUSTIVE_FEW_POSTINGS, as at a million pages")
     ap.add_argument("--deadline", type=float, metavar="MS", help="a deadline per websift query")
+    ap.add_argument("--cpu", action="store_true", help="time CPU, not wall-clock time")
+    ap.add_argument("--against", type=Path, metavar="CHECKOUT",
+                    help="also time websift as this checkout has it (its own process)")
+    ap.add_argument("--times-out", type=Path, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.pages < HOSTS:
         ap.error(f"--pages must be at least {HOSTS}")
@@ -246,8 +276,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.profile:
         profile(runs["websift"], queries, args.profile)
         return 0
-    times = {name: time_passes(run, queries, args.passes) for name, run in runs.items()
+    clock = time.process_time if args.cpu else time.perf_counter
+    times = {name: time_passes(run, queries, args.passes, clock) for name, run in runs.items()
              if args.only in (None, name)}
+    if args.times_out is not None:
+        import json
+        args.times_out.write_text(json.dumps(times["websift"].tolist()))
+        return 0
+    if args.against is not None:
+        rest = list(argv if argv is not None else sys.argv[1:])
+        i = rest.index("--against")
+        times = {"websift": times["websift"],
+                 "before": time_against(args.against, rest[:i] + rest[i + 2:]),
+                 **{k: v for k, v in times.items() if k != "websift"}}
     print(f"{args.pages} pages, {len(queries)} queries, {args.passes} passes, top {TOP_K}, "
           "no snippets, warm")
     report(times, queries)
