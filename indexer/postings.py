@@ -121,6 +121,9 @@ class PostingList:
     # Per live posting, its occurrences in the fields that count for proximity (int32): a
     # bound of how often a pair with the word can stand near (indexer/topk.py).
     weighted_tf: np.ndarray | None = None
+    # Candidates whose positions of the word queries have read one by one (not the whole
+    # list) while it is cached: indexer/topk.py decodes them whole past a share of the list.
+    positions_read: int = 0
     block_max: np.ndarray | None = None
     # For a list most pages hold (DENSE_POSTINGS_SHARE): per ordinal of the segment, the index
     # of its live posting in ``docs`` or -1 (int32).

@@ -237,7 +237,12 @@ class BM25FSettings:
 # common word of a million pages decodes to about 20 MB, and decoding it again costs a query
 # tens of milliseconds; a small index never fills it.
 POSTINGS_CACHE_BYTES = int(float(os.environ.get("WEBSIFT_POSTINGS_CACHE_MB", "1024")) * (1 << 20))
-PAIRS_CACHE_BYTES = 16 << 20  # proximity evidence of recent word pairs
+# Proximity evidence of recent word pairs ($WEBSIFT_PAIRS_CACHE_MB): 16 bytes per page where
+# the pair stands near, so a pair of common words takes 16 bytes per page of the index (2.4
+# MB at 150,000 pages) and recomputing it means a pass over both words' occurrences (tens of
+# ms); 16 MB held too few for a mix of such queries at 150,000 pages (nearly every one missed:
+# scripts/benchmarks/bench_query_tail.py).
+PAIRS_CACHE_BYTES = int(float(os.environ.get("WEBSIFT_PAIRS_CACHE_MB", "128")) * (1 << 20))
 PHRASES_CACHE_BYTES = 16 << 20  # the pages holding recent phrases of several words
 TEXT_CACHE_BYTES = 32 << 20  # recent pages' texts (and their lower case), for snippets
 FRAGMENT_CACHE_BYTES = 16 << 20  # recent pages' fragments (and their keys' terms), for hits

@@ -200,8 +200,6 @@ class _Evaluation:
         self.sure = 0  # documents known to match
         self.unsure_dropped = False
         self.verified = 0
-        # (term, segment) -> candidates whose positions of the term were read one by one.
-        self._read_in: dict[tuple[str, int], int] = {}
         # (a phrase's terms and offsets, segment) -> candidates checked for it one by one.
         self._phrase_read: dict[tuple[tuple[str, ...], tuple[int, ...], int], int] = {}
         self._every: dict[tuple[tuple[str, ...], tuple[int, ...], int], np.ndarray] = {}
@@ -459,8 +457,12 @@ class _Evaluation:
             # A short list (or one already decoded whole): its cached keys serve, as the
             # exhaustive path's do, and later queries reuse them.
             keys = self.postings.position_keys(p, si, term)
-            return keys[member(keys >> DOC_SHIFT, docs)[0]]
-        self._read_in[(term, si)] = self._read_in.get((term, si), 0) + len(docs)
+            # Each candidate's keys are one run of the sorted keys: two binary searches per
+            # candidate, not a pass over every occurrence of the word.
+            lo = np.searchsorted(keys, docs << DOC_SHIFT)
+            hi = np.searchsorted(keys, (docs + 1) << DOC_SHIFT)
+            return keys[_ranges(lo, hi)]
+        p.positions_read += len(docs)
         return self.postings.position_keys_in(p, si, docs)
 
     def _phrase(self, ph: Phrase, si: int, docs: np.ndarray) -> np.ndarray:
@@ -512,14 +514,14 @@ class _Evaluation:
 
     def _whole(self, term: str, si: int, n: int) -> bool:
         """Whether to use the term's whole position list (decoded once, cached) rather than
-        the positions of ``n`` candidates: a short list beside them and the candidates this
-        query has read its positions for already (the batches of a query whose proximity
-        stays open for many pages add up to the list: decoded whole then, once, and kept for
-        the next queries), or one decoded already."""
+        the positions of ``n`` candidates: a short list beside them and the candidates the
+        queries have read its positions for already, one by one, while the list is cached
+        (the batches of queries whose proximity stays open for many pages add up to the list:
+        decoded whole then, once, and kept for the next queries), or one decoded already."""
         p = self._postings_of(term, si)
         if p is None:
             return False
-        return (len(p.all_docs) <= PRUNE_WHOLE_LIST * (n + self._read_in.get((term, si), 0))
+        return (len(p.all_docs) <= PRUNE_WHOLE_LIST * (n + p.positions_read)
                 or self.postings.has_position_keys(term, si))
 
     def _phrase_in(self, ph: Phrase, si: int, sub: np.ndarray) -> np.ndarray:
