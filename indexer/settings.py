@@ -294,9 +294,11 @@ EXHAUSTIVE_MAX_POSTINGS = 1 << 19
 # documents: a query of rare words pays for its postings, not for the segment's size.
 SPARSE_SHARE = 0.125
 # A word's positions are decoded whole (and cached) when its list is at most this many times
-# the candidates asked about (those of the query so far included); longer lists give the
-# candidates' positions only.
-PRUNE_WHOLE_LIST = 8
+# the candidates asked about (those read one by one by the queries while the list is cached
+# included); longer lists give the candidates' positions only.  16, not 8: with candidates'
+# proximity bounded by their term counts a query reads about a third as many, and at 8 a
+# repeated query of common words read them one by one twice before the whole list served.
+PRUNE_WHOLE_LIST = 16
 # A required phrase is checked over every page of a segment holding all its words (and the
 # pages holding it kept in the phrases cache) once the candidates checked for it one by one
 # there reach 1 / PRUNE_PHRASE_ALL of those pages: at most this many times the work done.
