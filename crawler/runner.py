@@ -156,7 +156,11 @@ def run_crawl(data: DataDir, config: CrawlConfig, progress: bool = True) -> dict
     """``websift crawl``: seeds into the frontier, then fetch until done."""
     checked_seeds(Scope(config.scope), config.seeds)  # refuse bad seeds before touching the store
     session = CrawlSession(data, config)
-    session.add_seeds()
+    with session.writing():  # the first commit may meet a full disk too: the same one line
+        session.add_seeds()
+    if session.failed is not None:
+        session.close("storage_error")
+        raise session.failed
     return run_session(session, progress)
 
 

@@ -116,10 +116,17 @@ class ForeignAnchors:
     elsewhere: set[int] = field(default_factory=set)  # pages another shard fetched
     rows: int = 0  # rows read
     matched: int = 0  # rows whose target this store knows
+    # the pages the next run indexes again (None: all of them): a follower that indexed them
+    # once with these texts sets it to the new ones alone (indexer/follow.py)
+    reindex: set[int] | None = None
+
+    def affected(self) -> set[int]:
+        """The pages whose anchor text or place these exports may move."""
+        return set(self.texts) | self.elsewhere
 
     def candidates(self) -> set[int]:
         """The pages this run must index again: their anchor text or their place may move."""
-        return set(self.texts) | self.elsewhere
+        return self.affected() if self.reindex is None else set(self.reindex)
 
 
 def foreign_anchors(store: StoreReader, exports: Iterable[AnchorExport]) -> ForeignAnchors:
@@ -166,3 +173,8 @@ def add_foreign(anchors: Anchors, rows: Sequence[tuple[str, str]]) -> None:
 
 def read_exports(paths: Sequence[Path]) -> list[AnchorExport]:
     return [read_export(p) for p in paths]
+
+
+def export_files(directory: Path) -> list[Path]:
+    """The export files of a directory of them (``*.json``, by name)."""
+    return sorted(directory.glob("*.json")) if directory.is_dir() else []

@@ -35,7 +35,7 @@ from websift.indexer.display_text import join_shown
 from websift.indexer.fragments import defs_field, encode_fragments
 from websift.indexer.hits import HitMaker
 from websift.indexer.languages import analysis_language, page_language
-from websift.indexer.parse import parse_html, url_words
+from websift.indexer.parse import ParsedPage, parse_html, url_words
 from websift.indexer.settings import (
     DOCSTORE_LEVEL,
     MAX_FIELD_TOKENS,
@@ -109,14 +109,20 @@ class BatchAnalyser:
 
     def __init__(self, warc_dir: Path, settings: IndexSettings,
                  memo_tokens: int = WORKER_MEMO_TOKENS,
-                 templates: dict[str, frozenset[int]] | None = None) -> None:
+                 templates: dict[str, frozenset[int]] | None = None,
+                 parsed: dict[int, ParsedPage] | None = None) -> None:
+        """``parsed``: pages parsed already (the template samples) by URL ID, each used once
+        instead of reading and parsing that page again (the same call made them)."""
         self.warc_dir = Path(warc_dir)
+        self.parsed = parsed if parsed is not None else {}
         self.reader = BodyReader(self.warc_dir)
         self.settings = settings  # the run's (parsing, defs field, analysis)
         self.memo_tokens = memo_tokens
-        self.hits = HitMaker.of(settings)
         self.templates = templates or {}  # host -> template keys (indexer/templates.py)
-        self.analyzer = Analyzer.of(settings)  # the fragments' key terms, as the searcher analyses
+        # The fragments' key terms, as the searcher analyses; the hits' English analysis
+        # shares it and its memo (the same words are analysed once for both).
+        self.analyzer = Analyzer.of(settings)
+        self.hits = HitMaker.of(settings, self.analyzer)
 
     def retemplate(self, templates: dict[str, frozenset[int]] | None) -> None:
         """Leave these template blocks out from now on: the next segment of a running pool
@@ -136,9 +142,11 @@ class BatchAnalyser:
             return (anchors.best(), " · ".join(dict.fromkeys(job.anchors)),
                     ["", "", "", url_words(job.url), job.anchors, ""], b"", None)
         assert job.warc is not None
-        body = self.reader.read(WarcLocation(*job.warc))
-        parsed = parse_html(body, job.url, job.content_type, structure=True,
-                            settings=self.settings)
+        parsed = self.parsed.pop(job.url_id, None)
+        if parsed is None:
+            body = self.reader.read(WarcLocation(*job.warc))
+            parsed = parse_html(body, job.url, job.content_type, structure=True,
+                                settings=self.settings)
         text, content = parsed.text, parsed.body
         template = self.templates.get(host_of(job.url)) if self.templates else None
         if template and any(b.key in template for b in parsed.blocks):
@@ -174,7 +182,8 @@ class BatchAnalyser:
 
     def analyse(self, jobs: list[DocJob]) -> AnalysedBatch:
         if self.hits.memo_size() > self.memo_tokens:  # bound the memo: start afresh
-            self.hits = HitMaker.of(self.settings)
+            self.analyzer = Analyzer.of(self.settings)
+            self.hits = HitMaker.of(self.settings, self.analyzer)
         n_jobs = len(jobs)
         first_new = len(self.hits.lexicon)  # 0 after a fresh start: the receiver resets too
         status = np.zeros(n_jobs, dtype=np.int8)

@@ -81,6 +81,10 @@ class HitMaker:
         self._per = np.zeros((4, 256), dtype=np.int64)
         self._n_flat = 0
         self._n_comp = 0
+        # Compounds learned since the arrays were last written (:meth:`_sync`): appending to
+        # lists costs less than a numpy slice assignment per compound.
+        self._new_flat: tuple[list[int], list[int]] = ([], [])  # word IDs, offsets
+        self._new_per: tuple[list[int], list[int], list[int], list[int]] = ([], [], [], [])
         # The gap between two texts of one field: a "compound" of no terms, ``gap`` wide.
         self._per[:, 0] = (0, 0, gap, 1)
         self._n_comp = 1
@@ -105,9 +109,11 @@ class HitMaker:
         self.lang = lang
 
     @classmethod
-    def of(cls, settings: IndexSettings) -> HitMaker:
-        """The hit maker of ``settings`` (its analyzer and where operators are kept)."""
-        return cls(Analyzer.of(settings), operator_fields=settings.operator_field_names,
+    def of(cls, settings: IndexSettings, analyzer: Analyzer | None = None) -> HitMaker:
+        """The hit maker of ``settings`` (its analyzer and where operators are kept);
+        ``analyzer``: an English analyzer of ``settings`` to share (and its memo)."""
+        return cls(analyzer or Analyzer.of(settings),
+                   operator_fields=settings.operator_field_names,
                    elsewhere_first=settings.operator_elsewhere == "first")
 
     def memo_size(self) -> int:
@@ -165,7 +171,7 @@ class HitMaker:
         known = self._raw.get(raw)  # repeated in the text being learned: learned already
         if known is not None:
             return known
-        terms, offsets, width = self.analyzer.analyse_token(raw)  # memoised here, not twice
+        terms, offsets, width = self.analyzer.token(raw)  # the analyzer memo is shared
         code = self._code(terms, offsets, width, 1)
         self._raw[raw] = code
         return code
@@ -179,16 +185,35 @@ class HitMaker:
             return self._wid(terms[0])
         code = -2 - self._n_comp
         n = len(terms)
-        while self._n_flat + n > self._flat.shape[1]:
-            self._flat = np.concatenate([self._flat, np.zeros_like(self._flat)], axis=1)
-        if self._n_comp == self._per.shape[1]:
-            self._per = np.concatenate([self._per, np.zeros_like(self._per)], axis=1)
-        self._flat[0, self._n_flat : self._n_flat + n] = [self._wid(t) for t in terms]
-        self._flat[1, self._n_flat : self._n_flat + n] = offsets
-        self._per[:, self._n_comp] = (self._n_flat, n, width, n_raw)
+        wids, offs = self._new_flat
+        wids.extend([self._wid(t) for t in terms])
+        offs.extend(offsets)
+        for row, value in zip(self._new_per, (self._n_flat, n, width, n_raw), strict=True):
+            row.append(value)
         self._n_flat += n
         self._n_comp += 1
         return code
+
+    def _sync(self) -> None:
+        """Write the compounds learned since the last call into the numpy arrays (grown by
+        doubling) that :meth:`batch` and :meth:`_hits` index."""
+        new_per = self._new_per
+        if not new_per[0]:
+            return
+        while self._n_flat > self._flat.shape[1]:
+            self._flat = np.concatenate([self._flat, np.zeros_like(self._flat)], axis=1)
+        while self._n_comp > self._per.shape[1]:
+            self._per = np.concatenate([self._per, np.zeros_like(self._per)], axis=1)
+        wids, offs = self._new_flat
+        if wids:
+            self._flat[0, self._n_flat - len(wids) : self._n_flat] = wids
+            self._flat[1, self._n_flat - len(offs) : self._n_flat] = offs
+        lo = self._n_comp - len(new_per[0])
+        for i, row in enumerate(new_per):
+            self._per[i, lo : self._n_comp] = row
+            row.clear()
+        wids.clear()
+        offs.clear()
 
     def _learn_chunk(self, chunk: str) -> int:
         """The code of a whitespace-separated chunk: its raw tokens' analyses laid end to end
@@ -199,8 +224,9 @@ class HitMaker:
         terms: list[str] = []
         offsets: list[int] = []
         width = 0
+        analyse = self.analyzer.token  # memoised: a raw token recurs in many chunks
         for raw in raws:
-            t, o, w = self.analyzer.analyse_token(raw)
+            t, o, w = analyse(raw)
             terms.extend(t)
             offsets.extend(width + x for x in o)
             width += w
@@ -240,6 +266,7 @@ class HitMaker:
         n = len(chunks)
         # One dict lookup per chunk, in C; a new chunk is learned when met, so in text order.
         arr = np.fromiter(map(self._raw.__getitem__, chunks), dtype=np.int64, count=n)
+        self._sync()
         sent = arr == _SENTINEL
         slot = np.cumsum(sent)  # a sentinel counts for the slot it opens (it is dropped)
         starts = np.zeros(len(parts), dtype=np.int64)
@@ -302,6 +329,7 @@ class HitMaker:
             learn = self._learn
             codes = [learn(r) if c is None else c for r, c in zip(raws, codes, strict=True)]
         arr = np.fromiter(codes, dtype=np.int64, count=len(codes))
+        self._sync()
         n = len(arr)
         if n == 0:
             return arr, arr.copy(), start

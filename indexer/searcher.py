@@ -25,6 +25,13 @@ by two shards as different URLs is refused at open (``ShardsConflict``); held as
 URL (a page one crawler fetched and another only saw linked), the copy with the most indexed
 words serves (indexer/liveness.py).
 
+Reloads: a new index generation mostly names the segments of the one it replaces (a cut adds
+one, a merge replaces a few).  :meth:`Searcher.open` with ``previous=`` takes the previous
+searcher's opened segments for those (segments are immutable: their files were checked when
+first opened and are neither checked nor mapped again) and :meth:`Searcher.adopt` its caches
+(indexer/postings.py ``PostingStore.adopt``; stored texts, fragments and ``site:`` masks by
+segment), so the new generation's first queries do not decode again what the old one had.
+
 Remote shards (api/fanout.py) cannot share memory, so a query there is scored in two rounds
 (Elasticsearch's "dfs_query_then_fetch"): :meth:`Searcher.collection_stats` gives a shard's N,
 field length sums and the query terms' df; the sums over every shard come back in
@@ -286,17 +293,46 @@ class Searcher:
     @classmethod
     def open(cls, data: DataDir, settings: BM25FSettings | None = None,
              verify: bool = True, *, site_cache_bytes: int | None = None,
-             removals: RemovalRules | None = None) -> Searcher:
-        """Open the generation the manifest names now; IndexMissing / IndexCorrupt."""
-        shard = open_shard(data.index_dir, verify)
-        return cls(shard.manifest, shard.segments, settings, site_cache_bytes=site_cache_bytes,
-                   removals=removals)
+             removals: RemovalRules | None = None, previous: Searcher | None = None
+             ) -> Searcher:
+        """Open the generation the manifest names now; IndexMissing / IndexCorrupt.
+        ``previous``: the searcher it replaces, whose segments and caches it takes over where
+        they are the same (module docstring: Reloads)."""
+        reuse = None if previous is None else next(
+            (s for s in previous.shards if s.index_dir == data.index_dir), None)
+        shard = open_shard(data.index_dir, verify, reuse=reuse)
+        opened = cls(shard.manifest, shard.segments, settings,
+                     site_cache_bytes=site_cache_bytes, shards=[shard], removals=removals)
+        if previous is not None:
+            opened.adopt(previous)
+        return opened
 
     def with_removals(self, removals: RemovalRules) -> Searcher:
         """This searcher's segments (nothing opened again) under other removal rules."""
-        return Searcher(self.manifest, self.segments, self.settings,
+        made = Searcher(self.manifest, self.segments, self.settings,
                         site_cache_bytes=self._site_cache_bytes, shards=self.shards,
                         removals=removals)
+        made.adopt(self)
+        return made
+
+    def adopt(self, previous: Searcher) -> int:
+        """Take over ``previous``'s caches for the segments both searchers hold (the same
+        opened readers); returns the decoded lists taken over.  Called before this searcher
+        serves: nothing else uses it yet."""
+        where = {id(seg): i for i, seg in enumerate(previous.segments)}
+        old_of = [where.get(id(seg), -1) for seg in self.segments]
+        new_of = {o: n for n, o in enumerate(old_of) if o >= 0}
+        taken = self.postings.adopt(previous.postings, old_of)
+        for mine, theirs in ((self._texts, previous._texts), (self._frags, previous._frags)):
+            for (o, ordinal), value, size in theirs.entries():
+                if o in new_of:
+                    mine.put((new_of[o], ordinal), value, size)  # type: ignore[arg-type]
+        for hosts, masks, _ in previous._site_masks.entries():
+            if len(masks) == len(previous.segments):
+                self._site_masks.put(hosts, [
+                    masks[old_of[si]] if old_of[si] >= 0 else self._host_mask(seg, hosts)
+                    for si, seg in enumerate(self.segments)])
+        return taken
 
     @classmethod
     def open_shards(cls, index_dirs: Sequence[Path], settings: BM25FSettings | None = None,
@@ -316,7 +352,7 @@ class Searcher:
             if old is not None and read_manifest(index_dir).generation == old.manifest.generation:
                 shards.append(old)
             else:
-                shards.append(open_shard(index_dir, verify))
+                shards.append(open_shard(index_dir, verify, reuse=old))
         return cls(shards[0].manifest, shards[0].segments, settings,
                    site_cache_bytes=site_cache_bytes, shards=shards, removals=removals)
 
@@ -407,14 +443,16 @@ class Searcher:
         return self._site_masks.get_or_make(hosts, lambda: self._make_host_masks(hosts))
 
     def _make_host_masks(self, hosts: tuple[str, ...]) -> list[np.ndarray]:
-        out = []
-        for seg in self.segments:
-            ids = BitMap()
-            for h in seg.hosts():
-                if any(h == s or h.endswith("." + s) for s in hosts):
-                    ids |= seg.host_docs(h)
-            out.append(np.isin(seg.doc_ids, np.asarray(ids.to_array(), dtype=np.int64)))
-        return out
+        return [self._host_mask(seg, hosts) for seg in self.segments]
+
+    @staticmethod
+    def _host_mask(seg: SegmentReader, hosts: tuple[str, ...]) -> np.ndarray:
+        """Which ordinals of ``seg`` belong to one of ``hosts`` or their subdomains."""
+        ids = BitMap()
+        for h in seg.hosts():
+            if any(h == s or h.endswith("." + s) for s in hosts):
+                ids |= seg.host_docs(h)
+        return np.isin(seg.doc_ids, np.asarray(ids.to_array(), dtype=np.int64))
 
     # ------------------------------------------------------------------ search
     def search(self, request: IndexQuery) -> SearchResults:
@@ -935,12 +973,22 @@ def _raw_words(pq: ParsedQuery) -> list[str]:
         w for p in pq.required for w in p.text.split()]
 
 
-def open_shard(index_dir: Path, verify: bool = True) -> Shard:
+def open_shard(index_dir: Path, verify: bool = True, *, reuse: Shard | None = None) -> Shard:
     """The segments the manifest of ``index_dir`` names now, their files checked against it
-    (``verify``); IndexMissing / IndexCorrupt."""
+    (``verify``); IndexMissing / IndexCorrupt.  ``reuse``: a shard opened from ``index_dir``
+    before; a segment it holds that the manifest names with the same files (sizes and CRC32s)
+    is taken as it was opened (segments never change)."""
+    kept = {} if reuse is None or reuse.index_dir != index_dir else {
+        entry.name: (entry, seg)
+        for entry, seg in zip(reuse.manifest.segments, reuse.segments, strict=True)}
+
     def open_named(manifest: Manifest) -> Shard:
         segments = []
         for entry in manifest.segments:
+            old = kept.get(entry.name)
+            if old is not None and old[0].files == entry.files:
+                segments.append(old[1])
+                continue
             directory = index_dir / entry.name
             if verify:
                 verify_segment(directory, entry)

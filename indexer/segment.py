@@ -55,6 +55,12 @@ class _Terms(Sequence[bytes]):
     def __getitem__(self, i: int) -> bytes:  # type: ignore[override]
         return self._blob[self._off[i] : self._off[i + 1]]
 
+    def all(self) -> list[bytes]:
+        """Every word in order, sliced from plain ints (indexing the offsets array one element
+        at a time costs a numpy scalar each: several times the slicing itself)."""
+        blob = self._blob
+        return [blob[a:b] for a, b in itertools.pairwise(self._off.tolist())]
+
 
 def posting_starts(tfs: np.ndarray) -> np.ndarray:
     """Where each posting's positions start in its word's position stream (int64): the
@@ -119,8 +125,8 @@ class SegmentReader:
         # A hash table over the sorted words when it is small enough; binary search otherwise.
         n = len(self._terms)
         self._term_dict: dict[bytes, int] | None = (
-            dict(zip((self._terms[i] for i in range(n)), range(n), strict=True))
-            if n <= LEXICON_DICT_MAX else None)
+            dict(zip(self._terms.all(), range(n), strict=True)) if n <= LEXICON_DICT_MAX
+            else None)
         self.field_length_sums = self._pad(
             np.asarray(meta["field_length_sums"], dtype=np.float64)[None, :])[0]
 
@@ -262,7 +268,7 @@ class SegmentReader:
         return BitMap.deserialize(self._hosts_blob[start : start + length])
 
     def terms(self) -> list[str]:
-        return [self._terms[i].decode("utf-8", "surrogatepass") for i in range(len(self._terms))]
+        return [t.decode("utf-8", "surrogatepass") for t in self._terms.all()]
 
 
 def query_settings(segments: Sequence[SegmentReader], expected: IndexSettings | None = None

@@ -105,6 +105,10 @@ MAX_ANCHORS_PER_PAGE = 500  # distinct (source, anchor) pairs kept per target pa
 # than TEMPLATE_MIN_PAGES pages has no template.  Kept in DATA/index/templates.json.
 # IndexSettings.templates switches it off, IndexSettings.template_share is the share of a run.
 TEMPLATE_SAMPLE_PAGES = 64
+# The template samples' parses are kept for the page loop (each sampled page is parsed once,
+# not twice) while their marked texts hold at most this many characters in all; past it the
+# rest are parsed again (a run of many hosts must not hold all their samples).
+SAMPLE_REUSE_CHARS = 4_000_000
 TEMPLATE_MIN_PAGES = 5
 TEMPLATE_MIN_SHARE = 0.2
 MAX_TEMPLATE_KEYS_PER_HOST = 4096
@@ -251,6 +255,11 @@ FRAGMENT_CACHE_BYTES = 16 << 20  # recent pages' fragments (and their keys' term
 # filters on a million-document index, of thousands on a small one; a miss costs one pass
 # over the segments' host lists.
 SITE_MASK_CACHE_BYTES = 16 << 20
+# A new generation's searcher takes over its predecessor's caches for the segments they share
+# (indexer/postings.py PostingStore.adopt); before it serves, the most recent decoded lists,
+# up to this many bytes, are brought under its live masks and statistics (what the next
+# queries ask for: warm), the rest on first use.
+RELOAD_WARM_BYTES = 16 << 20
 
 # ---------------------------------------------------------------- queries
 # The one cap on a query's length, used by the query parser and by the API's validation (its

@@ -50,7 +50,8 @@ def _register_rank(sub: argparse._SubParsersAction) -> None:  # type: ignore[typ
                       help="every iteration's L1 residual on a line of its own")
     p.add_argument("--shard", type=Path, nargs="+", default=None, metavar="DIR",
                    help="rank the union of these crawl stores (shards sharing a frontier's URL "
-                   "IDs) and write the same global generation to each (either engine)")
+                   "IDs, or a partitioned crawl's, matched by URL) and write the same global "
+                   "generation to each (either engine)")
     _register_rank_engine(p)
     p.set_defaults(func=_rank)
 
@@ -156,13 +157,12 @@ def _rank_shards(args: argparse.Namespace, engine: Any) -> int:
 
     shards = [DataDir.open(d) for d in args.shard]
     by_url = own_id_spaces(shards)  # a partitioned crawl's stores: matched by URL
-    if by_url and engine is not None:
-        print("rank: --engine dask needs shards of one shared frontier (these number URLs each "
-              "their own way: rank them embedded)", file=sys.stderr)
-        return 2
     progress = RankProgress(sys.stderr, verbose=args.verbose, quiet=args.quiet)
     try:
-        if by_url:
+        if by_url and engine is not None:
+            reports = engine.run_by_url(shards, damping=args.damping, tol=args.tol,
+                                        dangling=args.dangling, progress=progress)
+        elif by_url:
             reports = run_rank_by_url(shards, damping=args.damping, tol=args.tol,
                                       dangling=args.dangling, progress=progress)
         elif engine is None:

@@ -241,6 +241,25 @@ class DaskEngine:
         return self._run([d.store_path for d in shards], list(shards), damping=damping,
                          tol=tol, dangling=dangling, progress=progress, shared_frontier=True)
 
+    def run_by_url(
+        self,
+        shards: Sequence[DataDir],
+        *,
+        damping: float,
+        tol: float,
+        dangling: Dangling | str,
+        progress: Progress | None = None,
+    ) -> list[RankReport]:
+        """``rank --engine dask --shard A B C`` over shards that number URLs each their own way
+        (a partitioned crawl's): joined by URL, as :func:`ranking.rank_by_url.run_rank_by_url`
+        does embedded (:mod:`ranking.dask_by_url`)."""
+        if not shards:
+            raise RankingError("rank --shard needs at least one data directory")
+        from websift.ranking.dask_by_url import run_dask_by_url
+
+        return run_dask_by_url(self, shards, damping=damping, tol=tol, dangling=dangling,
+                               progress=progress)
+
     def _run(
         self,
         paths: list[Path],

@@ -147,6 +147,22 @@ def test_crawl_stops_at_once_and_resumes(big_web: TestWeb, tmpfs: Mount) -> None
     assert fetched(data) == PAGES + 1
 
 
+@pytest.mark.parametrize("leave_kb", [150, 200])
+def test_crawl_on_an_almost_full_disk_fails_in_one_line(big_web: TestWeb, tmpfs: Mount,
+                                                       leave_kb: int) -> None:
+    """Room for the store's creation, its first commits (seeds, start cash) or the first WARC
+    record only: whichever write meets the full disk, one line and exit 1; a rerun with room
+    crawls the whole site."""
+    mount = tmpfs("3m")
+    data = mount / "data"
+    fill(mount, leave_kb * 1024)
+    assert_clear_failure(websift(*crawl_args(big_web, data)), "crawl")
+    subprocess.run(["mount", "-o", "remount,size=40m", str(mount)], check=True)
+    again = websift(*crawl_args(big_web, data))
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert fetched(data) == PAGES + 1
+
+
 def test_index_on_a_full_disk_keeps_the_old_index(base: Path, tmpfs: Mount) -> None:
     mount = tmpfs("16m")
     data = mount / "data"

@@ -27,7 +27,7 @@ from websift.api.cli import main
 from websift.core.datadir import DataDir
 from websift.ranking import cluster_pagerank, settings
 from websift.ranking.cluster_structure import giant_component, levels
-from websift.ranking.dask_engine import DaskEngine, cluster_graph, local_cluster
+from websift.ranking.dask_engine import DaskEngine, cluster_graph
 from websift.ranking.errors import RankingError
 from websift.ranking.graph import build_graph, in_csr
 from websift.ranking.link_blocks import (
@@ -50,13 +50,6 @@ pytestmark = pytest.mark.slow  # a Dask LocalCluster per test
 
 ACCURACY = 1e-9
 WAIT = 60.0  # seconds a restarted worker may take to join again
-
-
-@pytest.fixture(scope="module")
-def cluster() -> Iterator[LocalCluster]:
-    """Two worker processes, one thread each, for the whole module."""
-    with local_cluster(2) as local:
-        yield local
 
 
 @pytest.fixture(scope="module")

@@ -66,6 +66,11 @@ def test_shards_ranked_by_url_equal_one_store(tmp_path: Path) -> None:
         # the shard holds part of it: the front compares scores across shards
         assert sum(abs(got[u][2] - want[u][2]) for u in got) < 1e-9
         assert {u: got[u][3:] for u in got} == {u: want[u][3:] for u in got}
+    join = Ranks.open(a).manifest["stats"]["url_join"]
+    assert join == Ranks.open(b).manifest["stats"]["url_join"]
+    assert join["urls"] == len(want) and join["collisions_64"] == 0
+    with StoreReader.open(a.store_path) as sa, StoreReader.open(b.store_path) as sb:
+        assert join["rows"] == sa.url_count() + sb.url_count() > join["urls"]
     # every URL of the union has its rank in some shard: the vectors cover one graph
     seen = by_url(a) | by_url(b)
     assert seen.keys() == want.keys()
