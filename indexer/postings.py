@@ -346,7 +346,7 @@ class PostingStore:
         if not same_docs:
             return self.live_list(si, old.row, old.all_docs, old.all_tfs, old.pos_starts)
         p = PostingList(old.docs, old.tfs, old.row, old.all_tfs, old.all_docs,
-                        pos_starts=old.pos_starts, dense=old.dense)
+                        pos_starts=old.pos_starts, dense=old.dense, pos_blocks=old.pos_blocks)
         if same_norms:
             p.saturated, p.block_max = old.saturated, old.block_max
         return p
@@ -497,8 +497,9 @@ class QueryPostings:
         sel = np.searchsorted(p.all_docs, docs)
         seg = self.store.segments[si]
         if p.pos_starts is None:
-            p.pos_blocks = seg.position_blocks(p.row)
             p.pos_starts = posting_starts(p.all_tfs)
+        if p.pos_blocks is None:
+            p.pos_blocks = seg.position_blocks(p.row)
         positions = seg.positions_of(p.row, p.all_tfs, sel, starts=p.pos_starts,
                                      blocks=p.pos_blocks)
         tfs = p.all_tfs[sel]
