@@ -158,6 +158,19 @@ class BatchAnalyser:
                 encode_fragments(parsed.fragments, self.analyzer.terms),
                 page_language(parsed.lang, content))
 
+    def _counted(self, wids: np.ndarray, slots: np.ndarray, langs: list[str]) -> np.ndarray:
+        """Per hit, whether it counts toward its field's length: judged in its own document's
+        analysis language (``langs``, per document of the batch)."""
+        if len(set(langs)) <= 1:
+            return self.hits.counted(wids, langs[0] if langs else None)
+        doc_lang = np.array([sorted(set(langs)).index(x) for x in langs], dtype=np.int32)
+        hit_lang = doc_lang[slots // N_FIELDS]
+        out = np.empty(len(wids), dtype=np.int32)
+        for i, lang in enumerate(sorted(set(langs))):
+            sel = hit_lang == i
+            out[sel] = self.hits.counted(wids[sel], lang)
+        return out
+
     def _hits(self, docs: list[list[str | list[str]]], langs: list[str]
               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``HitMaker.batch`` over runs of documents of one analysis language (``langs``) and
@@ -211,8 +224,9 @@ class BatchAnalyser:
                 blobs.append(zlib.compress(raw, DOCSTORE_LEVEL))
                 frag_blobs.append(frags)
             docs.append(fields)
-        wids, pos, slots = self._hits(docs, [analysis_language(x) for x in langs])
-        lens = np.bincount(slots, weights=self.hits.counted(wids),  # stop words: no length
+        alangs = [analysis_language(x) for x in langs]
+        wids, pos, slots = self._hits(docs, alangs)
+        lens = np.bincount(slots, weights=self._counted(wids, slots, alangs),  # stops: no length
                            minlength=n_jobs * N_FIELDS).astype(np.int32).reshape(n_jobs, N_FIELDS)
         hits = np.empty((len(wids), 4), dtype=np.int32)
         hits[:, 0] = wids

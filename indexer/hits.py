@@ -66,10 +66,14 @@ class HitMaker:
         self.elsewhere_first = elsewhere_first
         self.lexicon: dict[str, int] = {}
         self.words: list[str] = []  # the words this HitMaker learned, in ID order
-        # Per word ID: whether it counts toward a field's length (BM25F normalisation): every
-        # term but a stop word or an operator, so keeping them in the index leaves the lengths
-        # as before.
+        # Per word ID: -1 for an operator (no field length, kept only where operator_fields
+        # says), else 1.  Whether a word is a stop word (no field length either, BM25F
+        # normalisation) depends on the language of the text it occurs in: _stops.
         self._counted = np.ones(1024, dtype=np.int32)  # grown by doubling
+        # Per analysis language, per word ID: 1 a stop word of that language, 0 not, -1 not
+        # looked at yet.  Decided per hit's language, never by the page a worker met the word
+        # on first, so the index does not depend on how pages are spread over workers.
+        self._stops: dict[str, np.ndarray] = {}
         # Raw token or whitespace-separated chunk -> word ID, _NOTHING, or -2 - compound index.
         # One namespace: a chunk that is one whole token is that token.  Looking a chunk up
         # with ``[]`` learns it when it is new (and stores it, so it is learned once).
@@ -126,15 +130,31 @@ class HitMaker:
             wid = self.lexicon[term] = len(self.lexicon)
             if wid == len(self._counted):
                 self._counted = np.concatenate([self._counted, np.ones_like(self._counted)])
-            # 1: counted; 0: a stop word; -1: an operator (no length either)
-            self._counted[wid] = -1 if is_operator(term) else int(
-                term not in self.analyzer.stop_terms)
+            self._counted[wid] = -1 if is_operator(term) else 1
             self.words.append(term)
         return wid
 
-    def counted(self, wids: np.ndarray) -> np.ndarray:
-        """1 where a hit's word counts toward its field's length, 0 for a stop word."""
-        return np.maximum(self._counted[wids], 0)
+    def counted(self, wids: np.ndarray, lang: str | None = None) -> np.ndarray:
+        """1 where a hit's word counts toward its field's length, 0 for an operator or a stop
+        word of ``lang`` (the analysis language of the hits' text; default: the current one)."""
+        lang = self.lang if lang is None else lang
+        stops = self._stops.get(lang)
+        if stops is None or len(stops) < len(self.words):
+            grown = np.full(max(len(self._counted), len(self.words)), -1, dtype=np.int8)
+            if stops is not None:
+                grown[: len(stops)] = stops
+            stops = self._stops[lang] = grown
+        looked = stops[wids]
+        if (looked < 0).any():
+            stop_terms = self._analyzer_of(lang).stop_terms
+            for wid in np.unique(wids[looked < 0]).tolist():
+                stops[wid] = self.words[wid] in stop_terms
+            looked = stops[wids]
+        return ((self._counted[wids] > 0) & (looked == 0)).astype(np.int32)
+
+    def _analyzer_of(self, lang: str) -> Analyzer:
+        pair = self._by_lang.get(lang)
+        return pair[0] if pair is not None else self.analyzer.for_lang(lang)
 
     def in_field(self, field: int, wids: np.ndarray, positions: np.ndarray
                  ) -> tuple[np.ndarray, np.ndarray]:
