@@ -129,6 +129,13 @@ class PostingList:
     # Made on first use: where each posting's positions start, and per block of BLOCK
     # postings the largest of ``saturated`` (its exact block bounds).
     pos_starts: np.ndarray | None = None
+    pos_blocks: tuple[np.ndarray, np.ndarray] | None = None  # codec.block_bits of positions
+    # Per live posting, its occurrences in the fields that count for proximity (int32): a
+    # bound of how often a pair with the word can stand near (indexer/topk.py).
+    weighted_tf: np.ndarray | None = None
+    # Candidates whose positions of the word queries have read one by one (not the whole
+    # list) while it is cached: indexer/topk.py decodes them whole past a share of the list.
+    positions_read: int = 0
     block_max: np.ndarray | None = None
     # For a list most pages hold (DENSE_POSTINGS_SHARE): per ordinal of the segment, the index
     # of its live posting in ``docs`` or -1 (int32).
@@ -204,7 +211,9 @@ def nbytes(p: PostingList | Inherited | None) -> int:
     arrays = {id(a): a.nbytes for a in (p.docs, p.tfs, p.all_tfs, p.all_docs, p.dense)
               if a is not None}
     return int(sum(arrays.values()) + 8 * len(p.docs) + 8 * len(p.all_docs)
-               + len(p.docs) // 8)  # + block maxima (bounds and priors)
+               + len(p.docs) // 8  # + block maxima (bounds and priors)
+               + 4 * len(p.docs)  # + weighted tfs
+               + 16 * (int(p.all_tfs.sum()) // BLOCK + 1))  # + position blocks' bits
 
 
 @dataclass(frozen=True)
@@ -337,7 +346,7 @@ class PostingStore:
         if not same_docs:
             return self.live_list(si, old.row, old.all_docs, old.all_tfs, old.pos_starts)
         p = PostingList(old.docs, old.tfs, old.row, old.all_tfs, old.all_docs,
-                        pos_starts=old.pos_starts, dense=old.dense)
+                        pos_starts=old.pos_starts, dense=old.dense, pos_blocks=old.pos_blocks)
         if same_norms:
             p.saturated, p.block_max = old.saturated, old.block_max
         return p
@@ -436,6 +445,14 @@ class QueryPostings:
         return bm25f.saturate(bm25f.pseudo_tf(p.tfs[j], self.coefficients[si][docs]),
                               self.store.k1)
 
+    def weighted_tf(self, p: PostingList, j: np.ndarray) -> np.ndarray:
+        """Occurrences of postings ``j`` of ``p`` in the weighted fields (made once per
+        list)."""
+        if p.weighted_tf is None:
+            weighted = self.store.weighted_field[:p.tfs.shape[1]]
+            p.weighted_tf = np.asarray(p.tfs[:, weighted].sum(axis=1), dtype=np.int32)
+        return p.weighted_tf[j]
+
     def block_max(self, p: PostingList, si: int, starts: np.ndarray) -> np.ndarray:
         """Per block of live postings (``starts``), its largest tf~/(k1 + tf~): kept with the
         list under the snapshot's own statistics."""
@@ -478,10 +495,13 @@ class QueryPostings:
         """The keys of the word's occurrences in ``docs`` only (sorted ordinals, each holding
         the word), decoding those postings' positions alone."""
         sel = np.searchsorted(p.all_docs, docs)
+        seg = self.store.segments[si]
         if p.pos_starts is None:
             p.pos_starts = posting_starts(p.all_tfs)
-        positions = self.store.segments[si].positions_of(p.row, p.all_tfs, sel,
-                                                         starts=p.pos_starts)
+        if p.pos_blocks is None:
+            p.pos_blocks = seg.position_blocks(p.row)
+        positions = seg.positions_of(p.row, p.all_tfs, sel, starts=p.pos_starts,
+                                     blocks=p.pos_blocks)
         tfs = p.all_tfs[sel]
         group = (docs[:, None] << 4) | np.arange(N_FIELDS, dtype=np.int64)
         per_pos = np.repeat(group.ravel(), tfs.ravel().astype(np.int64))
@@ -517,6 +537,18 @@ class QueryPostings:
             docs = docs[self.store.live[si][docs]]
         self.store.phrases.put(key, docs)
         return docs
+
+    def cached_phrase_docs(self, phrase: Phrase, si: int) -> np.ndarray | None:
+        """:meth:`phrase_docs` of a phrase of several words if the phrases cache holds it."""
+        if len(phrase.terms) < 2:
+            return None
+        return self.store.phrases.get((si, phrase.terms, phrase.offsets))
+
+    def keep_phrase_docs(self, phrase: Phrase, si: int, docs: np.ndarray) -> None:
+        """Keep ``docs``, the live ordinals of segment ``si`` holding the phrase (sorted; all
+        of them, as :meth:`phrase_docs` gives), in the phrases cache."""
+        if len(phrase.terms) >= 2:
+            self.store.phrases.put((si, phrase.terms, phrase.offsets), docs)
 
     def near(self, ka: np.ndarray, kb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`PostingStore.near` of two words' occurrence keys (of some documents)."""

@@ -54,6 +54,7 @@ from pyroaring import BitMap
 from websift.core.cache import Cache
 from websift.core.checked import open_consistent
 from websift.core.datadir import DataDir
+from websift.core.distinct import distinct, distinct_small
 from websift.indexer import bm25f
 from websift.indexer.analysis import Analyzer
 from websift.indexer.errors import IndexCorrupt
@@ -789,7 +790,7 @@ class Searcher:
                 score_parts.append(idfs[term] * postings.saturated(p, si))
                 held.append(p.docs)
             if held:
-                unit_parts.append(held[0] if len(held) == 1 else np.unique(np.concatenate(held)))
+                unit_parts.append(held[0] if len(held) == 1 else distinct(np.concatenate(held)))
         if not doc_parts:
             return None
         if len(doc_parts) == 1:  # 0 + each posting's score
@@ -871,7 +872,7 @@ class Searcher:
         a query term has one to offer: that is read from the postings the query already
         decoded (one search per term and segment for all the hits), and most hits stop there."""
         wanted: list[dict[str, float]] = [{} for _ in range(len(ords))]
-        for si in np.unique(segs).tolist():
+        for si in distinct_small(segs).tolist():
             at = np.flatnonzero(segs == si)
             mine = ords[at]
             for term, idf in idfs.items():

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 from pyroaring import BitMap
 
-from websift.indexer.codec import decode, decode_at, delta_decode_groups
+from websift.indexer.codec import block_bits, decode, decode_at, delta_decode_groups
 from websift.indexer.errors import IndexAnalyzerMismatch, IndexCorrupt
 from websift.indexer.segment_format import CF, COL, DF, SEP, STREAMS, built_with, read_meta
 from websift.indexer.settings import (
@@ -180,12 +180,21 @@ class SegmentReader:
             raise IndexCorrupt(f"segment {self.name}: block impacts end before the postings")
         return np.asarray(self._impacts[k0 : k0 + nb])
 
+    def position_blocks(self, row: int) -> tuple[np.ndarray, np.ndarray]:
+        """(width, first bit) of each block of a row's positions (codec.block_bits)."""
+        _data, widths = self._streams["pos"]
+        c = COL["pos"]
+        r = self.lexicon[row]
+        return block_bits(widths, int(r[c]), block0=int(r[c + 2]), n=int(r[CF]))
+
     def positions_of(self, row: int, tfs: np.ndarray, sel: np.ndarray, *,
-                     starts: np.ndarray | None = None) -> np.ndarray:
+                     starts: np.ndarray | None = None,
+                     blocks: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
         """Positions of the postings ``sel`` (indices into the row's postings, ascending) only,
         grouped by (posting, field) in the order of ``tfs[sel].ravel()``: the rest of the
         row's positions are never decoded.  ``starts``: where each posting's positions start
-        (:func:`posting_starts` of ``tfs``), if the caller keeps it."""
+        (:func:`posting_starts` of ``tfs``), and ``blocks``: :meth:`position_blocks`, if the
+        caller keeps them."""
         if starts is None:
             starts = posting_starts(tfs)
         lengths2 = tfs[sel].astype(np.int64)
@@ -200,7 +209,7 @@ class SegmentReader:
         c = COL["pos"]
         r = self.lexicon[row]
         values = decode_at(data, widths, int(r[c]), block0=int(r[c + 2]),
-                           n=int(r[CF]), idx=idx)
+                           n=int(r[CF]), idx=idx, blocks=blocks)
         return delta_decode_groups(values, lengths)
 
     def head(self, ordinal: int) -> dict[str, str]:

@@ -241,7 +241,12 @@ class BM25FSettings:
 # common word of a million pages decodes to about 20 MB, and decoding it again costs a query
 # tens of milliseconds; a small index never fills it.
 POSTINGS_CACHE_BYTES = int(float(os.environ.get("WEBSIFT_POSTINGS_CACHE_MB", "1024")) * (1 << 20))
-PAIRS_CACHE_BYTES = 16 << 20  # proximity evidence of recent word pairs
+# Proximity evidence of recent word pairs ($WEBSIFT_PAIRS_CACHE_MB): 16 bytes per page where
+# the pair stands near, so a pair of common words takes 16 bytes per page of the index (2.4
+# MB at 150,000 pages) and recomputing it means a pass over both words' occurrences (tens of
+# ms); 16 MB held too few for a mix of such queries at 150,000 pages (nearly every one missed:
+# scripts/benchmarks/bench_query_tail.py).
+PAIRS_CACHE_BYTES = int(float(os.environ.get("WEBSIFT_PAIRS_CACHE_MB", "128")) * (1 << 20))
 PHRASES_CACHE_BYTES = 16 << 20  # the pages holding recent phrases of several words
 TEXT_CACHE_BYTES = 32 << 20  # recent pages' texts (and their lower case), for snippets
 FRAGMENT_CACHE_BYTES = 16 << 20  # recent pages' fragments (and their keys' terms), for hits
@@ -298,9 +303,15 @@ EXHAUSTIVE_MAX_POSTINGS = 1 << 19
 # documents: a query of rare words pays for its postings, not for the segment's size.
 SPARSE_SHARE = 0.125
 # A word's positions are decoded whole (and cached) when its list is at most this many times
-# the candidates asked about (those of the query so far included); longer lists give the
-# candidates' positions only.
-PRUNE_WHOLE_LIST = 8
+# the candidates asked about (those read one by one by the queries while the list is cached
+# included); longer lists give the candidates' positions only.  16, not 8: with candidates'
+# proximity bounded by their term counts a query reads about a third as many, and at 8 a
+# repeated query of common words read them one by one twice before the whole list served.
+PRUNE_WHOLE_LIST = 16
+# A required phrase is checked over every page of a segment holding all its words (and the
+# pages holding it kept in the phrases cache) once the candidates checked for it one by one
+# there reach 1 / PRUNE_PHRASE_ALL of those pages: at most this many times the work done.
+PRUNE_PHRASE_ALL = 4
 # A cached list holding at least this share of its segment's documents also keeps a dense
 # map (ordinal -> its posting, int32: 4 bytes per document of the segment, so at most 16 per
 # posting), and probing it for candidates is one gather instead of a binary search: as
