@@ -36,6 +36,7 @@ from websift.api.errors import describe_validation_errors, error_body, status_of
 from websift.api.fanout import FanOut, check_shard_server, split_shards
 from websift.api.index_words import IndexWords
 from websift.api.indexnow import IndexNow
+from websift.api.lean_search import LeanSearch
 from websift.api.models import error_responses
 from websift.api.prometheus import RequestMetrics, SearchTimer
 from websift.api.request_limits import BodyLimit
@@ -143,6 +144,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.search_metrics = RequestMetrics()
     # site owners' pushes (IndexNow): per-host rate windows and verified keys of this process
     app.state.indexnow = IndexNow(settings)
+    # GET /search with plain, valid parameters answered before the router (the rest go on)
+    app.add_middleware(LeanSearch, settings=settings, engine=lambda: app.state.engine,
+                       on_error=websift_error_response)
     app.add_middleware(SearchTimer, metrics=app.state.search_metrics)
     # the operator page's history (GET /admin): this server's figures, sampled
     app.state.admin_sampler = None if data is None else Sampler(
@@ -179,8 +183,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @app.exception_handler(WebsiftError)
     async def websift_error(_request: Request, exc: WebsiftError) -> JSONResponse:
-        status, code = status_of(exc)
-        return JSONResponse(error_body(code, str(exc)), status_code=status)
+        return websift_error_response(exc)
 
     @app.exception_handler(RequestValidationError)
     async def validation_error(_request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -206,6 +209,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         )
 
     return app
+
+
+def websift_error_response(exc: WebsiftError) -> JSONResponse:
+    """The answer to one of websift's exceptions: its status and ``{"error": ...}`` body."""
+    status, code = status_of(exc)
+    return JSONResponse(error_body(code, str(exc)), status_code=status)
 
 
 async def _sample_forever(sampler: Sampler, every: float) -> None:

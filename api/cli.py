@@ -74,7 +74,7 @@ COMMAND_MODULES = {
     "index": "websift.indexer.commands",
     "anchors": "websift.indexer.commands",
     "rank": "websift.ranking.commands", "graph": "websift.ranking.commands",
-    "topics": "websift.ranking.commands",
+    "topics": "websift.ranking.commands", "exchange": "websift.api.exchange_command",
     "search": "websift.api.commands", "serve": "websift.api.commands",
     "demo": "websift.api.demo",
     "remove": "websift.api.operator_commands", "removed": "websift.api.operator_commands",

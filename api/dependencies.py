@@ -55,8 +55,10 @@ async def get_data(request: Request) -> DataDir:
 async def get_snapshot(request: Request) -> AsyncIterator[Snapshot]:
     """The current index + ranks snapshot, held for the duration of the request.
 
-    The check for newer generations (which may open a new index: blocking work) runs in the
-    thread pool when due; otherwise leasing is a few attribute reads on the event loop.
+    Newer generations are checked for and opened by the holder's reload thread (leasing wakes
+    it when a check is due): leasing is a few attribute reads on the event loop.  Only before
+    the first snapshot, or with ``reload_check_ms`` 0, does the check (which may open an index:
+    blocking work) run here, in the thread pool.
     """
     holder: SnapshotHolder = request.app.state.holder
     if holder.check_due():

@@ -5,12 +5,14 @@ answers ``GET /search`` and the search page by asking each *shard server* (a pla
 serve`` over its own data directory or local shards) in three rounds
 (``api/shard_protocol.py``, Elasticsearch's "dfs_query_then_fetch"):
 
-1. statistics: every shard's live documents, field length sums and df of the query's terms,
-   summed here into the statistics of the whole collection;
+1. statistics: every shard's live documents, field length sums, pages per language and df
+   of the query's terms, summed here into the statistics of the whole collection (the query
+   analysed as the languages of the whole collection say);
 2. scoring: every shard that answered returns its top ``offset + k`` scored with those sums,
    without snippets; each shard's hits are its exact top of text + importance over every
-   match (indexer/topk.py), so the merge by (score desc, URL ID) is the order one index over
-   all the shards would give;
+   match (indexer/topk.py), ties by URL, so the merge by (score desc, URL) is the order one
+   index over all the shards would give (URL IDs are each shard's own: a partitioned
+   crawl's shards number their URLs apart);
 3. snippets: only the pages of the final result page, each from the shard holding it (making a
    snippet reads and scans the page's stored text, the costliest part of a hit: asking for
    ``k`` per shard would do that work for ``shards * k`` pages to show ``k``).
@@ -33,7 +35,7 @@ import logging
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
@@ -254,6 +256,8 @@ class FanOut:
         self.partial = 0  # answered by some shards only
         self.unanswered = 0  # by none: a 503 or a shard's own refusal
         self.snippet_failures = 0  # shards that answered but did not send their snippets
+        # pages per language over every shard, as last summed (None: not yet)
+        self.langs: dict[str, int] | None = None
 
     async def aclose(self) -> None:
         await self.client.aclose()
@@ -265,12 +269,7 @@ class FanOut:
         started = time.perf_counter()
         self.queries += 1
         shards = list(self.shards)
-        stats_ask = StatsAsk(q=req.q)
-        first = await gather_calls([partial(s.call, "/shard/stats", stats_ask, StatsAnswer)
-                                    for s in shards])
-        failures = [a for a in first if isinstance(a, Failure)]
-        parts = [(s, a) for s, a in zip(shards, first, strict=True) if isinstance(a, StatsAnswer)]
-        total = CollectionStats.total([a.stats.collection_stats() for _, a in parts])
+        failures, parts, total = await self._statistics(req.q, shards)
         ask = SearchAsk(q=req.q, k=req.offset + req.k, topic=req.topic, site=req.site,
                         explain=req.explain, stats=Statistics.of(total))
         second = await gather_calls([partial(s.call, "/shard/search", ask, SearchAnswer)
@@ -286,9 +285,7 @@ class FanOut:
                 a.index_generation, a.ranks_generation)
         if len(answers) < len(shards):
             self.partial += 1
-        merged = sorted(((h, i) for i, (_, a) in enumerate(answers) for h in a.hits),
-                        key=lambda hi: (-hi[0].score, hi[0].doc_id, hi[1]))
-        page = merged[req.offset: req.offset + req.k]
+        page = merge_hits([a.hits for _, a in answers])[req.offset: req.offset + req.k]
         snippets = await self._snippets(req, page, answers) if req.snippets else {}
         head = answers[0][1]
         return Outcome(
@@ -302,6 +299,28 @@ class FanOut:
             explain=head.fusion,
             shards=ShardCount(len(answers), len(shards)),
         )
+
+    async def _statistics(self, q: str, shards: list[RemoteShard]
+                          ) -> tuple[list[Failure], list[tuple[RemoteShard, StatsAnswer]],
+                                     CollectionStats]:
+        """Round 1: every shard's statistics of ``q`` and their sums.  The query is analysed
+        as the whole collection's languages say (which languages a query may be in, and
+        whether the language prior applies): the sums of the last answers, asked again
+        once when the answers' sums differ (the first query, or a shard's index moved).  The
+        statistics returned say the languages the shards analysed the query with."""
+        for _ in range(2):
+            ask = StatsAsk(q=q, langs=self.langs)
+            got = await gather_calls([partial(s.call, "/shard/stats", ask, StatsAnswer)
+                                      for s in shards])
+            failures = [a for a in got if isinstance(a, Failure)]
+            parts = [(s, a) for s, a in zip(shards, got, strict=True)
+                     if isinstance(a, StatsAnswer)]
+            total = CollectionStats.total([a.stats.collection_stats() for _, a in parts])
+            # a shard left out: the sums lack its pages, the last whole ones stay
+            if failures or total.langs is None or total.langs == ask.langs:
+                break
+            self.langs = dict(total.langs)
+        return failures, parts, replace(total, langs=ask.langs)
 
     async def _snippets(self, req: SearchRequest, page: list[tuple[ShardHit, int]],
                         answers: list[tuple[RemoteShard, SearchAnswer]]
@@ -339,6 +358,21 @@ class FanOut:
                                "ranks_generation": s.figures.ranks_generation}
                        for s in self.shards},
         }
+
+
+def merge_hits(lists: Sequence[Sequence[ShardHit]]) -> list[tuple[ShardHit, int]]:
+    """Every shard's hits (with the index of its list) in the order one index over all the
+    shards gives: score descending, ties by URL (URL IDs differ between shards); a URL two
+    shards hold is shown once, at its better place."""
+    merged = sorted(((h, i) for i, hits in enumerate(lists) for h in hits),
+                    key=lambda hi: (-hi[0].score, hi[0].url, hi[1]))
+    seen: set[str] = set()
+    out: list[tuple[ShardHit, int]] = []
+    for h, i in merged:
+        if h.url not in seen:
+            seen.add(h.url)
+            out.append((h, i))
+    return out
 
 
 def _ranked(h: ShardHit, snippet: tuple[str, list[tuple[int, int]]] | None) -> RankedHit:

@@ -6,16 +6,19 @@ Three caps, each with a number in ``api/settings.py``:
   ``Content-Length`` over ``max_body_bytes`` is answered 413 before any of the body is read; a
   body without one (chunked) is counted as it streams in and refused with a 413 as soon as the
   count passes the cap, so the server never holds more than the cap of one body.
-- **Request head** (line and headers): h11's cap on an incomplete event
-  (``h11_max_incomplete_event_size`` = ``max_header_bytes``): a head still incomplete past it
-  is a 400 and the connection is closed, which bounds a flood of header lines and their number.
-  (A head that arrives whole within one read of the socket, at most 256 KiB, is parsed.)
-- **Time to send a request** (:class:`DeadlineH11Protocol`, uvicorn's h11 protocol with a
-  deadline): a request must arrive whole, head and body, within ``request_read_timeout_s`` of
-  its first byte (of the connection, for the first request); a client trickling bytes is
-  disconnected then.  Idle keep-alive connections close after ``keep_alive_timeout_s``
-  (uvicorn's ``timeout_keep_alive``).  uvicorn itself has no head-read timeout: its keep-alive
-  timer is cancelled by the first byte of the next request.
+- **Request head** (line and headers): a head still incomplete past ``max_header_bytes`` is a
+  400 and the connection is closed, which bounds a flood of header lines and their number (a
+  head that arrives whole within one read of the socket, at most 256 KiB, is parsed).
+- **Time to send a request**: a request must arrive whole, head and body, within
+  ``request_read_timeout_s`` of its first byte (of the connection, for the first request); a
+  client trickling bytes is disconnected then.  Idle keep-alive connections close after
+  ``keep_alive_timeout_s`` (uvicorn's ``timeout_keep_alive``).  uvicorn itself has no
+  head-read timeout: its keep-alive timer is cancelled by the first byte of the next request.
+
+The last two live in the HTTP/1.1 protocol: with httptools installed (a runtime dependency
+where it has wheels), uvicorn's httptools protocol with both added (``api/http_protocol.py``);
+without it, uvicorn's h11 protocol, whose cap on an incomplete event is the head cap
+(``h11_max_incomplete_event_size``), with the deadline added (:class:`DeadlineH11Protocol`).
 
 :func:`uvicorn_config` builds the one uvicorn configuration ``websift serve`` uses, with one
 worker process or several (``api/workers.py``).
@@ -169,20 +172,34 @@ class DeadlineH11Protocol(H11Protocol):
             self.transport.close()
 
 
-def protocol_class(settings: Settings) -> type[DeadlineH11Protocol]:
-    """:class:`DeadlineH11Protocol` with this server's read timeout."""
+def protocol_class(settings: Settings, parser: str = "auto") -> type[asyncio.Protocol]:
+    """The HTTP/1.1 protocol with this server's read timeout and head cap.  ``parser``:
+    "httptools" (``api/http_protocol.py``, llhttp in C), "h11" (:class:`DeadlineH11Protocol`,
+    pure Python) or "auto": httptools when it is installed, else h11."""
+    if parser in ("auto", "httptools"):
+        try:
+            from websift.api.http_protocol import DeadlineHttpToolsProtocol
+        except ImportError:
+            if parser == "httptools":
+                raise
+        else:
+            return type("DeadlineHttpToolsProtocol", (DeadlineHttpToolsProtocol,),
+                        {"read_timeout": settings.request_read_timeout_s,
+                         "max_head_bytes": settings.max_header_bytes})
     return type("DeadlineH11Protocol", (DeadlineH11Protocol,),
                 {"read_timeout": settings.request_read_timeout_s})
 
 
 def uvicorn_config(app: Any, settings: Settings, *, log_level: str, access_log: bool,
-                   factory: bool = False) -> uvicorn.Config:
-    """The uvicorn configuration of ``websift serve`` (one process or each of N workers)."""
+                   factory: bool = False, parser: str = "auto") -> uvicorn.Config:
+    """The uvicorn configuration of ``websift serve`` (one process or each of N workers);
+    ``parser``: the HTTP/1.1 parser (:func:`protocol_class`).  uvicorn's event loop is uvloop
+    when it is installed (its ``loop="auto"``)."""
     import uvicorn
 
     return uvicorn.Config(
         app, factory=factory, host=settings.host, port=settings.port, log_level=log_level,
-        access_log=access_log, http=protocol_class(settings),
+        access_log=access_log, http=protocol_class(settings, parser),
         h11_max_incomplete_event_size=settings.max_header_bytes,
         timeout_keep_alive=settings.keep_alive_timeout_s,
     )

@@ -60,7 +60,8 @@ class Settings(BaseSettings):
     # throughput on 2 cores is flat from 1 to 64 concurrent searches.
     search_concurrency: int = Field(default_factory=lambda: max(2, os.cpu_count() or 2), ge=1)
 
-    # Hot reload: look for a newer index or ranks generation at most this often.
+    # Hot reload: look for a newer index or ranks generation at most this often, in a
+    # background thread no request waits for (0: every request looks, and waits for the open).
     reload_check_ms: int = 250
 
     # Fusion (ranking/fusion.py): final = BM25F + w * s^a / (s^a + k^a).

@@ -6,7 +6,8 @@ Every ``websift serve`` that searches an index of its own is a shard server: it 
 "dfs_query_then_fetch" does:
 
 1. ``/shard/stats``: the shard's share of the collection statistics of the query (live
-   documents, field length sums, each query term's df);
+   documents, field length sums, pages per language, each query term's df: the query
+   analysed as the whole collection's languages say, when the front knows them);
 2. ``/shard/search``: its top ``k`` hits scored with the *sums* of those statistics over every
    shard (so a score means the same on every shard and the merge by score is exact), without
    snippets;
@@ -36,10 +37,15 @@ from websift.indexer.settings import MAX_QUERY_CHARS, N_FIELDS
 # Figures from the wire become float64 and int64: keep them where both are exact.
 MAX_COUNT = 2**53
 MAX_DOC_ID = 2**63 - 1
+MAX_LANGS = 1000  # languages a collection's statistics may name
 
 
 class StatsAsk(BaseModel):
     q: str = Field(min_length=1, max_length=MAX_QUERY_CHARS, description="the query")
+    langs: dict[str, int] | None = Field(
+        default=None, max_length=MAX_LANGS, description="pages per language of the whole "
+        "collection, to analyse the query as one index of every shard would; null: the "
+        "shard's own")
 
 
 class Statistics(BaseModel):
@@ -53,18 +59,23 @@ class Statistics(BaseModel):
         "the live documents")
     df: dict[str, int] = Field(
         max_length=MAX_QUERY_CHARS, description="documents holding each query term")
+    langs: dict[str, int] | None = Field(
+        default=None, max_length=MAX_LANGS, description="pages per language (\"\": unknown); "
+        "null: not said")
 
     def collection_stats(self) -> CollectionStats:
-        bad = [x for x in [*self.field_lengths, *self.df.values()] if not 0 <= x <= MAX_COUNT]
+        counts = [*self.field_lengths, *self.df.values(), *(self.langs or {}).values()]
+        bad = [x for x in counts if not 0 <= x <= MAX_COUNT]
         if bad:
             raise InvalidParameter(f"stats: counts must be between 0 and {MAX_COUNT} "
                                    f"(got {bad[0]})")
-        return CollectionStats(self.n_docs, tuple(self.field_lengths), dict(self.df))
+        return CollectionStats(self.n_docs, tuple(self.field_lengths), dict(self.df),
+                               None if self.langs is None else dict(self.langs))
 
     @classmethod
     def of(cls, stats: CollectionStats) -> Statistics:
         return cls(n_docs=stats.n_docs, field_lengths=list(stats.field_lengths),
-                   df=dict(stats.df))
+                   df=dict(stats.df), langs=None if stats.langs is None else dict(stats.langs))
 
 
 class StatsAnswer(BaseModel):
@@ -125,7 +136,10 @@ class SnippetsAnswer(BaseModel):
 
 
 def shard_stats(snap: Snapshot, ask: StatsAsk) -> StatsAnswer:
-    stats = snap.searcher.value.collection_stats(ask.q)
+    bad = [n for n in (ask.langs or {}).values() if not 0 <= n <= MAX_COUNT]
+    if bad:
+        raise InvalidParameter(f"langs: counts must be between 0 and {MAX_COUNT} (got {bad[0]})")
+    stats = snap.searcher.value.collection_stats(ask.q, ask.langs)
     return StatsAnswer(stats=Statistics.of(stats), index_generation=snap.index_generation)
 
 

@@ -4,13 +4,19 @@ A :class:`Snapshot` pairs one opened index generation (``indexer.searcher.Search
 ranks generation (:class:`RankView`, or ``None`` before ``websift rank`` ran).  Requests lease the
 current snapshot (:meth:`SnapshotHolder.lease`), use it, and give it back.
 
-Hot reload: at most every ``reload_check_ms`` a lease checks the generations on disk (the index
-and the ranks manifests: one small read each).  A newer one is opened *outside* the lease path's
-lock-free fast path, then the holder's reference is replaced in one assignment, so a request sees
-the old snapshot or the new one, never a mix.  A manifest or file that is damaged, or written by a
-newer websift, never takes a serving snapshot down: that part stays as it was, the failure is
-counted by error class in ``reload_failures`` (shown by ``/stats``) and looked at again at the
-next check, not on every request.  The old snapshot is closed when its last lease ends: each
+Hot reload: at most every ``reload_check_ms`` the generations on disk are checked (the index
+and the ranks manifests: one small read each).  Once :meth:`SnapshotHolder.start` served a
+snapshot, the check runs in the holder's reload thread, woken by the first lease after the
+interval: no request waits for it, nor for the opening of a newer generation (with
+``reload_check_ms`` 0, every request checks and waits: the newest generation, always).  The
+new searcher takes over the old one's opened segments and caches where they are the same
+(``Searcher.open(previous=...)``, indexer/searcher.py), its most recent decoded lists brought
+up to date before it serves; then the holder's reference is replaced in one assignment, so a
+request sees the old snapshot or the new one, never a mix.  Leasing takes no lock.  A
+manifest or file that is damaged, or written by a newer websift, never takes a serving
+snapshot down: that part stays as it was, the failure is counted by error class in
+``reload_failures`` (shown by ``/stats``) and looked at again at the next check, not on every
+request.  The old snapshot is closed when its last lease ends: each
 opened resource counts the snapshots that use it, each snapshot counts its leases (a searcher
 shared by two snapshots, when only the ranks changed, stays open while either lives).
 
@@ -181,10 +187,13 @@ class Snapshot:
 def _open_searcher(shards: Sequence[DataDir], previous: Searcher | None = None,
                    removals: RemovalRules | None = None) -> Shared[Searcher]:
     if len(shards) == 1:
-        return Shared(Searcher.open(shards[0], removals=removals), lambda s: s.close())
+        return Shared(Searcher.open(shards[0], removals=removals, previous=previous),
+                      lambda s: s.close())
     reuse = previous.shards if previous is not None else ()
     opened = Searcher.open_shards([d.index_dir for d in shards], reuse=reuse,
                                   removals=removals)
+    if previous is not None:
+        opened.adopt(previous)
     return Shared(opened, lambda s: s.close())
 
 
@@ -224,7 +233,12 @@ class SnapshotHolder:
         self._current: Snapshot | None = None
         self._next_check = 0.0
         self._swap_lock = threading.Lock()
+        # The reload thread (started by start()) and what wakes and stops it.
+        self._reloader: threading.Thread | None = None
+        self._wake = threading.Event()
+        self._stopping = False
         self.reloads = 0
+        self.reload_cpu_seconds = 0.0  # CPU time the reload thread spent checking and opening
         # Checks that found a manifest or a generation they could not read or open, by error
         # class (IndexCorrupt, IndexNewer, IndexMissing, RanksCorrupt, RanksNewer); the old
         # snapshot keeps serving and the next check tries again.
@@ -242,20 +256,54 @@ class SnapshotHolder:
 
         A server must not start over a corrupt index or ranks, or ones of a newer format: that
         raises ``IndexCorrupt`` / ``RanksCorrupt``.  No index yet is fine: requests get 503 until
-        ``websift index`` writes one, which the next check picks up.
+        ``websift index`` writes one, which the next check picks up.  Then the reload thread
+        runs the checks (module docstring) until :meth:`close`.
         """
         ranks = _open_ranks(self.data)
         try:
             searcher = _open_searcher(self.shards, removals=read_removals(self.data))
         except IndexMissing:
-            return
-        with self._swap_lock:
-            self._current = Snapshot(searcher, ranks)
+            searcher = None  # the first request that finds one opens it (errors go to it)
+        if searcher is not None:
+            with self._swap_lock:
+                self._current = Snapshot(searcher, ranks)
+                self._next_check = time.monotonic() + self._interval
+        if self._interval > 0:  # with 0 each request checks, and waits for what it opens
+            self._reloader = threading.Thread(target=self._reload_forever,
+                                              name="websift-reload", daemon=True)
+            self._reloader.start()
+
+    def _reload_forever(self) -> None:
+        """The reload thread: a check each time a lease finds one due (:meth:`_wake_if_due`).
+        A failure that is not the disk's (those :meth:`refresh` counts and survives) is
+        counted by class in ``reload_failures`` and logged; the thread goes on."""
+        while True:
+            self._wake.wait()
+            self._wake.clear()
+            if self._stopping:
+                return
+            started = time.thread_time()
+            try:
+                self.refresh(force=True)
+            except Exception as exc:  # counted, logged, and the old snapshot serves
+                self.reload_failures[type(exc).__name__] += 1
+                log.exception("reload check failed; the current snapshot keeps serving")
+            self.reload_cpu_seconds += time.thread_time() - started
+
+    def _wake_if_due(self) -> None:
+        if time.monotonic() >= self._next_check and not self._wake.is_set():
             self._next_check = time.monotonic() + self._interval
+            self._wake.set()
 
     def check_due(self) -> bool:
-        """Whether the next :meth:`refresh` would look at the disk (and maybe open files)."""
-        return self._current is None or time.monotonic() >= self._next_check
+        """Whether the next :meth:`refresh` would look at the disk (and maybe open files) in
+        the caller's thread: never while the reload thread serves (then it wakes that)."""
+        if self._current is None:
+            return True
+        if self._reloader is not None:
+            self._wake_if_due()
+            return False
+        return time.monotonic() >= self._next_check
 
     def refresh(self, force: bool = False) -> Snapshot:
         """The current snapshot, first swapping in newer generations if the disk has them.
@@ -269,6 +317,9 @@ class SnapshotHolder:
         """
         now = time.monotonic()
         current = self._current
+        if current is not None and not force and self._reloader is not None:
+            self._wake_if_due()  # the reload thread looks, no request waits for it
+            return current
         if current is not None and not force and now < self._next_check:
             return current
         with self._swap_lock:
@@ -329,6 +380,12 @@ class SnapshotHolder:
             snap._release()
 
     def close(self) -> None:
+        reloader = self._reloader
+        if reloader is not None:
+            self._stopping = True
+            self._wake.set()
+            reloader.join()
+            self._reloader = None
         with self._swap_lock:
             if self._current is not None:
                 self._current._retire()

@@ -15,6 +15,7 @@ import sys
 import time
 from collections.abc import Callable
 
+from websift.api.exchange_command import add_exchange_options, default_shard_name
 from websift.api.supervisor import STOP_TIMEOUT, Supervisor
 from websift.api.up_parts import DEFAULT_RANK_EVERY, STOP_ORDER, build_parts
 from websift.api.up_status import read_status, status_lines, status_path
@@ -30,6 +31,7 @@ from websift.indexer.settings import (
 from websift.ranking.commands import rank_options
 
 EXIT_NOT_RUNNING = 1
+EXIT_USAGE = 2
 
 
 def _options_of(p: argparse.ArgumentParser,
@@ -63,6 +65,9 @@ def _serve_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--log-level", default="warning",
                    choices=["debug", "info", "warning", "error"], help="uvicorn's log level")
     p.add_argument("--access-log", action="store_true", help="log every request")
+    p.add_argument("--shard-server", action="store_true",
+                   help="the server also answers a front server's /shard/* calls (with "
+                   "$WEBSIFT_SHARD_TOKEN): websift serve --shard URL... over every machine's up")
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -77,7 +82,11 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "is restarted with a back-off that doubles up to 60 s; one that exits 2 (a usage or "
         "setup error) stops up with its line. The first SIGINT/SIGTERM stops the parts in "
         "order (crawl, index, rank, server) and exits 0; a second kills them. The state is "
-        "in DATA/up-status.json: see websift status. The options are the parts' own.",
+        "in DATA/up-status.json: see websift status. The options are the parts' own. On each "
+        "machine of a cluster, --partitioned URL --exchange DIR makes the crawl a partitioned "
+        "one and link analysis global: every --rank-every, websift exchange exports this "
+        "shard into DIR, the machine holding the ranking lease ranks over every shard, and "
+        "each machine imports the global generation and the others' anchor texts.",
     )
     p.add_argument("seeds", nargs="*", metavar="SEED_URL",
                    help="where the crawl starts (none: resume the data directory's crawl)")
@@ -89,6 +98,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                    "killed")
     p.add_argument("--quiet", action="store_true",
                    help="no lines of up's own (the parts' output is still shown)")
+    add_exchange_options(p)  # a cluster: with --partitioned, link analysis is global
     # part -> the options up passes on to it
     forwarded = {name: _options_of(p, add) for name, add in (
         ("crawl", crawl_options), ("index", _index_options), ("rank", rank_options),
@@ -105,8 +115,18 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 
 def up_command(args: argparse.Namespace) -> int:
+    if args.exchange is not None and args.partitioned is None:
+        print("websift up: --exchange is for a partitioned crawl: give --partitioned URL too",
+              file=sys.stderr)
+        return EXIT_USAGE
+    if args.exchange is not None and not args.exchange.is_dir():
+        print(f"websift up: --exchange {args.exchange} is not a directory (make it on the "
+              "shared file system first)", file=sys.stderr)
+        return EXIT_USAGE
     args.seeds = [seed_with_scheme(s) for s in args.seeds]
     data = DataDir.create(args.data)
+    if args.exchange is not None and args.shard_name is None:
+        args.shard_name = default_shard_name(data.root)
     parts = build_parts(args, data, args.forwarded)
     supervisor = Supervisor(parts, status_path(data.root), STOP_ORDER,
                             stop_timeout=args.stop_timeout, quiet=args.quiet)

@@ -14,8 +14,11 @@ when it may start and how it shows progress (``api/supervisor.py`` runs them).
 - ``serve``: ``websift serve`` (answers 503 until the first index lands).  Progress: ``/healthz``
   answering at all.
 
-The indexer runs at niceness ``INDEX_NICE`` (its merges nicer still) and link analysis at
-``RANK_NICE``: on a machine short of CPU the crawl and the server are served first.
+On a cluster machine (``--partitioned URL --exchange DIR``) the ``rank`` part is ``websift
+exchange`` (ranking/exchange.py) on the same schedule, from the first commit of the crawl store
+on: export this shard, rank over every shard when it holds the lease, import the global
+generation into ``DATA/ranks`` and the other shards' anchor exports into
+``DATA/foreign-anchors``, which the indexer follows (``--anchors-dir``).
 
 Stop order: crawl (its batch committed), index (its segment finished or discarded whole), rank,
 then the server, drained last so it answers while the others stop.
@@ -34,6 +37,7 @@ from websift.core.datadir import DataDir
 from websift.core.errors import StoreError
 from websift.crawler.runs import read_live
 from websift.indexer.follow import read_status as read_follow_status
+from websift.ranking.exchange import FOREIGN_ANCHORS
 from websift.store.views import StoreReader
 
 STOP_ORDER = ("crawl", "index", "rank", "serve")
@@ -80,22 +84,44 @@ def build_parts(args: argparse.Namespace, data: DataDir,
              *forwarded(groups["crawl"], args)]
     index = ["index", "--follow", "--quiet", *d, *forwarded(groups["index"], args)]
     rank = ["rank", "--quiet", *d, *forwarded(groups["rank"], args)]
+    ready_rank: Path | None = data.index_dir / "manifest.json"
+    exchange = getattr(args, "exchange", None)
+    if exchange is not None:  # a cluster machine: global ranks through the exchange directory
+        rank = ["exchange", *d, "--exchange", str(exchange), "--partitioned", args.partitioned,
+                "--shard-name", args.shard_name, *forwarded(groups["rank"], args)]
+        index += ["--anchors-dir", str(data.root / FOREIGN_ANCHORS)]
+        ready_rank = None
     # the address always given: $WEBSIFT_HOST / $WEBSIFT_PORT must not move the server away
     # from where the supervisor looks for it
     serve = ["serve", *d, "--host", host, "--port", str(args.port),
              *forwarded([a for a in groups["serve"] if a.dest not in ("host", "port")], args)]
     if args.frontier is not None:
         serve += ["--frontier", args.frontier]  # /stats shows the shared frontier
-    index_manifest = data.index_dir / "manifest.json"
     ranks_manifest = data.ranks_dir / "manifest.json"
     return [
         PartSpec("crawl", crawl, probe=_crawl_probe(data)),
         PartSpec("index", index, ready=data.store_path.exists, probe=_index_probe(data),
                  nice=INDEX_NICE),
-        PartSpec("rank", rank, every=args.rank_every, ready=index_manifest.exists,
+        PartSpec("rank", rank, every=args.rank_every,
+                 ready=_store_ready(data) if ready_rank is None else ready_rank.exists,
                  probe=_age_probe(ranks_manifest), nice=RANK_NICE),
         PartSpec("serve", serve, probe=_health_probe(host, args.port)),
     ]
+
+
+def _store_ready(data: DataDir) -> Callable[[], bool]:
+    """The crawl store exists and holds its schema (its first commit is done)."""
+
+    def ready() -> bool:
+        if not data.store_path.exists():
+            return False
+        try:
+            with StoreReader.open(data.store_path):
+                return True
+        except StoreError:
+            return False  # being made: the next look tells
+
+    return ready
 
 
 def _crawl_probe(data: DataDir) -> Callable[[int, float], Progress]:

@@ -65,12 +65,14 @@ class Cache(Generic[K, V]):
         """The cached value, or None (use :meth:`lookup` when None may be a value)."""
         return self.lookup(key)[1]
 
-    def put(self, key: K, value: V) -> None:
+    def put(self, key: K, value: V, size: int | None = None) -> None:
         """Keep ``value`` as the most recent entry, evicting the least recent ones past the
-        bound; a value larger than the whole bound is not kept (nothing is evicted for it)."""
+        bound; a value larger than the whole bound is not kept (nothing is evicted for it).
+        ``size``: the value's, when the caller knows it (else ``size_of`` tells)."""
         if self.max_size <= 0:
             return
-        size = 1 if self._size_of is None else max(1, int(self._size_of(value)))
+        if size is None:
+            size = 1 if self._size_of is None else max(1, int(self._size_of(value)))
         if size > self.max_size:
             return
         with self._lock:
@@ -104,6 +106,12 @@ class Cache(Generic[K, V]):
             self._items.move_to_end(key)
             self.hits += 1
             return item
+
+    def entries(self) -> list[tuple[K, V, int]]:
+        """Every (key, value, size), least recently used first (a copy: the cache may move
+        on); not counted as lookups."""
+        with self._lock:
+            return [(k, v, size) for k, (v, size) in self._items.items()]
 
     def clear(self) -> None:
         """Forget every entry (the counters stay: they describe the cache's whole life)."""

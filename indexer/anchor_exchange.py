@@ -21,17 +21,25 @@ B's URLs (URL IDs are per store in a partitioned crawl: URLs, never IDs, cross s
 B's redirects and canonical variants, and adds the rows to the pages B fetched.  The files are
 plain data, so shards on separate machines copy them (scp, rsync) like any other file.
 
+A URL no shard fetched (disallowed by robots.txt, out of scope, or not reached) is known to
+every shard that links to it, and one store holding every page would index it as one
+anchor-only document with all their texts.  So exactly one shard indexes it, the *holder*:
+the shard holding its smallest source URL (the smallest URL among the sources of its rows,
+rules applied).  Every shard sees the same rows (its own, and the others' exports), so all
+agree without a word exchanged; the holder adds the others' texts, the others leave it out.
+
 Input: a crawl store; output: the checked export file (core/checked.py envelope, format
 ``websift-anchor-export``).  Invariant: with every other shard's export given, a page's anchor
 field in its shard's index holds the same texts as in one index over one store holding every
-shard's pages (order aside: a field's words are scored by count, not place).  Not covered: a URL
-no shard fetched stays an anchor-only document in each shard that links to it, with that shard's
-texts only.
+shard's pages (order aside: a field's words are scored by count, not place), and a page no shard
+fetched is one anchor-only document, in its holder's index, with the texts of every shard.  Not
+covered: a source page fetched by two shards (a crawl that lost a lease mid-fetch) may make both
+hold a page it links to; the front server shows a URL once (api/fanout.py).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -46,7 +54,7 @@ from websift.indexer.anchors import (
     redirect_aliases,
 )
 from websift.indexer.settings import MAX_ANCHOR_CHARS, MAX_ANCHORS_PER_PAGE, STORE_READ_IDS
-from websift.store.schema import DISALLOWED, DISCOVERED, FETCHED, OUT_OF_SCOPE
+from websift.store.schema import DISALLOWED, DISCOVERED, FETCHED, OUT_OF_SCOPE, Page
 from websift.store.views import StoreReader
 
 EXPORT_FORMAT = Format("websift-anchor-export", 1, "anchor export")
@@ -113,13 +121,21 @@ class ForeignAnchors:
     """Other shards' exports as this store's URL IDs."""
 
     texts: dict[int, list[tuple[str, str]]] = field(default_factory=dict)  # (source URL, text)
+    first_source: dict[int, str] = field(default_factory=dict)  # the smallest source URL
     elsewhere: set[int] = field(default_factory=set)  # pages another shard fetched
     rows: int = 0  # rows read
     matched: int = 0  # rows whose target this store knows
+    # the pages the next run indexes again (None: all of them): a follower that indexed them
+    # once with these texts sets it to the new ones alone (indexer/follow.py)
+    reindex: set[int] | None = None
+
+    def affected(self) -> set[int]:
+        """The pages whose anchor text or place these exports may move."""
+        return set(self.texts) | self.elsewhere
 
     def candidates(self) -> set[int]:
         """The pages this run must index again: their anchor text or their place may move."""
-        return set(self.texts) | self.elsewhere
+        return self.affected() if self.reindex is None else set(self.reindex)
 
 
 def foreign_anchors(store: StoreReader, exports: Iterable[AnchorExport]) -> ForeignAnchors:
@@ -145,8 +161,35 @@ def foreign_anchors(store: StoreReader, exports: Iterable[AnchorExport]) -> Fore
             if uid is None:
                 continue
             out.matched += 1
-            out.texts.setdefault(redirect_of.get(uid, uid), []).append((source, text))
+            uid = redirect_of.get(uid, uid)
+            out.texts.setdefault(uid, []).append((source, text))
+            first = out.first_source.get(uid)
+            if first is None or source < first:
+                out.first_source[uid] = source
     return out
+
+
+def apply_foreign(store: StoreReader, pages: Mapping[int, Page], anchors: Mapping[int, Anchors],
+                  foreign: ForeignAnchors) -> set[int]:
+    """Add other shards' texts to ``anchors`` (this store's, rules applied, of ``pages``): to
+    each page fetched here, and to each page no shard fetched that this shard holds (the
+    module docstring).  Returns the pages no shard fetched that another shard holds: their
+    anchor-only documents are that shard's."""
+    orphans = [u for u in anchors if u in foreign.texts and u not in foreign.elsewhere
+               and pages[u].status != FETCHED]
+    own = store.urls_of({src for u in orphans for src in anchors[u].by})
+    held_elsewhere: set[int] = set()
+    for u, a in anchors.items():
+        rows = foreign.texts.get(u)
+        if not rows or u in foreign.elsewhere:
+            continue
+        if pages[u].status != FETCHED:
+            mine = min((own[src] for src in a.by if src in own), default=None)
+            if mine is None or foreign.first_source[u] < mine:
+                held_elsewhere.add(u)
+                continue
+        add_foreign(a, rows)
+    return held_elsewhere
 
 
 def add_foreign(anchors: Anchors, rows: Sequence[tuple[str, str]]) -> None:
@@ -166,3 +209,8 @@ def add_foreign(anchors: Anchors, rows: Sequence[tuple[str, str]]) -> None:
 
 def read_exports(paths: Sequence[Path]) -> list[AnchorExport]:
     return [read_export(p) for p in paths]
+
+
+def export_files(directory: Path) -> list[Path]:
+    """The export files of a directory of them (``*.json``, by name)."""
+    return sorted(directory.glob("*.json")) if directory.is_dir() else []

@@ -56,7 +56,7 @@ from websift.core.errors import (
 )
 from websift.core.html import is_html
 from websift.core.lock import ExclusiveLock, LockHeld
-from websift.indexer.anchor_exchange import ForeignAnchors, add_foreign
+from websift.indexer.anchor_exchange import ForeignAnchors, apply_foreign
 from websift.indexer.anchors import (
     Anchors,
     SourceHosts,
@@ -81,7 +81,7 @@ from websift.indexer.merge_policy import (
     SegmentSize,
     find_merges,
 )
-from websift.indexer.parse import parse_html
+from websift.indexer.parse import ParsedPage, parse_html
 from websift.indexer.progress import PageMeter, pages_to_index
 from websift.indexer.removal_masks import removed_live_ids
 from websift.indexer.segment import SegmentReader, other_settings, query_settings
@@ -95,6 +95,7 @@ from websift.indexer.settings import (
     DEFAULT_RAM_MB,
     PARALLEL_FINISH_HITS,
     PARALLEL_MIN_IDS,
+    SAMPLE_REUSE_CHARS,
     SOURCE_HOSTS_MIN_IDS,
     STORE_READ_IDS,
     IndexSettings,
@@ -475,9 +476,12 @@ def _cut(data: DataDir, store: StoreReader, manifest: Manifest | None, tmp: Path
     # Beside a running pool (``--follow``) the samples are parsed here: forking a second pool
     # while the running one's queue and prefetch threads hold locks can leave a forked child
     # waiting on a lock no thread of it will release (fork copies locks, not threads).
+    # The sampled pages' parses, for the page loop of a pool started here (a running pool's
+    # workers were forked before them).
+    parsed: dict[int, ParsedPage] | None = {} if pool is None else None
     templates = _templates(data, store, cand, report, say, reuse=(mode == "incremental"),
                            procs=procs if pool is None else 1, meanwhile=measure_boilerplate,
-                           settings=settings)
+                           settings=settings, keep=parsed)
     report.anchor_boilerplate = len(boiler)
     report.template_seconds = time.monotonic() - t0
     t0 = time.monotonic()
@@ -486,7 +490,9 @@ def _cut(data: DataDir, store: StoreReader, manifest: Manifest | None, tmp: Path
         store, None if manifest is None else cand.tolist(), snap_seq)) if counted else None
     if pool is None:
         running: AbstractContextManager[AnalyserPool] = AnalyserPool(
-            data.warc_dir, procs, writer.lexicon, settings, templates=templates.keys())
+            data.warc_dir, procs, writer.lexicon, settings, templates=templates.keys(),
+            parsed=parsed)
+        del parsed  # the pool holds them (and drops each when it is used)
     else:
         pool.rebind(writer.lexicon, templates.keys())
         running = nullcontext(pool)
@@ -522,12 +528,15 @@ def _full(page: Page) -> bool:
 def _templates(data: DataDir, store: StoreReader, ids: np.ndarray, report: IndexReport,
                say: Callable[[str], None], *, reuse: bool, procs: int = 1,
                meanwhile: Callable[[], None] = lambda: None,
-               settings: IndexSettings = DEFAULT_INDEX_SETTINGS) -> Templates:
+               settings: IndexSettings = DEFAULT_INDEX_SETTINGS,
+               keep: dict[int, ParsedPage] | None = None) -> Templates:
     """Each host's template (indexer/templates.py): the stored measure of the hosts it has
     (``reuse``: an incremental run), a new one for the others from a sample of the candidate
     pages, written back to DATA/index/templates.json.  Off (none) without settings.templates.
     ``meanwhile`` is called once, while the forked processes parse the samples (this process
-    would only wait for them): the run's other measuring (anchor boilerplate) costs no time."""
+    would only wait for them): the run's other measuring (anchor boilerplate) costs no time.
+    ``keep``: gets the sampled pages' parses by URL ID, up to SAMPLE_REUSE_CHARS of marked
+    text (the page loop uses them instead of parsing those pages again)."""
     if not settings.templates:
         meanwhile()
         return Templates()
@@ -549,55 +558,64 @@ def _templates(data: DataDir, store: StoreReader, ids: np.ndarray, report: Index
             if host not in known and _full(page):
                 need.add(host)
                 if not reuse:
-                    sampler.offer(host, page.id, page)
+                    sampler.offer(host, page.id, page, page.url)
     if reuse and need:  # a new host in an incremental run: sampled from all its stored pages
         for page in store.pages(FETCHED):
             host = host_of(page.url)
             if host in need and _full(page):
-                sampler.offer(host, page.id, page)
+                sampler.offer(host, page.id, page, page.url)
     hosts = dict(known)
-    samples = [(host, [(page.url, page.content_type, (str(page.warc_file),
+    samples = [(host, [(page.id, page.url, page.content_type, (str(page.warc_file),
                                                       int(page.warc_offset or 0),
                                                       int(page.warc_length or 0)))
                        for page in items])
                for host, items in sampler.samples().items()]
     # The sampled pages are parsed in ``procs`` forked processes (a host's pages each), not
     # in this one while the others wait.
-    measured: Iterable[tuple[list[set[int]], int]]
+    measured: Iterable[_Measure]
+    room = [SAMPLE_REUSE_CHARS if keep is not None else 0]  # marked characters still kept
     if procs > 1 and len(samples) > 1:
         pool = multiprocessing.get_context("fork").Pool(procs, initializer=die_with_parent,
                                                         initargs=(os.getpid(),))
         try:
-            measured = pool.imap(partial(_block_keys, data.warc_dir, settings=settings),
+            # Each host's parses come back only while they fit (pickled: no use sending more).
+            measured = pool.imap(partial(_block_keys, data.warc_dir, settings=settings,
+                                         keep_chars=room[0] // len(samples)),
                                  [s for _, s in samples])
             meanwhile()
             for (host, _), got in zip(samples, measured, strict=True):
-                _measured(hosts, host, got, share, report)
+                _measured(hosts, host, got, share, report, keep=keep, room=room)
         finally:
             pool.terminate()
             pool.join()
     else:
         meanwhile()
         for host, sample in samples:
-            _measured(hosts, host, _block_keys(data.warc_dir, sample, settings=settings), share,
-                      report)
+            _measured(hosts, host, _block_keys(data.warc_dir, sample, settings=settings,
+                                               keep_chars=room[0]),
+                      share, report, keep=keep, room=room)
     templates = Templates(hosts, share)
     write_templates(data.index_dir, templates)
     return templates
 
 
-_Sample = list[tuple[str, str | None, tuple[str, int, int]]]  # (URL, type, WARC location)
+# (URL ID, URL, type, WARC location) of each sampled page
+_Sample = list[tuple[int, str, str | None, tuple[str, int, int]]]
+# The template keys of each page, the pages not read, and the parses kept (by URL ID)
+_Measure = tuple[list[set[int]], int, dict[int, ParsedPage]]
 
 
-def _block_keys(warc_dir: Path, sample: _Sample, *, settings: IndexSettings
-                ) -> tuple[list[set[int]], int]:
-    """The template keys of each sampled page's blocks, and the pages whose WARC record could
-    not be read (the page itself is counted when indexed)."""
+def _block_keys(warc_dir: Path, sample: _Sample, *, settings: IndexSettings,
+                keep_chars: int = 0) -> _Measure:
+    """The template keys of each sampled page's blocks, the pages whose WARC record could not
+    be read (the page itself is counted when indexed), and the parses of the first pages
+    whose marked texts fit in ``keep_chars`` characters (the page loop's to use)."""
     reader = BodyReader(warc_dir)
     pages: list[set[int]] = []
+    kept: dict[int, ParsedPage] = {}
     errors = 0
     try:
-        for url, content_type, loc in sample:
+        for url_id, url, content_type, loc in sample:
             try:
                 body = reader.read(WarcLocation(*loc))
             except WarcError:
@@ -605,18 +623,29 @@ def _block_keys(warc_dir: Path, sample: _Sample, *, settings: IndexSettings
                 continue
             parsed = parse_html(body, url, content_type, structure=True, settings=settings)
             pages.append({b.key for b in parsed.blocks})
+            if len(parsed.marked) <= keep_chars:
+                keep_chars -= len(parsed.marked)
+                kept[url_id] = parsed
     finally:
         reader.close()
-    return pages, errors
+    return pages, errors, kept
 
 
-def _measured(hosts: dict[str, HostTemplate], host: str, measured: tuple[list[set[int]], int],
-              share: float, report: IndexReport) -> None:
-    pages, errors = measured
+def _measured(hosts: dict[str, HostTemplate], host: str, measured: _Measure,
+              share: float, report: IndexReport, *, keep: dict[int, ParsedPage] | None = None,
+              room: list[int] | None = None) -> None:
+    """One host's measure into ``hosts`` and the report; its kept parses into ``keep``
+    while ``room[0]`` (marked characters) lasts."""
+    pages, errors, kept = measured
     hosts[host] = host_template(pages, share)
     report.template_errors += errors
     report.template_hosts += 1
     report.template_pages += len(pages)
+    if keep is not None and room is not None:
+        for url_id, parsed in kept.items():
+            if len(parsed.marked) <= room[0]:
+                room[0] -= len(parsed.marked)
+                keep[url_id] = parsed
 
 
 def _job(page: Page, anchors: Anchors | None, writer: SegmentWriter, report: IndexReport,
@@ -662,18 +691,16 @@ def _batches(store: StoreReader, ids: np.ndarray, aliases: dict[int, list[int]],
         want = [p.id for p in pages.values() if p.status in _ANCHOR_ONLY_STATUSES or (
             p.status == FETCHED and p.noindex == 0 and p.duplicate_of is None)]
         anchors = in_anchors_many(store, want, aliases, boilerplate, sources)
-        if foreign is not None:  # other shards' texts, for the pages fetched here
-            for url_id in want:
-                rows = foreign.texts.get(url_id)
-                if rows and pages[url_id].status == FETCHED:
-                    add_foreign(anchors[url_id], rows)
+        # other shards' texts, for the pages fetched here and those this shard holds
+        others = set() if foreign is None else apply_foreign(store, pages, anchors, foreign)
         for url_id in chunk:
             page = pages.get(url_id)
             if page is None:
                 continue
             removed = removals is not None and removals.matches(page.url)
             job = _job(page, anchors.get(url_id), writer, report, drop=drop, removed=removed,
-                       elsewhere=foreign is not None and url_id in foreign.elsewhere)
+                       elsewhere=url_id in others or (
+                           foreign is not None and url_id in foreign.elsewhere))
             if job is None:
                 continue
             jobs.append(job)

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from websift.core.distinct import distinct_small
 from websift.indexer.settings import BLOCK, ENCODE_CHUNK_VALUES
 
 _WEIGHTS = [np.left_shift(np.uint32(1), np.arange(w, dtype=np.uint32)) for w in range(33)]
@@ -77,7 +78,7 @@ def _encode_chunk(values: np.ndarray, lengths: np.ndarray) -> Encoded:
     v32: np.ndarray | None = None
     eight = np.arange(8, dtype=np.int64)
     full = cnt == BLOCK
-    for w in np.unique(widths).tolist():
+    for w in distinct_small(widths).tolist():
         if w == 0:
             continue
         # Full blocks (most values): each block's values are contiguous, packed straight from
@@ -269,7 +270,7 @@ def _unpack_blocks(buf: np.ndarray, wb: np.ndarray, n: int) -> np.ndarray:
     u32 = np.ndarray((len(padded) - 3,), dtype="<u4", buffer=padded, strides=(1,))
     u64 = np.ndarray((len(padded) - 7,), dtype="<u8", buffer=padded, strides=(1,))
     out = np.empty((len(wb), BLOCK), dtype=np.uint32)
-    uniq = np.unique(wb).tolist()
+    uniq = distinct_small(wb).tolist()
     for width in uniq:
         rows = np.flatnonzero(wb == width) if len(uniq) > 1 else slice(None)
         first = start[rows]
@@ -290,19 +291,30 @@ def _unpack_blocks(buf: np.ndarray, wb: np.ndarray, n: int) -> np.ndarray:
     return out.reshape(-1)[:n]
 
 
-def decode_at(data: np.ndarray, widths: np.ndarray, byte0: int, *, block0: int, n: int,
-              idx: np.ndarray) -> np.ndarray:
-    """Values ``idx`` (indices into the group) of one group of ``n`` values (uint64), without
-    decoding the others: a full block is ``BLOCK // 8 * w`` bytes, so a value's bit offset is
-    its block's byte offset (a cumulative sum over the group's widths) plus its index in the
-    block times the block's width."""
-    idx = np.asarray(idx, dtype=np.int64)
-    if len(idx) == 0 or len(data) == 0:
-        return np.zeros(len(idx), dtype=np.uint64)
+def block_bits(widths: np.ndarray, byte0: int, *, block0: int, n: int
+               ) -> tuple[np.ndarray, np.ndarray]:
+    """(width, bit offset of the first value) of each block of one group of ``n`` values: a
+    full block is ``BLOCK // 8 * w`` bytes, so the offsets are a cumulative sum over the
+    group's widths (what :func:`decode_at` needs; a caller reading one group many times keeps
+    it)."""
     nblocks = (n + BLOCK - 1) // BLOCK
     wb = np.asarray(widths[block0 : block0 + nblocks]).astype(np.int64)
     size = (BLOCK // 8) * wb
-    block_bit = (byte0 + np.cumsum(size) - size) * 8
+    return wb, (byte0 + np.cumsum(size) - size) * 8
+
+
+def decode_at(data: np.ndarray, widths: np.ndarray, byte0: int, *, block0: int, n: int,
+              idx: np.ndarray, blocks: tuple[np.ndarray, np.ndarray] | None = None
+              ) -> np.ndarray:
+    """Values ``idx`` (indices into the group) of one group of ``n`` values (uint64), without
+    decoding the others: a value's bit offset is its block's (:func:`block_bits`, or
+    ``blocks`` if the caller kept them) plus its index in the block times the block's
+    width."""
+    idx = np.asarray(idx, dtype=np.int64)
+    if len(idx) == 0 or len(data) == 0:
+        return np.zeros(len(idx), dtype=np.uint64)
+    wb, block_bit = blocks if blocks is not None else block_bits(widths, byte0, block0=block0,
+                                                                 n=n)
     bi = idx // BLOCK
     w = wb[bi]
     off = block_bit[bi] + (idx % BLOCK) * w

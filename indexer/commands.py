@@ -18,6 +18,7 @@ from websift.core.errors import StageFailed
 from websift.indexer.anchor_exchange import (
     AnchorExport,
     export_anchors,
+    export_files,
     foreign_anchors,
     read_exports,
     write_export,
@@ -61,6 +62,10 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--anchors-from", type=Path, nargs="+", default=None, metavar="FILE",
                    help="other shards' anchor texts ('websift anchors export' files): added to "
                    "the pages this shard fetched; give the same files at every run")
+    p.add_argument("--anchors-dir", type=Path, default=None, metavar="DIR",
+                   help="other shards' anchor exports: every *.json file in DIR (as "
+                   "--anchors-from); with --follow, read again whenever a file changes and "
+                   "applied at the next cut (websift up --exchange keeps DIR up to date)")
     p.set_defaults(func=index_command)
     a = sub.add_parser(
         "anchors", help="anchor text across shards",
@@ -116,7 +121,8 @@ def _follow(data: DataDir, args: argparse.Namespace, settings: IndexSettings,
         status = follow(data, stop, interval=args.interval, every=args.every,
                         ram_mb=args.ram_mb, procs=args.procs, settings=settings,
                         say=say or (lambda _msg: None),
-                        on_cut=lambda line: print(f"index: {line}", flush=True))
+                        on_cut=lambda line: print(f"index: {line}", flush=True),
+                        anchors_dir=getattr(args, "anchors_dir", None))
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
@@ -132,6 +138,12 @@ def index_command(args: argparse.Namespace) -> int:
     if settings is None:
         return 2
     anchors_from = getattr(args, "anchors_from", None)  # absent when called from another command
+    anchors_dir = getattr(args, "anchors_dir", None)
+    if anchors_dir is not None and anchors_from:
+        print("index: give --anchors-from or --anchors-dir, not both", file=sys.stderr)
+        return 2
+    if anchors_dir is not None and not args.follow:
+        anchors_from = export_files(anchors_dir)
     if args.follow and anchors_from:
         print("index: --anchors-from and --follow do not go together (index with the other "
               "shards' anchors in a run of its own)", file=sys.stderr)

@@ -35,7 +35,7 @@ from websift.indexer.display_text import join_shown
 from websift.indexer.fragments import defs_field, encode_fragments
 from websift.indexer.hits import HitMaker
 from websift.indexer.languages import analysis_language, page_language
-from websift.indexer.parse import parse_html, url_words
+from websift.indexer.parse import ParsedPage, parse_html, url_words
 from websift.indexer.settings import (
     DOCSTORE_LEVEL,
     MAX_FIELD_TOKENS,
@@ -109,14 +109,20 @@ class BatchAnalyser:
 
     def __init__(self, warc_dir: Path, settings: IndexSettings,
                  memo_tokens: int = WORKER_MEMO_TOKENS,
-                 templates: dict[str, frozenset[int]] | None = None) -> None:
+                 templates: dict[str, frozenset[int]] | None = None,
+                 parsed: dict[int, ParsedPage] | None = None) -> None:
+        """``parsed``: pages parsed already (the template samples) by URL ID, each used once
+        instead of reading and parsing that page again (the same call made them)."""
         self.warc_dir = Path(warc_dir)
+        self.parsed = parsed if parsed is not None else {}
         self.reader = BodyReader(self.warc_dir)
         self.settings = settings  # the run's (parsing, defs field, analysis)
         self.memo_tokens = memo_tokens
-        self.hits = HitMaker.of(settings)
         self.templates = templates or {}  # host -> template keys (indexer/templates.py)
-        self.analyzer = Analyzer.of(settings)  # the fragments' key terms, as the searcher analyses
+        # The fragments' key terms, as the searcher analyses; the hits' English analysis
+        # shares it and its memo (the same words are analysed once for both).
+        self.analyzer = Analyzer.of(settings)
+        self.hits = HitMaker.of(settings, self.analyzer)
 
     def retemplate(self, templates: dict[str, frozenset[int]] | None) -> None:
         """Leave these template blocks out from now on: the next segment of a running pool
@@ -136,9 +142,11 @@ class BatchAnalyser:
             return (anchors.best(), " · ".join(dict.fromkeys(job.anchors)),
                     ["", "", "", url_words(job.url), job.anchors, ""], b"", None)
         assert job.warc is not None
-        body = self.reader.read(WarcLocation(*job.warc))
-        parsed = parse_html(body, job.url, job.content_type, structure=True,
-                            settings=self.settings)
+        parsed = self.parsed.pop(job.url_id, None)
+        if parsed is None:
+            body = self.reader.read(WarcLocation(*job.warc))
+            parsed = parse_html(body, job.url, job.content_type, structure=True,
+                                settings=self.settings)
         text, content = parsed.text, parsed.body
         template = self.templates.get(host_of(job.url)) if self.templates else None
         if template and any(b.key in template for b in parsed.blocks):
@@ -151,30 +159,32 @@ class BatchAnalyser:
                 page_language(parsed.lang, content))
 
     def _hits(self, docs: list[list[str | list[str]]], langs: list[str]
-              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """``HitMaker.batch`` over runs of documents of one analysis language (``langs``) and
         at most TOKENISE_CHARS characters (its scratch is ~100 bytes per token: big pages must
-        not multiply it by a batch)."""
-        parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        not multiply it by a batch): (word IDs, positions, slots, whether each hit counts
+        toward its field's length in its page's language)."""
+        parts: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
         lo = size = 0
         for i, fields in enumerate(docs):
             size += sum(len(v) if isinstance(v, str) else sum(map(len, v)) for v in fields)
             if size >= TOKENISE_CHARS or i == len(docs) - 1 or langs[i + 1] != langs[i]:
                 self.hits.use(langs[i])
                 w, p, s = self.hits.batch(docs[lo : i + 1], MAX_FIELD_TOKENS)
-                parts.append((w, p, s + lo * N_FIELDS))
+                parts.append((w, p, s + lo * N_FIELDS, self.hits.counted(w)))
                 lo, size = i + 1, 0
         if not parts:
             empty = np.zeros(0, dtype=np.int64)
-            return empty, empty, empty
+            return empty, empty, empty, empty
         if len(parts) == 1:
             return parts[0]
         return (np.concatenate([x[0] for x in parts]), np.concatenate([x[1] for x in parts]),
-                np.concatenate([x[2] for x in parts]))
+                np.concatenate([x[2] for x in parts]), np.concatenate([x[3] for x in parts]))
 
     def analyse(self, jobs: list[DocJob]) -> AnalysedBatch:
         if self.hits.memo_size() > self.memo_tokens:  # bound the memo: start afresh
-            self.hits = HitMaker.of(self.settings)
+            self.analyzer = Analyzer.of(self.settings)
+            self.hits = HitMaker.of(self.settings, self.analyzer)
         n_jobs = len(jobs)
         first_new = len(self.hits.lexicon)  # 0 after a fresh start: the receiver resets too
         status = np.zeros(n_jobs, dtype=np.int8)
@@ -202,8 +212,8 @@ class BatchAnalyser:
                 blobs.append(zlib.compress(raw, DOCSTORE_LEVEL))
                 frag_blobs.append(frags)
             docs.append(fields)
-        wids, pos, slots = self._hits(docs, [analysis_language(x) for x in langs])
-        lens = np.bincount(slots, weights=self.hits.counted(wids),  # stop words: no length
+        wids, pos, slots, counted = self._hits(docs, [analysis_language(x) for x in langs])
+        lens = np.bincount(slots, weights=counted,  # stop words: no length
                            minlength=n_jobs * N_FIELDS).astype(np.int32).reshape(n_jobs, N_FIELDS)
         hits = np.empty((len(wids), 4), dtype=np.int32)
         hits[:, 0] = wids

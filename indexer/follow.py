@@ -36,7 +36,14 @@ from pathlib import Path
 
 from websift.core import checked
 from websift.core.datadir import DataDir
-from websift.core.errors import CheckedFileError
+from websift.core.errors import CheckedFileError, StageFailed
+from websift.indexer.anchor_exchange import (
+    AnchorExport,
+    ForeignAnchors,
+    export_files,
+    foreign_anchors,
+    read_exports,
+)
 from websift.indexer.anchors import anchor_boilerplate
 from websift.indexer.build import (
     IndexReport,
@@ -180,6 +187,59 @@ def _open_store(data: DataDir, stop: threading.Event, status: FollowStatus) -> S
     return None
 
 
+class AnchorsDir:
+    """Other shards' anchor exports in a directory (``index --follow --anchors-dir``): read
+    again when a file in it changes (its pages with foreign texts indexed again at the next
+    cut), matched again with the store every ``REMEASURE_SECONDS`` (the pages it fetched since,
+    whose URLs the exports name, indexed at the next cut)."""
+
+    def __init__(self, directory: Path, say: Callable[[str], None]) -> None:
+        self.directory, self.say = directory, say
+        self.signature: tuple[tuple[str, int, int], ...] | None = None
+        self.exports: list[AnchorExport] = []
+        self.foreign: ForeignAnchors | None = None
+        self.matched_at = float("-inf")
+        self.errors = 0  # export files that failed their check (the previous texts kept)
+
+    def look(self, store: StoreReader) -> None:
+        files = export_files(self.directory)
+        signature = tuple((p.name, st.st_mtime_ns, st.st_size)
+                          for p in files if (st := _stat(p)) is not None)
+        now = time.monotonic()
+        if signature != self.signature:
+            self.signature = signature
+            try:
+                self.exports = read_exports(files)
+            except StageFailed as exc:
+                self.errors += 1
+                self.say(f"anchors: {exc}; the previous texts are kept")
+                return
+            self.foreign = foreign_anchors(store, self.exports)  # every page they name
+            self.matched_at = now
+        elif self.foreign is not None and now - self.matched_at >= REMEASURE_SECONDS:
+            old = self.foreign
+            self.foreign = foreign_anchors(store, self.exports)
+            self.foreign.reindex = (self.foreign.affected() - old.affected()) | (
+                old.affected() if old.reindex is None else old.reindex)
+            self.matched_at = now
+
+    def owed(self) -> bool:
+        """Pages wait to be indexed again with new foreign texts."""
+        return self.foreign is not None and (
+            self.foreign.reindex is None or bool(self.foreign.reindex))
+
+    def cut_done(self) -> None:
+        if self.foreign is not None:
+            self.foreign.reindex = set()
+
+
+def _stat(path: Path) -> os.stat_result | None:
+    try:
+        return path.stat()
+    except FileNotFoundError:
+        return None  # replaced between the listing and the look: the next look sees it
+
+
 def follow(data: DataDir, stop: threading.Event, *,
            interval: float = FOLLOW_INTERVAL_SECONDS, every: int = FOLLOW_EVERY_PAGES,
            ram_mb: int = DEFAULT_RAM_MB, procs: int = DEFAULT_INDEX_PROCS,
@@ -187,9 +247,12 @@ def follow(data: DataDir, stop: threading.Event, *,
            policy: MergePolicy = DEFAULT_MERGE_POLICY,
            targets_every: float = FOLLOW_TARGETS_SECONDS,
            say: Callable[[str], None] = lambda _msg: None,
-           on_cut: Callable[[str], None] = lambda _line: None) -> FollowStatus:
+           on_cut: Callable[[str], None] = lambda _line: None,
+           anchors_dir: Path | None = None) -> FollowStatus:
     """Follow the crawl store until ``stop`` is set (module doc); returns the last status.
-    ``say``: progress and notices; ``on_cut``: the line of each cut (:func:`cut_line`)."""
+    ``say``: progress and notices; ``on_cut``: the line of each cut (:func:`cut_line`);
+    ``anchors_dir``: other shards' anchor exports, added to the pages fetched here
+    (:class:`AnchorsDir`)."""
     status = FollowStatus(pid=os.getpid(), state="following", started=time.time(),
                           updated=time.time(), interval_seconds=interval, every_pages=every)
     with index_lock(data.index_dir):
@@ -202,7 +265,8 @@ def follow(data: DataDir, stop: threading.Event, *,
             try:
                 _loop(data, store, stop, status, interval=interval, every=every, ram_mb=ram_mb,
                       procs=procs, settings=settings, policy=policy,
-                      targets_every=targets_every, say=say, on_cut=on_cut)
+                      targets_every=targets_every, say=say, on_cut=on_cut,
+                      anchors=None if anchors_dir is None else AnchorsDir(anchors_dir, say))
             finally:
                 store.close()
         except BaseException as exc:
@@ -217,7 +281,7 @@ def follow(data: DataDir, stop: threading.Event, *,
 def _loop(data: DataDir, store: StoreReader, stop: threading.Event, status: FollowStatus, *,
           interval: float, every: int, ram_mb: int, procs: int, settings: IndexSettings,
           policy: MergePolicy, targets_every: float, say: Callable[[str], None],
-          on_cut: Callable[[str], None]) -> None:
+          on_cut: Callable[[str], None], anchors: AnchorsDir | None) -> None:
     index_dir = data.index_dir
     manifest = open_manifest(index_dir, say)
     sweep(index_dir, {s.name for s in manifest.segments} if manifest else set())
@@ -244,9 +308,11 @@ def _loop(data: DataDir, store: StoreReader, stop: threading.Event, status: Foll
                     else 0.0
                 status.merging = merger.busy
                 now = time.monotonic()
+                if anchors is not None:
+                    anchors.look(store)
                 targets = now - targets_at >= targets_every  # this cut takes link targets
-                waiting = status.pending_pages > 0 or (
-                    targets and manifest is not None and targets_seq(manifest) < last_seq)
+                waiting = status.pending_pages > 0 or (anchors is not None and anchors.owed()) \
+                    or (targets and manifest is not None and targets_seq(manifest) < last_seq)
                 if status.pending_pages < every and (not waiting or now - last_cut < interval):
                     if now - last_status >= STATUS_SECONDS:
                         write_status(data, status)
@@ -265,10 +331,13 @@ def _loop(data: DataDir, store: StoreReader, stop: threading.Event, status: Foll
                                       pool=pool, upto_seq=store.seq_of_change(last_seq, every),
                                       should_stop=stop.is_set, prior_scale=scale,
                                       boilerplate=boiler, merge=False,
-                                      open_segment=segments, link_targets=targets)
+                                      open_segment=segments, link_targets=targets,
+                                      foreign=None if anchors is None else anchors.foreign)
                 except IndexInterrupted:
                     say("stopped: the segment in progress was discarded")
                     break
+                if anchors is not None:
+                    anchors.cut_done()
                 last_cut = last_status = time.monotonic()
                 if targets:
                     targets_at = started

@@ -127,7 +127,7 @@ def _text_upto(node: LexborNode, limit: int) -> str:
     about ``limit`` characters: the text after an anchor can be a whole long section."""
     out: list[str] = []
     size = 0
-    for n in node.traverse(include_text=True):
+    for n in node.traverse(include_text=True, skip_empty=True):
         if n.is_text_node:
             t = n.text_content
             if t and not t.isspace():
@@ -235,10 +235,14 @@ def id_key(fid: str, generic: frozenset[str] = frozenset(),
 
 def extract_fragments(  # noqa: C901 - one walk over the page's ids for every kind of defining place
         tree: LexborHTMLParser, scope: LexborNode, heads: list[LexborNode], context: str = "",
-        *, anchors: bool = True, id_words: bool = True) -> list[Fragment]:
+        *, anchors: bool = True, id_words: bool = True,
+        dts: list[LexborNode] | None = None, rows: list[LexborNode] | None = None
+        ) -> list[Fragment]:
     """The page's definitions and sections reachable by URL #id (see the module doc);
     ``context`` (its title and URL words) tells a generic id prefix from a word; ``anchors``:
-    empty named anchors are fragments; ``id_words``: a key gains its id's words."""
+    empty named anchors are fragments; ``id_words``: a key gains its id's words.  ``dts`` and
+    ``rows``: the ``<dt>`` and ``<tr>`` elements of ``scope`` in document order when the
+    caller has them already (found in its own walk), else found here."""
     ids: set[str] = set()
     for n in css(tree, "[id], a[name]"):  # one walk for both
         if n.id:
@@ -265,7 +269,10 @@ def extract_fragments(  # noqa: C901 - one walk over the page's ids for every ki
             out.append(Fragment(fid, _bounded(key, MAX_FRAGMENT_KEY_CHARS),
                                 _bounded(text, MAX_FRAGMENT_TEXT_CHARS)))
 
-    dts, rows = css(scope, "dt"), css(scope, "tr")
+    if dts is None:
+        dts = css(scope, "dt")
+    if rows is None:
+        rows = css(scope, "tr")
     # Elements holding a term, a row or a heading: their parts are fragments of their own.
     containers: set[int] = set()
     for node in (*dts, *rows, *heads):

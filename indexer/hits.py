@@ -70,6 +70,8 @@ class HitMaker:
         # term but a stop word or an operator, so keeping them in the index leaves the lengths
         # as before.
         self._counted = np.ones(1024, dtype=np.int32)  # grown by doubling
+        # analysis language -> (lexicon size when made, its stop words' IDs): :meth:`counted`
+        self._stops: dict[str, tuple[int, np.ndarray]] = {}
         # Raw token or whitespace-separated chunk -> word ID, _NOTHING, or -2 - compound index.
         # One namespace: a chunk that is one whole token is that token.  Looking a chunk up
         # with ``[]`` learns it when it is new (and stores it, so it is learned once).
@@ -81,6 +83,10 @@ class HitMaker:
         self._per = np.zeros((4, 256), dtype=np.int64)
         self._n_flat = 0
         self._n_comp = 0
+        # Compounds learned since the arrays were last written (:meth:`_sync`): appending to
+        # lists costs less than a numpy slice assignment per compound.
+        self._new_flat: tuple[list[int], list[int]] = ([], [])  # word IDs, offsets
+        self._new_per: tuple[list[int], list[int], list[int], list[int]] = ([], [], [], [])
         # The gap between two texts of one field: a "compound" of no terms, ``gap`` wide.
         self._per[:, 0] = (0, 0, gap, 1)
         self._n_comp = 1
@@ -105,9 +111,11 @@ class HitMaker:
         self.lang = lang
 
     @classmethod
-    def of(cls, settings: IndexSettings) -> HitMaker:
-        """The hit maker of ``settings`` (its analyzer and where operators are kept)."""
-        return cls(Analyzer.of(settings), operator_fields=settings.operator_field_names,
+    def of(cls, settings: IndexSettings, analyzer: Analyzer | None = None) -> HitMaker:
+        """The hit maker of ``settings`` (its analyzer and where operators are kept);
+        ``analyzer``: an English analyzer of ``settings`` to share (and its memo)."""
+        return cls(analyzer or Analyzer.of(settings),
+                   operator_fields=settings.operator_field_names,
                    elsewhere_first=settings.operator_elsewhere == "first")
 
     def memo_size(self) -> int:
@@ -120,15 +128,33 @@ class HitMaker:
             wid = self.lexicon[term] = len(self.lexicon)
             if wid == len(self._counted):
                 self._counted = np.concatenate([self._counted, np.ones_like(self._counted)])
-            # 1: counted; 0: a stop word; -1: an operator (no length either)
-            self._counted[wid] = -1 if is_operator(term) else int(
-                term not in self.analyzer.stop_terms)
+            # 1: counted (unless a stop word of the language in use: :meth:`counted`); -1: an
+            # operator (no length either)
+            self._counted[wid] = -1 if is_operator(term) else 1
             self.words.append(term)
         return wid
 
     def counted(self, wids: np.ndarray) -> np.ndarray:
-        """1 where a hit's word counts toward its field's length, 0 for a stop word."""
-        return np.maximum(self._counted[wids], 0)
+        """1 where a hit's word counts toward its field's length, 0 for an operator or a stop
+        word of the analysis language in use (a word is one ID whatever the language: "se" is
+        a stop word of a French page, not of an English one; so a length never depends on the
+        order the words were learned in, as the same pages indexed in another order, by other
+        workers or in other shards, must have the same lengths)."""
+        out = np.maximum(self._counted[wids], 0)
+        stops = self._stop_wids()
+        if len(stops) and len(wids):
+            out[np.isin(wids, stops)] = 0
+        return out
+
+    def _stop_wids(self) -> np.ndarray:
+        """The word IDs of the stop words of the language in use (sorted; kept until the
+        lexicon grows)."""
+        n = len(self.lexicon)
+        got = self._stops.get(self.lang)
+        if got is None or got[0] != n:
+            ids = sorted(w for t in self.analyzer.stop_terms if (w := self.lexicon.get(t)) is not None)
+            got = self._stops[self.lang] = (n, np.asarray(ids, dtype=np.int64))
+        return got[1]
 
     def in_field(self, field: int, wids: np.ndarray, positions: np.ndarray
                  ) -> tuple[np.ndarray, np.ndarray]:
@@ -165,7 +191,7 @@ class HitMaker:
         known = self._raw.get(raw)  # repeated in the text being learned: learned already
         if known is not None:
             return known
-        terms, offsets, width = self.analyzer.analyse_token(raw)  # memoised here, not twice
+        terms, offsets, width = self.analyzer.token(raw)  # the analyzer memo is shared
         code = self._code(terms, offsets, width, 1)
         self._raw[raw] = code
         return code
@@ -179,16 +205,35 @@ class HitMaker:
             return self._wid(terms[0])
         code = -2 - self._n_comp
         n = len(terms)
-        while self._n_flat + n > self._flat.shape[1]:
-            self._flat = np.concatenate([self._flat, np.zeros_like(self._flat)], axis=1)
-        if self._n_comp == self._per.shape[1]:
-            self._per = np.concatenate([self._per, np.zeros_like(self._per)], axis=1)
-        self._flat[0, self._n_flat : self._n_flat + n] = [self._wid(t) for t in terms]
-        self._flat[1, self._n_flat : self._n_flat + n] = offsets
-        self._per[:, self._n_comp] = (self._n_flat, n, width, n_raw)
+        wids, offs = self._new_flat
+        wids.extend([self._wid(t) for t in terms])
+        offs.extend(offsets)
+        for row, value in zip(self._new_per, (self._n_flat, n, width, n_raw), strict=True):
+            row.append(value)
         self._n_flat += n
         self._n_comp += 1
         return code
+
+    def _sync(self) -> None:
+        """Write the compounds learned since the last call into the numpy arrays (grown by
+        doubling) that :meth:`batch` and :meth:`_hits` index."""
+        new_per = self._new_per
+        if not new_per[0]:
+            return
+        while self._n_flat > self._flat.shape[1]:
+            self._flat = np.concatenate([self._flat, np.zeros_like(self._flat)], axis=1)
+        while self._n_comp > self._per.shape[1]:
+            self._per = np.concatenate([self._per, np.zeros_like(self._per)], axis=1)
+        wids, offs = self._new_flat
+        if wids:
+            self._flat[0, self._n_flat - len(wids) : self._n_flat] = wids
+            self._flat[1, self._n_flat - len(offs) : self._n_flat] = offs
+        lo = self._n_comp - len(new_per[0])
+        for i, row in enumerate(new_per):
+            self._per[i, lo : self._n_comp] = row
+            row.clear()
+        wids.clear()
+        offs.clear()
 
     def _learn_chunk(self, chunk: str) -> int:
         """The code of a whitespace-separated chunk: its raw tokens' analyses laid end to end
@@ -199,8 +244,9 @@ class HitMaker:
         terms: list[str] = []
         offsets: list[int] = []
         width = 0
+        analyse = self.analyzer.token  # memoised: a raw token recurs in many chunks
         for raw in raws:
-            t, o, w = self.analyzer.analyse_token(raw)
+            t, o, w = analyse(raw)
             terms.extend(t)
             offsets.extend(width + x for x in o)
             width += w
@@ -240,6 +286,7 @@ class HitMaker:
         n = len(chunks)
         # One dict lookup per chunk, in C; a new chunk is learned when met, so in text order.
         arr = np.fromiter(map(self._raw.__getitem__, chunks), dtype=np.int64, count=n)
+        self._sync()
         sent = arr == _SENTINEL
         slot = np.cumsum(sent)  # a sentinel counts for the slot it opens (it is dropped)
         starts = np.zeros(len(parts), dtype=np.int64)
@@ -302,6 +349,7 @@ class HitMaker:
             learn = self._learn
             codes = [learn(r) if c is None else c for r, c in zip(raws, codes, strict=True)]
         arr = np.fromiter(codes, dtype=np.int64, count=len(codes))
+        self._sync()
         n = len(arr)
         if n == 0:
             return arr, arr.copy(), start

@@ -81,9 +81,9 @@ def _identifier(among: frozenset[str] = frozenset()) -> Any:
 
 @lru_cache(maxsize=8)
 def _load_identifier(among: frozenset[str]) -> Any:
-    from py3langid.langid import MODEL_FILE, LanguageIdentifier
+    from websift.indexer.langid_model import load_identifier as load_model
 
-    ident = LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)
+    ident = load_model(norm_probs=True)
     if among:
         ident.set_languages(sorted(among & set(ident.nb_classes)))
     return ident

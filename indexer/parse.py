@@ -272,9 +272,12 @@ def parse_html(body: bytes, url: str, content_type: str | None = None, *,
     if not title:
         first = scope if scope.tag == "h1" else css_first(scope, "h1")
         title = node_text(first) if first is not None else ""
-    fragments = extract_fragments(tree, scope, heads, f"{title} {words}",
-                                  anchors=settings.anchor_defs,
-                                  id_words=settings.id_words) if structure else []
+    fragments = extract_fragments(
+        tree, scope, heads, f"{title} {words}", anchors=settings.anchor_defs,
+        id_words=settings.id_words,
+        dts=[el for el, tag in zip(marked, tags, strict=True) if tag == "dt"],
+        rows=[el for el, tag in zip(marked, tags, strict=True) if tag == "tr"],
+    ) if structure else []
     blocks: list[Block] = []
     starts: list[int] = []
     if structure:

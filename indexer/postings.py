@@ -21,6 +21,17 @@ hold a dense map from ordinal to posting.  They are made on first use and evicte
 list.
 
 Occurrences are keys ``ordinal << 29 | field << 25 | position`` (sorted).
+
+A new index generation (api/snapshot.py's reload) shares most of its segments with the one it
+replaces: :meth:`PostingStore.adopt` takes over the previous store's entries for them instead of
+decoding them again.  What depends on a segment alone (decoded postings before the live filter,
+occurrence keys, near pairs found) carries as it is.  A list's live postings carry where none
+of its pages changed liveness (a cut masks the few pages it holds new versions of), and are
+filtered again from the kept postings where one did; phrases' pages are filtered under the
+new masks.  Saturations depend on the collection's statistics, which any new page changes,
+so they are computed again.  The most recent entries (up to
+RELOAD_WARM_BYTES) are brought up to date before the new generation serves, the others on
+first use (:class:`Inherited`).
 """
 
 from __future__ import annotations
@@ -43,6 +54,7 @@ from websift.indexer.settings import (
     PAIRS_CACHE_BYTES,
     PHRASES_CACHE_BYTES,
     POSTINGS_CACHE_BYTES,
+    RELOAD_WARM_BYTES,
     BM25FSettings,
 )
 
@@ -117,6 +129,13 @@ class PostingList:
     # Made on first use: where each posting's positions start, and per block of BLOCK
     # postings the largest of ``saturated`` (its exact block bounds).
     pos_starts: np.ndarray | None = None
+    pos_blocks: tuple[np.ndarray, np.ndarray] | None = None  # codec.block_bits of positions
+    # Per live posting, its occurrences in the fields that count for proximity (int32): a
+    # bound of how often a pair with the word can stand near (indexer/topk.py).
+    weighted_tf: np.ndarray | None = None
+    # Candidates whose positions of the word queries have read one by one (not the whole
+    # list) while it is cached: indexer/topk.py decodes them whole past a share of the list.
+    positions_read: int = 0
     block_max: np.ndarray | None = None
     # For a list most pages hold (DENSE_POSTINGS_SHARE): per ordinal of the segment, the index
     # of its live posting in ``docs`` or -1 (int32).
@@ -154,6 +173,16 @@ class PostingList:
         return made
 
 
+@dataclass(frozen=True)
+class Inherited:
+    """A previous generation's list of a shared segment, brought up to date on first use:
+    filtered again from its postings before the live filter unless ``same_docs`` (none of
+    its pages changed liveness), its saturations computed again."""
+
+    old: PostingList
+    same_docs: bool
+
+
 def member(docs: np.ndarray, sorted_docs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(which of ``docs`` are in ``sorted_docs``, their index there)."""
     j = np.searchsorted(sorted_docs, docs)
@@ -171,16 +200,20 @@ def block_maxima(values: np.ndarray, starts: np.ndarray) -> np.ndarray:
     return out
 
 
-def nbytes(p: PostingList | None) -> int:
+def nbytes(p: PostingList | Inherited | None) -> int:
     """Bytes a cached entry holds: its arrays, each once (with every page live, ``all_docs``
     is ``docs``; arrays shared with another entry are counted again), and the saturated
     scores and the positions' starts made later (float64, int64)."""
     if p is None:
         return 64
+    if isinstance(p, Inherited):
+        p = p.old
     arrays = {id(a): a.nbytes for a in (p.docs, p.tfs, p.all_tfs, p.all_docs, p.dense)
               if a is not None}
     return int(sum(arrays.values()) + 8 * len(p.docs) + 8 * len(p.all_docs)
-               + len(p.docs) // 8)  # + block maxima (bounds and priors)
+               + len(p.docs) // 8  # + block maxima (bounds and priors)
+               + 4 * len(p.docs)  # + weighted tfs
+               + 16 * (int(p.all_tfs.sum()) // BLOCK + 1))  # + position blocks' bits
 
 
 @dataclass(frozen=True)
@@ -209,7 +242,7 @@ class PostingStore:
         # Per field number (4 bits of a key): whether the field counts (weight > 0).
         self.weighted_field = np.zeros(16, dtype=bool)
         self.weighted_field[:N_FIELDS] = [settings.weights.get(f, 0.0) > 0 for f in FIELDS]
-        self.decoded: Cache[tuple[int, str], PostingList | None] = Cache(
+        self.decoded: Cache[tuple[int, str], PostingList | Inherited | None] = Cache(
             POSTINGS_CACHE_BYTES, nbytes)
         self.pairs: Cache[tuple[int, str, str], tuple[np.ndarray, np.ndarray]] = Cache(
             PAIRS_CACHE_BYTES, lambda v: 64 + v[0].nbytes + v[1].nbytes)
@@ -218,6 +251,9 @@ class PostingStore:
         # millions of keys), kept like a pair's proximity evidence.
         self.phrases: Cache[tuple[int, tuple[str, ...], tuple[int, ...]], np.ndarray] = Cache(
             PHRASES_CACHE_BYTES, lambda v: 64 + v.nbytes)
+        # Lists decoded from a segment's files (not found in the cache or taken over from a
+        # previous generation): what a reload that carried its caches over saves.
+        self.decodes = 0
 
     def query(self, norms: Norms | None = None) -> QueryPostings:
         """A view for one query, scored under ``norms`` (None: the snapshot's own)."""
@@ -232,6 +268,88 @@ class PostingStore:
         self.coefficients = []
         for cache in self.caches().values():
             cache.clear()
+
+    def live_list(self, si: int, row: int, all_docs: np.ndarray, all_tfs: np.ndarray,
+                  pos_starts: np.ndarray | None = None) -> PostingList:
+        """A word's postings in segment ``si`` (before the live filter) as this snapshot
+        serves them: its live ones, and a dense map when most pages hold it."""
+        if self.all_live[si]:
+            result = PostingList(all_docs, all_tfs, row, all_tfs, all_docs)
+        else:
+            live = self.live[si][all_docs]
+            result = PostingList(all_docs[live], all_tfs[live], row, all_tfs, all_docs)
+        result.pos_starts = pos_starts
+        n = len(self.segments[si].doc_ids)
+        if len(result.docs) >= DENSE_POSTINGS_SHARE * n and n < np.iinfo(np.int32).max:
+            result.dense = np.full(n, -1, dtype=np.int32)
+            result.dense[result.docs] = np.arange(len(result.docs), dtype=np.int32)
+        return result
+
+    def adopt(self, old: PostingStore, old_of: Sequence[int],
+              warm_bytes: int = RELOAD_WARM_BYTES) -> int:
+        """Take over ``old``'s entries for the segments both hold (module docstring);
+        ``old_of[si]``: the index in ``old`` of this store's segment ``si``, -1 for a new one.
+        Returns the entries taken over."""
+        new_of = {o: n for n, o in enumerate(old_of) if o >= 0}
+        # Per shared segment, the ordinals whose liveness changed (a few: the pages a cut
+        # holds new versions of): a list holding none of them keeps its live postings.
+        flipped = {n: np.flatnonzero(old.live[o] != self.live[n]) for o, n in new_of.items()}
+        same_norms = {n: len(flipped[n]) == 0 and bool(np.array_equal(old.coefficients[o],
+                                                                      self.coefficients[n]))
+                      for o, n in new_of.items()}
+        taken: list[tuple[tuple[int, str], PostingList | Inherited | None, int]] = []
+        budget = warm_bytes
+        view = self.query()
+        # Most recent first; each entry keeps its size (filtering only shrinks a list).
+        for (o, term), kept, size in reversed(old.decoded.entries()):
+            n = new_of.get(o)
+            if n is None:
+                continue
+            # an entry the old store never brought up to date: its docs are older still
+            value, same_docs = ((kept.old, kept.same_docs) if isinstance(kept, Inherited)
+                                else (kept, True))
+            if value is None or term.startswith(_POSITIONS):
+                taken.append(((n, term), value, size))  # a function of the segment alone
+                continue
+            same_docs = same_docs and not member(flipped[n], value.all_docs)[0].any()
+            if budget <= 0:  # brought up to date on first use
+                taken.append(((n, term), Inherited(value, same_docs), size))
+                continue
+            p = self.carry(value, n, same_docs=same_docs, same_norms=same_norms[n])
+            view.saturated(p, n)
+            budget -= size
+            taken.append(((n, term), p, size))
+        for key, entry, size in reversed(taken):  # least recent first: the LRU order kept
+            self.decoded.put(key, entry, size)
+        self._adopt_pairs(old, new_of, flipped)
+        return len(taken)
+
+    def _adopt_pairs(self, old: PostingStore, new_of: dict[int, int],
+                     flipped: dict[int, np.ndarray]) -> None:
+        """Near pairs and phrases' pages of the shared segments (:meth:`adopt`)."""
+        for (o, a, b), pairs, size in old.pairs.entries():
+            # found near pairs come from the words' occurrences alone; none found may also
+            # mean a word had no live page there, which removals lifted since may change
+            if o in new_of and (len(pairs[0]) or len(flipped[new_of[o]]) == 0):
+                self.pairs.put((new_of[o], a, b), pairs, size)
+        for (o, terms, offsets), docs, size in old.phrases.entries():
+            n = new_of.get(o)
+            if n is None or self.live[n][flipped[n]].any():
+                continue  # a page came back to life (removals lifted): found again on use
+            self.phrases.put((n, terms, offsets), docs[self.live[n][docs]], size)
+
+    def carry(self, old: PostingList, si: int, *, same_docs: bool, same_norms: bool
+              ) -> PostingList:
+        """A previous generation's list of segment ``si`` as this store serves it:
+        ``same_docs``, its live postings did not change; ``same_norms``, nor did the
+        segment's coefficients."""
+        if not same_docs:
+            return self.live_list(si, old.row, old.all_docs, old.all_tfs, old.pos_starts)
+        p = PostingList(old.docs, old.tfs, old.row, old.all_tfs, old.all_docs,
+                        pos_starts=old.pos_starts, dense=old.dense, pos_blocks=old.pos_blocks)
+        if same_norms:
+            p.saturated, p.block_max = old.saturated, old.block_max
+        return p
 
     def near(self, ka: np.ndarray, kb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(ordinals, c / (c + 1)) of the documents where an occurrence of ``kb`` follows one
@@ -270,25 +388,21 @@ class QueryPostings:
             return memo[key]
         store = self.store
         found, kept = store.decoded.lookup(key)
-        if found:
+        if found and not isinstance(kept, Inherited):
             memo[key] = kept
             return kept
-        seg = store.segments[si]
-        row = seg.term_row(term)
         result = None
-        if row >= 0:
-            docs, tfs = seg.postings(row)
-            if len(tfs):  # kept in the smallest type that holds them (uint8 for most words)
-                tfs = tfs.astype(np.min_scalar_type(int(tfs.max())), copy=False)
-            if store.all_live[si]:
-                result = PostingList(docs, tfs, row, tfs, docs)
-            else:
-                live = store.live[si][docs]
-                result = PostingList(docs[live], tfs[live], row, tfs, docs)
-            n = len(seg.doc_ids)
-            if len(result.docs) >= DENSE_POSTINGS_SHARE * n and n < np.iinfo(np.int32).max:
-                result.dense = np.full(n, -1, dtype=np.int32)
-                result.dense[result.docs] = np.arange(len(result.docs), dtype=np.int32)
+        if isinstance(kept, Inherited):  # a previous generation's list
+            result = store.carry(kept.old, si, same_docs=kept.same_docs, same_norms=False)
+        else:
+            seg = store.segments[si]
+            row = seg.term_row(term)
+            if row >= 0:
+                docs, tfs = seg.postings(row)
+                if len(tfs):  # kept in the smallest type that holds them (uint8 for most)
+                    tfs = tfs.astype(np.min_scalar_type(int(tfs.max())), copy=False)
+                result = store.live_list(si, row, docs, tfs)
+                store.decodes += 1
         memo[key] = result
         store.decoded.put(key, result)
         return result
@@ -331,6 +445,14 @@ class QueryPostings:
         return bm25f.saturate(bm25f.pseudo_tf(p.tfs[j], self.coefficients[si][docs]),
                               self.store.k1)
 
+    def weighted_tf(self, p: PostingList, j: np.ndarray) -> np.ndarray:
+        """Occurrences of postings ``j`` of ``p`` in the weighted fields (made once per
+        list)."""
+        if p.weighted_tf is None:
+            weighted = self.store.weighted_field[:p.tfs.shape[1]]
+            p.weighted_tf = np.asarray(p.tfs[:, weighted].sum(axis=1), dtype=np.int32)
+        return p.weighted_tf[j]
+
     def block_max(self, p: PostingList, si: int, starts: np.ndarray) -> np.ndarray:
         """Per block of live postings (``starts``), its largest tf~/(k1 + tf~): kept with the
         list under the snapshot's own statistics."""
@@ -348,9 +470,9 @@ class QueryPostings:
         key = (si, _POSITIONS + term)
         memo = self._memo.get(key)
         if memo is None:
-            memo = self.store.decoded.get(key)
-            if memo is not None:
-                self._memo[key] = memo
+            kept = self.store.decoded.get(key)
+            if isinstance(kept, PostingList):  # occurrence keys are never Inherited
+                memo = self._memo[key] = kept
         if memo is not None:
             return memo.docs
         positions = self.store.segments[si].positions(p.row, p.all_tfs)
@@ -373,10 +495,13 @@ class QueryPostings:
         """The keys of the word's occurrences in ``docs`` only (sorted ordinals, each holding
         the word), decoding those postings' positions alone."""
         sel = np.searchsorted(p.all_docs, docs)
+        seg = self.store.segments[si]
         if p.pos_starts is None:
             p.pos_starts = posting_starts(p.all_tfs)
-        positions = self.store.segments[si].positions_of(p.row, p.all_tfs, sel,
-                                                         starts=p.pos_starts)
+        if p.pos_blocks is None:
+            p.pos_blocks = seg.position_blocks(p.row)
+        positions = seg.positions_of(p.row, p.all_tfs, sel, starts=p.pos_starts,
+                                     blocks=p.pos_blocks)
         tfs = p.all_tfs[sel]
         group = (docs[:, None] << 4) | np.arange(N_FIELDS, dtype=np.int64)
         per_pos = np.repeat(group.ravel(), tfs.ravel().astype(np.int64))
@@ -412,6 +537,18 @@ class QueryPostings:
             docs = docs[self.store.live[si][docs]]
         self.store.phrases.put(key, docs)
         return docs
+
+    def cached_phrase_docs(self, phrase: Phrase, si: int) -> np.ndarray | None:
+        """:meth:`phrase_docs` of a phrase of several words if the phrases cache holds it."""
+        if len(phrase.terms) < 2:
+            return None
+        return self.store.phrases.get((si, phrase.terms, phrase.offsets))
+
+    def keep_phrase_docs(self, phrase: Phrase, si: int, docs: np.ndarray) -> None:
+        """Keep ``docs``, the live ordinals of segment ``si`` holding the phrase (sorted; all
+        of them, as :meth:`phrase_docs` gives), in the phrases cache."""
+        if len(phrase.terms) >= 2:
+            self.store.phrases.put((si, phrase.terms, phrase.offsets), docs)
 
     def near(self, ka: np.ndarray, kb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`PostingStore.near` of two words' occurrence keys (of some documents)."""

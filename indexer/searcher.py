@@ -25,6 +25,13 @@ by two shards as different URLs is refused at open (``ShardsConflict``); held as
 URL (a page one crawler fetched and another only saw linked), the copy with the most indexed
 words serves (indexer/liveness.py).
 
+Reloads: a new index generation mostly names the segments of the one it replaces (a cut adds
+one, a merge replaces a few).  :meth:`Searcher.open` with ``previous=`` takes the previous
+searcher's opened segments for those (segments are immutable: their files were checked when
+first opened and are neither checked nor mapped again) and :meth:`Searcher.adopt` its caches
+(indexer/postings.py ``PostingStore.adopt``; stored texts, fragments and ``site:`` masks by
+segment), so the new generation's first queries do not decode again what the old one had.
+
 Remote shards (api/fanout.py) cannot share memory, so a query there is scored in two rounds
 (Elasticsearch's "dfs_query_then_fetch"): :meth:`Searcher.collection_stats` gives a shard's N,
 field length sums and the query terms' df; the sums over every shard come back in
@@ -47,6 +54,7 @@ from pyroaring import BitMap
 from websift.core.cache import Cache
 from websift.core.checked import open_consistent
 from websift.core.datadir import DataDir
+from websift.core.distinct import distinct, distinct_small
 from websift.indexer import bm25f
 from websift.indexer.analysis import Analyzer
 from websift.indexer.errors import IndexCorrupt
@@ -158,11 +166,14 @@ class IndexQuery:
 @dataclass(frozen=True)
 class CollectionStats:
     """What BM25F needs of the whole collection: live documents, the sum of each field's
-    length over them (FIELDS order), and the document frequency of some terms."""
+    length over them (FIELDS order), and the document frequency of some terms; and the pages
+    per language (``Searcher.index_langs``: what a query's language is told by, and whether
+    the language prior applies), None when not known."""
 
     n_docs: int
     field_lengths: tuple[int, ...]
     df: Mapping[str, int]
+    langs: Mapping[str, int] | None = None
 
     @staticmethod
     def total(parts: Sequence[CollectionStats]) -> CollectionStats:
@@ -171,12 +182,31 @@ class CollectionStats:
         for part in parts:
             for term, n in part.df.items():
                 df[term] = df.get(term, 0) + n
+        langs: dict[str, int] | None = None
+        if parts and all(p.langs is not None for p in parts):
+            langs = {}
+            for part in parts:
+                for lang, n in (part.langs or {}).items():
+                    langs[lang] = langs.get(lang, 0) + n
         lengths = [sum(col) for col in zip(*(p.field_lengths for p in parts), strict=True)]
         return CollectionStats(sum(p.n_docs for p in parts), tuple(lengths) or (0,) * N_FIELDS,
-                               df)
+                               df, langs)
 
     def avg_lens(self) -> np.ndarray:
         return np.asarray(self.field_lengths, dtype=np.float64) / max(self.n_docs, 1)
+
+
+def query_langs_of(index_langs: Mapping[str, int]) -> dict[str, int]:
+    """The languages queries are told apart by, of a collection with ``index_langs`` pages per
+    language: those of at least LANG_MIN_SHARE of the pages (a page or two identified as
+    another language does not make the index multilingual).  Pages of unknown language are
+    analysed as English (languages.analysis_language), so they count as English here: a query
+    is then also searched in English's forms."""
+    least = max(1.0, LANG_MIN_SHARE * sum(index_langs.values()))
+    analysed: dict[str, int] = {}
+    for lang, n in index_langs.items():
+        analysed[lang or ENGLISH] = analysed.get(lang or ENGLISH, 0) + n
+    return {k: n for k, n in analysed.items() if n >= least}
 
 
 def current_generation(data: DataDir) -> int | None:
@@ -235,16 +265,7 @@ class Searcher:
         for seg in self.segments:
             for lang, n in seg.langs().items():
                 self.index_langs[lang] = self.index_langs.get(lang, 0) + n
-        # The languages queries are told apart by: those of at least LANG_MIN_SHARE of the
-        # pages (a page or two identified as another language does not make the index
-        # multilingual).
-        # Pages of unknown language are analysed as English (languages.analysis_language), so
-        # they count as English here: a query is then also searched in English's forms.
-        least = max(1.0, LANG_MIN_SHARE * sum(self.index_langs.values()))
-        analysed: dict[str, int] = {}
-        for lang, n in self.index_langs.items():
-            analysed[lang or ENGLISH] = analysed.get(lang or ENGLISH, 0) + n
-        self.query_langs = {k: n for k, n in analysed.items() if n >= least}
+        self.query_langs = query_langs_of(self.index_langs)
         self.live = shard_live_masks(self.shards)
         self.removals = removals or RemovalRules()
         self.removed_docs = 0  # live documents the removals take out
@@ -285,17 +306,46 @@ class Searcher:
     @classmethod
     def open(cls, data: DataDir, settings: BM25FSettings | None = None,
              verify: bool = True, *, site_cache_bytes: int | None = None,
-             removals: RemovalRules | None = None) -> Searcher:
-        """Open the generation the manifest names now; IndexMissing / IndexCorrupt."""
-        shard = open_shard(data.index_dir, verify)
-        return cls(shard.manifest, shard.segments, settings, site_cache_bytes=site_cache_bytes,
-                   removals=removals)
+             removals: RemovalRules | None = None, previous: Searcher | None = None
+             ) -> Searcher:
+        """Open the generation the manifest names now; IndexMissing / IndexCorrupt.
+        ``previous``: the searcher it replaces, whose segments and caches it takes over where
+        they are the same (module docstring: Reloads)."""
+        reuse = None if previous is None else next(
+            (s for s in previous.shards if s.index_dir == data.index_dir), None)
+        shard = open_shard(data.index_dir, verify, reuse=reuse)
+        opened = cls(shard.manifest, shard.segments, settings,
+                     site_cache_bytes=site_cache_bytes, shards=[shard], removals=removals)
+        if previous is not None:
+            opened.adopt(previous)
+        return opened
 
     def with_removals(self, removals: RemovalRules) -> Searcher:
         """This searcher's segments (nothing opened again) under other removal rules."""
-        return Searcher(self.manifest, self.segments, self.settings,
+        made = Searcher(self.manifest, self.segments, self.settings,
                         site_cache_bytes=self._site_cache_bytes, shards=self.shards,
                         removals=removals)
+        made.adopt(self)
+        return made
+
+    def adopt(self, previous: Searcher) -> int:
+        """Take over ``previous``'s caches for the segments both searchers hold (the same
+        opened readers); returns the decoded lists taken over.  Called before this searcher
+        serves: nothing else uses it yet."""
+        where = {id(seg): i for i, seg in enumerate(previous.segments)}
+        old_of = [where.get(id(seg), -1) for seg in self.segments]
+        new_of = {o: n for n, o in enumerate(old_of) if o >= 0}
+        taken = self.postings.adopt(previous.postings, old_of)
+        for mine, theirs in ((self._texts, previous._texts), (self._frags, previous._frags)):
+            for (o, ordinal), value, size in theirs.entries():
+                if o in new_of:
+                    mine.put((new_of[o], ordinal), value, size)  # type: ignore[arg-type]
+        for hosts, masks, _ in previous._site_masks.entries():
+            if len(masks) == len(previous.segments):
+                self._site_masks.put(hosts, [
+                    masks[old_of[si]] if old_of[si] >= 0 else self._host_mask(seg, hosts)
+                    for si, seg in enumerate(self.segments)])
+        return taken
 
     @classmethod
     def open_shards(cls, index_dirs: Sequence[Path], settings: BM25FSettings | None = None,
@@ -315,7 +365,7 @@ class Searcher:
             if old is not None and read_manifest(index_dir).generation == old.manifest.generation:
                 shards.append(old)
             else:
-                shards.append(open_shard(index_dir, verify))
+                shards.append(open_shard(index_dir, verify, reuse=old))
         return cls(shards[0].manifest, shards[0].segments, settings,
                    site_cache_bytes=site_cache_bytes, shards=shards, removals=removals)
 
@@ -338,11 +388,15 @@ class Searcher:
             self._other_norms = norms  # one assignment: a racing thread sees old or new
         return norms
 
-    def collection_stats(self, query: str) -> CollectionStats:
+    def collection_stats(self, query: str, langs: Mapping[str, int] | None = None
+                         ) -> CollectionStats:
         """This searcher's share of the statistics a query is scored with: live documents,
-        field length sums, and the df of the query's terms (QueryError on a bad query).
-        Filters (``site:``) do not change them: they are the whole collection's."""
-        text, _, analyzer, others = self.query_analysis(query)
+        field length sums, pages per language, and the df of the query's terms, the query
+        analysed as in a collection of ``langs`` pages per language (None: this index's);
+        QueryError on a bad query.  Filters (``site:``) do not change them: they are the
+        whole collection's."""
+        qlangs = None if langs is None else query_langs_of(langs)
+        text, _, analyzer, others = self.query_analysis(query, langs=qlangs)
         pq = parse_query(text, analyzer, stop_pairs=self.index_settings.stop_pairs,
                          others=others)
         postings = self.postings.query()
@@ -350,7 +404,7 @@ class Searcher:
         return CollectionStats(
             n_docs=self.n_docs,
             field_lengths=tuple(int(x) for x in self.field_length_sums),
-            df={t: postings.df(t) for t in terms})
+            df={t: postings.df(t) for t in terms}, langs=dict(self.index_langs))
 
     def segment_count(self) -> int:
         return len(self.segments)
@@ -406,14 +460,16 @@ class Searcher:
         return self._site_masks.get_or_make(hosts, lambda: self._make_host_masks(hosts))
 
     def _make_host_masks(self, hosts: tuple[str, ...]) -> list[np.ndarray]:
-        out = []
-        for seg in self.segments:
-            ids = BitMap()
-            for h in seg.hosts():
-                if any(h == s or h.endswith("." + s) for s in hosts):
-                    ids |= seg.host_docs(h)
-            out.append(np.isin(seg.doc_ids, np.asarray(ids.to_array(), dtype=np.int64)))
-        return out
+        return [self._host_mask(seg, hosts) for seg in self.segments]
+
+    @staticmethod
+    def _host_mask(seg: SegmentReader, hosts: tuple[str, ...]) -> np.ndarray:
+        """Which ordinals of ``seg`` belong to one of ``hosts`` or their subdomains."""
+        ids = BitMap()
+        for h in seg.hosts():
+            if any(h == s or h.endswith("." + s) for s in hosts):
+                ids |= seg.host_docs(h)
+        return np.isin(seg.doc_ids, np.asarray(ids.to_array(), dtype=np.int64))
 
     # ------------------------------------------------------------------ search
     def search(self, request: IndexQuery) -> SearchResults:
@@ -421,13 +477,16 @@ class Searcher:
         QueryError on a bad query.
 
         The ranking is the exact top ``offset + k`` of text score + ``prior`` over every
-        matching page, ties by the lower URL ID (:class:`IndexQuery` says what each field
+        matching page, ties by the smaller URL (:class:`IndexQuery` says what each field
         changes)."""
         prior, prior_bound, stats = request.prior, request.prior_bound, request.stats
         prior_key = request.prior_key
         offset, k = request.offset, request.k
+        # the collection's languages: a front's sums over every shard, else this index's
+        qlangs = (self.query_langs if stats is None or stats.langs is None
+                  else query_langs_of(stats.langs))
         qtext, qlang, analyzer, others = self.query_analysis(
-            request.text, request.lang, request.lang_hint)
+            request.text, request.lang, request.lang_hint, langs=qlangs)
         pq = parse_query(qtext, analyzer, stop_pairs=self.index_settings.stop_pairs,
                          others=others)
         pq.text = request.text
@@ -435,9 +494,11 @@ class Searcher:
             pq.sites.append(request.site.lower())
         units = pq.units()
         results = SearchResults(query=request.text, total=0, lang=qlang)
-        if qlang is not None and self.settings.lang_prior > 0 and len(self.query_langs) > 1:
+        if qlang is not None and self.settings.lang_prior > 0 and len(qlangs) > 1:
             prior, prior_bound, prior_key = self._lang_prior(qlang, prior, prior_bound, prior_key)
-        if self.settings.fetched_prior > 0 and len(self.unfetched):
+        # every fetched page, even where this index holds no other kind: a shard's scores
+        # must mean what the others' and one index's do (api/fanout.py merges them)
+        if self.settings.fetched_prior > 0:
             prior, prior_bound, prior_key = with_fetched(
                 self.unfetched, self.settings.fetched_prior, prior, prior_bound, prior_key)
         site_only = not units and bool(pq.sites) and not pq.groups and not pq.required
@@ -489,8 +550,14 @@ class Searcher:
         want = min(len(final), offset + k)
         if want <= 0:
             return results
-        chosen = _top(final, doc_ids, want)
-        chosen = chosen[np.lexsort((doc_ids[chosen], -final[chosen]))][offset:]
+        def url_of(i: int) -> str:
+            return self.segments[int(segs[i])].head(int(ords[i]))["url"]
+
+        chosen = _top(final, want, url_of)
+        # ties by URL: one order whatever the URL IDs (shards of a partitioned crawl number
+        # their URLs apart, api/fanout.py merges their hits by score and URL)
+        chosen = np.asarray(sorted(chosen.tolist(), key=lambda i: (-final[i], url_of(i))),
+                            dtype=np.int64)[offset:]
         maker = (SnippetMaker(set(terms), _raw_words(pq), analyzer) if request.snippets
                  else None)
         frag_ids = (self._fragments(segs[chosen], ords[chosen], idfs, postings)
@@ -549,18 +616,21 @@ class Searcher:
             analyzer = self._analyzers[alang] = self.analyzer.for_lang(alang)
         return analyzer
 
-    def query_analysis(self, q: str, lang: str | None = None, hint: str | None = None
+    def query_analysis(self, q: str, lang: str | None = None, hint: str | None = None, *,
+                       langs: Mapping[str, int] | None = None
                        ) -> tuple[str, str | None, Analyzer, list[Analyzer]]:
         """(the query without its ``lang:`` operator, its language, the analyzer for it, the
         analyzers of the index's other languages when the query's is not sure: its words are
-        searched in their forms too, indexer/query.py ``alternates``)."""
+        searched in their forms too, indexer/query.py ``alternates``).  ``langs``: the
+        collection's query languages (:func:`query_langs_of`; None: this index's)."""
+        qlangs = self.query_langs if langs is None else langs
         text, op_lang = split_lang(q)
         qlang, sure = query_language(text, explicit=op_lang or lang, hint=hint,
-                                     index_langs=self.query_langs)
+                                     index_langs=qlangs)
         alang = analysis_language(qlang)
         others: list[Analyzer] = []
         if not sure:
-            ranked = sorted(self.query_langs.items(), key=lambda kv: -kv[1])
+            ranked = sorted(qlangs.items(), key=lambda kv: -kv[1])
             for other in dict.fromkeys(analysis_language(k or None) for k, _ in ranked):
                 if other != alang and len(others) < QUERY_LANG_ALTERNATES:
                     others.append(self._analyzer(other))
@@ -720,7 +790,7 @@ class Searcher:
                 score_parts.append(idfs[term] * postings.saturated(p, si))
                 held.append(p.docs)
             if held:
-                unit_parts.append(held[0] if len(held) == 1 else np.unique(np.concatenate(held)))
+                unit_parts.append(held[0] if len(held) == 1 else distinct(np.concatenate(held)))
         if not doc_parts:
             return None
         if len(doc_parts) == 1:  # 0 + each posting's score
@@ -802,7 +872,7 @@ class Searcher:
         a query term has one to offer: that is read from the postings the query already
         decoded (one search per term and segment for all the hits), and most hits stop there."""
         wanted: list[dict[str, float]] = [{} for _ in range(len(ords))]
-        for si in np.unique(segs).tolist():
+        for si in distinct_small(segs).tolist():
             at = np.flatnonzero(segs == si)
             mine = ords[at]
             for term, idf in idfs.items():
@@ -913,9 +983,10 @@ class Searcher:
                 "avg_field_lengths": dict(zip(FIELDS, map(float, avg_lens), strict=True))}
 
 
-def _top(scores: np.ndarray, doc_ids: np.ndarray, m: int) -> np.ndarray:
-    """Indices of the ``m`` best scores, ties at the cut broken by the lower URL ID (so the
-    pruned and the exhaustive evaluation keep the same documents)."""
+def _top(scores: np.ndarray, m: int, url_of: Callable[[int], str]) -> np.ndarray:
+    """Indices of the ``m`` best scores, ties at the cut broken by the smaller URL (so the
+    pruned and the exhaustive evaluation keep the same documents, and so do one index and
+    shards numbering their URLs apart)."""
     if m >= len(scores):
         return np.arange(len(scores))
     part = np.argpartition(-scores, m - 1)[:m]
@@ -923,9 +994,8 @@ def _top(scores: np.ndarray, doc_ids: np.ndarray, m: int) -> np.ndarray:
     if np.count_nonzero(scores == cut) == np.count_nonzero(scores[part] == cut):
         return part  # no tie at the cut left outside
     above = np.flatnonzero(scores > cut)
-    ties = np.flatnonzero(scores == cut)
-    ties = ties[np.argsort(doc_ids[ties], kind="stable")][: m - len(above)]
-    return np.concatenate([above, ties])
+    ties = sorted(np.flatnonzero(scores == cut).tolist(), key=url_of)[: m - len(above)]
+    return np.concatenate([above, np.asarray(ties, dtype=np.int64)])
 
 
 def _raw_words(pq: ParsedQuery) -> list[str]:
@@ -934,12 +1004,22 @@ def _raw_words(pq: ParsedQuery) -> list[str]:
         w for p in pq.required for w in p.text.split()]
 
 
-def open_shard(index_dir: Path, verify: bool = True) -> Shard:
+def open_shard(index_dir: Path, verify: bool = True, *, reuse: Shard | None = None) -> Shard:
     """The segments the manifest of ``index_dir`` names now, their files checked against it
-    (``verify``); IndexMissing / IndexCorrupt."""
+    (``verify``); IndexMissing / IndexCorrupt.  ``reuse``: a shard opened from ``index_dir``
+    before; a segment it holds that the manifest names with the same files (sizes and CRC32s)
+    is taken as it was opened (segments never change)."""
+    kept = {} if reuse is None or reuse.index_dir != index_dir else {
+        entry.name: (entry, seg)
+        for entry, seg in zip(reuse.manifest.segments, reuse.segments, strict=True)}
+
     def open_named(manifest: Manifest) -> Shard:
         segments = []
         for entry in manifest.segments:
+            old = kept.get(entry.name)
+            if old is not None and old[0].files == entry.files:
+                segments.append(old[1])
+                continue
             directory = index_dir / entry.name
             if verify:
                 verify_segment(directory, entry)

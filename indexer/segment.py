@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 from pyroaring import BitMap
 
-from websift.indexer.codec import decode, decode_at, delta_decode_groups
+from websift.indexer.codec import block_bits, decode, decode_at, delta_decode_groups
 from websift.indexer.errors import IndexAnalyzerMismatch, IndexCorrupt
 from websift.indexer.segment_format import CF, COL, DF, SEP, STREAMS, built_with, read_meta
 from websift.indexer.settings import (
@@ -54,6 +54,12 @@ class _Terms(Sequence[bytes]):
 
     def __getitem__(self, i: int) -> bytes:  # type: ignore[override]
         return self._blob[self._off[i] : self._off[i + 1]]
+
+    def all(self) -> list[bytes]:
+        """Every word in order, sliced from plain ints (indexing the offsets array one element
+        at a time costs a numpy scalar each: several times the slicing itself)."""
+        blob = self._blob
+        return [blob[a:b] for a, b in itertools.pairwise(self._off.tolist())]
 
 
 def posting_starts(tfs: np.ndarray) -> np.ndarray:
@@ -119,8 +125,8 @@ class SegmentReader:
         # A hash table over the sorted words when it is small enough; binary search otherwise.
         n = len(self._terms)
         self._term_dict: dict[bytes, int] | None = (
-            dict(zip((self._terms[i] for i in range(n)), range(n), strict=True))
-            if n <= LEXICON_DICT_MAX else None)
+            dict(zip(self._terms.all(), range(n), strict=True)) if n <= LEXICON_DICT_MAX
+            else None)
         self.field_length_sums = self._pad(
             np.asarray(meta["field_length_sums"], dtype=np.float64)[None, :])[0]
 
@@ -174,12 +180,21 @@ class SegmentReader:
             raise IndexCorrupt(f"segment {self.name}: block impacts end before the postings")
         return np.asarray(self._impacts[k0 : k0 + nb])
 
+    def position_blocks(self, row: int) -> tuple[np.ndarray, np.ndarray]:
+        """(width, first bit) of each block of a row's positions (codec.block_bits)."""
+        _data, widths = self._streams["pos"]
+        c = COL["pos"]
+        r = self.lexicon[row]
+        return block_bits(widths, int(r[c]), block0=int(r[c + 2]), n=int(r[CF]))
+
     def positions_of(self, row: int, tfs: np.ndarray, sel: np.ndarray, *,
-                     starts: np.ndarray | None = None) -> np.ndarray:
+                     starts: np.ndarray | None = None,
+                     blocks: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
         """Positions of the postings ``sel`` (indices into the row's postings, ascending) only,
         grouped by (posting, field) in the order of ``tfs[sel].ravel()``: the rest of the
         row's positions are never decoded.  ``starts``: where each posting's positions start
-        (:func:`posting_starts` of ``tfs``), if the caller keeps it."""
+        (:func:`posting_starts` of ``tfs``), and ``blocks``: :meth:`position_blocks`, if the
+        caller keeps them."""
         if starts is None:
             starts = posting_starts(tfs)
         lengths2 = tfs[sel].astype(np.int64)
@@ -194,7 +209,7 @@ class SegmentReader:
         c = COL["pos"]
         r = self.lexicon[row]
         values = decode_at(data, widths, int(r[c]), block0=int(r[c + 2]),
-                           n=int(r[CF]), idx=idx)
+                           n=int(r[CF]), idx=idx, blocks=blocks)
         return delta_decode_groups(values, lengths)
 
     def head(self, ordinal: int) -> dict[str, str]:
@@ -253,7 +268,7 @@ class SegmentReader:
         return BitMap.deserialize(self._hosts_blob[start : start + length])
 
     def terms(self) -> list[str]:
-        return [self._terms[i].decode("utf-8", "surrogatepass") for i in range(len(self._terms))]
+        return [t.decode("utf-8", "surrogatepass") for t in self._terms.all()]
 
 
 def query_settings(segments: Sequence[SegmentReader], expected: IndexSettings | None = None

@@ -105,6 +105,10 @@ MAX_ANCHORS_PER_PAGE = 500  # distinct (source, anchor) pairs kept per target pa
 # than TEMPLATE_MIN_PAGES pages has no template.  Kept in DATA/index/templates.json.
 # IndexSettings.templates switches it off, IndexSettings.template_share is the share of a run.
 TEMPLATE_SAMPLE_PAGES = 64
+# The template samples' parses are kept for the page loop (each sampled page is parsed once,
+# not twice) while their marked texts hold at most this many characters in all; past it the
+# rest are parsed again (a run of many hosts must not hold all their samples).
+SAMPLE_REUSE_CHARS = 4_000_000
 TEMPLATE_MIN_PAGES = 5
 TEMPLATE_MIN_SHARE = 0.2
 MAX_TEMPLATE_KEYS_PER_HOST = 4096
@@ -233,7 +237,7 @@ class BM25FSettings:
     # pages of several languages (a mild prior: scripts/evaluation/eval_languages.py).
     lang_prior: float = 1.0
     # Fetched pages gain this over pages known only from links (indexer/fetched.py), added to
-    # their text score, when the index holds both.
+    # their text score.
     fetched_prior: float = 3.0
 
 
@@ -244,7 +248,12 @@ class BM25FSettings:
 # common word of a million pages decodes to about 20 MB, and decoding it again costs a query
 # tens of milliseconds; a small index never fills it.
 POSTINGS_CACHE_BYTES = int(float(os.environ.get("WEBSIFT_POSTINGS_CACHE_MB", "1024")) * (1 << 20))
-PAIRS_CACHE_BYTES = 16 << 20  # proximity evidence of recent word pairs
+# Proximity evidence of recent word pairs ($WEBSIFT_PAIRS_CACHE_MB): 16 bytes per page where
+# the pair stands near, so a pair of common words takes 16 bytes per page of the index (2.4
+# MB at 150,000 pages) and recomputing it means a pass over both words' occurrences (tens of
+# ms); 16 MB held too few for a mix of such queries at 150,000 pages (nearly every one missed:
+# scripts/benchmarks/bench_query_tail.py).
+PAIRS_CACHE_BYTES = int(float(os.environ.get("WEBSIFT_PAIRS_CACHE_MB", "128")) * (1 << 20))
 PHRASES_CACHE_BYTES = 16 << 20  # the pages holding recent phrases of several words
 TEXT_CACHE_BYTES = 32 << 20  # recent pages' texts (and their lower case), for snippets
 FRAGMENT_CACHE_BYTES = 16 << 20  # recent pages' fragments (and their keys' terms), for hits
@@ -253,6 +262,11 @@ FRAGMENT_CACHE_BYTES = 16 << 20  # recent pages' fragments (and their keys' term
 # filters on a million-document index, of thousands on a small one; a miss costs one pass
 # over the segments' host lists.
 SITE_MASK_CACHE_BYTES = 16 << 20
+# A new generation's searcher takes over its predecessor's caches for the segments they share
+# (indexer/postings.py PostingStore.adopt); before it serves, the most recent decoded lists,
+# up to this many bytes, are brought under its live masks and statistics (what the next
+# queries ask for: warm), the rest on first use.
+RELOAD_WARM_BYTES = 16 << 20
 
 # ---------------------------------------------------------------- queries
 # The one cap on a query's length, used by the query parser and by the API's validation (its
@@ -296,9 +310,15 @@ EXHAUSTIVE_MAX_POSTINGS = 1 << 19
 # documents: a query of rare words pays for its postings, not for the segment's size.
 SPARSE_SHARE = 0.125
 # A word's positions are decoded whole (and cached) when its list is at most this many times
-# the candidates asked about (those of the query so far included); longer lists give the
-# candidates' positions only.
-PRUNE_WHOLE_LIST = 8
+# the candidates asked about (those read one by one by the queries while the list is cached
+# included); longer lists give the candidates' positions only.  16, not 8: with candidates'
+# proximity bounded by their term counts a query reads about a third as many, and at 8 a
+# repeated query of common words read them one by one twice before the whole list served.
+PRUNE_WHOLE_LIST = 16
+# A required phrase is checked over every page of a segment holding all its words (and the
+# pages holding it kept in the phrases cache) once the candidates checked for it one by one
+# there reach 1 / PRUNE_PHRASE_ALL of those pages: at most this many times the work done.
+PRUNE_PHRASE_ALL = 4
 # A cached list holding at least this share of its segment's documents also keeps a dense
 # map (ordinal -> its posting, int32: 4 bytes per document of the segment, so at most 16 per
 # posting), and probing it for candidates is one gather instead of a binary search: as

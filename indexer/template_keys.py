@@ -118,20 +118,23 @@ def page_blocks(raw: str, starts: list[int] | None = None) -> list[Block]:
             out.append(new(Block, (text, h, h)))
             continue
         pieces = block.split(LINK)
-        labels = [_words(p) for p in pieces[0::2]]
+        labels = pieces[0::2]
+        # Navigation-shaped: every label short (a label of few whitespace-separated tokens has
+        # as few words: asked first, and the first long label ends the asking).
         if len(pieces) // 2 >= NAV_MIN_LINKS and len(pieces) % 2 == 1 and all(
-                len(words) <= NAV_MAX_LABEL_WORDS for words in labels):
+                len(p.split()) <= NAV_MAX_LABEL_WORDS or len(_words(p)) <= NAV_MAX_LABEL_WORDS
+                for p in labels):
             for part in _link_items(block):
                 text = squash(part)
                 if text:
                     out.append(Block(text, h := squashed_hash(text), _template_key(part, h)))
             continue
+        outside = _words(" ".join(labels))  # in one pass: no word spans a mark
         text = squash(block)
         if not text:
             continue
         h = key = squashed_hash(text)
-        outside = [w for words in labels for w in words]
         if outside and any(p.strip() for p in pieces[1::2]):
             key = squashed_hash(_SKELETON + " ".join(outside))
-        out.append(Block(text, h, key))
+        out.append(new(Block, (text, h, key)))
     return out

@@ -78,9 +78,11 @@ def host_template(pages: Iterable[Iterable[int]], share: float = TEMPLATE_MIN_SH
     return HostTemplate(n, frozenset(common))
 
 
-def sample_rank(url_id: int) -> int:
-    """The order in which a host's pages enter its sample (a stable hash of the URL ID)."""
-    return int.from_bytes(blake2b(url_id.to_bytes(8, "little", signed=True),
+def sample_rank(url: str) -> int:
+    """The order in which a host's pages enter its sample: a stable hash of the URL (not of
+    its ID: stores numbering URLs their own way, a partitioned crawl's shards, sample a host
+    alike)."""
+    return int.from_bytes(blake2b(url.encode("utf-8", "surrogatepass"),
                                   digest_size=8).digest(), "little")
 
 
@@ -93,9 +95,9 @@ class HostSampler(Generic[T]):
         self._heaps: dict[str, list[tuple[int, int]]] = {}  # (-rank, URL ID): a max-heap
         self._items: dict[int, T] = {}
 
-    def offer(self, host: str, url_id: int, item: T) -> None:
+    def offer(self, host: str, url_id: int, item: T, url: str) -> None:
         heap = self._heaps.setdefault(host, [])
-        entry = (-sample_rank(url_id), url_id)
+        entry = (-sample_rank(url), url_id)
         if len(heap) < self.size:
             heapq.heappush(heap, entry)
         elif entry > heap[0]:

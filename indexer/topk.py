@@ -43,7 +43,7 @@ Ding & Suel 2011 and Lucene's impacts, vectorised per round rather than per docu
    at most the sum of its segment's lists' largest remaining block bounds plus the pairs'
    bonuses, times the coordination of the units those lists hold: once that is below ``T``
    and no candidate's bound reaches ``T``, the answer is complete.  The result is every candidate with a text score of at least the final ``T``:
-   it holds the same top ``want`` after the prior (ties broken by URL ID) as scoring every
+   it holds the same top ``want`` after the prior (ties broken by URL) as scoring every
    posting (the searcher's ``exhaustive`` path; the property test in
    tests/indexer/test_topk.py compares them).
 
@@ -65,8 +65,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from websift.core.distinct import distinct, distinct_small
 from websift.indexer.postings import (
     DOC_SHIFT,
+    POS_MASK,
     PostingList,
     QueryPostings,
     block_maxima,
@@ -80,6 +82,7 @@ from websift.indexer.settings import (
     PRUNE_BOUND_SLACK,
     PRUNE_FIRST_POSTINGS,
     PRUNE_MAX_ROUND_POSTINGS,
+    PRUNE_PHRASE_ALL,
     PRUNE_VERIFY_FIRST,
     PRUNE_VERIFY_MAX,
     PRUNE_WHOLE_LIST,
@@ -197,8 +200,9 @@ class _Evaluation:
         self.sure = 0  # documents known to match
         self.unsure_dropped = False
         self.verified = 0
-        # (term, segment) -> candidates whose positions of the term were read one by one.
-        self._read_in: dict[tuple[str, int], int] = {}
+        # (a phrase's terms and offsets, segment) -> candidates checked for it one by one.
+        self._phrase_read: dict[tuple[tuple[str, ...], tuple[int, ...], int], int] = {}
+        self._every: dict[tuple[tuple[str, ...], tuple[int, ...], int], np.ndarray] = {}
         # Whether a candidate's match may depend on positions (a phrase required or excluded).
         self.phrased = any(len(ph.terms) > 1 for ph in [*plan.required, *plan.excluded])
 
@@ -367,6 +371,7 @@ class _Evaluation:
             return None
         base = np.zeros(len(docs), dtype=np.float64)
         matched = np.zeros(len(docs), dtype=np.int32)
+        # Per word: how often each candidate holds it in a weighted field (0: not at all).
         has: dict[str, np.ndarray] = {}
         for unit in plan.units:
             any_hit = np.zeros(len(docs), dtype=bool) if len(unit) > 1 else None
@@ -375,8 +380,11 @@ class _Evaluation:
                 if p is None or len(p.docs) == 0:
                     continue
                 hit, j = p.find(docs)
-                has[term] = has.get(term, np.zeros(len(docs), dtype=bool)) | hit
                 j = j[hit]
+                if self.pair_bonus and term not in has:
+                    tf = np.zeros(len(docs), dtype=np.int64)
+                    tf[hit] = self.postings.weighted_tf(p, j)
+                    has[term] = tf
                 base[hit] += plan.idfs[term] * self.postings.saturated_at(p, si, j, docs[hit])
                 if any_hit is None:
                     matched[hit] += 1
@@ -386,12 +394,9 @@ class _Evaluation:
                 matched += any_hit
         coord = (matched / max(len(plan.units), 1)) ** self.settings.coord_power
         bonus = np.zeros(len(docs), dtype=np.float64)
-        anywhere = np.ones(len(docs), dtype=bool)
-        for t in self.free:
-            has[t] = anywhere
         for (a, b), w in zip(plan.pairs, self.pair_bonus, strict=False):
-            if a in has and b in has:
-                bonus += np.where(has[a] & has[b], w, 0.0)
+            if (a in has or a in self.free) and (b in has or b in self.free):
+                bonus += w * self._near_share_bound(has.get(a), has.get(b))
         # A candidate's own prior is known: its bound counts it, not the largest one (w), so a
         # page whose text bound plus its prior cannot reach the top is dropped before its
         # positions are read.
@@ -399,6 +404,24 @@ class _Evaluation:
         ub = (base + bonus) * coord * (1.0 + PRUNE_BOUND_SLACK) - (self.prior_bound - prior)
         return _Pending(np.full(len(docs), si, dtype=np.int32), docs, base, coord, ub,
                         np.zeros(len(docs), dtype=bool), prior)
+
+    def _near_share_bound(self, tf_a: np.ndarray | None, tf_b: np.ndarray | None
+                          ) -> np.ndarray | float:
+        """An upper bound of a pair's c / (c + 1) per candidate from the two words' counts in
+        the weighted fields (None: a word with no list, present anywhere).  c counts the
+        occurrences of ``a`` followed by ``b`` within the window: at most ``tf_a``, and at
+        most ``window`` of them share one occurrence of ``b``; 0 without both words."""
+        window = self.postings.store.window
+        if tf_a is None and tf_b is None:
+            return 1.0
+        if tf_a is None:
+            assert tf_b is not None
+            c = window * tf_b
+        elif tf_b is None:
+            c = tf_a
+        else:
+            c = np.minimum(tf_a, window * tf_b)
+        return c / (c + 1.0)
 
     def _needs_check(self, pend: _Pending) -> tuple[np.ndarray, np.ndarray]:
         """Which candidates are still open (positions needed), and of those which for a
@@ -408,7 +431,7 @@ class _Evaluation:
         multi_required = any(len(ph.terms) > 1 for ph in self.plan.required)
         excluded = [ph.terms for ph in self.plan.excluded if len(ph.terms) > 1]
         pairs = list(self.plan.pairs) if self.pair_bonus else []
-        for si in np.unique(pend.si).tolist():
+        for si in distinct_small(pend.si).tolist():
             sel = pend.si == si
             docs = pend.ords[sel]
             if multi_required:
@@ -434,8 +457,12 @@ class _Evaluation:
             # A short list (or one already decoded whole): its cached keys serve, as the
             # exhaustive path's do, and later queries reuse them.
             keys = self.postings.position_keys(p, si, term)
-            return keys[member(keys >> DOC_SHIFT, docs)[0]]
-        self._read_in[(term, si)] = self._read_in.get((term, si), 0) + len(docs)
+            # Each candidate's keys are one run of the sorted keys: two binary searches per
+            # candidate, not a pass over every occurrence of the word.
+            lo = np.searchsorted(keys, docs << DOC_SHIFT)
+            hi = np.searchsorted(keys, (docs + 1) << DOC_SHIFT)
+            return keys[_ranges(lo, hi)]
+        p.positions_read += len(docs)
         return self.postings.position_keys_in(p, si, docs)
 
     def _phrase(self, ph: Phrase, si: int, docs: np.ndarray) -> np.ndarray:
@@ -448,32 +475,76 @@ class _Evaluation:
             inside &= p.find(docs)[0]
         if len(ph.terms) == 1 or not inside.any():
             return inside
+        held = self.postings.cached_phrase_docs(ph, si)
+        if held is not None:  # an earlier query's (either evaluation's)
+            return inside & member(docs, held)[0]
         sub = docs[inside]
         if all(self._whole(t, si, len(sub)) for t in ph.terms):
             # Short lists: the phrase over them whole, kept in the snapshot's phrases cache
             # (the exhaustive path's, too).
             return inside & member(docs, self.postings.phrase_docs(ph, si))[0]
+        key = (ph.terms, ph.offsets, si)
+        every = self._holding_all(ph, si)
+        read = self._phrase_read.get(key, 0) + len(sub)
+        if len(every) <= PRUNE_PHRASE_ALL * read:
+            # The candidates checked add up to a share of the pages holding every word: the
+            # phrase over all of those at once (their positions only, the rarest word first),
+            # which is the phrase's pages in the segment, kept in the phrases cache.
+            held = self._phrase_in(ph, si, every)
+            self.postings.keep_phrase_docs(ph, si, held)
+            return inside & member(docs, held)[0]
+        self._phrase_read[key] = read
         out = np.zeros(len(docs), dtype=bool)
         out[inside] = member(sub, self._phrase_in(ph, si, sub))[0]
         return out
 
+    def _holding_all(self, ph: Phrase, si: int) -> np.ndarray:
+        """The live ordinals of segment ``si`` holding every word of ``ph`` (sorted): the
+        shortest list's pages probed in the others (each phrase word has a list there)."""
+        key = (ph.terms, ph.offsets, si)
+        docs = self._every.get(key)
+        if docs is None:
+            lists = sorted((p for t in ph.terms if (p := self._postings_of(t, si)) is not None),
+                           key=lambda p: len(p.docs))
+            docs = lists[0].docs
+            for p in lists[1:]:
+                docs = docs[p.find(docs)[0]]
+            self._every[key] = docs
+        return docs
+
     def _whole(self, term: str, si: int, n: int) -> bool:
         """Whether to use the term's whole position list (decoded once, cached) rather than
-        the positions of ``n`` candidates: a short list beside them and the candidates this
-        query has read its positions for already (the batches of a query whose proximity
-        stays open for many pages add up to the list: decoded whole then, once, and kept for
-        the next queries), or one decoded already."""
+        the positions of ``n`` candidates: a short list beside them and the candidates the
+        queries have read its positions for already, one by one, while the list is cached
+        (the batches of queries whose proximity stays open for many pages add up to the list:
+        decoded whole then, once, and kept for the next queries), or one decoded already."""
         p = self._postings_of(term, si)
         if p is None:
             return False
-        return (len(p.all_docs) <= PRUNE_WHOLE_LIST * (n + self._read_in.get((term, si), 0))
+        return (len(p.all_docs) <= PRUNE_WHOLE_LIST * (n + p.positions_read)
                 or self.postings.has_position_keys(term, si))
 
     def _phrase_in(self, ph: Phrase, si: int, sub: np.ndarray) -> np.ndarray:
-        """Sorted ordinals of ``sub`` holding the phrase."""
-        lists = [(self._keys(term, si, sub), offset)
-                 for term, offset in zip(ph.terms, ph.offsets, strict=True)]
-        return unique_sorted(phrase_starts(lists) >> DOC_SHIFT)
+        """Sorted ordinals of ``sub`` (each holding every word) holding the phrase: the rarest
+        word's occurrences in ``sub`` give the starts, then each next word, rarest first, is
+        read only in the pages whose starts are left (a common word's positions are decoded
+        for the few pages its rarer neighbours stand together in, not for all of ``sub``)."""
+        def df(i: int) -> int:
+            p = self._postings_of(ph.terms[i], si)
+            return 0 if p is None else len(p.docs)
+
+        order = sorted(range(len(ph.terms)), key=df)
+        first, top = order[0], max(ph.offsets)
+        keys, off = self._keys(ph.terms[first], si, sub), ph.offsets[first]
+        pos = keys & POS_MASK
+        starts = keys[(pos >= off) & (pos - off + top <= POS_MASK)] - off
+        for i in order[1:]:
+            if len(starts) == 0:
+                break
+            docs = unique_sorted(starts >> DOC_SHIFT)
+            starts = phrase_starts([(starts, 0),
+                                    (self._keys(ph.terms[i], si, docs), ph.offsets[i])])
+        return unique_sorted(starts >> DOC_SHIFT)
 
     def proximity(self, si: int, docs: np.ndarray) -> np.ndarray:
         """The proximity bonus of each of ``docs`` (as the searcher's whole-segment one)."""
@@ -500,7 +571,7 @@ class _Evaluation:
     def _check(self, pend: _Pending) -> None:
         """Phrases and proximity of a batch: the passing ones join the results."""
         self.verified += len(pend.ords)
-        for si in np.unique(pend.si).tolist():
+        for si in distinct_small(pend.si).tolist():
             sel = np.flatnonzero(pend.si == si)
             order = np.argsort(pend.ords[sel], kind="stable")
             sel = sel[order]
@@ -641,14 +712,14 @@ class _Evaluation:
             untaken &= ~pick
             r_owner, r_block = owner[pick], block[pick]
             by_seg: dict[int, list[np.ndarray]] = {}
-            for li in np.unique(r_owner).tolist():
+            for li in distinct_small(r_owner).tolist():
                 lst = self.lists[li]
                 js = np.sort(r_block[r_owner == li])  # ascending: the docs come out sorted
                 idx = _ranges(lst.starts[js], lst.starts[js + 1])
                 by_seg.setdefault(lst.si, []).append(lst.p.docs[idx])
             fresh: list[_Pending] = []
             for si, parts in by_seg.items():
-                docs = parts[0] if len(parts) == 1 else np.unique(np.concatenate(parts))
+                docs = parts[0] if len(parts) == 1 else distinct(np.concatenate(parts))
                 if len(seen[si]):
                     docs = docs[~member(docs, seen[si])[0]]
                     # Two sorted runs: timsort merges them in one pass.

@@ -48,6 +48,7 @@ import numpy as np
 
 from websift.indexer.docbatch import AnalysedBatch, BatchAnalyser, DocJob
 from websift.indexer.languages import load_identifier
+from websift.indexer.parse import ParsedPage
 from websift.indexer.settings import (
     IN_FLIGHT_BATCHES,
     IN_FLIGHT_BYTES,
@@ -77,7 +78,7 @@ _PR_SET_PDEATHSIG = 1  # prctl(2)
 
 def _serve(warc_dir: Path, memo_tokens: int, inbox: Any, outbox: Any, parent: int, *,
            settings: IndexSettings, templates: dict[str, frozenset[int]] | None = None,
-           quiet_signals: bool = False) -> None:
+           quiet_signals: bool = False, parsed: dict[int, ParsedPage] | None = None) -> None:
     """A worker's loop: batches in, analysed batches out, until told to stop.  ``settings``:
     the run's, handed over (a worker never reads the environment)."""
     # Killed with the run, wherever it waits: a run killed while it wrote a batch into the
@@ -88,7 +89,7 @@ def _serve(warc_dir: Path, memo_tokens: int, inbox: Any, outbox: Any, parent: in
     if quiet_signals:  # the run that forked it decides when to stop (``websift index --follow``)
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    analyser = BatchAnalyser(warc_dir, settings, memo_tokens, templates)
+    analyser = BatchAnalyser(warc_dir, settings, memo_tokens, templates, parsed)
     # Results nobody reads must not hold the process at exit (a queue's feeder thread would
     # wait for room in the pipe forever).
     outbox.cancel_join_thread()
@@ -124,9 +125,12 @@ class AnalyserPool:
     def __init__(self, warc_dir: Path, procs: int, lexicon: dict[str, int],
                  settings: IndexSettings, *, memo_tokens: int = WORKER_MEMO_TOKENS,
                  templates: dict[str, frozenset[int]] | None = None,
-                 quiet_signals: bool = False) -> None:
+                 quiet_signals: bool = False,
+                 parsed: dict[int, ParsedPage] | None = None) -> None:
         """``quiet_signals``: the workers ignore SIGINT and SIGTERM (a terminal's Ctrl-C or a
-        supervisor's stop reaches the whole process group): this process stops them."""
+        supervisor's stop reaches the whole process group): this process stops them.
+        ``parsed``: pages parsed already (the template samples), by URL ID: the analysers
+        use them instead of parsing those pages again (forked: inherited, not pickled)."""
         self.procs = max(1, procs)
         self.lexicon = lexicon
         self._local: BatchAnalyser | None = None
@@ -145,7 +149,7 @@ class AnalyserPool:
         self.busy_seconds = self.idle_seconds = self.wait_seconds = 0.0
         self._ahead = BodyReader(warc_dir)  # prefetches the records of the batches queued
         if self.procs == 1:
-            self._local = BatchAnalyser(warc_dir, settings, memo_tokens, templates)
+            self._local = BatchAnalyser(warc_dir, settings, memo_tokens, templates, parsed)
             return
         load_identifier()  # once here, not once per worker: the forked workers inherit it
         ctx = multiprocessing.get_context("fork")
@@ -154,10 +158,13 @@ class AnalyserPool:
             # Forked: the templates and settings are inherited, not pickled.
             p = ctx.Process(target=_serve, args=(warc_dir, memo_tokens, inbox, outbox, os.getpid()),
                             kwargs={"settings": settings, "templates": templates,
-                                    "quiet_signals": quiet_signals}, daemon=True)
+                                    "quiet_signals": quiet_signals, "parsed": parsed},
+                            daemon=True)
             p.start()
             self._procs.append(p)
             self._queues.append((inbox, outbox))
+        if parsed:  # each worker has its copy now: this process need not hold them
+            parsed.clear()
 
     def __enter__(self) -> AnalyserPool:
         return self

@@ -16,12 +16,18 @@ loopback addresses), crawled to its end, in one run:
 Compared: the fetched URL sets (the intersection is what is compared when they differ), and
 the top 10 URLs of ``--queries`` queries (two adjacent words drawn from the peer's indexed
 page text, seeded) from the front server and from the peer's server: the same list, and the
-same set.  No bar is judged: the table is printed, with a last ``key=value`` line.
+same set, and the same scores (to ``SCORE_RTOL`` relative).  No bar is judged: the table is
+printed, with a last ``key=value`` line.  ``--diff`` prints, for each query whose top 10
+differs, both lists with each hit's score and its parts (text, prior, PageRank, fetched or
+known only from links) and the collection statistics it was scored with, so the cause shows.
+``--work DIR`` keeps the crawls there and reuses them on the next run (the rank, index and
+serve steps run again from scratch): a change to ranking or indexing is measured in a minute.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import random
 import re
@@ -32,14 +38,17 @@ import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 
 from scripts.benchmarks.bench_partitioned import crawl_cmd, run_crawlers
 from scripts.benchmarks.bench_redis_frontier import BenchError, RedisProcess
 from scripts.benchmarks.crawl_scale import Nginx, ScaleError, find_nginx
-from testkit.genweb import MAX_HOSTS, PORT, WebParams, ensure_web
+from testkit.genweb import MAX_HOSTS, PORT, Web, WebParams, ensure_web
 from testkit.serve_process import free_port
 from websift.core.arguments import number
 from websift.core.datadir import DataDir
@@ -58,9 +67,11 @@ TOKEN = "bench-partitioned-e2e"  # the shard servers' secret (WEBSIFT_SHARD_TOKE
 READY_SECONDS = 60.0
 # the front waits this long for a shard: the comparison is of answers, not of speed, on a
 # machine the crawlers and servers share
-SHARD_TIMEOUT_MS = 10_000
+SHARD_TIMEOUT_MS = 60_000
 TAIL_CHARS = 2000
 WORD = re.compile(r"[a-z]{3,}")
+SCORE_RTOL = 1e-9  # scores this close (relative) are the same score
+CRAWLED = "crawled"  # the marker of a --work directory whose crawls finished
 
 
 def websift(*args: str) -> str:
@@ -140,78 +151,165 @@ def draw_queries(data: Path, n: int, seed: int) -> list[str]:
     return list(out)
 
 
-def top10(client: httpx.Client, base: str, q: str) -> list[str]:
-    response = client.get(base + "/search", params={"q": q, "k": 10})
+def top10(client: httpx.Client, base: str, q: str, explain: bool = False
+          ) -> list[dict[str, Any]]:
+    """The results of ``q`` (k=10) as the server returns them."""
+    params: dict[str, str | int] = {"q": q, "k": 10}
+    if explain:
+        params["explain"] = "true"
+    response = client.get(base + "/search", params=params)
     if response.status_code != 200:
         raise BenchError(f"{base}/search?q={q!r}: HTTP {response.status_code}: "
                          f"{response.text[:TAIL_CHARS]}")
-    return [r["url"] for r in response.json()["results"]]
+    results: list[dict[str, Any]] = response.json()["results"]
+    return results
+
+
+def same_scores(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> bool:
+    """The same URLs in the same order with the same scores (to SCORE_RTOL relative)."""
+    return [r["url"] for r in a] == [r["url"] for r in b] and all(
+        math.isclose(x["score"], y["score"], rel_tol=SCORE_RTOL, abs_tol=SCORE_RTOL)
+        for x, y in zip(a, b, strict=True))
+
+
+def show_diff(q: str, one: list[dict[str, Any]], front: list[dict[str, Any]]) -> None:
+    """Both top 10s of a query whose answers differ, with each score's parts."""
+    print(f"\n=== {q!r}")
+    for name, rows in (("embedded", one), ("front", front)):
+        stats = next((r["explain"]["text"] for r in rows
+                      if r.get("explain") and r["explain"].get("text")), None)
+        said = "" if stats is None else (
+            f"  N={stats['n_docs']} avg=" + ",".join(
+                f"{v:.4g}" for v in stats["avg_field_lengths"].values())
+            + " idf=" + ",".join(f"{t}:{v['idf']:.6g}" for t, v in stats["terms"].items()))
+        print(f"  {name}:{said}")
+        for r in rows:
+            sig = r["signals"]
+            pr = "-" if sig["pagerank"] is None else f"{sig['pagerank']:.6g}"
+            mark = " " if r.get("fetched", True) else "a"  # a: known only from links
+            print(f"    {r['score']:.12f} text={sig['text']:.12f} prior={sig['prior']:.9f} "
+                  f"pr={pr} {mark} {r['url']}")
+
+
+@dataclass
+class Crawls:
+    """What the two crawls fetched, and how long each took (None: reused from --work)."""
+
+    one: set[str]
+    per_shard: list[set[str]]
+    t_one: float | None
+    t_part: float | None
+
+    @property
+    def union(self) -> set[str]:
+        return set().union(*self.per_shard)
+
+
+def crawl(web: Web, run_dir: Path, peer: Path, shards: list[Path], pages: int) -> Crawls:
+    """Both crawls into ``run_dir``, or the ones a previous run left there (--work)."""
+    t_one = t_part = None
+    if not (run_dir / CRAWLED).exists():
+        for d in [peer, *shards]:
+            shutil.rmtree(d, ignore_errors=True)
+        budget = 10 * pages  # the whole web: each crawl ends when nothing is left
+        print("embedded crawl: 1 process", flush=True)
+        t_one, _ = run_crawlers([crawl_cmd(web, peer, budget, None)])
+        print(f"partitioned crawl: {CRAWLERS} processes", flush=True)
+        server = RedisProcess(run_dir / "redis")
+        try:
+            t_part, _ = run_crawlers([crawl_cmd(web, d, budget, server.url) for d in shards])
+        finally:
+            server.stop()
+        (run_dir / CRAWLED).write_text("both crawls ended\n")
+    else:
+        print(f"reusing the crawls in {run_dir}", flush=True)
+        for d in [peer, *shards]:  # rank and index again from scratch
+            data = DataDir.open(d)
+            shutil.rmtree(data.index_dir, ignore_errors=True)
+            shutil.rmtree(data.ranks_dir, ignore_errors=True)
+    return Crawls(fetched_urls(peer), [fetched_urls(d) for d in shards], t_one, t_part)
+
+
+def rank_all(peer: Path, shards: list[Path]) -> tuple[str, dict[str, float], dict[str, float]]:
+    """``rank --shard`` over the shards (each alone if refused), ``rank`` on the peer: what
+    happened, and each side's PageRank by URL."""
+    rank = subprocess.run(
+        [sys.executable, "-m", "websift.api.cli", "rank", "--shard", *map(str, shards)],
+        cwd=REPO, capture_output=True, text=True, check=False)
+    rank_line = "global ranks over the shards"
+    if rank.returncode:  # each shard ranks its own store: the figures say so
+        rank_line = ("refused (" + (rank.stderr.strip().splitlines() or ["?"])[-1]
+                     + "); each shard ranked alone")
+        for d in shards:
+            websift("rank", "--quiet", "--data", str(d))
+    websift("rank", "--quiet", "--data", str(peer))
+    pr_shards: dict[str, float] = {}
+    for d in shards:  # a URL several shards know has one value (the global vector)
+        pr_shards.update(pagerank_by_url(d))
+    return rank_line, pagerank_by_url(peer), pr_shards
+
+
+def index_all(run_dir: Path, peer: Path, shards: list[Path]) -> None:
+    """Index the peer, and each shard with the others' anchor exports."""
+    print("indexing: the peer, and each shard with the others' anchor texts", flush=True)
+    websift("index", "--quiet", "--data", str(peer))
+    exports = [run_dir / f"shard-{i}.anchors.json" for i in range(len(shards))]
+    for d, out in zip(shards, exports, strict=True):
+        websift("anchors", "export", "--data", str(d), "--out", str(out))
+    for i, d in enumerate(shards):
+        others = [str(e) for j, e in enumerate(exports) if j != i]
+        websift("index", "--quiet", "--data", str(d), "--anchors-from", *others)
+
+
+@dataclass
+class Agreement:
+    queries: int = 0
+    same_list: int = 0
+    same_set: int = 0
+    same_scores: int = 0
+
+
+def compare(stack: ExitStack, run_dir: Path, peer: Path, shards: list[Path],
+            qs: list[str], *, diff: bool) -> Agreement:
+    """Serve the peer, the shards and a front over them; how many of ``qs`` agree."""
+    one_base = stack.enter_context(serving(["--data", str(peer)], run_dir / "serve-one.log"))
+    shard_bases = [stack.enter_context(
+        serving(["--shard-server", "--data", str(d)], run_dir / f"serve-{i}.log"))
+        for i, d in enumerate(shards)]
+    front = stack.enter_context(serving(
+        [*(x for b in shard_bases for x in ("--shard", b)),
+         "--shard-timeout-ms", str(SHARD_TIMEOUT_MS)], run_dir / "front.log"))
+    out = Agreement(queries=len(qs))
+    with httpx.Client(timeout=30.0) as client:
+        for q in qs:
+            a, b = top10(client, one_base, q, diff), top10(client, front, q, diff)
+            ua, ub = [r["url"] for r in a], [r["url"] for r in b]
+            out.same_list += ua == ub
+            out.same_set += set(ua) == set(ub)
+            same = same_scores(a, b)
+            out.same_scores += same
+            if diff and not same:
+                show_diff(q, a, b)
+    return out
 
 
 def run(args: argparse.Namespace) -> int:
-    pages, hosts, seed, port, queries = args.pages, args.hosts, args.seed, args.port, args.queries
+    pages, hosts, seed, port = args.pages, args.hosts, args.seed, args.port
     params = WebParams(pages, hosts, seed, port)
     root = args.root or Path(tempfile.gettempdir()) / f"websift-genweb-{pages}-{hosts}-{seed}-{port}"
     find_nginx()
     web = ensure_web(root, params, log=True)
-    run_dir = Path(tempfile.mkdtemp(prefix="websift-bench-e2e-"))
-    budget = 10 * pages  # the whole web: each crawl ends when nothing is left
+    run_dir = args.work or Path(tempfile.mkdtemp(prefix="websift-bench-e2e-"))
+    run_dir.mkdir(parents=True, exist_ok=True)
     peer = run_dir / "one"
     shards = [run_dir / f"shard-{i}" for i in range(CRAWLERS)]
     try:
         with Nginx(web, run_dir), ExitStack() as stack:
-            print("embedded crawl: 1 process", flush=True)
-            t_one, _ = run_crawlers([crawl_cmd(web, peer, budget, None)])
-            print(f"partitioned crawl: {CRAWLERS} processes", flush=True)
-            server = RedisProcess(run_dir / "redis")
-            try:
-                t_part, _ = run_crawlers([crawl_cmd(web, d, budget, server.url)
-                                          for d in shards])
-            finally:
-                server.stop()
-            one_urls = fetched_urls(peer)
-            per_shard = [fetched_urls(d) for d in shards]
-            union = set().union(*per_shard)
-            twice = sum(len(a) for a in per_shard) - len(union)
-            rank = subprocess.run(
-                [sys.executable, "-m", "websift.api.cli", "rank", "--shard",
-                 *map(str, shards)], cwd=REPO, capture_output=True, text=True, check=False)
-            rank_line = "global ranks over the shards"
-            if rank.returncode:  # each shard ranks its own store: the figures say so
-                rank_line = ("refused (" + (rank.stderr.strip().splitlines() or ["?"])[-1]
-                             + "); each shard ranked alone")
-                for d in shards:
-                    websift("rank", "--quiet", "--data", str(d))
-            websift("rank", "--quiet", "--data", str(peer))
-            pr_one = pagerank_by_url(peer)
-            pr_shards: dict[str, float] = {}
-            for d in shards:  # a URL several shards know has one value (the global vector)
-                pr_shards.update(pagerank_by_url(d))
-            common = pr_one.keys() & pr_shards.keys()
-            l1 = sum(abs(pr_one[u] - pr_shards[u]) for u in common)
-            print("indexing: the peer, and each shard with the others' anchor texts", flush=True)
-            websift("index", "--quiet", "--data", str(peer))
-            exports = [run_dir / f"shard-{i}.anchors.json" for i in range(CRAWLERS)]
-            for d, out in zip(shards, exports, strict=True):
-                websift("anchors", "export", "--data", str(d), "--out", str(out))
-            for i, d in enumerate(shards):
-                others = [str(e) for j, e in enumerate(exports) if j != i]
-                websift("index", "--quiet", "--data", str(d), "--anchors-from", *others)
-            one_base = stack.enter_context(
-                serving(["--data", str(peer)], run_dir / "serve-one.log"))
-            shard_bases = [stack.enter_context(
-                serving(["--shard-server", "--data", str(d)], run_dir / f"serve-{i}.log"))
-                for i, d in enumerate(shards)]
-            front = stack.enter_context(serving(
-                [*(x for b in shard_bases for x in ("--shard", b)),
-                 "--shard-timeout-ms", str(SHARD_TIMEOUT_MS)], run_dir / "front.log"))
-            qs = draw_queries(peer, queries, seed)
-            same_list = same_set = 0
-            with httpx.Client(timeout=30.0) as client:
-                for q in qs:
-                    a, b = top10(client, one_base, q), top10(client, front, q)
-                    same_list += a == b
-                    same_set += set(a) == set(b)
+            crawls = crawl(web, run_dir, peer, shards, pages)
+            rank_line, pr_one, pr_shards = rank_all(peer, shards)
+            index_all(run_dir, peer, shards)
+            qs = draw_queries(peer, args.queries, seed)
+            agree = compare(stack, run_dir, peer, shards, qs, diff=args.diff)
     except (BenchError, ScaleError) as exc:
         for log in sorted(run_dir.glob("*.log")):  # the servers' last words
             print(f"--- {log.name}\n{log.read_text(errors='replace')[-TAIL_CHARS:]}",
@@ -219,23 +317,50 @@ def run(args: argparse.Namespace) -> int:
         print(f"bench_partitioned_e2e: {exc}", file=sys.stderr)
         return 1
     finally:
-        shutil.rmtree(run_dir, ignore_errors=True)
-    both = one_urls & union
+        if args.work is None:
+            shutil.rmtree(run_dir, ignore_errors=True)
+    report(crawls, agree, rank_line, pr_one, pr_shards)
+    return 0
+
+
+def report(crawls: Crawls, agree: Agreement, rank_line: str, pr_one: dict[str, float],
+           pr_shards: dict[str, float]) -> None:
+    union = crawls.union
+    twice = sum(len(a) for a in crawls.per_shard) - len(union)
+    both = crawls.one & union
+    common = pr_one.keys() & pr_shards.keys()
+    l1 = sum(abs(pr_one[u] - pr_shards[u]) for u in common)
+    n = agree.queries
+
+    def secs(t: float | None) -> str:
+        return "reused" if t is None else f"{t:.1f}"
+
     print()
     print(f"{'':<34}{'embedded':>10}{f'{CRAWLERS} partitioned':>15}")
-    print(f"{'pages fetched':<34}{len(one_urls):>10}{len(union):>15}")
-    print(f"{'crawl seconds':<34}{t_one:>10.1f}{t_part:>15.1f}")
+    print(f"{'pages fetched':<34}{len(crawls.one):>10}{len(union):>15}")
+    print(f"{'crawl seconds':<34}{secs(crawls.t_one):>10}{secs(crawls.t_part):>15}")
     print(f"{'pages fetched by two shards':<34}{'':>10}{twice:>15}")
+    # a host whose pages two shards fetched (leases moved mid-crawl) is measured per shard
+    # (navigation anchor texts, templates): its pages' fields may differ from one store's
+    print(f"{'hosts split between shards':<34}{'':>10}{split_hosts(crawls.per_shard):>15}")
     print(f"{'fetched by both crawls':<34}{len(both):>10}")
-    print(f"{'same top 10 list (of queries)':<34}{same_list:>10} / {len(qs)}")
-    print(f"{'same top 10 set (of queries)':<34}{same_set:>10} / {len(qs)}")
+    print(f"{'same top 10 list (of queries)':<34}{agree.same_list:>10} / {n}")
+    print(f"{'same top 10 set (of queries)':<34}{agree.same_set:>10} / {n}")
+    print(f"{'same list and scores (1e-9 rel.)':<34}{agree.same_scores:>10} / {n}")
     print(f"{'URLs known':<34}{len(pr_one):>10}{len(pr_shards):>15}")
     print(f"{'PageRank L1 on the URLs both know':<34}{l1:>10.3g}   ({len(common)} URLs)")
     print(f"ranks: {rank_line}")
-    print(f"pages_one={len(one_urls)} pages_sharded={len(union)} common={len(both)} "
+    print(f"pages_one={len(crawls.one)} pages_sharded={len(union)} common={len(both)} "
           f"known_one={len(pr_one)} known_sharded={len(pr_shards)} pagerank_l1={l1:.3g} "
-          f"twice={twice} queries={len(qs)} same_list={same_list} same_set={same_set}")
-    return 0
+          f"twice={twice} split_hosts={split_hosts(crawls.per_shard)} queries={n} "
+          f"same_list={agree.same_list} same_set={agree.same_set} "
+          f"same_scores={agree.same_scores}")
+
+
+def split_hosts(per_shard: list[set[str]]) -> int:
+    """Hosts more than one shard fetched pages of."""
+    held = [{urlsplit(u).netloc for u in urls} for urls in per_shard]
+    return sum(1 for h in set().union(*held) if sum(h in x for x in held) > 1)
 
 
 def main() -> int:
@@ -251,6 +376,11 @@ def main() -> int:
                         help=f"the web's port on every host address (default {PORT})")
     parser.add_argument("--root", type=Path, help="where the web is (re)generated (default: a "
                         "directory per parameter set under the temp dir, kept for reuse)")
+    parser.add_argument("--work", type=Path, help="keep the crawls in this directory and reuse "
+                        "them when it already holds them (default: a temporary directory, "
+                        "removed at the end)")
+    parser.add_argument("--diff", action="store_true", help="print both top 10s, with each "
+                        "score's parts, of every query whose answers differ")
     args = parser.parse_args()
     return run(args)
 

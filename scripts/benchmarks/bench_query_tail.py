@@ -13,6 +13,18 @@
 4. **Timing**: one warm-up pass, then ``--passes`` timed passes of each engine in turn; p50 and
    p99 over every timed query, overall and per kind, and websift / tantivy.
 
+``--pruned`` scores as on an index of a million pages: every query whose lists hold more than
+``EXHAUSTIVE_FEW_POSTINGS`` postings takes the pruned path (indexer/topk.py), as two common words
+or a phrase of them do there (``EXHAUSTIVE_MAX_POSTINGS`` lowered to ``EXHAUSTIVE_FEW_POSTINGS``
+in this process).
+``--deadline MS`` gives each websift query a deadline, as ``GET /search`` does.
+
+``--cpu`` times each query's CPU (``time.process_time``) instead of its wall-clock time: on a
+machine other jobs share, a query's wall time counts theirs too.  ``--against CHECKOUT`` also
+times websift as another checkout has it (its own process, the same corpus, queries and
+options; this script's options need not exist there) and prints both, and their ratio, side by
+side: same-run before/after figures.
+
 ``--profile KIND`` runs cProfile over that kind's websift queries (``all``: every query) and
 prints the functions by own time and by cumulative time.
 """
@@ -133,7 +145,7 @@ def make_queries(root: Path, pages: int, seed: int, count: int) -> list[Query]:
     return out
 
 
-def engines(root: Path) -> dict[str, Callable[[str], int]]:
+def engines(root: Path, deadline_ms: float | None = None) -> dict[str, Callable[[str], int]]:
     import tantivy
 
     from websift.indexer.manifest import Manifest
@@ -144,7 +156,9 @@ def engines(root: Path) -> dict[str, Callable[[str], int]]:
     searcher = Searcher(Manifest(generation=1, last_seq=0), [SegmentReader(p) for p in segs])
 
     def websift(q: str) -> int:
-        return len(searcher.search(IndexQuery(q, k=TOP_K, snippets=False, fragments=False)).hits)
+        deadline = None if deadline_ms is None else time.monotonic() + deadline_ms / 1000.0
+        return len(searcher.search(IndexQuery(q, k=TOP_K, snippets=False, fragments=False,
+                                              deadline=deadline)).hits)
 
     index = tantivy.Index.open(str(root / "tantivy"))
     index.reload()
@@ -157,37 +171,61 @@ def engines(root: Path) -> dict[str, Callable[[str], int]]:
     return {"websift": websift, "tantivy": tv}
 
 
-def time_passes(run: Callable[[str], int], queries: Sequence[Query], passes: int) -> np.ndarray:
+def time_passes(run: Callable[[str], int], queries: Sequence[Query], passes: int,
+                clock: Callable[[], float] = time.perf_counter) -> np.ndarray:
     """Milliseconds, shape (passes, queries), after one untimed pass."""
     for q in queries:
         run(q.text)
     out = np.empty((passes, len(queries)))
     for p in range(passes):
         for i, q in enumerate(queries):
-            t0 = time.perf_counter()
+            t0 = clock()
             run(q.text)
-            out[p, i] = (time.perf_counter() - t0) * 1000.0
+            out[p, i] = (clock() - t0) * 1000.0
     return out
+
+
+def time_against(checkout: Path, argv: Sequence[str]) -> np.ndarray:
+    """websift's times as ``checkout`` has it: this script run with that checkout's modules
+    (``--only websift``, times written to a file), shape (passes, queries)."""
+    import json
+    import os
+    import subprocess
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "times.json"
+        env = {**os.environ, "PYTHONPATH": str(checkout.resolve())}
+        cmd = [sys.executable, str(Path(__file__).resolve()), *argv, "--only", "websift",
+               "--times-out", str(out)]
+        subprocess.run(cmd, env=env, cwd=checkout, check=True)
+        return np.asarray(json.loads(out.read_text()), dtype=np.float64)
 
 
 def report(times: dict[str, np.ndarray], queries: Sequence[Query]) -> None:
     kinds = np.array([q.kind for q in queries])
     groups = [("all", np.ones(len(queries), dtype=bool))] + [
         (k, kinds == k) for k in MIX]
-    print(f"{'kind':<20} {'n':>4} {'websift p50':>12} {'p99':>8} {'tantivy p50':>12} {'p99':>8}"
-          f" {'ratio p50':>10} {'p99':>6}")
+    names = list(times)
+    print(f"{'kind':<20} {'n':>4}" + "".join(f" {n + ' p50':>12} {'p99':>8}" for n in names)
+          + (f" {'ratio p50':>10} {'p99':>6}" if len(names) >= 2 else ""))
+    if len(names) >= 2:
+        print(f"(ratio: {names[0]} / {names[1]})")
     for name, sel in groups:
-        w, t = times["websift"][:, sel].ravel(), times["tantivy"][:, sel].ravel()
-        if len(w) == 0:
+        if not sel.any():
             continue
-        wp, tp = np.percentile(w, [50, 99]), np.percentile(t, [50, 99])
-        print(f"{name:<20} {int(sel.sum()):>4} {wp[0]:>10.2f}ms {wp[1]:>6.1f}ms {tp[0]:>10.2f}ms"
-              f" {tp[1]:>6.1f}ms {wp[0] / tp[0]:>9.1f}x {wp[1] / tp[1]:>5.1f}x")
-    worst = np.argsort(-np.median(times["websift"], axis=0))[:8]
-    print("slowest websift queries (median ms, websift / tantivy):")
+        ps = [np.percentile(times[n][:, sel].ravel(), [50, 99]) for n in names]
+        line = f"{name:<20} {int(sel.sum()):>4}" + "".join(
+            f" {p[0]:>10.2f}ms {p[1]:>6.1f}ms" for p in ps)
+        if len(ps) >= 2:
+            line += f" {ps[0][0] / ps[1][0]:>9.1f}x {ps[0][1] / ps[1][1]:>5.1f}x"
+        print(line)
+    first = times[names[0]]
+    worst = np.argsort(-np.median(first, axis=0))[:8]
+    print(f"slowest {names[0]} queries (median ms, {' / '.join(names)}):")
     for i in worst:
-        print(f"  {np.median(times['websift'][:, i]):7.1f} / {np.median(times['tantivy'][:, i]):6.1f}"
-              f"  {queries[i].kind:<18} {queries[i].text}")
+        print("  " + " / ".join(f"{np.median(times[n][:, i]):7.1f}" for n in names)
+              + f"  {queries[i].kind:<18} {queries[i].text}")
 
 
 def profile(run: Callable[[str], int], queries: Sequence[Query], kind: str) -> None:
@@ -216,6 +254,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--cache", type=Path, default=Path("/tmp/websift-bench-query-tail"))
     ap.add_argument("--profile", metavar="KIND", choices=["all", *MIX])
     ap.add_argument("--only", choices=["websift", "tantivy"], help="time one engine only")
+    ap.add_argument("--pruned", action="store_true",
+                    help="prune every query past EXHAUSTIVE_FEW_POSTINGS, as at a million pages")
+    ap.add_argument("--deadline", type=float, metavar="MS", help="a deadline per websift query")
+    ap.add_argument("--cpu", action="store_true", help="time CPU, not wall-clock time")
+    ap.add_argument("--against", type=Path, metavar="CHECKOUT",
+                    help="also time websift as this checkout has it (its own process)")
+    ap.add_argument("--times-out", type=Path, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.pages < HOSTS:
         ap.error(f"--pages must be at least {HOSTS}")
@@ -224,16 +269,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     build(root, args.pages, args.seed, args.segment_pages)
     print(f"indexes at {root} ({time.perf_counter() - t0:.0f} s)", flush=True)
     queries = make_queries(root, args.pages, args.seed, args.queries)
-    runs = engines(root)
+    if args.pruned:
+        from websift.indexer import searcher as searcher_module
+        searcher_module.EXHAUSTIVE_MAX_POSTINGS = searcher_module.EXHAUSTIVE_FEW_POSTINGS  # type: ignore[misc]
+    runs = engines(root, args.deadline)
     if args.profile:
         profile(runs["websift"], queries, args.profile)
         return 0
-    times = {name: time_passes(run, queries, args.passes) for name, run in runs.items()
+    clock = time.process_time if args.cpu else time.perf_counter
+    times = {name: time_passes(run, queries, args.passes, clock) for name, run in runs.items()
              if args.only in (None, name)}
-    if args.only:
-        t = times[args.only].ravel()
-        print(f"{args.only}: p50 {np.percentile(t, 50):.2f} ms, p99 {np.percentile(t, 99):.1f} ms")
+    if args.times_out is not None:
+        import json
+        args.times_out.write_text(json.dumps(times["websift"].tolist()))
         return 0
+    if args.against is not None:
+        rest = list(argv if argv is not None else sys.argv[1:])
+        i = rest.index("--against")
+        times = {"websift": times["websift"],
+                 "before": time_against(args.against, rest[:i] + rest[i + 2:]),
+                 **{k: v for k, v in times.items() if k != "websift"}}
     print(f"{args.pages} pages, {len(queries)} queries, {args.passes} passes, top {TOP_K}, "
           "no snippets, warm")
     report(times, queries)

@@ -3,16 +3,21 @@ response's JSON, and the HTTP stack around them, on a ``bench_search_scale`` cor
 
     .venv/bin/python -m scripts.benchmarks.bench_search_scale --docs 8000 --no-api   # build it
     .venv/bin/python -m scripts.benchmarks.bench_request_cost --docs 8000
+    .venv/bin/python -m scripts.benchmarks.bench_request_cost --docs 8000 --against CHECKOUT
+    .venv/bin/python -m scripts.benchmarks.bench_request_cost --docs 8000 --workers 1 2
 
 In process (one warm-up pass, then each query once per stage, the server's settings, PageRank
 fused as ``/search`` does): the search without snippets or fragments, the whole search
 (``api.retrieval.rank_query``: snippets, fragments, fusion, signals), and the response body two
 ways: the ``SearchResponse`` model's JSON and ``api/routes/search.py``'s plain values through
-orjson (what ``/search`` sends).  Over HTTP: ``websift serve`` of this checkout (one process, no
-result cache) loaded by 8 keep-alive clients; the server's CPU time (all its threads, from
-/proc) over the requests answered is the CPU one request costs, and what is left after the
-in-process stages is the HTTP stack and the framework (uvicorn, Starlette, FastAPI's parameter
-checks, the worker-thread hand-over).  CPU time, not wall time: a machine shared with other
+orjson (what ``/search`` sends); then the application itself, the search taken out (each
+query's answer found before, sent through the ASGI app without a socket), by ``/search``'s lean
+path and by the FastAPI route.  Over HTTP: ``websift serve`` of this checkout (one process, no
+result cache) loaded by 8 keep-alive clients; the server's CPU time (all its threads and worker
+processes, from /proc) over the requests answered is the CPU one request costs, and what is
+left after the in-process stages is the HTTP stack and the framework (uvicorn's protocol and
+event loop, the ASGI middleware, the worker-thread hand-over).  ``--against`` loads another
+checkout's server and this one's in turn; ``--workers 1 2`` loads each worker count in turn.  CPU time, not wall time: a machine shared with other
 work slows the wall clock far more than it changes the CPU a request costs.
 """
 
@@ -25,6 +30,8 @@ import statistics
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode
 
 from scripts.benchmarks.bench_api import ROOT, load, websift_server
 from scripts.benchmarks.bench_search_scale import (
@@ -35,7 +42,8 @@ from scripts.benchmarks.bench_search_scale import (
     make_queries,
     read_corpus,
 )
-from websift.api.retrieval import SearchRequest, rank_query
+from websift.api.app import create_app
+from websift.api.retrieval import Outcome, SearchRequest, rank_query
 from websift.api.routes.search import SearchJSON, response_body, to_response
 from websift.api.settings import Settings
 from websift.api.snapshot import SnapshotHolder
@@ -56,9 +64,30 @@ def cpu_ms_each(run: Callable[[str], object], queries: list[str]) -> float:
 
 
 def process_cpu_seconds(pid: int) -> float:
-    """User + system CPU seconds of process ``pid``, all its threads (/proc)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    """User + system CPU seconds of process ``pid`` and the processes it started (``websift
+    serve --workers``), all their threads (/proc)."""
+    total = 0.0
+    for p in _process_tree(pid):
+        try:
+            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+        except FileNotFoundError:
+            continue  # exited meanwhile
+        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
+
+
+def _process_tree(pid: int) -> list[int]:
+    """``pid`` and its descendants (/proc/PID/task/*/children)."""
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        for task in Path(f"/proc/{p}/task").glob("*/children"):
+            try:
+                todo.extend(int(c) for c in task.read_text().split())
+            except FileNotFoundError:
+                continue
+    return out
 
 
 def in_process(data: DataDir, queries: list[str]) -> dict[str, float]:
@@ -79,14 +108,59 @@ def in_process(data: DataDir, queries: list[str]) -> dict[str, float]:
         model = cpu_ms_each(lambda q: to_response(*outcomes[q]).model_dump_json(), queries)
         plain = cpu_ms_each(lambda q: SearchJSON(response_body(*outcomes[q])).body, queries)
     holder.close()
-    return {"bare": bare, "full": full, "model": model, "plain": plain}
+    lean, route = asgi_cpu_ms(data, {q: o for q, (o, _req) in outcomes.items()})
+    return {"bare": bare, "full": full, "model": model, "plain": plain, "lean": lean,
+            "route": route}
 
 
-def over_http(data: DataDir, queries: list[str], seconds: float, checkout: Path = ROOT
-              ) -> tuple[float, float, float]:
-    """(CPU ms per request, requests/s, p99 ms) of ``websift serve`` (of ``checkout``) under
-    CLIENTS clients."""
-    with websift_server(data, cache_size=0, checkout=checkout) as (base, pid):
+class _Answered:
+    """An engine answering each query with its outcome found before: the search taken out."""
+
+    def __init__(self, outcomes: dict[str, Outcome]) -> None:
+        self.outcomes = outcomes
+
+    async def search(self, req: SearchRequest) -> Outcome:
+        return self.outcomes[req.q]
+
+
+def asgi_cpu_ms(data: DataDir, outcomes: dict[str, Outcome]) -> tuple[float, float]:
+    """Mean CPU ms of ``GET /search`` through the application, the search taken out, by the lean
+    path and by the FastAPI route (the same request with ``content-length: 0``, which the lean
+    path hands on): what the framework costs a request, no socket."""
+    app = create_app(Settings(data=data.root, result_cache_size=0))
+    app.state.engine = _Answered(outcomes)
+    queries = list(outcomes)
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(_message: dict[str, Any]) -> None:
+        return None
+
+    async def each(headers: list[tuple[bytes, bytes]]) -> float:
+        t0 = 0.0
+        for i, q in enumerate(queries * 3):  # the first pass warms up
+            if i == len(queries):
+                t0 = time.process_time()
+            await app({"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1",
+                       "method": "GET", "scheme": "http", "path": "/search",
+                       "raw_path": b"/search", "root_path": "",
+                       "query_string": urlencode({"q": q, "k": 10}).encode(),
+                       "headers": [(b"host", b"bench"), *headers], "server": ("bench", 80),
+                       "client": ("127.0.0.1", 1), "state": {}}, receive, send)
+        return (time.process_time() - t0) * 1000.0 / (2 * len(queries))
+
+    try:
+        return asyncio.run(each([])), asyncio.run(each([(b"content-length", b"0")]))
+    finally:
+        app.state.holder.close()
+
+
+def over_http(data: DataDir, queries: list[str], seconds: float, checkout: Path = ROOT,
+              workers: int = 1) -> tuple[float, float, float]:
+    """(CPU ms per request, requests/s, p99 ms) of ``websift serve --workers workers`` (of
+    ``checkout``) under CLIENTS clients."""
+    with websift_server(data, cache_size=0, workers=workers, checkout=checkout) as (base, pid):
         asyncio.run(load(base, queries, CLIENTS, min(10.0, seconds)))  # warm-up
         c0 = process_cpu_seconds(pid)
         r = asyncio.run(load(base, queries, CLIENTS, seconds))
@@ -105,7 +179,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--against", type=Path, metavar="CHECKOUT",
                     help="another websift source tree (e.g. a worktree of main): its server and "
                     "this one's loaded in turn, ROUNDS times each, for a same-run ratio")
-    ap.add_argument("--rounds", type=int, default=2, help="turns each with --against")
+    ap.add_argument("--rounds", type=int, default=2,
+                    help="turns each with --against or several --workers")
+    ap.add_argument("--workers", type=int, nargs="+", default=[1], metavar="N",
+                    help="websift serve --workers: with several counts, each is loaded in "
+                    "turn, ROUNDS times (with --against: the first count, both servers)")
     args = ap.parse_args(argv)
     params = CorpusParams(args.docs, max(1, args.docs // PAGES_PER_HOST), args.seed)
     corpus = read_corpus(args.cache / params.key(), params)
@@ -115,7 +193,7 @@ def main(argv: list[str] | None = None) -> int:
     data = DataDir.open(corpus.root / "data")
     queries = [q.text for q in make_queries(corpus, args.queries, args.seed)]
     ip = in_process(data, queries)
-    http_ms, rps, p99 = over_http(data, queries, args.seconds)
+    http_ms, rps, p99 = over_http(data, queries, args.seconds, workers=args.workers[0])
     rest = http_ms - ip["full"] - ip["plain"]
     print(f"{args.docs:,} pages, {len(queries)} queries, {os.cpu_count()} cores; CPU ms per "
           f"request (mean)\n")
@@ -127,32 +205,56 @@ def main(argv: list[str] | None = None) -> int:
             ("HTTP stack and framework (the rest)", rest)]
     for what, ms in rows:
         print(f"| {what} | {ms:.2f} | {100 * ms / http_ms:.0f}% |")
-    print(f"| whole request over HTTP ({CLIENTS} clients, {rps:.0f} req/s, p99 {p99:.0f} ms) "
+    served = f"{args.workers[0]} processes, " if args.workers[0] > 1 else ""
+    print(f"| whole request over HTTP ({served}{CLIENTS} clients, {rps:.0f} req/s, p99 "
+          f"{p99:.0f} ms) "
           f"| {http_ms:.2f} | 100% |")
+    print(f"\nthe application without the search or a socket (ASGI, in process): "
+          f"{ip['lean']:.3f} ms by /search's lean path, {ip['route']:.3f} ms by the FastAPI route")
     print(f"\nresponse JSON through the SearchResponse model instead: {ip['model']:.2f} ms "
           f"({ip['model'] / max(ip['plain'], 1e-9):.1f}x the plain path)")
     if args.against is not None:
-        compare(data, queries, args.seconds, args.against, args.rounds)
+        figures = in_turn(data, queries, args.seconds, args.rounds,
+                          {str(args.against): (args.against, args.workers[0]),
+                           str(ROOT): (ROOT, args.workers[0])})
+        ratios(figures, str(ROOT), str(args.against))
+    elif len(args.workers) > 1:
+        figures = in_turn(data, queries, args.seconds, args.rounds,
+                          {f"{n} worker process{'es' if n > 1 else ''}": (ROOT, n)
+                           for n in args.workers})
+        first = next(iter(figures))
+        for other in list(figures)[1:]:
+            ratios(figures, other, first)
     return 0
 
 
-def compare(data: DataDir, queries: list[str], seconds: float, against: Path,
-            rounds: int) -> None:
-    """This checkout's server and ``against``'s, in turn: CPU ms per request and req/s."""
-    figures: dict[Path, list[tuple[float, float, float]]] = {against: [], ROOT: []}
+Figures = dict[str, list[tuple[float, float, float]]]
+
+
+def in_turn(data: DataDir, queries: list[str], seconds: float, rounds: int,
+            servers: dict[str, tuple[Path, int]]) -> Figures:
+    """Each server (a name: its checkout and worker count) loaded in turn, ``rounds`` times:
+    (CPU ms per request, req/s, p99 ms) of each turn, printed as a table."""
+    figures: Figures = {name: [] for name in servers}
     for _ in range(rounds):
-        for checkout, runs in figures.items():
-            runs.append(over_http(data, queries, seconds, checkout))
+        for name, (checkout, workers) in servers.items():
+            figures[name].append(over_http(data, queries, seconds, checkout, workers))
     print(f"\nIn turn, {rounds} rounds of {seconds:.0f} s each ({CLIENTS} clients):")
     print("| server | CPU ms per request | req/s | p99 ms |")
     print("|---|---|---|---|")
-    for checkout, runs in figures.items():
+    for name, runs in figures.items():
         cells = [" / ".join(f"{r[i]:.{2 if i == 0 else 0}f}" for r in runs) for i in range(3)]
-        print(f"| {checkout} | {cells[0]} | {cells[1]} | {cells[2]} |")
-    cpu = {c: statistics.median(r[0] for r in runs) for c, runs in figures.items()}
-    rps = {c: statistics.median(r[1] for r in runs) for c, runs in figures.items()}
-    print(f"\nthis / {against}: CPU per request {cpu[ROOT] / cpu[against]:.2f}x, "
-          f"req/s {rps[ROOT] / rps[against]:.2f}x (medians)")
+        print(f"| {name} | {cells[0]} | {cells[1]} | {cells[2]} |")
+    return figures
+
+
+def ratios(figures: Figures, this: str, other: str) -> None:
+    """``this``'s medians over ``other``'s: CPU per request, req/s, p99."""
+    med = {name: [statistics.median(r[i] for r in runs) for i in range(3)]
+           for name, runs in figures.items()}
+    print(f"\n{this} / {other}: CPU per request {med[this][0] / med[other][0]:.2f}x, "
+          f"req/s {med[this][1] / med[other][1]:.2f}x, p99 {med[this][2] / med[other][2]:.2f}x "
+          "(medians)")
 
 
 if __name__ == "__main__":

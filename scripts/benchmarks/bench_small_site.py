@@ -11,6 +11,8 @@ all included), alternating with Whoosh in a child process on the same stored pag
 and the same lxml text extraction included, as ours is: scripts/evaluation/peers.py).  Prints
 the median wall and CPU seconds of each and the ratio websift / Whoosh (goal: at most 0.3x), and
 the CLI's start-up alone (``websift index --help``) beside the interpreter's (``python -c pass``).
+``--baseline TREE`` also runs ``websift index`` from another source tree (``PYTHONPATH=TREE``,
+e.g. a worktree of the previous main) in the same alternation, and prints this tree / it.
 """
 
 from __future__ import annotations
@@ -31,14 +33,20 @@ def _median(rows: list[tuple[float, float, int]], i: int) -> float:
     return statistics.median(r[i] for r in rows)
 
 
-def bench_manual(name: str, data_dir: Path, runs: int, extra: list[str]) -> None:
+def bench_manual(name: str, data_dir: Path, runs: int, extra: list[str],
+                 baseline: Path | None = None) -> None:
     data = crawl_and_index(data_dir, manual=MANUALS[name])
     ours: list[tuple[float, float, int]] = []
     whoosh: list[tuple[float, float, int]] = []
+    base: list[tuple[float, float, int]] = []
+    index = [WEBSIFT, "index", "--data", str(data_dir), "--quiet", *extra]
     for _ in range(runs):
         shutil.rmtree(data.index_dir)
-        ours.append(run_child([WEBSIFT, "index", "--data", str(data_dir), "--quiet", *extra]))
+        ours.append(run_child(index))
         whoosh.append(peer_child("WhooshPeer", data_dir))
+        if baseline is not None:
+            shutil.rmtree(data.index_dir)
+            base.append(run_child(["env", f"PYTHONPATH={baseline}", *index]))
     manifest = json.loads((data.index_dir / "manifest.json").read_text())
     docs = sum(json.loads((data.index_dir / s["name"] / "meta.json").read_text())["doc_count"]
                for s in manifest["segments"])
@@ -50,6 +58,10 @@ def bench_manual(name: str, data_dir: Path, runs: int, extra: list[str]) -> None
     print(f"| Whoosh (lxml text + index) | {_median(whoosh, 0):.2f} | {_median(whoosh, 1):.2f} |")
     print(f"websift / Whoosh: wall {_median(ours, 0) / _median(whoosh, 0):.2f}x, "
           f"CPU {_median(ours, 1) / _median(whoosh, 1):.2f}x (goal: wall <= 0.3x)")
+    if base:
+        print(f"| `{cmd}` from {baseline} | {_median(base, 0):.2f} | {_median(base, 1):.2f} |")
+        print(f"this tree / {baseline}: wall {_median(ours, 0) / _median(base, 0):.2f}x, "
+              f"CPU {_median(ours, 1) / _median(base, 1):.2f}x")
 
 
 def startup(runs: int) -> None:
@@ -68,6 +80,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--runs", type=int, default=3, help="timed runs of each (the median shown)")
     ap.add_argument("--index-args", default="", metavar="ARGS",
                     help="extra `websift index` arguments, e.g. '--procs 2'")
+    ap.add_argument("--baseline", type=Path, metavar="TREE",
+                    help="also run `websift index` from this source tree (PYTHONPATH=TREE)")
     args = ap.parse_args(argv)
     names = [m.strip() for m in args.manual.split(",") if m.strip()]
     unknown = [m for m in names if m not in MANUALS]
@@ -78,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
         tmp = tempfile.TemporaryDirectory(prefix="websift-small-")
         args.data = Path(tmp.name)
     for name in names:
-        bench_manual(name, args.data / name, args.runs, args.index_args.split())
+        bench_manual(name, args.data / name, args.runs, args.index_args.split(), args.baseline)
     startup(args.runs)
     if tmp is not None:
         tmp.cleanup()

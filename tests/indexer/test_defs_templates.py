@@ -184,11 +184,16 @@ def test_host_sampler_keeps_a_bounded_stable_sample() -> None:
     one: HostSampler[int] = HostSampler(size=5)
     two: HostSampler[int] = HostSampler(size=5)
     for i in range(100):
-        one.offer("h", i, i)
+        one.offer("h", i, i, f"http://h/{i}")
     for i in reversed(range(100)):
-        two.offer("h", i, i)
+        two.offer("h", i, i, f"http://h/{i}")
     assert one.samples() == two.samples()
     assert len(one.samples()["h"]) == 5
+    # another store numbering the same URLs its own way samples the same pages
+    other: HostSampler[int] = HostSampler(size=5)
+    for i in range(100):
+        other.offer("h", 1000 - i, i, f"http://h/{i}")
+    assert sorted(other.samples()["h"]) == sorted(one.samples()["h"])
 
 
 def test_texinfo_definition_anchor_at_the_end_of_the_previous_dd() -> None:

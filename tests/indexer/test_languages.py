@@ -24,6 +24,7 @@ from websift.indexer.languages import (
 from websift.indexer.parse import parse_html
 from websift.indexer.query import split_lang
 from websift.indexer.searcher import IndexQuery, Searcher
+from websift.indexer.segment import SegmentReader
 
 FRENCH = ("La configuration du réseau se fait avec le gestionnaire de paquets. Les réseaux "
           "sont configurés par l'administrateur du système, qui installe les paquets.")
@@ -188,3 +189,22 @@ def test_a_merge_keeps_each_page_language_and_its_terms(tmp_path: Path) -> None:
     assert [merged.head(o)["lang"] for o in range(2)] == ["ru", ""]
     assert merged.langs() == {"ru": 1, "": 1}
     assert merged.term_row(Analyzer(lang="ru").terms("сети")[0]) is not None
+
+
+def test_a_word_counts_toward_length_as_its_own_page_s_language_says(tmp_path: Path) -> None:
+    """"die" is a German stop word and an English word: on an English page it counts toward
+    the field length whichever page's language a worker met it in first (here the German page,
+    analysed first), so an index does not depend on how its pages were spread over workers."""
+    site = "http://lens.example"
+    pages = {f"{site}/a": page("de", "Deutsch", GERMAN),
+             f"{site}/b": page("en", "Plants", ENGLISH + " The plants die in winter."),
+             f"{site}/c": page("en", "Plants", ENGLISH + " The plants grow in winter.")}
+    data = build_data_dir(tmp_path / "d", pages)
+    build_index(DataDir.open(data.root), procs=1)
+    lens: dict[str, list[int]] = {}
+    for entry in Searcher.open(data).manifest.segments:
+        seg = SegmentReader(data.index_dir / entry.name)
+        lens.update((url, seg.field_lens[k].tolist()) for k, url in enumerate(seg.urls()))
+    assert lens[f"{site}/b"] == lens[f"{site}/c"]
+    german_only = sum(lens[f"{site}/a"])
+    assert german_only < sum(lens[f"{site}/b"])  # its stop words ("die", "mit") are no length

@@ -25,6 +25,7 @@ from websift.indexer import postings as postings_module
 from websift.indexer import searcher as searcher_module
 from websift.indexer import topk
 from websift.indexer.manifest import Manifest
+from websift.indexer.query import parse_query
 from websift.indexer.searcher import CollectionStats, IndexQuery, Searcher
 from websift.indexer.segment import SegmentReader
 from websift.indexer.segment_writer import SegmentWriter
@@ -303,3 +304,36 @@ def test_a_timed_query_of_many_postings_is_pruned_until_its_positions_are_decode
         assert [h.doc_id for h in first.hits] == [h.doc_id for h in every.hits] == [
             h.doc_id for h in again.hits]
         assert s.search(IndexQuery("alpha", k=5, snippets=False)).blocks > 0
+
+
+@pytest.mark.parametrize("over_all", [True, False])
+def test_phrases_checked_candidate_by_candidate_or_over_every_page_holding_the_words(
+        tmp_path: Path, over_all: bool) -> None:
+    """The pruned path checks a required phrase rarest word first, either for a batch of
+    candidates or (past a share of them) over every page of the segment holding all its
+    words, then kept in the phrases cache: the same pages as the exhaustive path's phrase
+    over the whole lists, and the same hits."""
+    queries = ['"alpha beta"', '"beta alpha gamma"', 'delta "gamma alpha"', '"eps beta"',
+               '"alpha alpha"', 'alpha -"beta gamma" "gamma delta"']
+    reference = _searcher(tmp_path / "ref", 5, 400)
+    pruned = _searcher(tmp_path / "pruned", 5, 400)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(topk, "PRUNE_WHOLE_LIST", 0)  # candidates' positions, not whole lists
+        mp.setattr(topk, "PRUNE_PHRASE_ALL", 1 << 30 if over_all else 0)
+        for q in queries:
+            want = reference.search(IndexQuery(q, exhaustive=True, snippets=False))
+            got = pruned.search(IndexQuery(q, snippets=False))
+            assert got.blocks > 0, q  # pruned
+            assert [h.doc_id for h in got.hits] == [h.doc_id for h in want.hits], q
+            assert [h.text_score for h in got.hits] == pytest.approx(
+                [h.text_score for h in want.hits], rel=1e-9, abs=1e-12), q
+    held = 0
+    for q in queries:
+        for phrase in parse_query(q, pruned.analyzer).required:
+            for si in range(len(pruned.segments)):
+                docs = pruned.postings.query().cached_phrase_docs(phrase, si)
+                if docs is not None and len(phrase.terms) > 1:
+                    held += 1
+                    assert np.array_equal(docs, reference.postings.query().phrase_docs(
+                        phrase, si)), q
+    assert (held > 0) == over_all

@@ -1,0 +1,102 @@
+"""py3langid's model (Lui & Baldwin 2012, langid.py), loaded from an uncompressed copy.
+
+py3langid ships its model as an LZMA-compressed ``.npz`` (4.6 MB) and decompresses it on
+every load: 0.7 s of CPU, more than a small site's whole language identification.  The first
+load here writes the decompressed ``.npz`` (68 MB) to the cache directory (``WEBSIFT_CACHE_DIR``,
+else ``$XDG_CACHE_HOME/websift``, else ``~/.cache/websift``), named by the SHA-256 of the
+shipped file (a new py3langid model gets a new copy); later loads read that copy, 0.13 s.
+The copy is written to a temporary file, fsynced and renamed into place, so a reader never
+sees half of one; numpy reads it without pickle and zip's CRC-32 checks each array.  A copy
+that cannot be written or read is said once (``warnings``) and the shipped file is used, as
+py3langid itself does.
+
+The identifier built from the arrays is the one ``LanguageIdentifier.from_model_file`` builds
+(the same arrays, converted the same way), so identification is unchanged.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import lzma
+import os
+import shutil
+import tempfile
+import warnings
+import zipfile
+from array import array
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+_ARRAY_CODES = {2: "H", 4: "I", 8: "L"}  # itemsize -> array typecode (as py3langid converts)
+_KEYS = ("ptc", "pc", "classes", "nextmove", "nextmove_row", "out_feat")
+
+
+def cache_dir() -> Path:
+    """Where the decompressed model copy lives (see the module doc)."""
+    explicit = os.environ.get("WEBSIFT_CACHE_DIR")
+    if explicit:
+        return Path(explicit)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "websift"
+
+
+def _shipped() -> Path:
+    from py3langid.langid import MODEL_DIR, MODEL_FILE
+
+    path = Path(MODEL_FILE)
+    return path if path.is_absolute() else Path(MODEL_DIR) / path
+
+
+def _as_array(arr: np.ndarray) -> array[int]:
+    out = array(_ARRAY_CODES[arr.dtype.itemsize])
+    out.frombytes(np.ascontiguousarray(arr).data.cast("B"))
+    return out
+
+
+def _write_copy(shipped: Path, copy: Path) -> None:
+    """Decompress the shipped model into ``copy``, atomically."""
+    copy.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=copy.name + ".", suffix=".tmp", dir=copy.parent)
+    try:
+        with os.fdopen(fd, "wb") as out, lzma.open(shipped) as src:
+            shutil.copyfileobj(src, out, length=1 << 20)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, copy)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _read_copy(copy: Path) -> dict[str, np.ndarray]:
+    with np.load(copy, allow_pickle=False) as data:
+        missing = set(_KEYS).difference(data.files)
+        if missing:
+            raise ValueError(f"{copy}: no {', '.join(sorted(missing))}")
+        return {k: data[k] for k in _KEYS}
+
+
+def load_identifier(norm_probs: bool = True) -> Any:
+    """py3langid's ``LanguageIdentifier`` with its shipped model, read from the cached
+    decompressed copy (written first when missing or unreadable)."""
+    from py3langid.langid import LanguageIdentifier
+
+    shipped = _shipped()
+    digest = hashlib.sha256(shipped.read_bytes()).hexdigest()[:16]
+    copy = cache_dir() / f"langid-{digest}.npz"
+    try:
+        if not copy.exists():
+            _write_copy(shipped, copy)
+        arrays = _read_copy(copy)
+    except (OSError, ValueError, zipfile.BadZipFile, EOFError) as exc:
+        warnings.warn(f"py3langid model copy {copy} unusable ({exc}); decompressing the "
+                      "shipped model", stacklevel=2)
+        if not isinstance(exc, OSError):  # a damaged copy: the next load writes it again
+            copy.unlink(missing_ok=True)
+        return LanguageIdentifier.from_model_file(shipped, norm_probs=norm_probs)
+    return LanguageIdentifier(
+        np.asarray(arrays["ptc"]), np.asarray(arrays["pc"]), arrays["classes"].tolist(),
+        _as_array(arrays["nextmove"]), arrays["out_feat"].tolist(), norm_probs=norm_probs,
+        tk_row=_as_array(arrays["nextmove_row"]))

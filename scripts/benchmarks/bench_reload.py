@@ -1,0 +1,306 @@
+"""Query latency while new segments are cut and merged, beside the same index served idle.
+
+    .venv/bin/python -m scripts.benchmarks.bench_reload                    # 30,000 pages
+    .venv/bin/python -m scripts.benchmarks.bench_reload --pages 5000 --rounds 3     # a quick look
+    .venv/bin/python -m scripts.benchmarks.bench_reload --profile          # + where a reload goes
+
+1. **Index** (cached under ``--cache``): ``--pages`` pages of testkit/zipfsite.py's corpus
+   written by indexer/segment_writer.py in segments of ``--segment-pages``; then, staged beside
+   it, the cuts a following indexer would publish: each ``--cut-pages`` pages, half of them new
+   pages, half new versions of pages already indexed (so each cut masks documents of the older
+   segments, as a recrawl does), and after every ``--merge-every`` cuts one segment merging them
+   (indexer/merge.py), as a live merge policy writes.  Staged ahead so that publishing one is a
+   hard link and a manifest write: the figures are the server's, not the indexer's CPU.
+2. **Serve**: an in-process ``SnapshotHolder`` (api/snapshot.py) with ``--reload-check-ms``,
+   queried by ``--clients`` threads the way ``GET /search`` leases a snapshot
+   (api/dependencies.py), each sending ``Searcher.search`` queries of
+   scripts/benchmarks/bench_query_tail.py's mix (top 10 with snippets, as the API).
+3. **Phases**, each ``--seconds`` long, after a warm-up as long: ``--rounds`` times idle (the
+   generation last published alone), then swaps (a cut every ``--cut-seconds``, the merges
+   among them), in turn, so that the machine's drift weighs on both alike.  p50 / p99 of each,
+   the ratio of the swaps' to idle's, and the queries that were the first of their thread on a
+   new generation (those that would pay cold caches).
+4. ``--profile``: one reload of a new cut, timed (``refresh`` alone, then the first query on the
+   new generation) and cProfiled by cumulative time.
+
+Figures from a shared machine are noisy: read the same-run ratios, never absolute times.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import os
+import pstats
+import shutil
+import threading
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+from scripts.benchmarks.bench_query_tail import HOSTS, make_queries
+from testkit.zipfsite import ZipfSite
+from websift.api.snapshot import SnapshotHolder
+from websift.core.checked import Format, read_json, write_json
+from websift.core.datadir import DataDir
+from websift.core.errors import CheckedFileError
+from websift.indexer.liveness import live_masks
+from websift.indexer.manifest import Manifest, SegmentEntry, describe_files, write_manifest
+from websift.indexer.merge import merge_segments
+from websift.indexer.searcher import IndexQuery
+from websift.indexer.segment import SegmentReader
+from websift.indexer.segment_format import read_meta
+from websift.indexer.segment_writer import SegmentWriter
+
+STAGED = Format("websift-bench-reload", 1, "staged index and cuts")
+DEFAULT_CACHE = Path("/tmp/websift-bench-reload")
+RAM = 256 << 20
+
+
+@dataclass
+class Step:
+    """One publish: the segments the manifest names after it (a cut, or a merge of cuts)."""
+
+    kind: str  # "cut" or "merge"
+    segments: list[str]
+
+
+def _write(directory: Path, pages: list[tuple[int, object]]) -> None:
+    writer = SegmentWriter(directory, ram_bytes=RAM)
+    for url_id, page in sorted(pages, key=lambda x: x[0]):
+        writer.add_document(url_id, host=page.host, url=page.url,  # type: ignore[attr-defined]
+                            title=page.title, text=page.body,  # type: ignore[attr-defined]
+                            fields=[page.title, "", page.body, page.url])  # type: ignore[attr-defined]
+    writer.finish()
+
+
+def stage(root: Path, args: argparse.Namespace) -> tuple[list[str], list[Step]]:
+    """The base segments and the publish steps under ``root/segments`` (built once)."""
+    key = {"pages": args.pages, "segment_pages": args.segment_pages, "cut_pages": args.cut_pages,
+           "cuts": args.cuts, "merge_every": args.merge_every, "seed": args.seed}
+    try:
+        doc = read_json(root / "staged.json", STAGED).body
+        if doc["key"] == key:
+            return doc["base"], [Step(**s) for s in doc["steps"]]
+    except CheckedFileError:
+        pass
+    shutil.rmtree(root, ignore_errors=True)
+    segs = root / "segments"
+    segs.mkdir(parents=True)
+    extra = args.cuts * args.cut_pages // 2 + 1
+    site = ZipfSite(hosts=HOSTS, pages_per_host=(args.pages + extra) // HOSTS + 1, seed=args.seed)
+    every = list(enumerate(site.pages(), start=1))
+    # Pages by host: base pages are each host's first ones, new pages its later ones.
+    per_host = site.pages_per_host
+    base_ids = [i for i, _ in every if (i - 1) % per_host < args.pages // HOSTS]
+    new_ids = [i for i, _ in every if (i - 1) % per_host >= args.pages // HOSTS]
+    page = dict(every)
+    base: list[str] = []
+    t0 = time.perf_counter()
+    for n, lo in enumerate(range(0, len(base_ids), args.segment_pages)):
+        name = f"seg-base-{n:03d}"
+        _write(segs / name, [(i, page[i]) for i in base_ids[lo: lo + args.segment_pages]])
+        base.append(name)
+        print(f"  base segment {n}: {time.perf_counter() - t0:.0f} s", flush=True)
+    rng = np.random.default_rng(args.seed)
+    steps: list[Step] = []
+    live = list(base)
+    pending: list[str] = []
+    half = args.cut_pages // 2
+    for c in range(args.cuts):
+        name = f"seg-cut-{c:03d}"
+        again = rng.choice(base_ids, size=args.cut_pages - half, replace=False).tolist()
+        fresh = new_ids[c * half: (c + 1) * half]
+        _write(segs / name, [(i, page[i]) for i in again + fresh])
+        live.append(name)
+        pending.append(name)
+        steps.append(Step("cut", list(live)))
+        if len(pending) == args.merge_every:
+            readers = [SegmentReader(segs / p) for p in pending]
+            merged = f"seg-merge-{c:03d}"
+            drops = readers[0].docs.copy()
+            for r in readers:
+                drops |= r.docs | r.drops
+            merge_segments(readers, live_masks(readers), segs / merged, RAM, drops=drops)
+            live = [s for s in live if s not in pending] + [merged]
+            pending = []
+            steps.append(Step("merge", list(live)))
+    write_json(root / "staged.json", STAGED, {"key": key, "base": base,
+                                              "steps": [asdict(s) for s in steps]})
+    return base, steps
+
+
+class Publisher:
+    """Publishes staged segments into a data directory's index: hard links, then the manifest."""
+
+    def __init__(self, staged: Path, data: DataDir) -> None:
+        self.staged, self.data = staged, data
+        self.generation = 0
+        self._files: dict[str, dict[str, list[int]]] = {}
+
+    def publish(self, names: list[str]) -> None:
+        entries = []
+        for name in names:
+            target = self.data.index_dir / name
+            if not target.exists():
+                shutil.copytree(self.staged / name, target, copy_function=os.link)
+            if name not in self._files:
+                self._files[name] = describe_files(target)
+            doc_count = int(read_meta(target)["doc_count"])
+            entries.append(SegmentEntry(name, doc_count, self._files[name]))
+        self.generation += 1
+        write_manifest(self.data.index_dir, Manifest(self.generation, 0, entries))
+
+
+@dataclass
+class Sample:
+    phase: str
+    seconds: float
+    first_on_new: bool
+
+
+def load(holder: SnapshotHolder, queries: list[str], clients: int, *, phase: list[str],
+         stop: threading.Event, out: list[Sample]) -> list[threading.Thread]:
+    """``clients`` threads querying through ``holder`` as GET /search does, until ``stop``."""
+    lock = threading.Lock()
+
+    def client(c: int) -> None:
+        last = None
+        i = c * 7919
+        while not stop.is_set():
+            q = queries[i % len(queries)]
+            i += 1
+            started = time.perf_counter()
+            if holder.check_due():
+                holder.refresh()
+            with holder.lease() as snap:
+                snap.searcher.value.search(IndexQuery(q, k=10))
+                gen = snap.index_generation
+            took = time.perf_counter() - started
+            with lock:
+                out.append(Sample(phase[0], took, last is not None and gen != last))
+            last = gen
+
+    threads = [threading.Thread(target=client, args=(c,), daemon=True) for c in range(clients)]
+    for t in threads:
+        t.start()
+    return threads
+
+
+def pct(xs: list[float], q: float) -> float:
+    return float(np.percentile(np.asarray(xs) * 1000.0, q)) if xs else float("nan")
+
+
+def report(samples: list[Sample], holder: SnapshotHolder, swap_seconds: float) -> None:
+    by: dict[str, list[float]] = {}
+    for s in samples:
+        by.setdefault(s.phase, []).append(s.seconds)
+    first = [s.seconds for s in samples if s.phase == "swaps" and s.first_on_new]
+    idle = by.get("idle", [])
+    rows = [("idle", idle), ("swaps", by.get("swaps", [])),
+            ("first query of a thread on a new generation", first)]
+    print("\n| phase | queries | p50 ms | p99 ms | p99 / idle p99 |\n|---|---|---|---|---|")
+    base = pct(idle, 99)
+    for name, xs in rows:
+        print(f"| {name} | {len(xs)} | {pct(xs, 50):.1f} | {pct(xs, 99):.1f} | "
+              f"{pct(xs, 99) / base:.2f}x |")
+    reloads, cpu = holder.reloads, holder.reload_cpu_seconds
+    print(f"\nreloads {reloads}, reload failures {sum(holder.reload_failures.values())}; the "
+          f"reload thread's CPU {1000 * cpu / max(reloads, 1):.0f} ms a reload, "
+          f"{100 * cpu / max(swap_seconds, 1e-9):.0f}% of one core over the swaps phases")
+
+
+def profile_one(holder: SnapshotHolder, publisher: Publisher, base: list[str], cut: list[str],
+                query: str) -> None:
+    """Time and cProfile one reload that adds a cut to ``base``, and the first query on it."""
+    publisher.publish(base)
+    holder.refresh(force=True)
+    with holder.lease() as snap:
+        snap.searcher.value.search(IndexQuery(query, k=10))
+    publisher.publish(cut)
+    prof = cProfile.Profile()
+    t0 = time.perf_counter()
+    prof.enable()
+    snap = holder.refresh(force=True)
+    t1 = time.perf_counter()
+    with holder.lease() as snap:
+        snap.searcher.value.search(IndexQuery(query, k=10))
+    t2 = time.perf_counter()
+    prof.disable()
+    with holder.lease() as snap:
+        snap.searcher.value.search(IndexQuery(query, k=10))
+    t3 = time.perf_counter()
+    print(f"\none reload: refresh {1000 * (t1 - t0):.1f} ms, first query {1000 * (t2 - t1):.1f} ms,"
+          f" the same query again {1000 * (t3 - t2):.1f} ms (cProfiled: times include its cost)")
+    pstats.Stats(prof).sort_stats("cumulative").print_stats(25)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    ap.add_argument("--pages", type=int, default=30000)
+    ap.add_argument("--segment-pages", type=int, default=5000)
+    ap.add_argument("--cut-pages", type=int, default=200)
+    ap.add_argument("--cuts", type=int, default=24, help="cuts staged (the swaps phase stops "
+                    "when they run out)")
+    ap.add_argument("--merge-every", type=int, default=4)
+    ap.add_argument("--cut-seconds", type=float, default=2.0)
+    ap.add_argument("--seconds", type=float, default=10.0, help="length of each phase")
+    ap.add_argument("--rounds", type=int, default=6, help="idle then swaps phases, in turn")
+    ap.add_argument("--clients", type=int, default=2)
+    ap.add_argument("--reload-check-ms", type=int, default=500)
+    ap.add_argument("--queries", type=int, default=300)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--cache", type=Path, default=DEFAULT_CACHE)
+    ap.add_argument("--profile", action="store_true", help="time and cProfile one reload")
+    args = ap.parse_args(argv)
+    root = args.cache / f"p{args.pages}-s{args.seed}"
+    t0 = time.perf_counter()
+    base, steps = stage(root, args)
+    print(f"staged {len(base)} base segments and {len(steps)} steps in "
+          f"{time.perf_counter() - t0:.0f} s ({root})", flush=True)
+    queries = [q.text for q in make_queries(root, args.pages, args.seed, args.queries)]
+    serve = root / "serve"
+    shutil.rmtree(serve, ignore_errors=True)
+    data = DataDir.create(serve)
+    publisher = Publisher(root / "segments", data)
+    publisher.publish(base)
+    holder = SnapshotHolder(data, args.reload_check_ms)
+    holder.start()
+    samples: list[Sample] = []
+    phase = ["warm-up"]
+    stop = threading.Event()
+    threads = load(holder, queries, args.clients, phase=phase, stop=stop, out=samples)
+    try:
+        time.sleep(args.seconds)  # a fixed warm-up span, not a wait for a condition
+        todo = iter(steps)
+        for _ in range(args.rounds):  # idle and swaps in turn: the machine's drift hits both
+            phase[0] = "idle"
+            time.sleep(args.seconds)
+            phase[0] = "swaps"
+            ends = time.monotonic() + args.seconds
+            while time.monotonic() < ends:
+                step = next(todo, None)
+                if step is None:
+                    break
+                publisher.publish(step.segments)
+                time.sleep(args.cut_seconds)
+    finally:
+        stop.set()
+        for t in threads:
+            t.join()
+    samples = [s for s in samples if s.phase != "warm-up"]
+    print(f"\n{args.pages} pages, {len(base)} base segments of {args.segment_pages}, cuts of "
+          f"{args.cut_pages} every {args.cut_seconds} s, merged by {args.merge_every}; "
+          f"{args.clients} clients, reload check {args.reload_check_ms} ms, {os.cpu_count()} "
+          "cores")
+    report(samples, holder, args.rounds * args.seconds)
+    if args.profile:
+        profile_one(holder, publisher, base, steps[0].segments, queries[0])
+    holder.close()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,202 @@
+"""A new index generation takes over what it shares with the old one, off the request path.
+
+Segments are written straight through SegmentWriter: a base of three, then cuts (new pages and
+new versions of old ones, which mask documents of the base) and a merge, each published by a
+new manifest as a following indexer does.
+"""
+
+from __future__ import annotations
+
+import shutil
+import threading
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from testkit.waiting import wait_for
+from websift.api.snapshot import SnapshotHolder
+from websift.core.datadir import DataDir
+from websift.indexer.liveness import live_masks
+from websift.indexer.manifest import Manifest, SegmentEntry, describe_files, write_manifest
+from websift.indexer.merge import merge_segments
+from websift.indexer.searcher import IndexQuery, Searcher, open_shard
+from websift.indexer.segment import SegmentReader
+from websift.indexer.segment_writer import SegmentWriter
+
+WORDS = ("garden rose tulip soil water spade fence hedge lawn pond bird seed compost mulch "
+         "weed moss stone path bench shade").split()
+QUERIES = ["garden rose", "water", '"soil water"', "hedge -pond", "site:b.example moss",
+           "bird seed compost", "path OR bench"]
+
+
+def text(url_id: int, version: int) -> str:
+    n = len(WORDS)
+    return " ".join(WORDS[(url_id * (k + 3) + version * 7 + k * k) % n] for k in range(40))
+
+
+def write_segment(index_dir: Path, name: str, ids: list[int], version: int) -> None:
+    writer = SegmentWriter(index_dir / name, ram_bytes=1 << 20)
+    for url_id in sorted(ids):
+        host = "a.example" if url_id % 2 else "b.example"
+        body = text(url_id, version)
+        writer.add_document(url_id, host=host, url=f"http://{host}/{url_id}",
+                            title=f"page {url_id} {WORDS[url_id % len(WORDS)]}", text=body,
+                            fields=[f"page {url_id}", "", body, ""])
+    writer.finish()
+
+
+def publish(data: DataDir, names: list[str], generation: int) -> None:
+    entries = [SegmentEntry(n, int(SegmentReader(data.index_dir / n).doc_count),
+                            describe_files(data.index_dir / n)) for n in names]
+    write_manifest(data.index_dir, Manifest(generation, 0, entries))
+
+
+@pytest.fixture
+def data(tmp_path: Path) -> DataDir:
+    data = DataDir.create(tmp_path / "data")
+    for i in range(3):
+        write_segment(data.index_dir, f"seg-00000{i}", list(range(1 + 100 * i, 101 + 100 * i)), 1)
+    publish(data, ["seg-000000", "seg-000001", "seg-000002"], 1)
+    return data
+
+
+def cut(data: DataDir, name: str, c: int) -> None:
+    """New versions of a few pages of every base segment, and a few new pages."""
+    write_segment(data.index_dir, name, [7 + c, 150 + c, 260 + c, *range(400 + 10 * c,
+                                                                      405 + 10 * c)], 2 + c)
+
+
+def answers(searcher: Searcher) -> list[object]:
+    out: list[object] = []
+    for q in QUERIES:
+        r = searcher.search(IndexQuery(q, k=10, exhaustive=True))
+        out.append((q, r.total, [(h.doc_id, h.score, h.snippet, h.title) for h in r.hits]))
+    return out
+
+
+def test_a_new_generation_reuses_shared_segments_and_their_decoded_lists(
+        data: DataDir) -> None:
+    old = Searcher.open(data)
+    first = answers(old)
+    assert old.postings.decodes > 0
+    cut(data, "seg-000003", 0)
+    publish(data, ["seg-000000", "seg-000001", "seg-000002", "seg-000003"], 2)
+    new = Searcher.open(data, previous=old)
+    assert all(a is b for a, b in zip(new.segments[:3], old.segments, strict=True))
+    assert new.segments[3] not in old.segments
+    got = answers(new)
+    # the same queries decode the new segment's lists only: the shared ones were taken over
+    assert new.postings.decodes <= len({t for q in QUERIES for t in q.split()})
+    assert new.postings.decodes > 0
+    fresh = Searcher.open(data)
+    assert got == answers(fresh)  # carrying over changes no result
+    assert fresh.postings.decodes > 2 * new.postings.decodes
+    assert got != first  # the cut's new versions did change what is found
+
+
+def test_lists_taken_over_unwarmed_are_brought_up_to_date_on_first_use(data: DataDir) -> None:
+    old = Searcher.open(data)
+    answers(old)
+    names = ["seg-000000", "seg-000001", "seg-000002"]
+    for c in range(2):  # twice with no query between: lists kept stale over two generations
+        cut(data, f"seg-00000{3 + c}", c)
+        names.append(f"seg-00000{3 + c}")
+        publish(data, names, 2 + c)
+        shard = open_shard(data.index_dir, reuse=old.shards[0])
+        lazy = Searcher(shard.manifest, shard.segments, shards=[shard])
+        old_of = [old.segments.index(s) if s in old.segments else -1 for s in lazy.segments]
+        assert lazy.postings.adopt(old.postings, old_of, warm_bytes=0) > 0
+        old = lazy
+    assert answers(lazy) == answers(Searcher.open(data))
+    # only the two cuts' lists (never asked for before) were decoded
+    assert lazy.postings.decodes <= 2 * len({t for q in QUERIES for t in q.split()})
+
+
+def test_a_merge_and_removals_keep_results_the_same_as_a_fresh_open(data: DataDir) -> None:
+    from websift.store.removals import Removal, RemovalRules
+
+    s = Searcher.open(data)
+    answers(s)
+    names = ["seg-000000", "seg-000001", "seg-000002"]
+    for c in range(2):
+        cut(data, f"seg-00000{3 + c}", c)
+        names.append(f"seg-00000{3 + c}")
+        publish(data, names, 2 + c)
+        s = Searcher.open(data, previous=s)
+        assert answers(s) == answers(Searcher.open(data))
+    readers = [SegmentReader(data.index_dir / n) for n in names[3:]]
+    drops = readers[0].docs | readers[0].drops | readers[1].docs | readers[1].drops
+    merge_segments(readers, live_masks(readers), data.index_dir / "seg-000005", 1 << 20,
+                   drops=drops)
+    names = [*names[:3], "seg-000005"]
+    publish(data, names, 4)
+    s = Searcher.open(data, previous=s)
+    assert answers(s) == answers(Searcher.open(data))
+    rules = RemovalRules([Removal(1, "host", "b.example", "cli", 0.0, "", True)])
+    removed = s.with_removals(rules)
+    assert answers(removed) == answers(Searcher.open(data, removals=rules))
+
+
+def test_swaps_under_concurrent_queries_never_mix_or_fail_and_open_off_the_request_path(
+        data: DataDir, monkeypatch: pytest.MonkeyPatch) -> None:
+    names = ["seg-000000", "seg-000001", "seg-000002"]
+    expected = {1: answers(Searcher.open(data))}
+    staged = data.root / "staged"
+    steps = []
+    for c in range(4):  # each generation's answers, from a fresh open of it
+        cut(data, f"seg-00001{c}", c)
+        names.append(f"seg-00001{c}")
+        publish(data, names, 2 + c)
+        expected[2 + c] = answers(Searcher.open(data))
+        steps.append(list(names))
+    staged.mkdir()
+    for n in names[3:]:  # publish them again one by one below, as an indexer would
+        shutil.move(data.index_dir / n, staged / n)
+    publish(data, names[:3], 1)
+
+    opened_in: Counter[str] = Counter()
+    real_open = Searcher.open.__func__  # type: ignore[attr-defined]
+
+    def spy(cls: type[Searcher], *args: object, **kwargs: object) -> Searcher:
+        opened_in[threading.current_thread().name] += 1
+        return real_open(cls, *args, **kwargs)  # type: ignore[no-any-return]
+
+    monkeypatch.setattr(Searcher, "open", classmethod(spy))
+    holder = SnapshotHolder(data, reload_check_ms=5)
+    holder.start()
+    seen: Counter[int] = Counter()
+    errors: list[str] = []
+    stop = threading.Event()
+
+    def client() -> None:
+        while not stop.is_set():
+            try:
+                with holder.lease() as snap:
+                    got = answers(snap.searcher.value)
+                    gen = snap.index_generation
+                if got != expected[gen]:
+                    errors.append(f"generation {gen} answered otherwise")
+                seen[gen] += 1
+            except Exception as exc:  # noqa: BLE001  every failure is reported by the assert
+                errors.append(repr(exc))
+
+    threads = [threading.Thread(target=client, daemon=True) for _ in range(2)]
+    for t in threads:
+        t.start()
+    try:
+        for gen, step in enumerate(steps, start=2):
+            wait_for(lambda: sum(seen.values()) >= 3, "queries on the generation before")
+            shutil.move(staged / step[-1], data.index_dir / step[-1])
+            publish(data, step, gen)
+            wait_for(lambda g=gen: seen[g] >= 2, f"queries on generation {gen}")  # type: ignore[misc]
+    finally:
+        stop.set()
+        for t in threads:
+            t.join()
+        holder.close()
+    assert errors == []
+    assert holder.reloads == len(steps)
+    assert set(opened_in) == {"MainThread", "websift-reload"}  # start(), then the reloads
+    assert opened_in["websift-reload"] == len(steps)
+    assert holder.reload_failures == Counter()
