@@ -146,9 +146,9 @@ class BackgroundMerger:
         # child inherits no lock another thread holds, and needs no semaphore tracker.
         ctx = multiprocessing.get_context("fork")
         self._stop = ctx.Event()
-        self._conn, child = ctx.Pipe()
+        self._pipe, child = ctx.Pipe()
         self._proc = ctx.Process(target=_worker_main, name="websift-merge",
-                                 args=(child, self._conn, self._stop, nice, os.getpid()),
+                                 args=(child, self._pipe, self._stop, nice, os.getpid()),
                                  daemon=True)
         self._proc.start()
         child.close()
@@ -168,7 +168,7 @@ class BackgroundMerger:
         if manifest is None:
             return None
         if self._job is not None:
-            if not self._conn.poll():
+            if not self._pipe.poll():
                 return manifest
             manifest = self._land(manifest, self._job)
             self._job = None
@@ -197,14 +197,14 @@ class BackgroundMerger:
         self._count += 1
         out = self.index_dir / f"{MERGING_PREFIX}{os.getpid()}-{self._count}"
         names = [s.name for s in manifest.segments[r.start : r.stop]]
-        self._conn.send(([str(self.index_dir / n) for n in names], masks[r.start : r.stop],
+        self._pipe.send(([str(self.index_dir / n) for n in names], masks[r.start : r.stop],
                          (drops & older).serialize(), str(out), self.ram_bytes))
         self._job = _Job(names, out, time.time())
 
     def _result(self) -> tuple[dict[str, Any], dict[str, list[int]]]:
         """The running job's answer (waits for it); its error raised."""
         try:
-            kind, value = self._conn.recv()
+            kind, value = self._pipe.recv()
         except EOFError:
             raise WorkerFailed(f"the merge worker died ({self._proc.exitcode})") from None
         if kind == "error":
@@ -258,7 +258,7 @@ class BackgroundMerger:
         finally:
             if job is not None:
                 shutil.rmtree(job.out, ignore_errors=True)
-            self._conn.close()  # the worker's end of file: it exits
+            self._pipe.close()  # the worker's end of file: it exits
             self._proc.join(timeout=CLOSE_WAIT)
             if self._proc.is_alive():
                 self._proc.kill()

@@ -357,6 +357,12 @@ class StoreReader:
         """The highest content sequence number any page holds (0 for none)."""
         return int(self._conn.execute("SELECT coalesce(max(seq), 0) FROM urls").fetchone()[0])
 
+    def url_seqs(self) -> Iterator[tuple[str, int]]:
+        """(URL, content sequence number) of every page with one (``seq > 0``): the change
+        that last stored each page."""
+        for url, seq in self._conn.execute("SELECT url, seq FROM urls WHERE seq > 0"):
+            yield str(url), int(seq)
+
     def changes_after(self, after_seq: int) -> tuple[int, float | None]:
         """Pages stored, changed or lost with ``seq > after_seq``, and the oldest time one of
         them was fetched (None: none): what ``websift index --follow`` has still to index."""

@@ -553,7 +553,7 @@ class Commits:
 def page_seqs(store: StoreReader, tail: LogTail) -> dict[Key, int]:
     """Each generated page's ``seq`` in up's store (the change number of its last fetch)."""
     out: dict[Key, int] = {}
-    for url, seq in store._conn.execute("SELECT url, seq FROM urls WHERE seq > 0"):
+    for url, seq in store.url_seqs():
         parts = urllib.parse.urlsplit(url)
         m, host = _PAGE.search(parts.path), tail.host_of.get(parts.hostname or "")
         if m is not None and host is not None:

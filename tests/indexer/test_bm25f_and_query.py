@@ -29,6 +29,7 @@ SETTINGS = BM25FSettings(
     weights={"title": 2.0, "headings": 0.0, "body": 1.0, "url": 0.0, "anchor": 0.0},
     b={"title": 0.5, "headings": 0.0, "body": 0.75, "url": 0.0, "anchor": 0.0},
     coord_power=1.0,
+    fetched_prior=0.0,  # BM25F alone (every page here is fetched: the prior moves all alike)
 )
 
 
