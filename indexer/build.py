@@ -379,6 +379,19 @@ def entry_bytes(entry: SegmentEntry) -> int:
     return int(sum(size for size, _ in entry.files.values()))
 
 
+def run_drops(readers: list[SegmentReader], start: int, stop: int) -> BitMap:
+    """The drops a merge of ``readers[start:stop]`` keeps: the versions those segments mask in
+    the segments before them stay masked once merged."""
+    older = BitMap()
+    for seg in readers[:start]:
+        older |= seg.docs
+    drops = BitMap()
+    if len(older):
+        for seg in readers[start:stop]:
+            drops |= seg.docs | seg.drops
+    return drops & older
+
+
 def publish_manifest(index_dir: Path, generation: int, last_seq: int,
                      segments: list[SegmentEntry], readers: list[SegmentReader], *, mode: str,
                      totals: dict[str, int]) -> Manifest:
@@ -405,19 +418,12 @@ def _merges(index_dir: Path, generation: int, last_seq: int, segments: list[Segm
         for r in reversed(todo):  # newest first: the positions of the earlier runs stay
             if should_stop():
                 return generation
-            # The versions the run's segments mask in the segments before it stay masked.
-            older = BitMap()
-            for seg in readers[: r.start]:
-                older |= seg.docs
-            drops = BitMap()
-            if len(older):
-                for seg in readers[r.start : r.stop]:
-                    drops |= seg.docs | seg.drops
+            drops = run_drops(readers, r.start, r.stop)
             name = f"seg-{generation + 1:06d}-merged"
             tmp = index_dir / f"tmp-{generation + 1:06d}-{os.getpid()}-merge"
             try:
                 meta = merge_segments(readers[r.start : r.stop], masks[r.start : r.stop], tmp,
-                                      ram_bytes, drops=drops & older, should_stop=should_stop)
+                                      ram_bytes, drops=drops, should_stop=should_stop)
             except IndexInterrupted:
                 shutil.rmtree(tmp, ignore_errors=True)
                 return generation

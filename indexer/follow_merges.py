@@ -38,7 +38,7 @@ import numpy as np
 from pyroaring import BitMap
 
 from websift.core.datadir import fsync_dir
-from websift.indexer.build import entry_bytes, publish_manifest, targets_seq
+from websift.indexer.build import entry_bytes, publish_manifest, run_drops, targets_seq
 from websift.indexer.errors import IndexInterrupted
 from websift.indexer.liveness import live_masks
 from websift.indexer.manifest import Manifest, SegmentEntry, describe_files
@@ -186,19 +186,12 @@ class BackgroundMerger:
         if not todo:
             return
         r = todo[-1]  # the newest run first: the many small segments go soonest
-        # The versions the run's segments mask in the segments before it stay masked.
-        older = BitMap()
-        for seg in readers[: r.start]:
-            older |= seg.docs
-        drops = BitMap()
-        if len(older):
-            for seg in readers[r.start : r.stop]:
-                drops |= seg.docs | seg.drops
+        drops = run_drops(readers, r.start, r.stop)
         self._count += 1
         out = self.index_dir / f"{MERGING_PREFIX}{os.getpid()}-{self._count}"
         names = [s.name for s in manifest.segments[r.start : r.stop]]
         self._pipe.send(([str(self.index_dir / n) for n in names], masks[r.start : r.stop],
-                         (drops & older).serialize(), str(out), self.ram_bytes))
+                         drops.serialize(), str(out), self.ram_bytes))
         self._job = _Job(names, out, time.time())
 
     def _result(self) -> tuple[dict[str, Any], dict[str, list[int]]]:
