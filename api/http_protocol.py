@@ -17,25 +17,19 @@ the h11 protocol then.
 
 from __future__ import annotations
 
-import asyncio
-
 import httptools  # noqa: F401  (ImportError here: no httptools, the h11 protocol serves)
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
+from websift.api.request_limits import ReadDeadline
 
-class DeadlineHttpToolsProtocol(HttpToolsProtocol):
+
+class DeadlineHttpToolsProtocol(ReadDeadline, HttpToolsProtocol):
     """uvicorn's httptools protocol with a head cap and a request read deadline (module doc)."""
 
-    read_timeout: float = 10.0  # set per server by request_limits.protocol_class
-    max_head_bytes: int = 16 * 1024  # likewise
+    max_head_bytes: int = 16 * 1024  # set per server by request_limits.protocol_class
     read_timeouts = 0  # connections closed for it, in this process (counted by the class)
-    _read_deadline: asyncio.TimerHandle | None = None
     _in_head = True  # the bytes arriving are a request head (or the start of one)
     _head_bytes = 0  # bytes received while in the current head
-
-    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        super().connection_made(transport)
-        self._arm()
 
     def data_received(self, data: bytes) -> None:
         if self._in_head:
@@ -57,22 +51,3 @@ class DeadlineHttpToolsProtocol(HttpToolsProtocol):
         self._disarm()  # the request arrived whole
         self._in_head = True
         self._head_bytes = 0
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self._disarm()
-        super().connection_lost(exc)
-
-    def _arm(self) -> None:
-        self._disarm()
-        self._read_deadline = self.loop.call_later(self.read_timeout, self._read_timed_out)
-
-    def _disarm(self) -> None:
-        if self._read_deadline is not None:
-            self._read_deadline.cancel()
-            self._read_deadline = None
-
-    def _read_timed_out(self) -> None:
-        self._read_deadline = None
-        if not self.transport.is_closing():
-            type(self).read_timeouts += 1
-            self.transport.close()

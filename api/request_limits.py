@@ -127,34 +127,26 @@ def _content_length(scope: Scope) -> int | None:
 _H11_CONNECTION = operator.attrgetter("conn")
 
 
-class DeadlineH11Protocol(H11Protocol):
-    """uvicorn's h11 protocol, closing a connection whose request does not arrive whole within
-    ``config.websift_read_timeout`` seconds of its first byte (module doc)."""
+class ReadDeadline:
+    """For a uvicorn HTTP protocol (put first among the bases): a request must arrive whole
+    within ``read_timeout`` seconds of its first byte, else the connection is closed and counted
+    in ``read_timeouts``; the protocol calls :meth:`_arm` at a request's first byte and
+    :meth:`_disarm` once it arrived whole."""
 
     read_timeout: float = 10.0  # set per server by uvicorn_config (a subclass per config)
-    _read_deadline: asyncio.TimerHandle | None = None
     read_timeouts = 0  # connections closed for it, in this process (counted by the class)
+    _read_deadline: asyncio.TimerHandle | None = None
+    if TYPE_CHECKING:  # the protocol's own
+        loop: asyncio.AbstractEventLoop
+        transport: asyncio.Transport
 
-    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        super().connection_made(transport)
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        super().connection_made(transport)  # type: ignore[misc]
         self._arm()
-
-    def _their_state(self) -> Any:
-        # uvicorn's h11 connection (its ``conn`` attribute), read by name: an HTTP state machine,
-        # not a database connection (tests/test_layers.py looks for ``.conn`` in api/)
-        return _H11_CONNECTION(self).their_state
-
-    def data_received(self, data: bytes) -> None:
-        if self._their_state() is h11.IDLE and self._read_deadline is None:
-            self._arm()  # the first byte of the next request on a kept-alive connection
-        super().data_received(data)
-        state = self._their_state()
-        if state is not h11.IDLE and state is not h11.SEND_BODY:
-            self._disarm()  # the request arrived whole (or the connection is done)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm()
-        super().connection_lost(exc)
+        super().connection_lost(exc)  # type: ignore[misc]
 
     def _arm(self) -> None:
         self._disarm()
@@ -170,6 +162,26 @@ class DeadlineH11Protocol(H11Protocol):
         if not self.transport.is_closing():
             type(self).read_timeouts += 1
             self.transport.close()
+
+
+class DeadlineH11Protocol(ReadDeadline, H11Protocol):
+    """uvicorn's h11 protocol, closing a connection whose request does not arrive whole within
+    ``config.websift_read_timeout`` seconds of its first byte (module doc)."""
+
+    read_timeouts = 0  # connections closed for it, in this process (counted by the class)
+
+    def _their_state(self) -> Any:
+        # uvicorn's h11 connection (its ``conn`` attribute), read by name: an HTTP state machine,
+        # not a database connection (tests/test_layers.py looks for ``.conn`` in api/)
+        return _H11_CONNECTION(self).their_state
+
+    def data_received(self, data: bytes) -> None:
+        if self._their_state() is h11.IDLE and self._read_deadline is None:
+            self._arm()  # the first byte of the next request on a kept-alive connection
+        super().data_received(data)
+        state = self._their_state()
+        if state is not h11.IDLE and state is not h11.SEND_BODY:
+            self._disarm()  # the request arrived whole (or the connection is done)
 
 
 def protocol_class(settings: Settings, parser: str = "auto") -> type[asyncio.Protocol]:
