@@ -57,7 +57,9 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 import time
+import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -75,6 +77,7 @@ from websift.crawler.partitions import (
     PartitionError,
     connect,
     lease_key,
+    new_member_id,
     partition_of,
     queue_mget,
     take_mget,
@@ -94,6 +97,24 @@ ADOPT_GRACE = 3.0  # leases a crawler taken from stays gone before its mirror is
 READ_COUNT = 64  # batches read per stream per look
 
 Entry = list[Any]  # [url, cash, depth, fetched]
+
+
+META_MEMBER = "partition_member"  # the store's crawler ID (crawler/partitions.py)
+META_MEMBER_PLACE = "partition_member_place"  # the machine and path it was made for
+
+
+def member_id(store: CrawlStore) -> str:
+    """The crawler ID of a store: made once and kept in it, so the same command started again
+    on the same ``--data`` is the same member (crawler/partitions.py); a copy of the store on
+    another path or machine makes its own."""
+    place = f"{os.uname().nodename}:{Path(store.path).resolve()}"
+    me = store.get_meta(META_MEMBER)
+    if me is None or store.get_meta(META_MEMBER_PLACE) != place:
+        me = new_member_id()
+        with store.transaction():
+            store.set_meta(META_MEMBER, me)
+            store.set_meta(META_MEMBER_PLACE, place)
+    return me
 
 
 def stream_key(partition: int) -> str:
@@ -145,7 +166,8 @@ class PartitionedFrontier(Frontier):
         if not config and held != partitions:
             raise PartitionError(f"the crawl at this Redis has {held} partitions, not "
                                  f"{partitions} (--partitions)")
-        self.leases = Leases(client, partitions, ttl, clock=time.time)
+        self.leases = Leases(client, partitions, ttl, clock=time.time, me=member_id(store))
+        self.run = uuid.uuid4().hex[:8]  # this run's batch IDs differ from an earlier run's
         self.host_part: dict[int, int] = {}
         self.out: dict[int, dict[str, Entry]] = {}
         self.unsent: list[tuple[str, int, float, str]] = store.outbox()  # a killed run's
@@ -173,6 +195,7 @@ class PartitionedFrontier(Frontier):
                 self.opic.virtual_cash = 0.0
             with store.transaction():
                 self.persist(store)
+        self._busy_flag()  # not idle, whatever an earlier run of this member left
         self.leases.heartbeat()
         self._rebalance()
         self._hand_over_strays()
@@ -374,7 +397,7 @@ class PartitionedFrontier(Frontier):
         self.m_pending, self.m_read = {}, {}
         for partition, box in self.out.items():
             self.seq += 1
-            batch = f"{self.leases.me}:{self.seq}"
+            batch = f"{self.leases.me}:{self.run}:{self.seq}"
             body = json.dumps(list(box.values()), separators=(",", ":"))
             cash = math.fsum(e[1] for e in box.values())
             self.store.save_outbox(batch, partition, cash, body)
@@ -778,6 +801,7 @@ class PartitionedFrontier(Frontier):
     def stats(self) -> dict[str, float]:
         out = super().stats()
         out["partitions_owned"] = float(len(self.leases.owned))
+        out["partitions_waiting"] = float(self.leases.waiting)  # for a crawler expected back
         return out
 
 

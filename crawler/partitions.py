@@ -21,6 +21,26 @@ preferred partition that is free or whose holder is no longer alive (one script)
 (after handing its pages over, crawler/mailbox.py) one it holds that now prefers another live
 member; each renewal checks it still holds its leases.  A crawler that dies stops renewing:
 its registration expires and the others claim its partitions.
+
+A crawler's ID is its store's (kept in the store, crawler/mailbox.py), so the same command
+started again on the same ``--data`` is the same member: it takes its own leases back, and the
+member order, hence every preferred owner, is what it was.
+
+Coming back after a coordinator restart: a Redis restarted from its append-only file still
+holds every lease and registration, but no crawler could renew during the outage, so every
+registration expires, and the first crawler started again would claim all the partitions and
+fetch again the pages the others had read (their stores hold them, and without the mirror
+nothing tells it).  So ``wsp:seen`` keeps each member's last renewal, and a lease whose holder
+is not alive is left unclaimed, fetched by no one, while its holder is *expected back*: it
+renewed before the coordinator started (``INFO``'s uptime, read by the claim script) and within
+a lease of the last renewal any other member made before then (it was alive when the
+coordinator stopped), and the coordinator started less than ``rejoin`` seconds ago
+(``REJOIN_WAIT`` leases; the uptime is in whole seconds, so a crawler that registered in the
+coordinator's first second and then died is waited for too).  The holder registering again keeps its leases; one that stays away
+has its partitions claimed, as a dead crawler's, once the wait passes.  A fresh crawl (no
+holder) and a crawler dying while the coordinator stays up (its last renewal after the
+coordinator started) are not waited for: their partitions are claimed as soon as they are free
+or the holder's registration has expired.
 """
 
 from __future__ import annotations
@@ -42,20 +62,53 @@ from websift.core.errors import WebsiftError
 # and MULTIs that touch several of them (leases and members, streams and counters) run there
 PREFIX = "{wsp}:"
 MEMBERS = PREFIX + "members"
+SEEN = PREFIX + "seen"  # member -> its last renewal (kept SEEN_KEEP seconds)
 DEFAULT_PARTITIONS = 64
 DEFAULT_LEASE = 6.0  # seconds a lease lives without renewal
+REJOIN_WAIT = 10.0  # leases a coordinator restart's crawlers are waited for (module doc)
+SEEN_KEEP = 86400.0  # seconds a member's last renewal is kept
 
 # take the leases among KEYS that are free, held by this crawler (ARGV[1]) or held by a crawler
-# no longer alive (its score in the members set ARGV[3] is below now, ARGV[2]); returns the
-# positions of those taken, each followed by its former holder ('' if it was free)
+# no longer alive (its score in the members set ARGV[3] is below now, ARGV[2]) and not expected
+# back (module doc: it renewed, by the seen set ARGV[4], before the coordinator started, by the
+# server's clock and uptime, and within a lease, ARGV[5], of the last renewal any other member
+# made before then, and the coordinator is up for less than ARGV[6] seconds); returns the
+# positions of those taken, each followed by its former holder ('' if it was free), then the
+# number left to a holder expected back
 _CLAIM = """
 local got = {}
+local waited = 0
+local looked = false
+local started = 0
+local last = nil
 for i, key in ipairs(KEYS) do
   local holder = redis.call('GET', key)
   local alive = false
   if holder and holder ~= ARGV[1] then
     local score = redis.call('ZSCORE', ARGV[3], holder)
     alive = score and tonumber(score) > tonumber(ARGV[2])
+    if not alive and not looked then
+      looked = true
+      local info = redis.call('INFO', 'server')
+      local uptime = tonumber(string.match(info, 'uptime_in_seconds:(%d+)'))
+      -- both in whole seconds: the end of the second it started in
+      local clock = math.floor(tonumber(string.match(info, 'server_time_usec:(%d+)')) / 1e6)
+      started = clock - uptime + 1
+      if uptime < tonumber(ARGV[6]) then
+        local before = redis.call('ZREVRANGEBYSCORE', ARGV[4], '(' .. started, '-inf',
+                                  'WITHSCORES', 'LIMIT', 0, 2)
+        for j = #before - 1, 1, -2 do
+          if before[j] ~= ARGV[1] then last = tonumber(before[j + 1]) end
+        end
+      end
+    end
+    if not alive and last then
+      local seen = redis.call('ZSCORE', ARGV[4], holder)
+      if seen and tonumber(seen) < started and tonumber(seen) > last - tonumber(ARGV[5]) then
+        alive = true
+        waited = waited + 1
+      end
+    end
   end
   if not alive then
     redis.call('SET', key, ARGV[1])
@@ -63,6 +116,7 @@ for i, key in ipairs(KEYS) do
     got[#got + 1] = holder or ''
   end
 end
+got[#got + 1] = waited
 return got
 """
 _RELEASE = """
@@ -138,16 +192,25 @@ def connect(url: str) -> Any:
     return client
 
 
+def new_member_id() -> str:
+    """A new crawler ID: the machine's name and a random part."""
+    return f"{os.uname().nodename}-{uuid.uuid4().hex[:12]}"
+
+
 class Leases:
     """This crawler's membership and partition leases (module doc)."""
 
     def __init__(self, client: Any, partitions: int, ttl: float = DEFAULT_LEASE,
-                 clock: Callable[[], float] = time.time) -> None:
+                 clock: Callable[[], float] = time.time, *, me: str | None = None,
+                 rejoin: float | None = None) -> None:
         self.client = client
         self.partitions = partitions
         self.ttl = ttl
         self.clock = clock
-        self.me = f"{os.uname().nodename}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        self.me = me or new_member_id()
+        # seconds after a coordinator restart its crawlers are waited for (module doc)
+        self.rejoin = REJOIN_WAIT * ttl if rejoin is None else rejoin
+        self.waiting = 0  # preferred partitions left to a holder expected back (last claim)
         self.owned: set[int] = set()
         # given back, their hand-over not yet committed and sent: still leased, not crawled
         self.releasing: set[int] = set()
@@ -170,12 +233,14 @@ class Leases:
         pipe.zadd(MEMBERS, {self.me: now + self.ttl})
         pipe.zremrangebyscore(MEMBERS, "-inf", now)
         pipe.zrange(MEMBERS, 0, -1)
+        pipe.zadd(SEEN, {self.me: now})
+        pipe.zremrangebyscore(SEEN, "-inf", now - SEEN_KEEP)
         mine = sorted(self.owned | self.releasing)
         split = queue_mget(pipe, [lease_key(p) for p in mine]) if mine else False
         replies = pipe.execute()
         members = replies[2]
         if mine:
-            held = {p for p, h in zip(mine, take_mget(replies, 3, len(mine), split),
+            held = {p for p, h in zip(mine, take_mget(replies, 5, len(mine), split),
                                       strict=True) if h == self.me}
             # taken by another while this crawler was not seen alive (a renewal later than
             # the lease): crawled no more, and its pages go to the new owner (take_lost)
@@ -205,12 +270,15 @@ class Leases:
         return claim, give
 
     def claim(self, partitions: list[int]) -> list[int]:
-        """Take those of ``partitions`` that are free or held by a dead crawler (one script
-        run); returns those taken."""
+        """Take those of ``partitions`` that are free or held by a dead crawler not expected
+        back (one script run); returns those taken."""
         if not partitions:
+            self.waiting = 0
             return []
-        got = self._claim(keys=[lease_key(p) for p in partitions],
-                          args=[self.me, self.clock(), MEMBERS])
+        *got, waited = self._claim(keys=[lease_key(p) for p in partitions],
+                                   args=[self.me, self.clock(), MEMBERS, SEEN, self.ttl,
+                                         self.rejoin])
+        self.waiting = int(waited)
         taken = [partitions[int(i) - 1] for i in got[::2]]
         for p, holder in zip(taken, got[1::2], strict=True):
             if holder and holder != self.me:
@@ -237,4 +305,7 @@ class Leases:
         """Give back every lease and the registration (a crawler that stops)."""
         for p in sorted(self.owned | self.releasing):
             self.release(p)
-        self.client.zrem(MEMBERS, self.me)
+        pipe = self.client.pipeline(transaction=False)
+        pipe.zrem(MEMBERS, self.me)
+        pipe.zrem(SEEN, self.me)  # gone for good: not waited for after a coordinator restart
+        pipe.execute()
