@@ -199,8 +199,8 @@ class PartitionedFrontier(Frontier):
         self.leases.heartbeat()
         self._rebalance()
         self._hand_over_strays()
-        if self.unsent:
-            self._send()
+        if self.unsent:  # an earlier run's outbox: some may be in a stream already
+            self._send(merge=False)
 
     # ------------------------------------------------------------------ partitions
     def _partition(self, uid: int) -> int:
@@ -324,6 +324,8 @@ class PartitionedFrontier(Frontier):
     def revive(self, uid: int, url: str) -> None:
         p = self.host_part[int(self.host_of[uid])] = partition_of(url, self.partitions)
         if p in self.leases.owned:
+            if self.opic.dead[uid] and self.opic.reads[uid] > 0:
+                return  # a seed another crawler read (handed over flagged fetched): not again
             super().revive(uid, url)
         elif uid not in self.told:  # a seed of another partition: its owner learns of it
             self.told.add(uid)
@@ -435,13 +437,16 @@ class PartitionedFrontier(Frontier):
                                       or len(self.unsent) >= FLUSH_BATCHES
                                       or bool(self.leases.releasing))
 
-    def _send(self) -> None:
+    def _send(self, merge: bool = True) -> None:
         """The outbox's batches, merged per partition: one stream entry each (its ``b`` field
         lists the batch IDs it carries, applied together); with the committed mirror changes,
-        in one MULTI."""
-        merged: dict[int, tuple[list[str], list[float], dict[str, Entry]]] = {}
+        in one MULTI.  ``merge=False``: one entry a batch, for an earlier run's outbox, whose
+        last MULTI may have reached Redis without its reply reaching the crawler: an entry
+        sent again then carries batches all applied or none, never some of both."""
+        merged: dict[tuple[int, str], tuple[list[str], list[float], dict[str, Entry]]] = {}
         for batch, partition, cash, body in self.unsent:
-            ids, cashes, entries = merged.setdefault(partition, ([], [], {}))
+            key = (partition, "" if merge else batch)
+            ids, cashes, entries = merged.setdefault(key, ([], [], {}))
             ids.append(batch)
             cashes.append(cash)
             for entry in json.loads(body):
@@ -453,7 +458,7 @@ class PartitionedFrontier(Frontier):
                     old[2] = min(old[2], entry[2])
                     old[3] = old[3] or entry[3]
         pipe = self.client.pipeline(transaction=True)
-        for partition, (ids, cashes, entries) in merged.items():
+        for (partition, _), (ids, cashes, entries) in merged.items():
             body = json.dumps(list(entries.values()), separators=(",", ":"))
             pipe.xadd(stream_key(partition), {"b": ",".join(ids), "c": repr(math.fsum(cashes)),
                                               "d": body})
@@ -532,7 +537,11 @@ class PartitionedFrontier(Frontier):
         with store.transaction():
             for stream, entry_id, fields in messages:
                 batches = fields["b"].split(",")
-                if not store.applied(batches[0]):  # its batches are recorded together
+                done = sum(1 for batch in batches if store.applied(batch))
+                if done not in (0, len(batches)):  # never, as sent (_send): the cash is unknown
+                    raise PartitionError(f"stream entry {stream} {entry_id} carries batches "
+                                         f"applied here and batches not")
+                if not done:  # its batches are recorded together
                     entries = json.loads(fields["d"])
                     for entry in entries:
                         self._apply_entry(entry)

@@ -11,8 +11,10 @@ import numpy as np
 import pytest
 
 from testkit.redis_server import RedisServer
+from testkit.waiting import wait_for
 from websift.crawler.frontier import Frontier
 from websift.crawler.mailbox import PartitionedFrontier, check_cash, open_partitioned
+from websift.crawler.partitions import partition_of
 from websift.store.crawl_store import CrawlStore
 
 pytestmark = [pytest.mark.redis]
@@ -73,6 +75,10 @@ def test_a_page_fetched_elsewhere_gives_its_unread_dividends_to_the_virtual_page
 def test_a_crawler_taken_for_dead_hands_its_pages_and_cash_to_the_new_owner(
         server: RedisServer, tmp_path: Path) -> None:
     server.client.flushall()
+    # a registration in the coordinator's first second counts as made before it started, and
+    # its crawler is waited for (crawler/partitions.py): a is taken for dead at once after it
+    wait_for(lambda: int(server.client.info("server")["uptime_in_seconds"]) >= 1,
+             "the coordinator up for a second")
     with CrawlStore.open(tmp_path / "a.sqlite3") as a_store, \
             CrawlStore.open(tmp_path / "b.sqlite3") as b_store:
         a = open_partitioned(server.url(), a_store, PARTITIONS, ttl=30.0)
@@ -100,3 +106,44 @@ def test_a_crawler_taken_for_dead_hands_its_pages_and_cash_to_the_new_owner(
         finally:
             b.close()
             a.close()
+
+
+def test_an_outbox_sent_again_after_a_lost_reply_is_applied_once_batch_by_batch(
+        server: RedisServer, tmp_path: Path) -> None:
+    """A crawler's MULTI reached Redis but its reply did not (the coordinator restarted): the
+    batch stays in its outbox, and the next run sends it again with a later batch.  Each
+    batch is applied once: none twice (the cash would grow), none skipped with the one sent
+    before (the cash would shrink)."""
+    server.client.flushall()
+    path = tmp_path / "a.sqlite3"
+    with CrawlStore.open(path) as store:
+        a = open_partitioned(server.url(), store, PARTITIONS, ttl=30.0)
+        assert a.leases.owned == set(range(PARTITIONS))  # alone: its own mailbox
+        urls = [f"http://127.0.0.50/p{n}" for n in range(2)]  # one partition: one entry
+
+        def transfer(url: str) -> None:  # a share of the virtual page's cash, as a read sends
+            a.opic.virtual_cash -= 0.25
+            a._queue_out(partition_of(url, PARTITIONS), url, 0.25, 1, False)
+            a._commit_now()
+
+        transfer(urls[0])
+        first = store.outbox()
+        a._send()
+        assert store.outbox() == [] and a.counters.batches_sent == 1
+        with store.transaction():  # as if the reply was lost: the batch still in the outbox
+            for row in first:
+                store.save_outbox(*row)
+        transfer(urls[1])
+        assert [b for b, *_ in store.outbox()] == [first[0][0], f"{a.leases.me}:{a.run}:2"]
+        a.client.close()  # the crawler stops (exit 2): no hand-over, no leave
+        again = open_partitioned(server.url(), store, PARTITIONS, ttl=30.0)
+        try:
+            assert again.leases.me == a.leases.me  # the store's crawler ID
+            assert store.outbox() == []
+            again._read_mailbox()
+            assert again.counters.batches_applied == 2, "each batch applied once"
+            check = check_cash(server.url(), [path])
+            assert check.total == pytest.approx(1.0, abs=1e-12), check
+            assert check.batches_in_flight == 0
+        finally:
+            again.close()
