@@ -190,6 +190,10 @@ def crawl_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--partition-lease", type=seconds(strict=True),
                    default=S.PARTITION_LEASE_TTL, metavar="T",
                    help="a partitioned crawl's lease: a dead crawler's partitions move after T")
+    p.add_argument("--partition-rejoin", type=seconds(), default=S.PARTITION_REJOIN,
+                   metavar="T", help="a partitioned crawl after a Redis restart: the partitions "
+                   "of a crawler alive when Redis stopped wait until Redis is up T for it to "
+                   "start again (default: 10 leases)")
     p.add_argument("--partition-mirror", action="store_true",
                    help="a partitioned crawl keeps each partition's queued URLs and read "
                    "fingerprints in Redis, so a crawler killed for good loses no queued page "
@@ -339,6 +343,7 @@ def crawl_config(args: argparse.Namespace, scope: ScopeConfig) -> CrawlConfig:
         partitions=getattr(args, "partitions", S.PARTITIONS),
         partition_lease=getattr(args, "partition_lease", S.PARTITION_LEASE_TTL),
         partition_mirror=getattr(args, "partition_mirror", False),
+        partition_rejoin=getattr(args, "partition_rejoin", S.PARTITION_REJOIN),
         signals=_signals(args),
         sitemap_interval=args.sitemap_interval,
         feed_min_interval=args.feed_min_interval,

@@ -155,7 +155,8 @@ class PartitionedFrontier(Frontier):
     client: Any
 
     def attach(self, client: Any, store: CrawlStore, partitions: int,
-               ttl: float = DEFAULT_LEASE, mirror: bool = False) -> None:
+               ttl: float = DEFAULT_LEASE, mirror: bool = False, *,
+               rejoin: float | None = None) -> None:
         self.client = client
         self.mirror = mirror  # --partition-mirror (module doc, "A dead crawler")
         self.unsent_since = time.monotonic()
@@ -166,7 +167,8 @@ class PartitionedFrontier(Frontier):
         if not config and held != partitions:
             raise PartitionError(f"the crawl at this Redis has {held} partitions, not "
                                  f"{partitions} (--partitions)")
-        self.leases = Leases(client, partitions, ttl, clock=time.time, me=member_id(store))
+        self.leases = Leases(client, partitions, ttl, clock=time.time, me=member_id(store),
+                             rejoin=rejoin)
         self.run = uuid.uuid4().hex[:8]  # this run's batch IDs differ from an earlier run's
         self.host_part: dict[int, int] = {}
         self.out: dict[int, dict[str, Entry]] = {}
@@ -815,13 +817,14 @@ class PartitionedFrontier(Frontier):
 
 
 def open_partitioned(url: str, store: CrawlStore, partitions: int, ttl: float,
-                     mirror: bool = False, **load: Any) -> PartitionedFrontier:
+                     mirror: bool = False, *, rejoin: float | None = None,
+                     **load: Any) -> PartitionedFrontier:
     """The partitioned frontier of a crawler: the store's embedded frontier state, attached to
     the coordinator at ``url``."""
     client = connect(url)
     frontier = PartitionedFrontier.load(store, **load)
     assert isinstance(frontier, PartitionedFrontier)
-    frontier.attach(client, store, partitions, ttl, mirror)
+    frontier.attach(client, store, partitions, ttl, mirror, rejoin=rejoin)
     return frontier
 
 

@@ -112,6 +112,7 @@ class CrawlConfig:
     partitions: int = S.PARTITIONS  # --partitions
     partition_lease: float = S.PARTITION_LEASE_TTL  # --partition-lease
     partition_mirror: bool = False  # --partition-mirror
+    partition_rejoin: float | None = S.PARTITION_REJOIN  # --partition-rejoin
     # --signals: sitemaps, lastmod and feeds as OPIC evidence (crawler/signals.py)
     signals: bool = S.SIGNALS
     sitemap_interval: float = S.SITEMAP_INTERVAL  # --sitemap-interval
@@ -161,7 +162,7 @@ class CrawlSession:
             try:
                 self.frontier = open_partitioned(
                     config.partitioned, self.store, config.partitions, config.partition_lease,
-                    config.partition_mirror,
+                    config.partition_mirror, rejoin=config.partition_rejoin,
                     strategy=config.strategy, params=params, focus=focus, clock=clock,
                     min_refetch_interval=config.min_refetch_interval)
             except BaseException:

@@ -174,3 +174,6 @@ SIGNALS = False  # CrawlConfig's default; `websift crawl` has them on (embedded 
 # hosts, and how long a crawler's lease on one lives without renewal (renewed every third)
 PARTITIONS = 64
 PARTITION_LEASE_TTL = 6.0
+# after a Redis restart, how long the partitions of a crawler alive when Redis stopped wait for it
+# to register again (None: crawler.partitions.REJOIN_WAIT leases)
+PARTITION_REJOIN: float | None = None

@@ -21,7 +21,7 @@ from testkit.websift_process import REPO, websift_command
 from websift.api.cli import main as cli_main
 from websift.core.datadir import DataDir
 from websift.core.errors import StoreError
-from websift.crawler.mailbox import META_MEMBER, check_cash
+from websift.crawler.mailbox import META_MEMBER, check_cash, fingerprint
 from websift.crawler.partitions import MEMBERS, SEEN, partition_of
 from websift.store.views import StoreReader
 
@@ -105,6 +105,18 @@ def _member(data: Path) -> str:
     return member
 
 
+def _unmirrored(server: RedisServer, data: Path) -> set[str]:
+    """The pages a store fetched whose fingerprints are not in the partitions' read mirror."""
+    try:
+        pages = fetched(data)
+    except StoreError:  # not made yet
+        return set()
+    read: set[str] = set()
+    for key in server.client.scan_iter("{wsp}:f:*"):
+        read |= server.client.smembers(key)
+    return {u for u in pages if fingerprint(u) not in read}
+
+
 def test_two_partitioned_crawlers_fetch_what_one_does_once(
     web: TestWeb, server: RedisServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -164,17 +176,19 @@ def test_a_killed_crawler_s_partitions_move_to_the_other(
         victim = crawl(web, shards[0], *args)
         survivor = crawl(web, shards[1], *args)
 
-        def both_fetching() -> bool:
-            try:
-                return all(len(fetched(d)) >= 3 for d in shards)
-            except StoreError:  # a store not made yet
-                return False
-
-        wait_for(both_fetching, timeout=60, what="both crawlers fetching")
+        wait_for(lambda: _fetching(shards, 3), timeout=60, what="both crawlers fetching")
+        # the kill not right after a commit shows (that is when the commit's MULTI may not
+        # have run): once the victim's stored pages are all in the read mirror
+        wait_for(lambda: not _unmirrored(server, shards[0]), timeout=60,
+                 what="the victim's pages in the mirror")
+        me = _member(shards[0])
         holders = {p: server.client.get(f"{{wsp}}:lease:{p}") for p in range(PARTITIONS)}
-        victim_parts = {p for p, h in holders.items() if h and f"-{victim.pid}-" in h}
+        victim_parts = {p for p, h in holders.items() if h == me}
         victim.kill()
         victim.wait()
+        # a kill between a commit and its MULTI leaves the mirror one batch behind the store
+        # (ARCHITECTURE.md, crawler/: not covered): those pages may be fetched again
+        behind = _unmirrored(server, shards[0])
         finish(survivor)
     finally:
         for site in web.sites.values():
@@ -183,7 +197,7 @@ def test_a_killed_crawler_s_partitions_move_to_the_other(
     victim_pages = set(fetched(shards[0]))
     everything = {web.sites["s0"].url("/")} | {
         web.sites[f"s{n}"].url(f"/p/{i}") for n in range(len(SITES)) for i in range(PAGES)}
-    assert not survivor_pages & victim_pages, "a page stored in both stores"
+    assert not (survivor_pages & victim_pages) - behind, "a page stored in both stores"
     assert survivor_pages | victim_pages == everything
     cash = check_cash(server.url(), [DataDir.open(d).store_path for d in shards])
     assert cash.total == pytest.approx(1.0, abs=1e-9), cash
@@ -208,8 +222,10 @@ def test_a_redis_restart_stops_two_crawlers_and_the_same_commands_resume(
     for site in web.sites.values():
         site.latency = 0.3
     shards = [tmp_path / "a", tmp_path / "b"]
+    # a loaded machine can take tens of seconds to start a crawler: a generous wait for the
+    # second one (it ends when the second registers)
     args = ("--partitioned", server.url(), "--partitions", str(PARTITIONS),
-            "--partition-lease", LEASE)
+            "--partition-lease", LEASE, "--partition-rejoin", "600")
     try:
         procs = [crawl(web, d, *args) for d in shards]
         # both have pages the other must not fetch again
