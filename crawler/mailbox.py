@@ -29,7 +29,9 @@ a *money transfer*, summed per destination with the URL, and sent in batches.
   the crawl's end) sends its pages of that partition with their cash (the fetched ones flagged,
   so the new owner records them read and does not fetch them again), then releases the lease.
   A crawler that finds at a renewal that another took a lease of its (it renewed later than
-  the lease lasts, and was taken for dead) sends that partition's pages and cash the same way.
+  the lease lasts, and was taken for dead) sends that partition's pages and cash the same way;
+  it picks no page under leases renewed more than ``FENCE`` of a lease ago without renewing
+  first (held up on a loaded machine, it learns of the leases taken before it fetches).
 - A dead crawler (killed, its machine gone; no disk is shared).  By default its pages and
   cash stay in its store: started again on the same ``--data`` it hands its pages of partitions
   now held by others over; while it stays dead, the pages it had queued are crawled only when
@@ -94,6 +96,7 @@ BUSY_POLL = 0.5  # ... while it has pages to fetch
 FLUSH_AGE = 1.0  # seconds the oldest unsent batch waits for others (no mirror: module doc)
 FLUSH_BATCHES = 256  # or until this many batches wait
 ADOPT_GRACE = 3.0  # leases a crawler taken from stays gone before its mirror is adopted
+FENCE = 2 / 3  # leases since the last renewal after which no page is picked before renewing
 READ_COUNT = 64  # batches read per stream per look
 
 Entry = list[Any]  # [url, cash, depth, fetched]
@@ -752,6 +755,20 @@ class PartitionedFrontier(Frontier):
         if int(sent or 0) != int(applied or 0):
             return False
         return all(h == members[p % len(members)] for p, h in enumerate(holders))
+
+    def select(self, ready_hosts: Iterable[int]) -> int | None:
+        """The next page to fetch, only under leases renewed less than ``FENCE`` leases ago: a
+        crawler held up (a loaded machine, a long commit) renews first, and learns of the
+        partitions taken from it meanwhile before it fetches one of their pages."""
+        leases = self.leases
+        if self.lost is None and leases.clock() - leases.renewed_at >= FENCE * leases.ttl:
+            try:
+                leases.heartbeat()
+                self._rebalance()
+            except redis.RedisError as exc:
+                self._lose(exc)
+                return None
+        return super().select(ready_hosts)
 
     def pending_count(self) -> int:
         if self.done or self.lost is not None:
