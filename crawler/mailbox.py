@@ -38,10 +38,11 @@ a *money transfer*, summed per destination with the URL, and sent in batches.
   is lost: every crawler mirrors the state of the partitions it owns in Redis, in the MULTI
   that follows each commit: ``{wsp}:q:P``
   (URL -> depth of each page known and not read) and ``{wsp}:f:P`` (the 64-bit fingerprints of
-  the pages read).  A crawler claiming a partition applies the batches the former owner had
-  read and not acknowledged (``XAUTOCLAIM``) and the read fingerprints (a page among them is
-  never queued here); the pending URLs are queued (with no cash) once the former holder stayed
-  unregistered for ``ADOPT_GRACE`` leases (one only late registers again, and its fetches in
+  the pages read).  A crawler claiming a partition takes the read fingerprints first (a page
+  among them is never queued here, also when a batch waiting in the stream links to it), then
+  applies the batches the former owner had read and not acknowledged (``XAUTOCLAIM``); the
+  pending URLs are queued (with no cash) once the former holder stayed unregistered for
+  ``ADOPT_GRACE`` leases (one only late registers again, and its fetches in
   flight come back as hand-overs flagged fetched).  A store started again hands its pages of
   partitions now held by others over.  The dead crawler's
   fetched pages and its cash stay in its store (:func:`check_cash` counts them with it).  A kill
@@ -537,6 +538,9 @@ class PartitionedFrontier(Frontier):
         """A partition just claimed: its consumer group, and the batches another (a dead or
         departed owner) read and did not acknowledge."""
         stream = stream_key(partition)
+        if self.mirror:  # the pages its former owners read, before any batch is applied: a
+            # link waiting in the stream to a page they read queues nothing here
+            self.read_elsewhere.update(self.client.sscan_iter(read_key(partition), count=1000))
         try:
             self.client.xgroup_create(stream, GROUP, id="0", mkstream=True)
         except redis.ResponseError as exc:
@@ -562,8 +566,6 @@ class PartitionedFrontier(Frontier):
         holder = self.leases.taken_from.pop(partition, None)
         if not self.mirror:  # no mirror to read (--partition-mirror is on every crawler or none)
             return
-        # the pages its former owners read, at once: none is queued here from now on
-        self.read_elsewhere.update(self.client.sscan_iter(read_key(partition), count=1000))
         if holder is None:
             self._adopt(partition)
         else:  # late or dead: a late one's fetches in flight report back first
