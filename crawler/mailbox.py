@@ -125,6 +125,7 @@ class Counters:
     batches_applied: int = 0
     entries_applied: int = 0
     handed_over: int = 0
+    read_elsewhere: int = 0  # pages not queued (or dequeued): a former owner read them
 
 
 class PartitionedFrontier(Frontier):
@@ -235,6 +236,7 @@ class PartitionedFrontier(Frontier):
                     if self.read_elsewhere and fingerprint(url) in self.read_elsewhere:
                         opic.virtual_cash += self._give_cash(uid)
                         opic.reads[uid] = max(1, int(opic.reads[uid]))
+                        self.counters.read_elsewhere += 1
                         return
                     self.m_pending.setdefault(p, {})[url] = int(self.depth_of[uid])
         super()._enqueue(uid)
@@ -264,11 +266,32 @@ class PartitionedFrontier(Frontier):
         self.m_ready = ({}, {})
         return True
 
+    def _learn_read(self, partition: int) -> None:
+        """The pages a partition's former owners read (its read mirror): none is queued here
+        from now on, and one this store had queued (a store started again after another
+        crawler held its partitions) leaves the queue, its cash to the virtual page."""
+        fresh = set(self.client.sscan_iter(read_key(partition), count=1000))
+        fresh -= self.read_elsewhere
+        if not fresh:
+            return
+        self.read_elsewhere |= fresh
+        opic = self.opic
+        for uid in np.flatnonzero(self.where == QUEUED).tolist():
+            if opic.reads[uid] or self._partition(uid) != partition:
+                continue
+            url = self._url_of(uid)
+            if url is not None and fingerprint(url) in fresh:
+                self._leave(uid, IDLE)
+                opic.virtual_cash += self._give_cash(uid)
+                opic.reads[uid] = max(1, int(opic.reads[uid]))
+                self.counters.read_elsewhere += 1
+        self._commit_now()
+
     def _adopt(self, partition: int) -> None:
         """A partition just claimed: what its former owners knew of it (the mirror), so a
         dead owner's pages are crawled and none it read is fetched again.  Its pending pages
         come without cash: a dead owner's cash stays in its store."""
-        self.read_elsewhere.update(self.client.sscan_iter(read_key(partition), count=1000))
+        self._learn_read(partition)
         urls = list(self.client.hscan_iter(pending_key(partition), count=1000))
         if not urls:
             return
@@ -540,7 +563,7 @@ class PartitionedFrontier(Frontier):
         stream = stream_key(partition)
         if self.mirror:  # the pages its former owners read, before any batch is applied: a
             # link waiting in the stream to a page they read queues nothing here
-            self.read_elsewhere.update(self.client.sscan_iter(read_key(partition), count=1000))
+            self._learn_read(partition)
         try:
             self.client.xgroup_create(stream, GROUP, id="0", mkstream=True)
         except redis.ResponseError as exc:
