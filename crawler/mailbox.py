@@ -14,7 +14,7 @@ a *money transfer*, summed per destination with the URL, and sent in batches.
   fetch; with the mirror, after each commit), the batches waiting for one partition go as ONE
   stream entry, summed per URL (``XADD {wsp}:s:PARTITION``, with ``INCRBY {wsp}:sent`` and the
   mirror's changes in one MULTI), and the outbox rows are deleted.  A crawler killed between the two resends the outbox at its next
-  start (the owner skips a batch it applied: by batch ID).
+  start, one stream entry a batch (the owner skips a batch it applied: by batch ID).
 - Incoming: the owner reads its partitions' streams (consumer group ``owner``), applies each
   batch once (URLs stored and frontiered, cash added to the pages) and records the batch ID in
   ``partition_applied`` in the same SQLite transaction, then ``XACK`` + ``XDEL``.

@@ -34,13 +34,14 @@ nothing tells it).  So ``wsp:seen`` keeps each member's last renewal, and a leas
 is not alive is left unclaimed, fetched by no one, while its holder is *expected back*: it
 renewed before the coordinator started (``INFO``'s uptime, read by the claim script) and within
 a lease of the last renewal any other member made before then (it was alive when the
-coordinator stopped), and the coordinator started less than ``rejoin`` seconds ago
-(``REJOIN_WAIT`` leases; the uptime is in whole seconds, so a crawler that registered in the
-coordinator's first second and then died is waited for too).  The holder registering again keeps its leases; one that stays away
-has its partitions claimed, as a dead crawler's, once the wait passes.  A fresh crawl (no
-holder) and a crawler dying while the coordinator stays up (its last renewal after the
-coordinator started) are not waited for: their partitions are claimed as soon as they are free
-or the holder's registration has expired.
+coordinator stopped), and the coordinator has been up less than ``rejoin`` seconds
+(``--partition-rejoin``, ``REJOIN_WAIT`` leases by default; the uptime is in whole seconds, so
+a crawler that registered in the coordinator's first second and then died is waited for too).
+The holder registering again keeps its leases; one that stays away has its partitions claimed,
+as a dead crawler's, once the wait is over.  A fresh crawl (no holder) and a crawler dying
+while the coordinator stays up (its last renewal after the coordinator started) are not
+waited for: their partitions are claimed as soon as they are free or the holder's
+registration has expired.
 """
 
 from __future__ import annotations
