@@ -166,7 +166,8 @@ def index_command(args: argparse.Namespace) -> int:
     r = build_index(data, ram_mb=args.ram_mb, progress=say, rebuild=args.rebuild,
                     procs=args.procs, settings=settings,
                     foreign=None if exports is None else
-                    (lambda store: foreign_anchors(store, exports)))
+                    (lambda store: foreign_anchors(store, exports,
+                                                   navigation=settings.anchor_templates)))
     if r.mode == "unchanged":
         print(f"index: nothing new since seq {r.last_seq}; generation {r.generation} "
               f"({r.live_docs} documents in {r.segments} segments)")

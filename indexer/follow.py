@@ -193,8 +193,9 @@ class AnchorsDir:
     cut), matched again with the store every ``REMEASURE_SECONDS`` (the pages it fetched since,
     whose URLs the exports name, indexed at the next cut)."""
 
-    def __init__(self, directory: Path, say: Callable[[str], None]) -> None:
-        self.directory, self.say = directory, say
+    def __init__(self, directory: Path, say: Callable[[str], None], *,
+                 navigation: bool = True) -> None:
+        self.directory, self.say, self.navigation = directory, say, navigation
         self.signature: tuple[tuple[str, int, int], ...] | None = None
         self.exports: list[AnchorExport] = []
         self.foreign: ForeignAnchors | None = None
@@ -214,11 +215,12 @@ class AnchorsDir:
                 self.errors += 1
                 self.say(f"anchors: {exc}; the previous texts are kept")
                 return
-            self.foreign = foreign_anchors(store, self.exports)  # every page they name
+            # every page they name
+            self.foreign = foreign_anchors(store, self.exports, navigation=self.navigation)
             self.matched_at = now
         elif self.foreign is not None and now - self.matched_at >= REMEASURE_SECONDS:
             old = self.foreign
-            self.foreign = foreign_anchors(store, self.exports)
+            self.foreign = foreign_anchors(store, self.exports, navigation=self.navigation)
             self.foreign.reindex = (self.foreign.affected() - old.affected()) | (
                 old.affected() if old.reindex is None else old.reindex)
             self.matched_at = now
@@ -266,7 +268,8 @@ def follow(data: DataDir, stop: threading.Event, *,
                 _loop(data, store, stop, status, interval=interval, every=every, ram_mb=ram_mb,
                       procs=procs, settings=settings, policy=policy,
                       targets_every=targets_every, say=say, on_cut=on_cut,
-                      anchors=None if anchors_dir is None else AnchorsDir(anchors_dir, say))
+                      anchors=None if anchors_dir is None else AnchorsDir(
+                          anchors_dir, say, navigation=settings.anchor_templates))
             finally:
                 store.close()
         except BaseException as exc:
