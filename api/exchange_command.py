@@ -98,7 +98,8 @@ def exchange_command(args: argparse.Namespace) -> int:
         say("no crawl store yet: nothing to export")
         return 0
     settings = IndexSettings.from_env()
-    if export_shard(data, exchange, name, navigation=settings.anchor_templates):
+    if export_shard(data, exchange, name, navigation=settings.anchor_templates,
+                    settings=settings):
         say(f"shard {name} exported")
     todo = stale(exchange)
     if todo is not None:

@@ -15,13 +15,16 @@ one batch per shard.  ``websift anchors export --data A --out A.anchors.json`` w
 - ``fetched``: the URLs A fetched, so another shard leaves out its anchor-only document for a
   page A holds whole;
 - ``anchor_use``: per source host origin, A's pages of it with an anchored link and, per
-  anchor text (its boilerplate key), the pages using it (indexer/anchors.py ``HostUse``).
+  anchor text (its boilerplate key), the pages using it (indexer/anchors.py ``HostUse``);
+- ``template_samples``: per host, the URLs and template keys of the pages A samples to measure
+  the host's template (indexer/templates.py), so a shard holding the host's other pages
+  measures it on the sample of one store (``merged_sample``).
 
 A host's pages may be split over shards (a partition's lease moved mid-crawl), and one store's
 navigation rule (a text on links from ANCHOR_TEMPLATE_MIN_SHARE of the host's pages) counts
 the host's pages, all of them.  So the rule is applied by the reader, on the sums of every
 shard's ``anchor_use`` and its own (``summed_boilerplate``): to its own links and to the
-others' rows alike.  (Version 1 files, rows filtered by their writer's own counts and no
+others' rows alike; and the host's page template on the merged samples.  (Version 1 files, rows filtered by their writer's own counts and no
 ``anchor_use``, are read as they are.)
 
 ``websift index --data B --anchors-from A.anchors.json C.anchors.json`` matches target URLs with
@@ -87,11 +90,16 @@ class AnchorExport:
     anchor_use: dict[str, HostUse] = field(default_factory=dict)
     # the rows are already without the writer's own navigation texts (a version 1 file)
     filtered: bool = False
+    # host -> (URL, template keys) of the pages sampled to measure its template
+    template_samples: dict[str, list[tuple[str, set[int]]]] = field(default_factory=dict)
 
 
-def export_anchors(store: StoreReader, *, navigation: bool = True) -> AnchorExport:
+def export_anchors(store: StoreReader, *, navigation: bool = True,
+                   samples: dict[str, list[tuple[str, set[int]]]] | None = None
+                   ) -> AnchorExport:
     """The batch of ``store`` (see the module docstring).  ``navigation``: count the source
-    hosts' anchor use, for the readers' navigation rule (IndexSettings.anchor_templates)."""
+    hosts' anchor use, for the readers' navigation rule (IndexSettings.anchor_templates);
+    ``samples``: the template samples to carry (indexer/build.py ``template_samples``)."""
     aliases = redirect_aliases(store)
     use = host_anchor_use(store) if navigation else {}
     sources = SourceHosts(store)
@@ -109,7 +117,7 @@ def export_anchors(store: StoreReader, *, navigation: bool = True) -> AnchorExpo
         for t, a in got.items():
             rows.extend((urls[t], urls[src], text) for src, text in zip(a.by, a.texts,
                                                                         strict=True))
-    return AnchorExport(fetched, rows, use)
+    return AnchorExport(fetched, rows, use, template_samples=samples or {})
 
 
 def write_export(path: Path, export: AnchorExport) -> str:
@@ -118,7 +126,12 @@ def write_export(path: Path, export: AnchorExport) -> str:
            for o, u in sorted(export.anchor_use.items())}
     return write_json(path, EXPORT_FORMAT, {"fetched": export.fetched,
                                             "rows": [list(r) for r in export.rows],
-                                            "anchor_use": use})
+                                            "anchor_use": use,
+                                            "template_samples": {
+                                                h: [[u, sorted(f"{k:016x}" for k in keys)]
+                                                    for u, keys in s]
+                                                for h, s in sorted(
+                                                    export.template_samples.items())}})
 
 
 def read_export(path: Path) -> AnchorExport:
@@ -137,7 +150,24 @@ def read_export(path: Path) -> AnchorExport:
     if got.version < 2:
         return AnchorExport(fetched, [(r[0], r[1], r[2]) for r in rows], filtered=True)
     return AnchorExport(fetched, [(r[0], r[1], r[2]) for r in rows],
-                        _read_use(path, body.get("anchor_use")))
+                        _read_use(path, body.get("anchor_use")),
+                        template_samples=_read_samples(path, body.get("template_samples")))
+
+
+def _read_samples(path: Path, raw: object) -> dict[str, list[tuple[str, set[int]]]]:
+    """An export's ``template_samples`` (StageFailed with one line when it is not one)."""
+    bad = StageFailed(f"{path} is not a websift anchor export (bad template_samples)")
+    if not isinstance(raw, dict):
+        raise bad
+    out: dict[str, list[tuple[str, set[int]]]] = {}
+    try:
+        for host, pages in raw.items():
+            if not isinstance(pages, list):
+                raise bad
+            out[host] = [(str(u), {int(k, 16) for k in keys}) for u, keys in pages]
+    except (TypeError, ValueError, AttributeError):
+        raise bad from None
+    return out
 
 
 def _read_use(path: Path, raw: object) -> dict[str, HostUse]:
@@ -172,6 +202,8 @@ class ForeignAnchors:
     # (None: not measured, the navigation rule off): what the index leaves out of its own
     boilerplate: set[tuple[int, str]] | None = None
     navigation: int = 0  # rows left out as their source host's navigation
+    # host -> the other shards' (URL, template keys) of its sampled pages
+    samples: dict[str, list[tuple[str, set[int]]]] = field(default_factory=dict)
 
     def affected(self) -> set[int]:
         """The pages whose anchor text or place these exports may move."""
@@ -203,6 +235,8 @@ def foreign_anchors(store: StoreReader, exports: Sequence[AnchorExport], *,
         return ids[url]
 
     for export in exports:
+        for host, sample in export.template_samples.items():
+            out.samples.setdefault(host, []).extend(sample)
         for url in export.fetched:
             uid = local(url)
             if uid is not None:

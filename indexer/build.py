@@ -105,6 +105,7 @@ from websift.indexer.templates import (
     HostTemplate,
     Templates,
     host_template,
+    merged_sample,
     read_templates,
     write_templates,
 )
@@ -489,7 +490,7 @@ def _cut(data: DataDir, store: StoreReader, manifest: Manifest | None, tmp: Path
     parsed: dict[int, ParsedPage] | None = {} if pool is None else None
     templates = _templates(data, store, cand, report, say, reuse=(mode == "incremental"),
                            procs=procs if pool is None else 1, meanwhile=measure_boilerplate,
-                           settings=settings, keep=parsed)
+                           settings=settings, keep=parsed, foreign=foreign)
     report.anchor_boilerplate = len(boiler)
     report.template_seconds = time.monotonic() - t0
     t0 = time.monotonic()
@@ -537,7 +538,8 @@ def _templates(data: DataDir, store: StoreReader, ids: np.ndarray, report: Index
                say: Callable[[str], None], *, reuse: bool, procs: int = 1,
                meanwhile: Callable[[], None] = lambda: None,
                settings: IndexSettings = DEFAULT_INDEX_SETTINGS,
-               keep: dict[int, ParsedPage] | None = None) -> Templates:
+               keep: dict[int, ParsedPage] | None = None,
+               foreign: ForeignAnchors | None = None) -> Templates:
     """Each host's template (indexer/templates.py): the stored measure of the hosts it has
     (``reuse``: an incremental run), a new one for the others from a sample of the candidate
     pages, written back to DATA/index/templates.json.  Off (none) without settings.templates.
@@ -592,7 +594,8 @@ def _templates(data: DataDir, store: StoreReader, ids: np.ndarray, report: Index
                                  [s for _, s in samples])
             meanwhile()
             for (host, _), got in zip(samples, measured, strict=True):
-                _measured(hosts, host, got, share, report, keep=keep, room=room)
+                _measured(hosts, host, got, share, report, keep=keep, room=room,
+                          foreign=foreign)
         finally:
             pool.terminate()
             pool.join()
@@ -601,16 +604,36 @@ def _templates(data: DataDir, store: StoreReader, ids: np.ndarray, report: Index
         for host, sample in samples:
             _measured(hosts, host, _block_keys(data.warc_dir, sample, settings=settings,
                                                keep_chars=room[0]),
-                      share, report, keep=keep, room=room)
+                      share, report, keep=keep, room=room, foreign=foreign)
     templates = Templates(hosts, share)
     write_templates(data.index_dir, templates)
     return templates
 
 
+def template_samples(warc_dir: Path, store: StoreReader,
+                     settings: IndexSettings = DEFAULT_INDEX_SETTINGS
+                     ) -> dict[str, list[tuple[str, set[int]]]]:
+    """Per host, (URL, template keys) of the pages a full run samples to measure its template
+    (indexer/templates.py): what a shard's anchor export carries for the shards holding the
+    host's other pages.  Empty without settings.templates."""
+    if not settings.templates:
+        return {}
+    sampler: HostSampler[Page] = HostSampler()
+    for page in store.pages(FETCHED):
+        if _full(page):
+            sampler.offer(host_of(page.url), page.id, page, page.url)
+    out: dict[str, list[tuple[str, set[int]]]] = {}
+    for host, items in sampler.samples().items():
+        sample = [(p.id, p.url, p.content_type, (str(p.warc_file), int(p.warc_offset or 0),
+                                                 int(p.warc_length or 0))) for p in items]
+        out[host] = _block_keys(warc_dir, sample, settings=settings)[0]
+    return out
+
+
 # (URL ID, URL, type, WARC location) of each sampled page
 _Sample = list[tuple[int, str, str | None, tuple[str, int, int]]]
 # The template keys of each page, the pages not read, and the parses kept (by URL ID)
-_Measure = tuple[list[set[int]], int, dict[int, ParsedPage]]
+_Measure = tuple[list[tuple[str, set[int]]], int, dict[int, ParsedPage]]
 
 
 def _block_keys(warc_dir: Path, sample: _Sample, *, settings: IndexSettings,
@@ -619,7 +642,7 @@ def _block_keys(warc_dir: Path, sample: _Sample, *, settings: IndexSettings,
     be read (the page itself is counted when indexed), and the parses of the first pages
     whose marked texts fit in ``keep_chars`` characters (the page loop's to use)."""
     reader = BodyReader(warc_dir)
-    pages: list[set[int]] = []
+    pages: list[tuple[str, set[int]]] = []
     kept: dict[int, ParsedPage] = {}
     errors = 0
     try:
@@ -630,7 +653,7 @@ def _block_keys(warc_dir: Path, sample: _Sample, *, settings: IndexSettings,
                 errors += 1
                 continue
             parsed = parse_html(body, url, content_type, structure=True, settings=settings)
-            pages.append({b.key for b in parsed.blocks})
+            pages.append((url, {b.key for b in parsed.blocks}))
             if len(parsed.marked) <= keep_chars:
                 keep_chars -= len(parsed.marked)
                 kept[url_id] = parsed
@@ -641,11 +664,14 @@ def _block_keys(warc_dir: Path, sample: _Sample, *, settings: IndexSettings,
 
 def _measured(hosts: dict[str, HostTemplate], host: str, measured: _Measure,
               share: float, report: IndexReport, *, keep: dict[int, ParsedPage] | None = None,
-              room: list[int] | None = None) -> None:
-    """One host's measure into ``hosts`` and the report; its kept parses into ``keep``
-    while ``room[0]`` (marked characters) lasts."""
+              room: list[int] | None = None, foreign: ForeignAnchors | None = None) -> None:
+    """One host's measure into ``hosts`` and the report (with other shards' sampled pages of
+    the host, from ``foreign``); its kept parses into ``keep`` while ``room[0]`` (marked
+    characters) lasts."""
     pages, errors, kept = measured
-    hosts[host] = host_template(pages, share)
+    others = foreign.samples.get(host) if foreign is not None else None
+    hosts[host] = host_template(merged_sample(pages, others) if others
+                                else (keys for _, keys in pages), share)
     report.template_errors += errors
     report.template_hosts += 1
     report.template_pages += len(pages)

@@ -59,6 +59,8 @@ from websift.core.datadir import DataDir
 from websift.core.errors import CheckedFileError, CheckedFileMissing
 from websift.core.fileio import fsync_dir
 from websift.indexer.anchor_exchange import export_anchors, write_export
+from websift.indexer.build import template_samples
+from websift.indexer.settings import IndexSettings
 from websift.ranking import ranks_format as fmt
 from websift.ranking.errors import RankingError, RanksCorrupt, RanksMissing
 from websift.ranking.ranks_writer import write_lock
@@ -152,9 +154,10 @@ def rank_digest(store: StoreReader) -> str:
 
 
 def export_shard(data: DataDir, exchange: Exchange, name: str, *,
-                 navigation: bool = True) -> bool:
+                 navigation: bool = True, settings: IndexSettings | None = None) -> bool:
     """Write ``data``'s export as shard ``name`` (module doc, step 1); False when its store
-    is as the last export left it (nothing written)."""
+    is as the last export left it (nothing written).  ``settings``: the index's, for the
+    template samples the anchor export carries (none without)."""
     target = exchange.shard(name)
     DataDir.create(target.root)
     last = _read(target.root / "export.json", EXPORT_FORMAT)
@@ -169,7 +172,8 @@ def export_shard(data: DataDir, exchange: Exchange, name: str, *,
         sha = file_sha256(tmp)
         with StoreReader.open(tmp) as snap:  # the digest and anchors of the state exported
             digest = rank_digest(snap)
-            anchors = export_anchors(snap, navigation=navigation)
+            anchors = export_anchors(snap, navigation=navigation, samples=None if settings is None
+                                     else template_samples(data.warc_dir, snap, settings))
         anchors_sha = write_export(target.root / "anchors.json", anchors)
         _fsync(tmp)
         os.replace(tmp, target.store_path)
