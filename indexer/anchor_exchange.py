@@ -24,8 +24,9 @@ A host's pages may be split over shards (a partition's lease moved mid-crawl), a
 navigation rule (a text on links from ANCHOR_TEMPLATE_MIN_SHARE of the host's pages) counts
 the host's pages, all of them.  So the rule is applied by the reader, on the sums of every
 shard's ``anchor_use`` and its own (``summed_boilerplate``): to its own links and to the
-others' rows alike; and the host's page template on the merged samples.  (Version 1 files, rows filtered by their writer's own counts and no
-``anchor_use``, are read as they are.)
+others' rows alike; and the host's page template is measured on the merged samples.
+(Version 1 files, rows filtered by their writer's own counts, no ``anchor_use`` and no
+samples, are read as they are.)
 
 ``websift index --data B --anchors-from A.anchors.json C.anchors.json`` matches target URLs with
 B's URLs (URL IDs are per store in a partitioned crawl: URLs, never IDs, cross shards), follows

@@ -7,10 +7,10 @@ as duplicates give none (their canonical page's links count), identical anchor t
 source page counts once, and empty anchors are skipped.  Anchor boilerplate is skipped too: a
 text that a source host puts on links from a large share of its pages ("Next", "Prev", "Up",
 "Home", a menu) describes the site's navigation, not its targets (:func:`anchor_boilerplate`,
-measured from the link table at index time, ANCHOR_TEMPLATE_MIN_SHARE; a shard of a partitioned
-crawl measures it on the sums of every shard's counts, :func:`summed_boilerplate`).  A link to a URL that redirects
-(one hop, as the crawl store records it) counts for the redirect's target, and a link to a
-rel="canonical" variant for its canonical page.
+measured from the link table at index time, ANCHOR_TEMPLATE_MIN_SHARE; a shard of a
+partitioned crawl measures it on the sums of every shard's counts, :func:`summed_boilerplate`).
+A link to a URL that redirects (one hop, as the crawl store records it) counts for the
+redirect's target, and a link to a rel="canonical" variant for its canonical page.
 """
 
 from __future__ import annotations

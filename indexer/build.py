@@ -475,10 +475,11 @@ def _cut(data: DataDir, store: StoreReader, manifest: Manifest | None, tmp: Path
     sources: list[SourceHosts] = []
 
     def measure_boilerplate() -> None:  # while the template samples are parsed
-        if settings.anchor_templates:  # with other shards' texts, measured on every shard's
-            boiler.update(foreign.boilerplate if foreign is not None  # counts summed
-                          and foreign.boilerplate is not None
-                          else anchor_boilerplate(store) if boilerplate is None else boilerplate)
+        if settings.anchor_templates:
+            if foreign is not None and foreign.boilerplate is not None:
+                boiler.update(foreign.boilerplate)  # measured on every shard's counts summed
+            else:
+                boiler.update(anchor_boilerplate(store) if boilerplate is None else boilerplate)
         if len(cand) >= SOURCE_HOSTS_MIN_IDS:  # a small run looks its sources up instead
             sources.append(SourceHosts(store))
 
