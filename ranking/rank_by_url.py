@@ -21,7 +21,7 @@ its peak), then what ``websift rank`` holds for the same graph.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from typing import Any
@@ -45,13 +45,26 @@ from websift.ranking.ranks_writer import HostRanks, current_manifest, write_gene
 from websift.ranking.store_graph import topic_page_ids
 from websift.ranking.structure import levels, strong_components
 from websift.ranking.topic_store import TopicRecord, load_topic, topic_names
-from websift.ranking.url_join import join_stores
-from websift.store.views import StoreReader
+from websift.ranking.link_export import ExportReader, LinkSource, open_source
+from websift.ranking.url_join import StoreKeys, UrlJoin, join_keys, read_store_keys
 
 
-def url_maps(stores: list[StoreReader]) -> tuple[list[np.ndarray], int]:
+def join_sources(stores: Sequence[LinkSource]) -> UrlJoin:
+    """The URL join over stores and link exports: an export brings its fingerprints; with any
+    export among them, stores are fingerprinted the way exports are (the same in every
+    process), else with the faster per-process hash."""
+    stable = any(isinstance(s, ExportReader) for s in stores)
+
+    def keys() -> Iterator[StoreKeys]:
+        for s in stores:
+            yield s.keys() if isinstance(s, ExportReader) else read_store_keys(s, stable=stable)
+
+    return join_keys(keys())
+
+
+def url_maps(stores: Sequence[LinkSource]) -> tuple[list[np.ndarray], int]:
     """Per store, its URL ID -> the global ID (-1: no such URL); and the number of global IDs."""
-    join = join_stores(stores)
+    join = join_sources(stores)
     return join.maps, join.n
 
 
@@ -71,10 +84,10 @@ class ByUrlInputs:
     collisions_64: int = 0
 
 
-def read_by_url(stores: Sequence[StoreReader], shards: Sequence[DataDir]) -> ByUrlInputs:
+def read_by_url(stores: Sequence[LinkSource], shards: Sequence[DataDir]) -> ByUrlInputs:
     """The join, then pages, OPIC importance (a page's is the largest any shard records: its
     fetcher's history), seeds, topic pages (topics of the first shard) and hosts."""
-    join = join_stores(stores)
+    join = join_sources(stores)
     maps, n = join.maps, join.n
     present = np.zeros(n, dtype=bool)
     opic = np.zeros(n, dtype=np.float64)
@@ -95,7 +108,7 @@ def read_by_url(stores: Sequence[StoreReader], shards: Sequence[DataDir]) -> ByU
                        collisions_64=join.collisions_64)
 
 
-def _host_nodes(stores: Sequence[StoreReader], maps: list[np.ndarray],
+def _host_nodes(stores: Sequence[LinkSource], maps: list[np.ndarray],
                 n: int) -> tuple[list[str], np.ndarray]:
     """Host nodes matched by origin (as host_graph.read_host_graph) and each global ID's."""
     node: dict[str, int] = {}
@@ -176,7 +189,7 @@ def run_rank_by_url(
     one report per shard (see the module docstring)."""
     started = time.perf_counter()
     with ExitStack() as stack:
-        stores = [stack.enter_context(StoreReader.open(d.store_path)) for d in shards]
+        stores = [stack.enter_context(open_source(d)) for d in shards]
         for store in stores:  # a crawl may be committing: read each store as of one state
             stack.enter_context(store.snapshot())
         inputs = read_by_url(stores, shards)

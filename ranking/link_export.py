@@ -1,0 +1,325 @@
+"""A shard's link export: what by-URL link analysis reads from a crawl store, as Parquet files
+with global URL keys, so that the ranking machine of a cluster reads these instead of a copy of
+the whole store.
+
+Question: what must leave a shard for the global PageRank, host rank, levels, giant SCC, OPIC
+importance join and topic vectors of :mod:`ranking.rank_by_url` (PageRank paper, section 2.1;
+OPIC paper, sections 4.1 and 4.3; Haveliwala 2002, section 3)?  Input: one crawl store, read
+through :class:`store.views.StoreReader` as of one committed state.  Output: a directory::
+
+    EXPORT/websift.json              a data directory's marker (``rank --shard`` writes the
+                                     shard's copy of the global ranks to EXPORT/ranks/)
+    EXPORT/link-export.json          the manifest (checked JSON, written last): the files with
+                                     their sha256 and row counts, the store's URL ID range
+    EXPORT/eG-urls.parquet           one row per URL the store holds: ``id`` (its URL ID in
+                                     the store), ``fp_hi``/``fp_lo`` (the 128-bit global key,
+                                     :func:`ranking.url_join.stable_fingerprints`), ``host``
+                                     (its host ID, 0: none), ``seed`` (depth 0) and
+                                     ``importance`` (OPIC, ``urls.importance``)
+    EXPORT/eG-hosts.parquet          ``host``, ``origin``: host nodes are matched by origin
+    EXPORT/eG-url-text.parquet       ``id``, ``url``: read only for topic definitions that
+                                     name URLs, hosts or patterns
+    EXPORT/eG-links-NNNNN.parquet    ``src``, ``dst``: the followed links (nofollow left out)
+                                     in the store's URL IDs, ``LINK_BLOCK`` rows a file
+
+``G`` is the export's generation: a new export writes new files, then the manifest, then
+removes the files the manifest no longer names, so a reader holding the previous manifest
+finds either its files or a one-line error (every file is checked against its sha256 when
+read).  Links carry the store's own URL IDs (4-8 bytes each after Parquet's encoding) rather
+than 32 bytes of fingerprints: the ``urls`` table maps every one to its global key, which the
+join (:func:`ranking.url_join.join_keys`) turns into dense global IDs.
+
+Invariant: :class:`ExportReader` answers every question :mod:`ranking.rank_by_url` asks a
+store with the same arrays the store gives, so ranking from exports equals ranking from the
+stores (tests/ranking/test_link_export.py).  Files are written atomically (core.fileio), the
+manifest last.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from websift.core import checked
+from websift.core.datadir import DataDir
+from websift.core.errors import CheckedFileError, CheckedFileMissing
+from websift.core.extras import require
+from websift.core.fileio import atomic_write_bytes, fsync_dir
+from websift.ranking.errors import RankingError
+from websift.ranking.url_join import URL_CHUNK, StoreKeys, stable_fingerprints
+from websift.store.views import StoreReader
+
+MANIFEST = "link-export.json"
+LINK_EXPORT_FORMAT = checked.Format("websift-link-export", 1, "link export manifest")
+LINK_BLOCK = 1 << 20  # links per Parquet file (one row group)
+COMPRESSION = "zstd"
+_FILE = re.compile(r"e\d{6}-[a-z-]+(-\d{5})?\.parquet")
+
+
+class LinkExportError(RankingError):
+    """A link export cannot be written or read (one line for the operator)."""
+
+
+def is_export(root: Path) -> bool:
+    """Does ``root`` hold a link export (rather than, or besides, a crawl store)?"""
+    return (root / MANIFEST).is_file()
+
+
+def read_manifest(root: Path) -> dict[str, Any] | None:
+    """The export manifest's body; None when there is none (a damaged one raises)."""
+    try:
+        return checked.read_json(root / MANIFEST, LINK_EXPORT_FORMAT).body
+    except CheckedFileMissing:
+        return None
+    except CheckedFileError as exc:
+        raise LinkExportError(str(exc)) from None
+
+
+# ---------------------------------------------------------------------------- writing
+def _parquet_bytes(columns: dict[str, np.ndarray | list[str]]) -> bytes:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa.table({k: pa.array(v) for k, v in columns.items()})
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink, compression=COMPRESSION, row_group_size=max(1, table.num_rows))
+    return bytes(sink.getvalue().to_pybytes())
+
+
+@dataclass
+class _Writer:
+    root: Path
+    generation: int
+    files: dict[str, dict[str, Any]]
+
+    def put(self, kind: str, columns: dict[str, np.ndarray | list[str]]) -> None:
+        raw = _parquet_bytes(columns)
+        name = f"e{self.generation:06d}-{kind}.parquet"
+        atomic_write_bytes(self.root / name, raw)
+        rows = len(next(iter(columns.values())))
+        self.files[kind] = {"file": name, "sha256": checked.sha256_hex(raw), "rows": rows,
+                            "bytes": len(raw)}
+
+
+def write_export(store: StoreReader, root: Path, **extra: Any) -> dict[str, Any]:
+    """Write ``store``'s link export into ``root`` (made a data directory if it is not one),
+    replacing the one there; call inside ``store.snapshot()`` for one committed state.
+    ``extra`` goes into the manifest (the exchange's rank digest).  Returns the manifest."""
+    require("cluster", "rank --shard over link exports", ("pyarrow",))
+    DataDir.create(root)
+    last = read_manifest(root)
+    w = _Writer(root, 1 + (0 if last is None else int(last["generation"])), {})
+    size = store.max_url_id() + 1
+    ids: list[int] = []
+    text: list[str] = []
+    for uid, url in store.urls():
+        ids.append(uid)
+        text.append(url)
+    id_col = np.asarray(ids, dtype=np.int64)
+    del ids
+    keys: list[np.ndarray] = []
+    for a in range(0, len(text), URL_CHUNK):
+        keys.append(stable_fingerprints(text[a : a + URL_CHUNK]))
+    fp = np.concatenate(keys) if keys else np.zeros((0, 2), dtype=np.uint64)
+    seed = np.zeros(size, dtype=bool)
+    seed[store.ids_at_depth(0)] = True
+    w.put("urls", {"id": id_col, "fp_hi": np.ascontiguousarray(fp[:, 0]),
+                   "fp_lo": np.ascontiguousarray(fp[:, 1]),
+                   "host": store.host_ids_by_id(size)[id_col],
+                   "seed": seed[id_col], "importance": store.importance_by_id(size)[id_col]})
+    w.put("url-text", {"id": id_col, "url": text})
+    del text, fp, keys
+    origins = store.host_origins()
+    w.put("hosts", {"host": np.asarray(list(origins), dtype=np.int64),
+                    "origin": list(origins.values())})
+    src, dst = store.link_arrays(include_nofollow=False)
+    links = []
+    for k, a in enumerate(range(0, max(src.size, 1), LINK_BLOCK)):
+        kind = f"links-{k:05d}"
+        w.put(kind, {"src": src[a : a + LINK_BLOCK].astype(np.int32),
+                     "dst": dst[a : a + LINK_BLOCK].astype(np.int32)})
+        links.append(w.files.pop(kind))
+    body = {"generation": w.generation, "size": size, "urls": int(id_col.size),
+            "links": int(src.size), "frontier_id": store.get_meta("frontier_id"),
+            "files": w.files, "link_files": links, **extra}
+    fsync_dir(root)
+    checked.write_json(root / MANIFEST, LINK_EXPORT_FORMAT, body)
+    _sweep(root, body)
+    return body
+
+
+def _named(body: dict[str, Any]) -> set[str]:
+    return {str(f["file"]) for f in [*body["files"].values(), *body["link_files"]]}
+
+
+def _sweep(root: Path, body: dict[str, Any]) -> None:
+    """Remove export files the manifest ``body`` does not name (a previous generation's)."""
+    keep = _named(body)
+    for path in root.iterdir():
+        if _FILE.fullmatch(path.name) and path.name not in keep:
+            path.unlink(missing_ok=True)
+
+
+def export_bytes(root: Path) -> int:
+    """The bytes of the export's files (the manifest's sizes, plus the manifest)."""
+    body = read_manifest(root)
+    if body is None:
+        return 0
+    return (sum(int(f["bytes"]) for f in [*body["files"].values(), *body["link_files"]])
+            + (root / MANIFEST).stat().st_size)
+
+
+# ---------------------------------------------------------------------------- reading
+def read_table(path: Path, sha256: str, columns: list[str] | None = None) -> Any:
+    """One export file as a pyarrow Table, checked against its sha256."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise LinkExportError(f"{path} is missing (the export is being replaced: try again, "
+                              "or every machine must see the export at this path)") from None
+    if checked.sha256_hex(raw) != sha256:
+        raise LinkExportError(f"{path} fails its sha256 check (damaged or being replaced)")
+    return pq.read_table(pa.BufferReader(raw), columns=columns)
+
+
+def read_links(path: Path, sha256: str) -> tuple[np.ndarray, np.ndarray]:
+    """One link file's (src, dst) as int32 arrays (store URL IDs)."""
+    table = read_table(path, sha256, ["src", "dst"])
+    return (table.column("src").to_numpy().astype(np.int32, copy=False),
+            table.column("dst").to_numpy().astype(np.int32, copy=False))
+
+
+class ExportReader:
+    """A link export read as :mod:`ranking.rank_by_url` reads a store (the same arrays)."""
+
+    def __init__(self, root: Path, body: dict[str, Any]) -> None:
+        self.root, self.body = root, body
+        self.size = int(body["size"])
+        table = self._table("urls")
+        self.ids = table.column("id").to_numpy().astype(np.int64, copy=False)
+        self._cols = {c: table.column(c).to_numpy() for c in
+                      ("fp_hi", "fp_lo", "host", "seed", "importance")}
+        self._text: dict[str, int] | None = None
+
+    @classmethod
+    def open(cls, root: Path) -> ExportReader:
+        require("cluster", "rank --shard over link exports", ("pyarrow",))
+        body = read_manifest(root)
+        if body is None:
+            raise LinkExportError(f"{root} holds no link export ({MANIFEST} is missing)")
+        return cls(root, body)
+
+    def _table(self, kind: str, columns: list[str] | None = None) -> Any:
+        entry = self.body["files"][kind]
+        return read_table(self.root / str(entry["file"]), str(entry["sha256"]), columns)
+
+    def close(self) -> None:
+        self._cols.clear()
+
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """An export is one committed state already."""
+        yield
+
+    def __enter__(self) -> ExportReader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def keys(self) -> StoreKeys:
+        fp = np.stack([self._cols["fp_hi"], self._cols["fp_lo"]], axis=1).astype(np.uint64)
+        return StoreKeys(self.ids, fp, self.size)
+
+    def get_meta(self, key: str) -> str | None:
+        value = self.body.get(key)
+        return None if value is None else str(value)
+
+    def max_url_id(self) -> int:
+        return self.size - 1
+
+    def url_count(self) -> int:
+        return int(self.ids.size)
+
+    def link_count(self) -> int:
+        return int(self.body["links"])
+
+    def _by_id(self, column: str, size: int, dtype: Any) -> np.ndarray:
+        out = np.zeros(size, dtype=dtype)
+        keep = self.ids < size
+        out[self.ids[keep]] = self._cols[column][keep]
+        return out
+
+    def importance_by_id(self, size: int) -> np.ndarray:
+        return self._by_id("importance", size, np.float64)
+
+    def host_ids_by_id(self, size: int) -> np.ndarray:
+        return self._by_id("host", size, np.int64)
+
+    def ids_at_depth(self, depth: int) -> np.ndarray:
+        if depth != 0:
+            raise LinkExportError("a link export records the seeds (depth 0) only")
+        return self.ids[self._cols["seed"].astype(bool)]
+
+    def host_origins(self) -> dict[int, str]:
+        table = self._table("hosts")
+        return dict(zip(table.column("host").to_pylist(), table.column("origin").to_pylist(),
+                        strict=True))
+
+    def urls(self) -> Iterator[tuple[int, str]]:
+        """Every (URL ID, URL) in ID order."""
+        table = self._table("url-text")
+        yield from zip(table.column("id").to_pylist(), table.column("url").to_pylist(),
+                       strict=True)
+
+    def url_id(self, url: str) -> int | None:
+        if self._text is None:
+            self._text = {u: i for i, u in self.urls()}
+        return self._text.get(url)
+
+    def link_files(self) -> list[tuple[Path, str]]:
+        """Each link file's path and sha256."""
+        return [(self.root / str(f["file"]), str(f["sha256"])) for f in self.body["link_files"]]
+
+    def link_arrays(self, include_nofollow: bool = False) -> tuple[np.ndarray, np.ndarray]:
+        """All followed links as two int32 arrays (src, dst) in the store's URL IDs."""
+        if include_nofollow:
+            raise LinkExportError("a link export holds the followed links only")
+        parts = [read_links(p, sha) for p, sha in self.link_files()]
+        if not parts:
+            return np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.int32)
+        return (np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]))
+
+
+LinkSource = StoreReader | ExportReader
+
+
+def open_source(data: DataDir) -> LinkSource:
+    """A shard's links, from its link export when the directory holds one, else its store."""
+    if is_export(data.root):
+        return ExportReader.open(data.root)
+    if not data.store_path.exists():
+        raise LinkExportError(f"{data.root} holds neither a crawl store nor a link export")
+    return StoreReader.open(data.store_path)
+
+
+def export_store(data: DataDir, out: Path) -> dict[str, Any]:
+    """``rank --export-links OUT``: ``data``'s store as of one commit, exported into ``out``."""
+    with StoreReader.open(data.store_path) as store, store.snapshot():
+        return write_export(store, out)
+
+
+def remove_store_copy(root: Path) -> None:
+    """Remove a store copy an older exchange left beside an export (the export is read)."""
+    for name in ("crawl.sqlite3", "crawl.sqlite3-wal", "crawl.sqlite3-shm"):
+        (root / name).unlink(missing_ok=True)
+    fsync_dir(root)
