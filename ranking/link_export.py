@@ -38,8 +38,8 @@ manifest last.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Iterator, Sequence
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -310,6 +310,18 @@ def open_source(data: DataDir) -> LinkSource:
     if not data.store_path.exists():
         raise LinkExportError(f"{data.root} holds neither a crawl store nor a link export")
     return StoreReader.open(data.store_path)
+
+
+def open_sources(stack: ExitStack, shards: Sequence[DataDir]) -> list[LinkSource]:
+    """:func:`open_source` of every shard, each closed when ``stack`` ends, each read as of
+    one committed state (a crawl may be committing)."""
+    out: list[LinkSource] = []
+    for data in shards:
+        source = open_source(data)
+        stack.callback(source.close)
+        out.append(source)
+        stack.enter_context(source.snapshot())
+    return out
 
 
 def export_store(data: DataDir, out: Path) -> dict[str, Any]:

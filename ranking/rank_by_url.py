@@ -39,13 +39,13 @@ from websift.ranking.host_graph import (
     host_pagerank,
     weighted_graph,
 )
+from websift.ranking.link_export import ExportReader, LinkSource, open_sources
 from websift.ranking.pagerank import Dangling, PageRankResult, pagerank
 from websift.ranking.rank_job import Progress, RankedGraph, RankReport, _named, topic_vector
 from websift.ranking.ranks_writer import HostRanks, current_manifest, write_generation, write_lock
 from websift.ranking.store_graph import topic_page_ids
 from websift.ranking.structure import levels, strong_components
 from websift.ranking.topic_store import TopicRecord, load_topic, topic_names
-from websift.ranking.link_export import ExportReader, LinkSource, open_source
 from websift.ranking.url_join import StoreKeys, UrlJoin, join_keys, read_store_keys
 
 
@@ -133,6 +133,18 @@ def host_graph_of(inputs: ByUrlInputs, edges: HostLinks) -> HostGraph:
                      graph=weighted_graph(edges[0], edges[1], edges[2], hosts, present))
 
 
+def cross_host_keys(host_of: np.ndarray, hosts: int, src: np.ndarray,
+                    dst: np.ndarray) -> np.ndarray:
+    """The distinct (source page, target host) pairs of the links ``src -> dst`` (global
+    IDs) between two hosts, as ``page * hosts + host`` keys (what :class:`CrossHostPages`
+    gathers; a Dask worker computes them for the links it reads)."""
+    src_host = host_of[src].astype(np.int64)
+    dst_host = host_of[dst].astype(np.int64)
+    keep = (src_host >= 0) & (dst_host >= 0) & (src_host != dst_host)
+    keys, _ = distinct(src[keep].astype(np.int64) * hosts + dst_host[keep])
+    return keys
+
+
 @dataclass
 class CrossHostPages:
     """The host graph's edges gathered from link arrays one store at a time, without the page
@@ -148,11 +160,7 @@ class CrossHostPages:
 
     def add(self, src: np.ndarray, dst: np.ndarray) -> None:
         """One store's links (global IDs); nofollow links already left out."""
-        src_host = self.host_of[src].astype(np.int64)
-        dst_host = self.host_of[dst].astype(np.int64)
-        keep = (src_host >= 0) & (dst_host >= 0) & (src_host != dst_host)
-        keys, _ = distinct(src[keep].astype(np.int64) * self.hosts + dst_host[keep])
-        self.parts.append(keys)
+        self.parts.append(cross_host_keys(self.host_of, self.hosts, src, dst))
 
     def edges(self) -> HostLinks:
         hosts = self.hosts
@@ -189,9 +197,7 @@ def run_rank_by_url(
     one report per shard (see the module docstring)."""
     started = time.perf_counter()
     with ExitStack() as stack:
-        stores = [stack.enter_context(open_source(d)) for d in shards]
-        for store in stores:  # a crawl may be committing: read each store as of one state
-            stack.enter_context(store.snapshot())
+        stores = open_sources(stack, shards)
         inputs = read_by_url(stores, shards)
         srcs, dsts = [], []
         for store, m in zip(stores, inputs.maps, strict=True):
