@@ -1,20 +1,28 @@
 """Benchmark: ``websift rank --shard`` over a partitioned crawl's shards (stores numbering URLs
-each their own way), the Dask engine against the embedded one, in the same run.
+each their own way) and over their link exports, the Dask engine against the embedded one, in
+the same run; and what a cluster's exchange turn writes per shard: a link export against a
+copy of the whole store.
 
     .venv/bin/python -m scripts.benchmarks.bench_rank_by_url                  # 4 x 10,000 pages
-    .venv/bin/python -m scripts.benchmarks.bench_rank_by_url --pages 5000 --shards 2
+    .venv/bin/python -m scripts.benchmarks.bench_rank_by_url --pages 5000 20000 --shards 2
 
 ``--shards`` stores are written as a partitioned crawl leaves them: each fetched the pages of
 its own hosts (host h belongs to shard h mod shards), each page linking to ``--links`` pages
-drawn among all (other shards' pages are in its store as discovered URLs only).  Then, on the
-same stores, timed with the reading, the join, the ranking and the writing:
+drawn among all (other shards' pages are in its store as discovered URLs only).  Then, for each
+``--pages`` size, on the same stores:
 
-- embedded: :func:`ranking.rank_by_url.run_rank_by_url`, in this process;
+- store copy: SQLite's online backup of every store (what the exchange wrote before link
+  exports), bytes and seconds; link export: :func:`ranking.link_export.export_store` of every
+  store, bytes and seconds;
+- embedded: :func:`ranking.rank_by_url.run_rank_by_url` in this process, over the stores,
+  then over the exports (timed with the reading, the join, the ranking and the writing);
 - dask: :meth:`ranking.dask_engine.DaskEngine.run_by_url` on a LocalCluster of ``--workers``
-  processes started beforehand (not timed).
+  processes started beforehand (not timed), over the stores, then over the exports.
 
-Each shard's PageRank vector must agree within L1 ``--accuracy`` (1e-9) between the two.  The
-last line is ``dask_vs_embedded=R l1=E`` (R: the Dask run's seconds over the embedded run's).
+Each shard's PageRank vector must agree within L1 ``--accuracy`` (1e-9) between all four runs.
+One line per size: ``pages=N export_vs_copy_bytes=B export_vs_copy_s=T
+exports_vs_stores_embedded=E exports_vs_stores_dask=D dask_vs_embedded=R l1=L`` (ratios of the
+first figure over the second, from the same run).
 """
 
 from __future__ import annotations
@@ -24,16 +32,19 @@ import hashlib
 import shutil
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 
 from websift.core.datadir import DataDir
 from websift.ranking.dask_engine import DaskEngine, local_cluster
+from websift.ranking.link_export import export_bytes, export_store
 from websift.ranking.rank_by_url import run_rank_by_url
 from websift.ranking.ranks import Ranks
 from websift.store.crawl_store import CrawlStore
 from websift.store.schema import Link
+from websift.store.views import StoreReader
 
 PAGES_PER_HOST = 100
 BATCH = 5_000  # pages per transaction while building
@@ -65,42 +76,90 @@ def build_shards(root: Path, pages: int, shards: int, links: int, seed: int) -> 
     return out
 
 
+def _copy_and_export(root: Path, shards: list[DataDir]) -> tuple[list[DataDir], dict[str, float]]:
+    """Every shard's store copied (the exchange's former export) and link-exported; sizes and
+    seconds of both."""
+    figures = {"copy_bytes": 0.0, "copy_s": 0.0, "export_bytes": 0.0, "export_s": 0.0}
+    exports = []
+    for s, data in enumerate(shards):
+        copy = root / f"copy{s}.sqlite3"
+        t = time.perf_counter()
+        with StoreReader.open(data.store_path) as store:
+            store.backup_to(copy)
+        figures["copy_s"] += time.perf_counter() - t
+        figures["copy_bytes"] += copy.stat().st_size
+        copy.unlink()
+        t = time.perf_counter()
+        export_store(data, root / f"export{s}")
+        figures["export_s"] += time.perf_counter() - t
+        figures["export_bytes"] += export_bytes(root / f"export{s}")
+        exports.append(DataDir.open(root / f"export{s}"))
+    return exports, figures
+
+
+def _timed(run: Callable[[list[DataDir]], object], dirs: list[DataDir]) -> tuple[float, list[Ranks]]:
+    before = [Ranks.open(d).generation if (d.ranks_dir / "manifest.json").exists() else 0
+              for d in dirs]
+    t = time.perf_counter()
+    run(dirs)
+    seconds = time.perf_counter() - t
+    after = [Ranks.open(d) for d in dirs]
+    if any(r.generation <= g for g, r in zip(before, after, strict=True)):
+        raise SystemExit("a run wrote no new generation")
+    return seconds, after
+
+
+def one_size(root: Path, pages: int, args: argparse.Namespace, cluster_address: str) -> str:
+    t = time.perf_counter()
+    shards = build_shards(root, pages, args.shards, args.links, seed=7)
+    print(f"{args.shards} shards, {pages:,} pages, {pages * args.links:,} links "
+          f"stored in {time.perf_counter() - t:.1f} s", flush=True)
+    exports, f = _copy_and_export(root, shards)
+    print(f"store copies: {f['copy_bytes'] / 1e6:.2f} MB in {f['copy_s']:.2f} s   "
+          f"link exports: {f['export_bytes'] / 1e6:.2f} MB in {f['export_s']:.2f} s", flush=True)
+    engine = DaskEngine(scheduler=cluster_address)
+
+    def dask(dirs: list[DataDir]) -> object:
+        return engine.run_by_url(dirs, damping=0.85, tol=1e-10, dangling="teleport")
+
+    runs = {"embedded stores": _timed(run_rank_by_url, shards),
+            "embedded exports": _timed(run_rank_by_url, exports),
+            "dask stores": _timed(dask, shards),
+            "dask exports": _timed(dask, exports)}
+    reference = runs["embedded stores"][1]
+    l1 = max(float(np.abs(a.pagerank - b.pagerank).sum())
+             for _, ranks in runs.values() for a, b in zip(reference, ranks, strict=True))
+    print("   ".join(f"{name}: {s:.2f} s" for name, (s, _) in runs.items())
+          + f"   PageRank L1 (worst): {l1:.1e}", flush=True)
+    if l1 > args.accuracy:
+        raise SystemExit(f"the runs differ by {l1:.1e} in L1 (> {args.accuracy:g})")
+    sec = {name: s for name, (s, _) in runs.items()}
+    return (f"pages={pages} export_vs_copy_bytes={f['export_bytes'] / f['copy_bytes']:.3f} "
+            f"export_vs_copy_s={f['export_s'] / f['copy_s']:.2f} "
+            f"exports_vs_stores_embedded={sec['embedded exports'] / sec['embedded stores']:.2f} "
+            f"exports_vs_stores_dask={sec['dask exports'] / sec['dask stores']:.2f} "
+            f"dask_vs_embedded={sec['dask stores'] / sec['embedded stores']:.2f} l1={l1:.1e}")
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
-    ap.add_argument("--pages", type=int, default=40_000, help="pages over all shards")
+    ap.add_argument("--pages", type=int, nargs="+", default=[40_000],
+                    help="pages over all shards (one run per size)")
     ap.add_argument("--shards", type=int, default=4)
     ap.add_argument("--links", type=int, default=10, help="links per page")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--accuracy", type=float, default=1e-9)
     args = ap.parse_args(argv)
-    root = Path(tempfile.mkdtemp(prefix="bench-rank-by-url-"))
-    try:
-        t = time.perf_counter()
-        shards = build_shards(root, args.pages, args.shards, args.links, seed=7)
-        print(f"{args.shards} shards, {args.pages:,} pages, {args.pages * args.links:,} links "
-              f"stored in {time.perf_counter() - t:.1f} s", flush=True)
-        t = time.perf_counter()
-        run_rank_by_url(shards)
-        embedded_s = time.perf_counter() - t
-        first = [Ranks.open(d) for d in shards]
-        with local_cluster(args.workers) as cluster:
-            engine = DaskEngine(scheduler=cluster.scheduler_address)
-            t = time.perf_counter()
-            engine.run_by_url(shards, damping=0.85, tol=1e-10, dangling="teleport")
-            dask_s = time.perf_counter() - t
-            print(engine.last_run.summary())
-        then = [Ranks.open(d) for d in shards]
-        if any(b.generation <= a.generation for a, b in zip(first, then, strict=True)):
-            raise SystemExit("the Dask run wrote no new generation")
-        l1 = max(float(np.abs(a.pagerank - b.pagerank).sum())
-                 for a, b in zip(first, then, strict=True))
-        print(f"embedded: {embedded_s:.2f} s   dask ({args.workers} workers): {dask_s:.2f} s   "
-              f"PageRank L1 (worst shard): {l1:.1e}")
-        if l1 > args.accuracy:
-            raise SystemExit(f"the engines differ by {l1:.1e} in L1 (> {args.accuracy:g})")
-        print(f"dask_vs_embedded={dask_s / embedded_s:.2f} l1={l1:.1e}")
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
+    lines = []
+    with local_cluster(args.workers) as cluster:
+        for pages in args.pages:
+            root = Path(tempfile.mkdtemp(prefix="bench-rank-by-url-"))
+            try:
+                lines.append(one_size(root, pages, args, cluster.scheduler_address))
+            finally:
+                shutil.rmtree(root, ignore_errors=True)
+    for line in lines:
+        print(line)
 
 
 if __name__ == "__main__":
