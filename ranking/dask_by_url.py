@@ -31,7 +31,6 @@ import time
 from collections.abc import Iterator, Sequence
 from concurrent.futures import CancelledError
 from contextlib import ExitStack
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -51,14 +50,19 @@ from websift.ranking.dask_engine import (
     topic_vector,
 )
 from websift.ranking.host_graph import host_pagerank
-from websift.ranking.link_blocks import ArrayFile, Spill, merge_spills, spill_chunks, write_scratch
-from websift.ranking.link_export import ExportReader, LinkSource, open_sources, read_links
+from websift.ranking.link_blocks import Spill, merge_spills, write_scratch
+from websift.ranking.link_export import (
+    ExportLinks,
+    ExportReader,
+    LinkSource,
+    open_sources,
+    spill_export_links,
+)
 from websift.ranking.pagerank import Dangling, PageRankResult, uniform_teleport
 from websift.ranking.rank_by_url import (
     ByUrlInputs,
     CrossHostPages,
     GlobalRanks,
-    cross_host_keys,
     host_graph_of,
     read_by_url,
     write_by_url,
@@ -137,34 +141,6 @@ def run_dask_by_url(
                         host_result=host_result)
     return write_by_url(shards, inputs, ranks, damping=damping, tol=tol, dangling=dangling,
                         started=started)
-
-
-@dataclass(frozen=True)
-class ExportLinks:
-    """One link file of a shard's link export, for a worker to spill (global IDs through the
-    shard's URL map, ``gmap``; the host of every global ID, ``host_of``)."""
-
-    path: str
-    sha256: str
-    gmap: ArrayFile
-    host_of: ArrayFile
-    hosts: int
-    bounds: np.ndarray
-    directory: str
-    name: str
-
-
-def spill_export_links(task: ExportLinks) -> tuple[Spill, np.ndarray]:
-    """On a worker: read one export link file (checked against its sha256), map it to global
-    IDs, spill it into the run's bucket files; returns the spill and its links' cross-host
-    (source page, target host) keys."""
-    src, dst = read_links(Path(task.path), task.sha256)
-    m = task.gmap.read("URL map")
-    gsrc, gdst = m[src], m[dst]
-    del src, dst, m
-    spill = spill_chunks(gsrc, gdst, n=int(task.bounds[-1]), bounds=task.bounds,
-                         directory=Path(task.directory), name=task.name)
-    return spill, cross_host_keys(task.host_of.read("hosts of pages"), task.hosts, gsrc, gdst)
 
 
 def spill_exports(client: Client, stores: Sequence[LinkSource], inputs: ByUrlInputs, *,

@@ -145,14 +145,15 @@ def _fsync(path: Path) -> None:
 
 
 # ---------------------------------------------------------------------------- 1. export
-def rank_digest(store: StoreReader) -> str:
+def rank_digest(store: StoreReader,
+                links: tuple[np.ndarray, np.ndarray] | None = None) -> str:
     """sha256 of what link analysis and the anchor export read from ``store``: its URLs (how
     many, the highest ID), links, seeds, OPIC importance and last change (``seq``).  A live
     crawl's store changes at every commit (its run figures, the mailbox's bookkeeping), so
     its bytes cannot tell whether a new round is due; this does."""
     h = hashlib.sha256()
     top = store.max_url_id()
-    src, dst = store.link_arrays(include_nofollow=False)
+    src, dst = links if links is not None else store.link_arrays(include_nofollow=False)
     for part in (np.array([top, store.max_seq()], dtype=np.int64), src, dst,
                  store.ids_at_depth(0), store.importance_by_id(top + 1)):
         h.update(np.ascontiguousarray(part).tobytes())
@@ -167,10 +168,13 @@ def export_shard(data: DataDir, exchange: Exchange, name: str, *,
     DataDir.create(target.root)
     last = _read(target.root / "export.json", EXPORT_FORMAT)
     with StoreReader.open(data.store_path) as store, store.snapshot():
-        digest = rank_digest(store)  # the digest, links and anchors of one committed state
+        # the digest, links and anchors of one committed state; its links read once
+        arrays = store.link_arrays(include_nofollow=False)
+        digest = rank_digest(store, arrays)
         if last is not None and last.get("rank_digest") == digest:
             return False
-        links = write_link_export(store, target.root, rank_digest=digest)
+        links = write_link_export(store, target.root, links=arrays, rank_digest=digest)
+        del arrays
         anchors = export_anchors(store, navigation=navigation)
     anchors_sha = write_export(target.root / "anchors.json", anchors)
     remove_store_copy(target.root)  # an older exchange's copy: the link export is read now

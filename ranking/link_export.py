@@ -52,6 +52,8 @@ from websift.core.errors import CheckedFileError, CheckedFileMissing
 from websift.core.extras import require
 from websift.core.fileio import atomic_write_bytes, fsync_dir
 from websift.ranking.errors import RankingError
+from websift.ranking.host_graph import distinct
+from websift.ranking.link_blocks import ArrayFile, Spill, spill_chunks
 from websift.ranking.url_join import URL_CHUNK, StoreKeys, stable_fingerprints
 from websift.store.views import StoreReader
 
@@ -107,10 +109,14 @@ class _Writer:
                             "bytes": len(raw)}
 
 
-def write_export(store: StoreReader, root: Path, **extra: Any) -> dict[str, Any]:
+def write_export(store: StoreReader, root: Path, *,
+                 links: tuple[np.ndarray, np.ndarray] | None = None,
+                 **extra: Any) -> dict[str, Any]:
     """Write ``store``'s link export into ``root`` (made a data directory if it is not one),
     replacing the one there; call inside ``store.snapshot()`` for one committed state.
-    ``extra`` goes into the manifest (the exchange's rank digest).  Returns the manifest."""
+    ``links``: the store's followed links when the caller read them already (the exchange's
+    rank digest reads them: the store's largest read, done once).  ``extra`` goes into the
+    manifest (the exchange's rank digest).  Returns the manifest."""
     require("cluster", "rank --shard over link exports", ("pyarrow",))
     DataDir.create(root)
     last = read_manifest(root)
@@ -138,16 +144,16 @@ def write_export(store: StoreReader, root: Path, **extra: Any) -> dict[str, Any]
     origins = store.host_origins()
     w.put("hosts", {"host": np.asarray(list(origins), dtype=np.int64),
                     "origin": list(origins.values())})
-    src, dst = store.link_arrays(include_nofollow=False)
-    links = []
+    src, dst = links if links is not None else store.link_arrays(include_nofollow=False)
+    files = []
     for k, a in enumerate(range(0, max(src.size, 1), LINK_BLOCK)):
         kind = f"links-{k:05d}"
         w.put(kind, {"src": src[a : a + LINK_BLOCK].astype(np.int32),
                      "dst": dst[a : a + LINK_BLOCK].astype(np.int32)})
-        links.append(w.files.pop(kind))
+        files.append(w.files.pop(kind))
     body = {"generation": w.generation, "size": size, "urls": int(id_col.size),
             "links": int(src.size), "frontier_id": store.get_meta("frontier_id"),
-            "files": w.files, "link_files": links, **extra}
+            "files": w.files, "link_files": files, **extra}
     fsync_dir(root)
     checked.write_json(root / MANIFEST, LINK_EXPORT_FORMAT, body)
     _sweep(root, body)
@@ -298,6 +304,48 @@ class ExportReader:
         if not parts:
             return np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.int32)
         return (np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]))
+
+
+def cross_host_keys(host_of: np.ndarray, hosts: int, src: np.ndarray,
+                    dst: np.ndarray) -> np.ndarray:
+    """The distinct (source page, target host) pairs of the links ``src -> dst`` (global
+    IDs) between two hosts, as ``page * hosts + host`` keys (what :class:`CrossHostPages`
+    gathers; a Dask worker computes them for the links it reads)."""
+    src_host = host_of[src].astype(np.int64)
+    dst_host = host_of[dst].astype(np.int64)
+    keep = (src_host >= 0) & (dst_host >= 0) & (src_host != dst_host)
+    keys, _ = distinct(src[keep].astype(np.int64) * hosts + dst_host[keep])
+    return keys
+
+
+# ---------------------------------------------------------------------------- on a Dask worker
+# (here, not in ranking/dask_by_url.py: a worker imports this light module, not the rank job's)
+@dataclass(frozen=True)
+class ExportLinks:
+    """One link file of a shard's link export, for a worker to spill (global IDs through the
+    shard's URL map, ``gmap``; the host of every global ID, ``host_of``)."""
+
+    path: str
+    sha256: str
+    gmap: ArrayFile
+    host_of: ArrayFile
+    hosts: int
+    bounds: np.ndarray
+    directory: str
+    name: str
+
+
+def spill_export_links(task: ExportLinks) -> tuple[Spill, np.ndarray]:
+    """On a worker: read one export link file (checked against its sha256), map it to global
+    IDs, spill it into the run's bucket files; returns the spill and its links' cross-host
+    (source page, target host) keys."""
+    src, dst = read_links(Path(task.path), task.sha256)
+    m = task.gmap.read("URL map")
+    gsrc, gdst = m[src], m[dst]
+    del src, dst, m
+    spill = spill_chunks(gsrc, gdst, n=int(task.bounds[-1]), bounds=task.bounds,
+                         directory=Path(task.directory), name=task.name)
+    return spill, cross_host_keys(task.host_of.read("hosts of pages"), task.hosts, gsrc, gdst)
 
 
 LinkSource = StoreReader | ExportReader

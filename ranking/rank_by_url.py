@@ -39,7 +39,7 @@ from websift.ranking.host_graph import (
     host_pagerank,
     weighted_graph,
 )
-from websift.ranking.link_export import ExportReader, LinkSource, open_sources
+from websift.ranking.link_export import ExportReader, LinkSource, cross_host_keys, open_sources
 from websift.ranking.pagerank import Dangling, PageRankResult, pagerank
 from websift.ranking.rank_job import Progress, RankedGraph, RankReport, _named, topic_vector
 from websift.ranking.ranks_writer import HostRanks, current_manifest, write_generation, write_lock
@@ -131,18 +131,6 @@ def host_graph_of(inputs: ByUrlInputs, edges: HostLinks) -> HostGraph:
     present[inputs.host_of[inputs.host_of >= 0]] = True
     return HostGraph(origins=inputs.origins, host_of=inputs.host_of,
                      graph=weighted_graph(edges[0], edges[1], edges[2], hosts, present))
-
-
-def cross_host_keys(host_of: np.ndarray, hosts: int, src: np.ndarray,
-                    dst: np.ndarray) -> np.ndarray:
-    """The distinct (source page, target host) pairs of the links ``src -> dst`` (global
-    IDs) between two hosts, as ``page * hosts + host`` keys (what :class:`CrossHostPages`
-    gathers; a Dask worker computes them for the links it reads)."""
-    src_host = host_of[src].astype(np.int64)
-    dst_host = host_of[dst].astype(np.int64)
-    keep = (src_host >= 0) & (dst_host >= 0) & (src_host != dst_host)
-    keys, _ = distinct(src[keep].astype(np.int64) * hosts + dst_host[keep])
-    return keys
 
 
 @dataclass

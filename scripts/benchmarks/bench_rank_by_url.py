@@ -13,14 +13,17 @@ drawn among all (other shards' pages are in its store as discovered URLs only). 
 
 - store copy: SQLite's online backup of every store (what the exchange wrote before link
   exports), bytes and seconds; link export: :func:`ranking.link_export.export_store` of every
-  store, bytes and seconds;
+  store (its own read of the links included), bytes and seconds;
+- the exchange turn's export step (anchors left out) both ways: with a store copy (the rank
+  digest, the backup, the digest of the copy) and with a link export (the links read once for
+  the digest and the export: :func:`ranking.exchange.export_shard`);
 - embedded: :func:`ranking.rank_by_url.run_rank_by_url` in this process, over the stores,
   then over the exports (timed with the reading, the join, the ranking and the writing);
 - dask: :meth:`ranking.dask_engine.DaskEngine.run_by_url` on a LocalCluster of ``--workers``
   processes started beforehand (not timed), over the stores, then over the exports.
 
 Each shard's PageRank vector must agree within L1 ``--accuracy`` (1e-9) between all four runs.
-One line per size: ``pages=N export_vs_copy_bytes=B export_vs_copy_s=T
+One line per size: ``pages=N export_vs_copy_bytes=B export_vs_copy_s=T turn_export_vs_copy_s=U
 exports_vs_stores_embedded=E exports_vs_stores_dask=D dask_vs_embedded=R l1=L`` (ratios of the
 first figure over the second, from the same run).
 """
@@ -39,7 +42,8 @@ import numpy as np
 
 from websift.core.datadir import DataDir
 from websift.ranking.dask_engine import DaskEngine, local_cluster
-from websift.ranking.link_export import export_bytes, export_store
+from websift.ranking.exchange import rank_digest
+from websift.ranking.link_export import export_bytes, export_store, write_export
 from websift.ranking.rank_by_url import run_rank_by_url
 from websift.ranking.ranks import Ranks
 from websift.store.crawl_store import CrawlStore
@@ -79,14 +83,32 @@ def build_shards(root: Path, pages: int, shards: int, links: int, seed: int) -> 
 def _copy_and_export(root: Path, shards: list[DataDir]) -> tuple[list[DataDir], dict[str, float]]:
     """Every shard's store copied (the exchange's former export) and link-exported; sizes and
     seconds of both."""
-    figures = {"copy_bytes": 0.0, "copy_s": 0.0, "export_bytes": 0.0, "export_s": 0.0}
+    figures = dict.fromkeys(("copy_bytes", "copy_s", "export_bytes", "export_s", "old_turn_s",
+                             "new_turn_s"), 0.0)
     exports = []
     for s, data in enumerate(shards):
         copy = root / f"copy{s}.sqlite3"
-        t = time.perf_counter()
         with StoreReader.open(data.store_path) as store:
+            t = time.perf_counter()
             store.backup_to(copy)
-        figures["copy_s"] += time.perf_counter() - t
+            figures["copy_s"] += time.perf_counter() - t
+            # the exchange's export step with a store copy: digest, backup, digest of the copy
+            t = time.perf_counter()
+            with store.snapshot():
+                rank_digest(store)
+            store.backup_to(root / "turn.sqlite3")
+            with StoreReader.open(root / "turn.sqlite3") as snap:
+                rank_digest(snap)
+            figures["old_turn_s"] += time.perf_counter() - t
+            (root / "turn.sqlite3").unlink()
+            # ... and with a link export: the links read once for the digest and the export
+            t = time.perf_counter()
+            with store.snapshot():
+                arrays = store.link_arrays(include_nofollow=False)
+                write_export(store, root / f"turn{s}", links=arrays,
+                             rank_digest=rank_digest(store, arrays))
+            figures["new_turn_s"] += time.perf_counter() - t
+            shutil.rmtree(root / f"turn{s}")
         figures["copy_bytes"] += copy.stat().st_size
         copy.unlink()
         t = time.perf_counter()
@@ -116,7 +138,9 @@ def one_size(root: Path, pages: int, args: argparse.Namespace, cluster_address: 
           f"stored in {time.perf_counter() - t:.1f} s", flush=True)
     exports, f = _copy_and_export(root, shards)
     print(f"store copies: {f['copy_bytes'] / 1e6:.2f} MB in {f['copy_s']:.2f} s   "
-          f"link exports: {f['export_bytes'] / 1e6:.2f} MB in {f['export_s']:.2f} s", flush=True)
+          f"link exports: {f['export_bytes'] / 1e6:.2f} MB in {f['export_s']:.2f} s   "
+          f"exchange export step: with a store copy {f['old_turn_s']:.2f} s, "
+          f"with a link export {f['new_turn_s']:.2f} s", flush=True)
     engine = DaskEngine(scheduler=cluster_address)
 
     def dask(dirs: list[DataDir]) -> object:
@@ -136,6 +160,7 @@ def one_size(root: Path, pages: int, args: argparse.Namespace, cluster_address: 
     sec = {name: s for name, (s, _) in runs.items()}
     return (f"pages={pages} export_vs_copy_bytes={f['export_bytes'] / f['copy_bytes']:.3f} "
             f"export_vs_copy_s={f['export_s'] / f['copy_s']:.2f} "
+            f"turn_export_vs_copy_s={f['new_turn_s'] / f['old_turn_s']:.2f} "
             f"exports_vs_stores_embedded={sec['embedded exports'] / sec['embedded stores']:.2f} "
             f"exports_vs_stores_dask={sec['dask exports'] / sec['dask stores']:.2f} "
             f"dask_vs_embedded={sec['dask stores'] / sec['embedded stores']:.2f} l1={l1:.1e}")
