@@ -152,9 +152,10 @@ def spill_exports(client: Client, stores: Sequence[LinkSource], inputs: ByUrlInp
         if not isinstance(store, ExportReader):
             continue
         gmap = write_scratch(directory / f"export-map-{k:03d}.npy", m)
-        tasks += [ExportLinks(str(path.resolve()), sha, gmap, host_of, cross.hosts, bounds,
-                              str(directory), f"pairs-x{k:03d}-{f:05d}")
-                  for f, (path, sha) in enumerate(store.link_files())]
+        owners = write_scratch(directory / f"export-owners-{k:03d}.npy", store.owners())
+        tasks += [ExportLinks(str(path.resolve()), sha, slot, owners, gmap, host_of,
+                              cross.hosts, bounds, str(directory), f"pairs-x{k:03d}-{f:05d}")
+                  for f, (path, sha, slot) in enumerate(store.link_files())]
     done = client.gather([client.submit(spill_export_links, t, pure=False) for t in tasks])
     cross.parts.extend(keys for _, keys in done)
     empty = Spill(n=int(bounds[-1]), bounds=bounds, files=[[] for _ in range(bounds.size - 1)],

@@ -60,6 +60,8 @@ from websift.store.views import StoreReader
 MANIFEST = "link-export.json"
 LINK_EXPORT_FORMAT = checked.Format("websift-link-export", 1, "link export manifest")
 LINK_BLOCK = 1 << 20  # links per Parquet file (one row group)
+MAX_LINK_FILES = 64  # an export with more link files is written anew
+SUPERSEDED_LIMIT = 2.0  # ... and one whose link files hold more rows than this times the links
 COMPRESSION = "zstd"
 _FILE = re.compile(r"e\d{6}-[a-z-]+(-\d{5})?\.parquet")
 
@@ -145,13 +147,11 @@ def write_export(store: StoreReader, root: Path, *,
     w.put("hosts", {"host": np.asarray(list(origins), dtype=np.int64),
                     "origin": list(origins.values())})
     src, dst = links if links is not None else store.link_arrays(include_nofollow=False)
-    files = []
-    for k, a in enumerate(range(0, max(src.size, 1), LINK_BLOCK)):
-        kind = f"links-{k:05d}"
-        w.put(kind, {"src": src[a : a + LINK_BLOCK].astype(np.int32),
-                     "dst": dst[a : a + LINK_BLOCK].astype(np.int32)})
-        files.append(w.files.pop(kind))
-    body = {"generation": w.generation, "size": size, "urls": int(id_col.size),
+    files = _link_files(w, last, src, dst, size)
+    # the URL IDs the link files name: earlier files may name pages above the store's top now
+    bound = max([size, *(int(f.get("bound", 0)) for f in files)])
+    body = {"generation": w.generation, "size": size, "link_bound": bound,
+            "urls": int(id_col.size),
             "links": int(src.size), "frontier_id": store.get_meta("frontier_id"),
             "files": w.files, "link_files": files, **extra}
     fsync_dir(root)
@@ -160,8 +160,69 @@ def write_export(store: StoreReader, root: Path, *,
     return body
 
 
+def _link_files(w: _Writer, last: dict[str, Any] | None, src: np.ndarray, dst: np.ndarray,
+                size: int) -> list[dict[str, Any]]:
+    """The link files of the new export: the previous export's, kept, and one delta file of
+    the links of every page whose out-links differ from what they hold, with the list of those
+    pages (``cover``: their links in earlier files are superseded); or, for a first export,
+    too many delta files or too many superseded rows, every link written anew."""
+    if last is not None and len(last["link_files"]) < MAX_LINK_FILES:
+        old_src, old_dst = ExportReader(w.root, last).link_arrays()
+        changed = changed_sources(old_src, old_dst, src, dst, size)
+        del old_src, old_dst
+        if not changed.any():
+            return list(last["link_files"])  # no page's links changed: nothing to add
+        delta = changed[src]
+        rows = sum(int(f["rows"]) for f in last["link_files"]) + int(delta.sum())
+        if rows <= SUPERSEDED_LIMIT * max(src.size, 1):
+            kind = "links-delta"
+            w.put(kind, {"src": src[delta].astype(np.int32), "dst": dst[delta].astype(np.int32)})
+            entry = w.files.pop(kind)
+            w.put("cover", {"page": np.flatnonzero(changed).astype(np.int32)})
+            entry["cover"] = w.files.pop("cover")
+            entry["bound"] = int(changed.size)
+            return [*last["link_files"], entry]
+    files = []
+    for k, a in enumerate(range(0, max(src.size, 1), LINK_BLOCK)):
+        kind = f"links-{k:05d}"
+        w.put(kind, {"src": src[a : a + LINK_BLOCK].astype(np.int32),
+                     "dst": dst[a : a + LINK_BLOCK].astype(np.int32)})
+        files.append(w.files.pop(kind))
+    return files
+
+
+def _mix(x: np.ndarray, key: int) -> np.ndarray:
+    """splitmix64's finaliser of ``x ^ key`` (uint64, wrapping)."""
+    z = x.astype(np.uint64) ^ np.uint64(key)
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
+def _out_link_sums(src: np.ndarray, dst: np.ndarray, size: int) -> np.ndarray:
+    """Per page: its out-link count and two 64-bit sums of its targets' mixes, an
+    order-free digest of the multiset of its out-links, as a (3, size) uint64 array."""
+    out = np.zeros((3, size), dtype=np.uint64)
+    src = src.astype(np.int64)
+    np.add.at(out[0], src, np.uint64(1))
+    np.add.at(out[1], src, _mix(dst, 0x9E3779B97F4A7C15))
+    np.add.at(out[2], src, _mix(dst, 0xD1B54A32D192ED03))
+    return out
+
+
+def changed_sources(old_src: np.ndarray, old_dst: np.ndarray, src: np.ndarray, dst: np.ndarray,
+                    size: int) -> np.ndarray:
+    """A mask over URL IDs ``0..size-1``: the pages whose out-links (as a multiset) differ
+    between ``old`` and now (two different multisets agree with probability about 2^-128)."""
+    size = max(size, int(old_src.max(initial=-1)) + 1)
+    old = _out_link_sums(old_src, old_dst, size)
+    new = _out_link_sums(src, dst, size)
+    return np.any(old != new, axis=0)
+
+
 def _named(body: dict[str, Any]) -> set[str]:
-    return {str(f["file"]) for f in [*body["files"].values(), *body["link_files"]]}
+    return {str(f["file"]) for f in [*body["files"].values(), *body["link_files"]]} | {
+        str(f["cover"]["file"]) for f in body["link_files"] if "cover" in f}
 
 
 def _sweep(root: Path, body: dict[str, Any]) -> None:
@@ -202,6 +263,14 @@ def read_links(path: Path, sha256: str) -> tuple[np.ndarray, np.ndarray]:
     table = read_table(path, sha256, ["src", "dst"])
     return (table.column("src").to_numpy().astype(np.int32, copy=False),
             table.column("dst").to_numpy().astype(np.int32, copy=False))
+
+
+def live_links(links: tuple[np.ndarray, np.ndarray], owners: np.ndarray,
+               slot: int) -> tuple[np.ndarray, np.ndarray]:
+    """The links of one link file not superseded by a later delta file."""
+    src, dst = links
+    keep = owners[src] == slot
+    return (src, dst) if keep.all() else (src[keep], dst[keep])
 
 
 class ExportReader:
@@ -292,15 +361,30 @@ class ExportReader:
             self._text = {u: i for i, u in self.urls()}
         return self._text.get(url)
 
-    def link_files(self) -> list[tuple[Path, str]]:
-        """Each link file's path and sha256."""
-        return [(self.root / str(f["file"]), str(f["sha256"])) for f in self.body["link_files"]]
+    def link_files(self) -> list[tuple[Path, str, int]]:
+        """Each link file's path, sha256 and slot: its links are those whose source page's
+        :meth:`owners` entry is the slot (-1 for the files of a whole export)."""
+        return [(self.root / str(f["file"]), str(f["sha256"]), k if "cover" in f else -1)
+                for k, f in enumerate(self.body["link_files"])]
+
+    def owners(self) -> np.ndarray:
+        """Per URL ID, the slot of the link file that holds its page's out-links: the last
+        delta file that covers the page, else -1 (the whole export's files)."""
+        out = np.full(int(self.body.get("link_bound", self.size)), -1, dtype=np.int32)
+        for k, f in enumerate(self.body["link_files"]):
+            if "cover" in f:
+                cover = f["cover"]
+                pages = read_table(self.root / str(cover["file"]), str(cover["sha256"]))
+                out[pages.column("page").to_numpy()] = k
+        return out
 
     def link_arrays(self, include_nofollow: bool = False) -> tuple[np.ndarray, np.ndarray]:
         """All followed links as two int32 arrays (src, dst) in the store's URL IDs."""
         if include_nofollow:
             raise LinkExportError("a link export holds the followed links only")
-        parts = [read_links(p, sha) for p, sha in self.link_files()]
+        owners = self.owners()
+        parts = [live_links(read_links(p, sha), owners, slot)
+                 for p, sha, slot in self.link_files()]
         if not parts:
             return np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.int32)
         return (np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]))
@@ -327,6 +411,8 @@ class ExportLinks:
 
     path: str
     sha256: str
+    slot: int
+    owners: ArrayFile
     gmap: ArrayFile
     host_of: ArrayFile
     hosts: int
@@ -339,7 +425,8 @@ def spill_export_links(task: ExportLinks) -> tuple[Spill, np.ndarray]:
     """On a worker: read one export link file (checked against its sha256), map it to global
     IDs, spill it into the run's bucket files; returns the spill and its links' cross-host
     (source page, target host) keys."""
-    src, dst = read_links(Path(task.path), task.sha256)
+    src, dst = live_links(read_links(Path(task.path), task.sha256),
+                          task.owners.read("link file owners"), task.slot)
     m = task.gmap.read("URL map")
     gsrc, gdst = m[src], m[dst]
     del src, dst, m

@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from distributed import LocalCluster
+from ranking_crawl import change_links
 
 from testkit.corpus import build_data_dir
 from websift.api.cli import main
@@ -87,6 +88,8 @@ def test_dask_over_shards_by_url_equals_embedded(
     # shard a as its link export (ranking/link_export.py: its link files, several, are
     # spilled by the workers), shard b as its store (its links spilled by the client)
     monkeypatch.setattr(link_export, "LINK_BLOCK", 5)
+    assert main(["rank", "--data", str(a.root), "--export-links", str(tmp_path / "dask-a")]) == 0
+    change_links(a.store_path)  # then exported again: a delta link file supersedes 3 pages'
     assert main(["rank", "--data", str(a.root), "--export-links", str(tmp_path / "dask-a")]) == 0
     save_topic(DataDir.open(tmp_path / "dask-a").topics_dir, TOPIC)
     shutil.copytree(tmp_path / "b", tmp_path / "dask-b")

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from ranking_crawl import change_links
 from test_dask_by_url import shard_pages
 
 from testkit.corpus import build_data_dir
@@ -137,3 +138,33 @@ def test_a_new_export_replaces_the_old_and_a_damaged_one_is_refused(
     empty = DataDir.create(tmp_path / "empty")
     assert main(["rank", "--quiet", "--shard", str(empty.root), str(d["eb"].root)]) == 2
     assert "neither a crawl store nor a link export" in capsys.readouterr().err
+
+
+def test_an_export_after_changes_adds_a_delta_and_ranks_as_the_store(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    d = shards(tmp_path, monkeypatch)
+    first = read_manifest(d["ea"].root)
+    assert first is not None
+    change_links(d["a"].store_path)  # 3 pages' out-links changed, 4 links now
+    assert main(["rank", "--data", str(d["a"].root), "--export-links", str(d["ea"].root)]) == 0
+    second = read_manifest(d["ea"].root)
+    assert second is not None
+    delta = second["link_files"][-1]
+    assert second["link_files"][:-1] == first["link_files"]  # the earlier files are kept
+    assert delta["cover"]["rows"] == 3 and delta["rows"] == 4
+    with StoreReader.open(d["a"].store_path) as store, ExportReader.open(d["ea"].root) as ex:
+        want = np.stack(store.link_arrays(include_nofollow=False))
+        got = np.stack(ex.link_arrays())  # the same links, in another order
+        assert got.shape == want.shape == (2, second["links"])
+        assert np.array_equal(want[:, np.lexsort(want[::-1])], got[:, np.lexsort(got[::-1])])
+    assert main(["rank", "--quiet", "--shard", str(d["a"].root), str(d["b"].root)]) == 0
+    assert main(["rank", "--quiet", "--shard", str(d["ea"].root), str(d["eb"].root)]) == 0
+    for name in ("a", "b"):
+        got_ranks, want_ranks = by_url(d[f"e{name}"]), by_url(d[name])
+        assert got_ranks.keys() == want_ranks.keys()
+        assert_same(got_ranks, want_ranks, range(5))
+    # unchanged links: the next export adds no link file
+    assert main(["rank", "--data", str(d["a"].root), "--export-links", str(d["ea"].root)]) == 0
+    third = read_manifest(d["ea"].root)
+    assert third is not None and third["link_files"] == second["link_files"]
