@@ -21,11 +21,19 @@ through :class:`store.views.StoreReader` as of one committed state.  Output: a d
                                      name URLs, hosts or patterns
     EXPORT/eG-links-NNNNN.parquet    ``src``, ``dst``: the followed links (nofollow left out)
                                      in the store's URL IDs, ``LINK_BLOCK`` rows a file
+    EXPORT/eG-links-delta.parquet    a later export's links of the pages whose out-links
+    EXPORT/eG-cover.parquet          changed, and those pages (``page``)
 
 ``G`` is the export's generation: a new export writes new files, then the manifest, then
 removes the files the manifest no longer names, so a reader holding the previous manifest
 finds either its files or a one-line error (every file is checked against its sha256 when
-read).  Links carry the store's own URL IDs (4-8 bytes each after Parquet's encoding) rather
+read).  Exports are incremental: the URL tables are written whole each time (OPIC importance
+moves on every page), but the link files of the previous export are kept and one delta file
+added with the out-links of every page whose multiset of out-links differs from what the
+export holds (an order-free 128-bit digest per page, :func:`changed_sources`), with the list
+of those pages; a page's links are those of the last file that covers it
+(:meth:`ExportReader.owners`).  Past ``MAX_LINK_FILES`` files, or when the files hold more
+than ``SUPERSEDED_LIMIT`` times the live links, the export is written whole again.  Links carry the store's own URL IDs (4-8 bytes each after Parquet's encoding) rather
 than 32 bytes of fingerprints: the ``urls`` table maps every one to its global key, which the
 join (:func:`ranking.url_join.join_keys`) turns into dense global IDs.
 

@@ -23,9 +23,12 @@ drawn among all (other shards' pages are in its store as discovered URLs only). 
   processes started beforehand (not timed), over the stores, then over the exports.
 
 Each shard's PageRank vector must agree within L1 ``--accuracy`` (1e-9) between all four runs.
-One line per size: ``pages=N export_vs_copy_bytes=B export_vs_copy_s=T turn_export_vs_copy_s=U
-exports_vs_stores_embedded=E exports_vs_stores_dask=D dask_vs_embedded=R l1=L`` (ratios of the
-first figure over the second, from the same run).
+Then 1% of every shard's pages are fetched again with new links and every export written
+again (incremental: the URL tables and one delta link file are added), and the embedded runs
+repeated.  One line per size: ``pages=N export_vs_copy_bytes=B export_vs_copy_s=T
+turn_export_vs_copy_s=U exports_vs_stores_embedded=E exports_vs_stores_dask=D
+dask_vs_embedded=R delta_vs_export_bytes=I l1=L`` (ratios of the first figure over the second,
+from the same run).
 """
 
 from __future__ import annotations
@@ -43,7 +46,7 @@ import numpy as np
 from websift.core.datadir import DataDir
 from websift.ranking.dask_engine import DaskEngine, local_cluster
 from websift.ranking.exchange import rank_digest
-from websift.ranking.link_export import export_bytes, export_store, write_export
+from websift.ranking.link_export import export_bytes, export_store, read_manifest, write_export
 from websift.ranking.rank_by_url import run_rank_by_url
 from websift.ranking.ranks import Ranks
 from websift.store.crawl_store import CrawlStore
@@ -119,6 +122,45 @@ def _copy_and_export(root: Path, shards: list[DataDir]) -> tuple[list[DataDir], 
     return exports, figures
 
 
+def _refetch(shards: list[DataDir], pages: int, links: int, share: float, seed: int) -> int:
+    """``share`` of every shard's pages fetched again with new out-links; how many."""
+    rng = np.random.default_rng(seed)
+    changed = 0
+    for data in shards:
+        with StoreReader.open(data.store_path) as reader:
+            fetched = reader.ids_at_depth(1)
+        pick = rng.choice(fetched, size=max(1, int(fetched.size * share)), replace=False)
+        with CrawlStore.open(data.store_path) as store, store.transaction():
+            for uid in pick.tolist():
+                found = [Link(store.add_url(url_of(int(t)), depth=2)[0], "", False)
+                         for t in rng.integers(0, pages, links)]
+                store.record_fetched(uid, http_status=200, content_type="text/html",
+                                     warc=None, content_hash=f"again-{uid}", links=found)
+        changed += pick.size
+    return changed
+
+
+def _incremental(shards: list[DataDir], exports: list[DataDir], args: argparse.Namespace,
+                 pages: int) -> dict[str, float]:
+    """1% of the pages fetched again, then every export written again: the bytes of the files
+    the new export added (the URL tables and one delta link file) against a whole export."""
+    changed = _refetch(shards, pages, args.links, 0.01, seed=11)
+    added = whole = 0
+    t = time.perf_counter()
+    for data, export in zip(shards, exports, strict=True):
+        before = read_manifest(export.root)
+        assert before is not None
+        old = {f["file"] for f in [*before["files"].values(), *before["link_files"]]}
+        body = export_store(data, export.root)
+        new = [f for f in [*body["files"].values(), *body["link_files"]]
+               if f["file"] not in old]
+        new += [f["cover"] for f in body["link_files"] if "cover" in f]
+        added += sum(int(f["bytes"]) for f in new)
+        whole += export_bytes(export.root)
+    return {"changed": changed, "added_bytes": added, "export_bytes": whole,
+            "seconds": time.perf_counter() - t}
+
+
 def _timed(run: Callable[[list[DataDir]], object], dirs: list[DataDir]) -> tuple[float, list[Ranks]]:
     before = [Ranks.open(d).generation if (d.ranks_dir / "manifest.json").exists() else 0
               for d in dirs]
@@ -157,13 +199,27 @@ def one_size(root: Path, pages: int, args: argparse.Namespace, cluster_address: 
           + f"   PageRank L1 (worst): {l1:.1e}", flush=True)
     if l1 > args.accuracy:
         raise SystemExit(f"the runs differ by {l1:.1e} in L1 (> {args.accuracy:g})")
+    inc = _incremental(shards, exports, args, pages)
+    stores, _ = _timed(run_rank_by_url, shards)
+    from_exports, after = _timed(run_rank_by_url, exports)
+    l1_inc = max(float(np.abs(a.pagerank - b.pagerank).sum())
+                 for a, b in zip([Ranks.open(d) for d in shards], after, strict=True))
+    print(f"{inc['changed']} pages fetched again: exports written again in "
+          f"{inc['seconds']:.2f} s, adding {inc['added_bytes'] / 1e6:.2f} MB (URL tables and a "
+          f"delta link file) to {inc['export_bytes'] / 1e6:.2f} MB; embedded from stores "
+          f"{stores:.2f} s, from exports {from_exports:.2f} s, PageRank L1 {l1_inc:.1e}",
+          flush=True)
+    if l1_inc > args.accuracy:
+        raise SystemExit(f"incremental exports differ by {l1_inc:.1e} in L1")
     sec = {name: s for name, (s, _) in runs.items()}
     return (f"pages={pages} export_vs_copy_bytes={f['export_bytes'] / f['copy_bytes']:.3f} "
             f"export_vs_copy_s={f['export_s'] / f['copy_s']:.2f} "
             f"turn_export_vs_copy_s={f['new_turn_s'] / f['old_turn_s']:.2f} "
             f"exports_vs_stores_embedded={sec['embedded exports'] / sec['embedded stores']:.2f} "
             f"exports_vs_stores_dask={sec['dask exports'] / sec['dask stores']:.2f} "
-            f"dask_vs_embedded={sec['dask stores'] / sec['embedded stores']:.2f} l1={l1:.1e}")
+            f"dask_vs_embedded={sec['dask stores'] / sec['embedded stores']:.2f} "
+            f"delta_vs_export_bytes={inc['added_bytes'] / inc['export_bytes']:.3f} "
+            f"l1={max(l1, l1_inc):.1e}")
 
 
 def main(argv: list[str] | None = None) -> None:
