@@ -25,9 +25,9 @@ through :class:`store.views.StoreReader` as of one committed state.  Output: a d
     EXPORT/eG-cover.parquet          changed, and those pages (``page``)
 
 ``G`` is the export's generation: a new export writes new files, then the manifest, then
-removes the files the manifest no longer names, so a reader holding the previous manifest
-finds either its files or a one-line error (every file is checked against its sha256 when
-read).  Exports are incremental: the URL tables are written whole each time (OPIC importance
+removes the files neither it nor the previous manifest names, so a reader holding the
+previous manifest still finds its files (and one two exports behind, a one-line error: every
+file is checked against its sha256 when read).  Exports are incremental: the URL tables are written whole each time (OPIC importance
 moves on every page), but the link files of the previous export are kept and one delta file
 added with the out-links of every page whose multiset of out-links differs from what the
 export holds (an order-free 128-bit digest per page, :func:`changed_sources`), with the list
@@ -164,7 +164,7 @@ def write_export(store: StoreReader, root: Path, *,
             "files": w.files, "link_files": files, **extra}
     fsync_dir(root)
     checked.write_json(root / MANIFEST, LINK_EXPORT_FORMAT, body)
-    _sweep(root, body)
+    _sweep(root, body, last)
     return body
 
 
@@ -233,9 +233,10 @@ def _named(body: dict[str, Any]) -> set[str]:
         str(f["cover"]["file"]) for f in body["link_files"] if "cover" in f}
 
 
-def _sweep(root: Path, body: dict[str, Any]) -> None:
-    """Remove export files the manifest ``body`` does not name (a previous generation's)."""
-    keep = _named(body)
+def _sweep(root: Path, body: dict[str, Any], last: dict[str, Any] | None) -> None:
+    """Remove export files neither the manifest ``body`` nor the one it replaced (``last``)
+    names: a reader that read the previous manifest a moment ago still finds its files."""
+    keep = _named(body) | (_named(last) if last is not None else set())
     for path in root.iterdir():
         if _FILE.fullmatch(path.name) and path.name not in keep:
             path.unlink(missing_ok=True)

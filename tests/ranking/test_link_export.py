@@ -120,10 +120,17 @@ def test_a_new_export_replaces_the_old_and_a_damaged_one_is_refused(
     assert main(["rank", "--data", str(d["a"].root), "--export-links", str(d["ea"].root)]) == 0
     second = read_manifest(d["ea"].root)
     assert second is not None and second["generation"] == first["generation"] + 1
+    assert main(["rank", "--data", str(d["a"].root), "--export-links", str(d["ea"].root)]) == 0
+    third = read_manifest(d["ea"].root)
+    assert third is not None and third["link_files"] == second["link_files"] == \
+        first["link_files"]  # the links did not change: their files are kept
+    # the files of this export and of the one before are kept, the first one's URL tables not
     names = {p.name for p in d["ea"].root.glob("*.parquet")}
-    assert names == {f["file"] for f in [*second["files"].values(), *second["link_files"]]}
+    assert names == {f["file"] for m in (second, third)
+                     for f in [*m["files"].values(), *m["link_files"]]}
+    assert not names & {f["file"] for f in first["files"].values()}
     # one byte of a link file changed: a one-line error naming it, no ranks written
-    damaged = d["ea"].root / second["link_files"][1]["file"]
+    damaged = d["ea"].root / third["link_files"][1]["file"]
     raw = bytearray(damaged.read_bytes())
     raw[len(raw) // 2] ^= 0xFF
     damaged.write_bytes(bytes(raw))
