@@ -12,13 +12,13 @@ through :class:`store.views.StoreReader` as of one committed state.  Output: a d
     EXPORT/link-export.json          the manifest (checked JSON, written last): the files with
                                      their sha256 and row counts, the store's URL ID range
     EXPORT/eG-urls.parquet           one row per URL the store holds: ``id`` (its URL ID in
-                                     the store), ``fp_hi``/``fp_lo`` (the 128-bit global key,
-                                     :func:`ranking.url_join.stable_fingerprints`), ``host``
-                                     (its host ID, 0: none), ``seed`` (depth 0) and
-                                     ``importance`` (OPIC, ``urls.importance``)
+                                     the store), ``host`` (its host ID, 0: none), ``seed``
+                                     (depth 0) and ``importance`` (OPIC, ``urls.importance``)
+    EXPORT/eG-url-keys.parquet       ``id``, ``fp_hi``/``fp_lo`` (the URL's 128-bit global
+                                     key, :func:`ranking.url_join.stable_fingerprints`) and
+                                     ``url`` (read only for topic definitions that name URLs,
+                                     hosts or patterns); one or more files, see below
     EXPORT/eG-hosts.parquet          ``host``, ``origin``: host nodes are matched by origin
-    EXPORT/eG-url-text.parquet       ``id``, ``url``: read only for topic definitions that
-                                     name URLs, hosts or patterns
     EXPORT/eG-links-NNNNN.parquet    ``src``, ``dst``: the followed links (nofollow left out)
                                      in the store's URL IDs, ``LINK_BLOCK`` rows a file
     EXPORT/eG-links-delta.parquet    a later export's links of the pages whose out-links
@@ -27,9 +27,10 @@ through :class:`store.views.StoreReader` as of one committed state.  Output: a d
 ``G`` is the export's generation: a new export writes new files, then the manifest, then
 removes the files neither it nor the previous manifest names, so a reader holding the
 previous manifest still finds its files (and one two exports behind, a one-line error: every
-file is checked against its sha256 when read).  Exports are incremental: the URL tables are written whole each time (OPIC importance
-moves on every page), but the link files of the previous export are kept and one delta file
-added with the out-links of every page whose multiset of out-links differs from what the
+file is checked against its sha256 when read).  Exports are incremental: ``urls`` is written whole each time (OPIC importance moves
+on every page); the key files of the previous export are kept and one added with the rows of
+the URLs they lack (for an ID in several, the last file's row counts); the link files of the
+previous export are kept and one delta file added with the out-links of every page whose multiset of out-links differs from what the
 export holds (an order-free 128-bit digest per page, :func:`changed_sources`), with the list
 of those pages; a page's links are those of the last file that covers it
 (:meth:`ExportReader.owners`).  Past ``MAX_LINK_FILES`` files, or when the files hold more
@@ -143,14 +144,13 @@ def write_export(store: StoreReader, root: Path, *,
     for a in range(0, len(text), URL_CHUNK):
         keys.append(stable_fingerprints(text[a : a + URL_CHUNK]))
     fp = np.concatenate(keys) if keys else np.zeros((0, 2), dtype=np.uint64)
+    del keys
+    key_files = _key_files(w, last, id_col, fp, text)
+    del text, fp
     seed = np.zeros(size, dtype=bool)
     seed[store.ids_at_depth(0)] = True
-    w.put("urls", {"id": id_col, "fp_hi": np.ascontiguousarray(fp[:, 0]),
-                   "fp_lo": np.ascontiguousarray(fp[:, 1]),
-                   "host": store.host_ids_by_id(size)[id_col],
+    w.put("urls", {"id": id_col, "host": store.host_ids_by_id(size)[id_col],
                    "seed": seed[id_col], "importance": store.importance_by_id(size)[id_col]})
-    w.put("url-text", {"id": id_col, "url": text})
-    del text, fp, keys
     origins = store.host_origins()
     w.put("hosts", {"host": np.asarray(list(origins), dtype=np.int64),
                     "origin": list(origins.values())})
@@ -159,13 +159,63 @@ def write_export(store: StoreReader, root: Path, *,
     # the URL IDs the link files name: earlier files may name pages above the store's top now
     bound = max([size, *(int(f.get("bound", 0)) for f in files)])
     body = {"generation": w.generation, "size": size, "link_bound": bound,
-            "urls": int(id_col.size),
+            "urls": int(id_col.size), "key_files": key_files,
             "links": int(src.size), "frontier_id": store.get_meta("frontier_id"),
             "files": w.files, "link_files": files, **extra}
     fsync_dir(root)
     checked.write_json(root / MANIFEST, LINK_EXPORT_FORMAT, body)
     _sweep(root, body, last)
     return body
+
+
+def _key_files(w: _Writer, last: dict[str, Any] | None, ids: np.ndarray, fp: np.ndarray,
+               text: list[str]) -> list[dict[str, Any]]:
+    """The URL key files of the new export: the previous export's, kept, and one more with
+    the (ID, key, URL) rows they lack (new URLs: a URL's row never changes while its ID
+    holds it); or every row written anew for a first export, too many files or rows."""
+    files: list[dict[str, Any]] = []
+    new = np.ones(ids.size, dtype=bool)
+    if last is not None and last.get("key_files"):
+        rows = sum(int(f["rows"]) for f in last["key_files"])
+        if len(last["key_files"]) < MAX_LINK_FILES and rows <= SUPERSEDED_LIMIT * ids.size:
+            files = list(last["key_files"])
+            kid, khi, klo, _ = read_keys(w.root, files, text=False)
+            pos = np.minimum(np.searchsorted(kid, ids), max(kid.size - 1, 0))
+            if kid.size:
+                new = ~((kid[pos] == ids) & (khi[pos] == fp[:, 0]) & (klo[pos] == fp[:, 1]))
+    if files and not new.any():
+        return files
+    pick = np.flatnonzero(new)
+    w.put("url-keys", {"id": ids[pick], "fp_hi": np.ascontiguousarray(fp[pick, 0]),
+                       "fp_lo": np.ascontiguousarray(fp[pick, 1]),
+                       "url": [text[i] for i in pick.tolist()]})
+    return [*files, w.files.pop("url-keys")]
+
+
+def read_keys(root: Path, files: list[dict[str, Any]], *,
+              text: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str] | None]:
+    """Every URL ID of the key files, ascending, with its key halves (and URL): for an ID in
+    several files, the last file's row."""
+    columns = ["id", "fp_hi", "fp_lo", *(["url"] if text else [])]
+    tables = [read_table(root / str(f["file"]), str(f["sha256"]), columns) for f in files]
+    ids = np.concatenate([t.column("id").to_numpy() for t in tables]).astype(np.int64) \
+        if tables else np.zeros(0, dtype=np.int64)
+    order = np.argsort(ids, kind="stable")
+    ids = ids[order]
+    last = np.ones(ids.size, dtype=bool)
+    last[:-1] = ids[1:] != ids[:-1]  # the last of each run of one ID: the latest file's row
+    keep = order[last]
+
+    def column(name: str) -> np.ndarray:
+        if not tables:
+            return np.zeros(0, dtype=np.uint64)
+        return np.concatenate([t.column(name).to_numpy() for t in tables])[keep]
+
+    urls = None
+    if text:
+        every = [u for t in tables for u in t.column("url").to_pylist()]
+        urls = [every[i] for i in keep.tolist()]
+    return ids[last], column("fp_hi").astype(np.uint64), column("fp_lo").astype(np.uint64), urls
 
 
 def _link_files(w: _Writer, last: dict[str, Any] | None, src: np.ndarray, dst: np.ndarray,
@@ -229,7 +279,8 @@ def changed_sources(old_src: np.ndarray, old_dst: np.ndarray, src: np.ndarray, d
 
 
 def _named(body: dict[str, Any]) -> set[str]:
-    return {str(f["file"]) for f in [*body["files"].values(), *body["link_files"]]} | {
+    return {str(f["file"]) for f in [*body["files"].values(), *body["link_files"],
+                                     *body.get("key_files", [])]} | {
         str(f["cover"]["file"]) for f in body["link_files"] if "cover" in f}
 
 
@@ -247,8 +298,9 @@ def export_bytes(root: Path) -> int:
     body = read_manifest(root)
     if body is None:
         return 0
-    return (sum(int(f["bytes"]) for f in [*body["files"].values(), *body["link_files"]])
-            + (root / MANIFEST).stat().st_size)
+    files = [*body["files"].values(), *body["link_files"], *body["key_files"],
+             *(f["cover"] for f in body["link_files"] if "cover" in f)]
+    return sum(int(f["bytes"]) for f in files) + (root / MANIFEST).stat().st_size
 
 
 # ---------------------------------------------------------------------------- reading
@@ -290,8 +342,7 @@ class ExportReader:
         self.size = int(body["size"])
         table = self._table("urls")
         self.ids = table.column("id").to_numpy().astype(np.int64, copy=False)
-        self._cols = {c: table.column(c).to_numpy() for c in
-                      ("fp_hi", "fp_lo", "host", "seed", "importance")}
+        self._cols = {c: table.column(c).to_numpy() for c in ("host", "seed", "importance")}
         self._text: dict[str, int] | None = None
 
     @classmethod
@@ -320,9 +371,19 @@ class ExportReader:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def _rows(self, *, text: bool) -> tuple[np.ndarray, np.ndarray, list[str] | None]:
+        """Of every URL the store holds, in ID order: the positions of its rows in
+        :func:`read_keys`' arrays, those arrays' keys as (k, 2), and the URLs if asked."""
+        kid, hi, lo, urls = read_keys(self.root, self.body["key_files"], text=text)
+        pos = np.minimum(np.searchsorted(kid, self.ids), max(kid.size - 1, 0))
+        if (kid.size == 0 and self.ids.size) or not np.array_equal(kid[pos], self.ids):
+            raise LinkExportError(f"{self.root}: the export's URL key files lack URLs its "
+                                  "URL table holds (damaged)")
+        return pos, np.stack([hi, lo], axis=1), urls
+
     def keys(self) -> StoreKeys:
-        fp = np.stack([self._cols["fp_hi"], self._cols["fp_lo"]], axis=1).astype(np.uint64)
-        return StoreKeys(self.ids, fp, self.size)
+        pos, fp, _ = self._rows(text=False)
+        return StoreKeys(self.ids, fp[pos], self.size)
 
     def get_meta(self, key: str) -> str | None:
         value = self.body.get(key)
@@ -361,9 +422,9 @@ class ExportReader:
 
     def urls(self) -> Iterator[tuple[int, str]]:
         """Every (URL ID, URL) in ID order."""
-        table = self._table("url-text")
-        yield from zip(table.column("id").to_pylist(), table.column("url").to_pylist(),
-                       strict=True)
+        pos, _, urls = self._rows(text=True)
+        assert urls is not None
+        yield from zip(self.ids.tolist(), (urls[i] for i in pos.tolist()), strict=True)
 
     def url_id(self, url: str) -> int | None:
         if self._text is None:

@@ -24,7 +24,7 @@ drawn among all (other shards' pages are in its store as discovered URLs only). 
 
 Each shard's PageRank vector must agree within L1 ``--accuracy`` (1e-9) between all four runs.
 Then 1% of every shard's pages are fetched again with new links and every export written
-again (incremental: the URL tables and one delta link file are added), and the embedded runs
+again (incremental: the URL table, the new URLs' keys and one delta link file are added), and the embedded runs
 repeated.  One line per size: ``pages=N export_vs_copy_bytes=B export_vs_copy_s=T
 turn_export_vs_copy_s=U exports_vs_stores_embedded=E exports_vs_stores_dask=D
 dask_vs_embedded=R delta_vs_export_bytes=I l1=L`` (ratios of the first figure over the second,
@@ -126,12 +126,12 @@ def _refetch(shards: list[DataDir], pages: int, links: int, share: float, seed: 
     """``share`` of every shard's pages fetched again with new out-links; how many."""
     rng = np.random.default_rng(seed)
     changed = 0
-    for data in shards:
-        with StoreReader.open(data.store_path) as reader:
-            fetched = reader.ids_at_depth(1)
-        pick = rng.choice(fetched, size=max(1, int(fetched.size * share)), replace=False)
+    for s, data in enumerate(shards):
+        mine = np.flatnonzero((np.arange(pages) // PAGES_PER_HOST) % len(shards) == s)
+        pick = rng.choice(mine, size=max(1, int(mine.size * share)), replace=False)
         with CrawlStore.open(data.store_path) as store, store.transaction():
-            for uid in pick.tolist():
+            for i in pick.tolist():
+                uid = store.add_url(url_of(i), depth=1)[0]
                 found = [Link(store.add_url(url_of(int(t)), depth=2)[0], "", False)
                          for t in rng.integers(0, pages, links)]
                 store.record_fetched(uid, http_status=200, content_type="text/html",
@@ -143,18 +143,21 @@ def _refetch(shards: list[DataDir], pages: int, links: int, share: float, seed: 
 def _incremental(shards: list[DataDir], exports: list[DataDir], args: argparse.Namespace,
                  pages: int) -> dict[str, float]:
     """1% of the pages fetched again, then every export written again: the bytes of the files
-    the new export added (the URL tables and one delta link file) against a whole export."""
+    the new export added (the URL table, new URLs' keys, one delta link file) against the
+    whole export's."""
     changed = _refetch(shards, pages, args.links, 0.01, seed=11)
     added = whole = 0
     t = time.perf_counter()
     for data, export in zip(shards, exports, strict=True):
         before = read_manifest(export.root)
         assert before is not None
-        old = {f["file"] for f in [*before["files"].values(), *before["link_files"]]}
+        old = {f["file"] for f in [*before["files"].values(), *before["link_files"],
+                                   *before["key_files"]]}
         body = export_store(data, export.root)
-        new = [f for f in [*body["files"].values(), *body["link_files"]]
+        new = [f for f in [*body["files"].values(), *body["link_files"], *body["key_files"]]
                if f["file"] not in old]
-        new += [f["cover"] for f in body["link_files"] if "cover" in f]
+        new += [f["cover"] for f in body["link_files"]
+                if "cover" in f and f["file"] not in old]
         added += sum(int(f["bytes"]) for f in new)
         whole += export_bytes(export.root)
     return {"changed": changed, "added_bytes": added, "export_bytes": whole,
@@ -205,7 +208,7 @@ def one_size(root: Path, pages: int, args: argparse.Namespace, cluster_address: 
     l1_inc = max(float(np.abs(a.pagerank - b.pagerank).sum())
                  for a, b in zip([Ranks.open(d) for d in shards], after, strict=True))
     print(f"{inc['changed']} pages fetched again: exports written again in "
-          f"{inc['seconds']:.2f} s, adding {inc['added_bytes'] / 1e6:.2f} MB (URL tables and a "
+          f"{inc['seconds']:.2f} s, adding {inc['added_bytes'] / 1e6:.2f} MB (URL table, new keys, "
           f"delta link file) to {inc['export_bytes'] / 1e6:.2f} MB; embedded from stores "
           f"{stores:.2f} s, from exports {from_exports:.2f} s, PageRank L1 {l1_inc:.1e}",
           flush=True)

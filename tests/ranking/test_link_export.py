@@ -124,10 +124,11 @@ def test_a_new_export_replaces_the_old_and_a_damaged_one_is_refused(
     third = read_manifest(d["ea"].root)
     assert third is not None and third["link_files"] == second["link_files"] == \
         first["link_files"]  # the links did not change: their files are kept
-    # the files of this export and of the one before are kept, the first one's URL tables not
+    # the files of this export and of the one before are kept, the first one's URL table not
+    assert third["key_files"] == first["key_files"]  # no new URL: no new key file
     names = {p.name for p in d["ea"].root.glob("*.parquet")}
     assert names == {f["file"] for m in (second, third)
-                     for f in [*m["files"].values(), *m["link_files"]]}
+                     for f in [*m["files"].values(), *m["link_files"], *m["key_files"]]}
     assert not names & {f["file"] for f in first["files"].values()}
     # one byte of a link file changed: a one-line error naming it, no ranks written
     damaged = d["ea"].root / third["link_files"][1]["file"]
@@ -160,6 +161,8 @@ def test_an_export_after_changes_adds_a_delta_and_ranks_as_the_store(
     delta = second["link_files"][-1]
     assert second["link_files"][:-1] == first["link_files"]  # the earlier files are kept
     assert delta["cover"]["rows"] == 3 and delta["rows"] == 4
+    assert second["key_files"][:-1] == first["key_files"]
+    assert second["key_files"][-1]["rows"] == 1  # one new URL: a2/new
     with StoreReader.open(d["a"].store_path) as store, ExportReader.open(d["ea"].root) as ex:
         want = np.stack(store.link_arrays(include_nofollow=False))
         got = np.stack(ex.link_arrays())  # the same links, in another order
