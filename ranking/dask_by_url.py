@@ -12,6 +12,10 @@ What runs where:
   global IDs whichever shard a link came from; the same pass keeps the distinct (source page,
   target host) pairs of links between hosts, from which the host graph is ranked here (small:
   one node per host).
+- A shard given as a link export (:mod:`ranking.link_export`): its Parquet link files are
+  read on the workers instead, one task per file (:func:`spill_exports`), each mapped to
+  global IDs through the shard's URL map and spilled into the same bucket files, its
+  cross-host pairs returned to the client.
 - On the workers: the blocks, built from the bucket files, and every mat-vec and
   successor/predecessor step of the global PageRank, levels, giant SCC and topic vectors
   (Haveliwala 2002; as :func:`ranking.dask_engine.topic_vector`, started from the global

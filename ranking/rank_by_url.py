@@ -9,7 +9,10 @@ through that map, and the global PageRank, levels, giant SCC, topic vectors (Hav
 as :mod:`ranking.rank_job`) and host rank (OPIC paper, section 4.3) are computed once over the
 union: here (:func:`run_rank_by_url`) or with the link matrix on a Dask cluster
 (:mod:`ranking.dask_by_url`).  Each shard then gets the same vectors written in its own URL
-IDs, so its ``websift serve`` reads them as it reads any generation.
+IDs, so its ``websift serve`` reads them as it reads any generation.  A shard may be given as
+its link export (:mod:`ranking.link_export`) instead of its store: the export answers the same
+questions with the same arrays, and carries 128-bit URL keys the same on every machine, with
+which the stores beside it are then fingerprinted too.
 
 Invariant: each shard's vectors, looked up by URL, equal those of ``websift rank`` over one
 store holding the union of the shards' URLs and links (to 1e-9 in L1 for PageRank), whichever
