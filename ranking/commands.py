@@ -167,10 +167,13 @@ def _export_links(args: argparse.Namespace) -> int:
     data = DataDir.open(args.data)
     if not data.store_path.exists():
         raise RankingError(f"{data.root} has no crawl store to export")
-    body = export_store(data, args.export_links)
-    print(f"{args.export_links}: link export generation {body['generation']}: "
-          f"{body['urls']} URLs, {body['links']} links, "
-          f"{export_bytes(args.export_links)} bytes")
+    out: Path = args.export_links
+    if out.is_dir() and any(out.iterdir()) and not (out / "websift.json").exists():
+        raise RankingError(f"--export-links {out} holds files but no link export: give an "
+                           "empty or new directory, or one an earlier --export-links wrote")
+    body = export_store(data, out)
+    print(f"{out}: link export generation {body['generation']}: {body['urls']} URLs, "
+          f"{body['links']} links, {export_bytes(out)} bytes")
     return 0
 
 

@@ -146,6 +146,13 @@ def test_a_new_export_replaces_the_old_and_a_damaged_one_is_refused(
     empty = DataDir.create(tmp_path / "empty")
     assert main(["rank", "--quiet", "--shard", str(empty.root), str(d["eb"].root)]) == 2
     assert "neither a crawl store nor a link export" in capsys.readouterr().err
+    # an export into a directory of something else: refused, nothing written there
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "notes.txt").write_text("mine")
+    assert main(["rank", "--data", str(d["a"].root), "--export-links", str(other)]) == 2
+    assert "holds files but no link export" in capsys.readouterr().err
+    assert [p.name for p in other.iterdir()] == ["notes.txt"]
 
 
 def test_an_export_after_changes_adds_a_delta_and_ranks_as_the_store(
