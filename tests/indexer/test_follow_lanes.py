@@ -1,7 +1,8 @@
 """The link targets' lane of ``websift index --follow`` (indexer/follow.py ``TargetsLane``): a
 fetched page's cut holds no anchor-only document; the targets of its links are cut afterwards
-in shares of their own, the last of which records ``targets_seq``; ``run_once(only_ids=...)``
-indexes a share without taking any change of the store."""
+in shares of their own, the last of which records ``targets_seq``; a round cut short is taken
+again whole; ``run_once(only_ids=...)`` indexes a share without taking any change of the
+store."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ from testkit.waiting import wait_for
 from websift.core.datadir import DataDir
 from websift.indexer.build import build_index, run_once, targets_seq
 from websift.indexer.errors import IndexCorrupt, IndexMissing
-from websift.indexer.follow import FollowStatus, follow, read_status
+from websift.indexer.follow import FollowStatus, TargetsLane, follow, read_status
+from websift.indexer.follow_merges import OpenSegments
 from websift.indexer.manifest import read_manifest
 from websift.indexer.searcher import IndexQuery, Searcher
 from websift.store.views import StoreReader
@@ -114,3 +116,40 @@ def test_follow_cuts_the_fetched_page_first_and_its_link_targets_in_shares(
     assert len(shares) == 3 and all(c["anchor_only"] == 1 for c in shares)
     assert all(s["began"] > pages[1]["began"] for s in shares)
     assert urls(data, "walrus") == [f"{A}/2"]
+
+
+def test_a_round_cut_short_is_taken_again_whole_and_leaves_changed_pages_to_their_cuts(
+        tmp_path: Path) -> None:
+    data = build_data_dir(tmp_path / "d", {f"{A}/1": page("One", "aardvark")})
+    build_index(data)
+    build_data_dir(data.root, {f"{A}/2": page("Two", "walrus")},
+                   links=[(f"{A}/2", f"{A}/{x}", f"{x} anchor") for x in ("t", "u", "1")])
+    with StoreReader.open(data.store_path) as store:
+        def cut(share: list[int] | None, done: int | None = None) -> None:
+            run_once(data, store, read_manifest(data.index_dir), ram_mb=64,
+                     started=time.monotonic(), say=lambda _m: None, procs=1, merge=False,
+                     link_targets=False, only_ids=share, targets_done=done)
+
+        cut(None)  # the fetched page's cut
+        manifest = read_manifest(data.index_dir)
+        lane = TargetsLane(every=0.0, share=1)
+        assert lane.due(time.monotonic(), manifest)
+        lane.start(store, manifest, OpenSegments(), data.index_dir, time.monotonic())
+        ids = {store.url_id(f"{A}/{x}") for x in ("t", "u", "1")}
+        assert set(lane.ids) == ids and lane.pending() == 3
+        share, done = lane.next_share(store, manifest.last_seq)
+        assert len(share) == 1 and done is None
+        cut(share)  # then the follower stops: the round is cut short
+        again = TargetsLane(every=0.0, share=10)
+        again.start(store, read_manifest(data.index_dir), OpenSegments(), data.index_dir,
+                    time.monotonic())
+        assert set(again.ids) == ids  # the whole round again
+        # /1 is fetched again meanwhile: its own cut takes it, not the targets' share
+        build_data_dir(data.root, {f"{A}/1": page("One", "aardvark again")})
+        share, done = again.next_share(store, manifest.last_seq)
+        assert set(share) == ids - {store.url_id(f"{A}/1")} and done == manifest.last_seq
+        assert again.pending() == 0
+        cut(share, done)
+        recorded = read_manifest(data.index_dir)
+        assert targets_seq(recorded) == recorded.last_seq == manifest.last_seq
+        assert not again.due(time.monotonic(), recorded)
