@@ -313,8 +313,8 @@ def run_once(data: DataDir, store: StoreReader, manifest: Manifest | None, *, ra
     takes them from the manifest's ``targets_seq`` on; ``only_ids``: index these pages alone
     (``index --follow``'s link targets, a share of them per cut) and no change of the store
     (the manifest's ``last_seq`` stays), recording ``targets_done`` (when given) as the
-    ``targets_seq`` the index now holds: the manifest is written even when ``only_ids`` is
-    empty, so the record is kept."""
+    ``targets_seq`` the index now holds (a run with nothing to index that moves it writes a
+    manifest of the same segments, so the record is kept)."""
     index_dir = data.index_dir
     if only_ids is not None:
         if manifest is None or rebuild:
