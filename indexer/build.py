@@ -38,7 +38,7 @@ import os
 import shutil
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from functools import partial
@@ -191,15 +191,23 @@ def _candidates(store: StoreReader, manifest: Manifest | None, snap_seq: int,
     if targets_after is None:
         return sorted(changed)
     sources = changed if targets_after == last else store.changed_ids(targets_after, snap_seq)
+    return sorted(changed | changed_targets(store, segments, sources, targets_after, snap_seq))
+
+
+def changed_targets(store: StoreReader, segments: list[SegmentReader], sources: set[int],
+                    after: int, upto: int) -> set[int]:
+    """The pages whose anchor texts the changes of ``sources`` (the pages changed with
+    ``after < seq <= upto``) changed: the targets of their links now, and of the anchors their
+    older versions gave (the segments' anchor pairs)."""
     if not sources:
-        return sorted(changed)
-    targets = store.changed_link_targets(targets_after, snap_seq)
+        return set()
+    targets = store.changed_link_targets(after, upto)
     changed_arr = np.fromiter(sources, dtype=np.int64)
     for seg in segments:
         pairs = seg.anchor_pairs
         if len(pairs):
             targets.update(pairs[np.isin(pairs[:, 0], changed_arr), 1].tolist())
-    return sorted(changed | targets)
+    return targets
 
 
 def targets_seq(manifest: Manifest | None) -> int:
@@ -288,7 +296,8 @@ def run_once(data: DataDir, store: StoreReader, manifest: Manifest | None, *, ra
              boilerplate: set[tuple[int, str]] | None = None,
              foreign: ForeignAnchors | None = None, merge: bool = True,
              open_segment: Callable[[Path], SegmentReader] = SegmentReader,
-             link_targets: bool = True) -> IndexReport:
+             link_targets: bool = True, only_ids: Sequence[int] | None = None,
+             targets_done: int | None = None) -> IndexReport:
     """One run on an open store, under the caller's index lock (:func:`build_index`'s body;
     indexer/follow.py calls it once per cut).  ``pool``: a running AnalyserPool to use (kept
     alive by the caller) instead of starting one; ``upto_seq``: index the store's changes up to
@@ -302,8 +311,16 @@ def run_once(data: DataDir, store: StoreReader, manifest: Manifest | None, *, ra
     ``open_segment``: how a segment is opened (the follower keeps them open between cuts);
     ``link_targets``: False indexes the changed pages alone, leaving the targets of their
     links (anchor-only documents, pages whose anchor text changed) to a later run, which
-    takes them from the manifest's ``targets_seq`` on."""
+    takes them from the manifest's ``targets_seq`` on; ``only_ids``: index these pages alone
+    (``index --follow``'s link targets, a share of them per cut) and no change of the store
+    (the manifest's ``last_seq`` stays), recording ``targets_done`` (when given) as the
+    ``targets_seq`` the index now holds (a run with nothing to index that moves it writes a
+    manifest of the same segments, so the record is kept)."""
     index_dir = data.index_dir
+    if only_ids is not None:
+        if manifest is None or rebuild:
+            raise ValueError("only_ids needs an index to add to")
+        upto_seq = manifest.last_seq
     snap_seq = store.max_seq() if upto_seq is None else min(store.max_seq(), upto_seq)
     generation = (manifest.generation if manifest else 0) + 1
     if rebuild:  # the old generation keeps serving; nothing of it is read or kept
@@ -315,9 +332,10 @@ def run_once(data: DataDir, store: StoreReader, manifest: Manifest | None, *, ra
         say(line)
     mode = "rebuild" if rebuild else "full" if manifest is None else "incremental"
     done_targets = targets_seq(manifest)
-    ids = _candidates(store, manifest, snap_seq, old_segments,
-                      targets_after=done_targets if link_targets else None)
-    if foreign is not None and manifest is not None:  # a full run indexes them anyway
+    ids = list(only_ids) if only_ids is not None else _candidates(
+        store, manifest, snap_seq, old_segments,
+        targets_after=done_targets if link_targets else None)
+    if foreign is not None and manifest is not None and only_ids is None:  # a full run too
         ids = sorted(set(ids) | foreign.candidates())
     # The operator's removals (store/removals.py): a page they cover is not indexed, and one
     # an older segment holds live is dropped by this run, so it does not come back.
@@ -327,6 +345,18 @@ def run_once(data: DataDir, store: StoreReader, manifest: Manifest | None, *, ra
         if len(gone):
             ids = sorted(set(ids) | set(gone.tolist()))
     report = IndexReport(generation=generation, mode=mode, last_seq=snap_seq)
+    new_targets = targets_done if targets_done is not None else done_targets \
+        if only_ids is not None or not (link_targets or manifest is None) else snap_seq
+    if mode == "incremental" and not ids and new_targets != done_targets:
+        assert manifest is not None  # nothing to index: the record alone moves
+        totals = {k: int(manifest.stats.get(k, 0))
+                  for k in ("cut_bytes", "merge_bytes", "merges")}
+        publish_manifest(index_dir, generation, manifest.last_seq, manifest.segments,
+                         old_segments, mode=mode, totals={**totals, "targets_seq": new_targets})
+        report.mode, report.segments = "unchanged", len(manifest.segments)
+        report.live_docs = int(manifest.stats.get("live_docs", 0))
+        report.seconds = report.publish_seconds = time.monotonic() - started
+        return report
     if mode == "incremental" and not ids:
         assert manifest is not None
         report.generation, report.mode = manifest.generation, "unchanged"
@@ -358,7 +388,7 @@ def run_once(data: DataDir, store: StoreReader, manifest: Manifest | None, *, ra
     totals = {"cut_bytes": int(before.get("cut_bytes", 0)) + report.cut_bytes,
               "merge_bytes": int(before.get("merge_bytes", 0)),
               "merges": int(before.get("merges", 0)),
-              "targets_seq": snap_seq if link_targets or manifest is None else done_targets}
+              "targets_seq": new_targets}
     report.first_generation = generation
     publish_manifest(index_dir, generation, snap_seq, segments, readers, mode=mode, totals=totals)
     report.publish_seconds = time.monotonic() - started
