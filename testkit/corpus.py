@@ -22,8 +22,15 @@ from websift.core.datadir import DataDir
 from websift.crawler.errors import ScopeError
 from websift.crawler.urls import canonicalize
 from websift.indexer.build import build_index
-from websift.indexer.manifest import Manifest, SegmentEntry, describe_files, write_manifest
+from websift.indexer.manifest import (
+    Manifest,
+    SegmentEntry,
+    describe_files,
+    read_manifest,
+    write_manifest,
+)
 from websift.indexer.searcher import Searcher
+from websift.indexer.segment import SegmentReader
 from websift.indexer.segment_writer import SegmentWriter
 from websift.indexer.settings import DEFAULT_INDEX_SETTINGS, IndexSettings
 from websift.store.crawl_store import CrawlStore, Link
@@ -154,3 +161,13 @@ def indexed_copy(site: Path, dest: Path, settings: IndexSettings = DEFAULT_INDEX
     data = DataDir.open(dest)
     build_index(data, procs=1, settings=settings)
     return Searcher.open(data)
+
+
+def field_lengths(data: DataDir) -> dict[str, list[int]]:
+    """URL -> its field lengths (BM25F's normalisation), over the index's segments."""
+    out: dict[str, list[int]] = {}
+    for entry in read_manifest(data.index_dir).segments:
+        seg = SegmentReader(data.index_dir / entry.name)
+        for k, url in enumerate(seg.urls()):
+            out[url] = seg.field_lens[k].tolist()
+    return out

@@ -5,7 +5,6 @@ the follower's next cut and merge."""
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -13,11 +12,12 @@ import pytest
 from fastapi.testclient import TestClient
 
 from testkit.corpus import build_data_dir
+from testkit.following import FollowThread
 from testkit.waiting import wait_for
 from websift.api.cli import main
 from websift.core.datadir import DataDir
 from websift.indexer.errors import IndexCorrupt, IndexMissing
-from websift.indexer.follow import FollowStatus, follow, read_status
+from websift.indexer.follow import FollowStatus, read_status
 from websift.indexer.merge_policy import MergePolicy
 from websift.indexer.searcher import IndexQuery, Searcher
 
@@ -62,26 +62,13 @@ def _search(client: TestClient, q: str) -> list[str]:
 def following(tmp_path: Path) -> Iterator[DataDir]:
     data = build_data_dir(tmp_path / "d", {GONE: page("Gone", "okapi stripes"),
                                            KEPT: page("Kept", "okapi forest")})
-    stop = threading.Event()
-    result: list[FollowStatus | BaseException] = []
-
-    def run() -> None:
-        try:
-            result.append(follow(data, stop, interval=0.1, every=50, procs=1,
-                                 policy=MERGE_EVERY_CUT))
-        except BaseException as exc:  # noqa: BLE001 - handed to the test, which raises it
-            result.append(exc)
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    wait_for(lambda: sorted(_in_index(data, "okapi") or []) == [GONE, KEPT], "the first cut",
-             WITHIN)
-    yield data
-    stop.set()
-    thread.join(timeout=60)
-    assert not thread.is_alive()
-    assert result and isinstance(result[0], FollowStatus), result
-    assert result[0].state == "stopped"
+    with FollowThread(data, interval=0.1, every=50, procs=1,
+                      policy=MERGE_EVERY_CUT) as follower:
+        wait_for(lambda: sorted(_in_index(data, "okapi") or []) == [GONE, KEPT],
+                 "the first cut", WITHIN)
+        yield data
+        status = follower.stop()
+    assert status.state == "stopped"
 
 
 def _cut_and_merged(data: DataDir, cuts: int, merges: int) -> Callable[[], bool]:

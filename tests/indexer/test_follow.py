@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import signal
 import subprocess
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,12 +14,13 @@ from pathlib import Path
 import pytest
 
 from testkit.corpus import build_data_dir
+from testkit.following import FollowThread
 from testkit.waiting import wait_for
 from testkit.websift_process import REPO, websift_command
 from websift.core.datadir import DataDir
 from websift.indexer.build import build_index, run_once
 from websift.indexer.errors import IndexCorrupt, IndexInterrupted, IndexMissing
-from websift.indexer.follow import FollowStatus, follow, read_status
+from websift.indexer.follow import read_status
 from websift.indexer.manifest import read_manifest
 from websift.indexer.searcher import IndexQuery, Searcher
 from websift.indexer.settings import DEFAULT_INDEX_SETTINGS
@@ -55,27 +55,14 @@ def tmp_dirs(data: DataDir) -> list[str]:
 @pytest.fixture()
 def following(tmp_path: Path) -> Iterator[tuple[DataDir, list[str]]]:
     data = build_data_dir(tmp_path / "d", {f"{A}/first": page("First", "aardvark basics")})
-    stop = threading.Event()
     lines: list[str] = []
-    result: list[FollowStatus | BaseException] = []
-
-    def run() -> None:
-        try:
-            result.append(follow(data, stop, interval=INTERVAL, every=50, procs=1,
-                                 on_cut=lines.append))
-        except BaseException as exc:  # noqa: BLE001 - handed to the test, which raises it
-            result.append(exc)
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    wait_for(lambda: urls_for(data, "aardvark") == [f"{A}/first"], "the first cut",
-             SEARCHABLE_WITHIN)
-    yield data, lines
-    stop.set()
-    thread.join(timeout=60)
-    assert not thread.is_alive()
-    assert result and isinstance(result[0], FollowStatus), result
-    assert result[0].state == "stopped"
+    with FollowThread(data, interval=INTERVAL, every=50, procs=1,
+                      on_cut=lines.append) as follower:
+        wait_for(lambda: urls_for(data, "aardvark") == [f"{A}/first"], "the first cut",
+                 SEARCHABLE_WITHIN)
+        yield data, lines
+        status = follower.stop()
+    assert status.state == "stopped"
     assert tmp_dirs(data) == []
 
 
