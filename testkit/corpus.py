@@ -88,13 +88,19 @@ def build_data_dir(
     for src, dst, anchor in links:
         extra.setdefault(src, []).append((dst, anchor, False))
     writer = WarcWriterFile(data.warc_dir)
+    # every record written and synced once before the store commits rows that point into them
+    # (one fsync per call, not per page: the fsyncs were most of a large fixture's time)
+    bodies = {url: html.encode() if isinstance(html, str) else html for url, html in pages.items()}
+    types = {url: content_types.get(url, "text/html; charset=utf-8") for url in pages}
+    locs = {url: writer.write_response(url, 200, "OK", [("Content-Type", types[url])], body)
+            for url, body in bodies.items()}
+    writer.sync()
     with CrawlStore.open(data.store_path) as store:
         with store.transaction():
             for url in pages:
                 store.add_url(url)
-        for url, html in pages.items():
-            body = html.encode() if isinstance(html, str) else html
-            ctype = content_types.get(url, "text/html; charset=utf-8")
+        for url, body in bodies.items():
+            ctype, loc = types[url], locs[url]
             found = extract_links(body, url) if "html" in ctype else []
             found += extra.get(url, [])
             with store.transaction():
@@ -102,8 +108,6 @@ def build_data_dir(
                 for dst, anchor, nofollow in found:
                     dst_id, _ = store.add_url(dst)
                     out.append(Link(dst_id, anchor, nofollow))
-                loc = writer.write_response(url, 200, "OK", [("Content-Type", ctype)], body)
-                writer.sync()
                 dup = duplicates.get(url)
                 store.record_fetched(
                     store.add_url(url)[0], http_status=200, content_type=ctype,
