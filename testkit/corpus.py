@@ -61,6 +61,11 @@ def extract_links(html: bytes | str, base_url: str) -> list[tuple[str, str, bool
     return out
 
 
+def page(title: str, body: str, links: str = "") -> str:
+    """A plain HTML page: ``title``, one paragraph of ``body``, then ``links`` (HTML)."""
+    return f"<html><head><title>{title}</title></head><body><p>{body}</p>{links}</body></html>"
+
+
 def build_data_dir(
     path: Path | str,
     pages: Mapping[str, str | bytes],

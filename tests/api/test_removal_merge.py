@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from testkit.corpus import build_data_dir
+from testkit.corpus import build_data_dir, page
 from testkit.following import FollowThread
 from testkit.waiting import wait_for
 from websift.api.cli import main
@@ -27,10 +27,6 @@ GONE, KEPT = f"{A}/gone", f"{A}/kept"
 # each cut after the first is followed by a merge of the whole index into one segment.
 MERGE_EVERY_CUT = MergePolicy(merge_factor=2, min_size=1 << 40)
 WITHIN = 60.0  # a cut and a merge of a few pages on a loaded 2-core machine
-
-
-def page(title: str, body: str) -> str:
-    return f"<html><head><title>{title}</title></head><body><p>{body}</p></body></html>"
 
 
 def _status(data: DataDir) -> FollowStatus:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from testkit.corpus import build_data_dir
+from testkit.corpus import build_data_dir, page
 from testkit.following import FollowThread
 from testkit.waiting import wait_for
 from websift.core.datadir import DataDir
@@ -25,10 +25,6 @@ from websift.store.views import StoreReader
 A = "http://a.example"
 EAGER = MergePolicy(merge_factor=2, min_size=1)  # every two segments of a level merge
 WITHIN = 60.0  # generous: a spawned worker's start and a merge on a loaded 2-core machine
-
-
-def page(title: str, body: str) -> str:
-    return f"<html><head><title>{title}</title></head><body><p>{body}</p></body></html>"
 
 
 def urls(data: DataDir, q: str) -> list[str] | None:
