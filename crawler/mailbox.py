@@ -38,10 +38,11 @@ a *money transfer*, summed per destination with the URL, and sent in batches.
   is lost: every crawler mirrors the state of the partitions it owns in Redis, in the MULTI
   that follows each commit: ``{wsp}:q:P``
   (URL -> depth of each page known and not read) and ``{wsp}:f:P`` (the 64-bit fingerprints of
-  the pages read).  A crawler claiming a partition applies the batches the former owner had
-  read and not acknowledged (``XAUTOCLAIM``) and the read fingerprints (a page among them is
-  never queued here); the pending URLs are queued (with no cash) once the former holder stayed
-  unregistered for ``ADOPT_GRACE`` leases (one only late registers again, and its fetches in
+  the pages read).  A crawler claiming a partition takes the read fingerprints first (a page
+  among them is never queued here, also when a batch waiting in the stream links to it), then
+  applies the batches the former owner had read and not acknowledged (``XAUTOCLAIM``); the
+  pending URLs are queued (with no cash) once the former holder stayed unregistered for
+  ``ADOPT_GRACE`` leases (one only late registers again, and its fetches in
   flight come back as hand-overs flagged fetched).  A store started again hands its pages of
   partitions now held by others over.  The dead crawler's
   fetched pages and its cash stay in its store (:func:`check_cash` counts them with it).  A kill
@@ -124,6 +125,7 @@ class Counters:
     batches_applied: int = 0
     entries_applied: int = 0
     handed_over: int = 0
+    read_elsewhere: int = 0  # pages not queued (or dequeued): a former owner read them
 
 
 class PartitionedFrontier(Frontier):
@@ -234,6 +236,7 @@ class PartitionedFrontier(Frontier):
                     if self.read_elsewhere and fingerprint(url) in self.read_elsewhere:
                         opic.virtual_cash += self._give_cash(uid)
                         opic.reads[uid] = max(1, int(opic.reads[uid]))
+                        self.counters.read_elsewhere += 1
                         return
                     self.m_pending.setdefault(p, {})[url] = int(self.depth_of[uid])
         super()._enqueue(uid)
@@ -263,11 +266,32 @@ class PartitionedFrontier(Frontier):
         self.m_ready = ({}, {})
         return True
 
+    def _learn_read(self, partition: int) -> None:
+        """The pages a partition's former owners read (its read mirror): none is queued here
+        from now on, and one this store had queued (a store started again after another
+        crawler held its partitions) leaves the queue, its cash to the virtual page."""
+        fresh = set(self.client.sscan_iter(read_key(partition), count=1000))
+        fresh -= self.read_elsewhere
+        if not fresh:
+            return
+        self.read_elsewhere |= fresh
+        opic = self.opic
+        for uid in np.flatnonzero(self.where == QUEUED).tolist():
+            if opic.reads[uid] or self._partition(uid) != partition:
+                continue
+            url = self._url_of(uid)
+            if url is not None and fingerprint(url) in fresh:
+                self._leave(uid, IDLE)
+                opic.virtual_cash += self._give_cash(uid)
+                opic.reads[uid] = max(1, int(opic.reads[uid]))
+                self.counters.read_elsewhere += 1
+        self._commit_now()
+
     def _adopt(self, partition: int) -> None:
         """A partition just claimed: what its former owners knew of it (the mirror), so a
         dead owner's pages are crawled and none it read is fetched again.  Its pending pages
         come without cash: a dead owner's cash stays in its store."""
-        self.read_elsewhere.update(self.client.sscan_iter(read_key(partition), count=1000))
+        self._learn_read(partition)
         urls = list(self.client.hscan_iter(pending_key(partition), count=1000))
         if not urls:
             return
@@ -537,6 +561,9 @@ class PartitionedFrontier(Frontier):
         """A partition just claimed: its consumer group, and the batches another (a dead or
         departed owner) read and did not acknowledge."""
         stream = stream_key(partition)
+        if self.mirror:  # the pages its former owners read, before any batch is applied: a
+            # link waiting in the stream to a page they read queues nothing here
+            self._learn_read(partition)
         try:
             self.client.xgroup_create(stream, GROUP, id="0", mkstream=True)
         except redis.ResponseError as exc:
@@ -562,8 +589,6 @@ class PartitionedFrontier(Frontier):
         holder = self.leases.taken_from.pop(partition, None)
         if not self.mirror:  # no mirror to read (--partition-mirror is on every crawler or none)
             return
-        # the pages its former owners read, at once: none is queued here from now on
-        self.read_elsewhere.update(self.client.sscan_iter(read_key(partition), count=1000))
         if holder is None:
             self._adopt(partition)
         else:  # late or dead: a late one's fetches in flight report back first

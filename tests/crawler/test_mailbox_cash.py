@@ -4,6 +4,7 @@ redis-server: a batch applied to this crawler's pages moves cash and never makes
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,7 +13,14 @@ import pytest
 
 from testkit.redis_server import RedisServer
 from websift.crawler.frontier import Frontier
-from websift.crawler.mailbox import PartitionedFrontier, check_cash, open_partitioned
+from websift.crawler.mailbox import (
+    SENT,
+    PartitionedFrontier,
+    check_cash,
+    open_partitioned,
+    stream_key,
+)
+from websift.crawler.partitions import partition_of
 from websift.store.crawl_store import CrawlStore
 
 pytestmark = [pytest.mark.redis]
@@ -100,3 +108,77 @@ def test_a_crawler_taken_for_dead_hands_its_pages_and_cash_to_the_new_owner(
         finally:
             b.close()
             a.close()
+
+
+def test_a_transfer_waiting_for_a_dead_owner_does_not_queue_a_page_it_read(
+        server: RedisServer, tmp_path: Path) -> None:
+    """With the mirror, a crawler taking a dead crawler's partition knows the pages it read
+    before it applies the transfers that waited in the partition's stream: a link to such a
+    page queues nothing (else the page is fetched again and stored in both stores)."""
+    server.client.flushall()
+    with CrawlStore.open(tmp_path / "a.sqlite3") as a_store, \
+            CrawlStore.open(tmp_path / "b.sqlite3") as b_store:
+        a = open_partitioned(server.url(), a_store, PARTITIONS, ttl=30.0, mirror=True)
+        url = "http://127.0.0.40/read-by-a"
+        with a_store.transaction():
+            uid, _ = a_store.add_url(url, 0)
+            a.add(uid, url, a_store.host_id_of_url(uid), 0)
+        a._commit_now()
+        assert a.take(uid) == url
+        with a_store.transaction():
+            a.read(uid, [])
+        a._commit_now()  # its read reaches the partition's mirror in Redis
+        partition = partition_of(url, PARTITIONS)
+        # a link to the page sent to its owner by a third crawler, not read before a dies
+        server.client.xadd(stream_key(partition), {
+            "b": "third:1", "c": "0.0", "d": json.dumps([[url, 0.0, 1, False]])})
+        server.client.incrby(SENT, 1)
+        server.client.zadd("{wsp}:members", {a.leases.me: 0})  # a is gone
+        b = open_partitioned(server.url(), b_store, PARTITIONS, ttl=30.0, mirror=True)
+        try:
+            assert partition in b.leases.owned
+            assert _queued(b) == 0, "b queued a page a had read"
+        finally:
+            b.close()
+            a.client.close()
+
+
+def test_a_store_started_again_drops_from_its_queue_what_another_read_meanwhile(
+        server: RedisServer, tmp_path: Path) -> None:
+    """With the mirror: a crawler killed with a page queued, another crawler holding its
+    partitions meanwhile reads the page, and the first is started again on its store after
+    the other left: the page leaves its queue (not fetched twice) and the cash stays 1."""
+    server.client.flushall()
+    url = "http://127.0.0.41/queued-in-b"
+    with CrawlStore.open(tmp_path / "b.sqlite3") as b_store:
+        b = open_partitioned(server.url(), b_store, PARTITIONS, ttl=30.0, mirror=True)
+        with b_store.transaction():
+            uid, _ = b_store.add_url(url, 0)
+            b.add(uid, url, b_store.host_id_of_url(uid), 0)
+        b._commit_now()
+        assert _queued(b) == 1
+        b.client.close()  # killed: no hand-over, no leave
+    server.client.zadd("{wsp}:members", {b.leases.me: 0})
+    with CrawlStore.open(tmp_path / "a.sqlite3") as a_store:
+        a = open_partitioned(server.url(), a_store, PARTITIONS, ttl=30.0, mirror=True)
+        assert a.leases.owned == set(range(PARTITIONS))
+        with a_store.transaction():  # a link names the page; a fetches and reads it
+            uid, _ = a_store.add_url(url, 1)
+            a.add(uid, url, a_store.host_id_of_url(uid), 1)
+        a._commit_now()
+        assert a.take(uid) == url
+        with a_store.transaction():
+            a.read(uid, [])
+        a._commit_now()
+        a.client.close()  # killed too
+    server.client.zadd("{wsp}:members", {a.leases.me: 0})
+    with CrawlStore.open(tmp_path / "b.sqlite3") as b_store:
+        b = open_partitioned(server.url(), b_store, PARTITIONS, ttl=30.0, mirror=True)
+        try:
+            assert b.leases.owned == set(range(PARTITIONS))
+            assert _queued(b) == 0, "b kept a page in its queue that a had read"
+            assert b.counters.read_elsewhere == 1
+        finally:
+            b.close()
+    check = check_cash(server.url(), [tmp_path / "a.sqlite3", tmp_path / "b.sqlite3"])
+    assert check.total == pytest.approx(1.0, abs=1e-12), check
