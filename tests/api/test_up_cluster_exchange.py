@@ -6,6 +6,7 @@ following its store takes another shard's anchor texts at its next cut."""
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -32,6 +33,7 @@ from websift.ranking.exchange import (
     rank_round,
     stale,
 )
+from websift.ranking.link_export import is_export
 from websift.store.views import StoreReader
 
 A = "http://a.example"
@@ -59,8 +61,12 @@ def test_a_turn_exports_ranks_once_and_imports_checked(tmp_path: Path) -> None:
     a = build_data_dir(tmp_path / "a", SHARD_A)
     b = build_data_dir(tmp_path / "b", SHARD_B)
     ex = Exchange(tmp_path / "exchange")
+    older = DataDir.create(ex.shard("a").root)  # an older exchange's copy of the whole store
+    shutil.copyfile(a.store_path, older.store_path)
     assert export_shard(a, ex, "a") and export_shard(b, ex, "b")
     assert not export_shard(a, ex, "a")  # nothing changed: no new version
+    for name in ("a", "b"):  # the link export (ranking/link_export.py), not a store copy
+        assert is_export(ex.shard(name).root) and not ex.shard(name).store_path.exists()
     todo = stale(ex)
     assert todo is not None and set(todo) == {"a", "b"}
     assert rank_round(ex, todo, damping=0.85, tol=1e-12, dangling="teleport") == 1

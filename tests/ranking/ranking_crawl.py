@@ -75,3 +75,17 @@ def build_crawl(root: Path) -> DataDir:
                 store.update_page(uid, importance=0.1 * len(links))
     writer.close()
     return data
+
+
+def change_links(store_path: Path) -> None:
+    """A later fetch in a partitioned crawl's shard (tests/ranking/test_dask_by_url.py's
+    hosts): a1/1 links elsewhere, a1/2 lost its links, a2/new appeared: 3 pages, 4 links."""
+    with CrawlStore.open(store_path) as store, store.transaction():
+        one = store.add_url("http://a1.example/1", depth=1)[0]
+        two = store.add_url("http://a1.example/2", depth=1)[0]
+        new = store.add_url("http://a2.example/new", depth=1)[0]
+        for uid, targets in ((one, ["http://b2.example/1", "http://a2.example/new"]),
+                             (two, []), (new, ["http://a1.example/1", "http://b1.example/4"])):
+            links = [Link(store.add_url(t, depth=2)[0], "", False) for t in targets]
+            store.record_fetched(uid, http_status=200, content_type="text/html", warc=None,
+                                 content_hash=f"changed-{uid}", links=links)
