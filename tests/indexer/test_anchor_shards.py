@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from testkit.corpus import build_data_dir
+from testkit.corpus import build_data_dir, field_lengths
 from websift.api.cli import main
 from websift.core.checked import Format, write_json
 from websift.core.datadir import DataDir
@@ -19,7 +19,6 @@ from websift.indexer.build import build_index
 from websift.indexer.errors import IndexMissing
 from websift.indexer.manifest import read_manifest
 from websift.indexer.searcher import IndexQuery, Searcher
-from websift.indexer.segment import SegmentReader
 from websift.indexer.settings import FIELDS
 
 A = "http://a.example"
@@ -44,16 +43,6 @@ SHARD_B = {
     f"{B}/harbour": page("Harbour", "boats and nets"),
     f"{B}/pier": page("Pier", "a long walk", f'<a href="{A}/">quokka origin</a>'),
 }
-
-
-def fields(data: DataDir) -> dict[str, list[int]]:
-    """URL -> its field lengths, over the index's segments."""
-    out: dict[str, list[int]] = {}
-    for entry in read_manifest(data.index_dir).segments:
-        seg = SegmentReader(data.index_dir / entry.name)
-        for k, url in enumerate(seg.urls()):
-            out[url] = seg.field_lens[k].tolist()
-    return out
 
 
 def found(data: DataDir, words: str) -> list[str]:
@@ -93,7 +82,7 @@ def test_shared_anchors_give_each_page_the_fields_of_one_index(
                  "--anchors-from", str(tmp_path / "b.anchors.json")]) == 0
     assert found(b, "zephyr") == [f"{B}/harbour"]
     assert found(a, "quokka") == [f"{A}/"]
-    whole, in_a, in_b = fields(one), fields(a), fields(b)
+    whole, in_a, in_b = field_lengths(one), field_lengths(a), field_lengths(b)
     anchor = FIELDS.index("anchor")
     assert whole[f"{B}/harbour"][anchor] > 0
     for url in (*SHARD_A, *SHARD_B):

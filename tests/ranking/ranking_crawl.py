@@ -57,10 +57,12 @@ def build_crawl(root: Path) -> DataDir:
             for _, (_, _, links) in SITE.items():
                 for target, _, _ in links:
                     store.add_url(target, depth=2)
-        for url, (title, words, links) in SITE.items():
-            body = page_html(title, words)
-            loc = writer.write_response(url, 200, "OK", [("Content-Type", "text/html")], body)
-            writer.sync()
+        bodies = {url: page_html(title, words) for url, (title, words, _) in SITE.items()}
+        locs = {url: writer.write_response(url, 200, "OK", [("Content-Type", "text/html")], body)
+                for url, body in bodies.items()}
+        writer.sync()  # once, before the rows that point into the records
+        for url, (_, _, links) in SITE.items():
+            body, loc = bodies[url], locs[url]
             uid = store.url_id(url)
             assert uid is not None
             with store.transaction():
