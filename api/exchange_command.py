@@ -32,11 +32,11 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         help="one turn of a cluster machine: export its shard, rank over every shard if it "
         "holds the lease, import the global ranks and the other shards' anchor texts",
         description="For a partitioned crawl spread over machines that share the directory "
-        "--exchange: write this data directory's export (its crawl store as of one commit "
-        "and its anchor texts for the other shards) there, rank over every shard's export "
-        "when some export is newer than the last global generation and this machine gets "
-        "the ranking lease in the crawl's Redis (one ranker at a time; a dead one's lease "
-        "expires), then copy this shard's copy of the last global generation into DATA/ranks "
+        "--exchange: write this data directory's export (the link export of its crawl store "
+        "as of one commit, and its anchor texts for the other shards) there, rank over every "
+        "shard's export when some export is newer than the last global generation and this "
+        "machine gets the ranking lease in the crawl's Redis (one ranker at a time; a dead "
+        "one's lease expires), then copy this shard's copy of the last global generation into DATA/ranks "
         "(the server swaps it in live) and the other shards' anchor exports into "
         "DATA/foreign-anchors (websift index --follow --anchors-dir reads them).",
     )
@@ -98,7 +98,8 @@ def exchange_command(args: argparse.Namespace) -> int:
         say("no crawl store yet: nothing to export")
         return 0
     settings = IndexSettings.from_env()
-    if export_shard(data, exchange, name, navigation=settings.anchor_templates):
+    if export_shard(data, exchange, name, navigation=settings.anchor_templates,
+                    settings=settings):
         say(f"shard {name} exported")
     todo = stale(exchange)
     if todo is not None:

@@ -14,7 +14,7 @@ from websift.core.errors import WebsiftError
 
 # the modules of each extra, as pyproject.toml's [project.optional-dependencies] lists them
 EXTRAS: dict[str, tuple[str, ...]] = {
-    "cluster": ("redis", "dask", "distributed"),
+    "cluster": ("redis", "dask", "distributed", "pyarrow"),
     "plots": ("matplotlib",),
 }
 

@@ -10,11 +10,23 @@ one batch per shard.  ``websift anchors export --data A --out A.anchors.json`` w
 
 - ``rows``: (target URL, source URL, text) for every link of A's pages to a URL A did not fetch
   (a page known to A only by its links, or one redirecting or canonical to it), with A's rules
-  already applied (indexer/anchors.py: no self-links, no nofollow, none from duplicates, the
-  source host's navigation texts left out (measured on A, which holds every page of the host),
-  one text per source and spelling);
+  already applied (indexer/anchors.py: no self-links, no nofollow, none from duplicates, one
+  text per source and spelling), all but the navigation rule;
 - ``fetched``: the URLs A fetched, so another shard leaves out its anchor-only document for a
-  page A holds whole.
+  page A holds whole;
+- ``anchor_use``: per source host origin, A's pages of it with an anchored link and, per
+  anchor text (its boilerplate key), the pages using it (indexer/anchors.py ``HostUse``);
+- ``template_samples``: per host, the URLs and template keys of the pages A samples to measure
+  the host's template (indexer/templates.py), so a shard holding the host's other pages
+  measures it on the sample of one store (``merged_sample``).
+
+A host's pages may be split over shards (a partition's lease moved mid-crawl), and one store's
+navigation rule (a text on links from ANCHOR_TEMPLATE_MIN_SHARE of the host's pages) counts
+the host's pages, all of them.  So the rule is applied by the reader, on the sums of every
+shard's ``anchor_use`` and its own (``summed_boilerplate``): to its own links and to the
+others' rows alike; and the host's page template is measured on the merged samples.
+(Version 1 files, rows filtered by their writer's own counts, no ``anchor_use`` and no
+samples, are read as they are.)
 
 ``websift index --data B --anchors-from A.anchors.json C.anchors.json`` matches target URLs with
 B's URLs (URL IDs are per store in a partitioned crawl: URLs, never IDs, cross shards), follows
@@ -39,7 +51,8 @@ hold a page it links to; the front server shows a URL once (api/fanout.py).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -48,16 +61,21 @@ from websift.core.errors import CheckedFileError, StageFailed
 from websift.core.html import squash
 from websift.indexer.anchors import (
     Anchors,
+    HostUse,
     SourceHosts,
-    anchor_boilerplate,
+    anchor_key,
+    host_anchor_use,
     in_anchors_many,
+    local_boilerplate,
     redirect_aliases,
+    summed_boilerplate,
 )
 from websift.indexer.settings import MAX_ANCHOR_CHARS, MAX_ANCHORS_PER_PAGE, STORE_READ_IDS
-from websift.store.schema import DISALLOWED, DISCOVERED, FETCHED, OUT_OF_SCOPE, Page
+from websift.store.schema import DISALLOWED, DISCOVERED, FETCHED, OUT_OF_SCOPE, Page, origin_of
 from websift.store.views import StoreReader
 
-EXPORT_FORMAT = Format("websift-anchor-export", 1, "anchor export")
+# 2: rows unfiltered by the navigation rule, with the per-host counts that decide it
+EXPORT_FORMAT = Format("websift-anchor-export", 2, "anchor export")
 # the statuses of a URL whose anchor text another shard's page may need (the pages known only
 # by links: what indexer/build.py indexes as anchor-only documents)
 EXPORTED_STATUSES = (DISCOVERED, OUT_OF_SCOPE, DISALLOWED)
@@ -69,13 +87,22 @@ class AnchorExport:
 
     fetched: list[str]
     rows: list[tuple[str, str, str]]  # (target URL, source URL, anchor text)
+    # source host origin -> its anchor use on this shard's pages (the navigation rule's counts)
+    anchor_use: dict[str, HostUse] = field(default_factory=dict)
+    # the rows are already without the writer's own navigation texts (a version 1 file)
+    filtered: bool = False
+    # host -> (URL, template keys) of the pages sampled to measure its template
+    template_samples: dict[str, list[tuple[str, set[int]]]] = field(default_factory=dict)
 
 
-def export_anchors(store: StoreReader, *, navigation: bool = True) -> AnchorExport:
-    """The batch of ``store`` (see the module docstring).  ``navigation``: leave the source
-    hosts' navigation texts out, as the index does (IndexSettings.anchor_templates)."""
+def export_anchors(store: StoreReader, *, navigation: bool = True,
+                   samples: dict[str, list[tuple[str, set[int]]]] | None = None
+                   ) -> AnchorExport:
+    """The batch of ``store`` (see the module docstring).  ``navigation``: count the source
+    hosts' anchor use, for the readers' navigation rule (IndexSettings.anchor_templates);
+    ``samples``: the template samples to carry (indexer/build.py ``template_samples``)."""
     aliases = redirect_aliases(store)
-    boiler = anchor_boilerplate(store) if navigation else set()
+    use = host_anchor_use(store) if navigation else {}
     sources = SourceHosts(store)
     fetched: list[str] = []
     targets: list[int] = []
@@ -86,34 +113,78 @@ def export_anchors(store: StoreReader, *, navigation: bool = True) -> AnchorExpo
             targets.append(page.id)
     rows: list[tuple[str, str, str]] = []
     for lo in range(0, len(targets), STORE_READ_IDS):
-        got = in_anchors_many(store, targets[lo : lo + STORE_READ_IDS], aliases, boiler,
-                              sources)
+        got = in_anchors_many(store, targets[lo : lo + STORE_READ_IDS], aliases, None, sources)
         urls = store.urls_of({i for t, a in got.items() if a.texts for i in (t, *a.by)})
         for t, a in got.items():
             rows.extend((urls[t], urls[src], text) for src, text in zip(a.by, a.texts,
                                                                         strict=True))
-    return AnchorExport(fetched, rows)
+    return AnchorExport(fetched, rows, use, template_samples=samples or {})
 
 
 def write_export(path: Path, export: AnchorExport) -> str:
     """Write ``export`` as a checked JSON file, atomically; returns its checksum."""
+    use = {o: {"pages": u.pages, "texts": dict(sorted(u.texts.items()))}
+           for o, u in sorted(export.anchor_use.items())}
     return write_json(path, EXPORT_FORMAT, {"fetched": export.fetched,
-                                            "rows": [list(r) for r in export.rows]})
+                                            "rows": [list(r) for r in export.rows],
+                                            "anchor_use": use,
+                                            "template_samples": {
+                                                h: [[u, sorted(f"{k:016x}" for k in keys)]
+                                                    for u, keys in s]
+                                                for h, s in sorted(
+                                                    export.template_samples.items())}})
 
 
 def read_export(path: Path) -> AnchorExport:
     """One export file, checked (StageFailed with one line when missing, damaged or newer)."""
     try:
-        body = read_json(path, EXPORT_FORMAT).body
+        got = read_json(path, EXPORT_FORMAT)
     except CheckedFileError as exc:
         raise StageFailed(str(exc)) from None
+    body = got.body
     fetched, rows = body.get("fetched"), body.get("rows")
     if not isinstance(fetched, list) or not isinstance(rows, list) \
             or not all(isinstance(u, str) for u in fetched) \
             or not all(isinstance(r, list) and len(r) == 3
                        and all(isinstance(x, str) for x in r) for r in rows):
         raise StageFailed(f"{path} is not a websift anchor export (bad fetched or rows)")
-    return AnchorExport(fetched, [(r[0], r[1], r[2]) for r in rows])
+    if got.version < 2:
+        return AnchorExport(fetched, [(r[0], r[1], r[2]) for r in rows], filtered=True)
+    return AnchorExport(fetched, [(r[0], r[1], r[2]) for r in rows],
+                        _read_use(path, body.get("anchor_use")),
+                        template_samples=_read_samples(path, body.get("template_samples")))
+
+
+def _read_samples(path: Path, raw: object) -> dict[str, list[tuple[str, set[int]]]]:
+    """An export's ``template_samples`` (StageFailed with one line when it is not one)."""
+    bad = StageFailed(f"{path} is not a websift anchor export (bad template_samples)")
+    if not isinstance(raw, dict):
+        raise bad
+    out: dict[str, list[tuple[str, set[int]]]] = {}
+    try:
+        for host, pages in raw.items():
+            if not isinstance(pages, list):
+                raise bad
+            out[host] = [(str(u), {int(k, 16) for k in keys}) for u, keys in pages]
+    except (TypeError, ValueError, AttributeError):
+        raise bad from None
+    return out
+
+
+def _read_use(path: Path, raw: object) -> dict[str, HostUse]:
+    """An export's ``anchor_use`` (StageFailed with one line when it is not one)."""
+    bad = StageFailed(f"{path} is not a websift anchor export (bad anchor_use)")
+    if not isinstance(raw, dict):
+        raise bad
+    out: dict[str, HostUse] = {}
+    for origin, u in raw.items():
+        pages = u.get("pages") if isinstance(u, dict) else None
+        texts = u.get("texts") if isinstance(u, dict) else None
+        if not isinstance(pages, int) or not isinstance(texts, dict) or not all(
+                isinstance(k, str) and isinstance(n, int) for k, n in texts.items()):
+            raise bad
+        out[origin] = HostUse(pages, Counter(texts))
+    return out
 
 
 @dataclass
@@ -128,6 +199,12 @@ class ForeignAnchors:
     # the pages the next run indexes again (None: all of them): a follower that indexed them
     # once with these texts sets it to the new ones alone (indexer/follow.py)
     reindex: set[int] | None = None
+    # the navigation texts of this store's links, measured on every shard's counts summed
+    # (None: not measured, the navigation rule off): what the index leaves out of its own
+    boilerplate: set[tuple[int, str]] | None = None
+    navigation: int = 0  # rows left out as their source host's navigation
+    # host -> the other shards' (URL, template keys) of its sampled pages
+    samples: dict[str, list[tuple[str, set[int]]]] = field(default_factory=dict)
 
     def affected(self) -> set[int]:
         """The pages whose anchor text or place these exports may move."""
@@ -138,9 +215,18 @@ class ForeignAnchors:
         return self.affected() if self.reindex is None else set(self.reindex)
 
 
-def foreign_anchors(store: StoreReader, exports: Iterable[AnchorExport]) -> ForeignAnchors:
+def foreign_anchors(store: StoreReader, exports: Sequence[AnchorExport], *,
+                    navigation: bool = True) -> ForeignAnchors:
     """Match ``exports`` with ``store``'s URLs: a target that redirects here, or is a canonical
-    variant of a page here, counts for that page (as in :func:`in_anchors_many`)."""
+    variant of a page here, counts for that page (as in :func:`in_anchors_many`).
+    ``navigation``: measure the source hosts' navigation texts on the sums of ``store``'s and
+    the exports' counts, and leave them out of the rows (and of the index's own links, through
+    ``boilerplate``), as the index does (IndexSettings.anchor_templates)."""
+    out = ForeignAnchors()
+    boiler: set[tuple[str, str]] = set()
+    if navigation:
+        boiler = summed_boilerplate(store, (e.anchor_use for e in exports))
+        out.boilerplate = local_boilerplate(store, boiler)
     redirect_of = {r: t for t, rs in redirect_aliases(store).items() for r in rs}
     ids: dict[str, int | None] = {}
 
@@ -149,14 +235,19 @@ def foreign_anchors(store: StoreReader, exports: Iterable[AnchorExport]) -> Fore
             ids[url] = store.url_id(url)
         return ids[url]
 
-    out = ForeignAnchors()
     for export in exports:
+        for host, sample in export.template_samples.items():
+            out.samples.setdefault(host, []).extend(sample)
         for url in export.fetched:
             uid = local(url)
             if uid is not None:
                 out.elsewhere.add(uid)
         for target, source, text in export.rows:
             out.rows += 1
+            if boiler and not export.filtered \
+                    and (origin_of(source), anchor_key(text)) in boiler:
+                out.navigation += 1
+                continue
             uid = local(target)
             if uid is None:
                 continue

@@ -7,14 +7,16 @@ as duplicates give none (their canonical page's links count), identical anchor t
 source page counts once, and empty anchors are skipped.  Anchor boilerplate is skipped too: a
 text that a source host puts on links from a large share of its pages ("Next", "Prev", "Up",
 "Home", a menu) describes the site's navigation, not its targets (:func:`anchor_boilerplate`,
-measured from the link table at index time, ANCHOR_TEMPLATE_MIN_SHARE).  A link to a URL that redirects
-(one hop, as the crawl store records it) counts for the redirect's target, and a link to a
-rel="canonical" variant for its canonical page.
+measured from the link table at index time, ANCHOR_TEMPLATE_MIN_SHARE; a shard of a
+partitioned crawl measures it on the sums of every shard's counts, :func:`summed_boilerplate`).
+A link to a URL that redirects (one hop, as the crawl store records it) counts for the
+redirect's target, and a link to a rel="canonical" variant for its canonical page.
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -83,6 +85,55 @@ def anchor_boilerplate(store: StoreReader, share: float = ANCHOR_TEMPLATE_MIN_SH
             counts[anchor_key(anchor)] += n  # raw spellings of one key add up
     flush()
     return out
+
+
+@dataclass
+class HostUse:
+    """How one source host uses anchor texts: its pages with a followed anchored link, and per
+    :func:`anchor_key` the pages using it (what :func:`anchor_boilerplate` measures)."""
+
+    pages: int = 0
+    texts: Counter[str] = field(default_factory=Counter)
+
+    def add(self, other: HostUse) -> None:
+        self.pages += other.pages
+        self.texts.update(other.texts)
+
+
+def host_anchor_use(store: StoreReader) -> dict[str, HostUse]:
+    """Per source host origin (``scheme://host[:port]``: the same in every store), its
+    :class:`HostUse`: what a shard exports so that the shards holding a host's pages between
+    them measure its navigation texts as one store holding them all would."""
+    origins = store.host_origins()
+    pages, rows = store.anchor_use()
+    out = {origins[h]: HostUse(n) for h, n in pages.items()}
+    for host, anchor, n in rows:
+        key = anchor_key(anchor)
+        if key:
+            out[origins[host]].texts[key] += n  # raw spellings of one key add up
+    return out
+
+
+def summed_boilerplate(store: StoreReader, others: Iterable[Mapping[str, HostUse]],
+                       share: float = ANCHOR_TEMPLATE_MIN_SHARE,
+                       min_pages: int = ANCHOR_TEMPLATE_MIN_PAGES) -> set[tuple[str, str]]:
+    """(source host origin, anchor key) of the navigation texts measured on the sum of
+    ``store``'s host anchor use and ``others``' (other shards' exports): the pages of a host
+    that several shards fetched count once each, as in one store (:func:`anchor_boilerplate`'s
+    rule applied to the sums)."""
+    total = host_anchor_use(store)
+    for use in others:
+        for origin, u in use.items():
+            total.setdefault(origin, HostUse()).add(u)
+    return {(origin, k) for origin, u in total.items() if u.pages >= min_pages
+            for k, n in u.texts.items() if n >= share * u.pages}
+
+
+def local_boilerplate(store: StoreReader, by_origin: set[tuple[str, str]]
+                      ) -> set[tuple[int, str]]:
+    """``by_origin`` as (this store's host ID, anchor key), for :func:`in_anchors_many`."""
+    ids = {o: h for h, o in store.host_origins().items()}
+    return {(ids[o], k) for o, k in by_origin if o in ids}
 
 
 class SourceHosts:

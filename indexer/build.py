@@ -38,7 +38,7 @@ import os
 import shutil
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from functools import partial
@@ -105,6 +105,7 @@ from websift.indexer.templates import (
     HostTemplate,
     Templates,
     host_template,
+    merged_sample,
     read_templates,
     write_templates,
 )
@@ -190,15 +191,23 @@ def _candidates(store: StoreReader, manifest: Manifest | None, snap_seq: int,
     if targets_after is None:
         return sorted(changed)
     sources = changed if targets_after == last else store.changed_ids(targets_after, snap_seq)
+    return sorted(changed | changed_targets(store, segments, sources, targets_after, snap_seq))
+
+
+def changed_targets(store: StoreReader, segments: list[SegmentReader], sources: set[int],
+                    after: int, upto: int) -> set[int]:
+    """The pages whose anchor texts the changes of ``sources`` (the pages changed with
+    ``after < seq <= upto``) changed: the targets of their links now, and of the anchors their
+    older versions gave (the segments' anchor pairs)."""
     if not sources:
-        return sorted(changed)
-    targets = store.changed_link_targets(targets_after, snap_seq)
+        return set()
+    targets = store.changed_link_targets(after, upto)
     changed_arr = np.fromiter(sources, dtype=np.int64)
     for seg in segments:
         pairs = seg.anchor_pairs
         if len(pairs):
             targets.update(pairs[np.isin(pairs[:, 0], changed_arr), 1].tolist())
-    return sorted(changed | targets)
+    return targets
 
 
 def targets_seq(manifest: Manifest | None) -> int:
@@ -287,7 +296,8 @@ def run_once(data: DataDir, store: StoreReader, manifest: Manifest | None, *, ra
              boilerplate: set[tuple[int, str]] | None = None,
              foreign: ForeignAnchors | None = None, merge: bool = True,
              open_segment: Callable[[Path], SegmentReader] = SegmentReader,
-             link_targets: bool = True) -> IndexReport:
+             link_targets: bool = True, only_ids: Sequence[int] | None = None,
+             targets_done: int | None = None) -> IndexReport:
     """One run on an open store, under the caller's index lock (:func:`build_index`'s body;
     indexer/follow.py calls it once per cut).  ``pool``: a running AnalyserPool to use (kept
     alive by the caller) instead of starting one; ``upto_seq``: index the store's changes up to
@@ -301,8 +311,16 @@ def run_once(data: DataDir, store: StoreReader, manifest: Manifest | None, *, ra
     ``open_segment``: how a segment is opened (the follower keeps them open between cuts);
     ``link_targets``: False indexes the changed pages alone, leaving the targets of their
     links (anchor-only documents, pages whose anchor text changed) to a later run, which
-    takes them from the manifest's ``targets_seq`` on."""
+    takes them from the manifest's ``targets_seq`` on; ``only_ids``: index these pages alone
+    (``index --follow``'s link targets, a share of them per cut) and no change of the store
+    (the manifest's ``last_seq`` stays), recording ``targets_done`` (when given) as the
+    ``targets_seq`` the index now holds (a run with nothing to index that moves it writes a
+    manifest of the same segments, so the record is kept)."""
     index_dir = data.index_dir
+    if only_ids is not None:
+        if manifest is None or rebuild:
+            raise ValueError("only_ids needs an index to add to")
+        upto_seq = manifest.last_seq
     snap_seq = store.max_seq() if upto_seq is None else min(store.max_seq(), upto_seq)
     generation = (manifest.generation if manifest else 0) + 1
     if rebuild:  # the old generation keeps serving; nothing of it is read or kept
@@ -314,9 +332,10 @@ def run_once(data: DataDir, store: StoreReader, manifest: Manifest | None, *, ra
         say(line)
     mode = "rebuild" if rebuild else "full" if manifest is None else "incremental"
     done_targets = targets_seq(manifest)
-    ids = _candidates(store, manifest, snap_seq, old_segments,
-                      targets_after=done_targets if link_targets else None)
-    if foreign is not None and manifest is not None:  # a full run indexes them anyway
+    ids = list(only_ids) if only_ids is not None else _candidates(
+        store, manifest, snap_seq, old_segments,
+        targets_after=done_targets if link_targets else None)
+    if foreign is not None and manifest is not None and only_ids is None:  # a full run too
         ids = sorted(set(ids) | foreign.candidates())
     # The operator's removals (store/removals.py): a page they cover is not indexed, and one
     # an older segment holds live is dropped by this run, so it does not come back.
@@ -326,6 +345,18 @@ def run_once(data: DataDir, store: StoreReader, manifest: Manifest | None, *, ra
         if len(gone):
             ids = sorted(set(ids) | set(gone.tolist()))
     report = IndexReport(generation=generation, mode=mode, last_seq=snap_seq)
+    new_targets = targets_done if targets_done is not None else done_targets \
+        if only_ids is not None or not (link_targets or manifest is None) else snap_seq
+    if mode == "incremental" and not ids and new_targets != done_targets:
+        assert manifest is not None  # nothing to index: the record alone moves
+        totals = {k: int(manifest.stats.get(k, 0))
+                  for k in ("cut_bytes", "merge_bytes", "merges")}
+        publish_manifest(index_dir, generation, manifest.last_seq, manifest.segments,
+                         old_segments, mode=mode, totals={**totals, "targets_seq": new_targets})
+        report.mode, report.segments = "unchanged", len(manifest.segments)
+        report.live_docs = int(manifest.stats.get("live_docs", 0))
+        report.seconds = report.publish_seconds = time.monotonic() - started
+        return report
     if mode == "incremental" and not ids:
         assert manifest is not None
         report.generation, report.mode = manifest.generation, "unchanged"
@@ -357,7 +388,7 @@ def run_once(data: DataDir, store: StoreReader, manifest: Manifest | None, *, ra
     totals = {"cut_bytes": int(before.get("cut_bytes", 0)) + report.cut_bytes,
               "merge_bytes": int(before.get("merge_bytes", 0)),
               "merges": int(before.get("merges", 0)),
-              "targets_seq": snap_seq if link_targets or manifest is None else done_targets}
+              "targets_seq": new_targets}
     report.first_generation = generation
     publish_manifest(index_dir, generation, snap_seq, segments, readers, mode=mode, totals=totals)
     report.publish_seconds = time.monotonic() - started
@@ -475,7 +506,10 @@ def _cut(data: DataDir, store: StoreReader, manifest: Manifest | None, tmp: Path
 
     def measure_boilerplate() -> None:  # while the template samples are parsed
         if settings.anchor_templates:
-            boiler.update(anchor_boilerplate(store) if boilerplate is None else boilerplate)
+            if foreign is not None and foreign.boilerplate is not None:
+                boiler.update(foreign.boilerplate)  # measured on every shard's counts summed
+            else:
+                boiler.update(anchor_boilerplate(store) if boilerplate is None else boilerplate)
         if len(cand) >= SOURCE_HOSTS_MIN_IDS:  # a small run looks its sources up instead
             sources.append(SourceHosts(store))
 
@@ -487,7 +521,7 @@ def _cut(data: DataDir, store: StoreReader, manifest: Manifest | None, tmp: Path
     parsed: dict[int, ParsedPage] | None = {} if pool is None else None
     templates = _templates(data, store, cand, report, say, reuse=(mode == "incremental"),
                            procs=procs if pool is None else 1, meanwhile=measure_boilerplate,
-                           settings=settings, keep=parsed)
+                           settings=settings, keep=parsed, foreign=foreign)
     report.anchor_boilerplate = len(boiler)
     report.template_seconds = time.monotonic() - t0
     t0 = time.monotonic()
@@ -535,7 +569,8 @@ def _templates(data: DataDir, store: StoreReader, ids: np.ndarray, report: Index
                say: Callable[[str], None], *, reuse: bool, procs: int = 1,
                meanwhile: Callable[[], None] = lambda: None,
                settings: IndexSettings = DEFAULT_INDEX_SETTINGS,
-               keep: dict[int, ParsedPage] | None = None) -> Templates:
+               keep: dict[int, ParsedPage] | None = None,
+               foreign: ForeignAnchors | None = None) -> Templates:
     """Each host's template (indexer/templates.py): the stored measure of the hosts it has
     (``reuse``: an incremental run), a new one for the others from a sample of the candidate
     pages, written back to DATA/index/templates.json.  Off (none) without settings.templates.
@@ -590,7 +625,8 @@ def _templates(data: DataDir, store: StoreReader, ids: np.ndarray, report: Index
                                  [s for _, s in samples])
             meanwhile()
             for (host, _), got in zip(samples, measured, strict=True):
-                _measured(hosts, host, got, share, report, keep=keep, room=room)
+                _measured(hosts, host, got, share, report, keep=keep, room=room,
+                          foreign=foreign)
         finally:
             pool.terminate()
             pool.join()
@@ -599,16 +635,36 @@ def _templates(data: DataDir, store: StoreReader, ids: np.ndarray, report: Index
         for host, sample in samples:
             _measured(hosts, host, _block_keys(data.warc_dir, sample, settings=settings,
                                                keep_chars=room[0]),
-                      share, report, keep=keep, room=room)
+                      share, report, keep=keep, room=room, foreign=foreign)
     templates = Templates(hosts, share)
     write_templates(data.index_dir, templates)
     return templates
 
 
+def template_samples(warc_dir: Path, store: StoreReader,
+                     settings: IndexSettings = DEFAULT_INDEX_SETTINGS
+                     ) -> dict[str, list[tuple[str, set[int]]]]:
+    """Per host, (URL, template keys) of the pages a full run samples to measure its template
+    (indexer/templates.py): what a shard's anchor export carries for the shards holding the
+    host's other pages.  Empty without settings.templates."""
+    if not settings.templates:
+        return {}
+    sampler: HostSampler[Page] = HostSampler()
+    for page in store.pages(FETCHED):
+        if _full(page):
+            sampler.offer(host_of(page.url), page.id, page, page.url)
+    out: dict[str, list[tuple[str, set[int]]]] = {}
+    for host, items in sampler.samples().items():
+        sample = [(p.id, p.url, p.content_type, (str(p.warc_file), int(p.warc_offset or 0),
+                                                 int(p.warc_length or 0))) for p in items]
+        out[host] = _block_keys(warc_dir, sample, settings=settings)[0]
+    return out
+
+
 # (URL ID, URL, type, WARC location) of each sampled page
 _Sample = list[tuple[int, str, str | None, tuple[str, int, int]]]
 # The template keys of each page, the pages not read, and the parses kept (by URL ID)
-_Measure = tuple[list[set[int]], int, dict[int, ParsedPage]]
+_Measure = tuple[list[tuple[str, set[int]]], int, dict[int, ParsedPage]]
 
 
 def _block_keys(warc_dir: Path, sample: _Sample, *, settings: IndexSettings,
@@ -617,7 +673,7 @@ def _block_keys(warc_dir: Path, sample: _Sample, *, settings: IndexSettings,
     be read (the page itself is counted when indexed), and the parses of the first pages
     whose marked texts fit in ``keep_chars`` characters (the page loop's to use)."""
     reader = BodyReader(warc_dir)
-    pages: list[set[int]] = []
+    pages: list[tuple[str, set[int]]] = []
     kept: dict[int, ParsedPage] = {}
     errors = 0
     try:
@@ -628,7 +684,7 @@ def _block_keys(warc_dir: Path, sample: _Sample, *, settings: IndexSettings,
                 errors += 1
                 continue
             parsed = parse_html(body, url, content_type, structure=True, settings=settings)
-            pages.append({b.key for b in parsed.blocks})
+            pages.append((url, {b.key for b in parsed.blocks}))
             if len(parsed.marked) <= keep_chars:
                 keep_chars -= len(parsed.marked)
                 kept[url_id] = parsed
@@ -639,11 +695,14 @@ def _block_keys(warc_dir: Path, sample: _Sample, *, settings: IndexSettings,
 
 def _measured(hosts: dict[str, HostTemplate], host: str, measured: _Measure,
               share: float, report: IndexReport, *, keep: dict[int, ParsedPage] | None = None,
-              room: list[int] | None = None) -> None:
-    """One host's measure into ``hosts`` and the report; its kept parses into ``keep``
-    while ``room[0]`` (marked characters) lasts."""
+              room: list[int] | None = None, foreign: ForeignAnchors | None = None) -> None:
+    """One host's measure into ``hosts`` and the report (with other shards' sampled pages of
+    the host, from ``foreign``); its kept parses into ``keep`` while ``room[0]`` (marked
+    characters) lasts."""
     pages, errors, kept = measured
-    hosts[host] = host_template(pages, share)
+    others = foreign.samples.get(host) if foreign is not None else None
+    hosts[host] = host_template(merged_sample(pages, others) if others
+                                else (keys for _, keys in pages), share)
     report.template_errors += errors
     report.template_hosts += 1
     report.template_pages += len(pages)

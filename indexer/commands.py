@@ -23,7 +23,7 @@ from websift.indexer.anchor_exchange import (
     read_exports,
     write_export,
 )
-from websift.indexer.build import build_index
+from websift.indexer.build import build_index, template_samples
 from websift.indexer.follow import follow
 from websift.indexer.settings import (
     DEFAULT_INDEX_PROCS,
@@ -90,7 +90,9 @@ def anchors_export_command(args: argparse.Namespace) -> int:
         return 2
     data = DataDir.open(args.data)
     with StoreReader.open(data.store_path) as store, store.snapshot():
-        export: AnchorExport = export_anchors(store, navigation=settings.anchor_templates)
+        export: AnchorExport = export_anchors(
+            store, navigation=settings.anchor_templates,
+            samples=template_samples(data.warc_dir, store, settings))
     digest = write_export(args.out, export)
     print(f"anchors: {len(export.rows)} anchor texts for pages {len(export.fetched)} fetched "
           f"pages did not cover, written to {args.out} (sha256 {digest[:12]})")
@@ -166,7 +168,8 @@ def index_command(args: argparse.Namespace) -> int:
     r = build_index(data, ram_mb=args.ram_mb, progress=say, rebuild=args.rebuild,
                     procs=args.procs, settings=settings,
                     foreign=None if exports is None else
-                    (lambda store: foreign_anchors(store, exports)))
+                    (lambda store: foreign_anchors(store, exports,
+                                                   navigation=settings.anchor_templates)))
     if r.mode == "unchanged":
         print(f"index: nothing new since seq {r.last_seq}; generation {r.generation} "
               f"({r.live_docs} documents in {r.segments} segments)")

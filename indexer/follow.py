@@ -11,7 +11,9 @@ new version masks the old one, a page no longer indexable is dropped) once ``int
 seconds have passed since the last cut or ``every`` pages are waiting, whichever comes first.
 A cut takes at most ``every`` pages (the changes up to the ``every``-th one's ``seq``); a
 backlog is cut in turns, each published as soon as it is written.  Nothing changed: no work,
-no manifest.  The merges the policy asks for follow each cut (indexer/merge_policy.py).  What a
+no manifest.  The targets of the changed links (anchor-only documents, pages whose anchor text
+changed) are not in those cuts: they have a lane of their own (:class:`TargetsLane`), cut in
+bounded shares when no fetched page's cut is due.  The merges the policy asks for follow each cut (indexer/merge_policy.py).  What a
 run measures over the whole store (the hosts' navigation anchor texts, the scale of OPIC
 importance) is measured again at most every ``REMEASURE_SECONDS``, not per cut.
 
@@ -47,6 +49,7 @@ from websift.indexer.anchor_exchange import (
 from websift.indexer.anchors import anchor_boilerplate
 from websift.indexer.build import (
     IndexReport,
+    changed_targets,
     entry_bytes,
     index_lock,
     open_manifest,
@@ -66,6 +69,7 @@ from websift.indexer.settings import (
     FOLLOW_INTERVAL_SECONDS,
     FOLLOW_POLL_SECONDS,
     FOLLOW_TARGETS_SECONDS,
+    FOLLOW_TARGETS_SHARE,
     REMEASURE_SECONDS,
     STATUS_SECONDS,
     STORE_WAIT_SECONDS,
@@ -96,6 +100,7 @@ class FollowStatus:
     last_cut_pages: int = 0  # documents it indexed (full and anchor-only) plus drops
     pages: int = 0  # the same, summed over this follow's cuts
     pending_pages: int = 0  # store pages changed since the index's last_seq, at the last look
+    pending_targets: int = 0  # link targets of the round in progress not cut yet (TargetsLane)
     lag_seconds: float = 0.0  # age of the oldest such change (fetched_at): 0 when none waits
     generation: int = 0
     last_seq: int = 0
@@ -111,7 +116,8 @@ class FollowStatus:
     # Unix times ``began`` (the store looked at), ``published`` (the cut's manifest written),
     # ``ended`` (its merges too), its ``seq`` (the store changes it indexed up to) and the
     # seconds of its phases: ``measure`` (the store-wide measures, when due), ``templates``,
-    # ``pages``, ``finish``, ``merges``; the ``documents`` and ``anchor_only`` it indexed.
+    # ``pages``, ``finish``, ``merges``; the ``documents`` and ``anchor_only`` it indexed;
+    # ``targets`` 1 for a cut of link targets (TargetsLane), 0 for one of the fetched pages.
     recent_cuts: list[dict[str, float]] = field(default_factory=list)
     merging: bool = False  # a merge is being written (beside the cuts: indexer/follow_merges.py)
     # the last merges (at most RECENT_MERGES): Unix times ``began``, ``ended`` (published), and
@@ -193,8 +199,9 @@ class AnchorsDir:
     cut), matched again with the store every ``REMEASURE_SECONDS`` (the pages it fetched since,
     whose URLs the exports name, indexed at the next cut)."""
 
-    def __init__(self, directory: Path, say: Callable[[str], None]) -> None:
-        self.directory, self.say = directory, say
+    def __init__(self, directory: Path, say: Callable[[str], None], *,
+                 navigation: bool = True) -> None:
+        self.directory, self.say, self.navigation = directory, say, navigation
         self.signature: tuple[tuple[str, int, int], ...] | None = None
         self.exports: list[AnchorExport] = []
         self.foreign: ForeignAnchors | None = None
@@ -214,11 +221,12 @@ class AnchorsDir:
                 self.errors += 1
                 self.say(f"anchors: {exc}; the previous texts are kept")
                 return
-            self.foreign = foreign_anchors(store, self.exports)  # every page they name
+            # every page they name
+            self.foreign = foreign_anchors(store, self.exports, navigation=self.navigation)
             self.matched_at = now
         elif self.foreign is not None and now - self.matched_at >= REMEASURE_SECONDS:
             old = self.foreign
-            self.foreign = foreign_anchors(store, self.exports)
+            self.foreign = foreign_anchors(store, self.exports, navigation=self.navigation)
             self.foreign.reindex = (self.foreign.affected() - old.affected()) | (
                 old.affected() if old.reindex is None else old.reindex)
             self.matched_at = now
@@ -246,6 +254,7 @@ def follow(data: DataDir, stop: threading.Event, *,
            settings: IndexSettings = DEFAULT_INDEX_SETTINGS,
            policy: MergePolicy = DEFAULT_MERGE_POLICY,
            targets_every: float = FOLLOW_TARGETS_SECONDS,
+           targets_share: int = FOLLOW_TARGETS_SHARE,
            say: Callable[[str], None] = lambda _msg: None,
            on_cut: Callable[[str], None] = lambda _line: None,
            anchors_dir: Path | None = None) -> FollowStatus:
@@ -265,8 +274,10 @@ def follow(data: DataDir, stop: threading.Event, *,
             try:
                 _loop(data, store, stop, status, interval=interval, every=every, ram_mb=ram_mb,
                       procs=procs, settings=settings, policy=policy,
-                      targets_every=targets_every, say=say, on_cut=on_cut,
-                      anchors=None if anchors_dir is None else AnchorsDir(anchors_dir, say))
+                      targets_every=targets_every, targets_share=targets_share, say=say,
+                      on_cut=on_cut,
+                      anchors=None if anchors_dir is None else AnchorsDir(
+                          anchors_dir, say, navigation=settings.anchor_templates))
             finally:
                 store.close()
         except BaseException as exc:
@@ -278,10 +289,55 @@ def follow(data: DataDir, stop: threading.Event, *,
         return status
 
 
+class TargetsLane:
+    """The targets of changed links (anchor-only documents, pages whose anchor texts changed)
+    in cuts of their own, so the fetched pages' cuts stay small.  A round starts at most every
+    ``every`` seconds: the targets of the links changed since the index's ``targets_seq`` up to
+    its ``last_seq``, one set (a page many changed pages link to is indexed once a round).  It
+    is cut ``share`` pages at a time between the fetched pages' cuts, which go first; the
+    pages the store changed since the index's ``last_seq`` are left to those.  The round's last
+    share records its ``targets_seq``: a round cut short (stopped, killed) is taken again whole
+    by the next follow."""
+
+    def __init__(self, every: float, share: int) -> None:
+        self.every, self.share = every, max(1, share)
+        self.ids: list[int] = []
+        self.pos = 0
+        self.upto = 0  # the round's targets_seq, recorded by its last share
+        self.began = time.monotonic()
+
+    def pending(self) -> int:
+        return len(self.ids) - self.pos
+
+    def due(self, now: float, manifest: Manifest | None) -> bool:
+        """A new round may start (none in progress, ``every`` seconds since the last began,
+        links changed that the index has not taken yet)."""
+        return (self.pos >= len(self.ids) and now - self.began >= self.every
+                and manifest is not None and targets_seq(manifest) < manifest.last_seq)
+
+    def start(self, store: StoreReader, manifest: Manifest, segments: OpenSegments,
+              index_dir: Path, now: float) -> None:
+        after, upto = targets_seq(manifest), manifest.last_seq
+        readers = [segments(index_dir / s.name) for s in manifest.segments]
+        self.ids = sorted(changed_targets(store, readers, store.changed_ids(after, upto),
+                                          after, upto))
+        self.pos, self.upto, self.began = 0, upto, now
+
+    def next_share(self, store: StoreReader, last_seq: int) -> tuple[list[int], int | None]:
+        """The next share's pages and the ``targets_seq`` to record with it (None: not the
+        round's last)."""
+        share = self.ids[self.pos:self.pos + self.share]
+        self.pos += len(share)
+        waiting = store.changed_ids(last_seq, store.max_seq()) if share else set()
+        return ([i for i in share if i not in waiting],
+                self.upto if self.pos >= len(self.ids) else None)
+
+
 def _loop(data: DataDir, store: StoreReader, stop: threading.Event, status: FollowStatus, *,
           interval: float, every: int, ram_mb: int, procs: int, settings: IndexSettings,
-          policy: MergePolicy, targets_every: float, say: Callable[[str], None],
-          on_cut: Callable[[str], None], anchors: AnchorsDir | None) -> None:
+          policy: MergePolicy, targets_every: float, targets_share: int,
+          say: Callable[[str], None], on_cut: Callable[[str], None],
+          anchors: AnchorsDir | None) -> None:
     index_dir = data.index_dir
     manifest = open_manifest(index_dir, say)
     sweep(index_dir, {s.name for s in manifest.segments} if manifest else set())
@@ -290,7 +346,8 @@ def _loop(data: DataDir, store: StoreReader, stop: threading.Event, status: Foll
     status.state = "following"
     write_status(data, status)
     scale, boiler, measured_at = 0.0, None, float("-inf")
-    last_cut = last_status = targets_at = time.monotonic()
+    last_cut = last_status = time.monotonic()
+    lane = TargetsLane(targets_every, targets_share)
     segments = OpenSegments()
     merger = BackgroundMerger(index_dir, ram_mb * 1024 * 1024, policy, segments=segments)
     try:
@@ -310,15 +367,18 @@ def _loop(data: DataDir, store: StoreReader, stop: threading.Event, status: Foll
                 now = time.monotonic()
                 if anchors is not None:
                     anchors.look(store)
-                targets = now - targets_at >= targets_every  # this cut takes link targets
-                waiting = status.pending_pages > 0 or (anchors is not None and anchors.owed()) \
-                    or (targets and manifest is not None and targets_seq(manifest) < last_seq)
-                if status.pending_pages < every and (not waiting or now - last_cut < interval):
+                waiting = status.pending_pages > 0 or (anchors is not None and anchors.owed())
+                pages = status.pending_pages >= every or (waiting and now - last_cut >= interval)
+                if not pages and manifest is not None and lane.due(now, manifest):
+                    lane.start(store, manifest, segments, index_dir, now)
+                status.pending_targets = lane.pending()
+                if not pages and not lane.pending():
                     if now - last_status >= STATUS_SECONDS:
                         write_status(data, status)
                         last_status = now
                     stop.wait(FOLLOW_POLL_SECONDS)
                     continue
+                share, done = (None, None) if pages else lane.next_share(store, last_seq)
                 began = time.time()
                 if now - measured_at >= REMEASURE_SECONDS:  # both scan the store
                     scale, measured_at = store.importance_scale(), now
@@ -331,28 +391,32 @@ def _loop(data: DataDir, store: StoreReader, stop: threading.Event, status: Foll
                                       pool=pool, upto_seq=store.seq_of_change(last_seq, every),
                                       should_stop=stop.is_set, prior_scale=scale,
                                       boilerplate=boiler, merge=False,
-                                      open_segment=segments, link_targets=targets,
+                                      open_segment=segments, link_targets=manifest is None,
+                                      only_ids=share, targets_done=done,
                                       foreign=None if anchors is None else anchors.foreign)
                 except IndexInterrupted:
                     say("stopped: the segment in progress was discarded")
                     break
-                if anchors is not None:
-                    anchors.cut_done()
-                last_cut = last_status = time.monotonic()
-                if targets:
-                    targets_at = started
+                if share is None:
+                    if anchors is not None:
+                        anchors.cut_done()
+                    last_cut = time.monotonic()
+                last_status = time.monotonic()
                 manifest = open_manifest(index_dir, say)
                 segments.keep(manifest)
                 if report.mode == "unchanged":
                     continue
-                _cut_done(data, store, status, report, manifest, began=began, measure=measure)
+                status.pending_targets = lane.pending()
+                _cut_done(data, store, status, report, manifest, began=began, measure=measure,
+                          targets=share is not None)
                 on_cut(cut_line(status, report))
     finally:
         merger.close()
 
 
 def _cut_done(data: DataDir, store: StoreReader, status: FollowStatus, report: IndexReport,
-              manifest: Manifest | None, *, began: float, measure: float) -> None:
+              manifest: Manifest | None, *, began: float, measure: float,
+              targets: bool) -> None:
     status.cuts += 1
     status.last_cut = time.time()
     status.last_cut_seconds = report.seconds
@@ -361,12 +425,12 @@ def _cut_done(data: DataDir, store: StoreReader, status: FollowStatus, report: I
     status.pending_pages, oldest = store.changes_after(report.last_seq)
     status.lag_seconds = max(0.0, time.time() - oldest) if oldest is not None else 0.0
     _from_manifest(status, manifest)
-    _record_cut(status, report, began=began, measure=measure)
+    _record_cut(status, report, began=began, measure=measure, targets=targets)
     write_status(data, status)
 
 
 def _record_cut(status: FollowStatus, report: IndexReport, *, began: float,
-                measure: float) -> None:
+                measure: float, targets: bool) -> None:
     """The cut's times into ``status.recent_cuts`` (the field's comment)."""
     cut = measure + report.publish_seconds
     status.recent_cuts.append({
@@ -374,5 +438,6 @@ def _record_cut(status: FollowStatus, report: IndexReport, *, began: float,
         "seq": report.last_seq, "measure": measure, "templates": report.template_seconds,
         "pages": report.pages_seconds, "finish": report.finish_seconds,
         "merges": max(0.0, report.seconds - report.publish_seconds),
-        "documents": report.documents, "anchor_only": report.anchor_only})
+        "documents": report.documents, "anchor_only": report.anchor_only,
+        "targets": float(targets)})
     del status.recent_cuts[:-RECENT_CUTS]

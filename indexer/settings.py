@@ -168,9 +168,11 @@ FOLLOW_INTERVAL_SECONDS = 5.0
 FOLLOW_EVERY_PAGES = 2_000
 FOLLOW_POLL_SECONDS = 0.25
 # A cut indexes the pages that changed; the targets of their links (pages whose anchor text
-# changed, anchor-only documents: about ten per fetched page) are indexed at most this often,
-# by one cut for all the links changed since (a page linked from many is indexed once).
+# changed, anchor-only documents: about ten per fetched page) are taken at most this often, one
+# set for all the links changed since (a page linked from many is indexed once), and cut in
+# cuts of their own of at most FOLLOW_TARGETS_SHARE pages, between the fetched pages' cuts.
 FOLLOW_TARGETS_SECONDS = 30.0
+FOLLOW_TARGETS_SHARE = 1_000
 STATUS_SECONDS = 2.0  # least time between two status files written while no cut is made
 STORE_WAIT_SECONDS = 30.0  # a crawl store that is there but unreadable this long is an error
 # How long a follower reuses what it measures over the whole store between cuts (the factor that

@@ -11,7 +11,11 @@ block of links with words between them; a navigation-shaped block, links with sh
 them, is split into its items first, so "Next: X, Up: Z" on a page where most have "Next: X,
 Previous: Y, Up: Z" is template by the items it shares) found on at least TEMPLATE_MIN_SHARE of a
 host's sampled pages is template there.  A host with fewer than TEMPLATE_MIN_PAGES sampled pages
-has no template, and a block repeated on another host counts nothing here.  Template blocks are
+has no template, and a block repeated on another host counts nothing here.  A host whose pages
+are split over the shards of a partitioned crawl is measured on the sample one store holding
+them all would take: each shard's anchor export carries its sampled pages' keys
+(indexer/anchor_exchange.py), and the reader takes the lowest of its own and theirs
+(:func:`merged_sample`).  Template blocks are
 left out of the body field and of the stored snippet text (indexer/docbatch.py).
 
 The result is kept in ``DATA/index/templates.json`` (a checked file, core/checked.py: versioned,
@@ -76,6 +80,19 @@ def host_template(pages: Iterable[Iterable[int]], share: float = TEMPLATE_MIN_SH
     need = max(2, math.ceil(share * n))
     common = [k for k, c in counts.most_common(MAX_TEMPLATE_KEYS_PER_HOST) if c >= need]
     return HostTemplate(n, frozenset(common))
+
+
+def merged_sample(own: Iterable[tuple[str, Iterable[int]]],
+                  others: Iterable[tuple[str, Iterable[int]]],
+                  size: int = TEMPLATE_SAMPLE_PAGES) -> list[Iterable[int]]:
+    """The template keys of the ``size`` pages of lowest :func:`sample_rank` among a host's
+    sampled pages here (``own``: (URL, keys)) and other shards' (``others``): each shard
+    sends its own ``size`` lowest, so these are the sample of one store holding the host's
+    pages of every shard (a page two shards fetched counts once)."""
+    pages: dict[str, Iterable[int]] = {}
+    for url, keys in (*own, *others):
+        pages.setdefault(url, keys)
+    return [pages[u] for u in sorted(pages, key=sample_rank)[:size]]
 
 
 def sample_rank(url: str) -> int:

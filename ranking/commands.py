@@ -50,8 +50,13 @@ def _register_rank(sub: argparse._SubParsersAction) -> None:  # type: ignore[typ
                       help="every iteration's L1 residual on a line of its own")
     p.add_argument("--shard", type=Path, nargs="+", default=None, metavar="DIR",
                    help="rank the union of these crawl stores (shards sharing a frontier's URL "
-                   "IDs, or a partitioned crawl's, matched by URL) and write the same global "
-                   "generation to each (either engine)")
+                   "IDs, or a partitioned crawl's, matched by URL) or link exports (made by "
+                   "--export-links; matched by URL) and write the same global generation to "
+                   "each (either engine)")
+    p.add_argument("--export-links", type=Path, default=None, metavar="OUT",
+                   help="rank nothing: write the link export of --data's crawl store (as of "
+                   "one commit) into OUT, for 'rank --shard OUT ...' on another machine "
+                   "(Parquet; needs the 'cluster' extra)")
     _register_rank_engine(p)
     p.set_defaults(func=_rank)
 
@@ -118,6 +123,8 @@ def _rank_engine(args: argparse.Namespace) -> Any:
 def _rank(args: argparse.Namespace) -> int:
     from websift.ranking.rank_job import run_rank
 
+    if args.export_links is not None:
+        return _export_links(args)
     engine = _rank_engine(args)  # a bad engine choice or a missing extra before any file opens
     if args.shard:
         return _rank_shards(args, engine)
@@ -149,6 +156,25 @@ def _rank(args: argparse.Namespace) -> int:
     for name, iterations in report.topics.items():
         print(f"topic {name}: {iterations} iterations")
     return 0 if r.converged else 1
+
+
+def _export_links(args: argparse.Namespace) -> int:
+    from websift.ranking.link_export import export_bytes, export_store
+
+    if args.shard or args.engine == "dask":
+        raise RankingError("--export-links writes an export and ranks nothing: "
+                           "no --shard or --engine with it")
+    data = DataDir.open(args.data)
+    if not data.store_path.exists():
+        raise RankingError(f"{data.root} has no crawl store to export")
+    out: Path = args.export_links
+    if out.is_dir() and any(out.iterdir()) and not (out / "websift.json").exists():
+        raise RankingError(f"--export-links {out} holds files but no link export: give an "
+                           "empty or new directory, or one an earlier --export-links wrote")
+    body = export_store(data, out)
+    print(f"{out}: link export generation {body['generation']}: {body['urls']} URLs, "
+          f"{body['links']} links, {export_bytes(out)} bytes")
+    return 0
 
 
 def _rank_shards(args: argparse.Namespace, engine: Any) -> int:

@@ -12,6 +12,10 @@ What runs where:
   global IDs whichever shard a link came from; the same pass keeps the distinct (source page,
   target host) pairs of links between hosts, from which the host graph is ranked here (small:
   one node per host).
+- A shard given as a link export (:mod:`ranking.link_export`): its Parquet link files are
+  read on the workers instead, one task per file (:func:`spill_exports`), each mapped to
+  global IDs through the shard's URL map and spilled into the same bucket files, its
+  cross-host pairs returned to the client.
 - On the workers: the blocks, built from the bucket files, and every mat-vec and
   successor/predecessor step of the global PageRank, levels, giant SCC and topic vectors
   (Haveliwala 2002; as :func:`ranking.dask_engine.topic_vector`, started from the global
@@ -31,8 +35,10 @@ import time
 from collections.abc import Iterator, Sequence
 from concurrent.futures import CancelledError
 from contextlib import ExitStack
+from pathlib import Path
 
 import numpy as np
+from distributed import Client
 from distributed.comm.core import CommClosedError
 from distributed.scheduler import KilledWorker
 
@@ -48,8 +54,17 @@ from websift.ranking.dask_engine import (
     topic_vector,
 )
 from websift.ranking.host_graph import host_pagerank
+from websift.ranking.link_blocks import Spill, merge_spills, write_scratch
+from websift.ranking.link_export import (
+    ExportLinks,
+    ExportReader,
+    LinkSource,
+    open_sources,
+    spill_export_links,
+)
 from websift.ranking.pagerank import Dangling, PageRankResult, uniform_teleport
 from websift.ranking.rank_by_url import (
+    ByUrlInputs,
     CrossHostPages,
     GlobalRanks,
     host_graph_of,
@@ -57,7 +72,6 @@ from websift.ranking.rank_by_url import (
     write_by_url,
 )
 from websift.ranking.rank_job import Progress, RankReport, _named
-from websift.store.views import StoreReader
 
 
 def run_dask_by_url(
@@ -74,9 +88,7 @@ def run_dask_by_url(
     started = time.perf_counter()
     engine.last_run = ClusterRun()
     with ExitStack() as stack:
-        stores = [stack.enter_context(StoreReader.open(d.store_path)) for d in shards]
-        for store in stores:  # a crawl may be committing: read each store as of one state
-            stack.enter_context(store.snapshot())
+        stores = open_sources(stack, shards)
         client = stack.enter_context(engine.connect())
         directory = engine._scratch(shards[0])
         stack.callback(shutil.rmtree, directory, ignore_errors=True)
@@ -86,8 +98,11 @@ def run_dask_by_url(
             cross = CrossHostPages(inputs.host_of)
 
             def links() -> Iterator[tuple[np.ndarray, np.ndarray]]:
-                """Each store's links in global IDs, a spill chunk at a time."""
+                """Each store's links in global IDs, a spill chunk at a time (a link
+                export's are read by the workers: :func:`spill_exports`)."""
                 for store, m in zip(stores, inputs.maps, strict=True):
+                    if isinstance(store, ExportReader):
+                        continue
                     src, dst = store.link_arrays(include_nofollow=False)
                     for a in range(0, src.size, settings.DASK_PAIR_CHUNK):
                         b = a + settings.DASK_PAIR_CHUNK
@@ -98,7 +113,10 @@ def run_dask_by_url(
 
             graph = cluster_graph(client, links(), n=inputs.n, present=inputs.present,
                                   links=sum(s.link_count() for s in stores),
-                                  directory=directory, patience=engine.connect_timeout)
+                                  directory=directory, patience=engine.connect_timeout,
+                                  spilled=lambda bounds: spill_exports(
+                                      client, stores, inputs, cross=cross, bounds=bounds,
+                                      directory=directory))
             stack.callback(graph.release)
             engine.last_run.workers = len(client.scheduler_info()["workers"])
             engine.last_run.blocks = len(graph.blocks)
@@ -127,3 +145,23 @@ def run_dask_by_url(
                         host_result=host_result)
     return write_by_url(shards, inputs, ranks, damping=damping, tol=tol, dangling=dangling,
                         started=started)
+
+
+def spill_exports(client: Client, stores: Sequence[LinkSource], inputs: ByUrlInputs, *,
+                  cross: CrossHostPages, bounds: np.ndarray, directory: Path) -> Spill:
+    """Every link export's link files read and spilled by the workers, one task per file."""
+    host_of = write_scratch(directory / "export-host-of.npy", inputs.host_of)
+    tasks = []
+    for k, (store, m) in enumerate(zip(stores, inputs.maps, strict=True)):
+        if not isinstance(store, ExportReader):
+            continue
+        gmap = write_scratch(directory / f"export-map-{k:03d}.npy", m)
+        owners = write_scratch(directory / f"export-owners-{k:03d}.npy", store.owners())
+        tasks += [ExportLinks(str(path.resolve()), sha, slot, owners, gmap, host_of,
+                              cross.hosts, bounds, str(directory), f"pairs-x{k:03d}-{f:05d}")
+                  for f, (path, sha, slot) in enumerate(store.link_files())]
+    done = client.gather([client.submit(spill_export_links, t, pure=False) for t in tasks])
+    cross.parts.extend(keys for _, keys in done)
+    empty = Spill(n=int(bounds[-1]), bounds=bounds, files=[[] for _ in range(bounds.size - 1)],
+                  counts=np.zeros(bounds.size - 1, dtype=np.int64))
+    return merge_spills([empty, *(spill for spill, _ in done)])

@@ -42,7 +42,7 @@ import shutil
 import socket
 import tempfile
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import CancelledError
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
@@ -60,7 +60,14 @@ from websift.ranking.cluster_graph import ClusterGraph
 from websift.ranking.cluster_structure import giant_component, levels
 from websift.ranking.errors import RankingError
 from websift.ranking.host_graph import host_ranks
-from websift.ranking.link_blocks import BlockFile, build_block, plan_blocks, spill_links
+from websift.ranking.link_blocks import (
+    BlockFile,
+    Spill,
+    build_block,
+    merge_spills,
+    plan_blocks,
+    spill_links,
+)
 from websift.ranking.pagerank import Dangling, PageRankResult, uniform_teleport
 from websift.ranking.rank_job import (
     Progress,
@@ -360,13 +367,17 @@ def cluster_graph(
     links: int,
     directory: Path,
     patience: float = settings.DASK_CONNECT_TIMEOUT,
+    spilled: Callable[[np.ndarray], Spill] | None = None,
 ) -> ClusterGraph:
     """The links of ``sources`` (one (src, dst) pair of arrays each, about ``links`` in all)
-    as blocks on the cluster: spilled into ``directory``, built by the workers, not loaded."""
+    as blocks on the cluster: spilled into ``directory``, built by the workers, not loaded.
+    ``spilled(bounds)``: more links, spilled elsewhere (on the workers) into the same buckets."""
     workers = max(1, len(client.scheduler_info()["workers"]))
     blocks = max(workers * settings.DASK_BLOCKS_PER_WORKER,
                  math.ceil(links / settings.DASK_BLOCK_LINKS))
     spill = spill_links(sources, n, blocks * settings.DASK_BUCKETS_PER_BLOCK, directory)
+    if spilled is not None:
+        spill = merge_spills([spill, spilled(spill.bounds)])
     files, out_degree = build_blocks(client, plan_blocks(spill, blocks, directory))
     for pairs in directory.glob("pairs-*.npy"):
         pairs.unlink()

@@ -10,10 +10,13 @@ machine at a time (the holder of a lease in the crawl's Redis) ranks over all of
 Layout (every file written atomically: temp, fsync, ``os.replace``; the manifest last)::
 
     EXCHANGE/shards/NAME/websift.json   a data directory's marker (so ``rank --shard`` reads it)
-    EXCHANGE/shards/NAME/crawl.sqlite3  NAME's crawl store as of one commit (SQLite's online
-                                        backup, one self-contained file): its URLs and links
+    EXCHANGE/shards/NAME/link-export.json, e*.parquet
+                                        NAME's link export as of one commit of its store
+                                        (ranking/link_export.py: URL keys, links, seeds, OPIC
+                                        importance, hosts; each file with its sha256)
     EXCHANGE/shards/NAME/anchors.json   NAME's anchor export (indexer/anchor_exchange.py)
-    EXCHANGE/shards/NAME/export.json    the manifest: sha256 of both files, when made
+    EXCHANGE/shards/NAME/export.json    the manifest: the rank digest, the anchors' sha256,
+                                        the link export's generation and bytes, when made
     EXCHANGE/shards/NAME/ranks/         NAME's copy of the global generation, in its own URL
                                         IDs (written by the ranker, ranking/rank_by_url.py)
     EXCHANGE/round.json                 the last global generation: per shard, the export's
@@ -22,8 +25,10 @@ Layout (every file written atomically: temp, fsync, ``os.replace``; the manifest
 One turn on a machine (``websift exchange``, the job ``up`` runs every ``--rank-every``):
 
 1. export: when the store's rank digest (:func:`rank_digest`: what ranking and anchors read)
-   differs from the last export's, back the store up; anchors, store, then the manifest
-   replace the previous export;
+   differs from the last export's, write the link export and the anchors from one read
+   snapshot of the store, then the manifest: they replace the previous export (the bytes
+   written are what ranking reads, not the whole store: docs/several-machines.md measures
+   both);
 2. rank: if some shard's export is not the one the last round used, take the lease
    (``{wsp}:rank:lease``, SET NX with a time to live, renewed while ranking, deleted by its
    holder at the end): the holder runs ``websift rank --shard`` over every shard's export
@@ -59,12 +64,17 @@ from websift.core.datadir import DataDir
 from websift.core.errors import CheckedFileError, CheckedFileMissing
 from websift.core.fileio import fsync_dir
 from websift.indexer.anchor_exchange import export_anchors, write_export
+from websift.indexer.build import template_samples
+from websift.indexer.settings import IndexSettings
 from websift.ranking import ranks_format as fmt
 from websift.ranking.errors import RankingError, RanksCorrupt, RanksMissing
+from websift.ranking.link_export import export_bytes, remove_store_copy
+from websift.ranking.link_export import write_export as write_link_export
 from websift.ranking.ranks_writer import write_lock
 from websift.store.views import StoreReader
 
-EXPORT_FORMAT = checked.Format("websift-shard-export", 1, "shard export manifest")
+# 2: the shard's link export (ranking/link_export.py) in place of a copy of its store
+EXPORT_FORMAT = checked.Format("websift-shard-export", 2, "shard export manifest")
 ROUND_FORMAT = checked.Format("websift-rank-round", 1, "global ranks round")
 IMPORTED_FORMAT = checked.Format("websift-ranks-import", 1, "imported ranks round")
 # the hash tag of the partitioned crawl's keys (crawler/partitions.py): one Cluster slot
@@ -137,14 +147,15 @@ def _fsync(path: Path) -> None:
 
 
 # ---------------------------------------------------------------------------- 1. export
-def rank_digest(store: StoreReader) -> str:
+def rank_digest(store: StoreReader,
+                links: tuple[np.ndarray, np.ndarray] | None = None) -> str:
     """sha256 of what link analysis and the anchor export read from ``store``: its URLs (how
     many, the highest ID), links, seeds, OPIC importance and last change (``seq``).  A live
     crawl's store changes at every commit (its run figures, the mailbox's bookkeeping), so
     its bytes cannot tell whether a new round is due; this does."""
     h = hashlib.sha256()
     top = store.max_url_id()
-    src, dst = store.link_arrays(include_nofollow=False)
+    src, dst = links if links is not None else store.link_arrays(include_nofollow=False)
     for part in (np.array([top, store.max_seq()], dtype=np.int64), src, dst,
                  store.ids_at_depth(0), store.importance_by_id(top + 1)):
         h.update(np.ascontiguousarray(part).tobytes())
@@ -152,32 +163,28 @@ def rank_digest(store: StoreReader) -> str:
 
 
 def export_shard(data: DataDir, exchange: Exchange, name: str, *,
-                 navigation: bool = True) -> bool:
+                 navigation: bool = True, settings: IndexSettings | None = None) -> bool:
     """Write ``data``'s export as shard ``name`` (module doc, step 1); False when its store
-    is as the last export left it (nothing written)."""
+    is as the last export left it (nothing written).  ``settings``: the index's, for the
+    template samples the anchor export carries (none without)."""
     target = exchange.shard(name)
     DataDir.create(target.root)
     last = _read(target.root / "export.json", EXPORT_FORMAT)
-    with StoreReader.open(data.store_path) as store:
-        with store.snapshot():
-            if last is not None and last.get("rank_digest") == rank_digest(store):
-                return False
-        tmp = target.root / f".crawl.sqlite3.tmp-{os.getpid()}"
-        tmp.unlink(missing_ok=True)
-        store.backup_to(tmp)
-    try:
-        sha = file_sha256(tmp)
-        with StoreReader.open(tmp) as snap:  # the digest and anchors of the state exported
-            digest = rank_digest(snap)
-            anchors = export_anchors(snap, navigation=navigation)
-        anchors_sha = write_export(target.root / "anchors.json", anchors)
-        _fsync(tmp)
-        os.replace(tmp, target.store_path)
-        fsync_dir(target.root)
-    finally:
-        tmp.unlink(missing_ok=True)
+    with StoreReader.open(data.store_path) as store, store.snapshot():
+        # the digest, links and anchors of one committed state; its links read once
+        arrays = store.link_arrays(include_nofollow=False)
+        digest = rank_digest(store, arrays)
+        if last is not None and last.get("rank_digest") == digest:
+            return False
+        links = write_link_export(store, target.root, links=arrays, rank_digest=digest)
+        del arrays
+        anchors = export_anchors(store, navigation=navigation, samples=None if settings is None
+                                 else template_samples(data.warc_dir, store, settings))
+    anchors_sha = write_export(target.root / "anchors.json", anchors)
+    remove_store_copy(target.root)  # an older exchange's copy: the link export is read now
     checked.write_json(target.root / "export.json", EXPORT_FORMAT, {
-        "shard": name, "exported": time.time(), "store_sha256": sha, "rank_digest": digest,
+        "shard": name, "exported": time.time(), "links_generation": links["generation"],
+        "link_bytes": export_bytes(target.root), "rank_digest": digest,
         "anchors_sha256": anchors_sha, "anchor_rows": len(anchors.rows)})
     return True
 

@@ -131,18 +131,13 @@ def spill_links(
     if n < 1 or n >= 2**31:
         raise GraphError(f"node count {n} out of range for 32-bit node IDs")
     bounds = bucket_bounds(n, buckets)
-    count = len(bounds) - 1
-    files: list[list[ArrayFile]] = [[] for _ in range(count)]
-    counts = np.zeros(count, dtype=np.int64)
+    spills = [Spill(n=n, bounds=bounds, files=[[] for _ in range(len(bounds) - 1)],
+                    counts=np.zeros(len(bounds) - 1, dtype=np.int64))]
     for s, (src, dst) in enumerate(sources):
-        if src.shape != dst.shape:
-            raise GraphError(f"link arrays differ in length: {src.shape} vs {dst.shape}")
-        for c, a in enumerate(range(0, len(src), chunk)):
-            counts += _spill_chunk(src[a : a + chunk], dst[a : a + chunk], n=n,
-                                   bounds=bounds, directory=directory,
-                                   name=f"pairs-{s:03d}-{c:05d}", files=files)
+        spills.append(spill_chunks(src, dst, n=n, bounds=bounds, directory=directory,
+                                   name=f"pairs-{s:03d}", chunk=chunk))
         del src, dst  # before the next source's links are read
-    return Spill(n=n, bounds=bounds, files=files, counts=counts)
+    return merge_spills(spills)
 
 
 def _spill_chunk(src: np.ndarray, dst: np.ndarray, *, n: int, bounds: np.ndarray,
@@ -162,6 +157,36 @@ def _spill_chunk(src: np.ndarray, dst: np.ndarray, *, n: int, bounds: np.ndarray
         files[k].append(write_scratch(directory / f"{name}-{k:05d}.npy", pairs[:, start:stop]))
         start = stop
     return per
+
+
+def spill_chunks(src: np.ndarray, dst: np.ndarray, *, n: int, bounds: np.ndarray,
+                 directory: Path, name: str, chunk: int = settings.DASK_PAIR_CHUNK) -> Spill:
+    """One source's links (global IDs) spilled ``chunk`` pairs at a time as ``name-<c>-<k>``
+    files: what :func:`spill_links` does for each source, callable on a worker."""
+    if src.shape != dst.shape:
+        raise GraphError(f"link arrays differ in length: {src.shape} vs {dst.shape}")
+    count = len(bounds) - 1
+    files: list[list[ArrayFile]] = [[] for _ in range(count)]
+    counts = np.zeros(count, dtype=np.int64)
+    for c, a in enumerate(range(0, len(src), chunk)):
+        counts += _spill_chunk(src[a : a + chunk], dst[a : a + chunk], n=n, bounds=bounds,
+                               directory=directory, name=f"{name}-{c:05d}", files=files)
+    return Spill(n=n, bounds=bounds, files=files, counts=counts)
+
+
+def merge_spills(spills: Iterable[Spill]) -> Spill:
+    """Spills of the same buckets (made with one ``bounds``) as one."""
+    it = iter(spills)
+    first = next(it)
+    files = [list(f) for f in first.files]
+    counts = first.counts.copy()
+    for spill in it:
+        if spill.n != first.n or not np.array_equal(spill.bounds, first.bounds):
+            raise GraphError("spills of different buckets cannot be merged")
+        for k, more in enumerate(spill.files):
+            files[k].extend(more)
+        counts += spill.counts
+    return Spill(n=first.n, bounds=first.bounds, files=files, counts=counts)
 
 
 def plan_blocks(spill: Spill, blocks: int, directory: Path) -> list[BlockSource]:

@@ -9,7 +9,10 @@ through that map, and the global PageRank, levels, giant SCC, topic vectors (Hav
 as :mod:`ranking.rank_job`) and host rank (OPIC paper, section 4.3) are computed once over the
 union: here (:func:`run_rank_by_url`) or with the link matrix on a Dask cluster
 (:mod:`ranking.dask_by_url`).  Each shard then gets the same vectors written in its own URL
-IDs, so its ``websift serve`` reads them as it reads any generation.
+IDs, so its ``websift serve`` reads them as it reads any generation.  A shard may be given as
+its link export (:mod:`ranking.link_export`) instead of its store: the export answers the same
+questions with the same arrays, and carries 128-bit URL keys the same on every machine, with
+which the stores beside it are then fingerprinted too.
 
 Invariant: each shard's vectors, looked up by URL, equal those of ``websift rank`` over one
 store holding the union of the shards' URLs and links (to 1e-9 in L1 for PageRank), whichever
@@ -21,7 +24,7 @@ its peak), then what ``websift rank`` holds for the same graph.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from typing import Any
@@ -39,19 +42,32 @@ from websift.ranking.host_graph import (
     host_pagerank,
     weighted_graph,
 )
+from websift.ranking.link_export import ExportReader, LinkSource, cross_host_keys, open_sources
 from websift.ranking.pagerank import Dangling, PageRankResult, pagerank
 from websift.ranking.rank_job import Progress, RankedGraph, RankReport, _named, topic_vector
 from websift.ranking.ranks_writer import HostRanks, current_manifest, write_generation, write_lock
 from websift.ranking.store_graph import topic_page_ids
 from websift.ranking.structure import levels, strong_components
 from websift.ranking.topic_store import TopicRecord, load_topic, topic_names
-from websift.ranking.url_join import join_stores
-from websift.store.views import StoreReader
+from websift.ranking.url_join import StoreKeys, UrlJoin, join_keys, read_store_keys
 
 
-def url_maps(stores: list[StoreReader]) -> tuple[list[np.ndarray], int]:
+def join_sources(stores: Sequence[LinkSource]) -> UrlJoin:
+    """The URL join over stores and link exports: an export brings its fingerprints; with any
+    export among them, stores are fingerprinted the way exports are (the same in every
+    process), else with the faster per-process hash."""
+    stable = any(isinstance(s, ExportReader) for s in stores)
+
+    def keys() -> Iterator[StoreKeys]:
+        for s in stores:
+            yield s.keys() if isinstance(s, ExportReader) else read_store_keys(s, stable=stable)
+
+    return join_keys(keys())
+
+
+def url_maps(stores: Sequence[LinkSource]) -> tuple[list[np.ndarray], int]:
     """Per store, its URL ID -> the global ID (-1: no such URL); and the number of global IDs."""
-    join = join_stores(stores)
+    join = join_sources(stores)
     return join.maps, join.n
 
 
@@ -71,10 +87,10 @@ class ByUrlInputs:
     collisions_64: int = 0
 
 
-def read_by_url(stores: Sequence[StoreReader], shards: Sequence[DataDir]) -> ByUrlInputs:
+def read_by_url(stores: Sequence[LinkSource], shards: Sequence[DataDir]) -> ByUrlInputs:
     """The join, then pages, OPIC importance (a page's is the largest any shard records: its
     fetcher's history), seeds, topic pages (topics of the first shard) and hosts."""
-    join = join_stores(stores)
+    join = join_sources(stores)
     maps, n = join.maps, join.n
     present = np.zeros(n, dtype=bool)
     opic = np.zeros(n, dtype=np.float64)
@@ -95,7 +111,7 @@ def read_by_url(stores: Sequence[StoreReader], shards: Sequence[DataDir]) -> ByU
                        collisions_64=join.collisions_64)
 
 
-def _host_nodes(stores: Sequence[StoreReader], maps: list[np.ndarray],
+def _host_nodes(stores: Sequence[LinkSource], maps: list[np.ndarray],
                 n: int) -> tuple[list[str], np.ndarray]:
     """Host nodes matched by origin (as host_graph.read_host_graph) and each global ID's."""
     node: dict[str, int] = {}
@@ -135,11 +151,7 @@ class CrossHostPages:
 
     def add(self, src: np.ndarray, dst: np.ndarray) -> None:
         """One store's links (global IDs); nofollow links already left out."""
-        src_host = self.host_of[src].astype(np.int64)
-        dst_host = self.host_of[dst].astype(np.int64)
-        keep = (src_host >= 0) & (dst_host >= 0) & (src_host != dst_host)
-        keys, _ = distinct(src[keep].astype(np.int64) * self.hosts + dst_host[keep])
-        self.parts.append(keys)
+        self.parts.append(cross_host_keys(self.host_of, self.hosts, src, dst))
 
     def edges(self) -> HostLinks:
         hosts = self.hosts
@@ -176,9 +188,7 @@ def run_rank_by_url(
     one report per shard (see the module docstring)."""
     started = time.perf_counter()
     with ExitStack() as stack:
-        stores = [stack.enter_context(StoreReader.open(d.store_path)) for d in shards]
-        for store in stores:  # a crawl may be committing: read each store as of one state
-            stack.enter_context(store.snapshot())
+        stores = open_sources(stack, shards)
         inputs = read_by_url(stores, shards)
         srcs, dsts = [], []
         for store, m in zip(stores, inputs.maps, strict=True):

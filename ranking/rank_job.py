@@ -31,6 +31,7 @@ from websift.ranking import settings
 from websift.ranking.errors import RankingError
 from websift.ranking.graph import LinkGraph, build_graph
 from websift.ranking.host_graph import host_ranks
+from websift.ranking.link_export import is_export
 from websift.ranking.pagerank import Dangling, PageRankResult, Pages, pagerank, uniform_teleport
 from websift.ranking.ranks_format import load_array
 from websift.ranking.ranks_writer import HostRanks, current_manifest, write_generation, write_lock
@@ -261,7 +262,10 @@ def check_shared_frontier(stores: Sequence[StoreReader]) -> None:
 
 def own_id_spaces(shards: Sequence[DataDir]) -> bool:
     """Do ``shards`` number URLs each their own way (no shard's IDs come from a shared frontier:
-    a partitioned crawl's stores)?  They are then ranked by URL (ranking/rank_by_url.py)."""
+    a partitioned crawl's stores)?  They are then ranked by URL (ranking/rank_by_url.py), as
+    is any set holding a link export (ranking/link_export.py: global keys, no shared IDs)."""
+    if any(is_export(d.root) for d in shards):
+        return True
     if len(shards) < 2:
         return False
     for data in shards:

@@ -8,7 +8,9 @@ self-links), the OPIC importance the crawler keeps in ``urls.importance``, the s
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Protocol
 from urllib.parse import urlsplit
 
 import numpy as np
@@ -47,7 +49,15 @@ def _hostname(host: str) -> str:
     return text.rstrip("/")
 
 
-def topic_page_ids(store: StoreReader, topic: TopicSet) -> np.ndarray:
+class UrlSource(Protocol):
+    """What :func:`topic_page_ids` reads: a crawl store, or a link export's URL table."""
+
+    def url_id(self, url: str) -> int | None: ...
+
+    def urls(self) -> Iterator[tuple[int, str]]: ...
+
+
+def topic_page_ids(store: UrlSource, topic: TopicSet) -> np.ndarray:
     """URL IDs of the store's pages in T_k: exact URLs, pages on the hosts, URLs the patterns
     match (``re.search``).  Sorted, unique."""
     found: set[int] = set()

@@ -24,6 +24,7 @@ random key (Python's hash randomisation), so a crawled site cannot craft such a 
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import islice
@@ -45,6 +46,17 @@ def fingerprints(urls: Sequence[str]) -> np.ndarray:
     return out.view(np.uint64)
 
 
+def stable_fingerprints(urls: Sequence[str]) -> np.ndarray:
+    """128-bit fingerprints of ``urls`` as a (k, 2) uint64 array, the same in every process:
+    BLAKE2b with a 16-byte digest of the URL's UTF-8 bytes (RFC 7693), the two halves read
+    big-endian.  Link exports (ranking/link_export.py) carry these, so exports written by
+    different machines join; a join over stores alone uses the faster :func:`fingerprints`.
+    Crafting two URLs with one digest costs about 2^64 BLAKE2b evaluations."""
+    raw = b"".join([hashlib.blake2b(u.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+                    for u in urls])
+    return np.frombuffer(raw, dtype=">u8").astype(np.uint64).reshape(len(urls), 2)
+
+
 @dataclass(frozen=True)
 class StoreKeys:
     """A store's URL IDs (ascending) and their fingerprints, row by row."""
@@ -54,22 +66,25 @@ class StoreKeys:
     size: int  # max URL ID + 1: the length of the store's map
 
 
-def store_keys(rows: Iterable[tuple[int, str]], size: int) -> StoreKeys:
-    """Fingerprint ``(URL ID, URL)`` rows, ``URL_CHUNK`` at a time."""
+def store_keys(rows: Iterable[tuple[int, str]], size: int, *,
+               stable: bool = False) -> StoreKeys:
+    """Fingerprint ``(URL ID, URL)`` rows, ``URL_CHUNK`` at a time (``stable``: with
+    :func:`stable_fingerprints`, to join with link exports)."""
+    hashing = stable_fingerprints if stable else fingerprints
     ids: list[np.ndarray] = []
     keys: list[np.ndarray] = []
     it = iter(rows)
     while chunk := list(islice(it, URL_CHUNK)):
         ids.append(np.fromiter((r[0] for r in chunk), dtype=np.int64, count=len(chunk)))
-        keys.append(fingerprints([r[1] for r in chunk]))
+        keys.append(hashing([r[1] for r in chunk]))
         del chunk
     if not ids:
         return StoreKeys(np.zeros(0, dtype=np.int64), np.zeros((0, 2), dtype=np.uint64), size)
     return StoreKeys(np.concatenate(ids), np.concatenate(keys), size)
 
 
-def read_store_keys(store: StoreReader) -> StoreKeys:
-    return store_keys(store.urls(), store.max_url_id() + 1)
+def read_store_keys(store: StoreReader, *, stable: bool = False) -> StoreKeys:
+    return store_keys(store.urls(), store.max_url_id() + 1, stable=stable)
 
 
 @dataclass(frozen=True)

@@ -22,8 +22,15 @@ from websift.core.datadir import DataDir
 from websift.crawler.errors import ScopeError
 from websift.crawler.urls import canonicalize
 from websift.indexer.build import build_index
-from websift.indexer.manifest import Manifest, SegmentEntry, describe_files, write_manifest
+from websift.indexer.manifest import (
+    Manifest,
+    SegmentEntry,
+    describe_files,
+    read_manifest,
+    write_manifest,
+)
 from websift.indexer.searcher import Searcher
+from websift.indexer.segment import SegmentReader
 from websift.indexer.segment_writer import SegmentWriter
 from websift.indexer.settings import DEFAULT_INDEX_SETTINGS, IndexSettings
 from websift.store.crawl_store import CrawlStore, Link
@@ -54,6 +61,11 @@ def extract_links(html: bytes | str, base_url: str) -> list[tuple[str, str, bool
     return out
 
 
+def page(title: str, body: str, links: str = "") -> str:
+    """A plain HTML page: ``title``, one paragraph of ``body``, then ``links`` (HTML)."""
+    return f"<html><head><title>{title}</title></head><body><p>{body}</p>{links}</body></html>"
+
+
 def build_data_dir(
     path: Path | str,
     pages: Mapping[str, str | bytes],
@@ -81,13 +93,19 @@ def build_data_dir(
     for src, dst, anchor in links:
         extra.setdefault(src, []).append((dst, anchor, False))
     writer = WarcWriterFile(data.warc_dir)
+    # every record written and synced once before the store commits rows that point into them
+    # (one fsync per call, not per page: the fsyncs were most of a large fixture's time)
+    bodies = {url: html.encode() if isinstance(html, str) else html for url, html in pages.items()}
+    types = {url: content_types.get(url, "text/html; charset=utf-8") for url in pages}
+    locs = {url: writer.write_response(url, 200, "OK", [("Content-Type", types[url])], body)
+            for url, body in bodies.items()}
+    writer.sync()
     with CrawlStore.open(data.store_path) as store:
         with store.transaction():
             for url in pages:
                 store.add_url(url)
-        for url, html in pages.items():
-            body = html.encode() if isinstance(html, str) else html
-            ctype = content_types.get(url, "text/html; charset=utf-8")
+        for url, body in bodies.items():
+            ctype, loc = types[url], locs[url]
             found = extract_links(body, url) if "html" in ctype else []
             found += extra.get(url, [])
             with store.transaction():
@@ -95,8 +113,6 @@ def build_data_dir(
                 for dst, anchor, nofollow in found:
                     dst_id, _ = store.add_url(dst)
                     out.append(Link(dst_id, anchor, nofollow))
-                loc = writer.write_response(url, 200, "OK", [("Content-Type", ctype)], body)
-                writer.sync()
                 dup = duplicates.get(url)
                 store.record_fetched(
                     store.add_url(url)[0], http_status=200, content_type=ctype,
@@ -154,3 +170,13 @@ def indexed_copy(site: Path, dest: Path, settings: IndexSettings = DEFAULT_INDEX
     data = DataDir.open(dest)
     build_index(data, procs=1, settings=settings)
     return Searcher.open(data)
+
+
+def field_lengths(data: DataDir) -> dict[str, list[int]]:
+    """URL -> its field lengths (BM25F's normalisation), over the index's segments."""
+    out: dict[str, list[int]] = {}
+    for entry in read_manifest(data.index_dir).segments:
+        seg = SegmentReader(data.index_dir / entry.name)
+        for k, url in enumerate(seg.urls()):
+            out[url] = seg.field_lens[k].tolist()
+    return out

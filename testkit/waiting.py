@@ -7,6 +7,8 @@ from collections.abc import Callable
 
 WAIT = 30.0  # seconds any awaited condition may take before the test fails
 POLL = 0.01  # seconds between two looks at the condition
+START = 120.0  # seconds a child process (`websift serve`, its workers) may take to start
+# answering: its imports alone take tens of seconds on a loaded 2-core machine
 
 
 def wait_for(condition: Callable[[], bool], what: str, timeout: float = WAIT) -> None:

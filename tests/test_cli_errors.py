@@ -34,6 +34,9 @@ import pytest
 
 from testkit.testweb import TestWeb, html, words
 from websift.api.cli import main
+from websift.core.datadir import DataDir
+from websift.indexer.build import build_index
+from websift.ranking.rank_job import run_rank
 
 # (name, argv without --data); the commands that read the data directory
 READERS: dict[str, list[str]] = {
@@ -61,7 +64,7 @@ def websift_command(*args: str) -> list[str]:
 @pytest.fixture(scope="module")
 def good_data(tmp_path_factory: pytest.TempPathFactory,
               run_websift: Callable[..., subprocess.CompletedProcess[str]]) -> Path:
-    """A small site crawled, indexed and ranked (child processes: Scrapy's reactor)."""
+    """A small site crawled (a child process: Scrapy's reactor), indexed and ranked."""
     web = TestWeb()
     site = web.add_site("tiny", "127.0.0.26", "User-agent: *\nDisallow:\n")
     links = "".join(f"<a href='/p{j}'>p{j}</a>" for j in range(4))
@@ -73,9 +76,8 @@ def good_data(tmp_path_factory: pytest.TempPathFactory,
         done = run_websift("crawl", site.url("/"), "--data", str(data), "--allow-private",
                            "--delay", "0", "--quiet")
         assert done.returncode == 0, done.stderr
-    for stage in ("index", "rank"):
-        done = run_websift(stage, "--data", str(data), "--quiet")
-        assert done.returncode == 0, done.stderr
+    build_index(DataDir.open(data))
+    run_rank(DataDir.open(data))
     return data
 
 

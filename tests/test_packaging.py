@@ -72,10 +72,10 @@ def test_the_wheel_holds_one_import_package(wheel: Path) -> None:
 
 def test_the_wheel_installs_and_runs(wheel: Path, tmp_path: Path) -> None:
     env_dir = tmp_path / "venv"
-    venv.EnvBuilder(with_pip=True).create(env_dir)
+    venv.EnvBuilder(with_pip=False).create(env_dir)  # no ensurepip: this pip installs into it
     python = env_dir / "bin" / "python"
-    subprocess.run([python, "-m", "pip", "install", "--quiet", "--no-deps", "--no-index",
-                    str(wheel)], check=True, capture_output=True)
+    subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet",
+                    "--no-deps", "--no-index", str(wheel)], check=True, capture_output=True)
     site = Path(subprocess.run(
         [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
         check=True, capture_output=True, text=True, env=_CLEAN_ENV).stdout.strip())

@@ -340,8 +340,8 @@ def report(crawls: Crawls, agree: Agreement, rank_line: str, pr_one: dict[str, f
     print(f"{'pages fetched':<34}{len(crawls.one):>10}{len(union):>15}")
     print(f"{'crawl seconds':<34}{secs(crawls.t_one):>10}{secs(crawls.t_part):>15}")
     print(f"{'pages fetched by two shards':<34}{'':>10}{twice:>15}")
-    # a host whose pages two shards fetched (leases moved mid-crawl) is measured per shard
-    # (navigation anchor texts, templates): its pages' fields may differ from one store's
+    # a host whose pages two shards fetched (leases moved mid-crawl): its navigation anchor
+    # texts and template are measured on every shard's counts and samples (the anchor exports)
     print(f"{'hosts split between shards':<34}{'':>10}{split_hosts(crawls.per_shard):>15}")
     print(f"{'fetched by both crawls':<34}{len(both):>10}")
     print(f"{'same top 10 list (of queries)':<34}{agree.same_list:>10} / {n}")

@@ -604,11 +604,15 @@ def breakdown(up: UpRun) -> list[tuple[str, str]]:
                      f"{pct(gaps, .5):.1f} / {max(gaps, default=0):.1f}; "
                      f"{pct([c['merges'] for c in cuts], .5):.1f} / "
                      f"{max(c['merges'] for c in cuts):.1f} ({len(cuts)} cuts seen)"))
-        rows.append(("  a cut's phases, mean (s)", ", ".join(
-            f"{p} {sum(c[p] for c in cuts) / len(cuts):.1f}" for p in phases)))
-        rows.append(("  a cut's documents, mean: full / anchor-only", " / ".join(
-            f"{sum(c.get(k, 0) for c in cuts) / len(cuts):.0f}"
-            for k in ("documents", "anchor_only"))))
+        for lane, these in (("a cut", [c for c in cuts if not c.get("targets")]),
+                            ("a link targets' cut", [c for c in cuts if c.get("targets")])):
+            if not these:
+                continue
+            rows.append((f"  {lane}'s phases, mean (s; {len(these)} cuts)", ", ".join(
+                f"{p} {sum(c[p] for c in these) / len(these):.1f}" for p in phases)))
+            rows.append((f"  {lane}'s documents, mean: full / anchor-only", " / ".join(
+                f"{sum(c.get(k, 0) for c in these) / len(these):.0f}"
+                for k in ("documents", "anchor_only"))))
     return rows
 
 

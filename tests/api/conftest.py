@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -47,7 +48,14 @@ def client(site_data: DataDir, make_client: Callable[..., TestClient]) -> TestCl
     return make_client(site_data)
 
 
+@pytest.fixture(scope="session")
+def _pristine_data(tmp_path_factory: pytest.TempPathFactory) -> DataDir:
+    """The test site stored, indexed and ranked once, never handed to a test: what
+    ``fresh_data`` copies."""
+    return make_data_dir(tmp_path_factory.mktemp("pristine") / "data")
+
+
 @pytest.fixture
-def fresh_data(tmp_path: Path) -> DataDir:
+def fresh_data(_pristine_data: DataDir, tmp_path: Path) -> DataDir:
     """A private copy of the test site, for tests that change it."""
-    return make_data_dir(tmp_path / "data")
+    return DataDir.open(shutil.copytree(_pristine_data.root, tmp_path / "data"))

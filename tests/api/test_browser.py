@@ -16,6 +16,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from testkit.waiting import START
 from tests.api.live import free_port, wait_for
 from tests.api.site import GARDEN, HOME, XSS_ANCHOR, XSS_TITLE
 from websift.core.datadir import DataDir
@@ -24,7 +25,7 @@ CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
 REPO = Path(__file__).resolve().parents[2]
-START_TIMEOUT = 30.0
+START_TIMEOUT = START
 TIMEOUT_MS = 15_000
 
 pytestmark = [pytest.mark.slow,  # a server and headless Chromium

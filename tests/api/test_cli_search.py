@@ -1,5 +1,6 @@
 """``websift search`` ranks as ``GET /search`` does: the same hits, order and scores, topics and
-errors, on the same data directory (the command in a child process, the API in a TestClient)."""
+errors, on the same data directory (the command as the ``websift`` script runs it,
+``api.cli.main``, and once in a child process; the API in a TestClient)."""
 
 from __future__ import annotations
 
@@ -54,15 +55,17 @@ def topics_client(fresh_data: DataDir, make_client: Callable[..., TestClient]) -
 
 @pytest.mark.slow
 def test_the_command_line_ranks_as_search_does(
-    topics_client: TestClient, fresh_data: DataDir, run_websift: Run
+    topics_client: TestClient, fresh_data: DataDir, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """In process; test_the_text_output_shows_the_ranking_and_the_topic_mix runs the child."""
     for q, params in CASES:
         r = topics_client.get("/search", params={"q": q, **params})
         assert r.status_code == 200, r.text
         api = r.json()
-        done = run_websift(*_cli_args(q, params), "--data", str(fresh_data.root))
-        assert done.returncode == 0, done.stderr
-        cli = json.loads(done.stdout)
+        code = main([*_cli_args(q, params), "--data", str(fresh_data.root)])
+        out, err = capsys.readouterr()
+        assert code == 0, err
+        cli = json.loads(out)
         assert set(cli) == set(api), (q, params)  # the same object, field for field
         assert set(cli["results"][0]) == set(api["results"][0])
         assert len(api["results"]) == min(params.get("k", 10), 10) or api["total"] < 10

@@ -2,8 +2,8 @@
 
 The page is checked as HTML (no absolute URL in it; every asset it names answers 200 with the
 right content type; its CSP allows this origin's scripts and its one inline script only), and in
-headless Chromium against ``websift serve`` as a real process, with every request to anywhere
-but the server refused and recorded: Swagger UI must still list the operations and run one.
+headless Chromium against the app served by uvicorn as ``websift serve`` configures it
+(tests/api/live.py), with every request to anywhere but the server refused and recorded: Swagger UI must still list the operations and run one.
 """
 
 from __future__ import annotations
@@ -12,17 +12,14 @@ import base64
 import hashlib
 import os
 import re
-import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 from fastapi.testclient import TestClient
 
-from tests.api.live import free_port, wait_for
-from tests.api.test_browser import CHROMIUM, CHROMIUM_ARGS, REPO, START_TIMEOUT, TIMEOUT_MS
+from tests.api.live import live_server
+from tests.api.test_browser import CHROMIUM, CHROMIUM_ARGS, TIMEOUT_MS
 from websift.core.datadir import DataDir
 
 # Chromium resolves no host name but the server's address: nothing can reach past loopback.
@@ -98,30 +95,8 @@ def test_the_cdn_pages_are_gone_and_the_docs_are_not_an_operation(
 # ------------------------------------------------------------------------- in Chromium
 @pytest.fixture
 def served(empty_data: DataDir) -> Iterator[str]:
-    port = free_port()
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "websift.api.cli", "serve", "--data", str(empty_data.root),
-         "--host", "127.0.0.1", "--port", str(port)],
-        cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )
-    base = f"http://127.0.0.1:{port}"
-
-    def listening() -> bool:
-        if proc.poll() is not None:
-            out = proc.stdout.read() if proc.stdout else ""
-            raise AssertionError(f"websift serve exited: {out}")
-        try:
-            return httpx.get(base + "/docs", timeout=1.0).status_code == 200
-        except httpx.HTTPError:
-            return False  # not listening yet
-
-    try:
-        wait_for(listening, "websift serve to answer /docs", START_TIMEOUT)
+    with live_server(empty_data) as base:
         yield base
-    finally:
-        proc.terminate()
-        proc.wait(START_TIMEOUT)
 
 
 @pytest.mark.slow

@@ -31,6 +31,7 @@ from websift.store.views import StoreReader
 A = "http://a.example"
 B = "http://b.example"
 C = "http://c.example"  # no shard's host: its page is known only from links
+D = "http://d.example"  # a host split over the two shards (a partition's lease moved mid-crawl)
 TOKEN = "partitioned-answers"
 PATIENT_MS = 30_000  # a loaded machine must not drop a shard
 
@@ -66,6 +67,31 @@ SHARD_B = {
     **{u: page("Salt marsh trail", "reeds herons and a salt marsh trail",
                [(f"{B}/", "marsh walks")]) for u in TWINS},
 }
+
+
+def dune(n: int, words: str) -> str:
+    """Page n of host d: a navigation menu and a closing line on every page (d's template and
+    navigation anchor texts, measured on all six pages in one store: three in each shard,
+    under TEMPLATE_MIN_PAGES and ANCHOR_TEMPLATE_MIN_PAGES alone), and a described link."""
+    return (f"<html><head><title>Dune {words}</title></head><body>"
+            f'<nav><a href="{D}/">Home</a> <a href="{dune_url(n + 1)}">Next page</a></nav>'
+            f"<main><h1>Dune {words}</h1><p>The {words} of the dunes by the sea.</p>"
+            f'<p><a href="{dune_url(n + 2)}">{DUNE_WORDS[(n + 2) % 6]} of the dunes</a></p>'
+            "<p>Dune society notes, kept by the wardens since the survey.</p>"
+            "</main></body></html>")
+
+
+def dune_url(n: int) -> str:
+    return f"{D}/" if n % 6 == 0 else f"{D}/{n % 6}"
+
+
+DUNE_WORDS = ["marram grass", "sand lizards", "wardens hut", "blowout hollow", "sea holly",
+              "wind ripples"]
+SPLIT = {dune_url(n): dune(n, w) for n, w in enumerate(DUNE_WORDS)}
+SPLIT_A = dict(list(SPLIT.items())[:3])
+SPLIT_B = dict(list(SPLIT.items())[3:])
+DUNE_QUERIES = ["dune", "dunes sea", "wardens", "home dune", "next page", "society notes",
+                "sand lizards", "marram"]
 QUERIES = ["salt marsh", "marsh trail", "garden", "walled garden secret", "marsh", "harbour",
            "estuary ferry", "herons"]
 
@@ -88,9 +114,9 @@ class Served:
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     root = tmp_path_factory.mktemp("partitioned")
     # one store numbers the twins zeta first; shard B alpha first
-    one = build_data_dir(root / "one", {**SHARD_A, **SHARD_B})
-    a = build_data_dir(root / "a", SHARD_A)
-    b = build_data_dir(root / "b", dict(reversed(SHARD_B.items())))
+    one = build_data_dir(root / "one", {**SHARD_A, **SHARD_B, **SPLIT})
+    a = build_data_dir(root / "a", {**SHARD_A, **SPLIT_A})
+    b = build_data_dir(root / "b", {**dict(reversed(SHARD_B.items())), **SPLIT_B})
     ids = []
     for d in (one, b):
         with StoreReader.open(d.store_path) as store:
@@ -126,6 +152,20 @@ def test_the_front_over_two_shards_ranks_as_one_store(
         for x, y in zip(want, got, strict=True):
             assert math.isclose(x["score"], y["score"], rel_tol=1e-9), (q, x["url"])
             assert math.isclose(x["signals"]["text"], y["signals"]["text"], rel_tol=1e-9), q
+
+
+def test_a_host_split_over_the_shards_ranks_as_one_store(served: Served) -> None:
+    # its navigation texts ("Home", "Next page") and template (the footer) are measured on
+    # its pages of both shards together, as one store measures them on all of its pages
+    alone, front = served.alone, served.front
+    for q in DUNE_QUERIES:
+        want, got = ranked(alone, q), ranked(front, q)
+        assert [r["url"] for r in got] == [r["url"] for r in want], q
+        for x, y in zip(want, got, strict=True):
+            assert math.isclose(x["score"], y["score"], rel_tol=1e-9), (q, x["url"])
+    assert {r["url"] for r in ranked(alone, "dune")} == set(SPLIT)  # it can fail
+    # in one store the closing line is template: it finds no page
+    assert not ranked(alone, "society notes")
 
 
 def test_twins_tie_and_the_smaller_url_comes_first(

@@ -5,19 +5,19 @@ the follower's next cut and merge."""
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
 
-from testkit.corpus import build_data_dir
+from testkit.corpus import build_data_dir, page
+from testkit.following import FollowThread
 from testkit.waiting import wait_for
 from websift.api.cli import main
 from websift.core.datadir import DataDir
 from websift.indexer.errors import IndexCorrupt, IndexMissing
-from websift.indexer.follow import FollowStatus, follow, read_status
+from websift.indexer.follow import FollowStatus, read_status
 from websift.indexer.merge_policy import MergePolicy
 from websift.indexer.searcher import IndexQuery, Searcher
 
@@ -27,10 +27,6 @@ GONE, KEPT = f"{A}/gone", f"{A}/kept"
 # each cut after the first is followed by a merge of the whole index into one segment.
 MERGE_EVERY_CUT = MergePolicy(merge_factor=2, min_size=1 << 40)
 WITHIN = 60.0  # a cut and a merge of a few pages on a loaded 2-core machine
-
-
-def page(title: str, body: str) -> str:
-    return f"<html><head><title>{title}</title></head><body><p>{body}</p></body></html>"
 
 
 def _status(data: DataDir) -> FollowStatus:
@@ -62,26 +58,13 @@ def _search(client: TestClient, q: str) -> list[str]:
 def following(tmp_path: Path) -> Iterator[DataDir]:
     data = build_data_dir(tmp_path / "d", {GONE: page("Gone", "okapi stripes"),
                                            KEPT: page("Kept", "okapi forest")})
-    stop = threading.Event()
-    result: list[FollowStatus | BaseException] = []
-
-    def run() -> None:
-        try:
-            result.append(follow(data, stop, interval=0.1, every=50, procs=1,
-                                 policy=MERGE_EVERY_CUT))
-        except BaseException as exc:  # noqa: BLE001 - handed to the test, which raises it
-            result.append(exc)
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    wait_for(lambda: sorted(_in_index(data, "okapi") or []) == [GONE, KEPT], "the first cut",
-             WITHIN)
-    yield data
-    stop.set()
-    thread.join(timeout=60)
-    assert not thread.is_alive()
-    assert result and isinstance(result[0], FollowStatus), result
-    assert result[0].state == "stopped"
+    with FollowThread(data, interval=0.1, every=50, procs=1,
+                      policy=MERGE_EVERY_CUT) as follower:
+        wait_for(lambda: sorted(_in_index(data, "okapi") or []) == [GONE, KEPT],
+                 "the first cut", WITHIN)
+        yield data
+        status = follower.stop()
+    assert status.state == "stopped"
 
 
 def _cut_and_merged(data: DataDir, cuts: int, merges: int) -> Callable[[], bool]:

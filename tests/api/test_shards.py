@@ -26,6 +26,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from testkit.corpus import build_data_dir
+from testkit.waiting import START
 from tests.api.live import WAIT, free_port, wait_for
 from tests.api.shards_site import (
     HOSTS,
@@ -108,7 +109,7 @@ def shard_servers(site: tuple[DataDir, list[DataDir]],
                         logs / f"{i}.log"), logs / f"{i}.log") for i, s in enumerate(shards)]
     try:
         for proc, base, log in started:
-            wait_for(_healthy(proc, base, log), f"shard server {base}")
+            wait_for(_healthy(proc, base, log), f"shard server {base}", START)
         yield [base for _, base, _ in started]
     finally:
         for proc, _, _ in started:
@@ -350,7 +351,7 @@ def test_two_workers_answer_and_stop_cleanly(
     log = tmp_path / "serve.log"
     proc, base = _serve(["--data", str(whole.root), "--workers", "2"], log)
     try:
-        wait_for(_healthy(proc, base, log), "websift serve --workers 2")
+        wait_for(_healthy(proc, base, log), "websift serve --workers 2", START)
         pids: set[int] = set()
 
         def both_answered() -> bool:
@@ -379,7 +380,7 @@ def test_a_worker_that_dies_stops_the_server_with_one_line(
     log = tmp_path / "serve.log"
     proc, base = _serve(["--data", str(whole.root), "--workers", "2"], log)
     try:
-        wait_for(_healthy(proc, base, log), "websift serve --workers 2")
+        wait_for(_healthy(proc, base, log), "websift serve --workers 2", START)
         pid = httpx.get(base + "/stats", headers=ADMIN, timeout=WAIT).json()["pid"]
         os.kill(pid, signal.SIGKILL)
         code = proc.wait(WAIT)

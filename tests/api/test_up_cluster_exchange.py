@@ -6,20 +6,20 @@ following its store takes another shard's anchor texts at its next cut."""
 
 from __future__ import annotations
 
-import threading
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from testkit.corpus import build_data_dir
+from testkit.following import FollowThread
 from testkit.redis_server import RedisServer
 from testkit.waiting import wait_for
 from websift.api.cli import main
 from websift.core.datadir import DataDir
 from websift.indexer.anchor_exchange import export_anchors, write_export
 from websift.indexer.errors import IndexMissing
-from websift.indexer.follow import FollowStatus, follow
 from websift.indexer.searcher import IndexQuery, Searcher
 from websift.ranking import ranks_format as fmt
 from websift.ranking.exchange import (
@@ -33,6 +33,7 @@ from websift.ranking.exchange import (
     rank_round,
     stale,
 )
+from websift.ranking.link_export import is_export
 from websift.store.views import StoreReader
 
 A = "http://a.example"
@@ -60,8 +61,12 @@ def test_a_turn_exports_ranks_once_and_imports_checked(tmp_path: Path) -> None:
     a = build_data_dir(tmp_path / "a", SHARD_A)
     b = build_data_dir(tmp_path / "b", SHARD_B)
     ex = Exchange(tmp_path / "exchange")
+    older = DataDir.create(ex.shard("a").root)  # an older exchange's copy of the whole store
+    shutil.copyfile(a.store_path, older.store_path)
     assert export_shard(a, ex, "a") and export_shard(b, ex, "b")
     assert not export_shard(a, ex, "a")  # nothing changed: no new version
+    for name in ("a", "b"):  # the link export (ranking/link_export.py), not a store copy
+        assert is_export(ex.shard(name).root) and not ex.shard(name).store_path.exists()
     todo = stale(ex)
     assert todo is not None and set(todo) == {"a", "b"}
     assert rank_round(ex, todo, damping=0.85, tol=1e-12, dangling="teleport") == 1
@@ -142,14 +147,6 @@ def test_a_following_index_takes_the_other_shards_anchors_at_its_next_cut(
     b = build_data_dir(tmp_path / "b", HARBOUR_B)
     foreign = tmp_path / "foreign"
     foreign.mkdir()
-    stop = threading.Event()
-    result: list[FollowStatus | BaseException] = []
-
-    def run() -> None:
-        try:
-            result.append(follow(b, stop, interval=0.1, every=50, procs=1, anchors_dir=foreign))
-        except BaseException as exc:  # noqa: BLE001 - handed to the test, which raises it
-            result.append(exc)
 
     def found(words: str) -> list[str]:
         try:
@@ -157,16 +154,11 @@ def test_a_following_index_takes_the_other_shards_anchors_at_its_next_cut(
         except IndexMissing:
             return []
 
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    try:
+    with FollowThread(b, interval=0.1, every=50, procs=1, anchors_dir=foreign) as follower:
         wait_for(lambda: found("boats") == [f"{B}/harbour"], "the first cut")
         assert found("zephyr") == []  # its only anchor text is in the other shard
         with StoreReader.open(a.store_path) as store:
             write_export(foreign / "a.json", export_anchors(store))
         wait_for(lambda: found("zephyr lighthouse") == [f"{B}/harbour"],
                  "the other shard's anchor text at the next cut")
-    finally:
-        stop.set()
-        thread.join(timeout=60)
-    assert result and isinstance(result[0], FollowStatus), result
+        assert follower.stop().state == "stopped"

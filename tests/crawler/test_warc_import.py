@@ -536,9 +536,9 @@ def test_an_interrupted_import_keeps_what_it_committed_and_a_rerun_completes_it(
 ) -> None:
     source = tmp_path / "many.warc.gz"
     # The SIGINT follows the first progress line (PROGRESS_INTERVAL, 1 s, into the run): enough
-    # pages that it lands mid-run (2,000 take about 8 s on an idle machine); the rerun imports
+    # pages that it lands mid-run (1,200 take about 5 s on an idle machine); the rerun imports
     # nearly all of them, bounded at 600 s for a loaded machine.
-    urls = _many_pages(source, 2000)
+    urls = _many_pages(source, 1200)
     data = tmp_path / "data"
     # started with SIGINT ignored, as a shell's ``trap "" INT`` or a script's background job
     # starts it (Python keeps an inherited SIG_IGN): the import honours SIGINT all the same

@@ -37,9 +37,7 @@ def _site() -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("anchors") / "data"
-    build_data_dir(root, _site())
-    return root
+    return build_data_dir(tmp_path_factory.mktemp("anchors") / "data", _site()).root
 
 
 def _searcher(site: Path, dest: Path, **changes: Any) -> Searcher:

@@ -10,14 +10,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from testkit.corpus import build_data_dir
+from testkit.corpus import build_data_dir, field_lengths
 from websift.api.cli import main
+from websift.core.checked import Format, write_json
 from websift.core.datadir import DataDir
+from websift.indexer.anchor_exchange import EXPORT_FORMAT
 from websift.indexer.build import build_index
 from websift.indexer.errors import IndexMissing
 from websift.indexer.manifest import read_manifest
 from websift.indexer.searcher import IndexQuery, Searcher
-from websift.indexer.segment import SegmentReader
 from websift.indexer.settings import FIELDS
 
 A = "http://a.example"
@@ -44,16 +45,6 @@ SHARD_B = {
 }
 
 
-def fields(data: DataDir) -> dict[str, list[int]]:
-    """URL -> its field lengths, over the index's segments."""
-    out: dict[str, list[int]] = {}
-    for entry in read_manifest(data.index_dir).segments:
-        seg = SegmentReader(data.index_dir / entry.name)
-        for k, url in enumerate(seg.urls()):
-            out[url] = seg.field_lens[k].tolist()
-    return out
-
-
 def found(data: DataDir, words: str) -> list[str]:
     return [h.url for h in Searcher.open(data).search(IndexQuery(words)).hits]
 
@@ -76,7 +67,12 @@ def test_shared_anchors_give_each_page_the_fields_of_one_index(
         assert main(["anchors", "export", "--data", str(d.root),
                      "--out", str(tmp_path / f"{d.root.name}.anchors.json")]) == 0
     export = json.loads((tmp_path / "a.anchors.json").read_text())
-    assert export["format"] == "websift-anchor-export"
+    assert export["format"] == "websift-anchor-export" and export["version"] == 2
+    # the counts a reader sums with its own to apply the navigation rule, and the template
+    # samples it merges with its own (a host's pages may be split over shards)
+    assert export["anchor_use"][A]["pages"] == 2
+    assert export["anchor_use"][A]["texts"]["zephyr lighthouse"] == 2
+    assert sorted(u for u, _ in export["template_samples"]["a.example"]) == sorted(SHARD_A)
     # one text per source and spelling: a/'s and a/log's "zephyr lighthouse", a/log's "Quay"
     assert sorted(r[1:] for r in export["rows"] if r[0] == f"{B}/harbour") == [
         [f"{A}/", "zephyr lighthouse"], [f"{A}/log", "Quay"], [f"{A}/log", "zephyr lighthouse"]]
@@ -86,7 +82,7 @@ def test_shared_anchors_give_each_page_the_fields_of_one_index(
                  "--anchors-from", str(tmp_path / "b.anchors.json")]) == 0
     assert found(b, "zephyr") == [f"{B}/harbour"]
     assert found(a, "quokka") == [f"{A}/"]
-    whole, in_a, in_b = fields(one), fields(a), fields(b)
+    whole, in_a, in_b = field_lengths(one), field_lengths(a), field_lengths(b)
     anchor = FIELDS.index("anchor")
     assert whole[f"{B}/harbour"][anchor] > 0
     for url in (*SHARD_A, *SHARD_B):
@@ -114,3 +110,27 @@ def test_a_damaged_export_is_refused_with_one_line(
                  str(tmp_path / "missing.json")]) == 2
     with pytest.raises(IndexMissing):  # nothing indexed from a bad batch
         read_manifest(b.index_dir)
+
+
+def test_an_export_of_an_older_websift_is_read_as_before(
+        shards: tuple[DataDir, DataDir, DataDir], tmp_path: Path) -> None:
+    # version 1: rows already without the writer's navigation texts, no counts, no samples
+    _, b, _ = shards
+    old = tmp_path / "a.v1.json"
+    write_json(old, Format(EXPORT_FORMAT.name, 1, "anchor export"), {
+        "fetched": list(SHARD_A), "rows": [[f"{B}/harbour", f"{A}/", "zephyr lighthouse"]]})
+    assert main(["index", "--quiet", "--data", str(b.root), "--anchors-from", str(old)]) == 0
+    assert found(b, "zephyr") == [f"{B}/harbour"]
+
+
+def test_an_export_with_bad_counts_is_refused_with_one_line(
+        shards: tuple[DataDir, DataDir, DataDir], tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    _, b, _ = shards
+    bad = tmp_path / "bad.json"
+    write_json(bad, EXPORT_FORMAT, {"fetched": [], "rows": [], "template_samples": {},
+                                    "anchor_use": {A: {"pages": "many", "texts": {}}}})
+    capsys.readouterr()
+    assert main(["index", "--quiet", "--data", str(b.root), "--anchors-from", str(bad)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "anchor_use" in err[0]

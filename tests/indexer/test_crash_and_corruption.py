@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from testkit.corpus import build_data_dir
+from testkit.corpus import build_data_dir, page
 from websift.core.datadir import DataDir
 from websift.indexer.build import build_index
 from websift.indexer.errors import IndexCorrupt, IndexMissing
@@ -22,10 +22,6 @@ from websift.indexer.settings import KILL_AFTER_BARRELS_ENV
 
 WEBSIFT = str(Path(sys.executable).parent / "websift")
 U = "http://c.example"
-
-
-def page(title: str, body: str) -> str:
-    return f"<html><head><title>{title}</title></head><body><p>{body}</p></body></html>"
 
 
 @pytest.fixture()

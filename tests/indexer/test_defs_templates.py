@@ -79,9 +79,7 @@ def _site() -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("defs")
-    build_data_dir(root / "data", _site())
-    return root / "data"
+    return build_data_dir(tmp_path_factory.mktemp("defs") / "data", _site()).root
 
 
 def _indexed(site: Path, dest: Path, **changes: Any) -> Searcher:

@@ -7,20 +7,20 @@ from __future__ import annotations
 
 import signal
 import subprocess
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from testkit.corpus import build_data_dir
+from testkit.corpus import build_data_dir, page
+from testkit.following import FollowThread
 from testkit.waiting import wait_for
 from testkit.websift_process import REPO, websift_command
 from websift.core.datadir import DataDir
 from websift.indexer.build import build_index, run_once
 from websift.indexer.errors import IndexCorrupt, IndexInterrupted, IndexMissing
-from websift.indexer.follow import FollowStatus, follow, read_status
+from websift.indexer.follow import read_status
 from websift.indexer.manifest import read_manifest
 from websift.indexer.searcher import IndexQuery, Searcher
 from websift.indexer.settings import DEFAULT_INDEX_SETTINGS
@@ -33,10 +33,6 @@ INTERVAL = 0.3  # seconds between cuts in these tests
 # A page committed is searchable within the interval plus one cut; on a loaded 2-core machine
 # a cut of a few pages can take a few seconds, so the bound is generous but finite.
 SEARCHABLE_WITHIN = INTERVAL + 20.0
-
-
-def page(title: str, body: str) -> str:
-    return f"<html><head><title>{title}</title></head><body><p>{body}</p></body></html>"
 
 
 def urls_for(data: DataDir, q: str) -> list[str] | None:
@@ -55,27 +51,14 @@ def tmp_dirs(data: DataDir) -> list[str]:
 @pytest.fixture()
 def following(tmp_path: Path) -> Iterator[tuple[DataDir, list[str]]]:
     data = build_data_dir(tmp_path / "d", {f"{A}/first": page("First", "aardvark basics")})
-    stop = threading.Event()
     lines: list[str] = []
-    result: list[FollowStatus | BaseException] = []
-
-    def run() -> None:
-        try:
-            result.append(follow(data, stop, interval=INTERVAL, every=50, procs=1,
-                                 on_cut=lines.append))
-        except BaseException as exc:  # noqa: BLE001 - handed to the test, which raises it
-            result.append(exc)
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    wait_for(lambda: urls_for(data, "aardvark") == [f"{A}/first"], "the first cut",
-             SEARCHABLE_WITHIN)
-    yield data, lines
-    stop.set()
-    thread.join(timeout=60)
-    assert not thread.is_alive()
-    assert result and isinstance(result[0], FollowStatus), result
-    assert result[0].state == "stopped"
+    with FollowThread(data, interval=INTERVAL, every=50, procs=1,
+                      on_cut=lines.append) as follower:
+        wait_for(lambda: urls_for(data, "aardvark") == [f"{A}/first"], "the first cut",
+                 SEARCHABLE_WITHIN)
+        yield data, lines
+        status = follower.stop()
+    assert status.state == "stopped"
     assert tmp_dirs(data) == []
 
 
@@ -150,38 +133,6 @@ def test_a_stopped_cut_is_discarded_whole(tmp_path: Path) -> None:
     assert urls_for(data, "yak") == []
 
 
-@pytest.mark.slow
-def test_the_command_follows_and_exits_0_on_sigterm(tmp_path: Path) -> None:
-    # Started before the crawl has made anything: it waits for the store.
-    proc = subprocess.Popen(
-        websift_command("index", "--data", str(tmp_path / "d"), "--follow", "--interval",
-                        str(INTERVAL), "--every", "100", "--procs", "2"),
-        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        wait_for((tmp_path / "d" / "index" / "follow-status.json").exists,
-                 "the follower's first status")
-        data = build_data_dir(tmp_path / "d", {f"{A}/one": page("One", "okapi")})
-        wait_for(lambda: urls_for(data, "okapi") == [f"{A}/one"], "the first cut",
-                 SEARCHABLE_WITHIN)
-        build_data_dir(data.root, {f"{A}/two": page("Two", "pangolin")})
-        wait_for(lambda: urls_for(data, "pangolin") == [f"{A}/two"], "the second page",
-                 SEARCHABLE_WITHIN)
-        proc.send_signal(signal.SIGTERM)
-        out, err = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    assert proc.returncode == 0, err
-    cuts = [ln for ln in out.splitlines() if ln.startswith("index: cut ")]
-    assert len(cuts) >= 2 and out.splitlines()[-1].startswith("index: stopped after")
-    manifest = read_manifest(data.index_dir)
-    assert {p.name for p in data.index_dir.iterdir() if p.is_dir()} == {
-        s.name for s in manifest.segments}
-    status = read_status(data)
-    assert status is not None and status.state == "stopped" and status.cuts == len(cuts)
-
-
 def test_a_running_pool_indexes_later_segments_as_a_fresh_one(tmp_path: Path) -> None:
     """The pool keeps its workers and their word memos between segments (AnalyserPool.rebind):
     a word learned for the first segment gets its place in the second one's lexicon."""
@@ -210,18 +161,23 @@ def test_a_running_pool_indexes_later_segments_as_a_fresh_one(tmp_path: Path) ->
 
 
 @pytest.mark.slow
-def test_follow_with_two_procs_runs_cuts_of_new_hosts_to_completion(tmp_path: Path) -> None:
-    """Each cut brings pages of several new hosts, so their templates are sampled while the
-    follower's worker pool runs (no second pool is forked beside it), and every cut ends."""
+def test_the_command_follows_new_hosts_with_two_procs_and_exits_0_on_sigterm(
+        tmp_path: Path) -> None:
+    """``websift index --follow --procs 2`` started before the crawl has made anything waits
+    for the store; each cut then brings pages of several new hosts, so their templates are
+    sampled while the follower's worker pool runs (no second pool is forked beside it), every
+    cut ends, and SIGTERM stops it with exit 0."""
     def hosts(names: str, word: str) -> dict[str, str]:
         return {f"http://{h}.example/{i}": page(f"{h} {i}", f"{word}{h} common words {i}")
                 for h in names for i in range(6)}
 
     proc = subprocess.Popen(
         websift_command("index", "--data", str(tmp_path / "d"), "--follow", "--interval",
-                        str(INTERVAL), "--procs", "2"),
+                        str(INTERVAL), "--every", "100", "--procs", "2"),
         cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
+        wait_for((tmp_path / "d" / "index" / "follow-status.json").exists,
+                 "the follower's first status")
         data = build_data_dir(tmp_path / "d", hosts("abc", "first"))
         wait_for(lambda: len(urls_for(data, "firsta") or []) == 6, "the first cut",
                  SEARCHABLE_WITHIN)
@@ -236,6 +192,12 @@ def test_follow_with_two_procs_runs_cuts_of_new_hosts_to_completion(tmp_path: Pa
             proc.kill()
             proc.wait()
     assert proc.returncode == 0, err
-    assert out.splitlines()[-1].startswith("index: stopped after")
+    cuts = [ln for ln in out.splitlines() if ln.startswith("index: cut ")]
+    assert len(cuts) >= 3 and out.splitlines()[-1].startswith("index: stopped after")
     assert len(urls_for(data, "common") or []) == 20  # k=20: at least 20 of the 54 pages
+    manifest = read_manifest(data.index_dir)
+    assert {p.name for p in data.index_dir.iterdir() if p.is_dir()} == {
+        s.name for s in manifest.segments}
     assert tmp_dirs(data) == []
+    status = read_status(data)
+    assert status is not None and status.state == "stopped" and status.cuts == len(cuts)

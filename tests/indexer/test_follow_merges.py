@@ -4,18 +4,18 @@ in progress whole; ``follow`` merges without holding cuts back."""
 
 from __future__ import annotations
 
-import threading
 import time
 from pathlib import Path
 
 import pytest
 
-from testkit.corpus import build_data_dir
+from testkit.corpus import build_data_dir, page
+from testkit.following import FollowThread
 from testkit.waiting import wait_for
 from websift.core.datadir import DataDir
 from websift.indexer.build import build_index, run_once, targets_seq
 from websift.indexer.errors import IndexCorrupt, IndexMissing
-from websift.indexer.follow import FollowStatus, follow, read_status
+from websift.indexer.follow import read_status
 from websift.indexer.follow_merges import MERGING_PREFIX, BackgroundMerger
 from websift.indexer.manifest import Manifest, read_manifest
 from websift.indexer.merge_policy import MergePolicy
@@ -25,10 +25,6 @@ from websift.store.views import StoreReader
 A = "http://a.example"
 EAGER = MergePolicy(merge_factor=2, min_size=1)  # every two segments of a level merge
 WITHIN = 60.0  # generous: a spawned worker's start and a merge on a loaded 2-core machine
-
-
-def page(title: str, body: str) -> str:
-    return f"<html><head><title>{title}</title></head><body><p>{body}</p></body></html>"
 
 
 def urls(data: DataDir, q: str) -> list[str] | None:
@@ -97,18 +93,7 @@ def test_a_stop_discards_the_merge_in_progress_whole(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_follow_merges_beside_its_cuts(tmp_path: Path) -> None:
     data = build_data_dir(tmp_path / "d", {f"{A}/0": page("Zero", "common w0")})
-    stop = threading.Event()
-    result: list[FollowStatus | BaseException] = []
-
-    def run() -> None:
-        try:
-            result.append(follow(data, stop, interval=0.2, every=50, procs=1, policy=EAGER))
-        except BaseException as exc:  # noqa: BLE001 - handed to the test, which raises it
-            result.append(exc)
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    try:
+    with FollowThread(data, interval=0.2, every=50, procs=1, policy=EAGER) as follower:
         for i in range(1, 4):
             wait_for(lambda i=i: len(urls(data, "common") or []) == i, f"page {i - 1}", WITHIN)
             build_data_dir(data.root, {f"{A}/{i}": page(f"P{i}", f"common w{i}")})
@@ -116,11 +101,7 @@ def test_follow_merges_beside_its_cuts(tmp_path: Path) -> None:
         wait_for(lambda: (st := read_status(data)) is not None and st.merges >= 2
                  and not st.merging and len(read_manifest(data.index_dir).segments) <= 2,
                  "the merges", WITHIN)
-    finally:
-        stop.set()
-        thread.join(timeout=60)
-    assert result and isinstance(result[0], FollowStatus), result
-    status = result[0]
+        status = follower.stop()
     assert status.state == "stopped" and status.cuts >= 4 and status.recent_merges
     assert all(m["ended"] >= m["began"] for m in status.recent_merges)
     assert urls(data, "common") == [f"{A}/{i}" for i in range(4)]

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from testkit.corpus import build_data_dir
+from testkit.corpus import build_data_dir, field_lengths
 from websift.core.datadir import DataDir
 from websift.indexer.analysis import Analyzer
 from websift.indexer.build import build_index
@@ -174,7 +174,6 @@ def test_pages_of_unknown_language_are_found_beside_another_language(tmp_path: P
 
 def test_a_merge_keeps_each_page_language_and_its_terms(tmp_path: Path) -> None:
     from websift.indexer.merge import merge_segments
-    from websift.indexer.segment import SegmentReader
     from websift.indexer.segment_writer import SegmentWriter
 
     w = SegmentWriter(tmp_path / "a", 1 << 20)
@@ -201,10 +200,7 @@ def test_a_word_counts_toward_length_as_its_own_page_s_language_says(tmp_path: P
              f"{site}/c": page("en", "Plants", ENGLISH + " The plants grow in winter.")}
     data = build_data_dir(tmp_path / "d", pages)
     build_index(DataDir.open(data.root), procs=1)
-    lens: dict[str, list[int]] = {}
-    for entry in Searcher.open(data).manifest.segments:
-        seg = SegmentReader(data.index_dir / entry.name)
-        lens.update((url, seg.field_lens[k].tolist()) for k, url in enumerate(seg.urls()))
+    lens = field_lengths(data)
     assert lens[f"{site}/b"] == lens[f"{site}/c"]
     german_only = sum(lens[f"{site}/a"])
     assert german_only < sum(lens[f"{site}/b"])  # its stop words ("die", "mit") are no length

@@ -10,11 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from testkit.corpus import build_data_dir
-from websift.core.datadir import DataDir
+from testkit.corpus import build_data_dir, field_lengths
 from websift.indexer.build import build_index
-from websift.indexer.manifest import read_manifest
-from websift.indexer.segment import SegmentReader
 
 FRENCH = ("http://fr.example/", """<html lang="fr"><head><title>Le chat se repose</title></head>
 <body><main><p>Le chat se repose sur le tapis pendant que la pluie tombe sur la ville. Il se
@@ -25,22 +22,13 @@ ENGLISH = ("http://en.example/", """<html lang="en"><head><title>Se and ne</titl
 map; se is where the harbour lies.</p></main></body></html>""")
 
 
-def lengths(data: DataDir) -> dict[str, list[int]]:
-    out: dict[str, list[int]] = {}
-    for entry in read_manifest(data.index_dir).segments:
-        seg = SegmentReader(data.index_dir / entry.name)
-        for k, url in enumerate(seg.urls()):
-            out[url] = seg.field_lens[k].tolist()
-    return out
-
-
 def test_an_english_page_has_the_same_lengths_after_a_french_one(tmp_path: Path) -> None:
     english_first = build_data_dir(tmp_path / "en", dict([ENGLISH, FRENCH]))
     french_first = build_data_dir(tmp_path / "fr", dict([FRENCH, ENGLISH]))
     alone = build_data_dir(tmp_path / "alone", dict([ENGLISH]))
     for d in (english_first, french_first, alone):
         build_index(d, procs=1)
-    want = lengths(alone)[ENGLISH[0]]
-    assert lengths(english_first)[ENGLISH[0]] == want
-    assert lengths(french_first)[ENGLISH[0]] == want
-    assert lengths(english_first)[FRENCH[0]] == lengths(french_first)[FRENCH[0]]
+    want = field_lengths(alone)[ENGLISH[0]]
+    assert field_lengths(english_first)[ENGLISH[0]] == want
+    assert field_lengths(french_first)[ENGLISH[0]] == want
+    assert field_lengths(english_first)[FRENCH[0]] == field_lengths(french_first)[FRENCH[0]]

@@ -9,7 +9,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from testkit.corpus import build_data_dir
+from testkit.corpus import build_data_dir, page
 from websift.indexer.build import build_index
 from websift.indexer.manifest import read_manifest
 from websift.indexer.merge_policy import MergePolicy, SegmentSize, find_merges, merge_all_over
@@ -17,9 +17,6 @@ from websift.indexer.searcher import IndexQuery, Searcher
 
 A = "http://a.example"
 
-
-def page(title: str, body: str) -> str:
-    return f"<html><head><title>{title}</title></head><body><p>{body}</p></body></html>"
 
 P = MergePolicy(merge_factor=4, min_size=100, level_span=0.75, deletes_allowed=0.4)
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from testkit.corpus import build_data_dir
+from testkit.corpus import build_data_dir, page
 from websift.api.retrieval import choose_static
 from websift.api.snapshot import RankView
 from websift.core.datadir import DataDir
@@ -20,10 +20,6 @@ from websift.ranking.ranks import Ranks
 from websift.store.crawl_store import CrawlStore
 
 A = "http://a.example"
-
-
-def page(title: str, body: str, links: str = "") -> str:
-    return f"<html><head><title>{title}</title></head><body><p>{body}</p>{links}</body></html>"
 
 
 def set_importance(data: DataDir, values: dict[str, float]) -> dict[str, int]:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from testkit.corpus import build_data_dir
+from testkit.corpus import build_data_dir, page
 from websift.core.datadir import DataDir
 from websift.indexer.build import build_index
 from websift.indexer.searcher import IndexQuery, Searcher, current_generation
@@ -18,10 +18,6 @@ from websift.indexer.settings import KILL_AFTER_BARRELS_ENV
 
 WEBSIFT = str(Path(sys.executable).parent / "websift")
 U = "http://r.example"
-
-
-def page(title: str, body: str, links: str = "") -> str:
-    return f"<html><head><title>{title}</title></head><body><p>{body}</p>{links}</body></html>"
 
 
 def urls(s: Searcher, q: str) -> list[str]:

@@ -4,16 +4,13 @@ decompressed copy.  Neither may change the index: real crawl store, WARC files a
 
 from __future__ import annotations
 
-import shutil
 import warnings
 from pathlib import Path
 
 import pytest
 
-from testkit.corpus import build_data_dir
-from websift.core.datadir import DataDir
+from testkit.corpus import build_data_dir, indexed_copy
 from websift.indexer import build, docbatch, langid_model
-from websift.indexer.build import build_index
 from websift.indexer.settings import TEMPLATE_SAMPLE_PAGES
 
 A = "http://docs.test/"
@@ -39,16 +36,12 @@ def _site() -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("small")
-    build_data_dir(root / "data", _site())
-    return root / "data"
+    return build_data_dir(tmp_path_factory.mktemp("small") / "data", _site()).root
 
 
 def _segment_files(site: Path, dest: Path) -> dict[str, bytes]:
-    shutil.copytree(site, dest, ignore=shutil.ignore_patterns("index", "*.lock"))
-    data = DataDir.open(dest)
-    build_index(data, procs=1)
-    (seg,) = [p for p in data.index_dir.iterdir() if p.name.startswith("seg-")]
+    indexed_copy(site, dest)
+    (seg,) = [p for p in (dest / "index").iterdir() if p.name.startswith("seg-")]
     return {p.name: p.read_bytes() for p in sorted(seg.iterdir())}
 
 

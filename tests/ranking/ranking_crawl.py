@@ -57,10 +57,12 @@ def build_crawl(root: Path) -> DataDir:
             for _, (_, _, links) in SITE.items():
                 for target, _, _ in links:
                     store.add_url(target, depth=2)
-        for url, (title, words, links) in SITE.items():
-            body = page_html(title, words)
-            loc = writer.write_response(url, 200, "OK", [("Content-Type", "text/html")], body)
-            writer.sync()
+        bodies = {url: page_html(title, words) for url, (title, words, _) in SITE.items()}
+        locs = {url: writer.write_response(url, 200, "OK", [("Content-Type", "text/html")], body)
+                for url, body in bodies.items()}
+        writer.sync()  # once, before the rows that point into the records
+        for url, (_, _, links) in SITE.items():
+            body, loc = bodies[url], locs[url]
             uid = store.url_id(url)
             assert uid is not None
             with store.transaction():
@@ -73,3 +75,17 @@ def build_crawl(root: Path) -> DataDir:
                 store.update_page(uid, importance=0.1 * len(links))
     writer.close()
     return data
+
+
+def change_links(store_path: Path) -> None:
+    """A later fetch in a partitioned crawl's shard (tests/ranking/test_dask_by_url.py's
+    hosts): a1/1 links elsewhere, a1/2 lost its links, a2/new appeared: 3 pages, 4 links."""
+    with CrawlStore.open(store_path) as store, store.transaction():
+        one = store.add_url("http://a1.example/1", depth=1)[0]
+        two = store.add_url("http://a1.example/2", depth=1)[0]
+        new = store.add_url("http://a2.example/new", depth=1)[0]
+        for uid, targets in ((one, ["http://b2.example/1", "http://a2.example/new"]),
+                             (two, []), (new, ["http://a1.example/1", "http://b1.example/4"])):
+            links = [Link(store.add_url(t, depth=2)[0], "", False) for t in targets]
+            store.record_fetched(uid, http_status=200, content_type="text/html", warc=None,
+                                 content_hash=f"changed-{uid}", links=links)

@@ -1,8 +1,8 @@
 """``websift rank --shard A B --engine dask`` over a partitioned crawl's shards (stores that
-number URLs each their own way, ranking/dask_by_url.py): on a real Dask LocalCluster of two
-worker processes, every shard's vectors looked up by URL equal the embedded by-URL job's
-(PageRank, topic PageRank, host rank, OPIC, the static score a server uses: 1e-9 in L1; levels
-and giant SCC identical)."""
+number URLs each their own way, or their link exports: ranking/dask_by_url.py): on a real Dask
+LocalCluster of two worker processes, every shard's vectors looked up by URL equal the embedded
+by-URL job's over the stores (PageRank, topic PageRank, host rank, OPIC, the static score a
+server uses: 1e-9 in L1; levels and giant SCC identical)."""
 
 from __future__ import annotations
 
@@ -12,12 +12,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 from distributed import LocalCluster
+from ranking_crawl import change_links
 
 from testkit.corpus import build_data_dir
 from websift.api.cli import main
 from websift.api.snapshot import RankView
 from websift.core.datadir import DataDir
-from websift.ranking import settings
+from websift.ranking import link_export, settings
+from websift.ranking.link_export import ExportReader, is_export
 from websift.ranking.ranks import Ranks
 from websift.ranking.topic_store import TermModel, TopicRecord, TopicSet, save_topic
 from websift.store.views import StoreReader
@@ -25,6 +27,8 @@ from websift.store.views import StoreReader
 pytestmark = pytest.mark.slow  # a Dask LocalCluster
 
 ACCURACY = 1e-9
+TOPIC = TopicRecord(TopicSet("b1", hosts=("b1.example",)), TermModel(), created=0.0, pages=0,
+                    text_pages=0, text_failures={})
 HOSTS = {"a": ["http://a1.example", "http://a2.example"],
          "b": ["http://b1.example", "http://b2.example", "http://b3.example"]}
 
@@ -61,8 +65,10 @@ def by_url(data: DataDir) -> dict[str, tuple[float, ...]]:
     assert r.host is not None and r.hostrank is not None
     topic = r.topic("b1")
     out = {}
-    with StoreReader.open(data.store_path) as store:
-        for uid, url in store.urls():
+    source = (ExportReader.open(data.root) if is_export(data.root)
+              else StoreReader.open(data.store_path))
+    with source:
+        for uid, url in list(source.urls()):
             host = float(r.hostrank[r.host[uid]]) if r.host[uid] >= 0 else 0.0
             out[url] = (float(r.pagerank[uid]), host, float(r.opic[uid]), float(static[uid]),
                         float(topic[uid]), int(r.level[uid]), bool(r.giant_scc[uid]))
@@ -78,10 +84,15 @@ def test_dask_over_shards_by_url_equals_embedded(
     pages = shard_pages(np.random.default_rng(7))
     a = build_data_dir(tmp_path / "a", pages["a"])
     b = build_data_dir(tmp_path / "b", pages["b"])
-    save_topic(a.topics_dir, TopicRecord(TopicSet("b1", hosts=("b1.example",)), TermModel(),
-                                         created=0.0, pages=0, text_pages=0, text_failures={}))
-    for name in ("a", "b"):
-        shutil.copytree(tmp_path / name, tmp_path / f"dask-{name}")
+    save_topic(a.topics_dir, TOPIC)
+    # shard a as its link export (ranking/link_export.py: its link files, several, are
+    # spilled by the workers), shard b as its store (its links spilled by the client)
+    monkeypatch.setattr(link_export, "LINK_BLOCK", 5)
+    assert main(["rank", "--data", str(a.root), "--export-links", str(tmp_path / "dask-a")]) == 0
+    change_links(a.store_path)  # then exported again: a delta link file supersedes 3 pages'
+    assert main(["rank", "--data", str(a.root), "--export-links", str(tmp_path / "dask-a")]) == 0
+    save_topic(DataDir.open(tmp_path / "dask-a").topics_dir, TOPIC)
+    shutil.copytree(tmp_path / "b", tmp_path / "dask-b")
     with StoreReader.open(a.store_path) as sa, StoreReader.open(b.store_path) as sb:
         assert sa.url_id("http://b1.example/3") != sb.url_id("http://b1.example/3")
     assert main(["rank", "--quiet", "--dangling", dangling,
