@@ -41,6 +41,19 @@ def _queued(frontier: PartitionedFrontier) -> int:
     return Frontier.pending_count(frontier)
 
 
+def _fetch(frontier: PartitionedFrontier, store: CrawlStore, url: str, depth: int) -> None:
+    """A URL known, fetched and read by ``frontier``, each step committed (the read goes to
+    the partition's mirror in Redis with the commit)."""
+    with store.transaction():
+        uid, _ = store.add_url(url, depth)
+        frontier.add(uid, url, store.host_id_of_url(uid), depth)
+    frontier._commit_now()
+    assert frontier.take(uid) == url
+    with store.transaction():
+        frontier.read(uid, [])
+    frontier._commit_now()
+
+
 def _classes(frontier: PartitionedFrontier) -> list[int]:
     opic = frontier.opic
     counted = list(opic.members)
@@ -166,14 +179,7 @@ def test_a_transfer_waiting_for_a_dead_owner_does_not_queue_a_page_it_read(
             CrawlStore.open(tmp_path / "b.sqlite3") as b_store:
         a = open_partitioned(server.url(), a_store, PARTITIONS, ttl=30.0, mirror=True)
         url = "http://127.0.0.40/read-by-a"
-        with a_store.transaction():
-            uid, _ = a_store.add_url(url, 0)
-            a.add(uid, url, a_store.host_id_of_url(uid), 0)
-        a._commit_now()
-        assert a.take(uid) == url
-        with a_store.transaction():
-            a.read(uid, [])
-        a._commit_now()  # its read reaches the partition's mirror in Redis
+        _fetch(a, a_store, url, 0)  # its read reaches the partition's mirror in Redis
         partition = partition_of(url, PARTITIONS)
         # a link to the page sent to its owner by a third crawler, not read before a dies
         server.client.xadd(stream_key(partition), {
@@ -208,14 +214,7 @@ def test_a_store_started_again_drops_from_its_queue_what_another_read_meanwhile(
     with CrawlStore.open(tmp_path / "a.sqlite3") as a_store:
         a = open_partitioned(server.url(), a_store, PARTITIONS, ttl=30.0, mirror=True)
         assert a.leases.owned == set(range(PARTITIONS))
-        with a_store.transaction():  # a link names the page; a fetches and reads it
-            uid, _ = a_store.add_url(url, 1)
-            a.add(uid, url, a_store.host_id_of_url(uid), 1)
-        a._commit_now()
-        assert a.take(uid) == url
-        with a_store.transaction():
-            a.read(uid, [])
-        a._commit_now()
+        _fetch(a, a_store, url, 1)  # a link names the page; a fetches and reads it
         a.client.close()  # killed too
     server.client.zadd("{wsp}:members", {a.leases.me: 0})
     with CrawlStore.open(tmp_path / "b.sqlite3") as b_store:
