@@ -304,9 +304,13 @@ class PartitionedFrontier(Frontier):
             return
         self.read_elsewhere |= fresh
         opic = self.opic
-        for uid in np.flatnonzero(self.where == QUEUED).tolist():
-            if opic.reads[uid] or self._partition(uid) != partition:
-                continue
+        queued = np.flatnonzero(self.where == QUEUED)
+        queued = queued[opic.reads[queued] == 0]
+        hosts = self.host_of[queued]
+        # one partition lookup per host, not per page: a start claims every partition
+        first = dict(zip(hosts.tolist(), queued.tolist(), strict=True))  # a URL ID per host
+        here = [h for h, u in first.items() if self._partition_of_host(h, u) == partition]
+        for uid in queued[np.isin(hosts, here)].tolist():
             url = self._url_of(uid)
             if url is not None and fingerprint(url) in fresh:
                 self._leave(uid, IDLE)
