@@ -28,13 +28,17 @@ from websift.indexer.template_keys import (
 _CHARS = st.sampled_from([*"ab_-.,:é1 \t\n\u00a0\u2028()*Z\u0661\u00b2\u2167😀", LINK, MARK])
 
 
-def _reference_blocks(raw: str) -> list[Block]:
-    """The blocks as parse_html made them before :func:`page_blocks` (one part at a time)."""
+def _reference_blocks(raw: str, starts: list[int] | None = None) -> list[Block]:
+    """The blocks as parse_html made them before :func:`page_blocks` (one part at a time);
+    ``starts`` gets the index of each non-blank part's first block."""
     out: list[Block] = []
-    for part in (item for block in raw.split(MARK) for item in _link_items(block)):
-        text = squash(part)
-        if text:
-            out.append(Block(text, h := squashed_hash(text), _template_key(part, h)))
+    for block in raw.split(MARK):
+        if block.strip() and starts is not None:
+            starts.append(len(out))
+        for part in _link_items(block):
+            text = squash(part)
+            if text:
+                out.append(Block(text, h := squashed_hash(text), _template_key(part, h)))
     return out
 
 
@@ -54,7 +58,10 @@ def test_blocks_equal_the_part_by_part_definition(parts: list[tuple[str, bool, b
     # navigation-shaped blocks, paragraphs with links, empty blocks and links alike.
     raw = "".join(f"{LINK}{p}{LINK}" if link else p + (MARK if mark else "")
                   for p, link, mark in parts)
-    assert page_blocks(raw) == _reference_blocks(raw)
+    starts: list[int] = []
+    want: list[int] = []
+    assert page_blocks(raw, starts) == _reference_blocks(raw, want)
+    assert starts == want
 
 
 def test_blocks_of_a_navigation_and_a_paragraph() -> None:
