@@ -3,6 +3,7 @@ words of a block, its blocks and template keys, and the per-thread CSS engine.""
 
 from __future__ import annotations
 
+import re
 import threading
 
 from hypothesis import given, settings
@@ -10,6 +11,7 @@ from hypothesis import strategies as st
 from selectolax.lexbor import LexborHTMLParser
 
 from websift.core.html import squash
+from websift.indexer.display_text import GLUE, shown_text
 from websift.indexer.html_nodes import css
 from websift.indexer.parse import parse_html
 from websift.indexer.template_keys import (
@@ -103,3 +105,14 @@ def test_parse_unchanged_by_the_shared_engine() -> None:
     assert first.headings == "Top"
     assert first.body == "Top one two three x the x"
     assert [f.id for f in first.fragments] == ["term-x", "top"]
+
+
+_SHOWN_DEFINITION = re.compile(f"{LINK}[\\s{GLUE}]*[¶#§⚓🔗]?[\\s{GLUE}]*{LINK}|¶")
+
+
+@given(st.text(st.sampled_from([*"a #§¶\n\u00a0", LINK, MARK, GLUE]), max_size=40))
+@settings(max_examples=400)
+def test_shown_text_equals_its_one_pattern_definition(marked: str) -> None:
+    # Permalink links, then lone pilcrows, against the one alternation that defines them.
+    want = " ".join(_SHOWN_DEFINITION.sub(" ", marked).replace(LINK, "").replace(GLUE, "").split())
+    assert shown_text(marked) == want
