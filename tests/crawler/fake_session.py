@@ -15,6 +15,9 @@ from websift.crawler.meta import FetchKind, FetchMeta
 from websift.crawler.session import CrawlConfig, CrawlSession
 
 T0 = 1_700_000_000.0  # the fake clock's start (wall-clock seconds)
+DELAY = 1.0  # the sessions' delay between request starts per host
+ALLOW_ALL = b"User-agent: *\nDisallow:\n"
+HTML = [("Content-Type", "text/html; charset=utf-8")]
 
 
 class FakeClock:
@@ -65,6 +68,23 @@ class FakeFactory:
 
     def page_urls(self) -> list[str]:
         return [s.url for s in self.sent if s.meta.kind is FetchKind.PAGE]
+
+
+@dataclass
+class Run:
+    """A session, its clock, its request factory and its data directory; a test file adds the
+    spider's side (answers) as it needs them."""
+
+    session: CrawlSession
+    clock: FakeClock
+    factory: FakeFactory
+    data: DataDir
+
+    def next(self) -> Sent | None:
+        """The session's next request now, if any."""
+        request = self.session.next_request(self.clock())
+        assert request is None or isinstance(request, Sent)
+        return request
 
 
 class Sessions:

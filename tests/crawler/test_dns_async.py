@@ -27,7 +27,16 @@ from typing import Any
 import pytest
 
 from testkit.testweb import Site, TestWeb, html, words
-from tests.crawler.fake_session import FakeClock, FakeFactory, Sent, Sessions
+from tests.crawler import fake_session
+from tests.crawler.fake_session import (
+    ALLOW_ALL,
+    DELAY,
+    HTML,
+    FakeClock,
+    FakeFactory,
+    Sent,
+    Sessions,
+)
 from websift.core.datadir import DataDir
 from websift.crawler import settings as S
 from websift.crawler.dns import ADDRESS_PENDING, HostVerdicts
@@ -35,7 +44,7 @@ from websift.crawler.frontier import Frontier
 from websift.crawler.meta import FetchKind
 from websift.crawler.pipeline import Fetched
 from websift.crawler.scope import Scope, ScopeConfig
-from websift.crawler.session import CrawlConfig, CrawlSession
+from websift.crawler.session import CrawlConfig
 from websift.store.crawl_store import CrawlStore
 
 WAIT = 10.0  # seconds a test waits for a DNS thread's answer before it fails
@@ -170,22 +179,10 @@ def test_the_wake_callback_is_called_from_the_dns_thread() -> None:
 A = "http://127.0.0.2:8001"
 SLOW = "http://slow.example:8003"
 EVIL = "http://evil.example:8004"
-DELAY = 1.0
-ALLOW_ALL = b"User-agent: *\nDisallow:\n"
-HTML = [("Content-Type", "text/html; charset=utf-8")]
 
 
-@dataclass
-class Run:
-    session: CrawlSession
-    factory: FakeFactory
-    clock: FakeClock
-    data: DataDir
-
-    def next(self) -> Sent | None:
-        request = self.session.next_request(self.clock())
-        assert request is None or isinstance(request, Sent)
-        return request
+class Run(fake_session.Run):
+    """The spider's side: one answer for a robots.txt or a page."""
 
     def answer(self, request: Sent, body: bytes = b"<html><body>x</body></html>",
                status: int = 200, headers: list[tuple[str, str]] | None = None) -> None:
@@ -244,7 +241,7 @@ def crawl(sessions: Sessions) -> Iterator[Callable[..., Run]]:
                           delay=DELAY, **config)
         factory = FakeFactory()
         session, data = sessions.start(cfg, clock, factory, resolve=resolver)
-        return Run(session, factory, clock, data)
+        return Run(session, clock, factory, data)
 
     yield start
     for resolver in resolvers:  # no DNS thread left waiting on a test that has ended

@@ -11,12 +11,21 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
-from tests.crawler.fake_session import T0, FakeClock, FakeFactory, Sent, Sessions
+from tests.crawler import fake_session
+from tests.crawler.fake_session import (
+    ALLOW_ALL,
+    DELAY,
+    HTML,
+    T0,
+    FakeClock,
+    FakeFactory,
+    Sent,
+    Sessions,
+)
 from websift.core.datadir import DataDir
 from websift.crawler.meta import FetchMeta
 from websift.crawler.pipeline import Fetched
@@ -26,23 +35,10 @@ from websift.store.crawl_store import Page, StoreReader
 
 A = "http://127.0.0.2:8001"
 B = "http://127.0.0.3:8002"
-DELAY = 1.0
-ALLOW_ALL = b"User-agent: *\nDisallow:\n"
-HTML = [("Content-Type", "text/html; charset=utf-8")]
 
 
-@dataclass
-class Run:
-    session: CrawlSession
-    clock: FakeClock
-    factory: FakeFactory
-    data: DataDir
-
-    def next(self) -> Sent | None:
-        request = self.session.next_request(self.clock())
-        assert request is None or isinstance(request, Sent)
-        return request
-
+class Run(fake_session.Run):
+    """The spider's side: robots.txt answers, responses and failures, as its callbacks give them."""
     def robots(self, request: Sent, body: bytes = ALLOW_ALL, status: int = 200) -> None:
         """The spider's parse_robots: release the host's place, then hand over the answer."""
         assert request.meta.is_robots
