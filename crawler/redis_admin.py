@@ -4,8 +4,8 @@ crawler/redis_frontier.py).
 Question: where is the frontier, may this websift use it, and what does it hold right now?
 :func:`connect` reaches the Redis a frontier URL names (crawler/redis_address.py: the password
 from ``$WEBSIFT_REDIS_PASSWORD``), checks the database is empty or a websift frontier of a
-version this websift reads (:func:`check_format`, which creates the globals of a new one), and returns
-the client.  :func:`frontier_status` is what ``websift frontier status`` prints and
+version this websift reads (:func:`check_format`, which creates the globals of a new one), and
+returns the client.  :func:`frontier_status` is what ``websift frontier status`` prints and
 :func:`frontier_figures` what /stats shows: crawlers, hosts, pages and the OPIC cash total.
 The key layout both sides use (``{g}`` globals, :func:`host_tag`) is named here; :func:`batch`
 runs a group of reads as one snapshot on one Redis.
