@@ -31,7 +31,9 @@ filtered again from the kept postings where one did; phrases' pages are filtered
 new masks.  Saturations depend on the collection's statistics, which any new page changes,
 so they are computed again.  The most recent entries (up to
 RELOAD_WARM_BYTES) are brought up to date before the new generation serves, the others on
-first use (:class:`Inherited`).
+first use (:class:`Inherited`).  The segments a generation adds (a cut, a merge) have nothing to
+take over: :meth:`PostingStore.prewarm` decodes there the words the old generation's queries
+used most recently (up to RELOAD_WARM_BYTES), so that its first queries do not.
 """
 
 from __future__ import annotations
@@ -323,6 +325,30 @@ class PostingStore:
             self.decoded.put(key, entry, size)
         self._adopt_pairs(old, new_of, flipped)
         return len(taken)
+
+    def prewarm(self, old: PostingStore, old_of: Sequence[int],
+                budget: int = RELOAD_WARM_BYTES) -> int:
+        """Decode in this store's new segments (``old_of[si]`` -1: a cut's, a merge's) the
+        words ``old``'s cache used most recently, until ``budget`` bytes of lists are made:
+        the new generation's first queries then find them decoded, as they found them in the
+        segments the old generation held.  Returns the lists made."""
+        new = [si for si, o in enumerate(old_of) if o < 0]
+        if not new or budget <= 0:
+            return 0
+        terms = list(dict.fromkeys(term for (_, term), _, _ in reversed(old.decoded.entries())
+                                   if not term.startswith(_POSITIONS)))
+        view = self.query()
+        made = 0
+        for term in terms:
+            for si in new:
+                p = view.get(term, si)
+                if p is not None:
+                    view.saturated(p, si)
+                    budget -= nbytes(p)
+                    made += 1
+            if budget <= 0:
+                break
+        return made
 
     def _adopt_pairs(self, old: PostingStore, new_of: dict[int, int],
                      flipped: dict[int, np.ndarray]) -> None:

@@ -30,9 +30,12 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import json
 import os
 import pstats
 import shutil
+import subprocess
+import sys
 import threading
 import time
 from dataclasses import asdict, dataclass
@@ -193,23 +196,79 @@ def pct(xs: list[float], q: float) -> float:
     return float(np.percentile(np.asarray(xs) * 1000.0, q)) if xs else float("nan")
 
 
-def report(samples: list[Sample], holder: SnapshotHolder, swap_seconds: float) -> None:
+def figures(samples: list[Sample], holder: SnapshotHolder, swap_seconds: float
+            ) -> dict[str, float]:
+    """p50 / p99 (ms) and counts of each phase, and what the swaps cost the holder."""
     by: dict[str, list[float]] = {}
     for s in samples:
         by.setdefault(s.phase, []).append(s.seconds)
-    first = [s.seconds for s in samples if s.phase == "swaps" and s.first_on_new]
-    idle = by.get("idle", [])
-    rows = [("idle", idle), ("swaps", by.get("swaps", [])),
-            ("first query of a thread on a new generation", first)]
+    by["first"] = [s.seconds for s in samples if s.phase == "swaps" and s.first_on_new]
+    out: dict[str, float] = {}
+    for name in ("idle", "swaps", "first"):
+        xs = by.get(name, [])
+        out.update({f"{name}_n": float(len(xs)), f"{name}_p50": pct(xs, 50),
+                    f"{name}_p99": pct(xs, 99)})
+    out["reloads"] = float(holder.reloads)
+    out["reload_thread_cpu"] = holder.reload_cpu_seconds
+    out["swap_seconds"] = swap_seconds
+    times = getattr(holder, "reload_times", None)  # a checkout without it (--against)
+    if times is not None:
+        out.update({f"swap_{k}": v for k, v in times.figures().items()})
+    return out
+
+
+def report(f: dict[str, float]) -> None:
+    rows = [("idle", "idle"), ("swaps", "swaps"),
+            ("first query of a thread on a new generation", "first")]
     print("\n| phase | queries | p50 ms | p99 ms | p99 / idle p99 |\n|---|---|---|---|---|")
-    base = pct(idle, 99)
-    for name, xs in rows:
-        print(f"| {name} | {len(xs)} | {pct(xs, 50):.1f} | {pct(xs, 99):.1f} | "
-              f"{pct(xs, 99) / base:.2f}x |")
-    reloads, cpu = holder.reloads, holder.reload_cpu_seconds
-    print(f"\nreloads {reloads}, reload failures {sum(holder.reload_failures.values())}; the "
-          f"reload thread's CPU {1000 * cpu / max(reloads, 1):.0f} ms a reload, "
-          f"{100 * cpu / max(swap_seconds, 1e-9):.0f}% of one core over the swaps phases")
+    for name, key in rows:
+        print(f"| {name} | {f[key + '_n']:.0f} | {f[key + '_p50']:.1f} | {f[key + '_p99']:.1f} | "
+              f"{f[key + '_p99'] / f['idle_p99']:.2f}x |")
+    reloads, cpu = f["reloads"], f["reload_thread_cpu"]
+    print(f"\nreloads {reloads:.0f}; the reload thread's CPU {1000 * cpu / max(reloads, 1):.0f} "
+          f"ms a reload, {100 * cpu / max(f['swap_seconds'], 1e-9):.0f}% of one core over the "
+          "swaps phases")
+    if "swap_count" in f:
+        n = max(f["swap_count"], 1.0)
+        phases = ", ".join(f"{k.removeprefix('swap_').removesuffix('_total')} "
+                           f"{1000 * v / n:.0f}" for k, v in f.items()
+                           if k.endswith("_total") and k not in ("swap_total", "swap_cpu_total"))
+        print(f"a swap: p50 {1000 * f['swap_p50']:.0f} ms, max {1000 * f['swap_max']:.0f} ms "
+              f"wall, {1000 * f['swap_cpu_total'] / n:.0f} ms CPU; by phase, ms a swap: "
+              f"{phases}")
+
+
+def compare(rows: list[tuple[str, dict[str, float]]]) -> None:
+    """One table of each checkout's run (--against), same staged index and cuts."""
+    print("\n| checkout | idle p50 / p99 ms | swaps p50 / p99 ms | swaps p99 / idle p99 | "
+          "first on a new generation p50 / p99 ms | reload thread CPU ms a reload |\n"
+          "|---|---|---|---|---|---|")
+    for name, f in rows:
+        cpu = 1000 * f["reload_thread_cpu"] / max(f["reloads"], 1)
+        print(f"| {name} | {f['idle_p50']:.1f} / {f['idle_p99']:.1f} | {f['swaps_p50']:.1f} / "
+              f"{f['swaps_p99']:.1f} | {f['swaps_p99'] / f['idle_p99']:.2f}x | "
+              f"{f['first_p50']:.1f} / {f['first_p99']:.1f} | {cpu:.0f} |")
+
+
+def run_against(args: argparse.Namespace, argv: list[str]) -> int:
+    """This script over each checkout in turn (the other first), each in a child process
+    importing that checkout's websift; the index and cuts are staged once, here."""
+    stage(args.cache / f"p{args.pages}-s{args.seed}", args)
+    own = Path(__file__).resolve().parents[2]
+    rows = []
+    for name, checkout in [(f"--against {args.against}", args.against.resolve()),
+                           ("this checkout", own)]:
+        out = args.cache / f"figures-{len(rows)}.json"
+        rest = [a for i, a in enumerate(argv) if a != "--against"
+                and (i == 0 or argv[i - 1] != "--against") and not a.startswith("--against=")]
+        env = {**os.environ, "PYTHONPATH": str(checkout)}
+        print(f"\n## {name} ({checkout})", flush=True)
+        subprocess.run([sys.executable, str(Path(__file__).resolve()), *rest, "--json",
+                        str(out)], cwd=checkout, env=env, check=True)
+        rows.append((name, json.loads(out.read_text())))
+        out.unlink()
+    compare(rows)
+    return 0
 
 
 def profile_one(holder: SnapshotHolder, publisher: Publisher, base: list[str], cut: list[str],
@@ -254,7 +313,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--cache", type=Path, default=DEFAULT_CACHE)
     ap.add_argument("--profile", action="store_true", help="time and cProfile one reload")
+    ap.add_argument("--against", type=Path, help="another checkout (a git worktree) measured "
+                    "in the same run, on the same staged index and cuts")
+    ap.add_argument("--json", type=Path, help=argparse.SUPPRESS)  # a child's figures (--against)
     args = ap.parse_args(argv)
+    if args.against is not None:
+        if not (args.against / "websift").is_dir():
+            ap.error(f"--against {args.against}: not a websift checkout")
+        return run_against(args, list(sys.argv[1:] if argv is None else argv))
     root = args.cache / f"p{args.pages}-s{args.seed}"
     t0 = time.perf_counter()
     base, steps = stage(root, args)
@@ -295,7 +361,10 @@ def main(argv: list[str] | None = None) -> int:
           f"{args.cut_pages} every {args.cut_seconds} s, merged by {args.merge_every}; "
           f"{args.clients} clients, reload check {args.reload_check_ms} ms, {os.cpu_count()} "
           "cores")
-    report(samples, holder, args.rounds * args.seconds)
+    got = figures(samples, holder, args.rounds * args.seconds)
+    report(got)
+    if args.json is not None:
+        args.json.write_text(json.dumps(got))
     if args.profile:
         profile_one(holder, publisher, base, steps[0].segments, queries[0])
     holder.close()
