@@ -302,7 +302,9 @@ class Searcher:
         self._frags: Cache[tuple[int, int], StoredFragments] = Cache(
             FRAGMENT_CACHE_BYTES, StoredFragments.size)
         self._page_caches_owned = True
-        self.postings = PostingStore(self.segments, self.live, self.coefficients, self.settings)
+        self.postings = PostingStore(
+            self.segments, self.live, self.coefficients, self.settings,
+            norms_key=self.avg_lens.tobytes() + self.weights.tobytes() + self.b.tobytes())
         # site: filter -> per-segment masks of its documents; keyed by what users type.
         self._site_masks: Cache[tuple[str, ...], list[np.ndarray]] = Cache(
             SITE_MASK_CACHE_BYTES if site_cache_bytes is None else site_cache_bytes, _mask_bytes)
@@ -353,8 +355,7 @@ class Searcher:
         else uses it yet."""
         where = {id(seg): i for i, seg in enumerate(previous.segments)}
         old_of = [where.get(id(seg), -1) for seg in self.segments]
-        taken = self.postings.adopt(previous.postings, old_of)
-        self.postings.prewarm(previous.postings, old_of)
+        taken = self.postings.adopt(previous.postings)
         self._texts = previous._texts
         if self.index_settings == previous.index_settings:  # fragments' words analysed alike
             self._frags = previous._frags
@@ -457,10 +458,11 @@ class Searcher:
         self.live = []
         self.coefficients = []
         self._other_norms = None
-        for name, cache in self.caches().items():
-            if self._page_caches_owned or name not in ("texts", "fragments"):
-                cache.clear()
-        self.postings.close()
+        self._site_masks.clear()
+        if self._page_caches_owned:
+            self._texts.clear()
+            self._frags.clear()
+        self.postings.close()  # its caches too, unless handed on
 
     # ------------------------------------------------------------------ scoring
     def _proximity(self, pairs: list[tuple[str, str]], si: int, postings: QueryPostings,
