@@ -29,8 +29,9 @@ Reloads: a new index generation mostly names the segments of the one it replaces
 one, a merge replaces a few).  :meth:`Searcher.open` with ``previous=`` takes the previous
 searcher's opened segments for those (segments are immutable: their files were checked when
 first opened and are neither checked nor mapped again) and :meth:`Searcher.adopt` its caches
-(indexer/postings.py ``PostingStore.adopt``; stored texts, fragments and ``site:`` masks by
-segment), so the new generation's first queries do not decode again what the old one had.
+themselves, keyed by segment reader serial (indexer/postings.py ``PostingStore.adopt``;
+stored texts and fragments; ``site:`` masks by segment), so the new generation's first
+queries do not decode again what the old one had, and a reload copies no cache entry.
 
 Remote shards (api/fanout.py) cannot share memory, so a query there is scored in two rounds
 (Elasticsearch's "dfs_query_then_fetch"): :meth:`Searcher.collection_stats` gives a shard's N,

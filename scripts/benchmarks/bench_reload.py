@@ -20,7 +20,11 @@
    among them), in turn, so that the machine's drift weighs on both alike.  p50 / p99 of each,
    the ratio of the swaps' to idle's, and the queries that were the first of their thread on a
    new generation (those that would pay cold caches).
-4. ``--profile``: one reload of a new cut, timed (``refresh`` alone, then the first query on the
+4. ``--fill-terms N``: before the phases, N words of the index are decoded in every segment,
+   so the caches hold as many lists as a server's that answered many distinct queries.
+5. ``--against CHECKOUT``: the same phases over another checkout (a git worktree), run first
+   in a child process importing its websift, on the same staged index and cuts; one table.
+6. ``--profile``: one reload of a new cut, timed (``refresh`` alone, then the first query on the
    new generation) and cProfiled by cumulative time.
 
 Figures from a shared machine are noisy: read the same-run ratios, never absolute times.
@@ -192,6 +196,21 @@ def load(holder: SnapshotHolder, queries: list[str], clients: int, *, phase: lis
     return threads
 
 
+def fill(holder: SnapshotHolder, n: int) -> None:
+    """Decode ``n`` words of the index (every segment's list of each) through the served
+    searcher, as a server that answered many distinct queries holds them (bench_up's probes
+    search a word of their own each): its caches then hold about n * segments entries."""
+    with holder.lease() as snap:
+        searcher = snap.searcher.value
+        words = sorted({w for seg in searcher.segments for w in seg.terms()})
+        step = max(1, len(words) // n)
+        postings = searcher.postings.query()
+        for w in words[::step][:n]:
+            postings.df(w)
+        held = len(searcher.postings.decoded)
+    print(f"caches filled: {n} words decoded, {held} lists cached", flush=True)
+
+
 def pct(xs: list[float], q: float) -> float:
     return float(np.percentile(np.asarray(xs) * 1000.0, q)) if xs else float("nan")
 
@@ -312,6 +331,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--queries", type=int, default=300)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--cache", type=Path, default=DEFAULT_CACHE)
+    ap.add_argument("--fill-terms", type=int, default=0, help="before the phases, decode "
+                    "this many words of the index in every segment (a server that answered "
+                    "many distinct queries: its caches hold that many lists per segment)")
     ap.add_argument("--profile", action="store_true", help="time and cProfile one reload")
     ap.add_argument("--against", type=Path, help="another checkout (a git worktree) measured "
                     "in the same run, on the same staged index and cuts")
@@ -334,6 +356,8 @@ def main(argv: list[str] | None = None) -> int:
     publisher.publish(base)
     holder = SnapshotHolder(data, args.reload_check_ms)
     holder.start()
+    if args.fill_terms:
+        fill(holder, args.fill_terms)
     samples: list[Sample] = []
     phase = ["warm-up"]
     stop = threading.Event()
