@@ -16,9 +16,11 @@ request sees the old snapshot or the new one, never a mix.  Leasing takes no loc
 manifest or file that is damaged, or written by a newer websift, never takes a serving
 snapshot down: that part stays as it was, the failure is counted by error class in
 ``reload_failures`` (shown by ``/stats``) and looked at again at the next check, not on every
-request.  The old snapshot is closed when its last lease ends: each
-opened resource counts the snapshots that use it, each snapshot counts its leases (a searcher
-shared by two snapshots, when only the ranks changed, stays open while either lives).
+request.  Each swap's wall and CPU time, by phase, go to ``reload_times``
+(api/reload_times.py: ``/stats`` ``reload_seconds``).  The old snapshot is closed when its
+last lease ends: each opened resource counts the snapshots that use it, each snapshot counts
+its leases (a searcher shared by two snapshots, when only the ranks changed, stays open while
+either lives).
 
 Removals (``websift remove``, store/removals.py): at the same check the holder reads the removal
 rules in force from the crawl store (one small query); when they changed, the searcher is built

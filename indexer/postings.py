@@ -320,7 +320,7 @@ class PostingStore:
         here = {serial: si for si, serial in enumerate(self.serials)}
         recent = self.decoded.recent(warm_bytes)
         view = self.query()
-        for (serial, term), _, _ in recent:
+        for (serial, term), _, _ in reversed(recent):  # each use moves it up: order kept
             si = here.get(serial)
             if si is not None and not term.startswith(_POSITIONS):
                 p = view.get(term, si)  # brought up to date (and kept) if it was not
