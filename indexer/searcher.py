@@ -55,6 +55,7 @@ from websift.core.cache import Cache
 from websift.core.checked import open_consistent
 from websift.core.datadir import DataDir
 from websift.core.distinct import distinct, distinct_small
+from websift.core.id_set import IdSet
 from websift.indexer import bm25f
 from websift.indexer.analysis import Analyzer
 from websift.indexer.errors import IndexCorrupt
@@ -259,8 +260,9 @@ class Searcher:
         self.index_settings = query_settings(self.segments)
         self.analyzer = Analyzer.of(self.index_settings)
         self._analyzers: dict[str, Analyzer] = {self.analyzer.lang: self.analyzer}
-        self._lang_ids: dict[str, np.ndarray] = {}
+        self._lang_ids: dict[str, IdSet] = {}
         self.unfetched = unfetched_ids(self.segments)  # pages known only from links
+        self._unfetched = IdSet(self.unfetched)
         self.index_langs: dict[str, int] = {}
         for seg in self.segments:
             for lang, n in seg.langs().items():
@@ -500,7 +502,7 @@ class Searcher:
         # must mean what the others' and one index's do (api/fanout.py merges them)
         if self.settings.fetched_prior > 0:
             prior, prior_bound, prior_key = with_fetched(
-                self.unfetched, self.settings.fetched_prior, prior, prior_bound, prior_key)
+                self._unfetched, self.settings.fetched_prior, prior, prior_bound, prior_key)
         site_only = not units and bool(pq.sites) and not pq.groups and not pq.required
         if (not units and not site_only) or not self.segments:
             return results
@@ -550,31 +552,38 @@ class Searcher:
         want = min(len(final), offset + k)
         if want <= 0:
             return results
-        def url_of(i: int) -> str:
-            return self.segments[int(segs[i])].head(int(ords[i]))["url"]
+        heads: dict[int, dict[str, str]] = {}  # stored heads read for this query
 
-        chosen = _top(final, want, url_of)
-        # ties by URL: one order whatever the URL IDs (shards of a partitioned crawl number
-        # their URLs apart, api/fanout.py merges their hits by score and URL)
-        chosen = np.asarray(sorted(chosen.tolist(), key=lambda i: (-final[i], url_of(i))),
-                            dtype=np.int64)[offset:]
+        def head_of(i: int) -> dict[str, str]:
+            found = heads.get(i)
+            if found is None:
+                found = heads[i] = self.segments[int(segs[i])].head(int(ords[i]))
+            return found
+
+        def url_of(i: int) -> str:
+            return head_of(i)["url"]
+
+        chosen = _ranked(final, _top(final, want, url_of), url_of)[offset:]
         maker = (SnippetMaker(set(terms), _raw_words(pq), analyzer) if request.snippets
                  else None)
         frag_ids = (self._fragments(segs[chosen], ords[chosen], idfs, postings)
                     if request.fragments else [None] * len(chosen))
-        known_only = (np.isin(doc_ids[chosen], self.unfetched).tolist() if len(self.unfetched)
+        known_only = (self._unfetched.contains(doc_ids[chosen]).tolist() if len(self.unfetched)
                       else [False] * len(chosen))
-        for i, frag, linked in zip(chosen.tolist(), frag_ids, known_only, strict=True):
-            si, o = int(segs[i]), int(ords[i])
-            seg = self.segments[si]
-            stored = seg.head(o)
+        # each hit's numbers as Python values, one conversion per array
+        columns = (chosen.tolist(), segs[chosen].tolist(), ords[chosen].tolist(),
+                   doc_ids[chosen].tolist(), final[chosen].tolist(), text[chosen].tolist(),
+                   np.asarray(prior_scores)[chosen].tolist(), frag_ids, known_only)
+        for i, si, o, doc_id, score, text_score, prior_score, frag, linked in zip(
+                *columns, strict=True):
+            stored = head_of(i)
             snippet, spans = (maker.make(*self._page_text(si, o)) if maker is not None
                               else ("", []))
             results.hits.append(Hit(
-                doc_id=int(doc_ids[i]), url=stored.get("url", ""),
+                doc_id=doc_id, url=stored.get("url", ""),
                 title=stored.get("title", "") or stored.get("url", ""),
-                snippet=snippet, highlights=spans, score=float(final[i]),
-                text_score=float(text[i]), prior_score=float(prior_scores[i]),
+                snippet=snippet, highlights=spans, score=score,
+                text_score=text_score, prior_score=prior_score,
                 explain=self._explain(si, o, units, idfs, postings, n_docs=n_docs,
                                       pairs=pairs) if request.explain else None,
                 fragment=frag, lang=stored.get("lang", ""),
@@ -589,7 +598,7 @@ class Searcher:
         bonus = self.settings.lang_prior
 
         def with_lang(doc_ids: np.ndarray) -> np.ndarray:
-            extra = np.where(np.isin(doc_ids, ids), bonus, 0.0)
+            extra = np.where(ids.contains(doc_ids), bonus, 0.0)
             return extra if prior is None else np.asarray(prior(doc_ids)) + extra
 
         if prior is None:
@@ -597,9 +606,9 @@ class Searcher:
         return (with_lang, None if bound is None else bound + bonus,
                 None if key is None else (key, "lang", lang))
 
-    def _lang_docs(self, lang: str) -> np.ndarray:
-        """The URL IDs of the pages stored with language ``lang``, sorted (read once per
-        searcher and language from the segments' stored heads)."""
+    def _lang_docs(self, lang: str) -> IdSet:
+        """The URL IDs of the pages stored with language ``lang`` (read once per searcher and
+        language from the segments' stored heads)."""
         found = self._lang_ids.get(lang)
         if found is None:
             # English's pages include those of unknown language (analysed as English).
@@ -607,7 +616,7 @@ class Searcher:
             ids = [int(seg.doc_ids[o]) for seg in self.segments
                    if match & set(seg.langs()) for o in range(len(seg.doc_ids))
                    if seg.head(o)["lang"] in match]
-            found = self._lang_ids[lang] = np.array(sorted(ids), dtype=np.int64)
+            found = self._lang_ids[lang] = IdSet(np.array(ids, dtype=np.int64))
         return found
 
     def _analyzer(self, alang: str) -> Analyzer:
@@ -996,6 +1005,20 @@ def _top(scores: np.ndarray, m: int, url_of: Callable[[int], str]) -> np.ndarray
     above = np.flatnonzero(scores > cut)
     ties = sorted(np.flatnonzero(scores == cut).tolist(), key=url_of)[: m - len(above)]
     return np.concatenate([above, np.asarray(ties, dtype=np.int64)])
+
+
+def _ranked(scores: np.ndarray, chosen: np.ndarray, url_of: Callable[[int], str]
+            ) -> np.ndarray:
+    """``chosen`` by descending score, ties by the smaller URL: one order whatever the URL IDs
+    (shards of a partitioned crawl number their URLs apart, api/fanout.py merges their hits by
+    score and URL).  The URLs are read only when two scores tie."""
+    picked = chosen.tolist()
+    values = scores[chosen].tolist()
+    if len(set(values)) == len(values):
+        order = [i for _, i in sorted(zip(values, picked, strict=True), key=lambda p: -p[0])]
+    else:
+        order = sorted(picked, key=lambda i: (-scores[i], url_of(i)))
+    return np.asarray(order, dtype=np.int64)
 
 
 def _raw_words(pq: ParsedQuery) -> list[str]:
