@@ -79,6 +79,7 @@ from websift.indexer.settings import (
     LANG_MIN_SHARE,
     MAX_QUERY_CHARS,
     N_FIELDS,
+    PRIOR_CACHE_BYTES,
     QUERY_LANG_ALTERNATES,
     SITE_MASK_CACHE_BYTES,
     SPARSE_SHARE,
@@ -299,6 +300,9 @@ class Searcher:
             TEXT_CACHE_BYTES, lambda t: sys.getsizeof(t[0]) + sys.getsizeof(t[1]))
         self._frags: Cache[tuple[int, int], StoredFragments] = Cache(
             FRAGMENT_CACHE_BYTES, StoredFragments.size)
+        # (prior key, segment) -> the prior of each of the segment's pages (_segment_prior)
+        self._priors: Cache[tuple[Hashable, int], np.ndarray] = Cache(
+            PRIOR_CACHE_BYTES, lambda a: int(a.nbytes))
         self.postings = PostingStore(self.segments, self.live, self.coefficients, self.settings)
         # site: filter -> per-segment masks of its documents; keyed by what users type.
         self._site_masks: Cache[tuple[str, ...], list[np.ndarray]] = Cache(
@@ -428,7 +432,8 @@ class Searcher:
     def caches(self) -> dict[str, Cache[Any, Any]]:
         """The searcher's caches by name (for their counters and sizes)."""
         return {**self.postings.caches(), "texts": self._texts,
-                "site_masks": self._site_masks, "fragments": self._frags}
+                "site_masks": self._site_masks, "fragments": self._frags,
+                "priors": self._priors}
 
     def close(self) -> None:
         self.segments = []
@@ -534,8 +539,7 @@ class Searcher:
                 return results
             segs, ords, text, doc_ids = found
             results.total = len(text)
-            prior_scores = (np.asarray(prior(doc_ids), dtype=np.float64) if prior is not None
-                            else np.zeros(len(doc_ids)))
+            prior_scores = self._prior_of(prior, prior_key, segs, ords, doc_ids)
         else:
             plan = Plan(units, idfs, pairs, pq.required, pq.excluded, site_masks, nosite_masks)
             top = top_text(postings, plan, self.settings, want=offset + k, prior=prior,
@@ -589,6 +593,34 @@ class Searcher:
                 fragment=frag, lang=stored.get("lang", ""),
                 fetched=not linked))
         return results
+
+    def _prior_of(self, prior: Prior | None, key: Hashable | None, segs: np.ndarray,
+                  ords: np.ndarray, doc_ids: np.ndarray) -> np.ndarray:
+        """``prior(doc_ids)`` of the matches (segment ``segs[i]``, ordinal ``ords[i]``), zeros
+        without a prior.  A prior with a key is read from its table of each segment's pages
+        (:meth:`_segment_prior`): the same floats (each page's prior is element-wise), one
+        gather instead of the prior's lookups and sigmoid over every match."""
+        if prior is None:
+            return np.zeros(len(doc_ids))
+        if key is None:
+            return np.asarray(prior(doc_ids), dtype=np.float64)
+        if len(self.segments) == 1:
+            return self._segment_prior(prior, key, 0)[ords]
+        out = np.empty(len(ords), dtype=np.float64)
+        for si in distinct_small(segs).tolist():
+            sel = segs == si
+            out[sel] = self._segment_prior(prior, key, si)[ords[sel]]
+        return out
+
+    def _segment_prior(self, prior: Prior, key: Hashable, si: int) -> np.ndarray:
+        """The prior of every page of segment ``si`` (by ordinal), kept under ``key`` (the
+        prior's name: IndexQuery.prior_key, with the searcher's language and fetched priors)."""
+        table = self._priors.get((key, si))
+        if table is None:
+            ids = np.asarray(self.segments[si].doc_ids, dtype=np.int64)
+            table = np.asarray(prior(ids), dtype=np.float64)
+            self._priors.put((key, si), table)
+        return table
 
     def _lang_prior(self, lang: str, prior: Prior | None, bound: float | None,
                     key: Hashable | None) -> tuple[Prior, float | None, Hashable | None]:
