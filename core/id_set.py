@@ -2,11 +2,11 @@
 
 A query's priors ask, for every page it scores, whether the page is in a set the searcher
 keeps (the pages of the query's language, the pages known only from links).  ``np.isin``
-sorts both arrays on every call: 0.1 ms for a handful of IDs against 8,000, 4 ms for 3,000
-against 800,000.  A table of one flag per ID up to the largest in the set answers with one
-gather: a byte per ID up to BYTE_TABLE_MAX_IDS (a few microseconds), a bit per ID past it (2-4
-times that, an eighth of the memory: 2.5 MB for IDs up to 20 million).  URL IDs are the crawl
-store's row IDs, dense from 1.
+sorts both arrays on every call, so its cost grows with the set (milliseconds a call against
+a million IDs), and the pruned path asks once per round of candidates.  A table of one flag
+per ID up to the largest in the set answers with one gather: a byte per ID up to
+BYTE_TABLE_MAX_IDS, a bit per ID past it (a few more operations, an eighth of the memory: 2.5
+MB for IDs up to 20 million).  URL IDs are the crawl store's row IDs, dense from 1.
 """
 
 from __future__ import annotations
