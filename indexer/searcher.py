@@ -542,9 +542,12 @@ class Searcher:
             prior_scores = self._prior_of(prior, prior_key, segs, ords, doc_ids)
         else:
             plan = Plan(units, idfs, pairs, pq.required, pq.excluded, site_masks, nosite_masks)
+            named = prior if prior is not None and prior_key is not None else None
             top = top_text(postings, plan, self.settings, want=offset + k, prior=prior,
                            prior_bound=0.0 if prior_bound is None else prior_bound,
-                           prior_key=prior_key, deadline=request.deadline)
+                           prior_key=prior_key, deadline=request.deadline,
+                           prior_table=None if named is None else (
+                               lambda si: self._segment_prior(named, prior_key, si)))
             segs, ords, text, prior_scores = top.segs, top.ords, top.text, top.prior
             results.total, results.total_exact = top.total, top.total_exact
             results.partial = top.partial
