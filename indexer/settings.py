@@ -259,6 +259,7 @@ PAIRS_CACHE_BYTES = int(float(os.environ.get("WEBSIFT_PAIRS_CACHE_MB", "128")) *
 PHRASES_CACHE_BYTES = 16 << 20  # the pages holding recent phrases of several words
 TEXT_CACHE_BYTES = 32 << 20  # recent pages' texts (and their lower case), for snippets
 FRAGMENT_CACHE_BYTES = 16 << 20  # recent pages' fragments (and their keys' terms), for hits
+PRIOR_CACHE_BYTES = 64 << 20  # each page's prior under recent prior keys (8 bytes a page)
 # Document masks of recent site: filters (one bool per document of each segment).  The keys
 # come from users (any host name), so this must be bounded: 16 MiB holds the masks of 16
 # filters on a million-document index, of thousands on a small one; a miss costs one pass
