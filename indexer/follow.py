@@ -15,7 +15,9 @@ no manifest.  The targets of the changed links (anchor-only documents, pages who
 changed) are not in those cuts: they have a lane of their own (:class:`TargetsLane`), cut in
 bounded shares when no fetched page's cut is due.  The merges the policy asks for follow each cut (indexer/merge_policy.py).  What a
 run measures over the whole store (the hosts' navigation anchor texts, the scale of OPIC
-importance) is measured again at most every ``REMEASURE_SECONDS``, not per cut.
+importance) is measured again at most every ``REMEASURE_SECONDS``, not per cut, and less
+often when measuring would take over ``REMEASURE_SHARE`` of the time (both scans grow with the
+store).
 
 Stopping: SIGINT or SIGTERM sets ``stop``; the cut in progress is discarded whole between two
 batches (its ``tmp-*`` directory removed: the previous manifest stands) and a merge in progress
@@ -72,6 +74,7 @@ from websift.indexer.settings import (
     FOLLOW_TARGETS_SECONDS,
     FOLLOW_TARGETS_SHARE,
     REMEASURE_SECONDS,
+    REMEASURE_SHARE,
     STATUS_SECONDS,
     STORE_WAIT_SECONDS,
     IndexSettings,
@@ -349,7 +352,7 @@ def _loop(data: DataDir, store: StoreReader, stop: threading.Event, status: Foll
     _from_manifest(status, manifest)
     status.state = "following"
     write_status(data, status)
-    scale, boiler, measured_at = 0.0, None, float("-inf")
+    scale, boiler, measured_at, remeasure = 0.0, None, float("-inf"), REMEASURE_SECONDS
     last_cut = last_status = time.monotonic()
     lane = TargetsLane(targets_every, targets_share)
     segments = OpenSegments()
@@ -385,9 +388,10 @@ def _loop(data: DataDir, store: StoreReader, stop: threading.Event, status: Foll
                     continue
                 share, done = (None, None) if pages else lane.next_share(store, last_seq)
                 began, cpu0 = time.time(), time.process_time()
-                if now - measured_at >= REMEASURE_SECONDS:  # both scan the store
+                if now - measured_at >= remeasure:  # both scan the store
                     scale, measured_at = store.importance_scale(), now
                     boiler = anchor_boilerplate(store) if settings.anchor_templates else set()
+                    remeasure = max(REMEASURE_SECONDS, (time.time() - began) / REMEASURE_SHARE)
                 measure = time.time() - began
                 started = time.monotonic()
                 try:

@@ -183,6 +183,9 @@ STORE_WAIT_SECONDS = 30.0  # a crawl store that is there but unreadable this lon
 # scales OPIC importance to mean one: a scan of the urls table; the hosts' navigation anchor
 # texts: a scan of the links): both move slowly as the crawl goes on.
 REMEASURE_SECONDS = 60.0
+# ... or less often, so that measuring takes at most this share of the follower's time (both
+# scans grow with the store: a second or so at 100,000 links, a minute at millions).
+REMEASURE_SHARE = 0.05
 
 # ---------------------------------------------------------------- segments
 ENCODE_IN_FLIGHT = 1  # postings chunks waiting per bit-packing process at the end of a run
