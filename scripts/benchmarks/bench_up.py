@@ -610,9 +610,10 @@ def breakdown(up: UpRun) -> list[tuple[str, str]]:
                 continue
             rows.append((f"  {lane}'s phases, mean (s; {len(these)} cuts)", ", ".join(
                 f"{p} {sum(c.get(p, 0.0) for c in these) / len(these):.1f}" for p in phases)))
-            rows.append((f"  {lane}'s documents, mean: full / anchor-only", " / ".join(
+            rows.append((f"  {lane}'s documents, mean: full / anchor-only / full from kept "
+                         "fields", " / ".join(
                 f"{sum(c.get(k, 0) for c in these) / len(these):.0f}"
-                for k in ("documents", "anchor_only"))))
+                for k in ("documents", "anchor_only", "reused"))))
     return rows
 
 
