@@ -289,6 +289,15 @@ class Stats(BaseModel):
     )
     last_rank: dict[str, Any] | None
     reloads: int = Field(description="snapshots swapped in since the server started")
+    reload_seconds: dict[str, float] = Field(
+        default_factory=dict, description="what those swaps cost, in seconds: count, p50 (of "
+        "the last 512), max, last, total (wall) and cpu_total (the swapping thread's CPU); "
+        "wall time by phase: segments_total (manifest read, new segments opened), "
+        "state_total (the new generation's whole-index structures), caches_total (the old "
+        "generation's caches carried over), ranks_total (a new ranks generation opened)")
+    reload_cpu_seconds: float = Field(
+        default=0.0, description="CPU seconds of the reload thread since the server started: "
+        "every check for a newer generation and every swap")
     indexnow: dict[str, int] = Field(
         default_factory=dict, description="site owners' pushes (POST /indexnow) answered by this "
         "process, by outcome (accepted, bad_request, forbidden, wrong_host, rate_limited), URLs "

@@ -16,9 +16,11 @@ request sees the old snapshot or the new one, never a mix.  Leasing takes no loc
 manifest or file that is damaged, or written by a newer websift, never takes a serving
 snapshot down: that part stays as it was, the failure is counted by error class in
 ``reload_failures`` (shown by ``/stats``) and looked at again at the next check, not on every
-request.  The old snapshot is closed when its last lease ends: each
-opened resource counts the snapshots that use it, each snapshot counts its leases (a searcher
-shared by two snapshots, when only the ranks changed, stays open while either lives).
+request.  Each swap's wall and CPU time, by phase, go to ``reload_times``
+(api/reload_times.py: ``/stats`` ``reload_seconds``).  The old snapshot is closed when its
+last lease ends: each opened resource counts the snapshots that use it, each snapshot counts
+its leases (a searcher shared by two snapshots, when only the ranks changed, stays open while
+either lives).
 
 Removals (``websift remove``, store/removals.py): at the same check the holder reads the removal
 rules in force from the crawl store (one small query); when they changed, the searcher is built
@@ -47,6 +49,7 @@ from typing import Generic, TypeVar
 
 import numpy as np
 
+from websift.api.reload_times import ReloadTimes
 from websift.core.datadir import DataDir
 from websift.core.errors import WebsiftError
 from websift.indexer.errors import IndexMissing
@@ -193,7 +196,9 @@ def _open_searcher(shards: Sequence[DataDir], previous: Searcher | None = None,
     opened = Searcher.open_shards([d.index_dir for d in shards], reuse=reuse,
                                   removals=removals)
     if previous is not None:
+        started = time.perf_counter()
         opened.adopt(previous)
+        opened.open_phases["caches"] = time.perf_counter() - started
     return Shared(opened, lambda s: s.close())
 
 
@@ -239,6 +244,7 @@ class SnapshotHolder:
         self._stopping = False
         self.reloads = 0
         self.reload_cpu_seconds = 0.0  # CPU time the reload thread spent checking and opening
+        self.reload_times = ReloadTimes()  # what each swap cost (api/reload_times.py)
         # Checks that found a manifest or a generation they could not read or open, by error
         # class (IndexCorrupt, IndexNewer, IndexMissing, RanksCorrupt, RanksNewer); the old
         # snapshot keeps serving and the next check tries again.
@@ -331,33 +337,45 @@ class SnapshotHolder:
             self._next_check = time.monotonic() + self._interval
             if current is None:
                 return self._first()
-            searcher = current.searcher
-            removals = current.searcher.value.removals
-            try:
-                removals = read_removals(self.data)
-            except WebsiftError as exc:  # the store is unreadable now: keep the rules
-                self._fail(exc, current)
-            try:
-                if _index_generations(self.shards) != current.index_generations:
-                    searcher = _open_searcher(self.shards, current.searcher.value, removals)
-                elif removals.key != current.searcher.value.removals.key:
-                    searcher = Shared(current.searcher.value.with_removals(removals),
-                                      lambda s: s.close())
-            except WebsiftError as exc:  # IndexMissing too: the manifest vanished
-                self._fail(exc, current)
-            ranks = current.ranks
-            try:
-                if ranks_mod.current_generation(self.data) != current.ranks_generation:
-                    ranks = _open_ranks(self.data)
-            except WebsiftError as exc:
-                self._fail(exc, current)
-            if searcher is current.searcher and ranks is current.ranks:
-                return current
-            fresh = Snapshot(searcher, ranks)
-            self._current = fresh  # the atomic swap: one reference assignment
-            self.reloads += 1
-            current._retire()
-            return fresh
+            return self._check(current)
+
+    def _check(self, current: Snapshot) -> Snapshot:
+        """Swap in what changed on disk since ``current`` (:meth:`refresh`, under the swap
+        lock); each swap's cost goes to ``reload_times``."""
+        started, started_cpu = time.perf_counter(), time.thread_time()
+        searcher = current.searcher
+        removals = current.searcher.value.removals
+        try:
+            removals = read_removals(self.data)
+        except WebsiftError as exc:  # the store is unreadable now: keep the rules
+            self._fail(exc, current)
+        try:
+            if _index_generations(self.shards) != current.index_generations:
+                searcher = _open_searcher(self.shards, current.searcher.value, removals)
+            elif removals.key != current.searcher.value.removals.key:
+                searcher = Shared(current.searcher.value.with_removals(removals),
+                                  lambda s: s.close())
+        except WebsiftError as exc:  # IndexMissing too: the manifest vanished
+            self._fail(exc, current)
+        ranks = current.ranks
+        ranks_started = time.perf_counter()
+        try:
+            if ranks_mod.current_generation(self.data) != current.ranks_generation:
+                ranks = _open_ranks(self.data)
+        except WebsiftError as exc:
+            self._fail(exc, current)
+        if searcher is current.searcher and ranks is current.ranks:
+            return current
+        phases = {} if searcher is current.searcher else dict(searcher.value.open_phases)
+        if ranks is not current.ranks:
+            phases["ranks"] = time.perf_counter() - ranks_started
+        fresh = Snapshot(searcher, ranks)
+        self._current = fresh  # the atomic swap: one reference assignment
+        self.reloads += 1
+        current._retire()
+        self.reload_times.add(time.perf_counter() - started,
+                              time.thread_time() - started_cpu, phases)
+        return fresh
 
     def _first(self) -> Snapshot:
         """Open the first snapshot (there was no index at start-up); errors go to the request."""

@@ -23,19 +23,24 @@ list.
 Occurrences are keys ``ordinal << 29 | field << 25 | position`` (sorted).
 
 A new index generation (api/snapshot.py's reload) shares most of its segments with the one it
-replaces: :meth:`PostingStore.adopt` takes over the previous store's entries for them instead of
-decoding them again.  What depends on a segment alone (decoded postings before the live filter,
-occurrence keys, near pairs found) carries as it is.  A list's live postings carry where none
-of its pages changed liveness (a cut masks the few pages it holds new versions of), and are
-filtered again from the kept postings where one did; phrases' pages are filtered under the
-new masks.  Saturations depend on the collection's statistics, which any new page changes,
-so they are computed again.  The most recent entries (up to
-RELOAD_WARM_BYTES) are brought up to date before the new generation serves, the others on
-first use (:class:`Inherited`).
+replaces, so it shares the caches themselves (:meth:`PostingStore.adopt`): their keys name a
+segment by its reader's serial (indexer/segment.py), not by its place in a snapshot, and a
+reload copies nothing.  What depends on a segment alone (decoded postings before the live
+filter, occurrence keys, near pairs, the pages holding a phrase) serves every generation as it
+is.  A list's live postings and saturations carry a token (the segment's live mask and the
+collection's statistics, hashed): a list found with another generation's token is made again
+from its decoded postings when a query uses it (:meth:`PostingStore.carry`: filtered again if
+the segment's live mask changed; saturations computed again, since any new page changes the
+statistics), never decoded again.  Before the new generation serves, the most recent entries
+(up to RELOAD_WARM_BYTES) are brought up to date, and the segments it adds (a cut, a merge)
+decoded for the words of those entries (:meth:`PostingStore.prewarm`): a reload works in
+the recent entries, not in the whole cache.  Entries of segments no generation holds any more
+leave by the caches' LRU order.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -54,6 +59,7 @@ from websift.indexer.settings import (
     PAIRS_CACHE_BYTES,
     PHRASES_CACHE_BYTES,
     POSTINGS_CACHE_BYTES,
+    RELOAD_PREWARM_TERMS,
     RELOAD_WARM_BYTES,
     BM25FSettings,
 )
@@ -142,6 +148,10 @@ class PostingList:
     dense: np.ndarray | None = None
     # Per block, the largest prior of its pages under one prior (its key, the array).
     block_prior: tuple[Hashable, np.ndarray] | None = None
+    # What the live postings and saturations were made under (PostingStore.tokens): the
+    # segment's live mask and the collection statistics; None for occurrence keys (a
+    # function of the segment alone).
+    token: bytes | None = None
 
     def find(self, docs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(which of ``docs`` hold the word, their index in the live postings): one gather
@@ -173,16 +183,6 @@ class PostingList:
         return made
 
 
-@dataclass(frozen=True)
-class Inherited:
-    """A previous generation's list of a shared segment, brought up to date on first use:
-    filtered again from its postings before the live filter unless ``same_docs`` (none of
-    its pages changed liveness), its saturations computed again."""
-
-    old: PostingList
-    same_docs: bool
-
-
 def member(docs: np.ndarray, sorted_docs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(which of ``docs`` are in ``sorted_docs``, their index there)."""
     j = np.searchsorted(sorted_docs, docs)
@@ -200,14 +200,12 @@ def block_maxima(values: np.ndarray, starts: np.ndarray) -> np.ndarray:
     return out
 
 
-def nbytes(p: PostingList | Inherited | None) -> int:
+def nbytes(p: PostingList | None) -> int:
     """Bytes a cached entry holds: its arrays, each once (with every page live, ``all_docs``
     is ``docs``; arrays shared with another entry are counted again), and the saturated
     scores and the positions' starts made later (float64, int64)."""
     if p is None:
         return 64
-    if isinstance(p, Inherited):
-        p = p.old
     arrays = {id(a): a.nbytes for a in (p.docs, p.tfs, p.all_tfs, p.all_docs, p.dense)
               if a is not None}
     return int(sum(arrays.values()) + 8 * len(p.docs) + 8 * len(p.all_docs)
@@ -229,31 +227,55 @@ class PostingStore:
     """The postings of a snapshot's segments, decoded on demand into caches bounded by bytes."""
 
     def __init__(self, segments: Sequence[SegmentReader], live: Sequence[np.ndarray],
-                 coefficients: Sequence[np.ndarray], settings: BM25FSettings) -> None:
+                 coefficients: Sequence[np.ndarray], settings: BM25FSettings, *,
+                 norms_key: bytes) -> None:
         """``live``: per segment, its live ordinals (indexer/liveness.py); ``coefficients``:
         per segment, each document's BM25F field coefficients under the snapshot's own
-        statistics."""
+        statistics, which ``norms_key`` names (the same bytes: the same coefficients for the
+        same segment)."""
         self.segments = list(segments)
         self.live = list(live)
         self.all_live = [bool(m.all()) for m in self.live]  # per segment: no ordinal masked
         self.coefficients = list(coefficients)
+        # Cache keys name a segment by its reader's serial, not its place in this snapshot:
+        # the caches pass on to the next generation whole (:meth:`adopt`).
+        self.serials = [seg.serial for seg in self.segments]
+        live_keys = [hashlib.blake2b(np.packbits(m).tobytes() + len(m).to_bytes(8, "little"),
+                                     digest_size=16).digest() for m in self.live]
+        # Per segment, what a list's live postings and saturations depend on besides the
+        # segment: a list cached with another token is from another generation (or removal
+        # rules) and is brought up to date when used (:meth:`QueryPostings.get`).
+        norms = hashlib.blake2b(norms_key + repr(settings.k1).encode(),
+                                digest_size=16).digest()
+        self.tokens = [k + norms for k in live_keys]
+        self.live_keys = live_keys
+        self._owns_caches = True  # False once handed on to the next generation
         self.k1 = settings.k1
         self.window = settings.proximity_window
         # Per field number (4 bits of a key): whether the field counts (weight > 0).
         self.weighted_field = np.zeros(16, dtype=bool)
         self.weighted_field[:N_FIELDS] = [settings.weights.get(f, 0.0) > 0 for f in FIELDS]
-        self.decoded: Cache[tuple[int, str], PostingList | Inherited | None] = Cache(
+        # (segment serial, word) -> its list (None: the segment lacks the word).
+        self.decoded: Cache[tuple[int, str], PostingList | None] = Cache(
             POSTINGS_CACHE_BYTES, nbytes)
+        # (segment serial, word a, word b) -> near pairs found in every page (live or not:
+        # each use keeps the live ones), a function of the segment alone.
         self.pairs: Cache[tuple[int, str, str], tuple[np.ndarray, np.ndarray]] = Cache(
             PAIRS_CACHE_BYTES, lambda v: 64 + v[0].nbytes + v[1].nbytes)
-        # (segment, a phrase's terms and offsets) -> its live ordinals there: a function of
-        # the words' occurrences alone (a phrase of common words costs a pass over their
-        # millions of keys), kept like a pair's proximity evidence.
-        self.phrases: Cache[tuple[int, tuple[str, ...], tuple[int, ...]], np.ndarray] = Cache(
-            PHRASES_CACHE_BYTES, lambda v: 64 + v.nbytes)
+        # (segment serial, a phrase's terms and offsets) -> (b"", every page holding it, live
+        # or not: each use keeps the live ones), a function of the words' occurrences (a
+        # phrase of common words costs a pass over their millions of keys), kept like a
+        # pair's proximity evidence; or (a live key, the live pages holding it) as the pruned
+        # evaluation found them (indexer/topk.py), which serve under that live mask only.
+        self.phrases: Cache[tuple[int, tuple[str, ...], tuple[int, ...]],
+                            tuple[bytes, np.ndarray]] = Cache(
+            PHRASES_CACHE_BYTES, lambda v: 64 + v[1].nbytes)
         # Lists decoded from a segment's files (not found in the cache or taken over from a
         # previous generation): what a reload that carried its caches over saves.
         self.decodes = 0
+        # Lists found made under another token and made again from their decoded postings
+        # (:meth:`carry`): a reload's work, at open for the recent ones, else on first use.
+        self.carried = 0
 
     def query(self, norms: Norms | None = None) -> QueryPostings:
         """A view for one query, scored under ``norms`` (None: the snapshot's own)."""
@@ -266,8 +288,9 @@ class PostingStore:
         self.segments = []
         self.live = []
         self.coefficients = []
-        for cache in self.caches().values():
-            cache.clear()
+        if self._owns_caches:
+            for cache in self.caches().values():
+                cache.clear()
 
     def live_list(self, si: int, row: int, all_docs: np.ndarray, all_tfs: np.ndarray,
                   pos_starts: np.ndarray | None = None) -> PostingList:
@@ -279,75 +302,65 @@ class PostingStore:
             live = self.live[si][all_docs]
             result = PostingList(all_docs[live], all_tfs[live], row, all_tfs, all_docs)
         result.pos_starts = pos_starts
+        result.token = self.tokens[si]
         n = len(self.segments[si].doc_ids)
         if len(result.docs) >= DENSE_POSTINGS_SHARE * n and n < np.iinfo(np.int32).max:
             result.dense = np.full(n, -1, dtype=np.int32)
             result.dense[result.docs] = np.arange(len(result.docs), dtype=np.int32)
         return result
 
-    def adopt(self, old: PostingStore, old_of: Sequence[int],
-              warm_bytes: int = RELOAD_WARM_BYTES) -> int:
-        """Take over ``old``'s entries for the segments both hold (module docstring);
-        ``old_of[si]``: the index in ``old`` of this store's segment ``si``, -1 for a new one.
-        Returns the entries taken over."""
-        new_of = {o: n for n, o in enumerate(old_of) if o >= 0}
-        # Per shared segment, the ordinals whose liveness changed (a few: the pages a cut
-        # holds new versions of): a list holding none of them keeps its live postings.
-        flipped = {n: np.flatnonzero(old.live[o] != self.live[n]) for o, n in new_of.items()}
-        same_norms = {n: len(flipped[n]) == 0 and bool(np.array_equal(old.coefficients[o],
-                                                                      self.coefficients[n]))
-                      for o, n in new_of.items()}
-        taken: list[tuple[tuple[int, str], PostingList | Inherited | None, int]] = []
-        budget = warm_bytes
+    def adopt(self, old: PostingStore, warm_bytes: int = RELOAD_WARM_BYTES) -> int:
+        """Take over ``old``'s caches themselves (module docstring): entries name segments by
+        serial, so those of the segments both hold serve here, brought up to date when used;
+        the most recent ones (up to ``warm_bytes``) now, before this store serves, and the
+        new segments' lists of their words decoded (:meth:`prewarm`).  Work in the recent
+        entries, not in the whole cache.  Returns the entries taken over."""
+        self.decoded, self.pairs, self.phrases = old.decoded, old.pairs, old.phrases
+        old._owns_caches = False
+        here = {serial: si for si, serial in enumerate(self.serials)}
+        recent = self.decoded.recent(warm_bytes)
         view = self.query()
-        # Most recent first; each entry keeps its size (filtering only shrinks a list).
-        for (o, term), kept, size in reversed(old.decoded.entries()):
-            n = new_of.get(o)
-            if n is None:
-                continue
-            # an entry the old store never brought up to date: its docs are older still
-            value, same_docs = ((kept.old, kept.same_docs) if isinstance(kept, Inherited)
-                                else (kept, True))
-            if value is None or term.startswith(_POSITIONS):
-                taken.append(((n, term), value, size))  # a function of the segment alone
-                continue
-            same_docs = same_docs and not member(flipped[n], value.all_docs)[0].any()
-            if budget <= 0:  # brought up to date on first use
-                taken.append(((n, term), Inherited(value, same_docs), size))
-                continue
-            p = self.carry(value, n, same_docs=same_docs, same_norms=same_norms[n])
-            view.saturated(p, n)
-            budget -= size
-            taken.append(((n, term), p, size))
-        for key, entry, size in reversed(taken):  # least recent first: the LRU order kept
-            self.decoded.put(key, entry, size)
-        self._adopt_pairs(old, new_of, flipped)
-        return len(taken)
+        for (serial, term), _, _ in reversed(recent):  # each use moves it up: order kept
+            si = here.get(serial)
+            if si is not None and not term.startswith(_POSITIONS):
+                p = view.get(term, si)  # brought up to date (and kept) if it was not
+                if p is not None:
+                    view.saturated(p, si)
+        self.prewarm(list(dict.fromkeys(term for (_, term), _, _ in recent
+                                        if not term.startswith(_POSITIONS))),
+                     [si for si, seg in enumerate(self.segments) if seg not in old.segments])
+        return len(self.decoded)
 
-    def _adopt_pairs(self, old: PostingStore, new_of: dict[int, int],
-                     flipped: dict[int, np.ndarray]) -> None:
-        """Near pairs and phrases' pages of the shared segments (:meth:`adopt`)."""
-        for (o, a, b), pairs, size in old.pairs.entries():
-            # found near pairs come from the words' occurrences alone; none found may also
-            # mean a word had no live page there, which removals lifted since may change
-            if o in new_of and (len(pairs[0]) or len(flipped[new_of[o]]) == 0):
-                self.pairs.put((new_of[o], a, b), pairs, size)
-        for (o, terms, offsets), docs, size in old.phrases.entries():
-            n = new_of.get(o)
-            if n is None or self.live[n][flipped[n]].any():
-                continue  # a page came back to life (removals lifted): found again on use
-            self.phrases.put((n, terms, offsets), docs[self.live[n][docs]], size)
+    def prewarm(self, terms: Sequence[str], new: Sequence[int],
+                budget: int = RELOAD_WARM_BYTES) -> int:
+        """Decode in segments ``new`` (a cut's, a merge's) ``terms`` (the words queries used
+        most recently, first RELOAD_PREWARM_TERMS of them), until ``budget`` bytes of lists
+        are made: the new generation's first queries then find them decoded, as they found
+        them in the segments the old generation held.  Returns the lists made."""
+        view = self.query()
+        made = 0
+        for term in terms[:RELOAD_PREWARM_TERMS] if new else ():
+            for si in new:
+                p = view.get(term, si)
+                if p is not None:
+                    view.saturated(p, si)
+                    budget -= nbytes(p)
+                    made += 1
+            if budget <= 0:
+                break
+        return made
 
-    def carry(self, old: PostingList, si: int, *, same_docs: bool, same_norms: bool
-              ) -> PostingList:
-        """A previous generation's list of segment ``si`` as this store serves it:
-        ``same_docs``, its live postings did not change; ``same_norms``, nor did the
-        segment's coefficients."""
-        if not same_docs:
+    def carry(self, old: PostingList, si: int) -> PostingList:
+        """A list of segment ``si`` made under another token (another generation's, other
+        removal rules) as this store serves it: filtered again if the segment's live mask
+        changed, its saturations made again on use if the statistics did."""
+        token = self.tokens[si]
+        if old.token is None or old.token[:16] != token[:16]:
             return self.live_list(si, old.row, old.all_docs, old.all_tfs, old.pos_starts)
         p = PostingList(old.docs, old.tfs, old.row, old.all_tfs, old.all_docs,
-                        pos_starts=old.pos_starts, dense=old.dense, pos_blocks=old.pos_blocks)
-        if same_norms:
+                        pos_starts=old.pos_starts, dense=old.dense, pos_blocks=old.pos_blocks,
+                        weighted_tf=old.weighted_tf, token=token)
+        if old.token == token:
             p.saturated, p.block_max = old.saturated, old.block_max
         return p
 
@@ -382,18 +395,19 @@ class QueryPostings:
     # ------------------------------------------------------------------ lists
     def get(self, term: str, si: int) -> PostingList | None:
         """The word's postings in segment ``si`` (None: the segment lacks the word)."""
-        key = (si, term)
         memo = self._memo
-        if key in memo:
-            return memo[key]
+        if (si, term) in memo:
+            return memo[(si, term)]
         store = self.store
+        key = (store.serials[si], term)
         found, kept = store.decoded.lookup(key)
-        if found and not isinstance(kept, Inherited):
-            memo[key] = kept
+        if found and (kept is None or kept.token == store.tokens[si]):
+            memo[(si, term)] = kept
             return kept
         result = None
-        if isinstance(kept, Inherited):  # a previous generation's list
-            result = store.carry(kept.old, si, same_docs=kept.same_docs, same_norms=False)
+        if kept is not None:  # made under another generation's live mask or statistics
+            result = store.carry(kept, si)
+            store.carried += 1
         else:
             seg = store.segments[si]
             row = seg.term_row(term)
@@ -403,7 +417,7 @@ class QueryPostings:
                     tfs = tfs.astype(np.min_scalar_type(int(tfs.max())), copy=False)
                 result = store.live_list(si, row, docs, tfs)
                 store.decodes += 1
-        memo[key] = result
+        memo[(si, term)] = result
         store.decoded.put(key, result)
         return result
 
@@ -468,10 +482,11 @@ class QueryPostings:
         """Every occurrence of the word in segment ``si`` as a key (sorted; decoded whole once
         and cached)."""
         key = (si, _POSITIONS + term)
+        shared = (self.store.serials[si], _POSITIONS + term)
         memo = self._memo.get(key)
         if memo is None:
-            kept = self.store.decoded.get(key)
-            if isinstance(kept, PostingList):  # occurrence keys are never Inherited
+            kept = self.store.decoded.get(shared)
+            if isinstance(kept, PostingList):
                 memo = self._memo[key] = kept
         if memo is not None:
             return memo.docs
@@ -483,13 +498,14 @@ class QueryPostings:
         # Kept as a list whose "docs" are the keys: cached and sized as postings are.
         memo = PostingList(keys, p.tfs, p.row, p.all_tfs, p.all_docs)
         self._memo[key] = memo
-        self.store.decoded.put(key, memo)
+        self.store.decoded.put(shared, memo)
         return keys
 
     def has_position_keys(self, term: str, si: int) -> bool:
         """Whether the word's occurrences in segment ``si`` are decoded whole already."""
-        key = (si, _POSITIONS + term)
-        return key in self._memo or self.store.decoded.get(key) is not None
+        return ((si, _POSITIONS + term) in self._memo
+                or self.store.decoded.get((self.store.serials[si], _POSITIONS + term))
+                is not None)
 
     def position_keys_in(self, p: PostingList, si: int, docs: np.ndarray) -> np.ndarray:
         """The keys of the word's occurrences in ``docs`` only (sorted ordinals, each holding
@@ -522,8 +538,7 @@ class QueryPostings:
         if len(phrase.terms) == 1:
             p = self.get(phrase.terms[0], si)
             return _NO_DOCS if p is None else p.docs
-        key = (si, phrase.terms, phrase.offsets)
-        kept = self.store.phrases.get(key)
+        kept = self.cached_phrase_docs(phrase, si)
         if kept is not None:
             return kept
         lists: list[tuple[np.ndarray, int]] = []
@@ -532,23 +547,31 @@ class QueryPostings:
             if p is None:
                 return _NO_DOCS
             lists.append((self.position_keys(p, si, term), offset))
-        docs = unique_sorted(phrase_starts(lists) >> DOC_SHIFT)
-        if not self.store.all_live[si]:
-            docs = docs[self.store.live[si][docs]]
-        self.store.phrases.put(key, docs)
-        return docs
+        every = unique_sorted(phrase_starts(lists) >> DOC_SHIFT)  # from every occurrence
+        store = self.store
+        store.phrases.put((store.serials[si], phrase.terms, phrase.offsets), (b"", every))
+        return every if store.all_live[si] else every[store.live[si][every]]
 
     def cached_phrase_docs(self, phrase: Phrase, si: int) -> np.ndarray | None:
         """:meth:`phrase_docs` of a phrase of several words if the phrases cache holds it."""
         if len(phrase.terms) < 2:
             return None
-        return self.store.phrases.get((si, phrase.terms, phrase.offsets))
+        store = self.store
+        kept = store.phrases.get((store.serials[si], phrase.terms, phrase.offsets))
+        if kept is None:
+            return None
+        live_key, docs = kept
+        if not live_key:  # every page holding it, live or not
+            return docs if store.all_live[si] else docs[store.live[si][docs]]
+        return docs if live_key == store.live_keys[si] else None
 
     def keep_phrase_docs(self, phrase: Phrase, si: int, docs: np.ndarray) -> None:
         """Keep ``docs``, the live ordinals of segment ``si`` holding the phrase (sorted; all
         of them, as :meth:`phrase_docs` gives), in the phrases cache."""
         if len(phrase.terms) >= 2:
-            self.store.phrases.put((si, phrase.terms, phrase.offsets), docs)
+            store = self.store
+            store.phrases.put((store.serials[si], phrase.terms, phrase.offsets),
+                              (store.live_keys[si], docs))
 
     def near(self, ka: np.ndarray, kb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`PostingStore.near` of two words' occurrence keys (of some documents)."""
@@ -558,13 +581,13 @@ class QueryPostings:
         """(ordinals, c / (c + 1)) of the documents of segment ``si`` where ``b`` follows ``a``
         within the window in a weighted field, c times.  A function of the two words'
         postings alone, so kept in an LRU cache like a bigram's postings."""
-        key = (si, a, b)
+        key = (self.store.serials[si], a, b)
         kept = self.store.pairs.get(key)
         if kept is not None:
             return kept
         out = _NO_PAIRS
         pa, pb = self.get(a, si), self.get(b, si)
-        if pa is not None and pb is not None and len(pa.docs) and len(pb.docs):
+        if pa is not None and pb is not None and len(pa.all_docs) and len(pb.all_docs):
             out = self.store.near(self.position_keys(pa, si, a), self.position_keys(pb, si, b))
         self.store.pairs.put(key, out)
         return out

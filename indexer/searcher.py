@@ -29,8 +29,9 @@ Reloads: a new index generation mostly names the segments of the one it replaces
 one, a merge replaces a few).  :meth:`Searcher.open` with ``previous=`` takes the previous
 searcher's opened segments for those (segments are immutable: their files were checked when
 first opened and are neither checked nor mapped again) and :meth:`Searcher.adopt` its caches
-(indexer/postings.py ``PostingStore.adopt``; stored texts, fragments and ``site:`` masks by
-segment), so the new generation's first queries do not decode again what the old one had.
+themselves, keyed by segment reader serial (indexer/postings.py ``PostingStore.adopt``;
+stored texts and fragments; ``site:`` masks by segment), so the new generation's first
+queries do not decode again what the old one had, and a reload copies no cache entry.
 
 Remote shards (api/fanout.py) cannot share memory, so a query there is scored in two rounds
 (Elasticsearch's "dfs_query_then_fetch"): :meth:`Searcher.collection_stats` gives a shard's N,
@@ -42,6 +43,7 @@ of them would.
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
@@ -293,14 +295,23 @@ class Searcher:
         self._other_norms: Norms | None = None
         # Shared by the threads searching this snapshot (its segments never change), each
         # bounded by bytes (indexer/settings.py): what queries ask cannot grow the process.
+        # Pages' texts and fragments are keyed by (segment reader's serial, ordinal): a
+        # function of the segment alone, so the next generation takes the caches themselves
+        # (:meth:`adopt`); ``_page_caches_owned`` False once it did (close leaves them).
         self._texts: Cache[tuple[int, int], PageText] = Cache(
             TEXT_CACHE_BYTES, lambda t: sys.getsizeof(t[0]) + sys.getsizeof(t[1]))
         self._frags: Cache[tuple[int, int], StoredFragments] = Cache(
             FRAGMENT_CACHE_BYTES, StoredFragments.size)
-        self.postings = PostingStore(self.segments, self.live, self.coefficients, self.settings)
+        self._page_caches_owned = True
+        self.postings = PostingStore(
+            self.segments, self.live, self.coefficients, self.settings,
+            norms_key=self.avg_lens.tobytes() + self.weights.tobytes() + self.b.tobytes())
         # site: filter -> per-segment masks of its documents; keyed by what users type.
         self._site_masks: Cache[tuple[str, ...], list[np.ndarray]] = Cache(
             SITE_MASK_CACHE_BYTES if site_cache_bytes is None else site_cache_bytes, _mask_bytes)
+        # Wall seconds of each phase of opening this searcher (:meth:`open`): what a reload
+        # cost (api/reload_times.py).
+        self.open_phases: dict[str, float] = {}
 
     # ------------------------------------------------------------------ opening
     @classmethod
@@ -311,35 +322,45 @@ class Searcher:
         """Open the generation the manifest names now; IndexMissing / IndexCorrupt.
         ``previous``: the searcher it replaces, whose segments and caches it takes over where
         they are the same (module docstring: Reloads)."""
+        started = time.perf_counter()
         reuse = None if previous is None else next(
             (s for s in previous.shards if s.index_dir == data.index_dir), None)
         shard = open_shard(data.index_dir, verify, reuse=reuse)
+        opened_segments = time.perf_counter()
         opened = cls(shard.manifest, shard.segments, settings,
                      site_cache_bytes=site_cache_bytes, shards=[shard], removals=removals)
+        built = time.perf_counter()
         if previous is not None:
             opened.adopt(previous)
+        opened.open_phases = {"segments": opened_segments - started,
+                              "state": built - opened_segments,
+                              "caches": time.perf_counter() - built}
         return opened
 
     def with_removals(self, removals: RemovalRules) -> Searcher:
         """This searcher's segments (nothing opened again) under other removal rules."""
+        started = time.perf_counter()
         made = Searcher(self.manifest, self.segments, self.settings,
                         site_cache_bytes=self._site_cache_bytes, shards=self.shards,
                         removals=removals)
+        built = time.perf_counter()
         made.adopt(self)
+        made.open_phases = {"state": built - started, "caches": time.perf_counter() - built}
         return made
 
     def adopt(self, previous: Searcher) -> int:
         """Take over ``previous``'s caches for the segments both searchers hold (the same
-        opened readers); returns the decoded lists taken over.  Called before this searcher
-        serves: nothing else uses it yet."""
+        opened readers), decode in the segments it lacks the words its queries used last
+        (``PostingStore.prewarm``), and share its caches of pages' texts and fragments;
+        returns the decoded lists taken over.  Called before this searcher serves: nothing
+        else uses it yet."""
         where = {id(seg): i for i, seg in enumerate(previous.segments)}
         old_of = [where.get(id(seg), -1) for seg in self.segments]
-        new_of = {o: n for n, o in enumerate(old_of) if o >= 0}
-        taken = self.postings.adopt(previous.postings, old_of)
-        for mine, theirs in ((self._texts, previous._texts), (self._frags, previous._frags)):
-            for (o, ordinal), value, size in theirs.entries():
-                if o in new_of:
-                    mine.put((new_of[o], ordinal), value, size)  # type: ignore[arg-type]
+        taken = self.postings.adopt(previous.postings)
+        self._texts = previous._texts
+        if self.index_settings == previous.index_settings:  # fragments' words analysed alike
+            self._frags = previous._frags
+        previous._page_caches_owned = False
         for hosts, masks, _ in previous._site_masks.entries():
             if len(masks) == len(previous.segments):
                 self._site_masks.put(hosts, [
@@ -358,6 +379,7 @@ class Searcher:
         generation is taken as it is (its files were checked when it was opened).
         IndexMissing / IndexCorrupt (of the first shard that fails), ShardsConflict.
         """
+        started = time.perf_counter()
         kept = {s.index_dir: s for s in reuse}
         shards = []
         for index_dir in index_dirs:
@@ -366,8 +388,12 @@ class Searcher:
                 shards.append(old)
             else:
                 shards.append(open_shard(index_dir, verify, reuse=old))
-        return cls(shards[0].manifest, shards[0].segments, settings,
-                   site_cache_bytes=site_cache_bytes, shards=shards, removals=removals)
+        opened_segments = time.perf_counter()
+        opened = cls(shards[0].manifest, shards[0].segments, settings,
+                     site_cache_bytes=site_cache_bytes, shards=shards, removals=removals)
+        opened.open_phases = {"segments": opened_segments - started,
+                              "state": time.perf_counter() - opened_segments}
+        return opened
 
     def doc_count(self) -> int:
         return self.n_docs
@@ -433,9 +459,11 @@ class Searcher:
         self.live = []
         self.coefficients = []
         self._other_norms = None
-        for cache in self.caches().values():
-            cache.clear()
-        self.postings.close()
+        self._site_masks.clear()
+        if self._page_caches_owned:
+            self._texts.clear()
+            self._frags.clear()
+        self.postings.close()  # its caches too, unless handed on
 
     # ------------------------------------------------------------------ scoring
     def _proximity(self, pairs: list[tuple[str, str]], si: int, postings: QueryPostings,
@@ -890,10 +918,10 @@ class Searcher:
 
     def _fragment(self, si: int, ordinal: int, wanted: dict[str, float]) -> str | None:
         """The best fragment of one hit for the query terms its defs field holds."""
-        key = (si, ordinal)
+        seg = self.segments[si]
+        key = (seg.serial, ordinal)
         frags = self._frags.get(key)
         if frags is None:
-            seg = self.segments[si]
             frags = StoredFragments(read_fragments(seg.frags_blob(ordinal), self.analyzer.terms,
                                                    name=f"{seg.name}/{ordinal}"))
             self._frags.put(key, frags)
@@ -925,10 +953,10 @@ class Searcher:
 
     def _page_text(self, si: int, ordinal: int) -> PageText:
         """The scanned part of a page's stored text, and it lower-cased (cached)."""
-        key = (si, ordinal)
+        seg = self.segments[si]
+        key = (seg.serial, ordinal)
         hit = self._texts.get(key)
         if hit is None:
-            seg = self.segments[si]
             hit = read_text(seg.text_blob(ordinal), name=f"{seg.name}/{ordinal}")
             self._texts.put(key, hit)
         return hit

@@ -72,12 +72,18 @@ def posting_starts(tfs: np.ndarray) -> np.ndarray:
     return np.cumsum(per) - per
 
 
+_READER_SERIALS = itertools.count()
+
+
 class SegmentReader:
     """A read-only, memory-mapped segment."""
 
     def __init__(self, directory: Path) -> None:
         self.directory = directory
         self.name = directory.name
+        # Unique to this opened reader in the process (a name may come back with other
+        # contents, an ``id`` be reused): what caches shared across generations key by.
+        self.serial = next(_READER_SERIALS)
         self.meta = meta = read_meta(directory)
         self.index_settings = built_with(directory.name, meta)
         try:

@@ -276,6 +276,9 @@ SITE_MASK_CACHE_BYTES = 16 << 20
 # up to this many bytes, are brought under its live masks and statistics (what the next
 # queries ask for: warm), the rest on first use.
 RELOAD_WARM_BYTES = 16 << 20
+# ... and the segments it adds (a cut, a merge) decoded for the words of those entries, the
+# most recent this many (indexer/postings.py PostingStore.prewarm).
+RELOAD_PREWARM_TERMS = 256
 
 # ---------------------------------------------------------------- queries
 # The one cap on a query's length, used by the query parser and by the API's validation (its

@@ -101,6 +101,25 @@ def _up_metrics(out: Exposition, status: UpStatus | None) -> None:
               [({"part": p.name}, p.lag) for p in status.parts if p.lag is not None])
 
 
+def _reload_metrics(out: Exposition, holder: SnapshotHolder) -> None:
+    """What swapping in new generations cost (api/reload_times.py)."""
+    times = holder.reload_times.figures()
+    out.counter("websift_snapshot_reload_seconds_total",
+                "Wall time spent swapping in new generations (opening them, caches carried)",
+                [({}, times["total"])])
+    out.counter("websift_snapshot_reload_cpu_seconds_total",
+                "CPU time of the reload thread: checks for new generations and swaps",
+                [({}, holder.reload_cpu_seconds)])
+    out.counter("websift_snapshot_reload_phase_seconds_total",
+                "Wall time of swaps by phase: segments opened, whole-index state built, "
+                "caches carried over, ranks opened",
+                [({"phase": k.removesuffix("_total")}, v) for k, v in times.items()
+                 if k.endswith("_total") and k not in ("total", "cpu_total")])
+    out.gauge("websift_snapshot_reload_seconds",
+              "One swap's wall time: median of the recent ones, the longest, the last",
+              [({"stat": k}, times[k]) for k in ("p50", "max", "last")])
+
+
 def _serving_metrics(out: Exposition, request: Request, holder: SnapshotHolder,
                      cache: ResultCache[Outcome]) -> None:
     search: RequestMetrics = request.app.state.search_metrics
@@ -114,6 +133,7 @@ def _serving_metrics(out: Exposition, request: Request, holder: SnapshotHolder,
                 [({}, stats.misses)])
     out.counter("websift_snapshot_reloads_total", "Newer index or ranks generations swapped in",
                 [({}, holder.reloads)])
+    _reload_metrics(out, holder)
     out.counter("websift_snapshot_reload_failures_total",
                 "Newer generations that could not be opened yet, by error",
                 [({"error": k}, v) for k, v in sorted(holder.reload_failures.items())])

@@ -176,6 +176,8 @@ def build_router() -> APIRouter:
             live_crawl=live,
             last_rank=None if view is None else _last_rank(view),
             reloads=holder.reloads,
+            reload_seconds=holder.reload_times.figures(),
+            reload_cpu_seconds=holder.reload_cpu_seconds,
             reload_failures=dict(holder.reload_failures),
             result_cache=asdict(cache.stats()),
             search_caches={name: asdict(c.stats()) for name, c in searcher.caches().items()},

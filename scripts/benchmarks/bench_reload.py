@@ -20,7 +20,11 @@
    among them), in turn, so that the machine's drift weighs on both alike.  p50 / p99 of each,
    the ratio of the swaps' to idle's, and the queries that were the first of their thread on a
    new generation (those that would pay cold caches).
-4. ``--profile``: one reload of a new cut, timed (``refresh`` alone, then the first query on the
+4. ``--fill-terms N``: before the phases, N words of the index are decoded in every segment,
+   so the caches hold as many lists as a server's that answered many distinct queries.
+5. ``--against CHECKOUT``: the same phases over another checkout (a git worktree), run first
+   in a child process importing its websift, on the same staged index and cuts; one table.
+6. ``--profile``: one reload of a new cut, timed (``refresh`` alone, then the first query on the
    new generation) and cProfiled by cumulative time.
 
 Figures from a shared machine are noisy: read the same-run ratios, never absolute times.
@@ -30,9 +34,12 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import json
 import os
 import pstats
 import shutil
+import subprocess
+import sys
 import threading
 import time
 from dataclasses import asdict, dataclass
@@ -189,27 +196,98 @@ def load(holder: SnapshotHolder, queries: list[str], clients: int, *, phase: lis
     return threads
 
 
+def fill(holder: SnapshotHolder, n: int) -> None:
+    """Decode ``n`` words of the index (every segment's list of each) through the served
+    searcher, as a server that answered many distinct queries holds them (bench_up's probes
+    search a word of their own each): its caches then hold about n * segments entries."""
+    with holder.lease() as snap:
+        searcher = snap.searcher.value
+        words = sorted({w for seg in searcher.segments for w in seg.terms()})
+        step = max(1, len(words) // n)
+        postings = searcher.postings.query()
+        for w in words[::step][:n]:
+            postings.df(w)
+        held = len(searcher.postings.decoded)
+    print(f"caches filled: {n} words decoded, {held} lists cached", flush=True)
+
+
 def pct(xs: list[float], q: float) -> float:
     return float(np.percentile(np.asarray(xs) * 1000.0, q)) if xs else float("nan")
 
 
-def report(samples: list[Sample], holder: SnapshotHolder, swap_seconds: float) -> None:
+def figures(samples: list[Sample], holder: SnapshotHolder, swap_seconds: float
+            ) -> dict[str, float]:
+    """p50 / p99 (ms) and counts of each phase, and what the swaps cost the holder."""
     by: dict[str, list[float]] = {}
     for s in samples:
         by.setdefault(s.phase, []).append(s.seconds)
-    first = [s.seconds for s in samples if s.phase == "swaps" and s.first_on_new]
-    idle = by.get("idle", [])
-    rows = [("idle", idle), ("swaps", by.get("swaps", [])),
-            ("first query of a thread on a new generation", first)]
+    by["first"] = [s.seconds for s in samples if s.phase == "swaps" and s.first_on_new]
+    out: dict[str, float] = {}
+    for name in ("idle", "swaps", "first"):
+        xs = by.get(name, [])
+        out.update({f"{name}_n": float(len(xs)), f"{name}_p50": pct(xs, 50),
+                    f"{name}_p99": pct(xs, 99)})
+    out["reloads"] = float(holder.reloads)
+    out["reload_thread_cpu"] = holder.reload_cpu_seconds
+    out["swap_seconds"] = swap_seconds
+    times = getattr(holder, "reload_times", None)  # a checkout without it (--against)
+    if times is not None:
+        out.update({f"swap_{k}": v for k, v in times.figures().items()})
+    return out
+
+
+def report(f: dict[str, float]) -> None:
+    rows = [("idle", "idle"), ("swaps", "swaps"),
+            ("first query of a thread on a new generation", "first")]
     print("\n| phase | queries | p50 ms | p99 ms | p99 / idle p99 |\n|---|---|---|---|---|")
-    base = pct(idle, 99)
-    for name, xs in rows:
-        print(f"| {name} | {len(xs)} | {pct(xs, 50):.1f} | {pct(xs, 99):.1f} | "
-              f"{pct(xs, 99) / base:.2f}x |")
-    reloads, cpu = holder.reloads, holder.reload_cpu_seconds
-    print(f"\nreloads {reloads}, reload failures {sum(holder.reload_failures.values())}; the "
-          f"reload thread's CPU {1000 * cpu / max(reloads, 1):.0f} ms a reload, "
-          f"{100 * cpu / max(swap_seconds, 1e-9):.0f}% of one core over the swaps phases")
+    for name, key in rows:
+        print(f"| {name} | {f[key + '_n']:.0f} | {f[key + '_p50']:.1f} | {f[key + '_p99']:.1f} | "
+              f"{f[key + '_p99'] / f['idle_p99']:.2f}x |")
+    reloads, cpu = f["reloads"], f["reload_thread_cpu"]
+    print(f"\nreloads {reloads:.0f}; the reload thread's CPU {1000 * cpu / max(reloads, 1):.0f} "
+          f"ms a reload, {100 * cpu / max(f['swap_seconds'], 1e-9):.0f}% of one core over the "
+          "swaps phases")
+    if "swap_count" in f:
+        n = max(f["swap_count"], 1.0)
+        phases = ", ".join(f"{k.removeprefix('swap_').removesuffix('_total')} "
+                           f"{1000 * v / n:.0f}" for k, v in f.items()
+                           if k.endswith("_total") and k not in ("swap_total", "swap_cpu_total"))
+        print(f"a swap: p50 {1000 * f['swap_p50']:.0f} ms, max {1000 * f['swap_max']:.0f} ms "
+              f"wall, {1000 * f['swap_cpu_total'] / n:.0f} ms CPU; by phase, ms a swap: "
+              f"{phases}")
+
+
+def compare(rows: list[tuple[str, dict[str, float]]]) -> None:
+    """One table of each checkout's run (--against), same staged index and cuts."""
+    print("\n| checkout | idle p50 / p99 ms | swaps p50 / p99 ms | swaps p99 / idle p99 | "
+          "first on a new generation p50 / p99 ms | reload thread CPU ms a reload |\n"
+          "|---|---|---|---|---|---|")
+    for name, f in rows:
+        cpu = 1000 * f["reload_thread_cpu"] / max(f["reloads"], 1)
+        print(f"| {name} | {f['idle_p50']:.1f} / {f['idle_p99']:.1f} | {f['swaps_p50']:.1f} / "
+              f"{f['swaps_p99']:.1f} | {f['swaps_p99'] / f['idle_p99']:.2f}x | "
+              f"{f['first_p50']:.1f} / {f['first_p99']:.1f} | {cpu:.0f} |")
+
+
+def run_against(args: argparse.Namespace, argv: list[str]) -> int:
+    """This script over each checkout in turn (the other first), each in a child process
+    importing that checkout's websift; the index and cuts are staged once, here."""
+    stage(args.cache / f"p{args.pages}-s{args.seed}", args)
+    own = Path(__file__).resolve().parents[2]
+    rows = []
+    for name, checkout in [(f"--against {args.against}", args.against.resolve()),
+                           ("this checkout", own)]:
+        out = args.cache / f"figures-{len(rows)}.json"
+        rest = [a for i, a in enumerate(argv) if a != "--against"
+                and (i == 0 or argv[i - 1] != "--against") and not a.startswith("--against=")]
+        env = {**os.environ, "PYTHONPATH": str(checkout)}
+        print(f"\n## {name} ({checkout})", flush=True)
+        subprocess.run([sys.executable, str(Path(__file__).resolve()), *rest, "--json",
+                        str(out)], cwd=checkout, env=env, check=True)
+        rows.append((name, json.loads(out.read_text())))
+        out.unlink()
+    compare(rows)
+    return 0
 
 
 def profile_one(holder: SnapshotHolder, publisher: Publisher, base: list[str], cut: list[str],
@@ -253,8 +331,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--queries", type=int, default=300)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--cache", type=Path, default=DEFAULT_CACHE)
+    ap.add_argument("--fill-terms", type=int, default=0, help="before the phases, decode "
+                    "this many words of the index in every segment (a server that answered "
+                    "many distinct queries: its caches hold that many lists per segment)")
     ap.add_argument("--profile", action="store_true", help="time and cProfile one reload")
+    ap.add_argument("--against", type=Path, help="another checkout (a git worktree) measured "
+                    "in the same run, on the same staged index and cuts")
+    ap.add_argument("--json", type=Path, help=argparse.SUPPRESS)  # a child's figures (--against)
     args = ap.parse_args(argv)
+    if args.against is not None:
+        if not (args.against / "websift").is_dir():
+            ap.error(f"--against {args.against}: not a websift checkout")
+        return run_against(args, list(sys.argv[1:] if argv is None else argv))
     root = args.cache / f"p{args.pages}-s{args.seed}"
     t0 = time.perf_counter()
     base, steps = stage(root, args)
@@ -268,6 +356,8 @@ def main(argv: list[str] | None = None) -> int:
     publisher.publish(base)
     holder = SnapshotHolder(data, args.reload_check_ms)
     holder.start()
+    if args.fill_terms:
+        fill(holder, args.fill_terms)
     samples: list[Sample] = []
     phase = ["warm-up"]
     stop = threading.Event()
@@ -295,7 +385,10 @@ def main(argv: list[str] | None = None) -> int:
           f"{args.cut_pages} every {args.cut_seconds} s, merged by {args.merge_every}; "
           f"{args.clients} clients, reload check {args.reload_check_ms} ms, {os.cpu_count()} "
           "cores")
-    report(samples, holder, args.rounds * args.seconds)
+    got = figures(samples, holder, args.rounds * args.seconds)
+    report(got)
+    if args.json is not None:
+        args.json.write_text(json.dumps(got))
     if args.profile:
         profile_one(holder, publisher, base, steps[0].segments, queries[0])
     holder.close()

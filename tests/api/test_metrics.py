@@ -21,6 +21,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from tests.api.conftest import ADMIN_TOKEN
 from websift.api.prometheus import Exposition, Histogram
 from websift.core.datadir import DataDir
+from websift.indexer.manifest import read_manifest, write_manifest
 from websift.store.crawl_store import CrawlStore
 
 
@@ -72,6 +73,30 @@ def test_metrics_parse_and_time_every_search(client: TestClient) -> None:
 
 
 ADMIN = {"authorization": f"Bearer {ADMIN_TOKEN}"}
+
+
+def test_a_swap_is_timed_in_stats_and_metrics(
+    fresh_data: DataDir, make_client: Callable[..., TestClient]
+) -> None:
+    client = make_client(fresh_data, reload_check_ms=0)  # each request checks, and swaps
+    assert client.get("/search", params={"q": "roses"}).status_code == 200
+    stats = client.get("/stats").json()
+    assert stats["reloads"] == 0 and stats["reload_seconds"]["count"] == 0
+    manifest = read_manifest(fresh_data.index_dir)
+    manifest.generation += 1  # the same segments, a new generation: one swap
+    write_manifest(fresh_data.index_dir, manifest)
+    assert client.get("/search", params={"q": "roses"}).status_code == 200
+    stats = client.get("/stats").json()
+    times = stats["reload_seconds"]
+    assert stats["reloads"] == 1 and times["count"] == 1
+    assert times["p50"] == times["max"] == times["last"] == times["total"] > 0
+    assert times["cpu_total"] > 0 and times["state_total"] > 0
+    assert stats["reload_cpu_seconds"] >= 0  # no reload thread with reload_check_ms 0
+    got = samples(client.get("/metrics").text)
+    assert got[("websift_snapshot_reloads_total", ())] == 1
+    assert got[("websift_snapshot_reload_seconds_total", ())] == times["total"]
+    assert got[("websift_snapshot_reload_seconds", (("stat", "max"),))] == times["max"]
+    assert got[("websift_snapshot_reload_phase_seconds_total", (("phase", "state"),))] > 0
 
 
 def test_live_crawl_figures_in_metrics_and_stats(

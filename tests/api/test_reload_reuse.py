@@ -105,10 +105,12 @@ def test_lists_taken_over_unwarmed_are_brought_up_to_date_on_first_use(data: Dat
         publish(data, names, 2 + c)
         shard = open_shard(data.index_dir, reuse=old.shards[0])
         lazy = Searcher(shard.manifest, shard.segments, shards=[shard])
-        old_of = [old.segments.index(s) if s in old.segments else -1 for s in lazy.segments]
-        assert lazy.postings.adopt(old.postings, old_of, warm_bytes=0) > 0
+        assert lazy.postings.adopt(old.postings, warm_bytes=0) > 0
+        # nothing brought up to date, nothing decoded: a reload's work is not the cache's size
+        assert lazy.postings.carried == lazy.postings.decodes == 0
         old = lazy
     assert answers(lazy) == answers(Searcher.open(data))
+    assert lazy.postings.carried > 0  # on first use
     # only the two cuts' lists (never asked for before) were decoded
     assert lazy.postings.decodes <= 2 * len({t for q in QUERIES for t in q.split()})
 
@@ -200,3 +202,63 @@ def test_swaps_under_concurrent_queries_never_mix_or_fail_and_open_off_the_reque
     assert set(opened_in) == {"MainThread", "websift-reload"}  # start(), then the reloads
     assert opened_in["websift-reload"] == len(steps)
     assert holder.reload_failures == Counter()
+
+
+def test_a_new_generation_shares_page_caches_and_finds_a_cuts_lists_decoded(
+        data: DataDir) -> None:
+    old = Searcher.open(data)
+    first = answers(old)  # snippets read the hits' texts into the texts cache
+    texts = old.caches()["texts"]
+    assert len(texts) > 0
+    cut(data, "seg-000003", 0)
+    publish(data, ["seg-000000", "seg-000001", "seg-000002", "seg-000003"], 2)
+    new = Searcher.open(data, previous=old)
+    # the cut's segment was decoded for the words the old generation's queries used
+    decoded_at_open = new.postings.decodes
+    assert decoded_at_open > 0
+    old.close()  # the old generation goes: the caches it handed on stay
+    assert new.caches()["texts"] is texts and len(texts) > 0
+    hits_before = texts.stats().hits
+    got = answers(new)
+    assert new.postings.decodes == decoded_at_open  # its first queries decoded nothing
+    assert texts.stats().hits > hits_before  # pages of the shared segments: not read again
+    assert got == answers(Searcher.open(data)) and got != first
+
+
+def test_the_holder_times_each_swap_by_phase(data: DataDir) -> None:
+    holder = SnapshotHolder(data, reload_check_ms=0)
+    holder.start()
+    try:
+        with holder.lease() as snap:
+            answers(snap.searcher.value)
+        assert holder.reload_times.figures()["count"] == 0
+        names = ["seg-000000", "seg-000001", "seg-000002"]
+        for c in range(2):
+            cut(data, f"seg-00000{3 + c}", c)
+            names.append(f"seg-00000{3 + c}")
+            publish(data, names, 2 + c)
+            with holder.lease() as snap:  # reload_check_ms 0: this lease swaps
+                assert snap.index_generation == 2 + c
+        figures = holder.reload_times.figures()
+    finally:
+        holder.close()
+    assert holder.reloads == 2 and figures["count"] == 2
+    assert 0 < figures["p50"] <= figures["max"] and figures["last"] > 0
+    assert figures["total"] >= figures["max"] and figures["cpu_total"] > 0
+    phases = {k: v for k, v in figures.items() if k in ("segments_total", "state_total",
+                                                        "caches_total")}
+    assert len(phases) == 3 and all(v > 0 for v in phases.values())
+    assert sum(phases.values()) <= figures["total"]
+
+
+def test_removals_lifted_bring_pages_back_through_the_shared_caches(data: DataDir) -> None:
+    from websift.store.removals import Removal, RemovalRules
+
+    s = Searcher.open(data)
+    before = answers(s)
+    rules = RemovalRules([Removal(1, "host", "a.example", "cli", 0.0, "", True)])
+    removed = s.with_removals(rules)
+    gone = answers(removed)  # phrases, pairs and lists cached under the removal
+    assert gone == answers(Searcher.open(data, removals=rules)) and gone != before
+    back = removed.with_removals(RemovalRules())
+    assert answers(back) == before == answers(Searcher.open(data))

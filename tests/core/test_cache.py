@@ -98,3 +98,15 @@ def test_threads_sharing_a_cache_keep_its_bound_and_its_books() -> None:
     assert s.size == sum(1 + v % 3 for v in (cache._items[k][0] for k in cache._items))
     assert s.hits + s.misses == 4 * lookups  # no lookup lost to a race
     assert s.hits > 0 and s.evictions > 0
+
+
+def test_recent_lists_the_most_recent_entries_up_to_a_size_without_counting() -> None:
+    cache: Cache[str, bytes] = Cache(100, len)
+    for key in "abcd":
+        cache.put(key, key.encode() * 4)
+    assert cache.get("a") == b"aaaa"  # "a" is now the most recent
+    before = cache.stats()
+    assert [k for k, _, _ in cache.recent(8)] == ["a", "d"]
+    assert [k for k, _, _ in cache.recent(9)] == ["a", "d", "c"]  # until the sizes reach it
+    assert cache.recent(0) == [] and len(cache.recent(1000)) == 4
+    assert cache.stats() == before  # not lookups
