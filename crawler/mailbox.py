@@ -828,7 +828,7 @@ class PartitionedFrontier(Frontier):
     def _lose(self, exc: redis.RedisError) -> None:
         """Redis went away: the session stops with its batch committed (the outbox and the
         batches applied are in the store: the same command resumes)."""
-        from websift.crawler.redis_admin import error_reason
+        from websift.crawler.redis_address import error_reason
 
         if self.lost is None:
             self.lost = f"the partition coordinator is unreachable ({error_reason(exc)})"

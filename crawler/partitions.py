@@ -58,6 +58,7 @@ import redis
 import redis.cluster
 
 from websift.core.errors import WebsiftError
+from websift.crawler import redis_address
 
 # every key carries the hash tag {wsp}: on a Redis Cluster they share one slot, so the scripts
 # and MULTIs that touch several of them (leases and members, streams and counters) run there
@@ -68,6 +69,7 @@ DEFAULT_PARTITIONS = 64
 DEFAULT_LEASE = 6.0  # seconds a lease lives without renewal
 REJOIN_WAIT = 10.0  # leases a coordinator restart's crawlers are waited for (module doc)
 SEEN_KEEP = 86400.0  # seconds a member's last renewal is kept
+COORDINATOR_TIMEOUT = 10.0  # seconds a socket connect or a call to the coordinator may take
 
 # take the leases among KEYS that are free, held by this crawler (ARGV[1]) or held by a crawler
 # no longer alive (its score in the members set ARGV[3] is below now, ARGV[2]) and not expected
@@ -166,31 +168,12 @@ def take_mget(replies: list[Any], at: int, count: int, split: bool) -> list[Any]
 
 
 def connect(url: str) -> Any:
-    """A Redis client for the coordinator at ``url`` (password from the environment, as the
-    shared frontier's), checked reachable: ``redis://HOST:PORT/DB``, or a Redis Cluster,
-    ``redis+cluster://HOST:PORT,HOST:PORT,...`` (``rediss`` with TLS)."""
-    from websift.crawler.redis_admin import PASSWORD_ENV, error_reason
-
-    password = next((os.environ[n] for n in PASSWORD_ENV if os.environ.get(n)), None)
-    common: dict[str, Any] = {"password": password, "decode_responses": True,
-                              "socket_timeout": 10, "socket_connect_timeout": 10}
-    client: Any
-    try:
-        if url.split("://", 1)[0].endswith("+cluster"):
-            from websift.crawler.redis_admin import parse_address
-
-            address = parse_address(url)
-            nodes = [redis.cluster.ClusterNode(h, p)  # type: ignore[no-untyped-call]
-                     for h, p in address.nodes]
-            client = redis.cluster.RedisCluster(startup_nodes=nodes, ssl=address.tls,
-                                                username=address.username, **common)
-        else:
-            client = redis.Redis.from_url(url, **common)
-        client.ping()
-    except (redis.RedisError, ValueError, WebsiftError) as exc:
-        raise PartitionError(f"cannot use the partition coordinator at {url}: "
-                             f"{error_reason(exc)}") from None
-    return client
+    """A Redis client for the coordinator at ``url`` (crawler/redis_address.py: the password
+    from the environment, as the shared frontier's), checked reachable: ``redis://HOST:PORT/DB``,
+    or a Redis Cluster, ``redis+cluster://HOST:PORT,HOST:PORT,...`` (``rediss`` with TLS).  A
+    failed call is not tried again on one Redis: the crawler counts the coordinator lost."""
+    return redis_address.connect(url, what="partition coordinator", error=PartitionError,
+                         timeout=COORDINATOR_TIMEOUT)
 
 
 def new_member_id() -> str:

@@ -2,10 +2,10 @@
 crawler/redis_frontier.py).
 
 Question: where is the frontier, may this websift use it, and what does it hold right now?
-:func:`connect` parses a frontier URL (:class:`FrontierAddress`; the password from
-``$WEBSIFT_REDIS_PASSWORD``), checks the database is empty or a websift frontier of a version
-this websift reads (:func:`check_format`, which creates the globals of a new one), and returns
-the client.  :func:`frontier_status` is what ``websift frontier status`` prints and
+:func:`connect` reaches the Redis a frontier URL names (crawler/redis_address.py: the password
+from ``$WEBSIFT_REDIS_PASSWORD``), checks the database is empty or a websift frontier of a
+version this websift reads (:func:`check_format`, which creates the globals of a new one), and
+returns the client.  :func:`frontier_status` is what ``websift frontier status`` prints and
 :func:`frontier_figures` what /stats shows: crawlers, hosts, pages and the OPIC cash total.
 The key layout both sides use (``{g}`` globals, :func:`host_tag`) is named here; :func:`batch`
 runs a group of reads as one snapshot on one Redis.
@@ -18,82 +18,29 @@ crawler/frontier_command.py import it after ``websift.core.extras.require``): re
 from __future__ import annotations
 
 import json
-import os
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
-from urllib.parse import parse_qs, unquote, urlsplit
 
 import redis
 import redis.cluster
 from redis.backoff import ExponentialWithJitterBackoff
 from redis.retry import Retry
 
+from websift.crawler import redis_address
 from websift.crawler import settings as S
 from websift.crawler.errors import FrontierError
+from websift.crawler.redis_address import Client, RedisAddress, error_reason
 
 FORMAT = "websift-frontier"
 VERSION = 2  # 2: each host's keys carry the frontier's ID, checked by every script
 LOST = "WEBSIFT-LOST"  # how a script or a reconnection says the frontier's data is gone
 G = "{g}"
 GLV = G + ":lv"
-PASSWORD_ENV = ("WEBSIFT_REDIS_PASSWORD", "REDISCLI_AUTH")
-SCHEMES = ("redis", "rediss", "redis+cluster", "rediss+cluster")
 
 
 # ---------------------------------------------------------------- connecting
-@dataclass(frozen=True)
-class FrontierAddress:
-    """Where the frontier is: ``redis://HOST:PORT/DB``, ``rediss://`` (TLS), or a Cluster as
-    ``redis+cluster://HOST:PORT,HOST:PORT`` (``rediss+cluster://`` with TLS)."""
-
-    nodes: tuple[tuple[str, int], ...]
-    db: int
-    tls: bool
-    cluster: bool
-    username: str | None = None
-
-    def __str__(self) -> str:
-        scheme = ("rediss" if self.tls else "redis") + ("+cluster" if self.cluster else "")
-        hosts = ",".join(f"{h}:{p}" for h, p in self.nodes)
-        return f"{scheme}://{hosts}" + ("" if self.cluster else f"/{self.db}")
-
-
-def parse_address(text: str) -> FrontierAddress:
-    """A frontier URL, or a one-line :class:`FrontierError`; a password in it is refused (it
-    would show in ``ps`` and shell history): it comes from ``$WEBSIFT_REDIS_PASSWORD``."""
-    parts = urlsplit(text)
-    if parts.scheme not in SCHEMES:
-        raise FrontierError(f"frontier URL {text!r}: the scheme must be one of {', '.join(SCHEMES)}")
-    if parts.password:
-        raise FrontierError("frontier URL: put the password in $WEBSIFT_REDIS_PASSWORD "
-                            "(or $REDISCLI_AUTH), never on the command line")
-    netloc = parts.netloc.rpartition("@")[2]
-    nodes: list[tuple[str, int]] = []
-    for item in filter(None, netloc.split(",")):
-        host, _, port = item.rpartition(":") if ":" in item else (item, "", "6379")
-        try:
-            nodes.append((host.strip("[]") or "localhost", int(port or "6379")))
-        except ValueError:
-            raise FrontierError(f"frontier URL {text!r}: bad port {port!r}") from None
-    if not nodes:
-        raise FrontierError(f"frontier URL {text!r} names no host")
-    cluster = parts.scheme.endswith("+cluster")
-    path = parts.path.strip("/")
-    if cluster and path not in ("", "0"):
-        raise FrontierError("a Redis Cluster has only database 0")
-    if not cluster and len(nodes) > 1:
-        raise FrontierError(f"frontier URL {text!r}: several hosts need redis+cluster://")
-    try:
-        db = int(path or parse_qs(parts.query).get("db", ["0"])[0])
-    except ValueError:
-        raise FrontierError(f"frontier URL {text!r}: the database must be a number") from None
-    return FrontierAddress(tuple(nodes), db, parts.scheme.startswith("rediss"), cluster,
-                           unquote(parts.username) if parts.username else None)
-
-
 class FrontierGone(redis.RedisError):
     """A reconnection found a Redis that no longer holds this frontier (it restarted empty,
     was flushed, or holds another frontier): raised before any command runs on it."""
@@ -123,10 +70,9 @@ class IdentityGuard:
                                f"{self.expected[:8]} ({holds})")
 
 
-# redis.Redis or redis.cluster.RedisCluster.  redis-py annotates its commands for its sync and
-# async clients at once (every result "Awaitable[T] | T"), so values read here are checked
-# where they are parsed instead.
-Client = Any
+def parse_address(text: str) -> RedisAddress:
+    """A frontier URL (crawler/redis_address.py), or a one-line :class:`FrontierError`."""
+    return redis_address.parse_address(text, what="frontier", error=FrontierError)
 
 
 def connect(text: str, timeout: float = S.FRONTIER_TIMEOUT, *,
@@ -135,42 +81,16 @@ def connect(text: str, timeout: float = S.FRONTIER_TIMEOUT, *,
     frontier of a version this websift reads (else one :class:`FrontierError` line).
     ``guard``: checks the frontier's identity on each reconnection (one Redis only);
     ``ids_above``: a frontier created here gives URL IDs above this."""
-    address = parse_address(text)
-    password = next((os.environ[n] for n in PASSWORD_ENV if os.environ.get(n)), None)
-    common: dict[str, Any] = {
-        "username": address.username, "password": password, "decode_responses": True,
-        "socket_timeout": timeout, "socket_connect_timeout": timeout, "ssl": address.tls,
-        # a blip is retried, a Redis that is gone is reported within about a second (redis-py's
-        # default backoff waits up to 10 s per try)
-        "retry": Retry(ExponentialWithJitterBackoff(cap=S.FRONTIER_RETRY_CAP,
-                                                    base=S.FRONTIER_RETRY_BASE),
-                       S.FRONTIER_RETRIES),
-    }
-    client: Client
-    try:
-        if address.cluster:
-            nodes = [redis.cluster.ClusterNode(h, p)  # type: ignore[no-untyped-call]
-                     for h, p in address.nodes]
-            client = redis.cluster.RedisCluster(startup_nodes=nodes, **common)
-        else:
-            host, port = address.nodes[0]
-            client = redis.Redis(host=host, port=port, db=address.db,
-                                 # redis-py types it as taking nothing; it gets the connection
-                                 redis_connect_func=guard,  # type: ignore[arg-type]
-                                 **common)
-        client.ping()
-        check_format(client, address, ids_above)
-    except redis.RedisError as exc:
-        raise FrontierError(f"cannot use the frontier at {address}: {error_reason(exc)}") from None
-    return client
+    # a blip is retried, a Redis that is gone is reported within about a second (redis-py's
+    # default backoff waits up to 10 s per try)
+    retry = Retry(ExponentialWithJitterBackoff(cap=S.FRONTIER_RETRY_CAP,
+                                               base=S.FRONTIER_RETRY_BASE), S.FRONTIER_RETRIES)
+    return redis_address.connect(
+        text, what="frontier", error=FrontierError, timeout=timeout, retry=retry,
+        on_connect=guard, check=lambda client, address: check_format(client, address, ids_above))
 
 
-def error_reason(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return text[0] if text else type(exc).__name__
-
-
-def check_format(client: Client, address: FrontierAddress | str, ids_above: int = 0) -> None:
+def check_format(client: Client, address: RedisAddress | str, ids_above: int = 0) -> None:
     """Create the frontier's globals in an empty database (its URL IDs above ``ids_above``);
     refuse a foreign, older or newer one."""
     fmt, version = client.hmget(GLV, ["format", "version"])

@@ -82,15 +82,14 @@ import redis
 from websift.core.cache import Cache
 from websift.crawler import settings as S
 from websift.crawler.errors import FrontierError, FrontierLost
+from websift.crawler.redis_address import Client, error_reason
 from websift.crawler.redis_admin import (
     GLV,
     LOST,
-    Client,
     G,
     IdentityGuard,
     batch,
     connect,
-    error_reason,
     host_tag,
     parse_address,
 )

@@ -146,7 +146,3 @@ def join_keys(stores: Iterable[StoreKeys]) -> UrlJoin:
         maps.append(m)
     return UrlJoin(maps, int(number.size), collisions)
 
-
-def join_stores(stores: Sequence[StoreReader]) -> UrlJoin:
-    """:func:`join_keys` over the stores' URLs (read one store at a time)."""
-    return join_keys(read_store_keys(s) for s in stores)

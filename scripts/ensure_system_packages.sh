@@ -4,8 +4,8 @@
 # nginx-light: scripts/benchmarks/crawl_scale.py serves its generated web of 300,000 pages with
 # it, since a Python test server would be slower than the crawler it measures.  (Debian's package
 # starts its own nginx service on port 80 where a service manager runs; the script does not use
-# it and runs its own instance from its own config.)  And redis-server: the shared-frontier tests
-# (tests/crawler/test_redis_frontier*.py) start their own on a loopback port, no persistence.
+# it and runs its own instance from its own config.)  And redis-server: the tests marked redis
+# start their own on a loopback port (testkit/redis_server.py).
 # Installs only what is missing; needs root (CI and developer machines run as root).
 set -euo pipefail
 need=()

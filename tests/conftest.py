@@ -1,4 +1,5 @@
-"""Shared fixtures: the local test web (testkit/testweb.py) and running `websift` as a process."""
+"""Shared fixtures: the local test web (testkit/testweb.py), running `websift` as a process, and
+a real redis-server (testkit/redis_server.py)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
+from testkit.redis_server import RedisServer
 from testkit.testweb import TestWeb, build_standard_web
 from testkit.websift_process import REPO, websift_command
 
@@ -32,3 +34,19 @@ def run_websift() -> Callable[..., subprocess.CompletedProcess[str]]:
         )
 
     return run
+
+
+@pytest.fixture(scope="module")
+def _redis_process(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
+    """One redis-server per test module (started once: tests of a module share it)."""
+    server = RedisServer(tmp_path_factory.mktemp("redis"))
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def redis_server(_redis_process: RedisServer) -> RedisServer:
+    """The module's redis-server, every database emptied before the test: no test sees another's
+    keys.  (A test that needs a durable or a restarted-empty Redis starts its own.)"""
+    _redis_process.client.flushall()
+    return _redis_process

@@ -99,13 +99,6 @@ def _pages(w: TestWeb, gate: threading.Event) -> Iterator[TestWeb]:
     yield w
 
 
-@pytest.fixture(scope="module")
-def redis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
-    srv = RedisServer(tmp_path_factory.mktemp("redis"))
-    yield srv
-    srv.stop()
-
-
 class Up:
     """``websift up --partitioned --exchange`` in a child process, its output in a file."""
 
@@ -165,17 +158,17 @@ def _l1(a: dict[str, float], b: dict[str, float]) -> float:
 
 
 def test_two_machines_one_global_rank_one_search(web: TestWeb, gate: threading.Event,
-                                                 redis: RedisServer, tmp_path: Path) -> None:
+                                                 redis_server: RedisServer, tmp_path: Path) -> None:
     exchange = tmp_path / "exchange"
     exchange.mkdir()
     seed = web.sites["s0"].url("/")
-    url = f"redis://{redis.host}:{redis.port}/0"
+    url = redis_server.url()
     everything = {web.sites[f"s{n}"].url(p) for n in range(len(SITES))
                   for p in ("/", *(f"/p/{i}" for i in range(PAGES)))}
     ups = [Up(tmp_path / name, name, seed, url, exchange) for name in ("a", "b")]
     front: subprocess.Popen[bytes] | None = None
     try:
-        wait_for(lambda: len({redis.client.get(lease_key(i)) for i in range(PARTITIONS)}
+        wait_for(lambda: len({redis_server.client.get(lease_key(i)) for i in range(PARTITIONS)}
                              - {None}) == 2, "both crawlers to hold partitions", WAIT)
         gate.set()
         wait_for(lambda: ups[0].fetched() | ups[1].fetched() >= everything,

@@ -7,7 +7,6 @@ following its store takes another shard's anchor texts at its next cut."""
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -105,26 +104,19 @@ def test_a_damaged_generation_is_not_imported(tmp_path: Path) -> None:
     assert not list(b.ranks_dir.glob(".*tmp*"))
 
 
-@pytest.fixture
-def redis(tmp_path: Path) -> Iterator[RedisServer]:
-    srv = RedisServer(tmp_path / "redis")
-    yield srv
-    srv.stop()
-
-
 @pytest.mark.redis
-def test_the_lease_has_one_holder_and_a_dead_one_expires(redis: RedisServer) -> None:
-    one, two = RankLease(redis.client, "one", ttl=0.6), RankLease(redis.client, "two", ttl=0.6)
+def test_the_lease_has_one_holder_and_a_dead_one_expires(redis_server: RedisServer) -> None:
+    one, two = RankLease(redis_server.client, "one", ttl=0.6), RankLease(redis_server.client, "two", ttl=0.6)
     with one.held() as mine:
         assert mine
         with two.held() as theirs:
             assert not theirs
-        wait_for(lambda: redis.client.pttl(LEASE_KEY) < 450, "a renewal period to pass")
-        wait_for(lambda: redis.client.pttl(LEASE_KEY) > 450, "the holder to renew")
-    assert redis.client.get(LEASE_KEY) is None  # released at the end
+        wait_for(lambda: redis_server.client.pttl(LEASE_KEY) < 450, "a renewal period to pass")
+        wait_for(lambda: redis_server.client.pttl(LEASE_KEY) > 450, "the holder to renew")
+    assert redis_server.client.get(LEASE_KEY) is None  # released at the end
     # a holder that died: its lease stays until its time to live runs out, then the next
     # machine's turn takes it
-    redis.client.set(LEASE_KEY, "dead", px=500)
+    redis_server.client.set(LEASE_KEY, "dead", px=500)
     with two.held() as theirs:
         assert not theirs
 

@@ -28,10 +28,11 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from testkit.testweb import Answer, TestWeb, html, words
 from testkit.waiting import wait_for
+from tests.crawler.fake_session import T0, FakeClock, FakeFactory, Sessions
 from websift.core.arguments import seconds
 from websift.core.datadir import DataDir
 from websift.crawler.errors import ScopeError
-from websift.crawler.meta import FetchKind, FetchMeta
+from websift.crawler.meta import FetchKind
 from websift.crawler.pipeline import Fetched
 from websift.crawler.runs import read_live, scope_from_json, scope_to_json, stored_scope
 from websift.crawler.scope import ScopeConfig
@@ -45,58 +46,21 @@ ENV = {**os.environ, "PYTHONPATH": str(REPO)}
 WAIT = 60.0  # seconds any awaited condition may take
 PAGES = 8
 SLOW = 1.5  # seconds the slow page takes to answer
-T0 = 1_700_000_000.0
 
 
 # ============================================================================ the session, unit
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = T0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-@dataclass
-class Sent:
-    url: str
-    meta: FetchMeta
-    headers: dict[str, str] = field(default_factory=dict)
-
-
-class FakeFactory:
-    def __init__(self) -> None:
-        self.sent: list[Sent] = []
-
-    def page_request(self, url: str, meta: FetchMeta, headers: dict[str, str], slot: str) -> Sent:
-        self.sent.append(Sent(url, meta, dict(headers)))
-        return self.sent[-1]
-
-    def robots_request(self, url: str, meta: FetchMeta) -> Sent:
-        self.sent.append(Sent(url, meta))
-        return self.sent[-1]
-
-
 A = "http://127.0.0.2:8001"
 
 
 @pytest.fixture
-def session(tmp_path: Path) -> Iterator[Callable[..., tuple[CrawlSession, FakeClock]]]:
-    made: list[CrawlSession] = []
-
+def session(sessions: Sessions) -> Callable[..., tuple[CrawlSession, FakeClock]]:
     def make(**config: Any) -> tuple[CrawlSession, FakeClock]:
         clock = FakeClock()
         cfg = CrawlConfig(seeds=[A + "/"], scope=ScopeConfig(allow_private=True), delay=1.0,
                           **config)
-        s = CrawlSession(DataDir.create(tmp_path / f"d{len(made)}"), cfg, clock=clock)
-        s.factory = FakeFactory()
-        s.add_seeds()
-        made.append(s)
-        return s, clock
+        return sessions.start(cfg, clock, FakeFactory())[0], clock
 
-    yield make
-    for s in made:
-        s.close("test_end")
+    return make
 
 
 def _fetch_all(s: CrawlSession, clock: FakeClock) -> None:

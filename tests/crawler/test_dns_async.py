@@ -20,21 +20,31 @@ import sys
 import textwrap
 import threading
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from testkit.testweb import Site, TestWeb, html, words
+from tests.crawler import fake_session
+from tests.crawler.fake_session import (
+    ALLOW_ALL,
+    DELAY,
+    HTML,
+    FakeClock,
+    FakeFactory,
+    Sent,
+    Sessions,
+)
 from websift.core.datadir import DataDir
 from websift.crawler import settings as S
 from websift.crawler.dns import ADDRESS_PENDING, HostVerdicts
 from websift.crawler.frontier import Frontier
-from websift.crawler.meta import FetchKind, FetchMeta
+from websift.crawler.meta import FetchKind
 from websift.crawler.pipeline import Fetched
 from websift.crawler.scope import Scope, ScopeConfig
-from websift.crawler.session import CrawlConfig, CrawlSession
+from websift.crawler.session import CrawlConfig
 from websift.store.crawl_store import CrawlStore
 
 WAIT = 10.0  # seconds a test waits for a DNS thread's answer before it fails
@@ -169,48 +179,10 @@ def test_the_wake_callback_is_called_from_the_dns_thread() -> None:
 A = "http://127.0.0.2:8001"
 SLOW = "http://slow.example:8003"
 EVIL = "http://evil.example:8004"
-T0 = 1_700_000_000.0
-DELAY = 1.0
-ALLOW_ALL = b"User-agent: *\nDisallow:\n"
-HTML = [("Content-Type", "text/html; charset=utf-8")]
 
 
-@dataclass
-class Sent:
-    url: str
-    meta: FetchMeta
-    headers: dict[str, str] = field(default_factory=dict)
-
-
-class Factory:
-    """The spider's request factory, reduced to a record of the requests made."""
-
-    def __init__(self) -> None:
-        self.sent: list[Sent] = []
-
-    def page_request(self, url: str, meta: FetchMeta, headers: dict[str, str], slot: str) -> Sent:
-        self.sent.append(Sent(url, meta, dict(headers)))
-        return self.sent[-1]
-
-    def robots_request(self, url: str, meta: FetchMeta) -> Sent:
-        self.sent.append(Sent(url, meta))
-        return self.sent[-1]
-
-    def urls(self) -> list[str]:
-        return [s.url for s in self.sent]
-
-
-@dataclass
-class Run:
-    session: CrawlSession
-    factory: Factory
-    clock: Clock
-    data: DataDir
-
-    def next(self) -> Sent | None:
-        request = self.session.next_request(self.clock())
-        assert request is None or isinstance(request, Sent)
-        return request
+class Run(fake_session.Run):
+    """The spider's side: one answer for a robots.txt or a page."""
 
     def answer(self, request: Sent, body: bytes = b"<html><body>x</body></html>",
                status: int = 200, headers: list[tuple[str, str]] | None = None) -> None:
@@ -258,32 +230,23 @@ def as_the_next_run_sees(data: DataDir, urls: list[str]) -> dict[str, tuple[str,
 
 
 @pytest.fixture
-def crawl(tmp_path: Path) -> Iterator[Callable[..., Run]]:
-    runs: list[Run] = []
+def crawl(sessions: Sessions) -> Iterator[Callable[..., Run]]:
     resolvers: list[Resolver] = []
 
     def start(seeds: list[str], resolver: Resolver, scope: ScopeConfig | None = None,
               **config: Any) -> Run:
         resolvers.append(resolver)
-        clock = Clock()
-        clock.now = T0
+        clock = FakeClock()
         cfg = CrawlConfig(seeds=seeds, scope=scope or ScopeConfig(allow_private=True),
                           delay=DELAY, **config)
-        data = DataDir.create(tmp_path / f"data{len(runs)}")
-        session = CrawlSession(data, cfg, clock=clock, resolve=resolver)
-        factory = Factory()
-        session.factory = factory
-        session.add_seeds()
-        run = Run(session, factory, clock, data)
-        runs.append(run)
-        return run
+        factory = FakeFactory()
+        session, data = sessions.start(cfg, clock, factory, resolve=resolver)
+        return Run(session, clock, factory, data)
 
     yield start
     for resolver in resolvers:  # no DNS thread left waiting on a test that has ended
         for gate in resolver.gates.values():
             gate.set()
-    for run in runs:
-        run.session.close("test_end")
 
 
 def links(*urls: str) -> bytes:

@@ -5,7 +5,6 @@ redis-server: a batch applied to this crawler's pages moves cash and never makes
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -27,13 +26,6 @@ from websift.store.crawl_store import CrawlStore
 pytestmark = [pytest.mark.redis]
 
 PARTITIONS = 4
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
-    srv = RedisServer(tmp_path_factory.mktemp("redis"))
-    yield srv
-    srv.stop()
 
 
 def _queued(frontier: PartitionedFrontier) -> int:
@@ -62,10 +54,9 @@ def _classes(frontier: PartitionedFrontier) -> list[int]:
 
 
 def test_a_page_fetched_elsewhere_gives_its_unread_dividends_to_the_virtual_page(
-        server: RedisServer, tmp_path: Path) -> None:
-    server.client.flushall()
+        redis_server: RedisServer, tmp_path: Path) -> None:
     with CrawlStore.open(tmp_path / "s.sqlite3") as store:
-        frontier = open_partitioned(server.url(), store, PARTITIONS, ttl=30.0)
+        frontier = open_partitioned(redis_server.url(), store, PARTITIONS, ttl=30.0)
         try:
             assert len(frontier.leases.owned) == PARTITIONS  # the only crawler: it owns all
             urls = [f"http://127.0.0.{40 + n}/p{n}" for n in range(6)]
@@ -93,15 +84,14 @@ def test_a_page_fetched_elsewhere_gives_its_unread_dividends_to_the_virtual_page
 
 
 def test_a_crawler_taken_for_dead_hands_its_pages_and_cash_to_the_new_owner(
-        server: RedisServer, tmp_path: Path) -> None:
-    server.client.flushall()
+        redis_server: RedisServer, tmp_path: Path) -> None:
     # a registration in the coordinator's first second counts as made before it started, and
     # its crawler is waited for (crawler/partitions.py): a is taken for dead at once after it
-    wait_for(lambda: int(server.client.info("server")["uptime_in_seconds"]) >= 1,
+    wait_for(lambda: int(redis_server.client.info("server")["uptime_in_seconds"]) >= 1,
              "the coordinator up for a second")
     with CrawlStore.open(tmp_path / "a.sqlite3") as a_store, \
             CrawlStore.open(tmp_path / "b.sqlite3") as b_store:
-        a = open_partitioned(server.url(), a_store, PARTITIONS, ttl=30.0)
+        a = open_partitioned(redis_server.url(), a_store, PARTITIONS, ttl=30.0)
         urls = [f"http://127.0.0.{40 + n}/p{n}" for n in range(6)]
         with a_store.transaction():
             for url in urls:
@@ -111,8 +101,8 @@ def test_a_crawler_taken_for_dead_hands_its_pages_and_cash_to_the_new_owner(
         a._commit_now()
         assert _queued(a) == len(urls)
         # a misses its renewals: its registration runs out and b takes every partition
-        server.client.zadd("{wsp}:members", {a.leases.me: 0})
-        b = open_partitioned(server.url(), b_store, PARTITIONS, ttl=30.0)
+        redis_server.client.zadd("{wsp}:members", {a.leases.me: 0})
+        b = open_partitioned(redis_server.url(), b_store, PARTITIONS, ttl=30.0)
         try:
             assert b.leases.owned == set(range(PARTITIONS))
             a.leases.heartbeat()  # a learns it holds nothing
@@ -121,7 +111,7 @@ def test_a_crawler_taken_for_dead_hands_its_pages_and_cash_to_the_new_owner(
             assert _queued(a) == 0, "a crawls no page of partitions it lost"
             b._read_mailbox()
             assert _queued(b) == len(urls), "b queues a's pages"
-            check = check_cash(server.url(), [tmp_path / "a.sqlite3", tmp_path / "b.sqlite3"])
+            check = check_cash(redis_server.url(), [tmp_path / "a.sqlite3", tmp_path / "b.sqlite3"])
             assert check.total == pytest.approx(1.0, abs=1e-12), check
         finally:
             b.close()
@@ -129,15 +119,14 @@ def test_a_crawler_taken_for_dead_hands_its_pages_and_cash_to_the_new_owner(
 
 
 def test_an_outbox_sent_again_after_a_lost_reply_is_applied_once_batch_by_batch(
-        server: RedisServer, tmp_path: Path) -> None:
+        redis_server: RedisServer, tmp_path: Path) -> None:
     """A crawler's MULTI reached Redis but its reply did not (the coordinator restarted): the
     batch stays in its outbox, and the next run sends it again with a later batch.  Each
     batch is applied once: none twice (the cash would grow), none skipped with the one sent
     before (the cash would shrink)."""
-    server.client.flushall()
     path = tmp_path / "a.sqlite3"
     with CrawlStore.open(path) as store:
-        a = open_partitioned(server.url(), store, PARTITIONS, ttl=30.0)
+        a = open_partitioned(redis_server.url(), store, PARTITIONS, ttl=30.0)
         assert a.leases.owned == set(range(PARTITIONS))  # alone: its own mailbox
         urls = [f"http://127.0.0.50/p{n}" for n in range(2)]  # one partition: one entry
 
@@ -156,13 +145,13 @@ def test_an_outbox_sent_again_after_a_lost_reply_is_applied_once_batch_by_batch(
         transfer(urls[1])
         assert [b for b, *_ in store.outbox()] == [first[0][0], f"{a.leases.me}:{a.run}:2"]
         a.client.close()  # the crawler stops (exit 2): no hand-over, no leave
-        again = open_partitioned(server.url(), store, PARTITIONS, ttl=30.0)
+        again = open_partitioned(redis_server.url(), store, PARTITIONS, ttl=30.0)
         try:
             assert again.leases.me == a.leases.me  # the store's crawler ID
             assert store.outbox() == []
             again._read_mailbox()
             assert again.counters.batches_applied == 2, "each batch applied once"
-            check = check_cash(server.url(), [path])
+            check = check_cash(redis_server.url(), [path])
             assert check.total == pytest.approx(1.0, abs=1e-12), check
             assert check.batches_in_flight == 0
         finally:
@@ -170,23 +159,22 @@ def test_an_outbox_sent_again_after_a_lost_reply_is_applied_once_batch_by_batch(
 
 
 def test_a_transfer_waiting_for_a_dead_owner_does_not_queue_a_page_it_read(
-        server: RedisServer, tmp_path: Path) -> None:
+        redis_server: RedisServer, tmp_path: Path) -> None:
     """With the mirror, a crawler taking a dead crawler's partition knows the pages it read
     before it applies the transfers that waited in the partition's stream: a link to such a
     page queues nothing (else the page is fetched again and stored in both stores)."""
-    server.client.flushall()
     with CrawlStore.open(tmp_path / "a.sqlite3") as a_store, \
             CrawlStore.open(tmp_path / "b.sqlite3") as b_store:
-        a = open_partitioned(server.url(), a_store, PARTITIONS, ttl=30.0, mirror=True)
+        a = open_partitioned(redis_server.url(), a_store, PARTITIONS, ttl=30.0, mirror=True)
         url = "http://127.0.0.40/read-by-a"
         _fetch(a, a_store, url, 0)  # its read reaches the partition's mirror in Redis
         partition = partition_of(url, PARTITIONS)
         # a link to the page sent to its owner by a third crawler, not read before a dies
-        server.client.xadd(stream_key(partition), {
+        redis_server.client.xadd(stream_key(partition), {
             "b": "third:1", "c": "0.0", "d": json.dumps([[url, 0.0, 1, False]])})
-        server.client.incrby(SENT, 1)
-        server.client.zadd("{wsp}:members", {a.leases.me: 0})  # a is gone
-        b = open_partitioned(server.url(), b_store, PARTITIONS, ttl=30.0, mirror=True)
+        redis_server.client.incrby(SENT, 1)
+        redis_server.client.zadd("{wsp}:members", {a.leases.me: 0})  # a is gone
+        b = open_partitioned(redis_server.url(), b_store, PARTITIONS, ttl=30.0, mirror=True)
         try:
             assert partition in b.leases.owned
             assert _queued(b) == 0, "b queued a page a had read"
@@ -196,34 +184,33 @@ def test_a_transfer_waiting_for_a_dead_owner_does_not_queue_a_page_it_read(
 
 
 def test_a_store_started_again_drops_from_its_queue_what_another_read_meanwhile(
-        server: RedisServer, tmp_path: Path) -> None:
+        redis_server: RedisServer, tmp_path: Path) -> None:
     """With the mirror: a crawler killed with a page queued, another crawler holding its
     partitions meanwhile reads the page, and the first is started again on its store after
     the other left: the page leaves its queue (not fetched twice) and the cash stays 1."""
-    server.client.flushall()
     url = "http://127.0.0.41/queued-in-b"
     with CrawlStore.open(tmp_path / "b.sqlite3") as b_store:
-        b = open_partitioned(server.url(), b_store, PARTITIONS, ttl=30.0, mirror=True)
+        b = open_partitioned(redis_server.url(), b_store, PARTITIONS, ttl=30.0, mirror=True)
         with b_store.transaction():
             uid, _ = b_store.add_url(url, 0)
             b.add(uid, url, b_store.host_id_of_url(uid), 0)
         b._commit_now()
         assert _queued(b) == 1
         b.client.close()  # killed: no hand-over, no leave
-    server.client.zadd("{wsp}:members", {b.leases.me: 0})
+    redis_server.client.zadd("{wsp}:members", {b.leases.me: 0})
     with CrawlStore.open(tmp_path / "a.sqlite3") as a_store:
-        a = open_partitioned(server.url(), a_store, PARTITIONS, ttl=30.0, mirror=True)
+        a = open_partitioned(redis_server.url(), a_store, PARTITIONS, ttl=30.0, mirror=True)
         assert a.leases.owned == set(range(PARTITIONS))
         _fetch(a, a_store, url, 1)  # a link names the page; a fetches and reads it
         a.client.close()  # killed too
-    server.client.zadd("{wsp}:members", {a.leases.me: 0})
+    redis_server.client.zadd("{wsp}:members", {a.leases.me: 0})
     with CrawlStore.open(tmp_path / "b.sqlite3") as b_store:
-        b = open_partitioned(server.url(), b_store, PARTITIONS, ttl=30.0, mirror=True)
+        b = open_partitioned(redis_server.url(), b_store, PARTITIONS, ttl=30.0, mirror=True)
         try:
             assert b.leases.owned == set(range(PARTITIONS))
             assert _queued(b) == 0, "b kept a page in its queue that a had read"
             assert b.counters.read_elsewhere == 1
         finally:
             b.close()
-    check = check_cash(server.url(), [tmp_path / "a.sqlite3", tmp_path / "b.sqlite3"])
+    check = check_cash(redis_server.url(), [tmp_path / "a.sqlite3", tmp_path / "b.sqlite3"])
     assert check.total == pytest.approx(1.0, abs=1e-12), check

@@ -63,13 +63,6 @@ def _pages(w: TestWeb) -> Iterator[TestWeb]:
     yield w
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
-    srv = RedisServer(tmp_path_factory.mktemp("redis"))
-    yield srv
-    srv.stop()
-
-
 def crawl(web: TestWeb, data: Path, *extra: str) -> subprocess.Popen[str]:
     seed = web.sites["s0"].url("/")  # one seed: the others are reached by links across hosts
     env = {**os.environ, "PYTHONPATH": str(REPO)}
@@ -105,20 +98,20 @@ def _member(data: Path) -> str:
     return member
 
 
-def _unmirrored(server: RedisServer, data: Path) -> set[str]:
+def _unmirrored(redis_server: RedisServer, data: Path) -> set[str]:
     """The pages a store fetched whose fingerprints are not in the partitions' read mirror."""
     try:
         pages = fetched(data)
     except StoreError:  # not made yet
         return set()
     read: set[str] = set()
-    for key in server.client.scan_iter("{wsp}:f:*"):
-        read |= server.client.smembers(key)
+    for key in redis_server.client.scan_iter("{wsp}:f:*"):
+        read |= redis_server.client.smembers(key)
     return {u for u in pages if fingerprint(u) not in read}
 
 
 def test_two_partitioned_crawlers_fetch_what_one_does_once(
-    web: TestWeb, server: RedisServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    web: TestWeb, redis_server: RedisServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # the hosts fall into more than one partition of two crawlers' halves (else nothing moves)
     assert len({partition_of(web.sites[f"s{n}"].url("/"), PARTITIONS) % 2
@@ -128,10 +121,10 @@ def test_two_partitioned_crawlers_fetch_what_one_does_once(
     alone = set(fetched(tmp_path / "one"))
     assert len(alone) == len(SITES) * PAGES + 1  # the other home pages are not linked
 
-    server.client.flushall()
+    redis_server.client.flushall()
     web.clear()
     shards = [tmp_path / "a", tmp_path / "b"]
-    procs = [crawl(web, d, "--partitioned", server.url(), "--partitions", str(PARTITIONS),
+    procs = [crawl(web, d, "--partitioned", redis_server.url(), "--partitions", str(PARTITIONS),
                    "--partition-lease", LEASE)
              for d in shards]
     for p in procs:
@@ -146,32 +139,31 @@ def test_two_partitioned_crawlers_fetch_what_one_does_once(
     # from the servers' logs: no page requested twice
     paths = Counter((e.host, e.path) for e in web.entries() if e.path != "/robots.txt")
     assert max(paths.values()) == 1
-    cash = check_cash(server.url(), [DataDir.open(d).store_path for d in shards])
+    cash = check_cash(redis_server.url(), [DataDir.open(d).store_path for d in shards])
     assert cash.batches_in_flight == 0
     assert cash.total == pytest.approx(1.0, abs=1e-9), cash
     # Redis holds no URL text once the crawl is over: the streams are empty
-    assert all(server.client.xlen(k) == 0 for k in server.client.scan_iter("{wsp}:s:*"))
+    assert all(redis_server.client.xlen(k) == 0 for k in redis_server.client.scan_iter("{wsp}:s:*"))
     # the command-line checker: 1 with every store, not 1 with one missing
-    assert cli_main(["frontier", "check", "--partitioned", server.url(), *map(str, shards)]) == 0
+    assert cli_main(["frontier", "check", "--partitioned", redis_server.url(), *map(str, shards)]) == 0
     assert capsys.readouterr().out.startswith("cash total 1.0000000000")
-    assert cli_main(["frontier", "check", "--partitioned", server.url(), str(shards[0])]) == 1
+    assert cli_main(["frontier", "check", "--partitioned", redis_server.url(), str(shards[0])]) == 1
     assert "not 1" in capsys.readouterr().err
 
 
 def test_a_killed_crawler_s_partitions_move_to_the_other(
-    web: TestWeb, server: RedisServer, tmp_path: Path
+    web: TestWeb, redis_server: RedisServer, tmp_path: Path
 ) -> None:
     """kill -9 of one crawler mid-crawl (``--partition-mirror``): its leases expire, the other takes its partitions
     (the batches it had not acknowledged, and from the partitions' mirror in Redis the pages
     it had queued and those it had read) and crawls the rest to the end: every page stored
     once across the two stores, none missing, the cash of both stores 1."""
-    server.client.flushall()
     web.clear()
     for site in web.sites.values():
         site.latency = 0.3  # a crawl of several seconds: the kill comes mid-crawl
     try:
         shards = [tmp_path / "a", tmp_path / "b"]
-        args = ("--partitioned", server.url(), "--partitions", str(PARTITIONS),
+        args = ("--partitioned", redis_server.url(), "--partitions", str(PARTITIONS),
                 "--partition-lease", LEASE, "--partition-mirror")
         victim = crawl(web, shards[0], *args)
         survivor = crawl(web, shards[1], *args)
@@ -179,16 +171,16 @@ def test_a_killed_crawler_s_partitions_move_to_the_other(
         wait_for(lambda: _fetching(shards, 3), timeout=60, what="both crawlers fetching")
         # the kill not right after a commit shows (that is when the commit's MULTI may not
         # have run): once the victim's stored pages are all in the read mirror
-        wait_for(lambda: not _unmirrored(server, shards[0]), timeout=60,
+        wait_for(lambda: not _unmirrored(redis_server, shards[0]), timeout=60,
                  what="the victim's pages in the mirror")
         me = _member(shards[0])
-        holders = {p: server.client.get(f"{{wsp}}:lease:{p}") for p in range(PARTITIONS)}
+        holders = {p: redis_server.client.get(f"{{wsp}}:lease:{p}") for p in range(PARTITIONS)}
         victim_parts = {p for p, h in holders.items() if h == me}
         victim.kill()
         victim.wait()
         # a kill between a commit and its MULTI leaves the mirror one batch behind the store
         # (ARCHITECTURE.md, crawler/: not covered): those pages may be fetched again
-        behind = _unmirrored(server, shards[0])
+        behind = _unmirrored(redis_server, shards[0])
         finish(survivor)
     finally:
         for site in web.sites.values():
@@ -199,7 +191,7 @@ def test_a_killed_crawler_s_partitions_move_to_the_other(
         web.sites[f"s{n}"].url(f"/p/{i}") for n in range(len(SITES)) for i in range(PAGES)}
     assert not (survivor_pages & victim_pages) - behind, "a page stored in both stores"
     assert survivor_pages | victim_pages == everything
-    cash = check_cash(server.url(), [DataDir.open(d).store_path for d in shards])
+    cash = check_cash(redis_server.url(), [DataDir.open(d).store_path for d in shards])
     assert cash.total == pytest.approx(1.0, abs=1e-9), cash
     # the survivor crawled hosts of the partitions the victim held when it died
     assert victim_parts
@@ -217,43 +209,43 @@ def test_a_redis_restart_stops_two_crawlers_and_the_same_commands_resume(
     each page is fetched once and stored once across the stores, none missing, the cash
     still 1.  (A restart quick enough that a crawler's next call finds Redis back is ridden
     out: the client reconnects.)"""
-    server = RedisServer(tmp_path / "redis", durable=True)
+    redis_server = RedisServer(tmp_path / "redis", durable=True)
     web.clear()
     for site in web.sites.values():
         site.latency = 0.3
     shards = [tmp_path / "a", tmp_path / "b"]
     # a loaded machine can take tens of seconds to start a crawler: a generous wait for the
     # second one (it ends when the second registers)
-    args = ("--partitioned", server.url(), "--partitions", str(PARTITIONS),
+    args = ("--partitioned", redis_server.url(), "--partitions", str(PARTITIONS),
             "--partition-lease", LEASE, "--partition-rejoin", "600")
     try:
         procs = [crawl(web, d, *args) for d in shards]
         # both have pages the other must not fetch again
         wait_for(lambda: _fetching(shards, 3), timeout=60, what="both crawlers fetching")
         members = [_member(d) for d in shards]
-        server.kill()
+        redis_server.kill()
         for proc in procs:  # each stops with its batch committed
             _, err = proc.communicate(timeout=60)
             assert proc.returncode == 2, err
             assert "partition coordinator is unreachable" in err
             assert len(err.strip().splitlines()) == 1, err
-        server.start()
+        redis_server.start()
         # the same commands at different times: the second once the first has renewed a lease
         # after the second's registration expired (without the wait it would have claimed
         # the second's partitions by then and fetched what the second had read)
-        expired = float(server.client.zscore(MEMBERS, members[1]) or 0)
+        expired = float(redis_server.client.zscore(MEMBERS, members[1]) or 0)
         resumed = [crawl(web, shards[0], *args)]
-        wait_for(lambda: float(server.client.zscore(SEEN, members[0]) or 0)
+        wait_for(lambda: float(redis_server.client.zscore(SEEN, members[0]) or 0)
                  > expired + float(LEASE), timeout=60, what="the first crawler back renewing")
         resumed.append(crawl(web, shards[1], *args))
         for proc in resumed:
             finish(proc)
-        cash = check_cash(server.url(), [DataDir.open(d).store_path for d in shards])
+        cash = check_cash(redis_server.url(), [DataDir.open(d).store_path for d in shards])
         assert cash.total == pytest.approx(1.0, abs=1e-9), cash
     finally:
         for site in web.sites.values():
             site.latency = LATENCY
-        server.stop()
+        redis_server.stop()
     counts: Counter[str] = Counter()
     for d in shards:
         counts.update(fetched(d))

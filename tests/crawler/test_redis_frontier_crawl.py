@@ -30,7 +30,7 @@ from websift.crawler.redis_admin import connect, frontier_status
 from websift.indexer.build import build_index
 from websift.store.views import StoreReader
 
-# slow: crawler processes on Redis; redis: each test starts a redis-server (testkit/redis_server.py)
+# slow: crawler processes on Redis; redis: a redis-server (tests/conftest.py: redis_server)
 pytestmark = [pytest.mark.slow, pytest.mark.redis]
 
 SITES = ("127.0.0.11", "127.0.0.12", "127.0.0.13", "127.0.0.14")
@@ -62,13 +62,6 @@ def fill(w: TestWeb) -> None:
             links = (f"<a href='/p/{(i + 1) % PAGES}'>next</a> "
                      f"<a href='{other.url(f'/p/{i}')}'>over</a>")
             site.page(f"/p/{i}", html(f"s{n} p{i}", f"<p>{words(1000 * n + i)}</p>{links}"))
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
-    srv = RedisServer(tmp_path_factory.mktemp("redis"))
-    yield srv
-    srv.stop()
 
 
 def crawler(web: TestWeb, data: Path, frontier: str, *extra: str) -> subprocess.Popen[str]:
@@ -119,14 +112,13 @@ def quiet_total(url: str) -> dict[str, Any]:
 
 
 def test_three_crawlers_fetch_every_page_once(
-    web: TestWeb, server: RedisServer, tmp_path: Path
+    web: TestWeb, redis_server: RedisServer, tmp_path: Path
 ) -> None:
-    server.client.flushall()
     web.clear()
     shards = [tmp_path / f"c{i}" for i in range(3)]
-    procs = [crawler(web, d, server.url()) for d in shards]
+    procs = [crawler(web, d, redis_server.url()) for d in shards]
     # a checker looking while three crawlers read pages and move cash: always 1 (one MULTI)
-    client = connect(server.url())
+    client = connect(redis_server.url())
     looks = 0
     while any(p.poll() is None for p in procs):
         cash = frontier_status(client)["cash"]
@@ -142,27 +134,26 @@ def test_three_crawlers_fetch_every_page_once(
     check_politeness(web)
     per_url = stored(shards)
     assert set(per_url) == all_urls(web) and max(per_url.values()) == 1
-    status = quiet_total(server.url())
+    status = quiet_total(redis_server.url())
     assert sum(1 for c in status["crawlers"] if c["pages"] > 0) >= 2  # the work was shared
-    out = subprocess.run(websift_command("frontier", "status", "--frontier", server.url(),
+    out = subprocess.run(websift_command("frontier", "status", "--frontier", redis_server.url(),
                                          "--json"), capture_output=True, text=True, cwd=REPO,
                          env={**os.environ, "PYTHONPATH": str(REPO)}, check=False)
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["urls"] == status["urls"]
     # the same figures under /stats of `websift serve --frontier URL` over one shard
     build_index(DataDir.open(shards[0]))
-    app = create_app(Settings(data=shards[0], frontier=server.url(), reload_check_ms=0))
+    app = create_app(Settings(data=shards[0], frontier=redis_server.url(), reload_check_ms=0))
     with TestClient(app) as http:
         figures = http.get("/stats").json()["frontier"]
     assert figures["urls"] == status["urls"] and figures["pending"] == 0
     assert figures["cash"]["total"] == pytest.approx(1.0, abs=1e-9)
 
 
-def test_killed_crawler_loses_nothing(web: TestWeb, server: RedisServer, tmp_path: Path) -> None:
-    server.client.flushall()
+def test_killed_crawler_loses_nothing(web: TestWeb, redis_server: RedisServer, tmp_path: Path) -> None:
     web.clear()
     shards = [tmp_path / f"c{i}" for i in range(3)]
-    procs = [crawler(web, d, server.url()) for d in shards]
+    procs = [crawler(web, d, redis_server.url()) for d in shards]
     # kill one crawler once it has fetched some pages (its own requests in the log: by shard)
     wait_for(lambda: len(web.entries()) >= 16, "the crawl to be under way")
     victim = procs[0]
@@ -175,19 +166,19 @@ def test_killed_crawler_loses_nothing(web: TestWeb, server: RedisServer, tmp_pat
     assert set(per_url) == all_urls(web)  # the others took over the victim's hosts
     assert max(per_url.values()) == 1, [u for u, n in per_url.items() if n > 1]
     check_politeness(web)
-    quiet_total(server.url())
+    quiet_total(redis_server.url())
 
 
 def test_bad_frontier_one_line_exit_2(
-    web: TestWeb, server: RedisServer, tmp_path: Path, run_websift: Callable[..., Any]
+    web: TestWeb, redis_server: RedisServer, tmp_path: Path, run_websift: Callable[..., Any]
 ) -> None:
     web.clear()
-    server.client.select(3)
-    server.client.set("not-ours", "1")
+    redis_server.client.select(3)
+    redis_server.client.set("not-ours", "1")
     cases = [(f"redis://127.0.0.1:{free_port()}/0", "cannot use the frontier"),
              ("redis://:pw@127.0.0.1:6379/0", "WEBSIFT_REDIS_PASSWORD"),
              ("mysql://127.0.0.1/0", "scheme"),
-             (server.url(3), "not a websift frontier")]
+             (redis_server.url(3), "not a websift frontier")]
 
     def refused(n: int) -> Any:
         return run_websift("crawl", web.sites["s0"].url("/"), "--data", str(tmp_path / f"d{n}"),
@@ -199,8 +190,8 @@ def test_bad_frontier_one_line_exit_2(
     for (_, why), done in zip(cases, runs, strict=True):
         assert done.returncode == 2, done.stderr
         assert why in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
-    server.client.flushdb()
-    server.client.select(0)
+    redis_server.client.flushdb()
+    redis_server.client.select(0)
     assert web.entries() == []  # refused before any fetch
 
 
@@ -302,16 +293,15 @@ def test_redis_restarted_empty_stops_exit_1_and_ids_are_never_reused(
         srv.stop()
 
 
-def test_two_scopes_on_one_frontier_refused(web: TestWeb, server: RedisServer,
+def test_two_scopes_on_one_frontier_refused(web: TestWeb, redis_server: RedisServer,
                                             tmp_path: Path) -> None:
     """The frontier keeps the scope of its first crawler; a crawler with another is refused
     before any fetch, with one line naming the difference (exit 2)."""
-    server.client.flushall()
     web.clear()
-    fenced = crawler(web, tmp_path / "fenced", server.url(), "--fence", "/p/[5-9]$")
+    fenced = crawler(web, tmp_path / "fenced", redis_server.url(), "--fence", "/p/[5-9]$")
     wait_for(lambda: len(web.entries()) >= 1, "the fenced crawl to be under way")
     before = len(web.entries())
-    code, err = finish(crawler(web, tmp_path / "full", server.url()))
+    code, err = finish(crawler(web, tmp_path / "full", redis_server.url()))
     assert code == 2, err
     assert len(err.strip().splitlines()) == 1 and "scope differs" in err, err
     assert "fences [] here, ['/p/[5-9]$'] there" in err, err

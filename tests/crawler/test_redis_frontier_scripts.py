@@ -6,7 +6,6 @@ cash the embedded ``ranking.opic.LazyOpicState`` gives it, and the total (pages 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -20,22 +19,15 @@ from websift.crawler.redis_frontier import FrontierError, RedisFrontier
 from websift.ranking.opic import LazyOpicState, OpicParams
 from websift.store.crawl_store import CrawlStore
 
-pytestmark = pytest.mark.redis  # each test starts a redis-server (testkit/redis_server.py)
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
-    srv = RedisServer(tmp_path_factory.mktemp("redis"))
-    yield srv
-    srv.stop()
+pytestmark = pytest.mark.redis  # a redis-server (tests/conftest.py: redis_server)
 
 
 class World:
     """A frontier on a fresh database and the embedded OPIC state fed the same steps."""
 
-    def __init__(self, server: RedisServer, tmp: Path, hosts: int, pages: int) -> None:
-        server.client.flushall()
-        self.client = connect(server.url())
+    def __init__(self, redis_server: RedisServer, tmp: Path, hosts: int, pages: int) -> None:
+        redis_server.client.flushall()
+        self.client = connect(redis_server.url())
         self.store = CrawlStore.open(tmp / f"shard-{uuid.uuid4().hex}.sqlite3")
         self.params = OpicParams()
         self.frontier = RedisFrontier(self.client, self.store, self.params,
@@ -98,9 +90,9 @@ steps = st.lists(
 @pytest.mark.slow
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(hosts=st.integers(1, 4), script=steps)
-def test_cash_matches_embedded_opic(server: RedisServer, tmp_path: Path, hosts: int,
+def test_cash_matches_embedded_opic(redis_server: RedisServer, tmp_path: Path, hosts: int,
                                     script: list[tuple[int, list[int], bool, bool]]) -> None:
-    world = World(server, tmp_path, hosts, 20)
+    world = World(redis_server, tmp_path, hosts, 20)
     world.pay()
     world.check()
     done: set[int] = set()
@@ -116,8 +108,8 @@ def test_cash_matches_embedded_opic(server: RedisServer, tmp_path: Path, hosts: 
     world.done()
 
 
-def test_transfer_in_flight_is_counted_and_applied_once(server: RedisServer, tmp_path: Path) -> None:
-    world = World(server, tmp_path, 2, 4)
+def test_transfer_in_flight_is_counted_and_applied_once(redis_server: RedisServer, tmp_path: Path) -> None:
+    world = World(redis_server, tmp_path, 2, 4)
     world.pay()
     a, b = world.ids[0], world.ids[1]  # a on host 0, b on host 1
     before = page_cash(world.client, world.origin[b], b)
@@ -149,9 +141,9 @@ def test_transfer_in_flight_is_counted_and_applied_once(server: RedisServer, tmp
 
 
 def test_share_to_a_dead_page_elsewhere_goes_to_the_virtual_page(
-    server: RedisServer, tmp_path: Path
+    redis_server: RedisServer, tmp_path: Path
 ) -> None:
-    world = World(server, tmp_path, 2, 4)
+    world = World(redis_server, tmp_path, 2, 4)
     world.pay()
     a, b, c = world.ids[0], world.ids[1], world.ids[2]  # hosts 0, 1, 0
     world.read(b, [], dead=True)
@@ -166,47 +158,46 @@ def test_share_to_a_dead_page_elsewhere_goes_to_the_virtual_page(
     world.done()
 
 
-def test_foreign_and_newer_databases_are_refused(server: RedisServer) -> None:
-    server.client.flushall()
-    server.client.set("someone-else", "1")
+def test_foreign_and_newer_databases_are_refused(redis_server: RedisServer) -> None:
+    redis_server.client.set("someone-else", "1")
     with pytest.raises(FrontierError, match="not a websift frontier"):
-        connect(server.url())
-    server.client.flushall()
-    connect(server.url())
-    server.client.hset("{g}:lv", "version", "99")
+        connect(redis_server.url())
+    redis_server.client.flushall()
+    connect(redis_server.url())
+    redis_server.client.hset("{g}:lv", "version", "99")
     with pytest.raises(FrontierError, match="newer"):
-        connect(server.url())
-    server.client.hset("{g}:lv", "version", "1")  # before hosts carried the frontier's ID
+        connect(redis_server.url())
+    redis_server.client.hset("{g}:lv", "version", "1")  # before hosts carried the frontier's ID
     with pytest.raises(FrontierError, match="older"):
-        connect(server.url())
-    server.client.flushall()
+        connect(redis_server.url())
+    redis_server.client.flushall()
 
 
-def test_scripts_refuse_a_frontier_that_lost_its_data(server: RedisServer, tmp_path: Path
+def test_scripts_refuse_a_frontier_that_lost_its_data(redis_server: RedisServer, tmp_path: Path
                                                       ) -> None:
     """No reconnection hook here (a plain client): the scripts' own check of the frontier's
     ID catches a flushed database, and the URL ID counter never goes back."""
-    world = World(server, tmp_path, hosts=2, pages=6)
+    world = World(redis_server, tmp_path, hosts=2, pages=6)
     top = max(world.ids)
     # the counter put back (a Redis restored from an older snapshot): no ID is given twice
-    server.client.hset("{g}:lv", "nextid", str(top - 3))
+    redis_server.client.hset("{g}:lv", "nextid", str(top - 3))
     with pytest.raises(FrontierLost):
         world.frontier.url_id("http://h0.test/new")
     assert world.frontier.data_lost and "went back" in (world.frontier.lost or "")
-    assert int(server.client.hget("{g}:lv", "nextid") or 0) == top - 3  # left as it was
+    assert int(redis_server.client.hget("{g}:lv", "nextid") or 0) == top - 3  # left as it was
     world.done()
 
-    world = World(server, tmp_path, hosts=2, pages=6)
-    server.client.flushall()
-    connect(server.url())  # another frontier on the empty database, as a crawler would make
+    world = World(redis_server, tmp_path, hosts=2, pages=6)
+    redis_server.client.flushall()
+    connect(redis_server.url())  # another frontier on the empty database, as a crawler would make
     assert world.frontier.pending_hosts() == []
     assert world.frontier.data_lost
     assert "no longer holds frontier" in (world.frontier.lost or "")
-    assert server.client.keys("{h:*") == []  # nothing written into the new frontier
+    assert redis_server.client.keys("{h:*") == []  # nothing written into the new frontier
     world.done()
 
 
-def test_unreachable_and_password_in_url(server: RedisServer) -> None:
+def test_unreachable_and_password_in_url(redis_server: RedisServer) -> None:
     from testkit.redis_server import free_port
 
     with pytest.raises(FrontierError, match="cannot use the frontier"):

@@ -13,8 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_session_unit import DELAY, HTML, A, Run, Sent, crawl  # noqa: F401  (crawl: fixture)
+from test_session_unit import A, Run, crawl  # noqa: F401  (crawl: fixture)
 
+from tests.crawler.fake_session import DELAY, HTML, Sent
 from websift.core.datadir import DataDir
 from websift.crawler.focus import FocusError
 from websift.crawler.session import CrawlConfig, CrawlSession

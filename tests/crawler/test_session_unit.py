@@ -10,15 +10,24 @@ Hosts are loopback IP literals (never contacted: no request is sent anywhere).
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
+from tests.crawler import fake_session
+from tests.crawler.fake_session import (
+    ALLOW_ALL,
+    DELAY,
+    HTML,
+    T0,
+    FakeClock,
+    FakeFactory,
+    Sent,
+    Sessions,
+)
 from websift.core.datadir import DataDir
-from websift.crawler.meta import FetchKind, FetchMeta
+from websift.crawler.meta import FetchMeta
 from websift.crawler.pipeline import Fetched
 from websift.crawler.scope import ScopeConfig
 from websift.crawler.session import CrawlConfig, CrawlSession
@@ -26,69 +35,10 @@ from websift.store.crawl_store import Page, StoreReader
 
 A = "http://127.0.0.2:8001"
 B = "http://127.0.0.3:8002"
-T0 = 1_700_000_000.0
-DELAY = 1.0
-ALLOW_ALL = b"User-agent: *\nDisallow:\n"
-HTML = [("Content-Type", "text/html; charset=utf-8")]
 
 
-class FakeClock:
-    """Wall-clock seconds that move only when the test says so."""
-
-    def __init__(self, now: float = T0) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += seconds
-
-
-@dataclass
-class Sent:
-    """A request the session asked the spider to make."""
-
-    url: str
-    meta: FetchMeta
-    headers: dict[str, str] = field(default_factory=dict)
-    slot: str | None = None
-    at: float = 0.0
-
-
-class FakeFactory:
-    """Stands in for the spider's request factory: records every request the session makes."""
-
-    def __init__(self, clock: FakeClock) -> None:
-        self.clock = clock
-        self.sent: list[Sent] = []
-
-    def page_request(self, url: str, meta: FetchMeta, headers: dict[str, str], slot: str) -> Sent:
-        request = Sent(url, meta, dict(headers), slot, self.clock())
-        self.sent.append(request)
-        return request
-
-    def robots_request(self, url: str, meta: FetchMeta) -> Sent:
-        request = Sent(url, meta, at=self.clock())
-        self.sent.append(request)
-        return request
-
-    def page_urls(self) -> list[str]:
-        return [s.url for s in self.sent if s.meta.kind is FetchKind.PAGE]
-
-
-@dataclass
-class Run:
-    session: CrawlSession
-    clock: FakeClock
-    factory: FakeFactory
-    data: DataDir
-
-    def next(self) -> Sent | None:
-        request = self.session.next_request(self.clock())
-        assert request is None or isinstance(request, Sent)
-        return request
-
+class Run(fake_session.Run):
+    """The spider's side: robots.txt answers, responses and failures, as its callbacks give them."""
     def robots(self, request: Sent, body: bytes = ALLOW_ALL, status: int = 200) -> None:
         """The spider's parse_robots: release the host's place, then hand over the answer."""
         assert request.meta.is_robots
@@ -137,25 +87,16 @@ class Run:
 
 
 @pytest.fixture
-def crawl(tmp_path: Path) -> Iterator[Callable[..., Run]]:
-    runs: list[Run] = []
-
+def crawl(sessions: Sessions) -> Callable[..., Run]:
     def start(seeds: list[str], **config: Any) -> Run:
         clock = FakeClock()
         config.setdefault("delay", DELAY)
         cfg = CrawlConfig(seeds=seeds, scope=ScopeConfig(allow_private=True), **config)
-        data = DataDir.create(tmp_path / f"data{len(runs)}")
-        session = CrawlSession(data, cfg, clock=clock)
         factory = FakeFactory(clock)
-        session.factory = factory
-        session.add_seeds()
-        run = Run(session, clock, factory, data)
-        runs.append(run)
-        return run
+        session, data = sessions.start(cfg, clock, factory)
+        return Run(session, clock, factory, data)
 
-    yield start
-    for run in runs:
-        run.session.close("test_end")
+    return start
 
 
 def total_cash_committed(data: DataDir) -> float:
