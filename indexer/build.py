@@ -145,6 +145,7 @@ class IndexReport:
     worker_idle_seconds: float = 0.0
     main_wait_seconds: float = 0.0
     finish_seconds: float = 0.0
+    reused: int = 0  # full documents not analysed again: their fields were kept (``--follow``)
     merges: int = 0  # merges run after the cut (each a manifest of its own)
     cut_bytes: int = 0  # bytes of the segment this run cut
     merge_bytes: int = 0  # bytes the merges after it wrote
@@ -582,15 +583,8 @@ def _templates(data: DataDir, store: StoreReader, ids: np.ndarray, report: Index
         meanwhile()
         return Templates()
     share = settings.template_share
-    known: dict[str, HostTemplate] = {}
-    if reuse:
-        try:
-            stored = read_templates(data.index_dir)
-        except CheckedFileError as exc:
-            say(f"templates unusable ({exc}); measuring them again")
-            stored = None
-        if stored is not None and stored.share == share:
-            known = stored.hosts
+    stored_hosts = _stored_templates(data.index_dir, share, say) if reuse else None
+    known = stored_hosts or {}
     sampler: HostSampler[Page] = HostSampler()
     need: set[str] = set()
     for lo in range(0, len(ids), STORE_READ_IDS):
@@ -637,8 +631,21 @@ def _templates(data: DataDir, store: StoreReader, ids: np.ndarray, report: Index
                                                keep_chars=room[0]),
                       share, report, keep=keep, room=room, foreign=foreign)
     templates = Templates(hosts, share)
-    write_templates(data.index_dir, templates)
+    if hosts != stored_hosts:  # else the file holds these already (a cut with no new host)
+        write_templates(data.index_dir, templates)
     return templates
+
+
+def _stored_templates(index_dir: Path, share: float, say: Callable[[str], None]
+                      ) -> dict[str, HostTemplate] | None:
+    """The hosts' templates DATA/index/templates.json holds, measured with ``share`` (None:
+    none, another share's, or unusable: said, to be measured again)."""
+    try:
+        stored = read_templates(index_dir)
+    except CheckedFileError as exc:
+        say(f"templates unusable ({exc}); measuring them again")
+        return None
+    return stored.hosts if stored is not None and stored.share == share else None
 
 
 def template_samples(warc_dir: Path, store: StoreReader,
@@ -806,6 +813,7 @@ def _add_batch(writer: SegmentWriter, jobs: list[DocJob], batch: AnalysedBatch,
     for err in batch.errors:
         say(f"skipped: {err}")
     writer.text_bytes += batch.text_bytes
+    report.reused += batch.reused
     hits = batch.hits
     if len(hits):
         hits[:, 1] = ordinal[hits[:, 1]]

@@ -36,8 +36,10 @@ from websift.indexer.fragments import defs_field, encode_fragments
 from websift.indexer.hits import HitMaker
 from websift.indexer.languages import analysis_language, page_language
 from websift.indexer.parse import ParsedPage, parse_html, url_words
+from websift.indexer.recent_fields import PageFields, RecentFields
 from websift.indexer.settings import (
     DOCSTORE_LEVEL,
+    FIELD_INDEX,
     MAX_FIELD_TOKENS,
     N_FIELDS,
     SNIPPET_TEXT_CHARS,
@@ -49,6 +51,7 @@ from websift.store.errors import WarcError
 from websift.store.warc import BodyReader, WarcLocation
 
 FULL, ANCHOR_ONLY = 0, 1  # DocJob.kind
+ANCHOR_FIELD = FIELD_INDEX["anchor"]
 INDEXED, WARC_ERROR = 0, 1  # AnalysedBatch.status
 
 
@@ -80,6 +83,7 @@ class AnalysedBatch:
     first_new: int  # local ID of new_terms[0]
     new_terms: list[str]  # words the analyser learned in this batch, in local ID order
     errors: list[str]  # one line per WARC_ERROR job
+    reused: int = 0  # full documents whose fields were kept from an earlier batch (RecentFields)
     busy_seconds: float = 0.0  # the analyser's time on this batch (set by indexer/workers.py)
     idle_seconds: float = 0.0  # its worker's wait for this batch since the previous one
 
@@ -110,11 +114,15 @@ class BatchAnalyser:
     def __init__(self, warc_dir: Path, settings: IndexSettings,
                  memo_tokens: int = WORKER_MEMO_TOKENS,
                  templates: dict[str, frozenset[int]] | None = None,
-                 parsed: dict[int, ParsedPage] | None = None) -> None:
+                 parsed: dict[int, ParsedPage] | None = None, *,
+                 recent_chars: int = 0) -> None:
         """``parsed``: pages parsed already (the template samples) by URL ID, each used once
-        instead of reading and parsing that page again (the same call made them)."""
+        instead of reading and parsing that page again (the same call made them).
+        ``recent_chars``: the fields of the pages analysed last kept up to this many
+        characters (indexer/recent_fields.py; 0: none, a run that reads each page once)."""
         self.warc_dir = Path(warc_dir)
         self.parsed = parsed if parsed is not None else {}
+        self.recent = RecentFields(recent_chars)
         self.reader = BodyReader(self.warc_dir)
         self.settings = settings  # the run's (parsing, defs field, analysis)
         self.memo_tokens = memo_tokens
@@ -142,21 +150,33 @@ class BatchAnalyser:
             return (anchors.best(), " · ".join(dict.fromkeys(job.anchors)),
                     ["", "", "", url_words(job.url), job.anchors, ""], b"", None)
         assert job.warc is not None
+        template = self.templates.get(host_of(job.url)) if self.templates else None
+        got = self.recent.get(job.url_id, job.warc, template) if self.recent.chars else None
+        if got is None:
+            got = self._page_fields(job, template)
+            if self.recent.chars:
+                self.recent.put(job.url_id, job.warc, template, got)
+        fields = list(got.fields)
+        fields[ANCHOR_FIELD] = job.anchors
+        return got.title or anchors.best(), got.text, fields, got.frags, got.lang
+
+    def _page_fields(self, job: DocJob, template: frozenset[int] | None) -> PageFields:
+        """A full document's fields from its WARC record (the anchor field empty)."""
+        assert job.warc is not None
         parsed = self.parsed.pop(job.url_id, None)
         if parsed is None:
             body = self.reader.read(WarcLocation(*job.warc))
             parsed = parse_html(body, job.url, job.content_type, structure=True,
                                 settings=self.settings)
         text, content = parsed.text, parsed.body
-        template = self.templates.get(host_of(job.url)) if self.templates else None
         if template and any(b.key in template for b in parsed.blocks):
             content = " ".join(b.text for b in parsed.blocks if b.key not in template)
             text = join_shown(parsed.marked, parsed.starts, parsed.blocks, template)[:SNIPPET_TEXT_CHARS]
-        return (parsed.title or anchors.best(), text,
-                [parsed.title, parsed.headings, content, parsed.url_words, job.anchors,
-                 defs_field(parsed.fragments, self.settings.defs)],
-                encode_fragments(parsed.fragments, self.analyzer.terms),
-                page_language(parsed.lang, content))
+        return PageFields(parsed.title, text,
+                          [parsed.title, parsed.headings, content, parsed.url_words, [],
+                           defs_field(parsed.fragments, self.settings.defs)],
+                          encode_fragments(parsed.fragments, self.analyzer.terms),
+                          page_language(parsed.lang, content))
 
     def _hits(self, docs: list[list[str | list[str]]], langs: list[str]
               ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -187,6 +207,7 @@ class BatchAnalyser:
             self.hits = HitMaker.of(self.settings, self.analyzer)
         n_jobs = len(jobs)
         first_new = len(self.hits.lexicon)  # 0 after a fresh start: the receiver resets too
+        reused = self.recent.hits
         status = np.zeros(n_jobs, dtype=np.int8)
         titles: list[str] = []
         langs: list[str | None] = []
@@ -225,4 +246,5 @@ class BatchAnalyser:
         return AnalysedBatch(
             status=status, titles=titles, langs=langs, text_blobs=b"".join(blobs), text_offsets=offsets,
             text_bytes=text_bytes, frags=frag_blobs, field_lens=lens, hits=hits, first_new=first_new,
-            new_terms=self.hits.words[first_new:], errors=errors)
+            new_terms=self.hits.words[first_new:], errors=errors,
+            reused=self.recent.hits - reused)

@@ -15,6 +15,7 @@ from collections.abc import Callable, Hashable, Sequence
 
 import numpy as np
 
+from websift.core.id_set import IdSet
 from websift.indexer.segment import SegmentReader
 from websift.indexer.settings import FIELDS
 
@@ -33,13 +34,15 @@ def unfetched_ids(segments: Sequence[SegmentReader]) -> np.ndarray:
     return np.unique(np.concatenate(parts).astype(np.int64))
 
 
-def with_fetched(unfetched: np.ndarray, bonus: float, prior: Prior | None,
+def with_fetched(unfetched: IdSet | np.ndarray, bonus: float, prior: Prior | None,
                  bound: float | None, key: Hashable | None
                  ) -> tuple[Prior, float | None, Hashable | None]:
-    """``prior`` plus ``bonus`` for every document not in ``unfetched``; its bound and key."""
+    """``prior`` plus ``bonus`` for every document not in ``unfetched`` (URL IDs); its bound
+    and key."""
+    known = unfetched if isinstance(unfetched, IdSet) else IdSet(unfetched)
 
     def fetched_prior(doc_ids: np.ndarray) -> np.ndarray:
-        extra = np.where(np.isin(doc_ids, unfetched), 0.0, bonus)
+        extra = np.where(known.contains(doc_ids), 0.0, bonus)
         return extra if prior is None else np.asarray(prior(doc_ids)) + extra
 
     if prior is None:

@@ -15,7 +15,9 @@ no manifest.  The targets of the changed links (anchor-only documents, pages who
 changed) are not in those cuts: they have a lane of their own (:class:`TargetsLane`), cut in
 bounded shares when no fetched page's cut is due.  The merges the policy asks for follow each cut (indexer/merge_policy.py).  What a
 run measures over the whole store (the hosts' navigation anchor texts, the scale of OPIC
-importance) is measured again at most every ``REMEASURE_SECONDS``, not per cut.
+importance) is measured again at most every ``REMEASURE_SECONDS``, not per cut, and less
+often when measuring would take over ``REMEASURE_SHARE`` of the time (both scans grow with the
+store).
 
 Stopping: SIGINT or SIGTERM sets ``stop``; the cut in progress is discarded whole between two
 batches (its ``tmp-*`` directory removed: the previous manifest stands) and a merge in progress
@@ -68,9 +70,11 @@ from websift.indexer.settings import (
     FOLLOW_EVERY_PAGES,
     FOLLOW_INTERVAL_SECONDS,
     FOLLOW_POLL_SECONDS,
+    FOLLOW_RECENT_CHARS,
     FOLLOW_TARGETS_SECONDS,
     FOLLOW_TARGETS_SHARE,
     REMEASURE_SECONDS,
+    REMEASURE_SHARE,
     STATUS_SECONDS,
     STORE_WAIT_SECONDS,
     IndexSettings,
@@ -116,7 +120,10 @@ class FollowStatus:
     # Unix times ``began`` (the store looked at), ``published`` (the cut's manifest written),
     # ``ended`` (its merges too), its ``seq`` (the store changes it indexed up to) and the
     # seconds of its phases: ``measure`` (the store-wide measures, when due), ``templates``,
-    # ``pages``, ``finish``, ``merges``; the ``documents`` and ``anchor_only`` it indexed;
+    # ``pages`` (of which ``analyse``: the analysers' time), ``finish``, ``merges``; ``cpu``:
+    # the CPU seconds this process spent on it (the analysers' included: they run in it with
+    # one worker), against its wall seconds; the ``documents`` and ``anchor_only`` it indexed,
+    # ``reused`` of those documents analysed from kept fields (indexer/recent_fields.py);
     # ``targets`` 1 for a cut of link targets (TargetsLane), 0 for one of the fetched pages.
     recent_cuts: list[dict[str, float]] = field(default_factory=list)
     merging: bool = False  # a merge is being written (beside the cuts: indexer/follow_merges.py)
@@ -345,13 +352,14 @@ def _loop(data: DataDir, store: StoreReader, stop: threading.Event, status: Foll
     _from_manifest(status, manifest)
     status.state = "following"
     write_status(data, status)
-    scale, boiler, measured_at = 0.0, None, float("-inf")
+    scale, boiler, measured_at, remeasure = 0.0, None, float("-inf"), REMEASURE_SECONDS
     last_cut = last_status = time.monotonic()
     lane = TargetsLane(targets_every, targets_share)
     segments = OpenSegments()
     merger = BackgroundMerger(index_dir, ram_mb * 1024 * 1024, policy, segments=segments)
     try:
-        with AnalyserPool(data.warc_dir, procs, {}, settings, quiet_signals=True) as pool:
+        with AnalyserPool(data.warc_dir, procs, {}, settings, quiet_signals=True,
+                          recent_chars=FOLLOW_RECENT_CHARS) as pool:
             while not stop.is_set():
                 merged = merger.step(manifest)  # a merge landed: a new manifest
                 if merged is not manifest:
@@ -379,10 +387,11 @@ def _loop(data: DataDir, store: StoreReader, stop: threading.Event, status: Foll
                     stop.wait(FOLLOW_POLL_SECONDS)
                     continue
                 share, done = (None, None) if pages else lane.next_share(store, last_seq)
-                began = time.time()
-                if now - measured_at >= REMEASURE_SECONDS:  # both scan the store
+                began, cpu0 = time.time(), time.process_time()
+                if now - measured_at >= remeasure:  # both scan the store
                     scale, measured_at = store.importance_scale(), now
                     boiler = anchor_boilerplate(store) if settings.anchor_templates else set()
+                    remeasure = max(REMEASURE_SECONDS, (time.time() - began) / REMEASURE_SHARE)
                 measure = time.time() - began
                 started = time.monotonic()
                 try:
@@ -408,7 +417,7 @@ def _loop(data: DataDir, store: StoreReader, stop: threading.Event, status: Foll
                     continue
                 status.pending_targets = lane.pending()
                 _cut_done(data, store, status, report, manifest, began=began, measure=measure,
-                          targets=share is not None)
+                          targets=share is not None, cpu=time.process_time() - cpu0)
                 on_cut(cut_line(status, report))
     finally:
         merger.close()
@@ -416,7 +425,7 @@ def _loop(data: DataDir, store: StoreReader, stop: threading.Event, status: Foll
 
 def _cut_done(data: DataDir, store: StoreReader, status: FollowStatus, report: IndexReport,
               manifest: Manifest | None, *, began: float, measure: float,
-              targets: bool) -> None:
+              targets: bool, cpu: float) -> None:
     status.cuts += 1
     status.last_cut = time.time()
     status.last_cut_seconds = report.seconds
@@ -425,12 +434,12 @@ def _cut_done(data: DataDir, store: StoreReader, status: FollowStatus, report: I
     status.pending_pages, oldest = store.changes_after(report.last_seq)
     status.lag_seconds = max(0.0, time.time() - oldest) if oldest is not None else 0.0
     _from_manifest(status, manifest)
-    _record_cut(status, report, began=began, measure=measure, targets=targets)
+    _record_cut(status, report, began=began, measure=measure, targets=targets, cpu=cpu)
     write_status(data, status)
 
 
 def _record_cut(status: FollowStatus, report: IndexReport, *, began: float,
-                measure: float, targets: bool) -> None:
+                measure: float, targets: bool, cpu: float) -> None:
     """The cut's times into ``status.recent_cuts`` (the field's comment)."""
     cut = measure + report.publish_seconds
     status.recent_cuts.append({
@@ -438,6 +447,7 @@ def _record_cut(status: FollowStatus, report: IndexReport, *, began: float,
         "seq": report.last_seq, "measure": measure, "templates": report.template_seconds,
         "pages": report.pages_seconds, "finish": report.finish_seconds,
         "merges": max(0.0, report.seconds - report.publish_seconds),
+        "analyse": report.worker_busy_seconds, "cpu": cpu, "reused": report.reused,
         "documents": report.documents, "anchor_only": report.anchor_only,
         "targets": float(targets)})
     del status.recent_cuts[:-RECENT_CUTS]

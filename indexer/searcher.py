@@ -57,6 +57,7 @@ from websift.core.cache import Cache
 from websift.core.checked import open_consistent
 from websift.core.datadir import DataDir
 from websift.core.distinct import distinct, distinct_small
+from websift.core.id_set import IdSet
 from websift.indexer import bm25f
 from websift.indexer.analysis import Analyzer
 from websift.indexer.errors import IndexCorrupt
@@ -80,6 +81,7 @@ from websift.indexer.settings import (
     LANG_MIN_SHARE,
     MAX_QUERY_CHARS,
     N_FIELDS,
+    PRIOR_CACHE_BYTES,
     QUERY_LANG_ALTERNATES,
     SITE_MASK_CACHE_BYTES,
     SPARSE_SHARE,
@@ -261,8 +263,9 @@ class Searcher:
         self.index_settings = query_settings(self.segments)
         self.analyzer = Analyzer.of(self.index_settings)
         self._analyzers: dict[str, Analyzer] = {self.analyzer.lang: self.analyzer}
-        self._lang_ids: dict[str, np.ndarray] = {}
+        self._lang_ids: dict[str, IdSet] = {}
         self.unfetched = unfetched_ids(self.segments)  # pages known only from links
+        self._unfetched = IdSet(self.unfetched)
         self.index_langs: dict[str, int] = {}
         for seg in self.segments:
             for lang, n in seg.langs().items():
@@ -303,6 +306,9 @@ class Searcher:
         self._frags: Cache[tuple[int, int], StoredFragments] = Cache(
             FRAGMENT_CACHE_BYTES, StoredFragments.size)
         self._page_caches_owned = True
+        # (prior key, segment) -> the prior of each of the segment's pages (_segment_prior)
+        self._priors: Cache[tuple[Hashable, int], np.ndarray] = Cache(
+            PRIOR_CACHE_BYTES, lambda a: int(a.nbytes))
         self.postings = PostingStore(
             self.segments, self.live, self.coefficients, self.settings,
             norms_key=self.avg_lens.tobytes() + self.weights.tobytes() + self.b.tobytes())
@@ -452,7 +458,8 @@ class Searcher:
     def caches(self) -> dict[str, Cache[Any, Any]]:
         """The searcher's caches by name (for their counters and sizes)."""
         return {**self.postings.caches(), "texts": self._texts,
-                "site_masks": self._site_masks, "fragments": self._frags}
+                "site_masks": self._site_masks, "fragments": self._frags,
+                "priors": self._priors}
 
     def close(self) -> None:
         self.segments = []
@@ -460,6 +467,7 @@ class Searcher:
         self.coefficients = []
         self._other_norms = None
         self._site_masks.clear()
+        self._priors.clear()
         if self._page_caches_owned:
             self._texts.clear()
             self._frags.clear()
@@ -528,7 +536,7 @@ class Searcher:
         # must mean what the others' and one index's do (api/fanout.py merges them)
         if self.settings.fetched_prior > 0:
             prior, prior_bound, prior_key = with_fetched(
-                self.unfetched, self.settings.fetched_prior, prior, prior_bound, prior_key)
+                self._unfetched, self.settings.fetched_prior, prior, prior_bound, prior_key)
         site_only = not units and bool(pq.sites) and not pq.groups and not pq.required
         if (not units and not site_only) or not self.segments:
             return results
@@ -560,13 +568,15 @@ class Searcher:
                 return results
             segs, ords, text, doc_ids = found
             results.total = len(text)
-            prior_scores = (np.asarray(prior(doc_ids), dtype=np.float64) if prior is not None
-                            else np.zeros(len(doc_ids)))
+            prior_scores = self._prior_of(prior, prior_key, segs, ords, doc_ids)
         else:
             plan = Plan(units, idfs, pairs, pq.required, pq.excluded, site_masks, nosite_masks)
+            named = prior if prior is not None and prior_key is not None else None
             top = top_text(postings, plan, self.settings, want=offset + k, prior=prior,
                            prior_bound=0.0 if prior_bound is None else prior_bound,
-                           prior_key=prior_key, deadline=request.deadline)
+                           prior_key=prior_key, deadline=request.deadline,
+                           prior_table=None if named is None else (
+                               lambda si: self._segment_prior(named, prior_key, si)))
             segs, ords, text, prior_scores = top.segs, top.ords, top.text, top.prior
             results.total, results.total_exact = top.total, top.total_exact
             results.partial = top.partial
@@ -578,36 +588,71 @@ class Searcher:
         want = min(len(final), offset + k)
         if want <= 0:
             return results
-        def url_of(i: int) -> str:
-            return self.segments[int(segs[i])].head(int(ords[i]))["url"]
+        heads: dict[int, dict[str, str]] = {}  # stored heads read for this query
 
-        chosen = _top(final, want, url_of)
-        # ties by URL: one order whatever the URL IDs (shards of a partitioned crawl number
-        # their URLs apart, api/fanout.py merges their hits by score and URL)
-        chosen = np.asarray(sorted(chosen.tolist(), key=lambda i: (-final[i], url_of(i))),
-                            dtype=np.int64)[offset:]
+        def head_of(i: int) -> dict[str, str]:
+            found = heads.get(i)
+            if found is None:
+                found = heads[i] = self.segments[int(segs[i])].head(int(ords[i]))
+            return found
+
+        def url_of(i: int) -> str:
+            return head_of(i)["url"]
+
+        chosen = _ranked(final, _top(final, want, url_of), url_of)[offset:]
         maker = (SnippetMaker(set(terms), _raw_words(pq), analyzer) if request.snippets
                  else None)
         frag_ids = (self._fragments(segs[chosen], ords[chosen], idfs, postings)
                     if request.fragments else [None] * len(chosen))
-        known_only = (np.isin(doc_ids[chosen], self.unfetched).tolist() if len(self.unfetched)
+        known_only = (self._unfetched.contains(doc_ids[chosen]).tolist() if len(self.unfetched)
                       else [False] * len(chosen))
-        for i, frag, linked in zip(chosen.tolist(), frag_ids, known_only, strict=True):
-            si, o = int(segs[i]), int(ords[i])
-            seg = self.segments[si]
-            stored = seg.head(o)
+        # each hit's numbers as Python values, one conversion per array
+        columns = (chosen.tolist(), segs[chosen].tolist(), ords[chosen].tolist(),
+                   doc_ids[chosen].tolist(), final[chosen].tolist(), text[chosen].tolist(),
+                   np.asarray(prior_scores)[chosen].tolist(), frag_ids, known_only)
+        for i, si, o, doc_id, score, text_score, prior_score, frag, linked in zip(
+                *columns, strict=True):
+            stored = head_of(i)
             snippet, spans = (maker.make(*self._page_text(si, o)) if maker is not None
                               else ("", []))
             results.hits.append(Hit(
-                doc_id=int(doc_ids[i]), url=stored.get("url", ""),
+                doc_id=doc_id, url=stored.get("url", ""),
                 title=stored.get("title", "") or stored.get("url", ""),
-                snippet=snippet, highlights=spans, score=float(final[i]),
-                text_score=float(text[i]), prior_score=float(prior_scores[i]),
+                snippet=snippet, highlights=spans, score=score,
+                text_score=text_score, prior_score=prior_score,
                 explain=self._explain(si, o, units, idfs, postings, n_docs=n_docs,
                                       pairs=pairs) if request.explain else None,
                 fragment=frag, lang=stored.get("lang", ""),
                 fetched=not linked))
         return results
+
+    def _prior_of(self, prior: Prior | None, key: Hashable | None, segs: np.ndarray,
+                  ords: np.ndarray, doc_ids: np.ndarray) -> np.ndarray:
+        """``prior(doc_ids)`` of the matches (segment ``segs[i]``, ordinal ``ords[i]``), zeros
+        without a prior.  A prior with a key is read from its table of each segment's pages
+        (:meth:`_segment_prior`): the same floats (each page's prior is element-wise), one
+        gather instead of the prior's lookups and sigmoid over every match."""
+        if prior is None:
+            return np.zeros(len(doc_ids))
+        if key is None:
+            return np.asarray(prior(doc_ids), dtype=np.float64)
+        if len(self.segments) == 1:
+            return self._segment_prior(prior, key, 0)[ords]
+        out = np.empty(len(ords), dtype=np.float64)
+        for si in distinct_small(segs).tolist():
+            sel = segs == si
+            out[sel] = self._segment_prior(prior, key, si)[ords[sel]]
+        return out
+
+    def _segment_prior(self, prior: Prior, key: Hashable, si: int) -> np.ndarray:
+        """The prior of every page of segment ``si`` (by ordinal), kept under ``key`` (the
+        prior's name: IndexQuery.prior_key, with the searcher's language and fetched priors)."""
+        table = self._priors.get((key, si))
+        if table is None:
+            ids = np.asarray(self.segments[si].doc_ids, dtype=np.int64)
+            table = np.asarray(prior(ids), dtype=np.float64)
+            self._priors.put((key, si), table)
+        return table
 
     def _lang_prior(self, lang: str, prior: Prior | None, bound: float | None,
                     key: Hashable | None) -> tuple[Prior, float | None, Hashable | None]:
@@ -617,7 +662,7 @@ class Searcher:
         bonus = self.settings.lang_prior
 
         def with_lang(doc_ids: np.ndarray) -> np.ndarray:
-            extra = np.where(np.isin(doc_ids, ids), bonus, 0.0)
+            extra = np.where(ids.contains(doc_ids), bonus, 0.0)
             return extra if prior is None else np.asarray(prior(doc_ids)) + extra
 
         if prior is None:
@@ -625,9 +670,9 @@ class Searcher:
         return (with_lang, None if bound is None else bound + bonus,
                 None if key is None else (key, "lang", lang))
 
-    def _lang_docs(self, lang: str) -> np.ndarray:
-        """The URL IDs of the pages stored with language ``lang``, sorted (read once per
-        searcher and language from the segments' stored heads)."""
+    def _lang_docs(self, lang: str) -> IdSet:
+        """The URL IDs of the pages stored with language ``lang`` (read once per searcher and
+        language from the segments' stored heads)."""
         found = self._lang_ids.get(lang)
         if found is None:
             # English's pages include those of unknown language (analysed as English).
@@ -635,7 +680,7 @@ class Searcher:
             ids = [int(seg.doc_ids[o]) for seg in self.segments
                    if match & set(seg.langs()) for o in range(len(seg.doc_ids))
                    if seg.head(o)["lang"] in match]
-            found = self._lang_ids[lang] = np.array(sorted(ids), dtype=np.int64)
+            found = self._lang_ids[lang] = IdSet(np.array(ids, dtype=np.int64))
         return found
 
     def _analyzer(self, alang: str) -> Analyzer:
@@ -1024,6 +1069,20 @@ def _top(scores: np.ndarray, m: int, url_of: Callable[[int], str]) -> np.ndarray
     above = np.flatnonzero(scores > cut)
     ties = sorted(np.flatnonzero(scores == cut).tolist(), key=url_of)[: m - len(above)]
     return np.concatenate([above, np.asarray(ties, dtype=np.int64)])
+
+
+def _ranked(scores: np.ndarray, chosen: np.ndarray, url_of: Callable[[int], str]
+            ) -> np.ndarray:
+    """``chosen`` by descending score, ties by the smaller URL: one order whatever the URL IDs
+    (shards of a partitioned crawl number their URLs apart, api/fanout.py merges their hits by
+    score and URL).  The URLs are read only when two scores tie."""
+    picked = chosen.tolist()
+    values = scores[chosen].tolist()
+    if len(set(values)) == len(values):
+        order = [i for _, i in sorted(zip(values, picked, strict=True), key=lambda p: -p[0])]
+    else:
+        order = sorted(picked, key=lambda i: (-scores[i], url_of(i)))
+    return np.asarray(order, dtype=np.int64)
 
 
 def _raw_words(pq: ParsedQuery) -> list[str]:

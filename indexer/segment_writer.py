@@ -525,7 +525,7 @@ class SegmentWriter:
         shutil.rmtree(scratch, ignore_errors=True)
         terms = list(self.lexicon)
         # Words with no hit left (a merge drops dead documents) leave the lexicon.
-        order = [i for i in sorted(range(n_terms), key=terms.__getitem__) if lex[i, DF] > 0]
+        order = sorted(np.flatnonzero(lex[:, DF] > 0).tolist(), key=terms.__getitem__)
         n_terms = len(order)
         encoded = [terms[i].encode("utf-8", "surrogatepass") for i in order]
         offsets = np.zeros(n_terms + 1, dtype=np.int64)

@@ -173,12 +173,19 @@ FOLLOW_POLL_SECONDS = 0.25
 # cuts of their own of at most FOLLOW_TARGETS_SHARE pages, between the fetched pages' cuts.
 FOLLOW_TARGETS_SECONDS = 30.0
 FOLLOW_TARGETS_SHARE = 1_000
+# Each of the follower's analysers keeps the fields of the pages it analysed last, up to this
+# many characters (indexer/recent_fields.py): a link target indexed again for its anchor texts
+# alone is not read, parsed and identified again.
+FOLLOW_RECENT_CHARS = 48_000_000
 STATUS_SECONDS = 2.0  # least time between two status files written while no cut is made
 STORE_WAIT_SECONDS = 30.0  # a crawl store that is there but unreadable this long is an error
 # How long a follower reuses what it measures over the whole store between cuts (the factor that
 # scales OPIC importance to mean one: a scan of the urls table; the hosts' navigation anchor
 # texts: a scan of the links): both move slowly as the crawl goes on.
 REMEASURE_SECONDS = 60.0
+# ... or less often, so that measuring takes at most this share of the follower's time (both
+# scans grow with the store: a second or so at 100,000 links, a minute at millions).
+REMEASURE_SHARE = 0.05
 
 # ---------------------------------------------------------------- segments
 ENCODE_IN_FLIGHT = 1  # postings chunks waiting per bit-packing process at the end of a run
@@ -259,6 +266,7 @@ PAIRS_CACHE_BYTES = int(float(os.environ.get("WEBSIFT_PAIRS_CACHE_MB", "128")) *
 PHRASES_CACHE_BYTES = 16 << 20  # the pages holding recent phrases of several words
 TEXT_CACHE_BYTES = 32 << 20  # recent pages' texts (and their lower case), for snippets
 FRAGMENT_CACHE_BYTES = 16 << 20  # recent pages' fragments (and their keys' terms), for hits
+PRIOR_CACHE_BYTES = 64 << 20  # each page's prior under recent prior keys (8 bytes a page)
 # Document masks of recent site: filters (one bool per document of each segment).  The keys
 # come from users (any host name), so this must be bounded: 16 MiB holds the masks of 16
 # filters on a million-document index, of thousands on a small one; a miss costs one pass

@@ -173,7 +173,8 @@ def _ranges(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
 class _Evaluation:
     def __init__(self, postings: QueryPostings, plan: Plan, settings: BM25FSettings, *,
                  want: int, prior: Prior | None, prior_bound: float, deadline: float | None,
-                 prior_key: Hashable | None = None) -> None:
+                 prior_key: Hashable | None = None,
+                 prior_table: Callable[[int], np.ndarray] | None = None) -> None:
         self.postings = postings
         self.plan = plan
         self.settings = settings
@@ -181,6 +182,7 @@ class _Evaluation:
         self.prior = prior
         self.prior_bound = prior_bound if prior is not None else 0.0
         self.prior_key = prior_key if prior is not None else None
+        self.prior_table = prior_table if prior is not None else None
         self.deadline = deadline
         st = settings
         self.pair_bonus = [st.proximity_weight * min(plan.idfs[a], plan.idfs[b])
@@ -242,6 +244,8 @@ class _Evaluation:
         """The prior of each of ``docs`` (ordinals of segment ``si``); zeros without one."""
         if self.prior is None:
             return np.zeros(len(docs))
+        if self.prior_table is not None:
+            return self.prior_table(si)[docs]
         return np.asarray(self.prior(self.postings.doc_ids(si, docs)), dtype=np.float64)
 
     def _drive_by_required(self) -> None:
@@ -796,13 +800,16 @@ def _take(p: _Pending, mask: np.ndarray) -> _Pending:
 
 def top_text(postings: QueryPostings, plan: Plan, settings: BM25FSettings, *, want: int,
              prior: Prior | None, prior_bound: float, deadline: float | None,
-             prior_key: Hashable | None = None) -> TopText:
+             prior_key: Hashable | None = None,
+             prior_table: Callable[[int], np.ndarray] | None = None) -> TopText:
     """Every match that can be among the top ``want`` by text score plus ``prior`` (at most
     ``prior_bound``), with exact text scores and priors (module docstring).  ``prior_key``:
     names the prior (the same key, the same function), so per-block prior maxima are kept
-    with the cached lists."""
+    with the cached lists.  ``prior_table``: segment -> ``prior`` of each of its pages by
+    ordinal (the searcher's table of a named prior), read instead of calling ``prior``."""
     return _Evaluation(postings, plan, settings, want=want, prior=prior,
-                       prior_bound=prior_bound, deadline=deadline, prior_key=prior_key).run()
+                       prior_bound=prior_bound, deadline=deadline, prior_key=prior_key,
+                       prior_table=prior_table).run()
 
 
 def proximity_bonus(postings: QueryPostings, settings: BM25FSettings,

@@ -78,7 +78,8 @@ _PR_SET_PDEATHSIG = 1  # prctl(2)
 
 def _serve(warc_dir: Path, memo_tokens: int, inbox: Any, outbox: Any, parent: int, *,
            settings: IndexSettings, templates: dict[str, frozenset[int]] | None = None,
-           quiet_signals: bool = False, parsed: dict[int, ParsedPage] | None = None) -> None:
+           quiet_signals: bool = False, parsed: dict[int, ParsedPage] | None = None,
+           recent_chars: int = 0) -> None:
     """A worker's loop: batches in, analysed batches out, until told to stop.  ``settings``:
     the run's, handed over (a worker never reads the environment)."""
     # Killed with the run, wherever it waits: a run killed while it wrote a batch into the
@@ -89,7 +90,8 @@ def _serve(warc_dir: Path, memo_tokens: int, inbox: Any, outbox: Any, parent: in
     if quiet_signals:  # the run that forked it decides when to stop (``websift index --follow``)
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    analyser = BatchAnalyser(warc_dir, settings, memo_tokens, templates, parsed)
+    analyser = BatchAnalyser(warc_dir, settings, memo_tokens, templates, parsed,
+                             recent_chars=recent_chars)
     # Results nobody reads must not hold the process at exit (a queue's feeder thread would
     # wait for room in the pipe forever).
     outbox.cancel_join_thread()
@@ -126,11 +128,14 @@ class AnalyserPool:
                  settings: IndexSettings, *, memo_tokens: int = WORKER_MEMO_TOKENS,
                  templates: dict[str, frozenset[int]] | None = None,
                  quiet_signals: bool = False,
-                 parsed: dict[int, ParsedPage] | None = None) -> None:
+                 parsed: dict[int, ParsedPage] | None = None,
+                 recent_chars: int = 0) -> None:
         """``quiet_signals``: the workers ignore SIGINT and SIGTERM (a terminal's Ctrl-C or a
         supervisor's stop reaches the whole process group): this process stops them.
         ``parsed``: pages parsed already (the template samples), by URL ID: the analysers
-        use them instead of parsing those pages again (forked: inherited, not pickled)."""
+        use them instead of parsing those pages again (forked: inherited, not pickled).
+        ``recent_chars``: each analyser keeps the fields of the pages it analysed last, up to
+        this many characters (indexer/recent_fields.py: a pool serving many segments)."""
         self.procs = max(1, procs)
         self.lexicon = lexicon
         self._local: BatchAnalyser | None = None
@@ -149,7 +154,8 @@ class AnalyserPool:
         self.busy_seconds = self.idle_seconds = self.wait_seconds = 0.0
         self._ahead = BodyReader(warc_dir)  # prefetches the records of the batches queued
         if self.procs == 1:
-            self._local = BatchAnalyser(warc_dir, settings, memo_tokens, templates, parsed)
+            self._local = BatchAnalyser(warc_dir, settings, memo_tokens, templates, parsed,
+                                        recent_chars=recent_chars)
             return
         load_identifier()  # once here, not once per worker: the forked workers inherit it
         ctx = multiprocessing.get_context("fork")
@@ -158,7 +164,8 @@ class AnalyserPool:
             # Forked: the templates and settings are inherited, not pickled.
             p = ctx.Process(target=_serve, args=(warc_dir, memo_tokens, inbox, outbox, os.getpid()),
                             kwargs={"settings": settings, "templates": templates,
-                                    "quiet_signals": quiet_signals, "parsed": parsed},
+                                    "quiet_signals": quiet_signals, "parsed": parsed,
+                                    "recent_chars": recent_chars},
                             daemon=True)
             p.start()
             self._procs.append(p)

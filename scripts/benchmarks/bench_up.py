@@ -599,7 +599,7 @@ def breakdown(up: UpRun) -> list[tuple[str, str]]:
             for i, (name, v) in enumerate(zip(STAGES, stages, strict=True))]
     if cuts:
         gaps = [b["began"] - a["began"] for a, b in itertools.pairwise(cuts)]
-        phases = ("measure", "templates", "pages", "finish", "merges")
+        phases = ("measure", "templates", "pages", "analyse", "finish", "merges", "cpu")
         rows.append(("  cuts: between two starts p50 / max; merges p50 / max (s)",
                      f"{pct(gaps, .5):.1f} / {max(gaps, default=0):.1f}; "
                      f"{pct([c['merges'] for c in cuts], .5):.1f} / "
@@ -609,10 +609,11 @@ def breakdown(up: UpRun) -> list[tuple[str, str]]:
             if not these:
                 continue
             rows.append((f"  {lane}'s phases, mean (s; {len(these)} cuts)", ", ".join(
-                f"{p} {sum(c[p] for c in these) / len(these):.1f}" for p in phases)))
-            rows.append((f"  {lane}'s documents, mean: full / anchor-only", " / ".join(
+                f"{p} {sum(c.get(p, 0.0) for c in these) / len(these):.1f}" for p in phases)))
+            rows.append((f"  {lane}'s documents, mean: full / anchor-only / full from kept "
+                         "fields", " / ".join(
                 f"{sum(c.get(k, 0) for c in these) / len(these):.0f}"
-                for k in ("documents", "anchor_only"))))
+                for k in ("documents", "anchor_only", "reused"))))
     return rows
 
 

@@ -337,3 +337,23 @@ def test_phrases_checked_candidate_by_candidate_or_over_every_page_holding_the_w
                     assert np.array_equal(docs, reference.postings.query().phrase_docs(
                         phrase, si)), q
     assert (held > 0) == over_all
+
+
+@pytest.mark.parametrize("exhaustive", [True, False])
+def test_a_named_prior_read_from_its_table_gives_the_same_floats(tmp_path: Path,
+                                                                 exhaustive: bool) -> None:
+    """Both paths read a named prior from a table of each segment's pages, filled on its
+    first use: the very floats of the prior over the matches (the pruned path's candidates
+    and its blocks' largest priors), key or no key (the searcher's language and fetched
+    priors are layered on it, as on every query)."""
+    s = _searcher(tmp_path, 5, 300)
+    for q in SPARSE_QUERIES:
+        answers = []
+        for key in (None, "named", "named"):  # computed per query, the table filled, read
+            r = s.search(IndexQuery(q, k=15, offset=2, snippets=False, exhaustive=exhaustive,
+                                    prior=_big_prior, prior_bound=BIG_W, prior_key=key))
+            answers.append((r.total, [(h.doc_id, h.score, h.text_score, h.prior_score)
+                                      for h in r.hits]))
+        assert answers[0] == answers[1] == answers[2], q
+    assert len(s.caches()["priors"]) == len(s.segments)
+    assert s.caches()["priors"].hits > 0
