@@ -196,6 +196,8 @@ class Analyzer:
 
     def analyse_token(self, token: str) -> _Analysed:
         """Terms, offsets and width of one lower-cased raw token (not memoised)."""
+        if token.isascii() and token.isalnum():  # a plain word (most): no symbols, no CJK
+            return self._plain(token)
         if self.operators and _SYMBOLS_FULL.match(token):
             # No width: the next word keeps its position (phrases and proximity as before).
             return ((token,), (0,), 0) if len(token) <= MAX_SYMBOLS_ONLY else ((), (), 0)

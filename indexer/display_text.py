@@ -17,16 +17,20 @@ from collections.abc import Set as AbstractSet
 from websift.indexer.template_keys import LINK, MARK, Block
 
 GLUE = "\x1f"  # between two text nodes (an ASCII unit separator: whitespace to str.split)
-# A link whose text is only a permalink mark, and permalink marks standing alone.
-_PERMALINK = re.compile(f"{LINK}[\\s{GLUE}]*[¶#§⚓🔗]?[\\s{GLUE}]*{LINK}|¶")
+# A link whose text is only a permalink mark (permalink marks standing alone: "¶").
+_PERMALINK = re.compile(f"{LINK}[\\s{GLUE}]*[¶#§⚓🔗]?[\\s{GLUE}]*{LINK}")
 
 
 def shown_text(marked: str) -> str:
     """Text with block and link marks and GLUE between text nodes (a scope's, or one block
     element's) as shown: permalink marks out, text nodes joined, whitespace normalised (the
-    block marks are whitespace to ``str.split``)."""
-    if "¶" in marked or LINK in marked:
+    block marks are whitespace to ``str.split``).  The permalink links go first (a pattern
+    that starts with the link mark, which the regex engine looks for as a literal), then a
+    lone "¶" is a space: as one pattern with both, which tries each character, but faster."""
+    if LINK in marked:
         marked = _PERMALINK.sub(" ", marked).replace(LINK, "")
+    if "¶" in marked:
+        marked = marked.replace("¶", " ")
     return " ".join(marked.replace(GLUE, "").split())
 
 

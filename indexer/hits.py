@@ -237,7 +237,10 @@ class HitMaker:
 
     def _learn_chunk(self, chunk: str) -> int:
         """The code of a whitespace-separated chunk: its raw tokens' analyses laid end to end
-        (``os.path,`` is the token ``os.path``; ``f(x)`` two tokens; ``--`` none, no width)."""
+        (``os.path,`` is the token ``os.path``; ``f(x)`` two tokens; ``--`` none, no width).
+        A chunk of ASCII letters and digits (most) is one raw token, itself: no regex."""
+        if chunk.isascii() and chunk.isalnum():
+            return self._learn(chunk)
         raws = self.analyzer.token_re.findall(chunk)
         if len(raws) == 1 and raws[0] == chunk:
             return self._learn(chunk)

@@ -143,7 +143,9 @@ def _inside_invisible(node: LexborNode) -> bool:
     return False
 
 
-_TAG = re.compile(rb"<(/?)([a-zA-Z][a-zA-Z0-9]*)[^>]*?(/?)>")
+# A tag: "/" for an end tag, its name, and the slashes that end a self-closed one.  Greedy,
+# so a tag costs one scan to its ">" (a lazy ``[^>]*?(/?)>`` tries the end at every character).
+_TAG = re.compile(rb"<(/?)([a-zA-Z][a-zA-Z0-9]*)(?:[^>]*[^>/])?(/*)>")
 _VOID = frozenset(b"area base br col embed hr img input link meta param source track wbr".split())
 
 

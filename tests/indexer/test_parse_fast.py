@@ -3,6 +3,7 @@ words of a block, its blocks and template keys, and the per-thread CSS engine.""
 
 from __future__ import annotations
 
+import re
 import threading
 
 from hypothesis import given, settings
@@ -10,6 +11,7 @@ from hypothesis import strategies as st
 from selectolax.lexbor import LexborHTMLParser
 
 from websift.core.html import squash
+from websift.indexer.display_text import GLUE, shown_text
 from websift.indexer.html_nodes import css
 from websift.indexer.parse import parse_html
 from websift.indexer.template_keys import (
@@ -28,13 +30,17 @@ from websift.indexer.template_keys import (
 _CHARS = st.sampled_from([*"ab_-.,:é1 \t\n\u00a0\u2028()*Z\u0661\u00b2\u2167😀", LINK, MARK])
 
 
-def _reference_blocks(raw: str) -> list[Block]:
-    """The blocks as parse_html made them before :func:`page_blocks` (one part at a time)."""
+def _reference_blocks(raw: str, starts: list[int] | None = None) -> list[Block]:
+    """The blocks as parse_html made them before :func:`page_blocks` (one part at a time);
+    ``starts`` gets the index of each non-blank part's first block."""
     out: list[Block] = []
-    for part in (item for block in raw.split(MARK) for item in _link_items(block)):
-        text = squash(part)
-        if text:
-            out.append(Block(text, h := squashed_hash(text), _template_key(part, h)))
+    for block in raw.split(MARK):
+        if block.strip() and starts is not None:
+            starts.append(len(out))
+        for part in _link_items(block):
+            text = squash(part)
+            if text:
+                out.append(Block(text, h := squashed_hash(text), _template_key(part, h)))
     return out
 
 
@@ -54,7 +60,10 @@ def test_blocks_equal_the_part_by_part_definition(parts: list[tuple[str, bool, b
     # navigation-shaped blocks, paragraphs with links, empty blocks and links alike.
     raw = "".join(f"{LINK}{p}{LINK}" if link else p + (MARK if mark else "")
                   for p, link, mark in parts)
-    assert page_blocks(raw) == _reference_blocks(raw)
+    starts: list[int] = []
+    want: list[int] = []
+    assert page_blocks(raw, starts) == _reference_blocks(raw, want)
+    assert starts == want
 
 
 def test_blocks_of_a_navigation_and_a_paragraph() -> None:
@@ -96,3 +105,14 @@ def test_parse_unchanged_by_the_shared_engine() -> None:
     assert first.headings == "Top"
     assert first.body == "Top one two three x the x"
     assert [f.id for f in first.fragments] == ["term-x", "top"]
+
+
+_SHOWN_DEFINITION = re.compile(f"{LINK}[\\s{GLUE}]*[¶#§⚓🔗]?[\\s{GLUE}]*{LINK}|¶")
+
+
+@given(st.text(st.sampled_from([*"a #§¶\n\u00a0", LINK, MARK, GLUE]), max_size=40))
+@settings(max_examples=400)
+def test_shown_text_equals_its_one_pattern_definition(marked: str) -> None:
+    # Permalink links, then lone pilcrows, against the one alternation that defines them.
+    want = " ".join(_SHOWN_DEFINITION.sub(" ", marked).replace(LINK, "").replace(GLUE, "").split())
+    assert shown_text(marked) == want

@@ -4,11 +4,13 @@ MAX_LEXBOR_DEPTH, as lexbor's time grows with the nesting (indexer/parse.py)."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from websift.indexer.parse import nesting_bound, parse_html
+from websift.indexer.parse import _TAG, nesting_bound, parse_html
 from websift.indexer.settings import MAX_LEXBOR_DEPTH, MAX_LEXBOR_TAGS, IndexSettings
 
 
@@ -63,3 +65,15 @@ def test_the_nesting_bound_of_well_formed_html_is_its_depth(tree: tuple[str, int
     assert nesting_bound(html.encode()) == depth
     # A closing tag left out (HTML allows it for <p>, <li>) only raises the bound.
     assert nesting_bound(html.replace("</p>", "").encode()) >= depth
+
+
+_LAZY_TAG = re.compile(rb"<(/?)([a-zA-Z][a-zA-Z0-9]*)[^>]*?(/?)>")  # the tag's definition
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=40) | st.text("<>/ a=b'\"pBR1\n", max_size=40).map(str.encode))
+def test_the_tag_scan_finds_the_tags_of_its_definition(body: bytes) -> None:
+    # The greedy scan (one pass to each ">") against the lazy pattern: the same tags, names
+    # and self-closing slash (its truthiness is all nesting_bound reads).
+    got = [(c, n, bool(s)) for c, n, s in _TAG.findall(body)]
+    assert got == [(c, n, bool(s)) for c, n, s in _LAZY_TAG.findall(body)]
