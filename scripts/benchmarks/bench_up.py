@@ -830,7 +830,7 @@ def main() -> int:
         shutil.rmtree(run_dir, ignore_errors=True)
         drop_sitemaps(web)
     codes = [report(args, pages=pages, alone_s=alone_s, alone_ends=alone_ends, up=up,
-                    idle=idle, edits=edits) for up, idle, edits in runs]
+                    idles=idle, edits=edits) for up, idle, edits in runs]
     return max(codes)
 
 
