@@ -606,7 +606,8 @@ def _templates(data: DataDir, store: StoreReader, ids: np.ndarray, report: Index
                 if not reuse:
                     sampler.offer(host, page.id, page, page.url)
     if reuse and need:  # a new host in an incremental run: sampled from all its stored pages
-        for page in store.pages(FETCHED):
+        hids = [h for h, origin in store.host_origins().items() if host_of(origin) in need]
+        for page in store.pages_of_hosts(hids, FETCHED):
             host = host_of(page.url)
             if host in need and _full(page):
                 sampler.offer(host, page.id, page, page.url)
