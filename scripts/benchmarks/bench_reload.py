@@ -228,6 +228,7 @@ def figures(samples: list[Sample], holder: SnapshotHolder, swap_seconds: float
         out.update({f"{name}_n": float(len(xs)), f"{name}_p50": pct(xs, 50),
                     f"{name}_p99": pct(xs, 99)})
     out["reloads"] = float(holder.reloads)
+    out["reload_failures"] = float(sum(holder.reload_failures.values()))
     out["reload_thread_cpu"] = holder.reload_cpu_seconds
     out["swap_seconds"] = swap_seconds
     times = getattr(holder, "reload_times", None)  # a checkout without it (--against)
@@ -244,9 +245,10 @@ def report(f: dict[str, float]) -> None:
         print(f"| {name} | {f[key + '_n']:.0f} | {f[key + '_p50']:.1f} | {f[key + '_p99']:.1f} | "
               f"{f[key + '_p99'] / f['idle_p99']:.2f}x |")
     reloads, cpu = f["reloads"], f["reload_thread_cpu"]
-    print(f"\nreloads {reloads:.0f}; the reload thread's CPU {1000 * cpu / max(reloads, 1):.0f} "
-          f"ms a reload, {100 * cpu / max(f['swap_seconds'], 1e-9):.0f}% of one core over the "
-          "swaps phases")
+    busy = 100 * cpu / max(f["swap_seconds"], 1e-9)
+    print(f"\nreloads {reloads:.0f}, reload failures {f['reload_failures']:.0f}; the reload "
+          f"thread's CPU {1000 * cpu / max(reloads, 1):.0f} ms a reload, {busy:.0f}% of one "
+          "core over the swaps phases")
     if "swap_count" in f:
         n = max(f["swap_count"], 1.0)
         phases = ", ".join(f"{k.removeprefix('swap_').removesuffix('_total')} "

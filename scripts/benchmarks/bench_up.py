@@ -42,7 +42,9 @@ how many bytes merges write.
      classed by whether it overlapped a cut with its merges (``last_cut`` and
      ``last_cut_seconds`` of each cut in ``follow-status.json``, read every 0.1 s) or not.
      The idle figure: after ``up`` stopped, ``websift serve`` alone over the final index for
-     ``--idle`` seconds, the same queries.
+     ``--idle`` seconds, the same queries; then ``--idle`` seconds more with the probe's
+     queries of the run's last ``--idle`` seconds replayed beside them at their pace (the
+     probe's own load on up's server, without the crawl, cuts or merges).
    - Merges: bytes merges wrote over the run / the final index's bytes, from the indexer's
      ``follow-status.json`` (``merge_bytes``, ``index_bytes``).
    - Where a page's lag goes, for the pages fetched once and found: fetch (nginx's log) to
@@ -372,6 +374,7 @@ class Probe:
     asked: int = 0
     errors: int = 0
     last_look: float = 0.0  # when the log was last read
+    sent: list[tuple[float, str]] = field(default_factory=list)  # (time, query string) asked
 
     def read_log(self) -> None:
         self.last_look = time.time()
@@ -418,6 +421,7 @@ class Probe:
         q = urllib.parse.urlencode({"q": " OR ".join(words), "k": len(words)})
         self.asked += 1
         asked_at = time.time()
+        self.sent.append((asked_at, q))
         for _, target in batch:
             target.asked_cut, target.asked_at = cuts, asked_at
         try:
@@ -463,6 +467,37 @@ class Queries:
                 self.failed += 1  # no index yet, or busy: not a measurement
                 continue
             self.done.append((t0, time.time() - t0))
+
+    def start(self) -> threading.Thread:
+        thread = threading.Thread(target=self.run, daemon=True)
+        thread.start()
+        return thread
+
+
+@dataclass
+class Replay:
+    """The probe's queries of the run's last ``seconds`` sent again at their own pace, in a
+    loop: the idle index serves the same measuring load as the index under up."""
+
+    port: int
+    sent: list[tuple[float, str]]
+    stop: threading.Event = field(default_factory=threading.Event)
+
+    def run(self) -> None:
+        if not self.sent:
+            return
+        first = self.sent[0][0]
+        while not self.stop.is_set():
+            t0 = time.time()
+            for at, q in self.sent:
+                if self.stop.wait(max(0.0, (at - first) - (time.time() - t0))):  # their pace
+                    return
+                try:
+                    with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/search?{q}",
+                                                timeout=10) as r:
+                        r.read()
+                except OSError:
+                    continue  # a load, not a measurement
 
     def start(self) -> threading.Thread:
         thread = threading.Thread(target=self.run, daemon=True)
@@ -703,19 +738,31 @@ def crawl_alone(web: Web, server: Nginx, data: Path, args: argparse.Namespace,
     return ends
 
 
-def idle_queries(data: Path, words: list[str], seconds: float) -> list[float]:
-    """The same queries to the final index served alone (nothing crawled, cut or merged)."""
+def idle_queries(data: Path, words: list[str], seconds: float,
+                 probe_sent: list[tuple[float, str]]) -> tuple[list[float], list[float]]:
+    """The same queries to the final index served alone (nothing crawled, cut or merged):
+    for ``seconds`` alone, then ``seconds`` with the probe's queries of the run's last
+    ``seconds`` replayed at their pace beside them (the measuring load up's server had)."""
     server = ServeProcess(data)
+    out: list[list[float]] = []
     try:
         server.wait_ready()
-        queries = Queries(server.port, words)
-        client = queries.start()
-        queries.stop.wait(seconds)  # the length of the measurement
-        queries.stop.set()
-        client.join(timeout=30)
+        for replayed in (False, True):
+            queries = Queries(server.port, words)
+            end = probe_sent[-1][0] if probe_sent else 0.0
+            replay = Replay(server.port, [x for x in probe_sent if x[0] >= end - seconds])
+            loader = replay.start() if replayed else None
+            client = queries.start()
+            queries.stop.wait(seconds)  # the length of the measurement
+            queries.stop.set()
+            replay.stop.set()
+            client.join(timeout=30)
+            if loader is not None:
+                loader.join(timeout=30)
+            out.append([s for _, s in queries.done])
     finally:
         server.stop()
-    return [s for _, s in queries.done]
+    return out[0], out[1]
 
 
 def main() -> int:
@@ -759,7 +806,7 @@ def main() -> int:
     run_dir = Path(tempfile.mkdtemp(prefix="websift-bench-up-"))
     checkouts = [(f"--against {other}", other.resolve()) for other in args.against] + [
         ("this checkout", REPO)]
-    runs: list[tuple[UpRun, list[float], Edits]] = []
+    runs: list[tuple[UpRun, tuple[list[float], list[float]], Edits]] = []
     if args.sitemaps:
         publish_sitemaps(web)
     try:
@@ -775,7 +822,8 @@ def main() -> int:
                 finally:
                     edits.restore()
                 up.label = label
-                idle = idle_queries(run_dir / f"up{i}", up.queries.words, args.idle)
+                idle = idle_queries(run_dir / f"up{i}", up.queries.words, args.idle,
+                                    up.probe.sent)
                 runs.append((up, idle, edits))
                 shutil.rmtree(run_dir / f"up{i}", ignore_errors=True)
     finally:
@@ -787,7 +835,8 @@ def main() -> int:
 
 
 def report(args: argparse.Namespace, *, pages: int, alone_s: float, alone_ends: list[float],
-           up: UpRun, idle: list[float], edits: Edits) -> int:
+           up: UpRun, idles: tuple[list[float], list[float]], edits: Edits) -> int:
+    idle, idle_probed = idles
     probe = up.probe
     lags = [t.found - t.start for t in probe.pages.values() if t.found is not None]
     new_fetched = [probe.pages[k].start - w for k, w in edits.new.items() if k in probe.pages]
@@ -813,7 +862,9 @@ def report(args: argparse.Namespace, *, pages: int, alone_s: float, alone_ends: 
     amp = (f"{st.merge_bytes / 1e6:.1f} MB / {st.index_bytes / 1e6:.1f} MB = "
            f"{st.merge_bytes / st.index_bytes:.2f} ({st.merges} merges; cuts wrote "
            f"{st.cut_bytes / 1e6:.1f} MB)") if st is not None and st.index_bytes else "-"
-    q_ratio = (f" ({pct(cutting, .99) / pct(idle, .99):.2f}x idle p99)"
+    q_ratio = (f" ({pct(cutting, .99) / pct(idle, .99):.2f}x idle p99"
+               + (f", {pct(cutting, .99) / pct(idle_probed, .99):.2f}x idle with the probe"
+                  if idle_probed else "") + ")"
                if cutting and idle else "")
     rows = [
         ("pages fetched by up / found by the probe",
@@ -844,6 +895,9 @@ def report(args: argparse.Namespace, *, pages: int, alone_s: float, alone_ends: 
          f"{pct(between, .5) * 1e3:.1f} / {pct(between, .99) * 1e3:.1f} ({len(between)})"),
         ("query p50 / p99 idle index, served alone (ms)",
          f"{pct(idle, .5) * 1e3:.1f} / {pct(idle, .99) * 1e3:.1f} ({len(idle)})"),
+        ("the same with the probe's queries replayed beside them (ms)",
+         f"{pct(idle_probed, .5) * 1e3:.1f} / {pct(idle_probed, .99) * 1e3:.1f} "
+         f"({len(idle_probed)})"),
         ("bytes written by merges / final index size", amp),
         ("up's exit status after SIGTERM", str(up.exit_code)),
         ("where a page's fetch-to-searchable time went", ""),
@@ -866,6 +920,7 @@ def report(args: argparse.Namespace, *, pages: int, alone_s: float, alone_ends: 
           f"rate_alone={alone_rate:.2f} rate_up={up_rate:.2f} cuts={len(up.cuts)} "
           f"q_cut_p50={pct(cutting, .5):.4f} q_cut_p99={pct(cutting, .99):.4f} "
           f"q_idle_p50={pct(idle, .5):.4f} q_idle_p99={pct(idle, .99):.4f} "
+          f"q_probed_p99={pct(idle_probed, .99):.4f} "
           f"write_amplification={wa:.2f} up_exit={up.exit_code}")
     return 0 if up.exit_code == 0 else 1
 
