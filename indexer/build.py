@@ -527,8 +527,7 @@ def _cut(data: DataDir, store: StoreReader, manifest: Manifest | None, tmp: Path
     # waiting on a lock no thread of it will release (fork copies locks, not threads).
     # The sampled pages' parses, for the page loop of a pool started here or of a running
     # pool that analyses in this process (a running pool's workers were forked before them).
-    parsed: Parsed | None = \
-        {} if pool is None or pool.in_process else None
+    parsed: Parsed | None = {} if pool is None or pool.in_process else None
     templates = _templates(data, store, cand, report, say, reuse=(mode == "incremental"),
                            procs=procs if pool is None else 1, meanwhile=measure_boilerplate,
                            settings=settings, keep=parsed, foreign=foreign)
@@ -689,7 +688,7 @@ def template_samples(warc_dir: Path, store: StoreReader,
 
 # (URL ID, URL, type, WARC location) of each sampled page
 _Sample = list[tuple[int, str, str | None, tuple[str, int, int]]]
-# The template keys of each page, the pages not read, and the parses kept (by URL ID)
+# The template keys of each page, the pages not read, and the parses kept
 _Measure = tuple[list[tuple[str, set[int]]], int, Parsed]
 
 
