@@ -64,7 +64,15 @@ from websift.indexer.anchors import (
     in_anchors_many,
     redirect_aliases,
 )
-from websift.indexer.docbatch import ANCHOR_ONLY, FULL, WARC_ERROR, AnalysedBatch, DocJob, host_of
+from websift.indexer.docbatch import (
+    ANCHOR_ONLY,
+    FULL,
+    WARC_ERROR,
+    AnalysedBatch,
+    DocJob,
+    Parsed,
+    host_of,
+)
 from websift.indexer.errors import IndexBusy, IndexCorrupt, IndexInterrupted, IndexMissing
 from websift.indexer.liveness import live_count, live_masks
 from websift.indexer.manifest import (
@@ -81,7 +89,7 @@ from websift.indexer.merge_policy import (
     SegmentSize,
     find_merges,
 )
-from websift.indexer.parse import ParsedPage, parse_html
+from websift.indexer.parse import parse_html
 from websift.indexer.progress import PageMeter, pages_to_index
 from websift.indexer.removal_masks import removed_live_ids
 from websift.indexer.segment import SegmentReader, other_settings, query_settings
@@ -517,12 +525,14 @@ def _cut(data: DataDir, store: StoreReader, manifest: Manifest | None, tmp: Path
     # Beside a running pool (``--follow``) the samples are parsed here: forking a second pool
     # while the running one's queue and prefetch threads hold locks can leave a forked child
     # waiting on a lock no thread of it will release (fork copies locks, not threads).
-    # The sampled pages' parses, for the page loop of a pool started here (a running pool's
-    # workers were forked before them).
-    parsed: dict[int, ParsedPage] | None = {} if pool is None else None
+    # The sampled pages' parses, for the page loop of a pool started here or of a running
+    # pool that analyses in this process (a running pool's workers were forked before them).
+    parsed: Parsed | None = {} if pool is None or pool.in_process else None
     templates = _templates(data, store, cand, report, say, reuse=(mode == "incremental"),
                            procs=procs if pool is None else 1, meanwhile=measure_boilerplate,
                            settings=settings, keep=parsed, foreign=foreign)
+    if pool is not None and parsed:  # an incremental run samples pages beyond this cut too
+        parsed = _only(parsed, cand)
     report.anchor_boilerplate = len(boiler)
     report.template_seconds = time.monotonic() - t0
     t0 = time.monotonic()
@@ -535,7 +545,7 @@ def _cut(data: DataDir, store: StoreReader, manifest: Manifest | None, tmp: Path
             parsed=parsed)
         del parsed  # the pool holds them (and drops each when it is used)
     else:
-        pool.rebind(writer.lexicon, templates.keys())
+        pool.rebind(writer.lexicon, templates.keys(), parsed)
         running = nullcontext(pool)
     with running as workers:
         busy, idle, wait = workers.busy_seconds, workers.idle_seconds, workers.wait_seconds
@@ -570,7 +580,7 @@ def _templates(data: DataDir, store: StoreReader, ids: np.ndarray, report: Index
                say: Callable[[str], None], *, reuse: bool, procs: int = 1,
                meanwhile: Callable[[], None] = lambda: None,
                settings: IndexSettings = DEFAULT_INDEX_SETTINGS,
-               keep: dict[int, ParsedPage] | None = None,
+               keep: Parsed | None = None,
                foreign: ForeignAnchors | None = None) -> Templates:
     """Each host's template (indexer/templates.py): the stored measure of the hosts it has
     (``reuse``: an incremental run), a new one for the others from a sample of the candidate
@@ -595,7 +605,8 @@ def _templates(data: DataDir, store: StoreReader, ids: np.ndarray, report: Index
                 if not reuse:
                     sampler.offer(host, page.id, page, page.url)
     if reuse and need:  # a new host in an incremental run: sampled from all its stored pages
-        for page in store.pages(FETCHED):
+        hids = [h for h, origin in store.host_origins().items() if host_of(origin) in need]
+        for page in store.pages_of_hosts(hids, FETCHED):
             host = host_of(page.url)
             if host in need and _full(page):
                 sampler.offer(host, page.id, page, page.url)
@@ -636,6 +647,13 @@ def _templates(data: DataDir, store: StoreReader, ids: np.ndarray, report: Index
     return templates
 
 
+def _only(parsed: Parsed, ids: np.ndarray) -> Parsed:
+    """The parses of the pages among ``ids`` (the others are not this run's to index)."""
+    keys = list(parsed)
+    mine = np.isin(np.fromiter((k[0] for k in keys), dtype=np.int64, count=len(keys)), ids)
+    return {keys[i]: parsed[keys[i]] for i in np.flatnonzero(mine).tolist()}
+
+
 def _stored_templates(index_dir: Path, share: float, say: Callable[[str], None]
                       ) -> dict[str, HostTemplate] | None:
     """The hosts' templates DATA/index/templates.json holds, measured with ``share`` (None:
@@ -670,8 +688,8 @@ def template_samples(warc_dir: Path, store: StoreReader,
 
 # (URL ID, URL, type, WARC location) of each sampled page
 _Sample = list[tuple[int, str, str | None, tuple[str, int, int]]]
-# The template keys of each page, the pages not read, and the parses kept (by URL ID)
-_Measure = tuple[list[tuple[str, set[int]]], int, dict[int, ParsedPage]]
+# The template keys of each page, the pages not read, and the parses kept
+_Measure = tuple[list[tuple[str, set[int]]], int, Parsed]
 
 
 def _block_keys(warc_dir: Path, sample: _Sample, *, settings: IndexSettings,
@@ -681,7 +699,7 @@ def _block_keys(warc_dir: Path, sample: _Sample, *, settings: IndexSettings,
     whose marked texts fit in ``keep_chars`` characters (the page loop's to use)."""
     reader = BodyReader(warc_dir)
     pages: list[tuple[str, set[int]]] = []
-    kept: dict[int, ParsedPage] = {}
+    kept: Parsed = {}
     errors = 0
     try:
         for url_id, url, content_type, loc in sample:
@@ -694,14 +712,14 @@ def _block_keys(warc_dir: Path, sample: _Sample, *, settings: IndexSettings,
             pages.append((url, {b.key for b in parsed.blocks}))
             if len(parsed.marked) <= keep_chars:
                 keep_chars -= len(parsed.marked)
-                kept[url_id] = parsed
+                kept[url_id, loc] = parsed
     finally:
         reader.close()
     return pages, errors, kept
 
 
 def _measured(hosts: dict[str, HostTemplate], host: str, measured: _Measure,
-              share: float, report: IndexReport, *, keep: dict[int, ParsedPage] | None = None,
+              share: float, report: IndexReport, *, keep: Parsed | None = None,
               room: list[int] | None = None, foreign: ForeignAnchors | None = None) -> None:
     """One host's measure into ``hosts`` and the report (with other shards' sampled pages of
     the host, from ``foreign``); its kept parses into ``keep`` while ``room[0]`` (marked
@@ -714,10 +732,10 @@ def _measured(hosts: dict[str, HostTemplate], host: str, measured: _Measure,
     report.template_hosts += 1
     report.template_pages += len(pages)
     if keep is not None and room is not None:
-        for url_id, parsed in kept.items():
+        for key, parsed in kept.items():
             if len(parsed.marked) <= room[0]:
                 room[0] -= len(parsed.marked)
-                keep[url_id] = parsed
+                keep[key] = parsed
 
 
 def _job(page: Page, anchors: Anchors | None, writer: SegmentWriter, report: IndexReport,

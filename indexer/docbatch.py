@@ -55,6 +55,11 @@ ANCHOR_FIELD = FIELD_INDEX["anchor"]
 INDEXED, WARC_ERROR = 0, 1  # AnalysedBatch.status
 
 
+# Pages parsed already (the template samples), by (URL ID, WARC location): a page the crawl
+# stored again since has another location and is parsed afresh.
+Parsed = dict[tuple[int, tuple[str, int, int]], ParsedPage]
+
+
 class DocJob(NamedTuple):
     """One document to make: a fetched page (``FULL``, its WARC record) or one known by its
     anchors only."""
@@ -114,9 +119,9 @@ class BatchAnalyser:
     def __init__(self, warc_dir: Path, settings: IndexSettings,
                  memo_tokens: int = WORKER_MEMO_TOKENS,
                  templates: dict[str, frozenset[int]] | None = None,
-                 parsed: dict[int, ParsedPage] | None = None, *,
+                 parsed: Parsed | None = None, *,
                  recent_chars: int = 0) -> None:
-        """``parsed``: pages parsed already (the template samples) by URL ID, each used once
+        """``parsed``: pages parsed already (the template samples), each used once
         instead of reading and parsing that page again (the same call made them).
         ``recent_chars``: the fields of the pages analysed last kept up to this many
         characters (indexer/recent_fields.py; 0: none, a run that reads each page once)."""
@@ -132,10 +137,13 @@ class BatchAnalyser:
         self.analyzer = Analyzer.of(settings)
         self.hits = HitMaker.of(settings, self.analyzer)
 
-    def retemplate(self, templates: dict[str, frozenset[int]] | None) -> None:
+    def retemplate(self, templates: dict[str, frozenset[int]] | None,
+                   parsed: Parsed | None = None) -> None:
         """Leave these template blocks out from now on: the next segment of a running pool
-        (indexer/workers.py ``AnalyserPool.rebind``); the word memo stays."""
+        (indexer/workers.py ``AnalyserPool.rebind``); the word memo stays.  ``parsed``: that
+        segment's pages parsed already (the previous segment's unused ones are dropped)."""
         self.templates = templates or {}
+        self.parsed = parsed if parsed is not None else {}
 
     def close(self) -> None:
         """Close the WARC files it holds open."""
@@ -163,7 +171,7 @@ class BatchAnalyser:
     def _page_fields(self, job: DocJob, template: frozenset[int] | None) -> PageFields:
         """A full document's fields from its WARC record (the anchor field empty)."""
         assert job.warc is not None
-        parsed = self.parsed.pop(job.url_id, None)
+        parsed = self.parsed.pop((job.url_id, job.warc), None)
         if parsed is None:
             body = self.reader.read(WarcLocation(*job.warc))
             parsed = parse_html(body, job.url, job.content_type, structure=True,

@@ -46,9 +46,8 @@ from typing import Any
 
 import numpy as np
 
-from websift.indexer.docbatch import AnalysedBatch, BatchAnalyser, DocJob
+from websift.indexer.docbatch import AnalysedBatch, BatchAnalyser, DocJob, Parsed
 from websift.indexer.languages import load_identifier
-from websift.indexer.parse import ParsedPage
 from websift.indexer.settings import (
     IN_FLIGHT_BATCHES,
     IN_FLIGHT_BYTES,
@@ -78,7 +77,7 @@ _PR_SET_PDEATHSIG = 1  # prctl(2)
 
 def _serve(warc_dir: Path, memo_tokens: int, inbox: Any, outbox: Any, parent: int, *,
            settings: IndexSettings, templates: dict[str, frozenset[int]] | None = None,
-           quiet_signals: bool = False, parsed: dict[int, ParsedPage] | None = None,
+           quiet_signals: bool = False, parsed: Parsed | None = None,
            recent_chars: int = 0) -> None:
     """A worker's loop: batches in, analysed batches out, until told to stop.  ``settings``:
     the run's, handed over (a worker never reads the environment)."""
@@ -128,11 +127,11 @@ class AnalyserPool:
                  settings: IndexSettings, *, memo_tokens: int = WORKER_MEMO_TOKENS,
                  templates: dict[str, frozenset[int]] | None = None,
                  quiet_signals: bool = False,
-                 parsed: dict[int, ParsedPage] | None = None,
+                 parsed: Parsed | None = None,
                  recent_chars: int = 0) -> None:
         """``quiet_signals``: the workers ignore SIGINT and SIGTERM (a terminal's Ctrl-C or a
         supervisor's stop reaches the whole process group): this process stops them.
-        ``parsed``: pages parsed already (the template samples), by URL ID: the analysers
+        ``parsed``: pages parsed already (the template samples): the analysers
         use them instead of parsing those pages again (forked: inherited, not pickled).
         ``recent_chars``: each analyser keeps the fields of the pages it analysed last, up to
         this many characters (indexer/recent_fields.py: a pool serving many segments)."""
@@ -205,18 +204,27 @@ class AnalyserPool:
             outbox.close()
         self._procs, self._queues = [], []
 
+    @property
+    def in_process(self) -> bool:
+        """Whether the batches are analysed in this process (``procs == 1``): pages parsed
+        here after the pool started can still be handed to it (:meth:`rebind`)."""
+        return self._local is not None
+
     def rebind(self, lexicon: dict[str, int],
-               templates: dict[str, frozenset[int]] | None) -> None:
+               templates: dict[str, frozenset[int]] | None,
+               parsed: Parsed | None = None) -> None:
         """Make the next batches for another segment: its lexicon, these templates (a running
         pool serves many segments: ``websift index --follow``).  The analysers keep their word
         memos (learning a word is the costly part of analysing it); the words they knew get
-        IDs in the new lexicon as its batches use them."""
+        IDs in the new lexicon as its batches use them.  ``parsed``: the segment's pages parsed
+        already (its new hosts' template samples), used instead of parsing them
+        again; only an in-process pool takes them (forked workers cannot share them)."""
         self.lexicon = lexicon
         for w in range(self.procs):
             self._maps[w][: self._sizes[w]] = -1
             self._stale[w] = self._sizes[w] > 0
         if self._local is not None:
-            self._local.retemplate(templates)
+            self._local.retemplate(templates, parsed)
         for inbox, _ in self._queues:
             inbox.put(("templates", templates))
 

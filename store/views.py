@@ -258,6 +258,19 @@ class StoreReader:
             for row in rows:
                 yield Page(*row)
 
+    def pages_of_hosts(self, host_ids: Iterable[int], status: str) -> list[Page]:
+        """The pages of one status on these hosts, in ID order (read by the host index: the
+        cost is those hosts' pages, not the store's)."""
+        hosts = sorted(set(host_ids))
+        out: list[Page] = []
+        for lo in range(0, len(hosts), ID_CHUNK):
+            chunk = hosts[lo : lo + ID_CHUNK]
+            out.extend(Page(*row) for row in self._conn.execute(
+                f"SELECT {PAGE_COLUMNS} FROM urls WHERE host_id IN ({_marks(len(chunk))}) "
+                "AND status=?", (*chunk, status)))
+        out.sort(key=lambda page: page.id)
+        return out
+
     def pages_by_ids(self, ids: Sequence[int]) -> list[Page]:
         """The pages of ``ids`` that exist, in ID order (a few queries of ``ID_CHUNK`` IDs)."""
         unique = sorted(set(ids))

@@ -4,14 +4,25 @@ decompressed copy.  Neither may change the index: real crawl store, WARC files a
 
 from __future__ import annotations
 
+import shutil
+import time
 import warnings
 from pathlib import Path
 
 import pytest
 
 from testkit.corpus import build_data_dir, indexed_copy
+from websift.core.datadir import DataDir
 from websift.indexer import build, docbatch, langid_model
-from websift.indexer.settings import TEMPLATE_SAMPLE_PAGES
+from websift.indexer.parse import parse_html
+from websift.indexer.settings import (
+    DEFAULT_INDEX_SETTINGS,
+    FOLLOW_RECENT_CHARS,
+    TEMPLATE_SAMPLE_PAGES,
+)
+from websift.indexer.workers import AnalyserPool
+from websift.store.schema import Page
+from websift.store.views import StoreReader
 
 A = "http://docs.test/"
 TOPICS = ["installing", "configuring", "plotting", "printing", "exporting", "importing",
@@ -89,3 +100,69 @@ def test_langid_model_copy_identifies_as_the_shipped_model(
     assert any("unusable" in str(w.message) for w in caught)
     assert fallback.classify(texts[1]) == shipped.classify(texts[1])
     assert not copy.exists()
+
+
+def _follower_cut(site: Path, dest: Path) -> dict[str, bytes]:
+    """``index --follow``'s first cut of a copy of ``site``: a running pool that analyses in
+    this process (``--procs 1``), rebound to the cut."""
+    shutil.copytree(site, dest, ignore=shutil.ignore_patterns("index", "*.lock"))
+    data = DataDir.open(dest)
+    store = StoreReader.open(data.store_path)
+    try:
+        with AnalyserPool(data.warc_dir, 1, {}, DEFAULT_INDEX_SETTINGS,
+                          recent_chars=FOLLOW_RECENT_CHARS) as pool:
+            assert pool.in_process
+            report = build.run_once(data, store, None, ram_mb=64, started=time.monotonic(),
+                                    say=lambda _m: None, counted=False, procs=1, pool=pool,
+                                    merge=False)
+    finally:
+        store.close()
+    assert report.documents == len(TOPICS)
+    (seg,) = [p for p in (dest / "index").iterdir() if p.name.startswith("seg-")]
+    return {p.name: p.read_bytes() for p in sorted(seg.iterdir())}
+
+
+def test_a_follower_cut_parses_its_new_hosts_samples_once(
+        site: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    parses = [0]
+    parse = docbatch.parse_html
+
+    def counted(*args: object, **kwargs: object) -> object:
+        parses[0] += 1
+        return parse(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(docbatch, "parse_html", counted)
+    reused = _follower_cut(site, tmp_path / "reused")
+    assert parses[0] == 0  # the page loop parsed none: the samples' parses served
+    monkeypatch.setattr(build, "SAMPLE_REUSE_CHARS", 0)
+    again = _follower_cut(site, tmp_path / "again")
+    assert parses[0] == len(TOPICS)
+    assert reused.keys() == again.keys()
+    assert [n for n in reused if reused[n] != again[n]] == []
+
+
+def test_a_parse_of_another_warc_record_of_the_page_is_not_used(site: Path) -> None:
+    """A kept parse serves only the record it was made from: a page the crawl stored again
+    (another WARC location) is read and parsed afresh."""
+    data = DataDir.open(site)
+    store = StoreReader.open(data.store_path)
+    try:
+        page = next(p for p in store.pages("fetched") if p.url == f"{A}plotting.html")
+        other = next(p for p in store.pages("fetched") if p.url == f"{A}printing.html")
+    finally:
+        store.close()
+
+    def loc(p: Page) -> tuple[str, int, int]:
+        return str(p.warc_file), int(p.warc_offset or 0), int(p.warc_length or 0)
+
+    stale = parse_html(b"<html><title>stale</title><body>gone</body></html>", page.url,
+                       "text/html", structure=True)
+    job = docbatch.DocJob(page.id, page.url, docbatch.FULL, page.content_type, loc(page),
+                          [], [])
+    for key, want in (((page.id, loc(other)), "Plotting guide"), ((page.id, loc(page)), "stale")):
+        analyser = docbatch.BatchAnalyser(data.warc_dir, DEFAULT_INDEX_SETTINGS,
+                                          parsed={key: stale})
+        try:
+            assert analyser.analyse([job]).titles == [want]
+        finally:
+            analyser.close()

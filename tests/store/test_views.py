@@ -55,6 +55,22 @@ def test_pages_stream_in_id_order_and_filter_by_status(path: Path, many: list[in
         assert list(reader.pages("no_such_status")) == []
 
 
+def test_pages_of_hosts_are_those_hosts_pages_of_a_status_in_id_order(
+        path: Path, many: list[int]) -> None:
+    with StoreReader.open(path) as reader:
+        origins = reader.host_origins()
+        wanted = [h for h, o in origins.items() if o != "http://h1.example"]
+        assert len(wanted) == 2
+        got = reader.pages_of_hosts([*wanted, *wanted, 10**9], FETCHED)
+        assert [p.id for p in got] == [p.id for p in reader.pages(FETCHED)
+                                       if p.host_id in wanted]
+        assert got and all(p.status == FETCHED for p in got)
+        discovered = reader.pages_of_hosts(wanted, DISCOVERED)
+        assert discovered and [p.id for p in discovered] == [
+            p.id for p in reader.pages(DISCOVERED) if p.host_id in wanted]
+        assert reader.pages_of_hosts([], FETCHED) == []
+
+
 def test_pages_by_ids_and_urls_of_span_chunks(path: Path, many: list[int]) -> None:
     wanted = [*reversed(many), many[0], 10**9]  # unordered, repeated, and one unknown ID
     with StoreReader.open(path) as reader:
