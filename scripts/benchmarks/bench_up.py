@@ -743,11 +743,13 @@ def idle_queries(data: Path, words: list[str], seconds: float,
     """The same queries to the final index served alone (nothing crawled, cut or merged):
     for ``seconds`` alone, then ``seconds`` with the probe's queries of the run's last
     ``seconds`` replayed at their pace beside them (the measuring load up's server had)."""
-    server = ServeProcess(data)
     out: list[list[float]] = []
-    try:
-        server.wait_ready()
-        for replayed in (False, True):
+    for replayed in (False, True):
+        # a server of its own for each: the second's one-word queries, the first's again,
+        # must not be answered from the first's result cache
+        server = ServeProcess(data)
+        try:
+            server.wait_ready()
             queries = Queries(server.port, words)
             end = probe_sent[-1][0] if probe_sent else 0.0
             replay = Replay(server.port, [x for x in probe_sent if x[0] >= end - seconds])
@@ -760,8 +762,8 @@ def idle_queries(data: Path, words: list[str], seconds: float,
             if loader is not None:
                 loader.join(timeout=30)
             out.append([s for _, s in queries.done])
-    finally:
-        server.stop()
+        finally:
+            server.stop()
     return out[0], out[1]
 
 
