@@ -7,6 +7,7 @@ from __future__ import annotations
 import shutil
 import time
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -59,6 +60,13 @@ def _segment_files(site: Path, dest: Path) -> dict[str, bytes]:
 def test_sampled_pages_are_parsed_once_and_the_index_is_the_same(
         site: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert len(TOPICS) <= TEMPLATE_SAMPLE_PAGES  # every page is a template sample
+    _parsed_once_and_the_same(_segment_files, site, tmp_path, monkeypatch)
+
+
+def _parsed_once_and_the_same(index: Callable[[Path, Path], dict[str, bytes]], site: Path,
+                              tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``index`` of ``site`` parses no page in its page loop (the template samples' parses
+    serve it), each page once without kept parses, and both write the same segment files."""
     parses = [0]
     parse = docbatch.parse_html
 
@@ -67,10 +75,10 @@ def test_sampled_pages_are_parsed_once_and_the_index_is_the_same(
         return parse(*args, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(docbatch, "parse_html", counted)
-    reused = _segment_files(site, tmp_path / "reused")
+    reused = index(site, tmp_path / "reused")
     assert parses[0] == 0  # the page loop parsed none: the samples' parses served
     monkeypatch.setattr(build, "SAMPLE_REUSE_CHARS", 0)
-    again = _segment_files(site, tmp_path / "again")
+    again = index(site, tmp_path / "again")
     assert parses[0] == len(TOPICS)
     assert reused.keys() == again.keys()
     assert [n for n in reused if reused[n] != again[n]] == []
@@ -124,21 +132,7 @@ def _follower_cut(site: Path, dest: Path) -> dict[str, bytes]:
 
 def test_a_follower_cut_parses_its_new_hosts_samples_once(
         site: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    parses = [0]
-    parse = docbatch.parse_html
-
-    def counted(*args: object, **kwargs: object) -> object:
-        parses[0] += 1
-        return parse(*args, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(docbatch, "parse_html", counted)
-    reused = _follower_cut(site, tmp_path / "reused")
-    assert parses[0] == 0  # the page loop parsed none: the samples' parses served
-    monkeypatch.setattr(build, "SAMPLE_REUSE_CHARS", 0)
-    again = _follower_cut(site, tmp_path / "again")
-    assert parses[0] == len(TOPICS)
-    assert reused.keys() == again.keys()
-    assert [n for n in reused if reused[n] != again[n]] == []
+    _parsed_once_and_the_same(_follower_cut, site, tmp_path, monkeypatch)
 
 
 def test_a_parse_of_another_warc_record_of_the_page_is_not_used(site: Path) -> None:
