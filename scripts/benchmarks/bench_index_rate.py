@@ -132,7 +132,7 @@ out.flush()  # not closed: the interpreter flushes sys.stderr once more on the w
 sys.exit(code)
 """
 
-_PAGES = re.compile(r"^(\d+\.\d+) .*?(\d+)/(\d+) pages$")
+_PAGES = re.compile(r"^(\d+\.\d+) .*?(\d+) of (\d+) pages(?:,|$)")  # indexer/progress.py
 
 
 def part_rates(lines: list[str], share: float = 0.2) -> tuple[float, float]:
