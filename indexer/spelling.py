@@ -13,6 +13,12 @@ an edit of one is another word, not a typo).
 
 A :class:`Speller` is built from a list of open segments and kept per index snapshot (the
 server builds it lazily on the first query that needs it); it is memory only, never on disk.
+Each segment's part (:class:`SegmentWords`: its lexicon's document frequencies, the words its
+titles give each term) is read once and kept while the segment serves, so a new generation
+costs its new segments' parts and one merge (:func:`speller_of`), the same speller as one built
+from nothing.  A query of more than ``MAX_SPELLED_WORDS`` words is not corrected: each word
+costs a search of the lexicon, and a long query (a program's ``w1 OR w2 ...``) would hold the
+server's interpreter for a second.
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ RARE_DF = 2  # a query word held by at most this many documents may still be cor
 RARE_RATIO = 20  # ...to a word held by this many times more
 LONG_WORD_CHARS = 6  # words this long may be two edits away, shorter ones one
 CANDIDATES = 32  # nearest terms looked at per word
+MAX_SPELLED_WORDS = 6  # a query with more words that could be corrected gets no suggestion
 
 
 @dataclass(frozen=True)
@@ -100,15 +107,16 @@ class Speller:
 
     def correct(self, query: str, analyzer: Analyzer) -> Correction | None:
         """The query with each misspelt word replaced (its other words, operators and quotes
-        kept as typed), or None when every word is fine."""
+        kept as typed), or None when every word is fine or it has too many words
+        (:func:`spelled_words`)."""
+        if spelled_words(query) > MAX_SPELLED_WORDS:
+            return None
         out: list[str] = []
         words: list[tuple[str, str]] = []
         for token in query.split(" "):
-            core = token.strip('"()')
-            lead = token[: len(token) - len(token.lstrip('"('))]
-            tail = token[len(lead) + len(core):]
+            core, lead, tail = _parts(token)
             folded = fold_text(core)
-            fix = None if core.startswith("-") or ":" in core else self.nearest(folded, analyzer)
+            fix = None if not _looked_up(core) else self.nearest(folded, analyzer)
             if fix is None or fix == folded:
                 out.append(token)
                 continue
@@ -119,14 +127,54 @@ class Speller:
         return Correction(" ".join(out), tuple(words))
 
 
-def document_frequencies(segments: Sequence[SegmentReader]) -> dict[str, int]:
-    """Every term of the segments with the number of documents holding it (summed)."""
-    df: Counter[str] = Counter()
-    for seg in segments:
+def _parts(token: str) -> tuple[str, str, str]:
+    """A query token's word, and the quotes and brackets before and after it."""
+    core = token.strip('"()')
+    lead = token[: len(token) - len(token.lstrip('"('))]
+    return core, lead, token[len(lead) + len(core):]
+
+
+def _looked_up(core: str) -> bool:
+    """Whether :meth:`Speller.correct` looks a query word up (not an exclusion or a filter)."""
+    return not core.startswith("-") and ":" not in core
+
+
+def spelled_words(query: str) -> int:
+    """How many words of ``query`` a correction would look up in the lexicon."""
+    return sum(1 for token in query.split(" ")
+               if _looked_up(core := _parts(token)[0]) and _correctable(fold_text(core)))
+
+
+@dataclass(frozen=True)
+class SegmentWords:
+    """One segment's part of a :class:`Speller`: the document frequency of each term of its
+    lexicon, and for each plain term the folded title words that gave it, counted (both in
+    the order the segment holds them)."""
+
+    df: dict[str, int]
+    surfaces: dict[str, Counter[str]]
+
+    @classmethod
+    def of(cls, seg: SegmentReader, analyzer: Analyzer) -> SegmentWords:
         counts = np.asarray(seg.lexicon[:, DF], dtype=np.int64).tolist()
+        df: dict[str, int] = {}
         for term, n in zip(seg.terms(), counts, strict=True):
-            df[term] += n
-    return dict(df)
+            df[term] = df.get(term, 0) + n
+        return cls(df, surface_counts(titles([seg]), analyzer))
+
+
+def speller_of(parts: Sequence[SegmentWords]) -> Speller:
+    """The speller of the segments whose parts are ``parts`` (in the index's order): the same
+    as one built from the segments themselves."""
+    df: dict[str, int] = dict(parts[0].df) if parts else {}
+    for part in parts[1:]:
+        for term, n in part.df.items():
+            df[term] = df.get(term, 0) + n
+    seen: dict[str, Counter[str]] = defaultdict(Counter)
+    for part in parts:
+        for term, words in part.surfaces.items():
+            seen[term].update(words)
+    return Speller(df, _most_common(seen))
 
 
 def titles(segments: Sequence[SegmentReader]) -> list[str]:
@@ -134,8 +182,13 @@ def titles(segments: Sequence[SegmentReader]) -> list[str]:
     return [seg.head(i)["title"] for seg in segments for i in range(len(seg.doc_ids))]
 
 
-def title_surfaces(titles: Iterable[str], analyzer: Analyzer) -> dict[str, str]:
-    """Each plain term of the titles -> the folded word that most often gave it."""
+def _most_common(seen: dict[str, Counter[str]]) -> dict[str, str]:
+    """Each term -> its most counted word (the first seen of a tie)."""
+    return {term: c.most_common(1)[0][0] for term, c in seen.items()}
+
+
+def surface_counts(titles: Iterable[str], analyzer: Analyzer) -> dict[str, Counter[str]]:
+    """Each plain term of the titles -> the folded words that gave it, counted."""
     seen: dict[str, Counter[str]] = defaultdict(Counter)
     for title in titles:
         for raw in fold_text(title).split():
@@ -145,4 +198,4 @@ def title_surfaces(titles: Iterable[str], analyzer: Analyzer) -> dict[str, str]:
             terms = analyzer.terms(word)
             if len(terms) == 1:
                 seen[terms[0]][word] += 1
-    return {term: c.most_common(1)[0][0] for term, c in seen.items()}
+    return dict(seen)
