@@ -445,11 +445,15 @@ class Probe:
 
 @dataclass
 class Queries:
-    """One-word queries, one every QUERY_EVERY seconds; (start, seconds) of each."""
+    """One-word queries, one every QUERY_EVERY seconds; (start, seconds) of each as the client
+    saw it, and beside it the seconds the server says its search took (``took_ms``: the
+    search in its worker thread, without the wait for one, the spelling suggestion or the
+    HTTP round trip)."""
 
     port: int
     words: list[str]
     done: list[tuple[float, float]] = field(default_factory=list)
+    took: list[float] = field(default_factory=list)  # the server's took_ms of each, in s
     failed: int = 0
     stop: threading.Event = field(default_factory=threading.Event)
 
@@ -462,11 +466,12 @@ class Queries:
             try:
                 with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/search?{q}",
                                             timeout=10) as r:
-                    r.read()
+                    body = r.read()
             except OSError:
                 self.failed += 1  # no index yet, or busy: not a measurement
                 continue
             self.done.append((t0, time.time() - t0))
+            self.took.append(float(json.loads(body)["took_ms"]) / 1e3)
 
     def start(self) -> threading.Thread:
         thread = threading.Thread(target=self.run, daemon=True)
@@ -739,11 +744,14 @@ def crawl_alone(web: Web, server: Nginx, data: Path, args: argparse.Namespace,
 
 
 def idle_queries(data: Path, words: list[str], seconds: float,
-                 probe_sent: list[tuple[float, str]]) -> tuple[list[float], list[float]]:
+                 probe_sent: list[tuple[float, str]]
+                 ) -> tuple[list[float], list[float], list[float]]:
     """The same queries to the final index served alone (nothing crawled, cut or merged):
     for ``seconds`` alone, then ``seconds`` with the probe's queries of the run's last
-    ``seconds`` replayed at their pace beside them (the measuring load up's server had)."""
+    ``seconds`` replayed at their pace beside them (the measuring load up's server had); the
+    server's own times (``took_ms``) of the first."""
     out: list[list[float]] = []
+    took: list[float] = []
     for replayed in (False, True):
         # a server of its own for each: the second's one-word queries, the first's again,
         # must not be answered from the first's result cache
@@ -762,9 +770,10 @@ def idle_queries(data: Path, words: list[str], seconds: float,
             if loader is not None:
                 loader.join(timeout=30)
             out.append([s for _, s in queries.done])
+            took = took or queries.took
         finally:
             server.stop()
-    return out[0], out[1]
+    return out[0], out[1], took
 
 
 def main() -> int:
@@ -808,7 +817,7 @@ def main() -> int:
     run_dir = Path(tempfile.mkdtemp(prefix="websift-bench-up-"))
     checkouts = [(f"--against {other}", other.resolve()) for other in args.against] + [
         ("this checkout", REPO)]
-    runs: list[tuple[UpRun, tuple[list[float], list[float]], Edits]] = []
+    runs: list[tuple[UpRun, tuple[list[float], list[float], list[float]], Edits]] = []
     if args.sitemaps:
         publish_sitemaps(web)
     try:
@@ -837,8 +846,8 @@ def main() -> int:
 
 
 def report(args: argparse.Namespace, *, pages: int, alone_s: float, alone_ends: list[float],
-           up: UpRun, idles: tuple[list[float], list[float]], edits: Edits) -> int:
-    idle, idle_probed = idles
+           up: UpRun, idles: tuple[list[float], list[float], list[float]], edits: Edits) -> int:
+    idle, idle_probed, idle_took = idles
     probe = up.probe
     lags = [t.found - t.start for t in probe.pages.values() if t.found is not None]
     new_fetched = [probe.pages[k].start - w for k, w in edits.new.items() if k in probe.pages]
@@ -856,10 +865,11 @@ def report(args: argparse.Namespace, *, pages: int, alone_s: float, alone_ends: 
     small = [name for name, n in (("alone", alone_n), ("up", up_n))
              if n >= TOO_SMALL * web_pages]
     busy = [*up.cuts, *up.merges]
-    cutting = [s for (t, s) in up.queries.done
-               if any(a <= t + s and t <= b for a, b in busy)]
-    between = [s for (t, s) in up.queries.done
-               if not any(a <= t + s and t <= b for a, b in busy)]
+    during = [any(a <= t + s and t <= b for a, b in busy) for t, s in up.queries.done]
+    cutting = [s for (_, s), d in zip(up.queries.done, during, strict=True) if d]
+    between = [s for (_, s), d in zip(up.queries.done, during, strict=True) if not d]
+    took = [[s for s, d in zip(up.queries.took, during, strict=True) if d == c]
+            for c in (True, False)]
     st = up.status
     amp = (f"{st.merge_bytes / 1e6:.1f} MB / {st.index_bytes / 1e6:.1f} MB = "
            f"{st.merge_bytes / st.index_bytes:.2f} ({st.merges} merges; cuts wrote "
@@ -900,6 +910,9 @@ def report(args: argparse.Namespace, *, pages: int, alone_s: float, alone_ends: 
         ("the same with the probe's queries replayed beside them (ms)",
          f"{pct(idle_probed, .5) * 1e3:.1f} / {pct(idle_probed, .99) * 1e3:.1f} "
          f"({len(idle_probed)})"),
+        ("the server's own search time (took_ms) p50 / p99: during / between cuts / idle (ms)",
+         " / ".join(f"{pct(v, .5) * 1e3:.1f} / {pct(v, .99) * 1e3:.1f}"
+                    for v in (*took, idle_took))),
         ("bytes written by merges / final index size", amp),
         ("up's exit status after SIGTERM", str(up.exit_code)),
         ("where a page's fetch-to-searchable time went", ""),
@@ -922,7 +935,8 @@ def report(args: argparse.Namespace, *, pages: int, alone_s: float, alone_ends: 
           f"rate_alone={alone_rate:.2f} rate_up={up_rate:.2f} cuts={len(up.cuts)} "
           f"q_cut_p50={pct(cutting, .5):.4f} q_cut_p99={pct(cutting, .99):.4f} "
           f"q_idle_p50={pct(idle, .5):.4f} q_idle_p99={pct(idle, .99):.4f} "
-          f"q_probed_p99={pct(idle_probed, .99):.4f} "
+          f"q_probed_p99={pct(idle_probed, .99):.4f} q_cut_took_p99={pct(took[0], .99):.4f} "
+          f"q_idle_took_p99={pct(idle_took, .99):.4f} "
           f"write_amplification={wa:.2f} up_exit={up.exit_code}")
     return 0 if up.exit_code == 0 else 1
 
