@@ -61,6 +61,11 @@ how many bytes merges write.
    older commit) first, after the same crawl alone, on the same web with the same edits: two
    tables from one run, the crawl rate of each against the one crawl alone.
 
+6. ``--spy DIR``: py-spy (``py-spy record --gil``) samples which Python code holds the
+   interpreter in up's server, 50 times a second over the whole run; the table then lists
+   the functions of websift that held it most (share of the samples, a function counted with
+   what it calls), and the raw stacks are kept in DIR.
+
 Prints one table and a last ``key=value`` line.  The web is kept for reuse (``--root``).
 """
 
@@ -528,6 +533,71 @@ def prepare_web(root: Path, params: WebParams) -> tuple[Web, int]:
     return web, add_tokens(web)
 
 
+SPY_RATE = 50  # --spy: samples a second
+SPY_TOP = 12  # --spy: functions listed
+
+
+def serving_child(pid: int) -> int | None:
+    """The process ``websift up`` (``pid``) runs its server in: its child running ``serve``."""
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            ppid = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+            argv = (stat.parent / "cmdline").read_bytes().split(b"\0")
+        except (OSError, IndexError, ValueError):
+            continue  # gone meanwhile
+        if ppid == pid and b"serve" in argv:
+            return int(stat.parent.name)
+    return None
+
+
+@dataclass
+class Spy:
+    """``--spy``: py-spy recording, in ``out``, the stacks that hold the GIL in up's server."""
+
+    out: Path
+    proc: subprocess.Popen[bytes] | None = None
+
+    def attach(self, up_pid: int) -> None:
+        """Start recording once up's server runs (called at each look until then)."""
+        if self.proc is not None:
+            return
+        pid = serving_child(up_pid)
+        if pid is None:
+            return
+        exe = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
+        self.proc = subprocess.Popen(
+            [exe, "record", "--pid", str(pid), "--gil", "--nonblocking", "--format", "raw",
+             "--rate", str(SPY_RATE), "--output", str(self.out)],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def finish(self) -> None:
+        """Wait for py-spy to write its file (it stops when the server exits)."""
+        if self.proc is not None:
+            try:
+                self.proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self.proc.send_signal(signal.SIGINT)  # py-spy writes what it has and exits
+                self.proc.wait(timeout=60)
+
+
+def gil_holders(path: Path, top: int = SPY_TOP) -> list[tuple[str, str]]:
+    """The websift functions that held the GIL in most samples of py-spy's raw output (a
+    function counted once per sample, with what it calls), as rows of the table."""
+    total = 0
+    held: Counter[str] = Counter()
+    for line in path.read_text(errors="replace").splitlines():
+        stack, _, count = line.rpartition(" ")
+        n = int(count)
+        total += n
+        names = {f.split(":")[0] + ")" for f in stack.split(";") if "websift/" in f}
+        for name in names:
+            held[name] += n
+    rows = [(f"  {name}", f"{n / total:.0%} ({n / SPY_RATE:.1f} s)")
+            for name, n in held.most_common(top)]
+    return [(f"where up's server held the GIL (py-spy: {total / SPY_RATE:.1f} s held)", ""),
+            *rows]
+
+
 @dataclass
 class UpRun:
     """What the run under up gave."""
@@ -543,6 +613,7 @@ class UpRun:
     seqs: dict[Key, int] = field(default_factory=dict)  # each page's seq at the end
     merges: list[tuple[float, float]] = field(default_factory=list)  # (began, ended) beside cuts
     label: str = "this checkout"
+    spied: Path | None = None  # --spy: py-spy's raw output
 
 
 def run_up(web: Web, server: Nginx, data: Path, args: argparse.Namespace,
@@ -572,8 +643,11 @@ def run_up(web: Web, server: Nginx, data: Path, args: argparse.Namespace,
     sampler = commits.start()
     cut_times: dict[float, dict[str, float]] = {}
     merge_times: dict[float, tuple[float, float]] = {}
+    spy = Spy(args.spy / f"{data.name}.txt") if args.spy is not None else None
     while up.poll() is None and time.time() - t0 < run_for:
         now = time.time()
+        if spy is not None:
+            spy.attach(up.pid)
         probe.read_log()
         status = read_follow_status(DataDir(data)) or status
         if status is not None and status.cuts > seen_cuts and status.last_cut:
@@ -600,6 +674,8 @@ def run_up(web: Web, server: Nginx, data: Path, args: argparse.Namespace,
     except subprocess.TimeoutExpired:
         up.kill()
         code = up.wait()
+    if spy is not None:
+        spy.finish()
     probe.read_log()
     store = open_store(data)
     seqs = page_seqs(store, tail) if store is not None else {}
@@ -608,7 +684,8 @@ def run_up(web: Web, server: Nginx, data: Path, args: argparse.Namespace,
     lines = log_path.read_text(errors="replace").splitlines()
     return UpRun(probe, queries, cuts, read_follow_status(DataDir(data)), code,
                  "\n".join(lines[-TAIL_LINES:]), commits.seen, cut_times, seqs,
-                 list(merge_times.values()))
+                 list(merge_times.values()),
+                 spied=spy.out if spy is not None and spy.out.exists() else None)
 
 
 def open_store(data: Path) -> StoreReader | None:
@@ -805,7 +882,12 @@ def main() -> int:
                         metavar="CHECKOUT", help="another checkout of websift (a git "
                         "worktree): its up runs first, on the same web in the same run, and "
                         "a table is printed for each (may be given more than once)")
+    parser.add_argument("--spy", type=Path, default=None, metavar="DIR",
+                        help="record with py-spy which code holds the GIL in up's server "
+                        "(raw stacks into DIR) and list the functions that held it most")
     args = parser.parse_args()
+    if args.spy is not None:
+        args.spy.mkdir(parents=True, exist_ok=True)
     alone_s = args.alone if args.alone is not None else args.minutes * 60 * ALONE_SHARE
     find_nginx()
     for other in args.against:
@@ -917,6 +999,7 @@ def report(args: argparse.Namespace, *, pages: int, alone_s: float, alone_ends: 
         ("up's exit status after SIGTERM", str(up.exit_code)),
         ("where a page's fetch-to-searchable time went", ""),
         *breakdown(up),
+        *(gil_holders(up.spied) if up.spied is not None else []),
     ]
     width = max(len(r[0]) for r in rows)
     print(f"websift up ({up.label}) for {args.minutes:g} min, {pages} pages on "
