@@ -4,8 +4,9 @@ Each is built lazily from the snapshot's segments on the first request that need
 until the index generation changes (one build at a time; requests meanwhile wait for it): the
 speller for "did you mean", the completer for ``/suggest`` (a query's suggestion never pays
 for the completer).  The speller's parts of each segment (indexer/spelling.py
-``SegmentWords``) are kept while the segment serves, so under a follower's cuts a new
-generation reads only its new segments' lexicons and titles, then merges.  Memory only: they
+``SegmentWords``) are kept while the segment serves, and so is their merge (``Lexicon``): a
+new generation that appends segments (a follower's cut) reads and merges only those; one that
+merged segments merges the kept parts again.  Memory only: they
 are derived from the segments, which are the on-disk truth.
 """
 
@@ -22,10 +23,10 @@ from websift.indexer.settings import IndexSettings
 from websift.indexer.spelling import (
     MAX_SPELLED_WORDS,
     Correction,
+    Lexicon,
     SegmentWords,
     Speller,
     spelled_words,
-    speller_of,
     titles,
 )
 
@@ -62,8 +63,10 @@ class IndexWords:
         # The speller's part of each segment it was last built from, by reader serial
         # (indexer/segment.py), and the settings of the analyzer that read their titles.
         self._parts: dict[int, SegmentWords] = {}
+        self._lexicon: Lexicon | None = None  # those parts merged
         self._settings: IndexSettings | None = None
         self.segment_parts_read = 0  # segments whose part was read (the others were kept)
+        self.whole_merges = 0  # lexicons merged from every part (not extended)
 
     def _fresh(self, snap: Snapshot) -> None:
         """Forget the words of another generation (under the lock)."""
@@ -78,6 +81,7 @@ class IndexWords:
             searcher = snap.searcher.value
             if self._settings != searcher.index_settings:
                 self._parts, self._settings = {}, searcher.index_settings
+                self._lexicon = None
             parts: dict[int, SegmentWords] = {}
             for seg in searcher.segments:
                 part = self._parts.get(seg.serial)
@@ -86,7 +90,11 @@ class IndexWords:
                     self.segment_parts_read += 1
                 parts[seg.serial] = part
             self._parts = parts  # the segments no longer served are let go
-            self._speller = speller_of(list(parts.values()))
+            merged = list(parts.values())
+            self._lexicon = (Lexicon.of(merged) if self._lexicon is None
+                             else self._lexicon.extended(merged))
+            self.whole_merges += self._lexicon.whole
+            self._speller = self._lexicon.speller
         return self._speller
 
     def speller(self, snap: Snapshot) -> Speller:

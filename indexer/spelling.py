@@ -15,8 +15,9 @@ A :class:`Speller` is built from a list of open segments and kept per index snap
 server builds it lazily on the first query that needs it); it is memory only, never on disk.
 Each segment's part (:class:`SegmentWords`: its lexicon's document frequencies, the words its
 titles give each term) is read once and kept while the segment serves, so a new generation
-costs its new segments' parts and one merge (:func:`speller_of`), the same speller as one built
-from nothing.  A query of more than ``MAX_SPELLED_WORDS`` words is not corrected: each word
+costs its new segments' parts, merged into the previous generation's (:class:`Lexicon`) when
+it appended them, and the same speller as one built from nothing.  Every term within the edit
+distance is a candidate, so the answer does not depend on the order of the lexicon.  A query of more than ``MAX_SPELLED_WORDS`` words is not corrected: each word
 costs a search of the lexicon, and a long query (a program's ``w1 OR w2 ...``) would hold the
 server's interpreter for a second.
 """
@@ -41,7 +42,6 @@ MIN_DF = 2  # a term in fewer documents is no suggestion (a typo in one page)
 RARE_DF = 2  # a query word held by at most this many documents may still be corrected...
 RARE_RATIO = 20  # ...to a word held by this many times more
 LONG_WORD_CHARS = 6  # words this long may be two edits away, shorter ones one
-CANDIDATES = 32  # nearest terms looked at per word
 MAX_SPELLED_WORDS = 6  # a query with more words that could be corrected gets no suggestion
 
 
@@ -60,15 +60,17 @@ def _correctable(word: str) -> bool:
 class Speller:
     """Document frequencies of the index's plain-word terms and their title surface forms."""
 
-    def __init__(self, df: dict[str, int], surfaces: dict[str, str]) -> None:
+    def __init__(self, df: dict[str, int], surfaces: dict[str, str],
+                 by_len: dict[int, list[str]] | None = None) -> None:
         self.df = df
         self.surfaces = surfaces
         # Candidates by length: a word is compared with terms at most two letters longer or
-        # shorter only.
-        by_len: dict[int, list[str]] = defaultdict(list)
-        for term, n in df.items():
-            if n >= MIN_DF and _correctable(term):
-                by_len[len(term)].append(term)
+        # shorter only.  ``by_len``: these pools already made (:meth:`Lexicon.extended`).
+        if by_len is None:
+            by_len = defaultdict(list)
+            for term, n in df.items():
+                if n >= MIN_DF and _correctable(term):
+                    by_len[len(term)].append(term)
         self._by_len = dict(by_len)
 
     @property
@@ -93,8 +95,10 @@ class Speller:
                 pool = self._by_len.get(n)
                 if not pool:
                     continue
+                # every term near enough (no limit): the answer is the same whatever the
+                # order of the pool
                 for term, edits, _ in extract(probe, pool, scorer=OSA.distance,
-                                              score_cutoff=max_edits, limit=CANDIDATES):
+                                              score_cutoff=max_edits, limit=None):
                     d = self.df[term]
                     if d < max(MIN_DF, own * RARE_RATIO) or term == terms[0]:
                         continue
@@ -163,18 +167,55 @@ class SegmentWords:
         return cls(df, surface_counts(titles([seg]), analyzer))
 
 
-def speller_of(parts: Sequence[SegmentWords]) -> Speller:
-    """The speller of the segments whose parts are ``parts`` (in the index's order): the same
-    as one built from the segments themselves."""
-    df: dict[str, int] = dict(parts[0].df) if parts else {}
-    for part in parts[1:]:
-        for term, n in part.df.items():
-            df[term] = df.get(term, 0) + n
-    seen: dict[str, Counter[str]] = defaultdict(Counter)
-    for part in parts:
-        for term, words in part.surfaces.items():
-            seen[term].update(words)
-    return Speller(df, _most_common(seen))
+@dataclass(frozen=True)
+class Lexicon:
+    """The segments' parts merged, with their :class:`Speller`: what a generation's speller
+    is made of, extended by the segments a cut appends without merging again."""
+
+    parts: tuple[SegmentWords, ...]
+    df: dict[str, int]
+    seen: dict[str, Counter[str]]  # each plain term's title words, counted in the index's order
+    speller: Speller
+    whole: bool = True  # merged from every part (False: extended by appended ones)
+
+    @classmethod
+    def of(cls, parts: Sequence[SegmentWords]) -> Lexicon:
+        df: dict[str, int] = dict(parts[0].df) if parts else {}
+        for part in parts[1:]:
+            for term, n in part.df.items():
+                df[term] = df.get(term, 0) + n
+        seen: dict[str, Counter[str]] = defaultdict(Counter)
+        for part in parts:
+            for term, words in part.surfaces.items():
+                seen[term].update(words)
+        return cls(tuple(parts), df, dict(seen), Speller(df, _most_common(seen)))
+
+    def extended(self, parts: Sequence[SegmentWords]) -> Lexicon:
+        """The lexicon of ``parts``: when they are this one's followed by new ones (a cut
+        appended segments), only the new ones are merged in (the same dictionary, surface
+        forms and candidates as :meth:`of` makes), else all are merged again."""
+        n = len(self.parts)
+        if len(parts) < n or any(a is not b for a, b in zip(parts, self.parts, strict=False)):
+            return Lexicon.of(parts)
+        df, seen = dict(self.df), dict(self.seen)  # copies: the old speller may still serve
+        surfaces = dict(self.speller.surfaces)
+        pools = self.speller._by_len
+        grown: dict[int, list[str]] = {}
+        for part in parts[n:]:
+            for term, k in part.df.items():
+                before = df.get(term, 0)
+                df[term] = before + k
+                if before < MIN_DF <= before + k and _correctable(term):
+                    size = len(term)
+                    if size not in grown:
+                        grown[size] = list(pools.get(size, ()))
+                    grown[size].append(term)
+            for term, words in part.surfaces.items():
+                merged = seen[term] = Counter(seen.get(term, ()))
+                merged.update(words)
+                surfaces[term] = merged.most_common(1)[0][0]
+        speller = Speller(df, surfaces, {**pools, **grown})
+        return Lexicon(tuple(parts), df, seen, speller, whole=False)
 
 
 def titles(segments: Sequence[SegmentReader]) -> list[str]:
