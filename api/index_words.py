@@ -6,8 +6,8 @@ speller for "did you mean", the completer for ``/suggest`` (a query's suggestion
 for the completer).  The speller's parts of each segment (indexer/spelling.py
 ``SegmentWords``) are kept while the segment serves, and so is their merge (``Lexicon``): a
 new generation that appends segments (a follower's cut) reads and merges only those; one that
-merged segments merges the kept parts again.  Memory only: they
-are derived from the segments, which are the on-disk truth.
+merged segments merges the kept parts again.  Memory only: they are derived from the
+segments, which are the on-disk truth.
 """
 
 from __future__ import annotations

@@ -16,10 +16,11 @@ server builds it lazily on the first query that needs it); it is memory only, ne
 Each segment's part (:class:`SegmentWords`: its lexicon's document frequencies, the words its
 titles give each term) is read once and kept while the segment serves, so a new generation
 costs its new segments' parts, merged into the previous generation's (:class:`Lexicon`) when
-it appended them, and the same speller as one built from nothing.  Every term within the edit
-distance is a candidate, so the answer does not depend on the order of the lexicon.  A query of more than ``MAX_SPELLED_WORDS`` words is not corrected: each word
-costs a search of the lexicon, and a long query (a program's ``w1 OR w2 ...``) would hold the
-server's interpreter for a second.
+it appended them: the same speller as one built from nothing.  Every term within the edit
+distance is a candidate, so the answer does not depend on the order of the lexicon.  A query
+of more than ``MAX_SPELLED_WORDS`` words is not corrected: each word costs a search of the
+lexicon, and a long query (a program's ``w1 OR w2 ...``) would hold the server's interpreter
+for a second.
 """
 
 from __future__ import annotations
