@@ -2,9 +2,10 @@
 
 A page's language is, in order: the ``lang`` of its ``<html>`` element, its
 ``Content-Language`` (``<meta http-equiv>``), when the text agrees with it; else the language
-py3langid (Lui & Baldwin 2012, langid.py's model, shipped with the package) finds in a sample
-of the text (LANG_SAMPLE_CHARS from the middle of the body: the cost of identifying is
-bounded whatever the page's length).  A declared language the text contradicts (a template's
+py3langid's model (Lui & Baldwin 2012, langid.py's, shipped with the package; evaluated by
+indexer/langid_fast.py to py3langid's own answers) finds in a sample of the text
+(LANG_SAMPLE_CHARS from the middle of the body: the cost of identifying is bounded whatever
+the page's length).  A declared language the text contradicts (a template's
 ``lang="en"`` on a translated page) loses to the text when the identifier is sure
 (LANG_OVERRIDE_PROB).  Short texts (under LANG_MIN_CHARS) keep the declared language, or none;
 so does a text the identifier is unsure of (under LANG_GUESS_PROB) on a page that declares none.
@@ -23,12 +24,12 @@ import re
 import threading
 from collections.abc import Callable, Mapping
 from functools import lru_cache
-from typing import Any
 
 from whoosh.analysis import STOP_WORDS
 from whoosh.lang.porter import stem as porter_stem
 from whoosh.lang.stopwords import stoplists
 
+from websift.indexer.langid_fast import FastIdentifier
 from websift.indexer.settings import (
     LANG_GUESS_PROB,
     LANG_MIN_CHARS,
@@ -71,8 +72,8 @@ def is_rtl(lang: str | None) -> bool:
 _IDENTIFIER_LOAD = threading.Lock()  # one model load at a time: threads that miss wait for it
 
 
-def _identifier(among: frozenset[str] = frozenset()) -> Any:
-    """py3langid's identifier (its model loads once per language set), restricted to
+def _identifier(among: frozenset[str] = frozenset()) -> FastIdentifier:
+    """py3langid's model (loaded once) as indexer/langid_fast.py evaluates it, restricted to
     ``among`` when given.  Under a lock: a server's first queries arrive on several threads at
     once, and each would otherwise decompress and load the model itself."""
     with _IDENTIFIER_LOAD:
@@ -80,13 +81,12 @@ def _identifier(among: frozenset[str] = frozenset()) -> Any:
 
 
 @lru_cache(maxsize=8)
-def _load_identifier(among: frozenset[str]) -> Any:
-    from websift.indexer.langid_model import load_identifier as load_model
-
-    ident = load_model(norm_probs=True)
+def _load_identifier(among: frozenset[str]) -> FastIdentifier:
     if among:
-        ident.set_languages(sorted(among & set(ident.nb_classes)))
-    return ident
+        return _load_identifier(frozenset()).restricted(among)
+    from websift.indexer.langid_model import load_fast_identifier
+
+    return load_fast_identifier()
 
 
 def load_identifier() -> None:
@@ -97,8 +97,9 @@ def load_identifier() -> None:
 
 def identify(text: str, min_chars: int = LANG_MIN_CHARS,
              among: frozenset[str] = frozenset()) -> tuple[str | None, float]:
-    """(language, probability) of ``text`` by py3langid on a sample (from the middle: the
-    cost is bounded whatever the text's length); (None, 0) when short."""
+    """(language, probability) of ``text`` by py3langid's model on a sample (from the middle:
+    the cost is bounded whatever the text's length); (None, 0) when short, or when none of
+    ``among`` (when given) is a language the model knows."""
     if len(text) > 2 * LANG_SAMPLE_CHARS:
         mid = (len(text) - 2 * LANG_SAMPLE_CHARS) // 2
         text = text[mid : mid + 2 * LANG_SAMPLE_CHARS]
@@ -108,8 +109,12 @@ def identify(text: str, min_chars: int = LANG_MIN_CHARS,
     if len(text) > LANG_SAMPLE_CHARS:
         mid = (len(text) - LANG_SAMPLE_CHARS) // 2
         text = text[mid : mid + LANG_SAMPLE_CHARS]
+    if among:
+        among = among & _identifier().languages
+        if not among:
+            return None, 0.0
     lang, prob = _identifier(among).classify(text)
-    return normalise_lang(str(lang)), float(prob)
+    return normalise_lang(lang), prob
 
 
 def page_language(declared: str | None, text: str) -> str | None:

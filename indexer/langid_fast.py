@@ -1,0 +1,215 @@
+"""py3langid's classifier (Lui & Baldwin 2012, langid.py's model) evaluated with numpy.
+
+langid.py scores a text with multinomial naive Bayes over byte n-gram features (Lui & Baldwin
+2012, section 2): the features found in the text's UTF-8 bytes are counted by an Aho-Corasick
+automaton, and the score of each language is ``log1p(counts) @ P(feature | language) +
+log P(language)``.  py3langid walks that automaton one byte at a time in Python
+(``visit_counts``), the most of what identifying a page costs.
+
+Here the walk is done for all the positions at once.  The automaton's states are the nodes of
+a trie of byte strings of at most :attr:`FastIdentifier.depth` bytes (6 in the shipped
+model), and the state after a byte is the longest suffix of the bytes read so far that is a
+node.  So the state at each position is given by the last few bytes: the window of the last
+``d`` bytes is looked up among the nodes of depth ``d`` (sorted codes, ``np.searchsorted``),
+and the deepest window found wins.  A window of ``d`` bytes can only be a node when the window
+of ``d - 1`` bytes before it is one (a node's prefixes are nodes), so each depth looks only at
+the positions the depth before found.  The features are counted in the order of their first
+occurrence, as py3langid's ``Counter`` holds them, and scored by the same numpy expression on
+the same arrays, so the language and the probability are py3langid's own, to the bit; the
+softmax and the folding of aliased columns (``srl`` -> ``sr``) are py3langid's.
+
+The trie is read from the automaton's transition table once, when the model loads (a
+breadth-first walk: a node of depth ``d`` is first reached after ``d`` bytes, by the bytes of
+its string).
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import unicodedata
+from array import array
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+
+_Scores = np.ndarray
+_PAD = b"\xff"  # not UTF-8: no feature has it
+
+
+class FastIdentifier:
+    """py3langid's ``LanguageIdentifier.classify`` (normalised probabilities) over the arrays
+    of ``ident``, the identifier py3langid built from its model (see the module doc).
+    ``depths`` is :attr:`depths` of an identifier of the same model, when kept: finding them
+    is most of building one."""
+
+    def __init__(self, ident: Any, depths: np.ndarray | None = None) -> None:
+        self._tables = _Tables(ident, depths)
+        # P(feature | language) as float32: the rows a text has are read without converting
+        # float16 each time (the conversion is exact, so the scores are the same)
+        self._full = (np.asarray(ident.nb_ptc, dtype=np.float32), np.asarray(ident.nb_pc),
+                      list(ident.nb_classes))
+        self._choose(())
+
+    def _choose(self, among: Iterable[str]) -> None:
+        full_ptc, full_pc, full_classes = self._full
+        langs = set(among)
+        if langs:
+            unknown = langs - set(full_classes)
+            if unknown:
+                raise ValueError(f"unknown language code(s): {sorted(unknown)}")
+            keep = [i for i, c in enumerate(full_classes) if c in langs]
+            self.classes = [full_classes[i] for i in keep]
+            self._ptc = np.ascontiguousarray(full_ptc[:, keep])
+            self._pc = full_pc[keep]
+        else:
+            self.classes = list(full_classes)
+            self._ptc, self._pc = full_ptc, full_pc
+        first: dict[str, int] = {}
+        self._alias_pairs: list[tuple[int, int]] = []
+        for i, c in enumerate(self.classes):
+            if c in first:
+                self._alias_pairs.append((first[c], i))
+            else:
+                first[c] = i
+
+    @property
+    def max_depth(self) -> int:
+        """The longest trie node, in bytes."""
+        return self._tables.max_depth
+
+    @property
+    def depths(self) -> np.ndarray:
+        """Each automaton state's depth (the length of its trie node)."""
+        return self._tables.depth
+
+    @property
+    def languages(self) -> frozenset[str]:
+        """The languages this identifier chooses among."""
+        return frozenset(self.classes)
+
+    def restricted(self, among: Iterable[str]) -> FastIdentifier:
+        """This identifier choosing only among the languages ``among`` (py3langid's
+        ``set_languages``); the automaton's tables are shared."""
+        other = copy.copy(self)
+        other._choose(among)
+        return other
+
+    def features(self, data: bytes) -> tuple[np.ndarray, np.ndarray]:
+        """(feature IDs, counts) of the UTF-8 bytes ``data``, in the order of each feature's
+        first occurrence (py3langid's ``visit_counts``)."""
+        t = self._tables
+        # a pad byte each side: it is in no feature, so it never moves the automaton deeper
+        b = np.frombuffer(_PAD + data + _PAD, dtype=np.uint8).astype(np.intp)
+        pair = b[:-1] << 8
+        pair |= b[1:]
+        state = t.pairs[pair]  # per position (and the end pad): its node of depth <= 2
+        pos = np.flatnonzero(t.depth[state] == 2)
+        node = state[pos]
+        for d in range(3, t.max_depth + 1):
+            # a node of depth d ends at i only where one of depth d - 1 ends at i - 1: that
+            # node's move on byte i, when the move goes one deeper
+            pos += 1
+            node = t.nextmove[t.rowbase[node] + b[pos + 1]]
+            deeper = np.flatnonzero(t.depth[node] == d)
+            if len(deeper) == 0:
+                break
+            pos, node = pos[deeper], node[deeper]
+            state[pos] = node
+        out = t.output[state[:-1]]
+        feats = out[out >= 0]
+        if len(feats) == 0:
+            return np.empty(0, np.intp), np.empty(0, np.intp)
+        # count each feature; order the counts by first occurrence, as a Counter holds them
+        by_feature = np.argsort(feats, kind="stable")
+        sort = feats[by_feature]
+        edge = np.empty(len(sort) + 1, dtype=bool)
+        edge[0] = edge[-1] = True
+        np.not_equal(sort[1:], sort[:-1], out=edge[1:-1])
+        edges = np.flatnonzero(edge)
+        starts = edges[:-1]
+        order = np.argsort(by_feature[starts])
+        return sort[starts[order]].astype(np.intp), np.diff(edges)[order]
+
+    def scores(self, text: str) -> _Scores:
+        """py3langid's ``_decide`` with ``norm_probs``: a probability per class column."""
+        if text.isupper():
+            text = text.lower()
+        data = unicodedata.normalize("NFC", text).encode("utf8", errors="surrogatepass")
+        idx, counts = self.features(data)
+        if len(idx):
+            scores: _Scores = np.log1p(counts.astype(np.float32)) @ self._ptc[idx] + self._pc
+        else:
+            scores = np.full(len(self.classes), 0.0, dtype=np.float32)
+        scores *= 1.0 / math.sqrt(len(data) or 1)
+        np.exp(scores - scores.max(), out=scores)
+        scores /= scores.sum()
+        for i, j in self._alias_pairs:
+            scores[i] += scores[j]
+            scores[j] = 0.0
+        return scores
+
+    def classify(self, text: str) -> tuple[str, float]:
+        """(language, probability) of ``text``: py3langid's ``classify``."""
+        scores = self.scores(text)
+        i = int(scores.argmax())
+        return self.classes[i], float(scores[i])
+
+
+class _Tables:
+    """The automaton's arrays, with the depth of each state (see the module doc)."""
+
+    __slots__ = ("depth", "max_depth", "nextmove", "output", "pairs", "rowbase")
+
+    def __init__(self, ident: Any, depths: np.ndarray | None) -> None:
+        self.nextmove = _numpy(ident.tk_nextmove)  # distinct rows of 256 moves
+        index = np.int32 if len(self.nextmove) < 1 << 31 else np.intp  # int32: half the cache
+        self.rowbase: np.ndarray = np.left_shift(_numpy(ident.tk_row).astype(index), 8)
+        # state -> where its row of moves starts
+        self.output = np.asarray(ident.tk_output, dtype=np.int32)  # state -> feature or -1
+        if depths is None:
+            depths = _depths(self.nextmove, self.rowbase)
+        elif depths.shape != self.rowbase.shape or depths.dtype != np.int8 or depths[0] != 0:
+            raise ValueError("the kept depths are not this automaton's")
+        self.depth = depths
+        self.max_depth = int(self.depth.max())
+        if np.any(self.depth < 0) or self.max_depth > 8:
+            raise ValueError("the automaton's depths are out of range")
+        start = self.nextmove[self.rowbase[0] + np.arange(256)].astype(np.intp)
+        if np.any(self.depth[start] > 1):
+            raise ValueError("py3langid's automaton is not a trie's: the start moves deeper than 1")
+        pad = self.nextmove[self.rowbase + _PAD[0]]
+        if np.any(self.depth[pad] > self.depth):
+            raise ValueError("py3langid's model has a feature with the byte 0xff")
+        # the node of depth <= 2 after each pair of bytes: the pair's when it is one, else
+        # the second byte's (the start state when that is none)
+        second = self.nextmove[self.rowbase[start][:, None] + np.arange(256)]
+        self.pairs = np.where(self.depth[second] == 2, second, start[None, :]).astype(
+            self.nextmove.dtype).ravel()
+
+
+def _numpy(values: Any) -> np.ndarray:
+    """An ``array.array`` (or a list) as a numpy array, without a copy when it can."""
+    if isinstance(values, array):
+        return np.frombuffer(values, dtype=np.dtype(values.typecode))
+    return np.asarray(values)
+
+
+def _depths(nextmove: np.ndarray, rowbase: np.ndarray) -> np.ndarray:
+    """Each state's depth (its string's length), by a breadth-first walk from the start
+    state: a node of depth ``d`` is first reached after ``d`` bytes.  A level's states that
+    share a row share their moves, so each distinct row is read once."""
+    depth = np.full(len(rowbase), -1, dtype=np.int8)
+    depth[0] = 0
+    frontier = np.zeros(1, dtype=np.intp)
+    d = 0
+    while len(frontier):
+        d += 1
+        bases = np.unique(rowbase[frontier])
+        targets = nextmove[bases[:, None] + np.arange(256)].ravel()
+        frontier = np.unique(targets[depth[targets] == -1]).astype(np.intp)
+        depth[frontier] = d
+    if np.any(depth < 0):
+        raise ValueError("py3langid's automaton has states the start state never reaches")
+    return depth
