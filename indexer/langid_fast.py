@@ -29,7 +29,7 @@ import copy
 import math
 import unicodedata
 from array import array
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -99,6 +99,11 @@ class FastIdentifier:
     def features(self, data: bytes) -> tuple[np.ndarray, np.ndarray]:
         """(feature IDs, counts) of the UTF-8 bytes ``data``, in the order of each feature's
         first occurrence (py3langid's ``visit_counts``)."""
+        ids, counts, _ = self._counted(self._states(data), np.zeros(len(data), np.intp), 1)
+        return ids, counts
+
+    def _states(self, data: bytes) -> np.ndarray:
+        """The automaton's state after each byte of ``data``."""
         t = self._tables
         # a pad byte each side: it is in no feature, so it never moves the automaton deeper
         b = np.frombuffer(_PAD + data + _PAD, dtype=np.uint8).astype(np.intp)
@@ -117,44 +122,80 @@ class FastIdentifier:
                 break
             pos, node = pos[deeper], node[deeper]
             state[pos] = node
-        out = t.output[state[:-1]]
-        feats = out[out >= 0]
-        if len(feats) == 0:
-            return np.empty(0, np.intp), np.empty(0, np.intp)
-        # count each feature; order the counts by first occurrence, as a Counter holds them
-        by_feature = np.argsort(feats, kind="stable")
-        sort = feats[by_feature]
+        return state[:-1]
+
+    def _counted(self, state: np.ndarray, text_of: np.ndarray, n_texts: int
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(feature IDs, counts, where each text's run starts: ``n_texts + 1`` offsets) of the
+        states of texts laid end to end (``text_of``: each state's text), each text's features
+        in the order of their first occurrence, as a Counter holds them."""
+        out = self._tables.output[state]
+        at = np.flatnonzero(out >= 0)
+        n_features = len(self._full[0])
+        key = text_of[at] * n_features + out[at]
+        by_key = np.argsort(key, kind="stable")  # by text and feature, then position
+        sort = key[by_key]
         edge = np.empty(len(sort) + 1, dtype=bool)
         edge[0] = edge[-1] = True
         np.not_equal(sort[1:], sort[:-1], out=edge[1:-1])
         edges = np.flatnonzero(edge)
         starts = edges[:-1]
-        order = np.argsort(by_feature[starts])
-        return sort[starts[order]].astype(np.intp), np.diff(edges)[order]
+        order = np.argsort(by_key[starts])  # by first occurrence (so by text, then position)
+        key = sort[starts[order]]
+        texts, ids = np.divmod(key, n_features)
+        offsets = np.searchsorted(texts, np.arange(n_texts + 1))
+        return ids.astype(np.intp), np.diff(edges)[order], offsets
 
     def scores(self, text: str) -> _Scores:
         """py3langid's ``_decide`` with ``norm_probs``: a probability per class column."""
-        if text.isupper():
-            text = text.lower()
-        data = unicodedata.normalize("NFC", text).encode("utf8", errors="surrogatepass")
-        idx, counts = self.features(data)
-        if len(idx):
-            scores: _Scores = np.log1p(counts.astype(np.float32)) @ self._ptc[idx] + self._pc
-        else:
-            scores = np.full(len(self.classes), 0.0, dtype=np.float32)
-        scores *= 1.0 / math.sqrt(len(data) or 1)
-        np.exp(scores - scores.max(), out=scores)
-        scores /= scores.sum()
-        for i, j in self._alias_pairs:
-            scores[i] += scores[j]
-            scores[j] = 0.0
+        return self.scores_many([text])[0]
+
+    def scores_many(self, texts: Sequence[str]) -> _Scores:
+        """:meth:`scores` of each text (a row each), in one pass over all of them: the
+        automaton walks their bytes laid end to end, pad bytes between them (a pad takes it
+        back to its start state)."""
+        data = [_encode(text) for text in texts]
+        lengths = np.array([len(d) for d in data], dtype=np.intp)
+        text_of = np.repeat(np.arange(len(data)), lengths + 1)[:-1]  # a pad after each text
+        ids, counts, offsets = self._counted(self._states(_PAD.join(data)), text_of, len(data))
+        weights = np.log1p(counts.astype(np.float32))
+        rows = self._ptc[ids]
+        scores = np.zeros((len(data), len(self.classes)), dtype=np.float32)
+        bounds = offsets.tolist()
+        for i in range(len(data)):
+            lo, hi = bounds[i], bounds[i + 1]
+            if hi > lo:  # py3langid's naive Bayes score; no feature: 0 (all alike)
+                scores[i] = weights[lo:hi] @ rows[lo:hi] + self._pc
+        # the softmax at temperature sqrt(bytes), as py3langid calibrates it
+        scores *= np.array([1.0 / math.sqrt(n or 1) for n in lengths.tolist()],
+                           dtype=np.float32)[:, None]
+        np.exp(scores - scores.max(axis=1, keepdims=True), out=scores)
+        scores /= scores.sum(axis=1, keepdims=True)
+        for i, j in self._alias_pairs:  # an aliased column folded into its first
+            scores[:, i] += scores[:, j]
+            scores[:, j] = 0.0
         return scores
 
     def classify(self, text: str) -> tuple[str, float]:
         """(language, probability) of ``text``: py3langid's ``classify``."""
-        scores = self.scores(text)
-        i = int(scores.argmax())
-        return self.classes[i], float(scores[i])
+        return self.classify_many([text])[0]
+
+    def classify_many(self, texts: Sequence[str]) -> list[tuple[str, float]]:
+        """:meth:`classify` of each text, in one pass over all of them (:meth:`scores_many`):
+        the numpy calls a text costs are shared by a batch of them."""
+        if not texts:
+            return []
+        scores = self.scores_many(texts)
+        best = scores.argmax(axis=1)
+        probs = scores[np.arange(len(best)), best].tolist()
+        return [(self.classes[i], p) for i, p in zip(best.tolist(), probs, strict=True)]
+
+
+def _encode(text: str) -> bytes:
+    """The bytes py3langid reads of a text."""
+    if text.isupper():
+        text = text.lower()
+    return unicodedata.normalize("NFC", text).encode("utf8", errors="surrogatepass")
 
 
 class _Tables:

@@ -58,6 +58,16 @@ def test_the_same_language_and_probability_as_py3langid(
     same_answer(*models, text)
 
 
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(TEXTS, max_size=30))
+def test_a_batch_gets_each_text_s_own_answer(models: tuple[Any, FastIdentifier],
+                                             texts: list[str]) -> None:
+    """Texts classified together (the indexer's batches) get what each gets alone, to the bit:
+    their features are not mixed (the pad between them), nor their scores."""
+    ref, fast = models
+    assert fast.classify_many(texts) == [ref.classify(t) for t in texts]
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.binary(max_size=800) | TEXTS.map(lambda t: t.encode("utf8", "surrogatepass")[1:-1]))
 def test_the_same_features_in_the_same_order_as_its_walk(
