@@ -36,6 +36,7 @@ import numpy as np
 
 _Scores = np.ndarray
 _PAD = b"\xff"  # not UTF-8: no feature has it
+_MANY = 256  # texts scored in one pass at most (bounds the pass's memory and its sort keys)
 
 
 class FastIdentifier:
@@ -132,17 +133,21 @@ class FastIdentifier:
         out = self._tables.output[state]
         at = np.flatnonzero(out >= 0)
         n_features = len(self._full[0])
-        key = text_of[at] * n_features + out[at]
-        by_key = np.argsort(key, kind="stable")  # by text and feature, then position
-        sort = key[by_key]
-        edge = np.empty(len(sort) + 1, dtype=bool)
+        # (text, feature, position) in one integer: sorted, each (text, feature) is a run,
+        # its first entry holding the feature's first position in that text
+        shift = max(len(state).bit_length(), 1)
+        if (n_texts * n_features).bit_length() + shift > 62:
+            raise ValueError("too many texts or bytes to count in one pass")
+        key = ((text_of[at] * n_features + out[at]) << shift) | at
+        key.sort()
+        group = key >> shift
+        edge = np.empty(len(key) + 1, dtype=bool)
         edge[0] = edge[-1] = True
-        np.not_equal(sort[1:], sort[:-1], out=edge[1:-1])
+        np.not_equal(group[1:], group[:-1], out=edge[1:-1])
         edges = np.flatnonzero(edge)
         starts = edges[:-1]
-        order = np.argsort(by_key[starts])  # by first occurrence (so by text, then position)
-        key = sort[starts[order]]
-        texts, ids = np.divmod(key, n_features)
+        order = np.argsort(key[starts] & ((1 << shift) - 1))  # by first position
+        texts, ids = np.divmod(group[starts[order]], n_features)
         offsets = np.searchsorted(texts, np.arange(n_texts + 1))
         return ids.astype(np.intp), np.diff(edges)[order], offsets
 
@@ -183,12 +188,13 @@ class FastIdentifier:
     def classify_many(self, texts: Sequence[str]) -> list[tuple[str, float]]:
         """:meth:`classify` of each text, in one pass over all of them (:meth:`scores_many`):
         the numpy calls a text costs are shared by a batch of them."""
-        if not texts:
-            return []
-        scores = self.scores_many(texts)
-        best = scores.argmax(axis=1)
-        probs = scores[np.arange(len(best)), best].tolist()
-        return [(self.classes[i], p) for i, p in zip(best.tolist(), probs, strict=True)]
+        got: list[tuple[str, float]] = []
+        for lo in range(0, len(texts), _MANY):
+            scores = self.scores_many(texts[lo : lo + _MANY])
+            best = scores.argmax(axis=1)
+            probs = scores[np.arange(len(best)), best].tolist()
+            got.extend((self.classes[i], p) for i, p in zip(best.tolist(), probs, strict=True))
+        return got
 
 
 def _encode(text: str) -> bytes:

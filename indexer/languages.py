@@ -50,7 +50,6 @@ SNOWBALL = {
     "sv": "swedish", "ta": "tamil", "tr": "turkish", "yi": "yiddish"}
 RTL = frozenset({"ar", "fa", "he", "ur", "yi", "ps", "sd", "ug", "dv", "ku"})
 _TAG = re.compile(r"^([a-z]{2,3})(?:[-_].*)?$")
-_WS = re.compile(r"\s+")
 
 
 def normalise_lang(tag: str | None) -> str | None:
@@ -117,7 +116,7 @@ def _sample(text: str, min_chars: int) -> str | None:
     if len(text) > 2 * LANG_SAMPLE_CHARS:
         mid = (len(text) - 2 * LANG_SAMPLE_CHARS) // 2
         text = text[mid : mid + 2 * LANG_SAMPLE_CHARS]
-    text = _WS.sub(" ", text).strip()
+    text = " ".join(text.split())  # white space runs as one space (as re's \s+ sees them)
     if len(text) < min_chars:
         return None
     if len(text) > LANG_SAMPLE_CHARS:

@@ -5,17 +5,19 @@
 
 The pages are real ones: the installed manuals' HTML (the Python 3.11 manual, aptitude's in
 nine languages, KiCad's; ``--manual`` to choose), parsed by websift (indexer/parse.py) into the
-text ``page_language`` identifies.  Each round times, with ``time.process_time``, both ways of
-identifying every page in alternation: ``identify()`` as websift runs it (its sample, then
-langid_fast), and the same sample given to py3langid's ``LanguageIdentifier.classify`` (what
-websift ran before); it prints the median CPU per page of each, their ratio, and whether every
-answer (language and probability) was the same.  CPU on a shared machine is noisy: the ratio
+text ``page_language`` identifies.  Each round times, with ``time.process_time``, three ways
+of identifying every page, in alternation: the sample ``identify()`` takes given to py3langid's
+``LanguageIdentifier.classify`` (what websift ran before); ``identify()``, one page at a time
+(langid_fast); ``page_languages()`` on batches of BATCH_FULL_DOCS pages, as the indexer's
+workers run it.  It prints the median CPU per page of each, the ratios, and whether every
+answer (language and probability; the page's language) was the same.  CPU on a shared machine is noisy: the ratio
 within a run is the figure.
 """
 
 from __future__ import annotations
 
 import argparse
+import re
 import statistics
 import sys
 import time
@@ -42,8 +44,8 @@ def page_texts(manuals: list[Path], limit: int) -> list[str]:
 
 
 def sample(text: str) -> str | None:
-    """The sample ``identify`` classifies (None: too short to identify)."""
-    from websift.indexer.languages import _WS
+    """The sample ``identify`` classifies (None: too short to identify), as websift took it
+    before langid_fast (white space collapsed by a regular expression)."""
     from websift.indexer.settings import LANG_MIN_CHARS, LANG_SAMPLE_CHARS
 
     if len(text) > 2 * LANG_SAMPLE_CHARS:
@@ -56,6 +58,9 @@ def sample(text: str) -> str | None:
         mid = (len(text) - LANG_SAMPLE_CHARS) // 2
         text = text[mid : mid + LANG_SAMPLE_CHARS]
     return text
+
+
+_WS = re.compile(r"\s+")
 
 
 def cpu_per_page(run: Callable[[str], Any], texts: list[str]) -> float:
@@ -77,8 +82,9 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr)
         return 2
     from websift.indexer.langid_model import load_identifier
-    from websift.indexer.languages import identify, normalise_lang
+    from websift.indexer.languages import identify, normalise_lang, page_languages
     from websift.indexer.languages import load_identifier as load_fast
+    from websift.indexer.settings import BATCH_FULL_DOCS, LANG_GUESS_PROB
 
     texts = page_texts(manuals, args.pages)
     py3langid = load_identifier(norm_probs=True)
@@ -91,18 +97,29 @@ def main(argv: list[str] | None = None) -> int:
         lang, prob = py3langid.classify(got)
         return normalise_lang(lang), float(prob)
 
+    def batched(pages: list[str]) -> None:
+        for i in range(0, len(pages), BATCH_FULL_DOCS):
+            page_languages([(None, t) for t in pages[i : i + BATCH_FULL_DOCS]])
+
     differ = sum(identify(t) != before(t) for t in texts)
+    guessed = page_languages([(None, t) for t in texts])
+    differ += sum(g != (None if p < LANG_GUESS_PROB else lang)
+                  for g, (lang, p) in zip(guessed, map(before, texts), strict=True))
     langs = Counter(identify(t)[0] for t in texts)
-    now_us, before_us = [], []
+    rounds: dict[str, list[float]] = {"py3langid": [], "identify": [], "batch": []}
     for _ in range(args.rounds):
-        before_us.append(cpu_per_page(before, texts) * 1e6)
-        now_us.append(cpu_per_page(identify, texts) * 1e6)
-    now, then = statistics.median(now_us), statistics.median(before_us)
+        rounds["py3langid"].append(cpu_per_page(before, texts) * 1e6)
+        rounds["identify"].append(cpu_per_page(identify, texts) * 1e6)
+        start = time.process_time()
+        batched(texts)
+        rounds["batch"].append((time.process_time() - start) / len(texts) * 1e6)
+    then, one, many = (statistics.median(v) for v in rounds.values())
     print(f"{len(texts)} pages of {', '.join(str(m) for m in manuals)}; languages found: "
           + ", ".join(f"{k}={n}" for k, n in langs.most_common(8)))
-    print(f"identify (langid_fast): {now:.0f} us of CPU a page; py3langid classify on the same "
-          f"sample: {then:.0f} us; ratio {now / then:.2f} (median of {args.rounds} rounds)")
-    print("answers: " + ("all the same" if differ == 0 else f"{differ} pages differ"))
+    print(f"CPU a page (median of {args.rounds} rounds): py3langid classify {then:.0f} us; "
+          f"identify, a page at a time {one:.0f} us ({one / then:.2f}x); page_languages, "
+          f"{BATCH_FULL_DOCS} pages a call {many:.0f} us ({many / then:.2f}x)")
+    print("answers: " + ("all the same" if differ == 0 else f"{differ} differ"))
     return 0 if differ == 0 else 1
 
 
