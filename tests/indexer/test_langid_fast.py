@@ -122,9 +122,13 @@ def test_restricted_to_a_few_languages(models: tuple[Any, FastIdentifier],
 def test_the_depths_are_kept_beside_the_model_copy(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, models: tuple[Any, FastIdentifier]
 ) -> None:
+    # the model copy the fixture loaded, linked (decompressing another is not what is tested)
+    (copy,) = (p for p in langid_model.cache_dir().glob("langid-*.npz")
+               if not p.name.endswith("-depths.npz"))
+    (tmp_path / copy.name).symlink_to(copy)
     monkeypatch.setenv("WEBSIFT_CACHE_DIR", str(tmp_path))
     text = "Le renard brun rapide saute par-dessus le chien paresseux"
-    first = langid_model.load_fast_identifier()  # writes the model copy and the depths
+    first = langid_model.load_fast_identifier()  # writes the depths
     (kept,) = tmp_path.glob("langid-*-depths.npz")
     assert not list(tmp_path.glob("*.tmp"))
     assert np.array_equal(first.depths, models[1].depths)
@@ -142,3 +146,56 @@ def test_the_depths_are_kept_beside_the_model_copy(
     # depths of another automaton are refused, not used
     with pytest.raises(ValueError, match="not this automaton's"):
         FastIdentifier(models[0], first.depths[:-1])
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(st.sampled_from([None, "en", "fr-CA", "de", "x-klingon", ""]),
+                          TEXTS | WORDS.map(lambda t: t * 3)), max_size=24))
+def test_a_batch_of_pages_gets_each_page_s_language(
+        models: tuple[Any, FastIdentifier], pages: list[tuple[str | None, str]]) -> None:
+    """``page_languages`` (a worker's batch) decides each page as ``page_language`` did with
+    py3langid: the declared language unless the text is surely another."""
+    from websift.indexer import languages
+    from websift.indexer.settings import LANG_GUESS_PROB, LANG_MIN_CHARS, LANG_OVERRIDE_PROB
+
+    ref = models[0]
+
+    def before(declared: str | None, text: str) -> str | None:
+        lang = languages.normalise_lang(declared)
+        sample = sample_before(text, LANG_MIN_CHARS)
+        if sample is None:
+            return lang
+        found, prob = ref.classify(sample)
+        if lang is None:
+            return str(found) if prob >= LANG_GUESS_PROB else None
+        return str(found) if found != lang and prob >= LANG_OVERRIDE_PROB else lang
+
+    assert languages.page_languages(pages) == [before(d, t) for d, t in pages]
+
+
+def sample_before(text: str, min_chars: int) -> str | None:
+    """The sample identify() took before langid_fast (white space collapsed by a regex)."""
+    from websift.indexer.settings import LANG_SAMPLE_CHARS
+
+    if len(text) > 2 * LANG_SAMPLE_CHARS:
+        mid = (len(text) - 2 * LANG_SAMPLE_CHARS) // 2
+        text = text[mid : mid + 2 * LANG_SAMPLE_CHARS]
+    text = re.sub(r"\s+", " ", text).strip()
+    if len(text) < min_chars:
+        return None
+    if len(text) > LANG_SAMPLE_CHARS:
+        mid = (len(text) - LANG_SAMPLE_CHARS) // 2
+        text = text[mid : mid + LANG_SAMPLE_CHARS]
+    return text
+
+
+SPACES = "".join(chr(c) for c in range(0x3100) if chr(c).isspace() or c in (0x200B, 0xFEFF))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(st.sampled_from(SPACES) | st.sampled_from("ab\u00e9\u4e2d"), max_size=1500),
+       st.sampled_from([1, 40]))
+def test_the_sample_is_the_one_taken_before(text: str, min_chars: int) -> None:
+    from websift.indexer import languages
+
+    assert languages._sample(text, min_chars) == sample_before(text, min_chars)
