@@ -7,20 +7,23 @@ log P(language)``.  py3langid walks that automaton one byte at a time in Python
 (``visit_counts``), the most of what identifying a page costs.
 
 Here the walk is done for all the positions at once.  The automaton's states are the nodes of
-a trie of byte strings of at most :attr:`FastIdentifier.depth` bytes (6 in the shipped
-model), and the state after a byte is the longest suffix of the bytes read so far that is a
-node.  So the state at each position is given by the last few bytes: the window of the last
-``d`` bytes is looked up among the nodes of depth ``d`` (sorted codes, ``np.searchsorted``),
-and the deepest window found wins.  A window of ``d`` bytes can only be a node when the window
-of ``d - 1`` bytes before it is one (a node's prefixes are nodes), so each depth looks only at
-the positions the depth before found.  The features are counted in the order of their first
-occurrence, as py3langid's ``Counter`` holds them, and scored by the same numpy expression on
-the same arrays, so the language and the probability are py3langid's own, to the bit; the
-softmax and the folding of aliased columns (``srl`` -> ``sr``) are py3langid's.
+a trie of byte strings (at most 6 bytes in the shipped model), and the state after a byte is
+the longest suffix of the bytes read so far that is a node.  So a position's state is found
+from its last few bytes, a depth at a time: the node of depth <= 2 from the last two bytes (a
+table of the 65,536 pairs); a node of depth ``d`` ends at a position only where one of depth
+``d - 1`` ends at the position before (a node's prefixes are nodes), and it is that node's move
+on the byte when the move goes one deeper, so each depth looks only at the positions the depth
+before found; the deepest found wins.  A batch of texts is walked at once, laid end to end with
+a byte between them that is in no feature (0xff, never in UTF-8), which takes the automaton
+back to its start.  The features are counted in the order of their first occurrence, as
+py3langid's ``Counter`` holds them, and scored by the same numpy expression on the same values
+(the table of P(feature | language) converted once from float16 to float32, exactly), so the
+language and the probability are py3langid's own, to the bit; the softmax and the folding of
+aliased columns (``srl`` -> ``sr``) are py3langid's.
 
-The trie is read from the automaton's transition table once, when the model loads (a
-breadth-first walk: a node of depth ``d`` is first reached after ``d`` bytes, by the bytes of
-its string).
+The depth of each state is read from the automaton's transition table when the model loads (a
+breadth-first walk: a node of depth ``d`` is first reached after ``d`` bytes);
+indexer/langid_model.py keeps it beside the model copy.
 """
 
 from __future__ import annotations
