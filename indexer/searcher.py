@@ -502,9 +502,8 @@ class Searcher:
     def _host_mask(seg: SegmentReader, hosts: tuple[str, ...]) -> np.ndarray:
         """Which ordinals of ``seg`` belong to one of ``hosts`` or their subdomains."""
         ids = BitMap()
-        for h in seg.hosts():
-            if any(h == s or h.endswith("." + s) for s in hosts):
-                ids |= seg.host_docs(h)
+        for h in {h for s in hosts for h in seg.hosts_under(s)}:
+            ids |= seg.host_docs(h)
         return sorted_members(seg.doc_ids, ids.to_array())
 
     # ------------------------------------------------------------------ search
