@@ -1,7 +1,7 @@
 """A ``site:`` filter's per-segment mask and one host-filtered query, beside the code before.
 
     .venv/bin/python -m scripts.benchmarks.bench_site_filter [--pages 30000 --hosts 300] \\
-        [--repeat 50] [--work DIR]
+        [--repeat 50] [--procs 2] [--work DIR]
 
 A generated web (testkit/genweb.py: ``--pages`` over ``--hosts`` hosts) is stored as if fetched
 (``testkit.corpus.build_data_dir``) and indexed (kept under ``--work`` and reused).  Then, in
@@ -42,7 +42,7 @@ from websift.indexer.segment import SegmentReader
 BIG = 800_000  # doc IDs of the large membership case
 
 
-def make_data(work: Path, pages: int, hosts: int) -> DataDir:
+def make_data(work: Path, pages: int, hosts: int, procs: int) -> DataDir:
     """The generated web stored and indexed under ``work`` (reused when already there)."""
     root = work / f"site-{pages}-{hosts}"
     web = ensure_web(root / "web", WebParams(pages=pages, hosts=hosts, seed=1))
@@ -51,7 +51,7 @@ def make_data(work: Path, pages: int, hosts: int) -> DataDir:
     docs = {f"http://{host_address(h)}:{web.params.port}/p/{p.name}": p.read_text()
             for h in range(hosts) for p in sorted((web.host_dir(h) / "p").glob("*.html"))}
     data = build_data_dir(root / "data", docs)
-    build_index(data, procs=2)
+    build_index(data, procs=procs)
     return data
 
 
@@ -109,12 +109,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--pages", type=int, default=30000)
     parser.add_argument("--hosts", type=int, default=300)
     parser.add_argument("--repeat", type=int, default=50)
+    parser.add_argument("--procs", type=int, default=2, help="indexing processes")
     parser.add_argument("--work", type=Path, default=None,
                         help="keep the web and its index here (reused); default: a temporary one")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         work = args.work or Path(tmp)
-        data = make_data(work, args.pages, args.hosts)
+        data = make_data(work, args.pages, args.hosts, args.procs)
         host = host_address(min(5, args.hosts - 1))
         page = next((work / f"site-{args.pages}-{args.hosts}" / "web").glob(
             f"hosts/{host}/p/*.html"))
