@@ -7,11 +7,16 @@ a million IDs), and the pruned path asks once per round of candidates.  A table 
 per ID up to the largest in the set answers with one gather: a byte per ID up to
 BYTE_TABLE_MAX_IDS, a bit per ID past it (a few more operations, an eighth of the memory: 2.5
 MB for IDs up to 20 million).  URL IDs are the crawl store's row IDs, dense from 1.
+
+The other way round, which of a segment's documents (its URL IDs, ascending) are in a small
+set (a host's pages), :func:`sorted_members` looks each ID of the set up by binary search:
+no sort, no table, a cost that grows with the set and only by its logarithm with the segment.
 """
 
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 BYTE_TABLE_MAX_IDS = 1 << 22  # up to this many IDs a byte each (4 MB), past it a bit each
 
@@ -50,3 +55,15 @@ class IdSet:
     def nbytes(self) -> int:
         table = self._table if self._table is not None else self._bits
         return 0 if table is None else int(table.nbytes)
+
+
+def sorted_members(sorted_ids: np.ndarray, ids: ArrayLike) -> np.ndarray:
+    """Which of ``sorted_ids`` (ascending, distinct: a segment's doc IDs) are among ``ids``:
+    a bool array as long as ``sorted_ids``, the same as ``np.isin(sorted_ids, ids)``."""
+    out = np.zeros(len(sorted_ids), dtype=bool)
+    if not len(sorted_ids):
+        return out
+    wanted = np.asarray(ids, dtype=np.int64)
+    at = np.minimum(np.searchsorted(sorted_ids, wanted), len(sorted_ids) - 1)
+    out[at[sorted_ids[at] == wanted]] = True
+    return out

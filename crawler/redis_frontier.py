@@ -51,8 +51,10 @@ taken by its earlier run and acknowledges those its shard stored; only if it nev
 are they fetched again by another crawler (the one window left, milliseconds wide).
 
 Politeness across processes: a host is fetched by its lease holder only (``SET NX PX``, renewed
-by a thread every third of ``--frontier-lease``), so K in flight and the delay hold as in one
-process; the host's Crawl-delay, response-time average, back-off and robots.txt (text and age)
+by a thread every third of ``--frontier-lease``; ``take.lua`` refuses a page to a caller that
+no longer holds it, so a holder held up past its lease takes nothing more there, and a renewal
+that fails is reported only for the lease it was sent for, not for the host leased again
+since), so K in flight and the delay hold as in one process; the host's Crawl-delay, response-time average, back-off and robots.txt (text and age)
 live in ``{h:O}:host`` and move with the lease; a new holder waits a full delay from the last
 holder's release (from its own lease when the last holder died).  Each crawler holds at most its
 fair share of the hosts with work (hosts / crawlers alive); hosts over it drain and go back.
@@ -102,6 +104,7 @@ from websift.store.schema import origin_of
 SCRIPTS = ("add", "revive", "peek", "take", "read", "apply", "dividend", "credit_virtual", "pay",
            "requeue", "lease", "newid", "load")
 MAY_BE_NEW = ("add", "apply")  # scripts that may meet a host with no keys yet (prelude.lua)
+TAKE_NO_LEASE = -1  # take.lua: the caller does not hold the host's lease
 META_FRONTIER = "frontier_id"  # the shard's meta: which frontier its URL IDs come from
 META_CRAWLER = "frontier_crawler"  # the shard's crawler ID (stable across its runs)
 
@@ -292,7 +295,7 @@ class RedisFrontier:
         self.busy: Callable[[int], bool] = lambda host_id: False
         # Leases are renewed (and the heartbeat written) by a thread of their own, so a busy
         # reactor (a long parse, a slow commit) never lets a held host's lease expire.
-        self.lost_leases: list[str] = []
+        self.lost_leases: list[HostLease] = []
         self.renew_error: redis.RedisError | None = None
         self._stop = threading.Event()
         self.heartbeat()
@@ -304,11 +307,13 @@ class RedisFrontier:
         value, ttl_ms = self._lease_value(), int(self.lease_ttl * 1000)
         while not self._stop.wait(self.lease_ttl / 3):
             try:
-                for origin in list(self.leases):
+                for origin, lease in list(self.leases.items()):
                     ok = self.scripts["lease"](keys=[host_tag(origin) + ":lv"],
                                                args=[value, ttl_ms], client=self.client)
-                    if not ok and origin in self.leases:
-                        self.lost_leases.append(origin)
+                    # lost only if it is still that lease: the reactor may have given the
+                    # host back and leased it again while the script ran (a new lease)
+                    if not ok and self.leases.get(origin) is lease:
+                        self.lost_leases.append(lease)
                 self.heartbeat()
             except redis.RedisError as exc:  # the reactor's next call stops the crawl
                 self.renew_error = exc
@@ -479,10 +484,7 @@ class RedisFrontier:
         if self.renew_error is not None:
             raise self.renew_error
         while self.lost_leases:
-            gone = self.leases.pop(self.lost_leases.pop(), None)
-            if gone is not None:
-                self.counters["leases_lost"] += 1
-                self.by_host_id.pop(gone.host_id, None)
+            self._lost(self.lost_leases.pop())
         for origin, lease in list(self.leases.items()):
             if now - lease.renewed >= self.lease_ttl / 3:
                 lease.renewed = now
@@ -497,6 +499,13 @@ class RedisFrontier:
             self.swept = now
             for source in self.client.smembers(G + ":outboxes"):
                 self._deliver(source)
+
+    def _lost(self, lease: HostLease) -> None:
+        """A lease another crawler may hold now: this run takes nothing more of its host."""
+        if self.leases.get(lease.origin) is lease:
+            del self.leases[lease.origin]
+            self.counters["leases_lost"] += 1
+            self.by_host_id.pop(lease.host_id, None)
 
     def _has_buffered(self, origin: str) -> bool:
         return any(r.origin == origin for r in self.reads)
@@ -665,7 +674,12 @@ class RedisFrontier:
             uid = int(lease.best)
             lease.peeked = float("-inf")  # its top is ours now: peek again next time
             got = self.scripts["take"](keys=[host_tag(origin) + ":lv"],
-                                       args=[uid, f"{self.owner}{now!r}"], client=self.client)
+                                       args=[uid, f"{self.owner}{now!r}", self._lease_value()],
+                                       client=self.client)
+            if got == TAKE_NO_LEASE:  # lapsed (this process was held up): the host is not ours
+                self._lost(lease)
+                origins.remove(origin)
+                continue
             if not got:
                 continue
             url, depth, read = str(got[0]), int(got[1]), got[2] == "1"

@@ -16,14 +16,16 @@ still masked by that cut, which comes after the merged segment.
 The merge is written into ``merging-*`` inside the index directory, a name the cut's sweep
 (indexer/build.py ``sweep``) leaves alone; a killed follower's is removed when the next one
 starts (:func:`sweep_merging`).  Stopping: ``stop`` is asked by the worker between two word
-ranges (indexer/merge.py); the merge in progress is discarded whole.
+ranges (indexer/merge.py); the merge in progress is discarded whole.  A job and its answer
+cross the pipe as JSON and bytes (core/process_messages.py), never pickled; the worker's error
+comes back as its type's name, message and traceback text.
 """
 
 from __future__ import annotations
 
+import io
 import multiprocessing
 import os
-import pickle
 import shutil
 import signal
 import time
@@ -37,9 +39,12 @@ from typing import Any
 import numpy as np
 from pyroaring import BitMap
 
+from websift.core import process_messages as messages
+from websift.core.checked import array_bytes
 from websift.core.datadir import fsync_dir
+from websift.core.errors import StageFailed
 from websift.indexer.build import entry_bytes, publish_manifest, run_drops, targets_seq
-from websift.indexer.errors import IndexInterrupted
+from websift.indexer.errors import IndexCorrupt, IndexInterrupted
 from websift.indexer.liveness import live_masks
 from websift.indexer.manifest import Manifest, SegmentEntry, describe_files
 from websift.indexer.merge import merge_segments
@@ -51,6 +56,10 @@ from websift.indexer.workers import WorkerFailed, die_with_parent
 MERGING_PREFIX = "merging-"
 RECENT_MERGES = 32  # merges whose times the merger keeps (follow-status.json)
 CLOSE_WAIT = 30.0  # seconds the merge worker has to exit once its pipe is closed
+# A merge worker's errors the follower raises as themselves (the stop it asked for, a segment
+# that fails its checks, a full disk); any other is a RemoteError naming its type.
+REMOTE_ERRORS: tuple[type[Exception], ...] = (IndexInterrupted, IndexCorrupt, StageFailed,
+                                              OSError)
 
 class OpenSegments:
     """Segment readers kept open between cuts and merges (a segment never changes once
@@ -94,9 +103,10 @@ def lower_priority(nice: int) -> None:
 
 def _worker_main(conn: Connection, theirs: Connection, stop: Event, nice: int,
                  parent: int) -> None:
-    """The merge worker's loop: a job in, ``("ok", (meta, files))`` or ``("error", exc)`` out,
-    until the follower closes the pipe (``theirs``, its end, is closed here at once: forked,
-    this process holds a copy that would keep the end of file from coming)."""
+    """The merge worker's loop: a job in (:func:`_job_message`), ``{"meta", "files"}`` or an
+    error (core/process_messages.py) out, until the follower closes the pipe (``theirs``, its
+    end, is closed here at once: forked, this process holds a copy that would keep the end of
+    file from coming)."""
     theirs.close()
     die_with_parent(parent)
     # the follower decides when to stop (a supervisor or a terminal signals the whole group)
@@ -105,27 +115,40 @@ def _worker_main(conn: Connection, theirs: Connection, stop: Event, nice: int,
     lower_priority(nice)
     while True:
         try:
-            job = conn.recv()
+            header, blobs = messages.receive(conn)
         except EOFError:
             return
         try:
-            reply: tuple[str, Any] = ("ok", _merge_job(*job, should_stop=stop.is_set))
+            meta, files = _merge_job(header, blobs, should_stop=stop.is_set)
+            reply: dict[str, Any] = {"meta": meta, "files": files}
         except BaseException as exc:  # noqa: BLE001 - handed to the follower, which raises it
-            reply = ("error", exc)
-        try:
-            conn.send(reply)
-        except (TypeError, AttributeError, pickle.PicklingError):  # an exception pickle refuses
-            conn.send(("error", WorkerFailed(f"merge failed: {reply[1]!r}")))
+            reply = messages.error_header(exc)
+        messages.send(conn, reply)
 
 
-def _merge_job(dirs: list[str], masks: list[np.ndarray], drops: bytes, out: str,
-               ram_bytes: int, *, should_stop: Callable[[], bool]
+def _job_message(dirs: list[str], masks: list[np.ndarray], drops: BitMap, out: str,
+                 ram_bytes: int) -> tuple[dict[str, Any], list[bytes]]:
+    """A merge job as a message: paths in the header; the drops bitmap, then one ``.npy``
+    live mask per segment, as blobs."""
+    return ({"dirs": dirs, "out": out, "ram_bytes": ram_bytes},
+            [drops.serialize(), *(array_bytes(m) for m in masks)])
+
+
+def _merge_job(header: dict[str, Any], blobs: list[bytes], *, should_stop: Callable[[], bool]
                ) -> tuple[dict[str, Any], dict[str, list[int]]]:
-    """In the worker: merge the segments in ``dirs`` into ``out``; its meta and files."""
+    """In the worker: merge the segments the job names into its ``out``; its meta and files."""
+    dirs, out = [str(d) for d in header["dirs"]], str(header["out"])
+    drops, masks = BitMap.deserialize(blobs[0]), [_array(b) for b in blobs[1:]]
+    if len(masks) != len(dirs):
+        raise WorkerFailed(f"a merge job names {len(dirs)} segments and {len(masks)} masks")
     readers = [SegmentReader(Path(d)) for d in dirs]
-    meta = merge_segments(readers, masks, Path(out), ram_bytes,
-                          drops=BitMap.deserialize(drops), should_stop=should_stop)
+    meta = merge_segments(readers, masks, Path(out), int(header["ram_bytes"]),
+                          drops=drops, should_stop=should_stop)
     return meta, describe_files(Path(out))
+
+
+def _array(raw: bytes) -> np.ndarray:
+    return np.load(io.BytesIO(raw), allow_pickle=False)
 
 
 @dataclass
@@ -190,19 +213,19 @@ class BackgroundMerger:
         self._count += 1
         out = self.index_dir / f"{MERGING_PREFIX}{os.getpid()}-{self._count}"
         names = [s.name for s in manifest.segments[r.start : r.stop]]
-        self._pipe.send(([str(self.index_dir / n) for n in names], masks[r.start : r.stop],
-                         drops.serialize(), str(out), self.ram_bytes))
+        messages.send(self._pipe, *_job_message([str(self.index_dir / n) for n in names],
+                                                masks[r.start : r.stop], drops, str(out),
+                                                self.ram_bytes))
         self._job = _Job(names, out, time.time())
 
     def _result(self) -> tuple[dict[str, Any], dict[str, list[int]]]:
         """The running job's answer (waits for it); its error raised."""
         try:
-            kind, value = self._pipe.recv()
+            header, _ = messages.receive(self._pipe)
         except EOFError:
             raise WorkerFailed(f"the merge worker died ({self._proc.exitcode})") from None
-        if kind == "error":
-            raise value
-        return value
+        messages.raise_remote(header, "the merge worker", REMOTE_ERRORS)
+        return header["meta"], header["files"]
 
     def _land(self, manifest: Manifest, job: _Job) -> Manifest:
         try:

@@ -3,10 +3,11 @@ per segment a mask of its ordinals that are out of search.
 
 The rules are store/removals.py's.  A mask is computed once per segment each time the searcher
 is built (at a reload check that found new rules or a new index generation), never per query:
-URL rules by the store's IDs of the removed URLs (``np.isin`` on the segment's doc IDs), host
-rules by the segment's per-host document bitmaps (``site:``'s), patterns by one search over the
-URL of each document of the segment (the only part that grows with the segment: a few
-microseconds a document, scripts/benchmarks/bench_removals.py).  The searcher ands the complement into its liveness masks
+URL rules by the store's IDs of the removed URLs (looked up in the segment's ascending doc IDs,
+``core.id_set.sorted_members``), host rules by the segment's per-host document bitmaps
+(``site:``'s), patterns by one search over the URL of each document of the segment (the only
+part that grows with the segment: a few microseconds a document,
+scripts/benchmarks/bench_removals.py).  The searcher ands the complement into its liveness masks
 (indexer/liveness.py), so removed pages are out of the results, the totals and the collection
 statistics alike.  The indexing run drops them with the same masks (indexer/build.py).
 """
@@ -18,6 +19,7 @@ from collections.abc import Sequence
 import numpy as np
 from pyroaring import BitMap
 
+from websift.core.id_set import sorted_members
 from websift.indexer.segment import SegmentReader
 from websift.store.removals import RemovalRules
 
@@ -29,14 +31,14 @@ def removal_mask(seg: SegmentReader, rules: RemovalRules) -> np.ndarray:
     if not rules or n == 0:
         return mask
     if len(rules.url_ids):
-        mask |= np.isin(seg.doc_ids, rules.url_ids)
+        mask |= sorted_members(seg.doc_ids, rules.url_ids)
     if rules.hosts:
         ids = BitMap()
         for host in seg.hosts():
             if rules.host_removed(host):
                 ids |= seg.host_docs(host)
         if len(ids):
-            mask |= np.isin(seg.doc_ids, np.asarray(ids.to_array(), dtype=np.int64))
+            mask |= sorted_members(seg.doc_ids, ids.to_array())
     if rules.patterns:
         mask |= np.fromiter((rules.pattern_removed(u) for u in seg.urls()), dtype=bool, count=n)
     return mask

@@ -57,7 +57,7 @@ from websift.core.cache import Cache
 from websift.core.checked import open_consistent
 from websift.core.datadir import DataDir
 from websift.core.distinct import distinct, distinct_small
-from websift.core.id_set import IdSet
+from websift.core.id_set import IdSet, sorted_members
 from websift.indexer import bm25f
 from websift.indexer.analysis import Analyzer
 from websift.indexer.errors import IndexCorrupt
@@ -502,10 +502,9 @@ class Searcher:
     def _host_mask(seg: SegmentReader, hosts: tuple[str, ...]) -> np.ndarray:
         """Which ordinals of ``seg`` belong to one of ``hosts`` or their subdomains."""
         ids = BitMap()
-        for h in seg.hosts():
-            if any(h == s or h.endswith("." + s) for s in hosts):
-                ids |= seg.host_docs(h)
-        return np.isin(seg.doc_ids, np.asarray(ids.to_array(), dtype=np.int64))
+        for h in {h for s in hosts for h in seg.hosts_under(s)}:
+            ids |= seg.host_docs(h)
+        return sorted_members(seg.doc_ids, ids.to_array())
 
     # ------------------------------------------------------------------ search
     def search(self, request: IndexQuery) -> SearchResults:

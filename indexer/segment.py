@@ -75,6 +75,18 @@ def posting_starts(tfs: np.ndarray) -> np.ndarray:
 _READER_SERIALS = itertools.count()
 
 
+def hosts_under(reversed_names: Sequence[str], domain: str) -> list[str]:
+    """The hosts that are ``domain`` or one of its subdomains, of host names given reversed
+    (``org.python.docs`` as ``gro.nohtyp.scod``) and sorted: by binary search, so the cost
+    does not grow with the number of hosts.  The subdomains, reversed, are the names that
+    begin with the reversed domain and ``"."``, and ``"/"`` is the character after ``"."``."""
+    rev = domain[::-1]
+    at = bisect_left(reversed_names, rev)
+    exact = [domain] if at < len(reversed_names) and reversed_names[at] == rev else []
+    lo, hi = bisect_left(reversed_names, rev + "."), bisect_left(reversed_names, rev + "/")
+    return exact + [n[::-1] for n in reversed_names[lo:hi]]
+
+
 class SegmentReader:
     """A read-only, memory-mapped segment."""
 
@@ -105,6 +117,7 @@ class SegmentReader:
             self.docs = BitMap.deserialize((directory / "docs.roar").read_bytes())
             self.drops = BitMap.deserialize((directory / "drops.roar").read_bytes())
             self._hosts_blob = (directory / "hosts.roar").read_bytes()
+            self._reversed_hosts: list[str] | None = None  # hosts_under's sorted list
             self.anchor_pairs = np.load(directory / "anchor_pairs.npy")
             # Provisional priors (indexer/segment_writer.py); segments written before have none.
             self.prior = (np.load(directory / "prior.npy") if (directory / "prior.npy").exists()
@@ -265,6 +278,14 @@ class SegmentReader:
     def langs(self) -> dict[str, int]:
         """Documents per language (``""``: unknown); empty for a segment from before."""
         return {str(k): int(v) for k, v in self.meta.get("langs", {}).items()}
+
+    def hosts_under(self, domain: str) -> list[str]:
+        """This segment's hosts that are ``domain`` or one of its subdomains (``site:``);
+        :func:`hosts_under` over its host names reversed and sorted (listed on first use)."""
+        names = self._reversed_hosts
+        if names is None:
+            names = self._reversed_hosts = sorted(h[::-1] for h in self.meta["hosts"])
+        return hosts_under(names, domain)
 
     def host_docs(self, host: str) -> BitMap:
         loc = self.meta["hosts"].get(host)

@@ -1,5 +1,8 @@
 -- take: a pending page's request goes out; it stays taken (owner, time) until acknowledged.
--- ARGV: uid, owner ("crawler|run|time taken").  Returns {url, depth, read 0/1} or false.
+-- ARGV: uid, owner ("crawler|run|time taken"), the caller's lease value ("crawler|run").
+-- Only the host's lease holder takes (requeue.lua counts on it): a caller whose lease lapsed
+-- gets -1 and takes nothing.  Returns {url, depth, read 0/1}, false (not pending) or -1.
+if redis.call('GET', P .. ':lease') ~= ARGV[3] then return -1 end
 local uid = ARGV[1]
 local k = pkey(uid)
 local v = redis.call('HMGET', k, 'st', 'r', 'f', 'u', 'd')

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from websift.core.id_set import IdSet
+from websift.core.id_set import IdSet, sorted_members
 
 IDS = st.lists(st.integers(0, 5000), max_size=200)
 
@@ -35,3 +35,13 @@ def test_ids_past_the_largest_are_not_members(byte_table_max: int) -> None:
 def test_negative_ids_are_refused() -> None:
     with pytest.raises(ValueError, match="non-negative"):
         IdSet(np.array([-1, 2], dtype=np.int64))
+
+
+@given(st.sets(st.integers(0, 5000), max_size=200), IDS)
+def test_sorted_members_is_isin(doc_ids: set[int], asked: list[int]) -> None:
+    """A segment's doc IDs (ascending, distinct) looked up from a set: ``np.isin``'s answer,
+    asked IDs absent, repeated, past the largest or below the smallest included."""
+    ids = np.asarray(sorted(doc_ids), dtype=np.int64)
+    got = sorted_members(ids, np.asarray(asked, dtype=np.int64))
+    assert got.dtype == bool and len(got) == len(ids)
+    assert got.tolist() == np.isin(ids, np.asarray(asked, dtype=np.int64)).tolist()

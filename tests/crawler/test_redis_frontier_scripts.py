@@ -206,3 +206,25 @@ def test_unreachable_and_password_in_url(redis_server: RedisServer) -> None:
         connect("redis://:secret@127.0.0.1:6379/0")
     with pytest.raises(FrontierError, match="scheme"):
         connect("http://127.0.0.1:6379/0")
+
+
+def test_a_holder_whose_lease_lapsed_takes_nothing(redis_server: RedisServer,
+                                                   tmp_path: Path) -> None:
+    """Only the host's lease holder takes a page (take.lua checks the lease): a crawler held up
+    past its lease, the host leased by another since, gets nothing and lets the host go."""
+    from websift.crawler.redis_admin import host_tag
+
+    world = World(redis_server, tmp_path, 1, 3)
+    frontier = world.frontier
+    ready = frontier.pending_hosts()  # leases the host
+    assert len(ready) == 1 and len(frontier.leases) == 1
+    uid = frontier.select(ready)
+    assert uid is not None  # the holder takes
+    tag = host_tag(world.origins[0])
+    world.client.set(tag + ":lease", "another-crawler|its-run", px=60_000)  # lapsed, re-leased
+    assert frontier.select(ready) is None
+    assert frontier.counters["leases_lost"] == 1 and frontier.leases == {}
+    status = frontier_status(world.client)
+    assert status["taken"] == 1 and status["pending"] == 2  # the two left are still pending
+    world.client.delete(tag + ":lease")
+    world.done()

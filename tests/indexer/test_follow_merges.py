@@ -4,6 +4,7 @@ in progress whole; ``follow`` merges without holding cuts back."""
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 
@@ -13,6 +14,7 @@ from testkit.corpus import build_data_dir, page
 from testkit.following import FollowThread
 from testkit.waiting import wait_for
 from websift.core.datadir import DataDir
+from websift.core.process_messages import RemoteError
 from websift.indexer.build import build_index, run_once, targets_seq
 from websift.indexer.errors import IndexCorrupt, IndexMissing
 from websift.indexer.follow import read_status
@@ -87,6 +89,27 @@ def test_a_stop_discards_the_merge_in_progress_whole(tmp_path: Path) -> None:
     merger.close()  # finished or interrupted: never landed
     assert read_manifest(data.index_dir).generation == manifest.generation
     assert leftovers(data) == []
+    assert urls(data, "aardvark badger") == [f"{A}/1", f"{A}/2"]
+
+
+def test_a_failed_merge_comes_back_as_its_type_and_message(tmp_path: Path) -> None:
+    """The worker's error crosses the pipe as JSON (no pickle): a known type is raised as
+    itself, with the worker's traceback text on its RemoteError cause."""
+    data = build_data_dir(tmp_path / "d", {f"{A}/1": page("One", "aardvark")})
+    build_index(data)
+    manifest = cut(data, {f"{A}/2": page("Two", "badger")})
+    in_the_way = data.index_dir / f"{MERGING_PREFIX}{os.getpid()}-1"  # the merge's directory
+    in_the_way.write_text("a file where the merge writes its segment")
+    merger = BackgroundMerger(data.index_dir, 64 << 20, EAGER, nice=0)
+    merger.step(manifest)
+    assert merger.busy
+    with pytest.raises(FileExistsError, match=in_the_way.name) as failed:
+        merger.close()
+    cause = failed.value.__cause__
+    assert isinstance(cause, RemoteError) and cause.type_name == "FileExistsError"
+    assert str(cause).startswith("the merge worker raised FileExistsError: ")
+    assert "Traceback" in cause.remote_traceback and "mkdir" in cause.remote_traceback
+    assert read_manifest(data.index_dir).generation == manifest.generation
     assert urls(data, "aardvark badger") == [f"{A}/1", f"{A}/2"]
 
 
