@@ -122,10 +122,12 @@ class Politeness:
 
         The next start is spaced from ``now`` too, not only from when the request was handed
         to Scrapy: a slow connect (or a busy reactor) can delay the moment the server sees a
-        request by a large part of the delay, and the server must never see two starts closer
-        than the delay.  The server saw the request before it answered, so spacing from the
-        answer's arrival is always enough; for one request in flight it means the delay runs
-        from the end of the previous request.
+        request by a large part of the delay.  The server saw the request before it answered,
+        so spacing from the answer's arrival is always enough: with one request in flight per
+        host (the default) the server never sees two starts closer than the delay, which runs
+        from the end of the previous request.  With more in flight (``--concurrency-per-host``)
+        starts are spaced as handed to Scrapy, so a reactor busy enough to send one late can
+        put two starts closer than the delay on the wire.
         """
         slot.in_flight = max(0, slot.in_flight - 1)
         slot.last_start = max(slot.last_start, now)
