@@ -238,9 +238,14 @@ class HitMaker:
     def _learn_chunk(self, chunk: str) -> int:
         """The code of a whitespace-separated chunk: its raw tokens' analyses laid end to end
         (``os.path,`` is the token ``os.path``; ``f(x)`` two tokens; ``--`` none, no width).
-        A chunk of ASCII letters and digits (most) is one raw token, itself: no regex."""
+        A chunk of ASCII letters and digits (most) is one raw token, itself: no regex, and
+        its analysis is one stemmed term or none (the analyzer's ``_plain`` of a word without
+        dots or underscores), learned without the token's analysis tuple."""
         if chunk.isascii() and chunk.isalnum():
-            return self._learn(chunk)
+            term = self.analyzer.word_term(chunk)
+            code = _NOTHING if term is None else self._wid(term)
+            self._raw[chunk] = code
+            return code
         raws = self.analyzer.token_re.findall(chunk)
         if len(raws) == 1 and raws[0] == chunk:
             return self._learn(chunk)
