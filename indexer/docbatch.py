@@ -34,7 +34,7 @@ from websift.indexer.anchors import Anchors
 from websift.indexer.display_text import join_shown
 from websift.indexer.fragments import defs_field, encode_fragments
 from websift.indexer.hits import SENTINEL_CODE, HitMaker
-from websift.indexer.languages import analysis_language, page_language
+from websift.indexer.languages import analysis_language, page_languages
 from websift.indexer.parse import ParsedPage, parse_html, url_words
 from websift.indexer.recent_fields import PageFields, RecentFields
 from websift.indexer.settings import (
@@ -52,6 +52,7 @@ from websift.store.warc import BodyReader, WarcLocation
 
 FULL, ANCHOR_ONLY = 0, 1  # DocJob.kind
 ANCHOR_FIELD = FIELD_INDEX["anchor"]
+BODY_FIELD = FIELD_INDEX["body"]
 _SENTINEL_CODE = np.array([SENTINEL_CODE], dtype=np.int64)  # between two runs' codes
 INDEXED, WARC_ERROR = 0, 1  # AnalysedBatch.status
 
@@ -137,6 +138,10 @@ class BatchAnalyser:
         # shares it and its memo (the same words are analysed once for both).
         self.analyzer = Analyzer.of(settings)
         self.hits = HitMaker.of(settings, self.analyzer)
+        # pages analysed whose language is found with their batch's: (index in the batch,
+        # job, template, fields), and the index of the job being analysed
+        self._unidentified: list[tuple[int, DocJob, frozenset[int] | None, PageFields]] = []
+        self._job_index = 0
 
     def retemplate(self, templates: dict[str, frozenset[int]] | None,
                    parsed: Parsed | None = None) -> None:
@@ -162,15 +167,15 @@ class BatchAnalyser:
         template = self.templates.get(host_of(job.url)) if self.templates else None
         got = self.recent.get(job.url_id, job.warc, template) if self.recent.chars else None
         if got is None:
-            got = self._page_fields(job, template)
-            if self.recent.chars:
-                self.recent.put(job.url_id, job.warc, template, got)
+            got = self._page_fields(job, template)  # its language found with its batch's
+            self._unidentified.append((self._job_index, job, template, got))
         fields = list(got.fields)
         fields[ANCHOR_FIELD] = job.anchors
         return got.title or anchors.best(), got.text, fields, got.frags, got.lang
 
     def _page_fields(self, job: DocJob, template: frozenset[int] | None) -> PageFields:
-        """A full document's fields from its WARC record (the anchor field empty)."""
+        """A full document's fields from its WARC record (the anchor field empty); its
+        ``lang`` the declared one, until its batch's languages are identified."""
         assert job.warc is not None
         parsed = self.parsed.pop((job.url_id, job.warc), None)
         if parsed is None:
@@ -185,7 +190,7 @@ class BatchAnalyser:
                           [parsed.title, parsed.headings, content, parsed.url_words, [],
                            defs_field(parsed.fragments, self.settings.defs)],
                           encode_fragments(parsed.fragments, self.analyzer.terms),
-                          page_language(parsed.lang, content))
+                          parsed.lang)
 
     def _hits(self, docs: list[list[str | list[str]]], langs: list[str]
               ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -246,6 +251,17 @@ class BatchAnalyser:
             s = doc[s // N_FIELDS] * N_FIELDS + s % N_FIELDS
         return w, p, s, self.hits.counted(w)
 
+    def _identify(self, langs: list[str | None]) -> None:
+        """The languages of the batch's pages analysed (not reused), found together
+        (indexer/languages.py ``page_languages``): into ``langs`` and the recent fields."""
+        pending, self._unidentified = self._unidentified, []
+        found = page_languages([(got.lang, str(got.fields[BODY_FIELD]))
+                                for _, _, _, got in pending])
+        for (i, job, template, got), lang in zip(pending, found, strict=True):
+            langs[i] = lang
+            if self.recent.chars:
+                self.recent.put(job.url_id, job.warc, template, got._replace(lang=lang))
+
     def analyse(self, jobs: list[DocJob]) -> AnalysedBatch:
         if self.hits.memo_size() > self.memo_tokens:  # bound the memo: start afresh
             self.analyzer = Analyzer.of(self.settings)
@@ -261,7 +277,9 @@ class BatchAnalyser:
         frag_blobs: list[bytes] = []
         text_bytes = 0
         docs: list[list[str | list[str]]] = []
+        self._unidentified = []
         for i, job in enumerate(jobs):
+            self._job_index = i
             try:
                 title, text, fields, frags, lang = self._fields(job)
             except WarcError as exc:
@@ -278,6 +296,7 @@ class BatchAnalyser:
                 blobs.append(zlib.compress(raw, DOCSTORE_LEVEL))
                 frag_blobs.append(frags)
             docs.append(fields)
+        self._identify(langs)
         wids, pos, slots, counted = self._hits(docs, [analysis_language(x) for x in langs])
         lens = np.bincount(slots, weights=counted,  # stop words: no length
                            minlength=n_jobs * N_FIELDS).astype(np.int32).reshape(n_jobs, N_FIELDS)

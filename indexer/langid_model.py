@@ -12,6 +12,8 @@ py3langid itself does.
 
 The identifier built from the arrays is the one ``LanguageIdentifier.from_model_file`` builds
 (the same arrays, converted the same way), so identification is unchanged.
+:func:`load_fast_identifier` gives the model to indexer/langid_fast.py, which evaluates it
+without py3langid's per-byte Python loop, to the same answers.
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from websift.indexer.langid_fast import FastIdentifier
 
 _ARRAY_CODES = {2: "H", 4: "I", 8: "L"}  # itemsize -> array typecode (as py3langid converts)
 _KEYS = ("ptc", "pc", "classes", "nextmove", "nextmove_row", "out_feat")
@@ -81,6 +85,48 @@ def _read_copy(copy: Path) -> dict[str, np.ndarray]:
 def load_identifier(norm_probs: bool = True) -> Any:
     """py3langid's ``LanguageIdentifier`` with its shipped model, read from the cached
     decompressed copy (written first when missing or unreadable)."""
+    return _load(norm_probs)[0]
+
+
+def load_fast_identifier() -> FastIdentifier:
+    """The shipped model as a :class:`FastIdentifier` (normalised probabilities).  The depths
+    of its automaton's states are kept next to the decompressed copy (``langid-<digest>-
+    depths.npz``, written as the copy is): finding them is most of building the identifier."""
+    ident, digest = _load(True)
+    path = cache_dir() / f"langid-{digest}-depths.npz"
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            return FastIdentifier(ident, data["depths"])
+    except FileNotFoundError:
+        pass
+    except (OSError, ValueError, KeyError, zipfile.BadZipFile, EOFError) as exc:
+        warnings.warn(f"py3langid depths {path} unusable ({exc}); finding them again",
+                      stacklevel=2)
+        path.unlink(missing_ok=True)
+    fast = FastIdentifier(ident)
+    try:
+        _write_depths(path, fast.depths)
+    except OSError as exc:
+        warnings.warn(f"py3langid depths {path} not kept ({exc})", stacklevel=2)
+    return fast
+
+
+def _write_depths(path: Path, depths: np.ndarray) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            np.savez(out, depths=depths)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _load(norm_probs: bool) -> tuple[Any, str]:
+    """(py3langid's identifier, the digest naming the shipped model's cached files)."""
     from py3langid.langid import LanguageIdentifier
 
     shipped = _shipped()
@@ -92,11 +138,11 @@ def load_identifier(norm_probs: bool = True) -> Any:
         arrays = _read_copy(copy)
     except (OSError, ValueError, zipfile.BadZipFile, EOFError) as exc:
         warnings.warn(f"py3langid model copy {copy} unusable ({exc}); decompressing the "
-                      "shipped model", stacklevel=2)
+                      "shipped model", stacklevel=3)
         if not isinstance(exc, OSError):  # a damaged copy: the next load writes it again
             copy.unlink(missing_ok=True)
-        return LanguageIdentifier.from_model_file(shipped, norm_probs=norm_probs)
+        return LanguageIdentifier.from_model_file(shipped, norm_probs=norm_probs), digest
     return LanguageIdentifier(
         np.asarray(arrays["ptc"]), np.asarray(arrays["pc"]), arrays["classes"].tolist(),
         _as_array(arrays["nextmove"]), arrays["out_feat"].tolist(), norm_probs=norm_probs,
-        tk_row=_as_array(arrays["nextmove_row"]))
+        tk_row=_as_array(arrays["nextmove_row"])), digest

@@ -2,9 +2,10 @@
 
 A page's language is, in order: the ``lang`` of its ``<html>`` element, its
 ``Content-Language`` (``<meta http-equiv>``), when the text agrees with it; else the language
-py3langid (Lui & Baldwin 2012, langid.py's model, shipped with the package) finds in a sample
-of the text (LANG_SAMPLE_CHARS from the middle of the body: the cost of identifying is
-bounded whatever the page's length).  A declared language the text contradicts (a template's
+py3langid's model (Lui & Baldwin 2012, langid.py's, shipped with the package; evaluated by
+indexer/langid_fast.py to py3langid's own answers) finds in a sample of the text
+(LANG_SAMPLE_CHARS from the middle of the body: the cost of identifying is bounded whatever
+the page's length).  A declared language the text contradicts (a template's
 ``lang="en"`` on a translated page) loses to the text when the identifier is sure
 (LANG_OVERRIDE_PROB).  Short texts (under LANG_MIN_CHARS) keep the declared language, or none;
 so does a text the identifier is unsure of (under LANG_GUESS_PROB) on a page that declares none.
@@ -21,14 +22,14 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache
-from typing import Any
 
 from whoosh.analysis import STOP_WORDS
 from whoosh.lang.porter import stem as porter_stem
 from whoosh.lang.stopwords import stoplists
 
+from websift.indexer.langid_fast import FastIdentifier
 from websift.indexer.settings import (
     LANG_GUESS_PROB,
     LANG_MIN_CHARS,
@@ -49,7 +50,6 @@ SNOWBALL = {
     "sv": "swedish", "ta": "tamil", "tr": "turkish", "yi": "yiddish"}
 RTL = frozenset({"ar", "fa", "he", "ur", "yi", "ps", "sd", "ug", "dv", "ku"})
 _TAG = re.compile(r"^([a-z]{2,3})(?:[-_].*)?$")
-_WS = re.compile(r"\s+")
 
 
 def normalise_lang(tag: str | None) -> str | None:
@@ -71,8 +71,8 @@ def is_rtl(lang: str | None) -> bool:
 _IDENTIFIER_LOAD = threading.Lock()  # one model load at a time: threads that miss wait for it
 
 
-def _identifier(among: frozenset[str] = frozenset()) -> Any:
-    """py3langid's identifier (its model loads once per language set), restricted to
+def _identifier(among: frozenset[str] = frozenset()) -> FastIdentifier:
+    """py3langid's model (loaded once) as indexer/langid_fast.py evaluates it, restricted to
     ``among`` when given.  Under a lock: a server's first queries arrive on several threads at
     once, and each would otherwise decompress and load the model itself."""
     with _IDENTIFIER_LOAD:
@@ -80,13 +80,12 @@ def _identifier(among: frozenset[str] = frozenset()) -> Any:
 
 
 @lru_cache(maxsize=8)
-def _load_identifier(among: frozenset[str]) -> Any:
-    from websift.indexer.langid_model import load_identifier as load_model
-
-    ident = load_model(norm_probs=True)
+def _load_identifier(among: frozenset[str]) -> FastIdentifier:
     if among:
-        ident.set_languages(sorted(among & set(ident.nb_classes)))
-    return ident
+        return _load_identifier(frozenset()).restricted(among)
+    from websift.indexer.langid_model import load_fast_identifier
+
+    return load_fast_identifier()
 
 
 def load_identifier() -> None:
@@ -97,32 +96,59 @@ def load_identifier() -> None:
 
 def identify(text: str, min_chars: int = LANG_MIN_CHARS,
              among: frozenset[str] = frozenset()) -> tuple[str | None, float]:
-    """(language, probability) of ``text`` by py3langid on a sample (from the middle: the
-    cost is bounded whatever the text's length); (None, 0) when short."""
+    """(language, probability) of ``text`` by py3langid's model on a sample (from the middle:
+    the cost is bounded whatever the text's length); (None, 0) when short, or when none of
+    ``among`` (when given) is a language the model knows."""
+    sample = _sample(text, min_chars)
+    if sample is None:
+        return None, 0.0
+    if among:
+        among = among & _identifier().languages
+        if not among:
+            return None, 0.0
+    lang, prob = _identifier(among).classify(sample)
+    return normalise_lang(lang), prob
+
+
+def _sample(text: str, min_chars: int) -> str | None:
+    """What :func:`identify` classifies of ``text``: LANG_SAMPLE_CHARS from its middle, its
+    white space collapsed; None when that is under ``min_chars``."""
     if len(text) > 2 * LANG_SAMPLE_CHARS:
         mid = (len(text) - 2 * LANG_SAMPLE_CHARS) // 2
         text = text[mid : mid + 2 * LANG_SAMPLE_CHARS]
-    text = _WS.sub(" ", text).strip()
+    text = " ".join(text.split())  # white space runs as one space (as re's \s+ sees them)
     if len(text) < min_chars:
-        return None, 0.0
+        return None
     if len(text) > LANG_SAMPLE_CHARS:
         mid = (len(text) - LANG_SAMPLE_CHARS) // 2
         text = text[mid : mid + LANG_SAMPLE_CHARS]
-    lang, prob = _identifier(among).classify(text)
-    return normalise_lang(str(lang)), float(prob)
+    return text
 
 
 def page_language(declared: str | None, text: str) -> str | None:
     """The language of a page: its declared one unless the text is surely another."""
-    lang = normalise_lang(declared)
-    found, prob = identify(text)
-    if found is None:
-        return lang
-    if lang is None:
-        return found if prob >= LANG_GUESS_PROB else None
-    if found != lang and prob >= LANG_OVERRIDE_PROB:
-        return found
-    return lang
+    return page_languages([(declared, text)])[0]
+
+
+def page_languages(pages: Sequence[tuple[str | None, str]]) -> list[str | None]:
+    """:func:`page_language` of each (declared language, text), the texts identified together
+    (langid_fast ``classify_many``: a batch shares the numpy calls)."""
+    samples = [_sample(text, LANG_MIN_CHARS) for _, text in pages]
+    found = iter(_identifier().classify_many([s for s in samples if s is not None]))
+    langs = []
+    for (declared, _), sample in zip(pages, samples, strict=True):
+        lang = normalise_lang(declared)
+        if sample is not None:
+            code, prob = next(found)
+            guess = normalise_lang(code)
+            if guess is None:
+                pass
+            elif lang is None:
+                lang = guess if prob >= LANG_GUESS_PROB else None
+            elif guess != lang and prob >= LANG_OVERRIDE_PROB:
+                lang = guess
+        langs.append(lang)
+    return langs
 
 
 def query_language(text: str, *, explicit: str | None = None, hint: str | None = None,

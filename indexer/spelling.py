@@ -13,6 +13,14 @@ an edit of one is another word, not a typo).
 
 A :class:`Speller` is built from a list of open segments and kept per index snapshot (the
 server builds it lazily on the first query that needs it); it is memory only, never on disk.
+Each segment's part (:class:`SegmentWords`: its lexicon's document frequencies, the words its
+titles give each term) is read once and kept while the segment serves, so a new generation
+costs its new segments' parts, merged into the previous generation's (:class:`Lexicon`) when
+it appended them: the same speller as one built from nothing.  Every term within the edit
+distance is a candidate, so the answer does not depend on the order of the lexicon.  A query
+of more than ``MAX_SPELLED_WORDS`` words is not corrected: each word costs a search of the
+lexicon, and a long query (a program's ``w1 OR w2 ...``) would hold the server's interpreter
+for a second.
 """
 
 from __future__ import annotations
@@ -35,7 +43,7 @@ MIN_DF = 2  # a term in fewer documents is no suggestion (a typo in one page)
 RARE_DF = 2  # a query word held by at most this many documents may still be corrected...
 RARE_RATIO = 20  # ...to a word held by this many times more
 LONG_WORD_CHARS = 6  # words this long may be two edits away, shorter ones one
-CANDIDATES = 32  # nearest terms looked at per word
+MAX_SPELLED_WORDS = 6  # a query with more words that could be corrected gets no suggestion
 
 
 @dataclass(frozen=True)
@@ -53,15 +61,17 @@ def _correctable(word: str) -> bool:
 class Speller:
     """Document frequencies of the index's plain-word terms and their title surface forms."""
 
-    def __init__(self, df: dict[str, int], surfaces: dict[str, str]) -> None:
+    def __init__(self, df: dict[str, int], surfaces: dict[str, str],
+                 by_len: dict[int, list[str]] | None = None) -> None:
         self.df = df
         self.surfaces = surfaces
         # Candidates by length: a word is compared with terms at most two letters longer or
-        # shorter only.
-        by_len: dict[int, list[str]] = defaultdict(list)
-        for term, n in df.items():
-            if n >= MIN_DF and _correctable(term):
-                by_len[len(term)].append(term)
+        # shorter only.  ``by_len``: these pools already made (:meth:`Lexicon.extended`).
+        if by_len is None:
+            by_len = defaultdict(list)
+            for term, n in df.items():
+                if n >= MIN_DF and _correctable(term):
+                    by_len[len(term)].append(term)
         self._by_len = dict(by_len)
 
     @property
@@ -86,8 +96,10 @@ class Speller:
                 pool = self._by_len.get(n)
                 if not pool:
                     continue
+                # every term near enough (no limit): the answer is the same whatever the
+                # order of the pool
                 for term, edits, _ in extract(probe, pool, scorer=OSA.distance,
-                                              score_cutoff=max_edits, limit=CANDIDATES):
+                                              score_cutoff=max_edits, limit=None):
                     d = self.df[term]
                     if d < max(MIN_DF, own * RARE_RATIO) or term == terms[0]:
                         continue
@@ -100,15 +112,16 @@ class Speller:
 
     def correct(self, query: str, analyzer: Analyzer) -> Correction | None:
         """The query with each misspelt word replaced (its other words, operators and quotes
-        kept as typed), or None when every word is fine."""
+        kept as typed), or None when every word is fine or it has too many words
+        (:func:`spelled_words`)."""
+        if spelled_words(query) > MAX_SPELLED_WORDS:
+            return None
         out: list[str] = []
         words: list[tuple[str, str]] = []
         for token in query.split(" "):
-            core = token.strip('"()')
-            lead = token[: len(token) - len(token.lstrip('"('))]
-            tail = token[len(lead) + len(core):]
+            core, lead, tail = _parts(token)
             folded = fold_text(core)
-            fix = None if core.startswith("-") or ":" in core else self.nearest(folded, analyzer)
+            fix = None if not _looked_up(core) else self.nearest(folded, analyzer)
             if fix is None or fix == folded:
                 out.append(token)
                 continue
@@ -119,14 +132,91 @@ class Speller:
         return Correction(" ".join(out), tuple(words))
 
 
-def document_frequencies(segments: Sequence[SegmentReader]) -> dict[str, int]:
-    """Every term of the segments with the number of documents holding it (summed)."""
-    df: Counter[str] = Counter()
-    for seg in segments:
+def _parts(token: str) -> tuple[str, str, str]:
+    """A query token's word, and the quotes and brackets before and after it."""
+    core = token.strip('"()')
+    lead = token[: len(token) - len(token.lstrip('"('))]
+    return core, lead, token[len(lead) + len(core):]
+
+
+def _looked_up(core: str) -> bool:
+    """Whether :meth:`Speller.correct` looks a query word up (not an exclusion or a filter)."""
+    return not core.startswith("-") and ":" not in core
+
+
+def spelled_words(query: str) -> int:
+    """How many words of ``query`` a correction would look up in the lexicon."""
+    return sum(1 for token in query.split(" ")
+               if _looked_up(core := _parts(token)[0]) and _correctable(fold_text(core)))
+
+
+@dataclass(frozen=True)
+class SegmentWords:
+    """One segment's part of a :class:`Speller`: the document frequency of each term of its
+    lexicon, and for each plain term the folded title words that gave it, counted (both in
+    the order the segment holds them)."""
+
+    df: dict[str, int]
+    surfaces: dict[str, Counter[str]]
+
+    @classmethod
+    def of(cls, seg: SegmentReader, analyzer: Analyzer) -> SegmentWords:
         counts = np.asarray(seg.lexicon[:, DF], dtype=np.int64).tolist()
+        df: dict[str, int] = {}
         for term, n in zip(seg.terms(), counts, strict=True):
-            df[term] += n
-    return dict(df)
+            df[term] = df.get(term, 0) + n
+        return cls(df, surface_counts(titles([seg]), analyzer))
+
+
+@dataclass(frozen=True)
+class Lexicon:
+    """The segments' parts merged, with their :class:`Speller`: what a generation's speller
+    is made of, extended by the segments a cut appends without merging again."""
+
+    parts: tuple[SegmentWords, ...]
+    df: dict[str, int]
+    seen: dict[str, Counter[str]]  # each plain term's title words, counted in the index's order
+    speller: Speller
+    whole: bool = True  # merged from every part (False: extended by appended ones)
+
+    @classmethod
+    def of(cls, parts: Sequence[SegmentWords]) -> Lexicon:
+        df: dict[str, int] = dict(parts[0].df) if parts else {}
+        for part in parts[1:]:
+            for term, n in part.df.items():
+                df[term] = df.get(term, 0) + n
+        seen: dict[str, Counter[str]] = defaultdict(Counter)
+        for part in parts:
+            for term, words in part.surfaces.items():
+                seen[term].update(words)
+        return cls(tuple(parts), df, dict(seen), Speller(df, _most_common(seen)))
+
+    def extended(self, parts: Sequence[SegmentWords]) -> Lexicon:
+        """The lexicon of ``parts``: when they are this one's followed by new ones (a cut
+        appended segments), only the new ones are merged in (the same dictionary, surface
+        forms and candidates as :meth:`of` makes), else all are merged again."""
+        n = len(self.parts)
+        if len(parts) < n or any(a is not b for a, b in zip(parts, self.parts, strict=False)):
+            return Lexicon.of(parts)
+        df, seen = dict(self.df), dict(self.seen)  # copies: the old speller may still serve
+        surfaces = dict(self.speller.surfaces)
+        pools = self.speller._by_len
+        grown: dict[int, list[str]] = {}
+        for part in parts[n:]:
+            for term, k in part.df.items():
+                before = df.get(term, 0)
+                df[term] = before + k
+                if before < MIN_DF <= before + k and _correctable(term):
+                    size = len(term)
+                    if size not in grown:
+                        grown[size] = list(pools.get(size, ()))
+                    grown[size].append(term)
+            for term, words in part.surfaces.items():
+                merged = seen[term] = Counter(seen.get(term, ()))
+                merged.update(words)
+                surfaces[term] = merged.most_common(1)[0][0]
+        speller = Speller(df, surfaces, {**pools, **grown})
+        return Lexicon(tuple(parts), df, seen, speller, whole=False)
 
 
 def titles(segments: Sequence[SegmentReader]) -> list[str]:
@@ -134,8 +224,13 @@ def titles(segments: Sequence[SegmentReader]) -> list[str]:
     return [seg.head(i)["title"] for seg in segments for i in range(len(seg.doc_ids))]
 
 
-def title_surfaces(titles: Iterable[str], analyzer: Analyzer) -> dict[str, str]:
-    """Each plain term of the titles -> the folded word that most often gave it."""
+def _most_common(seen: dict[str, Counter[str]]) -> dict[str, str]:
+    """Each term -> its most counted word (the first seen of a tie)."""
+    return {term: c.most_common(1)[0][0] for term, c in seen.items()}
+
+
+def surface_counts(titles: Iterable[str], analyzer: Analyzer) -> dict[str, Counter[str]]:
+    """Each plain term of the titles -> the folded words that gave it, counted."""
     seen: dict[str, Counter[str]] = defaultdict(Counter)
     for title in titles:
         for raw in fold_text(title).split():
@@ -145,4 +240,4 @@ def title_surfaces(titles: Iterable[str], analyzer: Analyzer) -> dict[str, str]:
             terms = analyzer.terms(word)
             if len(terms) == 1:
                 seen[terms[0]][word] += 1
-    return {term: c.most_common(1)[0][0] for term, c in seen.items()}
+    return dict(seen)

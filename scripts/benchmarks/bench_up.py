@@ -61,6 +61,11 @@ how many bytes merges write.
    older commit) first, after the same crawl alone, on the same web with the same edits: two
    tables from one run, the crawl rate of each against the one crawl alone.
 
+6. ``--spy DIR``: py-spy (``py-spy record --gil``) samples which Python code holds the
+   interpreter in up's server, 50 times a second over the whole run; the table then lists
+   the functions of websift that held it most (share of the samples, a function counted with
+   what it calls), and the raw stacks are kept in DIR.
+
 Prints one table and a last ``key=value`` line.  The web is kept for reuse (``--root``).
 """
 
@@ -445,11 +450,15 @@ class Probe:
 
 @dataclass
 class Queries:
-    """One-word queries, one every QUERY_EVERY seconds; (start, seconds) of each."""
+    """One-word queries, one every QUERY_EVERY seconds; (start, seconds) of each as the client
+    saw it, and beside it the seconds the server says its search took (``took_ms``: the
+    search in its worker thread, without the wait for one, the spelling suggestion or the
+    HTTP round trip)."""
 
     port: int
     words: list[str]
     done: list[tuple[float, float]] = field(default_factory=list)
+    took: list[float] = field(default_factory=list)  # the server's took_ms of each, in s
     failed: int = 0
     stop: threading.Event = field(default_factory=threading.Event)
 
@@ -462,11 +471,12 @@ class Queries:
             try:
                 with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/search?{q}",
                                             timeout=10) as r:
-                    r.read()
+                    body = r.read()
             except OSError:
                 self.failed += 1  # no index yet, or busy: not a measurement
                 continue
             self.done.append((t0, time.time() - t0))
+            self.took.append(float(json.loads(body)["took_ms"]) / 1e3)
 
     def start(self) -> threading.Thread:
         thread = threading.Thread(target=self.run, daemon=True)
@@ -523,6 +533,71 @@ def prepare_web(root: Path, params: WebParams) -> tuple[Web, int]:
     return web, add_tokens(web)
 
 
+SPY_RATE = 50  # --spy: samples a second
+SPY_TOP = 12  # --spy: functions listed
+
+
+def serving_child(pid: int) -> int | None:
+    """The process ``websift up`` (``pid``) runs its server in: its child running ``serve``."""
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            ppid = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+            argv = (stat.parent / "cmdline").read_bytes().split(b"\0")
+        except (OSError, IndexError, ValueError):
+            continue  # gone meanwhile
+        if ppid == pid and b"serve" in argv:
+            return int(stat.parent.name)
+    return None
+
+
+@dataclass
+class Spy:
+    """``--spy``: py-spy recording, in ``out``, the stacks that hold the GIL in up's server."""
+
+    out: Path
+    proc: subprocess.Popen[bytes] | None = None
+
+    def attach(self, up_pid: int) -> None:
+        """Start recording once up's server runs (called at each look until then)."""
+        if self.proc is not None:
+            return
+        pid = serving_child(up_pid)
+        if pid is None:
+            return
+        exe = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
+        self.proc = subprocess.Popen(
+            [exe, "record", "--pid", str(pid), "--gil", "--nonblocking", "--format", "raw",
+             "--rate", str(SPY_RATE), "--output", str(self.out)],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def finish(self) -> None:
+        """Wait for py-spy to write its file (it stops when the server exits)."""
+        if self.proc is not None:
+            try:
+                self.proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self.proc.send_signal(signal.SIGINT)  # py-spy writes what it has and exits
+                self.proc.wait(timeout=60)
+
+
+def gil_holders(path: Path, top: int = SPY_TOP) -> list[tuple[str, str]]:
+    """The websift functions that held the GIL in most samples of py-spy's raw output (a
+    function counted once per sample, with what it calls), as rows of the table."""
+    total = 0
+    held: Counter[str] = Counter()
+    for line in path.read_text(errors="replace").splitlines():
+        stack, _, count = line.rpartition(" ")
+        n = int(count)
+        total += n
+        names = {f.split(":")[0] + ")" for f in stack.split(";") if "websift/" in f}
+        for name in names:
+            held[name] += n
+    rows = [(f"  {name}", f"{n / total:.0%} ({n / SPY_RATE:.1f} s)")
+            for name, n in held.most_common(top)]
+    return [(f"where up's server held the GIL (py-spy: {total / SPY_RATE:.1f} s held)", ""),
+            *rows]
+
+
 @dataclass
 class UpRun:
     """What the run under up gave."""
@@ -538,6 +613,7 @@ class UpRun:
     seqs: dict[Key, int] = field(default_factory=dict)  # each page's seq at the end
     merges: list[tuple[float, float]] = field(default_factory=list)  # (began, ended) beside cuts
     label: str = "this checkout"
+    spied: Path | None = None  # --spy: py-spy's raw output
 
 
 def run_up(web: Web, server: Nginx, data: Path, args: argparse.Namespace,
@@ -567,8 +643,11 @@ def run_up(web: Web, server: Nginx, data: Path, args: argparse.Namespace,
     sampler = commits.start()
     cut_times: dict[float, dict[str, float]] = {}
     merge_times: dict[float, tuple[float, float]] = {}
+    spy = Spy(args.spy / f"{data.name}.txt") if args.spy is not None else None
     while up.poll() is None and time.time() - t0 < run_for:
         now = time.time()
+        if spy is not None:
+            spy.attach(up.pid)
         probe.read_log()
         status = read_follow_status(DataDir(data)) or status
         if status is not None and status.cuts > seen_cuts and status.last_cut:
@@ -595,6 +674,8 @@ def run_up(web: Web, server: Nginx, data: Path, args: argparse.Namespace,
     except subprocess.TimeoutExpired:
         up.kill()
         code = up.wait()
+    if spy is not None:
+        spy.finish()
     probe.read_log()
     store = open_store(data)
     seqs = page_seqs(store, tail) if store is not None else {}
@@ -603,7 +684,8 @@ def run_up(web: Web, server: Nginx, data: Path, args: argparse.Namespace,
     lines = log_path.read_text(errors="replace").splitlines()
     return UpRun(probe, queries, cuts, read_follow_status(DataDir(data)), code,
                  "\n".join(lines[-TAIL_LINES:]), commits.seen, cut_times, seqs,
-                 list(merge_times.values()))
+                 list(merge_times.values()),
+                 spied=spy.out if spy is not None and spy.out.exists() else None)
 
 
 def open_store(data: Path) -> StoreReader | None:
@@ -739,11 +821,14 @@ def crawl_alone(web: Web, server: Nginx, data: Path, args: argparse.Namespace,
 
 
 def idle_queries(data: Path, words: list[str], seconds: float,
-                 probe_sent: list[tuple[float, str]]) -> tuple[list[float], list[float]]:
+                 probe_sent: list[tuple[float, str]]
+                 ) -> tuple[list[float], list[float], list[float]]:
     """The same queries to the final index served alone (nothing crawled, cut or merged):
     for ``seconds`` alone, then ``seconds`` with the probe's queries of the run's last
-    ``seconds`` replayed at their pace beside them (the measuring load up's server had)."""
+    ``seconds`` replayed at their pace beside them (the measuring load up's server had); the
+    server's own times (``took_ms``) of the first."""
     out: list[list[float]] = []
+    took: list[float] = []
     for replayed in (False, True):
         # a server of its own for each: the second's one-word queries, the first's again,
         # must not be answered from the first's result cache
@@ -762,9 +847,10 @@ def idle_queries(data: Path, words: list[str], seconds: float,
             if loader is not None:
                 loader.join(timeout=30)
             out.append([s for _, s in queries.done])
+            took = took or queries.took
         finally:
             server.stop()
-    return out[0], out[1]
+    return out[0], out[1], took
 
 
 def main() -> int:
@@ -796,7 +882,12 @@ def main() -> int:
                         metavar="CHECKOUT", help="another checkout of websift (a git "
                         "worktree): its up runs first, on the same web in the same run, and "
                         "a table is printed for each (may be given more than once)")
+    parser.add_argument("--spy", type=Path, default=None, metavar="DIR",
+                        help="record with py-spy which code holds the GIL in up's server "
+                        "(raw stacks into DIR) and list the functions that held it most")
     args = parser.parse_args()
+    if args.spy is not None:
+        args.spy.mkdir(parents=True, exist_ok=True)
     alone_s = args.alone if args.alone is not None else args.minutes * 60 * ALONE_SHARE
     find_nginx()
     for other in args.against:
@@ -808,7 +899,7 @@ def main() -> int:
     run_dir = Path(tempfile.mkdtemp(prefix="websift-bench-up-"))
     checkouts = [(f"--against {other}", other.resolve()) for other in args.against] + [
         ("this checkout", REPO)]
-    runs: list[tuple[UpRun, tuple[list[float], list[float]], Edits]] = []
+    runs: list[tuple[UpRun, tuple[list[float], list[float], list[float]], Edits]] = []
     if args.sitemaps:
         publish_sitemaps(web)
     try:
@@ -837,8 +928,8 @@ def main() -> int:
 
 
 def report(args: argparse.Namespace, *, pages: int, alone_s: float, alone_ends: list[float],
-           up: UpRun, idles: tuple[list[float], list[float]], edits: Edits) -> int:
-    idle, idle_probed = idles
+           up: UpRun, idles: tuple[list[float], list[float], list[float]], edits: Edits) -> int:
+    idle, idle_probed, idle_took = idles
     probe = up.probe
     lags = [t.found - t.start for t in probe.pages.values() if t.found is not None]
     new_fetched = [probe.pages[k].start - w for k, w in edits.new.items() if k in probe.pages]
@@ -856,10 +947,11 @@ def report(args: argparse.Namespace, *, pages: int, alone_s: float, alone_ends: 
     small = [name for name, n in (("alone", alone_n), ("up", up_n))
              if n >= TOO_SMALL * web_pages]
     busy = [*up.cuts, *up.merges]
-    cutting = [s for (t, s) in up.queries.done
-               if any(a <= t + s and t <= b for a, b in busy)]
-    between = [s for (t, s) in up.queries.done
-               if not any(a <= t + s and t <= b for a, b in busy)]
+    during = [any(a <= t + s and t <= b for a, b in busy) for t, s in up.queries.done]
+    cutting = [s for (_, s), d in zip(up.queries.done, during, strict=True) if d]
+    between = [s for (_, s), d in zip(up.queries.done, during, strict=True) if not d]
+    took = [[s for s, d in zip(up.queries.took, during, strict=True) if d == c]
+            for c in (True, False)]
     st = up.status
     amp = (f"{st.merge_bytes / 1e6:.1f} MB / {st.index_bytes / 1e6:.1f} MB = "
            f"{st.merge_bytes / st.index_bytes:.2f} ({st.merges} merges; cuts wrote "
@@ -900,10 +992,14 @@ def report(args: argparse.Namespace, *, pages: int, alone_s: float, alone_ends: 
         ("the same with the probe's queries replayed beside them (ms)",
          f"{pct(idle_probed, .5) * 1e3:.1f} / {pct(idle_probed, .99) * 1e3:.1f} "
          f"({len(idle_probed)})"),
+        ("the server's own search time (took_ms) p50 / p99: during / between cuts / idle (ms)",
+         " / ".join(f"{pct(v, .5) * 1e3:.1f} / {pct(v, .99) * 1e3:.1f}"
+                    for v in (*took, idle_took))),
         ("bytes written by merges / final index size", amp),
         ("up's exit status after SIGTERM", str(up.exit_code)),
         ("where a page's fetch-to-searchable time went", ""),
         *breakdown(up),
+        *(gil_holders(up.spied) if up.spied is not None else []),
     ]
     width = max(len(r[0]) for r in rows)
     print(f"websift up ({up.label}) for {args.minutes:g} min, {pages} pages on "
@@ -922,7 +1018,8 @@ def report(args: argparse.Namespace, *, pages: int, alone_s: float, alone_ends: 
           f"rate_alone={alone_rate:.2f} rate_up={up_rate:.2f} cuts={len(up.cuts)} "
           f"q_cut_p50={pct(cutting, .5):.4f} q_cut_p99={pct(cutting, .99):.4f} "
           f"q_idle_p50={pct(idle, .5):.4f} q_idle_p99={pct(idle, .99):.4f} "
-          f"q_probed_p99={pct(idle_probed, .99):.4f} "
+          f"q_probed_p99={pct(idle_probed, .99):.4f} q_cut_took_p99={pct(took[0], .99):.4f} "
+          f"q_idle_took_p99={pct(idle_took, .99):.4f} "
           f"write_amplification={wa:.2f} up_exit={up.exit_code}")
     return 0 if up.exit_code == 0 else 1
 

@@ -12,7 +12,7 @@ template measurement parses its sample pages: that parsing counts as parsing).  
 
 - ``read``: WARC records read and digest-checked (store/warc.py ``BodyReader.read``);
 - ``parse``: lexbor, the scope's text, blocks and their hashes, fragments (indexer/parse.py);
-- ``language``: the page's language (indexer/languages.py ``page_language``: py3langid);
+- ``language``: the pages' languages (indexer/languages.py ``page_languages``);
 - ``template cut``: the text shown without a host's template blocks (indexer/display_text.py);
 - ``fragments``: the stored fragments' key terms (indexer/fragments.py ``encode_fragments``);
 - ``hits``: fields to word IDs and positions (indexer/hits.py via ``BatchAnalyser._hits``);
@@ -85,8 +85,10 @@ def instrument(clock: StageClock, english_only: bool) -> None:
         from websift.indexer.languages import normalise_lang
 
         docbatch.page_language = lambda declared, text: normalise_lang(declared)
+        docbatch.page_languages = lambda pages: [normalise_lang(d) for d, _ in pages]
     else:
-        wrap(docbatch, "page_language", "language")
+        wrap(docbatch, "page_language", "language")  # a page at a time
+        wrap(docbatch, "page_languages", "language")  # a batch's pages together
     wrap(docbatch, "join_shown", "template cut")
     wrap(docbatch, "encode_fragments", "fragments")
     wrap(docbatch.BatchAnalyser, "_hits", "hits")

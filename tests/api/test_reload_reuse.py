@@ -15,14 +15,17 @@ from pathlib import Path
 import pytest
 
 from testkit.waiting import wait_for
-from websift.api.snapshot import SnapshotHolder
+from websift.api.index_words import IndexWords
+from websift.api.snapshot import Shared, Snapshot, SnapshotHolder
 from websift.core.datadir import DataDir
 from websift.indexer.liveness import live_masks
 from websift.indexer.manifest import Manifest, SegmentEntry, describe_files, write_manifest
 from websift.indexer.merge import merge_segments
 from websift.indexer.searcher import IndexQuery, Searcher, open_shard
 from websift.indexer.segment import SegmentReader
+from websift.indexer.segment_format import DF
 from websift.indexer.segment_writer import SegmentWriter
+from websift.indexer.spelling import MAX_SPELLED_WORDS, Speller, surface_counts, titles
 
 WORDS = ("garden rose tulip soil water spade fence hedge lawn pond bird seed compost mulch "
          "weed moss stone path bench shade").split()
@@ -262,3 +265,77 @@ def test_removals_lifted_bring_pages_back_through_the_shared_caches(data: DataDi
     assert gone == answers(Searcher.open(data, removals=rules)) and gone != before
     back = removed.with_removals(RemovalRules())
     assert answers(back) == before == answers(Searcher.open(data))
+
+
+def test_a_new_generations_speller_reads_only_new_segments_and_equals_a_fresh_one(
+        data: DataDir) -> None:
+    def snap(searcher: Searcher) -> Snapshot:
+        return Snapshot(Shared(searcher, lambda s: s.close()), None)
+
+    def from_scratch(searcher: Searcher) -> Speller:
+        """One pass over every segment's lexicon and every title, in the index's order."""
+        df: Counter[str] = Counter()
+        for seg in searcher.segments:
+            for term, n in zip(seg.terms(), seg.lexicon[:, DF].tolist(), strict=True):
+                df[term] += n
+        seen = surface_counts(titles(searcher.segments), searcher.analyzer)
+        return Speller(dict(df), {t: c.most_common(1)[0][0] for t, c in seen.items()})
+
+    def same_as_fresh(words: IndexWords, searcher: Searcher) -> None:
+        kept, fresh = words.speller(snap(searcher)), from_scratch(Searcher.open(data))
+        assert list(kept.df.items()) == list(fresh.df.items())  # in the same order too
+        assert list(kept.surfaces.items()) == list(fresh.surfaces.items())
+        assert {n: sorted(p) for n, p in kept._by_len.items()} == {
+            n: sorted(p) for n, p in fresh._by_len.items()}
+        analyzer = searcher.analyzer
+        fixed = 0
+        for q in ("gardn roze", "tulp", "compst mulsh", "page bech", "hedg", "heathr",
+                  "marigld", "lavendr"):
+            fix = kept.correct(q, analyzer)
+            assert fix == fresh.correct(q, analyzer), q
+            fixed += fix is not None
+        assert fixed >= 3
+        assert words.completer(snap(searcher)).keys == IndexWords().completer(
+            snap(Searcher.open(data))).keys
+
+    words = IndexWords()
+    s = Searcher.open(data)
+    assert words.did_you_mean(snap(s), "gardn", None) is not None
+    assert words.segment_parts_read == 3
+    names = ["seg-000000", "seg-000001", "seg-000002"]
+    # words new to the index: "marigold" in two pages of the first cut, "heather" in one page
+    # of each cut (held by 2 pages only once both are in), "lavenders" in a title of the first
+    # and "lavender" in two of the second (the shown form changes)
+    cuts = [[(500, "Lavenders 500", "lavender heather marigold"),
+             (501, "Heather moss", "lavender marigold")],
+            [(502, "Lavender 502", "heather"), (503, "Lavender 503", "marigold pond")]]
+    for c, docs in enumerate(cuts):
+        writer = SegmentWriter(data.index_dir / f"seg-00000{3 + c}", ram_bytes=1 << 20)
+        for url_id, title, body in docs:
+            writer.add_document(url_id, host="a.example", url=f"http://a.example/{url_id}",
+                                title=title, text=body, fields=[title, "", body, ""])
+        writer.finish()
+        names.append(f"seg-00000{3 + c}")
+        publish(data, names, 2 + c)
+        s = Searcher.open(data, previous=s)
+        same_as_fresh(words, s)
+        assert words.segment_parts_read == 4 + c  # the new cut's lexicon and titles only
+        assert words.whole_merges == 1  # the cut's merged into the previous generation's
+    readers = [SegmentReader(data.index_dir / n) for n in names[3:]]
+    drops = readers[0].docs | readers[0].drops | readers[1].docs | readers[1].drops
+    merge_segments(readers, live_masks(readers), data.index_dir / "seg-000005", 1 << 20,
+                   drops=drops)
+    publish(data, [*names[:3], "seg-000005"], 4)
+    s = Searcher.open(data, previous=s)
+    same_as_fresh(words, s)
+    assert words.segment_parts_read == 6 and words.whole_merges == 2
+
+
+def test_a_long_query_gets_no_suggestion_and_builds_no_speller(data: DataDir) -> None:
+    words = IndexWords()
+    s = Snapshot(Shared(Searcher.open(data), lambda s: s.close()), None)
+    many = " OR ".join(["gardn"] * (MAX_SPELLED_WORDS + 1))  # OR itself is never looked up
+    assert words.did_you_mean(s, many, None) is None
+    assert words.segment_parts_read == 0
+    fix = words.did_you_mean(s, " OR ".join(["gardn"] * MAX_SPELLED_WORDS), None)
+    assert fix is not None and fix.query == " OR ".join(["garden"] * MAX_SPELLED_WORDS)
