@@ -174,6 +174,10 @@ class Analyzer:
                 self._stems[word] = term
         return term
 
+    # The term of a plain word (letters and digits, no dot or underscore): its one term in
+    # :meth:`token`'s analysis, None when it has none (too short or long, a stop word left out).
+    word_term = _term
+
     def _plain(self, token: str) -> _Analysed:
         """A token of Whoosh's tokenizer: a word, or a dotted/underscored compound."""
         if "." not in token and "_" not in token:

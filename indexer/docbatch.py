@@ -33,7 +33,7 @@ from websift.indexer.analysis import Analyzer
 from websift.indexer.anchors import Anchors
 from websift.indexer.display_text import join_shown
 from websift.indexer.fragments import defs_field, encode_fragments
-from websift.indexer.hits import HitMaker
+from websift.indexer.hits import SENTINEL_CODE, HitMaker
 from websift.indexer.languages import analysis_language, page_languages
 from websift.indexer.parse import ParsedPage, parse_html, url_words
 from websift.indexer.recent_fields import PageFields, RecentFields
@@ -53,6 +53,7 @@ from websift.store.warc import BodyReader, WarcLocation
 FULL, ANCHOR_ONLY = 0, 1  # DocJob.kind
 ANCHOR_FIELD = FIELD_INDEX["anchor"]
 BODY_FIELD = FIELD_INDEX["body"]
+_SENTINEL_CODE = np.array([SENTINEL_CODE], dtype=np.int64)  # between two runs' codes
 INDEXED, WARC_ERROR = 0, 1  # AnalysedBatch.status
 
 
@@ -193,26 +194,62 @@ class BatchAnalyser:
 
     def _hits(self, docs: list[list[str | list[str]]], langs: list[str]
               ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """``HitMaker.batch`` over runs of documents of one analysis language (``langs``) and
-        at most TOKENISE_CHARS characters (its scratch is ~100 bytes per token: big pages must
-        not multiply it by a batch): (word IDs, positions, slots, whether each hit counts
-        toward its field's length in its page's language)."""
+        """The hits of a batch's documents, each analysed in its analysis language
+        (``langs``): (word IDs, positions, slots, whether each hit counts toward its field's
+        length in its page's language), in document order.
+
+        Two passes, so a batch whose pages alternate between languages (an English site with
+        some pages the identifier calls another language) costs one ``HitMaker.hits_of`` (a
+        dozen numpy passes) per language, not one per change of language: first the chunks'
+        codes of each run of documents of one language, in document order (so new words are
+        learned, and get their IDs, in the order a single pass meets them); then the hits of
+        each language's runs at once, put back in document order.  At most TOKENISE_CHARS
+        characters are tokenised in one pass (its scratch is ~100 bytes per token: big pages
+        must not multiply it by a batch)."""
+        pending: dict[str, tuple[list[int], list[np.ndarray], list[int]]] = {}
         parts: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
         lo = size = 0
         for i, fields in enumerate(docs):
             size += sum(len(v) if isinstance(v, str) else sum(map(len, v)) for v in fields)
             if size >= TOKENISE_CHARS or i == len(docs) - 1 or langs[i + 1] != langs[i]:
-                self.hits.use(langs[i])
-                w, p, s = self.hits.batch(docs[lo : i + 1], MAX_FIELD_TOKENS)
-                parts.append((w, p, s + lo * N_FIELDS, self.hits.counted(w)))
+                lang = langs[i]
+                self.hits.use(lang)
+                held, codes, chars = pending.setdefault(lang, ([], [], [0]))
+                if codes:
+                    codes.append(_SENTINEL_CODE)
+                codes.append(self.hits.codes(docs[lo : i + 1]))
+                held.extend(range(lo, i + 1))
+                chars[0] += size
+                if chars[0] >= TOKENISE_CHARS:
+                    parts.append(self._hits_of(lang, pending.pop(lang)))
                 lo, size = i + 1, 0
+        for lang, runs in pending.items():
+            parts.append(self._hits_of(lang, runs))
         if not parts:
             empty = np.zeros(0, dtype=np.int64)
             return empty, empty, empty, empty
         if len(parts) == 1:
             return parts[0]
-        return (np.concatenate([x[0] for x in parts]), np.concatenate([x[1] for x in parts]),
-                np.concatenate([x[2] for x in parts]), np.concatenate([x[3] for x in parts]))
+        slots = np.concatenate([x[2] for x in parts])
+        # Each document is in one part, its hits there in field and position order: a stable
+        # sort by slot puts the parts' hits in document order.
+        order = np.argsort(slots, kind="stable")
+        return (np.concatenate([x[0] for x in parts])[order],
+                np.concatenate([x[1] for x in parts])[order], slots[order],
+                np.concatenate([x[3] for x in parts])[order])
+
+    def _hits_of(self, lang: str, runs: tuple[list[int], list[np.ndarray], list[int]]
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The hits of one language's runs (:meth:`_hits`: the batch's document indices,
+        the runs' codes with a sentinel between each two), slots the batch's."""
+        held, codes, _ = runs
+        self.hits.use(lang)
+        w, p, s = self.hits.hits_of(np.concatenate(codes), len(held) * N_FIELDS, N_FIELDS,
+                                    MAX_FIELD_TOKENS)
+        if held[-1] != len(held) - 1 or held[0] != 0:  # not the batch's first documents
+            doc = np.asarray(held, dtype=np.int64)
+            s = doc[s // N_FIELDS] * N_FIELDS + s % N_FIELDS
+        return w, p, s, self.hits.counted(w)
 
     def _identify(self, langs: list[str | None]) -> None:
         """The languages of the batch's pages analysed (not reused), found together

@@ -33,6 +33,7 @@ from websift.indexer.settings import (
 _DEFAULT_OPERATOR_FIELDS = DEFAULT_INDEX_SETTINGS.operator_field_names
 _NOTHING = -1  # a stop word or a too short/long token: a position, no term
 _SENTINEL = -(1 << 40)  # the end of a field in :meth:`HitMaker.batch`
+SENTINEL_CODE = _SENTINEL  # between two calls' :meth:`HitMaker.codes` joined
 
 
 class _Memo(dict[str, int]):
@@ -238,9 +239,14 @@ class HitMaker:
     def _learn_chunk(self, chunk: str) -> int:
         """The code of a whitespace-separated chunk: its raw tokens' analyses laid end to end
         (``os.path,`` is the token ``os.path``; ``f(x)`` two tokens; ``--`` none, no width).
-        A chunk of ASCII letters and digits (most) is one raw token, itself: no regex."""
+        A chunk of ASCII letters and digits (most) is one raw token, itself: no regex, and
+        its analysis is one stemmed term or none (the analyzer's ``_plain`` of a word without
+        dots or underscores), learned without the token's analysis tuple."""
         if chunk.isascii() and chunk.isalnum():
-            return self._learn(chunk)
+            term = self.analyzer.word_term(chunk)
+            code = _NOTHING if term is None else self._wid(term)
+            self._raw[chunk] = code
+            return code
         raws = self.analyzer.token_re.findall(chunk)
         if len(raws) == 1 and raws[0] == chunk:
             return self._learn(chunk)
@@ -275,6 +281,14 @@ class HitMaker:
         chunk straddling it is left out whole.  The sentinels are upper case, which no
         lower-cased text contains: ``Q`` ends a field, ``G`` follows each anchor text (the gap).
         """
+        n_fields = len(docs[0]) if docs else 0
+        return self.hits_of(self.codes(docs), len(docs) * n_fields, n_fields, limit)
+
+    def codes(self, docs: Sequence[Sequence[str | Sequence[str]]]) -> np.ndarray:
+        """:meth:`batch`'s first half: the codes of the documents' chunks in text order, a
+        ``Q`` sentinel's between two fields (a new chunk is learned when met, in the language
+        in use).  The codes of several calls of one language, a sentinel between each two,
+        are those of one call on all their documents (:meth:`hits_of` takes them at once)."""
         parts: list[str] = []
         for fields in docs:
             for value in fields:
@@ -284,15 +298,19 @@ class HitMaker:
                     parts.append(" G ".join(fold_text(t) for t in value) + " G")
                 else:
                     parts.append("")
-        n_fields = len(docs[0]) if docs else 0
         chunks = " Q ".join(parts).split()
-        n = len(chunks)
         # One dict lookup per chunk, in C; a new chunk is learned when met, so in text order.
-        arr = np.fromiter(map(self._raw.__getitem__, chunks), dtype=np.int64, count=n)
+        return np.fromiter(map(self._raw.__getitem__, chunks), dtype=np.int64, count=len(chunks))
+
+    def hits_of(self, arr: np.ndarray, n_slots: int, n_fields: int,
+                limit: int = MAX_FIELD_TOKENS) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """:meth:`batch`'s second half: the hits of the codes of ``n_slots`` fields
+        (:meth:`codes`), ``n_fields`` a document."""
         self._sync()
+        n = len(arr)
         sent = arr == _SENTINEL
         slot = np.cumsum(sent)  # a sentinel counts for the slot it opens (it is dropped)
-        starts = np.zeros(len(parts), dtype=np.int64)
+        starts = np.zeros(n_slots, dtype=np.int64)
         starts[1:] = np.flatnonzero(sent) + 1
         compound = (arr <= -2) & ~sent
         k = np.where(compound, -arr - 2, 0)

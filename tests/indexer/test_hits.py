@@ -111,3 +111,20 @@ def test_a_dropped_hitmaker_is_freed_without_the_cycle_collector() -> None:
         assert ref() is None  # the memo holds its HitMaker weakly: no cycle
     finally:
         gc.enable()
+
+
+@pytest.mark.parametrize("lang", ["en", "fr", "none"])
+@pytest.mark.parametrize("keep_stops", [True, False])
+def test_a_plain_word_is_learned_as_its_languages_analyzer_analyses_it(
+        lang: str, keep_stops: bool) -> None:
+    # Plain ASCII words are learned without the token's analysis: the same terms, positions
+    # and IDs as the analyzer's own chain (stemmed per language, short, long and stop words).
+    text = ("Running the x les mangeront 3d python311 " + "a" * 65
+            + " donnees runs os.path running")
+    hm = HitMaker(Analyzer(keep_stops=keep_stops, lang=lang))
+    wids, pos, _ = hm.batch([[text]], limit=10**6)
+    words = {v: k for k, v in hm.lexicon.items()}
+    terms, positions, _ = Analyzer(keep_stops=keep_stops, lang=lang).positions(text)
+    assert [(words[int(w)], int(p)) for w, p in zip(wids, pos, strict=True)] == list(
+        zip(terms, positions, strict=True))
+    assert hm.words == list(dict.fromkeys(terms))  # first-seen order
