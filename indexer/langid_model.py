@@ -19,6 +19,7 @@ without py3langid's per-byte Python loop, to the same answers.
 from __future__ import annotations
 
 import hashlib
+import io
 import lzma
 import os
 import shutil
@@ -31,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from websift.core.fileio import atomic_write_bytes
 from websift.indexer.langid_fast import FastIdentifier
 
 _ARRAY_CODES = {2: "H", 4: "I", 8: "L"}  # itemsize -> array typecode (as py3langid converts)
@@ -112,17 +114,9 @@ def load_fast_identifier() -> FastIdentifier:
 
 
 def _write_depths(path: Path, depths: np.ndarray) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as out:
-            np.savez(out, depths=depths)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    buf = io.BytesIO()
+    np.savez(buf, depths=depths)
+    atomic_write_bytes(path, buf.getvalue())
 
 
 def _load(norm_probs: bool) -> tuple[Any, str]:
