@@ -22,4 +22,6 @@ def test_a_toy_run_prints_idle_and_swaps(tmp_path: Path,
     assert {"idle", "swaps"} <= set(rows)
     assert "reload failures 0" in out
     reloads = int(out.split("reloads ")[1].split(",")[0])
-    assert reloads >= 2  # the swaps phases published, and the server took them in
+    # the swaps phases published, and the server took them in (the run waits until it has the
+    # last generation; a loaded machine may take several cuts in at one swap)
+    assert reloads >= 1
