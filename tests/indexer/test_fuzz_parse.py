@@ -171,7 +171,9 @@ def check_query(q: str, parsed: ParsedQuery) -> None:
         assert all(isinstance(t, str) and t for t in phrase.terms)
         assert all(o >= 0 for o in phrase.offsets)
         assert list(phrase.offsets) == sorted(phrase.offsets)
-    assert sum(len(p.terms) for p in phrases) <= MAX_QUERY_TERMS
+    # stop words not scored are never looked up: the limit counts the others (as parse_query)
+    assert sum(len(parsed._scored(p.terms)) for g in parsed.groups for p in g) + sum(
+        len(p.terms) for p in [*parsed.required, *parsed.excluded]) <= MAX_QUERY_TERMS
     assert parsed.groups or parsed.required or parsed.sites
     for host in parsed.sites + parsed.excluded_sites:
         assert _HOST.match(host), host
@@ -220,3 +222,8 @@ def test_deep_nesting_costs_no_quadratic_time() -> None:
     page = parse_html(doc, "http://example.org/deep", "text/html", structure=True)
     check_page(page)
     assert time.process_time() - t < 30  # a bound on a hang, not a speed figure
+
+
+def test_unscored_stop_words_do_not_count_toward_the_term_limit() -> None:
+    _parse(': 00 00 00 00 00 00 00 00 00 00 ÞE 00/ 00/ 00& 00& 00| 00,00 : 00< 00:00:00 '
+           '"context manager"')
