@@ -139,9 +139,8 @@ class BatchAnalyser:
         self.analyzer = Analyzer.of(settings)
         self.hits = HitMaker.of(settings, self.analyzer)
         # pages analysed whose language is found with their batch's: (index in the batch,
-        # job, template, fields), and the index of the job being analysed
+        # job, template, fields)
         self._unidentified: list[tuple[int, DocJob, frozenset[int] | None, PageFields]] = []
-        self._job_index = 0
 
     def retemplate(self, templates: dict[str, frozenset[int]] | None,
                    parsed: Parsed | None = None) -> None:
@@ -155,10 +154,10 @@ class BatchAnalyser:
         """Close the WARC files it holds open."""
         self.reader.close()
 
-    def _fields(self, job: DocJob
+    def _fields(self, job: DocJob, i: int
                 ) -> tuple[str, str, list[str | list[str]], bytes, str | None]:
         """(title, snippet text, field texts in FIELDS order, stored fragments, language) of
-        one job; raises WarcError."""
+        one job, the ``i``-th of its batch; raises WarcError."""
         anchors = Anchors(job.anchors, [])
         if job.kind == ANCHOR_ONLY:
             return (anchors.best(), " · ".join(dict.fromkeys(job.anchors)),
@@ -168,7 +167,7 @@ class BatchAnalyser:
         got = self.recent.get(job.url_id, job.warc, template) if self.recent.chars else None
         if got is None:
             got = self._page_fields(job, template)  # its language found with its batch's
-            self._unidentified.append((self._job_index, job, template, got))
+            self._unidentified.append((i, job, template, got))
         fields = list(got.fields)
         fields[ANCHOR_FIELD] = job.anchors
         return got.title or anchors.best(), got.text, fields, got.frags, got.lang
@@ -279,9 +278,8 @@ class BatchAnalyser:
         docs: list[list[str | list[str]]] = []
         self._unidentified = []
         for i, job in enumerate(jobs):
-            self._job_index = i
             try:
-                title, text, fields, frags, lang = self._fields(job)
+                title, text, fields, frags, lang = self._fields(job, i)
             except WarcError as exc:
                 status[i] = WARC_ERROR
                 titles.append("")
