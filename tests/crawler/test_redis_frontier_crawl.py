@@ -28,7 +28,7 @@ from testkit.websift_process import REPO, websift_command
 from websift.api.app import create_app
 from websift.api.settings import Settings
 from websift.core.datadir import DataDir
-from websift.crawler.redis_admin import connect, frontier_status
+from websift.crawler.redis_admin import G, connect, frontier_status, host_tag
 from websift.indexer.build import build_index
 from websift.store.views import StoreReader
 
@@ -302,10 +302,48 @@ def test_three_crawlers_on_a_redis_cluster(web: TestWeb, tmp_path: Path) -> None
         per_url = stored(shards)
         assert set(per_url) == all_urls(web) and max(per_url.values()) == 1
         quiet_total(cluster.url())
-        # the hosts' keys are spread over the masters (a slot per host tag)
-        assert sum(1 for node in cluster.nodes if node.dbsize() > 0) >= 2
+        # each host's keys live on the master owning its tag's slot, and the globals on the
+        # one owning {g}: the keys are spread as their tags are (the hosts' ports, and so their
+        # slots, change from run to run; all five tags on one master is a 1-in-81 draw)
+        owners = {tag: owner_of(cluster, tag) for tag in tags(cluster.url())}
+        assert len(owners) == 1 + len(SITES), owners
+        for tag, owner in owners.items():
+            slot = cluster.nodes[0].cluster("keyslot", tag + ":lv")
+            holding = [i for i, node in enumerate(cluster.nodes)
+                       if int(node.execute_command("CLUSTER", "COUNTKEYSINSLOT", slot)) > 0]
+            assert holding == [owner], (tag, holding, owner)
+        assert {i for i, node in enumerate(cluster.nodes) if node.dbsize() > 0} \
+            == set(owners.values())
     finally:
         cluster.stop()
+
+
+def tags(url: str) -> list[str]:
+    """The globals' hash tag and every host's the frontier knows."""
+    return [G, *(host_tag(origin) for origin in connect(url).smembers(G + ":hosts"))]
+
+
+def owner_of(cluster: RedisClusterServers, tag: str) -> int:
+    """The index in ``cluster.nodes`` of the master serving the slot of ``tag``."""
+    slot = int(cluster.nodes[0].cluster("keyslot", tag + ":lv"))
+    for i, port in enumerate(cluster.ports):
+        for lo, hi in slot_ranges(cluster.nodes[i], port):
+            if lo <= slot <= hi:
+                return i
+    raise AssertionError(f"no master serves slot {slot} of {tag}")
+
+
+def slot_ranges(node: Any, port: int) -> list[tuple[int, int]]:
+    """The slot ranges the master listening on ``port`` serves, as it reports them."""
+    ranges = []
+    for line in node.execute_command("CLUSTER", "NODES").splitlines():
+        fields = line.split()
+        if "myself" in fields[2]:
+            assert fields[1].split("@")[0].endswith(f":{port}"), line
+            for part in fields[8:]:
+                lo, _, hi = part.partition("-")
+                ranges.append((int(lo), int(hi or lo)))
+    return ranges
 
 
 def shard_ids(data: Path) -> set[int]:
