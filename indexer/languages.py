@@ -140,12 +140,9 @@ def page_languages(pages: Sequence[tuple[str | None, str]]) -> list[str | None]:
         lang = normalise_lang(declared)
         if sample is not None:
             code, prob = next(found)
-            guess = normalise_lang(code)
-            if guess is None:
-                pass
-            elif lang is None:
-                lang = guess if prob >= LANG_GUESS_PROB else None
-            elif guess != lang and prob >= LANG_OVERRIDE_PROB:
+            guess = normalise_lang(code)  # None: a code websift does not name
+            needed = LANG_GUESS_PROB if lang is None else LANG_OVERRIDE_PROB
+            if guess is not None and guess != lang and prob >= needed:
                 lang = guess
         langs.append(lang)
     return langs
