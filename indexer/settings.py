@@ -7,7 +7,6 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
 
 # ---------------------------------------------------------------- fields
 # The fields of a document, in the order of the tf matrix columns.  URL words are the path's
@@ -406,8 +405,13 @@ class IndexSettings(BaseModel):
 
     @classmethod
     def from_env(cls) -> IndexSettings:
-        """The settings the ``WEBSIFT_*`` environment gives now (pydantic ValidationError)."""
-        return cls(**_IndexEnvironment().model_dump())
+        """The settings the ``WEBSIFT_*`` environment gives now (pydantic ValidationError).
+        With none of its variables set (the usual run) the defaults, without importing
+        pydantic-settings (a third of ``websift index``'s start-up)."""
+        if not any(v and k[:8].upper() == "WEBSIFT_" and k[8:].lower() in cls.model_fields
+                   for k, v in os.environ.items()):
+            return cls()
+        return cls(**_index_environment()().model_dump())
 
     @property
     def operator_field_names(self) -> tuple[str, ...] | None:
@@ -434,8 +438,13 @@ DEFAULT_INDEX_SETTINGS = IndexSettings()
 KILL_AFTER_BARRELS_ENV = "WEBSIFT_INDEX_KILL_AFTER_BARRELS"
 
 
-class _IndexEnvironment(BaseSettings, IndexSettings):
-    """IndexSettings read from ``WEBSIFT_*`` (as api/settings.py reads the service's)."""
+def _index_environment() -> type[IndexSettings]:
+    """IndexSettings read from ``WEBSIFT_*`` (as api/settings.py reads the service's): a
+    pydantic-settings class, made (and pydantic-settings imported) when a variable is set."""
+    from pydantic_settings import BaseSettings, SettingsConfigDict
 
-    model_config = SettingsConfigDict(env_prefix="WEBSIFT_", extra="ignore", frozen=True,
-                                      env_ignore_empty=True)
+    class _IndexEnvironment(BaseSettings, IndexSettings):
+        model_config = SettingsConfigDict(env_prefix="WEBSIFT_", extra="ignore", frozen=True,
+                                          env_ignore_empty=True)
+
+    return _IndexEnvironment
