@@ -179,12 +179,15 @@ class BatchAnalyser:
         parsed = self.parsed.pop((job.url_id, job.warc), None)
         if parsed is None:
             body = self.reader.read(WarcLocation(*job.warc))
-            parsed = parse_html(body, job.url, job.content_type, structure=True,
+            parsed = parse_html(body, job.url, job.content_type, structure=True, shown=False,
                                 settings=self.settings)
         text, content = parsed.text, parsed.body
-        if template and any(b.key in template for b in parsed.blocks):
-            content = " ".join(b.text for b in parsed.blocks if b.key not in template)
-            text = join_shown(parsed.marked, parsed.starts, parsed.blocks, template)[:SNIPPET_TEXT_CHARS]
+        dropped = template if template and any(b.key in template for b in parsed.blocks) \
+            else None
+        if dropped:
+            content = " ".join(b.text for b in parsed.blocks if b.key not in dropped)
+        if parsed.marked:  # made here (``shown=False``): without the template blocks
+            text = join_shown(parsed.marked, parsed.starts, parsed.blocks, dropped)[:SNIPPET_TEXT_CHARS]
         return PageFields(parsed.title, text,
                           [parsed.title, parsed.headings, content, parsed.url_words, [],
                            defs_field(parsed.fragments, self.settings.defs)],

@@ -153,6 +153,10 @@ STORE_READ_IDS = 256  # store rows (and their anchors) read with one query each
 # Batches outstanding per worker, and their WARC bytes (bound the results held in memory): enough
 # for the workers to keep going while the main process flushes a hit buffer (~0.5 s).
 IN_FLIGHT_BATCHES = 48
+# What a document costs a worker besides its WARC bytes, in bytes of WARC (an anchor-only
+# document is a few anchors): the measure of a batch when the pool gives work to the worker
+# with the least outstanding (indexer/workers.py).
+BATCH_JOB_COST_BYTES = 256
 IN_FLIGHT_BYTES = 8 << 20
 WORKER_POLL_SECONDS = 1.0  # how often a waiting worker checks that its parent is alive
 WORKER_JOIN_SECONDS = 10.0  # a worker told to stop that has not after this is terminated
