@@ -93,6 +93,7 @@ class AnalysedBatch:
     reused: int = 0  # full documents whose fields were kept from an earlier batch (RecentFields)
     busy_seconds: float = 0.0  # the analyser's time on this batch (set by indexer/workers.py)
     idle_seconds: float = 0.0  # its worker's wait for this batch since the previous one
+    worker: int = 0  # the pool's worker that analysed it (set by indexer/workers.py)
 
 
 _HOSTS: dict[str, str] = {}  # scheme://netloc -> its host (a crawl has few beside its pages)

@@ -307,6 +307,7 @@ class AnalyserPool:
             raise WorkerFailed(f"indexing worker {w} failed:\n{payload}")
         self.busy_seconds += payload.busy_seconds
         self.idle_seconds += payload.idle_seconds
+        payload.worker = w
         return jobs, self._globalise(w, payload)
 
     def _globalise(self, w: int, batch: AnalysedBatch) -> AnalysedBatch:
