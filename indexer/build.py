@@ -74,6 +74,7 @@ from websift.indexer.docbatch import (
     host_of,
 )
 from websift.indexer.errors import IndexBusy, IndexCorrupt, IndexInterrupted, IndexMissing
+from websift.indexer.languages import load_identifier
 from websift.indexer.liveness import live_count, live_masks
 from websift.indexer.manifest import (
     Manifest,
@@ -521,6 +522,8 @@ def _cut(data: DataDir, store: StoreReader, manifest: Manifest | None, tmp: Path
                 boiler.update(anchor_boilerplate(store) if boilerplate is None else boilerplate)
         if len(cand) >= SOURCE_HOSTS_MIN_IDS:  # a small run looks its sources up instead
             sources.append(SourceHosts(store))
+        if pool is None and procs > 1:  # the workers forked below inherit it (load it now)
+            load_identifier()
 
     # Beside a running pool (``--follow``) the samples are parsed here: forking a second pool
     # while the running one's queue and prefetch threads hold locks can leave a forked child
