@@ -9,10 +9,11 @@ waiting in its queue are looked at first), not to each in turn: a site's long pa
 (a manual's library reference), and taken in turn they kept one worker busy while the other
 waited at the end.  Each worker answers in the order it was given work and the pool takes the
 answers in batch order (holding those that come early): documents reach the segment writer in
-increasing URL ID, as the forward barrels require, whichever worker analysed them.  At most ``IN_FLIGHT_BATCHES`` batches per worker, and
-``IN_FLIGHT_BYTES`` of WARC records per worker, are outstanding, which bounds the memory the
-results can take; enough that the workers keep working while the main process is busy for a
-while (flushing the hit buffer), instead of waiting for it to take their results.
+increasing URL ID, as the forward barrels require, whichever worker analysed them.  At most
+``IN_FLIGHT_BATCHES`` batches per worker, and ``IN_FLIGHT_BYTES`` of WARC records per worker,
+are outstanding, which bounds the memory the results can take; enough that the workers keep
+working while the main process is busy for a while (flushing the hit buffer), instead of waiting
+for it to take their results.
 
 When it queues a batch the pool asks the kernel to read the batch's WARC records in the
 background (``BodyReader.prefetch``), so a worker finds them in the page cache: with a WARC not
