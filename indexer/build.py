@@ -74,6 +74,7 @@ from websift.indexer.docbatch import (
     host_of,
 )
 from websift.indexer.errors import IndexBusy, IndexCorrupt, IndexInterrupted, IndexMissing
+from websift.indexer.languages import load_identifier
 from websift.indexer.liveness import live_count, live_masks
 from websift.indexer.manifest import (
     Manifest,
@@ -521,6 +522,8 @@ def _cut(data: DataDir, store: StoreReader, manifest: Manifest | None, tmp: Path
                 boiler.update(anchor_boilerplate(store) if boilerplate is None else boilerplate)
         if len(cand) >= SOURCE_HOSTS_MIN_IDS:  # a small run looks its sources up instead
             sources.append(SourceHosts(store))
+        if pool is None and procs > 1:  # the workers forked below inherit it (load it now)
+            load_identifier()
 
     # Beside a running pool (``--follow``) the samples are parsed here: forking a second pool
     # while the running one's queue and prefetch threads hold locks can leave a forked child
@@ -616,20 +619,24 @@ def _templates(data: DataDir, store: StoreReader, ids: np.ndarray, report: Index
                                                       int(page.warc_length or 0)))
                        for page in items])
                for host, items in sampler.samples().items()]
-    # The sampled pages are parsed in ``procs`` forked processes (a host's pages each), not
-    # in this one while the others wait.
+    # The sampled pages are parsed in ``procs`` forked processes, not in this one while the
+    # others wait: a host's sample in as many parts as give each process one (a site of one
+    # host is sampled by all of them), the parts' measures joined in order.
     measured: Iterable[_Measure]
     room = [SAMPLE_REUSE_CHARS if keep is not None else 0]  # marked characters still kept
-    if procs > 1 and len(samples) > 1:
+    split = -(-procs // len(samples)) if samples else 1
+    units = [(host, part) for host, sample in samples
+             for part in _parts(sample, split if procs > 1 else 1)]
+    if procs > 1 and len(units) > 1:
         pool = multiprocessing.get_context("fork").Pool(procs, initializer=die_with_parent,
                                                         initargs=(os.getpid(),))
         try:
-            # Each host's parses come back only while they fit (pickled: no use sending more).
+            # Each part's parses come back only while they fit (pickled: no use sending more).
             measured = pool.imap(partial(_block_keys, data.warc_dir, settings=settings,
-                                         keep_chars=room[0] // len(samples)),
-                                 [s for _, s in samples])
+                                         keep_chars=room[0] // len(units)),
+                                 [part for _, part in units])
             meanwhile()
-            for (host, _), got in zip(samples, measured, strict=True):
+            for host, got in _joined(units, measured):
                 _measured(hosts, host, got, share, report, keep=keep, room=room,
                           foreign=foreign)
         finally:
@@ -645,6 +652,31 @@ def _templates(data: DataDir, store: StoreReader, ids: np.ndarray, report: Index
     if hosts != stored_hosts:  # else the file holds these already (a cut with no new host)
         write_templates(data.index_dir, templates)
     return templates
+
+
+def _parts(sample: _Sample, n: int) -> list[_Sample]:
+    """``sample`` cut into at most ``n`` consecutive parts (none empty)."""
+    n = max(1, min(n, len(sample)))
+    return [sample[i * len(sample) // n : (i + 1) * len(sample) // n] for i in range(n)]
+
+
+def _joined(units: list[tuple[str, _Sample]], measured: Iterable[_Measure]
+            ) -> Iterator[tuple[str, _Measure]]:
+    """Each host's measure, its consecutive parts' (``units``, in order) joined."""
+    current: str | None = None
+    pages: list[tuple[str, set[int]]] = []
+    errors = 0
+    kept: Parsed = {}
+    for (host, _), (p, e, k) in zip(units, measured, strict=True):
+        if host != current:
+            if current is not None:
+                yield current, (pages, errors, kept)
+            current, pages, errors, kept = host, [], 0, {}
+        pages.extend(p)
+        errors += e
+        kept.update(k)
+    if current is not None:
+        yield current, (pages, errors, kept)
 
 
 def _only(parsed: Parsed, ids: np.ndarray) -> Parsed:
@@ -708,7 +740,8 @@ def _block_keys(warc_dir: Path, sample: _Sample, *, settings: IndexSettings,
             except WarcError:
                 errors += 1
                 continue
-            parsed = parse_html(body, url, content_type, structure=True, settings=settings)
+            parsed = parse_html(body, url, content_type, structure=True, shown=False,
+                                settings=settings)
             pages.append((url, {b.key for b in parsed.blocks}))
             if len(parsed.marked) <= keep_chars:
                 keep_chars -= len(parsed.marked)

@@ -93,6 +93,7 @@ class AnalysedBatch:
     reused: int = 0  # full documents whose fields were kept from an earlier batch (RecentFields)
     busy_seconds: float = 0.0  # the analyser's time on this batch (set by indexer/workers.py)
     idle_seconds: float = 0.0  # its worker's wait for this batch since the previous one
+    worker: int = 0  # the pool's worker that analysed it (set by indexer/workers.py)
 
 
 _HOSTS: dict[str, str] = {}  # scheme://netloc -> its host (a crawl has few beside its pages)
@@ -179,12 +180,15 @@ class BatchAnalyser:
         parsed = self.parsed.pop((job.url_id, job.warc), None)
         if parsed is None:
             body = self.reader.read(WarcLocation(*job.warc))
-            parsed = parse_html(body, job.url, job.content_type, structure=True,
+            parsed = parse_html(body, job.url, job.content_type, structure=True, shown=False,
                                 settings=self.settings)
         text, content = parsed.text, parsed.body
-        if template and any(b.key in template for b in parsed.blocks):
-            content = " ".join(b.text for b in parsed.blocks if b.key not in template)
-            text = join_shown(parsed.marked, parsed.starts, parsed.blocks, template)[:SNIPPET_TEXT_CHARS]
+        dropped = template if template and any(b.key in template for b in parsed.blocks) \
+            else None
+        if dropped:
+            content = " ".join(b.text for b in parsed.blocks if b.key not in dropped)
+        if parsed.marked:  # made here (``shown=False``): without the template blocks
+            text = join_shown(parsed.marked, parsed.starts, parsed.blocks, dropped)[:SNIPPET_TEXT_CHARS]
         return PageFields(parsed.title, text,
                           [parsed.title, parsed.headings, content, parsed.url_words, [],
                            defs_field(parsed.fragments, self.settings.defs)],

@@ -227,11 +227,13 @@ def _declared_lang(tree: LexborHTMLParser, root: LexborNode | None) -> str | Non
 
 
 def parse_html(body: bytes, url: str, content_type: str | None = None, *,
-               structure: bool = False,
+               structure: bool = False, shown: bool = True,
                settings: IndexSettings = DEFAULT_INDEX_SETTINGS) -> ParsedPage:
     """Fields of one HTML page (and its blocks and fragments when ``structure``). Never raises
     on bad HTML: an unparsable page has empty fields.  ``settings``: the run's (shallow_lexbor,
-    anchor_defs, id_words)."""
+    anchor_defs, id_words).  ``shown`` off (with ``structure``): ``text`` is left empty when
+    ``marked`` holds the scope's text, for the caller to make it (``join_shown``: the indexer
+    leaves a host's template blocks out of it, so the whole text would be thrown away)."""
     words = url_words(url)
     empty = ParsedPage(title="", headings="", body="", url_words=words, text="")
     if not body or not body.strip():
@@ -293,7 +295,7 @@ def parse_html(body: bytes, url: str, content_type: str | None = None, *,
         marked_text = scope.text(separator=GLUE)
         blocks = page_blocks(marked_text, starts)
         body_text = " ".join(b.text for b in blocks)
-        text = shown_text(marked_text)
+        text = shown_text(marked_text) if shown or not marked_text else ""
     else:
         body_text = node_text(scope)
         text, marked_text = body_text, ""

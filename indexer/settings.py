@@ -7,7 +7,6 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
 
 # ---------------------------------------------------------------- fields
 # The fields of a document, in the order of the tf matrix columns.  URL words are the path's
@@ -154,6 +153,10 @@ STORE_READ_IDS = 256  # store rows (and their anchors) read with one query each
 # Batches outstanding per worker, and their WARC bytes (bound the results held in memory): enough
 # for the workers to keep going while the main process flushes a hit buffer (~0.5 s).
 IN_FLIGHT_BATCHES = 48
+# What a document costs a worker besides its WARC bytes, in bytes of WARC (an anchor-only
+# document is a few anchors): the measure of a batch when the pool gives work to the worker
+# with the least outstanding (indexer/workers.py).
+BATCH_JOB_COST_BYTES = 256
 IN_FLIGHT_BYTES = 8 << 20
 WORKER_POLL_SECONDS = 1.0  # how often a waiting worker checks that its parent is alive
 WORKER_JOIN_SECONDS = 10.0  # a worker told to stop that has not after this is terminated
@@ -406,8 +409,13 @@ class IndexSettings(BaseModel):
 
     @classmethod
     def from_env(cls) -> IndexSettings:
-        """The settings the ``WEBSIFT_*`` environment gives now (pydantic ValidationError)."""
-        return cls(**_IndexEnvironment().model_dump())
+        """The settings the ``WEBSIFT_*`` environment gives now (pydantic ValidationError).
+        With none of its variables set (the usual run) the defaults, without importing
+        pydantic-settings (a third of ``websift index``'s start-up)."""
+        if not any(v and k[:8].upper() == "WEBSIFT_" and k[8:].lower() in cls.model_fields
+                   for k, v in os.environ.items()):
+            return cls()
+        return cls(**_index_environment()().model_dump())
 
     @property
     def operator_field_names(self) -> tuple[str, ...] | None:
@@ -434,8 +442,13 @@ DEFAULT_INDEX_SETTINGS = IndexSettings()
 KILL_AFTER_BARRELS_ENV = "WEBSIFT_INDEX_KILL_AFTER_BARRELS"
 
 
-class _IndexEnvironment(BaseSettings, IndexSettings):
-    """IndexSettings read from ``WEBSIFT_*`` (as api/settings.py reads the service's)."""
+def _index_environment() -> type[IndexSettings]:
+    """IndexSettings read from ``WEBSIFT_*`` (as api/settings.py reads the service's): a
+    pydantic-settings class, made (and pydantic-settings imported) when a variable is set."""
+    from pydantic_settings import BaseSettings, SettingsConfigDict
 
-    model_config = SettingsConfigDict(env_prefix="WEBSIFT_", extra="ignore", frozen=True,
-                                      env_ignore_empty=True)
+    class _IndexEnvironment(BaseSettings, IndexSettings):
+        model_config = SettingsConfigDict(env_prefix="WEBSIFT_", extra="ignore", frozen=True,
+                                          env_ignore_empty=True)
+
+    return _IndexEnvironment

@@ -2,13 +2,18 @@
 
 ``AnalyserPool(warc_dir, procs, lexicon, settings)`` runs ``procs`` worker processes (fork), each
 with its own :class:`indexer.docbatch.BatchAnalyser` (and so its own word memo), made with the
-run's IndexSettings (handed over: a worker never reads the environment).  Batch ``i`` goes to
-worker ``i % procs`` and each worker answers in the order it was given work, so taking results
-round-robin gives them back in batch order: documents reach the segment writer in increasing
-URL ID, as the forward barrels require.  At most ``IN_FLIGHT_BATCHES`` batches per worker, and
-``IN_FLIGHT_BYTES`` of WARC records per worker, are outstanding, which bounds the memory the
-results can take; enough that the workers keep working while the main process is busy for a
-while (flushing the hit buffer), instead of waiting for it to take their results.
+run's IndexSettings (handed over: a worker never reads the environment).  A batch goes to the
+worker with the least work outstanding as far as this process knows (the WARC bytes of the
+batches it was given and has not answered, plus ``BATCH_JOB_COST_BYTES`` a document; answers
+waiting in its queue are looked at first), not to each in turn: a site's long pages come in runs
+(a manual's library reference), and taken in turn they kept one worker busy while the other
+waited at the end.  Each worker answers in the order it was given work and the pool takes the
+answers in batch order (holding those that come early): documents reach the segment writer in
+increasing URL ID, as the forward barrels require, whichever worker analysed them.  At most
+``IN_FLIGHT_BATCHES`` batches per worker, and ``IN_FLIGHT_BYTES`` of WARC records per worker,
+are outstanding, which bounds the memory the results can take; enough that the workers keep
+working while the main process is busy for a while (flushing the hit buffer), instead of waiting
+for it to take their results.
 
 When it queues a batch the pool asks the kernel to read the batch's WARC records in the
 background (``BodyReader.prefetch``), so a worker finds them in the page cache: with a WARC not
@@ -49,6 +54,7 @@ import numpy as np
 from websift.indexer.docbatch import AnalysedBatch, BatchAnalyser, DocJob, Parsed
 from websift.indexer.languages import load_identifier
 from websift.indexer.settings import (
+    BATCH_JOB_COST_BYTES,
     IN_FLIGHT_BATCHES,
     IN_FLIGHT_BYTES,
     WORKER_JOIN_SECONDS,
@@ -148,6 +154,11 @@ class AnalyserPool:
         # whether its map holds words unknown to the current lexicon (-1, after a rebind).
         self._words: list[list[str]] = [[] for _ in range(self.procs)]
         self._stale = [False] * self.procs
+        # Per worker: the cost of each batch it was given and has not answered (in order), its
+        # sum, and the answers received and not taken yet (they are taken in batch order).
+        self._sent: list[deque[int]] = [deque() for _ in range(self.procs)]
+        self._load = [0] * self.procs
+        self._got: list[deque[tuple[str, Any]]] = [deque() for _ in range(self.procs)]
         # Seconds, over the run: the workers analysing and waiting for work (their sums), and
         # this process waiting for a worker's result (it has nothing else to do meanwhile).
         self.busy_seconds = self.idle_seconds = self.wait_seconds = 0.0
@@ -240,12 +251,15 @@ class AnalyserPool:
             return
         pending: deque[tuple[int, list[DocJob], int]] = deque()
         nbytes = 0  # WARC bytes of the pending batches
-        for i, jobs in enumerate(batches):
-            w = i % self.procs
+        for jobs in batches:
+            size = sum(j.warc[2] for j in jobs if j.warc is not None)
+            w = self._least_loaded()
             # Read from disk in the background while the batches before it are analysed.
             self._ahead.prefetch(WarcLocation(*j.warc) for j in jobs if j.warc is not None)
             self._queues[w][0].put(jobs)
-            size = sum(j.warc[2] for j in jobs if j.warc is not None)
+            cost = size + BATCH_JOB_COST_BYTES * len(jobs)
+            self._sent[w].append(cost)
+            self._load[w] += cost
             pending.append((w, jobs, size))
             nbytes += size
             while pending and (len(pending) >= self.procs * IN_FLIGHT_BATCHES
@@ -257,22 +271,44 @@ class AnalyserPool:
             w0, jobs0, _ = pending.popleft()
             yield self._take(w0, jobs0)
 
-    def _take(self, w: int, jobs: list[DocJob]) -> tuple[list[DocJob], AnalysedBatch]:
+    def _least_loaded(self) -> int:
+        """The worker with the least work outstanding, once the answers waiting in the
+        workers' queues are counted (ties: the lowest number)."""
+        for w in range(self.procs):
+            while self._sent[w] and self._receive(w, block=False):
+                pass
+        return min(range(self.procs), key=self._load.__getitem__)
+
+    def _receive(self, w: int, *, block: bool) -> bool:
+        """Move worker ``w``'s next answer from its queue to ``_got`` (waiting for it when
+        ``block``; a dead worker raises WorkerFailed); False: none there."""
         outbox = self._queues[w][1]
         started = time.perf_counter()
         while True:
             try:
-                kind, payload = outbox.get(timeout=WORKER_POLL_SECONDS)
+                got = outbox.get(timeout=WORKER_POLL_SECONDS) if block else outbox.get_nowait()
                 break
             except queue.Empty:
+                if not block:
+                    return False
                 if not self._procs[w].is_alive():
                     raise WorkerFailed(f"indexing worker {w} died (exit code "
                                        f"{self._procs[w].exitcode})") from None
-        self.wait_seconds += time.perf_counter() - started
+        if block:
+            self.wait_seconds += time.perf_counter() - started
+        self._got[w].append(got)
+        self._load[w] -= self._sent[w].popleft()
+        return True
+
+    def _take(self, w: int, jobs: list[DocJob]) -> tuple[list[DocJob], AnalysedBatch]:
+        if not self._got[w]:
+            self._receive(w, block=True)
+        kind, payload = self._got[w].popleft()
         if kind != "ok":
             raise WorkerFailed(f"indexing worker {w} failed:\n{payload}")
         self.busy_seconds += payload.busy_seconds
         self.idle_seconds += payload.idle_seconds
+        payload.worker = w
         return jobs, self._globalise(w, payload)
 
     def _globalise(self, w: int, batch: AnalysedBatch) -> AnalysedBatch:

@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from pydantic import ValidationError
 
 from testkit.corpus import build_data_dir, make_index
 from websift.core import checked
@@ -158,3 +159,19 @@ def test_an_incremental_run_with_other_build_settings_says_so(data: DataDir) -> 
     assert report.mode == "incremental"
     assert any("was built with defs='key'; this run's pages get defs='text'" in line
                for line in said)
+
+
+def test_the_environment_is_read_as_pydantic_settings_reads_it(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in list(os.environ):
+        if name.upper().startswith("WEBSIFT_"):
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("WEBSIFT_SEARCH_DEADLINE_MS", "5")  # the service's, not indexing's
+    monkeypatch.setenv("WEBSIFT_DEFS", "")  # empty: the default
+    assert IndexSettings.from_env() == DEFAULT_INDEX_SETTINGS
+    monkeypatch.setenv("websift_templates", "0")  # names are not case-sensitive
+    assert IndexSettings.from_env() == DEFAULT_INDEX_SETTINGS.model_copy(
+        update={"templates": False})
+    monkeypatch.setenv("WEBSIFT_TEMPLATE_SHARE", "most")
+    with pytest.raises(ValidationError, match="template_share"):
+        IndexSettings.from_env()

@@ -191,6 +191,21 @@ def test_an_analyser_that_starts_afresh_keeps_word_ids_right(tmp_path: Path, pro
     assert runs[3][1] == [0] * 12 and any(runs[10**6][1])
 
 
+def test_a_batch_goes_to_the_worker_with_the_least_work_outstanding(tmp_path: Path) -> None:
+    # The first batch is a thousand times the others' work: while its worker is on it, the
+    # small ones go to the other (taken in turn, every second one would wait behind it).
+    big = [DocJob(i, f"http://x.example/p{i}", ANCHOR_ONLY, None, None,
+                  [f"{WORDS[i % 10]} anchor {i}"], [1]) for i in range(4000)]
+    small = [[DocJob(10_000 + i, f"http://x.example/q{i}", ANCHOR_ONLY, None, None,
+                     [f"small {i}"], [1])] for i in range(4)]
+    lexicon: dict[str, int] = {}
+    with AnalyserPool(tmp_path, 2, lexicon, DEFAULT_INDEX_SETTINGS) as pool:
+        got = list(pool.map([big, *small]))
+    assert [b.worker for _, b in got][:3] == [0, 1, 1]
+    assert [j[0].url_id for j, _ in got] == [0, *(10_000 + i for i in range(4))]  # in order
+    assert all(len(b.status) == len(j) for j, b in got)
+
+
 _KILLED_MID_BATCH = """
 import os, signal, struct, sys
 from pathlib import Path
