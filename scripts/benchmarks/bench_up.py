@@ -98,6 +98,7 @@ from websift.core.arguments import number
 from websift.core.datadir import DataDir
 from websift.indexer.follow import FollowStatus
 from websift.indexer.follow import read_status as read_follow_status
+from websift.indexer.follow import status_path as follow_status_path
 from websift.indexer.settings import MAX_QUERY_CHARS, MAX_QUERY_TERMS
 from websift.store.errors import StoreError
 from websift.store.views import StoreReader
@@ -654,7 +655,6 @@ class CpuMeter:
     loads: list[tuple[float, float]] = field(default_factory=list)  # (time, 1-min load)
     stop: threading.Event = field(default_factory=threading.Event)
     _last: dict[tuple[int, int], tuple[str, float]] = field(default_factory=dict)
-    _names: dict[tuple[int, int], str] = field(default_factory=dict)
 
     def look(self) -> None:
         me = os.getpid()
@@ -668,11 +668,9 @@ class CpuMeter:
                 chain.append(stats[chain[-1]][0])
             if chain[-1] != me:
                 continue  # not below this script
-            key = (pid, start)
-            part = self._names.get(key)
-            if part is None:
-                part = self._names[key] = self._classify(chain[::-1][1:])
-            self._last[key] = (part, cpu)
+            # classed again at each look: a part seen between its fork and its exec still has
+            # the command line of the process that forked it
+            self._last[(pid, start)] = (self._classify(chain[::-1][1:]), cpu)
         totals = dict.fromkeys((*PARTS, MACHINE), 0.0)
         for part, cpu in self._last.values():
             totals[part] += cpu
@@ -733,6 +731,27 @@ class CpuMeter:
 
 
 @dataclass
+class StatusFile:
+    """The follower's status file, read again only when it was replaced (its inode, time or
+    size moved): looked at every SAMPLE_EVERY s, it is rewritten after each cut or merge and
+    every few seconds, and parsing it each time cost the benchmark (the cores up runs on)."""
+
+    data: DataDir
+    _seen: tuple[int, int, int] | None = None
+    _status: FollowStatus | None = None
+
+    def read(self) -> FollowStatus | None:
+        try:
+            st = os.stat(follow_status_path(self.data))
+        except OSError:
+            return None
+        key = (st.st_ino, st.st_mtime_ns, st.st_size)
+        if key != self._seen:
+            self._seen, self._status = key, read_follow_status(self.data)
+        return self._status
+
+
+@dataclass
 class UpRun:
     """What the run under up gave."""
 
@@ -779,12 +798,13 @@ def run_up(web: Web, server: Nginx, data: Path, args: argparse.Namespace,
     cut_times: dict[float, dict[str, float]] = {}
     merge_times: dict[float, tuple[float, float]] = {}
     spy = Spy(args.spy / f"{data.name}.txt") if args.spy is not None else None
+    follow_status = StatusFile(DataDir(data))
     while up.poll() is None and time.time() - t0 < run_for:
         now = time.time()
         if spy is not None:
             spy.attach(up.pid)
         probe.read_log()
-        status = read_follow_status(DataDir(data)) or status
+        status = follow_status.read() or status
         if status is not None and status.cuts > seen_cuts and status.last_cut:
             seen_cuts = status.cuts
             cuts.append((status.last_cut - status.last_cut_seconds, status.last_cut))
