@@ -636,6 +636,8 @@ def _subcommand(pid: int) -> str:
     except OSError:
         return ""
     words = [a.decode(errors="replace") for a in argv if a]
+    if words and words[0].startswith("nginx"):  # "nginx: worker process": retitled
+        return "nginx"
     for i, word in enumerate(words[:-1]):
         if word == "websift" or word.endswith("/websift"):
             return words[i + 1]
@@ -669,8 +671,13 @@ class CpuMeter:
             if chain[-1] != me:
                 continue  # not below this script
             # classed again at each look: a part seen between its fork and its exec still has
-            # the command line of the process that forked it
-            self._last[(pid, start)] = (self._classify(chain[::-1][1:]), cpu)
+            # the command line of the process that forked it; an exited one not reaped yet
+            # has none (it keeps the class it had)
+            key = (pid, start)
+            part = self._classify(chain[::-1][1:])
+            if part == "other" and key in self._last:
+                part = self._last[key][0]
+            self._last[key] = (part, cpu)
         totals = dict.fromkeys((*PARTS, MACHINE), 0.0)
         for part, cpu in self._last.values():
             totals[part] += cpu
@@ -685,7 +692,7 @@ class CpuMeter:
         if not path:
             return "bench: probe, queries"
         top = _subcommand(path[0])
-        if top.startswith("nginx"):  # its master and workers retitle themselves
+        if top == "nginx":
             return "nginx"
         if top == "crawl":
             return "crawl"  # the crawl alone, with whatever it runs
