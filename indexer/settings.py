@@ -174,7 +174,10 @@ FOLLOW_POLL_SECONDS = 0.25
 # changed, anchor-only documents: about ten per fetched page) are taken at most this often, one
 # set for all the links changed since (a page linked from many is indexed once), and cut in
 # cuts of their own of at most FOLLOW_TARGETS_SHARE pages, between the fetched pages' cuts.
-FOLLOW_TARGETS_SECONDS = 30.0
+# Every two minutes: a round every 30 s took the same targets (a host's home page, its most
+# linked pages) again four times as often, and each of its cuts is a generation every server
+# opens; fetched pages are not held back by it (docs/operating.md, "How fresh, and at what cost").
+FOLLOW_TARGETS_SECONDS = 120.0
 FOLLOW_TARGETS_SHARE = 1_000
 # Each of the follower's analysers keeps the fields of the pages it analysed last, up to this
 # many characters (indexer/recent_fields.py): a link target indexed again for its anchor texts

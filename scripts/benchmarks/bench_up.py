@@ -98,6 +98,7 @@ from websift.core.arguments import number
 from websift.core.datadir import DataDir
 from websift.indexer.follow import FollowStatus
 from websift.indexer.follow import read_status as read_follow_status
+from websift.indexer.follow import status_path as follow_status_path
 from websift.indexer.settings import MAX_QUERY_CHARS, MAX_QUERY_TERMS
 from websift.store.errors import StoreError
 from websift.store.views import StoreReader
@@ -598,6 +599,169 @@ def gil_holders(path: Path, top: int = SPY_TOP) -> list[tuple[str, str]]:
             *rows]
 
 
+# seconds between two looks at the processes' CPU times in /proc (each look reads every
+# process's stat: about 5 ms of CPU with a hundred processes on the machine)
+CPU_EVERY = 1.0
+TICK = os.sysconf("SC_CLK_TCK")
+# the parts whose CPU is accounted, in the order printed
+PARTS = ("crawl", "index: follower", "index: merges, workers", "rank", "serve", "up: supervisor",
+         "bench: probe, queries", "nginx", "other")
+MACHINE = "machine: every process"  # /proc/stat: what the cores ran, this run's or not
+SUBCOMMANDS = {"crawl": "crawl", "index": "index: follower", "rank": "rank",
+               "exchange": "rank", "serve": "serve"}
+
+
+def _proc_stat(pid: str) -> tuple[int, float, int] | None:
+    """(parent pid, own user+system CPU seconds, start time in ticks) of a process, from
+    /proc/PID/stat (all its threads; not its children's); None when it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            raw = fh.read()
+    except OSError:
+        return None
+    fields = raw.rsplit(b")", 1)[1].split()
+    # after the name: state ppid ... utime (14th field of the line) stime ... starttime (22nd)
+    return int(fields[1]), (int(fields[11]) + int(fields[12])) / TICK, int(fields[19])
+
+
+def _machine_busy() -> float:
+    """CPU seconds every core of the machine has run anything since boot (/proc/stat: user,
+    nice, system, irq, softirq, steal)."""
+    first = Path("/proc/stat").read_text().split("\n", 1)[0].split()
+    return sum(int(first[i]) for i in (1, 2, 3, 6, 7, 8)) / TICK
+
+
+def _subcommand(pid: int) -> str:
+    """The websift subcommand a process runs (``python -m websift crawl ...``), or its
+    program's name."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            argv = fh.read().split(b"\0")
+    except OSError:
+        return ""
+    words = [a.decode(errors="replace") for a in argv if a]
+    if words and words[0].startswith("nginx"):  # "nginx: worker process": retitled
+        return "nginx"
+    for i, word in enumerate(words[:-1]):
+        if word == "websift" or word.endswith("/websift"):
+            return words[i + 1]
+    return Path(words[0]).name if words else ""
+
+
+@dataclass
+class CpuMeter:
+    """Each part's CPU seconds, from /proc, every CPU_EVERY s in a thread of its own: every
+    process below this one is looked at and classed by the path from this process to it (the
+    crawl alone, up's supervisor and each part up runs by its subcommand, the indexer's own
+    children apart from the follower, nginx, this script's own threads).  A process's own
+    user+system time counts (its threads, not its children, which count as themselves): one
+    that exits between two looks loses at most CPU_EVERY of its time."""
+
+    samples: list[tuple[float, dict[str, float]]] = field(default_factory=list)
+    loads: list[tuple[float, float]] = field(default_factory=list)  # (time, 1-min load)
+    stop: threading.Event = field(default_factory=threading.Event)
+    _last: dict[tuple[int, int], tuple[str, float]] = field(default_factory=dict)
+
+    def look(self) -> None:
+        me = os.getpid()
+        stats: dict[int, tuple[int, float, int]] = {}
+        for entry in os.scandir("/proc"):
+            if entry.name.isdigit() and (st := _proc_stat(entry.name)) is not None:
+                stats[int(entry.name)] = st
+        for pid, (_, cpu, start) in stats.items():
+            chain = [pid]  # this process up to the one below this script
+            while chain[-1] != me and chain[-1] in stats and len(chain) < 64:
+                chain.append(stats[chain[-1]][0])
+            if chain[-1] != me:
+                continue  # not below this script
+            # classed again at each look: a part seen between its fork and its exec still has
+            # the command line of the process that forked it; an exited one not reaped yet
+            # has none (it keeps the class it had)
+            key = (pid, start)
+            part = self._classify(chain[::-1][1:])
+            if part == "other" and key in self._last:
+                part = self._last[key][0]
+            self._last[key] = (part, cpu)
+        totals = dict.fromkeys((*PARTS, MACHINE), 0.0)
+        for part, cpu in self._last.values():
+            totals[part] += cpu
+        totals[MACHINE] = _machine_busy()
+        now = time.time()
+        self.samples.append((now, totals))
+        self.loads.append((now, os.getloadavg()[0]))
+
+    @staticmethod
+    def _classify(path: list[int]) -> str:
+        """``path``: from this script's child down to the process (empty: this script)."""
+        if not path:
+            return "bench: probe, queries"
+        top = _subcommand(path[0])
+        if top == "nginx":
+            return "nginx"
+        if top == "crawl":
+            return "crawl"  # the crawl alone, with whatever it runs
+        if top == "up":
+            if len(path) == 1:
+                return "up: supervisor"
+            part = SUBCOMMANDS.get(_subcommand(path[1]), "other")
+            if part == "index: follower" and len(path) > 2:
+                return "index: merges, workers"
+            return part
+        return "other"
+
+    def run(self) -> None:
+        while not self.stop.wait(CPU_EVERY):  # the sampling period
+            self.look()
+
+    def start(self) -> threading.Thread:
+        self.look()
+        thread = threading.Thread(target=self.run, daemon=True)
+        thread.start()
+        return thread
+
+    def at(self, t: float) -> dict[str, float]:
+        """Each part's CPU seconds so far at time ``t`` (between the two looks around it)."""
+        times = [s[0] for s in self.samples]
+        i = bisect.bisect_left(times, t)
+        if i == 0:
+            return self.samples[0][1] if self.samples else dict.fromkeys((*PARTS, MACHINE), 0.0)
+        if i == len(times):
+            return self.samples[-1][1]
+        (t0, a), (t1, b) = self.samples[i - 1], self.samples[i]
+        w = (t - t0) / (t1 - t0) if t1 > t0 else 1.0
+        return {p: a[p] + w * (b[p] - a[p]) for p in a}
+
+    def load(self, t0: float, t1: float) -> tuple[float, float]:
+        """The 1-minute load average between ``t0`` and ``t1``: mean, max of the looks."""
+        seen = [x for t, x in self.loads if t0 <= t <= t1] or [0.0]
+        return sum(seen) / len(seen), max(seen)
+
+    def between(self, t0: float, t1: float) -> dict[str, float]:
+        a, b = self.at(t0), self.at(t1)
+        return {p: b[p] - a[p] for p in a}
+
+
+@dataclass
+class StatusFile:
+    """The follower's status file, read again only when it was replaced (its inode, time or
+    size moved): looked at every SAMPLE_EVERY s, it is rewritten after each cut or merge and
+    every few seconds, and parsing it each time cost the benchmark (the cores up runs on)."""
+
+    data: DataDir
+    _seen: tuple[int, int, int] | None = None
+    _status: FollowStatus | None = None
+
+    def read(self) -> FollowStatus | None:
+        try:
+            st = os.stat(follow_status_path(self.data))
+        except OSError:
+            return None
+        key = (st.st_ino, st.st_mtime_ns, st.st_size)
+        if key != self._seen:
+            self._seen, self._status = key, read_follow_status(self.data)
+        return self._status
+
+
 @dataclass
 class UpRun:
     """What the run under up gave."""
@@ -614,6 +778,7 @@ class UpRun:
     merges: list[tuple[float, float]] = field(default_factory=list)  # (began, ended) beside cuts
     label: str = "this checkout"
     spied: Path | None = None  # --spy: py-spy's raw output
+    ran: tuple[float, float] = (0.0, 0.0)  # (started, SIGTERM sent)
 
 
 def run_up(web: Web, server: Nginx, data: Path, args: argparse.Namespace,
@@ -644,12 +809,13 @@ def run_up(web: Web, server: Nginx, data: Path, args: argparse.Namespace,
     cut_times: dict[float, dict[str, float]] = {}
     merge_times: dict[float, tuple[float, float]] = {}
     spy = Spy(args.spy / f"{data.name}.txt") if args.spy is not None else None
+    follow_status = StatusFile(DataDir(data))
     while up.poll() is None and time.time() - t0 < run_for:
         now = time.time()
         if spy is not None:
             spy.attach(up.pid)
         probe.read_log()
-        status = read_follow_status(DataDir(data)) or status
+        status = follow_status.read() or status
         if status is not None and status.cuts > seen_cuts and status.last_cut:
             seen_cuts = status.cuts
             cuts.append((status.last_cut - status.last_cut_seconds, status.last_cut))
@@ -668,6 +834,7 @@ def run_up(web: Web, server: Nginx, data: Path, args: argparse.Namespace,
     commits.stop.set()
     client.join(timeout=30)
     sampler.join(timeout=30)
+    ran = (t0, time.time())
     up.send_signal(signal.SIGTERM)
     try:
         code = up.wait(timeout=180)
@@ -685,7 +852,7 @@ def run_up(web: Web, server: Nginx, data: Path, args: argparse.Namespace,
     return UpRun(probe, queries, cuts, read_follow_status(DataDir(data)), code,
                  "\n".join(lines[-TAIL_LINES:]), commits.seen, cut_times, seqs,
                  list(merge_times.values()),
-                 spied=spy.out if spy is not None and spy.out.exists() else None)
+                 spied=spy.out if spy is not None and spy.out.exists() else None, ran=ran)
 
 
 def open_store(data: Path) -> StoreReader | None:
@@ -902,8 +1069,10 @@ def main() -> int:
     runs: list[tuple[UpRun, tuple[list[float], list[float], list[float]], Edits]] = []
     if args.sitemaps:
         publish_sitemaps(web)
+    meter = CpuMeter()
     try:
         with Nginx(web, run_dir) as server:
+            metering = meter.start()
             print(f"web: {pages} pages on {args.hosts} hosts; the crawl alone {alone_s:g} s, "
                   f"then up {args.minutes:g} min ({len(checkouts)} checkouts), then queries to "
                   f"the index alone {args.idle:g} s", flush=True)
@@ -919,16 +1088,49 @@ def main() -> int:
                                     up.probe.sent)
                 runs.append((up, idle, edits))
                 shutil.rmtree(run_dir / f"up{i}", ignore_errors=True)
+            meter.stop.set()
+            metering.join(timeout=30)
     finally:
         shutil.rmtree(run_dir, ignore_errors=True)
         drop_sitemaps(web)
     codes = [report(args, pages=pages, alone_s=alone_s, alone_ends=alone_ends, up=up,
-                    idles=idle, edits=edits) for up, idle, edits in runs]
+                    idles=idle, edits=edits, meter=meter) for up, idle, edits in runs]
     return max(codes)
 
 
+def cpu_rows(meter: CpuMeter, alone_ends: list[float], up: UpRun,
+             window: float) -> list[tuple[str, str]]:
+    """Each part's CPU seconds and milliseconds of CPU per fetched page: over the rate window
+    of the crawl alone and of up (the first ``window`` seconds from each one's first fetch),
+    and over up's whole run."""
+    if not meter.samples:
+        return []
+    spans = []
+    for ends in (alone_ends, up.probe.ends):
+        first = min(ends, default=0.0)
+        spans.append((first, first + window, sum(1 for e in ends if e - first <= window)))
+    spans.append((*up.ran, sum(1 for e in up.probe.ends if up.ran[0] <= e <= up.ran[1])))
+    used = [meter.between(a, b) for a, b, _ in spans]
+    head = ("CPU s (ms a fetched page): alone, first "
+            f"{window:.0f} s / up, first {window:.0f} s / up, the whole run")
+    rows = [(head, " / ".join(f"{n} pages" for _, _, n in spans))]
+    parts = [p for p in (*PARTS, MACHINE) if p == MACHINE or any(u[p] > 0.05 for u in used)]
+    for part in parts:
+        rows.append((f"  {part}", " / ".join(
+            f"{u[part]:.1f} ({u[part] * 1e3 / n:.2f})" if n else f"{u[part]:.1f}"
+            for u, (_, _, n) in zip(used, spans, strict=True))))
+    ours = [sum(u[p] for p in PARTS) for u in used]
+    rows.append(("  this run's processes, all", " / ".join(
+        f"{c:.1f} ({c * 1e3 / n:.2f})" if n else f"{c:.1f}"
+        for c, (_, _, n) in zip(ours, spans, strict=True))))
+    rows.append(("  1-minute load average, mean (max)", " / ".join(
+        "{:.1f} ({:.1f})".format(*meter.load(a, b)) for a, b, _ in spans)))
+    return rows
+
+
 def report(args: argparse.Namespace, *, pages: int, alone_s: float, alone_ends: list[float],
-           up: UpRun, idles: tuple[list[float], list[float], list[float]], edits: Edits) -> int:
+           up: UpRun, idles: tuple[list[float], list[float], list[float]], edits: Edits,
+           meter: CpuMeter) -> int:
     idle, idle_probed, idle_took = idles
     probe = up.probe
     lags = [t.found - t.start for t in probe.pages.values() if t.found is not None]
@@ -999,6 +1201,7 @@ def report(args: argparse.Namespace, *, pages: int, alone_s: float, alone_ends: 
         ("up's exit status after SIGTERM", str(up.exit_code)),
         ("where a page's fetch-to-searchable time went", ""),
         *breakdown(up),
+        *cpu_rows(meter, alone_ends, up, window),
         *(gil_holders(up.spied) if up.spied is not None else []),
     ]
     width = max(len(r[0]) for r in rows)
