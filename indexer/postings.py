@@ -61,6 +61,8 @@ from websift.indexer.settings import (
     POSTINGS_CACHE_BYTES,
     RELOAD_PREWARM_TERMS,
     RELOAD_WARM_BYTES,
+    RELOAD_WARM_ENTRIES,
+    RELOAD_WARM_MIN_BYTES,
     BM25FSettings,
 )
 
@@ -312,17 +314,19 @@ class PostingStore:
     def adopt(self, old: PostingStore, warm_bytes: int = RELOAD_WARM_BYTES) -> int:
         """Take over ``old``'s caches themselves (module docstring): entries name segments by
         serial, so those of the segments both hold serve here, brought up to date when used;
-        the most recent ones (up to ``warm_bytes``) now, before this store serves, and the
-        new segments' lists of their words decoded (:meth:`prewarm`).  Work in the recent
+        the long lists among the most recent entries (up to ``warm_bytes`` or
+        RELOAD_WARM_ENTRIES) now, before this store serves, and the new segments' lists of
+        their words decoded (:meth:`prewarm`).  Work in the recent
         entries, not in the whole cache.  Returns the entries taken over."""
         self.decoded, self.pairs, self.phrases = old.decoded, old.pairs, old.phrases
         old._owns_caches = False
         here = {serial: si for si, serial in enumerate(self.serials)}
-        recent = self.decoded.recent(warm_bytes)
+        recent = self.decoded.recent(warm_bytes, RELOAD_WARM_ENTRIES)
         view = self.query()
-        for (serial, term), _, _ in reversed(recent):  # each use moves it up: order kept
+        for (serial, term), value, size in reversed(recent):  # each use moves it up: order kept
             si = here.get(serial)
-            if si is not None and not term.startswith(_POSITIONS):
+            if (si is not None and value is not None and size >= RELOAD_WARM_MIN_BYTES
+                    and not term.startswith(_POSITIONS)):
                 p = view.get(term, si)  # brought up to date (and kept) if it was not
                 if p is not None:
                     view.saturated(p, si)
@@ -418,7 +422,11 @@ class QueryPostings:
                 result = store.live_list(si, row, docs, tfs)
                 store.decodes += 1
         memo[(si, term)] = result
-        store.decoded.put(key, result)
+        if result is not None or not store.segments[si].lexicon_hashed:
+            # A word the segment lacks is one hash lookup away again: keeping it would cost
+            # a put per word and segment (a query of 30 rare words, 30 x segments of them)
+            # and fill the cache's recent end, which a reload walks (adopt), with nothing.
+            store.decoded.put(key, result)
         return result
 
     def df(self, term: str) -> int:

@@ -146,6 +146,9 @@ class SegmentReader:
         self._term_dict: dict[bytes, int] | None = (
             dict(zip(self._terms.all(), range(n), strict=True)) if n <= LEXICON_DICT_MAX
             else None)
+        # Whether term_row is one hash lookup (else a binary search in Python): a cache of the
+        # words a segment lacks pays only where it is not (indexer/postings.py).
+        self.lexicon_hashed = self._term_dict is not None
         self.field_length_sums = self._pad(
             np.asarray(meta["field_length_sums"], dtype=np.float64)[None, :])[0]
 
