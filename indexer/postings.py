@@ -72,6 +72,7 @@ POS_MASK = (1 << FIELD_SHIFT) - 1
 # A phrase word whose keys are at most this many times the candidates' is merged with them,
 # a longer one searched.
 MERGE_RATIO = 8
+_UNSEEN: Any = object()  # QueryPostings.get's memo: not looked up yet (None: not there)
 _POSITIONS = "\x00pos:"  # a cache key's prefix: the term's occurrences, not its postings
 _NO_PAIRS = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64))
 _NO_DOCS = np.zeros(0, dtype=np.int64)
@@ -400,33 +401,41 @@ class QueryPostings:
     def get(self, term: str, si: int) -> PostingList | None:
         """The word's postings in segment ``si`` (None: the segment lacks the word)."""
         memo = self._memo
-        if (si, term) in memo:
-            return memo[(si, term)]
+        mkey = (si, term)
+        result = memo.get(mkey, _UNSEEN)
+        if result is not _UNSEEN:
+            return result
         store = self.store
+        seg = store.segments[si]
+        row = -2  # not looked up yet
+        if seg.lexicon_hashed:
+            # The lexicon first: a word the segment lacks (most segments, for a rare word) is
+            # one hash lookup, no cache lookup; nor is it kept in the cache (a put per word
+            # and segment, and entries at the cache's recent end that a reload walks, adopt).
+            row = seg.term_row(term)
+            if row < 0:
+                memo[mkey] = None
+                return None
         key = (store.serials[si], term)
         found, kept = store.decoded.lookup(key)
         if found and (kept is None or kept.token == store.tokens[si]):
-            memo[(si, term)] = kept
+            memo[mkey] = kept
             return kept
         result = None
         if kept is not None:  # made under another generation's live mask or statistics
             result = store.carry(kept, si)
             store.carried += 1
         else:
-            seg = store.segments[si]
-            row = seg.term_row(term)
+            if row == -2:
+                row = seg.term_row(term)
             if row >= 0:
                 docs, tfs = seg.postings(row)
                 if len(tfs):  # kept in the smallest type that holds them (uint8 for most)
                     tfs = tfs.astype(np.min_scalar_type(int(tfs.max())), copy=False)
                 result = store.live_list(si, row, docs, tfs)
                 store.decodes += 1
-        memo[(si, term)] = result
-        if result is not None or not store.segments[si].lexicon_hashed:
-            # A word the segment lacks is one hash lookup away again: keeping it would cost
-            # a put per word and segment (a query of 30 rare words, 30 x segments of them)
-            # and fill the cache's recent end, which a reload walks (adopt), with nothing.
-            store.decoded.put(key, result)
+        memo[mkey] = result
+        store.decoded.put(key, result)
         return result
 
     def df(self, term: str) -> int:
