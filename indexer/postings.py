@@ -73,6 +73,7 @@ POS_MASK = (1 << FIELD_SHIFT) - 1
 # a longer one searched.
 MERGE_RATIO = 8
 _UNSEEN: Any = object()  # QueryPostings.get's memo: not looked up yet (None: not there)
+_NOT_LOOKED = -2  # QueryPostings._fetch: the word's row in the lexicon not looked up yet
 _POSITIONS = "\x00pos:"  # a cache key's prefix: the term's occurrences, not its postings
 _NO_PAIRS = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64))
 _NO_DOCS = np.zeros(0, dtype=np.int64)
@@ -400,33 +401,35 @@ class QueryPostings:
     # ------------------------------------------------------------------ lists
     def get(self, term: str, si: int) -> PostingList | None:
         """The word's postings in segment ``si`` (None: the segment lacks the word)."""
-        memo = self._memo
-        mkey = (si, term)
-        result = memo.get(mkey, _UNSEEN)
+        result = self._memo.get((si, term), _UNSEEN)
         if result is not _UNSEEN:
             return result
+        seg = self.store.segments[si]
+        return self._fetch(term, si, seg.term_row(term) if seg.lexicon_hashed else _NOT_LOOKED)
+
+    def _fetch(self, term: str, si: int, row: int) -> PostingList | None:
+        """:meth:`get` of a word not in the memo; ``row``: its row in the segment's lexicon
+        (-1: not there), or _NOT_LOOKED.  A hashed lexicon is asked first: a word the segment
+        lacks (most segments, for a rare word) costs one hash lookup, no cache lookup, and is
+        not kept in the cache (a put per word and segment, and entries at the cache's recent
+        end that a reload walks, :meth:`PostingStore.adopt`); a binary search's verdict is."""
+        memo = self._memo
+        if row == -1:
+            memo[(si, term)] = None
+            return None
         store = self.store
-        seg = store.segments[si]
-        row = -2  # not looked up yet
-        if seg.lexicon_hashed:
-            # The lexicon first: a word the segment lacks (most segments, for a rare word) is
-            # one hash lookup, no cache lookup; nor is it kept in the cache (a put per word
-            # and segment, and entries at the cache's recent end that a reload walks, adopt).
-            row = seg.term_row(term)
-            if row < 0:
-                memo[mkey] = None
-                return None
         key = (store.serials[si], term)
         found, kept = store.decoded.lookup(key)
         if found and (kept is None or kept.token == store.tokens[si]):
-            memo[mkey] = kept
+            memo[(si, term)] = kept
             return kept
         result = None
         if kept is not None:  # made under another generation's live mask or statistics
             result = store.carry(kept, si)
             store.carried += 1
         else:
-            if row == -2:
+            seg = store.segments[si]
+            if row == _NOT_LOOKED:
                 row = seg.term_row(term)
             if row >= 0:
                 docs, tfs = seg.postings(row)
@@ -434,15 +437,21 @@ class QueryPostings:
                     tfs = tfs.astype(np.min_scalar_type(int(tfs.max())), copy=False)
                 result = store.live_list(si, row, docs, tfs)
                 store.decodes += 1
-        memo[mkey] = result
+        memo[(si, term)] = result
         store.decoded.put(key, result)
         return result
 
     def df(self, term: str) -> int:
-        """Live documents holding the word, over every segment."""
+        """Live documents holding the word, over every segment (each segment's list found as
+        :meth:`get` finds it, the word encoded once for every segment's lexicon)."""
+        memo = self._memo
+        encoded = term.encode("utf-8", "surrogatepass")
         total = 0
-        for si in range(self.n_segments):
-            p = self.get(term, si)
+        for si, seg in enumerate(self.store.segments):
+            p = memo.get((si, term), _UNSEEN)
+            if p is _UNSEEN:
+                p = self._fetch(term, si, seg.row_of_key(encoded) if seg.lexicon_hashed
+                                else _NOT_LOOKED)
             if p is not None:
                 total += len(p.docs)
         return total

@@ -162,7 +162,11 @@ class SegmentReader:
 
     def term_row(self, term: str) -> int:
         """Row of ``term`` in the lexicon, or -1."""
-        key = term.encode("utf-8", "surrogatepass")
+        return self.row_of_key(term.encode("utf-8", "surrogatepass"))
+
+    def row_of_key(self, key: bytes) -> int:
+        """Row of the word whose UTF-8 (surrogatepass) bytes are ``key``, or -1: one word
+        looked up in many segments is encoded (and its bytes hashed) once."""
         if self._term_dict is not None:
             return self._term_dict.get(key, -1)
         i = bisect_left(self._terms, key)
