@@ -13,6 +13,9 @@
    answers); then ``--probes`` probe queries ``w1 OR ... w30`` (``k=30``, the words of 30 pages
    drawn at random, found in no query before) and ``--words`` one-word queries of corpus words
    (``k=10``), each timed.  CPU time (``time.process_time``): mean, p50 and p99 per class.
+   Then ``--reloads`` reloads (the same segments under a new manifest generation: the work is
+   the caches' takeover, ``PostingStore.adopt``), each after 48 of the probe queries again,
+   the reload thread's CPU time (``time.thread_time``) of each.
 3. ``--against CHECKOUT``: the same over another checkout first (a child process importing its
    websift), on the same index; one table.  ``--profile``: cProfile of the probe queries.
 
@@ -30,6 +33,7 @@ import shutil
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -41,7 +45,13 @@ from websift.api.snapshot import SnapshotHolder
 from websift.core.checked import Format, read_json, write_json
 from websift.core.datadir import DataDir
 from websift.core.errors import CheckedFileError
-from websift.indexer.manifest import Manifest, SegmentEntry, describe_files, write_manifest
+from websift.indexer.manifest import (
+    Manifest,
+    SegmentEntry,
+    describe_files,
+    read_manifest,
+    write_manifest,
+)
 from websift.indexer.segment_format import read_meta
 from websift.indexer.segment_writer import SegmentWriter
 
@@ -50,6 +60,7 @@ DEFAULT_CACHE = Path("/tmp/websift-bench-probe")
 HOSTS = 150
 RAM = 256 << 20
 PROBE_WORDS = 30  # bench_up's PROBE_BATCH
+PROBE_BURST = 48  # probe queries between two reloads (bench_up: up to 16 a second, a cut in 3-6 s)
 
 
 def letters(n: int) -> str:
@@ -141,11 +152,30 @@ def measure(args: argparse.Namespace) -> dict[str, dict[str, float]]:
             pstats.Stats(prof).sort_stats("tottime").print_stats(25)
         one = timed(holder, settings, [SearchRequest(q=w, k=10, offset=0)
                                        for w in words[args.cold:]])
+        reloads = reload_cpu(holder, data, args.reloads, reqs[:PROBE_BURST])
     finally:
         holder.close()
     return {name: figures(xs) for name, xs in
             (("one word, fresh server", cold), ("probe: 30 unique words ORed", probe),
-             ("one word", one))}
+             ("one word", one), ("a reload after the probes (the reload's thread)", reloads))}
+
+
+def reload_cpu(holder: SnapshotHolder, data: DataDir, n: int, burst: list[SearchRequest]
+               ) -> list[float]:
+    """CPU ms of each of ``n`` reloads (the same segments under a new generation: the
+    caches' takeover, PostingStore.adopt, is all the work), each after ``burst`` probe
+    queries (found again: the caches' recent end holds their lists, as up's server's does
+    between cuts)."""
+    out = []
+    settings = Settings(data=data.root)
+    for _ in range(n):
+        timed(holder, settings, burst)
+        manifest = read_manifest(data.index_dir)
+        write_manifest(data.index_dir, replace(manifest, generation=manifest.generation + 1))
+        t0 = time.thread_time()
+        holder.refresh(force=True)
+        out.append((time.thread_time() - t0) * 1000.0)
+    return out
 
 
 def figures(xs: list[float]) -> dict[str, float]:
@@ -174,6 +204,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--probes", type=int, default=200)
     ap.add_argument("--words", type=int, default=300)
     ap.add_argument("--cold", type=int, default=20)
+    ap.add_argument("--reloads", type=int, default=10)
     ap.add_argument("--cache", type=Path, default=DEFAULT_CACHE)
     ap.add_argument("--profile", action="store_true")
     ap.add_argument("--against", type=Path, default=None)
