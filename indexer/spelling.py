@@ -248,12 +248,15 @@ def _most_common(seen: dict[str, Counter[str]]) -> dict[str, str]:
 def surface_counts(titles: Iterable[str], analyzer: Analyzer) -> dict[str, Counter[str]]:
     """Each plain term of the titles -> the folded words that gave it, counted."""
     seen: dict[str, Counter[str]] = defaultdict(Counter)
+    term_of: dict[str, str | None] = {}  # word -> its one term (None: not one plain term)
     for title in titles:
         for raw in fold_text(title).split():
             word = raw.strip(".,:;!?()[]{}'\"")
-            if not _correctable(word):
-                continue
-            terms = analyzer.terms(word)
-            if len(terms) == 1:
-                seen[terms[0]][word] += 1
+            if word in term_of:  # titles repeat their words: each analysed once
+                term = term_of[word]
+            else:
+                terms = analyzer.terms(word) if _correctable(word) else []
+                term = term_of[word] = terms[0] if len(terms) == 1 else None
+            if term is not None:
+                seen[term][word] += 1
     return dict(seen)
