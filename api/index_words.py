@@ -67,6 +67,8 @@ class IndexWords:
         self._settings: IndexSettings | None = None
         self.segment_parts_read = 0  # segments whose part was read (the others were kept)
         self.whole_merges = 0  # lexicons merged from every part (not extended)
+        # The analyzers suggestions read queries with, by index settings and language.
+        self._analyzers: dict[tuple[IndexSettings, str], Analyzer] = {}
 
     def _fresh(self, snap: Snapshot) -> None:
         """Forget the words of another generation (under the lock)."""
@@ -115,5 +117,8 @@ class IndexWords:
         if spelled_words(query) > MAX_SPELLED_WORDS:
             return None  # not corrected (indexer/spelling.py): the speller is not built for it
         searcher = snap.searcher.value
-        analyzer = Analyzer.of(searcher.index_settings, analysis_language(lang))
+        key = (searcher.index_settings, analysis_language(lang))
+        analyzer = self._analyzers.get(key)
+        if analyzer is None:  # made once: its stop terms are stemmed at construction
+            analyzer = self._analyzers[key] = Analyzer.of(*key)
         return self.speller(snap).correct(query, analyzer)

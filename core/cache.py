@@ -113,14 +113,15 @@ class Cache(Generic[K, V]):
         with self._lock:
             return [(k, v, size) for k, (v, size) in self._items.items()]
 
-    def recent(self, size: int) -> list[tuple[K, V, int]]:
+    def recent(self, size: int, count: int | None = None) -> list[tuple[K, V, int]]:
         """The most recently used entries, most recent first, until their sizes add up to
-        ``size`` (a copy, as :meth:`entries`, of that many only); not counted as lookups."""
+        ``size`` or there are ``count`` of them (a copy, as :meth:`entries`, of that many
+        only); not counted as lookups."""
         out: list[tuple[K, V, int]] = []
         total = 0
         with self._lock:
             for k, (v, kept) in reversed(self._items.items()):
-                if total >= size:
+                if total >= size or len(out) == count:
                     break
                 out.append((k, v, kept))
                 total += kept

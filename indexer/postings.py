@@ -61,6 +61,8 @@ from websift.indexer.settings import (
     POSTINGS_CACHE_BYTES,
     RELOAD_PREWARM_TERMS,
     RELOAD_WARM_BYTES,
+    RELOAD_WARM_ENTRIES,
+    RELOAD_WARM_MIN_BYTES,
     BM25FSettings,
 )
 
@@ -70,6 +72,8 @@ POS_MASK = (1 << FIELD_SHIFT) - 1
 # A phrase word whose keys are at most this many times the candidates' is merged with them,
 # a longer one searched.
 MERGE_RATIO = 8
+_UNSEEN: Any = object()  # QueryPostings.get's memo: not looked up yet (None: not there)
+_NOT_LOOKED = -2  # QueryPostings._fetch: the word's row in the lexicon not looked up yet
 _POSITIONS = "\x00pos:"  # a cache key's prefix: the term's occurrences, not its postings
 _NO_PAIRS = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64))
 _NO_DOCS = np.zeros(0, dtype=np.int64)
@@ -312,17 +316,19 @@ class PostingStore:
     def adopt(self, old: PostingStore, warm_bytes: int = RELOAD_WARM_BYTES) -> int:
         """Take over ``old``'s caches themselves (module docstring): entries name segments by
         serial, so those of the segments both hold serve here, brought up to date when used;
-        the most recent ones (up to ``warm_bytes``) now, before this store serves, and the
-        new segments' lists of their words decoded (:meth:`prewarm`).  Work in the recent
+        the long lists among the most recent entries (up to ``warm_bytes`` or
+        RELOAD_WARM_ENTRIES) now, before this store serves, and the new segments' lists of
+        their words decoded (:meth:`prewarm`).  Work in the recent
         entries, not in the whole cache.  Returns the entries taken over."""
         self.decoded, self.pairs, self.phrases = old.decoded, old.pairs, old.phrases
         old._owns_caches = False
         here = {serial: si for si, serial in enumerate(self.serials)}
-        recent = self.decoded.recent(warm_bytes)
+        recent = self.decoded.recent(warm_bytes, RELOAD_WARM_ENTRIES)
         view = self.query()
-        for (serial, term), _, _ in reversed(recent):  # each use moves it up: order kept
+        for (serial, term), value, size in reversed(recent):  # each use moves it up: order kept
             si = here.get(serial)
-            if si is not None and not term.startswith(_POSITIONS):
+            if (si is not None and value is not None and size >= RELOAD_WARM_MIN_BYTES
+                    and not term.startswith(_POSITIONS)):
                 p = view.get(term, si)  # brought up to date (and kept) if it was not
                 if p is not None:
                     view.saturated(p, si)
@@ -395,9 +401,22 @@ class QueryPostings:
     # ------------------------------------------------------------------ lists
     def get(self, term: str, si: int) -> PostingList | None:
         """The word's postings in segment ``si`` (None: the segment lacks the word)."""
+        result = self._memo.get((si, term), _UNSEEN)
+        if result is not _UNSEEN:
+            return result
+        seg = self.store.segments[si]
+        return self._fetch(term, si, seg.term_row(term) if seg.lexicon_hashed else _NOT_LOOKED)
+
+    def _fetch(self, term: str, si: int, row: int) -> PostingList | None:
+        """:meth:`get` of a word not in the memo; ``row``: its row in the segment's lexicon
+        (-1: not there), or _NOT_LOOKED.  A hashed lexicon is asked first: a word the segment
+        lacks (most segments, for a rare word) costs one hash lookup, no cache lookup, and is
+        not kept in the cache (a put per word and segment, and entries at the cache's recent
+        end that a reload walks, :meth:`PostingStore.adopt`); a binary search's verdict is."""
         memo = self._memo
-        if (si, term) in memo:
-            return memo[(si, term)]
+        if row == -1:
+            memo[(si, term)] = None
+            return None
         store = self.store
         key = (store.serials[si], term)
         found, kept = store.decoded.lookup(key)
@@ -410,7 +429,8 @@ class QueryPostings:
             store.carried += 1
         else:
             seg = store.segments[si]
-            row = seg.term_row(term)
+            if row == _NOT_LOOKED:
+                row = seg.term_row(term)
             if row >= 0:
                 docs, tfs = seg.postings(row)
                 if len(tfs):  # kept in the smallest type that holds them (uint8 for most)
@@ -422,10 +442,16 @@ class QueryPostings:
         return result
 
     def df(self, term: str) -> int:
-        """Live documents holding the word, over every segment."""
+        """Live documents holding the word, over every segment (each segment's list found as
+        :meth:`get` finds it, the word encoded once for every segment's lexicon)."""
+        memo = self._memo
+        encoded = term.encode("utf-8", "surrogatepass")
         total = 0
-        for si in range(self.n_segments):
-            p = self.get(term, si)
+        for si, seg in enumerate(self.store.segments):
+            p = memo.get((si, term), _UNSEEN)
+            if p is _UNSEEN:
+                p = self._fetch(term, si, seg.row_of_key(encoded) if seg.lexicon_hashed
+                                else _NOT_LOOKED)
             if p is not None:
                 total += len(p.docs)
         return total

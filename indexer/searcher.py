@@ -676,10 +676,10 @@ class Searcher:
         if found is None:
             # English's pages include those of unknown language (analysed as English).
             match = {lang, "", None} if lang == ENGLISH else {lang}
-            ids = [int(seg.doc_ids[o]) for seg in self.segments
-                   if match & set(seg.langs()) for o in range(len(seg.doc_ids))
-                   if seg.head(o)["lang"] in match]
-            found = self._lang_ids[lang] = IdSet(np.array(ids, dtype=np.int64))
+            ids = [np.asarray(seg.doc_ids[seg.lang_ordinals(match)], dtype=np.int64)
+                   for seg in self.segments if match & set(seg.langs())]
+            found = self._lang_ids[lang] = IdSet(
+                np.concatenate(ids) if ids else np.zeros(0, dtype=np.int64))
         return found
 
     def _analyzer(self, alang: str) -> Analyzer:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import itertools
 import zlib
 from bisect import bisect_left
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -118,6 +118,8 @@ class SegmentReader:
             self.drops = BitMap.deserialize((directory / "drops.roar").read_bytes())
             self._hosts_blob = (directory / "hosts.roar").read_bytes()
             self._reversed_hosts: list[str] | None = None  # hosts_under's sorted list
+            # lang_ordinals' (language -> code, each document's code), read on first use
+            self._lang_codes: tuple[dict[str, int], np.ndarray] | None = None
             self.anchor_pairs = np.load(directory / "anchor_pairs.npy")
             # Provisional priors (indexer/segment_writer.py); segments written before have none.
             self.prior = (np.load(directory / "prior.npy") if (directory / "prior.npy").exists()
@@ -146,6 +148,9 @@ class SegmentReader:
         self._term_dict: dict[bytes, int] | None = (
             dict(zip(self._terms.all(), range(n), strict=True)) if n <= LEXICON_DICT_MAX
             else None)
+        # Whether term_row is one hash lookup (else a binary search in Python): a cache of the
+        # words a segment lacks pays only where it is not (indexer/postings.py).
+        self.lexicon_hashed = self._term_dict is not None
         self.field_length_sums = self._pad(
             np.asarray(meta["field_length_sums"], dtype=np.float64)[None, :])[0]
 
@@ -159,7 +164,11 @@ class SegmentReader:
 
     def term_row(self, term: str) -> int:
         """Row of ``term`` in the lexicon, or -1."""
-        key = term.encode("utf-8", "surrogatepass")
+        return self.row_of_key(term.encode("utf-8", "surrogatepass"))
+
+    def row_of_key(self, key: bytes) -> int:
+        """Row of the word whose UTF-8 (surrogatepass) bytes are ``key``, or -1: one word
+        looked up in many segments is encoded (and its bytes hashed) once."""
         if self._term_dict is not None:
             return self._term_dict.get(key, -1)
         i = bisect_left(self._terms, key)
@@ -239,6 +248,27 @@ class SegmentReader:
             raise IndexCorrupt(f"segment {self.name}: stored document {ordinal} is corrupt")
         title, _, lang = rest.partition(SEP)
         return {"url": url, "title": title, "lang": lang}
+
+    def lang_ordinals(self, match: Collection[str | None]) -> np.ndarray:
+        """The ordinals of the documents whose stored language (``""``: unknown, as
+        :meth:`head` reads it) is in ``match``, ascending.  The heads are read once per
+        reader (a language code per document), then kept: a reader serves generation after
+        generation."""
+        if self._lang_codes is None:
+            blob = self._head.tobytes()
+            sep = SEP.encode()
+            names: dict[str, int] = {}
+            codes = np.empty(len(self._head_off) - 1, dtype=np.int32)
+            for i, (a, b) in enumerate(itertools.pairwise(self._head_off.tolist())):
+                parts = blob[a:b].split(sep, 2)
+                if len(parts) < 2:
+                    raise IndexCorrupt(f"segment {self.name}: stored document {i} is corrupt")
+                lang = parts[2].decode("utf-8", "surrogatepass") if len(parts) == 3 else ""
+                codes[i] = names.setdefault(lang, len(names))
+            self._lang_codes = (names, codes)
+        names, codes = self._lang_codes
+        wanted = [code for lang, code in names.items() if lang in match]
+        return np.flatnonzero(np.isin(codes, wanted))
 
     def urls(self) -> list[str]:
         """The URL of every document, in ordinal order (one pass over the stored heads)."""

@@ -283,6 +283,12 @@ SITE_MASK_CACHE_BYTES = 16 << 20
 # up to this many bytes, are brought under its live masks and statistics (what the next
 # queries ask for: warm), the rest on first use.
 RELOAD_WARM_BYTES = 16 << 20
+# ... or this many entries, whichever comes first (the walk and the copy hold the cache's lock
+# and the GIL: many small lists must not make them long) ...
+RELOAD_WARM_ENTRIES = 4096
+# ... of which those smaller than this are left to first use (bringing a short list up to date
+# costs a query tens of microseconds; the warm is for the long ones, whose saturations cost ms).
+RELOAD_WARM_MIN_BYTES = 4096
 # ... and the segments it adds (a cut, a merge) decoded for the words of those entries, the
 # most recent this many (indexer/postings.py PostingStore.prewarm).
 RELOAD_PREWARM_TERMS = 256

@@ -44,6 +44,7 @@ RARE_DF = 2  # a query word held by at most this many documents may still be cor
 RARE_RATIO = 20  # ...to a word held by this many times more
 LONG_WORD_CHARS = 6  # words this long may be two edits away, shorter ones one
 MAX_SPELLED_WORDS = 6  # a query with more words that could be corrected gets no suggestion
+NEAREST_MEMO = 16_384  # a speller's answers kept (words asked again: a probe re-asking them)
 
 
 @dataclass(frozen=True)
@@ -73,6 +74,10 @@ class Speller:
                 if n >= MIN_DF and _correctable(term):
                     by_len[len(term)].append(term)
         self._by_len = dict(by_len)
+        # (the analyzer's switches and language, word) -> :meth:`nearest`'s answer: a speller
+        # never changes, and a word asked again (a program re-asking its unfound words every
+        # second) costs a search of the pools each time otherwise.  Filled up to NEAREST_MEMO.
+        self._nearest: dict[tuple[tuple[object, ...], str], str | None] = {}
 
     @property
     def size(self) -> int:
@@ -83,6 +88,17 @@ class Speller:
         nothing is near enough)."""
         if not _correctable(word):
             return None
+        key = ((analyzer.lang, analyzer.technical, analyzer.keep_stops, analyzer.operators,
+                analyzer.stoplist), word)
+        memo = self._nearest
+        if key in memo:
+            return memo[key]
+        found = self._nearest_of(word, analyzer)
+        if len(memo) < NEAREST_MEMO:
+            memo[key] = found
+        return found
+
+    def _nearest_of(self, word: str, analyzer: Analyzer) -> str | None:
         terms = analyzer.terms(word)
         if len(terms) != 1:
             return None
@@ -232,12 +248,15 @@ def _most_common(seen: dict[str, Counter[str]]) -> dict[str, str]:
 def surface_counts(titles: Iterable[str], analyzer: Analyzer) -> dict[str, Counter[str]]:
     """Each plain term of the titles -> the folded words that gave it, counted."""
     seen: dict[str, Counter[str]] = defaultdict(Counter)
+    term_of: dict[str, str | None] = {}  # word -> its one term (None: not one plain term)
     for title in titles:
         for raw in fold_text(title).split():
             word = raw.strip(".,:;!?()[]{}'\"")
-            if not _correctable(word):
-                continue
-            terms = analyzer.terms(word)
-            if len(terms) == 1:
-                seen[terms[0]][word] += 1
+            if word in term_of:  # titles repeat their words: each analysed once
+                term = term_of[word]
+            else:
+                terms = analyzer.terms(word) if _correctable(word) else []
+                term = term_of[word] = terms[0] if len(terms) == 1 else None
+            if term is not None:
+                seen[term][word] += 1
     return dict(seen)
