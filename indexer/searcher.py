@@ -46,7 +46,6 @@ import sys
 import time
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
-from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -69,6 +68,7 @@ from websift.indexer.manifest import Manifest, read_manifest, verify_segment
 from websift.indexer.manifest import current_generation as _manifest_generation
 from websift.indexer.postings import Norms, PostingStore, QueryPostings, member
 from websift.indexer.query import ParsedQuery, parse_query, split_lang
+from websift.indexer.query_cache import AnalysedQuery, OwnStats
 from websift.indexer.removal_masks import removal_masks
 from websift.indexer.segment import SegmentReader, query_settings
 from websift.indexer.settings import (
@@ -82,6 +82,7 @@ from websift.indexer.settings import (
     MAX_QUERY_CHARS,
     N_FIELDS,
     PRIOR_CACHE_BYTES,
+    QUERY_CACHE_ENTRIES,
     QUERY_LANG_ALTERNATES,
     SITE_MASK_CACHE_BYTES,
     SPARSE_SHARE,
@@ -313,6 +314,9 @@ class Searcher:
             self.segments, self.live, self.coefficients, self.settings,
             norms_key=self.avg_lens.tobytes() + self.weights.tobytes() + self.b.tobytes())
         # site: filter -> per-segment masks of its documents; keyed by what users type.
+        # (query text, lang, hint, collection languages) -> the query analysed and parsed,
+        # with its idfs under this snapshot's statistics (indexer/query_cache.py)
+        self._queries: Cache[Hashable, AnalysedQuery] = Cache(QUERY_CACHE_ENTRIES)
         self._site_masks: Cache[tuple[str, ...], list[np.ndarray]] = Cache(
             SITE_MASK_CACHE_BYTES if site_cache_bytes is None else site_cache_bytes, _mask_bytes)
         # Wall seconds of each phase of opening this searcher (:meth:`open`): what a reload
@@ -457,7 +461,7 @@ class Searcher:
 
     def caches(self) -> dict[str, Cache[Any, Any]]:
         """The searcher's caches by name (for their counters and sizes)."""
-        return {**self.postings.caches(), "texts": self._texts,
+        return {**self.postings.caches(), "texts": self._texts, "queries": self._queries,
                 "site_masks": self._site_masks, "fragments": self._frags,
                 "priors": self._priors}
 
@@ -468,6 +472,7 @@ class Searcher:
         self._other_norms = None
         self._site_masks.clear()
         self._priors.clear()
+        self._queries.clear()
         if self._page_caches_owned:
             self._texts.clear()
             self._frags.clear()
@@ -520,14 +525,10 @@ class Searcher:
         # the collection's languages: a front's sums over every shard, else this index's
         qlangs = (self.query_langs if stats is None or stats.langs is None
                   else query_langs_of(stats.langs))
-        qtext, qlang, analyzer, others = self.query_analysis(
-            request.text, request.lang, request.lang_hint, langs=qlangs)
-        pq = parse_query(qtext, analyzer, stop_pairs=self.index_settings.stop_pairs,
-                         others=others)
-        pq.text = request.text
-        if request.site:
-            pq.sites.append(request.site.lower())
-        units = pq.units()
+        aq = self._analysed(request.text, request.lang, request.lang_hint, qlangs,
+                            own_langs=stats is None or stats.langs is None)
+        qlang, analyzer, pq, units = aq.lang, aq.analyzer, aq.parsed, aq.units
+        sites = [*pq.sites, request.site.lower()] if request.site else pq.sites
         results = SearchResults(query=request.text, total=0, lang=qlang)
         if qlang is not None and self.settings.lang_prior > 0 and len(qlangs) > 1:
             prior, prior_bound, prior_key = self._lang_prior(qlang, prior, prior_bound, prior_key)
@@ -536,25 +537,26 @@ class Searcher:
         if self.settings.fetched_prior > 0:
             prior, prior_bound, prior_key = with_fetched(
                 self._unfetched, self.settings.fetched_prior, prior, prior_bound, prior_key)
-        site_only = not units and bool(pq.sites) and not pq.groups and not pq.required
+        site_only = not units and bool(sites) and not pq.groups and not pq.required
         if (not units and not site_only) or not self.segments:
             return results
-        terms = list(dict.fromkeys(t for u in units for t in u))
+        terms = aq.terms
         n_docs, norms = self.n_docs, None
         if stats is not None:
             n_docs, norms = max(int(stats.n_docs), 0), self._norms(stats.avg_lens())
         postings = self.postings.query(norms)
         if stats is None:
-            idfs = {t: bm25f.idf_one(n_docs, postings.df(t)) for t in pq.idf_terms()}
+            own = aq.own
+            if own is None:  # this snapshot's N and df never change: kept with the query
+                own = aq.own = self._own_stats(aq, postings)
+            idfs, pairs = own.idfs, own.pairs
         else:
             # df clamped to [0, N]: figures from elsewhere must not leave idf's domain.
             dfs = {t: int(stats.df[t]) if t in stats.df else postings.df(t)
-                   for t in pq.idf_terms()}
+                   for t in aq.idf_terms}
             idfs = {t: bm25f.idf_one(n_docs, min(max(df, 0), n_docs)) for t, df in dfs.items()}
-        pairs = [(a, b) for a, b in pairwise(pq.word_terms()) if a != b and a in idfs
-                 and b in idfs] + [(a, b) for a, b in pq.stop_pairs()
-                                   if min(idfs[a], idfs[b]) >= STOP_PAIR_MIN_IDF]
-        site_masks = self._host_masks(tuple(pq.sites)) if pq.sites else None
+            pairs = _pairs(aq, idfs)
+        site_masks = self._host_masks(tuple(sites)) if sites else None
         nosite_masks = self._host_masks(tuple(pq.excluded_sites)) if pq.excluded_sites else None
         small = sum(len(seg.doc_ids) for seg in self.segments) < EXHAUSTIVE_MAX_DOCS
         unbounded = prior is not None and prior_bound is None
@@ -707,6 +709,28 @@ class Searcher:
                 if other != alang and len(others) < QUERY_LANG_ALTERNATES:
                     others.append(self._analyzer(other))
         return text, qlang, self._analyzer(alang), others
+
+    def _analysed(self, text: str, lang: str | None, hint: str | None,
+                  qlangs: Mapping[str, int], *, own_langs: bool) -> AnalysedQuery:
+        """``text`` parsed and analysed (:meth:`query_analysis`, indexer/query.py), kept per
+        query text, ``lang``, ``hint`` and collection languages (``own_langs``: this index's)
+        while this searcher serves (indexer/query_cache.py); QueryError on a bad query."""
+        key = (text, lang, hint, None if own_langs else tuple(sorted(qlangs.items())))
+        found = self._queries.get(key)
+        if found is not None:
+            return found
+        qtext, qlang, analyzer, others = self.query_analysis(text, lang, hint, langs=qlangs)
+        pq = parse_query(qtext, analyzer, stop_pairs=self.index_settings.stop_pairs,
+                         others=others)
+        pq.text = text
+        made = AnalysedQuery.of(qlang, analyzer, pq)
+        self._queries.put(key, made)
+        return made
+
+    def _own_stats(self, aq: AnalysedQuery, postings: QueryPostings) -> OwnStats:
+        """A query's idfs and proximity pairs under this searcher's own statistics."""
+        idfs = {t: bm25f.idf_one(self.n_docs, postings.df(t)) for t in aq.idf_terms}
+        return OwnStats(idfs, _pairs(aq, idfs))
 
     def _few(self, terms: list[str], postings: QueryPostings, pairs: list[tuple[str, str]],
              pq: ParsedQuery, *, timed: bool) -> bool:
@@ -1082,6 +1106,13 @@ def _ranked(scores: np.ndarray, chosen: np.ndarray, url_of: Callable[[int], str]
     else:
         order = sorted(picked, key=lambda i: (-scores[i], url_of(i)))
     return np.asarray(order, dtype=np.int64)
+
+
+def _pairs(aq: AnalysedQuery, idfs: dict[str, float]) -> list[tuple[str, str]]:
+    """The query's proximity pairs: consecutive plain words that both have an idf, and its
+    stop pairs whose words are rare enough (STOP_PAIR_MIN_IDF)."""
+    return [(a, b) for a, b in aq.word_pairs if a in idfs and b in idfs] + [
+        (a, b) for a, b in aq.stop_pairs if min(idfs[a], idfs[b]) >= STOP_PAIR_MIN_IDF]
 
 
 def _raw_words(pq: ParsedQuery) -> list[str]:
