@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -96,6 +97,8 @@ from websift.store.removals import RemovalRules
 
 Prior = Callable[[np.ndarray], np.ndarray]
 _DEFS = FIELDS.index("defs")  # the field a page's fragments are indexed in
+# At most this many matches are sorted whole for the top k (:func:`_best`), more partitioned
+SMALL_TOP = 128
 
 
 @dataclass
@@ -560,16 +563,16 @@ class Searcher:
         nosite_masks = self._host_masks(tuple(pq.excluded_sites)) if pq.excluded_sites else None
         small = sum(len(seg.doc_ids) for seg in self.segments) < EXHAUSTIVE_MAX_DOCS
         unbounded = prior is not None and prior_bound is None
-        few = self._few(terms, postings, pairs, pq, timed=request.deadline is not None)
-        if site_only or request.exhaustive or small or unbounded or few:
+        if site_only or request.exhaustive or small or unbounded or self._few(
+                terms, postings, pairs, pq, timed=request.deadline is not None):
             found = self._score_all(units, pq, postings, idfs=idfs, pairs=pairs,
                                     site_masks=site_masks,
                                     nosite_masks=nosite_masks, site_only=site_only)
             if found is None:
                 return results
-            segs, ords, text, doc_ids = found
+            segs, ords, text = found
             results.total = len(text)
-            prior_scores = self._prior_of(prior, prior_key, segs, ords, doc_ids)
+            prior_scores = self._prior_of(prior, prior_key, segs, ords)
         else:
             plan = Plan(units, idfs, pairs, pq.required, pq.excluded, site_masks, nosite_masks)
             named = prior if prior is not None and prior_key is not None else None
@@ -584,7 +587,6 @@ class Searcher:
             results.blocks, results.blocks_read = top.blocks, top.blocks_read
             if len(text) == 0:
                 return results
-            doc_ids = self._doc_ids(segs, ords)
         final = text + prior_scores
         want = min(len(final), offset + k)
         if want <= 0:
@@ -600,16 +602,17 @@ class Searcher:
         def url_of(i: int) -> str:
             return head_of(i)["url"]
 
-        chosen = _ranked(final, _top(final, want, url_of), url_of)[offset:]
+        chosen = _best(final, want, url_of)[offset:]
         maker = (SnippetMaker(set(terms), _raw_words(pq), analyzer) if request.snippets
                  else None)
         frag_ids = (self._fragments(segs[chosen], ords[chosen], idfs, postings)
                     if request.fragments else [None] * len(chosen))
-        known_only = (self._unfetched.contains(doc_ids[chosen]).tolist() if len(self.unfetched)
+        hit_ids = self._doc_ids(segs[chosen], ords[chosen])
+        known_only = (self._unfetched.contains(hit_ids).tolist() if len(self.unfetched)
                       else [False] * len(chosen))
         # each hit's numbers as Python values, one conversion per array
         columns = (chosen.tolist(), segs[chosen].tolist(), ords[chosen].tolist(),
-                   doc_ids[chosen].tolist(), final[chosen].tolist(), text[chosen].tolist(),
+                   hit_ids.tolist(), final[chosen].tolist(), text[chosen].tolist(),
                    np.asarray(prior_scores)[chosen].tolist(), frag_ids, known_only)
         for i, si, o, doc_id, score, text_score, prior_score, frag, linked in zip(
                 *columns, strict=True):
@@ -628,15 +631,15 @@ class Searcher:
         return results
 
     def _prior_of(self, prior: Prior | None, key: Hashable | None, segs: np.ndarray,
-                  ords: np.ndarray, doc_ids: np.ndarray) -> np.ndarray:
+                  ords: np.ndarray) -> np.ndarray:
         """``prior(doc_ids)`` of the matches (segment ``segs[i]``, ordinal ``ords[i]``), zeros
         without a prior.  A prior with a key is read from its table of each segment's pages
         (:meth:`_segment_prior`): the same floats (each page's prior is element-wise), one
         gather instead of the prior's lookups and sigmoid over every match."""
         if prior is None:
-            return np.zeros(len(doc_ids))
+            return np.zeros(len(ords))
         if key is None:
-            return np.asarray(prior(doc_ids), dtype=np.float64)
+            return np.asarray(prior(self._doc_ids(segs, ords)), dtype=np.float64)
         if len(self.segments) == 1:
             return self._segment_prior(prior, key, 0)[ords]
         out = np.empty(len(ords), dtype=np.float64)
@@ -763,15 +766,14 @@ class Searcher:
                    postings: QueryPostings, *, idfs: dict[str, float],
                    pairs: list[tuple[str, str]], site_masks: list[np.ndarray] | None,
                    nosite_masks: list[np.ndarray] | None, site_only: bool
-                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
-        """Every match's (segment, ordinal, text score, URL ID), every posting scored term-at-a-time
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """Every match's (segment, ordinal, text score), every posting scored term-at-a-time
         into arrays as long as each segment (or, where the query's lists are short beside the
         segment, over the matches alone: the same sums): the reference indexer/topk.py equals,
         and the listing of a ``site:`` query without words."""
         cand_seg: list[np.ndarray] = []
         cand_ord: list[np.ndarray] = []
         cand_score: list[np.ndarray] = []
-        cand_id: list[np.ndarray] = []
         for si, seg in enumerate(self.segments):
             if len(seg.doc_ids) == 0:
                 continue
@@ -784,11 +786,11 @@ class Searcher:
                 cand_seg.append(np.full(len(found[0]), si, dtype=np.int32))
                 cand_ord.append(found[0])
                 cand_score.append(found[1])
-                cand_id.append(np.asarray(seg.doc_ids[found[0]], dtype=np.int64))
         if not cand_ord:
             return None
-        return (np.concatenate(cand_seg), np.concatenate(cand_ord), np.concatenate(cand_score),
-                np.concatenate(cand_id))
+        if len(cand_ord) == 1:
+            return cand_seg[0], cand_ord[0], cand_score[0]
+        return np.concatenate(cand_seg), np.concatenate(cand_ord), np.concatenate(cand_score)
 
     def _score_dense(self, si: int, units: list[tuple[str, ...]], pq: ParsedQuery,
                      postings: QueryPostings, *, idfs: dict[str, float],
@@ -830,6 +832,8 @@ class Searcher:
         ords = np.flatnonzero(cand)
         if len(ords) == 0:
             return None
+        if len(units) == 1:  # every match holds the one unit: coord 1.0 ** power is 1.0
+            return ords, score[ords]
         coord = (matched[ords] / max(len(units), 1)) ** s.coord_power
         return ords, score[ords] * coord
 
@@ -859,13 +863,16 @@ class Searcher:
                     hit, j = member(docs, ords)
                     bonus[j[hit]] += s.proximity_weight * min(idfs[a], idfs[b]) * share[hit]
             score += bonus
-        keep = self._filter_sparse(si, ords, pq, postings, site_masks=site_masks,
-                                   nosite_masks=nosite_masks)
-        if not keep.all():
-            ords, score, matched = ords[keep], score[keep], matched[keep]
+        if pq.required or pq.excluded or site_masks is not None or nosite_masks is not None:
+            keep = self._filter_sparse(si, ords, pq, postings, site_masks=site_masks,
+                                       nosite_masks=nosite_masks)
+            if not keep.all():
+                ords, score, matched = ords[keep], score[keep], matched[keep]
         if len(ords) == 0:
             return None
-        coord = (matched / max(len(units), 1)) ** s.coord_power
+        if len(units) == 1:  # every match holds the one unit: coord 1.0 ** power is 1.0
+            return ords, score
+        coord = (matched / len(units)) ** s.coord_power
         return ords, score * coord
 
     @staticmethod
@@ -892,12 +899,17 @@ class Searcher:
         if len(doc_parts) == 1:  # 0 + each posting's score
             return (doc_parts[0], np.asarray(score_parts[0] + 0.0, dtype=np.float64),
                     np.ones(len(doc_parts[0]), dtype=np.int64))
-        ords, inv = np.unique(np.concatenate(doc_parts), return_inverse=True)
+        docs = np.concatenate(doc_parts)
+        ords = distinct(docs)  # np.unique(docs, return_inverse=True), in two calls
+        inv = np.searchsorted(ords, docs)
         score = np.bincount(inv, weights=np.concatenate(score_parts),
                             minlength=len(ords)).astype(np.float64, copy=False)
-        matched = np.bincount(np.searchsorted(ords, np.concatenate(unit_parts)),
-                              minlength=len(ords)).astype(np.int64, copy=False)
-        return ords, score, matched
+        if len(unit_parts) == len(doc_parts):  # a list per unit: a unit per posting
+            matched = np.bincount(inv, minlength=len(ords))
+        else:
+            matched = np.bincount(np.searchsorted(ords, np.concatenate(unit_parts)),
+                                  minlength=len(ords))
+        return ords, score, matched.astype(np.int64, copy=False)
 
     @staticmethod
     def _sums_within(si: int, ords: np.ndarray, units: list[tuple[str, ...]],
@@ -936,13 +948,15 @@ class Searcher:
 
     def _sparse_fits(self, si: int, units: list[tuple[str, ...]], postings: QueryPostings,
                      pq_required: bool) -> bool:
-        """Whether the query requires a phrase, or its lists in segment ``si`` hold at most
-        SPARSE_SHARE of its documents (then :meth:`_score_sparse` sums its scores)."""
+        """Whether the query requires a phrase, or has one list in segment ``si``, or its
+        lists there hold at most SPARSE_SHARE of its documents (then :meth:`_score_sparse`
+        sums its scores)."""
         if pq_required:
             return True  # the pages holding the phrases: at most the segment's
-        total = sum(len(p.docs) for u in units for t in u
-                    if (p := postings.get(t, si)) is not None)
-        return total <= SPARSE_SHARE * len(self.segments[si].doc_ids)
+        sizes = [len(p.docs) for u in units for t in u
+                 if (p := postings.get(t, si)) is not None and len(p.docs)]
+        # one list (one word): its scores are the sums, whatever its length
+        return len(sizes) <= 1 or sum(sizes) <= SPARSE_SHARE * len(self.segments[si].doc_ids)
 
     @staticmethod
     def _filter_sparse(si: int, ords: np.ndarray, pq: ParsedQuery, postings: QueryPostings, *,
@@ -1077,6 +1091,39 @@ class Searcher:
                 "text_score": (total + bonus) * coord,
                 "k1": s.k1, "n_docs": n_docs,
                 "avg_field_lengths": dict(zip(FIELDS, map(float, avg_lens), strict=True))}
+
+
+def _best(scores: np.ndarray, m: int, url_of: Callable[[int], str]) -> np.ndarray:
+    """Indices of the ``m`` best scores by descending score, ties by the smaller URL: what
+    :func:`_top` then :func:`_ranked` give, in fewer steps.  Of many matches, those at least
+    the ``m``-th largest score (found by partitioning the values, not their indices) are
+    put in order: ``m`` of them, more when scores tie at the cut."""
+    n = len(scores)
+    if n <= SMALL_TOP:
+        return _best_of_few(scores, m, url_of)
+    cand = np.flatnonzero(scores >= np.partition(scores, n - m)[n - m])
+    return cand[_best_of_few(scores[cand], m, lambda j: url_of(int(cand[j])))]
+
+
+def _best_of_few(scores: np.ndarray, m: int, url_of: Callable[[int], str]) -> np.ndarray:
+    """:func:`_best` of a few scores (as rare words have): sorted whole, one numpy call, and
+    the best put in order in Python; the URLs read only for scores that tie."""
+    n = len(scores)
+    if n <= m:  # every match
+        order, values = list(range(n)), scores.tolist()
+    else:
+        order = np.argsort(-scores, kind="stable")[: m + 1].tolist()
+        values = scores[order].tolist()
+        if values[m] == values[m - 1]:
+            return _ranked(scores, _top(scores, m, url_of), url_of)  # the URLs say who is in
+        order, values = order[:m], values[:m]
+    best = list(zip(values, order, strict=True))
+    if len(set(values)) == len(values):
+        best.sort(key=lambda p: -p[0])
+    else:
+        tied = {v for v, c in Counter(values).items() if c > 1}
+        best.sort(key=lambda p: (-p[0], url_of(p[1]) if p[0] in tied else ""))
+    return np.asarray([i for _, i in best], dtype=np.int64)
 
 
 def _top(scores: np.ndarray, m: int, url_of: Callable[[int], str]) -> np.ndarray:
