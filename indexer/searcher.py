@@ -605,18 +605,19 @@ class Searcher:
         chosen = _best(final, want, url_of)[offset:]
         maker = (SnippetMaker(set(terms), _raw_words(pq), analyzer) if request.snippets
                  else None)
-        frag_ids = (self._fragments(segs[chosen], ords[chosen], idfs, postings)
+        hit_segs, hit_ords = segs[chosen], ords[chosen]
+        frag_ids = (self._fragments(hit_segs, hit_ords, idfs, postings)
                     if request.fragments else [None] * len(chosen))
-        hit_ids = self._doc_ids(segs[chosen], ords[chosen])
+        hit_ids = self._doc_ids(hit_segs, hit_ords)
         known_only = (self._unfetched.contains(hit_ids).tolist() if len(self.unfetched)
                       else [False] * len(chosen))
         # each hit's numbers as Python values, one conversion per array
-        columns = (chosen.tolist(), segs[chosen].tolist(), ords[chosen].tolist(),
+        columns = (chosen.tolist(), hit_segs.tolist(), hit_ords.tolist(),
                    hit_ids.tolist(), final[chosen].tolist(), text[chosen].tolist(),
                    np.asarray(prior_scores)[chosen].tolist(), frag_ids, known_only)
         for i, si, o, doc_id, score, text_score, prior_score, frag, linked in zip(
                 *columns, strict=True):
-            stored = head_of(i)
+            stored = heads.get(i) or self.segments[si].head(o)  # read once: ties read some
             snippet, spans = (maker.make(*self._page_text(si, o)) if maker is not None
                               else ("", []))
             results.hits.append(Hit(
