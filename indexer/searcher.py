@@ -570,9 +570,9 @@ class Searcher:
                                     nosite_masks=nosite_masks, site_only=site_only)
             if found is None:
                 return results
-            segs, ords, text = found
+            segs, ords, text, parts = found
             results.total = len(text)
-            prior_scores = self._prior_of(prior, prior_key, segs, ords)
+            prior_scores = self._prior_of(prior, prior_key, segs, ords, parts)
         else:
             plan = Plan(units, idfs, pairs, pq.required, pq.excluded, site_masks, nosite_masks)
             named = prior if prior is not None and prior_key is not None else None
@@ -608,12 +608,14 @@ class Searcher:
         hit_segs, hit_ords = segs[chosen], ords[chosen]
         frag_ids = (self._fragments(hit_segs, hit_ords, idfs, postings)
                     if request.fragments else [None] * len(chosen))
-        hit_ids = self._doc_ids(hit_segs, hit_ords)
-        known_only = (self._unfetched.contains(hit_ids).tolist() if len(self.unfetched)
-                      else [False] * len(chosen))
         # each hit's numbers as Python values, one conversion per array
-        columns = (chosen.tolist(), hit_segs.tolist(), hit_ords.tolist(),
-                   hit_ids.tolist(), final[chosen].tolist(), text[chosen].tolist(),
+        seg_list, ord_list = hit_segs.tolist(), hit_ords.tolist()
+        hit_ids = [int(self.segments[si].doc_ids[o]) for si, o in zip(seg_list, ord_list,
+                                                                        strict=True)]
+        known_only = (self._unfetched.contains(np.asarray(hit_ids, dtype=np.int64)).tolist()
+                      if len(self.unfetched) else [False] * len(chosen))
+        columns = (chosen.tolist(), seg_list, ord_list, hit_ids, final[chosen].tolist(),
+                   text[chosen].tolist(),
                    np.asarray(prior_scores)[chosen].tolist(), frag_ids, known_only)
         for i, si, o, doc_id, score, text_score, prior_score, frag, linked in zip(
                 *columns, strict=True):
@@ -632,17 +634,23 @@ class Searcher:
         return results
 
     def _prior_of(self, prior: Prior | None, key: Hashable | None, segs: np.ndarray,
-                  ords: np.ndarray) -> np.ndarray:
+                  ords: np.ndarray, parts: Sequence[tuple[int, int]] | None = None
+                  ) -> np.ndarray:
         """``prior(doc_ids)`` of the matches (segment ``segs[i]``, ordinal ``ords[i]``), zeros
         without a prior.  A prior with a key is read from its table of each segment's pages
         (:meth:`_segment_prior`): the same floats (each page's prior is element-wise), one
-        gather instead of the prior's lookups and sigmoid over every match."""
+        gather instead of the prior's lookups and sigmoid over every match.  ``parts``: the
+        matches come as runs of one segment each, (segment, length) in order."""
         if prior is None:
             return np.zeros(len(ords))
         if key is None:
             return np.asarray(prior(self._doc_ids(segs, ords)), dtype=np.float64)
         if len(self.segments) == 1:
             return self._segment_prior(prior, key, 0)[ords]
+        if parts is not None:
+            runs = np.split(ords, np.cumsum([n for _, n in parts])[:-1])
+            return np.concatenate([self._segment_prior(prior, key, si)[run]
+                                   for (si, _), run in zip(parts, runs, strict=True)])
         out = np.empty(len(ords), dtype=np.float64)
         for si in distinct_small(segs).tolist():
             sel = segs == si
@@ -767,14 +775,16 @@ class Searcher:
                    postings: QueryPostings, *, idfs: dict[str, float],
                    pairs: list[tuple[str, str]], site_masks: list[np.ndarray] | None,
                    nosite_masks: list[np.ndarray] | None, site_only: bool
-                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-        """Every match's (segment, ordinal, text score), every posting scored term-at-a-time
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[tuple[int, int]]] | None:
+        """Every match's (segment, ordinal, text score) and the runs of one segment they come
+        in ((segment, matches) in order), every posting scored term-at-a-time
         into arrays as long as each segment (or, where the query's lists are short beside the
         segment, over the matches alone: the same sums): the reference indexer/topk.py equals,
         and the listing of a ``site:`` query without words."""
         cand_seg: list[np.ndarray] = []
         cand_ord: list[np.ndarray] = []
         cand_score: list[np.ndarray] = []
+        runs: list[tuple[int, int]] = []
         for si, seg in enumerate(self.segments):
             if len(seg.doc_ids) == 0:
                 continue
@@ -784,14 +794,16 @@ class Searcher:
             found = score(si, units, pq, postings, idfs=idfs, pairs=pairs,
                           site_masks=site_masks, nosite_masks=nosite_masks, site_only=site_only)
             if found is not None:
+                runs.append((si, len(found[0])))
                 cand_seg.append(np.full(len(found[0]), si, dtype=np.int32))
                 cand_ord.append(found[0])
                 cand_score.append(found[1])
         if not cand_ord:
             return None
         if len(cand_ord) == 1:
-            return cand_seg[0], cand_ord[0], cand_score[0]
-        return np.concatenate(cand_seg), np.concatenate(cand_ord), np.concatenate(cand_score)
+            return cand_seg[0], cand_ord[0], cand_score[0], runs
+        return (np.concatenate(cand_seg), np.concatenate(cand_ord), np.concatenate(cand_score),
+                runs)
 
     def _score_dense(self, si: int, units: list[tuple[str, ...]], pq: ParsedQuery,
                      postings: QueryPostings, *, idfs: dict[str, float],
