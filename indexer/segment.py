@@ -108,6 +108,10 @@ class SegmentReader:
             self._store = _map(directory / "store.bin")
             self._head_off = np.load(directory / "head_off.npy")
             self._head = _map(directory / "head.bin")
+            # a hit's head read through memoryviews: Python ints and a buffer slice, no numpy
+            # scalar or array made per hit
+            self._head_view = self._head.data
+            self._head_off_view = self._head_off.data
             has_frags = (directory / "frags_off.npy").exists()
             self._frags_off = np.load(directory / "frags_off.npy") if has_frags else None
             self._frags = _map(directory / "frags.bin") if has_frags else None
@@ -242,8 +246,9 @@ class SegmentReader:
 
     def head(self, ordinal: int) -> dict[str, str]:
         """URL, title and language (``""``: unknown) of a document."""
-        blob = self._head[self._head_off[ordinal] : self._head_off[ordinal + 1]].tobytes()
-        url, sep, rest = blob.decode("utf-8", "surrogatepass").partition(SEP)
+        off = self._head_off_view
+        blob = self._head_view[off[ordinal] : off[ordinal + 1]]
+        url, sep, rest = str(blob, "utf-8", "surrogatepass").partition(SEP)
         if not sep:
             raise IndexCorrupt(f"segment {self.name}: stored document {ordinal} is corrupt")
         title, _, lang = rest.partition(SEP)

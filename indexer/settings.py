@@ -273,6 +273,9 @@ PHRASES_CACHE_BYTES = 16 << 20  # the pages holding recent phrases of several wo
 TEXT_CACHE_BYTES = 32 << 20  # recent pages' texts (and their lower case), for snippets
 FRAGMENT_CACHE_BYTES = 16 << 20  # recent pages' fragments (and their keys' terms), for hits
 PRIOR_CACHE_BYTES = 64 << 20  # each page's prior under recent prior keys (8 bytes a page)
+# Recent queries parsed and analysed, with their idfs, per searcher (indexer/query_cache.py):
+# a few KB each at most (a query is at most MAX_QUERY_CHARS)
+QUERY_CACHE_ENTRIES = 4096
 # Document masks of recent site: filters (one bool per document of each segment).  The keys
 # come from users (any host name), so this must be bounded: 16 MiB holds the masks of 16
 # filters on a million-document index, of thousands on a small one; a miss costs one pass

@@ -18,6 +18,8 @@
 or a phrase of them do there (``EXHAUSTIVE_MAX_POSTINGS`` lowered to ``EXHAUSTIVE_FEW_POSTINGS``
 in this process).
 ``--deadline MS`` gives each websift query a deadline, as ``GET /search`` does.
+``--fresh-queries`` turns the searcher's cache of analysed queries off (indexer/query_cache.py):
+every pass repeats the same queries, so without it each is parsed once, in the warm-up.
 
 ``--cpu`` times each query's CPU (``time.process_time``) instead of its wall-clock time: on a
 machine other jobs share, a query's wall time counts theirs too.  ``--against CHECKOUT`` also
@@ -256,6 +258,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--only", choices=["websift", "tantivy"], help="time one engine only")
     ap.add_argument("--pruned", action="store_true",
                     help="prune every query past EXHAUSTIVE_FEW_POSTINGS, as at a million pages")
+    ap.add_argument("--fresh-queries", action="store_true",
+                    help="keep no query analysed (the searcher's query cache off)")
     ap.add_argument("--deadline", type=float, metavar="MS", help="a deadline per websift query")
     ap.add_argument("--cpu", action="store_true", help="time CPU, not wall-clock time")
     ap.add_argument("--against", type=Path, metavar="CHECKOUT",
@@ -269,9 +273,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     build(root, args.pages, args.seed, args.segment_pages)
     print(f"indexes at {root} ({time.perf_counter() - t0:.0f} s)", flush=True)
     queries = make_queries(root, args.pages, args.seed, args.queries)
+    from websift.indexer import searcher as searcher_module
     if args.pruned:
-        from websift.indexer import searcher as searcher_module
         searcher_module.EXHAUSTIVE_MAX_POSTINGS = searcher_module.EXHAUSTIVE_FEW_POSTINGS  # type: ignore[misc]
+    if args.fresh_queries:  # no query kept analysed: each is parsed as if seen first
+        searcher_module.QUERY_CACHE_ENTRIES = 0  # type: ignore[misc]
     runs = engines(root, args.deadline)
     if args.profile:
         profile(runs["websift"], queries, args.profile)
