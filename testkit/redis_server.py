@@ -3,36 +3,20 @@ persistence (``--save '' --appendonly no``).  Stopped by the test that started i
 
 from __future__ import annotations
 
-import random
 import shutil
-import socket
 import subprocess
 from pathlib import Path
 
 import pytest
 import redis
 
+from testkit.ports import free_port
 from testkit.waiting import wait_for
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    with socket.socket() as s:
-        s.bind((host, 0))
-        return int(s.getsockname()[1])
 
 
 def cluster_port(host: str = "127.0.0.1") -> int:
     """A free port whose cluster bus port (port + 10000) is free too."""
-    rng = random.Random()
-    while True:
-        port = rng.randrange(20000, 50000)
-        try:
-            for p in (port, port + 10000):
-                with socket.socket() as s:
-                    s.bind((host, p))
-        except OSError:
-            continue
-        return port
+    return free_port(host, span=10000)
 
 
 class RedisServer:

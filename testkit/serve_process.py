@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import http.client
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -14,13 +13,8 @@ from pathlib import Path
 
 import psutil
 
+from testkit.ports import free_port
 from testkit.websift_process import REPO
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class ServeProcess:

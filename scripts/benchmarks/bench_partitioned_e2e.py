@@ -49,7 +49,7 @@ from scripts.benchmarks.bench_partitioned import crawl_cmd, run_crawlers
 from scripts.benchmarks.bench_redis_frontier import BenchError, RedisProcess
 from scripts.benchmarks.crawl_scale import Nginx, ScaleError, find_nginx
 from testkit.genweb import MAX_HOSTS, PORT, Web, WebParams, ensure_web
-from testkit.serve_process import free_port
+from testkit.ports import free_port
 from websift.core.arguments import number
 from websift.core.datadir import DataDir
 from websift.indexer.manifest import read_manifest

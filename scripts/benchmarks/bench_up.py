@@ -93,7 +93,8 @@ from pathlib import Path
 
 from scripts.benchmarks.crawl_scale import Hit, Nginx, find_nginx
 from testkit.genweb import HOME_TOP, MANIFEST, PORT, Web, WebParams, ensure_web
-from testkit.serve_process import ServeProcess, free_port
+from testkit.ports import free_port
+from testkit.serve_process import ServeProcess
 from websift.core.arguments import number
 from websift.core.datadir import DataDir
 from websift.indexer.follow import FollowStatus

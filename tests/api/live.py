@@ -3,13 +3,13 @@ app served by uvicorn in this process."""
 
 from __future__ import annotations
 
-import socket
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 import uvicorn
 
+from testkit.ports import free_port
 from testkit.waiting import WAIT, wait_for
 from tests.api.conftest import settings_for
 from websift.api.app import create_app
@@ -17,12 +17,6 @@ from websift.api.request_limits import uvicorn_config
 from websift.core.datadir import DataDir
 
 __all__ = ["WAIT", "free_port", "live_server", "wait_for"]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @contextmanager

@@ -16,13 +16,13 @@ import subprocess
 import tempfile
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
 import pytest
 
-from testkit.serve_process import free_port
+from testkit.ports import free_port
 from testkit.testweb import TestWeb, html, words
 from testkit.waiting import wait_for
 from testkit.websift_process import REPO, websift_command
@@ -91,6 +91,13 @@ class Up:
         self.log.seek(0)
         return self.log.read().decode(errors="replace")
 
+    def wait(self, condition: Callable[[], bool], what: str) -> None:
+        """:func:`wait_for` that, failing, shows the end of up's output (why a part is down)."""
+        try:
+            wait_for(condition, what, WAIT)
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}; up's output ends:\n{self.output()[-3000:]}") from None
+
     def get(self, path: str) -> tuple[int, bytes]:
         try:
             with urllib.request.urlopen(f"http://127.0.0.1:{self.port}{path}", timeout=5) as r:
@@ -143,9 +150,9 @@ def test_status_prints_one_line_per_part(up: Up) -> None:
 def test_a_killed_part_is_restarted_and_counted(up: Up) -> None:
     before = up.part("crawl")
     os.kill(before.pid, signal.SIGKILL)
-    wait_for(lambda: up.part("crawl").restarts == before.restarts + 1, "the restart count", WAIT)
-    wait_for(lambda: up.running("crawl") and up.part("crawl").pid != before.pid,
-             "the crawl to come back", WAIT)
+    up.wait(lambda: up.part("crawl").restarts == before.restarts + 1, "the restart count")
+    up.wait(lambda: up.running("crawl") and up.part("crawl").pid != before.pid,
+            "the crawl to come back")
     after = up.part("crawl")
     assert after.last_exit == -signal.SIGKILL
     os.kill(after.pid, 0)  # alive
@@ -161,7 +168,7 @@ def test_a_fetched_page_becomes_searchable_with_no_other_command(up: Up) -> None
                                      for r in json.loads(body)["results"])
 
     for token in TOKENS:
-        wait_for(lambda t=token: found(t), f"{token} to be searchable", WAIT)  # type: ignore[misc]
+        up.wait(lambda t=token: found(t), f"{token} to be searchable")  # type: ignore[misc]
     # the indexer's cut lines, named once by the supervisor
     wait_for(lambda: " cut " in up.output(), "a cut line in up's output", WAIT)
     out = up.output()
@@ -170,7 +177,7 @@ def test_a_fetched_page_becomes_searchable_with_no_other_command(up: Up) -> None
 
 @needs_follow
 def test_stats_and_metrics_show_the_parts(up: Up) -> None:
-    wait_for(lambda: up.get("/stats")[0] == 200, "an index to serve /stats", WAIT)
+    up.wait(lambda: up.get("/stats")[0] == 200, "an index to serve /stats")
     stats = json.loads(up.get("/stats")[1])
     assert stats["up"]["running"] is True
     assert set(stats["up"]["parts"]) == set(PARTS)

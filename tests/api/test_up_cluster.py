@@ -26,8 +26,8 @@ from typing import IO, Any
 import numpy as np
 import pytest
 
+from testkit.ports import free_port
 from testkit.redis_server import RedisServer
-from testkit.serve_process import free_port
 from testkit.testweb import Answer, TestWeb, html, words
 from testkit.waiting import wait_for
 from testkit.websift_process import REPO, websift_command

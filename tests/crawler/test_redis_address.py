@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from testkit.redis_server import free_port
+from testkit.ports import free_port
 from websift.api.cli import main
 from websift.core.datadir import DataDir
 

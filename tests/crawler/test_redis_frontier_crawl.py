@@ -21,7 +21,8 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from testkit.redis_server import RedisClusterServers, RedisServer, free_port
+from testkit.ports import free_port
+from testkit.redis_server import RedisClusterServers, RedisServer
 from testkit.testweb import LogEntry, TestWeb, html, max_in_flight, words
 from testkit.waiting import START, wait_for
 from testkit.websift_process import REPO, websift_command

@@ -198,7 +198,7 @@ def test_scripts_refuse_a_frontier_that_lost_its_data(redis_server: RedisServer,
 
 
 def test_unreachable_and_password_in_url(redis_server: RedisServer) -> None:
-    from testkit.redis_server import free_port
+    from testkit.ports import free_port
 
     with pytest.raises(FrontierError, match="cannot use the frontier"):
         connect(f"redis://127.0.0.1:{free_port()}/0", timeout=1.0)
