@@ -38,6 +38,7 @@ from pathlib import Path
 
 import numpy as np
 
+from scripts.benchmarks.bench_up import letters
 from testkit.zipfsite import ZipfSite
 from websift.api.retrieval import SearchRequest, rank_query
 from websift.api.settings import Settings
@@ -61,16 +62,6 @@ HOSTS = 150
 RAM = 256 << 20
 PROBE_WORDS = 30  # bench_up's PROBE_BATCH
 PROBE_BURST = 48  # probe queries between two reloads (bench_up: up to 16 a second, a cut in 3-6 s)
-
-
-def letters(n: int) -> str:
-    """bench_up's letters: n in base 26, a to z, least significant first."""
-    out = ""
-    while True:
-        n, r = divmod(n, 26)
-        out += chr(97 + r)
-        if n == 0:
-            return out
 
 
 def unique_word(page: int) -> str:

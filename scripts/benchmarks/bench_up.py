@@ -139,6 +139,7 @@ Key = tuple[int, int]  # (host number, page number in it)
 
 
 def letters(n: int) -> str:
+    """n in base 26, a to z, least significant first (the pages' unique words)."""
     out = ""
     while True:
         n, r = divmod(n, 26)
