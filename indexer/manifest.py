@@ -65,12 +65,13 @@ def verify_segment(directory: Path, entry: SegmentEntry) -> None:
     """Every file the manifest lists is there with its size and CRC32, else IndexCorrupt."""
     for name, (size, crc) in entry.files.items():
         path = directory / name
-        try:
+        try:  # a file may go between the two looks: a merge deleted an old generation's
             actual = path.stat().st_size
+            same = actual == size and file_crc32(path) == crc
         except OSError:
             raise IndexCorrupt(f"index file {entry.name}/{name} is missing; "
                                "rebuild with 'websift index'") from None
-        if actual != size or file_crc32(path) != crc:
+        if not same:
             raise IndexCorrupt(f"index file {entry.name}/{name} fails its checksum (corrupt); "
                                "rebuild with 'websift index'")
 
