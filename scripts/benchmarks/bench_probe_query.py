@@ -30,7 +30,6 @@ import json
 import os
 import pstats
 import shutil
-import subprocess
 import sys
 import time
 from dataclasses import replace
@@ -38,6 +37,7 @@ from pathlib import Path
 
 import numpy as np
 
+from scripts.benchmarks.against import figures_of
 from scripts.benchmarks.bench_up import letters
 from testkit.zipfsite import ZipfSite
 from websift.api.retrieval import SearchRequest, rank_query
@@ -212,16 +212,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     build(args.cache / f"p{args.pages}-s{args.seed}", args.pages, args.segment_pages, args.seed)
     own = Path(__file__).resolve().parents[2]
-    rows = []
-    rest = [a for i, a in enumerate(argv) if a != "--against"
-            and (i == 0 or argv[i - 1] != "--against") and not a.startswith("--against=")]
-    for name, checkout in [(f"{args.against}", args.against.resolve()), ("this checkout", own)]:
-        out = args.cache / f"figures-{len(rows)}.json"
-        env = {**os.environ, "PYTHONPATH": str(checkout)}
-        subprocess.run([sys.executable, str(Path(__file__).resolve()), *rest, "--json",
-                        str(out)], cwd=checkout, env=env, check=True)
-        rows.append((name, json.loads(out.read_text())))
-        out.unlink()
+    rows = figures_of(__file__, argv, [(f"{args.against}", args.against.resolve()),
+                                       ("this checkout", own)], args.cache)
     report(rows)
     return 0
 

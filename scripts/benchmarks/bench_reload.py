@@ -38,7 +38,6 @@ import json
 import os
 import pstats
 import shutil
-import subprocess
 import sys
 import threading
 import time
@@ -47,6 +46,7 @@ from pathlib import Path
 
 import numpy as np
 
+from scripts.benchmarks.against import figures_of
 from scripts.benchmarks.bench_query_tail import HOSTS, make_queries
 from testkit.waiting import wait_for
 from testkit.zipfsite import ZipfSite
@@ -283,18 +283,8 @@ def run_against(args: argparse.Namespace, argv: list[str]) -> int:
     importing that checkout's websift; the index and cuts are staged once, here."""
     stage(args.cache / f"p{args.pages}-s{args.seed}", args)
     own = Path(__file__).resolve().parents[2]
-    rows = []
-    for name, checkout in [(f"--against {args.against}", args.against.resolve()),
-                           ("this checkout", own)]:
-        out = args.cache / f"figures-{len(rows)}.json"
-        rest = [a for i, a in enumerate(argv) if a != "--against"
-                and (i == 0 or argv[i - 1] != "--against") and not a.startswith("--against=")]
-        env = {**os.environ, "PYTHONPATH": str(checkout)}
-        print(f"\n## {name} ({checkout})", flush=True)
-        subprocess.run([sys.executable, str(Path(__file__).resolve()), *rest, "--json",
-                        str(out)], cwd=checkout, env=env, check=True)
-        rows.append((name, json.loads(out.read_text())))
-        out.unlink()
+    rows = figures_of(__file__, argv, [(f"--against {args.against}", args.against.resolve()),
+                                       ("this checkout", own)], args.cache)
     compare(rows)
     return 0
 
