@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -34,6 +33,7 @@ import httpx
 import numpy as np
 
 from scripts.evaluation.eval_relevance import crawl_and_index, load_queries
+from testkit.ports import free_port
 from websift.core.datadir import DataDir
 from websift.ranking.rank_job import run_rank
 from websift.ranking.ranks import current_generation as ranks_generation
@@ -58,12 +58,6 @@ class LoadResult:
 
     def pct(self, q: float) -> float:
         return float(np.percentile(self.latencies_ms, q)) if self.latencies_ms else float("nan")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @contextmanager

@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import math
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -38,6 +37,7 @@ import redis
 
 from scripts.benchmarks.crawl_scale import CONCURRENCY, Nginx, find_nginx
 from testkit.genweb import MAX_HOSTS, Web, WebParams, ensure_web
+from testkit.ports import free_port
 from websift.core.arguments import number
 from websift.core.datadir import DataDir
 from websift.store.views import StoreReader
@@ -74,12 +74,6 @@ class Result:
     @property
     def rate(self) -> float:
         return self.pages / self.seconds if self.seconds > 0 else 0.0
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class RedisProcess:

@@ -58,6 +58,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from testkit.ports import free_port
 from testkit.testweb import StaticSite
 from testkit.waiting import wait_for
 from websift.api.demo import ROBOTS_TXT, build_site
@@ -236,12 +237,6 @@ def _alive(pids: set[int]) -> set[int]:
         if state != "Z":
             out.add(pid)
     return out
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def start_serve(data: Path) -> tuple[subprocess.Popen[bytes], int, str]:
