@@ -85,7 +85,6 @@ def search_command(args: argparse.Namespace) -> int:
     error messages, the same settings from ``WEBSIFT_*``); print it for a person or as the
     ``/search`` JSON."""
     from websift.api.retrieval import SearchRequest, check_request, rank_query
-    from websift.api.routes.search import to_response
     from websift.api.settings import Settings
     from websift.api.snapshot import SnapshotHolder
     from websift.core.datadir import DataDir
@@ -103,6 +102,8 @@ def search_command(args: argparse.Namespace) -> int:
     finally:
         holder.close()
     if args.json:
+        from websift.api.routes.search import to_response  # FastAPI and the response models
+
         print(json.dumps(to_response(outcome, req).model_dump(mode="json"), indent=1))
     else:
         _print_results(outcome, offset)

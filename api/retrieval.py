@@ -44,7 +44,6 @@ from websift.ranking.fusion import (
     make_prior,
     mix_topics,
 )
-from websift.ranking.topics import topic_similarity
 
 AUTO = "auto"
 # The caps on /search's ``topic`` and ``site`` parameters (a DNS name is at most 253 characters);
@@ -132,6 +131,10 @@ def choose_static(
     if topic == AUTO:
         if not view.topics:
             return _global(view, static_score, provisional)
+        # Imported here: ranking.topics brings scipy (rank_job), which `websift search`
+        # would otherwise load at start for a query without topic=auto.
+        from websift.ranking.topics import topic_similarity
+
         sims = topic_similarity(view.ranks, list(view.topics), query_terms)
         weights = {name: float(w) for name, w in sims.items() if name in view.topics}
         if sum(max(w, 0.0) for w in weights.values()) <= 0:

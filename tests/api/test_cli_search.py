@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -132,3 +133,18 @@ def test_the_text_output_shows_the_ranking_and_the_topic_mix(
         assert f"{name} {weight:.2f}" in lines[0]
     shown = [line.split()[0] for line in lines if line.startswith("    http")]
     assert shown == [r["url"] for r in api["results"]]
+
+
+def test_a_plain_search_loads_neither_fastapi_nor_scipy(site_data: DataDir) -> None:
+    """`websift search` starts in about half the time without them (FastAPI's response models
+    are for --json, SciPy comes with the topics of topic=auto); the hits are still printed."""
+    code = ("import sys\n"
+            "from websift.api.cli import main\n"
+            f"assert main(['search', 'note', '--data', {str(site_data.root)!r}]) == 0\n"
+            "print(' '.join(sorted(sys.modules)))\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True)
+    printed, modules = done.stdout.rsplit("\n", 2)[0], done.stdout.split("\n")[-2].split()
+    assert "matching documents" in printed
+    for heavy in ("fastapi", "scipy", "websift.ranking.topics", "websift.api.routes.search"):
+        assert heavy not in modules, heavy
