@@ -603,6 +603,13 @@ class QueryPostings:
         """:meth:`PostingStore.near` of two words' occurrence keys (of some documents)."""
         return self.store.near(ka, kb)
 
+    def near_pairs_ready(self, a: str, b: str, si: int) -> bool:
+        """Whether :meth:`near_pairs` costs no pass over positions not yet decoded: the pair
+        is in the pairs cache, or both words' occurrences are decoded whole."""
+        if (self.store.serials[si], a, b) in self.store.pairs:
+            return True
+        return self.has_position_keys(a, si) and self.has_position_keys(b, si)
+
     def near_pairs(self, a: str, b: str, si: int) -> tuple[np.ndarray, np.ndarray]:
         """(ordinals, c / (c + 1)) of the documents of segment ``si`` where ``b`` follows ``a``
         within the window in a weighted field, c times.  A function of the two words'

@@ -147,6 +147,15 @@ class _Pending:
     prior: np.ndarray  # its prior (zeros without one)
 
 
+@dataclass
+class _Scored:
+    """New candidates of a segment, and what their proximity pairs give them so far."""
+
+    pending: _Pending
+    exact: np.ndarray  # the bonus of the pairs whose evidence was at hand, exact
+    open_pairs: list[tuple[str, str]]  # the pairs left to check (their bonus only bounded)
+
+
 _NO_INT = np.zeros(0, dtype=np.int64)
 
 
@@ -351,7 +360,7 @@ class _Evaluation:
     def _postings_of(self, term: str, si: int) -> PostingList | None:
         return self.postings.get(term, si)
 
-    def _score(self, si: int, docs: np.ndarray) -> _Pending | None:  # noqa: C901 - each filter in the hot loop, no call per block
+    def _score(self, si: int, docs: np.ndarray) -> _Scored | None:  # noqa: C901 - each filter in the hot loop, no call per block
         """Doc-level filters, then exact BM25F and coord of new candidates of segment si."""
         plan = self.plan
         keep = np.ones(len(docs), dtype=bool)
@@ -397,17 +406,31 @@ class _Evaluation:
             if any_hit is not None:
                 matched += any_hit
         coord = (matched / max(len(plan.units), 1)) ** self.settings.coord_power
+        # A pair whose evidence is at hand (in the pairs cache, or both words' occurrences
+        # decoded whole: what a check would read) gives its exact bonus now, as
+        # :meth:`proximity` would (the same floats, added in the same order); the others a
+        # bound from the words' counts, their candidates left open.
+        exact = np.zeros(len(docs), dtype=np.float64)
         bonus = np.zeros(len(docs), dtype=np.float64)
+        open_pairs: list[tuple[str, str]] = []
         for (a, b), w in zip(plan.pairs, self.pair_bonus, strict=False):
-            if (a in has or a in self.free) and (b in has or b in self.free):
+            if not ((a in has or a in self.free) and (b in has or b in self.free)):
+                continue
+            if self.postings.near_pairs_ready(a, b, si):
+                near_docs, share = self.postings.near_pairs(a, b, si)
+                hit, j = member(docs, near_docs)
+                exact[hit] += w * share[j[hit]]
+            else:
+                open_pairs.append((a, b))
                 bonus += w * self._near_share_bound(has.get(a), has.get(b))
         # A candidate's own prior is known: its bound counts it, not the largest one (w), so a
         # page whose text bound plus its prior cannot reach the top is dropped before its
         # positions are read.
         prior = self._priors(si, docs)
-        ub = (base + bonus) * coord * (1.0 + PRUNE_BOUND_SLACK) - (self.prior_bound - prior)
-        return _Pending(np.full(len(docs), si, dtype=np.int32), docs, base, coord, ub,
-                        np.zeros(len(docs), dtype=bool), prior)
+        ub = (base + exact + bonus) * coord * (1.0 + PRUNE_BOUND_SLACK) - (
+            self.prior_bound - prior)
+        return _Scored(_Pending(np.full(len(docs), si, dtype=np.int32), docs, base, coord, ub,
+                                np.zeros(len(docs), dtype=bool), prior), exact, open_pairs)
 
     def _near_share_bound(self, tf_a: np.ndarray | None, tf_b: np.ndarray | None
                           ) -> np.ndarray | float:
@@ -427,14 +450,15 @@ class _Evaluation:
             c = np.minimum(tf_a, window * tf_b)
         return c / (c + 1.0)
 
-    def _needs_check(self, pend: _Pending) -> tuple[np.ndarray, np.ndarray]:
-        """Which candidates are still open (positions needed), and of those which for a
-        phrase (their match itself is open, not only their proximity bonus)."""
+    def _needs_check(self, pend: _Pending, pairs: list[tuple[str, str]]
+                     ) -> tuple[np.ndarray, np.ndarray]:
+        """Which candidates are still open (positions needed: a phrase, or both words of one
+        of ``pairs``, those whose bonus is not exact yet), and of those which for a phrase
+        (their match itself is open, not only their proximity bonus)."""
         phrase = np.zeros(len(pend.ords), dtype=bool)
         near = np.zeros(len(pend.ords), dtype=bool)
         multi_required = any(len(ph.terms) > 1 for ph in self.plan.required)
         excluded = [ph.terms for ph in self.plan.excluded if len(ph.terms) > 1]
-        pairs = list(self.plan.pairs) if self.pair_bonus else []
         for si in distinct_small(pend.si).tolist():
             sel = pend.si == si
             docs = pend.ords[sel]
@@ -730,20 +754,28 @@ class _Evaluation:
                     seen[si] = np.sort(np.concatenate([seen[si], docs]), kind="stable")
                 else:
                     seen[si] = docs
-                scored = self._score(si, docs)
-                if scored is None:
+                got = self._score(si, docs)
+                if got is None:
                     continue
+                scored, exact = got.pending, got.exact
                 if not self.phrased:
                     # Every one matches (no phrase to check): those that cannot reach T are
                     # counted and dropped before any probe for proximity.
                     low = np.asarray(self._below(scored.ub), dtype=bool)
-                    self.sure += int(low.sum())
-                    scored = _take(scored, ~low)
-                open_, scored.phrase = self._needs_check(scored)
+                    if low.any():
+                        self.sure += int(low.sum())
+                        scored, exact = _take(scored, ~low), exact[~low]
+                open_, scored.phrase = self._needs_check(scored, got.open_pairs)
                 self.sure += int((~scored.phrase).sum())
-                done = _take(scored, ~open_)
-                self._add(done.si, done.ords, done.base * done.coord, done.prior)
-                fresh.append(_take(scored, open_))
+                if open_.any():
+                    done = ~open_
+                    self._add(scored.si[done], scored.ords[done],
+                              (scored.base[done] + exact[done]) * scored.coord[done],
+                              scored.prior[done])
+                    fresh.append(_take(scored, open_))
+                else:
+                    self._add(scored.si, scored.ords, (scored.base + exact) * scored.coord,
+                              scored.prior)
             new = _merge(fresh)
             if new is not None:
                 new = _take(new, np.argsort(-new.ub, kind="stable"))
