@@ -315,6 +315,42 @@ class _Evaluation:
             total *= (units / max(len(self.plan.units), 1)) ** self.settings.coord_power
         return total * (1.0 + PRUNE_BOUND_SLACK)
 
+    def _pair_gaps(self, read: list[int]) -> list[tuple[int, np.ndarray]]:
+        """Per pair whose evidence is at hand in some segment (:meth:`_score`), per block of
+        the ``read`` lists (concatenated in that order), what its pages' bonus of the pair
+        falls short of the pair's largest, at least: ``w`` times 1 less the largest
+        c / (c + 1) of the block's pages (0 for a list of neither word)."""
+        out: list[tuple[int, np.ndarray]] = []
+        for pi, ((a, b), w) in enumerate(zip(self.plan.pairs, self.pair_bonus, strict=False)):
+            parts: list[np.ndarray] = []
+            any_gap = False
+            for li in read:
+                lst = self.lists[li]
+                nb = len(lst.starts) - 1
+                if lst.term not in (a, b) or not self.postings.near_pairs_ready(a, b, lst.si):
+                    parts.append(np.zeros(nb))
+                    continue
+                near_docs, share = self.postings.near_pairs(a, b, lst.si)
+                hit, j = member(near_docs, lst.p.docs)
+                most = np.zeros(nb)
+                np.maximum.at(most, np.searchsorted(lst.starts, j[hit], side="right") - 1,
+                              share[hit])
+                parts.append(w * (1.0 - most))
+                any_gap = True
+            if any_gap:
+                out.append((pi, np.concatenate(parts)))
+        return out
+
+    def _pairs_counted(self, left: np.ndarray) -> np.ndarray:
+        """Per pair and segment, whether :meth:`_bound_of` counts the pair's bonus there (both
+        its words have blocks left, or are free)."""
+        out = np.zeros((len(self.plan.pairs), self.postings.n_segments), dtype=bool)
+        for si, lists in self._by_seg().items():
+            terms = {self.lists[li].term for li in lists if left[li] > 0} | self.free
+            for pi, (a, b) in enumerate(self.plan.pairs):
+                out[pi, si] = a in terms and b in terms
+        return out
+
     def _rest(self, left: np.ndarray) -> float:
         """The largest text score a document in no taken block can have, over the segments."""
         return max((self._bound_of(left, lists, coord=True)
@@ -671,6 +707,7 @@ class _Evaluation:
         order = np.argsort(short - bound, kind="stable")  # descending bound + prior
         owner, block, bound, size = owner[order], block[order], bound[order], size[order]
         short = short[order]
+        pair_gaps = [(pi, gap[order]) for pi, gap in self._pair_gaps(read)]
         csize = np.cumsum(size)
         n_blocks = len(bound)
         untaken = np.ones(n_blocks, dtype=bool)  # neither read nor skipped
@@ -716,6 +753,12 @@ class _Evaluation:
                 # largest, which the block's bound replaces.
                 could = seg_sum[owner] - left[owner] * (1.0 + PRUNE_BOUND_SLACK) + bound * (
                     1.0 + PRUNE_BOUND_SLACK)
+                if pair_gaps:
+                    # A pair counted there at its largest bonus, whose evidence is at hand:
+                    # a page of the block has at most the block's largest bonus of it.
+                    counted = self._pairs_counted(left)
+                    for pi, gap in pair_gaps:
+                        could -= gap * counted[pi][seg_of[owner]] * (1.0 + PRUNE_BOUND_SLACK)
                 low = untaken & np.asarray(self._below(could - short), dtype=bool)
                 skipped |= low
                 untaken &= ~low
