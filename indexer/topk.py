@@ -819,15 +819,12 @@ class _Evaluation:
                 else:
                     self._add(scored.si, scored.ords, (scored.base + exact) * scored.coord,
                               scored.prior)
+            if fresh and pend is not None and len(pend.ords):
+                fresh.insert(0, pend)
             new = _merge(fresh)
             if new is not None:
-                new = _take(new, np.argsort(-new.ub, kind="stable"))
-                if pend is not None and len(pend.ords):
-                    # Two runs in descending bound: timsort merges them in one pass.
-                    new = _merge([pend, new])
-                    assert new is not None
-                    new = _take(new, np.argsort(-new.ub, kind="stable"))
-                pend = self._drop_below(new)
+                # One stable sort of the open candidates and the new: ties keep that order.
+                pend = self._drop_below(_take(new, np.argsort(-new.ub, kind="stable")))
             rest = -math.inf if last_round else self._rest_of(owner, bound, untaken, short)
         if pend is not None and len(self._drop_below(pend).ords):
             self.unsure_dropped = True  # stopped before checking them
