@@ -333,8 +333,11 @@ class _Evaluation:
                 near_docs, share = self.postings.near_pairs(a, b, lst.si)
                 hit, j = member(near_docs, lst.p.docs)
                 most = np.zeros(nb)
-                np.maximum.at(most, np.searchsorted(lst.starts, j[hit], side="right") - 1,
-                              share[hit])
+                if hit.any():
+                    # Ascending (both sorted): each block's pages are one run.
+                    blk = np.searchsorted(lst.starts, j[hit], side="right") - 1
+                    first = np.flatnonzero(np.diff(blk, prepend=-1))
+                    most[blk[first]] = np.maximum.reduceat(share[hit], first)
                 parts.append(w * (1.0 - most))
                 any_gap = True
             if any_gap:
