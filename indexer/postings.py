@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Hashable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -152,6 +152,9 @@ class PostingList:
     dense: np.ndarray | None = None
     # Per block, the largest prior of its pages under one prior (its key, the array).
     block_prior: tuple[Hashable, np.ndarray] | None = None
+    # Per block, the largest c / (c + 1) of a pair with the word among its pages, per pair
+    # (indexer/topk.py; the PAIR_BLOCKS_KEPT most recent, replaced whole, never changed).
+    pair_block_max: dict[tuple[str, str], np.ndarray] = field(default_factory=dict)
     # What the live postings and saturations were made under (PostingStore.tokens): the
     # segment's live mask and the collection statistics; None for occurrence keys (a
     # function of the segment alone).

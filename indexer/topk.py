@@ -30,9 +30,11 @@ Ding & Suel 2011 and Lucene's impacts, vectorised per round rather than per docu
    left.
 2. A candidate's upper bound is its exact BM25F part plus, per pair of consecutive query words
    it holds both of, the largest proximity bonus (``weight * min(idf)``; c / (c + 1) < 1).
-   Candidates whose phrases or proximity remain open are checked in batches, highest bound
-   first, reading positions for those documents only (:meth:`SegmentReader.positions_of`);
-   the others are exact at once.
+   A pair whose evidence is at hand (the pairs cache, or both words' occurrences decoded
+   whole) gives its exact bonus at once, and bounds each block by the largest bonus of the
+   pair among the block's pages.  Candidates whose phrases or proximity remain open are
+   checked in batches, highest bound first, reading positions for those documents only
+   (:meth:`SegmentReader.positions_of`); the others are exact at once.
 3. ``T``, the score a document needs, only rises.  The answer asked for is the exact top
    ``want`` of text + prior over every matching document (the fusion's boost is bounded, at
    most ``prior_bound`` = ``w``: ranking/fusion.py), so as candidates become exact their
@@ -91,6 +93,7 @@ from websift.indexer.settings import (
 
 Prior = Callable[[np.ndarray], np.ndarray]  # URL IDs -> the boost added to their text score
 
+PAIR_BLOCKS_KEPT = 16  # pairs' per-block maxima kept with a cached list (a few KB each)
 _TIE = 1e-9  # relative: a bound this close below T still counts (float rounding of sums)
 
 
@@ -330,19 +333,33 @@ class _Evaluation:
                 if lst.term not in (a, b) or not self.postings.near_pairs_ready(a, b, lst.si):
                     parts.append(np.zeros(nb))
                     continue
-                near_docs, share = self.postings.near_pairs(a, b, lst.si)
-                hit, j = member(near_docs, lst.p.docs)
-                most = np.zeros(nb)
-                if hit.any():
-                    # Ascending (both sorted): each block's pages are one run.
-                    blk = np.searchsorted(lst.starts, j[hit], side="right") - 1
-                    first = np.flatnonzero(np.diff(blk, prepend=-1))
-                    most[blk[first]] = np.maximum.reduceat(share[hit], first)
-                parts.append(w * (1.0 - most))
+                parts.append(w * (1.0 - self._pair_block_max(lst, a, b)))
                 any_gap = True
             if any_gap:
                 out.append((pi, np.concatenate(parts)))
         return out
+
+    def _pair_block_max(self, lst: _List, a: str, b: str) -> np.ndarray:
+        """Per block of ``lst``, the largest c / (c + 1) of the pair (a, b) among its pages (0:
+        none stands near): kept with the cached list, as its block maxima are."""
+        kept = lst.p.pair_block_max
+        nb = len(lst.starts) - 1
+        most = kept.get((a, b))
+        if most is not None and len(most) == nb:
+            return most
+        near_docs, share = self.postings.near_pairs(a, b, lst.si)
+        hit, j = member(near_docs, lst.p.docs)
+        most = np.zeros(nb)
+        if hit.any():
+            # Ascending (both sorted): each block's pages are one run.
+            blk = np.searchsorted(lst.starts, j[hit], side="right") - 1
+            first = np.flatnonzero(np.diff(blk, prepend=-1))
+            most[blk[first]] = np.maximum.reduceat(share[hit], first)
+        # A new dict, assigned whole (the list is shared by the threads searching): the most
+        # recent PAIR_BLOCKS_KEPT.
+        recent = list(kept.items())[-(PAIR_BLOCKS_KEPT - 1):]
+        lst.p.pair_block_max = {**dict(recent), (a, b): most}
+        return most
 
     def _pairs_counted(self, left: np.ndarray) -> np.ndarray:
         """Per pair and segment, whether :meth:`_bound_of` counts the pair's bonus there (both
