@@ -56,6 +56,12 @@ class Cache(Generic[K, V]):
     def __len__(self) -> int:
         return len(self._items)
 
+    def __contains__(self, key: object) -> bool:
+        """Whether ``key`` is cached (not counted as a lookup; its place in the LRU order
+        unchanged)."""
+        with self._lock:
+            return key in self._items
+
     def lookup(self, key: K) -> tuple[bool, V | None]:
         """(found, value); a cached None is found."""
         item = self._find(key)

@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Hashable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -152,6 +152,9 @@ class PostingList:
     dense: np.ndarray | None = None
     # Per block, the largest prior of its pages under one prior (its key, the array).
     block_prior: tuple[Hashable, np.ndarray] | None = None
+    # Per block, the largest c / (c + 1) of a pair with the word among its pages, per pair
+    # (indexer/topk.py; the PAIR_BLOCKS_KEPT most recent, replaced whole, never changed).
+    pair_block_max: dict[tuple[str, str], np.ndarray] = field(default_factory=dict)
     # What the live postings and saturations were made under (PostingStore.tokens): the
     # segment's live mask and the collection statistics; None for occurrence keys (a
     # function of the segment alone).
@@ -602,6 +605,13 @@ class QueryPostings:
     def near(self, ka: np.ndarray, kb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`PostingStore.near` of two words' occurrence keys (of some documents)."""
         return self.store.near(ka, kb)
+
+    def near_pairs_ready(self, a: str, b: str, si: int) -> bool:
+        """Whether :meth:`near_pairs` costs no pass over positions not yet decoded: the pair
+        is in the pairs cache, or both words' occurrences are decoded whole."""
+        if (self.store.serials[si], a, b) in self.store.pairs:
+            return True
+        return self.has_position_keys(a, si) and self.has_position_keys(b, si)
 
     def near_pairs(self, a: str, b: str, si: int) -> tuple[np.ndarray, np.ndarray]:
         """(ordinals, c / (c + 1)) of the documents of segment ``si`` where ``b`` follows ``a``

@@ -30,9 +30,11 @@ Ding & Suel 2011 and Lucene's impacts, vectorised per round rather than per docu
    left.
 2. A candidate's upper bound is its exact BM25F part plus, per pair of consecutive query words
    it holds both of, the largest proximity bonus (``weight * min(idf)``; c / (c + 1) < 1).
-   Candidates whose phrases or proximity remain open are checked in batches, highest bound
-   first, reading positions for those documents only (:meth:`SegmentReader.positions_of`);
-   the others are exact at once.
+   A pair whose evidence is at hand (the pairs cache, or both words' occurrences decoded
+   whole) gives its exact bonus at once, and bounds each block by the largest bonus of the
+   pair among the block's pages.  Candidates whose phrases or proximity remain open are
+   checked in batches, highest bound first, reading positions for those documents only
+   (:meth:`SegmentReader.positions_of`); the others are exact at once.
 3. ``T``, the score a document needs, only rises.  The answer asked for is the exact top
    ``want`` of text + prior over every matching document (the fusion's boost is bounded, at
    most ``prior_bound`` = ``w``: ranking/fusion.py), so as candidates become exact their
@@ -91,6 +93,7 @@ from websift.indexer.settings import (
 
 Prior = Callable[[np.ndarray], np.ndarray]  # URL IDs -> the boost added to their text score
 
+PAIR_BLOCKS_KEPT = 16  # pairs' per-block maxima kept with a cached list (a few KB each)
 _TIE = 1e-9  # relative: a bound this close below T still counts (float rounding of sums)
 
 
@@ -145,6 +148,15 @@ class _Pending:
     ub: np.ndarray  # an upper bound of the text score, less what its prior falls short of w
     phrase: np.ndarray  # bool: its match still depends on a phrase check
     prior: np.ndarray  # its prior (zeros without one)
+
+
+@dataclass
+class _Scored:
+    """New candidates of a segment, and what their proximity pairs give them so far."""
+
+    pending: _Pending
+    exact: np.ndarray  # the bonus of the pairs whose evidence was at hand, exact
+    open_pairs: list[tuple[str, str]]  # the pairs left to check (their bonus only bounded)
 
 
 _NO_INT = np.zeros(0, dtype=np.int64)
@@ -306,6 +318,59 @@ class _Evaluation:
             total *= (units / max(len(self.plan.units), 1)) ** self.settings.coord_power
         return total * (1.0 + PRUNE_BOUND_SLACK)
 
+    def _pair_gaps(self, read: list[int]) -> list[tuple[int, np.ndarray]]:
+        """Per pair whose evidence is at hand in some segment (:meth:`_score`), per block of
+        the ``read`` lists (concatenated in that order), what its pages' bonus of the pair
+        falls short of the pair's largest, at least: ``w`` times 1 less the largest
+        c / (c + 1) of the block's pages (0 for a list of neither word)."""
+        out: list[tuple[int, np.ndarray]] = []
+        for pi, ((a, b), w) in enumerate(zip(self.plan.pairs, self.pair_bonus, strict=False)):
+            parts: list[np.ndarray] = []
+            any_gap = False
+            for li in read:
+                lst = self.lists[li]
+                nb = len(lst.starts) - 1
+                if lst.term not in (a, b) or not self.postings.near_pairs_ready(a, b, lst.si):
+                    parts.append(np.zeros(nb))
+                    continue
+                parts.append(w * (1.0 - self._pair_block_max(lst, a, b)))
+                any_gap = True
+            if any_gap:
+                out.append((pi, np.concatenate(parts)))
+        return out
+
+    def _pair_block_max(self, lst: _List, a: str, b: str) -> np.ndarray:
+        """Per block of ``lst``, the largest c / (c + 1) of the pair (a, b) among its pages (0:
+        none stands near): kept with the cached list, as its block maxima are."""
+        kept = lst.p.pair_block_max
+        nb = len(lst.starts) - 1
+        most = kept.get((a, b))
+        if most is not None and len(most) == nb:
+            return most
+        near_docs, share = self.postings.near_pairs(a, b, lst.si)
+        hit, j = member(near_docs, lst.p.docs)
+        most = np.zeros(nb)
+        if hit.any():
+            # Ascending (both sorted): each block's pages are one run.
+            blk = np.searchsorted(lst.starts, j[hit], side="right") - 1
+            first = np.flatnonzero(np.diff(blk, prepend=-1))
+            most[blk[first]] = np.maximum.reduceat(share[hit], first)
+        # A new dict, assigned whole (the list is shared by the threads searching): the most
+        # recent PAIR_BLOCKS_KEPT.
+        recent = list(kept.items())[-(PAIR_BLOCKS_KEPT - 1):]
+        lst.p.pair_block_max = {**dict(recent), (a, b): most}
+        return most
+
+    def _pairs_counted(self, left: np.ndarray) -> np.ndarray:
+        """Per pair and segment, whether :meth:`_bound_of` counts the pair's bonus there (both
+        its words have blocks left, or are free)."""
+        out = np.zeros((len(self.plan.pairs), self.postings.n_segments), dtype=bool)
+        for si, lists in self._by_seg().items():
+            terms = {self.lists[li].term for li in lists if left[li] > 0} | self.free
+            for pi, (a, b) in enumerate(self.plan.pairs):
+                out[pi, si] = a in terms and b in terms
+        return out
+
     def _rest(self, left: np.ndarray) -> float:
         """The largest text score a document in no taken block can have, over the segments."""
         return max((self._bound_of(left, lists, coord=True)
@@ -351,7 +416,7 @@ class _Evaluation:
     def _postings_of(self, term: str, si: int) -> PostingList | None:
         return self.postings.get(term, si)
 
-    def _score(self, si: int, docs: np.ndarray) -> _Pending | None:  # noqa: C901 - each filter in the hot loop, no call per block
+    def _score(self, si: int, docs: np.ndarray) -> _Scored | None:  # noqa: C901 - each filter in the hot loop, no call per block
         """Doc-level filters, then exact BM25F and coord of new candidates of segment si."""
         plan = self.plan
         keep = np.ones(len(docs), dtype=bool)
@@ -397,17 +462,31 @@ class _Evaluation:
             if any_hit is not None:
                 matched += any_hit
         coord = (matched / max(len(plan.units), 1)) ** self.settings.coord_power
+        # A pair whose evidence is at hand (in the pairs cache, or both words' occurrences
+        # decoded whole: what a check would read) gives its exact bonus now, as
+        # :meth:`proximity` would (the same floats, added in the same order); the others a
+        # bound from the words' counts, their candidates left open.
+        exact = np.zeros(len(docs), dtype=np.float64)
         bonus = np.zeros(len(docs), dtype=np.float64)
+        open_pairs: list[tuple[str, str]] = []
         for (a, b), w in zip(plan.pairs, self.pair_bonus, strict=False):
-            if (a in has or a in self.free) and (b in has or b in self.free):
+            if not ((a in has or a in self.free) and (b in has or b in self.free)):
+                continue
+            if self.postings.near_pairs_ready(a, b, si):
+                near_docs, share = self.postings.near_pairs(a, b, si)
+                hit, j = member(docs, near_docs)
+                exact[hit] += w * share[j[hit]]
+            else:
+                open_pairs.append((a, b))
                 bonus += w * self._near_share_bound(has.get(a), has.get(b))
         # A candidate's own prior is known: its bound counts it, not the largest one (w), so a
         # page whose text bound plus its prior cannot reach the top is dropped before its
         # positions are read.
         prior = self._priors(si, docs)
-        ub = (base + bonus) * coord * (1.0 + PRUNE_BOUND_SLACK) - (self.prior_bound - prior)
-        return _Pending(np.full(len(docs), si, dtype=np.int32), docs, base, coord, ub,
-                        np.zeros(len(docs), dtype=bool), prior)
+        ub = (base + exact + bonus) * coord * (1.0 + PRUNE_BOUND_SLACK) - (
+            self.prior_bound - prior)
+        return _Scored(_Pending(np.full(len(docs), si, dtype=np.int32), docs, base, coord, ub,
+                                np.zeros(len(docs), dtype=bool), prior), exact, open_pairs)
 
     def _near_share_bound(self, tf_a: np.ndarray | None, tf_b: np.ndarray | None
                           ) -> np.ndarray | float:
@@ -427,14 +506,15 @@ class _Evaluation:
             c = np.minimum(tf_a, window * tf_b)
         return c / (c + 1.0)
 
-    def _needs_check(self, pend: _Pending) -> tuple[np.ndarray, np.ndarray]:
-        """Which candidates are still open (positions needed), and of those which for a
-        phrase (their match itself is open, not only their proximity bonus)."""
+    def _needs_check(self, pend: _Pending, pairs: list[tuple[str, str]]
+                     ) -> tuple[np.ndarray, np.ndarray]:
+        """Which candidates are still open (positions needed: a phrase, or both words of one
+        of ``pairs``, those whose bonus is not exact yet), and of those which for a phrase
+        (their match itself is open, not only their proximity bonus)."""
         phrase = np.zeros(len(pend.ords), dtype=bool)
         near = np.zeros(len(pend.ords), dtype=bool)
         multi_required = any(len(ph.terms) > 1 for ph in self.plan.required)
         excluded = [ph.terms for ph in self.plan.excluded if len(ph.terms) > 1]
-        pairs = list(self.plan.pairs) if self.pair_bonus else []
         for si in distinct_small(pend.si).tolist():
             sel = pend.si == si
             docs = pend.ords[sel]
@@ -647,6 +727,7 @@ class _Evaluation:
         order = np.argsort(short - bound, kind="stable")  # descending bound + prior
         owner, block, bound, size = owner[order], block[order], bound[order], size[order]
         short = short[order]
+        pair_gaps = [(pi, gap[order]) for pi, gap in self._pair_gaps(read)]
         csize = np.cumsum(size)
         n_blocks = len(bound)
         untaken = np.ones(n_blocks, dtype=bool)  # neither read nor skipped
@@ -692,6 +773,12 @@ class _Evaluation:
                 # largest, which the block's bound replaces.
                 could = seg_sum[owner] - left[owner] * (1.0 + PRUNE_BOUND_SLACK) + bound * (
                     1.0 + PRUNE_BOUND_SLACK)
+                if pair_gaps:
+                    # A pair counted there at its largest bonus, whose evidence is at hand:
+                    # a page of the block has at most the block's largest bonus of it.
+                    counted = self._pairs_counted(left)
+                    for pi, gap in pair_gaps:
+                        could -= gap * counted[pi][seg_of[owner]] * (1.0 + PRUNE_BOUND_SLACK)
                 low = untaken & np.asarray(self._below(could - short), dtype=bool)
                 skipped |= low
                 untaken &= ~low
@@ -730,29 +817,34 @@ class _Evaluation:
                     seen[si] = np.sort(np.concatenate([seen[si], docs]), kind="stable")
                 else:
                     seen[si] = docs
-                scored = self._score(si, docs)
-                if scored is None:
+                got = self._score(si, docs)
+                if got is None:
                     continue
+                scored, exact = got.pending, got.exact
                 if not self.phrased:
                     # Every one matches (no phrase to check): those that cannot reach T are
                     # counted and dropped before any probe for proximity.
                     low = np.asarray(self._below(scored.ub), dtype=bool)
-                    self.sure += int(low.sum())
-                    scored = _take(scored, ~low)
-                open_, scored.phrase = self._needs_check(scored)
+                    if low.any():
+                        self.sure += int(low.sum())
+                        scored, exact = _take(scored, ~low), exact[~low]
+                open_, scored.phrase = self._needs_check(scored, got.open_pairs)
                 self.sure += int((~scored.phrase).sum())
-                done = _take(scored, ~open_)
-                self._add(done.si, done.ords, done.base * done.coord, done.prior)
-                fresh.append(_take(scored, open_))
+                if open_.any():
+                    done = ~open_
+                    self._add(scored.si[done], scored.ords[done],
+                              (scored.base[done] + exact[done]) * scored.coord[done],
+                              scored.prior[done])
+                    fresh.append(_take(scored, open_))
+                else:
+                    self._add(scored.si, scored.ords, (scored.base + exact) * scored.coord,
+                              scored.prior)
+            if fresh and pend is not None and len(pend.ords):
+                fresh.insert(0, pend)
             new = _merge(fresh)
             if new is not None:
-                new = _take(new, np.argsort(-new.ub, kind="stable"))
-                if pend is not None and len(pend.ords):
-                    # Two runs in descending bound: timsort merges them in one pass.
-                    new = _merge([pend, new])
-                    assert new is not None
-                    new = _take(new, np.argsort(-new.ub, kind="stable"))
-                pend = self._drop_below(new)
+                # One stable sort of the open candidates and the new: ties keep that order.
+                pend = self._drop_below(_take(new, np.argsort(-new.ub, kind="stable")))
             rest = -math.inf if last_round else self._rest_of(owner, bound, untaken, short)
         if pend is not None and len(self._drop_below(pend).ords):
             self.unsure_dropped = True  # stopped before checking them

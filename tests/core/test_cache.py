@@ -110,3 +110,13 @@ def test_recent_lists_the_most_recent_entries_up_to_a_size_without_counting() ->
     assert [k for k, _, _ in cache.recent(9)] == ["a", "d", "c"]  # until the sizes reach it
     assert cache.recent(0) == [] and len(cache.recent(1000)) == 4
     assert cache.stats() == before  # not lookups
+
+
+def test_in_tells_whether_a_key_is_kept_without_counting_or_reordering() -> None:
+    cache: Cache[str, str] = Cache(2)
+    cache.put("a", "A")
+    cache.put("b", "B")
+    assert "a" in cache and "z" not in cache
+    assert cache.hits == 0 and cache.misses == 0
+    cache.put("c", "C")  # "a" is still the least recent: it goes
+    assert "a" not in cache and "b" in cache and "c" in cache

@@ -348,6 +348,11 @@ def test_a_named_prior_read_from_its_table_gives_the_same_floats(tmp_path: Path,
     priors are layered on it, as on every query)."""
     s = _searcher(tmp_path, 5, 300)
     for q in SPARSE_QUERIES:
+        # Once first: its pairs' evidence then in the pairs cache for all three, as the pruned
+        # path takes a pair at hand as exact at once (it may then stop sooner, its total an
+        # estimate), which is not what this compares.
+        s.search(IndexQuery(q, k=15, offset=2, snippets=False, exhaustive=exhaustive,
+                            prior=_big_prior, prior_bound=BIG_W))
         answers = []
         for key in (None, "named", "named"):  # computed per query, the table filled, read
             r = s.search(IndexQuery(q, k=15, offset=2, snippets=False, exhaustive=exhaustive,
@@ -357,3 +362,37 @@ def test_a_named_prior_read_from_its_table_gives_the_same_floats(tmp_path: Path,
         assert answers[0] == answers[1] == answers[2], q
     assert len(s.caches()["priors"]) == len(s.segments)
     assert s.caches()["priors"].hits > 0
+
+
+def test_a_pair_at_hand_is_exact_at_once_and_bounds_its_blocks(tmp_path: Path) -> None:
+    """Two words in every page, next to each other in the first five only: once the pair's
+    evidence is in the pairs cache (the exhaustive path put it there), the pruned path gives
+    candidates their exact bonus without reading positions, and skips the blocks whose pages
+    never stand near (the block's largest bonus of the pair, not the pair's largest)."""
+    w = SegmentWriter(tmp_path / "seg-1", ram_bytes=1 << 20)
+    n = 30 * BLOCK
+    for i in range(1, n + 1):
+        body = "alpha beta x y z v w" if i <= 5 else "alpha x y z v w beta"  # same length
+        w.add_document(i, host="a.example", url=f"http://a.example/{i}", title="hay",
+                       text=body, fields=["hay", "", body, "", []])
+    w.finish()
+    s = Searcher(Manifest(generation=1, last_seq=0), [SegmentReader(tmp_path / "seg-1")])
+    want = s.search(IndexQuery("alpha beta", k=5, snippets=False, exhaustive=True))
+    assert [h.doc_id for h in want.hits] == [1, 2, 3, 4, 5]
+    checks: list[int] = []
+    check = topk._Evaluation._check
+
+    def counted(self: topk._Evaluation, pend: topk._Pending) -> None:
+        checks.append(len(pend.ords))
+        check(self, pend)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(topk._Evaluation, "_check", counted)
+        got = s.search(IndexQuery("alpha beta", k=5, snippets=False))
+        assert checks == []
+        mp.setattr(topk._Evaluation, "_pair_gaps", lambda self, read: [])
+        flat = s.search(IndexQuery("alpha beta", k=5, snippets=False))
+    for r in (got, flat):
+        assert [(h.doc_id, h.text_score) for h in r.hits] == [
+            (h.doc_id, h.text_score) for h in want.hits]
+    assert got.blocks_read < flat.blocks_read
