@@ -63,8 +63,8 @@ def _tag_ids(tags: tuple[str, ...]) -> dict[str, int]:
     """lexbor's tag IDs of ``tags`` (the library's fixed numbering of the HTML tags)."""
     tree = LexborHTMLParser("")
     ids = {t: tree.create_node(t).tag_id for t in tags}
-    probe = LexborHTMLParser("<p><a href=x>")  # a parsed element has the created one's ID
-    if probe.css_first("a") is None or probe.css_first("a").tag_id != ids["a"]:
+    parsed = LexborHTMLParser("<p><a href=x>").css_first("a")  # as a created one's?
+    if parsed is None or parsed.tag_id != ids["a"]:
         raise RuntimeError("lexbor's tag IDs of created and parsed elements differ")
     return ids
 
