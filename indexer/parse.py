@@ -57,6 +57,33 @@ _BLOCKS = ", ".join(BLOCK_TAGS)
 _BLOCKS_AND_LINKS = f"{_BLOCKS}, a[href], br"  # a <br> shows a line break: a space
 _MAIN = "main, [role='main'], article"
 _INVISIBLE_OR_MAIN = ", ".join((*INVISIBLE_TAGS, _MAIN))
+
+
+def _tag_ids(tags: tuple[str, ...]) -> dict[str, int]:
+    """lexbor's tag IDs of ``tags`` (the library's fixed numbering of the HTML tags)."""
+    tree = LexborHTMLParser("")
+    ids = {t: tree.create_node(t).tag_id for t in tags}
+    parsed = LexborHTMLParser("<p><a href=x>").css_first("a")  # as a created one's?
+    if parsed is None or parsed.tag_id != ids["a"]:
+        raise RuntimeError("lexbor's tag IDs of created and parsed elements differ")
+    return ids
+
+
+_IDS = _tag_ids((*BLOCK_TAGS, "br", "a"))
+_MARKED_IDS = frozenset(_IDS[t] for t in (*BLOCK_TAGS, "br"))
+_A_ID = _IDS["a"]
+
+
+def _blocks_and_links(scope: LexborNode) -> list[LexborNode]:
+    """``css(scope, _BLOCKS_AND_LINKS)``, the same nodes in the same (document) order, the
+    scope itself included: one walk comparing lexbor's tag IDs, which costs about half of the
+    selector engine's, which tries each of the list's 41 selectors on every element."""
+    marked = _MARKED_IDS
+    a_id = _A_ID
+    return [el for el in scope.traverse()
+            if (tid := el.tag_id) in marked or (tid == a_id and "href" in el.attrs)]
+
+
 _URL_EXT = re.compile(r"\.(?:s?html?|php|aspx?|jsp)$", re.IGNORECASE)
 _CHARSET = re.compile(r"charset\s*=\s*[\"']?([\w.:-]+)", re.IGNORECASE)
 _META_CHARSET = re.compile(rb"<meta[^>]+charset\s*=\s*[\"']?([\w.:-]+)", re.IGNORECASE)
@@ -266,7 +293,7 @@ def parse_html(body: bytes, url: str, content_type: str | None = None, *,
         return empty
     # With structure, the block elements and links are found in the same walk as the
     # headings (a heading is a block element): one selector query, not three.
-    marked = css(scope, _BLOCKS_AND_LINKS) if structure else []
+    marked = _blocks_and_links(scope) if structure else []
     tags = [el.tag for el in marked]
     heads = ([el for el, tag in zip(marked, tags, strict=True) if tag in HEADING_TAGS]
              if structure else css(scope, _HEADINGS))

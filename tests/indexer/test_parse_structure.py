@@ -310,3 +310,28 @@ def test_a_navigation_variant_shares_its_items_keys(
     other = page([(label, [w + "x" for w in t]) for label, t in keep], "another page")
     assert " ".join(b.text for b in other.blocks) == other.body
     assert {b.key for b in other.blocks[:-1]} <= {b.key for b in full.blocks}
+
+
+_TAGS = ("div", "p", "a", "span", "br", "table", "tr", "td", "th", "thead", "tbody", "caption",
+         "ul", "li", "dl", "dt", "dd", "h2", "main", "section", "pre", "svg", "math", "b",
+         "form", "custom-el", "hr", "A")
+
+
+@given(st.lists(st.tuples(st.sampled_from(_TAGS), st.sampled_from(("", " href=x", " HREF",
+                                                                    " name=y", " role=main")),
+                          st.booleans()), max_size=40))
+def test_blocks_and_links_walk_finds_what_the_selector_finds(parts: list[tuple[str, str, bool]]
+                                                             ) -> None:
+    """The tag-ID walk gives the selector query's nodes, in its order, from any scope (the
+    scope itself included), whatever the nesting the HTML parser repairs."""
+    from selectolax.lexbor import LexborHTMLParser
+
+    from websift.indexer.html_nodes import css
+    from websift.indexer.parse import _BLOCKS_AND_LINKS, _blocks_and_links
+
+    html = "".join(f"<{t}{attr}>w" + (f"</{t}>" if close else "") for t, attr, close in parts)
+    tree = LexborHTMLParser(f"<html><body>{html}</body></html>")
+    assert tree.root is not None
+    for scope in tree.root.traverse():
+        want = [el.mem_id for el in css(scope, _BLOCKS_AND_LINKS)]
+        assert [el.mem_id for el in _blocks_and_links(scope)] == want
