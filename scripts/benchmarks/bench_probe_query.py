@@ -37,7 +37,6 @@ from pathlib import Path
 
 import numpy as np
 
-from scripts.benchmarks.against import figures_of
 from scripts.benchmarks.bench_up import letters
 from testkit.zipfsite import ZipfSite
 from websift.api.retrieval import SearchRequest, rank_query
@@ -210,6 +209,10 @@ def main(argv: list[str] | None = None) -> int:
         else:
             report([("this checkout", result)])
         return 0
+    # Imported here, in the parent only: the child runs this file over the other checkout's
+    # `scripts` package, which may predate scripts/benchmarks/against.py.
+    from scripts.benchmarks.against import figures_of
+
     build(args.cache / f"p{args.pages}-s{args.seed}", args.pages, args.segment_pages, args.seed)
     own = Path(__file__).resolve().parents[2]
     rows = figures_of(__file__, argv, [(f"{args.against}", args.against.resolve()),

@@ -46,7 +46,6 @@ from pathlib import Path
 
 import numpy as np
 
-from scripts.benchmarks.against import figures_of
 from scripts.benchmarks.bench_query_tail import HOSTS, make_queries
 from testkit.waiting import wait_for
 from testkit.zipfsite import ZipfSite
@@ -281,6 +280,10 @@ def compare(rows: list[tuple[str, dict[str, float]]]) -> None:
 def run_against(args: argparse.Namespace, argv: list[str]) -> int:
     """This script over each checkout in turn (the other first), each in a child process
     importing that checkout's websift; the index and cuts are staged once, here."""
+    # Imported here, in the parent only: the child runs this file over the other checkout's
+    # `scripts` package, which may predate scripts/benchmarks/against.py.
+    from scripts.benchmarks.against import figures_of
+
     stage(args.cache / f"p{args.pages}-s{args.seed}", args)
     own = Path(__file__).resolve().parents[2]
     rows = figures_of(__file__, argv, [(f"--against {args.against}", args.against.resolve()),

@@ -30,7 +30,6 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from scripts.benchmarks.against import figures_of
 from websift.indexer.analysis import Analyzer
 from websift.indexer.settings import IndexSettings
 from websift.indexer.spelling import Lexicon, SegmentWords
@@ -134,6 +133,10 @@ def main(argv: list[str] | None = None) -> int:
         else:
             report([("this checkout", result)])
         return 0
+    # Imported here, in the parent only: the child runs this file over the other checkout's
+    # `scripts` package, which may predate scripts/benchmarks/against.py.
+    from scripts.benchmarks.against import figures_of
+
     own = Path(__file__).resolve().parents[2]
     scratch = Path("/tmp") / f"bench_speller_cuts-{time.time_ns()}"
     scratch.mkdir()
