@@ -136,7 +136,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.schedule_cache = ScheduleCache(
         max(settings.schedule_scan, settings.max_recrawl_limit),
         settings.schedule_max_age_ms / 1000)
-    app.state.index_words = IndexWords()
+    app.state.index_words = IndexWords(settings.words_max_age_ms / 1000)
     app.state.engine = fanout if holder is None else LocalSearch(
         holder, settings, app.state.result_cache, app.state.search_limiter,
         app.state.index_words)

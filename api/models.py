@@ -319,6 +319,13 @@ class Stats(BaseModel):
         description="the searcher's caches (postings, pairs, phrases, texts, site_masks), each "
         "bounded by bytes: entries, size and max_size in bytes, hits, misses, evictions",
     )
+    words: dict[str, Any] = Field(
+        default_factory=dict,
+        description="the speller (did you mean) and completer (/suggest) of the served index: "
+        "the generation they were built from and their age in seconds (null before the first "
+        "request needs them), max_age_seconds (WEBSIFT_WORDS_MAX_AGE_MS), builds, those made "
+        "in the background, whether one runs, and background builds that failed, by error",
+    )
     up: dict[str, Any] | None = Field(
         default=None, description="when 'websift up' runs (or ran) over this data directory: "
         "whether it runs, its pid and state, and per part (crawl, index, rank, serve) its "

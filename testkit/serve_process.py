@@ -9,6 +9,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 import psutil
@@ -19,10 +20,11 @@ from testkit.websift_process import REPO
 
 class ServeProcess:
     """``websift serve --data DATA`` on 127.0.0.1; ``code``: run another checkout's websift
-    (its folder goes first on PYTHONPATH and is the working directory), else this one's."""
+    (its folder goes first on PYTHONPATH and is the working directory), else this one's;
+    ``env``: variables set for it (``WEBSIFT_`` settings) beside this process's."""
 
     def __init__(self, data: Path, *, code: Path | None = None,
-                 ready_timeout: float = 60.0) -> None:
+                 ready_timeout: float = 60.0, env: Mapping[str, str] | None = None) -> None:
         self.port = free_port()
         self.ready_timeout = ready_timeout
         root = code or REPO
@@ -31,7 +33,7 @@ class ServeProcess:
             [sys.executable, "-m", "websift.api.cli", "serve", "--host", "127.0.0.1", "--port",
              str(self.port), "--data", str(data), "--log-level", "warning"],
             cwd=root, stdout=self.log, stderr=self.log,
-            env={**os.environ, "PYTHONPATH": str(root)},
+            env={**os.environ, **(env or {}), "PYTHONPATH": str(root)},
         )
         self.proc = psutil.Process(self.child.pid)
 

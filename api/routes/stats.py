@@ -181,6 +181,7 @@ def build_router() -> APIRouter:
             reload_failures=dict(holder.reload_failures),
             result_cache=asdict(cache.stats()),
             search_caches={name: asdict(c.stats()) for name, c in searcher.caches().items()},
+            words=request.app.state.index_words.figures(),
             frontier=frontier,
             indexnow={**request.app.state.indexnow.figures(),
                       **dict(zip(("stored", "taken"), store.push_counts(), strict=True))},

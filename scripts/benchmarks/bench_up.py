@@ -24,7 +24,8 @@ how many bytes merges write.
    page and page 0.  Every file is replaced atomically; the web is put back as it was at the
    end (a run killed midway leaves a mark, and the next run generates the web again).
    - Fetch to searchable: each page's fetch time is its line in nginx's log ($msec); a probe
-     asks ``/search`` for the unique words of fetched pages not found yet (``w1 OR w2 ...``,
+     asks ``/search`` (without snippets: it reads the hits' URLs) for the unique words of
+     fetched pages not found yet (``w1 OR w2 ...``,
      ``PROBE_BATCH`` words a query, at most ``PROBE_QUERIES`` queries every ``PROBE_EVERY``
      seconds), only for pages fetched before the latest cut began (the indexer's
      ``follow-status.json``), a page again only after a newer cut or ``RETRY`` seconds; a page
@@ -41,8 +42,10 @@ how many bytes merges write.
    - Queries: a client thread sends one-word queries every ``QUERY_EVERY`` seconds; each is
      classed by whether it overlapped a cut with its merges (``last_cut`` and
      ``last_cut_seconds`` of each cut in ``follow-status.json``, read every 0.1 s) or not.
-     The idle figure: after ``up`` stopped, ``websift serve`` alone over the final index for
-     ``--idle`` seconds, the same queries; then ``--idle`` seconds more with the probe's
+     The idle figure: after ``up`` stopped, ``websift serve`` alone over the final index
+     (without a result cache, as up's server whose generation changes every few seconds
+     answers these; its caches warmed by one unmeasured pass of the words) for ``--idle``
+     seconds, the same queries; then ``--idle`` seconds more with the probe's
      queries of the run's last ``--idle`` seconds replayed beside them at their pace (the
      probe's own load on up's server, without the crawl, cuts or merges).
    - Merges: bytes merges wrote over the run / the final index's bytes, from the indexer's
@@ -108,7 +111,7 @@ REPO = Path(__file__).resolve().parents[2]
 PAGES, HOSTS, SEED = 300_000, 300, 3  # the crawl-scale benchmark's 300 hosts
 MINUTES = 20.0  # how long up runs
 ALONE_SHARE = 0.25  # the crawl alone runs this share of --minutes (the rate window of both)
-IDLE = 30.0  # seconds of queries to the final index served alone
+IDLE = 60.0  # seconds of queries to the final index served alone
 REFETCH = 60.0  # --min-refetch-interval of both crawls: a page may be fetched again after 60 s
 CONCURRENCY = 2
 SITEMAP = "sitemap.xml"  # with --sitemaps: each host's sitemap, at /sitemap.xml
@@ -426,7 +429,10 @@ class Probe:
     def _ask(self, batch: list[tuple[Key, Target]], cuts: int) -> None:
         words = {t.word: (k, t) for k, t in batch}
         assert len(words) <= MAX_QUERY_TERMS and len(" OR ".join(words)) <= MAX_QUERY_CHARS
-        q = urllib.parse.urlencode({"q": " OR ".join(words), "k": len(words)})
+        # without snippets: the probe reads the hits' URLs only, and 30 hits' snippets a
+        # query, 16 queries a second, made the probe the server's heaviest load
+        q = urllib.parse.urlencode({"q": " OR ".join(words), "k": len(words),
+                                    "snippets": "false"})
         self.asked += 1
         asked_at = time.time()
         self.sent.append((asked_at, q))
@@ -989,6 +995,14 @@ def crawl_alone(web: Web, server: Nginx, data: Path, args: argparse.Namespace,
     return ends
 
 
+def warm(port: int, words: list[str]) -> None:
+    """Each word asked once, not measured: the idle server's caches as warm as up's."""
+    for word in words:
+        q = urllib.parse.urlencode({"q": word, "k": 10})
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/search?{q}", timeout=60) as r:
+            r.read()
+
+
 def idle_queries(data: Path, words: list[str], seconds: float,
                  probe_sent: list[tuple[float, str]]
                  ) -> tuple[list[float], list[float], list[float]]:
@@ -999,11 +1013,14 @@ def idle_queries(data: Path, words: list[str], seconds: float,
     out: list[list[float]] = []
     took: list[float] = []
     for replayed in (False, True):
-        # a server of its own for each: the second's one-word queries, the first's again,
-        # must not be answered from the first's result cache
-        server = ServeProcess(data)
+        # a server of its own for each, without a result cache: up's server answers its
+        # one-word queries from a generation a few seconds old, never from its cache (each
+        # word comes back after len(words) * QUERY_EVERY seconds); its caches of decoded
+        # lists are warm, and so is this one's after a first unmeasured pass of the words
+        server = ServeProcess(data, env={"WEBSIFT_RESULT_CACHE_SIZE": "0"})
         try:
             server.wait_ready()
+            warm(server.port, words)
             queries = Queries(server.port, words)
             end = probe_sent[-1][0] if probe_sent else 0.0
             replay = Replay(server.port, [x for x in probe_sent if x[0] >= end - seconds])

@@ -18,6 +18,7 @@ from testkit.waiting import wait_for
 from websift.api.index_words import IndexWords
 from websift.api.snapshot import Shared, Snapshot, SnapshotHolder
 from websift.core.datadir import DataDir
+from websift.indexer.analysis import Analyzer
 from websift.indexer.liveness import live_masks
 from websift.indexer.manifest import Manifest, SegmentEntry, describe_files, write_manifest
 from websift.indexer.merge import merge_segments
@@ -25,7 +26,13 @@ from websift.indexer.searcher import IndexQuery, Searcher, open_shard
 from websift.indexer.segment import SegmentReader
 from websift.indexer.segment_format import DF
 from websift.indexer.segment_writer import SegmentWriter
-from websift.indexer.spelling import MAX_SPELLED_WORDS, Speller, surface_counts, titles
+from websift.indexer.spelling import (
+    MAX_SPELLED_WORDS,
+    SegmentWords,
+    Speller,
+    surface_counts,
+    titles,
+)
 
 WORDS = ("garden rose tulip soil water spade fence hedge lawn pond bird seed compost mulch "
          "weed moss stone path bench shade").split()
@@ -339,3 +346,56 @@ def test_a_long_query_gets_no_suggestion_and_builds_no_speller(data: DataDir) ->
     assert words.segment_parts_read == 0
     fix = words.did_you_mean(s, " OR ".join(["gardn"] * MAX_SPELLED_WORDS), None)
     assert fix is not None and fix.query == " OR ".join(["garden"] * MAX_SPELLED_WORDS)
+
+
+def test_words_older_than_max_age_are_rebuilt_off_the_request_path(
+        data: DataDir, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With a max age, a new generation is answered with the words of before until they are
+    that old; then a rebuild runs in the background and its words replace them.  A rebuild
+    that fails is counted and the words of before keep answering."""
+    now = [0.0]
+    words = IndexWords(max_age=30.0, clock=lambda: now[0])
+    s = Searcher.open(data)
+    first = Snapshot(Shared(s, lambda s: s.close()), None)
+    first._acquire()
+    assert words.did_you_mean(first, "gardn", None) is not None
+    assert words.did_you_mean(first, "marigld", None) is None  # no such word yet
+    writer = SegmentWriter(data.index_dir / "seg-000003", ram_bytes=1 << 20)
+    for url_id in (500, 501):
+        writer.add_document(url_id, host="a.example", url=f"http://a.example/{url_id}",
+                            title=f"Marigold {url_id}", text="marigold border",
+                            fields=[f"Marigold {url_id}", "", "marigold border", ""])
+    writer.finish()
+    publish(data, ["seg-000000", "seg-000001", "seg-000002", "seg-000003"], 2)
+    s2 = Searcher.open(data, previous=s)
+    second = Snapshot(Shared(s2, lambda s: s.close()), None)
+    second._acquire()
+    old = words.speller(first)
+    now[0] = 29.0  # younger than max_age: kept, nothing rebuilt
+    assert words.speller(second) is old
+    assert words.did_you_mean(second, "marigld", None) is None
+    assert words.figures()["rebuilding"] is False and words.builds == 1
+
+    real_of = SegmentWords.of
+
+    def failing(seg: SegmentReader, analyzer: Analyzer) -> SegmentWords:
+        raise OSError("the segment's lexicon could not be read")
+
+    monkeypatch.setattr(SegmentWords, "of", failing)
+    now[0] = 31.0  # older: this request starts a rebuild and is answered at once
+    assert words.speller(second) is old
+    wait_for(lambda: words.figures()["rebuilding"] is False, "the failed rebuild")
+    assert words.build_failures == Counter({"OSError": 1})
+    assert words.speller(first) is old  # what answered before still answers
+
+    monkeypatch.setattr(SegmentWords, "of", real_of)
+    assert words.speller(second) is old
+    wait_for(lambda: words.background_builds == 1, "the rebuild")
+    fixed = words.did_you_mean(second, "marigld", None)
+    assert fixed is not None and fixed.query == "marigold"
+    figures = words.figures()
+    assert figures["generation"] == 2 and figures["age_seconds"] == 0.0
+    assert words.whole_merges == 2  # after the failure the parts are merged again whole
+    # the snapshots hold their searchers until they are let go, the rebuild's included
+    second._release()
+    first._release()
