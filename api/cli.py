@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -25,6 +26,7 @@ from websift.core.errors import StageFailed, WebsiftError, describe_os_error, is
 EXIT_FAILURE = 1  # the command failed (a full disk, an I/O error): what it committed is kept
 EXIT_ERROR = 2  # bad input, usage or setup
 EXIT_INTERRUPTED = 130
+EXIT_BROKEN_PIPE = 141  # the output's reader went away (128 + SIGPIPE, as a Unix tool stopped by it)
 # `websift --help` lists the subcommands in the order a new user runs them (the pipeline), then
 # the others; one not named here follows in the order its package registers it
 HELP_ORDER = ("crawl", "index", "rank", "serve", "search", "up", "status",
@@ -155,6 +157,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except WebsiftError as exc:
         print(f"websift {args.command}: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
+    except BrokenPipeError:
+        # The reader of the output went away (`websift search ... | head`): stop quietly, as
+        # Unix tools do, and keep the interpreter's last flush from failing again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
     except OSError as exc:
         # Disk full (ENOSPC), file too large (EFBIG, RLIMIT_FSIZE), permissions: the stage names
         # itself and what failed; what it had committed before stays intact (atomic writes, and

@@ -5,6 +5,7 @@ errors, on the same data directory (the command as the ``websift`` script runs i
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Callable
@@ -15,7 +16,7 @@ from fastapi.testclient import TestClient
 
 from tests.api.conftest import ADMIN_TOKEN
 from tests.api.site import CODE, GARDEN
-from websift.api.cli import EXIT_ERROR, main
+from websift.api.cli import EXIT_BROKEN_PIPE, EXIT_ERROR, main
 from websift.core.datadir import DataDir
 from websift.indexer.settings import MAX_QUERY_CHARS
 
@@ -148,3 +149,18 @@ def test_a_plain_search_loads_neither_fastapi_nor_scipy(site_data: DataDir) -> N
     assert "matching documents" in "\n".join(printed)
     for heavy in ("fastapi", "scipy", "websift.ranking.topics", "websift.api.routes.search"):
         assert heavy not in modules.split(), heavy
+
+
+def test_output_to_a_reader_that_went_away_stops_quietly(site_data: DataDir) -> None:
+    """`websift search ... | head -1`: the pipe's reader gone, the command stops without an
+    error message, with the status of a Unix tool stopped by SIGPIPE (128 + 13)."""
+    read, write = os.pipe()
+    os.close(read)  # the reader is gone before the first line is printed
+    try:
+        done = subprocess.run([sys.executable, "-m", "websift.api.cli", "search", "note",
+                               "--data", str(site_data.root)],
+                              check=False, stdout=write, stderr=subprocess.PIPE, text=True)
+    finally:
+        os.close(write)
+    assert done.returncode == EXIT_BROKEN_PIPE == 141
+    assert done.stderr == ""
