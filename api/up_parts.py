@@ -41,14 +41,11 @@ from websift.ranking.exchange import FOREIGN_ANCHORS
 from websift.store.views import StoreReader
 
 STOP_ORDER = ("crawl", "index", "rank", "serve")
-# CPU niceness of the parts: the server keeps 0 and comes first (a query waits for nothing but
-# a core); the crawl a little below it; the indexer's cuts and link analysis below the crawl,
-# at about the crawl's third and thirtieth of a core when all want one (CFS weights 655, 215,
-# 23); the indexer's merges nicer still (indexer/settings.py MERGE_NICE, added to the
-# indexer's, at most 19)
-CRAWL_NICE = 2
-INDEX_NICE = 7
-RANK_NICE = 17
+# CPU niceness of the parts that can wait (the crawl and the server keep 0 and come first): the
+# indexer's cuts, and link analysis; the indexer's merges run nicer still (indexer/settings.py
+# MERGE_NICE, added to this)
+INDEX_NICE = 5
+RANK_NICE = 15
 DEFAULT_RANK_EVERY = 600.0  # seconds between two starts of `websift rank` (--rank-every)
 HEALTH_TIMEOUT = 0.5  # seconds the supervisor waits for the server's /healthz
 
@@ -102,7 +99,7 @@ def build_parts(args: argparse.Namespace, data: DataDir,
         serve += ["--frontier", args.frontier]  # /stats shows the shared frontier
     ranks_manifest = data.ranks_dir / "manifest.json"
     return [
-        PartSpec("crawl", crawl, probe=_crawl_probe(data), nice=CRAWL_NICE),
+        PartSpec("crawl", crawl, probe=_crawl_probe(data)),
         PartSpec("index", index, ready=data.store_path.exists, probe=_index_probe(data),
                  nice=INDEX_NICE),
         PartSpec("rank", rank, every=args.rank_every,

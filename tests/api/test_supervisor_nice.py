@@ -1,5 +1,5 @@
 """A part of ``websift up`` runs at its own CPU niceness (api/supervisor.py ``PartSpec.nice``):
-the crawl below the server, the indexer and ranking below the crawl (api/up_parts.py)."""
+the indexer and ranking below the crawl and the server (api/up_parts.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from websift.api.supervisor import PartSpec, Supervisor
-from websift.api.up_parts import CRAWL_NICE, INDEX_NICE, RANK_NICE
+from websift.api.up_parts import INDEX_NICE, RANK_NICE
 
 # the part: writes its niceness into the file it is given, then exits 2 (stops up)
 SCRIPT = "import os, sys; open(sys.argv[1], 'w').write(str(os.nice(0))); sys.exit(2)"
@@ -24,5 +24,5 @@ def test_a_part_runs_at_its_niceness(tmp_path: Path) -> None:
     assert int(low.read_text()) == min(19, os.nice(0) + 7)
 
 
-def test_the_crawl_yields_to_the_server_and_the_indexer_and_ranking_to_the_crawl() -> None:
-    assert 0 < CRAWL_NICE < INDEX_NICE < RANK_NICE <= 19
+def test_the_indexer_and_ranking_yield_to_the_crawl_and_the_server() -> None:
+    assert 0 < INDEX_NICE < RANK_NICE <= 19

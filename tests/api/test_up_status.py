@@ -12,7 +12,7 @@ import pytest
 
 from testkit.websift_process import REPO, websift_command
 from websift.api.cli import build_parser
-from websift.api.up_parts import CRAWL_NICE, INDEX_NICE, RANK_NICE, build_parts
+from websift.api.up_parts import build_parts
 from websift.api.up_status import (
     STALE_AFTER,
     PartStatus,
@@ -95,9 +95,6 @@ def test_up_passes_each_part_its_own_options(tmp_path: Path) -> None:
                                    "--interval", "2.0"]
     assert parts["rank"].argv == ["rank", "--quiet", *d, "--damping", "0.5"]
     assert parts["rank"].every == 300.0
-    # the server first, then the crawl, then the indexer and ranking (api/up_parts.py)
-    assert [parts[n].nice for n in ("serve", "crawl", "index", "rank")] == [
-        0, CRAWL_NICE, INDEX_NICE, RANK_NICE]
     assert parts["serve"].argv == ["serve", *d, "--host", "127.0.0.1", "--port", "9000",
                                    "--workers", "2",
                                    "--frontier", "redis://127.0.0.1:1/0"]
