@@ -124,7 +124,12 @@ def _trailing_anchor(node: LexborNode, ids: set[str]) -> str | None:
 
 def _text_upto(node: LexborNode, limit: int) -> str:
     """The text of ``node`` as :func:`node_text` gives it, but only its first text nodes, up to
-    about ``limit`` characters: the text after an anchor can be a whole long section."""
+    about ``limit`` characters: the text after an anchor can be a whole long section.  The
+    whole text first (one call into lexbor, no node objects): when it is shorter than ``limit``
+    no text node reaches it, and squashed it is the same; else the text nodes one by one."""
+    whole = node.text(separator=" ")
+    if len(whole) < limit:  # its text nodes' lengths add up to less: the loop would take all
+        return squash(whole)
     out: list[str] = []
     size = 0
     for n in node.traverse(include_text=True, skip_empty=True):

@@ -335,3 +335,31 @@ def test_blocks_and_links_walk_finds_what_the_selector_finds(parts: list[tuple[s
     for scope in tree.root.traverse():
         want = [el.mem_id for el in css(scope, _BLOCKS_AND_LINKS)]
         assert [el.mem_id for el in _blocks_and_links(scope)] == want
+
+
+@given(st.lists(st.tuples(st.sampled_from(("div", "p", "b", "dd", "pre", "span")),
+                          st.sampled_from(("", " ", "\n  ", "word", "two words ", "\u00a0", "é" * 7)),
+                          st.booleans()), max_size=60),
+       st.integers(min_value=1, max_value=60))
+def test_text_upto_is_the_text_node_walk(parts: list[tuple[str, str, bool]], limit: int) -> None:
+    """The bounded text after an anchor: with the whole text taken in one call when it is
+    shorter than ``limit``, the same as taking its text nodes one by one up to ``limit``."""
+    from selectolax.lexbor import LexborHTMLParser
+
+    from websift.core.html import squash
+    from websift.indexer.fragment_extract import _text_upto
+
+    html = "".join(f"<{t}>{text}" + (f"</{t}>" if close else "") for t, text, close in parts)
+    tree = LexborHTMLParser(f"<html><body>{html}</body></html>")
+    assert tree.root is not None
+    for node in tree.root.traverse():
+        out: list[str] = []
+        size = 0
+        for n in node.traverse(include_text=True, skip_empty=True):
+            t = n.text_content if n.is_text_node else None
+            if t and not t.isspace():
+                out.append(t)
+                size += len(t)
+                if size >= limit:
+                    break
+        assert _text_upto(node, limit) == squash(" ".join(out))
