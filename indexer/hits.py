@@ -3,8 +3,10 @@
 The same analysis as :class:`indexer.analysis.Analyzer` (it is called for every raw token not
 seen before), memoised one step further: a raw token maps straight to its build-time word ID,
 so the hot path is ``str.split`` plus one dict lookup per whitespace-separated chunk, both in C
-(``map(memo.__getitem__, chunks)``; a chunk not seen before is learned by the memo's
-``__missing__``, in text order), and numpy for the positions.  Compound names (``unittest.mock``:
+(``map(memo.__getitem__, chunks)``; a chunk not seen before is queued by the memo's
+``__missing__``, in text order, and the queued chunks are learned together: one regex pass over
+them, each new raw token analysed once, the chunks' codes composed with numpy), and numpy for
+the positions.  Compound names (``unittest.mock``:
 the compound and its parts, several positions) are rare and expanded with numpy.
 
 Word IDs are given in first-seen order; the lexicon (word -> ID) is ``HitMaker.lexicon``.
@@ -14,8 +16,7 @@ stemmed by its page's language), all sharing the one lexicon: :meth:`HitMaker.us
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from weakref import WeakMethod
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -34,24 +35,31 @@ _DEFAULT_OPERATOR_FIELDS = DEFAULT_INDEX_SETTINGS.operator_field_names
 _NOTHING = -1  # a stop word or a too short/long token: a position, no term
 _SENTINEL = -(1 << 40)  # the end of a field in :meth:`HitMaker.batch`
 SENTINEL_CODE = _SENTINEL  # between two calls' :meth:`HitMaker.codes` joined
+# Placeholder codes of chunks queued for learning (:class:`_Memo`): _PENDING - i, below every
+# real code and the sentinel; never left in a memo or an array once :meth:`HitMaker.codes`
+# returns.
+_PENDING = -(1 << 41)
 
 
 class _Memo(dict[str, int]):
-    """Raw token or chunk -> code; looking up one not seen before learns it (``__missing__``:
-    a miss calls back into Python, a hit costs what a plain dict's does).  It holds its
-    HitMaker weakly: no cycle keeps a dropped memo alive until the collector runs."""
+    """Raw token or chunk -> code.  Looking up a chunk not seen before (``__missing__``: a miss
+    calls back into Python, a hit costs what a plain dict's does) does not learn it there: it
+    is queued in ``pending`` (in text order) and gets a placeholder code, ``_PENDING - i`` for
+    the ``i``-th queued, stored so a repeat is a plain hit; :meth:`HitMaker.codes` then learns
+    the queued chunks together and puts their codes in place of the placeholders.  The memo
+    holds no reference to its HitMaker (no cycle keeps a dropped one alive)."""
 
-    __slots__ = ("learn",)
+    __slots__ = ("pending",)
 
-    def __init__(self, learn: Callable[[str], int]) -> None:
+    def __init__(self) -> None:
         super().__init__()
-        self.learn = WeakMethod(learn)
+        self.pending: list[str] = []
 
     def __missing__(self, chunk: str) -> int:
-        learn = self.learn()
-        if learn is None:
-            raise KeyError(chunk)
-        return learn(chunk)
+        code = _PENDING - len(self.pending)
+        self.pending.append(chunk)
+        self[chunk] = code
+        return code
 
 
 class HitMaker:
@@ -76,7 +84,7 @@ class HitMaker:
         # Raw token or whitespace-separated chunk -> word ID, _NOTHING, or -2 - compound index.
         # One namespace: a chunk that is one whole token is that token.  Looking a chunk up
         # with ``[]`` learns it when it is new (and stores it, so it is learned once).
-        self._raw = _Memo(self._learn_chunk)
+        self._raw = _Memo()
         # Compounds: flat word IDs and offsets, and per compound its start, length, width and
         # raw tokens, in numpy arrays grown by doubling (so learning one costs O(1) amortised).
         self._flat = np.zeros((2, 1024), dtype=np.int64)  # rows: word IDs, offsets
@@ -104,7 +112,7 @@ class HitMaker:
             return
         pair = self._by_lang.get(lang)
         if pair is None:
-            memo = _Memo(self._learn_chunk)
+            memo = _Memo()
             memo["Q"] = _SENTINEL
             memo["G"] = self._gap_code
             pair = self._by_lang[lang] = (self.analyzer.for_lang(lang), memo)
@@ -192,9 +200,7 @@ class HitMaker:
         known = self._raw.get(raw)  # repeated in the text being learned: learned already
         if known is not None:
             return known
-        terms, offsets, width = self.analyzer.token(raw)  # the analyzer memo is shared
-        code = self._code(terms, offsets, width, 1)
-        self._raw[raw] = code
+        code = self._raw[raw] = self._learn_token(raw)
         return code
 
     def _code(self, terms: Sequence[str], offsets: Sequence[int], width: int, n_raw: int
@@ -215,16 +221,21 @@ class HitMaker:
         self._n_comp += 1
         return code
 
+    def _room(self, n_flat: int, n_comp: int) -> None:
+        """Grow the compound arrays (by doubling) to hold ``n_flat`` flat entries and
+        ``n_comp`` compounds."""
+        while n_flat > self._flat.shape[1]:
+            self._flat = np.concatenate([self._flat, np.zeros_like(self._flat)], axis=1)
+        while n_comp > self._per.shape[1]:
+            self._per = np.concatenate([self._per, np.zeros_like(self._per)], axis=1)
+
     def _sync(self) -> None:
         """Write the compounds learned since the last call into the numpy arrays (grown by
         doubling) that :meth:`batch` and :meth:`_hits` index."""
         new_per = self._new_per
         if not new_per[0]:
             return
-        while self._n_flat > self._flat.shape[1]:
-            self._flat = np.concatenate([self._flat, np.zeros_like(self._flat)], axis=1)
-        while self._n_comp > self._per.shape[1]:
-            self._per = np.concatenate([self._per, np.zeros_like(self._per)], axis=1)
+        self._room(self._n_flat, self._n_comp)
         wids, offs = self._new_flat
         if wids:
             self._flat[0, self._n_flat - len(wids) : self._n_flat] = wids
@@ -236,32 +247,100 @@ class HitMaker:
         wids.clear()
         offs.clear()
 
-    def _learn_chunk(self, chunk: str) -> int:
-        """The code of a whitespace-separated chunk: its raw tokens' analyses laid end to end
-        (``os.path,`` is the token ``os.path``; ``f(x)`` two tokens; ``--`` none, no width).
-        A chunk of ASCII letters and digits (most) is one raw token, itself: no regex, and
-        its analysis is one stemmed term or none (the analyzer's ``_plain`` of a word without
-        dots or underscores), learned without the token's analysis tuple."""
-        if chunk.isascii() and chunk.isalnum():
-            term = self.analyzer.word_term(chunk)
-            code = _NOTHING if term is None else self._wid(term)
-            self._raw[chunk] = code
-            return code
-        raws = self.analyzer.token_re.findall(chunk)
-        if len(raws) == 1 and raws[0] == chunk:
-            return self._learn(chunk)
-        terms: list[str] = []
-        offsets: list[int] = []
-        width = 0
-        analyse = self.analyzer.token  # memoised: a raw token recurs in many chunks
-        for raw in raws:
-            t, o, w = analyse(raw)
-            terms.extend(t)
-            offsets.extend(width + x for x in o)
-            width += w
-        code = self._code(terms, offsets, width, len(raws))
-        self._raw[chunk] = code
-        return code
+    def _learn_token(self, raw: str) -> int:
+        """The code of one raw token not seen before (in the language in use).  A token of
+        ASCII letters and digits (most) is its analysis's one stemmed term or none (the
+        analyzer's ``_plain`` of a word without dots or underscores), learned without the
+        token's analysis tuple."""
+        if raw.isascii() and raw.isalnum():
+            term = self.analyzer.word_term(raw)
+            return _NOTHING if term is None else self._wid(term)
+        terms, offsets, width = self.analyzer.token(raw)
+        return self._code(terms, offsets, width, 1)
+
+    def _learn_pending(self, arr: np.ndarray) -> None:
+        """Learn the chunks the memo queued (:class:`_Memo`) while ``arr`` was made, and put
+        their codes in place of their placeholders, in the memo and in ``arr``."""
+        memo = self._raw
+        pending, memo.pending = memo.pending, []
+        for chunk in pending:  # no placeholder stays, whatever happens below
+            del memo[chunk]
+        learned = self._learn_chunks(pending)
+        memo.update(zip(pending, learned.tolist(), strict=True))
+        queued = arr <= _PENDING
+        arr[queued] = learned[_PENDING - arr[queued]]
+
+    def _learn_chunks(self, chunks: list[str]) -> np.ndarray:
+        """The codes of whitespace-separated chunks not seen before (in first-seen order): each
+        chunk's raw tokens' analyses laid end to end (``os.path,`` is the token ``os.path``
+        and the operator ``,``; ``f(x)`` four tokens; ``—`` none, no width).
+
+        All at once: one regex pass over the chunks joined around ``Q`` (upper case: in no
+        lower-cased text; no token spans whitespace, so each chunk's tokens are those of the
+        chunk alone), each raw token not seen before learned once (:meth:`_learn_token`, in
+        text order, so the words get their IDs in first-seen order as when each chunk was
+        learned alone) and memoised too (a chunk that is one whole token is that token), then
+        the chunks' codes made from their tokens' codes with numpy: a chunk of one raw token
+        has that token's code, one that analyses to one term at its first position that
+        term's word ID, another a new compound (its terms, offsets, width and raw tokens
+        appended to the compound arrays)."""
+        memo = self._raw
+        toks = self.analyzer.token_re.findall(" Q ".join(chunks))
+        learn = self._learn_token
+        for raw in dict.fromkeys(toks):
+            if raw not in memo:
+                memo[raw] = learn(raw)
+        tc = np.fromiter(map(memo.get, toks), dtype=np.int64, count=len(toks))
+        self._sync()
+        n = len(chunks)
+        sep = tc == _SENTINEL
+        chunk_of = np.cumsum(sep)[~sep]  # each token's chunk
+        tc = tc[~sep]
+        comp = tc <= -2
+        k = np.where(comp, -tc - 2, 0)
+        t_terms = np.where(comp, self._per[1][k], tc >= 0)
+        t_width = np.where(comp, self._per[2][k], 1)
+        n_raw = np.bincount(chunk_of, minlength=n)
+        n_terms = np.bincount(chunk_of, weights=t_terms, minlength=n).astype(np.int64)
+        width = np.bincount(chunk_of, weights=t_width, minlength=n).astype(np.int64)
+        # Each token's first position in its chunk, then each term's word ID and offset.
+        t_off = np.cumsum(t_width) - t_width
+        t_off -= (np.cumsum(width) - width)[chunk_of]
+        tok = np.repeat(np.arange(len(tc), dtype=np.int64), t_terms)
+        j = np.arange(len(tok), dtype=np.int64) - (np.cumsum(t_terms) - t_terms)[tok]
+        is_c = comp[tok]
+        flat = np.where(is_c, self._per[0][k[tok]] + j, 0)
+        h_wid = np.where(is_c, self._flat[0][flat], tc[tok])
+        h_off = t_off[tok] + np.where(is_c, self._flat[1][flat], 0)
+        codes = np.empty(n, dtype=np.int64)
+        single = n_raw == 1
+        codes[single] = tc[(np.cumsum(n_raw) - n_raw)[single]]
+        first_hit = np.cumsum(n_terms) - n_terms
+        one = ~single & (width == 1)
+        nothing = one & (n_terms == 0)
+        word = one & (n_terms == 1)
+        word[word] = h_off[first_hit[word]] == 0  # ("x:": ":" at offset 1)
+        codes[nothing] = _NOTHING
+        codes[word] = h_wid[first_hit[word]]
+        new = ~(single | nothing | word)
+        n_new = int(np.count_nonzero(new))
+        if n_new:
+            keep = np.repeat(new, n_terms)
+            wids, offs = h_wid[keep], h_off[keep]
+            lo_f, lo_c = self._n_flat, self._n_comp
+            self._room(lo_f + len(wids), lo_c + n_new)
+            self._flat[0, lo_f : lo_f + len(wids)] = wids
+            self._flat[1, lo_f : lo_f + len(wids)] = offs
+            lens = n_terms[new]
+            per = self._per[:, lo_c : lo_c + n_new]
+            per[0] = lo_f + np.cumsum(lens) - lens
+            per[1] = lens
+            per[2] = width[new]
+            per[3] = n_raw[new]
+            codes[new] = -2 - np.arange(lo_c, lo_c + n_new, dtype=np.int64)
+            self._n_flat += len(wids)
+            self._n_comp += n_new
+        return codes
 
     def batch(self, docs: Sequence[Sequence[str | Sequence[str]]],
               limit: int = MAX_FIELD_TOKENS) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -299,8 +378,12 @@ class HitMaker:
                 else:
                     parts.append("")
         chunks = " Q ".join(parts).split()
-        # One dict lookup per chunk, in C; a new chunk is learned when met, so in text order.
-        return np.fromiter(map(self._raw.__getitem__, chunks), dtype=np.int64, count=len(chunks))
+        # One dict lookup per chunk, in C; a new chunk is queued when met (in text order) and
+        # the new ones are learned together.
+        arr = np.fromiter(map(self._raw.__getitem__, chunks), dtype=np.int64, count=len(chunks))
+        if self._raw.pending:
+            self._learn_pending(arr)
+        return arr
 
     def hits_of(self, arr: np.ndarray, n_slots: int, n_fields: int,
                 limit: int = MAX_FIELD_TOKENS) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

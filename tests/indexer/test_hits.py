@@ -97,8 +97,9 @@ def test_words_get_ids_in_first_seen_order_and_each_chunk_is_learned_once() -> N
     hm.batch([["zeta alpha zeta os.path, alpha", ["beta zeta"]]], limit=10**6)
     # "os.path," is one chunk: the compound, its parts, then the operator ","
     assert hm.words == ["zeta", "alpha", "os.path", "os", "path", ",", "beta"]
-    # sentinels (2) + zeta, alpha, "os.path," + beta: a repeated chunk is memoised once
-    assert hm.memo_size() == 2 + 4
+    # sentinels (2) + zeta, alpha, "os.path," and its raw tokens "os.path" and ",", beta: a
+    # repeated chunk is memoised once
+    assert hm.memo_size() == 2 + 6
 
 
 def test_a_dropped_hitmaker_is_freed_without_the_cycle_collector() -> None:
@@ -108,7 +109,7 @@ def test_a_dropped_hitmaker_is_freed_without_the_cycle_collector() -> None:
         hm.batch([["some words here", []]], limit=10**6)
         ref = weakref.ref(hm)
         del hm
-        assert ref() is None  # the memo holds its HitMaker weakly: no cycle
+        assert ref() is None  # the memo holds no reference to its HitMaker: no cycle
     finally:
         gc.enable()
 
