@@ -83,7 +83,7 @@ class HitMaker:
         self._stops: dict[str, tuple[int, np.ndarray]] = {}
         # Raw token or whitespace-separated chunk -> word ID, _NOTHING, or -2 - compound index.
         # One namespace: a chunk that is one whole token is that token.  Looking a chunk up
-        # with ``[]`` learns it when it is new (and stores it, so it is learned once).
+        # with ``[]`` queues it when it is new (:class:`_Memo`; :meth:`codes` learns it once).
         self._raw = _Memo()
         # Compounds: flat word IDs and offsets, and per compound its start, length, width and
         # raw tokens, in numpy arrays grown by doubling (so learning one costs O(1) amortised).
@@ -92,10 +92,6 @@ class HitMaker:
         self._per = np.zeros((4, 256), dtype=np.int64)
         self._n_flat = 0
         self._n_comp = 0
-        # Compounds learned since the arrays were last written (:meth:`_sync`): appending to
-        # lists costs less than a numpy slice assignment per compound.
-        self._new_flat: tuple[list[int], list[int]] = ([], [])  # word IDs, offsets
-        self._new_per: tuple[list[int], list[int], list[int], list[int]] = ([], [], [], [])
         # The gap between two texts of one field: a "compound" of no terms, ``gap`` wide.
         self._per[:, 0] = (0, 0, gap, 1)
         self._n_comp = 1
@@ -130,18 +126,6 @@ class HitMaker:
     def memo_size(self) -> int:
         """Raw tokens memoised (the memory this HitMaker holds grows with it)."""
         return sum(len(memo) for _, memo in self._by_lang.values())
-
-    def _wid(self, term: str) -> int:
-        wid = self.lexicon.get(term)
-        if wid is None:
-            wid = self.lexicon[term] = len(self.lexicon)
-            if wid == len(self._counted):
-                self._counted = np.concatenate([self._counted, np.ones_like(self._counted)])
-            # 1: counted (unless a stop word of the language in use: :meth:`counted`); -1: an
-            # operator (no length either)
-            self._counted[wid] = -1 if is_operator(term) else 1
-            self.words.append(term)
-        return wid
 
     def counted(self, wids: np.ndarray) -> np.ndarray:
         """1 where a hit's word counts toward its field's length, 0 for an operator or a stop
@@ -196,31 +180,6 @@ class HitMaker:
         keep = ~drop
         return wids[keep], pos[keep], slot[keep]
 
-    def _learn(self, raw: str) -> int:
-        known = self._raw.get(raw)  # repeated in the text being learned: learned already
-        if known is not None:
-            return known
-        code = self._raw[raw] = self._learn_token(raw)
-        return code
-
-    def _code(self, terms: Sequence[str], offsets: Sequence[int], width: int, n_raw: int
-              ) -> int:
-        """The code of what ``n_raw`` raw tokens ``width`` positions wide analyse to."""
-        if width == 1 and not terms:
-            return _NOTHING
-        if width == 1 and len(terms) == 1 and offsets[0] == 0:  # ("x:": ":" at offset 1)
-            return self._wid(terms[0])
-        code = -2 - self._n_comp
-        n = len(terms)
-        wids, offs = self._new_flat
-        wids.extend([self._wid(t) for t in terms])
-        offs.extend(offsets)
-        for row, value in zip(self._new_per, (self._n_flat, n, width, n_raw), strict=True):
-            row.append(value)
-        self._n_flat += n
-        self._n_comp += 1
-        return code
-
     def _room(self, n_flat: int, n_comp: int) -> None:
         """Grow the compound arrays (by doubling) to hold ``n_flat`` flat entries and
         ``n_comp`` compounds."""
@@ -229,34 +188,97 @@ class HitMaker:
         while n_comp > self._per.shape[1]:
             self._per = np.concatenate([self._per, np.zeros_like(self._per)], axis=1)
 
-    def _sync(self) -> None:
-        """Write the compounds learned since the last call into the numpy arrays (grown by
-        doubling) that :meth:`batch` and :meth:`_hits` index."""
-        new_per = self._new_per
-        if not new_per[0]:
-            return
-        self._room(self._n_flat, self._n_comp)
-        wids, offs = self._new_flat
-        if wids:
-            self._flat[0, self._n_flat - len(wids) : self._n_flat] = wids
-            self._flat[1, self._n_flat - len(offs) : self._n_flat] = offs
-        lo = self._n_comp - len(new_per[0])
-        for i, row in enumerate(new_per):
-            self._per[i, lo : self._n_comp] = row
-            row.clear()
-        wids.clear()
-        offs.clear()
+    def _learn_tokens(self, raws: list[str]) -> np.ndarray:
+        """The codes of raw tokens not seen before (distinct, in first-seen order; not
+        memoised here): each analysed (a token of ASCII letters and digits, most, is its one
+        stemmed term or none: the analyzer's ``_plain`` of a word without dots or underscores,
+        without the token's analysis tuple), then their terms' word IDs given at once in the
+        order the terms come (first-seen order, as when each token was learned alone), and
+        the codes composed with numpy (:meth:`_compose`)."""
+        an = self.analyzer
+        word_term, token = an.word_term, an.token
+        terms: list[str] = []
+        offsets: list[int] = []
+        n_terms: list[int] = []
+        widths: list[int] = []
+        for raw in raws:
+            if raw.isascii() and raw.isalnum():
+                term = word_term(raw)
+                if term is None:
+                    n_terms.append(0)
+                else:
+                    terms.append(term)
+                    offsets.append(0)
+                    n_terms.append(1)
+                widths.append(1)
+            else:
+                t, o, w = token(raw)  # memoised: the analyzer's memo is shared
+                terms.extend(t)
+                offsets.extend(o)
+                n_terms.append(len(t))
+                widths.append(w)
+        n = len(raws)
+        return self._compose(np.fromiter(n_terms, dtype=np.int64, count=n),
+                             np.fromiter(widths, dtype=np.int64, count=n),
+                             np.ones(n, dtype=np.int64), self._wids(terms),
+                             np.fromiter(offsets, dtype=np.int64, count=len(offsets)))
 
-    def _learn_token(self, raw: str) -> int:
-        """The code of one raw token not seen before (in the language in use).  A token of
-        ASCII letters and digits (most) is its analysis's one stemmed term or none (the
-        analyzer's ``_plain`` of a word without dots or underscores), learned without the
-        token's analysis tuple."""
-        if raw.isascii() and raw.isalnum():
-            term = self.analyzer.word_term(raw)
-            return _NOTHING if term is None else self._wid(term)
-        terms, offsets, width = self.analyzer.token(raw)
-        return self._code(terms, offsets, width, 1)
+    def _wids(self, terms: list[str]) -> np.ndarray:
+        """The word IDs of ``terms``, new words given the next IDs in the order they come."""
+        lex = self.lexicon
+        new = [t for t in dict.fromkeys(terms) if t not in lex]
+        if new:
+            lo = len(lex)
+            hi = lo + len(new)
+            lex.update(zip(new, range(lo, hi), strict=True))
+            self.words.extend(new)
+            size = len(self._counted)
+            while hi > size:
+                size *= 2
+            if size > len(self._counted):
+                grown = np.ones(size, dtype=self._counted.dtype)
+                grown[: len(self._counted)] = self._counted
+                self._counted = grown
+            # 1: counted (unless a stop word of the language in use: :meth:`counted`); -1: an
+            # operator (no length either; a word of letters and digits never is one)
+            self._counted[lo:hi] = [1 if t.isalnum() or not is_operator(t) else -1
+                                    for t in new]
+        return np.fromiter(map(lex.__getitem__, terms), dtype=np.int64, count=len(terms))
+
+    def _compose(self, n_terms: np.ndarray, width: np.ndarray, n_raw: np.ndarray,
+                 wids: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+        """The codes of items (raw tokens or chunks) that analyse to ``n_terms`` terms (their
+        word IDs and offsets laid end to end in ``wids`` and ``offsets``), ``width`` positions
+        wide, of ``n_raw`` raw tokens: none and one position wide, nothing (_NOTHING); one term
+        at the first of one position, its word ID; else a new compound (appended to the
+        compound arrays)."""
+        first = np.cumsum(n_terms) - n_terms
+        codes = np.empty(len(n_terms), dtype=np.int64)
+        one = width == 1
+        nothing = one & (n_terms == 0)
+        word = one & (n_terms == 1)
+        word[word] = offsets[first[word]] == 0  # ("x:": ":" at offset 1)
+        codes[nothing] = _NOTHING
+        codes[word] = wids[first[word]]
+        new = ~(nothing | word)
+        n_new = int(np.count_nonzero(new))
+        if n_new:
+            keep = np.repeat(new, n_terms)
+            wids, offsets = wids[keep], offsets[keep]
+            lo_f, lo_c = self._n_flat, self._n_comp
+            self._room(lo_f + len(wids), lo_c + n_new)
+            self._flat[0, lo_f : lo_f + len(wids)] = wids
+            self._flat[1, lo_f : lo_f + len(wids)] = offsets
+            lens = n_terms[new]
+            per = self._per[:, lo_c : lo_c + n_new]
+            per[0] = lo_f + np.cumsum(lens) - lens
+            per[1] = lens
+            per[2] = width[new]
+            per[3] = n_raw[new]
+            codes[new] = -2 - np.arange(lo_c, lo_c + n_new, dtype=np.int64)
+            self._n_flat += len(wids)
+            self._n_comp += n_new
+        return codes
 
     def _learn_pending(self, arr: np.ndarray) -> None:
         """Learn the chunks the memo queued (:class:`_Memo`) while ``arr`` was made, and put
@@ -277,21 +299,17 @@ class HitMaker:
 
         All at once: one regex pass over the chunks joined around ``Q`` (upper case: in no
         lower-cased text; no token spans whitespace, so each chunk's tokens are those of the
-        chunk alone), each raw token not seen before learned once (:meth:`_learn_token`, in
-        text order, so the words get their IDs in first-seen order as when each chunk was
+        chunk alone), the raw tokens not seen before learned together (:meth:`_learn_tokens`,
+        in text order, so the words get their IDs in first-seen order as when each chunk was
         learned alone) and memoised too (a chunk that is one whole token is that token), then
         the chunks' codes made from their tokens' codes with numpy: a chunk of one raw token
-        has that token's code, one that analyses to one term at its first position that
-        term's word ID, another a new compound (its terms, offsets, width and raw tokens
-        appended to the compound arrays)."""
+        has that token's code, another is composed (:meth:`_compose`)."""
         memo = self._raw
         toks = self.analyzer.token_re.findall(" Q ".join(chunks))
-        learn = self._learn_token
-        for raw in dict.fromkeys(toks):
-            if raw not in memo:
-                memo[raw] = learn(raw)
+        new = [raw for raw in dict.fromkeys(toks) if raw not in memo]
+        if new:
+            memo.update(zip(new, self._learn_tokens(new).tolist(), strict=True))
         tc = np.fromiter(map(memo.get, toks), dtype=np.int64, count=len(toks))
-        self._sync()
         n = len(chunks)
         sep = tc == _SENTINEL
         chunk_of = np.cumsum(sep)[~sep]  # each token's chunk
@@ -303,43 +321,25 @@ class HitMaker:
         n_raw = np.bincount(chunk_of, minlength=n)
         n_terms = np.bincount(chunk_of, weights=t_terms, minlength=n).astype(np.int64)
         width = np.bincount(chunk_of, weights=t_width, minlength=n).astype(np.int64)
-        # Each token's first position in its chunk, then each term's word ID and offset.
-        t_off = np.cumsum(t_width) - t_width
-        t_off -= (np.cumsum(width) - width)[chunk_of]
-        tok = np.repeat(np.arange(len(tc), dtype=np.int64), t_terms)
-        j = np.arange(len(tok), dtype=np.int64) - (np.cumsum(t_terms) - t_terms)[tok]
-        is_c = comp[tok]
-        flat = np.where(is_c, self._per[0][k[tok]] + j, 0)
-        h_wid = np.where(is_c, self._flat[0][flat], tc[tok])
-        h_off = t_off[tok] + np.where(is_c, self._flat[1][flat], 0)
         codes = np.empty(n, dtype=np.int64)
         single = n_raw == 1
         codes[single] = tc[(np.cumsum(n_raw) - n_raw)[single]]
-        first_hit = np.cumsum(n_terms) - n_terms
-        one = ~single & (width == 1)
-        nothing = one & (n_terms == 0)
-        word = one & (n_terms == 1)
-        word[word] = h_off[first_hit[word]] == 0  # ("x:": ":" at offset 1)
-        codes[nothing] = _NOTHING
-        codes[word] = h_wid[first_hit[word]]
-        new = ~(single | nothing | word)
-        n_new = int(np.count_nonzero(new))
-        if n_new:
-            keep = np.repeat(new, n_terms)
-            wids, offs = h_wid[keep], h_off[keep]
-            lo_f, lo_c = self._n_flat, self._n_comp
-            self._room(lo_f + len(wids), lo_c + n_new)
-            self._flat[0, lo_f : lo_f + len(wids)] = wids
-            self._flat[1, lo_f : lo_f + len(wids)] = offs
-            lens = n_terms[new]
-            per = self._per[:, lo_c : lo_c + n_new]
-            per[0] = lo_f + np.cumsum(lens) - lens
-            per[1] = lens
-            per[2] = width[new]
-            per[3] = n_raw[new]
-            codes[new] = -2 - np.arange(lo_c, lo_c + n_new, dtype=np.int64)
-            self._n_flat += len(wids)
-            self._n_comp += n_new
+        if single.all():
+            return codes
+        # The other chunks' terms: each token's first position in its chunk, then each term's
+        # word ID and offset.
+        t_off = np.cumsum(t_width) - t_width
+        t_off -= (np.cumsum(width) - width)[chunk_of]
+        rest = ~single
+        sub = np.flatnonzero(rest[chunk_of])  # their tokens
+        lens = t_terms[sub]
+        tok = np.repeat(sub, lens)
+        j = np.arange(len(tok), dtype=np.int64) - np.repeat(np.cumsum(lens) - lens, lens)
+        is_c = comp[tok]
+        flat = np.where(is_c, self._per[0][k[tok]] + j, 0)
+        wids = np.where(is_c, self._flat[0][flat], tc[tok])
+        offsets = t_off[tok] + np.where(is_c, self._flat[1][flat], 0)
+        codes[rest] = self._compose(n_terms[rest], width[rest], n_raw[rest], wids, offsets)
         return codes
 
     def batch(self, docs: Sequence[Sequence[str | Sequence[str]]],
@@ -389,7 +389,6 @@ class HitMaker:
                 limit: int = MAX_FIELD_TOKENS) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """:meth:`batch`'s second half: the hits of the codes of ``n_slots`` fields
         (:meth:`codes`), ``n_fields`` a document."""
-        self._sync()
         n = len(arr)
         sent = arr == _SENTINEL
         slot = np.cumsum(sent)  # a sentinel counts for the slot it opens (it is dropped)
@@ -449,11 +448,12 @@ class HitMaker:
 
     def _hits(self, raws: list[str], codes: list[int | None], start: int
               ) -> tuple[np.ndarray, np.ndarray, int]:
-        if None in codes:
-            learn = self._learn
-            codes = [learn(r) if c is None else c for r, c in zip(raws, codes, strict=True)]
+        if None in codes:  # learn the new raw tokens together, in first-seen order
+            memo = self._raw
+            new = list(dict.fromkeys(r for r, c in zip(raws, codes, strict=True) if c is None))
+            memo.update(zip(new, self._learn_tokens(new).tolist(), strict=True))
+            codes = [memo[r] if c is None else c for r, c in zip(raws, codes, strict=True)]
         arr = np.fromiter(codes, dtype=np.int64, count=len(codes))
-        self._sync()
         n = len(arr)
         if n == 0:
             return arr, arr.copy(), start
