@@ -39,6 +39,9 @@ SENTINEL_CODE = _SENTINEL  # between two calls' :meth:`HitMaker.codes` joined
 # real code and the sentinel; never left in a memo or an array once :meth:`HitMaker.codes`
 # returns.
 _PENDING = -(1 << 41)
+# Fewer new tokens or chunks than this are composed in Python (numpy's dozens of calls cost more
+# than a loop over a few; pages of languages in turn learn a few words at a time).
+SMALL_LEARN = 48
 
 
 class _Memo(dict[str, int]):
@@ -218,12 +221,16 @@ class HitMaker:
                 n_terms.append(len(t))
                 widths.append(w)
         n = len(raws)
+        if n < SMALL_LEARN:
+            return np.array(self._compose_few(n_terms, widths, [1] * n, self._wids(terms),
+                                              offsets), dtype=np.int64)
         return self._compose(np.fromiter(n_terms, dtype=np.int64, count=n),
                              np.fromiter(widths, dtype=np.int64, count=n),
-                             np.ones(n, dtype=np.int64), self._wids(terms),
+                             np.ones(n, dtype=np.int64),
+                             np.array(self._wids(terms), dtype=np.int64),
                              np.fromiter(offsets, dtype=np.int64, count=len(offsets)))
 
-    def _wids(self, terms: list[str]) -> np.ndarray:
+    def _wids(self, terms: list[str]) -> list[int]:
         """The word IDs of ``terms``, new words given the next IDs in the order they come."""
         lex = self.lexicon
         new = [t for t in dict.fromkeys(terms) if t not in lex]
@@ -243,7 +250,7 @@ class HitMaker:
             # operator (no length either; a word of letters and digits never is one)
             self._counted[lo:hi] = [1 if t.isalnum() or not is_operator(t) else -1
                                     for t in new]
-        return np.fromiter(map(lex.__getitem__, terms), dtype=np.int64, count=len(terms))
+        return list(map(lex.__getitem__, terms))
 
     def _compose(self, n_terms: np.ndarray, width: np.ndarray, n_raw: np.ndarray,
                  wids: np.ndarray, offsets: np.ndarray) -> np.ndarray:
@@ -280,6 +287,36 @@ class HitMaker:
             self._n_comp += n_new
         return codes
 
+    def _compose_few(self, n_terms: list[int], width: list[int], n_raw: list[int],
+                     wids: list[int], offsets: list[int]) -> list[int]:
+        """:meth:`_compose` of a few items, in Python."""
+        codes: list[int] = []
+        flat_w: list[int] = []
+        flat_o: list[int] = []
+        per: tuple[list[int], list[int], list[int], list[int]] = ([], [], [], [])
+        lo_f, lo_c = self._n_flat, self._n_comp
+        at = 0
+        for n, w, r in zip(n_terms, width, n_raw, strict=True):
+            if w == 1 and n == 0:
+                codes.append(_NOTHING)
+            elif w == 1 and n == 1 and offsets[at] == 0:  # ("x:": ":" at offset 1)
+                codes.append(wids[at])
+            else:
+                codes.append(-2 - lo_c - len(per[0]))
+                for row, value in zip(per, (lo_f + len(flat_w), n, w, r), strict=True):
+                    row.append(value)
+                flat_w.extend(wids[at : at + n])
+                flat_o.extend(offsets[at : at + n])
+            at += n
+        if per[0]:
+            hi_f, hi_c = lo_f + len(flat_w), lo_c + len(per[0])
+            self._room(hi_f, hi_c)
+            self._flat[0, lo_f:hi_f] = flat_w
+            self._flat[1, lo_f:hi_f] = flat_o
+            self._per[:, lo_c:hi_c] = per
+            self._n_flat, self._n_comp = hi_f, hi_c
+        return codes
+
     def _learn_pending(self, arr: np.ndarray) -> None:
         """Learn the chunks the memo queued (:class:`_Memo`) while ``arr`` was made, and put
         their codes in place of their placeholders, in the memo and in ``arr``."""
@@ -304,6 +341,8 @@ class HitMaker:
         learned alone) and memoised too (a chunk that is one whole token is that token), then
         the chunks' codes made from their tokens' codes with numpy: a chunk of one raw token
         has that token's code, another is composed (:meth:`_compose`)."""
+        if len(chunks) < SMALL_LEARN:
+            return self._learn_few_chunks(chunks)
         memo = self._raw
         toks = self.analyzer.token_re.findall(" Q ".join(chunks))
         new = [raw for raw in dict.fromkeys(toks) if raw not in memo]
@@ -341,6 +380,55 @@ class HitMaker:
         offsets = t_off[tok] + np.where(is_c, self._flat[1][flat], 0)
         codes[rest] = self._compose(n_terms[rest], width[rest], n_raw[rest], wids, offsets)
         return codes
+
+    def _learn_few_chunks(self, chunks: list[str]) -> np.ndarray:
+        """:meth:`_learn_chunks` of a few chunks, in Python."""
+        memo = self._raw
+        findall = self.analyzer.token_re.findall
+        per_chunk = [findall(chunk) for chunk in chunks]
+        new = [raw for raw in dict.fromkeys(r for raws in per_chunk for r in raws)
+               if raw not in memo]
+        if new:
+            memo.update(zip(new, self._learn_tokens(new).tolist(), strict=True))
+        codes: list[int] = []
+        todo: list[int] = []  # the chunks to compose: their index, terms, width, raw tokens
+        n_terms: list[int] = []
+        widths: list[int] = []
+        n_raw: list[int] = []
+        wids: list[int] = []
+        offsets: list[int] = []
+        c_start, c_len, c_width = self._per[0], self._per[1], self._per[2]
+        for i, raws in enumerate(per_chunk):
+            if len(raws) == 1:
+                codes.append(memo[raws[0]])
+                continue
+            codes.append(0)
+            todo.append(i)
+            n = width = 0
+            for raw in raws:
+                code = memo[raw]
+                if code >= 0:
+                    wids.append(code)
+                    offsets.append(width)
+                    n += 1
+                    width += 1
+                elif code == _NOTHING:
+                    width += 1
+                else:
+                    k = -code - 2
+                    lo, m = int(c_start[k]), int(c_len[k])
+                    wids.extend(self._flat[0, lo : lo + m].tolist())
+                    offsets.extend([width + o for o in self._flat[1, lo : lo + m].tolist()])
+                    n += m
+                    width += int(c_width[k])
+            n_terms.append(n)
+            widths.append(width)
+            n_raw.append(len(raws))
+        if todo:
+            for i, code in zip(todo, self._compose_few(n_terms, widths, n_raw, wids, offsets),
+                               strict=True):
+                codes[i] = code
+        return np.array(codes, dtype=np.int64)
 
     def batch(self, docs: Sequence[Sequence[str | Sequence[str]]],
               limit: int = MAX_FIELD_TOKENS) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
