@@ -180,8 +180,11 @@ class Analyzer:
 
     def _plain(self, token: str) -> _Analysed:
         """A token of Whoosh's tokenizer: a word, or a dotted/underscored compound."""
+        stems = self._stems  # a word found there passed _term's checks: its term
         if "." not in token and "_" not in token:
-            term = self._term(token)
+            term = stems.get(token)
+            if term is None:
+                term = self._term(token)
             return _NOTHING if term is None else ((term,), (0,), 1)
         parts = [p for p in _PART_SPLIT.split(token) if p]
         terms: list[str] = []
@@ -192,7 +195,9 @@ class Analyzer:
             terms.append(fold_term(token))
             offsets.append(0)
         for i, part in enumerate(parts):
-            term = self._term(part)
+            term = stems.get(part)
+            if term is None:
+                term = self._term(part)
             if term is not None:
                 terms.append(term)
                 offsets.append(i)
@@ -205,7 +210,7 @@ class Analyzer:
         if self.operators and _SYMBOLS_FULL.match(token):
             # No width: the next word keeps its position (phrases and proximity as before).
             return ((token,), (0,), 0) if len(token) <= MAX_SYMBOLS_ONLY else ((), (), 0)
-        if has_cjk(token):
+        if not token.isascii() and has_cjk(token):
             return self._cjk(token)
         if not self.technical or _PLAIN_FULL.match(token):
             return self._plain(token)

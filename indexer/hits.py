@@ -3,8 +3,10 @@
 The same analysis as :class:`indexer.analysis.Analyzer` (it is called for every raw token not
 seen before), memoised one step further: a raw token maps straight to its build-time word ID,
 so the hot path is ``str.split`` plus one dict lookup per whitespace-separated chunk, both in C
-(``map(memo.__getitem__, chunks)``; a chunk not seen before is learned by the memo's
-``__missing__``, in text order), and numpy for the positions.  Compound names (``unittest.mock``:
+(``map(memo.__getitem__, chunks)``; a chunk not seen before is queued by the memo's
+``__missing__``, in text order, and the queued chunks are learned together: one regex pass over
+them, each new raw token analysed once, the chunks' codes composed with numpy), and numpy for
+the positions.  Compound names (``unittest.mock``:
 the compound and its parts, several positions) are rare and expanded with numpy.
 
 Word IDs are given in first-seen order; the lexicon (word -> ID) is ``HitMaker.lexicon``.
@@ -14,8 +16,7 @@ stemmed by its page's language), all sharing the one lexicon: :meth:`HitMaker.us
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from weakref import WeakMethod
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -34,24 +35,34 @@ _DEFAULT_OPERATOR_FIELDS = DEFAULT_INDEX_SETTINGS.operator_field_names
 _NOTHING = -1  # a stop word or a too short/long token: a position, no term
 _SENTINEL = -(1 << 40)  # the end of a field in :meth:`HitMaker.batch`
 SENTINEL_CODE = _SENTINEL  # between two calls' :meth:`HitMaker.codes` joined
+# Placeholder codes of chunks queued for learning (:class:`_Memo`): _PENDING - i, below every
+# real code and the sentinel; never left in a memo or an array once :meth:`HitMaker.codes`
+# returns.
+_PENDING = -(1 << 41)
+# Fewer new tokens or chunks than this are composed in Python (numpy's dozens of calls cost more
+# than a loop over a few; pages of languages in turn learn a few words at a time).
+SMALL_LEARN = 48
 
 
 class _Memo(dict[str, int]):
-    """Raw token or chunk -> code; looking up one not seen before learns it (``__missing__``:
-    a miss calls back into Python, a hit costs what a plain dict's does).  It holds its
-    HitMaker weakly: no cycle keeps a dropped memo alive until the collector runs."""
+    """Raw token or chunk -> code.  Looking up a chunk not seen before (``__missing__``: a miss
+    calls back into Python, a hit costs what a plain dict's does) does not learn it there: it
+    is queued in ``pending`` (in text order) and gets a placeholder code, ``_PENDING - i`` for
+    the ``i``-th queued, stored so a repeat is a plain hit; :meth:`HitMaker.codes` then learns
+    the queued chunks together and puts their codes in place of the placeholders.  The memo
+    holds no reference to its HitMaker (no cycle keeps a dropped one alive)."""
 
-    __slots__ = ("learn",)
+    __slots__ = ("pending",)
 
-    def __init__(self, learn: Callable[[str], int]) -> None:
+    def __init__(self) -> None:
         super().__init__()
-        self.learn = WeakMethod(learn)
+        self.pending: list[str] = []
 
     def __missing__(self, chunk: str) -> int:
-        learn = self.learn()
-        if learn is None:
-            raise KeyError(chunk)
-        return learn(chunk)
+        code = _PENDING - len(self.pending)
+        self.pending.append(chunk)
+        self[chunk] = code
+        return code
 
 
 class HitMaker:
@@ -75,8 +86,8 @@ class HitMaker:
         self._stops: dict[str, tuple[int, np.ndarray]] = {}
         # Raw token or whitespace-separated chunk -> word ID, _NOTHING, or -2 - compound index.
         # One namespace: a chunk that is one whole token is that token.  Looking a chunk up
-        # with ``[]`` learns it when it is new (and stores it, so it is learned once).
-        self._raw = _Memo(self._learn_chunk)
+        # with ``[]`` queues it when it is new (:class:`_Memo`; :meth:`codes` learns it once).
+        self._raw = _Memo()
         # Compounds: flat word IDs and offsets, and per compound its start, length, width and
         # raw tokens, in numpy arrays grown by doubling (so learning one costs O(1) amortised).
         self._flat = np.zeros((2, 1024), dtype=np.int64)  # rows: word IDs, offsets
@@ -84,10 +95,6 @@ class HitMaker:
         self._per = np.zeros((4, 256), dtype=np.int64)
         self._n_flat = 0
         self._n_comp = 0
-        # Compounds learned since the arrays were last written (:meth:`_sync`): appending to
-        # lists costs less than a numpy slice assignment per compound.
-        self._new_flat: tuple[list[int], list[int]] = ([], [])  # word IDs, offsets
-        self._new_per: tuple[list[int], list[int], list[int], list[int]] = ([], [], [], [])
         # The gap between two texts of one field: a "compound" of no terms, ``gap`` wide.
         self._per[:, 0] = (0, 0, gap, 1)
         self._n_comp = 1
@@ -104,7 +111,7 @@ class HitMaker:
             return
         pair = self._by_lang.get(lang)
         if pair is None:
-            memo = _Memo(self._learn_chunk)
+            memo = _Memo()
             memo["Q"] = _SENTINEL
             memo["G"] = self._gap_code
             pair = self._by_lang[lang] = (self.analyzer.for_lang(lang), memo)
@@ -122,18 +129,6 @@ class HitMaker:
     def memo_size(self) -> int:
         """Raw tokens memoised (the memory this HitMaker holds grows with it)."""
         return sum(len(memo) for _, memo in self._by_lang.values())
-
-    def _wid(self, term: str) -> int:
-        wid = self.lexicon.get(term)
-        if wid is None:
-            wid = self.lexicon[term] = len(self.lexicon)
-            if wid == len(self._counted):
-                self._counted = np.concatenate([self._counted, np.ones_like(self._counted)])
-            # 1: counted (unless a stop word of the language in use: :meth:`counted`); -1: an
-            # operator (no length either)
-            self._counted[wid] = -1 if is_operator(term) else 1
-            self.words.append(term)
-        return wid
 
     def counted(self, wids: np.ndarray) -> np.ndarray:
         """1 where a hit's word counts toward its field's length, 0 for an operator or a stop
@@ -188,80 +183,252 @@ class HitMaker:
         keep = ~drop
         return wids[keep], pos[keep], slot[keep]
 
-    def _learn(self, raw: str) -> int:
-        known = self._raw.get(raw)  # repeated in the text being learned: learned already
-        if known is not None:
-            return known
-        terms, offsets, width = self.analyzer.token(raw)  # the analyzer memo is shared
-        code = self._code(terms, offsets, width, 1)
-        self._raw[raw] = code
-        return code
-
-    def _code(self, terms: Sequence[str], offsets: Sequence[int], width: int, n_raw: int
-              ) -> int:
-        """The code of what ``n_raw`` raw tokens ``width`` positions wide analyse to."""
-        if width == 1 and not terms:
-            return _NOTHING
-        if width == 1 and len(terms) == 1 and offsets[0] == 0:  # ("x:": ":" at offset 1)
-            return self._wid(terms[0])
-        code = -2 - self._n_comp
-        n = len(terms)
-        wids, offs = self._new_flat
-        wids.extend([self._wid(t) for t in terms])
-        offs.extend(offsets)
-        for row, value in zip(self._new_per, (self._n_flat, n, width, n_raw), strict=True):
-            row.append(value)
-        self._n_flat += n
-        self._n_comp += 1
-        return code
-
-    def _sync(self) -> None:
-        """Write the compounds learned since the last call into the numpy arrays (grown by
-        doubling) that :meth:`batch` and :meth:`_hits` index."""
-        new_per = self._new_per
-        if not new_per[0]:
-            return
-        while self._n_flat > self._flat.shape[1]:
+    def _room(self, n_flat: int, n_comp: int) -> None:
+        """Grow the compound arrays (by doubling) to hold ``n_flat`` flat entries and
+        ``n_comp`` compounds."""
+        while n_flat > self._flat.shape[1]:
             self._flat = np.concatenate([self._flat, np.zeros_like(self._flat)], axis=1)
-        while self._n_comp > self._per.shape[1]:
+        while n_comp > self._per.shape[1]:
             self._per = np.concatenate([self._per, np.zeros_like(self._per)], axis=1)
-        wids, offs = self._new_flat
-        if wids:
-            self._flat[0, self._n_flat - len(wids) : self._n_flat] = wids
-            self._flat[1, self._n_flat - len(offs) : self._n_flat] = offs
-        lo = self._n_comp - len(new_per[0])
-        for i, row in enumerate(new_per):
-            self._per[i, lo : self._n_comp] = row
-            row.clear()
-        wids.clear()
-        offs.clear()
 
-    def _learn_chunk(self, chunk: str) -> int:
-        """The code of a whitespace-separated chunk: its raw tokens' analyses laid end to end
-        (``os.path,`` is the token ``os.path``; ``f(x)`` two tokens; ``--`` none, no width).
-        A chunk of ASCII letters and digits (most) is one raw token, itself: no regex, and
-        its analysis is one stemmed term or none (the analyzer's ``_plain`` of a word without
-        dots or underscores), learned without the token's analysis tuple."""
-        if chunk.isascii() and chunk.isalnum():
-            term = self.analyzer.word_term(chunk)
-            code = _NOTHING if term is None else self._wid(term)
-            self._raw[chunk] = code
-            return code
-        raws = self.analyzer.token_re.findall(chunk)
-        if len(raws) == 1 and raws[0] == chunk:
-            return self._learn(chunk)
+    def _learn_tokens(self, raws: list[str]) -> np.ndarray:
+        """The codes of raw tokens not seen before (distinct, in first-seen order; not
+        memoised here): each analysed (a token of ASCII letters and digits, most, is its one
+        stemmed term or none: the analyzer's ``_plain`` of a word without dots or underscores,
+        without the token's analysis tuple), then their terms' word IDs given at once in the
+        order the terms come (first-seen order, as when each token was learned alone), and
+        the codes composed with numpy (:meth:`_compose`)."""
+        an = self.analyzer
+        word_term, token = an.word_term, an.token
         terms: list[str] = []
         offsets: list[int] = []
-        width = 0
-        analyse = self.analyzer.token  # memoised: a raw token recurs in many chunks
+        n_terms: list[int] = []
+        widths: list[int] = []
         for raw in raws:
-            t, o, w = analyse(raw)
-            terms.extend(t)
-            offsets.extend(width + x for x in o)
-            width += w
-        code = self._code(terms, offsets, width, len(raws))
-        self._raw[chunk] = code
-        return code
+            if raw.isascii() and raw.isalnum():
+                term = word_term(raw)
+                if term is None:
+                    n_terms.append(0)
+                else:
+                    terms.append(term)
+                    offsets.append(0)
+                    n_terms.append(1)
+                widths.append(1)
+            else:
+                t, o, w = token(raw)  # memoised: the analyzer's memo is shared
+                terms.extend(t)
+                offsets.extend(o)
+                n_terms.append(len(t))
+                widths.append(w)
+        n = len(raws)
+        if n < SMALL_LEARN:
+            return np.array(self._compose_few(n_terms, widths, [1] * n, self._wids(terms),
+                                              offsets), dtype=np.int64)
+        return self._compose(np.fromiter(n_terms, dtype=np.int64, count=n),
+                             np.fromiter(widths, dtype=np.int64, count=n),
+                             np.ones(n, dtype=np.int64),
+                             np.array(self._wids(terms), dtype=np.int64),
+                             np.fromiter(offsets, dtype=np.int64, count=len(offsets)))
+
+    def _wids(self, terms: list[str]) -> list[int]:
+        """The word IDs of ``terms``, new words given the next IDs in the order they come."""
+        lex = self.lexicon
+        new = [t for t in dict.fromkeys(terms) if t not in lex]
+        if new:
+            lo = len(lex)
+            hi = lo + len(new)
+            lex.update(zip(new, range(lo, hi), strict=True))
+            self.words.extend(new)
+            size = len(self._counted)
+            while hi > size:
+                size *= 2
+            if size > len(self._counted):
+                grown = np.ones(size, dtype=self._counted.dtype)
+                grown[: len(self._counted)] = self._counted
+                self._counted = grown
+            # 1: counted (unless a stop word of the language in use: :meth:`counted`); -1: an
+            # operator (no length either; a word of letters and digits never is one)
+            self._counted[lo:hi] = [1 if t.isalnum() or not is_operator(t) else -1
+                                    for t in new]
+        return list(map(lex.__getitem__, terms))
+
+    def _compose(self, n_terms: np.ndarray, width: np.ndarray, n_raw: np.ndarray,
+                 wids: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+        """The codes of items (raw tokens or chunks) that analyse to ``n_terms`` terms (their
+        word IDs and offsets laid end to end in ``wids`` and ``offsets``), ``width`` positions
+        wide, of ``n_raw`` raw tokens: none and one position wide, nothing (_NOTHING); one term
+        at the first of one position, its word ID; else a new compound (appended to the
+        compound arrays)."""
+        first = np.cumsum(n_terms) - n_terms
+        codes = np.empty(len(n_terms), dtype=np.int64)
+        one = width == 1
+        nothing = one & (n_terms == 0)
+        word = one & (n_terms == 1)
+        word[word] = offsets[first[word]] == 0  # ("x:": ":" at offset 1)
+        codes[nothing] = _NOTHING
+        codes[word] = wids[first[word]]
+        new = ~(nothing | word)
+        n_new = int(np.count_nonzero(new))
+        if n_new:
+            keep = np.repeat(new, n_terms)
+            wids, offsets = wids[keep], offsets[keep]
+            lo_f, lo_c = self._n_flat, self._n_comp
+            self._room(lo_f + len(wids), lo_c + n_new)
+            self._flat[0, lo_f : lo_f + len(wids)] = wids
+            self._flat[1, lo_f : lo_f + len(wids)] = offsets
+            lens = n_terms[new]
+            per = self._per[:, lo_c : lo_c + n_new]
+            per[0] = lo_f + np.cumsum(lens) - lens
+            per[1] = lens
+            per[2] = width[new]
+            per[3] = n_raw[new]
+            codes[new] = -2 - np.arange(lo_c, lo_c + n_new, dtype=np.int64)
+            self._n_flat += len(wids)
+            self._n_comp += n_new
+        return codes
+
+    def _compose_few(self, n_terms: list[int], width: list[int], n_raw: list[int],
+                     wids: list[int], offsets: list[int]) -> list[int]:
+        """:meth:`_compose` of a few items, in Python."""
+        codes: list[int] = []
+        flat_w: list[int] = []
+        flat_o: list[int] = []
+        per: tuple[list[int], list[int], list[int], list[int]] = ([], [], [], [])
+        lo_f, lo_c = self._n_flat, self._n_comp
+        at = 0
+        for n, w, r in zip(n_terms, width, n_raw, strict=True):
+            if w == 1 and n == 0:
+                codes.append(_NOTHING)
+            elif w == 1 and n == 1 and offsets[at] == 0:  # ("x:": ":" at offset 1)
+                codes.append(wids[at])
+            else:
+                codes.append(-2 - lo_c - len(per[0]))
+                for row, value in zip(per, (lo_f + len(flat_w), n, w, r), strict=True):
+                    row.append(value)
+                flat_w.extend(wids[at : at + n])
+                flat_o.extend(offsets[at : at + n])
+            at += n
+        if per[0]:
+            hi_f, hi_c = lo_f + len(flat_w), lo_c + len(per[0])
+            self._room(hi_f, hi_c)
+            self._flat[0, lo_f:hi_f] = flat_w
+            self._flat[1, lo_f:hi_f] = flat_o
+            self._per[:, lo_c:hi_c] = per
+            self._n_flat, self._n_comp = hi_f, hi_c
+        return codes
+
+    def _learn_pending(self, arr: np.ndarray) -> None:
+        """Learn the chunks the memo queued (:class:`_Memo`) while ``arr`` was made, and put
+        their codes in place of their placeholders, in the memo and in ``arr``."""
+        memo = self._raw
+        pending, memo.pending = memo.pending, []
+        for chunk in pending:  # no placeholder stays, whatever happens below
+            del memo[chunk]
+        learned = self._learn_chunks(pending)
+        memo.update(zip(pending, learned.tolist(), strict=True))
+        queued = arr <= _PENDING
+        arr[queued] = learned[_PENDING - arr[queued]]
+
+    def _learn_chunks(self, chunks: list[str]) -> np.ndarray:
+        """The codes of whitespace-separated chunks not seen before (in first-seen order): each
+        chunk's raw tokens' analyses laid end to end (``os.path,`` is the token ``os.path``
+        and the operator ``,``; ``f(x)`` four tokens; ``—`` none, no width).
+
+        All at once: one regex pass over the chunks joined around ``Q`` (upper case: in no
+        lower-cased text; no token spans whitespace, so each chunk's tokens are those of the
+        chunk alone), the raw tokens not seen before learned together (:meth:`_learn_tokens`,
+        in text order, so the words get their IDs in first-seen order as when each chunk was
+        learned alone) and memoised too (a chunk that is one whole token is that token), then
+        the chunks' codes made from their tokens' codes with numpy: a chunk of one raw token
+        has that token's code, another is composed (:meth:`_compose`)."""
+        if len(chunks) < SMALL_LEARN:
+            return self._learn_few_chunks(chunks)
+        memo = self._raw
+        toks = self.analyzer.token_re.findall(" Q ".join(chunks))
+        new = [raw for raw in dict.fromkeys(toks) if raw not in memo]
+        if new:
+            memo.update(zip(new, self._learn_tokens(new).tolist(), strict=True))
+        tc = np.fromiter(map(memo.get, toks), dtype=np.int64, count=len(toks))
+        n = len(chunks)
+        sep = tc == _SENTINEL
+        chunk_of = np.cumsum(sep)[~sep]  # each token's chunk
+        tc = tc[~sep]
+        comp = tc <= -2
+        k = np.where(comp, -tc - 2, 0)
+        t_terms = np.where(comp, self._per[1][k], tc >= 0)
+        t_width = np.where(comp, self._per[2][k], 1)
+        n_raw = np.bincount(chunk_of, minlength=n)
+        n_terms = np.bincount(chunk_of, weights=t_terms, minlength=n).astype(np.int64)
+        width = np.bincount(chunk_of, weights=t_width, minlength=n).astype(np.int64)
+        codes = np.empty(n, dtype=np.int64)
+        single = n_raw == 1
+        codes[single] = tc[(np.cumsum(n_raw) - n_raw)[single]]
+        if single.all():
+            return codes
+        # The other chunks' terms: each token's first position in its chunk, then each term's
+        # word ID and offset.
+        t_off = np.cumsum(t_width) - t_width
+        t_off -= (np.cumsum(width) - width)[chunk_of]
+        rest = ~single
+        sub = np.flatnonzero(rest[chunk_of])  # their tokens
+        lens = t_terms[sub]
+        tok = np.repeat(sub, lens)
+        j = np.arange(len(tok), dtype=np.int64) - np.repeat(np.cumsum(lens) - lens, lens)
+        is_c = comp[tok]
+        flat = np.where(is_c, self._per[0][k[tok]] + j, 0)
+        wids = np.where(is_c, self._flat[0][flat], tc[tok])
+        offsets = t_off[tok] + np.where(is_c, self._flat[1][flat], 0)
+        codes[rest] = self._compose(n_terms[rest], width[rest], n_raw[rest], wids, offsets)
+        return codes
+
+    def _learn_few_chunks(self, chunks: list[str]) -> np.ndarray:
+        """:meth:`_learn_chunks` of a few chunks, in Python."""
+        memo = self._raw
+        findall = self.analyzer.token_re.findall
+        per_chunk = [findall(chunk) for chunk in chunks]
+        new = [raw for raw in dict.fromkeys(r for raws in per_chunk for r in raws)
+               if raw not in memo]
+        if new:
+            memo.update(zip(new, self._learn_tokens(new).tolist(), strict=True))
+        codes: list[int] = []
+        todo: list[int] = []  # the chunks to compose: their index, terms, width, raw tokens
+        n_terms: list[int] = []
+        widths: list[int] = []
+        n_raw: list[int] = []
+        wids: list[int] = []
+        offsets: list[int] = []
+        c_start, c_len, c_width = self._per[0], self._per[1], self._per[2]
+        for i, raws in enumerate(per_chunk):
+            if len(raws) == 1:
+                codes.append(memo[raws[0]])
+                continue
+            codes.append(0)
+            todo.append(i)
+            n = width = 0
+            for raw in raws:
+                code = memo[raw]
+                if code >= 0:
+                    wids.append(code)
+                    offsets.append(width)
+                    n += 1
+                    width += 1
+                elif code == _NOTHING:
+                    width += 1
+                else:
+                    k = -code - 2
+                    lo, m = int(c_start[k]), int(c_len[k])
+                    wids.extend(self._flat[0, lo : lo + m].tolist())
+                    offsets.extend([width + o for o in self._flat[1, lo : lo + m].tolist()])
+                    n += m
+                    width += int(c_width[k])
+            n_terms.append(n)
+            widths.append(width)
+            n_raw.append(len(raws))
+        if todo:
+            for i, code in zip(todo, self._compose_few(n_terms, widths, n_raw, wids, offsets),
+                               strict=True):
+                codes[i] = code
+        return np.array(codes, dtype=np.int64)
 
     def batch(self, docs: Sequence[Sequence[str | Sequence[str]]],
               limit: int = MAX_FIELD_TOKENS) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -299,14 +466,17 @@ class HitMaker:
                 else:
                     parts.append("")
         chunks = " Q ".join(parts).split()
-        # One dict lookup per chunk, in C; a new chunk is learned when met, so in text order.
-        return np.fromiter(map(self._raw.__getitem__, chunks), dtype=np.int64, count=len(chunks))
+        # One dict lookup per chunk, in C; a new chunk is queued when met (in text order) and
+        # the new ones are learned together.
+        arr = np.fromiter(map(self._raw.__getitem__, chunks), dtype=np.int64, count=len(chunks))
+        if self._raw.pending:
+            self._learn_pending(arr)
+        return arr
 
     def hits_of(self, arr: np.ndarray, n_slots: int, n_fields: int,
                 limit: int = MAX_FIELD_TOKENS) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """:meth:`batch`'s second half: the hits of the codes of ``n_slots`` fields
         (:meth:`codes`), ``n_fields`` a document."""
-        self._sync()
         n = len(arr)
         sent = arr == _SENTINEL
         slot = np.cumsum(sent)  # a sentinel counts for the slot it opens (it is dropped)
@@ -366,11 +536,12 @@ class HitMaker:
 
     def _hits(self, raws: list[str], codes: list[int | None], start: int
               ) -> tuple[np.ndarray, np.ndarray, int]:
-        if None in codes:
-            learn = self._learn
-            codes = [learn(r) if c is None else c for r, c in zip(raws, codes, strict=True)]
+        if None in codes:  # learn the new raw tokens together, in first-seen order
+            memo = self._raw
+            new = list(dict.fromkeys(r for r, c in zip(raws, codes, strict=True) if c is None))
+            memo.update(zip(new, self._learn_tokens(new).tolist(), strict=True))
+            codes = [memo[r] if c is None else c for r, c in zip(raws, codes, strict=True)]
         arr = np.fromiter(codes, dtype=np.int64, count=len(codes))
-        self._sync()
         n = len(arr)
         if n == 0:
             return arr, arr.copy(), start

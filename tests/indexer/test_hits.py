@@ -5,12 +5,14 @@ field laid out ``ANCHOR_GAP`` apart, whatever punctuation glues tokens together.
 from __future__ import annotations
 
 import gc
+import random
 import weakref
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from websift.indexer import hits
 from websift.indexer.analysis import Analyzer
 from websift.indexer.hits import HitMaker
 from websift.indexer.settings import ANCHOR_GAP, FIELDS, IndexSettings
@@ -38,12 +40,16 @@ def reference(value: str | list[str]) -> list[tuple[str, int]]:
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("small", [0, 10**9])  # new chunks composed with numpy, in Python
 @settings(max_examples=200, deadline=None)
 @given(docs=st.lists(st.lists(field, min_size=2, max_size=2), max_size=4))
-def test_batch_gives_the_analyzers_terms_and_positions(docs: list[list[str | list[str]]]) -> None:
+def test_batch_gives_the_analyzers_terms_and_positions(
+        small: int, docs: list[list[str | list[str]]]) -> None:
     hm = HitMaker()
     for _ in range(2):  # learning, then from the memo
-        wids, pos, slots = hm.batch(docs, limit=10**6)
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(hits, "SMALL_LEARN", small)
+            wids, pos, slots = hm.batch(docs, limit=10**6)
         words = {v: k for k, v in hm.lexicon.items()}
         for d, fields in enumerate(docs):
             for f, value in enumerate(fields):
@@ -97,8 +103,9 @@ def test_words_get_ids_in_first_seen_order_and_each_chunk_is_learned_once() -> N
     hm.batch([["zeta alpha zeta os.path, alpha", ["beta zeta"]]], limit=10**6)
     # "os.path," is one chunk: the compound, its parts, then the operator ","
     assert hm.words == ["zeta", "alpha", "os.path", "os", "path", ",", "beta"]
-    # sentinels (2) + zeta, alpha, "os.path," + beta: a repeated chunk is memoised once
-    assert hm.memo_size() == 2 + 4
+    # sentinels (2) + zeta, alpha, "os.path," and its raw tokens "os.path" and ",", beta: a
+    # repeated chunk is memoised once
+    assert hm.memo_size() == 2 + 6
 
 
 def test_a_dropped_hitmaker_is_freed_without_the_cycle_collector() -> None:
@@ -108,7 +115,7 @@ def test_a_dropped_hitmaker_is_freed_without_the_cycle_collector() -> None:
         hm.batch([["some words here", []]], limit=10**6)
         ref = weakref.ref(hm)
         del hm
-        assert ref() is None  # the memo holds its HitMaker weakly: no cycle
+        assert ref() is None  # the memo holds no reference to its HitMaker: no cycle
     finally:
         gc.enable()
 
@@ -128,3 +135,24 @@ def test_a_plain_word_is_learned_as_its_languages_analyzer_analyses_it(
     assert [(words[int(w)], int(p)) for w, p in zip(wids, pos, strict=True)] == list(
         zip(terms, positions, strict=True))
     assert hm.words == list(dict.fromkeys(terms))  # first-seen order
+
+
+def test_many_and_few_new_chunks_are_learned_alike() -> None:
+    # A batch's new chunks are composed with numpy, a few in Python: the same hits and the
+    # same word IDs in the same (first-seen) order either way, also when the words come a
+    # few at a time (the field path, SegmentWriter's, learns its raw tokens the same way).
+    rng = random.Random(7)
+    pool = [*WORDS, "alpha", "beta.gamma", "x:", "a.b.c,", "(y)", "zz_top", "--opt=os.path"]
+    texts = [" ".join(rng.choice(pool) + rng.choice(["", "", ",", ".", ")"])
+                      for _ in range(rng.randint(0, 60))) for _ in range(40)]
+    docs = [[t.lower(), [texts[(i + 1) % len(texts)].lower()]] for i, t in enumerate(texts)]
+    got = []
+    for small in (0, 10**9):
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(hits, "SMALL_LEARN", small)
+            hm = HitMaker()
+            w, p, s = hm.batch(docs, limit=10**6)
+            field = hm.field(texts[3] + " new.words here, (f)")
+            got.append((hm.words, w.tolist(), p.tolist(), s.tolist(),
+                        [a.tolist() for a in field[:2]], field[2]))
+    assert got[0] == got[1]
