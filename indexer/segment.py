@@ -42,6 +42,9 @@ def _load(path: Path) -> np.ndarray:
     return np.asarray(np.load(path, mmap_mode="r"))
 
 
+_CUT = b"\xff"  # never in UTF-8 (nor in surrogatepass's): what _Terms.all cuts the words at
+
+
 class _Terms(Sequence[bytes]):
     """The sorted words of a segment, as a sequence of bytes for binary search."""
 
@@ -56,10 +59,19 @@ class _Terms(Sequence[bytes]):
         return self._blob[self._off[i] : self._off[i + 1]]
 
     def all(self) -> list[bytes]:
-        """Every word in order, sliced from plain ints (indexing the offsets array one element
-        at a time costs a numpy scalar each: several times the slicing itself)."""
-        blob = self._blob
-        return [blob[a:b] for a, b in itertools.pairwise(self._off.tolist())]
+        """Every word in order.  UTF-8 never holds the byte 0xFF: the words are cut by one
+        ``bytes.split`` at a 0xFF put between each two (about half the time of slicing them
+        one by one in Python, which a segment whose words hold one anyway still does)."""
+        blob, off = self._blob, self._off
+        if len(off) < 2:
+            return []
+        lo, hi = int(off[0]), int(off[-1])
+        if _CUT not in blob[lo:hi]:
+            cut = np.insert(np.frombuffer(blob, dtype=np.uint8)[lo:hi],
+                            (off[1:-1] - lo).astype(np.intp), _CUT[0])
+            return cut.tobytes().split(_CUT)
+        # indexing the offsets array one element at a time costs a numpy scalar each
+        return [blob[a:b] for a, b in itertools.pairwise(off.tolist())]
 
 
 def posting_starts(tfs: np.ndarray) -> np.ndarray:
