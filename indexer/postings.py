@@ -305,7 +305,8 @@ class PostingStore:
                 cache.clear()
 
     def live_list(self, si: int, row: int, all_docs: np.ndarray, all_tfs: np.ndarray,
-                  pos_starts: np.ndarray | None = None, occurrences: int = -1) -> PostingList:
+                  pos_starts: np.ndarray | None = None, *, occurrences: int = -1
+                  ) -> PostingList:
         """A word's postings in segment ``si`` (before the live filter) as this snapshot
         serves them: its live ones, and a dense map when most pages hold it.  ``pos_starts``,
         ``occurrences``: what a list made before counted of the same postings."""
@@ -373,7 +374,7 @@ class PostingStore:
         token = self.tokens[si]
         if old.token is None or old.token[:16] != token[:16]:
             return self.live_list(si, old.row, old.all_docs, old.all_tfs, old.pos_starts,
-                                  old.occurrences)
+                                  occurrences=old.occurrences)
         p = PostingList(old.docs, old.tfs, old.row, old.all_tfs, old.all_docs,
                         pos_starts=old.pos_starts, dense=old.dense, pos_blocks=old.pos_blocks,
                         weighted_tf=old.weighted_tf, token=token, occurrences=old.occurrences)

@@ -222,5 +222,10 @@ def test_a_lexicons_words_are_listed_as_sliced_one_by_one(words: list[bytes], pa
     them one by one where a word holds one: either way the words the offsets name."""
     blob = b"\x01" * pad + b"".join(words) + b"\x02" * pad  # offsets need not span the blob
     offsets = np.cumsum([pad, *map(len, words)]).astype(np.int64)
-    assert _Terms(blob, offsets).all() == words
+    terms = _Terms(blob, offsets)
+    assert terms.all() == words
     assert _Terms(blob, offsets[:0]).all() == []
+    for size in (1, 3, 64):
+        chunks = list(terms.chunks(size))
+        assert [first for first, _ in chunks] == list(range(0, len(words), size))
+        assert [w for _, part in chunks for w in part] == words
