@@ -334,16 +334,17 @@ class PostingStore:
         self.decoded, self.pairs, self.phrases = old.decoded, old.pairs, old.phrases
         old._owns_caches = False
         here = {serial: si for si, serial in enumerate(self.serials)}
-        recent = self.decoded.recent(warm_bytes, RELOAD_WARM_ENTRIES)
+        keys, items = self.decoded.recent(warm_bytes, RELOAD_WARM_ENTRIES)
         view = self.query()
-        for (serial, term), value, size in reversed(recent):  # each use moves it up: order kept
+        # each use moves it up: walked from the least recent, the order is kept
+        for (serial, term), (value, size) in zip(reversed(keys), reversed(items), strict=True):
             si = here.get(serial)
             if (si is not None and value is not None and size >= RELOAD_WARM_MIN_BYTES
                     and not term.startswith(_POSITIONS)):
                 p = view.get(term, si)  # brought up to date (and kept) if it was not
                 if p is not None:
                     view.saturated(p, si)
-        self.prewarm(list(dict.fromkeys(term for (_, term), _, _ in recent
+        self.prewarm(list(dict.fromkeys(term for _, term in keys
                                         if not term.startswith(_POSITIONS))),
                      [si for si, seg in enumerate(self.segments) if seg not in old.segments])
         return len(self.decoded)
