@@ -50,6 +50,7 @@ from typing import Generic, TypeVar
 import numpy as np
 
 from websift.api.reload_times import ReloadTimes
+from websift.core.checked import RereadJson
 from websift.core.datadir import DataDir
 from websift.core.errors import WebsiftError
 from websift.indexer.errors import IndexMissing
@@ -188,13 +189,14 @@ class Snapshot:
 
 
 def _open_searcher(shards: Sequence[DataDir], previous: Searcher | None = None,
-                   removals: RemovalRules | None = None) -> Shared[Searcher]:
+                   removals: RemovalRules | None = None,
+                   manifests: RereadJson | None = None) -> Shared[Searcher]:
     if len(shards) == 1:
-        return Shared(Searcher.open(shards[0], removals=removals, previous=previous),
-                      lambda s: s.close())
+        return Shared(Searcher.open(shards[0], removals=removals, previous=previous,
+                                    manifests=manifests), lambda s: s.close())
     reuse = previous.shards if previous is not None else ()
     opened = Searcher.open_shards([d.index_dir for d in shards], reuse=reuse,
-                                  removals=removals)
+                                  removals=removals, manifests=manifests)
     if previous is not None:
         started = time.perf_counter()
         opened.adopt(previous)
@@ -210,9 +212,10 @@ def read_removals(data: DataDir) -> RemovalRules:
         return store.removal_rules()
 
 
-def _index_generations(shards: Sequence[DataDir]) -> tuple[int, ...]:
+def _index_generations(shards: Sequence[DataDir], manifests: RereadJson | None = None
+                       ) -> tuple[int, ...]:
     """Each shard's live index generation (manifest reads only); IndexMissing / IndexCorrupt."""
-    return tuple(read_index_manifest(d.index_dir).generation for d in shards)
+    return tuple(read_index_manifest(d.index_dir, manifests).generation for d in shards)
 
 
 def _open_ranks(data: DataDir) -> Shared[RankView] | None:
@@ -245,6 +248,9 @@ class SnapshotHolder:
         self.reloads = 0
         self.reload_cpu_seconds = 0.0  # CPU time the reload thread spent checking and opening
         self.reload_times = ReloadTimes()  # what each swap cost (api/reload_times.py)
+        # The manifests the checks poll, parsed again only when their bytes changed (a check
+        # that finds nothing new reads two small files); used under the swap lock only.
+        self._manifests = RereadJson()
         # Checks that found a manifest or a generation they could not read or open, by error
         # class (IndexCorrupt, IndexNewer, IndexMissing, RanksCorrupt, RanksNewer); the old
         # snapshot keeps serving and the next check tries again.
@@ -350,8 +356,9 @@ class SnapshotHolder:
         except WebsiftError as exc:  # the store is unreadable now: keep the rules
             self._fail(exc, current)
         try:
-            if _index_generations(self.shards) != current.index_generations:
-                searcher = _open_searcher(self.shards, current.searcher.value, removals)
+            if _index_generations(self.shards, self._manifests) != current.index_generations:
+                searcher = _open_searcher(self.shards, current.searcher.value, removals,
+                                          self._manifests)
             elif removals.key != current.searcher.value.removals.key:
                 searcher = Shared(current.searcher.value.with_removals(removals),
                                   lambda s: s.close())
@@ -360,7 +367,8 @@ class SnapshotHolder:
         ranks = current.ranks
         ranks_started = time.perf_counter()
         try:
-            if ranks_mod.current_generation(self.data) != current.ranks_generation:
+            if (ranks_mod.current_generation(self.data, self._manifests)
+                    != current.ranks_generation):
                 ranks = _open_ranks(self.data)
         except WebsiftError as exc:
             self._fail(exc, current)
@@ -379,9 +387,10 @@ class SnapshotHolder:
 
     def _first(self) -> Snapshot:
         """Open the first snapshot (there was no index at start-up); errors go to the request."""
-        _index_generations(self.shards)  # IndexMissing / IndexCorrupt before the work
+        _index_generations(self.shards, self._manifests)  # IndexMissing / IndexCorrupt first
         ranks = _open_ranks(self.data)
-        fresh = Snapshot(_open_searcher(self.shards, removals=read_removals(self.data)), ranks)
+        fresh = Snapshot(_open_searcher(self.shards, removals=read_removals(self.data),
+                                        manifests=self._manifests), ranks)
         self._current = fresh
         return fresh
 

@@ -160,6 +160,15 @@ def parse_json(
     return Checked(body, version, checksum)
 
 
+def _read_raw(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        raise CheckedFileMissing(f"{path} is missing", path) from None
+    except OSError as exc:
+        raise CheckedFileCorrupt(f"cannot read {path}: {exc}", path, "unreadable") from None
+
+
 def read_json(
     path: Path, fmt: Format, legacy: Callable[[dict[str, Any]], bool] | None = None
 ) -> Checked:
@@ -169,13 +178,34 @@ def read_json(
     damaged); without it such files are taken as they are.  Raises CheckedFileMissing,
     CheckedFileCorrupt, CheckedFileNewer.
     """
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise CheckedFileMissing(f"{path} is missing", path) from None
-    except OSError as exc:
-        raise CheckedFileCorrupt(f"cannot read {path}: {exc}", path, "unreadable") from None
-    return parse_json(raw, path, fmt, legacy)
+    return parse_json(_read_raw(path), path, fmt, legacy)
+
+
+class RereadJson:
+    """Checked JSON files read again and again (a server polling its manifests): each read
+    reads the file's bytes, and parses and checks them (:func:`parse_json`: JSON, version,
+    sha256 over the canonical form) only when they differ from the last read of that path;
+    else it returns what that read returned.  The same bytes, the same answer: nothing a
+    writer does goes unseen, while a poll that finds the file unchanged costs one read and
+    one comparison.  Holds the last bytes and result of each path read (callers read a fixed
+    few); a result is shared between reads, so callers must not change its ``body``.  Not
+    thread-safe: one poller."""
+
+    def __init__(self) -> None:
+        self._last: dict[Path, tuple[bytes, Checked]] = {}
+
+    def read_json(self, path: Path, fmt: Format,
+                  legacy: Callable[[dict[str, Any]], bool] | None = None) -> Checked:
+        """:func:`read_json`, parsed again only when the bytes changed (the errors likewise:
+        a damaged file raises at each read)."""
+        raw = _read_raw(path)
+        last = self._last.get(path)
+        if last is not None and last[0] == raw:
+            return last[1]
+        self._last.pop(path, None)
+        found = parse_json(raw, path, fmt, legacy)
+        self._last[path] = (raw, found)
+        return found
 
 
 # ---------------------------------------------------------------------------------- numpy

@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 from pyroaring import BitMap
 
+from websift.core.id_set import sorted_members
 from websift.indexer.errors import IndexCorrupt
 from websift.indexer.manifest import Manifest
 from websift.indexer.segment import SegmentReader
@@ -53,11 +54,11 @@ def live_masks(segments: Sequence[SegmentReader]) -> list[np.ndarray]:
     out: list[np.ndarray] = [np.zeros(0, dtype=bool)] * len(segments)
     for i in range(len(segments) - 1, -1, -1):
         seg = segments[i]
-        if len(masked):
-            gone = np.asarray(masked.to_array(), dtype=np.int64)
-            out[i] = ~np.isin(seg.doc_ids, gone)
-        else:
-            out[i] = np.ones(len(seg.doc_ids), dtype=bool)
+        # the segment's own IDs among the masked ones (``docs`` holds its doc IDs): found in
+        # the bitmaps, so the work grows with what newer segments mask, not with the index
+        gone = masked & seg.docs if len(masked) else None
+        out[i] = (~sorted_members(seg.doc_ids, gone.to_array()) if gone
+                  else np.ones(len(seg.doc_ids), dtype=bool))
         masked |= seg.docs
         masked |= seg.drops
     return out

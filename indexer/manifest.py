@@ -90,12 +90,14 @@ def write_manifest(index_dir: Path, manifest: Manifest) -> None:
     checked.write_json(index_dir / MANIFEST, MANIFEST_FILE, asdict(manifest))
 
 
-def read_manifest(index_dir: Path) -> Manifest:
+def read_manifest(index_dir: Path, reader: checked.RereadJson | None = None) -> Manifest:
     """The live manifest; IndexMissing when there is none, IndexCorrupt when it is bad,
-    IndexNewer (an IndexCorrupt) when a newer websift wrote it."""
+    IndexNewer (an IndexCorrupt) when a newer websift wrote it.  ``reader``: a poller's, which
+    parses the file again only when its bytes changed (core/checked.py)."""
     path = index_dir / MANIFEST
+    read = checked.read_json if reader is None else reader.read_json
     try:
-        data = checked.read_json(path, MANIFEST_FILE, legacy=_legacy_v1).body
+        data = read(path, MANIFEST_FILE, legacy=_legacy_v1).body
     except CheckedFileMissing:
         raise IndexMissing(f"no index in {index_dir.parent}; run 'websift index' first") from None
     except CheckedFileNewer as exc:

@@ -159,6 +159,9 @@ class PostingList:
     # segment's live mask and the collection statistics; None for occurrence keys (a
     # function of the segment alone).
     token: bytes | None = None
+    # Occurrences of the word in the segment (``all_tfs`` summed), counted once (:func:`nbytes`)
+    # and passed on with the decoded postings (-1: not counted yet).
+    occurrences: int = -1
 
     def find(self, docs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(which of ``docs`` hold the word, their index in the live postings): one gather
@@ -215,10 +218,12 @@ def nbytes(p: PostingList | None) -> int:
         return 64
     arrays = {id(a): a.nbytes for a in (p.docs, p.tfs, p.all_tfs, p.all_docs, p.dense)
               if a is not None}
+    if p.occurrences < 0:  # a pass over the tf matrix: once per decoded list
+        p.occurrences = int(p.all_tfs.sum())
     return int(sum(arrays.values()) + 8 * len(p.docs) + 8 * len(p.all_docs)
                + len(p.docs) // 8  # + block maxima (bounds and priors)
                + 4 * len(p.docs)  # + weighted tfs
-               + 16 * (int(p.all_tfs.sum()) // BLOCK + 1))  # + position blocks' bits
+               + 16 * (p.occurrences // BLOCK + 1))  # + position blocks' bits
 
 
 @dataclass(frozen=True)
@@ -300,15 +305,18 @@ class PostingStore:
                 cache.clear()
 
     def live_list(self, si: int, row: int, all_docs: np.ndarray, all_tfs: np.ndarray,
-                  pos_starts: np.ndarray | None = None) -> PostingList:
+                  pos_starts: np.ndarray | None = None, *, occurrences: int = -1
+                  ) -> PostingList:
         """A word's postings in segment ``si`` (before the live filter) as this snapshot
-        serves them: its live ones, and a dense map when most pages hold it."""
+        serves them: its live ones, and a dense map when most pages hold it.  ``pos_starts``,
+        ``occurrences``: what a list made before counted of the same postings."""
         if self.all_live[si]:
             result = PostingList(all_docs, all_tfs, row, all_tfs, all_docs)
         else:
             live = self.live[si][all_docs]
             result = PostingList(all_docs[live], all_tfs[live], row, all_tfs, all_docs)
         result.pos_starts = pos_starts
+        result.occurrences = occurrences
         result.token = self.tokens[si]
         n = len(self.segments[si].doc_ids)
         if len(result.docs) >= DENSE_POSTINGS_SHARE * n and n < np.iinfo(np.int32).max:
@@ -326,16 +334,17 @@ class PostingStore:
         self.decoded, self.pairs, self.phrases = old.decoded, old.pairs, old.phrases
         old._owns_caches = False
         here = {serial: si for si, serial in enumerate(self.serials)}
-        recent = self.decoded.recent(warm_bytes, RELOAD_WARM_ENTRIES)
+        keys, items = self.decoded.recent(warm_bytes, RELOAD_WARM_ENTRIES)
         view = self.query()
-        for (serial, term), value, size in reversed(recent):  # each use moves it up: order kept
+        # each use moves it up: walked from the least recent, the order is kept
+        for (serial, term), (value, size) in zip(reversed(keys), reversed(items), strict=True):
             si = here.get(serial)
             if (si is not None and value is not None and size >= RELOAD_WARM_MIN_BYTES
                     and not term.startswith(_POSITIONS)):
                 p = view.get(term, si)  # brought up to date (and kept) if it was not
                 if p is not None:
                     view.saturated(p, si)
-        self.prewarm(list(dict.fromkeys(term for (_, term), _, _ in recent
+        self.prewarm(list(dict.fromkeys(term for _, term in keys
                                         if not term.startswith(_POSITIONS))),
                      [si for si, seg in enumerate(self.segments) if seg not in old.segments])
         return len(self.decoded)
@@ -365,10 +374,11 @@ class PostingStore:
         changed, its saturations made again on use if the statistics did."""
         token = self.tokens[si]
         if old.token is None or old.token[:16] != token[:16]:
-            return self.live_list(si, old.row, old.all_docs, old.all_tfs, old.pos_starts)
+            return self.live_list(si, old.row, old.all_docs, old.all_tfs, old.pos_starts,
+                                  occurrences=old.occurrences)
         p = PostingList(old.docs, old.tfs, old.row, old.all_tfs, old.all_docs,
                         pos_starts=old.pos_starts, dense=old.dense, pos_blocks=old.pos_blocks,
-                        weighted_tf=old.weighted_tf, token=token)
+                        weighted_tf=old.weighted_tf, token=token, occurrences=old.occurrences)
         if old.token == token:
             p.saturated, p.block_max = old.saturated, old.block_max
         return p
@@ -525,7 +535,8 @@ class QueryPostings:
         per_pos = np.repeat(group_key.ravel(), p.all_tfs.ravel().astype(np.int64))
         keys = ((per_pos >> 4) << DOC_SHIFT) | ((per_pos & 0xF) << FIELD_SHIFT) | positions
         # Kept as a list whose "docs" are the keys: cached and sized as postings are.
-        memo = PostingList(keys, p.tfs, p.row, p.all_tfs, p.all_docs)
+        memo = PostingList(keys, p.tfs, p.row, p.all_tfs, p.all_docs,
+                           occurrences=p.occurrences)
         self._memo[key] = memo
         self.store.decoded.put(shared, memo)
         return keys

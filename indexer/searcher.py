@@ -54,7 +54,7 @@ import numpy as np
 from pyroaring import BitMap
 
 from websift.core.cache import Cache
-from websift.core.checked import open_consistent
+from websift.core.checked import RereadJson, open_consistent
 from websift.core.datadir import DataDir
 from websift.core.distinct import distinct, distinct_small
 from websift.core.id_set import IdSet, sorted_members
@@ -330,15 +330,16 @@ class Searcher:
     @classmethod
     def open(cls, data: DataDir, settings: BM25FSettings | None = None,
              verify: bool = True, *, site_cache_bytes: int | None = None,
-             removals: RemovalRules | None = None, previous: Searcher | None = None
-             ) -> Searcher:
+             removals: RemovalRules | None = None, previous: Searcher | None = None,
+             manifests: RereadJson | None = None) -> Searcher:
         """Open the generation the manifest names now; IndexMissing / IndexCorrupt.
         ``previous``: the searcher it replaces, whose segments and caches it takes over where
-        they are the same (module docstring: Reloads)."""
+        they are the same (module docstring: Reloads).  ``manifests``: a poller's reader of
+        the manifest (core/checked.py: not parsed again when the poll just read it)."""
         started = time.perf_counter()
         reuse = None if previous is None else next(
             (s for s in previous.shards if s.index_dir == data.index_dir), None)
-        shard = open_shard(data.index_dir, verify, reuse=reuse)
+        shard = open_shard(data.index_dir, verify, reuse=reuse, manifests=manifests)
         opened_segments = time.perf_counter()
         opened = cls(shard.manifest, shard.segments, settings,
                      site_cache_bytes=site_cache_bytes, shards=[shard], removals=removals)
@@ -384,12 +385,13 @@ class Searcher:
     @classmethod
     def open_shards(cls, index_dirs: Sequence[Path], settings: BM25FSettings | None = None,
                     verify: bool = True, *, site_cache_bytes: int | None = None,
-                    reuse: Sequence[Shard] = (), removals: RemovalRules | None = None
-                    ) -> Searcher:
+                    reuse: Sequence[Shard] = (), removals: RemovalRules | None = None,
+                    manifests: RereadJson | None = None) -> Searcher:
         """Open the live generation of each index directory as one searcher (module docstring).
 
         ``reuse``: shards of a previous searcher; one whose directory still names the same
         generation is taken as it is (its files were checked when it was opened).
+        ``manifests``: as :meth:`open`'s.
         IndexMissing / IndexCorrupt (of the first shard that fails), ShardsConflict.
         """
         started = time.perf_counter()
@@ -397,10 +399,11 @@ class Searcher:
         shards = []
         for index_dir in index_dirs:
             old = kept.get(index_dir)
-            if old is not None and read_manifest(index_dir).generation == old.manifest.generation:
+            if (old is not None and read_manifest(index_dir, manifests).generation
+                    == old.manifest.generation):
                 shards.append(old)
             else:
-                shards.append(open_shard(index_dir, verify, reuse=old))
+                shards.append(open_shard(index_dir, verify, reuse=old, manifests=manifests))
         opened_segments = time.perf_counter()
         opened = cls(shards[0].manifest, shards[0].segments, settings,
                      site_cache_bytes=site_cache_bytes, shards=shards, removals=removals)
@@ -1181,11 +1184,13 @@ def _raw_words(pq: ParsedQuery) -> list[str]:
         w for p in pq.required for w in p.text.split()]
 
 
-def open_shard(index_dir: Path, verify: bool = True, *, reuse: Shard | None = None) -> Shard:
+def open_shard(index_dir: Path, verify: bool = True, *, reuse: Shard | None = None,
+               manifests: RereadJson | None = None) -> Shard:
     """The segments the manifest of ``index_dir`` names now, their files checked against it
     (``verify``); IndexMissing / IndexCorrupt.  ``reuse``: a shard opened from ``index_dir``
     before; a segment it holds that the manifest names with the same files (sizes and CRC32s)
-    is taken as it was opened (segments never change)."""
+    is taken as it was opened (segments never change).  ``manifests``: a poller's reader of
+    the manifest (core/checked.py)."""
     kept = {} if reuse is None or reuse.index_dir != index_dir else {
         entry.name: (entry, seg)
         for entry, seg in zip(reuse.manifest.segments, reuse.segments, strict=True)}
@@ -1205,7 +1210,7 @@ def open_shard(index_dir: Path, verify: bool = True, *, reuse: Shard | None = No
 
     # An indexing run may have replaced the manifest and swept old segments between our
     # reads: try the new manifest once before calling it corrupt.
-    return open_consistent(lambda: read_manifest(index_dir), open_named,
+    return open_consistent(lambda: read_manifest(index_dir, manifests), open_named,
                            generation=lambda m: m.generation, retry_on=IndexCorrupt, attempts=2)
 
 

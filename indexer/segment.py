@@ -11,7 +11,7 @@ from __future__ import annotations
 import itertools
 import zlib
 from bisect import bisect_left
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -25,6 +25,7 @@ from websift.indexer.settings import (
     DEFAULT_INDEX_SETTINGS,
     FIELDS,
     LEGACY_FIELDS,
+    LEXICON_CHUNK,
     LEXICON_DICT_MAX,
     N_FIELDS,
     IndexSettings,
@@ -42,6 +43,9 @@ def _load(path: Path) -> np.ndarray:
     return np.asarray(np.load(path, mmap_mode="r"))
 
 
+_CUT = b"\xff"  # never in UTF-8 (nor in surrogatepass's): what _words cuts the words at
+
+
 class _Terms(Sequence[bytes]):
     """The sorted words of a segment, as a sequence of bytes for binary search."""
 
@@ -56,10 +60,31 @@ class _Terms(Sequence[bytes]):
         return self._blob[self._off[i] : self._off[i + 1]]
 
     def all(self) -> list[bytes]:
-        """Every word in order, sliced from plain ints (indexing the offsets array one element
-        at a time costs a numpy scalar each: several times the slicing itself)."""
-        blob = self._blob
-        return [blob[a:b] for a, b in itertools.pairwise(self._off.tolist())]
+        """Every word in order (:func:`_words`)."""
+        return _words(self._blob, self._off)
+
+    def chunks(self, size: int) -> Iterator[tuple[int, list[bytes]]]:
+        """(first row, its words and those after it) of ``size`` words at a time, in order:
+        each a short call into C, so a thread opening a large lexicon lets the others (a
+        server's searches) take the GIL between them."""
+        for lo in range(0, len(self), size):
+            yield lo, _words(self._blob, self._off[lo: lo + size + 1])
+
+
+def _words(blob: bytes, off: np.ndarray) -> list[bytes]:
+    """The words at ``off`` (each from one offset to the next) in ``blob``.  UTF-8 never holds
+    the byte 0xFF: they are cut by one ``bytes.split`` at a 0xFF put between each two (about
+    half the time of slicing them one by one in Python, which words holding one anyway
+    still are)."""
+    if len(off) < 2:
+        return []
+    lo, hi = int(off[0]), int(off[-1])
+    if _CUT not in blob[lo:hi]:
+        cut = np.insert(np.frombuffer(blob, dtype=np.uint8)[lo:hi],
+                        (off[1:-1] - lo).astype(np.intp), _CUT[0])
+        return cut.tobytes().split(_CUT)
+    # indexing the offsets array one element at a time costs a numpy scalar each
+    return [blob[a:b] for a, b in itertools.pairwise(off.tolist())]
 
 
 def posting_starts(tfs: np.ndarray) -> np.ndarray:
@@ -149,9 +174,12 @@ class SegmentReader:
             self.field_lens = self._pad(self.field_lens)
         # A hash table over the sorted words when it is small enough; binary search otherwise.
         n = len(self._terms)
-        self._term_dict: dict[bytes, int] | None = (
-            dict(zip(self._terms.all(), range(n), strict=True)) if n <= LEXICON_DICT_MAX
-            else None)
+        self._term_dict: dict[bytes, int] | None = None
+        if n <= LEXICON_DICT_MAX:
+            self._term_dict = {}
+            for first, words in self._terms.chunks(LEXICON_CHUNK):
+                self._term_dict.update(zip(words, range(first, first + len(words)),
+                                           strict=True))
         # Whether term_row is one hash lookup (else a binary search in Python): a cache of the
         # words a segment lacks pays only where it is not (indexer/postings.py).
         self.lexicon_hashed = self._term_dict is not None

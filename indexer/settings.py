@@ -197,6 +197,9 @@ REMEASURE_SHARE = 0.05
 ENCODE_IN_FLIGHT = 1  # postings chunks waiting per bit-packing process at the end of a run
 PAIRS_BUFFER = 1 << 16  # anchor (source, target) values a segment writer buffers before writing
 LEXICON_DICT_MAX = 2_000_000  # lexicons up to this many words get a hash table at open
+# Words a lexicon's hash table takes in one call into C (a few ms): a server opening a merged
+# segment's lexicon of a million words holds the GIL that long at a time, not for the whole.
+LEXICON_CHUNK = 1 << 14
 # Merges (indexer/merge_policy.py, a log-structured policy): this many adjacent segments of one
 # level are merged into one of the next level; segments under MERGE_MIN_BYTES all count as the
 # lowest level; a level group spans MERGE_LEVEL_SPAN levels below its largest segment's (Lucene's

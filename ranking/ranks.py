@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from websift.core.checked import open_consistent
+from websift.core.checked import RereadJson, open_consistent
 from websift.core.datadir import DataDir
 from websift.ranking import ranks_format as fmt
 from websift.ranking.errors import RanksCorrupt, RanksMissing, TopicError, UnknownTopic
@@ -142,12 +142,13 @@ class Ranks:
         return self._models[name]
 
 
-def current_generation(data: DataDir) -> int | None:
+def current_generation(data: DataDir, reader: RereadJson | None = None) -> int | None:
     """The live generation number from the manifest alone; None when there are no ranks.
 
     A damaged or newer manifest raises (RanksCorrupt / RanksNewer): a server polling this keeps
-    what it serves and counts the failure (api/snapshot.py)."""
+    what it serves and counts the failure (api/snapshot.py), reading through its ``reader``
+    (the manifest parsed again only when its bytes changed, core/checked.py)."""
     try:
-        return int(fmt.read_manifest(data.ranks_dir)["generation"])
+        return int(fmt.read_manifest(data.ranks_dir, reader)["generation"])
     except RanksMissing:
         return None

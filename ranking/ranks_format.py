@@ -65,12 +65,14 @@ HOST_DTYPES = {
 }
 
 
-def read_manifest(ranks_dir: Path) -> dict[str, Any]:
+def read_manifest(ranks_dir: Path, reader: checked.RereadJson | None = None) -> dict[str, Any]:
     """The manifest's keys (envelope checked, then left out). RanksMissing / RanksCorrupt /
-    RanksNewer."""
+    RanksNewer.  ``reader``: a poller's, which parses the file again only when its bytes
+    changed (core/checked.py); the keys are then shared with its other reads."""
     path = ranks_dir / MANIFEST
+    read = checked.read_json if reader is None else reader.read_json
     try:
-        manifest = checked.read_json(path, MANIFEST_FILE).body
+        manifest = read(path, MANIFEST_FILE).body
     except CheckedFileMissing:
         raise RanksMissing(f"no ranks in {ranks_dir}; run 'websift rank' first") from None
     except CheckedFileNewer as exc:

@@ -399,3 +399,31 @@ def test_words_older_than_max_age_are_rebuilt_off_the_request_path(
     # the snapshots hold their searchers until they are let go, the rebuild's included
     second._release()
     first._release()
+
+
+def test_checks_parse_a_manifest_once_and_still_see_every_new_one(data: DataDir) -> None:
+    """The holder's checks read the manifest's bytes and parse them only when they changed
+    (core/checked.py RereadJson): checks that find nothing new keep the snapshot and parse
+    nothing; a new generation, and a damaged manifest put back byte for byte, are seen as
+    they are; and the swapped-in searcher answers as a fresh one."""
+    holder = SnapshotHolder(data, reload_check_ms=3_600_000)
+    holder.start()
+    first = holder.refresh(force=True)
+    parsed = holder._manifests._last[data.index_dir / "manifest.json"][1]
+    for _ in range(5):  # nothing new: the same snapshot, the same parse
+        assert holder.refresh(force=True) is first
+    assert holder._manifests._last[data.index_dir / "manifest.json"][1] is parsed
+    manifest = data.index_dir / "manifest.json"
+    good = manifest.read_bytes()
+    manifest.write_bytes(good.replace(b'"generation": 1', b'"generation": 9'))
+    assert holder.refresh(force=True) is first  # damaged: refused, counted, old one serves
+    assert holder.reload_failures == Counter({"IndexCorrupt": 1})
+    manifest.write_bytes(good)
+    assert holder.refresh(force=True) is first and holder.reloads == 0
+    cut(data, "seg-000003", 0)
+    publish(data, ["seg-000000", "seg-000001", "seg-000002", "seg-000003"], 2)
+    fresh = holder.refresh(force=True)
+    assert fresh is not first and fresh.index_generation == 2 and holder.reloads == 1
+    assert answers(fresh.searcher.value) == answers(Searcher.open(data))
+    assert holder.reload_failures == Counter({"IndexCorrupt": 1})
+    holder.close()

@@ -5,6 +5,8 @@ from __future__ import annotations
 import threading
 
 import numpy as np
+from hypothesis import given
+from hypothesis import strategies as st
 
 from websift.core.cache import Cache, CacheStats
 
@@ -106,10 +108,29 @@ def test_recent_lists_the_most_recent_entries_up_to_a_size_without_counting() ->
         cache.put(key, key.encode() * 4)
     assert cache.get("a") == b"aaaa"  # "a" is now the most recent
     before = cache.stats()
-    assert [k for k, _, _ in cache.recent(8)] == ["a", "d"]
-    assert [k for k, _, _ in cache.recent(9)] == ["a", "d", "c"]  # until the sizes reach it
-    assert cache.recent(0) == [] and len(cache.recent(1000)) == 4
+    assert cache.recent(8) == (["a", "d"], [(b"aaaa", 4), (b"dddd", 4)])
+    assert cache.recent(9)[0] == ["a", "d", "c"]  # until the sizes reach it
+    assert cache.recent(0) == ([], []) and len(cache.recent(1000)[0]) == 4
     assert cache.stats() == before  # not lookups
+
+
+@given(st.lists(st.integers(1, 50), max_size=40), st.integers(-5, 600),
+       st.none() | st.integers(0, 45))
+def test_recent_stops_where_a_walk_from_the_recent_end_stops(
+        sizes: list[int], size: int, count: int | None) -> None:
+    cache: Cache[int, str] = Cache(10_000, len)
+    for i, n in enumerate(sizes):
+        cache.put(i, "x" * n)
+    keys: list[int] = []
+    items: list[tuple[str, int]] = []
+    total = 0
+    for i in reversed(range(len(sizes))):  # the reference: one entry at a time
+        if total >= size or len(keys) == count:
+            break
+        keys.append(i)
+        items.append(("x" * sizes[i], sizes[i]))
+        total += sizes[i]
+    assert cache.recent(size, count) == (keys, items)
 
 
 def test_in_tells_whether_a_key_is_kept_without_counting_or_reordering() -> None:

@@ -117,6 +117,26 @@ def test_a_bit_flip_anywhere_in_a_value_is_caught(tmp_path: Path) -> None:
     assert checked.read_json(path, FMT).body == {"weights": [0.25, 0.5], "name": "abc"}
 
 
+def test_a_reread_parses_again_only_when_the_bytes_changed(tmp_path: Path) -> None:
+    reader = checked.RereadJson()
+    path = write(tmp_path)
+    first = reader.read_json(path, FMT)
+    assert first.body == BODY
+    assert reader.read_json(path, FMT) is first  # the same bytes: the same answer, not parsed
+    checked.write_json(path, FMT, {**BODY, "generation": 8})  # same length: other bytes
+    assert reader.read_json(path, FMT).body["generation"] == 8
+    raw = path.read_bytes()
+    path.write_bytes(raw.replace(b"8", b"9"))  # damaged after a good read: refused every time
+    for _ in range(2):
+        with pytest.raises(CheckedFileCorrupt, match="checksum"):
+            reader.read_json(path, FMT)
+    path.write_bytes(raw)  # the good bytes again: read (and checked) again
+    assert reader.read_json(path, FMT).body["generation"] == 8
+    path.unlink()
+    with pytest.raises(CheckedFileMissing):
+        reader.read_json(path, FMT)
+
+
 def test_unreadable(tmp_path: Path) -> None:
     (tmp_path / "f.json").mkdir()
     with pytest.raises(CheckedFileCorrupt, match="cannot read") as info:

@@ -21,7 +21,7 @@ from websift.indexer.codec import (
     delta_encode_groups,
     encode,
 )
-from websift.indexer.segment import SegmentReader
+from websift.indexer.segment import SegmentReader, _Terms
 from websift.indexer.segment_writer import SegmentWriter
 from websift.indexer.settings import ANCHOR_GAP, FIELDS, N_FIELDS
 
@@ -212,3 +212,20 @@ def test_segment_files_do_not_depend_on_the_memory_budget(
         if f.name != "meta.json":
             assert (base / "small" / f.name).read_bytes() == f.read_bytes(), f.name
             assert (base / "forked" / f.name).read_bytes() == f.read_bytes(), f.name
+
+
+@given(words=st.lists(st.binary(max_size=6) | st.text(max_size=4).map(str.encode), max_size=40),
+       pad=st.integers(0, 3))
+@settings(max_examples=200, deadline=None)
+def test_a_lexicons_words_are_listed_as_sliced_one_by_one(words: list[bytes], pad: int) -> None:
+    """_Terms.all cuts the words at 0xFF bytes it puts between them (none in UTF-8), and slices
+    them one by one where a word holds one: either way the words the offsets name."""
+    blob = b"\x01" * pad + b"".join(words) + b"\x02" * pad  # offsets need not span the blob
+    offsets = np.cumsum([pad, *map(len, words)]).astype(np.int64)
+    terms = _Terms(blob, offsets)
+    assert terms.all() == words
+    assert _Terms(blob, offsets[:0]).all() == []
+    for size in (1, 3, 64):
+        chunks = list(terms.chunks(size))
+        assert [first for first, _ in chunks] == list(range(0, len(words), size))
+        assert [w for _, part in chunks for w in part] == words
