@@ -41,7 +41,7 @@ def serve_command(args: argparse.Namespace) -> int:
     interrupted."""
     import uvicorn
 
-    from websift.api.app import create_app
+    from websift.api.app import create_app, freeze_imported
     from websift.api.request_limits import uvicorn_config
     from websift.api.settings import Settings
     from websift.api.workers import bound, serve_workers
@@ -54,6 +54,7 @@ def serve_command(args: argparse.Namespace) -> int:
     if args.shard_server:
         given["shard_server"] = True
     settings = Settings(data=args.data, **given)  # unset: $WEBSIFT_* / defaults
+    freeze_imported()
     # Refuses a missing or foreign data directory, a bad index or ranks, or bad --shard values
     # before binding (with --workers, each worker opens its own afterwards).
     app = create_app(settings)

@@ -319,6 +319,11 @@ class Stats(BaseModel):
         description="the searcher's caches (postings, pairs, phrases, texts, site_masks), each "
         "bounded by bytes: entries, size and max_size in bytes, hits, misses, evictions",
     )
+    gc: dict[str, Any] = Field(
+        default_factory=dict,
+        description="this process's cyclic garbage collector: objects frozen at start-up (out of "
+        "its reach), and per generation (0, 1, 2) the collections run and the objects collected",
+    )
     words: dict[str, Any] = Field(
         default_factory=dict,
         description="the speller (did you mean) and completer (/suggest) of the served index: "

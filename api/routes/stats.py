@@ -8,6 +8,7 @@ answer says ``"redacted": true`` otherwise.
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import time
@@ -182,6 +183,9 @@ def build_router() -> APIRouter:
             result_cache=asdict(cache.stats()),
             search_caches={name: asdict(c.stats()) for name, c in searcher.caches().items()},
             words=request.app.state.index_words.figures(),
+            gc={"frozen": gc.get_freeze_count(),
+                "collections": [g["collections"] for g in gc.get_stats()],
+                "collected": [g["collected"] for g in gc.get_stats()]},
             frontier=frontier,
             indexnow={**request.app.state.indexnow.figures(),
                       **dict(zip(("stored", "taken"), store.push_counts(), strict=True))},
