@@ -36,6 +36,7 @@ WAIT = 60.0
 FANOUT = 10  # new pages each page links to
 RUNS = 2  # rank runs while the crawl writes
 INDEX_RUNS = 2  # index runs while the crawl writes
+INDEX_ATTEMPTS = 8  # index runs at most, to have INDEX_RUNS of them overlap a commit
 INDEX_DELAY = "0.05"  # seconds between two fetches beside the index: the store grows all along,
 # but not so fast that each index run has thousands more pages to read
 
@@ -152,8 +153,12 @@ def test_index_runs_while_a_crawl_commits(endless_web: TestWeb, tmp_path: Path) 
     crawl = _start_crawl(site.url("/"), data, INDEX_DELAY)
     try:
         wait_for(lambda: _url_count(data) > 50, "the crawl's first pages", WAIT)
-        last_seq = 0
-        for _ in range(INDEX_RUNS):
+        last_seq, after, overlapped = 0, 0, 0
+        # An index run of a few hundred pages can end between two of the crawl's commits:
+        # runs go on until INDEX_RUNS of them had a commit land while they ran, each checked.
+        for _ in range(INDEX_ATTEMPTS):
+            wait_for(lambda after=after: _url_count(data) > after, "a commit since the last run",
+                     WAIT)
             before = _url_count(data)
             done = subprocess.run(websift_command("index", "--data", str(data)),
                                   env=ENV, cwd=REPO, capture_output=True, text=True,
@@ -165,7 +170,11 @@ def test_index_runs_while_a_crawl_commits(endless_web: TestWeb, tmp_path: Path) 
             assert manifest.last_seq > last_seq
             last_seq = manifest.last_seq
             assert crawl.poll() is None, "the crawl ended: the test no longer indexes during it"
-            assert _url_count(data) > before, "the store did not grow during the index run"
+            after = _url_count(data)
+            overlapped += after > before
+            if overlapped == INDEX_RUNS:
+                break
+        assert overlapped == INDEX_RUNS, f"a commit landed during {overlapped} index runs"
     finally:
         crawl.kill()
         crawl.wait(timeout=30)
