@@ -135,6 +135,15 @@ def public_up(up: dict[str, Any] | None) -> dict[str, Any] | None:
     return {**{k: v for k, v in up.items() if k != "pid"}, "parts": parts}
 
 
+def _gc_figures() -> dict[str, Any]:
+    """This process's garbage collector: objects frozen at start-up, and per generation the
+    collections run and the objects collected (one read of its figures)."""
+    generations = gc.get_stats()
+    return {"frozen": gc.get_freeze_count(),
+            "collections": [g["collections"] for g in generations],
+            "collected": [g["collected"] for g in generations]}
+
+
 def build_router() -> APIRouter:
     router = APIRouter(tags=["stats"])
 
@@ -183,9 +192,7 @@ def build_router() -> APIRouter:
             result_cache=asdict(cache.stats()),
             search_caches={name: asdict(c.stats()) for name, c in searcher.caches().items()},
             words=request.app.state.index_words.figures(),
-            gc={"frozen": gc.get_freeze_count(),
-                "collections": [g["collections"] for g in gc.get_stats()],
-                "collected": [g["collected"] for g in gc.get_stats()]},
+            gc=_gc_figures(),
             frontier=frontier,
             indexnow={**request.app.state.indexnow.figures(),
                       **dict(zip(("stored", "taken"), store.push_counts(), strict=True))},

@@ -368,6 +368,14 @@ class Target:
     asked_at: float = 0.0
 
 
+def search(port: int, query: str, timeout: float = 10) -> bytes:
+    """The body of ``GET /search?{query}`` from the server on ``port`` (OSError: no answer,
+    or not 200)."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/search?{query}",
+                                timeout=timeout) as r:
+        return bytes(r.read())
+
+
 @dataclass
 class Probe:
     """Fetch-to-searchable and change-to-searchable, from nginx's log and ``/search``."""
@@ -439,9 +447,7 @@ class Probe:
         for _, target in batch:
             target.asked_cut, target.asked_at = cuts, asked_at
         try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/search?{q}",
-                                        timeout=10) as r:
-                results = json.loads(r.read())["results"]
+            results = json.loads(search(self.port, q))["results"]
         except OSError:
             self.errors += 1  # 503 before the first index, or busy: counted, tried again
             return
@@ -478,9 +484,7 @@ class Queries:
             i += 1
             t0 = time.time()
             try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/search?{q}",
-                                            timeout=10) as r:
-                    body = r.read()
+                body = search(self.port, q)
             except OSError:
                 self.failed += 1  # no index yet, or busy: not a measurement
                 continue
@@ -512,9 +516,7 @@ class Replay:
                 if self.stop.wait(max(0.0, (at - first) - (time.time() - t0))):  # their pace
                     return
                 try:
-                    with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/search?{q}",
-                                                timeout=10) as r:
-                        r.read()
+                    search(self.port, q)
                 except OSError:
                     continue  # a load, not a measurement
 
@@ -998,9 +1000,7 @@ def crawl_alone(web: Web, server: Nginx, data: Path, args: argparse.Namespace,
 def warm(port: int, words: list[str]) -> None:
     """Each word asked once, not measured: the idle server's caches as warm as up's."""
     for word in words:
-        q = urllib.parse.urlencode({"q": word, "k": 10})
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/search?{q}", timeout=60) as r:
-            r.read()
+        search(port, urllib.parse.urlencode({"q": word, "k": 10}), timeout=60)
 
 
 def idle_queries(data: Path, words: list[str], seconds: float,
