@@ -56,6 +56,7 @@ from websift.core.errors import (
 )
 from websift.core.html import is_html
 from websift.core.lock import ExclusiveLock, LockHeld
+from websift.indexer import scoring_lengths
 from websift.indexer.anchor_exchange import ForeignAnchors, apply_foreign
 from websift.indexer.anchors import (
     Anchors,
@@ -362,7 +363,8 @@ def run_once(data: DataDir, store: StoreReader, manifest: Manifest | None, *, ra
         totals = {k: int(manifest.stats.get(k, 0))
                   for k in ("cut_bytes", "merge_bytes", "merges")}
         publish_manifest(index_dir, generation, manifest.last_seq, manifest.segments,
-                         old_segments, mode=mode, totals={**totals, "targets_seq": new_targets})
+                         old_segments, mode=mode, totals={**totals, "targets_seq": new_targets},
+                         previous=manifest)
         report.mode, report.segments = "unchanged", len(manifest.segments)
         report.live_docs = int(manifest.stats.get("live_docs", 0))
         report.seconds = report.publish_seconds = time.monotonic() - started
@@ -400,10 +402,11 @@ def run_once(data: DataDir, store: StoreReader, manifest: Manifest | None, *, ra
               "merges": int(before.get("merges", 0)),
               "targets_seq": new_targets}
     report.first_generation = generation
-    publish_manifest(index_dir, generation, snap_seq, segments, readers, mode=mode, totals=totals)
+    published = publish_manifest(index_dir, generation, snap_seq, segments, readers, mode=mode,
+                                 totals=totals, previous=None if rebuild else manifest)
     report.publish_seconds = time.monotonic() - started
     if merge:
-        generation = _merges(index_dir, generation, snap_seq, segments, readers,
+        generation = _merges(index_dir, published, segments, readers,
                              totals=totals, report=report, ram_bytes=ram_mb * 1024 * 1024,
                              policy=policy, should_stop=should_stop)
     report.generation = generation
@@ -435,21 +438,28 @@ def run_drops(readers: list[SegmentReader], start: int, stop: int) -> BitMap:
 
 def publish_manifest(index_dir: Path, generation: int, last_seq: int,
                      segments: list[SegmentEntry], readers: list[SegmentReader], *, mode: str,
-                     totals: dict[str, int]) -> Manifest:
-    """A new manifest naming ``segments``; the segments no manifest names any more go."""
+                     totals: dict[str, int], previous: Manifest | None = None) -> Manifest:
+    """A new manifest naming ``segments``; the segments no manifest names any more go.
+    ``previous``: the manifest it replaces, whose pinned average field lengths it keeps while
+    they stay near the exact ones (indexer/scoring_lengths.py); None: the exact ones."""
+    masks = live_masks(readers)
+    averages = scoring_lengths.averages_to_publish(
+        readers, masks, None if previous is None else previous.stats)
     new = Manifest(generation=generation, last_seq=last_seq, segments=list(segments),
-                   stats={"live_docs": live_count(readers), "mode": mode, **totals})
+                   stats={"live_docs": int(sum(int(m.sum()) for m in masks)), "mode": mode,
+                          **totals, scoring_lengths.STATS_KEY: averages})
     write_manifest(index_dir, new)
     sweep(index_dir, {s.name for s in segments})
     return new
 
 
-def _merges(index_dir: Path, generation: int, last_seq: int, segments: list[SegmentEntry],
+def _merges(index_dir: Path, published: Manifest, segments: list[SegmentEntry],
             readers: list[SegmentReader], *, totals: dict[str, int], report: IndexReport,
             ram_bytes: int, policy: MergePolicy, should_stop: Callable[[], bool]) -> int:
     """Run the merges the policy asks for, each published by a manifest of its own, until it
     asks for none (or a stop is asked for); ``segments`` and ``readers`` are updated in place.
     Returns the last generation published."""
+    generation, last_seq = published.generation, published.last_seq
     while not should_stop():
         masks = live_masks(readers)
         todo = find_merges([SegmentSize(entry_bytes(e), float(m.mean()) if len(m) else 1.0)
@@ -485,8 +495,8 @@ def _merges(index_dir: Path, generation: int, last_seq: int, segments: list[Segm
             report.merge_bytes += written
             totals["merge_bytes"] += written
             totals["merges"] += 1
-            publish_manifest(index_dir, generation, last_seq, segments, readers, mode="merge",
-                     totals=totals)
+            published = publish_manifest(index_dir, generation, last_seq, segments, readers,
+                                         mode="merge", totals=totals, previous=published)
     return generation
 
 

@@ -255,7 +255,7 @@ class BackgroundMerger:
                   "targets_seq": targets_seq(manifest)}
         readers = [self.segments(self.index_dir / s.name) for s in segments]
         new = publish_manifest(self.index_dir, generation, manifest.last_seq, segments, readers,
-                               mode="merge", totals=totals)
+                               mode="merge", totals=totals, previous=manifest)
         self.recent.append({"began": job.began, "ended": time.time(), "bytes": written})
         del self.recent[:-RECENT_MERGES]
         self.segments.keep(new)

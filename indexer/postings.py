@@ -28,10 +28,13 @@ segment by its reader's serial (indexer/segment.py), not by its place in a snaps
 reload copies nothing.  What depends on a segment alone (decoded postings before the live
 filter, occurrence keys, near pairs, the pages holding a phrase) serves every generation as it
 is.  A list's live postings and saturations carry a token (the segment's live mask and the
-collection's statistics, hashed): a list found with another generation's token is made again
-from its decoded postings when a query uses it (:meth:`PostingStore.carry`: filtered again if
-the segment's live mask changed; saturations computed again, since any new page changes the
-statistics), never decoded again.  Before the new generation serves, the most recent entries
+collection's statistics, hashed): a list found with another generation's token is brought up
+to date when a query uses it (:meth:`PostingStore.carry`), never decoded again.  When the
+segment's live pages only lost some (a newer segment holds their new versions: the usual
+change) its postings still live are kept, with their saturations; when they changed otherwise
+(removal rules relaxed) the list is filtered again from its decoded postings.  Saturations
+are computed again only when the statistics they were made under changed, which the
+manifest's pinned average field lengths make rare (indexer/scoring_lengths.py).  Before the new generation serves, the most recent entries
 (up to RELOAD_WARM_BYTES) are brought up to date, and the segments it adds (a cut, a merge)
 decoded for the words of those entries (:meth:`PostingStore.prewarm`): a reload works in
 the recent entries, not in the whole cache.  Entries of segments no generation holds any more
@@ -72,6 +75,9 @@ POS_MASK = (1 << FIELD_SHIFT) - 1
 # A phrase word whose keys are at most this many times the candidates' is merged with them,
 # a longer one searched.
 MERGE_RATIO = 8
+# Per segment, how many older generations' live keys a list may carry and still be filtered
+# rather than made again from its decoded postings (PostingStore.carry).
+NARROWED_KEPT = 64
 _UNSEEN: Any = object()  # QueryPostings.get's memo: not looked up yet (None: not there)
 _NOT_LOOKED = -2  # QueryPostings._fetch: the word's row in the lexicon not looked up yet
 _POSITIONS = "\x00pos:"  # a cache key's prefix: the term's occurrences, not its postings
@@ -148,8 +154,10 @@ class PostingList:
     positions_read: int = 0
     block_max: np.ndarray | None = None
     # For a list most pages hold (DENSE_POSTINGS_SHARE): per ordinal of the segment, the index
-    # of its live posting in ``docs`` or -1 (int32).
+    # of its live posting in ``docs`` or -1 (int32), made on first use (:meth:`find`) for a
+    # segment of ``dense_n`` ordinals (0: the list keeps none).
     dense: np.ndarray | None = None
+    dense_n: int = 0
     # Per block, the largest prior of its pages under one prior (its key, the array).
     block_prior: tuple[Hashable, np.ndarray] | None = None
     # Per block, the largest c / (c + 1) of a pair with the word among its pages, per pair
@@ -166,9 +174,15 @@ class PostingList:
     def find(self, docs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(which of ``docs`` hold the word, their index in the live postings): one gather
         through the dense map when the list keeps one, else a binary search."""
-        if self.dense is None:
-            return member(docs, self.docs)
-        j = self.dense[docs]
+        dense = self.dense
+        if dense is None:
+            if not self.dense_n:
+                return member(docs, self.docs)
+            # made once (two threads racing make the same map; either is kept)
+            dense = np.full(self.dense_n, -1, dtype=np.int32)
+            dense[self.docs] = np.arange(len(self.docs), dtype=np.int32)
+            self.dense = dense
+        j = dense[docs]
         hit = j >= 0
         return hit, np.where(hit, j, 0).astype(np.int64)
 
@@ -218,6 +232,8 @@ def nbytes(p: PostingList | None) -> int:
         return 64
     arrays = {id(a): a.nbytes for a in (p.docs, p.tfs, p.all_tfs, p.all_docs, p.dense)
               if a is not None}
+    if p.dense is None:  # the dense map it makes on first use
+        arrays[0] = 4 * p.dense_n
     if p.occurrences < 0:  # a pass over the tf matrix: once per decoded list
         p.occurrences = int(p.all_tfs.sum())
     return int(sum(arrays.values()) + 8 * len(p.docs) + 8 * len(p.all_docs)
@@ -261,6 +277,8 @@ class PostingStore:
                                 digest_size=16).digest()
         self.tokens = [k + norms for k in live_keys]
         self.live_keys = live_keys
+        # Per segment, older live keys whose live pages include this snapshot's (:meth:`adopt`)
+        self.narrowed_from: dict[int, tuple[bytes, ...]] = {}
         self._owns_caches = True  # False once handed on to the next generation
         self.k1 = settings.k1
         self.window = settings.proximity_window
@@ -318,11 +336,14 @@ class PostingStore:
         result.pos_starts = pos_starts
         result.occurrences = occurrences
         result.token = self.tokens[si]
-        n = len(self.segments[si].doc_ids)
-        if len(result.docs) >= DENSE_POSTINGS_SHARE * n and n < np.iinfo(np.int32).max:
-            result.dense = np.full(n, -1, dtype=np.int32)
-            result.dense[result.docs] = np.arange(len(result.docs), dtype=np.int32)
+        result.dense_n = self._dense_n(si, result.docs)
         return result
+
+    def _dense_n(self, si: int, docs: np.ndarray) -> int:
+        """The size of the dense map a list of live postings ``docs`` of segment ``si`` keeps
+        (:attr:`PostingList.dense`): the segment's ordinals when most of them hold it, else 0."""
+        n = len(self.segments[si].doc_ids)
+        return n if len(docs) >= DENSE_POSTINGS_SHARE * n and n < np.iinfo(np.int32).max else 0
 
     def adopt(self, old: PostingStore, warm_bytes: int = RELOAD_WARM_BYTES) -> int:
         """Take over ``old``'s caches themselves (module docstring): entries name segments by
@@ -334,6 +355,18 @@ class PostingStore:
         self.decoded, self.pairs, self.phrases = old.decoded, old.pairs, old.phrases
         old._owns_caches = False
         here = {serial: si for si, serial in enumerate(self.serials)}
+        # Per segment both hold whose live pages are a subset of what they were (pages only
+        # leave an older segment, when a newer one holds their new version, unless removal
+        # rules were relaxed): the live keys its lists may still carry, filtered (:meth:`carry`).
+        for old_si, serial in enumerate(old.serials):
+            si = here.get(serial)
+            if si is None:
+                continue
+            if old.live_keys[old_si] == self.live_keys[si]:
+                self.narrowed_from[si] = old.narrowed_from.get(old_si, ())
+            elif not (self.live[si] & ~old.live[old_si]).any():
+                self.narrowed_from[si] = (old.live_keys[old_si],
+                                          *old.narrowed_from.get(old_si, ()))[:NARROWED_KEPT]
         keys, items = self.decoded.recent(warm_bytes, RELOAD_WARM_ENTRIES)
         view = self.query()
         # each use moves it up: walked from the least recent, the order is kept
@@ -373,13 +406,33 @@ class PostingStore:
         removal rules) as this store serves it: filtered again if the segment's live mask
         changed, its saturations made again on use if the statistics did."""
         token = self.tokens[si]
-        if old.token is None or old.token[:16] != token[:16]:
+        if old.token is None:
             return self.live_list(si, old.row, old.all_docs, old.all_tfs, old.pos_starts,
                                   occurrences=old.occurrences)
+        same_norms = old.token[16:] == token[16:]
+        if old.token[:16] != token[:16]:
+            if old.token[:16] not in self.narrowed_from.get(si, ()):
+                return self.live_list(si, old.row, old.all_docs, old.all_tfs, old.pos_starts,
+                                      occurrences=old.occurrences)
+            # Its live pages now are a subset of those it was made with: keep those of its
+            # postings still live, and their saturations when the statistics are the same.
+            keep = self.live[si][old.docs]
+            if not keep.all():
+                p = PostingList(old.docs[keep], old.tfs[keep], old.row, old.all_tfs,
+                                old.all_docs, pos_starts=old.pos_starts,
+                                pos_blocks=old.pos_blocks, token=token,
+                                occurrences=old.occurrences)
+                p.dense_n = self._dense_n(si, p.docs)
+                if old.weighted_tf is not None:
+                    p.weighted_tf = old.weighted_tf[keep]
+                if same_norms and old.saturated is not None:
+                    p.saturated = old.saturated[keep]
+                return p
         p = PostingList(old.docs, old.tfs, old.row, old.all_tfs, old.all_docs,
-                        pos_starts=old.pos_starts, dense=old.dense, pos_blocks=old.pos_blocks,
+                        pos_starts=old.pos_starts, dense=old.dense, dense_n=old.dense_n,
+                        pos_blocks=old.pos_blocks,
                         weighted_tf=old.weighted_tf, token=token, occurrences=old.occurrences)
-        if old.token == token:
+        if same_norms:
             p.saturated, p.block_max = old.saturated, old.block_max
         return p
 

@@ -58,7 +58,7 @@ from websift.core.checked import RereadJson, open_consistent
 from websift.core.datadir import DataDir
 from websift.core.distinct import distinct, distinct_small
 from websift.core.id_set import IdSet, sorted_members
-from websift.indexer import bm25f
+from websift.indexer import bm25f, scoring_lengths
 from websift.indexer.analysis import Analyzer
 from websift.indexer.errors import IndexCorrupt
 from websift.indexer.fetched import unfetched_ids, with_fetched
@@ -250,11 +250,14 @@ class Searcher:
     def __init__(self, manifest: Manifest, segments: list[SegmentReader],
                  settings: BM25FSettings | None = None, *,
                  site_cache_bytes: int | None = None, shards: Sequence[Shard] = (),
-                 removals: RemovalRules | None = None) -> None:
+                 removals: RemovalRules | None = None, previous: Searcher | None = None
+                 ) -> None:
         """``manifest`` and ``segments``: one index; or ``shards`` (then those two are the first
         shard's, kept for callers that rebuild a searcher with other settings).  ``removals``:
         the operator's rules in force; the documents they cover are not live
-        (indexer/removal_masks.py)."""
+        (indexer/removal_masks.py).  ``previous``: a searcher this one replaces, whose
+        per-document field coefficients of the segments both hold serve here when the
+        statistics and settings are the same (a reload under pinned averages)."""
         self.shards = list(shards) or [Shard(None, manifest, segments)]
         self.manifest = self.shards[0].manifest
         self.generations = tuple(s.manifest.generation for s in self.shards)
@@ -284,19 +287,24 @@ class Searcher:
                                                                           strict=True)))
             self.live = [m & ~g for m, g in zip(self.live, gone, strict=True)]
         self._site_cache_bytes = site_cache_bytes
-        self.n_docs = int(sum(int(m.sum()) for m in self.live))
-        sums = np.zeros(N_FIELDS, dtype=np.float64)
-        for seg, live in zip(self.segments, self.live, strict=True):
-            if len(seg.field_lens):
-                sums += seg.field_lens[live].sum(axis=0)
+        sums, self.n_docs = scoring_lengths.live_length_sums(self.segments, self.live)
         self.field_length_sums = sums  # whole numbers, exact in float64 (< 2**53)
-        self.avg_lens = sums / max(self.n_docs, 1)
+        self.exact_avg_lens = sums / max(self.n_docs, 1)
+        # Scored with the averages the manifest pins while they are near the exact ones: the
+        # same for the generations that follow, so cached saturations stay valid across
+        # swaps (indexer/scoring_lengths.py).  Several shards: the exact sums over all.
+        self.avg_lens = (scoring_lengths.scoring_averages(self.exact_avg_lens,
+                                                          self.manifest.stats)
+                         if len(self.shards) == 1 else self.exact_avg_lens)
         self._provisional = _provisional_table(self.segments, self.live)
         s = self.settings
         # A field the settings do not name has weight 0 (settings written before it existed).
         self.weights = np.array([s.weights.get(f, 0.0) for f in FIELDS], dtype=np.float64)
         self.b = np.array([s.b.get(f, 0.0) for f in FIELDS], dtype=np.float64)
-        self.coefficients = self._coefficients(self.avg_lens)
+        self._norms_key = self.avg_lens.tobytes() + self.weights.tobytes() + self.b.tobytes()
+        self.coefficients = self._coefficients(
+            self.avg_lens, previous if previous is not None
+            and previous._norms_key == self._norms_key else None)
         # Coefficients under the last other statistics a caller asked for (a front server
         # sends the same global ones with every query): one set, replaced when they change.
         self._other_norms: Norms | None = None
@@ -315,7 +323,7 @@ class Searcher:
             PRIOR_CACHE_BYTES, lambda a: int(a.nbytes))
         self.postings = PostingStore(
             self.segments, self.live, self.coefficients, self.settings,
-            norms_key=self.avg_lens.tobytes() + self.weights.tobytes() + self.b.tobytes())
+            norms_key=self._norms_key)
         # site: filter -> per-segment masks of its documents; keyed by what users type.
         # (query text, lang, hint, collection languages) -> the query analysed and parsed,
         # with its idfs under this snapshot's statistics (indexer/query_cache.py)
@@ -342,7 +350,8 @@ class Searcher:
         shard = open_shard(data.index_dir, verify, reuse=reuse, manifests=manifests)
         opened_segments = time.perf_counter()
         opened = cls(shard.manifest, shard.segments, settings,
-                     site_cache_bytes=site_cache_bytes, shards=[shard], removals=removals)
+                     site_cache_bytes=site_cache_bytes, shards=[shard], removals=removals,
+                     previous=previous)
         built = time.perf_counter()
         if previous is not None:
             opened.adopt(previous)
@@ -356,7 +365,7 @@ class Searcher:
         started = time.perf_counter()
         made = Searcher(self.manifest, self.segments, self.settings,
                         site_cache_bytes=self._site_cache_bytes, shards=self.shards,
-                        removals=removals)
+                        removals=removals, previous=self)
         built = time.perf_counter()
         made.adopt(self)
         made.open_phases = {"state": built - started, "caches": time.perf_counter() - built}
@@ -414,14 +423,22 @@ class Searcher:
     def doc_count(self) -> int:
         return self.n_docs
 
-    def _coefficients(self, avg_lens: np.ndarray) -> list[np.ndarray]:
-        return [bm25f.field_coefficients(seg.field_lens.astype(np.float64), avg_lens,
-                                         self.weights, self.b) for seg in self.segments]
+    def _coefficients(self, avg_lens: np.ndarray, reuse: Searcher | None = None
+                      ) -> list[np.ndarray]:
+        """Per segment, each document's field coefficients under ``avg_lens``: ``reuse``'s
+        for the segments it holds (made under the same averages and settings), else made."""
+        kept = {} if reuse is None else {
+            id(seg): c for seg, c in zip(reuse.segments, reuse.coefficients, strict=True)}
+        return [kept[id(seg)] if id(seg) in kept else bm25f.field_coefficients(
+                    seg.field_lens.astype(np.float64), avg_lens, self.weights, self.b)
+                for seg in self.segments]
 
     def _norms(self, avg_lens: np.ndarray) -> Norms | None:
         """Coefficients under other average field lengths than this searcher's own; None when
-        they are its own (the usual case: then the cached saturated scores serve)."""
-        if np.array_equal(avg_lens, self.avg_lens):
+        they are its own or its exact ones (the usual case: then the cached saturated scores
+        serve; a front server over this one shard scores as this searcher does)."""
+        if np.array_equal(avg_lens, self.avg_lens) or np.array_equal(avg_lens,
+                                                                      self.exact_avg_lens):
             return None
         key = avg_lens.tobytes()
         norms = self._other_norms

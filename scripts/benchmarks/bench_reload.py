@@ -43,6 +43,7 @@ import threading
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -140,11 +141,34 @@ def stage(root: Path, args: argparse.Namespace) -> tuple[list[str], list[Step]]:
     return base, steps
 
 
-class Publisher:
-    """Publishes staged segments into a data directory's index: hard links, then the manifest."""
+def pinned_averages(staged: Path, chain: list[list[str]]) -> dict[tuple[str, ...], dict[str, Any]]:
+    """Per generation of ``chain`` (published in that order), the manifest stats a following
+    indexer writes with it: the average field lengths it pins (indexer/scoring_lengths.py),
+    computed here, before the phases, so that publishing stays a link and a write.  Empty for a
+    checkout before pinned averages (``--against``)."""
+    try:
+        from websift.indexer import scoring_lengths
+    except ImportError:
+        return {}
+    readers: dict[str, SegmentReader] = {}
+    out: dict[tuple[str, ...], dict[str, Any]] = {}
+    previous: dict[str, Any] | None = None
+    for names in chain:
+        segs = [readers.setdefault(n, SegmentReader(staged / n)) for n in names]
+        previous = {scoring_lengths.STATS_KEY: scoring_lengths.averages_to_publish(
+            segs, live_masks(segs), previous)}
+        out[tuple(names)] = previous
+    return out
 
-    def __init__(self, staged: Path, data: DataDir) -> None:
+
+class Publisher:
+    """Publishes staged segments into a data directory's index: hard links, then the manifest
+    (with the stats ``pins`` holds for that list of segments)."""
+
+    def __init__(self, staged: Path, data: DataDir,
+                 pins: dict[tuple[str, ...], dict[str, Any]] | None = None) -> None:
         self.staged, self.data = staged, data
+        self.pins = pins or {}
         self.generation = 0
         self._files: dict[str, dict[str, list[int]]] = {}
 
@@ -159,7 +183,8 @@ class Publisher:
             doc_count = int(read_meta(target)["doc_count"])
             entries.append(SegmentEntry(name, doc_count, self._files[name]))
         self.generation += 1
-        write_manifest(self.data.index_dir, Manifest(self.generation, 0, entries))
+        write_manifest(self.data.index_dir, Manifest(self.generation, 0, entries,
+                                                     stats=dict(self.pins.get(tuple(names), {}))))
 
 
 @dataclass
@@ -354,7 +379,8 @@ def main(argv: list[str] | None = None) -> int:
     serve = root / "serve"
     shutil.rmtree(serve, ignore_errors=True)
     data = DataDir.create(serve)
-    publisher = Publisher(root / "segments", data)
+    publisher = Publisher(root / "segments", data,
+                          pinned_averages(root / "segments", [base, *(s.segments for s in steps)]))
     publisher.publish(base)
     holder = SnapshotHolder(data, args.reload_check_ms)
     holder.start()
