@@ -70,7 +70,7 @@ class _VersionAction(argparse.Action):
     """``--version``: the version is read from the package metadata only when asked for."""
 
     def __init__(self, option_strings: list[str], dest: str = argparse.SUPPRESS,
-                 default: str = argparse.SUPPRESS, help: str | None = None) -> None:  # noqa: A002
+                 default: str = argparse.SUPPRESS, help: str | None = None) -> None:
         super().__init__(option_strings=option_strings, dest=dest, default=default, nargs=0,
                          help=help)
 
