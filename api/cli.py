@@ -18,7 +18,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from websift import __version__
+import websift
 from websift.core.arguments import Duration, format_duration
 from websift.core.datadir import default_data_dir
 from websift.core.errors import StageFailed, WebsiftError, describe_os_error, is_out_of_space
@@ -66,6 +66,20 @@ class DefaultsHelpFormatter(argparse.HelpFormatter):
         return f"{text} (default: {shown.replace('%', '%%')})".lstrip()
 
 
+class _VersionAction(argparse.Action):
+    """``--version``: the version is read from the package metadata only when asked for."""
+
+    def __init__(self, option_strings: list[str], dest: str = argparse.SUPPRESS,
+                 default: str = argparse.SUPPRESS, help: str | None = None) -> None:
+        super().__init__(option_strings=option_strings, dest=dest, default=default, nargs=0,
+                         help=help)
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: object, option_string: str | None = None) -> None:
+        print(f"websift {websift.__version__}")  # on stdout, as argparse's "version" action
+        parser.exit()
+
+
 # The module registering each subcommand, in registration order: `websift COMMAND ...` imports
 # the one module it runs (`websift index` does not import the crawler, the HTTP server or the
 # operator's supervisor); `websift`, `websift --help` and a name not here build them all.
@@ -95,8 +109,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         description="websift: crawl, index, rank and search the web you choose.",
         formatter_class=DefaultsHelpFormatter,
     )
-    parser.add_argument("--version", action="version", version=f"websift {__version__}",
-                        help="print websift's version and exit")
+    parser.add_argument("--version", action=_VersionAction, help="print websift's version and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     for name in names:

@@ -24,7 +24,6 @@ from websift.indexer.anchor_exchange import (
     write_export,
 )
 from websift.indexer.build import build_index, template_samples
-from websift.indexer.follow import follow
 from websift.indexer.settings import (
     DEFAULT_INDEX_PROCS,
     DEFAULT_RAM_MB,
@@ -113,6 +112,8 @@ def _settings() -> IndexSettings | None:
 def _follow(data: DataDir, args: argparse.Namespace, settings: IndexSettings,
             say: Callable[[str], None] | None) -> int:
     """Follow the crawl (indexer/follow.py) until SIGINT or SIGTERM; 0 when stopped so."""
+    from websift.indexer.follow import follow  # not imported by a one-off run
+
     stop = threading.Event()
 
     def on_signal(signum: int, _frame: object) -> None:

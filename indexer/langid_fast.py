@@ -21,9 +21,10 @@ py3langid's ``Counter`` holds them, and scored by the same numpy expression on t
 language and the probability are py3langid's own, to the bit; the softmax and the folding of
 aliased columns (``srl`` -> ``sr``) are py3langid's.
 
-The depth of each state is read from the automaton's transition table when the model loads (a
-breadth-first walk: a node of depth ``d`` is first reached after ``d`` bytes);
-indexer/langid_model.py keeps it beside the model copy.
+The depth of each state is read from the automaton's transition table when the model is
+first loaded (a breadth-first walk: a node of depth ``d`` is first reached after ``d`` bytes);
+indexer/langid_model.py keeps the identifier's arrays (:meth:`FastIdentifier.arrays`) beside
+the model copy, and later loads read them (:meth:`FastIdentifier.from_arrays`).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ import copy
 import math
 import unicodedata
 from array import array
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -49,12 +50,37 @@ class FastIdentifier:
     is most of building one."""
 
     def __init__(self, ident: Any, depths: np.ndarray | None = None) -> None:
-        self._tables = _Tables(ident, depths)
+        tables = _Tables(ident, depths)
         # P(feature | language) as float32: the rows a text has are read without converting
         # float16 each time (the conversion is exact, so the scores are the same)
-        self._full = (np.asarray(ident.nb_ptc, dtype=np.float32), np.asarray(ident.nb_pc),
-                      list(ident.nb_classes))
+        self._set(tables, np.asarray(ident.nb_ptc, dtype=np.float32), np.asarray(ident.nb_pc),
+                  list(ident.nb_classes))
+
+    def _set(self, tables: _Tables, ptc: np.ndarray, pc: np.ndarray, classes: list[str]) -> None:
+        if ptc.ndim != 2 or ptc.shape[1] != len(pc) or len(pc) != len(classes) \
+                or int(tables.output.max()) >= ptc.shape[0]:
+            raise ValueError("the model's tables do not go together")
+        self._tables = tables
+        self._full = (ptc, pc, classes)
         self._choose(())
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """The arrays this identifier evaluates, by name: :meth:`from_arrays` makes the same
+        identifier of them without py3langid's model (indexer/langid_model.py keeps them)."""
+        t = self._tables
+        ptc, pc, classes = self._full
+        return {"nextmove": t.nextmove, "rowbase": t.rowbase, "output": t.output,
+                "depth": t.depth, "pairs": t.pairs, "ptc": ptc, "pc": pc,
+                "classes": np.asarray(classes, dtype=np.str_)}
+
+    @classmethod
+    def from_arrays(cls, arrays: Mapping[str, np.ndarray]) -> FastIdentifier:
+        """The identifier :meth:`arrays` described (ValueError when they do not fit
+        together; KeyError when one is missing)."""
+        made = cls.__new__(cls)
+        made._set(_Tables.of_arrays(arrays), arrays["ptc"], arrays["pc"],
+                  [str(c) for c in arrays["classes"].tolist()])
+        return made
 
     def _choose(self, among: Iterable[str]) -> None:
         full_ptc, full_pc, full_classes = self._full
@@ -220,7 +246,31 @@ class _Tables:
         self.output = np.asarray(ident.tk_output, dtype=np.int32)  # state -> feature or -1
         if depths is None:
             depths = _depths(self.nextmove, self.rowbase)
-        elif depths.shape != self.rowbase.shape or depths.dtype != np.int8 or depths[0] != 0:
+        self._check(depths)
+        # the node of depth <= 2 after each pair of bytes: the pair's when it is one, else
+        # the second byte's (the start state when that is none)
+        start = self.nextmove[self.rowbase[0] + np.arange(256)].astype(np.intp)
+        second = self.nextmove[self.rowbase[start][:, None] + np.arange(256)]
+        self.pairs = np.where(self.depth[second] == 2, second, start[None, :]).astype(
+            self.nextmove.dtype).ravel()
+
+    @classmethod
+    def of_arrays(cls, arrays: Mapping[str, np.ndarray]) -> _Tables:
+        """The tables :meth:`FastIdentifier.arrays` gave (checked as when first made)."""
+        made = cls.__new__(cls)
+        made.nextmove, made.rowbase = arrays["nextmove"], arrays["rowbase"]
+        made.output, made.pairs = arrays["output"], arrays["pairs"]
+        if made.output.shape != made.rowbase.shape or made.pairs.shape != (1 << 16,) \
+                or made.pairs.dtype != made.nextmove.dtype or not len(made.rowbase) \
+                or int(made.rowbase.max()) + 255 >= len(made.nextmove) \
+                or int(made.output.min()) < -1:
+            raise ValueError("the automaton's tables do not go together")
+        made._check(arrays["depth"])
+        return made
+
+    def _check(self, depths: np.ndarray) -> None:
+        """Take ``depths`` as the states' depths, checked against the automaton."""
+        if depths.shape != self.rowbase.shape or depths.dtype != np.int8 or depths[0] != 0:
             raise ValueError("the kept depths are not this automaton's")
         self.depth = depths
         self.max_depth = int(self.depth.max())
@@ -232,11 +282,6 @@ class _Tables:
         pad = self.nextmove[self.rowbase + _PAD[0]]
         if np.any(self.depth[pad] > self.depth):
             raise ValueError("py3langid's model has a feature with the byte 0xff")
-        # the node of depth <= 2 after each pair of bytes: the pair's when it is one, else
-        # the second byte's (the start state when that is none)
-        second = self.nextmove[self.rowbase[start][:, None] + np.arange(256)]
-        self.pairs = np.where(self.depth[second] == 2, second, start[None, :]).astype(
-            self.nextmove.dtype).ravel()
 
 
 def _numpy(values: Any) -> np.ndarray:

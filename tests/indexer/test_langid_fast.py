@@ -1,7 +1,7 @@
 """indexer/langid_fast.py gives py3langid's own answers: the same features counted in the same
 order as its automaton walk, the same language and probability as its ``classify`` (random
 texts of many scripts, arbitrary bytes, the real pages of the aptitude and KiCad manuals), the
-same when restricted to a few languages; the automaton's depths kept beside the model copy."""
+same when restricted to a few languages; the identifier's tables kept beside the model copy."""
 
 from __future__ import annotations
 
@@ -119,33 +119,42 @@ def test_restricted_to_a_few_languages(models: tuple[Any, FastIdentifier],
         same_answer(ref, fast, text)
 
 
-def test_the_depths_are_kept_beside_the_model_copy(
+def test_the_tables_are_kept_beside_the_model_copy(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, models: tuple[Any, FastIdentifier]
 ) -> None:
     # the model copy the fixture loaded, linked (decompressing another is not what is tested)
     (copy,) = (p for p in langid_model.cache_dir().glob("langid-*.npz")
-               if not p.name.endswith("-depths.npz"))
+               if not p.name.endswith(("-depths.npz", "-fast.npz")))
     (tmp_path / copy.name).symlink_to(copy)
     monkeypatch.setenv("WEBSIFT_CACHE_DIR", str(tmp_path))
     text = "Le renard brun rapide saute par-dessus le chien paresseux"
-    first = langid_model.load_fast_identifier()  # writes the depths
-    (kept,) = tmp_path.glob("langid-*-depths.npz")
+    first = langid_model.load_fast_identifier()  # writes the tables
+    (kept,) = tmp_path.glob("langid-*-fast.npz")
     assert not list(tmp_path.glob("*.tmp"))
     assert np.array_equal(first.depths, models[1].depths)
     assert first.max_depth == int(first.depths.max()) > 1
-    again = langid_model.load_fast_identifier()
-    assert again.classify(text) == first.classify(text) == models[0].classify(text)
-    # damaged depths are said, found again, and kept anew
+    again = langid_model.load_fast_identifier()  # read from them
+    for name, array in first.arrays().items():
+        assert np.array_equal(again.arrays()[name], array), name
+        assert again.arrays()[name].dtype == array.dtype, name
+    for sample in (text, "Die Pakete werden installiert", "Настройка сети", "x", ""):
+        assert again.classify(sample) == first.classify(sample) == models[0].classify(sample)
+    # damaged tables are said, built again, and kept anew
     kept.write_bytes(kept.read_bytes()[:100])
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         healed = langid_model.load_fast_identifier()
     assert any("unusable" in str(w.message) for w in caught)
     assert healed.classify(text) == first.classify(text)
-    assert np.array_equal(np.load(kept)["depths"], first.depths)
-    # depths of another automaton are refused, not used
+    assert np.array_equal(np.load(kept)["depth"], first.depths)
+    # tables that do not go together are refused, not used
     with pytest.raises(ValueError, match="not this automaton's"):
         FastIdentifier(models[0], first.depths[:-1])
+    arrays = first.arrays()
+    with pytest.raises(ValueError, match="do not go together"):
+        FastIdentifier.from_arrays({**arrays, "pc": arrays["pc"][:-1]})
+    with pytest.raises(ValueError, match="do not go together"):
+        FastIdentifier.from_arrays({**arrays, "rowbase": arrays["rowbase"][:-1]})
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])

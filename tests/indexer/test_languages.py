@@ -16,10 +16,12 @@ from websift.core.datadir import DataDir
 from websift.indexer.analysis import Analyzer
 from websift.indexer.build import build_index
 from websift.indexer.languages import (
+    ENGLISH_STOP_WORDS,
     analysis_language,
     normalise_lang,
     page_language,
     query_language,
+    stoplist_for,
 )
 from websift.indexer.parse import parse_html
 from websift.indexer.query import split_lang
@@ -40,6 +42,14 @@ def page(lang: str | None, title: str, body: str, meta: str = "") -> str:
     attr = f' lang="{lang}"' if lang else ""
     return (f"<html{attr}><head><title>{title}</title>{meta}</head>"
             f"<body><p>{body}</p></body></html>")
+
+
+def test_english_stop_words_are_whooshs() -> None:
+    # written out to spare start-up the import of whoosh.analysis: they must stay Whoosh's
+    from whoosh.analysis import STOP_WORDS
+
+    assert ENGLISH_STOP_WORDS == STOP_WORDS
+    assert stoplist_for("en") == STOP_WORDS
 
 
 def test_tags_and_analysis_languages() -> None:
