@@ -9,7 +9,7 @@ merged segments merges the kept parts again.  Memory only: they are derived from
 segments, which are the on-disk truth.
 
 A new index generation does not make a request wait for them once they exist.  With
-``max_age`` (``WEBSIFT_WORDS_MAX_AGE_MS``, 30 s by default) the words of an older generation
+``max_age`` (``WEBSIFT_WORDS_MAX_AGE_MS``, 120 s by default) the words of an older generation
 keep answering until they are that old; then the first request that finds them older starts
 one rebuild over its snapshot in a background thread and is answered with them, and the new
 words replace them when it finishes.  Under ``websift up`` a cut lands every few seconds and a

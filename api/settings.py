@@ -55,7 +55,7 @@ class Settings(BaseSettings):
     # "Did you mean" and /suggest's words (api/index_words.py): built again for a newer index
     # generation once older than this, in a background thread (requests meanwhile get the
     # older ones); 0: for the first request of each generation, which waits for them.
-    words_max_age_ms: int = Field(default=30_000, ge=0)
+    words_max_age_ms: int = Field(default=120_000, ge=0)
 
     # Query-result cache (api/result_cache.py, a core.cache.Cache): entries kept; 0 turns it off.  An entry holds
     # the page of results with snippets (tens of KB), so 1024 entries stay within ~50 MB.
