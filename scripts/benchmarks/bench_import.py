@@ -13,12 +13,16 @@ writer's CPU milliseconds per page, with the 1-minute load average at each run's
 rows, table by table (:func:`store_rows`; the WARC locations and the run log differ by nature).
 
     .venv/bin/python -m scripts.benchmarks.bench_import FILE... [--workers 0 2] [--runs 3]
-        [--against /work/wt/main-base] [--compare] [--keep DIR]
+        [--records N] [--against /work/wt/main-base] [--compare] [--keep DIR]
+
+``--records N``: import only the first N records of the files (written once, uncompressed, to a
+scratch file), e.g. of the million-page corpus of ``bench_search_scale --prepare-only``.
 """
 
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import os
 import shutil
@@ -85,6 +89,28 @@ def differences(a: Path, b: Path) -> list[str]:
     return lines
 
 
+def first_records(files: list[Path], n: int, out: Path) -> Path:
+    """The first ``n`` records of ``files`` (.warc or .warc.gz), uncompressed, in ``out``."""
+    written = 0
+    with open(out, "wb") as sink:
+        for path in files:
+            opener = gzip.open if path.suffix == ".gz" else open
+            with opener(path, "rb") as src:
+                while written < n:
+                    head = b""
+                    while (line := src.readline()) not in (b"\r\n", b"\n", b""):
+                        head += line
+                    if not head:
+                        break
+                    length = next(int(h.split(b":", 1)[1]) for h in head.splitlines()
+                                  if h.lower().startswith(b"content-length:"))
+                    sink.write(head + b"\r\n" + src.read(length) + src.read(4))
+                    written += 1
+            if written >= n:
+                break
+    return out
+
+
 def one_run(checkout: Path, workers: str, files: list[Path], data: Path) -> dict[str, float]:
     env = {**os.environ, "PYTHONPATH": str(checkout)}
     load = os.getloadavg()[0]
@@ -105,6 +131,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--against", type=Path, action="append", default=[],
                         help="another checkout, run with its default")
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--records", type=int, help="only the first N records of the files")
     parser.add_argument("--compare", action="store_true",
                         help="check the first run's stores hold the same rows")
     parser.add_argument("--keep", type=Path, help="keep the data directories here")
@@ -114,11 +141,14 @@ def main(argv: list[str] | None = None) -> int:
     configs += [(f"{c}", c.resolve(), "default") for c in args.against]
     scratch = Path(tempfile.mkdtemp(prefix="bench-import-", dir=args.keep))
     runs: dict[str, list[dict[str, float]]] = {name: [] for name, _, _ in configs}
+    files = [f.resolve() for f in args.files]
     try:
+        if args.records is not None:
+            files = [first_records(files, args.records, scratch / f"first-{args.records}.warc")]
         for r in range(args.runs):
             for n, (name, checkout, workers) in enumerate(configs):
                 data = scratch / f"c{n}-r{r}"
-                figures = one_run(checkout, workers, args.files, data)
+                figures = one_run(checkout, workers, files, data)
                 runs[name].append(figures)
                 print(f"run {r + 1} {name}: {json.dumps(figures)}", flush=True)
                 if r > 0 and args.keep is None:
