@@ -49,7 +49,8 @@ from websift.crawler.robots import ROBOTS_PATH
 from websift.crawler.urls import UrlError, canonicalize
 from websift.crawler.warc_reader import WarcRecord
 
-CHUNK_RECORDS = 64  # records per message to a worker
+CHUNK_RECORDS = 64  # records per message to a worker, at most
+CHUNK_BYTES = 4 << 20  # bytes of blocks per message, at most (a record's block beyond it alone)
 IN_FLIGHT = 3  # chunks a worker holds (queued or being made ready) at most
 
 

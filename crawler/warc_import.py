@@ -52,6 +52,7 @@ from websift.crawler.dedup import NearDuplicateIndex
 from websift.crawler.frontier import Frontier
 from websift.crawler.groupcommit import GroupCommit
 from websift.crawler.import_workers import (
+    CHUNK_BYTES,
     CHUNK_RECORDS,
     IN_FLIGHT,
     ImportWorkers,
@@ -309,12 +310,20 @@ def import_warcs(
 
 
 def _chunks(items: Iterable[WarcRecord | Damage]) -> Iterator[list[WarcRecord | Damage]]:
+    """The items in order, in chunks of at most CHUNK_RECORDS and (but for a lone record)
+    CHUNK_BYTES of blocks: what the workers hold stays bounded whatever the pages weigh."""
     chunk: list[WarcRecord | Damage] = []
+    size = 0
     for item in items:
+        block = len(item.block or b"") if isinstance(item, WarcRecord) else 0
+        if chunk and size + block > CHUNK_BYTES:
+            yield chunk
+            chunk, size = [], 0
         chunk.append(item)
+        size += block
         if len(chunk) >= CHUNK_RECORDS:
             yield chunk
-            chunk = []
+            chunk, size = [], 0
     if chunk:
         yield chunk
 

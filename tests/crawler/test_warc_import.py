@@ -691,3 +691,24 @@ def test_a_killed_import_with_workers_keeps_what_it_committed_and_leaves_no_work
     assert sorted(p.url for p in rows) == sorted(urls)
     assert _summary(data)["counts"]["outcome/unchanged"] == len(fetched)
     assert _cash_total(data) == pytest.approx(1.0, abs=1e-9)
+
+
+def test_chunks_for_the_workers_keep_order_and_are_bounded_in_records_and_bytes() -> None:
+    from websift.crawler.import_workers import CHUNK_BYTES, CHUNK_RECORDS
+    from websift.crawler.warc_import import _chunks
+
+    def record(i: int, size: int) -> WarcRecord:
+        return WarcRecord("response", f"http://h.example/{i}", NEWER,
+                          StatusAndHeaders("", [], protocol="WARC/1.0"), size, b"x" * size)
+
+    sizes = [10] * 150 + [CHUNK_BYTES // 3] * 7 + [CHUNK_BYTES * 2] + [5] * 3
+    items: list[WarcRecord | Damage] = [record(i, n) for i, n in enumerate(sizes)]
+    items.insert(70, Damage("truncated", 0))
+    chunks = list(_chunks(items))
+    assert [x for c in chunks for x in c] == items  # every item, in order
+    for chunk in chunks:
+        assert len(chunk) <= CHUNK_RECORDS
+        blocks = sum(len(x.block or b"") for x in chunk if isinstance(x, WarcRecord))
+        assert blocks <= CHUNK_BYTES or len(chunk) == 1  # a record over the bound goes alone
+    # the 23 small items left, then two thirds of the bound: a third third would pass it
+    assert [len(c) for c in chunks][:4] == [CHUNK_RECORDS, CHUNK_RECORDS, 151 - 128 + 2, 3]
