@@ -48,7 +48,7 @@ from types import FrameType
 from typing import IO
 
 from websift.api.up_status import STATUS_EVERY, PartStatus, UpStatus, write_status
-from websift.indexer.workers import die_with_parent
+from websift.core.lifetime import die_with_parent
 
 RESTART_BASE = 1.0  # seconds before the first restart of a part that died
 RESTART_CAP = 60.0  # the back-off doubles up to this

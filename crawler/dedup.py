@@ -28,6 +28,9 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass
+from functools import partial
+from itertools import repeat
+from operator import methodcaller
 
 import numpy as np
 
@@ -69,10 +72,17 @@ def _shingles(tokens: list[str], shingle: int) -> list[str]:
     ("of the", code prompts) dominate every bit, and on the Python documentation it put unrelated
     pages (ctypes, unittest.mock examples) 3 bits apart; with the set the closest unrelated pair
     is 14 bits apart and edits are caught as often."""
-    if len(tokens) <= shingle:
+    n = len(tokens)
+    if n <= shingle:
         return [" ".join(tokens)] if tokens else []
-    last = len(tokens) - shingle + 1
-    return list(dict.fromkeys(" ".join(tokens[i : i + shingle]) for i in range(last)))
+    # the i-th shingle joins tokens[i], tokens[i + 1], ...: zipped shifted slices, no per-shingle
+    # Python frame
+    return list(dict.fromkeys(map(" ".join, zip(*(tokens[i : n - shingle + 1 + i]
+                                                    for i in range(shingle)), strict=True))))
+
+
+_blake2b_64 = partial(hashlib.blake2b, digest_size=8)
+_digest = methodcaller("digest")
 
 
 def simhash_tokens(tokens: list[str], shingle: int = SHINGLE_SIZE) -> int:
@@ -82,11 +92,10 @@ def simhash_tokens(tokens: list[str], shingle: int = SHINGLE_SIZE) -> int:
     shingles = _shingles(tokens, shingle)
     if not shingles:
         return 0
-    # Each shingle's 64-bit hash (BLAKE2b: stable across processes, unlike hash()).
-    digests = b"".join(
-        hashlib.blake2b(s.encode("utf-8", "surrogatepass"), digest_size=8).digest()
-        for s in shingles
-    )
+    # Each shingle's 64-bit hash (BLAKE2b: stable across processes, unlike hash()), in maps
+    # of C functions: no Python frame per shingle.
+    digests = b"".join(map(_digest, map(_blake2b_64, map(
+        str.encode, shingles, repeat("utf-8"), repeat("surrogatepass")))))
     bits = np.unpackbits(np.frombuffer(digests, dtype=np.uint8).reshape(len(shingles), 8), axis=1)
     # Bit set in more than half of the shingles <=> the +1/-1 sum is positive.
     ones = bits.sum(axis=0, dtype=np.int64)

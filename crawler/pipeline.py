@@ -36,6 +36,7 @@ from websift.crawler.canonical import link_header_canonical, same_site
 from websift.crawler.dedup import (
     NEAR_DUPLICATE_DISTANCE,
     NearDuplicateIndex,
+    TextFingerprint,
     content_hash,
     text_fingerprint,
 )
@@ -47,7 +48,7 @@ from websift.crawler.robots import RobotsDecision
 from websift.crawler.scope import ScopeConfig, host_key
 from websift.crawler.urls import UrlError, canonicalize, host_of
 from websift.store.crawl_store import DISALLOWED, OUT_OF_SCOPE, REDIRECT, CrawlStore, Link
-from websift.store.warc import WarcWriterFile
+from websift.store.warc import DEFAULT_GZIP_LEVEL, WarcWriterFile, pack_response
 
 # (url, depth) -> None when in scope, else the reason key
 ScopeJudge = Callable[[str, int], "str | None"]
@@ -84,6 +85,33 @@ class Fetched:
         if not raw:
             return "text/html" if self.looks_html else None
         return media_type(raw)
+
+
+@dataclass
+class Prepared:
+    """What :meth:`PageRecorder.page` computes from a 2xx response alone, before it looks at
+    the store: the body's hash, its WARC record (a gzip member), and for HTML the extraction
+    and the text's fingerprint.  :func:`prepare` makes it; ``websift import``'s workers make it
+    in other processes, so the one writer only applies it."""
+
+    digest: str
+    member: bytes
+    extracted: Extracted | None  # None: not HTML (its ``text`` may be dropped once fingerprinted)
+    fingerprint: TextFingerprint | None  # of the extracted text; None when not HTML
+
+
+def prepare(f: Fetched, agent: str = S.ROBOTS_AGENT, gzip_level: int = DEFAULT_GZIP_LEVEL,
+            digest: str | None = None) -> Prepared:
+    """The store-independent work of recording a 2xx response (a pure function of ``f``, but
+    for the WARC record's ID and date); ``digest``: its body's hash when already known."""
+    member = pack_response(f.url, f.status, _phrase(f.status), f.headers, f.body,
+                           gzip_level=gzip_level)
+    ex: Extracted | None = None
+    fp: TextFingerprint | None = None
+    if is_html(f.content_type):
+        ex = extract(f.body, f.url, f.encoding, f.header_all("X-Robots-Tag"), agent=agent)
+        fp = text_fingerprint(ex.text[: S.SIMHASH_MAX_CHARS])
+    return Prepared(content_hash(f.body) if digest is None else digest, member, ex, fp)
 
 
 @dataclass
@@ -358,27 +386,30 @@ class PageRecorder:
         self._dirty.clear()
 
     # ------------------------------------------------------------------ outcomes
-    def page(self, f: Fetched) -> None:
-        """A 2xx answer: archive, parse when HTML, detect duplicates, store, step OPIC."""
-        digest = content_hash(f.body)
+    def page(self, f: Fetched, ready: Prepared | None = None) -> None:
+        """A 2xx answer: archive, parse when HTML, detect duplicates, store, step OPIC.
+
+        ``ready``: what :func:`prepare` made of ``f`` elsewhere (its body is then not read)."""
+        digest = content_hash(f.body) if ready is None else ready.digest
         previous = self.store.page(f.uid)
         if previous is not None and previous.fetch_count and previous.content_hash == digest:
             with self.batch.step():
                 self._unchanged(f, f.uid)  # a refetch with the same bytes: nothing to archive
             return
+        if ready is None:
+            ready = prepare(f, self.agent, self.warc.gzip_level, digest)
         ctype = f.content_type
         # flushed now, fsynced by the group commit before the row that points at it commits
-        loc = self.warc.write_response(f.url, f.status, _phrase(f.status), f.headers, f.body)
-        ex: Extracted | None = None
-        if is_html(ctype):
-            ex = extract(f.body, f.url, f.encoding, f.header_all("X-Robots-Tag"), agent=self.agent)
+        loc = self.warc.append(ready.member)
+        ex = ready.extracted
+        if ex is not None:
             if ex.parse_error:
                 self.stats[f"parse/{ex.parse_error}"] += 1
         else:
             self.stats["outcome/non_html"] += 1
         with self.batch.step():
             variant_of = self._canonical(f, ex) if self.retire is not None else None
-            duplicate_of, simhash = self._duplicate(f, ex, digest, variant_of)
+            duplicate_of, simhash = self._duplicate(f, ready.fingerprint, digest, variant_of)
             links = self._links(f.uid, f.depth, ex) if ex is not None else LinkSet()
             if self.retire is not None and ex is not None:
                 self._hreflang(f, ex)
@@ -415,22 +446,19 @@ class PageRecorder:
             self.found_feeds(f.uid, ex.base, ex.feeds)
 
     def _duplicate(
-        self, f: Fetched, ex: Extracted | None, digest: str, variant_of: int | None
+        self, f: Fetched, fp: TextFingerprint | None, digest: str, variant_of: int | None
     ) -> tuple[int | None, int | None]:
         """(the page it duplicates, its SimHash): a rel="canonical" variant duplicates its
-        canonical page; else the first page with the same bytes, else (HTML) the first page
-        within the near-duplicate distance, which the page joins when it is none."""
-        simhash: int | None = None
+        canonical page; else the first page with the same bytes, else (HTML: ``fp``, the
+        fingerprint of its text) the first page within the near-duplicate distance, which the
+        page joins when it is none."""
         if variant_of is not None:
-            if ex is not None:
-                simhash = text_fingerprint(ex.text[: S.SIMHASH_MAX_CHARS]).simhash
-            return variant_of, simhash
+            return variant_of, None if fp is None else fp.simhash
         duplicate_of = self.store.first_with_hash(digest, exclude=f.uid)
         if duplicate_of is not None:
             self.stats["outcome/duplicate_exact"] += 1
-        if ex is None:
+        if fp is None:
             return duplicate_of, None
-        fp = text_fingerprint(ex.text[: S.SIMHASH_MAX_CHARS])
         if duplicate_of is None:
             duplicate_of = self.near.find(
                 fp.simhash, NEAR_DUPLICATE_DISTANCE, tokens=fp.tokens, exclude=f.uid

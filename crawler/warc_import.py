@@ -35,28 +35,33 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import signal
 import sys
 import time
-from collections import Counter
-from collections.abc import Callable, Sequence
-from datetime import UTC, datetime
+from collections import Counter, deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TextIO
-from urllib.parse import urlsplit
 
 from websift.core.datadir import DataDir
 from websift.core.errors import StageFailed, WebsiftError
 from websift.core.lock import store_writer_lock
 from websift.crawler import settings as S
-from websift.crawler.archived_http import http_answer, sniff
 from websift.crawler.dedup import NearDuplicateIndex
 from websift.crawler.frontier import Frontier
 from websift.crawler.groupcommit import GroupCommit
+from websift.crawler.import_workers import (
+    CHUNK_BYTES,
+    CHUNK_RECORDS,
+    IN_FLIGHT,
+    ImportWorkers,
+    Ready,
+    ready_response,
+)
 from websift.crawler.pipeline import Fetched, PageRecorder
-from websift.crawler.robots import ROBOTS_PATH
 from websift.crawler.scope import Scope, ScopeConfig
-from websift.crawler.urls import UrlError, canonicalize, host_of
+from websift.crawler.urls import host_of
 from websift.crawler.warc_reader import (
     CORRUPT_GZIP,
     DIGEST_MISMATCH,
@@ -77,21 +82,11 @@ WARC_PREFIX = "import"  # DATA/warc/import-<time>-<pid>-<n>.warc.gz
 # (HTTP headers and chunk framing are far below the allowance): it is passed over, not read.
 HEADER_ALLOWANCE = 1 << 20
 MAX_BLOCK = S.DOWNLOAD_MAXSIZE + HEADER_ALLOWANCE
+MAX_DEFAULT_WORKERS = 2  # more cores: measure before raising it (the writer is one process)
 
 
 class NothingImported(WebsiftError):
     """The files were read but none of their records could be stored."""
-
-
-def warc_time(value: str) -> float | None:
-    """A WARC-Date (ISO 8601, UTC) as a Unix time, or None if it does not parse."""
-    try:
-        when = datetime.fromisoformat(value.strip())
-    except ValueError:
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return when.timestamp()
 
 
 # ---------------------------------------------------------------------- the import run
@@ -128,8 +123,9 @@ class WarcImport:
         return self.scope.check(url, depth)
 
     # ------------------------------------------------------------------ records
-    def add(self, item: WarcRecord | Damage) -> None:
-        """Take one item the reader produced."""
+    def add(self, item: WarcRecord | Damage, ready: Ready | str | None = None) -> None:
+        """Take one item the reader produced; ``ready``: a response's :func:`ready_response`
+        made by a worker (else it is made here)."""
         if isinstance(item, Damage):
             self.stats[f"skipped/{item.reason}"] += 1
             return
@@ -138,31 +134,18 @@ class WarcImport:
         if item.type != "response":
             self.stats[f"skipped/{item.type or 'untyped'}"] += 1
             return
-        reason = self._response(item)
+        if ready is None:
+            ready = ready_response(item, self.recorder.agent, self.warc.gzip_level,
+                                   self.recorder.max_url_length)
+        reason = ready if isinstance(ready, str) else self.apply(ready)
         if reason is not None:
             self.stats[f"skipped/{reason}"] += 1
 
-    def _response(self, record: WarcRecord) -> str | None:
-        """Store one response record as a crawl step; the skip reason when it is not stored."""
-        try:
-            url = canonicalize(record.target_uri)
-        except UrlError:
-            return "not_http_url"
-        if len(url) > self.recorder.max_url_length:
-            return "url_too_long"
-        parts = urlsplit(url)
-        if parts.path == ROBOTS_PATH and not parts.query:
-            return "robots_txt"
-        if record.header("WARC-Segment-Number") is not None:
-            return "segmented"  # one part of a response split over continuation records
-        answer = http_answer(record)
-        if isinstance(answer, str):
-            return answer
-        if answer.status == 304:
-            return "not_modified"  # the other tool's conditional request: no content here
-        if not 200 <= answer.status < 600:
-            return "bad_status"
-        when = warc_time(record.date)
+    def apply(self, ready: Ready) -> str | None:
+        """Store a response :func:`ready_response` made ready (here or in a worker), as a crawl
+        step; the skip reason when it is not stored."""
+        url = ready.url
+        when = ready.when
         if when is None:
             self.stats["warc/no_date"] += 1
             when = self.clock()
@@ -171,18 +154,18 @@ class WarcImport:
             return "older_than_stored"
         self.hosts.add(host_of(url))
         uid = self._admit(url)
-        looks_html, encoding = sniff(url, answer) if answer.failure is None else (False, None)
         fetched = Fetched(
-            uid=uid, url=url, status=answer.status, headers=answer.headers, body=answer.body,
-            encoding=encoding, looks_html=looks_html, depth=0, fetched_at=when,
+            uid=uid, url=url, status=ready.status, headers=ready.headers, body=b"",
+            encoding=ready.encoding, looks_html=ready.looks_html, depth=0, fetched_at=when,
         )
-        status = answer.status
-        if answer.failure is not None:
-            self.recorder.failed(uid, answer.failure, None, when)
-        elif 300 <= status < 400 and answer.header("Location"):
-            self.recorder.redirect(fetched, answer.header("Location") or "", 1, S.MAX_REDIRECTS)
+        status = ready.status
+        if ready.failure is not None:
+            self.recorder.failed(uid, ready.failure, None, when)
+        elif 300 <= status < 400 and ready.location:
+            self.recorder.redirect(fetched, ready.location, 1, S.MAX_REDIRECTS)
         elif 200 <= status < 300:
-            self.recorder.page(fetched)
+            assert ready.prepared is not None  # ready_response prepares every usable 2xx
+            self.recorder.page(fetched, ready.prepared)
         else:
             self.recorder.failed(uid, f"http_{status}", status, when)
         self.imported += 1
@@ -290,21 +273,90 @@ class ImportProgress:
             self.out.flush()
 
 
+def default_workers() -> int:
+    """Worker processes by default: one per core (the writer's share of a page is smaller than
+    a worker's, so on 2 cores 2 workers keep the writer busiest); none on one core."""
+    cores = len(os.sched_getaffinity(0))
+    return 0 if cores < 2 else min(cores, MAX_DEFAULT_WORKERS)
+
+
 def import_warcs(
-    root: Path, files: Sequence[Path], progress: TextIO | None = None
+    root: Path, files: Sequence[Path], progress: TextIO | None = None,
+    workers: int | None = None,
 ) -> dict[str, Any]:
     """Import ``files`` into the data directory ``root`` (made if new); returns the summary,
     also stored as the run's ``crawls`` row.  Every file is checked to be a WARC file before
-    the data directory is touched (:class:`NotAWarcFile` names the first that is not)."""
+    the data directory is touched (:class:`NotAWarcFile` names the first that is not).
+    ``workers``: processes making records ready beside the one writer (0: none; None: the
+    default, :func:`default_workers`); the store's rows are the same either way."""
     for path in files:
         check_warc(path)
     data = DataDir.create(root)
     # one writer per data directory: a crawl, recrawl or import already running refuses this
     with store_writer_lock(data.root, "websift import"):
-        return _run(WarcImport(data), files, progress)
+        run = WarcImport(data)
+        procs = default_workers() if workers is None else workers
+        if procs <= 0:
+            return _run(run, files, progress, None)
+        pool = ImportWorkers(procs, run.recorder.agent, run.warc.gzip_level,
+                             run.recorder.max_url_length)
+        try:
+            summary = _run(run, files, progress, pool)
+        except BaseException:
+            pool.close(abort=True)
+            raise
+        pool.close()
+        return summary
 
 
-def _run(run: WarcImport, files: Sequence[Path], progress: TextIO | None) -> dict[str, Any]:
+def _chunks(items: Iterable[WarcRecord | Damage]) -> Iterator[list[WarcRecord | Damage]]:
+    """The items in order, in chunks of at most CHUNK_RECORDS and (but for a lone record)
+    CHUNK_BYTES of blocks: what the workers hold stays bounded whatever the pages weigh."""
+    chunk: list[WarcRecord | Damage] = []
+    size = 0
+    for item in items:
+        block = len(item.block or b"") if isinstance(item, WarcRecord) else 0
+        if chunk and size + block > CHUNK_BYTES:
+            yield chunk
+            chunk, size = [], 0
+        chunk.append(item)
+        size += block
+        if len(chunk) >= CHUNK_RECORDS:
+            yield chunk
+            chunk, size = [], 0
+    if chunk:
+        yield chunk
+
+
+def _is_response(item: WarcRecord | Damage) -> bool:
+    return isinstance(item, WarcRecord) and item.type == "response"
+
+
+def _through(pool: ImportWorkers, items: Iterable[WarcRecord | Damage],
+             take: Callable[[WarcRecord | Damage, Ready | str | None], None]) -> None:
+    """``take`` each item in order, its response made ready by the workers: chunks go to them
+    ahead of the writer, which applies each chunk's items in file order with their answers."""
+    queued: deque[tuple[list[WarcRecord | Damage], bool]] = deque()
+
+    def apply_oldest() -> None:
+        chunk, sent = queued.popleft()
+        answers = iter(pool.take() if sent else ())
+        for item in chunk:
+            take(item, next(answers) if _is_response(item) else None)
+
+    for chunk in _chunks(items):
+        while pool.full() or len(queued) > 4 * pool.procs * IN_FLIGHT:
+            apply_oldest()
+        responses = [r for r in chunk if isinstance(r, WarcRecord) and _is_response(r)]
+        if responses:
+            pool.submit(responses)
+        queued.append((chunk, bool(responses)))
+    while queued:
+        apply_oldest()
+
+
+def _run(run: WarcImport, files: Sequence[Path], progress: TextIO | None,
+         pool: ImportWorkers | None) -> dict[str, Any]:
     meter = ImportProgress(progress) if progress is not None else None
     read_before = 0  # bytes of the files finished
     reader: WarcReader | None = None
@@ -325,12 +377,19 @@ def _run(run: WarcImport, files: Sequence[Path], progress: TextIO | None) -> dic
                     f"{p['elapsed']:.0f}s"
                 )
 
-            for item in reader:
-                run.add(item)
+            def take(item: WarcRecord | Damage, ready: Ready | str | None = None,
+                     line: Callable[[], str] = line) -> None:
+                run.add(item, ready)
                 if run.batch.due():  # a batch also commits after COMMIT_EVERY_SECONDS
                     run.batch.commit()
                 if meter is not None:
                     meter.tick(line)
+
+            if pool is None:
+                for item in reader:
+                    take(item)
+            else:
+                _through(pool, reader, take)
     except KeyboardInterrupt:
         reason = "interrupted"
         raise
@@ -380,6 +439,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("files", nargs="+", type=Path, metavar="FILE",
                    help="WARC files, read in the order given")
     p.add_argument("--quiet", action="store_true", help="no progress line and no summary table")
+    p.add_argument("--workers", type=int, default=None, metavar="N",
+                   help="processes parsing records beside the one writer (default: one per "
+                   f"core, at most {MAX_DEFAULT_WORKERS}; 0: none)")
     p.set_defaults(func=import_command)
 
 
@@ -395,7 +457,8 @@ def honour_sigint() -> None:
 def import_command(args: argparse.Namespace) -> int:
     honour_sigint()
     files = [Path(f) for f in args.files]
-    summary = import_warcs(args.data, files, progress=None if args.quiet else sys.stderr)
+    summary = import_warcs(args.data, files, progress=None if args.quiet else sys.stderr,
+                           workers=args.workers)
     if not args.quiet:
         from websift.crawler.progress import (
             print_summary,  # rich, only when there is a table to print

@@ -55,6 +55,7 @@ from websift.core.errors import (
     is_out_of_space,
 )
 from websift.core.html import is_html
+from websift.core.lifetime import die_with_parent
 from websift.core.lock import ExclusiveLock, LockHeld
 from websift.indexer import scoring_lengths
 from websift.indexer.anchor_exchange import ForeignAnchors, apply_foreign
@@ -119,7 +120,7 @@ from websift.indexer.templates import (
     read_templates,
     write_templates,
 )
-from websift.indexer.workers import AnalyserPool, die_with_parent
+from websift.indexer.workers import AnalyserPool
 from websift.store.errors import WarcError
 from websift.store.removals import RemovalRules
 from websift.store.schema import DISALLOWED, DISCOVERED, FETCHED, OUT_OF_SCOPE, Page

@@ -43,6 +43,7 @@ from websift.core import process_messages as messages
 from websift.core.checked import array_bytes
 from websift.core.datadir import fsync_dir
 from websift.core.errors import StageFailed
+from websift.core.lifetime import die_with_parent
 from websift.indexer.build import entry_bytes, publish_manifest, run_drops, targets_seq
 from websift.indexer.errors import IndexCorrupt, IndexInterrupted
 from websift.indexer.liveness import live_masks
@@ -51,7 +52,7 @@ from websift.indexer.merge import merge_segments
 from websift.indexer.merge_policy import MergePolicy, SegmentSize, find_merges
 from websift.indexer.segment import SegmentReader
 from websift.indexer.settings import MERGE_NICE
-from websift.indexer.workers import WorkerFailed, die_with_parent
+from websift.indexer.workers import WorkerFailed
 
 MERGING_PREFIX = "merging-"
 RECENT_MERGES = 32  # merges whose times the merger keeps (follow-status.json)

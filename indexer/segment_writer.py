@@ -25,6 +25,7 @@ import numpy as np
 from pyroaring import BitMap
 
 from websift.core import checked
+from websift.core.lifetime import die_with_parent
 from websift.indexer.analysis import analyzer_version
 from websift.indexer.barrels import ForwardBarrels, invert, words_path
 from websift.indexer.codec import Encoded, delta_decode_groups, delta_encode_groups, encode, narrow
@@ -44,7 +45,6 @@ from websift.indexer.settings import (
     PAIRS_BUFFER,
     IndexSettings,
 )
-from websift.indexer.workers import die_with_parent
 
 
 def _fsync_file(path: Path) -> None:

@@ -36,7 +36,6 @@ that was set notices within ``WORKER_POLL_SECONDS`` and exits.
 
 from __future__ import annotations
 
-import ctypes
 import multiprocessing
 import os
 import queue
@@ -51,6 +50,7 @@ from typing import Any
 
 import numpy as np
 
+from websift.core.lifetime import die_with_parent
 from websift.indexer.docbatch import AnalysedBatch, BatchAnalyser, DocJob, Parsed
 from websift.indexer.languages import load_identifier
 from websift.indexer.settings import (
@@ -65,20 +65,9 @@ from websift.indexer.settings import (
 from websift.store.warc import BodyReader, WarcLocation
 
 
-def die_with_parent(parent: int) -> None:
-    """In a forked pool process: be killed when the run that forked it dies (Linux
-    PR_SET_PDEATHSIG), so a killed run leaves no process waiting for work forever."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-    if os.getppid() != parent:  # it died before the line above
-        os._exit(0)
-
-
 class WorkerFailed(RuntimeError):
     """An indexing worker raised (a bug, not bad input: bad pages are counted, not raised)."""
 
-
-_PR_SET_PDEATHSIG = 1  # prctl(2)
 
 
 def _serve(warc_dir: Path, memo_tokens: int, inbox: Any, outbox: Any, parent: int, *,

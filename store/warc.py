@@ -61,6 +61,36 @@ def payload_digest(body: bytes) -> str:
     return "sha1:" + base64.b32encode(hashlib.sha1(body).digest()).decode("ascii")
 
 
+def pack_response(
+    url: str,
+    status: int,
+    reason: str,
+    headers: list[tuple[str, str]],
+    body: bytes,
+    *,
+    gzip_level: int = DEFAULT_GZIP_LEVEL,
+) -> bytes:
+    """One response record as the gzip member :meth:`WarcWriterFile.append` writes (its own
+    record ID and a WARC-Date of now); a pure function of its arguments otherwise, so another
+    process may build it (``websift import``'s workers do)."""
+    from warcio.statusandheaders import StatusAndHeaders
+    from warcio.warcwriter import WARCWriter
+
+    kept = [(k, v) for k, v in headers if k.lower() not in _DROPPED_HEADERS]
+    kept.append(("Content-Length", str(len(body))))
+    http_headers = StatusAndHeaders(f"{status} {reason}".strip(), kept, protocol="HTTP/1.1")
+    # warcio builds the record (headers, digests) uncompressed; each record becomes one gzip
+    # member of its own, so a reader can seek straight to it.
+    plain = io.BytesIO()
+    writer = WARCWriter(plain, gzip=False)
+    record = writer.create_warc_record(
+        url, "response", payload=io.BytesIO(body), http_headers=http_headers
+    )
+    writer.write_record(record)
+    packer = zlib.compressobj(gzip_level, zlib.DEFLATED, zlib.MAX_WBITS + 16)
+    return packer.compress(plain.getbuffer()) + packer.flush()
+
+
 class WarcWriterFile:
     """Appends response records to rotating WARC files in one directory.
 
@@ -99,25 +129,14 @@ class WarcWriterFile:
         headers: list[tuple[str, str]],
         body: bytes,
     ) -> WarcLocation:
+        return self.append(pack_response(url, status, reason, headers, body,
+                                          gzip_level=self.gzip_level))
+
+    def append(self, member: bytes) -> WarcLocation:
+        """Append one record :func:`pack_response` made (a gzip member) and flush it."""
         if self._fh is None or self._fh.tell() >= self.rotate_bytes:
             self._open_next()
         assert self._fh is not None
-        from warcio.statusandheaders import StatusAndHeaders
-        from warcio.warcwriter import WARCWriter
-
-        kept = [(k, v) for k, v in headers if k.lower() not in _DROPPED_HEADERS]
-        kept.append(("Content-Length", str(len(body))))
-        http_headers = StatusAndHeaders(f"{status} {reason}".strip(), kept, protocol="HTTP/1.1")
-        # warcio builds the record (headers, digests) uncompressed; each record becomes one gzip
-        # member of its own, so a reader can seek straight to it.
-        plain = io.BytesIO()
-        writer = WARCWriter(plain, gzip=False)
-        record = writer.create_warc_record(
-            url, "response", payload=io.BytesIO(body), http_headers=http_headers
-        )
-        writer.write_record(record)
-        packer = zlib.compressobj(self.gzip_level, zlib.DEFLATED, zlib.MAX_WBITS + 16)
-        member = packer.compress(plain.getbuffer()) + packer.flush()
         offset = self._fh.tell()
         try:
             self._fh.write(member)

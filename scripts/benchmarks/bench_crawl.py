@@ -4,20 +4,26 @@ The Python 3.11 manual (/usr/share/doc/python3.11/html, from the python3.11-doc 
 served on a loopback address with the robots.txt of shared/eval/README.md; each crawler fetches
 the whole site with politeness off (no delay, 8 requests in flight per host for the two Scrapy
 crawlers; wget fetches one at a time, it has no concurrency).  Each is run RUNS times; the table
-shows medians of pages served, wall seconds and peak RSS (the process and its children, sampled
-with psutil), and the ratios websift/CrawlSpider and websift/wget.
+shows medians of pages served, wall seconds, CPU milliseconds per page served (user + system of
+the crawler and its children, from RUSAGE_CHILDREN), peak RSS (the process and its children,
+sampled with psutil), and the ratios websift/CrawlSpider and websift/wget.  ``--against DIR``
+adds websift of another checkout (``git worktree add DIR main``), run in turn with this one;
+``--only-websift`` leaves the two peers out.
 
 websift stores everything (WARC records, page rows, links, OPIC state, robots.txt); the
 CrawlSpider stores nothing; wget writes the files.  The goal: websift no slower than the
 CrawlSpider.
 
-    .venv/bin/python -m scripts.benchmarks.bench_crawl [--runs 3] [--root DIR]
+    .venv/bin/python -m scripts.benchmarks.bench_crawl [--runs 3] [--root DIR] [--against DIR]
+        [--only-websift]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -46,6 +52,12 @@ class Run:
     pages: int
     seconds: float
     peak_rss: int
+    cpu: float = 0.0  # seconds, user + system, the crawler and its children
+
+
+def _children_cpu() -> float:
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
 
 
 def _tree_rss(proc: psutil.Process) -> int:
@@ -60,8 +72,11 @@ def _tree_rss(proc: psutil.Process) -> int:
 
 def measure(cmd: list[str], site: StaticSite, cwd: Path) -> Run:
     site.web.clear()
+    cpu = _children_cpu()
     start = time.perf_counter()
-    child = psutil.Popen(cmd, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    env = {**os.environ, "PYTHONPATH": str(cwd)}
+    child = psutil.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.PIPE)
     peak = 0
     while child.poll() is None:
         try:
@@ -74,7 +89,7 @@ def measure(cmd: list[str], site: StaticSite, cwd: Path) -> Run:
     if child.returncode != 0 and not cmd[0].endswith("wget"):
         raise SystemExit(f"{cmd[:3]} failed ({child.returncode}):\n{err[-2000:]}")
     pages = sum(1 for e in site.web.entries() if e.path != "/robots.txt" and e.status == 200)
-    return Run(pages, seconds, peak)
+    return Run(pages, seconds, peak, _children_cpu() - cpu)
 
 
 # ---------------------------------------------------------------------- the CrawlSpider peer
@@ -122,6 +137,8 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=RUNS)
     parser.add_argument("--root", type=Path, default=DOC_ROOT)
     parser.add_argument("--crawlspider", metavar="URL", help=argparse.SUPPRESS)
+    parser.add_argument("--against", type=Path, help="also websift of this checkout")
+    parser.add_argument("--only-websift", action="store_true", help="no CrawlSpider, no wget")
     args = parser.parse_args()
     if args.crawlspider:
         run_crawlspider([args.crawlspider])
@@ -130,23 +147,30 @@ def main() -> None:
         raise SystemExit(f"{args.root} has no index.html (apt-get install python3.11-doc)")
     python = sys.executable
     work = Path(tempfile.mkdtemp(prefix="websift-bench-"))
-    results: dict[str, list[Run]] = {"websift": [], "CrawlSpider": [], "wget": []}
+    names = ["websift"] + (["websift (against)"] if args.against else [])
+    names += [] if args.only_websift else ["CrawlSpider", "wget"]
+    results: dict[str, list[Run]] = {name: [] for name in names}
     try:
         with StaticSite(args.root, ADDRESS, ROBOTS) as site:
             url = site.origin + "/"
             for i in range(args.runs):
                 data = work / f"websift-{i}"
+                def crawl(data: Path) -> list[str]:
+                    return [python, "-m", "websift.api.cli", "crawl", url, "--data", str(data),
+                            "--allow-private", "--delay", "0", "--concurrency-per-host",
+                            str(CONCURRENCY), "--max-pages", "100000", "--quiet"]
+
                 cmds = {
-                    "websift": [python, "-m", "websift.api.cli", "crawl", url, "--data", str(data),
-                                "--allow-private", "--delay", "0", "--concurrency-per-host",
-                                str(CONCURRENCY), "--max-pages", "100000", "--quiet"],
-                    "CrawlSpider": [python, "-m", "scripts.benchmarks.bench_crawl", "--crawlspider",
-                                    url],
-                    "wget": ["wget", "-r", "-l", "inf", "-q", "-e", "robots=on",
-                             "-P", str(work / f"wget-{i}"), url],
+                    "websift": (crawl(data), REPO),
+                    "websift (against)": (crawl(work / f"against-{i}"), args.against or REPO),
+                    "CrawlSpider": ([python, "-m", "scripts.benchmarks.bench_crawl",
+                                     "--crawlspider", url], REPO),
+                    "wget": (["wget", "-r", "-l", "inf", "-q", "-e", "robots=on",
+                              "-P", str(work / f"wget-{i}"), url], REPO),
                 }
-                for name, cmd in cmds.items():
-                    results[name].append(measure(cmd, site, REPO))
+                for name in names:
+                    cmd, cwd = cmds[name]
+                    results[name].append(measure(cmd, site, cwd))
                     print(f"run {i + 1} {name}: {results[name][-1]}", file=sys.stderr)
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -156,15 +180,17 @@ def main() -> None:
             int(statistics.median(r.pages for r in runs)),
             statistics.median(r.seconds for r in runs),
             int(statistics.median(r.peak_rss for r in runs)),
+            statistics.median(r.cpu for r in runs),
         )
         for name, runs in results.items()
     }
-    print(f"{'crawler':<12} {'pages':>6} {'seconds':>8} {'pages/s':>8} {'peak RSS MiB':>13}")
+    print(f"{'crawler':<18} {'pages':>6} {'seconds':>8} {'pages/s':>8} {'CPU ms/page':>12} "
+          f"{'peak RSS MiB':>13}   (load {os.getloadavg()[0]:.1f})")
     for name, r in med.items():
-        print(f"{name:<12} {r.pages:>6} {r.seconds:>8.2f} {r.pages / r.seconds:>8.1f} "
-              f"{r.peak_rss / 2**20:>13.1f}")
+        print(f"{name:<18} {r.pages:>6} {r.seconds:>8.2f} {r.pages / r.seconds:>8.1f} "
+              f"{1000 * r.cpu / max(1, r.pages):>12.2f} {r.peak_rss / 2**20:>13.1f}")
     ws = med["websift"]
-    for peer in ("CrawlSpider", "wget"):
+    for peer in [n for n in ("websift (against)", "CrawlSpider", "wget") if n in med]:
         p = med[peer]
         print(f"websift/{peer}: time {ws.seconds / p.seconds:.2f}x, "
               f"peak RSS {ws.peak_rss / max(1, p.peak_rss):.2f}x, pages {ws.pages}/{p.pages}")

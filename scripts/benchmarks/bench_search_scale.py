@@ -20,9 +20,10 @@ Phases, each timed and printed as it ends:
    parameters (``corpus.json``, a checked manifest, is written last: a killed run regenerates).
 2. **Import** (cached): ``websift import`` of those files into a data directory, so the crawl
    store (pages, links, anchors, WARC bodies) is real.  ``bench-imported.json`` marks it done.
-   The import is the slowest phase (one writer, 115-160 pages/s on the 2-core machine at
-   load 3-5: about two hours for a million pages): ``--prepare-only`` makes the corpus and
-   its import ahead of the measured run.
+   The import is the slowest phase (one writer and workers parsing beside it: up to about
+   415 pages/s on 2 free cores, docs/benchmarks.md "Importing WARC files"; the one-process
+   import took about two hours for a million pages at load 3-5): ``--prepare-only`` makes the
+   corpus and its import ahead of the measured run.
 3. **Index**: ``websift index --rebuild --ram-mb M --procs P``; wall time, documents/s, and the
    peak resident memory of the index process and its workers together (psutil, polled), beside
    ``--ram-mb``.  tantivy 0.27 (``en_stem`` title + body, positions, the same memory budget and

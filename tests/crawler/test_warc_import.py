@@ -16,14 +16,17 @@ import json
 import os
 import shutil
 import signal
+import sqlite3
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -591,3 +594,121 @@ def test_an_import_is_refused_while_another_writer_runs(
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "is in use by 'websift crawl'" in lines[0], done.stderr
     assert not data.store_path.exists()  # refused before the store was opened
+
+
+# ---------------------------------------------------------------------- workers beside the writer
+def _rows(data: Path) -> dict[str, list[tuple[Any, ...]]]:
+    """Every row of every table of the crawl store, sorted; less the WARC locations (each run
+    writes its own files) and the run log (its times)."""
+    conn = sqlite3.connect(f"file:{DataDir.open(data).store_path}?mode=ro", uri=True)
+    try:
+        tables = [t for (t,) in conn.execute(
+            "SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE 'sqlite_%'")]
+        out = {}
+        for table in sorted(set(tables) - {"crawls"}):
+            cols = [c[1] for c in conn.execute(f"PRAGMA table_info({table})")
+                    if c[1] not in ("warc_file", "warc_offset", "warc_length")]
+            out[table] = sorted(conn.execute(f"SELECT {', '.join(cols)} FROM {table}"), key=repr)
+        return out
+    finally:
+        conn.close()
+
+
+def test_an_import_with_workers_stores_the_same_rows_as_one_without(tmp_path: Path) -> None:
+    # several chunks per worker (64 records each), the Common Crawl file's odd records among
+    # them (damage, revisits, an older capture after a newer one, a body over the cap), twice:
+    # the second run applies captures the first stored
+    many = tmp_path / "many.warc.gz"
+    _many_pages(many, 700)
+    cc = _write_cc(tmp_path / "cc.warc.gz", _cc_records())
+    sources = [many, cc, many]
+    alone = import_warcs(tmp_path / "alone", sources, workers=0)
+    beside = import_warcs(tmp_path / "beside", sources, workers=2)
+    assert alone["counts"] == beside["counts"]
+    assert alone["counts"]["outcome/fetched"] == 700 + 3  # page1, page2 twice
+    rows = _rows(tmp_path / "alone")
+    assert len(rows["urls"]) > 700 and len(rows["links"]) >= 700 * 8
+    assert _rows(tmp_path / "beside") == rows
+    # and the bodies the rows point at are the same
+    warcs = DataDir.open(tmp_path / "alone").warc_dir, DataDir.open(tmp_path / "beside").warc_dir
+    with StoreReader.open(DataDir.open(tmp_path / "beside").store_path) as store:
+        located = {p.url: p for p in store.pages("fetched")}
+    with StoreReader.open(DataDir.open(tmp_path / "alone").store_path) as store:
+        for page in store.pages("fetched"):
+            other = located[page.url]
+            bodies = [read_response(d, WarcLocation(p.warc_file or "", p.warc_offset or 0,
+                                                    p.warc_length or 0)).body
+                      for d, p in zip(warcs, (page, other), strict=True)]
+            assert bodies[0] == bodies[1]
+
+
+def _committed(data: Path) -> int:
+    with StoreReader.open(DataDir.open(data).store_path) as store:
+        return int(store.status_counts().get("fetched", 0))
+
+
+@pytest.mark.slow
+def test_a_killed_import_with_workers_keeps_what_it_committed_and_leaves_no_worker(
+    tmp_path: Path, run_websift: Callable[..., subprocess.CompletedProcess[str]],
+) -> None:
+    source = tmp_path / "many.warc.gz"
+    urls = _many_pages(source, 1200)
+    data = tmp_path / "data"
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    child = psutil.Popen([sys.executable, "-m", "websift.api.cli", "import", "--data", str(data),
+                          "--workers", "2", str(source)], cwd=REPO, env=env,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        assert child.stderr is not None
+        first = child.stderr.readline()  # the first progress line: pages are being stored
+        assert first.startswith("records "), first
+        workers = child.children()
+        assert len(workers) == 2
+        deadline = time.monotonic() + 300
+        while _committed(data) == 0:  # a batch committed: killed mid-import, not before
+            assert time.monotonic() < deadline and child.poll() is None
+            time.sleep(0.05)
+        child.kill()  # SIGKILL: no clean-up at all
+        child.wait(timeout=60)
+    finally:
+        if child.poll() is None:
+            child.kill()
+    # the workers die with the writer (PR_SET_PDEATHSIG), nothing left waiting for work
+    _, alive = psutil.wait_procs(workers, timeout=30)
+    assert not alive
+    with StoreReader.open(DataDir.open(data).store_path) as store:
+        fetched = list(store.pages("fetched"))
+    assert len(fetched) < len(urls)
+    warc_dir = DataDir.open(data).warc_dir
+    for page in fetched:  # every committed row points at a whole record on disk
+        location = WarcLocation(page.warc_file or "", page.warc_offset or 0, page.warc_length or 0)
+        assert read_response(warc_dir, location).url == page.url
+
+    again = run_websift("import", "--data", str(data), "--quiet", str(source), timeout=600)
+    assert again.returncode == 0, again.stderr
+    with StoreReader.open(DataDir.open(data).store_path) as store:
+        rows = list(store.pages("fetched"))
+    assert sorted(p.url for p in rows) == sorted(urls)
+    assert _summary(data)["counts"]["outcome/unchanged"] == len(fetched)
+    assert _cash_total(data) == pytest.approx(1.0, abs=1e-9)
+
+
+def test_chunks_for_the_workers_keep_order_and_are_bounded_in_records_and_bytes() -> None:
+    from websift.crawler.import_workers import CHUNK_BYTES, CHUNK_RECORDS
+    from websift.crawler.warc_import import _chunks
+
+    def record(i: int, size: int) -> WarcRecord:
+        return WarcRecord("response", f"http://h.example/{i}", NEWER,
+                          StatusAndHeaders("", [], protocol="WARC/1.0"), size, b"x" * size)
+
+    sizes = [10] * 150 + [CHUNK_BYTES // 3] * 7 + [CHUNK_BYTES * 2] + [5] * 3
+    items: list[WarcRecord | Damage] = [record(i, n) for i, n in enumerate(sizes)]
+    items.insert(70, Damage("truncated", 0))
+    chunks = list(_chunks(items))
+    assert [x for c in chunks for x in c] == items  # every item, in order
+    for chunk in chunks:
+        assert len(chunk) <= CHUNK_RECORDS
+        blocks = sum(len(x.block or b"") for x in chunk if isinstance(x, WarcRecord))
+        assert blocks <= CHUNK_BYTES or len(chunk) == 1  # a record over the bound goes alone
+    # the 23 small items left, then two thirds of the bound: a third third would pass it
+    assert [len(c) for c in chunks][:4] == [CHUNK_RECORDS, CHUNK_RECORDS, 151 - 128 + 2, 3]
