@@ -355,6 +355,14 @@ PRUNE_PHRASE_ALL = 4
 # posting), and probing it for candidates is one gather instead of a binary search: as
 # Lucene's dense blocks (IndexedDISI), for the words most pages hold.
 DENSE_POSTINGS_SHARE = 0.25
+# The pruned path scores a segment whole (dense arrays as long as it: every match's exact
+# score at once, as the exhaustive path does) once, with T known, the postings of its blocks
+# that could still hold a page reaching T are at least this share of what scoring it whole
+# touches (its pages plus its lists' postings), and no match there waits on positions (no
+# phrase; each proximity pair's evidence at hand).  Common words' scores are flat (BM25's
+# saturation): their blocks' bounds stay above T and MaxScore scores most pages one round at a
+# time, each candidate probed in every list, about 15x a posting's cost in the dense sums.
+PRUNE_DENSE_SHARE = 0.125
 # Relative slack on score bounds: the exact scores are float32 sums, the bounds float64.
 PRUNE_BOUND_SLACK = 1e-5
 # A request's search stops at this deadline and returns what it has, flagged partial (the

@@ -82,6 +82,7 @@ from websift.indexer.query import Phrase
 from websift.indexer.settings import (
     PARTIAL_MIN_HITS,
     PRUNE_BOUND_SLACK,
+    PRUNE_DENSE_SHARE,
     PRUNE_FIRST_POSTINGS,
     PRUNE_MAX_ROUND_POSTINGS,
     PRUNE_PHRASE_ALL,
@@ -488,6 +489,64 @@ class _Evaluation:
         return _Scored(_Pending(np.full(len(docs), si, dtype=np.int32), docs, base, coord, ub,
                                 np.zeros(len(docs), dtype=bool), prior), exact, open_pairs)
 
+    def _dense_ready(self, si: int) -> bool:
+        """Whether segment ``si`` can be scored whole at once (:meth:`_score_segment`): no
+        phrase to check."""
+        return not (self.plan.required or self.plan.excluded)
+
+    def _score_segment(self, si: int, seen: np.ndarray) -> None:
+        """Every match of segment ``si`` not in ``seen`` scored at once in arrays as long as
+        the segment (:meth:`_dense_ready` holds), as the searcher's exhaustive path does: the
+        same floats as :meth:`_score` gives a candidate (the same sums in the same order);
+        those that can reach T join the results."""
+        plan = self.plan
+        n = len(self.postings.store.segments[si].doc_ids)
+        total = np.zeros(n, dtype=np.float64)
+        matched = np.zeros(n, dtype=np.int32)
+        present: set[str] = set()
+        for unit in plan.units:
+            any_hit = np.zeros(n, dtype=bool) if len(unit) > 1 else None
+            for term in unit:
+                p = self._postings_of(term, si)
+                if p is None or len(p.docs) == 0:
+                    continue
+                present.add(term)
+                total[p.docs] += plan.idfs[term] * self.postings.saturated(p, si)
+                if any_hit is None:
+                    matched[p.docs] += 1
+                else:
+                    any_hit[p.docs] = True
+            if any_hit is not None:
+                matched += any_hit
+        exact = None
+        for (a, b), w in zip(plan.pairs, self.pair_bonus, strict=False):
+            if (a in present or a in self.free) and (b in present or b in self.free):
+                near_docs, share = self.postings.near_pairs(a, b, si)
+                if exact is None:
+                    exact = np.zeros(n, dtype=np.float64)
+                exact[near_docs] += w * share
+        if exact is not None:
+            total += exact  # base + the pairs' exact bonus, as _score's sum
+        held = matched > 0
+        if plan.site_masks is not None:
+            held &= plan.site_masks[si]
+        if plan.nosite_masks is not None:
+            held &= ~plan.nosite_masks[si]
+        held[seen] = False
+        self.sure += int(np.count_nonzero(held))  # each matches: no phrase to check
+        # _score's bound with every bonus exact: text * (1 + slack) less what the prior falls
+        # short of w.  Scores are sums of non-negative terms and coord is at most 1, so
+        # ``total`` alone (a prior is at most w) filters first.
+        if math.isfinite(self.T):
+            held &= total * (1.0 + PRUNE_BOUND_SLACK) >= self._floor()
+        docs = np.flatnonzero(held)
+        coord = (matched[docs] / max(len(plan.units), 1)) ** self.settings.coord_power
+        text = total[docs] * coord
+        prior = self._priors(si, docs)
+        ok = ~np.asarray(self._below(text * (1.0 + PRUNE_BOUND_SLACK)
+                                     - (self.prior_bound - prior)), dtype=bool)
+        self._add(np.full(int(ok.sum()), si, dtype=np.int32), docs[ok], text[ok], prior[ok])
+
     def _near_share_bound(self, tf_a: np.ndarray | None, tf_b: np.ndarray | None
                           ) -> np.ndarray | float:
         """An upper bound of a pair's c / (c + 1) per candidate from the two words' counts in
@@ -782,6 +841,23 @@ class _Evaluation:
                 low = untaken & np.asarray(self._below(could - short), dtype=bool)
                 skipped |= low
                 untaken &= ~low
+                # A segment whose blocks that can still matter are a good share of it: scored
+                # whole at once, its blocks done (PRUNE_DENSE_SHARE).
+                blk_seg = seg_of[owner]
+                for si in distinct_small(blk_seg[untaken]).tolist():
+                    in_seg = blk_seg == si
+                    left_size = int(size[untaken & in_seg].sum())
+                    whole = len(self.postings.store.segments[si].doc_ids) + int(size[in_seg].sum())
+                    if left_size >= PRUNE_DENSE_SHARE * whole and self._dense_ready(si):
+                        self._score_segment(si, seen[si])
+                        untaken &= ~in_seg
+                        skipped &= ~in_seg
+                        if self._late():
+                            break
+                if not untaken.any():
+                    last_round = True
+                    rest = -math.inf
+                    continue
                 left = self._left(owner, bound, untaken)[0]
                 idx = np.flatnonzero(untaken & ~self._inessential(left)[owner])
                 cut = int(np.searchsorted(np.cumsum(size[idx]), round_postings, side="left")) + 1

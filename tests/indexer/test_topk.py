@@ -93,6 +93,7 @@ def small_rounds() -> Iterator[None]:
         mp.setattr(searcher_module, "EXHAUSTIVE_MAX_DOCS", 0)  # small indexes prune too
         mp.setattr(searcher_module, "EXHAUSTIVE_MAX_POSTINGS", -1)  # few postings too
         mp.setattr(topk, "PRUNE_VERIFY_FIRST", 2)
+        mp.setattr(topk, "PRUNE_DENSE_SHARE", 2.0)  # no segment scored whole (but below)
         yield
 
 
@@ -113,15 +114,17 @@ def _same(s: Searcher, q: str, **kw: object) -> None:
 @pytest.mark.slow
 @given(seed=st.integers(0, 2**31), n_docs=st.integers(20, 500), queries=st.lists(QUERY,
        min_size=1, max_size=6), k=st.integers(1, 12), offset=st.integers(0, 3),
-       dense=st.booleans())
+       dense=st.booleans(), whole=st.sampled_from([2.0, 0.125, 0.0]))
 @settings(max_examples=25, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 def test_pruned_equals_exhaustive(tmp_path_factory: pytest.TempPathFactory, *, seed: int,
                                   n_docs: int, queries: list[str], k: int, offset: int,
-                                  dense: bool) -> None:
+                                  dense: bool, whole: float) -> None:
     with pytest.MonkeyPatch.context() as mp:
         # Every list of these small segments is dense: without the maps, probes search.
         mp.setattr(postings_module, "DENSE_POSTINGS_SHARE", 0.25 if dense else 2.0)
+        # Segments scored whole once T is known: never, as by default, every time.
+        mp.setattr(topk, "PRUNE_DENSE_SHARE", whole)
         _pruned_equals_exhaustive(tmp_path_factory.mktemp("idx"), seed=seed, n_docs=n_docs,
                                   queries=queries, k=k, offset=offset)
 
@@ -396,3 +399,40 @@ def test_a_pair_at_hand_is_exact_at_once_and_bounds_its_blocks(tmp_path: Path) -
         assert [(h.doc_id, h.text_score) for h in r.hits] == [
             (h.doc_id, h.text_score) for h in want.hits]
     assert got.blocks_read < flat.blocks_read
+
+
+@pytest.mark.parametrize("seed", [3, 11])
+def test_a_segment_whose_blocks_mostly_matter_is_scored_whole(tmp_path: Path,
+                                                             seed: int) -> None:
+    """Common words, scores flat: once T is known most blocks can still reach it, so each
+    segment is scored whole at once (its pairs' evidence from whole occurrence lists), with
+    no candidate's positions read, and gives the exhaustive hits, scores and count."""
+    s = _searcher(tmp_path, seed, 2000)
+    whole: list[int] = []
+    score_segment = topk._Evaluation._score_segment
+    check = topk._Evaluation._check
+
+    def counted(self: topk._Evaluation, si: int, seen: np.ndarray) -> None:
+        whole.append(si)
+        score_segment(self, si, seen)
+
+    def no_check(self: topk._Evaluation, pend: topk._Pending) -> None:
+        raise AssertionError("a candidate's positions read")
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(topk, "PRUNE_DENSE_SHARE", 0.125)
+        mp.setattr(topk, "PRUNE_FIRST_POSTINGS", BLOCK)  # T known after a first block
+        mp.setattr(topk._Evaluation, "_score_segment", counted)
+        for q in ("alpha beta", "alpha beta gamma", "beta OR gamma alpha",
+                  "alpha beta site:a.example"):
+            whole.clear()
+            want = s.search(IndexQuery(q, k=10, snippets=False, exhaustive=True))
+            mp.setattr(topk._Evaluation, "_check", no_check)
+            got = s.search(IndexQuery(q, k=10, snippets=False, prior=_prior, prior_bound=W))
+            fused = s.search(IndexQuery(q, k=10, snippets=False, prior=_prior, prior_bound=W,
+                                        exhaustive=True))
+            mp.setattr(topk._Evaluation, "_check", check)
+            assert sorted(set(whole)) == [0, 1], q
+            assert [(h.doc_id, h.score) for h in got.hits] == [
+                (h.doc_id, h.score) for h in fused.hits], q
+            assert got.total_exact and got.total == want.total == fused.total, q
