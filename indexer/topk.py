@@ -547,6 +547,44 @@ class _Evaluation:
                                      - (self.prior_bound - prior)), dtype=bool)
         self._add(np.full(int(ok.sum()), si, dtype=np.int32), docs[ok], text[ok], prior[ok])
 
+    def _candidates(self, si: int, docs: np.ndarray) -> _Pending | None:
+        """New candidates ``docs`` of segment ``si`` scored (:meth:`_score`): the exact ones
+        join the results, the open ones (positions needed) are returned."""
+        got = self._score(si, docs)
+        if got is None:
+            return None
+        scored, exact = got.pending, got.exact
+        if not self.phrased:
+            # Every one matches (no phrase to check): those that cannot reach T are
+            # counted and dropped before any probe for proximity.
+            low = np.asarray(self._below(scored.ub), dtype=bool)
+            if low.any():
+                self.sure += int(low.sum())
+                scored, exact = _take(scored, ~low), exact[~low]
+        open_, scored.phrase = self._needs_check(scored, got.open_pairs)
+        self.sure += int((~scored.phrase).sum())
+        if open_.any():
+            done = ~open_
+            self._add(scored.si[done], scored.ords[done],
+                      (scored.base[done] + exact[done]) * scored.coord[done],
+                      scored.prior[done])
+            return _take(scored, open_)
+        self._add(scored.si, scored.ords, (scored.base + exact) * scored.coord, scored.prior)
+        return None
+
+    def _phrase_pages(self, si: int) -> np.ndarray | None:
+        """The live pages of segment ``si`` holding every required phrase of several words,
+        when the phrases cache holds each (sorted); None otherwise (or without one)."""
+        docs: np.ndarray | None = None
+        for ph in self.plan.required:
+            if len(ph.terms) < 2:
+                continue
+            held = self.postings.cached_phrase_docs(ph, si)
+            if held is None:
+                return None
+            docs = held if docs is None else docs[member(docs, held)[0]]
+        return docs
+
     def _near_share_bound(self, tf_a: np.ndarray | None, tf_b: np.ndarray | None
                           ) -> np.ndarray | float:
         """An upper bound of a pair's c / (c + 1) per candidate from the two words' counts in
@@ -799,6 +837,24 @@ class _Evaluation:
         round_postings = max(PRUNE_FIRST_POSTINGS, 2 * self.want)
         batch = PRUNE_VERIFY_FIRST
         partial = False
+        # A segment whose pages holding the required phrases are at hand (the phrases cache):
+        # those pages are its candidates, all at once; its blocks are not read.
+        seg_of = np.array([lst.si for lst in self.lists], dtype=np.int64)
+        fresh0: list[_Pending] = []
+        known = np.zeros(n_blocks, dtype=bool)  # blocks of such segments: not read
+        for si in (distinct_small(seg_of[owner]).tolist() if self.phrased else ()):
+            docs = self._phrase_pages(si)
+            if docs is None:
+                continue
+            known |= untaken & (seg_of[owner] == si)
+            untaken &= ~known
+            seen[si] = docs
+            got = self._candidates(si, docs) if len(docs) else None
+            if got is not None:
+                fresh0.append(got)
+        new0 = _merge(fresh0)
+        if new0 is not None:
+            pend = self._drop_below(_take(new0, np.argsort(-new0.ub, kind="stable")))
         rest = self._rest_of(owner, bound, untaken, short)
         while True:
             # Check the open candidates ahead of every unseen document, highest bound first.
@@ -826,7 +882,6 @@ class _Evaluation:
                 # rounds: later blocks drop out).  A block that cannot is skipped for good:
                 # T only rises and the bounds left only fall.
                 left, per_seg = self._left(owner, bound, untaken)
-                seg_of = np.array([lst.si for lst in self.lists], dtype=np.int64)
                 seg_sum = np.array([per_seg.get(int(si), 0.0) for si in seg_of])
                 # seg_sum holds the slack and pair bonus: others = it minus the list's own
                 # largest, which the block's bound replaces.
@@ -893,28 +948,9 @@ class _Evaluation:
                     seen[si] = np.sort(np.concatenate([seen[si], docs]), kind="stable")
                 else:
                     seen[si] = docs
-                got = self._score(si, docs)
-                if got is None:
-                    continue
-                scored, exact = got.pending, got.exact
-                if not self.phrased:
-                    # Every one matches (no phrase to check): those that cannot reach T are
-                    # counted and dropped before any probe for proximity.
-                    low = np.asarray(self._below(scored.ub), dtype=bool)
-                    if low.any():
-                        self.sure += int(low.sum())
-                        scored, exact = _take(scored, ~low), exact[~low]
-                open_, scored.phrase = self._needs_check(scored, got.open_pairs)
-                self.sure += int((~scored.phrase).sum())
-                if open_.any():
-                    done = ~open_
-                    self._add(scored.si[done], scored.ords[done],
-                              (scored.base[done] + exact[done]) * scored.coord[done],
-                              scored.prior[done])
-                    fresh.append(_take(scored, open_))
-                else:
-                    self._add(scored.si, scored.ords, (scored.base + exact) * scored.coord,
-                              scored.prior)
+                got = self._candidates(si, docs)
+                if got is not None:
+                    fresh.append(got)
             if fresh and pend is not None and len(pend.ords):
                 fresh.insert(0, pend)
             new = _merge(fresh)
@@ -943,7 +979,7 @@ class _Evaluation:
                 dfs[term] = dfs.get(term, 0) + (0 if p is None else len(p.docs))
             total = max(total, max(dfs.values(), default=0))
         return TopText(segs, ords, text, boost, total, complete, partial, blocks=n_blocks,
-                       blocks_read=int(n_blocks - untaken.sum() - skipped.sum()), verified=self.verified)
+                       blocks_read=int(n_blocks - untaken.sum() - skipped.sum() - known.sum()), verified=self.verified)
 
 
 _PENDING_FIELDS = ("si", "ords", "base", "coord", "ub", "phrase", "prior")

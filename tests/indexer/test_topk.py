@@ -436,3 +436,21 @@ def test_a_segment_whose_blocks_mostly_matter_is_scored_whole(tmp_path: Path,
             assert [(h.doc_id, h.score) for h in got.hits] == [
                 (h.doc_id, h.score) for h in fused.hits], q
             assert got.total_exact and got.total == want.total == fused.total, q
+
+
+def test_a_segment_whose_phrase_pages_are_cached_reads_no_block(tmp_path: Path) -> None:
+    """Once the phrases cache holds a required phrase's pages in a segment (here the
+    exhaustive path put them there), those pages are that segment's candidates, all at once:
+    no block is read, and the hits and scores are the exhaustive ones."""
+    s = _searcher(tmp_path, 7, 600)
+    for q in ['"alpha beta"', 'gamma "beta alpha"', '"alpha beta gamma" -delta']:
+        first = s.search(IndexQuery(q, k=5, snippets=False))  # pruned, phrases not cached
+        want = s.search(IndexQuery(q, k=5, snippets=False, exhaustive=True))
+        got = s.search(IndexQuery(q, k=5, snippets=False, prior=_prior, prior_bound=W))
+        fused = s.search(IndexQuery(q, k=5, snippets=False, prior=_prior, prior_bound=W,
+                                    exhaustive=True))
+        assert first.blocks_read > 0 and got.blocks > 0 and got.blocks_read == 0, q
+        assert [h.doc_id for h in first.hits] == [h.doc_id for h in want.hits], q
+        assert [h.doc_id for h in got.hits] == [h.doc_id for h in fused.hits], q
+        assert [h.score for h in got.hits] == pytest.approx(
+            [h.score for h in fused.hits], rel=1e-9, abs=1e-12), q
