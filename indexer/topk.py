@@ -218,6 +218,9 @@ class _Evaluation:
         # (a phrase's terms and offsets, segment) -> candidates checked for it one by one.
         self._phrase_read: dict[tuple[tuple[str, ...], tuple[int, ...], int], int] = {}
         self._every: dict[tuple[tuple[str, ...], tuple[int, ...], int], np.ndarray] = {}
+        # Per segment, the live pages holding every required phrase when the phrases cache
+        # holds them (run): candidates elsewhere are dropped, those there need no check.
+        self._known_pages: dict[int, np.ndarray] = {}
         # Whether a candidate's match may depend on positions (a phrase required or excluded).
         self.phrased = any(len(ph.terms) > 1 for ph in [*plan.required, *plan.excluded])
 
@@ -431,6 +434,9 @@ class _Evaluation:
                 if p is None:
                     return None
                 keep &= p.find(docs)[0]
+        known = self._known_pages.get(si)
+        if known is not None:  # the pages holding the required phrases: the others never match
+            keep &= member(docs, known)[0]
         for ph in plan.excluded:
             if len(ph.terms) == 1:
                 p = self._postings_of(ph.terms[0], si)
@@ -615,7 +621,7 @@ class _Evaluation:
         for si in distinct_small(pend.si).tolist():
             sel = pend.si == si
             docs = pend.ords[sel]
-            if multi_required:
+            if multi_required and si not in self._known_pages:
                 phrase[sel] = True
             for terms, out in [*((t, phrase) for t in excluded), *((t, near) for t in pairs)]:
                 all_in = np.ones(len(docs), dtype=bool)
@@ -838,7 +844,9 @@ class _Evaluation:
         batch = PRUNE_VERIFY_FIRST
         partial = False
         # A segment whose pages holding the required phrases are at hand (the phrases cache):
-        # those pages are its candidates, all at once; its blocks are not read.
+        # those pages, if few beside its blocks' postings (PRUNE_PHRASE_ALL), are its
+        # candidates, all at once, and its blocks are not read; if many, its blocks are read
+        # in rounds and only those pages kept as candidates, with no check.
         seg_of = np.array([lst.si for lst in self.lists], dtype=np.int64)
         fresh0: list[_Pending] = []
         known = np.zeros(n_blocks, dtype=bool)  # blocks of such segments: not read
@@ -846,6 +854,9 @@ class _Evaluation:
             docs = self._phrase_pages(si)
             if docs is None:
                 continue
+            self._known_pages[si] = docs
+            if PRUNE_PHRASE_ALL * len(docs) > int(size[seg_of[owner] == si].sum()):
+                continue  # many: the blocks in rounds, candidates filtered by them
             known |= untaken & (seg_of[owner] == si)
             untaken &= ~known
             seen[si] = docs

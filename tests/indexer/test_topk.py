@@ -438,19 +438,37 @@ def test_a_segment_whose_blocks_mostly_matter_is_scored_whole(tmp_path: Path,
             assert got.total_exact and got.total == want.total == fused.total, q
 
 
-def test_a_segment_whose_phrase_pages_are_cached_reads_no_block(tmp_path: Path) -> None:
+@pytest.mark.parametrize("at_once", [True, False])
+def test_a_segment_whose_phrase_pages_are_cached_takes_them_as_candidates(
+        tmp_path: Path, at_once: bool) -> None:
     """Once the phrases cache holds a required phrase's pages in a segment (here the
-    exhaustive path put them there), those pages are that segment's candidates, all at once:
-    no block is read, and the hits and scores are the exhaustive ones."""
+    exhaustive path put them there), those pages are that segment's candidates: all at once
+    if few beside its blocks (no block read), else its blocks in rounds with only those pages
+    kept; either way no candidate's phrase is checked, and the hits and scores are the
+    exhaustive ones."""
     s = _searcher(tmp_path, 7, 600)
-    for q in ['"alpha beta"', 'gamma "beta alpha"', '"alpha beta gamma" -delta']:
-        first = s.search(IndexQuery(q, k=5, snippets=False))  # pruned, phrases not cached
-        want = s.search(IndexQuery(q, k=5, snippets=False, exhaustive=True))
-        got = s.search(IndexQuery(q, k=5, snippets=False, prior=_prior, prior_bound=W))
-        fused = s.search(IndexQuery(q, k=5, snippets=False, prior=_prior, prior_bound=W,
-                                    exhaustive=True))
-        assert first.blocks_read > 0 and got.blocks > 0 and got.blocks_read == 0, q
-        assert [h.doc_id for h in first.hits] == [h.doc_id for h in want.hits], q
-        assert [h.doc_id for h in got.hits] == [h.doc_id for h in fused.hits], q
-        assert [h.score for h in got.hits] == pytest.approx(
-            [h.score for h in fused.hits], rel=1e-9, abs=1e-12), q
+    checked: list[int] = []
+    phrase = topk._Evaluation._phrase
+
+    def counted(self: topk._Evaluation, ph: object, si: int, docs: np.ndarray) -> np.ndarray:
+        checked.append(len(docs))
+        return phrase(self, ph, si, docs)  # type: ignore[arg-type]
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(topk, "PRUNE_PHRASE_ALL", 0 if at_once else 1 << 30)
+        for q in ['"alpha beta"', 'gamma "beta alpha"', '"alpha beta gamma" -delta']:
+            first = s.search(IndexQuery(q, k=5, snippets=False))  # phrases not cached
+            want = s.search(IndexQuery(q, k=5, snippets=False, exhaustive=True))
+            checked.clear()
+            mp.setattr(topk._Evaluation, "_phrase", counted)
+            got = s.search(IndexQuery(q, k=5, snippets=False, prior=_prior, prior_bound=W))
+            mp.setattr(topk._Evaluation, "_phrase", phrase)
+            fused = s.search(IndexQuery(q, k=5, snippets=False, prior=_prior, prior_bound=W,
+                                        exhaustive=True))
+            assert first.blocks_read > 0 and got.blocks > 0, q
+            assert (got.blocks_read == 0) == at_once, q
+            assert checked == [], q
+            assert [h.doc_id for h in first.hits] == [h.doc_id for h in want.hits], q
+            assert [h.doc_id for h in got.hits] == [h.doc_id for h in fused.hits], q
+            assert [h.score for h in got.hits] == pytest.approx(
+                [h.score for h in fused.hits], rel=1e-9, abs=1e-12), q
