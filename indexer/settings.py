@@ -333,7 +333,8 @@ EXHAUSTIVE_FEW_POSTINGS = 32_768
 # occurrences they need are decoded whole (or at once without a deadline): of common words, its
 # candidates' proximity stays open for most pages and the pruning checks them batch by batch;
 # on a 100,000-page Zipf index (scripts/benchmarks/bench_query_tail.py) two or three common
-# words score in about 5-10 ms so, in tens to hundreds pruned.  One common word alone is
+# words score in about 5-10 ms so (pruned, in about as much once each segment most of whose
+# blocks can still reach T is scored whole: PRUNE_DENSE_SHARE).  One common word alone is
 # pruned (block-max skips nearly every block), and so is a common word of a million pages.
 EXHAUSTIVE_MAX_POSTINGS = 1 << 19
 # An exhaustive evaluation sums a segment's scores over the matches alone (sorted, no arrays
