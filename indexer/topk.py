@@ -497,8 +497,18 @@ class _Evaluation:
 
     def _dense_ready(self, si: int) -> bool:
         """Whether segment ``si`` can be scored whole at once (:meth:`_score_segment`): no
-        phrase to check."""
-        return not (self.plan.required or self.plan.excluded)
+        phrase to check, and with a deadline every proximity pair's evidence there at hand
+        (computing it reads both words' whole occurrence lists, which no deadline interrupts:
+        until then the rounds serve, and decode them once their candidates add up to a share
+        of the lists, as the searcher's choice of path does)."""
+        if self.plan.required or self.plan.excluded:
+            return False
+        if self.deadline is None:
+            return True
+        terms = {lst.term for lst in self.lists if lst.si == si} | self.free
+        return all(self.postings.near_pairs_ready(a, b, si)
+                   for (a, b) in self.plan.pairs[:len(self.pair_bonus)]
+                   if a in terms and b in terms)
 
     def _score_segment(self, si: int, seen: np.ndarray) -> None:
         """Every match of segment ``si`` not in ``seen`` scored at once in arrays as long as

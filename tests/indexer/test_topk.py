@@ -438,6 +438,35 @@ def test_a_segment_whose_blocks_mostly_matter_is_scored_whole(tmp_path: Path,
             assert got.total_exact and got.total == want.total == fused.total, q
 
 
+def test_with_a_deadline_a_segment_is_scored_whole_once_its_pairs_are_at_hand(
+        tmp_path: Path) -> None:
+    """A request's deadline: no segment is scored whole while computing its pairs' evidence
+    would read whole occurrence lists (no deadline interrupts that); once the pairs cache
+    holds them (the exhaustive path put them there), segments are."""
+    s = _searcher(tmp_path, 3, 2000)
+    whole: list[int] = []
+    score_segment = topk._Evaluation._score_segment
+
+    def counted(self: topk._Evaluation, si: int, seen: np.ndarray) -> None:
+        whole.append(si)
+        score_segment(self, si, seen)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(topk, "PRUNE_DENSE_SHARE", 0.125)
+        mp.setattr(topk, "PRUNE_FIRST_POSTINGS", BLOCK)
+        mp.setattr(topk, "PRUNE_WHOLE_LIST", 0)  # candidates' positions, not whole lists
+        mp.setattr(topk._Evaluation, "_score_segment", counted)
+        later = time.monotonic() + 600.0
+        cold = s.search(IndexQuery("alpha beta", k=10, snippets=False, deadline=later))
+        assert whole == []
+        want = s.search(IndexQuery("alpha beta", k=10, snippets=False, exhaustive=True))
+        warm = s.search(IndexQuery("alpha beta", k=10, snippets=False, deadline=later))
+        assert sorted(set(whole)) == [0, 1]
+        for got in (cold, warm):
+            assert [(h.doc_id, h.text_score) for h in got.hits] == [
+                (h.doc_id, h.text_score) for h in want.hits]
+
+
 @pytest.mark.parametrize("at_once", [True, False])
 def test_a_segment_whose_phrase_pages_are_cached_takes_them_as_candidates(
         tmp_path: Path, at_once: bool) -> None:
