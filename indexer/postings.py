@@ -83,6 +83,9 @@ _NOT_LOOKED = -2  # QueryPostings._fetch: the word's row in the lexicon not look
 _POSITIONS = "\x00pos:"  # a cache key's prefix: the term's occurrences, not its postings
 _NO_PAIRS = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64))
 _NO_DOCS = np.zeros(0, dtype=np.int64)
+# PostingStore.near looks up the few occurrences of one word among the many of another by
+# binary search once the many are this many times the few (else one pass over both).
+NEAR_FEW_RATIO = 8
 
 
 
@@ -205,6 +208,15 @@ class PostingList:
         made = make()
         self.block_prior = (key, made)
         return made
+
+
+def _runs(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """The indices of the ranges [lo, hi) concatenated."""
+    n = hi - lo
+    total = int(n.sum())
+    if total == 0:
+        return _NO_DOCS
+    return np.repeat(lo - (np.cumsum(n) - n), n) + np.arange(total, dtype=np.int64)
 
 
 def member(docs: np.ndarray, sorted_docs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -441,6 +453,14 @@ class PostingStore:
         of ``ka`` within the proximity window in a weighted field, c times (keys sorted)."""
         # Keys are sorted: the next occurrence of b after each a is one searchsorted away;
         # a gap of at most the window (< 2**24) means the same document and field.
+        if len(ka) > NEAR_FEW_RATIO * len(kb):
+            # Few b beside many a (a rare word after the commonest): only the a within the
+            # window before some b can count, the runs [b - window, b) of ``ka``, found by
+            # binary search, not a pass over every a.
+            lo = np.searchsorted(ka, kb - self.window)
+            hi = np.searchsorted(ka, kb)
+            lo[1:] = np.maximum(lo[1:], hi[:-1])  # runs overlap: each a once, in order
+            ka = ka[_runs(lo, np.maximum(hi, lo))]
         nxt = np.searchsorted(kb, ka + 1)
         ok = nxt < len(kb)
         near = np.zeros(len(ka), dtype=bool)

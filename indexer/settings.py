@@ -333,7 +333,8 @@ EXHAUSTIVE_FEW_POSTINGS = 32_768
 # occurrences they need are decoded whole (or at once without a deadline): of common words, its
 # candidates' proximity stays open for most pages and the pruning checks them batch by batch;
 # on a 100,000-page Zipf index (scripts/benchmarks/bench_query_tail.py) two or three common
-# words score in about 5-10 ms so, in tens to hundreds pruned.  One common word alone is
+# words score in about 5-10 ms so (pruned, in about as much once each segment most of whose
+# blocks can still reach T is scored whole: PRUNE_DENSE_SHARE).  One common word alone is
 # pruned (block-max skips nearly every block), and so is a common word of a million pages.
 EXHAUSTIVE_MAX_POSTINGS = 1 << 19
 # An exhaustive evaluation sums a segment's scores over the matches alone (sorted, no arrays
@@ -355,6 +356,14 @@ PRUNE_PHRASE_ALL = 4
 # posting), and probing it for candidates is one gather instead of a binary search: as
 # Lucene's dense blocks (IndexedDISI), for the words most pages hold.
 DENSE_POSTINGS_SHARE = 0.25
+# The pruned path scores a segment whole (dense arrays as long as it: every match's exact
+# score at once, as the exhaustive path does) once, with T known, the postings of its blocks
+# that could still hold a page reaching T are at least this share of what scoring it whole
+# touches (its pages plus its lists' postings), and no match there waits on positions (no
+# phrase; each proximity pair's evidence at hand).  Common words' scores are flat (BM25's
+# saturation): their blocks' bounds stay above T and MaxScore scores most pages one round at a
+# time, each candidate probed in every list, about 15x a posting's cost in the dense sums.
+PRUNE_DENSE_SHARE = 0.125
 # Relative slack on score bounds: the exact scores are float32 sums, the bounds float64.
 PRUNE_BOUND_SLACK = 1e-5
 # A request's search stops at this deadline and returns what it has, flagged partial (the

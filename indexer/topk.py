@@ -82,6 +82,7 @@ from websift.indexer.query import Phrase
 from websift.indexer.settings import (
     PARTIAL_MIN_HITS,
     PRUNE_BOUND_SLACK,
+    PRUNE_DENSE_SHARE,
     PRUNE_FIRST_POSTINGS,
     PRUNE_MAX_ROUND_POSTINGS,
     PRUNE_PHRASE_ALL,
@@ -217,6 +218,9 @@ class _Evaluation:
         # (a phrase's terms and offsets, segment) -> candidates checked for it one by one.
         self._phrase_read: dict[tuple[tuple[str, ...], tuple[int, ...], int], int] = {}
         self._every: dict[tuple[tuple[str, ...], tuple[int, ...], int], np.ndarray] = {}
+        # Per segment, the live pages holding every required phrase when the phrases cache
+        # holds them (run): candidates elsewhere are dropped, those there need no check.
+        self._known_pages: dict[int, np.ndarray] = {}
         # Whether a candidate's match may depend on positions (a phrase required or excluded).
         self.phrased = any(len(ph.terms) > 1 for ph in [*plan.required, *plan.excluded])
 
@@ -430,6 +434,9 @@ class _Evaluation:
                 if p is None:
                     return None
                 keep &= p.find(docs)[0]
+        known = self._known_pages.get(si)
+        if known is not None:  # the pages holding the required phrases: the others never match
+            keep &= member(docs, known)[0]
         for ph in plan.excluded:
             if len(ph.terms) == 1:
                 p = self._postings_of(ph.terms[0], si)
@@ -488,6 +495,112 @@ class _Evaluation:
         return _Scored(_Pending(np.full(len(docs), si, dtype=np.int32), docs, base, coord, ub,
                                 np.zeros(len(docs), dtype=bool), prior), exact, open_pairs)
 
+    def _dense_ready(self, si: int) -> bool:
+        """Whether segment ``si`` can be scored whole at once (:meth:`_score_segment`): no
+        phrase to check, and with a deadline every proximity pair's evidence there at hand
+        (computing it reads both words' whole occurrence lists, which no deadline interrupts:
+        until then the rounds serve, and decode them once their candidates add up to a share
+        of the lists, as the searcher's choice of path does)."""
+        if self.plan.required or self.plan.excluded:
+            return False
+        if self.deadline is None:
+            return True
+        terms = {lst.term for lst in self.lists if lst.si == si} | self.free
+        return all(self.postings.near_pairs_ready(a, b, si)
+                   for (a, b) in self.plan.pairs[:len(self.pair_bonus)]
+                   if a in terms and b in terms)
+
+    def _score_segment(self, si: int, seen: np.ndarray) -> None:
+        """Every match of segment ``si`` not in ``seen`` scored at once in arrays as long as
+        the segment (:meth:`_dense_ready` holds), as the searcher's exhaustive path does: the
+        same floats as :meth:`_score` gives a candidate (the same sums in the same order);
+        those that can reach T join the results."""
+        plan = self.plan
+        n = len(self.postings.store.segments[si].doc_ids)
+        total = np.zeros(n, dtype=np.float64)
+        matched = np.zeros(n, dtype=np.int32)
+        present: set[str] = set()
+        for unit in plan.units:
+            any_hit = np.zeros(n, dtype=bool) if len(unit) > 1 else None
+            for term in unit:
+                p = self._postings_of(term, si)
+                if p is None or len(p.docs) == 0:
+                    continue
+                present.add(term)
+                total[p.docs] += plan.idfs[term] * self.postings.saturated(p, si)
+                if any_hit is None:
+                    matched[p.docs] += 1
+                else:
+                    any_hit[p.docs] = True
+            if any_hit is not None:
+                matched += any_hit
+        exact = None
+        for (a, b), w in zip(plan.pairs, self.pair_bonus, strict=False):
+            if (a in present or a in self.free) and (b in present or b in self.free):
+                near_docs, share = self.postings.near_pairs(a, b, si)
+                if exact is None:
+                    exact = np.zeros(n, dtype=np.float64)
+                exact[near_docs] += w * share
+        if exact is not None:
+            total += exact  # base + the pairs' exact bonus, as _score's sum
+        held = matched > 0
+        if plan.site_masks is not None:
+            held &= plan.site_masks[si]
+        if plan.nosite_masks is not None:
+            held &= ~plan.nosite_masks[si]
+        held[seen] = False
+        self.sure += int(np.count_nonzero(held))  # each matches: no phrase to check
+        # _score's bound with every bonus exact: text * (1 + slack) less what the prior falls
+        # short of w.  Scores are sums of non-negative terms and coord is at most 1, so
+        # ``total`` alone (a prior is at most w) filters first.
+        if math.isfinite(self.T):
+            held &= total * (1.0 + PRUNE_BOUND_SLACK) >= self._floor()
+        docs = np.flatnonzero(held)
+        coord = (matched[docs] / max(len(plan.units), 1)) ** self.settings.coord_power
+        text = total[docs] * coord
+        prior = self._priors(si, docs)
+        ok = ~np.asarray(self._below(text * (1.0 + PRUNE_BOUND_SLACK)
+                                     - (self.prior_bound - prior)), dtype=bool)
+        self._add(np.full(int(ok.sum()), si, dtype=np.int32), docs[ok], text[ok], prior[ok])
+
+    def _candidates(self, si: int, docs: np.ndarray) -> _Pending | None:
+        """New candidates ``docs`` of segment ``si`` scored (:meth:`_score`): the exact ones
+        join the results, the open ones (positions needed) are returned."""
+        got = self._score(si, docs)
+        if got is None:
+            return None
+        scored, exact = got.pending, got.exact
+        if not self.phrased:
+            # Every one matches (no phrase to check): those that cannot reach T are
+            # counted and dropped before any probe for proximity.
+            low = np.asarray(self._below(scored.ub), dtype=bool)
+            if low.any():
+                self.sure += int(low.sum())
+                scored, exact = _take(scored, ~low), exact[~low]
+        open_, scored.phrase = self._needs_check(scored, got.open_pairs)
+        self.sure += int((~scored.phrase).sum())
+        if open_.any():
+            done = ~open_
+            self._add(scored.si[done], scored.ords[done],
+                      (scored.base[done] + exact[done]) * scored.coord[done],
+                      scored.prior[done])
+            return _take(scored, open_)
+        self._add(scored.si, scored.ords, (scored.base + exact) * scored.coord, scored.prior)
+        return None
+
+    def _phrase_pages(self, si: int) -> np.ndarray | None:
+        """The live pages of segment ``si`` holding every required phrase of several words,
+        when the phrases cache holds each (sorted); None otherwise (or without one)."""
+        docs: np.ndarray | None = None
+        for ph in self.plan.required:
+            if len(ph.terms) < 2:
+                continue
+            held = self.postings.cached_phrase_docs(ph, si)
+            if held is None:
+                return None
+            docs = held if docs is None else docs[member(docs, held)[0]]
+        return docs
+
     def _near_share_bound(self, tf_a: np.ndarray | None, tf_b: np.ndarray | None
                           ) -> np.ndarray | float:
         """An upper bound of a pair's c / (c + 1) per candidate from the two words' counts in
@@ -518,7 +631,7 @@ class _Evaluation:
         for si in distinct_small(pend.si).tolist():
             sel = pend.si == si
             docs = pend.ords[sel]
-            if multi_required:
+            if multi_required and si not in self._known_pages:
                 phrase[sel] = True
             for terms, out in [*((t, phrase) for t in excluded), *((t, near) for t in pairs)]:
                 all_in = np.ones(len(docs), dtype=bool)
@@ -740,6 +853,29 @@ class _Evaluation:
         round_postings = max(PRUNE_FIRST_POSTINGS, 2 * self.want)
         batch = PRUNE_VERIFY_FIRST
         partial = False
+        # A segment whose pages holding the required phrases are at hand (the phrases cache):
+        # those pages, if few beside its blocks' postings (PRUNE_PHRASE_ALL), are its
+        # candidates, all at once, and its blocks are not read; if many, its blocks are read
+        # in rounds and only those pages kept as candidates, with no check.
+        seg_of = np.array([lst.si for lst in self.lists], dtype=np.int64)
+        fresh0: list[_Pending] = []
+        known = np.zeros(n_blocks, dtype=bool)  # blocks of such segments: not read
+        for si in (distinct_small(seg_of[owner]).tolist() if self.phrased else ()):
+            docs = self._phrase_pages(si)
+            if docs is None:
+                continue
+            self._known_pages[si] = docs
+            if PRUNE_PHRASE_ALL * len(docs) > int(size[seg_of[owner] == si].sum()):
+                continue  # many: the blocks in rounds, candidates filtered by them
+            known |= untaken & (seg_of[owner] == si)
+            untaken &= ~known
+            seen[si] = docs
+            got = self._candidates(si, docs) if len(docs) else None
+            if got is not None:
+                fresh0.append(got)
+        new0 = _merge(fresh0)
+        if new0 is not None:
+            pend = self._drop_below(_take(new0, np.argsort(-new0.ub, kind="stable")))
         rest = self._rest_of(owner, bound, untaken, short)
         while True:
             # Check the open candidates ahead of every unseen document, highest bound first.
@@ -767,7 +903,6 @@ class _Evaluation:
                 # rounds: later blocks drop out).  A block that cannot is skipped for good:
                 # T only rises and the bounds left only fall.
                 left, per_seg = self._left(owner, bound, untaken)
-                seg_of = np.array([lst.si for lst in self.lists], dtype=np.int64)
                 seg_sum = np.array([per_seg.get(int(si), 0.0) for si in seg_of])
                 # seg_sum holds the slack and pair bonus: others = it minus the list's own
                 # largest, which the block's bound replaces.
@@ -782,6 +917,23 @@ class _Evaluation:
                 low = untaken & np.asarray(self._below(could - short), dtype=bool)
                 skipped |= low
                 untaken &= ~low
+                # A segment whose blocks that can still matter are a good share of it: scored
+                # whole at once, its blocks done (PRUNE_DENSE_SHARE).
+                blk_seg = seg_of[owner]
+                for si in distinct_small(blk_seg[untaken]).tolist():
+                    in_seg = blk_seg == si
+                    left_size = int(size[untaken & in_seg].sum())
+                    whole = len(self.postings.store.segments[si].doc_ids) + int(size[in_seg].sum())
+                    if left_size >= PRUNE_DENSE_SHARE * whole and self._dense_ready(si):
+                        self._score_segment(si, seen[si])
+                        untaken &= ~in_seg
+                        skipped &= ~in_seg
+                        if self._late():
+                            break
+                if not untaken.any():
+                    last_round = True
+                    rest = -math.inf
+                    continue
                 left = self._left(owner, bound, untaken)[0]
                 idx = np.flatnonzero(untaken & ~self._inessential(left)[owner])
                 cut = int(np.searchsorted(np.cumsum(size[idx]), round_postings, side="left")) + 1
@@ -817,28 +969,9 @@ class _Evaluation:
                     seen[si] = np.sort(np.concatenate([seen[si], docs]), kind="stable")
                 else:
                     seen[si] = docs
-                got = self._score(si, docs)
-                if got is None:
-                    continue
-                scored, exact = got.pending, got.exact
-                if not self.phrased:
-                    # Every one matches (no phrase to check): those that cannot reach T are
-                    # counted and dropped before any probe for proximity.
-                    low = np.asarray(self._below(scored.ub), dtype=bool)
-                    if low.any():
-                        self.sure += int(low.sum())
-                        scored, exact = _take(scored, ~low), exact[~low]
-                open_, scored.phrase = self._needs_check(scored, got.open_pairs)
-                self.sure += int((~scored.phrase).sum())
-                if open_.any():
-                    done = ~open_
-                    self._add(scored.si[done], scored.ords[done],
-                              (scored.base[done] + exact[done]) * scored.coord[done],
-                              scored.prior[done])
-                    fresh.append(_take(scored, open_))
-                else:
-                    self._add(scored.si, scored.ords, (scored.base + exact) * scored.coord,
-                              scored.prior)
+                got = self._candidates(si, docs)
+                if got is not None:
+                    fresh.append(got)
             if fresh and pend is not None and len(pend.ords):
                 fresh.insert(0, pend)
             new = _merge(fresh)
@@ -867,7 +1000,7 @@ class _Evaluation:
                 dfs[term] = dfs.get(term, 0) + (0 if p is None else len(p.docs))
             total = max(total, max(dfs.values(), default=0))
         return TopText(segs, ords, text, boost, total, complete, partial, blocks=n_blocks,
-                       blocks_read=int(n_blocks - untaken.sum() - skipped.sum()), verified=self.verified)
+                       blocks_read=int(n_blocks - untaken.sum() - skipped.sum() - known.sum()), verified=self.verified)
 
 
 _PENDING_FIELDS = ("si", "ords", "base", "coord", "ub", "phrase", "prior")

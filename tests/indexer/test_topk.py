@@ -93,6 +93,7 @@ def small_rounds() -> Iterator[None]:
         mp.setattr(searcher_module, "EXHAUSTIVE_MAX_DOCS", 0)  # small indexes prune too
         mp.setattr(searcher_module, "EXHAUSTIVE_MAX_POSTINGS", -1)  # few postings too
         mp.setattr(topk, "PRUNE_VERIFY_FIRST", 2)
+        mp.setattr(topk, "PRUNE_DENSE_SHARE", 2.0)  # no segment scored whole (but below)
         yield
 
 
@@ -113,15 +114,17 @@ def _same(s: Searcher, q: str, **kw: object) -> None:
 @pytest.mark.slow
 @given(seed=st.integers(0, 2**31), n_docs=st.integers(20, 500), queries=st.lists(QUERY,
        min_size=1, max_size=6), k=st.integers(1, 12), offset=st.integers(0, 3),
-       dense=st.booleans())
+       dense=st.booleans(), whole=st.sampled_from([2.0, 0.125, 0.0]))
 @settings(max_examples=25, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 def test_pruned_equals_exhaustive(tmp_path_factory: pytest.TempPathFactory, *, seed: int,
                                   n_docs: int, queries: list[str], k: int, offset: int,
-                                  dense: bool) -> None:
+                                  dense: bool, whole: float) -> None:
     with pytest.MonkeyPatch.context() as mp:
         # Every list of these small segments is dense: without the maps, probes search.
         mp.setattr(postings_module, "DENSE_POSTINGS_SHARE", 0.25 if dense else 2.0)
+        # Segments scored whole once T is known: never, as by default, every time.
+        mp.setattr(topk, "PRUNE_DENSE_SHARE", whole)
         _pruned_equals_exhaustive(tmp_path_factory.mktemp("idx"), seed=seed, n_docs=n_docs,
                                   queries=queries, k=k, offset=offset)
 
@@ -396,3 +399,105 @@ def test_a_pair_at_hand_is_exact_at_once_and_bounds_its_blocks(tmp_path: Path) -
         assert [(h.doc_id, h.text_score) for h in r.hits] == [
             (h.doc_id, h.text_score) for h in want.hits]
     assert got.blocks_read < flat.blocks_read
+
+
+@pytest.mark.parametrize("seed", [3, 11])
+def test_a_segment_whose_blocks_mostly_matter_is_scored_whole(tmp_path: Path,
+                                                             seed: int) -> None:
+    """Common words, scores flat: once T is known most blocks can still reach it, so each
+    segment is scored whole at once (its pairs' evidence from whole occurrence lists), with
+    no candidate's positions read, and gives the exhaustive hits, scores and count."""
+    s = _searcher(tmp_path, seed, 2000)
+    whole: list[int] = []
+    score_segment = topk._Evaluation._score_segment
+    check = topk._Evaluation._check
+
+    def counted(self: topk._Evaluation, si: int, seen: np.ndarray) -> None:
+        whole.append(si)
+        score_segment(self, si, seen)
+
+    def no_check(self: topk._Evaluation, pend: topk._Pending) -> None:
+        raise AssertionError("a candidate's positions read")
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(topk, "PRUNE_DENSE_SHARE", 0.125)
+        mp.setattr(topk, "PRUNE_FIRST_POSTINGS", BLOCK)  # T known after a first block
+        mp.setattr(topk._Evaluation, "_score_segment", counted)
+        for q in ("alpha beta", "alpha beta gamma", "beta OR gamma alpha",
+                  "alpha beta site:a.example"):
+            whole.clear()
+            want = s.search(IndexQuery(q, k=10, snippets=False, exhaustive=True))
+            mp.setattr(topk._Evaluation, "_check", no_check)
+            got = s.search(IndexQuery(q, k=10, snippets=False, prior=_prior, prior_bound=W))
+            fused = s.search(IndexQuery(q, k=10, snippets=False, prior=_prior, prior_bound=W,
+                                        exhaustive=True))
+            mp.setattr(topk._Evaluation, "_check", check)
+            assert sorted(set(whole)) == [0, 1], q
+            assert [(h.doc_id, h.score) for h in got.hits] == [
+                (h.doc_id, h.score) for h in fused.hits], q
+            assert got.total_exact and got.total == want.total == fused.total, q
+
+
+def test_with_a_deadline_a_segment_is_scored_whole_once_its_pairs_are_at_hand(
+        tmp_path: Path) -> None:
+    """A request's deadline: no segment is scored whole while computing its pairs' evidence
+    would read whole occurrence lists (no deadline interrupts that); once the pairs cache
+    holds them (the exhaustive path put them there), segments are."""
+    s = _searcher(tmp_path, 3, 2000)
+    whole: list[int] = []
+    score_segment = topk._Evaluation._score_segment
+
+    def counted(self: topk._Evaluation, si: int, seen: np.ndarray) -> None:
+        whole.append(si)
+        score_segment(self, si, seen)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(topk, "PRUNE_DENSE_SHARE", 0.125)
+        mp.setattr(topk, "PRUNE_FIRST_POSTINGS", BLOCK)
+        mp.setattr(topk, "PRUNE_WHOLE_LIST", 0)  # candidates' positions, not whole lists
+        mp.setattr(topk._Evaluation, "_score_segment", counted)
+        later = time.monotonic() + 600.0
+        cold = s.search(IndexQuery("alpha beta", k=10, snippets=False, deadline=later))
+        assert whole == []
+        want = s.search(IndexQuery("alpha beta", k=10, snippets=False, exhaustive=True))
+        warm = s.search(IndexQuery("alpha beta", k=10, snippets=False, deadline=later))
+        assert sorted(set(whole)) == [0, 1]
+        for got in (cold, warm):
+            assert [(h.doc_id, h.text_score) for h in got.hits] == [
+                (h.doc_id, h.text_score) for h in want.hits]
+
+
+@pytest.mark.parametrize("at_once", [True, False])
+def test_a_segment_whose_phrase_pages_are_cached_takes_them_as_candidates(
+        tmp_path: Path, at_once: bool) -> None:
+    """Once the phrases cache holds a required phrase's pages in a segment (here the
+    exhaustive path put them there), those pages are that segment's candidates: all at once
+    if few beside its blocks (no block read), else its blocks in rounds with only those pages
+    kept; either way no candidate's phrase is checked, and the hits and scores are the
+    exhaustive ones."""
+    s = _searcher(tmp_path, 7, 600)
+    checked: list[int] = []
+    phrase = topk._Evaluation._phrase
+
+    def counted(self: topk._Evaluation, ph: object, si: int, docs: np.ndarray) -> np.ndarray:
+        checked.append(len(docs))
+        return phrase(self, ph, si, docs)  # type: ignore[arg-type]
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(topk, "PRUNE_PHRASE_ALL", 0 if at_once else 1 << 30)
+        for q in ['"alpha beta"', 'gamma "beta alpha"', '"alpha beta gamma" -delta']:
+            first = s.search(IndexQuery(q, k=5, snippets=False))  # phrases not cached
+            want = s.search(IndexQuery(q, k=5, snippets=False, exhaustive=True))
+            checked.clear()
+            mp.setattr(topk._Evaluation, "_phrase", counted)
+            got = s.search(IndexQuery(q, k=5, snippets=False, prior=_prior, prior_bound=W))
+            mp.setattr(topk._Evaluation, "_phrase", phrase)
+            fused = s.search(IndexQuery(q, k=5, snippets=False, prior=_prior, prior_bound=W,
+                                        exhaustive=True))
+            assert first.blocks_read > 0 and got.blocks > 0, q
+            assert (got.blocks_read == 0) == at_once, q
+            assert checked == [], q
+            assert [h.doc_id for h in first.hits] == [h.doc_id for h in want.hits], q
+            assert [h.doc_id for h in got.hits] == [h.doc_id for h in fused.hits], q
+            assert [h.score for h in got.hits] == pytest.approx(
+                [h.score for h in fused.hits], rel=1e-9, abs=1e-12), q
