@@ -26,7 +26,6 @@ import gzip
 import json
 import os
 import shutil
-import sqlite3
 import statistics
 import subprocess
 import sys
@@ -34,6 +33,8 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+from websift.store.table_rows import table_rows
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -59,19 +60,7 @@ _SKIPPED_TABLES = {"crawls"}  # the run log: times, file names, seconds
 
 def store_rows(store: Path) -> dict[str, list[tuple[Any, ...]]]:
     """Every row of every table of a crawl store (less the varying columns), sorted."""
-    conn = sqlite3.connect(f"file:{store}?mode=ro", uri=True)
-    try:
-        tables = [t for (t,) in conn.execute(
-            "SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE 'sqlite_%'")]
-        out: dict[str, list[tuple[Any, ...]]] = {}
-        for table in sorted(set(tables) - _SKIPPED_TABLES):
-            cols = [c[1] for c in conn.execute(f"PRAGMA table_info({table})")
-                    if c[1] not in _VARYING.get(table, set())]
-            rows = conn.execute(f"SELECT {', '.join(cols)} FROM {table}").fetchall()
-            out[table] = sorted(rows, key=repr)
-        return out
-    finally:
-        conn.close()
+    return table_rows(store, skip_tables=_SKIPPED_TABLES, skip_columns=_VARYING)
 
 
 def differences(a: Path, b: Path) -> list[str]:
