@@ -16,7 +16,6 @@ import json
 import os
 import shutil
 import signal
-import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -41,6 +40,7 @@ from websift.crawler import settings as S
 from websift.crawler.warc_import import MAX_BLOCK, import_warcs
 from websift.crawler.warc_reader import Damage, NotAWarcFile, WarcReader, WarcRecord
 from websift.store.schema import META_VIRTUAL, Page
+from websift.store.table_rows import table_rows
 from websift.store.views import StoreReader
 from websift.store.warc import WarcLocation, read_response
 
@@ -600,18 +600,8 @@ def test_an_import_is_refused_while_another_writer_runs(
 def _rows(data: Path) -> dict[str, list[tuple[Any, ...]]]:
     """Every row of every table of the crawl store, sorted; less the WARC locations (each run
     writes its own files) and the run log (its times)."""
-    conn = sqlite3.connect(f"file:{DataDir.open(data).store_path}?mode=ro", uri=True)
-    try:
-        tables = [t for (t,) in conn.execute(
-            "SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE 'sqlite_%'")]
-        out = {}
-        for table in sorted(set(tables) - {"crawls"}):
-            cols = [c[1] for c in conn.execute(f"PRAGMA table_info({table})")
-                    if c[1] not in ("warc_file", "warc_offset", "warc_length")]
-            out[table] = sorted(conn.execute(f"SELECT {', '.join(cols)} FROM {table}"), key=repr)
-        return out
-    finally:
-        conn.close()
+    return table_rows(DataDir.open(data).store_path, skip_tables={"crawls"},
+                      skip_columns={"urls": {"warc_file", "warc_offset", "warc_length"}})
 
 
 def test_an_import_with_workers_stores_the_same_rows_as_one_without(tmp_path: Path) -> None:
