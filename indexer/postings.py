@@ -44,7 +44,7 @@ leave by the caches' LRU order.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -570,6 +570,33 @@ class QueryPostings:
             return p.saturated[j]
         return bm25f.saturate(bm25f.pseudo_tf(p.tfs[j], self.coefficients[si][docs]),
                               self.store.k1)
+
+    def unit_scores(self, units: Sequence[Sequence[str]], si: int, idfs: Mapping[str, float]
+                    ) -> tuple[np.ndarray, np.ndarray, set[str]]:
+        """Every page of segment ``si`` at once, in arrays as long as the segment: (the sum of
+        idf x saturation of the query's terms it holds, how many of ``units`` it matches (a
+        unit of several terms, a word's alternatives, counts once), the terms found).  The
+        searcher's exhaustive path and the pruned path's whole segments (indexer/topk.py)
+        both score with it: the same sums in the same order, the same floats."""
+        n = len(self.store.segments[si].doc_ids)
+        score = np.zeros(n, dtype=np.float64)
+        matched = np.zeros(n, dtype=np.int32)
+        present: set[str] = set()
+        for unit in units:
+            hit = np.zeros(n, dtype=bool) if len(unit) > 1 else None
+            for term in unit:
+                p = self.get(term, si)
+                if p is None or len(p.docs) == 0:
+                    continue
+                present.add(term)
+                score[p.docs] += idfs[term] * self.saturated(p, si)
+                if hit is None:
+                    matched[p.docs] += 1
+                else:
+                    hit[p.docs] = True
+            if hit is not None:
+                matched += hit
+        return score, matched, present
 
     def weighted_tf(self, p: PostingList, j: np.ndarray) -> np.ndarray:
         """Occurrences of postings ``j`` of ``p`` in the weighted fields (made once per

@@ -833,22 +833,7 @@ class Searcher:
         """:meth:`_score_all` of one segment in arrays as long as it: (ordinals ascending,
         text scores), or None without a match."""
         s = self.settings
-        n = len(self.segments[si].doc_ids)
-        score = np.zeros(n, dtype=np.float64)
-        matched = np.zeros(n, dtype=np.int32)
-        for unit in units:
-            hit = np.zeros(n, dtype=bool) if len(unit) > 1 else None
-            for term in unit:
-                p = postings.get(term, si)
-                if p is None or len(p.docs) == 0:
-                    continue
-                score[p.docs] += idfs[term] * postings.saturated(p, si)
-                if hit is None:
-                    matched[p.docs] += 1
-                else:
-                    hit[p.docs] = True
-            if hit is not None:
-                matched += hit
+        score, matched, _ = postings.unit_scores(units, si, idfs)
         bonus = self._proximity(pairs, si, postings, idfs)
         if bonus is not None:
             score += bonus

@@ -517,23 +517,7 @@ class _Evaluation:
         those that can reach T join the results."""
         plan = self.plan
         n = len(self.postings.store.segments[si].doc_ids)
-        total = np.zeros(n, dtype=np.float64)
-        matched = np.zeros(n, dtype=np.int32)
-        present: set[str] = set()
-        for unit in plan.units:
-            any_hit = np.zeros(n, dtype=bool) if len(unit) > 1 else None
-            for term in unit:
-                p = self._postings_of(term, si)
-                if p is None or len(p.docs) == 0:
-                    continue
-                present.add(term)
-                total[p.docs] += plan.idfs[term] * self.postings.saturated(p, si)
-                if any_hit is None:
-                    matched[p.docs] += 1
-                else:
-                    any_hit[p.docs] = True
-            if any_hit is not None:
-                matched += any_hit
+        total, matched, present = self.postings.unit_scores(plan.units, si, plan.idfs)
         exact = None
         for (a, b), w in zip(plan.pairs, self.pair_bonus, strict=False):
             if (a in present or a in self.free) and (b in present or b in self.free):

@@ -20,7 +20,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -533,23 +533,50 @@ def _many_pages(path: Path, n: int) -> list[str]:
     return urls
 
 
+def _rerun_completes_it(run_websift: Callable[..., subprocess.CompletedProcess[str]],
+                        data: Path, source: Path, urls: list[str], fetched: list[Page]) -> None:
+    """Every row ``fetched`` (committed by a stopped import) points at a whole record on disk,
+    and importing ``source`` again stores every one of ``urls`` once, cash summing to 1."""
+    warc_dir = DataDir.open(data).warc_dir
+    for page in fetched:
+        assert page.warc_file and page.warc_offset is not None and page.warc_length
+        location = WarcLocation(page.warc_file, page.warc_offset, page.warc_length)
+        assert read_response(warc_dir, location).url == page.url
+    again = run_websift("import", "--data", str(data), "--quiet", str(source), timeout=600)
+    assert again.returncode == 0, again.stderr
+    with StoreReader.open(DataDir.open(data).store_path) as store:
+        rows = list(store.pages("fetched"))
+    assert sorted(p.url for p in rows) == sorted(urls)
+    assert len({(p.warc_file, p.warc_offset) for p in rows}) == len(urls)  # one record each
+    assert _summary(data)["counts"]["outcome/unchanged"] == len(fetched)
+    assert _cash_total(data) == pytest.approx(1.0, abs=1e-9)
+
+
+def _start_import(tmp_path: Path, popen: Callable[..., Any], *, prefix: Sequence[str] = (),
+                  extra: Sequence[str] = ()) -> tuple[Path, list[str], Path, Any]:
+    """(source, its URLs, data directory, the child) of `websift import` started in a child
+    process over 1,200 pages, its stderr piped (progress lines), run through ``prefix``."""
+    source = tmp_path / "many.warc.gz"
+    urls = _many_pages(source, 1200)
+    data = tmp_path / "data"
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    child = popen([*prefix, sys.executable, "-m", "websift.api.cli", "import", "--data",
+                   str(data), *extra, str(source)], cwd=REPO, env=env,
+                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    return source, urls, data, child
+
+
 @pytest.mark.slow
 def test_an_interrupted_import_keeps_what_it_committed_and_a_rerun_completes_it(
     tmp_path: Path, run_websift: Callable[..., subprocess.CompletedProcess[str]],
 ) -> None:
-    source = tmp_path / "many.warc.gz"
     # The SIGINT follows the first progress line (PROGRESS_INTERVAL, 1 s, into the run): enough
     # pages that it lands mid-run (1,200 take about 5 s on an idle machine); the rerun imports
     # nearly all of them, bounded at 600 s for a loaded machine.
-    urls = _many_pages(source, 1200)
-    data = tmp_path / "data"
-    # started with SIGINT ignored, as a shell's ``trap "" INT`` or a script's background job
-    # starts it (Python keeps an inherited SIG_IGN): the import honours SIGINT all the same
-    args = ["sh", "-c", 'trap "" INT; exec "$@"', "sh",
-            sys.executable, "-m", "websift.api.cli", "import", "--data", str(data), str(source)]
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    child = subprocess.Popen(args, cwd=REPO, env=env, stdout=subprocess.DEVNULL,
-                             stderr=subprocess.PIPE, text=True)
+    # Started with SIGINT ignored, as a shell's ``trap "" INT`` or a script's background job
+    # starts it (Python keeps an inherited SIG_IGN): the import honours SIGINT all the same.
+    source, urls, data, child = _start_import(
+        tmp_path, subprocess.Popen, prefix=["sh", "-c", 'trap "" INT; exec "$@"', "sh"])
     try:
         assert child.stderr is not None
         first = child.stderr.readline()  # the first progress line: pages are being stored
@@ -567,20 +594,7 @@ def test_an_interrupted_import_keeps_what_it_committed_and_a_rerun_completes_it(
         fetched = list(store.pages("fetched"))
     assert 0 < len(fetched) < len(urls)
     assert _cash_total(data) == pytest.approx(1.0, abs=1e-9)
-    warc_dir = DataDir.open(data).warc_dir
-    for page in fetched:  # every committed row points at a whole record on disk
-        assert page.warc_file and page.warc_offset is not None and page.warc_length
-        location = WarcLocation(page.warc_file, page.warc_offset, page.warc_length)
-        assert read_response(warc_dir, location).url == page.url
-
-    again = run_websift("import", "--data", str(data), "--quiet", str(source), timeout=600)
-    assert again.returncode == 0, again.stderr
-    with StoreReader.open(DataDir.open(data).store_path) as store:
-        rows = list(store.pages("fetched"))
-    assert sorted(p.url for p in rows) == sorted(urls)
-    assert len({(p.warc_file, p.warc_offset) for p in rows}) == len(urls)  # one record each
-    assert _summary(data)["counts"]["outcome/unchanged"] == len(fetched)
-    assert _cash_total(data) == pytest.approx(1.0, abs=1e-9)
+    _rerun_completes_it(run_websift, data, source, urls, fetched)
 
 
 def test_an_import_is_refused_while_another_writer_runs(
@@ -641,13 +655,7 @@ def _committed(data: Path) -> int:
 def test_a_killed_import_with_workers_keeps_what_it_committed_and_leaves_no_worker(
     tmp_path: Path, run_websift: Callable[..., subprocess.CompletedProcess[str]],
 ) -> None:
-    source = tmp_path / "many.warc.gz"
-    urls = _many_pages(source, 1200)
-    data = tmp_path / "data"
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    child = psutil.Popen([sys.executable, "-m", "websift.api.cli", "import", "--data", str(data),
-                          "--workers", "2", str(source)], cwd=REPO, env=env,
-                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    source, urls, data, child = _start_import(tmp_path, psutil.Popen, extra=["--workers", "2"])
     try:
         assert child.stderr is not None
         first = child.stderr.readline()  # the first progress line: pages are being stored
@@ -669,18 +677,7 @@ def test_a_killed_import_with_workers_keeps_what_it_committed_and_leaves_no_work
     with StoreReader.open(DataDir.open(data).store_path) as store:
         fetched = list(store.pages("fetched"))
     assert len(fetched) < len(urls)
-    warc_dir = DataDir.open(data).warc_dir
-    for page in fetched:  # every committed row points at a whole record on disk
-        location = WarcLocation(page.warc_file or "", page.warc_offset or 0, page.warc_length or 0)
-        assert read_response(warc_dir, location).url == page.url
-
-    again = run_websift("import", "--data", str(data), "--quiet", str(source), timeout=600)
-    assert again.returncode == 0, again.stderr
-    with StoreReader.open(DataDir.open(data).store_path) as store:
-        rows = list(store.pages("fetched"))
-    assert sorted(p.url for p in rows) == sorted(urls)
-    assert _summary(data)["counts"]["outcome/unchanged"] == len(fetched)
-    assert _cash_total(data) == pytest.approx(1.0, abs=1e-9)
+    _rerun_completes_it(run_websift, data, source, urls, fetched)
 
 
 def test_chunks_for_the_workers_keep_order_and_are_bounded_in_records_and_bytes() -> None:
