@@ -443,12 +443,12 @@ def publish_manifest(index_dir: Path, generation: int, last_seq: int,
     """A new manifest naming ``segments``; the segments no manifest names any more go.
     ``previous``: the manifest it replaces, whose pinned average field lengths it keeps while
     they stay near the exact ones (indexer/scoring_lengths.py); None: the exact ones."""
-    masks = live_masks(readers)
+    sums, live = scoring_lengths.live_length_sums(readers, live_masks(readers))
     averages = scoring_lengths.averages_to_publish(
-        readers, masks, None if previous is None else previous.stats)
+        sums, live, None if previous is None else previous.stats)
     new = Manifest(generation=generation, last_seq=last_seq, segments=list(segments),
-                   stats={"live_docs": int(sum(int(m.sum()) for m in masks)), "mode": mode,
-                          **totals, scoring_lengths.STATS_KEY: averages})
+                   stats={"live_docs": live, "mode": mode, **totals,
+                          scoring_lengths.STATS_KEY: averages})
     write_manifest(index_dir, new)
     sweep(index_dir, {s.name for s in segments})
     return new

@@ -415,8 +415,10 @@ class PostingStore:
 
     def carry(self, old: PostingList, si: int) -> PostingList:
         """A list of segment ``si`` made under another token (another generation's, other
-        removal rules) as this store serves it: filtered again if the segment's live mask
-        changed, its saturations made again on use if the statistics did."""
+        removal rules) as this store serves it.  Live mask the same, or narrowed from the one
+        it was made under (:attr:`narrowed_from`): its postings still live kept, with their
+        saturations when the statistics are the same (else made again on use); live mask
+        changed otherwise: filtered again from its decoded postings."""
         token = self.tokens[si]
         if old.token is None:
             return self.live_list(si, old.row, old.all_docs, old.all_tfs, old.pos_starts,

@@ -87,11 +87,11 @@ def to_stats(averages: np.ndarray) -> dict[str, float]:
     return {f: float(a) for f, a in zip(FIELDS, averages, strict=True)}
 
 
-def averages_to_publish(readers: Sequence[SegmentReader], masks: Sequence[np.ndarray],
-                        previous: Mapping[str, Any] | None) -> dict[str, float]:
-    """The averages a new manifest pins: ``previous`` (the manifest it replaces: its stats)'s
-    while within PIN_TOLERANCE of the exact live averages, else the exact ones."""
-    sums, live = live_length_sums(readers, masks)
+def averages_to_publish(sums: np.ndarray, live: int, previous: Mapping[str, Any] | None
+                        ) -> dict[str, float]:
+    """The averages a new manifest pins, from its live documents' length ``sums`` and count
+    (:func:`live_length_sums`): ``previous`` (the manifest it replaces: its stats)'s while
+    within PIN_TOLERANCE of the exact live averages, else the exact ones."""
     exact = sums / max(live, 1)
     kept = None if previous is None else from_stats(previous)
     return to_stats(kept if kept is not None and pinned(exact, kept, PIN_TOLERANCE) else exact)

@@ -69,7 +69,6 @@ class WorkerFailed(RuntimeError):
     """An indexing worker raised (a bug, not bad input: bad pages are counted, not raised)."""
 
 
-
 def _serve(warc_dir: Path, memo_tokens: int, inbox: Any, outbox: Any, parent: int, *,
            settings: IndexSettings, templates: dict[str, frozenset[int]] | None = None,
            quiet_signals: bool = False, parsed: Parsed | None = None,

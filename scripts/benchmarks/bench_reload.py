@@ -155,8 +155,9 @@ def pinned_averages(staged: Path, chain: list[list[str]]) -> dict[tuple[str, ...
     previous: dict[str, Any] | None = None
     for names in chain:
         segs = [readers.setdefault(n, SegmentReader(staged / n)) for n in names]
+        sums, live = scoring_lengths.live_length_sums(segs, live_masks(segs))
         previous = {scoring_lengths.STATS_KEY: scoring_lengths.averages_to_publish(
-            segs, live_masks(segs), previous)}
+            sums, live, previous)}
         out[tuple(names)] = previous
     return out
 

@@ -19,7 +19,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +33,7 @@ from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
 from testkit.testweb import Answer, Site, TestWeb, html, words
+from testkit.waiting import wait_for
 from websift.core.datadir import DataDir
 from websift.core.lock import store_writer_lock
 from websift.crawler import settings as S
@@ -662,10 +662,10 @@ def test_a_killed_import_with_workers_keeps_what_it_committed_and_leaves_no_work
         assert first.startswith("records "), first
         workers = child.children()
         assert len(workers) == 2
-        deadline = time.monotonic() + 300
-        while _committed(data) == 0:  # a batch committed: killed mid-import, not before
-            assert time.monotonic() < deadline and child.poll() is None
-            time.sleep(0.05)
+        # a batch committed: killed mid-import, not before (nor after it ended)
+        wait_for(lambda: child.poll() is not None or _committed(data) > 0,
+                 "the import's first committed batch", 300)
+        assert child.poll() is None
         child.kill()  # SIGKILL: no clean-up at all
         child.wait(timeout=60)
     finally:

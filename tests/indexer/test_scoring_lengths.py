@@ -42,7 +42,8 @@ def publish(data: DataDir, names: list[str], generation: int,
     entries = [SegmentEntry(n, r.doc_count, describe_files(data.index_dir / n))
                for n, r in zip(names, readers, strict=True)]
     stats = {sl.STATS_KEY: sl.averages_to_publish(
-        readers, live_masks(readers), None if previous is None else previous.stats)}
+        *sl.live_length_sums(readers, live_masks(readers)),
+        None if previous is None else previous.stats)}
     manifest = Manifest(generation, 0, entries, stats=stats)
     write_manifest(data.index_dir, manifest)
     return manifest
@@ -61,14 +62,14 @@ def exact(stats: dict[str, float]) -> np.ndarray:
 def test_pins_are_kept_within_the_tolerance_and_renewed_past_it(tmp_path: Path) -> None:
     write_segment(tmp_path, "s0", list(range(1, 201)), 1)
     readers = [SegmentReader(tmp_path / "s0")]
-    masks = live_masks(readers)
-    true = exact(sl.averages_to_publish(readers, masks, None))
+    sums, live = sl.live_length_sums(readers, live_masks(readers))
+    true = exact(sl.averages_to_publish(sums, live, None))
     assert true[FIELDS.index("body")] > 40
     near = {sl.STATS_KEY: sl.to_stats(true * (1 + sl.PIN_TOLERANCE / 2))}
     far = {sl.STATS_KEY: sl.to_stats(true * (1 + 1.5 * sl.PIN_TOLERANCE))}
-    assert exact(sl.averages_to_publish(readers, masks, near)) == pytest.approx(
+    assert exact(sl.averages_to_publish(sums, live, near)) == pytest.approx(
         true * (1 + sl.PIN_TOLERANCE / 2))
-    assert np.array_equal(exact(sl.averages_to_publish(readers, masks, far)), true)
+    assert np.array_equal(exact(sl.averages_to_publish(sums, live, far)), true)
     # A searcher serves pins within its own, wider tolerance only; malformed ones never.
     assert np.array_equal(sl.scoring_averages(true, far), true * (1 + 1.5 * sl.PIN_TOLERANCE))
     wrong = {sl.STATS_KEY: sl.to_stats(true * (1 + 3 * sl.SERVE_TOLERANCE))}
