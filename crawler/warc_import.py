@@ -83,6 +83,10 @@ WARC_PREFIX = "import"  # DATA/warc/import-<time>-<pid>-<n>.warc.gz
 HEADER_ALLOWANCE = 1 << 20
 MAX_BLOCK = S.DOWNLOAD_MAXSIZE + HEADER_ALLOWANCE
 MAX_DEFAULT_WORKERS = 2  # more cores: measure before raising it (the writer is one process)
+# Under this many bytes of input the default is no workers: each one's start (about a second,
+# importing Scrapy) outweighs what it saves the writer (about 3 ms a page, and a page is a few
+# kB compressed; 300 records: 3.8 s with 2 workers against 2.4 s without)
+WORKERS_MIN_BYTES = 2 << 20
 
 
 class NothingImported(WebsiftError):
@@ -95,6 +99,7 @@ class WarcImport:
 
     def __init__(self, data: DataDir, clock: Callable[[], float] = time.time) -> None:
         self.clock = clock
+        self.workers = 0  # processes making records ready beside this writer (import_warcs)
         self.store = CrawlStore.open(data.store_path)
         self.store_path = data.store_path
         self.warc = WarcWriterFile(data.warc_dir, prefix=WARC_PREFIX)
@@ -208,6 +213,7 @@ class WarcImport:
             "seconds": round(prog["elapsed"], 3),
             "pages": self.imported,
             "pages_per_second": round(prog["rate"], 2),
+            "workers": self.workers,
             "queue_left": self.frontier.pending_count(),
             "counts": dict(sorted(self.stats.items())),
             "store": self.store.status_counts(),
@@ -273,11 +279,14 @@ class ImportProgress:
             self.out.flush()
 
 
-def default_workers() -> int:
+def default_workers(input_bytes: int) -> int:
     """Worker processes by default: one per core (the writer's share of a page is smaller than
-    a worker's, so on 2 cores 2 workers keep the writer busiest); none on one core."""
+    a worker's, so on 2 cores 2 workers keep the writer busiest); none on one core, and none
+    for less than WORKERS_MIN_BYTES of input (their start costs more than they save)."""
     cores = len(os.sched_getaffinity(0))
-    return 0 if cores < 2 else min(cores, MAX_DEFAULT_WORKERS)
+    if cores < 2 or input_bytes < WORKERS_MIN_BYTES:
+        return 0
+    return min(cores, MAX_DEFAULT_WORKERS)
 
 
 def import_warcs(
@@ -295,8 +304,10 @@ def import_warcs(
     # one writer per data directory: a crawl, recrawl or import already running refuses this
     with store_writer_lock(data.root, "websift import"):
         run = WarcImport(data)
-        procs = default_workers() if workers is None else workers
-        if procs <= 0:
+        if workers is None:
+            workers = default_workers(sum(path.stat().st_size for path in files))
+        procs = run.workers = max(0, workers)
+        if procs == 0:
             return _run(run, files, progress, None)
         pool = ImportWorkers(procs, run.recorder.agent, run.warc.gzip_level,
                              run.recorder.max_url_length)
@@ -441,7 +452,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--quiet", action="store_true", help="no progress line and no summary table")
     p.add_argument("--workers", type=int, default=None, metavar="N",
                    help="processes parsing records beside the one writer (default: one per "
-                   f"core, at most {MAX_DEFAULT_WORKERS}; 0: none)")
+                   f"core, at most {MAX_DEFAULT_WORKERS}, none for less than "
+                   f"{WORKERS_MIN_BYTES >> 20} MiB of input; 0: none)")
     p.set_defaults(func=import_command)
 
 

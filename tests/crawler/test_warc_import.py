@@ -37,6 +37,7 @@ from testkit.waiting import wait_for
 from websift.core.datadir import DataDir
 from websift.core.lock import store_writer_lock
 from websift.crawler import settings as S
+from websift.crawler import warc_import
 from websift.crawler.warc_import import MAX_BLOCK, import_warcs
 from websift.crawler.warc_reader import Damage, NotAWarcFile, WarcReader, WarcRecord
 from websift.store.schema import META_VIRTUAL, Page
@@ -644,6 +645,23 @@ def test_an_import_with_workers_stores_the_same_rows_as_one_without(tmp_path: Pa
                                                     p.warc_length or 0)).body
                       for d, p in zip(warcs, (page, other), strict=True)]
             assert bodies[0] == bodies[1]
+
+
+def test_workers_start_by_default_only_for_input_that_repays_them(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # a few records: no worker is started (each costs about a second to start); past
+    # WORKERS_MIN_BYTES of input, one per core up to the cap; an explicit count is obeyed
+    small = tmp_path / "small.warc.gz"
+    _many_pages(small, 20)
+    assert small.stat().st_size < warc_import.WORKERS_MIN_BYTES
+    assert import_warcs(tmp_path / "default", [small])["workers"] == 0
+    assert import_warcs(tmp_path / "asked", [small], workers=2)["workers"] == 2
+    monkeypatch.setattr(warc_import, "WORKERS_MIN_BYTES", small.stat().st_size)
+    cores = len(os.sched_getaffinity(0))
+    expected = 0 if cores < 2 else min(cores, warc_import.MAX_DEFAULT_WORKERS)
+    repaid = import_warcs(tmp_path / "repaid", [small])
+    assert repaid["workers"] == expected
+    assert _rows(tmp_path / "repaid") == _rows(tmp_path / "default")
 
 
 def _committed(data: Path) -> int:
