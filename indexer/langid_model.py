@@ -17,6 +17,7 @@ without py3langid's per-byte Python loop, to the same answers; the arrays it eva
 too (``langid-<digest>-fast.npz``, 97 MB, uncompressed, CRC-checked as it is read, written as
 the copy is), so a later load reads them in about 0.1 s of CPU instead of building them from
 the copy (0.2-0.3 s): a small run's main process loads the model before it forks its workers.
+Writing them removes the cache's other ``langid-*.npz`` files (another model's, older releases').
 """
 
 from __future__ import annotations
@@ -114,9 +115,19 @@ def load_fast_identifier() -> FastIdentifier:
     fast = FastIdentifier(_load(True)[0])
     try:
         _write_arrays(path, fast.arrays())
+        _drop_stale(digest)
     except OSError as exc:
         warnings.warn(f"py3langid tables {path} not kept ({exc})", stacklevel=2)
     return fast
+
+
+def _drop_stale(digest: str) -> None:
+    """Remove the cache's other ``langid-*.npz`` files: another py3langid model's copy and
+    tables, and files of older websift releases (``-depths.npz``), up to 165 MB each model."""
+    keep = {f"langid-{digest}.npz", f"langid-{digest}-fast.npz"}
+    for old in cache_dir().glob("langid-*.npz"):
+        if old.name not in keep:
+            old.unlink(missing_ok=True)
 
 
 def _write_arrays(path: Path, arrays: dict[str, Any]) -> None:

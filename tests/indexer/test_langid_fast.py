@@ -127,9 +127,15 @@ def test_the_tables_are_kept_beside_the_model_copy(
                if not p.name.endswith(("-depths.npz", "-fast.npz")))
     (tmp_path / copy.name).symlink_to(copy)
     monkeypatch.setenv("WEBSIFT_CACHE_DIR", str(tmp_path))
+    # an older release's file and another model's copy: removed when the tables are written
+    stale = [tmp_path / copy.name.replace(".npz", "-depths.npz"),
+             tmp_path / "langid-0123456789abcdef.npz"]
+    for path in stale:
+        path.write_bytes(b"old")
     text = "Le renard brun rapide saute par-dessus le chien paresseux"
     first = langid_model.load_fast_identifier()  # writes the tables
     (kept,) = tmp_path.glob("langid-*-fast.npz")
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([copy.name, kept.name])
     assert not list(tmp_path.glob("*.tmp"))
     assert np.array_equal(first.depths, models[1].depths)
     assert first.max_depth == int(first.depths.max()) > 1
