@@ -40,7 +40,7 @@ def _reference_blocks(raw: str, starts: list[int] | None = None) -> list[Block]:
         for part in _link_items(block):
             text = squash(part)
             if text:
-                out.append(Block(text, h := squashed_hash(text), _template_key(part, h)))
+                out.append(Block(text, _template_key(part, squashed_hash(text))))
     return out
 
 
