@@ -122,14 +122,22 @@ def _trailing_anchor(node: LexborNode, ids: set[str]) -> str | None:
     return None
 
 
+# Elements whose text is often longer than a fragment's (a section, a list, a definition): their
+# text nodes are walked at once, not after their whole text (on the Python and Octave manuals,
+# 30% less time in :func:`_text_upto`, the same texts).
+_CONTAINERS = frozenset(("article", "dd", "div", "dl", "ol", "section", "table", "tbody", "ul"))
+
+
 def _text_upto(node: LexborNode, limit: int) -> str:
     """The text of ``node`` as :func:`node_text` gives it, but only its first text nodes, up to
     about ``limit`` characters: the text after an anchor can be a whole long section.  The
-    whole text first (one call into lexbor, no node objects): when it is shorter than ``limit``
-    no text node reaches it, and squashed it is the same; else the text nodes one by one."""
-    whole = node.text(separator=" ")
-    if len(whole) < limit:  # its text nodes' lengths add up to less: the loop would take all
-        return squash(whole)
+    whole text first (one call into lexbor, no node objects) but for a :data:`_CONTAINERS`
+    element: when it is shorter than ``limit`` no text node reaches it, and squashed it is the
+    same as the text nodes' one by one, which are taken else."""
+    if node.tag not in _CONTAINERS:
+        whole = node.text(separator=" ")
+        if len(whole) < limit:  # its text nodes' lengths add up to less: the loop takes all
+            return squash(whole)
     out: list[str] = []
     size = 0
     for n in node.traverse(include_text=True, skip_empty=True):

@@ -29,6 +29,7 @@ from typing import cast
 from urllib.parse import unquote, urlsplit
 
 import lxml.etree
+import numpy as np
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 from websift.core.html import INVISIBLE_TAGS, drop_invisible, squash, text_of, visible_text
@@ -192,18 +193,40 @@ _TAG = re.compile(rb"<(/?)([a-zA-Z][a-zA-Z0-9]*)(?:[^>]*[^>/])?(/*)>")
 _VOID = frozenset(b"area base br col embed hr img input link meta param source track wbr".split())
 
 
+class _Steps(dict[tuple[bytes, bytes, bytes], int]):
+    """A tag's ``_TAG`` groups -> its step in depth: -1 an end tag, +1 an element that stays
+    open, 0 a void or self-closed one; filled as tags are met (a page has few distinct tags,
+    and ``map`` of a dict lookup runs in C), emptied past ``_STEPS_MAX`` of them."""
+
+    __slots__ = ()
+
+    def __missing__(self, tag: tuple[bytes, bytes, bytes]) -> int:
+        if len(self) >= _STEPS_MAX:
+            self.clear()
+        close, name, self_closed = tag
+        step = self[tag] = -1 if close else 0 if self_closed or name.lower() in _VOID else 1
+        return step
+
+
+_STEPS_MAX = 1 << 14
+_STEPS = _Steps()  # a cache of a pure function of its key: the same answers in every process
+
+
 def nesting_bound(body: bytes) -> int:
     """An upper bound of how deep the elements of ``body`` nest: its open tags minus its
-    closing tags at the deepest point (void and self-closed elements left out).  Elements that
-    HTML closes by itself (``<p>``, ``<li>`` without their end tag) only raise it."""
-    depth = peak = 0
-    for close, name, self_closed in _TAG.findall(body, 0, MAX_HTML_BYTES):
-        if close:
-            depth = max(depth - 1, 0)
-        elif not self_closed and name.lower() not in _VOID:
-            depth += 1
-            peak = max(peak, depth)
-    return peak
+    closing tags at the deepest point (void and self-closed elements left out), an end tag
+    with none open leaving it at 0.  Elements that HTML closes by itself (``<p>``, ``<li>``
+    without their end tag) only raise it.
+
+    With numpy, not a loop over the tags: the depth after each tag, floored at 0 (d = max(d +
+    step, 0)), is the running sum of the steps less the lowest it has been (or 0)."""
+    tags = _TAG.findall(body, 0, MAX_HTML_BYTES)
+    if not tags:
+        return 0
+    sums = np.cumsum(np.fromiter(map(_STEPS.__getitem__, tags), dtype=np.int64,
+                                 count=len(tags)))
+    floor = np.minimum(np.minimum.accumulate(sums), 0)
+    return int((sums - floor).max(initial=0))
 
 
 def _shallow(body: bytes, shallow_lexbor: bool) -> bool:
@@ -251,7 +274,7 @@ def parse_lxml(body: bytes, url: str, content_type: str | None = None) -> Parsed
     text = visible_text(scope)
     return ParsedPage(title=title[:MAX_TITLE_CHARS], headings=headings, body=text,
                       url_words=words, text=text[:SNIPPET_TEXT_CHARS], lang=lang,
-                      blocks=[Block(text, h, h)] if text and (h := squashed_hash(text)) else [])
+                      blocks=[Block(text, squashed_hash(text))] if text else [])
 
 
 def _declared_lang(tree: LexborHTMLParser, root: LexborNode | None) -> str | None:

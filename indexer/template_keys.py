@@ -38,10 +38,15 @@ _ALNUM = re.compile(r"[^\W_]")  # a letter or digit: str.isalnum() of one charac
 
 class Block(NamedTuple):
     text: str  # whitespace-normalised, never empty
-    hash: int  # block_hash(text): unsigned 64-bit
-    # The template key: ``hash``, or for a block with links and text between them the hash of
-    # the text outside its links ("Next: <a>X</a>, Up: <a>Y</a>" has one key on every page).
-    key: int = 0
+    # The template key: :attr:`hash`, or for a block with links and text between them the hash
+    # of the text outside its links ("Next: <a>X</a>, Up: <a>Y</a>" has one key on every page).
+    key: int
+
+    @property
+    def hash(self) -> int:
+        """block_hash(text): unsigned 64-bit (made when asked: a block keyed by the words
+        outside its links, a paragraph with links, needs no hash of its whole text)."""
+        return squashed_hash(self.text)
 
 
 def block_hash(text: str) -> int:
@@ -59,14 +64,21 @@ def squashed_hash(text: str) -> int:
 def _template_key(part: str, whole: int) -> int:
     """A block's template key (see :class:`Block`): the words outside its links (punctuation
     left out) when it has both links and such words, else its whole text's hash."""
+    key = _skeleton_key(part)
+    return whole if key is None else key
+
+
+def _skeleton_key(part: str) -> int | None:
+    """The hash of the words outside a block's links (punctuation left out) when it has both
+    links and such words, else None (its key is its whole text's hash)."""
     if LINK not in part:
-        return whole
+        return None
     pieces = part.split(LINK)
     if not any(p.strip() for p in pieces[1::2]):
-        return whole  # no link text: the words outside are all of it
-    outside = _WORD_TOKEN.findall(" ".join(pieces[0::2]))
+        return None  # no link text: the words outside are all of it
+    outside = _words(" ".join(pieces[0::2]))
     if not outside:
-        return whole
+        return None
     return squashed_hash(_SKELETON + " ".join(outside))  # block_hash of a squashed text
 
 
@@ -88,14 +100,32 @@ def _link_items(part: str) -> list[str]:
     return items
 
 
+class _Wordy(dict[str, bool]):
+    """Token -> whether it holds a letter or digit, filled as tokens are asked (a miss calls
+    back into Python, a hit costs a plain dict's), emptied past ``_WORDY_MAX`` tokens."""
+
+    __slots__ = ()
+
+    def __missing__(self, token: str) -> bool:
+        if len(self) >= _WORDY_MAX:
+            self.clear()
+        wordy = self[token] = token.isalnum() or _ALNUM.search(token) is not None
+        return wordy
+
+
+_WORDY_MAX = 1 << 16
+_WORDY = _Wordy()  # a cache of a pure function of its key: the same answers in every process
+
+
 def _words(text: str) -> list[str]:
-    """``_WORD_TOKEN.findall(text)``, 2-3 times faster: the whitespace-separated tokens (the
+    """``_WORD_TOKEN.findall(text)``, 2-6 times faster: the whitespace-separated tokens (the
     marks are whitespace to both) holding a letter or digit, most of them all letters and
-    digits (checked in C)."""
+    digits (checked in C), the others asked of :data:`_WORDY` (``filter`` and a dict lookup,
+    in C, for a token met before: a site's punctuation recurs)."""
     tokens = text.split()
     if all(map(str.isalnum, tokens)):
         return tokens
-    return [t for t in tokens if t.isalnum() or _ALNUM.search(t)]
+    return list(filter(_WORDY.__getitem__, tokens))
 
 
 def page_blocks(raw: str, starts: list[int] | None = None) -> list[Block]:
@@ -114,8 +144,7 @@ def page_blocks(raw: str, starts: list[int] | None = None) -> list[Block]:
             starts.append(len(out))
         if LINK not in block:
             text = " ".join(block.split())
-            h = squashed_hash(text)
-            out.append(new(Block, (text, h, h)))
+            out.append(new(Block, (text, squashed_hash(text))))
             continue
         pieces = block.split(LINK)
         labels = pieces[0::2]
@@ -127,14 +156,15 @@ def page_blocks(raw: str, starts: list[int] | None = None) -> list[Block]:
             for part in _link_items(block):
                 text = squash(part)
                 if text:
-                    out.append(Block(text, h := squashed_hash(text), _template_key(part, h)))
+                    key = _skeleton_key(part)
+                    out.append(new(Block, (text, squashed_hash(text) if key is None else key)))
             continue
         outside = _words(" ".join(labels))  # in one pass: no word spans a mark
         text = squash(block)
         if not text:
             continue
-        h = key = squashed_hash(text)
-        if outside and any(p.strip() for p in pieces[1::2]):
-            key = squashed_hash(_SKELETON + " ".join(outside))
-        out.append(new(Block, (text, h, key)))
+        # The whole text's hash only when it is the key (a paragraph's with links is not).
+        key = squashed_hash(_SKELETON + " ".join(outside)) \
+            if outside and any(p.strip() for p in pieces[1::2]) else squashed_hash(text)
+        out.append(new(Block, (text, key)))
     return out

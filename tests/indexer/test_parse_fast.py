@@ -12,7 +12,8 @@ from selectolax.lexbor import LexborHTMLParser
 
 from websift.core.html import squash
 from websift.indexer.display_text import GLUE, shown_text
-from websift.indexer.html_nodes import css
+from websift.indexer.fragment_extract import _text_upto
+from websift.indexer.html_nodes import css, node_text
 from websift.indexer.parse import parse_html
 from websift.indexer.template_keys import (
     _WORD_TOKEN,
@@ -40,7 +41,7 @@ def _reference_blocks(raw: str, starts: list[int] | None = None) -> list[Block]:
         for part in _link_items(block):
             text = squash(part)
             if text:
-                out.append(Block(text, h := squashed_hash(text), _template_key(part, h)))
+                out.append(Block(text, _template_key(part, squashed_hash(text))))
     return out
 
 
@@ -116,3 +117,33 @@ def test_shown_text_equals_its_one_pattern_definition(marked: str) -> None:
     # Permalink links, then lone pilcrows, against the one alternation that defines them.
     want = " ".join(_SHOWN_DEFINITION.sub(" ", marked).replace(LINK, "").replace(GLUE, "").split())
     assert shown_text(marked) == want
+
+
+_TEXT_NODE = st.text(st.sampled_from(list("ab 1,\u00a0")), max_size=8)
+
+
+@st.composite
+def _nested(draw: st.DrawFn, depth: int = 0) -> str:
+    tag = draw(st.sampled_from(["div", "dd", "section", "p", "span", "ul", "li"]))
+    kids = draw(st.lists(_TEXT_NODE if depth >= 3 else st.one_of(_TEXT_NODE, _nested(depth + 1)),
+                         max_size=4))
+    return f"<{tag}>{''.join(kids)}</{tag}>"
+
+
+@given(_nested(), st.integers(1, 40))
+@settings(max_examples=300)
+def test_text_upto_takes_a_containers_first_text_nodes_as_any_elements(
+        html: str, limit: int) -> None:
+    # A container element (a section, a definition) is walked text node by text node at once;
+    # any element, container or not, gives its whole text when it is short and else its first
+    # text nodes up to the limit.
+    root = LexborHTMLParser(f"<body>{html}</body>").body
+    assert root is not None
+    for el in root.traverse():
+        assert _text_upto(el, 10**6) == node_text(el)
+        first: list[str] = []
+        for n in el.traverse(include_text=True, skip_empty=True):
+            t = n.text_content if n.is_text_node else None
+            if t and not t.isspace() and sum(map(len, first)) < limit:
+                first.append(t)
+        assert _text_upto(el, limit) == squash(" ".join(first))
