@@ -145,6 +145,10 @@ def _pruned_equals_exhaustive(root: Path, *, seed: int, n_docs: int, queries: li
         local = s.collection_stats(q)
         stats = CollectionStats(df={t: 2 * n + 1 for t, n in local.df.items()}, **stats_args)
         _same(s, q, k=k, offset=offset, prior=_prior, prior_bound=W, stats=stats)
+        # A deadline far off, as a request has: segments scored whole compute their pairs'
+        # evidence when it fits the time left (or the rounds serve): the same answer.
+        _same(s, q, k=k, offset=offset, prior=_prior, prior_bound=W,
+              deadline=time.monotonic() + 600.0)
 
 
 def test_segments_without_stored_impacts_prune_the_same(tmp_path: Path) -> None:
