@@ -726,6 +726,10 @@ class QueryPostings:
             return True
         return self.has_position_keys(a, si) and self.has_position_keys(b, si)
 
+    def near_pairs_cached(self, a: str, b: str, si: int) -> bool:
+        """Whether :meth:`near_pairs` costs a cache look-up alone (the pairs cache holds it)."""
+        return (self.store.serials[si], a, b) in self.store.pairs
+
     def near_pairs(self, a: str, b: str, si: int) -> tuple[np.ndarray, np.ndarray]:
         """(ordinals, c / (c + 1)) of the documents of segment ``si`` where ``b`` follows ``a``
         within the window in a weighted field, c times.  A function of the two words'

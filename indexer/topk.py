@@ -83,6 +83,8 @@ from websift.indexer.settings import (
     PARTIAL_MIN_HITS,
     PRUNE_BOUND_SLACK,
     PRUNE_DENSE_SHARE,
+    PRUNE_EVIDENCE_KEY_SECONDS,
+    PRUNE_EVIDENCE_SHARE,
     PRUNE_FIRST_POSTINGS,
     PRUNE_MAX_ROUND_POSTINGS,
     PRUNE_PHRASE_ALL,
@@ -497,18 +499,47 @@ class _Evaluation:
 
     def _dense_ready(self, si: int) -> bool:
         """Whether segment ``si`` can be scored whole at once (:meth:`_score_segment`): no
-        phrase to check, and with a deadline every proximity pair's evidence there at hand
-        (computing it reads both words' whole occurrence lists, which no deadline interrupts:
-        until then the rounds serve, and decode them once their candidates add up to a share
-        of the lists, as the searcher's choice of path does)."""
+        phrase to check, and every proximity pair's evidence there in the pairs cache, or
+        computed now.  Computing it decodes both words' whole occurrence lists (unless they
+        are already) and passes over them, which no deadline interrupts (a pass over a word
+        on most pages of a 50,000-page segment beside another common one: some 50 ms):
+        with a deadline only when its estimated cost (:meth:`_evidence_keys` keys at
+        ``PRUNE_EVIDENCE_KEY_SECONDS`` each) is at most ``PRUNE_EVIDENCE_SHARE`` of the time
+        left (until then the rounds serve); kept in the pairs cache for the next queries."""
         if self.plan.required or self.plan.excluded:
             return False
-        if self.deadline is None:
-            return True
         terms = {lst.term for lst in self.lists if lst.si == si} | self.free
-        return all(self.postings.near_pairs_ready(a, b, si)
-                   for (a, b) in self.plan.pairs[:len(self.pair_bonus)]
-                   if a in terms and b in terms)
+        need = [(a, b) for (a, b) in self.plan.pairs[:len(self.pair_bonus)]
+                if a in terms and b in terms and not self.postings.near_pairs_cached(a, b, si)]
+        if not need:
+            return True
+        if self.deadline is not None:
+            left = self.deadline - time.monotonic()
+            cost = self._evidence_keys(need, si) * PRUNE_EVIDENCE_KEY_SECONDS
+            if cost > PRUNE_EVIDENCE_SHARE * left:
+                return False
+        for a, b in need:
+            self.postings.near_pairs(a, b, si)
+        return True
+
+    def _evidence_keys(self, pairs: list[tuple[str, str]], si: int) -> int:
+        """The occurrence keys computing ``pairs``' evidence in segment ``si`` passes over:
+        each word's occurrences per pair it is in (:meth:`PostingStore.near`), plus those of
+        a word not decoded whole yet, once (decoding them)."""
+        keys = 0
+        decoded: set[str] = set()
+        for pair in pairs:
+            for term in pair:
+                p = self._postings_of(term, si)
+                if p is None:
+                    continue
+                if p.occurrences < 0:  # a pass over the tf matrix: once per decoded list
+                    p.occurrences = int(p.all_tfs.sum())
+                keys += p.occurrences
+                if term not in decoded and not self.postings.has_position_keys(term, si):
+                    decoded.add(term)
+                    keys += p.occurrences
+        return keys
 
     def _score_segment(self, si: int, seen: np.ndarray) -> None:
         """Every match of segment ``si`` not in ``seen`` scored at once in arrays as long as

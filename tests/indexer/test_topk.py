@@ -145,6 +145,10 @@ def _pruned_equals_exhaustive(root: Path, *, seed: int, n_docs: int, queries: li
         local = s.collection_stats(q)
         stats = CollectionStats(df={t: 2 * n + 1 for t, n in local.df.items()}, **stats_args)
         _same(s, q, k=k, offset=offset, prior=_prior, prior_bound=W, stats=stats)
+        # A deadline far off, as a request has: segments scored whole compute their pairs'
+        # evidence when it fits the time left (or the rounds serve): the same answer.
+        _same(s, q, k=k, offset=offset, prior=_prior, prior_bound=W,
+              deadline=time.monotonic() + 600.0)
 
 
 def test_segments_without_stored_impacts_prune_the_same(tmp_path: Path) -> None:
@@ -438,12 +442,17 @@ def test_a_segment_whose_blocks_mostly_matter_is_scored_whole(tmp_path: Path,
             assert got.total_exact and got.total == want.total == fused.total, q
 
 
-def test_with_a_deadline_a_segment_is_scored_whole_once_its_pairs_are_at_hand(
-        tmp_path: Path) -> None:
-    """A request's deadline: no segment is scored whole while computing its pairs' evidence
-    would read whole occurrence lists (no deadline interrupts that); once the pairs cache
-    holds them (the exhaustive path put them there), segments are."""
-    s = _searcher(tmp_path, 3, 2000)
+QUERY3 = "alpha beta gamma"
+
+
+@pytest.mark.parametrize("affordable", [True, False])
+def test_with_a_deadline_a_segment_is_scored_whole_when_its_pairs_fit_the_time_left(
+        tmp_path: Path, affordable: bool) -> None:
+    """A request's deadline: a segment to be scored whole whose pairs' evidence is not at
+    hand has it computed then (and kept for the next queries) when its estimated cost fits
+    the share of the time left; otherwise the rounds serve until the pairs cache holds it
+    (here the exhaustive path put it there).  The hits are the exhaustive ones either way."""
+    s = _searcher(tmp_path, 3, 2000)  # three common words: the first round leaves most blocks
     whole: list[int] = []
     score_segment = topk._Evaluation._score_segment
 
@@ -451,20 +460,36 @@ def test_with_a_deadline_a_segment_is_scored_whole_once_its_pairs_are_at_hand(
         whole.append(si)
         score_segment(self, si, seen)
 
+    def ready() -> list[bool]:
+        q = s.postings.query()
+        return [all(q.near_pairs_ready(a, b, si) for a, b in (("alpha", "beta"),
+                                                              ("beta", "gamma")))
+                for si in range(2)]
+
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(topk, "PRUNE_DENSE_SHARE", 0.125)
         mp.setattr(topk, "PRUNE_FIRST_POSTINGS", BLOCK)
         mp.setattr(topk, "PRUNE_WHOLE_LIST", 0)  # candidates' positions, not whole lists
+        # 600 s left: a key costing a second fits 600 * share keys; a day's, none.
+        mp.setattr(topk, "PRUNE_EVIDENCE_KEY_SECONDS", 1e-9 if affordable else 86_400.0)
         mp.setattr(topk._Evaluation, "_score_segment", counted)
         later = time.monotonic() + 600.0
-        cold = s.search(IndexQuery("alpha beta", k=10, snippets=False, deadline=later))
-        assert whole == []
-        want = s.search(IndexQuery("alpha beta", k=10, snippets=False, exhaustive=True))
-        warm = s.search(IndexQuery("alpha beta", k=10, snippets=False, deadline=later))
+        assert ready() == [False, False]
+        cold = s.search(IndexQuery(QUERY3, k=10, snippets=False, deadline=later))
+        if affordable:
+            assert sorted(set(whole)) == [0, 1]
+            assert ready() == [True, True]  # kept for the next queries
+        else:
+            assert whole == []
+            assert ready() == [False, False]
+        want = s.search(IndexQuery(QUERY3, k=10, snippets=False, exhaustive=True))
+        whole.clear()
+        warm = s.search(IndexQuery(QUERY3, k=10, snippets=False, deadline=later))
         assert sorted(set(whole)) == [0, 1]
         for got in (cold, warm):
             assert [(h.doc_id, h.text_score) for h in got.hits] == [
                 (h.doc_id, h.text_score) for h in want.hits]
+            assert not got.partial
 
 
 @pytest.mark.parametrize("at_once", [True, False])
