@@ -25,11 +25,12 @@ how many bytes merges write.
    end (a run killed midway leaves a mark, and the next run generates the web again).
    - Fetch to searchable: each page's fetch time is its line in nginx's log ($msec); a probe
      asks ``/search`` (without snippets: it reads the hits' URLs) for the unique words of
-     fetched pages not found yet (``w1 OR w2 ...``,
-     ``PROBE_BATCH`` words a query, at most ``PROBE_QUERIES`` queries every ``PROBE_EVERY``
-     seconds), only for pages fetched before the latest cut began (the indexer's
-     ``follow-status.json``), a page again only after a newer cut or ``RETRY`` seconds; a page
-     is searchable at the first answer that lists it.  p50 / p95 / max.
+     fetched pages not found yet (``w1 OR w2 ...``, ``PROBE_BATCH`` words a query, oldest
+     pages first), one query at a time and at most one every ``PROBE_EVERY`` seconds, evenly
+     paced (never a burst for the timed queries to wait behind), only for pages fetched
+     before the latest cut began (the indexer's ``follow-status.json``), a page again only
+     after a newer cut or ``RETRY`` seconds; a page is searchable at the first answer that
+     lists it.  p50 / p95 / max.
      Pages fetched over ``MISSED_AFTER`` seconds before the end and never found are counted.
    - Change to searchable (the changed pages are drawn first among the pages their home page
      lists, the most linked): from the change (the file replaced) to the first answer that lists
@@ -123,9 +124,11 @@ INDEX_PROCS = 1
 EDITS = 4  # times the web changes while up runs, evenly spaced over its middle
 CHANGE_PAGES = 25  # pages changed at each edit (among those up fetched)
 NEW_PAGES = 10  # new pages at each edit, on as many hosts
-PROBE_EVERY = 0.5  # seconds between probe rounds
+# The probe's pace: one query at most every PROBE_EVERY seconds (120 words a second, about
+# twice the pages up fetches with each asked twice), never two at once nor back to back, so a
+# timed query waits behind one probe query at most
+PROBE_EVERY = 0.25
 PROBE_BATCH = 30  # words per probe query: within the caps of 32 terms and 512 characters
-PROBE_QUERIES = 8  # probe queries per round at most (oldest pages first)
 RETRY = 1.0  # s before a page not found is asked again with no newer cut (the reload check)
 QUERY_EVERY = 0.2  # seconds between two timed one-word queries
 SAMPLE_EVERY = 0.1  # seconds between two looks at nginx's log and the follower's status
@@ -394,6 +397,7 @@ class Probe:
     errors: int = 0
     last_look: float = 0.0  # when the log was last read
     sent: list[tuple[float, str]] = field(default_factory=list)  # (time, query string) asked
+    next_at: float = 0.0  # the next query waits for this time (the probe's even pace)
 
     def read_log(self) -> None:
         self.last_look = time.time()
@@ -415,24 +419,37 @@ class Probe:
                 target = self.changes.setdefault(key, Target(change[1], change[0], None))
                 target.ready = target.ready or hit.end
 
-    def round(self, status: FollowStatus | None) -> None:
+    def due(self, status: FollowStatus | None, now: float) -> list[tuple[Key, Target]]:
+        """The next query's pages: the changed ones first, then by fetch, at most PROBE_BATCH,
+        each fetched before the newest cut began and not asked since that cut (or RETRY s)."""
         if status is None or not status.last_cut:
-            return
+            return []
         began = status.last_cut - status.last_cut_seconds  # the newest cut's snapshot
-        now = time.time()
+        self.order = [k for k in self.order if self.pages[k].found is None]
         due: list[tuple[Key, Target]] = []
-        for key, target in [*self.changes.items(),
-                            *((k, self.pages[k]) for k in self.order)]:
-            if len(due) >= PROBE_QUERIES * PROBE_BATCH:
+        for key, target in itertools.chain(self.changes.items(),
+                                           ((k, self.pages[k]) for k in self.order)):
+            if len(due) >= PROBE_BATCH:
                 break
             if target.found is not None or target.ready is None or target.ready > began:
                 continue
             if target.asked_cut == status.cuts and now - target.asked_at < RETRY:
                 continue
             due.append((key, target))
-        self.order = [k for k in self.order if self.pages[k].found is None]
-        for lo in range(0, len(due), PROBE_BATCH):
-            self._ask(due[lo: lo + PROBE_BATCH], status.cuts)
+        return due
+
+    def round(self, status: FollowStatus | None, now: float | None = None) -> bool:
+        """One query for the pages due, if any and if the pace allows (``next_at``, a pause of
+        PROBE_EVERY after the last answer); True: one was sent."""
+        now = time.time() if now is None else now
+        if now < self.next_at:
+            return False
+        due = self.due(status, now)
+        if not due or status is None:
+            return False
+        self._ask(due, status.cuts)
+        self.next_at = time.time() + PROBE_EVERY
+        return True
 
     def _ask(self, batch: list[tuple[Key, Target]], cuts: int) -> None:
         words = {t.word: (k, t) for k, t in batch}
@@ -812,7 +829,6 @@ def run_up(web: Web, server: Nginx, data: Path, args: argparse.Namespace,
     run_for = args.minutes * 60
     # the edits: evenly spaced over the middle of the run, the last leaving time to find it
     edit_at = [t0 + run_for * (0.2 + 0.5 * i / max(1, EDITS - 1)) for i in range(EDITS)]
-    next_probe = t0
     status = None
     commits = Commits(data)
     sampler = commits.start()
@@ -836,9 +852,7 @@ def run_up(web: Web, server: Nginx, data: Path, args: argparse.Namespace,
         if edit_at and now >= edit_at[0]:
             edit_at.pop(0)
             edits.apply(list(probe.pages))
-        if now >= next_probe:
-            probe.round(status)
-            next_probe = now + PROBE_EVERY
+        probe.round(status)  # one query at most, at the probe's pace
         time.sleep(SAMPLE_EVERY)  # the measurement's sampling period, not a wait for a state
     queries.stop.set()
     commits.stop.set()
