@@ -153,3 +153,24 @@ class Cache(Generic[K, V]):
         with self._lock:
             return CacheStats(len(self._items), self.size, self.max_size, self.hits,
                               self.misses, self.evictions)
+
+
+class ClearingMemo(dict[K, V]):
+    """A memo of the pure function ``fn`` for lookups in C's speed (``map(memo.__getitem__,
+    keys)``, ``filter``): a plain dict whose miss calls ``fn`` and keeps its answer, emptied
+    whole when it holds ``max_size`` entries.  For the parse's per-token and per-tag
+    questions, where :class:`Cache`'s lock and recency cost more than the answer; bounded all
+    the same, and the same answers in every process."""
+
+    __slots__ = ("fn", "max_size")
+
+    def __init__(self, fn: Callable[[K], V], max_size: int) -> None:
+        super().__init__()
+        self.fn = fn
+        self.max_size = max_size
+
+    def __missing__(self, key: K) -> V:
+        if len(self) >= self.max_size:
+            self.clear()
+        value = self[key] = self.fn(key)
+        return value

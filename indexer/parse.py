@@ -32,6 +32,7 @@ import lxml.etree
 import numpy as np
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
+from websift.core.cache import ClearingMemo
 from websift.core.html import INVISIBLE_TAGS, drop_invisible, squash, text_of, visible_text
 from websift.indexer.display_text import GLUE, shown_text
 from websift.indexer.fragment_extract import Fragment, extract_fragments
@@ -193,23 +194,14 @@ _TAG = re.compile(rb"<(/?)([a-zA-Z][a-zA-Z0-9]*)(?:[^>]*[^>/])?(/*)>")
 _VOID = frozenset(b"area base br col embed hr img input link meta param source track wbr".split())
 
 
-class _Steps(dict[tuple[bytes, bytes, bytes], int]):
+def _step(tag: tuple[bytes, bytes, bytes]) -> int:
     """A tag's ``_TAG`` groups -> its step in depth: -1 an end tag, +1 an element that stays
-    open, 0 a void or self-closed one; filled as tags are met (a page has few distinct tags,
-    and ``map`` of a dict lookup runs in C), emptied past ``_STEPS_MAX`` of them."""
-
-    __slots__ = ()
-
-    def __missing__(self, tag: tuple[bytes, bytes, bytes]) -> int:
-        if len(self) >= _STEPS_MAX:
-            self.clear()
-        close, name, self_closed = tag
-        step = self[tag] = -1 if close else 0 if self_closed or name.lower() in _VOID else 1
-        return step
+    open, 0 a void or self-closed one."""
+    close, name, self_closed = tag
+    return -1 if close else 0 if self_closed or name.lower() in _VOID else 1
 
 
-_STEPS_MAX = 1 << 14
-_STEPS = _Steps()  # a cache of a pure function of its key: the same answers in every process
+_STEPS = ClearingMemo(_step, 1 << 14)  # a page has few distinct tags
 
 
 def nesting_bound(body: bytes) -> int:

@@ -23,6 +23,7 @@ import re
 from hashlib import blake2b
 from typing import NamedTuple
 
+from websift.core.cache import ClearingMemo
 from websift.core.html import squash
 from websift.indexer.settings import (
     NAV_MAX_LABEL_WORDS,
@@ -100,21 +101,12 @@ def _link_items(part: str) -> list[str]:
     return items
 
 
-class _Wordy(dict[str, bool]):
-    """Token -> whether it holds a letter or digit, filled as tokens are asked (a miss calls
-    back into Python, a hit costs a plain dict's), emptied past ``_WORDY_MAX`` tokens."""
-
-    __slots__ = ()
-
-    def __missing__(self, token: str) -> bool:
-        if len(self) >= _WORDY_MAX:
-            self.clear()
-        wordy = self[token] = token.isalnum() or _ALNUM.search(token) is not None
-        return wordy
+def _wordy(token: str) -> bool:
+    """Whether ``token`` holds a letter or digit."""
+    return token.isalnum() or _ALNUM.search(token) is not None
 
 
-_WORDY_MAX = 1 << 16
-_WORDY = _Wordy()  # a cache of a pure function of its key: the same answers in every process
+_WORDY = ClearingMemo(_wordy, 1 << 16)  # a site's punctuation recurs
 
 
 def _words(text: str) -> list[str]:
