@@ -264,7 +264,7 @@ def parse_lxml(body: bytes, url: str, content_type: str | None = None) -> Parsed
         first = next(iter(scope.iter("h1")), None)
         title = squash(text_of(first)) if first is not None else ""
     text = visible_text(scope)
-    return ParsedPage(title=title[:MAX_TITLE_CHARS], headings=headings, body=text,
+    return ParsedPage(title=title[:MAX_TITLE_CHARS].rstrip(), headings=headings, body=text,
                       url_words=words, text=text[:SNIPPET_TEXT_CHARS], lang=lang,
                       blocks=[Block(text, squashed_hash(text))] if text else [])
 
@@ -359,7 +359,7 @@ def parse_html(body: bytes, url: str, content_type: str | None = None, *,
         body_text = node_text(scope)
         text, marked_text = body_text, ""
     return ParsedPage(
-        title=title[:MAX_TITLE_CHARS],
+        title=title[:MAX_TITLE_CHARS].rstrip(),
         headings=headings,
         body=body_text,
         url_words=words,
