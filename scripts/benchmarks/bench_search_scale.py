@@ -62,7 +62,7 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import BinaryIO
@@ -561,10 +561,13 @@ def has_ranks(data: Path) -> bool:
 
 
 def websift_prior(data: Path, which: str
-                  ) -> tuple[Callable[[np.ndarray], np.ndarray] | None, float | None]:
-    """The searcher's (prior, prior_bound) as ``GET /search`` fuses PageRank, or no prior."""
+                  ) -> tuple[Callable[[np.ndarray], np.ndarray] | None, float | None,
+                             Hashable | None]:
+    """The searcher's (prior, prior_bound, prior_key) as ``GET /search`` fuses PageRank (the
+    key names the prior, as api/retrieval.py's ``prior_key`` does, so the pruning keeps each
+    block's largest prior between queries), or no prior."""
     if which == "none":
-        return None, None
+        return None, None, None
     from websift.api.snapshot import RankView
     from websift.core.datadir import DataDir
     from websift.ranking.fusion import FusionParams, gather, make_prior
@@ -572,7 +575,8 @@ def websift_prior(data: Path, which: str
 
     view = RankView.load(Ranks.open(DataDir.open(data)))
     fusion = FusionParams()
-    return make_prior(lambda ids: gather(view.pagerank, ids), fusion), fusion.weight
+    return (make_prior(lambda ids: gather(view.pagerank, ids), fusion), fusion.weight,
+            (view.serial, "pagerank", fusion.weight, fusion.midpoint, fusion.exponent))
 
 
 def deadline_setting() -> tuple[str, float] | None:
@@ -805,7 +809,7 @@ def main(argv: list[str] | None = None) -> int:
     opened = time.perf_counter() - t0
     partial: list[bool] = []
     totals: list[int] = []
-    prior, prior_bound = websift_prior(data, args.prior)
+    prior, prior_bound, prior_key = websift_prior(data, args.prior)
     deadline = None if args.no_deadline else deadline_setting()
     budget = deadline[1] / 1000.0 if deadline else None
 
@@ -813,7 +817,8 @@ def main(argv: list[str] | None = None) -> int:
         # as the API searches: the deadline setting from the query's start
         until = time.monotonic() + budget if budget is not None else None
         res = searcher.search(IndexQuery(q, k=TOP_K, snippets=False, prior=prior,
-                                         prior_bound=prior_bound, deadline=until,
+                                         prior_bound=prior_bound, prior_key=prior_key,
+                                         deadline=until,
                                          fragments=False))
         partial.append(bool(getattr(res, "partial", False)))
         totals.append(len(res.hits))

@@ -141,3 +141,77 @@ def test_in_tells_whether_a_key_is_kept_without_counting_or_reordering() -> None
     assert cache.hits == 0 and cache.misses == 0
     cache.put("c", "C")  # "a" is still the least recent: it goes
     assert "a" not in cache and "b" in cache and "c" in cache
+
+
+def _replay(cache: Cache[int, bytes], rounds: int, keys: range) -> int:
+    """Ask for ``keys`` in order ``rounds`` times, putting each miss as a caller would; the
+    hits of the last round."""
+    hits = 0
+    for r in range(rounds):
+        for k in keys:
+            found, _ = cache.lookup(k)
+            if not found:
+                cache.put(k, b"x" * 10)
+            elif r == rounds - 1:
+                hits += 1
+    return hits
+
+
+def test_a_scan_larger_than_the_bound_finds_nothing_in_lru_but_keeps_a_share_with_admission(
+) -> None:
+    # 20 values of 10 bytes asked for in turn, again and again, in a cache of 100 bytes.
+    lru: Cache[int, bytes] = Cache(100, len)
+    assert _replay(lru, 5, range(20)) == 0  # each pushed out before it comes round again
+    admit: Cache[int, bytes] = Cache(100, len, admit_by_frequency=True)
+    assert _replay(admit, 5, range(20)) == 10  # the ten let in first stay
+    assert admit.size == 100 and admit.rejected > 0 and admit.stats().rejected == admit.rejected
+
+
+def test_admission_lets_in_what_is_asked_for_more_often_than_what_it_pushes_out() -> None:
+    cache: Cache[str, bytes] = Cache(20, len, admit_by_frequency=True)
+    for key in ("a", "b"):
+        cache.lookup(key)
+        cache.put(key, b"x" * 10)  # room: let in whatever the counts
+    cache.lookup("c")
+    cache.put("c", b"x" * 10)  # asked once, as often as "a", the least recent: not let in
+    assert cache.lookup("c") == (False, None) and cache.rejected == 1
+    assert cache.lookup("a")[0] and cache.lookup("b")[0]
+    for _ in range(3):
+        cache.lookup("c")  # now asked for five times, "a" and "b" twice
+    cache.put("c", b"x" * 10)  # pushes out "a", the least recent
+    assert cache.lookup("c")[0] and not cache.lookup("a")[0] and cache.lookup("b")[0]
+    cache.put("b", b"y" * 20)  # a key it holds is replaced whatever the counts
+    assert cache.get("b") == b"y" * 20 and len(cache) == 1
+
+
+def test_admission_counts_fade_and_stay_bounded() -> None:
+    cache: Cache[int, bytes] = Cache(10, len, admit_by_frequency=True)
+    cache.lookup(0)
+    cache.put(0, b"x" * 10)
+    for _ in range(100):
+        cache.lookup(0)  # popular once ...
+    for k in range(1, 10_000):  # ... then a long stream of keys asked for once
+        cache.lookup(k)
+    freq = cache._freq
+    assert freq is not None and len(freq) < 2_000  # halved and pruned as it went
+    for _ in range(2):
+        cache.lookup(5)
+    cache.put(5, b"y" * 10)  # 0's count has faded below 5's: 5 is let in
+    assert cache.lookup(5)[0] and not cache.lookup(0)[0]
+
+
+def test_admission_counted_under_a_shared_key_and_discard_if() -> None:
+    # (segment, word) keys counted per word: a new segment's list of a word asked for often
+    # is let in at once, in place of a rarer word's list.
+    cache: Cache[tuple[int, str], bytes] = Cache(20, len, admit_by_frequency=True,
+                                                 frequency_key=lambda key: key[1])
+    for seg, word in ((1, "rare"), (1, "common")):
+        cache.lookup((seg, word))
+        cache.put((seg, word), b"x" * 10)
+    for _ in range(3):
+        cache.lookup((1, "common"))
+    cache.lookup((2, "common"))
+    cache.put((2, "common"), b"x" * 10)  # "common" asked 5 times, "rare" once: let in
+    assert cache.lookup((2, "common"))[0] and not cache.lookup((1, "rare"))[0]
+    assert cache.discard_if(lambda key: key[0] == 1) == 1  # segment 1 gone
+    assert len(cache) == 1 and cache.size == 10 and cache.evictions == 1
