@@ -580,10 +580,16 @@ def _cut(data: DataDir, store: StoreReader, manifest: Manifest | None, tmp: Path
         report.worker_busy_seconds = workers.busy_seconds - busy
         report.worker_idle_seconds = workers.idle_seconds - idle
         report.main_wait_seconds = workers.wait_seconds - wait
-    report.pages_seconds = time.monotonic() - t0
-    t0 = time.monotonic()
-    # Bit-packing processes are spawned only for a segment big enough to pay for them.
-    writer.finish(procs if writer.barrels.hits_total >= PARALLEL_FINISH_HITS else 1)
+        report.pages_seconds = time.monotonic() - t0
+        t0 = time.monotonic()
+        # A small segment's postings are bit-packed by the workers this run started, idle
+        # now (no process start); a big one's after they stop (their word memos freed), in
+        # processes spawned for it.
+        big = writer.barrels.hits_total >= PARALLEL_FINISH_HITS
+        if pool is None and not big:
+            writer.finish(encoder=workers.encoder())
+    if pool is not None or big:
+        writer.finish(procs if big else 1)
     report.finish_seconds = time.monotonic() - t0
     report.hits = writer.barrels.hits_total
     return writer
