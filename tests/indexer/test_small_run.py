@@ -234,3 +234,20 @@ def test_pages_parsed_ahead_and_packed_by_the_workers_leave_the_index_the_same(
         files[procs] = {p.name: p.read_bytes() for p in sorted(seg.iterdir())}
     assert files[2].keys() == files[1].keys()
     assert [name for name in files[2] if files[2][name] != files[1][name]] == []
+
+
+def test_a_worker_failing_to_pack_postings_fails_the_run_and_keeps_no_segment(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An error in a worker's bit-packing is raised here with its traceback (not lost, not
+    hung on), and the run leaves no segment behind."""
+    n = TEMPLATE_SAMPLE_PAGES + 8
+    site = build_data_dir(tmp_path / "site", _big_site(n)).root
+
+    def broken(*_args: Any) -> Any:  # runs in the indexing workers
+        raise ValueError("packing broke")
+
+    monkeypatch.setattr(workers, "encode_plan", broken)
+    with pytest.raises(workers.WorkerFailed, match="packing broke"):
+        build.build_index(DataDir.open(site), procs=2)
+    assert not [p for p in (site / "index").iterdir()
+                if p.name.startswith(("seg-", "tmp-"))]
