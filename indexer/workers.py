@@ -23,6 +23,12 @@ Word IDs: a worker's batch carries its local IDs and the words it learned in tha
 pool keeps, per worker, an array local ID -> global ID (the writer's lexicon, first-seen order)
 and rewrites the hits' word column with one numpy lookup.
 
+Once every batch is taken the workers are idle: :meth:`AnalyserPool.encoder` lends them to the
+segment writer, which sends them a small segment's postings chunks to bit-pack
+(indexer/segment_writer.py ``encode_plan``) instead of packing them in this process alone
+(indexer/build.py: a segment under ``PARALLEL_FINISH_HITS``; a bigger one's are packed by
+processes spawned after the workers stopped and freed their word memos).
+
 A pool can serve several segments one after the other (:meth:`AnalyserPool.rebind`: a new
 lexicon; each analyser keeps its word memo, and the pool maps the words it knew into the new
 lexicon as they are used), so `websift index --follow` starts its workers once.
