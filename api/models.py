@@ -307,7 +307,7 @@ class Stats(BaseModel):
     )
     result_cache: dict[str, int] = Field(
         description="query-result cache (bounded by entries): entries, size, max_size, hits, "
-        "misses, evictions, rejected"
+        "misses, evictions"
     )
     frontier: dict[str, Any] | None = Field(
         default=None, description="with --frontier: the shared crawl frontier's figures "
@@ -317,9 +317,7 @@ class Stats(BaseModel):
     search_caches: dict[str, dict[str, int]] = Field(
         default_factory=dict,
         description="the searcher's caches (postings, pairs, phrases, texts, site_masks), each "
-        "bounded by bytes: entries, size and max_size in bytes, hits, misses, evictions, "
-        "rejected (values not let in: the postings cache admits a list only if asked for more "
-        "often than those it would push out)",
+        "bounded by bytes: entries, size and max_size in bytes, hits, misses, evictions",
     )
     gc: dict[str, Any] = Field(
         default_factory=dict,

@@ -236,15 +236,10 @@ def block_maxima(values: np.ndarray, starts: np.ndarray) -> np.ndarray:
     return out
 
 
-def _word_of(key: tuple[int, str]) -> str:
-    """What the postings cache counts a lookup of (segment serial, word) under: the word."""
-    return key[1]
-
-
 def nbytes(p: PostingList | None) -> int:
     """Bytes a cached entry holds: its arrays, each once (with every page live, ``all_docs``
     is ``docs``; arrays shared with another entry are counted again), and the saturated
-    scores and the positions' starts made later (float32, int64)."""
+    scores and the positions' starts made later (float64, int64)."""
     if p is None:
         return 64
     arrays = {id(a): a.nbytes for a in (p.docs, p.tfs, p.all_tfs, p.all_docs, p.dense)
@@ -253,7 +248,7 @@ def nbytes(p: PostingList | None) -> int:
         arrays[0] = 4 * p.dense_n
     if p.occurrences < 0:  # a pass over the tf matrix: once per decoded list
         p.occurrences = int(p.all_tfs.sum())
-    return int(sum(arrays.values()) + 4 * len(p.docs) + 8 * len(p.all_docs)
+    return int(sum(arrays.values()) + 8 * len(p.docs) + 8 * len(p.all_docs)
                + len(p.docs) // 8  # + block maxima (bounds and priors)
                + 4 * len(p.docs)  # + weighted tfs
                + 16 * (p.occurrences // BLOCK + 1))  # + position blocks' bits
@@ -303,12 +298,8 @@ class PostingStore:
         self.weighted_field = np.zeros(16, dtype=bool)
         self.weighted_field[:N_FIELDS] = [settings.weights.get(f, 0.0) > 0 for f in FIELDS]
         # (segment serial, word) -> its list (None: the segment lacks the word).
-        # Admission by frequency (core/cache.py), counted per word (its lists in every
-        # segment, so a new segment's list of a word asked for often is let in at once): a
-        # query mix whose lists add up to more than the bound keeps its most asked-for lists
-        # instead of pushing each out before it comes round again.
         self.decoded: Cache[tuple[int, str], PostingList | None] = Cache(
-            POSTINGS_CACHE_BYTES, nbytes, admit_by_frequency=True, frequency_key=_word_of)
+            POSTINGS_CACHE_BYTES, nbytes)
         # (segment serial, word a, word b) -> near pairs found in every page (live or not:
         # each use keeps the live ones), a function of the segment alone.
         self.pairs: Cache[tuple[int, str, str], tuple[np.ndarray, np.ndarray]] = Cache(
@@ -376,8 +367,6 @@ class PostingStore:
         self.decoded, self.pairs, self.phrases = old.decoded, old.pairs, old.phrases
         old._owns_caches = False
         here = {serial: si for si, serial in enumerate(self.serials)}
-        # the lists of segments this store no longer serves (merged away) leave at once
-        self.decoded.discard_if(lambda key: key[0] not in here)
         # Per segment both hold whose live pages are a subset of what they were (pages only
         # leave an older segment, when a newer one holds their new version, unless removal
         # rules were relaxed): the live keys its lists may still carry, filtered (:meth:`carry`).
@@ -647,22 +636,18 @@ class QueryPostings:
         group_key = (p.all_docs[:, None] << 4) | np.arange(N_FIELDS, dtype=np.int64)
         per_pos = np.repeat(group_key.ravel(), p.all_tfs.ravel().astype(np.int64))
         keys = ((per_pos >> 4) << DOC_SHIFT) | ((per_pos & 0xF) << FIELD_SHIFT) | positions
-        # Kept as a list whose "docs" are the keys, in the postings cache; sized by what it
-        # holds (the keys, and the tf matrix and ordinals it shares with the word's postings,
-        # counted again), none of the scores a list of postings makes later.
+        # Kept as a list whose "docs" are the keys: cached and sized as postings are.
         memo = PostingList(keys, p.tfs, p.row, p.all_tfs, p.all_docs,
                            occurrences=p.occurrences)
         self._memo[key] = memo
-        self.store.decoded.put(shared, memo, 64 + keys.nbytes + p.all_tfs.nbytes
-                               + p.all_docs.nbytes)
+        self.store.decoded.put(shared, memo)
         return keys
 
     def has_position_keys(self, term: str, si: int) -> bool:
         """Whether the word's occurrences in segment ``si`` are decoded whole already."""
-        # ``in``: a question about the cache, not a use of the entry (not counted as a lookup,
-        # so it adds nothing to the entry's claim to stay, core/cache.py).
         return ((si, _POSITIONS + term) in self._memo
-                or (self.store.serials[si], _POSITIONS + term) in self.store.decoded)
+                or self.store.decoded.get((self.store.serials[si], _POSITIONS + term))
+                is not None)
 
     def position_keys_in(self, p: PostingList, si: int, docs: np.ndarray) -> np.ndarray:
         """The keys of the word's occurrences in ``docs`` only (sorted ordinals, each holding
