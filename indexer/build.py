@@ -33,7 +33,6 @@ manifest and its segments untouched; the next run sweeps the leftovers.
 
 from __future__ import annotations
 
-import itertools
 import multiprocessing
 import os
 import shutil
@@ -43,7 +42,6 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from functools import partial
-from multiprocessing.pool import IMapIterator
 from pathlib import Path
 
 import numpy as np
@@ -100,8 +98,6 @@ from websift.indexer.removal_masks import removed_live_ids
 from websift.indexer.segment import SegmentReader, other_settings, query_settings
 from websift.indexer.segment_writer import SegmentWriter
 from websift.indexer.settings import (
-    AHEAD_PARSE_CHUNK,
-    AHEAD_PARSE_PAGES,
     BATCH_FULL_DOCS,
     BATCH_MAX_BYTES,
     BATCH_MAX_JOBS,
@@ -150,7 +146,6 @@ class IndexReport:
     template_hosts: int = 0  # hosts measured for templates in this run (indexer/templates.py)
     template_pages: int = 0  # pages parsed to measure them
     template_errors: int = 0  # sampled pages whose WARC record could not be read
-    ahead_pages: int = 0  # pages parsed ahead while the templates were measured (kept)
     template_seconds: float = 0.0  # time spent measuring templates and anchor boilerplate
     anchor_boilerplate: int = 0  # (host, anchor text) pairs left out as navigation
     # Where the time went: the page loop (store reads, workers, segment writer),
@@ -580,16 +575,10 @@ def _cut(data: DataDir, store: StoreReader, manifest: Manifest | None, tmp: Path
         report.worker_busy_seconds = workers.busy_seconds - busy
         report.worker_idle_seconds = workers.idle_seconds - idle
         report.main_wait_seconds = workers.wait_seconds - wait
-        report.pages_seconds = time.monotonic() - t0
-        t0 = time.monotonic()
-        # A small segment's postings are bit-packed by the workers this run started, idle
-        # now (no process start); a big one's after they stop (their word memos freed), in
-        # processes spawned for it.
-        big = writer.barrels.hits_total >= PARALLEL_FINISH_HITS
-        if pool is None and not big:
-            writer.finish(encoder=workers.encoder())
-    if pool is not None or big:
-        writer.finish(procs if big else 1)
+    report.pages_seconds = time.monotonic() - t0
+    t0 = time.monotonic()
+    # Bit-packing processes are spawned only for a segment big enough to pay for them.
+    writer.finish(procs if writer.barrels.hits_total >= PARALLEL_FINISH_HITS else 1)
     report.finish_seconds = time.monotonic() - t0
     report.hits = writer.barrels.hits_total
     return writer
@@ -622,15 +611,10 @@ def _templates(data: DataDir, store: StoreReader, ids: np.ndarray, report: Index
     known = stored_hosts or {}
     sampler: HostSampler[Page] = HostSampler()
     need: set[str] = set()
-    ahead: _Sample = []  # the run's first full pages: parsed ahead when there is time (below)
     for lo in range(0, len(ids), STORE_READ_IDS):
         for page in store.pages_by_ids(ids[lo : lo + STORE_READ_IDS].tolist()):
-            if not _full(page):
-                continue
-            if len(ahead) < AHEAD_PARSE_PAGES:
-                ahead.append(_sample_row(page))
             host = host_of(page.url)
-            if host not in known:
+            if host not in known and _full(page):
                 need.add(host)
                 if not reuse:
                     sampler.offer(host, page.id, page, page.url)
@@ -641,23 +625,34 @@ def _templates(data: DataDir, store: StoreReader, ids: np.ndarray, report: Index
             if host in need and _full(page):
                 sampler.offer(host, page.id, page, page.url)
     hosts = dict(known)
-    samples = [(host, [_sample_row(page) for page in items])
+    samples = [(host, [(page.id, page.url, page.content_type, (str(page.warc_file),
+                                                      int(page.warc_offset or 0),
+                                                      int(page.warc_length or 0)))
+                       for page in items])
                for host, items in sampler.samples().items()]
     # The sampled pages are parsed in ``procs`` forked processes, not in this one while the
     # others wait: a host's sample in as many parts as give each process one (a site of one
     # host is sampled by all of them), the parts' measures joined in order.
+    measured: Iterable[_Measure]
     room = [SAMPLE_REUSE_CHARS if keep is not None else 0]  # marked characters still kept
     split = -(-procs // len(samples)) if samples else 1
     units = [(host, part) for host, sample in samples
              for part in _parts(sample, split if procs > 1 else 1)]
     if procs > 1 and len(units) > 1:
-        # After the samples the processes parse the run's first pages while this one
-        # measures (``meanwhile``): only when their parses can be kept.
-        sampled = {row[0] for _, sample in samples for row in sample}
-        rest = [row for row in ahead if row[0] not in sampled] if keep is not None else []
-        _measure_in_pool(data.warc_dir, units, rest, procs, hosts, share=share, report=report,
-                         meanwhile=meanwhile, settings=settings, keep=keep, room=room,
-                         foreign=foreign)
+        pool = multiprocessing.get_context("fork").Pool(procs, initializer=die_with_parent,
+                                                        initargs=(os.getpid(),))
+        try:
+            # Each part's parses come back only while they fit (pickled: no use sending more).
+            measured = pool.imap(partial(_block_keys, data.warc_dir, settings=settings,
+                                         keep_chars=room[0] // len(units)),
+                                 [part for _, part in units])
+            meanwhile()
+            for host, got in _joined(units, measured):
+                _measured(hosts, host, got, share, report, keep=keep, room=room,
+                          foreign=foreign)
+        finally:
+            pool.terminate()
+            pool.join()
     else:
         meanwhile()
         for host, sample in samples:
@@ -668,60 +663,6 @@ def _templates(data: DataDir, store: StoreReader, ids: np.ndarray, report: Index
     if hosts != stored_hosts:  # else the file holds these already (a cut with no new host)
         write_templates(data.index_dir, templates)
     return templates
-
-
-def _measure_in_pool(warc_dir: Path, units: list[tuple[str, _Sample]], ahead: _Sample,
-                     procs: int, hosts: dict[str, HostTemplate], *, share: float,
-                     report: IndexReport, meanwhile: Callable[[], None],
-                     settings: IndexSettings, keep: Parsed | None, room: list[int],
-                     foreign: ForeignAnchors | None) -> None:
-    """The hosts' samples (``units``: parts of them, in order) measured by ``procs`` forked
-    processes while this one calls ``meanwhile``; then those processes parse the ``ahead``
-    pages (the run's first ones), AHEAD_PARSE_CHUNK at a time, and the parses done when this
-    process has measured the samples go into ``keep`` too (within ``room``); the others are
-    dropped with the processes."""
-    chunks = [ahead[i : i + AHEAD_PARSE_CHUNK] for i in range(0, len(ahead), AHEAD_PARSE_CHUNK)]
-    pool = multiprocessing.get_context("fork").Pool(procs, initializer=die_with_parent,
-                                                    initargs=(os.getpid(),))
-    try:
-        # Each part's parses come back only while they fit (pickled: no use sending more).
-        measured = pool.imap(partial(_block_keys, warc_dir, settings=settings,
-                                     keep_chars=room[0] // len(units)),
-                             [*(part for _, part in units), *chunks])
-        meanwhile()
-        for host, got in _joined(units, itertools.islice(measured, len(units))):
-            _measured(hosts, host, got, share, report, keep=keep, room=room, foreign=foreign)
-        if keep is not None:
-            report.ahead_pages += _ahead_done(measured, len(chunks), keep, room)
-    finally:
-        pool.terminate()
-        pool.join()
-
-
-def _sample_row(page: Page) -> tuple[int, str, str | None, tuple[str, int, int]]:
-    """A full page as :func:`_block_keys` reads it: (URL ID, URL, type, WARC location)."""
-    return (page.id, page.url, page.content_type,
-            (str(page.warc_file), int(page.warc_offset or 0), int(page.warc_length or 0)))
-
-
-def _ahead_done(measured: IMapIterator[_Measure], chunks: int, keep: Parsed,
-                room: list[int]) -> int:
-    """The parses of the chunks of pages parsed ahead (the next ``chunks`` results of
-    ``measured``) that are done now, into ``keep`` while ``room[0]`` (marked characters)
-    lasts, without waiting for the others (they are dropped with their processes); how many
-    were kept."""
-    kept = 0
-    for _ in range(chunks):
-        try:
-            _, _, parses = measured.next(timeout=0)
-        except multiprocessing.TimeoutError:
-            break
-        for key, parsed in parses.items():
-            if len(parsed.marked) <= room[0]:
-                room[0] -= len(parsed.marked)
-                keep[key] = parsed
-                kept += 1
-    return kept
 
 
 def _parts(sample: _Sample, n: int) -> list[_Sample]:

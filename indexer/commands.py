@@ -186,8 +186,7 @@ def index_command(args: argparse.Namespace) -> int:
     if r.template_hosts or r.anchor_boilerplate:
         print(f"index: boilerplate: {r.template_hosts} hosts' templates measured on "
               f"{r.template_pages} pages, {r.anchor_boilerplate} navigation anchor texts left "
-              f"out, in {r.template_seconds:.1f}s"
-              + (f" ({r.ahead_pages} more pages parsed meanwhile)" if r.ahead_pages else ""))
+              f"out, in {r.template_seconds:.1f}s")
     if r.pages_seconds:
         print(f"index: time: pages {r.pages_seconds:.1f}s (workers analysing "
               f"{r.worker_busy_seconds:.1f}s, idle {r.worker_idle_seconds:.1f}s; the main "

@@ -18,7 +18,7 @@ from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NamedTuple, Protocol
+from typing import Any, NamedTuple
 from urllib.parse import urlsplit
 
 import numpy as np
@@ -234,17 +234,13 @@ class _Postings:
                                                self.lens))
 
     def write(self, chunks: Iterable[np.ndarray], procs: int = 1,
-              lens_path: Path | None = None, encoder: Encoder | None = None) -> None:
+              lens_path: Path | None = None) -> None:
         """Every chunk, then the last open word.  ``procs`` > 1: the chunks are bit-packed in
         that many spawned processes (they map the field lengths from ``lens_path``, an .npy
         file) while this one inverts and prepares the next ones (at most ENCODE_IN_FLIGHT per
         process waiting, so memory stays bounded).  Spawned, not forked: a forked process
-        would share, and count in its resident size, all this process holds.  ``encoder``:
-        processes running already that bit-pack them instead (indexer/workers.py
-        ``AnalyserPool.encoder``: a small run's idle indexing workers, no spawn)."""
-        if encoder is not None and lens_path is not None:
-            self._write_with(chunks, encoder, lens_path)
-        elif procs <= 1 or lens_path is None:
+        would share, and count in its resident size, all this process holds."""
+        if procs <= 1 or lens_path is None:
             for hits in chunks:
                 plan = self.prepare(hits)
                 self.commit(plan, *_encode_plan(plan.values, plan.impacts, self.lens))
@@ -269,51 +265,6 @@ class _Postings:
         if self.open is not None:
             self._close(self.open)
             self.open = None
-
-    def _write_with(self, chunks: Iterable[np.ndarray], encoder: Encoder,
-                    lens_path: Path) -> None:
-        """:meth:`write`'s chunks bit-packed by ``encoder``'s processes, ENCODE_IN_FLIGHT
-        waiting per process, committed in chunk order (the last open word is left)."""
-        pending: deque[tuple[_Plan, EncodeResult]] = deque()
-        for hits in chunks:
-            plan = self.prepare(hits)
-            pending.append((plan, encoder.submit(lens_path, plan.values, plan.impacts)))
-            if len(pending) >= encoder.procs * ENCODE_IN_FLIGHT:
-                done, res = pending.popleft()
-                self.commit(done, *res.get())
-        while pending:
-            done, res = pending.popleft()
-            self.commit(done, *res.get())
-
-
-class EncodeResult(Protocol):
-    """A chunk's bit-packing in another process (:func:`encode_plan`'s answer)."""
-
-    def get(self) -> tuple[dict[str, Encoded], np.ndarray]: ...
-
-
-class Encoder(Protocol):
-    """Processes that bit-pack postings chunks (:func:`encode_plan`), ``procs`` of them."""
-
-    procs: int
-
-    def submit(self, lens_path: Path, values: dict[str, tuple[np.ndarray, np.ndarray]],
-               impacts: tuple[np.ndarray, np.ndarray, np.ndarray]) -> EncodeResult: ...
-
-
-_LENS: dict[str, np.ndarray] = {}  # an encoding process's mapped field lengths, by path
-
-
-def encode_plan(lens_path: str, values: dict[str, tuple[np.ndarray, np.ndarray]],
-                impacts: tuple[np.ndarray, np.ndarray, np.ndarray]
-                ) -> tuple[dict[str, Encoded], np.ndarray]:
-    """A chunk's bit-packing and block impacts in an :class:`Encoder`'s process, with the
-    field lengths mapped from ``lens_path`` (an .npy file: mapped once per process)."""
-    lens = _LENS.get(lens_path)
-    if lens is None:
-        _LENS.clear()  # another segment's
-        lens = _LENS[lens_path] = np.load(lens_path, mmap_mode="r")
-    return _encode_plan(values, impacts, lens)
 
 
 _NO_FIELD = np.iinfo(np.int32).max  # smallest length of a field no posting of the block has
@@ -547,12 +498,9 @@ class SegmentWriter:
                 p.unlink(missing_ok=True)
                 words_path(p).unlink(missing_ok=True)
 
-    def finish(self, procs: int = 1, encoder: Encoder | None = None) -> dict[str, Any]:
+    def finish(self, procs: int = 1) -> dict[str, Any]:
         """Invert the barrels, write every file, fsync; returns meta.json's content.
-        ``procs``: processes that bit-pack the postings (:meth:`_Postings.write`), or
-        ``encoder``'s (running already)."""
-        if encoder is not None:
-            procs = encoder.procs
+        ``procs``: processes that bit-pack the postings (:meth:`_Postings.write`)."""
         d = self.directory
         self.barrels.close()
         self._store.close()
@@ -570,7 +518,7 @@ class SegmentWriter:
         impacts = _Column(d / "post_impacts.raw", "i")
         out = _Postings(streams, lex, lens, impacts)
         scratch = d / "barrels"
-        out.write(self._inverted(procs), procs, d / "field_lens.npy", encoder)
+        out.write(self._inverted(procs), procs, d / "field_lens.npy")
         for fh, wh in files.values():
             fh.close()
             wh.close()

@@ -108,13 +108,6 @@ TEMPLATE_SAMPLE_PAGES = 64
 # not twice) while their marked texts hold at most this many characters in all; past it the
 # rest are parsed again (a run of many hosts must not hold all their samples).
 SAMPLE_REUSE_CHARS = 4_000_000
-# While this process measures the anchor boilerplate and loads the language model (serial work
-# that outlasts a small site's samples), the processes that parsed the samples go on with the
-# run's first pages (at most AHEAD_PARSE_PAGES, AHEAD_PARSE_CHUNK at a time); the parses done
-# when this process is ready are kept as the samples' are (within SAMPLE_REUSE_CHARS), the
-# rest dropped (a chunk in progress is lost, so chunks are small).
-AHEAD_PARSE_PAGES = 512
-AHEAD_PARSE_CHUNK = 4
 TEMPLATE_MIN_PAGES = 5
 TEMPLATE_MIN_SHARE = 0.2
 MAX_TEMPLATE_KEYS_PER_HOST = 4096

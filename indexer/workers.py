@@ -23,12 +23,6 @@ Word IDs: a worker's batch carries its local IDs and the words it learned in tha
 pool keeps, per worker, an array local ID -> global ID (the writer's lexicon, first-seen order)
 and rewrites the hits' word column with one numpy lookup.
 
-Once every batch is taken the workers are idle: :meth:`AnalyserPool.encoder` lends them to the
-segment writer, which sends them a small segment's postings chunks to bit-pack
-(indexer/segment_writer.py ``encode_plan``) instead of packing them in this process alone
-(indexer/build.py: a segment under ``PARALLEL_FINISH_HITS``; a bigger one's are packed by
-processes spawned after the workers stopped and freed their word memos).
-
 A pool can serve several segments one after the other (:meth:`AnalyserPool.rebind`: a new
 lexicon; each analyser keeps its word memo, and the pool maps the words it knew into the new
 lexicon as they are used), so `websift index --follow` starts its workers once.
@@ -57,10 +51,8 @@ from typing import Any
 import numpy as np
 
 from websift.core.lifetime import die_with_parent
-from websift.indexer.codec import Encoded
 from websift.indexer.docbatch import AnalysedBatch, BatchAnalyser, DocJob, Parsed
 from websift.indexer.languages import load_identifier
-from websift.indexer.segment_writer import encode_plan
 from websift.indexer.settings import (
     BATCH_JOB_COST_BYTES,
     IN_FLIGHT_BATCHES,
@@ -107,12 +99,6 @@ def _serve(warc_dir: Path, memo_tokens: int, inbox: Any, outbox: Any, parent: in
         if jobs is None:
             analyser.close()
             return
-        if isinstance(jobs, tuple) and jobs[0] == "encode":  # ("encode", lens, values, impacts)
-            try:
-                outbox.put(("ok", encode_plan(*jobs[1:])))
-            except Exception:  # noqa: BLE001 - sent to the parent, which raises it
-                outbox.put(("error", traceback.format_exc()))
-            continue
         if isinstance(jobs, tuple):  # ("templates", templates): the next segment begins
             analyser.retemplate(jobs[1])
             continue
@@ -273,12 +259,6 @@ class AnalyserPool:
             w0, jobs0, _ = pending.popleft()
             yield self._take(w0, jobs0)
 
-    def encoder(self) -> _PoolEncoder | None:
-        """The workers as a segment's postings encoder (indexer/segment_writer.py
-        ``Encoder``) once every batch is taken: they are idle then, and bit-packing in them
-        costs no process start; None for a pool that analyses in this process."""
-        return None if self._local is not None else _PoolEncoder(self)
-
     def _least_loaded(self) -> int:
         """The worker with the least work outstanding, once the answers waiting in the
         workers' queues are counted (ties: the lowest number)."""
@@ -350,39 +330,3 @@ class AnalyserPool:
                     m[i] = wid
             batch.hits[:, 0] = m[local]
         return batch
-
-
-class _PoolEncoder:
-    """An :class:`AnalyserPool`'s workers bit-packing postings chunks
-    (:meth:`AnalyserPool.encoder`): each chunk to the worker with the least outstanding, its
-    answer taken when asked (the answers are asked for in the order the chunks were sent)."""
-
-    def __init__(self, pool: AnalyserPool) -> None:
-        self.pool = pool
-        self.procs = pool.procs
-
-    def submit(self, lens_path: Path, values: dict[str, tuple[np.ndarray, np.ndarray]],
-               impacts: tuple[np.ndarray, np.ndarray, np.ndarray]) -> _Encoded:
-        pool = self.pool
-        w = pool._least_loaded()
-        cost = sum(v.nbytes for v, _ in values.values())
-        pool._queues[w][0].put(("encode", str(lens_path), values, impacts))
-        pool._sent[w].append(cost)
-        pool._load[w] += cost
-        return _Encoded(pool, w)
-
-
-class _Encoded:
-    """One chunk's answer from worker ``w`` (see :class:`_PoolEncoder`)."""
-
-    def __init__(self, pool: AnalyserPool, w: int) -> None:
-        self.pool, self.w = pool, w
-
-    def get(self) -> tuple[dict[str, Encoded], np.ndarray]:
-        pool, w = self.pool, self.w
-        if not pool._got[w]:
-            pool._receive(w, block=True)
-        kind, payload = pool._got[w].popleft()
-        if kind != "ok":
-            raise WorkerFailed(f"indexing worker {w} failed:\n{payload}")
-        return payload

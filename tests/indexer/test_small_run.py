@@ -6,20 +6,17 @@ from __future__ import annotations
 
 import shutil
 import time
-import uuid
 import warnings
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from testkit.corpus import build_data_dir, indexed_copy
 from websift.core.datadir import DataDir
-from websift.indexer import build, docbatch, langid_model, workers
+from websift.indexer import build, docbatch, langid_model
 from websift.indexer.parse import parse_html
 from websift.indexer.settings import (
-    AHEAD_PARSE_CHUNK,
     DEFAULT_INDEX_SETTINGS,
     FOLLOW_RECENT_CHARS,
     TEMPLATE_SAMPLE_PAGES,
@@ -163,91 +160,3 @@ def test_a_parse_of_another_warc_record_of_the_page_is_not_used(site: Path) -> N
             assert analyser.analyse([job]).titles == [want]
         finally:
             analyser.close()
-
-
-def _big_site(n: int) -> dict[str, str]:
-    """``n`` pages of one host (more than a template sample), each with the host's navigation."""
-    return {f"{A}p{i}.html": (
-        f"<html lang=en><head><title>Page {i}</title></head><body>"
-        f'<div class="nav"><p>Next: <a href="{A}p{(i + 1) % n}.html">p{(i + 1) % n}</a>, '
-        f'Up: <a href="{A}p0.html">Home</a></p></div>'
-        f"<h1>Topic {i}</h1><p>Words of page {i}: {TOPICS[i % len(TOPICS)]} and "
-        f"{TOPICS[(i * 7) % len(TOPICS)]}, step {i * 13}.</p></body></html>")
-        for i in range(n)}
-
-
-def _marks(directory: Path, prefix: str) -> int:
-    return sum(1 for p in directory.iterdir() if p.name.startswith(prefix))
-
-
-def _wait_for(condition: Callable[[], bool], seconds: float = 60.0) -> None:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        time.sleep(0.01)  # polling a condition with a deadline, not waiting a fixed time
-
-
-def test_pages_parsed_ahead_and_packed_by_the_workers_leave_the_index_the_same(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """With 2 processes the sampling processes go on with the run's first pages while this
-    process measures the anchor boilerplate (kept when done by then), and the postings are
-    bit-packed by the indexing workers: the segment is byte for byte the one-process run's."""
-    n = TEMPLATE_SAMPLE_PAGES + 36
-    site = build_data_dir(tmp_path / "site", _big_site(n)).root
-    marks = tmp_path / "marks"
-    marks.mkdir()
-    parse, boilerplate = build.parse_html, build.anchor_boilerplate
-    encode_plan = workers.encode_plan
-
-    def marked_parse(*args: Any, **kwargs: Any) -> Any:  # runs in the sampling processes
-        got = parse(*args, **kwargs)
-        (marks / f"parse-{uuid.uuid4().hex}").touch()
-        return got
-
-    def marked_encode(*args: Any) -> Any:  # runs in the indexing workers
-        (marks / f"encode-{uuid.uuid4().hex}").touch()
-        return encode_plan(*args)
-
-    def slow_boilerplate(*args: Any, **kwargs: Any) -> Any:
-        # this process's measuring outlasts every parse of the sampling processes
-        _wait_for(lambda: _marks(marks, "parse-") >= n)
-        return boilerplate(*args, **kwargs)
-
-    monkeypatch.setattr(build, "parse_html", marked_parse)
-    monkeypatch.setattr(build, "anchor_boilerplate", slow_boilerplate)
-    monkeypatch.setattr(workers, "encode_plan", marked_encode)
-    files = {}
-    for procs in (2, 1):
-        dest = tmp_path / f"procs{procs}"
-        shutil.copytree(site, dest, ignore=shutil.ignore_patterns("index", "*.lock"))
-        report = build.build_index(DataDir.open(dest), procs=procs)
-        assert report.documents == n
-        monkeypatch.setattr(build, "anchor_boilerplate", boilerplate)  # 1 process: no pool
-        if procs == 2:
-            assert report.template_pages == TEMPLATE_SAMPLE_PAGES
-            # every chunk's parse was done before the samples were taken (the last one's
-            # answer may still have been on its way)
-            assert report.ahead_pages >= n - TEMPLATE_SAMPLE_PAGES - AHEAD_PARSE_CHUNK
-            assert _marks(marks, "encode-") >= 1  # the workers bit-packed the postings
-        (seg,) = [p for p in (dest / "index").iterdir() if p.name.startswith("seg-")]
-        files[procs] = {p.name: p.read_bytes() for p in sorted(seg.iterdir())}
-    assert files[2].keys() == files[1].keys()
-    assert [name for name in files[2] if files[2][name] != files[1][name]] == []
-
-
-def test_a_worker_failing_to_pack_postings_fails_the_run_and_keeps_no_segment(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """An error in a worker's bit-packing is raised here with its traceback (not lost, not
-    hung on), and the run leaves no segment behind."""
-    n = TEMPLATE_SAMPLE_PAGES + 8
-    site = build_data_dir(tmp_path / "site", _big_site(n)).root
-
-    def broken(*_args: Any) -> Any:  # runs in the indexing workers
-        raise ValueError("packing broke")
-
-    monkeypatch.setattr(workers, "encode_plan", broken)
-    with pytest.raises(workers.WorkerFailed, match="packing broke"):
-        build.build_index(DataDir.open(site), procs=2)
-    assert not [p for p in (site / "index").iterdir()
-                if p.name.startswith(("seg-", "tmp-"))]
