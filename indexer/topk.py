@@ -729,12 +729,25 @@ class _Evaluation:
         the positions of ``n`` candidates: a short list beside them and the candidates the
         queries have read its positions for already, one by one, while the list is cached
         (the batches of queries whose proximity stays open for many pages add up to the list:
-        decoded whole then, once, and kept for the next queries), or one decoded already."""
+        decoded whole then, once, and kept for the next queries), or one decoded already.
+        Decoding a list whole is one step no deadline interrupts (the commonest word of a
+        million pages: 35 million occurrences, seconds): with a deadline, only when its
+        estimated cost (``PRUNE_EVIDENCE_KEY_SECONDS`` per occurrence) is at most
+        ``PRUNE_EVIDENCE_SHARE`` of the time left, as a pair's evidence (:meth:`_dense_ready`);
+        otherwise the candidates' positions serve, in batches that watch the deadline."""
         p = self._postings_of(term, si)
         if p is None:
             return False
-        return (len(p.all_docs) <= PRUNE_WHOLE_LIST * (n + p.positions_read)
-                or self.postings.has_position_keys(term, si))
+        if self.postings.has_position_keys(term, si):
+            return True
+        if len(p.all_docs) > PRUNE_WHOLE_LIST * (n + p.positions_read):
+            return False
+        if self.deadline is not None:
+            if p.occurrences < 0:  # a pass over the tf matrix: once per decoded list
+                p.occurrences = int(p.all_tfs.sum())
+            left = self.deadline - time.monotonic()
+            return p.occurrences * PRUNE_EVIDENCE_KEY_SECONDS <= PRUNE_EVIDENCE_SHARE * left
+        return True
 
     def _phrase_in(self, ph: Phrase, si: int, sub: np.ndarray) -> np.ndarray:
         """Sorted ordinals of ``sub`` (each holding every word) holding the phrase: the rarest

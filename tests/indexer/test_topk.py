@@ -526,3 +526,35 @@ def test_a_segment_whose_phrase_pages_are_cached_takes_them_as_candidates(
             assert [h.doc_id for h in got.hits] == [h.doc_id for h in fused.hits], q
             assert [h.score for h in got.hits] == pytest.approx(
                 [h.score for h in fused.hits], rel=1e-9, abs=1e-12), q
+
+
+@pytest.mark.parametrize("affordable", [True, False])
+def test_with_a_deadline_a_word_is_decoded_whole_only_when_it_fits_the_time_left(
+        tmp_path: Path, affordable: bool) -> None:
+    """A word's whole position list is decoded in one step no deadline interrupts: with a
+    deadline only when its estimated cost fits the share of the time left; otherwise the
+    candidates' positions serve.  The hits are the exhaustive ones either way."""
+    s = _searcher(tmp_path, 3, 2000)
+    decoded: list[int] = []  # rows whose occurrences were decoded whole
+    positions = SegmentReader.positions
+
+    def counted(self: SegmentReader, row: int, tfs: np.ndarray) -> np.ndarray:
+        decoded.append(row)
+        return positions(self, row, tfs)
+
+    queries = (QUERY3, '"alpha beta"', '"beta gamma" alpha')
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(topk, "PRUNE_FIRST_POSTINGS", BLOCK)
+        mp.setattr(topk, "PRUNE_WHOLE_LIST", 1 << 30)  # any list is short beside its candidates
+        mp.setattr(topk, "PRUNE_DENSE_SHARE", 2.0)  # no segment scored whole: the rounds
+        # 600 s left: a key costing a nanosecond fits; a day's, none.
+        mp.setattr(topk, "PRUNE_EVIDENCE_KEY_SECONDS", 1e-9 if affordable else 86_400.0)
+        mp.setattr(SegmentReader, "positions", counted)
+        got = [s.search(IndexQuery(q, k=10, snippets=False, deadline=time.monotonic() + 600.0))
+               for q in queries]
+    assert bool(decoded) == affordable
+    for q, g in zip(queries, got, strict=True):
+        want = s.search(IndexQuery(q, k=10, snippets=False, exhaustive=True))
+        assert [(h.doc_id, h.text_score) for h in g.hits] == [
+            (h.doc_id, h.text_score) for h in want.hits], q
+        assert g.hits and not g.partial, q
