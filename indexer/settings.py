@@ -372,7 +372,9 @@ PRUNE_DENSE_SHARE = 0.125
 # occurrence key decoded or passed over (45-57 ns measured on the 2-core machine at a load
 # average of 5, at 150,000 pages: 60 for some margin); otherwise the rounds serve.  The
 # segments of a query each take their turn against the time left: a later query finishes
-# what an earlier one could not afford.
+# what an earlier one could not afford.  The same rule decides whether a word's occurrences
+# are decoded whole for its candidates (PRUNE_WHOLE_LIST): with a deadline only when that
+# fits, otherwise the candidates' positions alone, in batches that watch the deadline.
 PRUNE_EVIDENCE_SHARE = 0.5
 PRUNE_EVIDENCE_KEY_SECONDS = 60e-9
 # Relative slack on score bounds: the exact scores are float32 sums, the bounds float64.
