@@ -174,6 +174,13 @@ class PostingList:
     # and passed on with the decoded postings (-1: not counted yet).
     occurrences: int = -1
 
+    def occurrence_count(self) -> int:
+        """:attr:`occurrences`, counted on first use (a pass over the tf matrix, once per
+        decoded list)."""
+        if self.occurrences < 0:
+            self.occurrences = int(self.all_tfs.sum())
+        return self.occurrences
+
     def find(self, docs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(which of ``docs`` hold the word, their index in the live postings): one gather
         through the dense map when the list keeps one, else a binary search."""
@@ -246,12 +253,10 @@ def nbytes(p: PostingList | None) -> int:
               if a is not None}
     if p.dense is None:  # the dense map it makes on first use
         arrays[0] = 4 * p.dense_n
-    if p.occurrences < 0:  # a pass over the tf matrix: once per decoded list
-        p.occurrences = int(p.all_tfs.sum())
     return int(sum(arrays.values()) + 8 * len(p.docs) + 8 * len(p.all_docs)
                + len(p.docs) // 8  # + block maxima (bounds and priors)
                + 4 * len(p.docs)  # + weighted tfs
-               + 16 * (p.occurrences // BLOCK + 1))  # + position blocks' bits
+               + 16 * (p.occurrence_count() // BLOCK + 1))  # + position blocks' bits
 
 
 @dataclass(frozen=True)

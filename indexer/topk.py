@@ -513,11 +513,8 @@ class _Evaluation:
                 if a in terms and b in terms and not self.postings.near_pairs_cached(a, b, si)]
         if not need:
             return True
-        if self.deadline is not None:
-            left = self.deadline - time.monotonic()
-            cost = self._evidence_keys(need, si) * PRUNE_EVIDENCE_KEY_SECONDS
-            if cost > PRUNE_EVIDENCE_SHARE * left:
-                return False
+        if not self._affords(lambda: self._evidence_keys(need, si)):
+            return False
         for a, b in need:
             self.postings.near_pairs(a, b, si)
         return True
@@ -533,13 +530,20 @@ class _Evaluation:
                 p = self._postings_of(term, si)
                 if p is None:
                     continue
-                if p.occurrences < 0:  # a pass over the tf matrix: once per decoded list
-                    p.occurrences = int(p.all_tfs.sum())
-                keys += p.occurrences
+                keys += p.occurrence_count()
                 if term not in decoded and not self.postings.has_position_keys(term, si):
                     decoded.add(term)
-                    keys += p.occurrences
+                    keys += p.occurrence_count()
         return keys
+
+    def _affords(self, keys: Callable[[], int]) -> bool:
+        """Whether a step no deadline interrupts, passing over ``keys()`` occurrence keys at
+        ``PRUNE_EVIDENCE_KEY_SECONDS`` each, costs at most ``PRUNE_EVIDENCE_SHARE`` of the
+        time left (always, without a deadline; ``keys`` is not asked then)."""
+        if self.deadline is None:
+            return True
+        left = self.deadline - time.monotonic()
+        return keys() * PRUNE_EVIDENCE_KEY_SECONDS <= PRUNE_EVIDENCE_SHARE * left
 
     def _score_segment(self, si: int, seen: np.ndarray) -> None:
         """Every match of segment ``si`` not in ``seen`` scored at once in arrays as long as
@@ -740,14 +744,8 @@ class _Evaluation:
             return False
         if self.postings.has_position_keys(term, si):
             return True
-        if len(p.all_docs) > PRUNE_WHOLE_LIST * (n + p.positions_read):
-            return False
-        if self.deadline is not None:
-            if p.occurrences < 0:  # a pass over the tf matrix: once per decoded list
-                p.occurrences = int(p.all_tfs.sum())
-            left = self.deadline - time.monotonic()
-            return p.occurrences * PRUNE_EVIDENCE_KEY_SECONDS <= PRUNE_EVIDENCE_SHARE * left
-        return True
+        return (len(p.all_docs) <= PRUNE_WHOLE_LIST * (n + p.positions_read)
+                and self._affords(p.occurrence_count))
 
     def _phrase_in(self, ph: Phrase, si: int, sub: np.ndarray) -> np.ndarray:
         """Sorted ordinals of ``sub`` (each holding every word) holding the phrase: the rarest
