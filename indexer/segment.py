@@ -43,6 +43,8 @@ def _load(path: Path) -> np.ndarray:
     return np.asarray(np.load(path, mmap_mode="r"))
 
 
+# lang_ordinals: a language of at most this many bytes is read as one int64 (its length above)
+_LANG_KEY_BYTES = 7
 _CUT = b"\xff"  # never in UTF-8 (nor in surrogatepass's): what _words cuts the words at
 
 
@@ -288,20 +290,54 @@ class SegmentReader:
         reader (a language code per document), then kept: a reader serves generation after
         generation."""
         if self._lang_codes is None:
-            blob = self._head.tobytes()
-            sep = SEP.encode()
-            names: dict[str, int] = {}
-            codes = np.empty(len(self._head_off) - 1, dtype=np.int32)
-            for i, (a, b) in enumerate(itertools.pairwise(self._head_off.tolist())):
-                parts = blob[a:b].split(sep, 2)
-                if len(parts) < 2:
-                    raise IndexCorrupt(f"segment {self.name}: stored document {i} is corrupt")
-                lang = parts[2].decode("utf-8", "surrogatepass") if len(parts) == 3 else ""
-                codes[i] = names.setdefault(lang, len(names))
-            self._lang_codes = (names, codes)
+            self._lang_codes = self._read_lang_codes()
         names, codes = self._lang_codes
         wanted = [code for lang, code in names.items() if lang in match]
         return np.flatnonzero(np.isin(codes, wanted))
+
+    def _read_lang_codes(self) -> tuple[dict[str, int], np.ndarray]:
+        """(language -> code, each document's code) from the stored heads (``URL SEP title
+        [SEP language]``), in array passes over head.bin: a head's language is what follows
+        its second separator.  A language of more than :data:`_LANG_KEY_BYTES` bytes (none
+        that lingua or a page's ``lang`` gives) is read head by head."""
+        blob, off = self._head, np.asarray(self._head_off, dtype=np.int64)
+        starts, ends = off[:-1], off[1:]
+        seps = np.flatnonzero(blob == ord(SEP))
+        first = np.searchsorted(seps, starts)
+        seps_end = np.append(seps, np.iinfo(np.int64).max)  # past every head
+        bad = np.flatnonzero(seps_end[first] >= ends)
+        if len(bad):
+            raise IndexCorrupt(f"segment {self.name}: stored document {int(bad[0])} is corrupt")
+        second = seps_end[first + 1]
+        begin = np.where(second < ends, second + 1, ends)  # no second separator: ""
+        length = ends - begin
+        width = int(length.max(initial=0))
+        if width > _LANG_KEY_BYTES:
+            return self._read_lang_codes_slowly()
+        # Each language as one integer: its bytes, little end first, and its length on top.
+        key = length << (8 * _LANG_KEY_BYTES)
+        for j in range(width):
+            has = length > j
+            key[has] |= blob[begin[has] + j].astype(np.int64) << (8 * j)
+        uniq, first_doc, codes = np.unique(key, return_index=True, return_inverse=True)
+        names = {bytes(blob[begin[d]:ends[d]]).decode("utf-8", "surrogatepass"): code
+                 for code, d in enumerate(first_doc.tolist())}
+        if len(names) != len(uniq):
+            raise IndexCorrupt(f"segment {self.name}: stored languages are not distinct")
+        return names, codes.astype(np.int32).reshape(-1)
+
+    def _read_lang_codes_slowly(self) -> tuple[dict[str, int], np.ndarray]:
+        blob = self._head.tobytes()
+        sep = SEP.encode()
+        names: dict[str, int] = {}
+        codes = np.empty(len(self._head_off) - 1, dtype=np.int32)
+        for i, (a, b) in enumerate(itertools.pairwise(self._head_off.tolist())):
+            parts = blob[a:b].split(sep, 2)
+            if len(parts) < 2:
+                raise IndexCorrupt(f"segment {self.name}: stored document {i} is corrupt")
+            lang = parts[2].decode("utf-8", "surrogatepass") if len(parts) == 3 else ""
+            codes[i] = names.setdefault(lang, len(names))
+        return names, codes
 
     def urls(self) -> list[str]:
         """The URL of every document, in ordinal order (one pass over the stored heads)."""
