@@ -336,9 +336,13 @@ def delta_decode_groups(deltas: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     """Inverse of :func:`delta_encode_groups`."""
     cs = np.cumsum(deltas.astype(np.int64))
     lengths = np.asarray(lengths, dtype=np.int64)
-    starts = _exclusive_cumsum(lengths)
-    before = np.where(starts > 0, cs[np.maximum(starts - 1, 0)] if len(cs) else 0, 0)
-    return cs - np.repeat(before, lengths)
+    # The groups that hold values only (a word's (document, field) groups are mostly empty):
+    # each one's values less the running sum before it.
+    held = lengths[lengths > 0]
+    starts = _exclusive_cumsum(held)
+    before = np.zeros(len(held), dtype=np.int64)
+    before[1:] = cs[starts[1:] - 1]
+    return cs - np.repeat(before, held)
 
 
 def decode_groups(data: np.ndarray, widths: np.ndarray, byte0: np.ndarray, block0: np.ndarray,

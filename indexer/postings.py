@@ -243,6 +243,18 @@ def block_maxima(values: np.ndarray, starts: np.ndarray) -> np.ndarray:
     return out
 
 
+def occurrence_keys(docs: np.ndarray, tfs: np.ndarray, positions: np.ndarray) -> np.ndarray:
+    """The key of each occurrence (ordinal, field, position: ``DOC_SHIFT``, ``FIELD_SHIFT``) of
+    postings ``docs`` with tf matrix ``tfs``, whose ``positions`` come grouped by (posting,
+    field) as :meth:`SegmentReader.positions` gives them.  Each group holding the word gives
+    its key once per position; most groups are empty (a word is in few of a page's fields)."""
+    group_key = ((np.asarray(docs, dtype=np.int64)[:, None] << DOC_SHIFT)
+                 | (np.arange(N_FIELDS, dtype=np.int64) << FIELD_SHIFT)).ravel()
+    counts = tfs.ravel()
+    held = counts > 0
+    return np.repeat(group_key[held], counts[held].astype(np.int64)) | positions
+
+
 def nbytes(p: PostingList | None) -> int:
     """Bytes a cached entry holds: its arrays, each once (with every page live, ``all_docs``
     is ``docs``; arrays shared with another entry are counted again), and the saturated
@@ -637,10 +649,7 @@ class QueryPostings:
         if memo is not None:
             return memo.docs
         positions = self.store.segments[si].positions(p.row, p.all_tfs)
-        # (posting, field) group of each position -> (ordinal << 4 | field) in one repeat
-        group_key = (p.all_docs[:, None] << 4) | np.arange(N_FIELDS, dtype=np.int64)
-        per_pos = np.repeat(group_key.ravel(), p.all_tfs.ravel().astype(np.int64))
-        keys = ((per_pos >> 4) << DOC_SHIFT) | ((per_pos & 0xF) << FIELD_SHIFT) | positions
+        keys = occurrence_keys(p.all_docs, p.all_tfs, positions)
         # Kept as a list whose "docs" are the keys: cached and sized as postings are.
         memo = PostingList(keys, p.tfs, p.row, p.all_tfs, p.all_docs,
                            occurrences=p.occurrences)
@@ -665,10 +674,7 @@ class QueryPostings:
             p.pos_blocks = seg.position_blocks(p.row)
         positions = seg.positions_of(p.row, p.all_tfs, sel, starts=p.pos_starts,
                                      blocks=p.pos_blocks)
-        tfs = p.all_tfs[sel]
-        group = (docs[:, None] << 4) | np.arange(N_FIELDS, dtype=np.int64)
-        per_pos = np.repeat(group.ravel(), tfs.ravel().astype(np.int64))
-        return ((per_pos >> 4) << DOC_SHIFT) | ((per_pos & 0xF) << FIELD_SHIFT) | positions
+        return occurrence_keys(docs, p.all_tfs[sel], positions)
 
     def phrase_mask(self, phrase: Phrase, si: int) -> np.ndarray:
         """Live ordinals of segment ``si`` holding the phrase (terms at their offsets, one

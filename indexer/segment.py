@@ -265,7 +265,8 @@ class SegmentReader:
         total = int(lengths.sum())
         if total == 0:
             return np.zeros(0, dtype=np.int64)
-        idx = np.repeat(first - (np.cumsum(lengths) - lengths), lengths) + np.arange(
+        held = lengths > 0  # most (posting, field) groups are empty
+        idx = np.repeat((first - (np.cumsum(lengths) - lengths))[held], lengths[held]) + np.arange(
             total, dtype=np.int64)
         data, widths = self._streams["pos"]
         c = COL["pos"]
