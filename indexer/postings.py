@@ -83,6 +83,8 @@ _NOT_LOOKED = -2  # QueryPostings._fetch: the word's row in the lexicon not look
 _POSITIONS = "\x00pos:"  # a cache key's prefix: the term's occurrences, not its postings
 _NO_PAIRS = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64))
 _NO_DOCS = np.zeros(0, dtype=np.int64)
+_NO_TFS = np.zeros((0, N_FIELDS), dtype=np.uint8)
+_INT32_MAX = int(np.iinfo(np.int32).max)
 # PostingStore.near looks up the few occurrences of one word among the many of another by
 # binary search once the many are this many times the few (else one pass over both).
 NEAR_FEW_RATIO = 8
@@ -134,8 +136,8 @@ def unique_sorted(x: np.ndarray) -> np.ndarray:
 class PostingList:
     """One word's postings in one segment, decoded, with what is derived from them."""
 
-    docs: np.ndarray  # live ordinals
-    tfs: np.ndarray  # (n, fields)
+    docs: np.ndarray  # live ordinals (the segment's ordinal type: int32)
+    tfs: np.ndarray  # (n, fields), the smallest unsigned type that holds them (uint8 for most)
     row: int
     all_tfs: np.ndarray  # tf matrix before the live filter (positions are grouped by it)
     all_docs: np.ndarray
@@ -145,13 +147,11 @@ class PostingList:
     # The same under other collection statistics (a remote shard scoring with the global
     # ones): (their key, the array), replaced together in one assignment.
     saturated_for: tuple[bytes, np.ndarray] | None = None
-    # Made on first use: where each posting's positions start, and per block of BLOCK
+    # Made on first use: where each posting's positions start (int32 unless the word has
+    # 2**31 occurrences in the segment: segment.posting_starts), and per block of BLOCK
     # postings the largest of ``saturated`` (its exact block bounds).
     pos_starts: np.ndarray | None = None
     pos_blocks: tuple[np.ndarray, np.ndarray] | None = None  # codec.block_bits of positions
-    # Per live posting, its occurrences in the fields that count for proximity (int32): a
-    # bound of how often a pair with the word can stand near (indexer/topk.py).
-    weighted_tf: np.ndarray | None = None
     # Candidates whose positions of the word queries have read one by one (not the whole
     # list) while it is cached: indexer/topk.py decodes them whole past a share of the list.
     positions_read: int = 0
@@ -168,7 +168,8 @@ class PostingList:
     pair_block_max: dict[tuple[str, str], np.ndarray] = field(default_factory=dict)
     # What the live postings and saturations were made under (PostingStore.tokens): the
     # segment's live mask and the collection statistics; None for occurrence keys (a
-    # function of the segment alone).
+    # function of the segment alone, :meth:`QueryPostings.position_keys`: ``docs`` holds
+    # the keys, nothing else is kept).
     token: bytes | None = None
     # Occurrences of the word in the segment (``all_tfs`` summed), counted once (:func:`nbytes`)
     # and passed on with the decoded postings (-1: not counted yet).
@@ -227,12 +228,21 @@ def _runs(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
 
 
 def member(docs: np.ndarray, sorted_docs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(which of ``docs`` are in ``sorted_docs``, their index there)."""
+    """(which of ``docs`` are in ``sorted_docs``, their index there).  Ordinals of one
+    segment: ``docs`` are searched in the type of ``sorted_docs`` (exact, they fit it), as
+    numpy would otherwise copy the whole of a decoded int32 list to int64 for each search."""
+    docs = same_type(docs, sorted_docs)
     j = np.searchsorted(sorted_docs, docs)
     jc = np.minimum(j, max(len(sorted_docs) - 1, 0))
     hit = (j < len(sorted_docs)) & (sorted_docs[jc] == docs) if len(sorted_docs) else (
         np.zeros(len(docs), dtype=bool))
     return hit, jc
+
+
+def same_type(docs: np.ndarray, like: np.ndarray) -> np.ndarray:
+    """Ordinals ``docs`` in the integer type of ``like`` (ordinals of the same segment: they
+    fit it), to be searched in or compared with ``like`` without a copy of it."""
+    return docs if docs.dtype == like.dtype else docs.astype(like.dtype)
 
 
 def block_maxima(values: np.ndarray, starts: np.ndarray) -> np.ndarray:
@@ -245,18 +255,31 @@ def block_maxima(values: np.ndarray, starts: np.ndarray) -> np.ndarray:
 
 def nbytes(p: PostingList | None) -> int:
     """Bytes a cached entry holds: its arrays, each once (with every page live, ``all_docs``
-    is ``docs``; arrays shared with another entry are counted again), and the saturated
-    scores and the positions' starts made later (float64, int64)."""
+    is ``docs``, ``all_tfs`` is ``tfs``; an array a carried list shares with the entry it was
+    carried from is counted in both), and those it makes on first use, as they will be:
+    the saturated scores (float32, as bm25f makes them), the positions' starts (int32 unless the word has 2**31
+    occurrences), their blocks' bits (two int64 per block of positions), the dense map
+    (int32 per ordinal of the segment), the block maxima and priors (float64 per block).
+    What a query under other statistics adds (:attr:`PostingList.saturated_for`, the pairs'
+    block bounds) is not counted.  Occurrence keys (``token`` None) hold their keys alone."""
     if p is None:
         return 64
-    arrays = {id(a): a.nbytes for a in (p.docs, p.tfs, p.all_tfs, p.all_docs, p.dense)
-              if a is not None}
-    if p.dense is None:  # the dense map it makes on first use
-        arrays[0] = 4 * p.dense_n
-    return int(sum(arrays.values()) + 8 * len(p.docs) + 8 * len(p.all_docs)
-               + len(p.docs) // 8  # + block maxima (bounds and priors)
-               + 4 * len(p.docs)  # + weighted tfs
-               + 16 * (p.occurrence_count() // BLOCK + 1))  # + position blocks' bits
+    if p.token is None:
+        return int(p.docs.nbytes)
+    arrays = {id(a): a.nbytes for a in (p.docs, p.tfs, p.all_tfs, p.all_docs) if a is not None}
+    blocks = (len(p.all_docs) + BLOCK - 1) // BLOCK
+    later = [
+        (p.saturated, 4 * len(p.docs)),
+        (p.pos_starts, (4 if p.occurrence_count() <= _INT32_MAX else 8) * len(p.all_docs)),
+        (p.dense, 4 * p.dense_n),
+        (p.block_max, 8 * blocks),
+        (None if p.block_prior is None else p.block_prior[1], 8 * blocks),
+        (None if p.pos_blocks is None else p.pos_blocks[0],
+         8 * ((p.occurrence_count() + BLOCK - 1) // BLOCK)),
+        (None if p.pos_blocks is None else p.pos_blocks[1],
+         8 * ((p.occurrence_count() + BLOCK - 1) // BLOCK)),
+    ]
+    return int(sum(arrays.values()) + sum(size if a is None else a.nbytes for a, size in later))
 
 
 @dataclass(frozen=True)
@@ -442,15 +465,12 @@ class PostingStore:
                                 pos_blocks=old.pos_blocks, token=token,
                                 occurrences=old.occurrences)
                 p.dense_n = self._dense_n(si, p.docs)
-                if old.weighted_tf is not None:
-                    p.weighted_tf = old.weighted_tf[keep]
                 if same_norms and old.saturated is not None:
                     p.saturated = old.saturated[keep]
                 return p
         p = PostingList(old.docs, old.tfs, old.row, old.all_tfs, old.all_docs,
                         pos_starts=old.pos_starts, dense=old.dense, dense_n=old.dense_n,
-                        pos_blocks=old.pos_blocks,
-                        weighted_tf=old.weighted_tf, token=token, occurrences=old.occurrences)
+                        pos_blocks=old.pos_blocks, token=token, occurrences=old.occurrences)
         if same_norms:
             p.saturated, p.block_max = old.saturated, old.block_max
         return p
@@ -606,12 +626,10 @@ class QueryPostings:
         return score, matched, present
 
     def weighted_tf(self, p: PostingList, j: np.ndarray) -> np.ndarray:
-        """Occurrences of postings ``j`` of ``p`` in the weighted fields (made once per
-        list)."""
-        if p.weighted_tf is None:
-            weighted = self.store.weighted_field[:p.tfs.shape[1]]
-            p.weighted_tf = np.asarray(p.tfs[:, weighted].sum(axis=1), dtype=np.int32)
-        return p.weighted_tf[j]
+        """Occurrences of postings ``j`` of ``p`` in the weighted fields (int64): summed from
+        their rows of the tf matrix for these postings alone (a list keeps no copy of it)."""
+        rows = p.tfs[j]
+        return rows[:, self.store.weighted_field[:rows.shape[1]]].sum(axis=1, dtype=np.int64)
 
     def block_max(self, p: PostingList, si: int, starts: np.ndarray) -> np.ndarray:
         """Per block of live postings (``starts``), its largest tf~/(k1 + tf~): kept with the
@@ -638,12 +656,13 @@ class QueryPostings:
             return memo.docs
         positions = self.store.segments[si].positions(p.row, p.all_tfs)
         # (posting, field) group of each position -> (ordinal << 4 | field) in one repeat
-        group_key = (p.all_docs[:, None] << 4) | np.arange(N_FIELDS, dtype=np.int64)
+        group_key = (p.all_docs.astype(np.int64)[:, None] << 4) | np.arange(N_FIELDS,
+                                                                            dtype=np.int64)
         per_pos = np.repeat(group_key.ravel(), p.all_tfs.ravel().astype(np.int64))
         keys = ((per_pos >> 4) << DOC_SHIFT) | ((per_pos & 0xF) << FIELD_SHIFT) | positions
-        # Kept as a list whose "docs" are the keys: cached and sized as postings are.
-        memo = PostingList(keys, p.tfs, p.row, p.all_tfs, p.all_docs,
-                           occurrences=p.occurrences)
+        # Kept as a list whose "docs" are the keys and that holds nothing else (token None:
+        # nbytes counts the keys alone).
+        memo = PostingList(keys, _NO_TFS, p.row, _NO_TFS, _NO_DOCS)
         self._memo[key] = memo
         self.store.decoded.put(shared, memo)
         return keys
@@ -657,16 +676,16 @@ class QueryPostings:
     def position_keys_in(self, p: PostingList, si: int, docs: np.ndarray) -> np.ndarray:
         """The keys of the word's occurrences in ``docs`` only (sorted ordinals, each holding
         the word), decoding those postings' positions alone."""
-        sel = np.searchsorted(p.all_docs, docs)
+        sel = np.searchsorted(p.all_docs, same_type(docs, p.all_docs))
         seg = self.store.segments[si]
         if p.pos_starts is None:
-            p.pos_starts = posting_starts(p.all_tfs)
+            p.pos_starts = posting_starts(p.all_tfs, p.occurrence_count())
         if p.pos_blocks is None:
             p.pos_blocks = seg.position_blocks(p.row)
         positions = seg.positions_of(p.row, p.all_tfs, sel, starts=p.pos_starts,
                                      blocks=p.pos_blocks)
         tfs = p.all_tfs[sel]
-        group = (docs[:, None] << 4) | np.arange(N_FIELDS, dtype=np.int64)
+        group = (docs.astype(np.int64)[:, None] << 4) | np.arange(N_FIELDS, dtype=np.int64)
         per_pos = np.repeat(group.ravel(), tfs.ravel().astype(np.int64))
         return ((per_pos >> 4) << DOC_SHIFT) | ((per_pos & 0xF) << FIELD_SHIFT) | positions
 
