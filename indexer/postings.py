@@ -52,6 +52,7 @@ import numpy as np
 
 from websift.core.cache import Cache
 from websift.indexer import bm25f
+from websift.indexer.narrow_tfs import WideRows, narrow_tfs, patched, wide_sum, widened
 from websift.indexer.query import Phrase
 from websift.indexer.segment import SegmentReader, posting_starts
 from websift.indexer.settings import (
@@ -137,7 +138,9 @@ class PostingList:
     """One word's postings in one segment, decoded, with what is derived from them."""
 
     docs: np.ndarray  # live ordinals (the segment's ordinal type: int32)
-    tfs: np.ndarray  # (n, fields), the smallest unsigned type that holds them (uint8 for most)
+    # (n, fields), as indexer/narrow_tfs.py keeps it (uint8 for most; a few rows past 255
+    # clipped, their true values in ``tf_wide``): read through :meth:`tf_rows`, :meth:`tf_matrix`
+    tfs: np.ndarray
     row: int
     all_tfs: np.ndarray  # tf matrix before the live filter (positions are grouped by it)
     all_docs: np.ndarray
@@ -174,13 +177,35 @@ class PostingList:
     # Occurrences of the word in the segment (``all_tfs`` summed), counted once (:func:`nbytes`)
     # and passed on with the decoded postings (-1: not counted yet).
     occurrences: int = -1
+    # The wide rows (indexer/narrow_tfs.py) of ``all_tfs``, and of ``tfs`` (those still
+    # live, indexed in the live postings): None when the matrix holds every tf as it is.
+    all_tf_wide: WideRows | None = None
+    tf_wide: WideRows | None = None
 
     def occurrence_count(self) -> int:
         """:attr:`occurrences`, counted on first use (a pass over the tf matrix, once per
         decoded list)."""
         if self.occurrences < 0:
-            self.occurrences = int(self.all_tfs.sum())
+            self.occurrences = wide_sum(self.all_tfs, self.all_tf_wide)
         return self.occurrences
+
+    def tf_rows(self, j: np.ndarray) -> np.ndarray:
+        """The true tf rows of live postings ``j`` (in a type that holds them)."""
+        rows = self.tfs[j]
+        return rows if self.tf_wide is None else patched(rows, j, self.tf_wide)
+
+    def all_tf_rows(self, sel: np.ndarray) -> np.ndarray:
+        """The true tf rows of postings ``sel`` (before the live filter)."""
+        rows = self.all_tfs[sel]
+        return rows if self.all_tf_wide is None else patched(rows, sel, self.all_tf_wide)
+
+    def tf_matrix(self) -> np.ndarray:
+        """The live postings' true tf matrix (``tfs`` itself unless it has wide rows)."""
+        return widened(self.tfs, self.tf_wide)
+
+    def all_tf_matrix(self) -> np.ndarray:
+        """Every posting's true tf matrix (``all_tfs`` itself unless it has wide rows)."""
+        return widened(self.all_tfs, self.all_tf_wide)
 
     def find(self, docs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(which of ``docs`` hold the word, their index in the live postings): one gather
@@ -239,6 +264,20 @@ def member(docs: np.ndarray, sorted_docs: np.ndarray) -> tuple[np.ndarray, np.nd
     return hit, jc
 
 
+def live_wide(docs: np.ndarray, all_docs: np.ndarray, wide: WideRows | None
+              ) -> WideRows | None:
+    """The wide rows ``wide`` of a list's postings ``all_docs`` that are among its live ones
+    ``docs`` (a subset, sorted), indexed in ``docs``."""
+    if wide is None or docs is all_docs:
+        return wide
+    idx, rows = wide
+    d = all_docs[idx]
+    at = np.searchsorted(docs, d)
+    ok = at < len(docs)
+    ok[ok] = docs[at[ok]] == d[ok]
+    return (at[ok].astype(np.int64), rows[ok]) if ok.any() else None
+
+
 def same_type(docs: np.ndarray, like: np.ndarray) -> np.ndarray:
     """Ordinals ``docs`` in the integer type of ``like`` (ordinals of the same segment: they
     fit it), to be searched in or compared with ``like`` without a copy of it."""
@@ -266,7 +305,8 @@ def nbytes(p: PostingList | None) -> int:
         return 64
     if p.token is None:
         return int(p.docs.nbytes)
-    arrays = {id(a): a.nbytes for a in (p.docs, p.tfs, p.all_tfs, p.all_docs) if a is not None}
+    arrays = {id(a): a.nbytes for a in (p.docs, p.tfs, p.all_tfs, p.all_docs,
+                                        *(p.all_tf_wide or ()), *(p.tf_wide or ()))}
     blocks = (len(p.all_docs) + BLOCK - 1) // BLOCK
     later = [
         (p.saturated, 4 * len(p.docs)),
@@ -363,16 +403,19 @@ class PostingStore:
                 cache.clear()
 
     def live_list(self, si: int, row: int, all_docs: np.ndarray, all_tfs: np.ndarray,
-                  pos_starts: np.ndarray | None = None, *, occurrences: int = -1
-                  ) -> PostingList:
+                  pos_starts: np.ndarray | None = None, *, occurrences: int = -1,
+                  wide: WideRows | None = None) -> PostingList:
         """A word's postings in segment ``si`` (before the live filter) as this snapshot
-        serves them: its live ones, and a dense map when most pages hold it.  ``pos_starts``,
-        ``occurrences``: what a list made before counted of the same postings."""
+        serves them: its live ones, and a dense map when most pages hold it.  ``wide``: the
+        tf matrix's wide rows (indexer/narrow_tfs.py); ``pos_starts``, ``occurrences``: what
+        a list made before counted of the same postings."""
         if self.all_live[si]:
             result = PostingList(all_docs, all_tfs, row, all_tfs, all_docs)
         else:
             live = self.live[si][all_docs]
             result = PostingList(all_docs[live], all_tfs[live], row, all_tfs, all_docs)
+        result.all_tf_wide = wide
+        result.tf_wide = live_wide(result.docs, all_docs, wide)
         result.pos_starts = pos_starts
         result.occurrences = occurrences
         result.token = self.tokens[si]
@@ -450,12 +493,12 @@ class PostingStore:
         token = self.tokens[si]
         if old.token is None:
             return self.live_list(si, old.row, old.all_docs, old.all_tfs, old.pos_starts,
-                                  occurrences=old.occurrences)
+                                  occurrences=old.occurrences, wide=old.all_tf_wide)
         same_norms = old.token[16:] == token[16:]
         if old.token[:16] != token[:16]:
             if old.token[:16] not in self.narrowed_from.get(si, ()):
                 return self.live_list(si, old.row, old.all_docs, old.all_tfs, old.pos_starts,
-                                      occurrences=old.occurrences)
+                                      occurrences=old.occurrences, wide=old.all_tf_wide)
             # Its live pages now are a subset of those it was made with: keep those of its
             # postings still live, and their saturations when the statistics are the same.
             keep = self.live[si][old.docs]
@@ -463,14 +506,16 @@ class PostingStore:
                 p = PostingList(old.docs[keep], old.tfs[keep], old.row, old.all_tfs,
                                 old.all_docs, pos_starts=old.pos_starts,
                                 pos_blocks=old.pos_blocks, token=token,
-                                occurrences=old.occurrences)
+                                occurrences=old.occurrences, all_tf_wide=old.all_tf_wide)
+                p.tf_wide = live_wide(p.docs, p.all_docs, old.all_tf_wide)
                 p.dense_n = self._dense_n(si, p.docs)
                 if same_norms and old.saturated is not None:
                     p.saturated = old.saturated[keep]
                 return p
         p = PostingList(old.docs, old.tfs, old.row, old.all_tfs, old.all_docs,
                         pos_starts=old.pos_starts, dense=old.dense, dense_n=old.dense_n,
-                        pos_blocks=old.pos_blocks, token=token, occurrences=old.occurrences)
+                        pos_blocks=old.pos_blocks, token=token, occurrences=old.occurrences,
+                        all_tf_wide=old.all_tf_wide, tf_wide=old.tf_wide)
         if same_norms:
             p.saturated, p.block_max = old.saturated, old.block_max
         return p
@@ -546,9 +591,8 @@ class QueryPostings:
                 row = seg.term_row(term)
             if row >= 0:
                 docs, tfs = seg.postings(row)
-                if len(tfs):  # kept in the smallest type that holds them (uint8 for most)
-                    tfs = tfs.astype(np.min_scalar_type(int(tfs.max())), copy=False)
-                result = store.live_list(si, row, docs, tfs)
+                tfs, wide = narrow_tfs(tfs)  # uint8 for most (indexer/narrow_tfs.py)
+                result = store.live_list(si, row, docs, tfs, wide=wide)
                 store.decodes += 1
         memo[(si, term)] = result
         store.decoded.put(key, result)
@@ -580,12 +624,12 @@ class QueryPostings:
         if self.norms is None:
             if p.saturated is None:
                 p.saturated = bm25f.saturate(
-                    bm25f.pseudo_tf(p.tfs, self.coefficients[si][p.docs]), k1)
+                    bm25f.pseudo_tf(p.tf_matrix(), self.coefficients[si][p.docs]), k1)
             return p.saturated
         kept = p.saturated_for
         if kept is None or kept[0] != self.norms.key:
             kept = (self.norms.key, bm25f.saturate(
-                bm25f.pseudo_tf(p.tfs, self.coefficients[si][p.docs]), k1))
+                bm25f.pseudo_tf(p.tf_matrix(), self.coefficients[si][p.docs]), k1))
             p.saturated_for = kept
         return kept[1]
 
@@ -595,7 +639,7 @@ class QueryPostings:
         saturations when it has them under these norms, else computed for these alone."""
         if self.norms is None and p.saturated is not None:
             return p.saturated[j]
-        return bm25f.saturate(bm25f.pseudo_tf(p.tfs[j], self.coefficients[si][docs]),
+        return bm25f.saturate(bm25f.pseudo_tf(p.tf_rows(j), self.coefficients[si][docs]),
                               self.store.k1)
 
     def unit_scores(self, units: Sequence[Sequence[str]], si: int, idfs: Mapping[str, float]
@@ -628,7 +672,7 @@ class QueryPostings:
     def weighted_tf(self, p: PostingList, j: np.ndarray) -> np.ndarray:
         """Occurrences of postings ``j`` of ``p`` in the weighted fields (int64): summed from
         their rows of the tf matrix for these postings alone (a list keeps no copy of it)."""
-        rows = p.tfs[j]
+        rows = p.tf_rows(j)
         return rows[:, self.store.weighted_field[:rows.shape[1]]].sum(axis=1, dtype=np.int64)
 
     def block_max(self, p: PostingList, si: int, starts: np.ndarray) -> np.ndarray:
@@ -654,11 +698,12 @@ class QueryPostings:
                 memo = self._memo[key] = kept
         if memo is not None:
             return memo.docs
-        positions = self.store.segments[si].positions(p.row, p.all_tfs)
+        all_tfs = p.all_tf_matrix()
+        positions = self.store.segments[si].positions(p.row, all_tfs)
         # (posting, field) group of each position -> (ordinal << 4 | field) in one repeat
         group_key = (p.all_docs.astype(np.int64)[:, None] << 4) | np.arange(N_FIELDS,
                                                                             dtype=np.int64)
-        per_pos = np.repeat(group_key.ravel(), p.all_tfs.ravel().astype(np.int64))
+        per_pos = np.repeat(group_key.ravel(), all_tfs.ravel().astype(np.int64))
         keys = ((per_pos >> 4) << DOC_SHIFT) | ((per_pos & 0xF) << FIELD_SHIFT) | positions
         # Kept as a list whose "docs" are the keys and that holds nothing else (token None:
         # nbytes counts the keys alone).
@@ -679,12 +724,11 @@ class QueryPostings:
         sel = np.searchsorted(p.all_docs, same_type(docs, p.all_docs))
         seg = self.store.segments[si]
         if p.pos_starts is None:
-            p.pos_starts = posting_starts(p.all_tfs, p.occurrence_count())
+            p.pos_starts = posting_starts(p.all_tf_matrix(), p.occurrence_count())
         if p.pos_blocks is None:
             p.pos_blocks = seg.position_blocks(p.row)
-        positions = seg.positions_of(p.row, p.all_tfs, sel, starts=p.pos_starts,
-                                     blocks=p.pos_blocks)
-        tfs = p.all_tfs[sel]
+        tfs = p.all_tf_rows(sel)
+        positions = seg.positions_of(p.row, tfs, p.pos_starts[sel], blocks=p.pos_blocks)
         group = (docs.astype(np.int64)[:, None] << 4) | np.arange(N_FIELDS, dtype=np.int64)
         per_pos = np.repeat(group.ravel(), tfs.ravel().astype(np.int64))
         return ((per_pos >> 4) << DOC_SHIFT) | ((per_pos & 0xF) << FIELD_SHIFT) | positions

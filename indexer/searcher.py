@@ -1009,7 +1009,7 @@ class Searcher:
                     continue
                 mine_p = same_type(mine, p.docs)
                 j = np.minimum(np.searchsorted(p.docs, mine_p), len(p.docs) - 1)
-                held = (p.docs[j] == mine_p) & (p.tfs[j, _DEFS] > 0)
+                held = (p.docs[j] == mine_p) & (p.tf_rows(j)[:, _DEFS] > 0)
                 for h in np.flatnonzero(held).tolist():
                     wanted[int(at[h])][term] = idf
         out: list[str | None] = []
@@ -1091,7 +1091,7 @@ class Searcher:
                 if j >= len(p.docs) or p.docs[j] != ordinal:
                     continue
                 unit_hit = True
-                tf = p.tfs[j].astype(np.float64)
+                tf = p.tf_rows(np.array([j]))[0].astype(np.float64)
                 parts = tf * coeff
                 tt = float(parts.sum())
                 terms_out[term] = {

@@ -265,18 +265,15 @@ class SegmentReader:
         r = self.lexicon[row]
         return block_bits(widths, int(r[c]), block0=int(r[c + 2]), n=int(r[CF]))
 
-    def positions_of(self, row: int, tfs: np.ndarray, sel: np.ndarray, *,
-                     starts: np.ndarray | None = None,
+    def positions_of(self, row: int, tfs: np.ndarray, starts: np.ndarray, *,
                      blocks: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
-        """Positions of the postings ``sel`` (indices into the row's postings, ascending) only,
-        grouped by (posting, field) in the order of ``tfs[sel].ravel()``: the rest of the
-        row's positions are never decoded.  ``starts``: where each posting's positions start
-        (:func:`posting_starts` of ``tfs``), and ``blocks``: :meth:`position_blocks`, if the
+        """Positions of some of the row's postings only, grouped by (posting, field) in the
+        order of ``tfs.ravel()``, their tf rows (true values), where ``starts`` are where
+        each one's positions start (:func:`posting_starts` of the row's tf matrix): the rest
+        of the row's positions are never decoded.  ``blocks``: :meth:`position_blocks`, if the
         caller keeps them."""
-        if starts is None:
-            starts = posting_starts(tfs)
-        lengths2 = tfs[sel].astype(np.int64)
-        first = (starts[sel][:, None] + (np.cumsum(lengths2, axis=1) - lengths2)).ravel()
+        lengths2 = tfs.astype(np.int64)
+        first = (starts[:, None] + (np.cumsum(lengths2, axis=1) - lengths2)).ravel()
         lengths = lengths2.ravel()
         total = int(lengths.sum())
         if total == 0:
