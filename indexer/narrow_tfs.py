@@ -72,5 +72,22 @@ def wide_sum(kept: np.ndarray, wide: WideRows | None) -> int:
     return total
 
 
-def wide_nbytes(wide: WideRows | None) -> int:
-    return 0 if wide is None else int(wide[0].nbytes + wide[1].nbytes)
+def sums_type(kept: np.ndarray, wide: WideRows | None) -> np.dtype:
+    """The type of per-row sums of any of the true matrix's columns: what holds its columns'
+    count times the largest value its type (the wide rows' type, if any) holds (uint16 for
+    a uint8 matrix).  A function of the types alone: a list's size is known before they are
+    summed."""
+    top = int(np.iinfo((kept if wide is None else wide[1]).dtype).max)
+    return np.min_scalar_type(max(kept.shape[1], 1) * top)
+
+
+def row_sums(kept: np.ndarray, wide: WideRows | None, columns: np.ndarray) -> np.ndarray:
+    """Per row, the sum of the true tfs in ``columns`` (bool per column), in
+    :func:`sums_type`.  Column by column: a row sum over a few narrow columns is slow."""
+    out = np.zeros(len(kept), dtype=sums_type(kept, wide))
+    for c in np.flatnonzero(columns).tolist():
+        out += kept[:, c]
+    if wide is not None:
+        idx, true = wide
+        out[idx] = true[:, columns].sum(axis=1)
+    return out

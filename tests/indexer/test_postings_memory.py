@@ -54,6 +54,7 @@ def _made(view: QueryPostings, term: str) -> PostingList:
     view.block_max(p, 0, p.block_starts())
     p.block_prior_max("prior", p.block_starts(), lambda: np.zeros(len(p.block_starts()) - 1))
     p.find(p.docs[:3])  # the dense map, for a list most pages hold
+    view.weighted_tf(p, np.arange(3))
     view.position_keys_in(p, 0, p.docs[:5])  # the positions' starts and blocks
     return p
 
@@ -61,6 +62,7 @@ def _made(view: QueryPostings, term: str) -> PostingList:
 def _held(p: PostingList) -> int:
     """Bytes of the arrays ``p`` holds, each once."""
     arrays = [p.docs, p.tfs, p.all_tfs, p.all_docs, p.saturated, p.pos_starts, p.dense,
+              p.weighted_tf,
               p.block_max, *(p.pos_blocks or ()), *(p.block_prior[1:] if p.block_prior else ()),
               *(p.tf_wide or ()), *(p.all_tf_wide or ())]
     return sum({id(a): a.nbytes for a in arrays if a is not None}.values())
@@ -76,9 +78,10 @@ def test_a_decoded_common_list_keeps_narrow_types_and_few_bytes_per_posting(
     assert p.tfs.dtype == np.uint8
     assert p.pos_starts is not None and p.pos_starts.dtype == np.int32
     assert p.saturated is not None and p.saturated.dtype == np.float32  # as bm25f makes it
-    # ordinal 4 + tf matrix 6 + saturation 4 + positions' start 4 + dense map 4 (every page
-    # holds it), + per block bounds, priors and position blocks' bits.
-    assert nbytes(p) / n <= 23.0
+    assert p.weighted_tf is not None and p.weighted_tf.dtype == np.uint16
+    # ordinal 4 + tf matrix 6 + saturation 4 + positions' start 4 + weighted tfs 2 + dense
+    # map 4 (every page holds it), + per block bounds, priors and position blocks' bits.
+    assert nbytes(p) / n <= 25.0
 
 
 def test_nbytes_is_what_the_arrays_hold_and_what_it_said_before_they_were_made(
