@@ -74,10 +74,11 @@ def wide_sum(kept: np.ndarray, wide: WideRows | None) -> int:
 
 def sums_type(kept: np.ndarray, wide: WideRows | None) -> np.dtype:
     """The type of per-row sums of any of the true matrix's columns: what holds its columns'
-    count times the largest value its type (the wide rows' type, if any) holds (uint16 for
-    a uint8 matrix).  A function of the types alone: a list's size is known before they are
-    summed."""
-    top = int(np.iinfo((kept if wide is None else wide[1]).dtype).max)
+    count times the largest value it may hold (its type's largest, or with wide rows the
+    largest of theirs: uint16 for a uint8 matrix, with or without a few wide rows).  Known
+    without a pass over the matrix: a list's size is known before they are summed."""
+    top = (int(np.iinfo(kept.dtype).max) if wide is None
+           else max(_U8_MAX, int(wide[1].max())))
     return np.min_scalar_type(max(kept.shape[1], 1) * top)
 
 

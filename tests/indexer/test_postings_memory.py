@@ -130,6 +130,9 @@ def test_a_tf_past_255_keeps_the_wide_type_and_every_score_is_the_wide_ones(
         assert np.array_equal(view.saturated_at(p, 0, every[1::2], docs[1::2]), want[1::2])
         assert np.array_equal(view.weighted_tf(p, every),
                               wide[:, searcher.postings.weighted_field[:6]].sum(axis=1))
+        # (the sums of six uint8 tfs, or of a few wide rows under 256 * 6: uint16)
+        assert p.weighted_tf is not None
+        assert p.weighted_tf.dtype == (np.uint32 if term == "boom" else np.uint16), term
         # Positions read per page and whole, against a list keeping the decoded matrix.
         plain = PostingList(docs, wide, p.row, wide, docs)
         for pages in (docs[:3], docs[::2], docs):
