@@ -311,8 +311,9 @@ def nbytes(p: PostingList | None) -> int:
     carried from is counted in both), and those it makes on first use, as they will be:
     the saturated scores (float32, as bm25f makes them), the weighted tfs
     (narrow_tfs.sums_type), the positions' starts (int32 unless the word has 2**31
-    occurrences), their blocks' bits (two int64 per block of positions), the dense map
-    (int32 per ordinal of the segment), the block maxima and priors (float64 per block).
+    occurrences), their blocks' widths and first bits (uint8 and uint32 per block of
+    positions: codec.block_bits), the dense map (int32 per ordinal of the segment), the
+    block maxima and priors (float64 per block).
     What a query under other statistics adds (:attr:`PostingList.saturated_for`, the pairs'
     block bounds) is not counted.  Occurrence keys (``token`` None) hold their keys alone."""
     if p is None:
@@ -322,17 +323,18 @@ def nbytes(p: PostingList | None) -> int:
     arrays = {id(a): a.nbytes for a in (p.docs, p.tfs, p.all_tfs, p.all_docs,
                                         *(p.all_tf_wide or ()), *(p.tf_wide or ()))}
     blocks = (len(p.all_docs) + BLOCK - 1) // BLOCK
+    occurrences = p.occurrence_count()
+    position_blocks = (occurrences + BLOCK - 1) // BLOCK
     later = [
         (p.saturated, 4 * len(p.docs)),
-        (p.pos_starts, (4 if p.occurrence_count() <= _INT32_MAX else 8) * len(p.all_docs)),
+        (p.pos_starts, (4 if occurrences <= _INT32_MAX else 8) * len(p.all_docs)),
         (p.dense, 4 * p.dense_n),
         (p.weighted_tf, sums_type(p.tfs, p.tf_wide).itemsize * len(p.docs)),
         (p.block_max, 8 * blocks),
         (None if p.block_prior is None else p.block_prior[1], 8 * blocks),
-        (None if p.pos_blocks is None else p.pos_blocks[0],
-         8 * ((p.occurrence_count() + BLOCK - 1) // BLOCK)),
+        (None if p.pos_blocks is None else p.pos_blocks[0], position_blocks),
         (None if p.pos_blocks is None else p.pos_blocks[1],
-         8 * ((p.occurrence_count() + BLOCK - 1) // BLOCK)),
+         (4 if occurrences * 32 < 2**32 else 8) * position_blocks),
     ]
     return int(sum(arrays.values()) + sum(size if a is None else a.nbytes for a, size in later))
 

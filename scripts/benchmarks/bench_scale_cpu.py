@@ -97,6 +97,28 @@ def _held(values: list[Any]) -> tuple[int, int]:
     return sum(seen.values()), postings
 
 
+def _largest(entries: list[tuple[Any, Any, int]]) -> str:
+    """What the longest cached list holds per posting, array by array (those made so far)."""
+    lists = [(k, v) for k, v, _ in entries if getattr(v, "token", None) is not None]
+    if not lists:
+        return "no list"
+    key, p = max(lists, key=lambda kv: len(kv[1].all_docs))
+    n = len(p.docs)
+    parts: dict[str, float] = {}
+    seen: set[int] = set()
+    for f in dataclasses.fields(p):
+        value = getattr(p, f.name)
+        arrays = [value] if isinstance(value, np.ndarray) else [
+            a for a in (value if isinstance(value, tuple) else ()) if isinstance(a, np.ndarray)]
+        size = sum(a.nbytes for a in arrays if id(a) not in seen)
+        seen.update(id(a) for a in arrays)
+        if size:
+            parts[f.name] = size / max(n, 1)
+    return (f"the longest list ({key[1]!r}, {n:,} postings) holds {sum(parts.values()):.1f} "
+            f"bytes a posting: " + ", ".join(f"{k} {v:.2f}" for k, v in parts.items())
+            + f" (tfs {p.tfs.dtype})")
+
+
 def _timed(search: Callable[[str], Any], queries: list[Query]) -> dict[str, list[float]]:
     rows: dict[str, list[float]] = {}
     for q in queries:
@@ -181,6 +203,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\npostings cache: {len(cache):,} entries, its count {cache.size / 2**20:,.0f} MiB; "
           f"arrays held {held / 2**20:,.0f} MiB (each once; {n_postings / 1e6:,.0f}M postings "
           f"in its lists); process {_memory()}", flush=True)
+    print(_largest(cache.entries()), flush=True)
     if not args.no_tantivy:
         peer = TantivySearch(corpus.root / "tantivy")
         for q in queries:

@@ -77,6 +77,8 @@ def test_a_decoded_common_list_keeps_narrow_types_and_few_bytes_per_posting(
     assert p.docs.dtype == np.int32 and p.all_docs.dtype == np.int32
     assert p.tfs.dtype == np.uint8
     assert p.pos_starts is not None and p.pos_starts.dtype == np.int32
+    assert p.pos_blocks is not None  # per block of positions: its width, its first bit
+    assert p.pos_blocks[0].dtype == np.uint8 and p.pos_blocks[1].dtype == np.uint32
     assert p.saturated is not None and p.saturated.dtype == np.float32  # as bm25f makes it
     assert p.weighted_tf is not None and p.weighted_tf.dtype == np.uint16
     # ordinal 4 + tf matrix 6 + saturation 4 + positions' start 4 + weighted tfs 2 + dense
