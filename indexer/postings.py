@@ -18,7 +18,12 @@ and costs a pass to make: BM25F saturations under the snapshot's statistics, per
 ``BLOCK`` postings their largest saturation and largest prior (block-max bounds, as tantivy's
 and Lucene's postings carry), where each posting's positions start, and for a list most pages
 hold a dense map from ordinal to posting.  They are made on first use and evicted with the
-list.
+list.  Each is kept in the narrowest type its values need, as the cache is bounded by their
+bytes (:func:`nbytes`: what the arrays hold): ordinals int32 (a segment's fit), the tf matrix
+uint8 with the few rows past 255 apart (indexer/narrow_tfs.py), saturations float32 (as
+bm25f makes them), position starts int32, weighted tfs uint16; at a million pages a common
+word's list holds about 25 bytes a posting (docs/query-performance.md).  Ordinals are made
+int64 before they are shifted into occurrence keys.
 
 Occurrences are keys ``ordinal << 29 | field << 25 | position`` (sorted).
 
