@@ -293,14 +293,16 @@ def _unpack_blocks(buf: np.ndarray, wb: np.ndarray, n: int) -> np.ndarray:
 
 def block_bits(widths: np.ndarray, byte0: int, *, block0: int, n: int
                ) -> tuple[np.ndarray, np.ndarray]:
-    """(width, bit offset of the first value) of each block of one group of ``n`` values: a
-    full block is ``BLOCK // 8 * w`` bytes, so the offsets are a cumulative sum over the
-    group's widths (what :func:`decode_at` needs; a caller reading one group many times keeps
-    it)."""
+    """(width, bit offset of the first value from the group's first byte ``byte0``) of each
+    block of one group of ``n`` values: a full block is ``BLOCK // 8 * w`` bytes, so the
+    offsets are a cumulative sum over the group's widths (what :func:`decode_at` needs; a
+    caller reading one group many times keeps it: five bytes a block, the widths uint8 and
+    the offsets uint32 for a group of fewer than 2**27 values, under 2**32 bits)."""
     nblocks = (n + BLOCK - 1) // BLOCK
-    wb = np.asarray(widths[block0 : block0 + nblocks]).astype(np.int64)
-    size = (BLOCK // 8) * wb
-    return wb, (byte0 + np.cumsum(size) - size) * 8
+    wb = np.array(widths[block0 : block0 + nblocks], dtype=np.uint8)  # a copy, not a view
+    size = (BLOCK // 8 * 8) * wb.astype(np.int64)
+    bits = np.cumsum(size) - size
+    return wb, bits.astype(np.uint32) if n * 32 < 2**32 else bits
 
 
 def decode_at(data: np.ndarray, widths: np.ndarray, byte0: int, *, block0: int, n: int,
@@ -316,8 +318,8 @@ def decode_at(data: np.ndarray, widths: np.ndarray, byte0: int, *, block0: int, 
     wb, block_bit = blocks if blocks is not None else block_bits(widths, byte0, block0=block0,
                                                                  n=n)
     bi = idx // BLOCK
-    w = wb[bi]
-    off = block_bit[bi] + (idx % BLOCK) * w
+    w = wb[bi].astype(np.int64)
+    off = block_bit[bi].astype(np.int64) + (byte0 * 8 + (idx % BLOCK) * w)
     words = _words_at(np.asarray(data), off >> 3)
     mask = (np.uint64(1) << w.astype(np.uint64)) - np.uint64(1)
     return (words >> (off & 7).astype(np.uint64)) & mask
@@ -336,9 +338,13 @@ def delta_decode_groups(deltas: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     """Inverse of :func:`delta_encode_groups`."""
     cs = np.cumsum(deltas.astype(np.int64))
     lengths = np.asarray(lengths, dtype=np.int64)
-    starts = _exclusive_cumsum(lengths)
-    before = np.where(starts > 0, cs[np.maximum(starts - 1, 0)] if len(cs) else 0, 0)
-    return cs - np.repeat(before, lengths)
+    # The groups that hold values only (a word's (document, field) groups are mostly empty):
+    # each one's values less the running sum before it.
+    held = lengths[lengths > 0]
+    starts = _exclusive_cumsum(held)
+    before = np.zeros(len(held), dtype=np.int64)
+    before[1:] = cs[starts[1:] - 1]
+    return cs - np.repeat(before, held)
 
 
 def decode_groups(data: np.ndarray, widths: np.ndarray, byte0: np.ndarray, block0: np.ndarray,

@@ -18,7 +18,12 @@ and costs a pass to make: BM25F saturations under the snapshot's statistics, per
 ``BLOCK`` postings their largest saturation and largest prior (block-max bounds, as tantivy's
 and Lucene's postings carry), where each posting's positions start, and for a list most pages
 hold a dense map from ordinal to posting.  They are made on first use and evicted with the
-list.
+list.  Each is kept in the narrowest type its values need, as the cache is bounded by their
+bytes (:func:`nbytes`: what the arrays hold): ordinals int32 (a segment's fit), the tf matrix
+uint8 with the few rows past 255 apart (indexer/narrow_tfs.py), saturations float32 (as
+bm25f makes them), position starts int32, weighted tfs uint16; at a million pages a common
+word's list holds about 25 bytes a posting (docs/query-performance.md).  Ordinals are made
+int64 before they are shifted into occurrence keys.
 
 Occurrences are keys ``ordinal << 29 | field << 25 | position`` (sorted).
 
@@ -52,6 +57,15 @@ import numpy as np
 
 from websift.core.cache import Cache
 from websift.indexer import bm25f
+from websift.indexer.narrow_tfs import (
+    WideRows,
+    narrow_tfs,
+    patched,
+    row_sums,
+    sums_type,
+    wide_sum,
+    widened,
+)
 from websift.indexer.query import Phrase
 from websift.indexer.segment import SegmentReader, posting_starts
 from websift.indexer.settings import (
@@ -83,6 +97,8 @@ _NOT_LOOKED = -2  # QueryPostings._fetch: the word's row in the lexicon not look
 _POSITIONS = "\x00pos:"  # a cache key's prefix: the term's occurrences, not its postings
 _NO_PAIRS = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64))
 _NO_DOCS = np.zeros(0, dtype=np.int64)
+_NO_TFS = np.zeros((0, N_FIELDS), dtype=np.uint8)
+_INT32_MAX = int(np.iinfo(np.int32).max)
 # PostingStore.near looks up the few occurrences of one word among the many of another by
 # binary search once the many are this many times the few (else one pass over both).
 NEAR_FEW_RATIO = 8
@@ -134,8 +150,10 @@ def unique_sorted(x: np.ndarray) -> np.ndarray:
 class PostingList:
     """One word's postings in one segment, decoded, with what is derived from them."""
 
-    docs: np.ndarray  # live ordinals
-    tfs: np.ndarray  # (n, fields)
+    docs: np.ndarray  # live ordinals (the segment's ordinal type: int32)
+    # (n, fields), as indexer/narrow_tfs.py keeps it (uint8 for most; a few rows past 255
+    # clipped, their true values in ``tf_wide``): read through :meth:`tf_rows`, :meth:`tf_matrix`
+    tfs: np.ndarray
     row: int
     all_tfs: np.ndarray  # tf matrix before the live filter (positions are grouped by it)
     all_docs: np.ndarray
@@ -145,12 +163,15 @@ class PostingList:
     # The same under other collection statistics (a remote shard scoring with the global
     # ones): (their key, the array), replaced together in one assignment.
     saturated_for: tuple[bytes, np.ndarray] | None = None
-    # Made on first use: where each posting's positions start, and per block of BLOCK
+    # Made on first use: where each posting's positions start (int32 unless the word has
+    # 2**31 occurrences in the segment: segment.posting_starts), and per block of BLOCK
     # postings the largest of ``saturated`` (its exact block bounds).
     pos_starts: np.ndarray | None = None
     pos_blocks: tuple[np.ndarray, np.ndarray] | None = None  # codec.block_bits of positions
-    # Per live posting, its occurrences in the fields that count for proximity (int32): a
-    # bound of how often a pair with the word can stand near (indexer/topk.py).
+    # Per live posting, its occurrences in the fields that count for proximity (uint16 for a
+    # uint8 matrix: narrow_tfs.sums_type): a bound of how often a pair with the word can
+    # stand near (indexer/topk.py).  Kept: summed again per candidate, from the tf rows, it
+    # cost 10-20 times the gather.
     weighted_tf: np.ndarray | None = None
     # Candidates whose positions of the word queries have read one by one (not the whole
     # list) while it is cached: indexer/topk.py decodes them whole past a share of the list.
@@ -168,18 +189,41 @@ class PostingList:
     pair_block_max: dict[tuple[str, str], np.ndarray] = field(default_factory=dict)
     # What the live postings and saturations were made under (PostingStore.tokens): the
     # segment's live mask and the collection statistics; None for occurrence keys (a
-    # function of the segment alone).
+    # function of the segment alone, :meth:`QueryPostings.position_keys`: ``docs`` holds
+    # the keys, nothing else is kept).
     token: bytes | None = None
     # Occurrences of the word in the segment (``all_tfs`` summed), counted once (:func:`nbytes`)
     # and passed on with the decoded postings (-1: not counted yet).
     occurrences: int = -1
+    # The wide rows (indexer/narrow_tfs.py) of ``all_tfs``, and of ``tfs`` (those still
+    # live, indexed in the live postings): None when the matrix holds every tf as it is.
+    all_tf_wide: WideRows | None = None
+    tf_wide: WideRows | None = None
 
     def occurrence_count(self) -> int:
         """:attr:`occurrences`, counted on first use (a pass over the tf matrix, once per
         decoded list)."""
         if self.occurrences < 0:
-            self.occurrences = int(self.all_tfs.sum())
+            self.occurrences = wide_sum(self.all_tfs, self.all_tf_wide)
         return self.occurrences
+
+    def tf_rows(self, j: np.ndarray) -> np.ndarray:
+        """The true tf rows of live postings ``j`` (in a type that holds them)."""
+        rows = np.take(self.tfs, j, axis=0)  # a third of the time of self.tfs[j]
+        return rows if self.tf_wide is None else patched(rows, j, self.tf_wide)
+
+    def all_tf_rows(self, sel: np.ndarray) -> np.ndarray:
+        """The true tf rows of postings ``sel`` (before the live filter)."""
+        rows = np.take(self.all_tfs, sel, axis=0)
+        return rows if self.all_tf_wide is None else patched(rows, sel, self.all_tf_wide)
+
+    def tf_matrix(self) -> np.ndarray:
+        """The live postings' true tf matrix (``tfs`` itself unless it has wide rows)."""
+        return widened(self.tfs, self.tf_wide)
+
+    def all_tf_matrix(self) -> np.ndarray:
+        """Every posting's true tf matrix (``all_tfs`` itself unless it has wide rows)."""
+        return widened(self.all_tfs, self.all_tf_wide)
 
     def find(self, docs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(which of ``docs`` hold the word, their index in the live postings): one gather
@@ -227,12 +271,35 @@ def _runs(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
 
 
 def member(docs: np.ndarray, sorted_docs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(which of ``docs`` are in ``sorted_docs``, their index there)."""
+    """(which of ``docs`` are in ``sorted_docs``, their index there).  Ordinals of one
+    segment: ``docs`` are searched in the type of ``sorted_docs`` (exact, they fit it), as
+    numpy would otherwise copy the whole of a decoded int32 list to int64 for each search."""
+    docs = same_type(docs, sorted_docs)
     j = np.searchsorted(sorted_docs, docs)
     jc = np.minimum(j, max(len(sorted_docs) - 1, 0))
     hit = (j < len(sorted_docs)) & (sorted_docs[jc] == docs) if len(sorted_docs) else (
         np.zeros(len(docs), dtype=bool))
     return hit, jc
+
+
+def live_wide(docs: np.ndarray, all_docs: np.ndarray, wide: WideRows | None
+              ) -> WideRows | None:
+    """The wide rows ``wide`` of a list's postings ``all_docs`` that are among its live ones
+    ``docs`` (a subset, sorted), indexed in ``docs``."""
+    if wide is None or docs is all_docs:
+        return wide
+    idx, rows = wide
+    d = all_docs[idx]
+    at = np.searchsorted(docs, d)
+    ok = at < len(docs)
+    ok[ok] = docs[at[ok]] == d[ok]
+    return (at[ok].astype(np.int64), rows[ok]) if ok.any() else None
+
+
+def same_type(docs: np.ndarray, like: np.ndarray) -> np.ndarray:
+    """Ordinals ``docs`` in the integer type of ``like`` (ordinals of the same segment: they
+    fit it), to be searched in or compared with ``like`` without a copy of it."""
+    return docs if docs.dtype == like.dtype else docs.astype(like.dtype)
 
 
 def block_maxima(values: np.ndarray, starts: np.ndarray) -> np.ndarray:
@@ -243,20 +310,50 @@ def block_maxima(values: np.ndarray, starts: np.ndarray) -> np.ndarray:
     return out
 
 
+def occurrence_keys(docs: np.ndarray, tfs: np.ndarray, positions: np.ndarray) -> np.ndarray:
+    """The key of each occurrence (ordinal, field, position: ``DOC_SHIFT``, ``FIELD_SHIFT``) of
+    postings ``docs`` with tf matrix ``tfs``, whose ``positions`` come grouped by (posting,
+    field) as :meth:`SegmentReader.positions` gives them.  Each group holding the word gives
+    its key once per position; most groups are empty (a word is in few of a page's fields)."""
+    group_key = ((np.asarray(docs, dtype=np.int64)[:, None] << DOC_SHIFT)
+                 | (np.arange(N_FIELDS, dtype=np.int64) << FIELD_SHIFT)).ravel()
+    counts = tfs.ravel()
+    held = counts > 0
+    return np.repeat(group_key[held], counts[held].astype(np.int64)) | positions
+
+
 def nbytes(p: PostingList | None) -> int:
     """Bytes a cached entry holds: its arrays, each once (with every page live, ``all_docs``
-    is ``docs``; arrays shared with another entry are counted again), and the saturated
-    scores and the positions' starts made later (float64, int64)."""
+    is ``docs``, ``all_tfs`` is ``tfs``; an array a carried list shares with the entry it was
+    carried from is counted in both), and those it makes on first use, as they will be:
+    the saturated scores (float32, as bm25f makes them), the weighted tfs
+    (narrow_tfs.sums_type), the positions' starts (int32 unless the word has 2**31
+    occurrences), their blocks' widths and first bits (uint8 and uint32 per block of
+    positions: codec.block_bits), the dense map (int32 per ordinal of the segment), the
+    block maxima and priors (float64 per block).
+    What a query under other statistics adds (:attr:`PostingList.saturated_for`, the pairs'
+    block bounds) is not counted.  Occurrence keys (``token`` None) hold their keys alone."""
     if p is None:
         return 64
-    arrays = {id(a): a.nbytes for a in (p.docs, p.tfs, p.all_tfs, p.all_docs, p.dense)
-              if a is not None}
-    if p.dense is None:  # the dense map it makes on first use
-        arrays[0] = 4 * p.dense_n
-    return int(sum(arrays.values()) + 8 * len(p.docs) + 8 * len(p.all_docs)
-               + len(p.docs) // 8  # + block maxima (bounds and priors)
-               + 4 * len(p.docs)  # + weighted tfs
-               + 16 * (p.occurrence_count() // BLOCK + 1))  # + position blocks' bits
+    if p.token is None:
+        return int(p.docs.nbytes)
+    arrays = {id(a): a.nbytes for a in (p.docs, p.tfs, p.all_tfs, p.all_docs,
+                                        *(p.all_tf_wide or ()), *(p.tf_wide or ()))}
+    blocks = (len(p.all_docs) + BLOCK - 1) // BLOCK
+    occurrences = p.occurrence_count()
+    position_blocks = (occurrences + BLOCK - 1) // BLOCK
+    later = [
+        (p.saturated, 4 * len(p.docs)),
+        (p.pos_starts, (4 if occurrences <= _INT32_MAX else 8) * len(p.all_docs)),
+        (p.dense, 4 * p.dense_n),
+        (p.weighted_tf, sums_type(p.tfs, p.tf_wide).itemsize * len(p.docs)),
+        (p.block_max, 8 * blocks),
+        (None if p.block_prior is None else p.block_prior[1], 8 * blocks),
+        (None if p.pos_blocks is None else p.pos_blocks[0], position_blocks),
+        (None if p.pos_blocks is None else p.pos_blocks[1],
+         (4 if occurrences * 32 < 2**32 else 8) * position_blocks),
+    ]
+    return int(sum(arrays.values()) + sum(size if a is None else a.nbytes for a, size in later))
 
 
 @dataclass(frozen=True)
@@ -340,16 +437,19 @@ class PostingStore:
                 cache.clear()
 
     def live_list(self, si: int, row: int, all_docs: np.ndarray, all_tfs: np.ndarray,
-                  pos_starts: np.ndarray | None = None, *, occurrences: int = -1
-                  ) -> PostingList:
+                  pos_starts: np.ndarray | None = None, *, occurrences: int = -1,
+                  wide: WideRows | None = None) -> PostingList:
         """A word's postings in segment ``si`` (before the live filter) as this snapshot
-        serves them: its live ones, and a dense map when most pages hold it.  ``pos_starts``,
-        ``occurrences``: what a list made before counted of the same postings."""
+        serves them: its live ones, and a dense map when most pages hold it.  ``wide``: the
+        tf matrix's wide rows (indexer/narrow_tfs.py); ``pos_starts``, ``occurrences``: what
+        a list made before counted of the same postings."""
         if self.all_live[si]:
             result = PostingList(all_docs, all_tfs, row, all_tfs, all_docs)
         else:
             live = self.live[si][all_docs]
             result = PostingList(all_docs[live], all_tfs[live], row, all_tfs, all_docs)
+        result.all_tf_wide = wide
+        result.tf_wide = live_wide(result.docs, all_docs, wide)
         result.pos_starts = pos_starts
         result.occurrences = occurrences
         result.token = self.tokens[si]
@@ -427,12 +527,12 @@ class PostingStore:
         token = self.tokens[si]
         if old.token is None:
             return self.live_list(si, old.row, old.all_docs, old.all_tfs, old.pos_starts,
-                                  occurrences=old.occurrences)
+                                  occurrences=old.occurrences, wide=old.all_tf_wide)
         same_norms = old.token[16:] == token[16:]
         if old.token[:16] != token[:16]:
             if old.token[:16] not in self.narrowed_from.get(si, ()):
                 return self.live_list(si, old.row, old.all_docs, old.all_tfs, old.pos_starts,
-                                      occurrences=old.occurrences)
+                                      occurrences=old.occurrences, wide=old.all_tf_wide)
             # Its live pages now are a subset of those it was made with: keep those of its
             # postings still live, and their saturations when the statistics are the same.
             keep = self.live[si][old.docs]
@@ -440,7 +540,8 @@ class PostingStore:
                 p = PostingList(old.docs[keep], old.tfs[keep], old.row, old.all_tfs,
                                 old.all_docs, pos_starts=old.pos_starts,
                                 pos_blocks=old.pos_blocks, token=token,
-                                occurrences=old.occurrences)
+                                occurrences=old.occurrences, all_tf_wide=old.all_tf_wide)
+                p.tf_wide = live_wide(p.docs, p.all_docs, old.all_tf_wide)
                 p.dense_n = self._dense_n(si, p.docs)
                 if old.weighted_tf is not None:
                     p.weighted_tf = old.weighted_tf[keep]
@@ -449,8 +550,9 @@ class PostingStore:
                 return p
         p = PostingList(old.docs, old.tfs, old.row, old.all_tfs, old.all_docs,
                         pos_starts=old.pos_starts, dense=old.dense, dense_n=old.dense_n,
-                        pos_blocks=old.pos_blocks,
-                        weighted_tf=old.weighted_tf, token=token, occurrences=old.occurrences)
+                        pos_blocks=old.pos_blocks, weighted_tf=old.weighted_tf, token=token,
+                        occurrences=old.occurrences, all_tf_wide=old.all_tf_wide,
+                        tf_wide=old.tf_wide)
         if same_norms:
             p.saturated, p.block_max = old.saturated, old.block_max
         return p
@@ -526,9 +628,8 @@ class QueryPostings:
                 row = seg.term_row(term)
             if row >= 0:
                 docs, tfs = seg.postings(row)
-                if len(tfs):  # kept in the smallest type that holds them (uint8 for most)
-                    tfs = tfs.astype(np.min_scalar_type(int(tfs.max())), copy=False)
-                result = store.live_list(si, row, docs, tfs)
+                tfs, wide = narrow_tfs(tfs)  # uint8 for most (indexer/narrow_tfs.py)
+                result = store.live_list(si, row, docs, tfs, wide=wide)
                 store.decodes += 1
         memo[(si, term)] = result
         store.decoded.put(key, result)
@@ -560,12 +661,12 @@ class QueryPostings:
         if self.norms is None:
             if p.saturated is None:
                 p.saturated = bm25f.saturate(
-                    bm25f.pseudo_tf(p.tfs, self.coefficients[si][p.docs]), k1)
+                    bm25f.pseudo_tf(p.tf_matrix(), self.coefficients[si][p.docs]), k1)
             return p.saturated
         kept = p.saturated_for
         if kept is None or kept[0] != self.norms.key:
             kept = (self.norms.key, bm25f.saturate(
-                bm25f.pseudo_tf(p.tfs, self.coefficients[si][p.docs]), k1))
+                bm25f.pseudo_tf(p.tf_matrix(), self.coefficients[si][p.docs]), k1))
             p.saturated_for = kept
         return kept[1]
 
@@ -575,7 +676,7 @@ class QueryPostings:
         saturations when it has them under these norms, else computed for these alone."""
         if self.norms is None and p.saturated is not None:
             return p.saturated[j]
-        return bm25f.saturate(bm25f.pseudo_tf(p.tfs[j], self.coefficients[si][docs]),
+        return bm25f.saturate(bm25f.pseudo_tf(p.tf_rows(j), self.coefficients[si][docs]),
                               self.store.k1)
 
     def unit_scores(self, units: Sequence[Sequence[str]], si: int, idfs: Mapping[str, float]
@@ -609,8 +710,8 @@ class QueryPostings:
         """Occurrences of postings ``j`` of ``p`` in the weighted fields (made once per
         list)."""
         if p.weighted_tf is None:
-            weighted = self.store.weighted_field[:p.tfs.shape[1]]
-            p.weighted_tf = np.asarray(p.tfs[:, weighted].sum(axis=1), dtype=np.int32)
+            p.weighted_tf = row_sums(p.tfs, p.tf_wide,
+                                     self.store.weighted_field[:p.tfs.shape[1]])
         return p.weighted_tf[j]
 
     def block_max(self, p: PostingList, si: int, starts: np.ndarray) -> np.ndarray:
@@ -636,14 +737,12 @@ class QueryPostings:
                 memo = self._memo[key] = kept
         if memo is not None:
             return memo.docs
-        positions = self.store.segments[si].positions(p.row, p.all_tfs)
-        # (posting, field) group of each position -> (ordinal << 4 | field) in one repeat
-        group_key = (p.all_docs[:, None] << 4) | np.arange(N_FIELDS, dtype=np.int64)
-        per_pos = np.repeat(group_key.ravel(), p.all_tfs.ravel().astype(np.int64))
-        keys = ((per_pos >> 4) << DOC_SHIFT) | ((per_pos & 0xF) << FIELD_SHIFT) | positions
-        # Kept as a list whose "docs" are the keys: cached and sized as postings are.
-        memo = PostingList(keys, p.tfs, p.row, p.all_tfs, p.all_docs,
-                           occurrences=p.occurrences)
+        all_tfs = p.all_tf_matrix()
+        positions = self.store.segments[si].positions(p.row, all_tfs)
+        keys = occurrence_keys(p.all_docs, all_tfs, positions)
+        # Kept as a list whose "docs" are the keys and that holds nothing else (token None:
+        # nbytes counts the keys alone).
+        memo = PostingList(keys, _NO_TFS, p.row, _NO_TFS, _NO_DOCS)
         self._memo[key] = memo
         self.store.decoded.put(shared, memo)
         return keys
@@ -657,18 +756,15 @@ class QueryPostings:
     def position_keys_in(self, p: PostingList, si: int, docs: np.ndarray) -> np.ndarray:
         """The keys of the word's occurrences in ``docs`` only (sorted ordinals, each holding
         the word), decoding those postings' positions alone."""
-        sel = np.searchsorted(p.all_docs, docs)
+        sel = np.searchsorted(p.all_docs, same_type(docs, p.all_docs))
         seg = self.store.segments[si]
         if p.pos_starts is None:
-            p.pos_starts = posting_starts(p.all_tfs)
+            p.pos_starts = posting_starts(p.all_tf_matrix(), p.occurrence_count())
         if p.pos_blocks is None:
             p.pos_blocks = seg.position_blocks(p.row)
-        positions = seg.positions_of(p.row, p.all_tfs, sel, starts=p.pos_starts,
-                                     blocks=p.pos_blocks)
-        tfs = p.all_tfs[sel]
-        group = (docs[:, None] << 4) | np.arange(N_FIELDS, dtype=np.int64)
-        per_pos = np.repeat(group.ravel(), tfs.ravel().astype(np.int64))
-        return ((per_pos >> 4) << DOC_SHIFT) | ((per_pos & 0xF) << FIELD_SHIFT) | positions
+        tfs = p.all_tf_rows(sel)
+        positions = seg.positions_of(p.row, tfs, p.pos_starts[sel], blocks=p.pos_blocks)
+        return occurrence_keys(docs, tfs, positions)
 
     def phrase_mask(self, phrase: Phrase, si: int) -> np.ndarray:
         """Live ordinals of segment ``si`` holding the phrase (terms at their offsets, one

@@ -67,7 +67,7 @@ from websift.indexer.languages import ENGLISH, analysis_language, query_language
 from websift.indexer.liveness import Shard, shard_live_masks
 from websift.indexer.manifest import Manifest, read_manifest, verify_segment
 from websift.indexer.manifest import current_generation as _manifest_generation
-from websift.indexer.postings import Norms, PostingStore, QueryPostings, member
+from websift.indexer.postings import Norms, PostingStore, QueryPostings, member, same_type
 from websift.indexer.query import ParsedQuery, parse_query, split_lang
 from websift.indexer.query_cache import AnalysedQuery, OwnStats
 from websift.indexer.removal_masks import removal_masks
@@ -1007,8 +1007,9 @@ class Searcher:
                 p = postings.get(term, si)
                 if p is None or len(p.docs) == 0:
                     continue
-                j = np.minimum(np.searchsorted(p.docs, mine), len(p.docs) - 1)
-                held = (p.docs[j] == mine) & (p.tfs[j, _DEFS] > 0)
+                mine_p = same_type(mine, p.docs)
+                j = np.minimum(np.searchsorted(p.docs, mine_p), len(p.docs) - 1)
+                held = (p.docs[j] == mine_p) & (p.tf_rows(j)[:, _DEFS] > 0)
                 for h in np.flatnonzero(held).tolist():
                     wanted[int(at[h])][term] = idf
         out: list[str | None] = []
@@ -1090,7 +1091,7 @@ class Searcher:
                 if j >= len(p.docs) or p.docs[j] != ordinal:
                     continue
                 unit_hit = True
-                tf = p.tfs[j].astype(np.float64)
+                tf = p.tf_rows(np.array([j]))[0].astype(np.float64)
                 parts = tf * coeff
                 tt = float(parts.sum())
                 terms_out[term] = {

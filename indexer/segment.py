@@ -89,14 +89,30 @@ def _words(blob: bytes, off: np.ndarray) -> list[bytes]:
     return [blob[a:b] for a, b in itertools.pairwise(off.tolist())]
 
 
-def posting_starts(tfs: np.ndarray) -> np.ndarray:
-    """Where each posting's positions start in its word's position stream (int64): the
-    exclusive cumulative sum of its tf matrix's row sums (positions are stored by posting,
-    then field).  Column by column: a row sum over a few narrow columns is slow in numpy."""
-    per = np.zeros(len(tfs), dtype=np.int64)
+_INT32_MAX = int(np.iinfo(np.int32).max)
+
+
+def posting_starts(tfs: np.ndarray, occurrences: int = -1) -> np.ndarray:
+    """Where each posting's positions start in its word's position stream: the exclusive
+    cumulative sum of its tf matrix's row sums (positions are stored by posting, then field),
+    int32 when the word's ``occurrences`` (its tf matrix summed; -1: count them) fit, as they
+    do but for a word of more than 2**31 occurrences in one segment, else int64.  Column by
+    column: a row sum over a few narrow columns is slow in numpy.  A row sum fits int32: a
+    field holds fewer than 2**25 positions."""
+    per = np.zeros(len(tfs), dtype=np.int32)
     for f in range(tfs.shape[1]):
-        per += tfs[:, f]
-    return np.cumsum(per) - per
+        np.add(per, tfs[:, f], out=per, casting="unsafe")
+    if occurrences < 0:
+        occurrences = int(per.sum(dtype=np.int64))
+    starts = np.cumsum(per, dtype=np.int32 if occurrences <= _INT32_MAX else np.int64)
+    return np.subtract(starts, per, out=starts)
+
+
+def ordinal_type(n_docs: int) -> type[np.signedinteger]:
+    """The type of a segment's ordinals in decoded postings: int32 for a segment of fewer
+    than 2**31 pages (every one), else int64.  Shifting them into occurrence keys
+    (indexer/postings.py) needs int64 first."""
+    return np.int32 if n_docs <= _INT32_MAX else np.int64
 
 
 _READER_SERIALS = itertools.count()
@@ -162,6 +178,7 @@ class SegmentReader:
         except (OSError, ValueError) as exc:
             raise IndexCorrupt(f"segment {directory.name}: unreadable file ({exc})") from None
         self.doc_count = int(meta["doc_count"])
+        self.ordinals = ordinal_type(len(self.doc_ids))  # the type of decoded ordinals
         # The tf columns as written (segments before "fields" have LEGACY_FIELDS); a field of
         # FIELDS the segment lacks reads as zero tf and zero length.
         stored = tuple(meta.get("fields", LEGACY_FIELDS))
@@ -217,9 +234,10 @@ class SegmentReader:
         return decode(data, widths, int(r[c]), int(r[c + 1]), block0=int(r[c + 2]), n=n)
 
     def postings(self, row: int) -> tuple[np.ndarray, np.ndarray]:
-        """Doc ordinals (ascending, int64) and the (df, fields) tf matrix of a lexicon row."""
+        """Doc ordinals (ascending, :attr:`ordinals`: int32) and the (df, fields) tf matrix
+        (uint32) of a lexicon row."""
         df = int(self.lexicon[row, DF])
-        docs = np.cumsum(self._decode("docs", row, df), dtype=np.int64)
+        docs = np.cumsum(self._decode("docs", row, df), dtype=self.ordinals)
         tfs = self._decode("tfs", row, df * self.n_fields).reshape(df, self.n_fields)
         return docs, self._pad(tfs)
 
@@ -249,23 +267,21 @@ class SegmentReader:
         r = self.lexicon[row]
         return block_bits(widths, int(r[c]), block0=int(r[c + 2]), n=int(r[CF]))
 
-    def positions_of(self, row: int, tfs: np.ndarray, sel: np.ndarray, *,
-                     starts: np.ndarray | None = None,
+    def positions_of(self, row: int, tfs: np.ndarray, starts: np.ndarray, *,
                      blocks: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
-        """Positions of the postings ``sel`` (indices into the row's postings, ascending) only,
-        grouped by (posting, field) in the order of ``tfs[sel].ravel()``: the rest of the
-        row's positions are never decoded.  ``starts``: where each posting's positions start
-        (:func:`posting_starts` of ``tfs``), and ``blocks``: :meth:`position_blocks`, if the
+        """Positions of some of the row's postings only, grouped by (posting, field) in the
+        order of ``tfs.ravel()``, their tf rows (true values), where ``starts`` are where
+        each one's positions start (:func:`posting_starts` of the row's tf matrix): the rest
+        of the row's positions are never decoded.  ``blocks``: :meth:`position_blocks`, if the
         caller keeps them."""
-        if starts is None:
-            starts = posting_starts(tfs)
-        lengths2 = tfs[sel].astype(np.int64)
-        first = (starts[sel][:, None] + (np.cumsum(lengths2, axis=1) - lengths2)).ravel()
+        lengths2 = tfs.astype(np.int64)
+        first = (starts[:, None] + (np.cumsum(lengths2, axis=1) - lengths2)).ravel()
         lengths = lengths2.ravel()
         total = int(lengths.sum())
         if total == 0:
             return np.zeros(0, dtype=np.int64)
-        idx = np.repeat(first - (np.cumsum(lengths) - lengths), lengths) + np.arange(
+        held = lengths > 0  # most (posting, field) groups are empty
+        idx = np.repeat((first - (np.cumsum(lengths) - lengths))[held], lengths[held]) + np.arange(
             total, dtype=np.int64)
         data, widths = self._streams["pos"]
         c = COL["pos"]

@@ -262,10 +262,40 @@ class BM25FSettings:
 # ---------------------------------------------------------------- searcher caches
 # Each searcher (one index snapshot) keeps these, shared by the threads searching it, bounded
 # by an estimate of their bytes (core/cache.py) whatever the queries ask for.
-# Decoded postings of recent terms, at most this many bytes ($WEBSIFT_POSTINGS_CACHE_MB): a
-# common word of a million pages decodes to about 20 MB, and decoding it again costs a query
-# tens of milliseconds; a small index never fills it.
-POSTINGS_CACHE_BYTES = int(float(os.environ.get("WEBSIFT_POSTINGS_CACHE_MB", "1024")) * (1 << 20))
+# Decoded postings of recent terms, at most this many bytes ($WEBSIFT_POSTINGS_CACHE_MB; by
+# default an eighth of the memory this process may use, at least 1 GiB): a common word of a
+# million pages decodes to about 20 MB, and decoding it again costs a query tens of
+# milliseconds, so a large index's queries run at the speed of what the cache keeps; a small
+# index never fills it.
+POSTINGS_CACHE_MIN_BYTES = 1 << 30
+POSTINGS_CACHE_MEMORY_SHARE = 8  # the default: memory // this
+
+
+def memory_bytes() -> int | None:
+    """The memory this process may use: the machine's, or its cgroup's limit when lower (a
+    container, a systemd unit's MemoryMax); None where the OS does not say."""
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):  # no such sysconf names: not a POSIX system
+        return None
+    try:
+        with open("/sys/fs/cgroup/memory.max") as f:
+            limit = f.read().strip()
+    except OSError:  # no cgroup v2 here
+        return total
+    return min(total, int(limit)) if limit.isdigit() else total  # "max": no limit
+
+
+def default_postings_cache_bytes(memory: int | None) -> int:
+    """The postings cache's bound when $WEBSIFT_POSTINGS_CACHE_MB is not set."""
+    if memory is None:
+        return POSTINGS_CACHE_MIN_BYTES
+    return max(POSTINGS_CACHE_MIN_BYTES, memory // POSTINGS_CACHE_MEMORY_SHARE)
+
+
+_cache_mb = os.environ.get("WEBSIFT_POSTINGS_CACHE_MB")
+POSTINGS_CACHE_BYTES = (default_postings_cache_bytes(memory_bytes()) if _cache_mb is None
+                        else int(float(_cache_mb) * (1 << 20)))
 # Proximity evidence of recent word pairs ($WEBSIFT_PAIRS_CACHE_MB): 16 bytes per page where
 # the pair stands near, so a pair of common words takes 16 bytes per page of the index (2.4
 # MB at 150,000 pages) and recomputing it means a pass over both words' occurrences (tens of

@@ -675,8 +675,9 @@ class _Evaluation:
             keys = self.postings.position_keys(p, si, term)
             # Each candidate's keys are one run of the sorted keys: two binary searches per
             # candidate, not a pass over every occurrence of the word.
-            lo = np.searchsorted(keys, docs << DOC_SHIFT)
-            hi = np.searchsorted(keys, (docs + 1) << DOC_SHIFT)
+            wide = docs.astype(np.int64)  # ordinals int32 in a list: shifted as int64
+            lo = np.searchsorted(keys, wide << DOC_SHIFT)
+            hi = np.searchsorted(keys, (wide + 1) << DOC_SHIFT)
             return keys[_ranges(lo, hi)]
         p.positions_read += len(docs)
         return self.postings.position_keys_in(p, si, docs)

@@ -124,14 +124,14 @@ async def _get(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, host:
 
 
 async def _client(base: str, queries: list[str], start: int, until: float,
-                  result: LoadResult) -> None:
+                  result: LoadResult, *, requests: int | None = None) -> None:
     hostport = base.split("://", 1)[1]
     host, port = hostport.rsplit(":", 1)
     reader, writer = await asyncio.open_connection(host, int(port))
     targets = ["/search?" + urlencode({"q": q, "k": 10}) for q in queries]
     i = start
     try:
-        while time.perf_counter() < until:
+        while time.perf_counter() < until and (requests is None or i - start < requests):
             target = targets[i % len(targets)]
             i += 1
             t0 = time.perf_counter()
@@ -153,11 +153,16 @@ async def _client(base: str, queries: list[str], start: int, until: float,
         writer.close()
 
 
-async def load(base: str, queries: list[str], clients: int, seconds: float) -> LoadResult:
+async def load(base: str, queries: list[str], clients: int, seconds: float, *,
+               passes: int | None = None) -> LoadResult:
+    """``clients`` keep-alive connections sending ``queries`` in turn (each from its own
+    place in the list) for ``seconds``; with ``passes``, each stops sooner, once the clients
+    together have sent every query ``passes`` times."""
     result = LoadResult(clients, seconds)
     until = time.perf_counter() + seconds
     step = max(1, len(queries) // clients)
-    await asyncio.gather(*(_client(base, queries, c * step, until, result)
+    each = None if passes is None else -(-passes * len(queries) // clients)
+    await asyncio.gather(*(_client(base, queries, c * step, until, result, requests=each)
                            for c in range(clients)))
     return result
 

@@ -22,6 +22,7 @@ same process, the same queries, its CPU time measured the same way.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
 import time
@@ -56,6 +57,66 @@ def _table(rows: dict[str, list[float]]) -> list[str]:
         out.append(f"| {name} | {len(a)} | {a.mean():.1f} | {np.percentile(a, 50):.1f} | "
                    f"{np.percentile(a, 99):.1f} |")
     return out
+
+
+def _memory() -> str:
+    """This process's resident memory from /proc: anonymous (the heap, where decoded lists
+    live; the segment files are mapped, file-backed), all of it, and its peak."""
+    fields = dict(line.split(":", 1) for line in
+                  Path("/proc/self/status").read_text().splitlines() if ":" in line)
+    mib = {k: int(fields[k].split()[0]) / 1024 for k in ("RssAnon", "VmRSS", "VmHWM")
+           if k in fields}
+    return ", ".join(f"{k} {v:,.0f} MiB" for k, v in mib.items())
+
+
+def _held(values: list[Any]) -> tuple[int, int]:
+    """(bytes of the numpy arrays the cached values hold, each array counted once however
+    many entries hold it, postings among them): what the cache really keeps, beside its
+    own count (its entries' ``nbytes``)."""
+    seen: dict[int, int] = {}
+    postings = 0
+
+    def walk(x: Any) -> None:
+        if isinstance(x, np.ndarray):
+            base = x if x.base is None or not isinstance(x.base, np.ndarray) else x.base
+            seen[id(base)] = base.nbytes
+        elif isinstance(x, (tuple, list)):
+            for y in x:
+                walk(y)
+        elif isinstance(x, dict):
+            for y in x.values():
+                walk(y)
+        elif dataclasses.is_dataclass(x) and not isinstance(x, type):
+            for f in dataclasses.fields(x):
+                walk(getattr(x, f.name))
+
+    for v in values:
+        walk(v)
+        if getattr(v, "token", None) is not None:  # a list's postings, not occurrence keys
+            postings += len(getattr(v, "all_docs", ()))
+    return sum(seen.values()), postings
+
+
+def _largest(entries: list[tuple[Any, Any, int]]) -> str:
+    """What the longest cached list holds per posting, array by array (those made so far)."""
+    lists = [(k, v) for k, v, _ in entries if getattr(v, "token", None) is not None]
+    if not lists:
+        return "no list"
+    key, p = max(lists, key=lambda kv: len(kv[1].all_docs))
+    n = len(p.docs)
+    parts: dict[str, float] = {}
+    seen: set[int] = set()
+    for f in dataclasses.fields(p):
+        value = getattr(p, f.name)
+        arrays = [value] if isinstance(value, np.ndarray) else [
+            a for a in (value if isinstance(value, tuple) else ()) if isinstance(a, np.ndarray)]
+        size = sum(a.nbytes for a in arrays if id(a) not in seen)
+        seen.update(id(a) for a in arrays)
+        if size:
+            parts[f.name] = size / max(n, 1)
+    return (f"the longest list ({key[1]!r}, {n:,} postings) holds {sum(parts.values()):.1f} "
+            f"bytes a posting: " + ", ".join(f"{k} {v:.2f}" for k, v in parts.items())
+            + f" (tfs {p.tfs.dtype})")
 
 
 def _timed(search: Callable[[str], Any], queries: list[Query]) -> dict[str, list[float]]:
@@ -138,6 +199,11 @@ def main(argv: list[str] | None = None) -> int:
               f"postings cache {len(cache):,} entries, {cache.size / 2**20:,.0f} MiB; "
               f"load average {os.getloadavg()[0]:.1f}; CPU ms per query:")
         print("\n".join(_table(rows)), flush=True)
+    held, n_postings = _held([v for _, v, _ in cache.entries()])
+    print(f"\npostings cache: {len(cache):,} entries, its count {cache.size / 2**20:,.0f} MiB; "
+          f"arrays held {held / 2**20:,.0f} MiB (each once; {n_postings / 1e6:,.0f}M postings "
+          f"in its lists); process {_memory()}", flush=True)
+    print(_largest(cache.entries()), flush=True)
     if not args.no_tantivy:
         peer = TantivySearch(corpus.root / "tantivy")
         for q in queries:

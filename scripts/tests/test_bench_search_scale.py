@@ -4,6 +4,7 @@ asked for, and a whole run (import, index, tantivy, rank, queries, API) prints i
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -70,3 +71,6 @@ def test_a_toy_run_prints_the_table(tmp_path: Path, capsys: pytest.CaptureFixtur
                 "| API p50 / p99, 8 clients, no result cache |"):
         assert row in out
     assert "errors: none" in out
+    # the server is warmed by every query before the timed load, as the in-process queries are
+    warm = re.search(r"api: warm-up (\d+) requests", out)
+    assert warm is not None and int(warm.group(1)) >= 60

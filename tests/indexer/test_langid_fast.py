@@ -181,9 +181,14 @@ def test_a_batch_of_pages_gets_each_page_s_language(
         if sample is None:
             return lang
         found, prob = ref.classify(sample)
+        # a code that names no language (py3langid's ``zxx``: no linguistic content) is no
+        # guess: the page keeps what it declared
+        guess = languages.normalise_lang(str(found))
+        if guess is None:
+            return lang
         if lang is None:
-            return str(found) if prob >= LANG_GUESS_PROB else None
-        return str(found) if found != lang and prob >= LANG_OVERRIDE_PROB else lang
+            return guess if prob >= LANG_GUESS_PROB else None
+        return guess if guess != lang and prob >= LANG_OVERRIDE_PROB else lang
 
     assert languages.page_languages(pages) == [before(d, t) for d, t in pages]
 
