@@ -836,18 +836,6 @@ class _Evaluation:
                 and time.monotonic() > self.deadline)
 
     # ------------------------------------------------------------ the loop
-    def _drop_below(self, pend: _Pending) -> _Pending:
-        """Forget the candidates that cannot reach T (noting unchecked phrase matches)."""
-        low = np.asarray(self._below(pend.ub), dtype=bool)
-        if not low.any():
-            return pend
-        if (low & pend.phrase).any():
-            self.unsure_dropped = True
-        keep = int(np.count_nonzero(~low))
-        if not low[:keep].any():  # kept in descending bound: the low ones are the end
-            return _slice(pend, 0, keep)
-        return _take(pend, ~low)
-
     def run(self) -> TopText:  # noqa: C901 - block-max MaxScore's rounds, kept whole to read against the paper
         self._open_lists()
         n_lists = len(self.lists)
@@ -874,7 +862,7 @@ class _Evaluation:
         skipped = np.zeros(n_blocks, dtype=bool)  # shown unable to hold a page reaching T
         # per segment, the docs met (sorted)
         seen = [_NO_INT for _ in range(self.postings.n_segments)]
-        pend: _Pending | None = None
+        opened = _Open(self._below)  # the open candidates, in the order they are checked
         pos = 0  # phase 1 takes blocks in descending bound: [0, pos) are taken
         last_round = False  # phase 2 took every block that can matter: none is left to take
         round_postings = max(PRUNE_FIRST_POSTINGS, 2 * self.want)
@@ -900,22 +888,19 @@ class _Evaluation:
             got = self._candidates(si, docs) if len(docs) else None
             if got is not None:
                 fresh0.append(got)
-        new0 = _merge(fresh0)
-        if new0 is not None:
-            pend = self._drop_below(_take(new0, np.argsort(-new0.ub, kind="stable")))
+        opened.add(_merge(fresh0))
         rest = self._rest_of(owner, bound, untaken, short)
         while True:
             # Check the open candidates ahead of every unseen document, highest bound first.
-            if pend is not None:
-                pend = self._drop_below(pend)
-                while len(pend.ords) and (last_round or pend.ub[0] >= rest):
-                    if self._late():
-                        partial = True
-                        break
-                    # pend is kept in descending bound: the first ``batch`` are the best.
-                    self._check(_slice(pend, 0, batch))
-                    pend = self._drop_below(_slice(pend, batch, len(pend.ords)))
-                    batch = min(2 * batch, PRUNE_VERIFY_MAX)
+            top = opened.top()
+            while top is not None and (last_round or top >= rest):
+                if self._late():
+                    partial = True
+                    break
+                self._check(opened.head(batch))
+                opened.pop(batch)
+                batch = min(2 * batch, PRUNE_VERIFY_MAX)
+                top = opened.top()
             if partial or self._late():
                 partial = True
                 break
@@ -999,15 +984,11 @@ class _Evaluation:
                 got = self._candidates(si, docs)
                 if got is not None:
                     fresh.append(got)
-            if fresh and pend is not None and len(pend.ords):
-                fresh.insert(0, pend)
-            new = _merge(fresh)
-            if new is not None:
-                # One stable sort of the open candidates and the new: ties keep that order.
-                pend = self._drop_below(_take(new, np.argsort(-new.ub, kind="stable")))
+            opened.add(_merge(fresh))
             rest = -math.inf if last_round else self._rest_of(owner, bound, untaken, short)
-        if pend is not None and len(self._drop_below(pend).ords):
+        if opened.left():
             self.unsure_dropped = True  # stopped before checking them
+        self.unsure_dropped |= opened.unsure
         segs = _concat(self.res_si, np.int32)
         ords = _concat(self.res_ord, np.int64)
         text = _concat(self.res_text, np.float64)
@@ -1048,6 +1029,152 @@ def _slice(p: _Pending, start: int, stop: int) -> _Pending:
 
 def _take(p: _Pending, mask: np.ndarray) -> _Pending:
     return _Pending(*(getattr(p, f)[mask] for f in _PENDING_FIELDS))
+
+
+def _insert(p: _Pending, q: _Pending, at: np.ndarray) -> _Pending:
+    """``p`` with ``q``'s candidates at the indices ``at`` of the result (ascending)."""
+    n = len(p.ords) + len(q.ords)
+    rest = np.ones(n, dtype=bool)
+    rest[at] = False
+    out = []
+    for f in _PENDING_FIELDS:
+        a, b = getattr(p, f), getattr(q, f)
+        arr = np.empty(n, dtype=np.result_type(a, b))
+        arr[rest] = a
+        arr[at] = b
+        out.append(arr)
+    return _Pending(*out)
+
+
+class _Open:
+    """The open candidates (a phrase or a pair's positions left to read), in the order they are
+    checked: descending bound, ties in arrival order (what one stable sort of all of them by
+    bound gives).  Only the head of that order is kept sorted, ``front``; the rest lie in
+    ``pool``, chunks in arrival order, each with a ceiling: its candidates of bound at least
+    the ceiling have moved to the front.  Every front candidate comes before every pool
+    candidate, so a round costs what it adds and what the loop checks, not the pool's size
+    (most of the pool is dropped later as T rises, never sorted).  ``below`` (the
+    evaluation's): which bounds cannot reach T, which only rises; such candidates are
+    dropped, at the front's end at once, in the pool when it is compacted."""
+
+    def __init__(self, below: Callable[[np.ndarray], bool | np.ndarray]) -> None:
+        self.below = below
+        self.front: _Pending | None = None
+        self.pool: list[_Pending] = []
+        self.ceil: list[float] = []
+        self.unsure = False  # a candidate dropped whose match depended on a phrase
+
+    def add(self, new: _Pending | None) -> None:
+        """A round's new candidates, in arrival order (after every one held)."""
+        if new is None or not len(new.ords):
+            return
+        self._drop_front()
+        f = self.front
+        if f is not None and len(f.ords):
+            # Those ahead of the front's last go into it: after its equal bounds (older).
+            ahead = new.ub > f.ub[-1]
+            if ahead.any():
+                inc = _take(new, ahead)
+                inc = _take(inc, np.argsort(-inc.ub, kind="stable"))
+                at = np.searchsorted(-f.ub, -inc.ub, side="right") + np.arange(len(inc.ub))
+                self.front = _insert(f, inc, at)
+                new = _take(new, ~ahead)
+        if len(new.ords):
+            self.pool.append(new)
+            self.ceil.append(math.inf)
+
+    def top(self) -> float | None:
+        """The largest bound of a candidate that can reach T (None without one)."""
+        self._drop_front()
+        if self.front is not None and len(self.front.ords):
+            return float(self.front.ub[0])
+        best: float | None = None
+        for live, c in zip(self._live(), self.pool, strict=True):
+            if live.any():
+                u = float(c.ub[live].max())
+                best = u if best is None else max(best, u)
+        return best
+
+    def head(self, k: int) -> _Pending:
+        """The first ``k`` candidates that can reach T (fewer if fewer), in order; the front
+        is filled to twice that (the next batch is twice as large)."""
+        self._drop_front()
+        have = 0 if self.front is None else len(self.front.ords)
+        if have < k and self.pool:
+            self._promote(2 * k - have)
+        if self.front is None:
+            return _Pending(*(np.zeros(0) for _ in _PENDING_FIELDS))
+        return _slice(self.front, 0, k)
+
+    def pop(self, k: int) -> None:
+        """Forget the first ``k`` (checked)."""
+        if self.front is not None:
+            self.front = _slice(self.front, k, len(self.front.ords))
+
+    def left(self) -> bool:
+        """Whether a candidate that can reach T is left (noting unchecked phrase matches
+        among those that cannot)."""
+        self._drop_front()
+        if self.front is not None and len(self.front.ords):
+            return True
+        self._compact(self._live())
+        return bool(self.pool)
+
+    # ------------------------------------------------------------
+    def _drop_front(self) -> None:
+        f = self.front
+        if f is None or not len(f.ords):
+            return
+        low = np.asarray(self.below(f.ub), dtype=bool)
+        if not low.any():
+            return
+        if (low & f.phrase).any():
+            self.unsure = True
+        keep = int(np.count_nonzero(~low))
+        # Sorted by descending bound: the low ones are the end.
+        self.front = _slice(f, 0, keep) if not low[:keep].any() else _take(f, ~low)
+
+    def _live(self) -> list[np.ndarray]:
+        """Per pool chunk: its candidates not yet moved to the front that can reach T."""
+        return [(c.ub < ceil) & ~np.asarray(self.below(c.ub), dtype=bool)
+                for c, ceil in zip(self.pool, self.ceil, strict=True)]
+
+    def _promote(self, m: int) -> None:
+        """Move the pool's first ``m`` (in order; more on equal bounds) to the front's end."""
+        live = self._live()
+        n_live = sum(int(np.count_nonzero(x)) for x in live)
+        if n_live == 0:
+            self._compact(live)
+            return
+        # The m-th largest live bound (all of them if fewer): those below T stay below it.
+        u = np.concatenate([c.ub[x] for c, x in zip(self.pool, live, strict=True)])
+        v = float(np.partition(u, n_live - m)[n_live - m]) if n_live > m else float(u.min())
+        parts = []
+        for i, (c, x) in enumerate(zip(self.pool, live, strict=True)):
+            up = x & (c.ub >= v)
+            if up.any():
+                parts.append(_take(c, up))
+                np.logical_and(x, ~up, out=x)  # moved: no longer the pool's
+            self.ceil[i] = min(self.ceil[i], v)
+        up_all = _merge(parts)
+        if up_all is not None:
+            # In arrival order: the stable sort by bound is the order of checking.
+            up_all = _take(up_all, np.argsort(-up_all.ub, kind="stable"))
+            self.front = up_all if self.front is None else _merge([self.front, up_all])
+        self._compact(live)
+
+    def _compact(self, live: list[np.ndarray]) -> None:
+        """The pool rewritten as its live candidates, once they are under half of it (noting
+        unchecked phrase matches among those dropped)."""
+        n_live = sum(int(np.count_nonzero(x)) for x in live)
+        if 2 * n_live >= sum(len(c.ords) for c in self.pool) and n_live:
+            return
+        for c, ceil, x in zip(self.pool, self.ceil, live, strict=True):
+            if ((c.ub < ceil) & ~x & c.phrase).any():
+                self.unsure = True
+        kept = _merge([_take(c, x) for c, x in zip(self.pool, live, strict=True) if x.any()])
+        self.pool = [] if kept is None else [kept]
+        self.ceil = [math.inf] * len(self.pool)
 
 
 def top_text(postings: QueryPostings, plan: Plan, settings: BM25FSettings, *, want: int,

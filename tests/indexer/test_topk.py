@@ -558,3 +558,91 @@ def test_with_a_deadline_a_word_is_decoded_whole_only_when_it_fits_the_time_left
         assert [(h.doc_id, h.text_score) for h in g.hits] == [
             (h.doc_id, h.text_score) for h in want.hits], q
         assert g.hits and not g.partial, q
+
+
+@given(ops=st.lists(st.one_of(
+    st.tuples(st.just("add"), st.lists(st.integers(0, 12), max_size=40)),
+    st.tuples(st.just("rise"), st.integers(0, 12)),
+    st.tuples(st.just("check"), st.integers(1, 9))), max_size=40))
+@settings(max_examples=300, deadline=None)
+def test_open_candidates_come_out_as_one_stable_sort_of_all_of_them(
+        ops: list[tuple[str, object]]) -> None:
+    """The open candidates (sorted front, unsorted pool) come out in the order a stable sort
+    of every one by descending bound gives (ties in arrival order), less those below T, which
+    only rises; at the end, any left unchecked that could reach T or whose match depended on
+    a phrase is noted (the answer is then not known complete)."""
+    t = [-np.inf]
+    opened = topk._Open(lambda ub: np.asarray(ub) < t[0])
+    model: list[tuple[float, int]] = []  # (bound, arrival) of each unchecked candidate
+    n = 0
+    for op, arg in ops:
+        if op == "add":
+            ub = np.array(arg, dtype=np.float64)
+            seq = np.arange(n, n + len(ub), dtype=np.int64)
+            n += len(ub)
+            opened.add(topk._Pending(np.zeros(len(ub), np.int32), seq, ub, np.ones(len(ub)),
+                                     ub, seq % 3 == 0, np.zeros(len(ub))))
+            model += [(float(u), int(s)) for u, s in zip(ub, seq, strict=True)]
+        elif op == "rise":
+            t[0] = max(t[0], float(arg))  # type: ignore[arg-type]
+        else:
+            k = int(arg)  # type: ignore[call-overload]
+            order = sorted((c for c in model if c[0] >= t[0]), key=lambda c: -c[0])
+            top = opened.top()
+            assert top == (order[0][0] if order else None)
+            if order:
+                got = opened.head(k)
+                assert got.ords.tolist() == [s for _, s in order[:k]]
+                assert got.ub.tolist() == [u for u, _ in order[:k]]
+                opened.pop(k)
+                done = {s for _, s in order[:k]}
+                model = [c for c in model if c[1] not in done]
+    open_ = any(u >= t[0] or s % 3 == 0 for u, s in model)
+    assert (opened.left() or opened.unsure) == open_
+
+
+def test_many_rounds_check_the_open_candidates_highest_bound_first(tmp_path: Path) -> None:
+    """Two words common in a segment, candidates open (their pair's positions read per
+    candidate), rounds of one block: many rounds over a large pool of open candidates.  Each
+    batch checked is the highest bounds of every open candidate that can reach T, in
+    descending order, and the answer is the exhaustive one."""
+    reference = _searcher(tmp_path / "ref", 23, 3000)
+    s = _searcher(tmp_path / "pruned", 23, 3000)  # no occurrences decoded whole by the other
+    heads: list[tuple[np.ndarray, float]] = []  # each batch's bounds, the largest left out
+    pooled = [0]
+    adds = [0]
+    head = topk._Open.head
+    add = topk._Open.add
+
+    def spy_add(self: topk._Open, new: topk._Pending | None) -> None:
+        adds[0] += 1
+        add(self, new)
+
+    def spy(self: topk._Open, k: int) -> topk._Pending:
+        got = head(self, k)
+        others = [] if self.front is None else [self.front.ub[k:]]
+        others += [c.ub[x] for c, x in zip(self.pool, self._live(), strict=True)]
+        rest = np.concatenate([np.zeros(0), *others])
+        pooled[0] = max(pooled[0], len(rest))
+        heads.append((got.ub.copy(), float(rest.max()) if len(rest) else -np.inf))
+        return got
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(topk, "PRUNE_WHOLE_LIST", 0)  # candidates' positions, not whole lists
+        mp.setattr(topk, "PRUNE_MAX_ROUND_POSTINGS", 4 * BLOCK)
+        mp.setattr(topk._Open, "head", spy)
+        mp.setattr(topk._Open, "add", spy_add)
+        for q, k in [("alpha beta", 10), ("beta alpha", 3), ("alpha gamma", 50), ("alpha beta gamma", 100)]:
+            heads.clear()
+            adds[0] = 0
+            want = reference.search(IndexQuery(q, k=k, exhaustive=True, snippets=False))
+            got = s.search(IndexQuery(q, k=k, snippets=False))
+            assert got.blocks > 0, q
+            assert [h.doc_id for h in got.hits] == [h.doc_id for h in want.hits], q
+            assert [h.text_score for h in got.hits] == pytest.approx(
+                [h.text_score for h in want.hits], rel=1e-9, abs=1e-12), q
+            assert adds[0] >= 5 and len(heads) >= 4, q  # rounds, batches checked
+            for ub, left in heads:
+                assert np.all(np.diff(ub) <= 0), q
+                assert len(ub) and ub[-1] >= left, q
+    assert pooled[0] >= 500  # a pool far larger than a batch
