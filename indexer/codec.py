@@ -302,7 +302,13 @@ def block_bits(widths: np.ndarray, byte0: int, *, block0: int, n: int
     wb = np.array(widths[block0 : block0 + nblocks], dtype=np.uint8)  # a copy, not a view
     size = (BLOCK // 8 * 8) * wb.astype(np.int64)
     bits = np.cumsum(size) - size
-    return wb, bits.astype(np.uint32) if n * 32 < 2**32 else bits
+    return wb, bits.astype(block_bits_type(n), copy=False)
+
+
+def block_bits_type(n: int) -> type[np.integer]:
+    """The type of :func:`block_bits`' offsets for a group of ``n`` values: uint32 while its
+    bits (at most 32 a value) stay under 2**32, else int64."""
+    return np.uint32 if n * 32 < 2**32 else np.int64
 
 
 def decode_at(data: np.ndarray, widths: np.ndarray, byte0: int, *, block0: int, n: int,

@@ -57,6 +57,7 @@ import numpy as np
 
 from websift.core.cache import Cache
 from websift.indexer import bm25f
+from websift.indexer.codec import block_bits_type
 from websift.indexer.narrow_tfs import (
     WideRows,
     narrow_tfs,
@@ -67,7 +68,7 @@ from websift.indexer.narrow_tfs import (
     widened,
 )
 from websift.indexer.query import Phrase
-from websift.indexer.segment import SegmentReader, posting_starts
+from websift.indexer.segment import SegmentReader, posting_starts, starts_type
 from websift.indexer.settings import (
     BLOCK,
     DENSE_POSTINGS_SHARE,
@@ -98,7 +99,6 @@ _POSITIONS = "\x00pos:"  # a cache key's prefix: the term's occurrences, not its
 _NO_PAIRS = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64))
 _NO_DOCS = np.zeros(0, dtype=np.int64)
 _NO_TFS = np.zeros((0, N_FIELDS), dtype=np.uint8)
-_INT32_MAX = int(np.iinfo(np.int32).max)
 # PostingStore.near looks up the few occurrences of one word among the many of another by
 # binary search once the many are this many times the few (else one pass over both).
 NEAR_FEW_RATIO = 8
@@ -289,10 +289,7 @@ def live_wide(docs: np.ndarray, all_docs: np.ndarray, wide: WideRows | None
     if wide is None or docs is all_docs:
         return wide
     idx, rows = wide
-    d = all_docs[idx]
-    at = np.searchsorted(docs, d)
-    ok = at < len(docs)
-    ok[ok] = docs[at[ok]] == d[ok]
+    ok, at = member(all_docs[idx], docs)
     return (at[ok].astype(np.int64), rows[ok]) if ok.any() else None
 
 
@@ -344,14 +341,14 @@ def nbytes(p: PostingList | None) -> int:
     position_blocks = (occurrences + BLOCK - 1) // BLOCK
     later = [
         (p.saturated, 4 * len(p.docs)),
-        (p.pos_starts, (4 if occurrences <= _INT32_MAX else 8) * len(p.all_docs)),
+        (p.pos_starts, np.dtype(starts_type(occurrences)).itemsize * len(p.all_docs)),
         (p.dense, 4 * p.dense_n),
         (p.weighted_tf, sums_type(p.tfs, p.tf_wide).itemsize * len(p.docs)),
         (p.block_max, 8 * blocks),
         (None if p.block_prior is None else p.block_prior[1], 8 * blocks),
         (None if p.pos_blocks is None else p.pos_blocks[0], position_blocks),
         (None if p.pos_blocks is None else p.pos_blocks[1],
-         (4 if occurrences * 32 < 2**32 else 8) * position_blocks),
+         np.dtype(block_bits_type(occurrences)).itemsize * position_blocks),
     ]
     return int(sum(arrays.values()) + sum(size if a is None else a.nbytes for a, size in later))
 

@@ -67,7 +67,7 @@ from websift.indexer.languages import ENGLISH, analysis_language, query_language
 from websift.indexer.liveness import Shard, shard_live_masks
 from websift.indexer.manifest import Manifest, read_manifest, verify_segment
 from websift.indexer.manifest import current_generation as _manifest_generation
-from websift.indexer.postings import Norms, PostingStore, QueryPostings, member, same_type
+from websift.indexer.postings import Norms, PostingStore, QueryPostings, member
 from websift.indexer.query import ParsedQuery, parse_query, split_lang
 from websift.indexer.query_cache import AnalysedQuery, OwnStats
 from websift.indexer.removal_masks import removal_masks
@@ -1007,9 +1007,8 @@ class Searcher:
                 p = postings.get(term, si)
                 if p is None or len(p.docs) == 0:
                     continue
-                mine_p = same_type(mine, p.docs)
-                j = np.minimum(np.searchsorted(p.docs, mine_p), len(p.docs) - 1)
-                held = (p.docs[j] == mine_p) & (p.tf_rows(j)[:, _DEFS] > 0)
+                hit, j = member(mine, p.docs)
+                held = hit & (p.tf_rows(j)[:, _DEFS] > 0)
                 for h in np.flatnonzero(held).tolist():
                     wanted[int(at[h])][term] = idf
         out: list[str | None] = []

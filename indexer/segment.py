@@ -104,8 +104,13 @@ def posting_starts(tfs: np.ndarray, occurrences: int = -1) -> np.ndarray:
         np.add(per, tfs[:, f], out=per, casting="unsafe")
     if occurrences < 0:
         occurrences = int(per.sum(dtype=np.int64))
-    starts = np.cumsum(per, dtype=np.int32 if occurrences <= _INT32_MAX else np.int64)
+    starts = np.cumsum(per, dtype=starts_type(occurrences))
     return np.subtract(starts, per, out=starts)
+
+
+def starts_type(occurrences: int) -> type[np.signedinteger]:
+    """The type of :func:`posting_starts` for a word of ``occurrences`` in the segment."""
+    return np.int32 if occurrences <= _INT32_MAX else np.int64
 
 
 def ordinal_type(n_docs: int) -> type[np.signedinteger]:
