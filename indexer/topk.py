@@ -435,7 +435,7 @@ class _Evaluation:
                 p = self._postings_of(term, si)
                 if p is None:
                     return None
-                keep &= p.find(docs)[0]
+                keep &= p.holds(docs)
         known = self._known_pages.get(si)
         if known is not None:  # the pages holding the required phrases: the others never match
             keep &= member(docs, known)[0]
@@ -443,7 +443,7 @@ class _Evaluation:
             if len(ph.terms) == 1:
                 p = self._postings_of(ph.terms[0], si)
                 if p is not None:
-                    keep &= ~p.find(docs)[0]
+                    keep &= ~p.holds(docs)
         docs = docs[keep]
         if len(docs) == 0:
             return None
@@ -659,7 +659,7 @@ class _Evaluation:
                     if p is None:
                         all_in[:] = False
                         break
-                    all_in &= p.find(docs)[0]
+                    all_in &= p.holds(docs)
                 out[sel] |= all_in
         return phrase | near, phrase
 
@@ -689,7 +689,7 @@ class _Evaluation:
             p = self._postings_of(t, si)
             if p is None:
                 return np.zeros(len(docs), dtype=bool)
-            inside &= p.find(docs)[0]
+            inside &= p.holds(docs)
         if len(ph.terms) == 1 or not inside.any():
             return inside
         held = self.postings.cached_phrase_docs(ph, si)
@@ -725,7 +725,7 @@ class _Evaluation:
                            key=lambda p: len(p.docs))
             docs = lists[0].docs
             for p in lists[1:]:
-                docs = docs[p.find(docs)[0]]
+                docs = docs[p.holds(docs)]
             self._every[key] = docs
         return docs
 
@@ -777,7 +777,7 @@ class _Evaluation:
             pa, pb = self._postings_of(a, si), self._postings_of(b, si)
             if pa is None or pb is None:
                 continue
-            both = pa.find(docs)[0] & pb.find(docs)[0]
+            both = pa.holds(docs) & pb.holds(docs)
             if not both.any():
                 continue
             sub = docs[both]
