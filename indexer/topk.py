@@ -91,6 +91,7 @@ from websift.indexer.settings import (
     PRUNE_VERIFY_FIRST,
     PRUNE_VERIFY_MAX,
     PRUNE_WHOLE_LIST,
+    SEEN_MASK_SHARE,
     BM25FSettings,
 )
 
@@ -545,7 +546,7 @@ class _Evaluation:
         left = self.deadline - time.monotonic()
         return keys() * PRUNE_EVIDENCE_KEY_SECONDS <= PRUNE_EVIDENCE_SHARE * left
 
-    def _score_segment(self, si: int, seen: np.ndarray) -> None:
+    def _score_segment(self, si: int, seen: _Seen) -> None:
         """Every match of segment ``si`` not in ``seen`` scored at once in arrays as long as
         the segment (:meth:`_dense_ready` holds), as the searcher's exhaustive path does: the
         same floats as :meth:`_score` gives a candidate (the same sums in the same order);
@@ -567,7 +568,7 @@ class _Evaluation:
             held &= plan.site_masks[si]
         if plan.nosite_masks is not None:
             held &= ~plan.nosite_masks[si]
-        held[seen] = False
+        seen.clear(held)
         self.sure += int(np.count_nonzero(held))  # each matches: no phrase to check
         # _score's bound with every bonus exact: text * (1 + slack) less what the prior falls
         # short of w.  Scores are sums of non-negative terms and coord is at most 1, so
@@ -589,23 +590,31 @@ class _Evaluation:
         if got is None:
             return None
         scored, exact = got.pending, got.exact
+        # The candidates kept (indices into ``scored``), gathered once at the end.
+        kept: np.ndarray | None = None
         if not self.phrased:
             # Every one matches (no phrase to check): those that cannot reach T are
             # counted and dropped before any probe for proximity.
             low = np.asarray(self._below(scored.ub), dtype=bool)
             if low.any():
-                self.sure += int(low.sum())
-                scored, exact = _take(scored, ~low), exact[~low]
-        open_, scored.phrase = self._needs_check(scored, got.open_pairs)
-        self.sure += int((~scored.phrase).sum())
+                self.sure += int(np.count_nonzero(low))
+                kept = np.flatnonzero(~low)
+        ords = scored.ords if kept is None else scored.ords[kept]
+        open_, phrase = self._needs_check(si, ords, got.open_pairs)
+        self.sure += int(np.count_nonzero(~phrase))
+        done: np.ndarray | slice = slice(None) if kept is None else kept
+        still: np.ndarray | None = None
         if open_.any():
-            done = ~open_
-            self._add(scored.si[done], scored.ords[done],
-                      (scored.base[done] + exact[done]) * scored.coord[done],
-                      scored.prior[done])
-            return _take(scored, open_)
-        self._add(scored.si, scored.ords, (scored.base + exact) * scored.coord, scored.prior)
-        return None
+            done, still = np.flatnonzero(~open_), np.flatnonzero(open_)
+            if kept is not None:
+                done, still = kept[done], kept[still]
+        self._add(scored.si[done], scored.ords[done],
+                  (scored.base[done] + exact[done]) * scored.coord[done], scored.prior[done])
+        if still is None:
+            return None
+        out = _take(scored, still)
+        out.phrase = phrase[open_]
+        return out
 
     def _phrase_pages(self, si: int) -> np.ndarray | None:
         """The live pages of segment ``si`` holding every required phrase of several words,
@@ -638,29 +647,26 @@ class _Evaluation:
             c = np.minimum(tf_a, window * tf_b)
         return c / (c + 1.0)
 
-    def _needs_check(self, pend: _Pending, pairs: list[tuple[str, str]]
+    def _needs_check(self, si: int, docs: np.ndarray, pairs: list[tuple[str, str]]
                      ) -> tuple[np.ndarray, np.ndarray]:
-        """Which candidates are still open (positions needed: a phrase, or both words of one
-        of ``pairs``, those whose bonus is not exact yet), and of those which for a phrase
-        (their match itself is open, not only their proximity bonus)."""
-        phrase = np.zeros(len(pend.ords), dtype=bool)
-        near = np.zeros(len(pend.ords), dtype=bool)
-        multi_required = any(len(ph.terms) > 1 for ph in self.plan.required)
+        """Which of ``docs`` (candidates of segment ``si``) are still open (positions needed: a
+        phrase, or both words of one of ``pairs``, those whose bonus is not exact yet), and of
+        those which for a phrase (their match itself is open, not only their proximity
+        bonus)."""
+        phrase = np.zeros(len(docs), dtype=bool)
+        near = np.zeros(len(docs), dtype=bool)
+        if any(len(ph.terms) > 1 for ph in self.plan.required) and si not in self._known_pages:
+            phrase[:] = True
         excluded = [ph.terms for ph in self.plan.excluded if len(ph.terms) > 1]
-        for si in distinct_small(pend.si).tolist():
-            sel = pend.si == si
-            docs = pend.ords[sel]
-            if multi_required and si not in self._known_pages:
-                phrase[sel] = True
-            for terms, out in [*((t, phrase) for t in excluded), *((t, near) for t in pairs)]:
-                all_in = np.ones(len(docs), dtype=bool)
-                for t in terms:
-                    p = self._postings_of(t, si)
-                    if p is None:
-                        all_in[:] = False
-                        break
-                    all_in &= p.find(docs)[0]
-                out[sel] |= all_in
+        for terms, out in [*((t, phrase) for t in excluded), *((t, near) for t in pairs)]:
+            all_in = np.ones(len(docs), dtype=bool)
+            for t in terms:
+                p = self._postings_of(t, si)
+                if p is None:
+                    all_in[:] = False
+                    break
+                all_in &= p.find(docs)[0]
+            out |= all_in
         return phrase | near, phrase
 
     # ------------------------------------------------------------ positions
@@ -860,8 +866,9 @@ class _Evaluation:
         n_blocks = len(bound)
         untaken = np.ones(n_blocks, dtype=bool)  # neither read nor skipped
         skipped = np.zeros(n_blocks, dtype=bool)  # shown unable to hold a page reaching T
-        # per segment, the docs met (sorted)
-        seen = [_NO_INT for _ in range(self.postings.n_segments)]
+        # per segment, the docs met
+        seen = [_Seen(len(self.postings.store.segments[si].doc_ids))
+                for si in range(self.postings.n_segments)]
         opened = _Open(self._below)  # the open candidates, in the order they are checked
         pos = 0  # phase 1 takes blocks in descending bound: [0, pos) are taken
         last_round = False  # phase 2 took every block that can matter: none is left to take
@@ -884,7 +891,7 @@ class _Evaluation:
                 continue  # many: the blocks in rounds, candidates filtered by them
             known |= untaken & (seg_of[owner] == si)
             untaken &= ~known
-            seen[si] = docs
+            seen[si].new(docs)
             got = self._candidates(si, docs) if len(docs) else None
             if got is not None:
                 fresh0.append(got)
@@ -974,13 +981,8 @@ class _Evaluation:
                 by_seg.setdefault(lst.si, []).append(lst.p.docs[idx])
             fresh: list[_Pending] = []
             for si, parts in by_seg.items():
-                docs = parts[0] if len(parts) == 1 else distinct(np.concatenate(parts))
-                if len(seen[si]):
-                    docs = docs[~member(docs, seen[si])[0]]
-                    # Two sorted runs: timsort merges them in one pass.
-                    seen[si] = np.sort(np.concatenate([seen[si], docs]), kind="stable")
-                else:
-                    seen[si] = docs
+                docs = seen[si].new(
+                    parts[0] if len(parts) == 1 else distinct(np.concatenate(parts)))
                 got = self._candidates(si, docs)
                 if got is not None:
                     fresh.append(got)
@@ -1009,6 +1011,46 @@ class _Evaluation:
             total = max(total, max(dfs.values(), default=0))
         return TopText(segs, ords, text, boost, total, complete, partial, blocks=n_blocks,
                        blocks_read=int(n_blocks - untaken.sum() - skipped.sum() - known.sum()), verified=self.verified)
+
+
+class _Seen:
+    """The pages of one segment met so far (candidates already scored): a sorted array while
+    they are few beside the segment, each round's new ones found by binary search and merged
+    in; a mask as long as the segment once they are ``SEEN_MASK_SHARE`` of it or more (a
+    round then costs a gather and a scatter of its pages, not a search and a merge of all
+    those met: common words of a million pages meet most of them)."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n  # the segment's pages (ordinals below it)
+        self.docs = _NO_INT  # sorted, while ``mask`` is None
+        self.mask: np.ndarray | None = None
+
+    def new(self, docs: np.ndarray) -> np.ndarray:
+        """Of ``docs`` (sorted, distinct), those not met before, in order; all are met now."""
+        if self.mask is not None:
+            docs = docs[~self.mask[docs]]
+            self.mask[docs] = True
+            return docs
+        if len(self.docs):
+            docs = docs[~member(docs, self.docs)[0]]
+        if len(self.docs) + len(docs) >= SEEN_MASK_SHARE * self.n:
+            self.mask = np.zeros(self.n, dtype=bool)
+            self.mask[self.docs] = True
+            self.mask[docs] = True
+            self.docs = _NO_INT
+        elif len(self.docs):
+            # Two sorted runs: timsort merges them in one pass.
+            self.docs = np.sort(np.concatenate([self.docs, docs]), kind="stable")
+        else:
+            self.docs = docs
+        return docs
+
+    def clear(self, held: np.ndarray) -> None:
+        """``held`` (a mask as long as the segment) False at every page met."""
+        if self.mask is not None:
+            held &= ~self.mask
+        else:
+            held[self.docs] = False
 
 
 _PENDING_FIELDS = ("si", "ords", "base", "coord", "ub", "phrase", "prior")
