@@ -228,6 +228,13 @@ class PostingList:
     def find(self, docs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(which of ``docs`` hold the word, their index in the live postings): one gather
         through the dense map when the list keeps one, else a binary search."""
+        hit, j = self.probe(docs)
+        return (hit, j) if self.dense is None else (hit, np.where(hit, j, 0).astype(np.int64))
+
+    def probe(self, docs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`find` without its last pass: the index of a doc the word is not in is any
+        index of the live postings (a gather through it reads a posting of another page), for
+        callers that mask those out themselves.  The list must have a posting."""
         dense = self.dense
         if dense is None:
             if not self.dense_n:
@@ -237,8 +244,7 @@ class PostingList:
             dense[self.docs] = np.arange(len(self.docs), dtype=np.int32)
             self.dense = dense
         j = dense[docs]
-        hit = j >= 0
-        return hit, np.where(hit, j, 0).astype(np.int64)
+        return j >= 0, j  # -1: the last posting
 
     def block_starts(self) -> np.ndarray:
         """Index in the live postings where each block of the stored list starts; + the end.
@@ -666,6 +672,11 @@ class QueryPostings:
                 bm25f.pseudo_tf(p.tf_matrix(), self.coefficients[si][p.docs]), k1))
             p.saturated_for = kept
         return kept[1]
+
+    def saturated_kept(self, p: PostingList) -> np.ndarray | None:
+        """The saturations :meth:`saturated_at` reads, of every posting of ``p``, when the
+        list keeps them under these norms; None when it computes them for those asked."""
+        return p.saturated if self.norms is None else None
 
     def saturated_at(self, p: PostingList, si: int, j: np.ndarray, docs: np.ndarray
                      ) -> np.ndarray:

@@ -161,6 +161,7 @@ class _Scored:
     pending: _Pending
     exact: np.ndarray  # the bonus of the pairs whose evidence was at hand, exact
     open_pairs: list[tuple[str, str]]  # the pairs left to check (their bonus only bounded)
+    hits: dict[str, np.ndarray]  # per word with a list in the segment: which candidates hold it
 
 
 _NO_INT = np.zeros(0, dtype=np.int64)
@@ -427,6 +428,8 @@ class _Evaluation:
         """Doc-level filters, then exact BM25F and coord of new candidates of segment si."""
         plan = self.plan
         keep = np.ones(len(docs), dtype=bool)
+        filtered = bool(plan.site_masks is not None or plan.nosite_masks is not None
+                        or plan.required or plan.excluded or si in self._known_pages)
         if plan.site_masks is not None:
             keep &= plan.site_masks[si][docs]
         if plan.nosite_masks is not None:
@@ -445,28 +448,37 @@ class _Evaluation:
                 p = self._postings_of(ph.terms[0], si)
                 if p is not None:
                     keep &= ~p.find(docs)[0]
-        docs = docs[keep]
+        if filtered:
+            docs = docs[keep]
         if len(docs) == 0:
             return None
         base = np.zeros(len(docs), dtype=np.float64)
         matched = np.zeros(len(docs), dtype=np.int32)
         # Per word: how often each candidate holds it in a weighted field (0: not at all).
         has: dict[str, np.ndarray] = {}
+        hits: dict[str, np.ndarray] = {}  # per word with a list here: which candidates hold it
         for unit in plan.units:
             any_hit = np.zeros(len(docs), dtype=bool) if len(unit) > 1 else None
             for term in unit:
                 p = self._postings_of(term, si)
                 if p is None or len(p.docs) == 0:
                     continue
-                hit, j = p.find(docs)
-                j = j[hit]
+                # Whole-length passes, the postings of the candidates without the word read
+                # and masked out (cheaper than compressing every array by ``hit``); the same
+                # floats as summing the hits alone (x + 0.0 is x).
+                hit, j = p.probe(docs)
+                hits[term] = hit
                 if self.pair_bonus and term not in has:
-                    tf = np.zeros(len(docs), dtype=np.int64)
-                    tf[hit] = self.postings.weighted_tf(p, j)
-                    has[term] = tf
-                base[hit] += plan.idfs[term] * self.postings.saturated_at(p, si, j, docs[hit])
+                    has[term] = np.where(hit, self.postings.weighted_tf(p, j), np.int64(0))
+                sat = self.postings.saturated_kept(p)
+                if sat is not None:
+                    base += np.where(hit, plan.idfs[term] * sat[j], np.float32(0))
+                else:
+                    jh = j[hit]
+                    base[hit] += plan.idfs[term] * self.postings.saturated_at(p, si, jh,
+                                                                               docs[hit])
                 if any_hit is None:
-                    matched[hit] += 1
+                    matched += hit
                 else:
                     any_hit |= hit
             if any_hit is not None:
@@ -493,10 +505,15 @@ class _Evaluation:
         # page whose text bound plus its prior cannot reach the top is dropped before its
         # positions are read.
         prior = self._priors(si, docs)
-        ub = (base + exact + bonus) * coord * (1.0 + PRUNE_BOUND_SLACK) - (
-            self.prior_bound - prior)
+        # (base + exact + bonus) * coord * (1 + slack) - (w - prior), in place: the same
+        # operations in the same order.
+        ub = base + exact
+        ub += bonus
+        ub *= coord
+        ub *= 1.0 + PRUNE_BOUND_SLACK
+        ub -= self.prior_bound - prior
         return _Scored(_Pending(np.full(len(docs), si, dtype=np.int32), docs, base, coord, ub,
-                                np.zeros(len(docs), dtype=bool), prior), exact, open_pairs)
+                                np.zeros(len(docs), dtype=bool), prior), exact, open_pairs, hits)
 
     def _dense_ready(self, si: int) -> bool:
         """Whether segment ``si`` can be scored whole at once (:meth:`_score_segment`): no
@@ -600,7 +617,9 @@ class _Evaluation:
                 self.sure += int(np.count_nonzero(low))
                 kept = np.flatnonzero(~low)
         ords = scored.ords if kept is None else scored.ords[kept]
-        open_, phrase = self._needs_check(si, ords, got.open_pairs)
+        hits = got.hits if kept is None else {t: h[kept] for t, h in got.hits.items()
+                                              if any(t in pair for pair in got.open_pairs)}
+        open_, phrase = self._needs_check(si, ords, got.open_pairs, hits)
         self.sure += int(np.count_nonzero(~phrase))
         done: np.ndarray | slice = slice(None) if kept is None else kept
         still: np.ndarray | None = None
@@ -647,12 +666,12 @@ class _Evaluation:
             c = np.minimum(tf_a, window * tf_b)
         return c / (c + 1.0)
 
-    def _needs_check(self, si: int, docs: np.ndarray, pairs: list[tuple[str, str]]
-                     ) -> tuple[np.ndarray, np.ndarray]:
+    def _needs_check(self, si: int, docs: np.ndarray, pairs: list[tuple[str, str]],
+                     hits: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
         """Which of ``docs`` (candidates of segment ``si``) are still open (positions needed: a
         phrase, or both words of one of ``pairs``, those whose bonus is not exact yet), and of
         those which for a phrase (their match itself is open, not only their proximity
-        bonus)."""
+        bonus).  ``hits``: which of ``docs`` hold a word, for words :meth:`_score` probed."""
         phrase = np.zeros(len(docs), dtype=bool)
         near = np.zeros(len(docs), dtype=bool)
         if any(len(ph.terms) > 1 for ph in self.plan.required) and si not in self._known_pages:
@@ -661,12 +680,15 @@ class _Evaluation:
         for terms, out in [*((t, phrase) for t in excluded), *((t, near) for t in pairs)]:
             all_in = np.ones(len(docs), dtype=bool)
             for t in terms:
+                if t in hits:
+                    all_in &= hits[t]
+                    continue
                 p = self._postings_of(t, si)
                 if p is None:
                     all_in[:] = False
                     break
                 all_in &= p.find(docs)[0]
-            out |= all_in
+            np.logical_or(out, all_in, out=out)
         return phrase | near, phrase
 
     # ------------------------------------------------------------ positions
