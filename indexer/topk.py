@@ -225,6 +225,9 @@ class _Evaluation:
         # Per segment, the live pages holding every required phrase when the phrases cache
         # holds them (run): candidates elsewhere are dropped, those there need no check.
         self._known_pages: dict[int, np.ndarray] = {}
+        # Set by run: per block in the order the read lists' blocks were concatenated, its
+        # index in run's order; their bounds; where each list's run starts; the lists.
+        self._groups: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
         # Whether a candidate's match may depend on positions (a phrase required or excluded).
         self.phrased = any(len(ph.terms) > 1 for ph in [*plan.required, *plan.excluded])
 
@@ -265,7 +268,7 @@ class _Evaluation:
         if self.prior is None:
             return np.zeros(len(docs))
         if self.prior_table is not None:
-            return self.prior_table(si)[docs]
+            return np.take(self.prior_table(si), docs)
         return np.asarray(self.prior(self.postings.doc_ids(si, docs)), dtype=np.float64)
 
     def _drive_by_required(self) -> None:
@@ -295,7 +298,14 @@ class _Evaluation:
         sum of those lists plus the bonus of each pair whose two words both have blocks left
         there (with the slack; the coordination factor not applied)."""
         left = np.zeros(len(self.lists))
-        np.maximum.at(left, owner[untaken], bound[untaken])
+        if self._groups is not None:
+            # Each read list's blocks are one run in the order they were concatenated: a
+            # reduction per run (max is exact: the floats of np.maximum.at).
+            back, by_list, firsts, lists = self._groups
+            left[lists] = np.maximum(np.maximum.reduceat(
+                np.where(untaken[back], by_list, 0.0), firsts), 0.0)
+        else:
+            np.maximum.at(left, owner[untaken], bound[untaken])
         # A probed list's pages are all in its driver's blocks: unseen while those are left.
         for li in np.flatnonzero(self.driver >= 0).tolist():
             lst = self.lists[li]
@@ -464,15 +474,19 @@ class _Evaluation:
                 if p is None or len(p.docs) == 0:
                     continue
                 # Whole-length passes, the postings of the candidates without the word read
-                # and masked out (cheaper than compressing every array by ``hit``); the same
-                # floats as summing the hits alone (x + 0.0 is x).
+                # and multiplied by 0 (cheaper than compressing every array by ``hit``); the
+                # same floats as summing the hits alone (x + 0.0 is x; the terms are finite).
                 hit, j = p.probe(docs)
                 hits[term] = hit
                 if self.pair_bonus and term not in has:
-                    has[term] = np.where(hit, self.postings.weighted_tf(p, j), np.int64(0))
+                    tf = self.postings.weighted_tf(p, j).astype(np.int64)
+                    tf *= hit
+                    has[term] = tf
                 sat = self.postings.saturated_kept(p)
                 if sat is not None:
-                    base += np.where(hit, plan.idfs[term] * sat[j], np.float32(0))
+                    term_score = plan.idfs[term] * np.take(sat, j)
+                    term_score *= hit
+                    base += term_score
                 else:
                     jh = j[hit]
                     base[hit] += plan.idfs[term] * self.postings.saturated_at(p, si, jh,
@@ -631,9 +645,9 @@ class _Evaluation:
                   (scored.base[done] + exact[done]) * scored.coord[done], scored.prior[done])
         if still is None:
             return None
-        out = _take(scored, still)
-        out.phrase = phrase[open_]
-        return out
+        return _Pending(np.full(len(still), si, dtype=np.int32), scored.ords[still],
+                        scored.base[still], scored.coord[still], scored.ub[still],
+                        phrase[open_], scored.prior[still])
 
     def _phrase_pages(self, si: int) -> np.ndarray | None:
         """The live pages of segment ``si`` holding every required phrase of several words,
@@ -881,6 +895,10 @@ class _Evaluation:
         # reaches the fused top only if its text bound less this reaches T (= k-th fused - w).
         short = self.prior_bound - np.concatenate([self.lists[i].pmax for i in read])
         order = np.argsort(short - bound, kind="stable")  # descending bound + prior
+        back = np.empty_like(order)
+        back[order] = np.arange(len(order))
+        firsts = np.cumsum([0] + [len(self.lists[i].bound) for i in read[:-1]])
+        self._groups = (back, bound, firsts, np.array(read, dtype=np.int64))
         owner, block, bound, size = owner[order], block[order], bound[order], size[order]
         short = short[order]
         pair_gaps = [(pi, gap[order]) for pi, gap in self._pair_gaps(read)]
@@ -1050,8 +1068,9 @@ class _Seen:
     def new(self, docs: np.ndarray) -> np.ndarray:
         """Of ``docs`` (sorted, distinct), those not met before, in order; all are met now."""
         if self.mask is not None:
-            docs = docs[~self.mask[docs]]
-            self.mask[docs] = True
+            # (an index, not a boolean mask: faster on a mask as random as this one)
+            docs = docs[np.flatnonzero(~np.take(self.mask, docs))]
+            self.mask[docs.astype(np.intp)] = True  # int32 indices: slower
             return docs
         if len(self.docs):
             docs = docs[~member(docs, self.docs)[0]]
@@ -1155,7 +1174,7 @@ class _Open:
         best: float | None = None
         for live, c in zip(self._live(), self.pool, strict=True):
             if live.any():
-                u = float(c.ub[live].max())
+                u = float(np.max(c.ub, where=live, initial=-math.inf))
                 best = u if best is None else max(best, u)
         return best
 
