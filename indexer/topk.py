@@ -678,7 +678,8 @@ class _Evaluation:
             c = tf_a
         else:
             c = np.minimum(tf_a, window * tf_b)
-        return c / (c + 1.0)
+        cf = c.astype(np.float64)  # converted once (exact: counts), not by each operation
+        return cf / (cf + 1.0)
 
     def _needs_check(self, si: int, docs: np.ndarray, pairs: list[tuple[str, str]],
                      hits: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
