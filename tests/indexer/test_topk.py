@@ -416,7 +416,7 @@ def test_a_segment_whose_blocks_mostly_matter_is_scored_whole(tmp_path: Path,
     score_segment = topk._Evaluation._score_segment
     check = topk._Evaluation._check
 
-    def counted(self: topk._Evaluation, si: int, seen: np.ndarray) -> None:
+    def counted(self: topk._Evaluation, si: int, seen: topk._Seen) -> None:
         whole.append(si)
         score_segment(self, si, seen)
 
@@ -456,7 +456,7 @@ def test_with_a_deadline_a_segment_is_scored_whole_when_its_pairs_fit_the_time_l
     whole: list[int] = []
     score_segment = topk._Evaluation._score_segment
 
-    def counted(self: topk._Evaluation, si: int, seen: np.ndarray) -> None:
+    def counted(self: topk._Evaluation, si: int, seen: topk._Seen) -> None:
         whole.append(si)
         score_segment(self, si, seen)
 
