@@ -226,25 +226,35 @@ class PostingList:
         return widened(self.all_tfs, self.all_tf_wide)
 
     def find(self, docs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(which of ``docs`` hold the word, their index in the live postings): one gather
-        through the dense map when the list keeps one, else a binary search."""
-        hit, j = self.probe(docs)
-        return (hit, j) if self.dense is None else (hit, np.where(hit, j, 0).astype(np.int64))
-
-    def probe(self, docs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """:meth:`find` without its last pass: the index of a doc the word is not in is any
-        index of the live postings (a gather through it reads a posting of another page), for
-        callers that mask those out themselves.  The list must have a posting."""
-        dense = self.dense
+        """(which of ``docs`` hold the word, their index in the live postings where they do;
+        elsewhere the index means nothing, but is one a gather can read: the list must have a
+        posting): one gather through the dense map when the list keeps one, else a binary
+        search.  The dense map's indices come back as it holds them (int32, -1 where a page
+        lacks the word), not widened: callers take them where hit, or gather through every
+        one and mask the misses out."""
+        dense = self._dense()
         if dense is None:
-            if not self.dense_n:
-                return member(docs, self.docs)
+            return member(docs, self.docs)
+        j = np.take(dense, docs)  # faster than dense[docs] for int32 ordinals
+        return j >= 0, j
+
+    def holds(self, docs: np.ndarray) -> np.ndarray:
+        """Which of ``docs`` hold the word (:meth:`find`'s first half, alone)."""
+        dense = self._dense()
+        if dense is None:
+            return member(docs, self.docs)[0]
+        return np.take(dense, docs) >= 0
+
+    def _dense(self) -> np.ndarray | None:
+        """The dense map from ordinal to live posting (-1: none), made on first use, for a
+        list a quarter of the segment's pages or more hold (``dense_n``); else None."""
+        dense = self.dense
+        if dense is None and self.dense_n:
             # made once (two threads racing make the same map; either is kept)
             dense = np.full(self.dense_n, -1, dtype=np.int32)
             dense[self.docs] = np.arange(len(self.docs), dtype=np.int32)
             self.dense = dense
-        j = np.take(dense, docs)  # faster than dense[docs] for int32 ordinals
-        return j >= 0, j  # -1: the last posting
+        return dense
 
     def block_starts(self) -> np.ndarray:
         """Index in the live postings where each block of the stored list starts; + the end.

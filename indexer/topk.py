@@ -449,7 +449,7 @@ class _Evaluation:
                 p = self._postings_of(term, si)
                 if p is None:
                     return None
-                keep &= p.find(docs)[0]
+                keep &= p.holds(docs)
         known = self._known_pages.get(si)
         if known is not None:  # the pages holding the required phrases: the others never match
             keep &= member(docs, known)[0]
@@ -457,7 +457,7 @@ class _Evaluation:
             if len(ph.terms) == 1:
                 p = self._postings_of(ph.terms[0], si)
                 if p is not None:
-                    keep &= ~p.find(docs)[0]
+                    keep &= ~p.holds(docs)
         if filtered:
             docs = docs[keep]
         if len(docs) == 0:
@@ -476,7 +476,7 @@ class _Evaluation:
                 # Whole-length passes, the postings of the candidates without the word read
                 # and multiplied by 0 (cheaper than compressing every array by ``hit``); the
                 # same floats as summing the hits alone (x + 0.0 is x; the terms are finite).
-                hit, j = p.probe(docs)
+                hit, j = p.find(docs)
                 hits[term] = hit
                 if self.pair_bonus and term not in has:
                     tf = self.postings.weighted_tf(p, j).astype(np.int64)
@@ -702,7 +702,7 @@ class _Evaluation:
                 if p is None:
                     all_in[:] = False
                     break
-                all_in &= p.find(docs)[0]
+                all_in &= p.holds(docs)
             np.logical_or(out, all_in, out=out)
         return phrase | near, phrase
 
@@ -732,7 +732,7 @@ class _Evaluation:
             p = self._postings_of(t, si)
             if p is None:
                 return np.zeros(len(docs), dtype=bool)
-            inside &= p.find(docs)[0]
+            inside &= p.holds(docs)
         if len(ph.terms) == 1 or not inside.any():
             return inside
         held = self.postings.cached_phrase_docs(ph, si)
@@ -768,7 +768,7 @@ class _Evaluation:
                            key=lambda p: len(p.docs))
             docs = lists[0].docs
             for p in lists[1:]:
-                docs = docs[p.find(docs)[0]]
+                docs = docs[p.holds(docs)]
             self._every[key] = docs
         return docs
 
@@ -820,7 +820,7 @@ class _Evaluation:
             pa, pb = self._postings_of(a, si), self._postings_of(b, si)
             if pa is None or pb is None:
                 continue
-            both = pa.find(docs)[0] & pb.find(docs)[0]
+            both = pa.holds(docs) & pb.holds(docs)
             if not both.any():
                 continue
             sub = docs[both]

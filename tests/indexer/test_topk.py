@@ -671,17 +671,17 @@ def test_the_pages_met_are_the_same_as_a_set_kept_sorted_or_as_a_mask(seed: int)
     assert set(np.flatnonzero(~held).tolist()) == met
 
 
-def test_a_probe_gives_finds_postings_and_a_valid_index_elsewhere() -> None:
-    """PostingList.probe: the hits and their postings of find (through the dense map or by
-    binary search); the index of a miss is one a gather can read."""
+def test_find_gives_the_postings_and_an_index_a_gather_can_read_elsewhere() -> None:
+    """PostingList.find (through the dense map or by binary search): the hits and their
+    postings; the index of a miss is one a gather can read (topk._score gathers through every
+    index and masks the misses out); holds gives the hits alone."""
     docs = np.array([2, 5, 9, 30, 31], dtype=np.int32)
     asked = np.array([0, 2, 3, 9, 31, 39], dtype=np.int32)
     tfs = np.ones((len(docs), len(FIELDS)), dtype=np.uint8)
     for dense_n in (0, 40):
         p = postings_module.PostingList(docs, tfs, 0, tfs, docs, dense_n=dense_n)
-        hit, j = p.probe(asked)
-        want_hit, want_j = p.find(asked)
-        assert hit.tolist() == want_hit.tolist() == [False, True, False, True, True, False]
-        assert j[hit].tolist() == want_j[hit].tolist() == [0, 2, 4]
-        assert docs.take(j).shape == asked.shape  # every index readable
+        hit, j = p.find(asked)
+        assert hit.tolist() == p.holds(asked).tolist() == [False, True, False, True, True, False]
+        assert j[hit].tolist() == [0, 2, 4]
+        assert np.take(docs, j).shape == asked.shape  # every index readable
         assert (p.dense is not None) == bool(dense_n)
