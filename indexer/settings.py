@@ -407,6 +407,11 @@ PRUNE_DENSE_SHARE = 0.125
 # fits, otherwise the candidates' positions alone, in batches that watch the deadline.
 PRUNE_EVIDENCE_SHARE = 0.5
 PRUNE_EVIDENCE_KEY_SECONDS = 60e-9
+# The pruned path keeps the pages of a segment it has met (scored as candidates) as a sorted
+# array, each round's new ones found in it by binary search and merged in, until they are at
+# least this share of the segment; then as a mask as long as the segment (a byte a page:
+# a gather and a scatter a round instead of the search and the merge of all met so far).
+SEEN_MASK_SHARE = 1 / 32
 # Relative slack on score bounds: the exact scores are float32 sums, the bounds float64.
 PRUNE_BOUND_SLACK = 1e-5
 # A request's search stops at this deadline and returns what it has, flagged partial (the

@@ -91,6 +91,7 @@ from websift.indexer.settings import (
     PRUNE_VERIFY_FIRST,
     PRUNE_VERIFY_MAX,
     PRUNE_WHOLE_LIST,
+    SEEN_MASK_SHARE,
     BM25FSettings,
 )
 
@@ -160,6 +161,7 @@ class _Scored:
     pending: _Pending
     exact: np.ndarray  # the bonus of the pairs whose evidence was at hand, exact
     open_pairs: list[tuple[str, str]]  # the pairs left to check (their bonus only bounded)
+    hits: dict[str, np.ndarray]  # per word with a list in the segment: which candidates hold it
 
 
 _NO_INT = np.zeros(0, dtype=np.int64)
@@ -223,6 +225,9 @@ class _Evaluation:
         # Per segment, the live pages holding every required phrase when the phrases cache
         # holds them (run): candidates elsewhere are dropped, those there need no check.
         self._known_pages: dict[int, np.ndarray] = {}
+        # Set by run: per block in the order the read lists' blocks were concatenated, its
+        # index in run's order; their bounds; where each list's run starts; the lists.
+        self._groups: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
         # Whether a candidate's match may depend on positions (a phrase required or excluded).
         self.phrased = any(len(ph.terms) > 1 for ph in [*plan.required, *plan.excluded])
 
@@ -263,7 +268,7 @@ class _Evaluation:
         if self.prior is None:
             return np.zeros(len(docs))
         if self.prior_table is not None:
-            return self.prior_table(si)[docs]
+            return np.take(self.prior_table(si), docs)
         return np.asarray(self.prior(self.postings.doc_ids(si, docs)), dtype=np.float64)
 
     def _drive_by_required(self) -> None:
@@ -293,7 +298,14 @@ class _Evaluation:
         sum of those lists plus the bonus of each pair whose two words both have blocks left
         there (with the slack; the coordination factor not applied)."""
         left = np.zeros(len(self.lists))
-        np.maximum.at(left, owner[untaken], bound[untaken])
+        if self._groups is not None:
+            # Each read list's blocks are one run in the order they were concatenated: a
+            # reduction per run (max is exact: the floats of np.maximum.at).
+            back, by_list, firsts, lists = self._groups
+            left[lists] = np.maximum(np.maximum.reduceat(
+                np.where(untaken[back], by_list, 0.0), firsts), 0.0)
+        else:
+            np.maximum.at(left, owner[untaken], bound[untaken])
         # A probed list's pages are all in its driver's blocks: unseen while those are left.
         for li in np.flatnonzero(self.driver >= 0).tolist():
             lst = self.lists[li]
@@ -426,6 +438,8 @@ class _Evaluation:
         """Doc-level filters, then exact BM25F and coord of new candidates of segment si."""
         plan = self.plan
         keep = np.ones(len(docs), dtype=bool)
+        filtered = bool(plan.site_masks is not None or plan.nosite_masks is not None
+                        or plan.required or plan.excluded or si in self._known_pages)
         if plan.site_masks is not None:
             keep &= plan.site_masks[si][docs]
         if plan.nosite_masks is not None:
@@ -444,28 +458,41 @@ class _Evaluation:
                 p = self._postings_of(ph.terms[0], si)
                 if p is not None:
                     keep &= ~p.holds(docs)
-        docs = docs[keep]
+        if filtered:
+            docs = docs[keep]
         if len(docs) == 0:
             return None
         base = np.zeros(len(docs), dtype=np.float64)
         matched = np.zeros(len(docs), dtype=np.int32)
         # Per word: how often each candidate holds it in a weighted field (0: not at all).
         has: dict[str, np.ndarray] = {}
+        hits: dict[str, np.ndarray] = {}  # per word with a list here: which candidates hold it
         for unit in plan.units:
             any_hit = np.zeros(len(docs), dtype=bool) if len(unit) > 1 else None
             for term in unit:
                 p = self._postings_of(term, si)
                 if p is None or len(p.docs) == 0:
                     continue
+                # Whole-length passes, the postings of the candidates without the word read
+                # and multiplied by 0 (cheaper than compressing every array by ``hit``); the
+                # same floats as summing the hits alone (x + 0.0 is x; the terms are finite).
                 hit, j = p.find(docs)
-                j = j[hit]
+                hits[term] = hit
                 if self.pair_bonus and term not in has:
-                    tf = np.zeros(len(docs), dtype=np.int64)
-                    tf[hit] = self.postings.weighted_tf(p, j)
+                    tf = self.postings.weighted_tf(p, j).astype(np.int64)
+                    tf *= hit
                     has[term] = tf
-                base[hit] += plan.idfs[term] * self.postings.saturated_at(p, si, j, docs[hit])
+                sat = self.postings.saturated_kept(p)
+                if sat is not None:
+                    term_score = plan.idfs[term] * np.take(sat, j)
+                    term_score *= hit
+                    base += term_score
+                else:
+                    jh = j[hit]
+                    base[hit] += plan.idfs[term] * self.postings.saturated_at(p, si, jh,
+                                                                               docs[hit])
                 if any_hit is None:
-                    matched[hit] += 1
+                    matched += hit
                 else:
                     any_hit |= hit
             if any_hit is not None:
@@ -492,10 +519,15 @@ class _Evaluation:
         # page whose text bound plus its prior cannot reach the top is dropped before its
         # positions are read.
         prior = self._priors(si, docs)
-        ub = (base + exact + bonus) * coord * (1.0 + PRUNE_BOUND_SLACK) - (
-            self.prior_bound - prior)
+        # (base + exact + bonus) * coord * (1 + slack) - (w - prior), in place: the same
+        # operations in the same order.
+        ub = base + exact
+        ub += bonus
+        ub *= coord
+        ub *= 1.0 + PRUNE_BOUND_SLACK
+        ub -= self.prior_bound - prior
         return _Scored(_Pending(np.full(len(docs), si, dtype=np.int32), docs, base, coord, ub,
-                                np.zeros(len(docs), dtype=bool), prior), exact, open_pairs)
+                                np.zeros(len(docs), dtype=bool), prior), exact, open_pairs, hits)
 
     def _dense_ready(self, si: int) -> bool:
         """Whether segment ``si`` can be scored whole at once (:meth:`_score_segment`): no
@@ -545,7 +577,7 @@ class _Evaluation:
         left = self.deadline - time.monotonic()
         return keys() * PRUNE_EVIDENCE_KEY_SECONDS <= PRUNE_EVIDENCE_SHARE * left
 
-    def _score_segment(self, si: int, seen: np.ndarray) -> None:
+    def _score_segment(self, si: int, seen: _Seen) -> None:
         """Every match of segment ``si`` not in ``seen`` scored at once in arrays as long as
         the segment (:meth:`_dense_ready` holds), as the searcher's exhaustive path does: the
         same floats as :meth:`_score` gives a candidate (the same sums in the same order);
@@ -567,7 +599,7 @@ class _Evaluation:
             held &= plan.site_masks[si]
         if plan.nosite_masks is not None:
             held &= ~plan.nosite_masks[si]
-        held[seen] = False
+        seen.clear(held)
         self.sure += int(np.count_nonzero(held))  # each matches: no phrase to check
         # _score's bound with every bonus exact: text * (1 + slack) less what the prior falls
         # short of w.  Scores are sums of non-negative terms and coord is at most 1, so
@@ -589,23 +621,33 @@ class _Evaluation:
         if got is None:
             return None
         scored, exact = got.pending, got.exact
+        # The candidates kept (indices into ``scored``), gathered once at the end.
+        kept: np.ndarray | None = None
         if not self.phrased:
             # Every one matches (no phrase to check): those that cannot reach T are
             # counted and dropped before any probe for proximity.
             low = np.asarray(self._below(scored.ub), dtype=bool)
             if low.any():
-                self.sure += int(low.sum())
-                scored, exact = _take(scored, ~low), exact[~low]
-        open_, scored.phrase = self._needs_check(scored, got.open_pairs)
-        self.sure += int((~scored.phrase).sum())
+                self.sure += int(np.count_nonzero(low))
+                kept = np.flatnonzero(~low)
+        ords = scored.ords if kept is None else scored.ords[kept]
+        hits = got.hits if kept is None else {t: h[kept] for t, h in got.hits.items()
+                                              if any(t in pair for pair in got.open_pairs)}
+        open_, phrase = self._needs_check(si, ords, got.open_pairs, hits)
+        self.sure += int(np.count_nonzero(~phrase))
+        done: np.ndarray | slice = slice(None) if kept is None else kept
+        still: np.ndarray | None = None
         if open_.any():
-            done = ~open_
-            self._add(scored.si[done], scored.ords[done],
-                      (scored.base[done] + exact[done]) * scored.coord[done],
-                      scored.prior[done])
-            return _take(scored, open_)
-        self._add(scored.si, scored.ords, (scored.base + exact) * scored.coord, scored.prior)
-        return None
+            done, still = np.flatnonzero(~open_), np.flatnonzero(open_)
+            if kept is not None:
+                done, still = kept[done], kept[still]
+        self._add(scored.si[done], scored.ords[done],
+                  (scored.base[done] + exact[done]) * scored.coord[done], scored.prior[done])
+        if still is None:
+            return None
+        return _Pending(np.full(len(still), si, dtype=np.int32), scored.ords[still],
+                        scored.base[still], scored.coord[still], scored.ub[still],
+                        phrase[open_], scored.prior[still])
 
     def _phrase_pages(self, si: int) -> np.ndarray | None:
         """The live pages of segment ``si`` holding every required phrase of several words,
@@ -636,31 +678,32 @@ class _Evaluation:
             c = tf_a
         else:
             c = np.minimum(tf_a, window * tf_b)
-        return c / (c + 1.0)
+        cf = c.astype(np.float64)  # converted once (exact: counts), not by each operation
+        return cf / (cf + 1.0)
 
-    def _needs_check(self, pend: _Pending, pairs: list[tuple[str, str]]
-                     ) -> tuple[np.ndarray, np.ndarray]:
-        """Which candidates are still open (positions needed: a phrase, or both words of one
-        of ``pairs``, those whose bonus is not exact yet), and of those which for a phrase
-        (their match itself is open, not only their proximity bonus)."""
-        phrase = np.zeros(len(pend.ords), dtype=bool)
-        near = np.zeros(len(pend.ords), dtype=bool)
-        multi_required = any(len(ph.terms) > 1 for ph in self.plan.required)
+    def _needs_check(self, si: int, docs: np.ndarray, pairs: list[tuple[str, str]],
+                     hits: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        """Which of ``docs`` (candidates of segment ``si``) are still open (positions needed: a
+        phrase, or both words of one of ``pairs``, those whose bonus is not exact yet), and of
+        those which for a phrase (their match itself is open, not only their proximity
+        bonus).  ``hits``: which of ``docs`` hold a word, for words :meth:`_score` probed."""
+        phrase = np.zeros(len(docs), dtype=bool)
+        near = np.zeros(len(docs), dtype=bool)
+        if any(len(ph.terms) > 1 for ph in self.plan.required) and si not in self._known_pages:
+            phrase[:] = True
         excluded = [ph.terms for ph in self.plan.excluded if len(ph.terms) > 1]
-        for si in distinct_small(pend.si).tolist():
-            sel = pend.si == si
-            docs = pend.ords[sel]
-            if multi_required and si not in self._known_pages:
-                phrase[sel] = True
-            for terms, out in [*((t, phrase) for t in excluded), *((t, near) for t in pairs)]:
-                all_in = np.ones(len(docs), dtype=bool)
-                for t in terms:
-                    p = self._postings_of(t, si)
-                    if p is None:
-                        all_in[:] = False
-                        break
-                    all_in &= p.holds(docs)
-                out[sel] |= all_in
+        for terms, out in [*((t, phrase) for t in excluded), *((t, near) for t in pairs)]:
+            all_in = np.ones(len(docs), dtype=bool)
+            for t in terms:
+                if t in hits:
+                    all_in &= hits[t]
+                    continue
+                p = self._postings_of(t, si)
+                if p is None:
+                    all_in[:] = False
+                    break
+                all_in &= p.holds(docs)
+            np.logical_or(out, all_in, out=out)
         return phrase | near, phrase
 
     # ------------------------------------------------------------ positions
@@ -853,6 +896,10 @@ class _Evaluation:
         # reaches the fused top only if its text bound less this reaches T (= k-th fused - w).
         short = self.prior_bound - np.concatenate([self.lists[i].pmax for i in read])
         order = np.argsort(short - bound, kind="stable")  # descending bound + prior
+        back = np.empty_like(order)
+        back[order] = np.arange(len(order))
+        firsts = np.cumsum([0] + [len(self.lists[i].bound) for i in read[:-1]])
+        self._groups = (back, bound, firsts, np.array(read, dtype=np.int64))
         owner, block, bound, size = owner[order], block[order], bound[order], size[order]
         short = short[order]
         pair_gaps = [(pi, gap[order]) for pi, gap in self._pair_gaps(read)]
@@ -860,8 +907,9 @@ class _Evaluation:
         n_blocks = len(bound)
         untaken = np.ones(n_blocks, dtype=bool)  # neither read nor skipped
         skipped = np.zeros(n_blocks, dtype=bool)  # shown unable to hold a page reaching T
-        # per segment, the docs met (sorted)
-        seen = [_NO_INT for _ in range(self.postings.n_segments)]
+        # per segment, the docs met
+        seen = [_Seen(len(self.postings.store.segments[si].doc_ids))
+                for si in range(self.postings.n_segments)]
         opened = _Open(self._below)  # the open candidates, in the order they are checked
         pos = 0  # phase 1 takes blocks in descending bound: [0, pos) are taken
         last_round = False  # phase 2 took every block that can matter: none is left to take
@@ -884,7 +932,7 @@ class _Evaluation:
                 continue  # many: the blocks in rounds, candidates filtered by them
             known |= untaken & (seg_of[owner] == si)
             untaken &= ~known
-            seen[si] = docs
+            seen[si].new(docs)
             got = self._candidates(si, docs) if len(docs) else None
             if got is not None:
                 fresh0.append(got)
@@ -974,13 +1022,8 @@ class _Evaluation:
                 by_seg.setdefault(lst.si, []).append(lst.p.docs[idx])
             fresh: list[_Pending] = []
             for si, parts in by_seg.items():
-                docs = parts[0] if len(parts) == 1 else distinct(np.concatenate(parts))
-                if len(seen[si]):
-                    docs = docs[~member(docs, seen[si])[0]]
-                    # Two sorted runs: timsort merges them in one pass.
-                    seen[si] = np.sort(np.concatenate([seen[si], docs]), kind="stable")
-                else:
-                    seen[si] = docs
+                docs = seen[si].new(
+                    parts[0] if len(parts) == 1 else distinct(np.concatenate(parts)))
                 got = self._candidates(si, docs)
                 if got is not None:
                     fresh.append(got)
@@ -1009,6 +1052,47 @@ class _Evaluation:
             total = max(total, max(dfs.values(), default=0))
         return TopText(segs, ords, text, boost, total, complete, partial, blocks=n_blocks,
                        blocks_read=int(n_blocks - untaken.sum() - skipped.sum() - known.sum()), verified=self.verified)
+
+
+class _Seen:
+    """The pages of one segment met so far (candidates already scored): a sorted array while
+    they are few beside the segment, each round's new ones found by binary search and merged
+    in; a mask as long as the segment once they are ``SEEN_MASK_SHARE`` of it or more (a
+    round then costs a gather and a scatter of its pages, not a search and a merge of all
+    those met: common words of a million pages meet most of them)."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n  # the segment's pages (ordinals below it)
+        self.docs = _NO_INT  # sorted, while ``mask`` is None
+        self.mask: np.ndarray | None = None
+
+    def new(self, docs: np.ndarray) -> np.ndarray:
+        """Of ``docs`` (sorted, distinct), those not met before, in order; all are met now."""
+        if self.mask is not None:
+            # (an index, not a boolean mask: faster on a mask as random as this one)
+            docs = docs[np.flatnonzero(~np.take(self.mask, docs))]
+            self.mask[docs.astype(np.intp)] = True  # int32 indices: slower
+            return docs
+        if len(self.docs):
+            docs = docs[~member(docs, self.docs)[0]]
+        if len(self.docs) + len(docs) >= SEEN_MASK_SHARE * self.n:
+            self.mask = np.zeros(self.n, dtype=bool)
+            self.mask[self.docs] = True
+            self.mask[docs] = True
+            self.docs = _NO_INT
+        elif len(self.docs):
+            # Two sorted runs: timsort merges them in one pass.
+            self.docs = np.sort(np.concatenate([self.docs, docs]), kind="stable")
+        else:
+            self.docs = docs
+        return docs
+
+    def clear(self, held: np.ndarray) -> None:
+        """``held`` (a mask as long as the segment) False at every page met."""
+        if self.mask is not None:
+            held &= ~self.mask
+        else:
+            held[self.docs] = False
 
 
 _PENDING_FIELDS = ("si", "ords", "base", "coord", "ub", "phrase", "prior")
@@ -1091,7 +1175,7 @@ class _Open:
         best: float | None = None
         for live, c in zip(self._live(), self.pool, strict=True):
             if live.any():
-                u = float(c.ub[live].max())
+                u = float(np.max(c.ub, where=live, initial=-math.inf))
                 best = u if best is None else max(best, u)
         return best
 

@@ -416,7 +416,7 @@ def test_a_segment_whose_blocks_mostly_matter_is_scored_whole(tmp_path: Path,
     score_segment = topk._Evaluation._score_segment
     check = topk._Evaluation._check
 
-    def counted(self: topk._Evaluation, si: int, seen: np.ndarray) -> None:
+    def counted(self: topk._Evaluation, si: int, seen: topk._Seen) -> None:
         whole.append(si)
         score_segment(self, si, seen)
 
@@ -456,7 +456,7 @@ def test_with_a_deadline_a_segment_is_scored_whole_when_its_pairs_fit_the_time_l
     whole: list[int] = []
     score_segment = topk._Evaluation._score_segment
 
-    def counted(self: topk._Evaluation, si: int, seen: np.ndarray) -> None:
+    def counted(self: topk._Evaluation, si: int, seen: topk._Seen) -> None:
         whole.append(si)
         score_segment(self, si, seen)
 
@@ -646,3 +646,42 @@ def test_many_rounds_check_the_open_candidates_highest_bound_first(tmp_path: Pat
                 assert np.all(np.diff(ub) <= 0), q
                 assert len(ub) and ub[-1] >= left, q
     assert pooled[0] >= 500  # a pool far larger than a batch
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_the_pages_met_are_the_same_as_a_set_kept_sorted_or_as_a_mask(seed: int) -> None:
+    """A segment's pages met (topk._Seen): each round's new pages are those no earlier round
+    gave, in order, whether it keeps them as a sorted array or, once they are a share of the
+    segment (SEEN_MASK_SHARE), as a mask; and a whole-segment mask is cleared at them."""
+    rng = np.random.default_rng(seed)
+    n = 5000
+    seen = topk._Seen(n)
+    met: set[int] = set()
+    forms = set()
+    for size in [3, 10, 40, 150, 400, 900, 1500, 2500]:
+        docs = np.unique(rng.integers(0, n, size)).astype(np.int32)
+        new = seen.new(docs)
+        assert new.tolist() == [d for d in docs.tolist() if d not in met]
+        assert new.dtype == docs.dtype
+        met.update(docs.tolist())
+        forms.add(seen.mask is not None)
+    assert forms == {False, True}  # both forms were used
+    held = np.ones(n, dtype=bool)
+    seen.clear(held)
+    assert set(np.flatnonzero(~held).tolist()) == met
+
+
+def test_find_gives_the_postings_and_an_index_a_gather_can_read_elsewhere() -> None:
+    """PostingList.find (through the dense map or by binary search): the hits and their
+    postings; the index of a miss is one a gather can read (topk._score gathers through every
+    index and masks the misses out); holds gives the hits alone."""
+    docs = np.array([2, 5, 9, 30, 31], dtype=np.int32)
+    asked = np.array([0, 2, 3, 9, 31, 39], dtype=np.int32)
+    tfs = np.ones((len(docs), len(FIELDS)), dtype=np.uint8)
+    for dense_n in (0, 40):
+        p = postings_module.PostingList(docs, tfs, 0, tfs, docs, dense_n=dense_n)
+        hit, j = p.find(asked)
+        assert hit.tolist() == p.holds(asked).tolist() == [False, True, False, True, True, False]
+        assert j[hit].tolist() == [0, 2, 4]
+        assert np.take(docs, j).shape == asked.shape  # every index readable
+        assert (p.dense is not None) == bool(dense_n)
