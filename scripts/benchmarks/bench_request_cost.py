@@ -5,6 +5,8 @@ response's JSON, and the HTTP stack around them, on a ``bench_search_scale`` cor
     .venv/bin/python -m scripts.benchmarks.bench_request_cost --docs 8000
     .venv/bin/python -m scripts.benchmarks.bench_request_cost --docs 8000 --against CHECKOUT
     .venv/bin/python -m scripts.benchmarks.bench_request_cost --docs 8000 --workers 1 2
+    .venv/bin/python -m scripts.benchmarks.bench_request_cost --docs 1000000 --queries 1000 \
+        --workers 2 --http-only --against CHECKOUT    # the load alone, servers in turn
 
 In process (one warm-up pass, then each query once per stage, the server's settings, PageRank
 fused as ``/search`` does): the search without snippets or fragments, the whole search
@@ -188,6 +190,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workers", type=int, nargs="+", default=[1], metavar="N",
                     help="websift serve --workers: with several counts, each is loaded in "
                     "turn, ROUNDS times (with --against: the first count, both servers)")
+    ap.add_argument("--http-only", action="store_true",
+                    help="only the load over HTTP (in turn, with --against or several "
+                    "--workers): no in-process stages, which search without the deadline "
+                    "and take long on a large corpus")
     args = ap.parse_args(argv)
     params = CorpusParams(args.docs, max(1, args.docs // PAGES_PER_HOST), args.seed)
     corpus = read_corpus(args.cache / params.key(), params)
@@ -196,6 +202,15 @@ def main(argv: list[str] | None = None) -> int:
                 f"bench_search_scale --docs {args.docs} --no-api --cache {args.cache} first\n")
     data = DataDir.open(corpus.root / "data")
     queries = [q.text for q in make_queries(corpus, args.queries, args.seed)]
+    if args.http_only:
+        servers = ({str(args.against): (args.against, args.workers[0]),
+                    str(ROOT): (ROOT, args.workers[0])} if args.against is not None else
+                   {f"{n} worker process{'es' if n > 1 else ''}": (ROOT, n)
+                    for n in args.workers})
+        figures = in_turn(data, queries, args.seconds, args.rounds, servers)
+        if args.against is not None:
+            ratios(figures, str(ROOT), str(args.against))
+        return 0
     ip = in_process(data, queries)
     http_ms, rps, p99 = over_http(data, queries, args.seconds, workers=args.workers[0])
     rest = http_ms - ip["full"] - ip["plain"]
