@@ -692,8 +692,9 @@ class QueryPostings:
                      ) -> np.ndarray:
         """tf~/(k1 + tf~) of postings ``j`` of ``p`` (those of ``docs``): the list's kept
         saturations when it has them under these norms, else computed for these alone."""
-        if self.norms is None and p.saturated is not None:
-            return p.saturated[j]
+        kept = self.saturated_kept(p)
+        if kept is not None:
+            return kept[j]
         return bm25f.saturate(bm25f.pseudo_tf(p.tf_rows(j), self.coefficients[si][docs]),
                               self.store.k1)
 

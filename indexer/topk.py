@@ -292,20 +292,18 @@ class _Evaluation:
                 if li != d:
                     self.driver[li] = d
 
-    def _left(self, owner: np.ndarray, bound: np.ndarray, untaken: np.ndarray
-              ) -> tuple[np.ndarray, dict[int, float]]:
-        """Per list, the largest bound of its blocks not taken (0: none left); per segment, the
-        sum of those lists plus the bonus of each pair whose two words both have blocks left
-        there (with the slack; the coordination factor not applied)."""
+    def _left(self, untaken: np.ndarray) -> tuple[np.ndarray, dict[int, float]]:
+        """Per list, the largest bound of its blocks not taken (``untaken``, in run's order;
+        0: none left); per segment, the sum of those lists plus the bonus of each pair whose
+        two words both have blocks left there (with the slack; the coordination factor not
+        applied)."""
+        assert self._groups is not None  # set by run before its first round
+        # Each read list's blocks are one run in the order they were concatenated: a
+        # reduction per run (max is exact: the floats of np.maximum.at over them).
+        back, by_list, firsts, lists = self._groups
         left = np.zeros(len(self.lists))
-        if self._groups is not None:
-            # Each read list's blocks are one run in the order they were concatenated: a
-            # reduction per run (max is exact: the floats of np.maximum.at).
-            back, by_list, firsts, lists = self._groups
-            left[lists] = np.maximum(np.maximum.reduceat(
-                np.where(untaken[back], by_list, 0.0), firsts), 0.0)
-        else:
-            np.maximum.at(left, owner[untaken], bound[untaken])
+        left[lists] = np.maximum(np.maximum.reduceat(
+            np.where(untaken[back], by_list, 0.0), firsts), 0.0)
         # A probed list's pages are all in its driver's blocks: unseen while those are left.
         for li in np.flatnonzero(self.driver >= 0).tolist():
             lst = self.lists[li]
@@ -394,11 +392,10 @@ class _Evaluation:
         return max((self._bound_of(left, lists, coord=True)
                     for lists in self._by_seg().values()), default=-math.inf)
 
-    def _rest_of(self, owner: np.ndarray, bound: np.ndarray, untaken: np.ndarray,
-                 short: np.ndarray) -> float:
+    def _rest_of(self, untaken: np.ndarray, short: np.ndarray) -> float:
         """:meth:`_rest` in T's terms: a page in no taken block has a prior at most the largest
         of the blocks not taken, so it falls short of w by at least their smallest shortfall."""
-        rest = self._rest(self._left(owner, bound, untaken)[0])
+        rest = self._rest(self._left(untaken)[0])
         if math.isfinite(rest) and untaken.any():
             rest -= float(short[untaken].min())
         return rest
@@ -438,8 +435,6 @@ class _Evaluation:
         """Doc-level filters, then exact BM25F and coord of new candidates of segment si."""
         plan = self.plan
         keep = np.ones(len(docs), dtype=bool)
-        filtered = bool(plan.site_masks is not None or plan.nosite_masks is not None
-                        or plan.required or plan.excluded or si in self._known_pages)
         if plan.site_masks is not None:
             keep &= plan.site_masks[si][docs]
         if plan.nosite_masks is not None:
@@ -458,7 +453,7 @@ class _Evaluation:
                 p = self._postings_of(ph.terms[0], si)
                 if p is not None:
                     keep &= ~p.holds(docs)
-        if filtered:
+        if not keep.all():  # (no copy when no filter dropped any)
             docs = docs[keep]
         if len(docs) == 0:
             return None
@@ -937,7 +932,7 @@ class _Evaluation:
             if got is not None:
                 fresh0.append(got)
         opened.add(_merge(fresh0))
-        rest = self._rest_of(owner, bound, untaken, short)
+        rest = self._rest_of(untaken, short)
         while True:
             # Check the open candidates ahead of every unseen document, highest bound first.
             top = opened.top()
@@ -962,7 +957,7 @@ class _Evaluation:
                 # essential lists, in descending bound, a round at a time (T rises between
                 # rounds: later blocks drop out).  A block that cannot is skipped for good:
                 # T only rises and the bounds left only fall.
-                left, per_seg = self._left(owner, bound, untaken)
+                left, per_seg = self._left(untaken)
                 seg_sum = np.array([per_seg.get(int(si), 0.0) for si in seg_of])
                 # seg_sum holds the slack and pair bonus: others = it minus the list's own
                 # largest, which the block's bound replaces.
@@ -994,7 +989,7 @@ class _Evaluation:
                     last_round = True
                     rest = -math.inf
                     continue
-                left = self._left(owner, bound, untaken)[0]
+                left = self._left(untaken)[0]
                 idx = np.flatnonzero(untaken & ~self._inessential(left)[owner])
                 cut = int(np.searchsorted(np.cumsum(size[idx]), round_postings, side="left")) + 1
                 pick = np.zeros(n_blocks, dtype=bool)
@@ -1028,7 +1023,7 @@ class _Evaluation:
                 if got is not None:
                     fresh.append(got)
             opened.add(_merge(fresh))
-            rest = -math.inf if last_round else self._rest_of(owner, bound, untaken, short)
+            rest = -math.inf if last_round else self._rest_of(untaken, short)
         if opened.left():
             self.unsure_dropped = True  # stopped before checking them
         self.unsure_dropped |= opened.unsure
