@@ -203,13 +203,7 @@ def main(argv: list[str] | None = None) -> int:
     data = DataDir.open(corpus.root / "data")
     queries = [q.text for q in make_queries(corpus, args.queries, args.seed)]
     if args.http_only:
-        servers = ({str(args.against): (args.against, args.workers[0]),
-                    str(ROOT): (ROOT, args.workers[0])} if args.against is not None else
-                   {f"{n} worker process{'es' if n > 1 else ''}": (ROOT, n)
-                    for n in args.workers})
-        figures = in_turn(data, queries, args.seconds, args.rounds, servers)
-        if args.against is not None:
-            ratios(figures, str(ROOT), str(args.against))
+        compare_in_turn(data, queries, args)
         return 0
     ip = in_process(data, queries)
     http_ms, rps, p99 = over_http(data, queries, args.seconds, workers=args.workers[0])
@@ -232,19 +226,27 @@ def main(argv: list[str] | None = None) -> int:
           f"{ip['lean']:.3f} ms by /search's lean path, {ip['route']:.3f} ms by the FastAPI route")
     print(f"\nresponse JSON through the SearchResponse model instead: {ip['model']:.2f} ms "
           f"({ip['model'] / max(ip['plain'], 1e-9):.1f}x the plain path)")
+    if args.against is not None or len(args.workers) > 1:
+        compare_in_turn(data, queries, args)
+    return 0
+
+
+def compare_in_turn(data: DataDir, queries: list[str], args: argparse.Namespace) -> None:
+    """The servers loaded in turn (:func:`in_turn`) and their ratios: with ``--against``,
+    that checkout's and this one's (the first ``--workers`` count); else this checkout's at
+    each ``--workers`` count, each against the first."""
     if args.against is not None:
         figures = in_turn(data, queries, args.seconds, args.rounds,
                           {str(args.against): (args.against, args.workers[0]),
                            str(ROOT): (ROOT, args.workers[0])})
         ratios(figures, str(ROOT), str(args.against))
-    elif len(args.workers) > 1:
-        figures = in_turn(data, queries, args.seconds, args.rounds,
-                          {f"{n} worker process{'es' if n > 1 else ''}": (ROOT, n)
-                           for n in args.workers})
-        first = next(iter(figures))
-        for other in list(figures)[1:]:
-            ratios(figures, other, first)
-    return 0
+        return
+    figures = in_turn(data, queries, args.seconds, args.rounds,
+                      {f"{n} worker process{'es' if n > 1 else ''}": (ROOT, n)
+                       for n in args.workers})
+    first = next(iter(figures))
+    for other in list(figures)[1:]:
+        ratios(figures, other, first)
 
 
 Figures = dict[str, list[tuple[float, float, float]]]
