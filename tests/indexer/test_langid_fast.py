@@ -153,6 +153,19 @@ def test_the_tables_are_kept_beside_the_model_copy(
     assert any("unusable" in str(w.message) for w in caught)
     assert healed.classify(text) == first.classify(text)
     assert np.array_equal(np.load(kept)["depth"], first.depths)
+    # read back as maps of the file (not copies), each array's bytes checked first: one byte
+    # changed in the middle of the largest array is caught by its CRC-32, not used
+    mapped = langid_model.load_fast_identifier().arrays()
+    assert not mapped["ptc"].flags.writeable and not mapped["ptc"].flags.owndata
+    raw = bytearray(kept.read_bytes())
+    raw[len(raw) // 2] ^= 0xFF
+    kept.write_bytes(bytes(raw))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        healed = langid_model.load_fast_identifier()
+    assert any("CRC" in str(w.message) for w in caught)
+    for name, array in first.arrays().items():
+        assert np.array_equal(healed.arrays()[name], array), name
     # tables that do not go together are refused, not used
     with pytest.raises(ValueError, match="not this automaton's"):
         FastIdentifier(models[0], first.depths[:-1])
