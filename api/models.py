@@ -309,6 +309,11 @@ class Stats(BaseModel):
         description="query-result cache (bounded by entries): entries, size, max_size, hits, "
         "misses, evictions"
     )
+    searches: dict[str, int] = Field(
+        default_factory=dict, description="this process's searches not answered from the "
+        "result cache, by where they ran: on the event loop (inline: while its recent "
+        "searches are all short, setting inline_search_ms) or in a worker thread (in_thread); "
+        "empty for a server fanning queries out to shards")
     frontier: dict[str, Any] | None = Field(
         default=None, description="with --frontier: the shared crawl frontier's figures "
         "(websift frontier status --json): crawlers with heartbeat age and pages/s, hosts "

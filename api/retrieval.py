@@ -20,6 +20,7 @@ searches this process's snapshot (one data directory, or several local shards as
 from __future__ import annotations
 
 import time
+from collections import deque
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
@@ -341,13 +342,53 @@ class SearchEngine(Protocol):
     async def search(self, req: SearchRequest) -> Outcome: ...
 
 
+# InlinePolicy: how many of this process's last searches it looks at, how many it needs before
+# it runs any on the event loop, and how many of them may have been slower than the setting.
+INLINE_WINDOW = 64
+INLINE_MIN_SEEN = 16
+INLINE_SLOW_SHARE = 0.05
+
+
+class InlinePolicy:
+    """Whether a search runs on the event loop rather than in a worker thread: yes while at
+    most INLINE_SLOW_SHARE of the last INLINE_WINDOW searches (at least INLINE_MIN_SEEN of
+    them) took longer than ``limit_ms``.
+
+    A trip to a worker thread and back costs the event loop a wake-up and the interpreter lock
+    a hand-over each way, about 0.5 ms of CPU a request on 2 cores (``bench_request_cost``):
+    on a small index that is more than the search itself.  On the event loop a search holds
+    up the other requests for its whole length, so only an index whose searches are all short
+    is searched there.  Every search's time is watched (:meth:`LocalSearch._search`), wherever
+    it ran, so the choice follows the index as it grows (or a new generation) and the machine;
+    ``limit_ms`` 0 keeps every search in a thread."""
+
+    def __init__(self, limit_ms: float) -> None:
+        self.limit_s = limit_ms / 1000.0
+        self._slow: deque[bool] = deque(maxlen=INLINE_WINDOW)
+        self._slow_count = 0
+
+    def inline(self) -> bool:
+        return (self.limit_s > 0 and len(self._slow) >= INLINE_MIN_SEEN
+                and self._slow_count <= INLINE_SLOW_SHARE * len(self._slow))
+
+    def record(self, seconds: float) -> None:
+        """One search's time (from any thread: the event loop's or a worker's; a lost update
+        under a race only blurs the count, which the next searches correct)."""
+        slow = seconds > self.limit_s
+        if len(self._slow) == self._slow.maxlen:
+            self._slow_count -= self._slow[0]
+        self._slow.append(slow)
+        self._slow_count += slow
+
+
 class LocalSearch:
     """Searches this process's snapshot.
 
-    A cached answer is served on the event loop; a search runs in a worker thread, at most
-    ``search_concurrency`` at once (the rest queue here instead of piling up memory).  The check
-    for newer generations (which may open a new index: blocking work) runs in the thread pool
-    when due; otherwise leasing the snapshot is a few attribute reads.
+    A cached answer is served on the event loop; a search runs on the event loop too while
+    this process's searches are all short (:class:`InlinePolicy`), else in a worker thread, at
+    most ``search_concurrency`` at once (the rest queue here instead of piling up memory).  The
+    check for newer generations (which may open a new index: blocking work) runs in the thread
+    pool when due; otherwise leasing the snapshot is a few attribute reads.
     """
 
     def __init__(self, holder: SnapshotHolder, settings: Settings, cache: ResultCache[Outcome],
@@ -357,25 +398,42 @@ class LocalSearch:
         self.cache = cache
         self.limiter = limiter
         self.words = IndexWords() if words is None else words
+        self.policy = InlinePolicy(settings.inline_search_ms)
+        self.searches = {"inline": 0, "in_thread": 0}  # where the searches ran (/stats)
 
     async def search(self, req: SearchRequest) -> Outcome:
         if self.holder.check_due():
             await run_in_threadpool(self.holder.refresh)
         with self.holder.lease() as snap:
             outcome = cache_lookup(snap, req, self.settings, self.cache)
-            if outcome is None:
+            if outcome is None and self.policy.inline():
+                self.searches["inline"] += 1
+                outcome = self._search(snap, req)
+            elif outcome is None:
+                self.searches["in_thread"] += 1
                 # One trip to a worker thread for the search and its spelling suggestion: each
                 # trip costs the event loop a wake-up and the GIL a hand-over.
-                outcome = await anyio.to_thread.run_sync(
+                return await anyio.to_thread.run_sync(
                     self._answer, snap, req, limiter=self.limiter)
-            elif _wants_suggestion(outcome, req):
+            # The suggestion in a thread (the words may be built for it: not on the loop).
+            if _wants_suggestion(outcome, req):
                 outcome = await anyio.to_thread.run_sync(
                     self._did_you_mean, snap, outcome, limiter=self.limiter)
         return outcome
 
-    def _answer(self, snap: Snapshot, req: SearchRequest) -> Outcome:
-        """:func:`search_and_cache`, then the spelling suggestion when it finds few pages."""
+    def _search(self, snap: Snapshot, req: SearchRequest) -> Outcome:
+        """:func:`search_and_cache`, timed for :class:`InlinePolicy` by its thread's CPU time,
+        what it holds the event loop for when run there (its wall time in a worker thread also
+        counts the waits for the interpreter lock while the other threads run, so it would
+        keep every search in the threads)."""
+        started = time.thread_time()
         outcome = search_and_cache(snap, req, self.settings, self.cache)
+        self.policy.record(time.thread_time() - started)
+        return outcome
+
+    def _answer(self, snap: Snapshot, req: SearchRequest) -> Outcome:
+        """:meth:`_search`, then the spelling suggestion when it finds few pages."""
+        outcome = self._search(snap, req)
         return self._did_you_mean(snap, outcome) if _wants_suggestion(outcome, req) else outcome
 
     def _did_you_mean(self, snap: Snapshot, outcome: Outcome) -> Outcome:

@@ -64,6 +64,12 @@ class Settings(BaseSettings):
     # only adds memory (each search holds its candidates and snippets) and context switches;
     # throughput on 2 cores is flat from 1 to 64 concurrent searches.
     search_concurrency: int = Field(default_factory=lambda: max(2, os.cpu_count() or 2), ge=1)
+    # Searches run on the event loop itself, not in a worker thread, while nearly all of this
+    # process's recent searches (api/retrieval.py, ``InlinePolicy``) took at most this many ms:
+    # the trip to a thread and back costs about 0.5 ms of CPU a request, more than a small
+    # index's whole search, and a search this short holds other requests up no longer.
+    # 0: every search in a worker thread.
+    inline_search_ms: float = Field(default=2.0, ge=0)
 
     # Hot reload: look for a newer index or ranks generation at most this often, in a
     # background thread no request waits for (0: every request looks, and waits for the open).

@@ -26,7 +26,7 @@ from websift.api.dependencies import (
 )
 from websift.api.models import Health, LiveCrawl, Stats
 from websift.api.result_cache import ResultCache
-from websift.api.retrieval import Outcome
+from websift.api.retrieval import LocalSearch, Outcome, SearchEngine
 from websift.api.snapshot import RankView, Snapshot, SnapshotHolder
 from websift.api.up_status import read_status, status_path, status_summary
 from websift.core.datadir import DataDir
@@ -190,6 +190,7 @@ def build_router() -> APIRouter:
             reload_cpu_seconds=holder.reload_cpu_seconds,
             reload_failures=dict(holder.reload_failures),
             result_cache=asdict(cache.stats()),
+            searches=_searches(request.app.state.engine),
             search_caches={name: asdict(c.stats()) for name, c in searcher.caches().items()},
             words=request.app.state.index_words.figures(),
             gc=_gc_figures(),
@@ -214,3 +215,8 @@ def build_router() -> APIRouter:
         )
 
     return router
+
+
+def _searches(engine: SearchEngine) -> dict[str, int]:
+    """Where this process's searches ran (a fanning-out server runs none itself)."""
+    return dict(engine.searches) if isinstance(engine, LocalSearch) else {}
