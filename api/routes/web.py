@@ -16,7 +16,7 @@ no page-info view, and ``/page`` says which server to ask.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Annotated, Any
 from urllib.parse import urlencode
 
@@ -84,12 +84,14 @@ def page_href(url: str) -> str:
     return "/page?" + urlencode({"url": url})
 
 
-def _search_href(q: str, topic: str | None, offset: int) -> str:
+def _search_href(q: str, topic: str | None, offset: int, *, as_typed: bool = False) -> str:
     params: dict[str, str | int] = {"q": q}
     if topic:
         params["topic"] = topic
     if offset:
         params["offset"] = offset
+    if as_typed:
+        params["as_typed"] = 1
     return "/?" + urlencode(params)
 
 
@@ -183,6 +185,7 @@ def build_router(templates: Jinja2Templates) -> APIRouter:
         topic: str | None = None,
         offset: str | None = None,
         lang: str | None = None,
+        as_typed: str | None = None,
     ) -> HTMLResponse:
         q = (q or "").strip()
         topic = topic or None
@@ -204,6 +207,16 @@ def build_router(templates: Jinja2Templates) -> APIRouter:
             # This handler runs in a worker thread (it renders, and may read the disk for the
             # topic list); the engine is async (a front server awaits its shards).
             outcome = anyio.from_thread.run(engine.search, req)
+            # A query that finds nothing, with a spelling that finds pages, shows the pages
+            # of that spelling, as a reader expects of a search engine; ``as_typed`` (the
+            # "search instead for" link) keeps the query as typed.
+            typed = None
+            if (outcome.total == 0 and outcome.did_you_mean is not None and off == 0
+                    and (as_typed or "").lower() not in ("1", "true", "yes", "on")):
+                fixed = anyio.from_thread.run(engine.search, replace(req, q=outcome.did_you_mean))
+                if fixed.total:
+                    typed, q, outcome = q, outcome.did_you_mean, fixed
+                    context["q"] = q
         except WebsiftError as exc:
             status, _ = status_of(exc)
             context["error"] = str(exc)
@@ -218,7 +231,9 @@ def build_router(templates: Jinja2Templates) -> APIRouter:
                 f"Partial results: {shards.answered} of {shards.total} index shards answered "
                 "in time; pages held by the others are missing.")
         context.update(
-            did_you_mean_href=(None if outcome.did_you_mean is None
+            typed=typed,
+            typed_href=None if typed is None else _search_href(typed, topic, 0, as_typed=True),
+            did_you_mean_href=(None if outcome.did_you_mean is None or typed is not None
                                else _search_href(outcome.did_you_mean, topic, 0)),
             outcome=outcome,
             results=_results(outcome, request.app.state.holder is not None),

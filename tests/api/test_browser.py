@@ -136,7 +136,13 @@ def test_box_completes_from_suggest_and_did_you_mean_links(server: str, browser:
     assert page.locator("input[name=q]").input_value() == "code note 3: gen"
     assert any("q=code+note+3%3A+gen" in u or "q=code%20note%203%3A%20gen" in u for u in asked)
 
+    # a misspelling that finds nothing shows its correction's pages; "search instead for"
+    # keeps it as typed, and the "did you mean" link there goes back to the correction
     page.goto(server + "/?q=tulps")
+    assert page.locator("li.result").count() == 2
+    assert page.locator("input[name=q]").input_value() == "tulips"
+    page.locator("p.corrected a").click()
+    page.wait_for_url("**/?q=tulps&as_typed=1")
     assert page.locator("li.result").count() == 0
     page.locator("p.did-you-mean a").click()
     page.wait_for_url("**/?q=tulips")

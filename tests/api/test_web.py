@@ -79,3 +79,19 @@ def test_html_pages_never_fail_on_odd_input(
     r = client.get("/page", params={"url": url})
     assert r.status_code < 500, r.text
     assert r.headers["content-type"].startswith("text/html")
+
+
+def test_a_misspelling_that_finds_nothing_shows_its_correction_s_pages(
+        client: TestClient) -> None:
+    typed = page(client, q="tulps", as_typed=1)
+    assert not results(typed)  # as typed: nothing, and the suggestion
+    assert '<p class="did-you-mean">Did you mean <a href="/?q=tulips">tulips</a>?</p>' in typed
+    shown = page(client, q="tulps")
+    assert len(results(shown)) == len(results(page(client, q="tulips"))) == 2
+    assert ('<p class="did-you-mean corrected">Showing results for <b>tulips</b>. Search instead '
+            'for <a href="/?q=tulps&amp;as_typed=1">tulps</a>.</p>') in shown
+    assert 'value="tulips"' in shown and "Did you mean" not in shown
+    # a later page of results, or a query no spelling helps, is left as it is
+    assert not results(page(client, q="tulps", offset=10))
+    nothing = page(client, q="qqzzxxyy")
+    assert not results(nothing) and "Showing results for" not in nothing
