@@ -166,6 +166,8 @@ def build_router(templates: Jinja2Templates) -> APIRouter:
             "error": None,
             "notices": [],
             "outcome": None,
+            "typed_href": None,
+            "did_you_mean_href": None,
             "max_query_chars": settings.max_query_chars,
             "topic_names": [] if holder is None else _topic_names(holder),
             "page_href": page_href,

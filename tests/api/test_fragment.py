@@ -89,6 +89,7 @@ def _render(outcome: Outcome) -> str:
         "safe_href": safe_href, "results": _results(outcome, False), "first": 1,
         "last": len(outcome.hits), "page_links": [], "prev_href": None, "next_href": None,
         "url_for": lambda name, path: f"/{name}/{path}", "did_you_mean_href": None,
+        "typed_href": None,
     }
     return env.get_template("search.html").render(context)
 
