@@ -19,6 +19,7 @@ searches this process's snapshot (one data directory, or several local shards as
 
 from __future__ import annotations
 
+import threading
 import time
 from collections import deque
 from collections.abc import Callable, Hashable
@@ -365,20 +366,21 @@ class InlinePolicy:
     def __init__(self, limit_ms: float) -> None:
         self.limit_s = limit_ms / 1000.0
         self._slow: deque[bool] = deque(maxlen=INLINE_WINDOW)
-        self._slow_count = 0
+        self._slow_count = 0  # of the window's searches, the slow ones
+        self._lock = threading.Lock()  # searches end on the event loop and in worker threads
 
     def inline(self) -> bool:
         return (self.limit_s > 0 and len(self._slow) >= INLINE_MIN_SEEN
                 and self._slow_count <= INLINE_SLOW_SHARE * len(self._slow))
 
     def record(self, seconds: float) -> None:
-        """One search's time (from any thread: the event loop's or a worker's; a lost update
-        under a race only blurs the count, which the next searches correct)."""
+        """One search's time, from the event loop's thread or a worker's."""
         slow = seconds > self.limit_s
-        if len(self._slow) == self._slow.maxlen:
-            self._slow_count -= self._slow[0]
-        self._slow.append(slow)
-        self._slow_count += slow
+        with self._lock:
+            if len(self._slow) == self._slow.maxlen:
+                self._slow_count -= self._slow[0]
+            self._slow.append(slow)
+            self._slow_count += slow
 
 
 class LocalSearch:

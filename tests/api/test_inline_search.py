@@ -91,3 +91,4 @@ def test_searches_run_where_the_policy_says_with_the_same_answers(
         assert len(threads_seen) >= 2  # the event loop's thread and the workers'
     else:
         assert searches["inline"] == 0
+
