@@ -336,7 +336,7 @@ def parse_html(body: bytes, url: str, content_type: str | None = None, *,
         title = node_text(first) if first is not None else ""
     fragments = extract_fragments(
         tree, scope, heads, f"{title} {words}", anchors=settings.anchor_defs,
-        id_words=settings.id_words,
+        id_words=settings.id_words, texts=settings.defs == "text",
         dts=[el for el, tag in zip(marked, tags, strict=True) if tag == "dt"],
         rows=[el for el, tag in zip(marked, tags, strict=True) if tag == "tr"],
     ) if structure else []
