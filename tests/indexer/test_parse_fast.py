@@ -25,6 +25,7 @@ from websift.indexer.template_keys import (
     _words,
     page_blocks,
     squashed_hash,
+    squashed_hashes,
 )
 
 # Letters, digits, underscore, punctuation, the marks, Unicode spaces, digits and numerals.
@@ -65,6 +66,12 @@ def test_blocks_equal_the_part_by_part_definition(parts: list[tuple[str, bool, b
     want: list[int] = []
     assert page_blocks(raw, starts) == _reference_blocks(raw, want)
     assert starts == want
+
+
+@given(st.lists(st.text(max_size=12) | st.sampled_from(["\ud800x", "Straße", "İ", ""]),
+                max_size=8))
+def test_hashes_at_once_are_each_texts_hash(texts: list[str]) -> None:
+    assert squashed_hashes(texts) == [squashed_hash(t) for t in texts]
 
 
 def test_blocks_of_a_navigation_and_a_paragraph() -> None:
