@@ -14,7 +14,9 @@ fragment) with the text that follows them; each bounded, and bounded in number p
 term's, heading's or row's key gains the words of its id that its text lacks (``<dt
 id="index-axes-contextmenu">contextmenu</dt>``: ``axes contextmenu``).  Texinfo puts a term's
 anchors (``<span id=index-x></span>``) at the end of the previous ``<dd>``: they count as the
-anchor of the ``<dt>`` that follows.
+anchor of the ``<dt>`` that follows.  A fragment's defining text is made only when asked for
+(``texts``: the defs field of IndexSettings.defs "text"); the stored fragments and the default
+defs field read ids and keys alone.
 """
 
 from __future__ import annotations
