@@ -188,7 +188,8 @@ class BatchAnalyser:
         if dropped:
             content = " ".join(b.text for b in parsed.blocks if b.key not in dropped)
         if parsed.marked:  # made here (``shown=False``): without the template blocks
-            text = join_shown(parsed.marked, parsed.starts, parsed.blocks, dropped)[:SNIPPET_TEXT_CHARS]
+            text = join_shown(parsed.marked, parsed.starts, parsed.blocks, dropped,
+                              SNIPPET_TEXT_CHARS)[:SNIPPET_TEXT_CHARS]
         return PageFields(parsed.title, text,
                           [parsed.title, parsed.headings, content, parsed.url_words, [],
                            defs_field(parsed.fragments, self.settings.defs)],

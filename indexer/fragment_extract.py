@@ -14,7 +14,9 @@ fragment) with the text that follows them; each bounded, and bounded in number p
 term's, heading's or row's key gains the words of its id that its text lacks (``<dt
 id="index-axes-contextmenu">contextmenu</dt>``: ``axes contextmenu``).  Texinfo puts a term's
 anchors (``<span id=index-x></span>``) at the end of the previous ``<dd>``: they count as the
-anchor of the ``<dt>`` that follows.
+anchor of the ``<dt>`` that follows.  A fragment's defining text is made only when asked for
+(``texts``: the defs field of IndexSettings.defs "text"); the stored fragments and the default
+defs field read ids and keys alone.
 """
 
 from __future__ import annotations
@@ -51,7 +53,9 @@ _WORD_CHARS = re.compile(r"[^\W_]+")
 class Fragment(NamedTuple):
     id: str  # the element id (or <a name>) a URL #id reaches
     key: str  # the term, heading or first cell (bounded)
-    text: str  # the defining text: dt with its dd, heading with its section's start, the row
+    # The defining text (dt with its dd, heading with its section's start, the row) when asked
+    # for (``texts``: the defs field of IndexSettings.defs "text"), else "".
+    text: str
 
 
 def _bounded(text: str, limit: int) -> str:
@@ -248,14 +252,16 @@ def id_key(fid: str, generic: frozenset[str] = frozenset(),
 
 def extract_fragments(  # noqa: C901 - one walk over the page's ids for every kind of defining place
         tree: LexborHTMLParser, scope: LexborNode, heads: list[LexborNode], context: str = "",
-        *, anchors: bool = True, id_words: bool = True,
+        *, anchors: bool = True, id_words: bool = True, texts: bool = True,
         dts: list[LexborNode] | None = None, rows: list[LexborNode] | None = None
         ) -> list[Fragment]:
     """The page's definitions and sections reachable by URL #id (see the module doc);
     ``context`` (its title and URL words) tells a generic id prefix from a word; ``anchors``:
-    empty named anchors are fragments; ``id_words``: a key gains its id's words.  ``dts`` and
-    ``rows``: the ``<dt>`` and ``<tr>`` elements of ``scope`` in document order when the
-    caller has them already (found in its own walk), else found here."""
+    empty named anchors are fragments; ``id_words``: a key gains its id's words; ``texts``
+    off: each fragment's text is "" (the same ids and keys, without walking the text after
+    each term and heading: only the defs field of IndexSettings.defs "text" reads it).
+    ``dts`` and ``rows``: the ``<dt>`` and ``<tr>`` elements of ``scope`` in document order
+    when the caller has them already (found in its own walk), else found here."""
     ids: set[str] = set()
     for n in css(tree, "[id], a[name]"):  # one walk for both
         if n.id:
@@ -278,9 +284,17 @@ def extract_fragments(  # noqa: C901 - one walk over the page's ids for every ki
                 extra = [w for w in id_key(fid, generic, serials).split()
                          if w.casefold() not in folded]
                 if extra:
-                    key, text = " ".join((*extra, key)), " ".join((*extra, text))
+                    key = " ".join((*extra, key))
+                    text = " ".join((*extra, text)) if text else ""
             out.append(Fragment(fid, _bounded(key, MAX_FRAGMENT_KEY_CHARS),
                                 _bounded(text, MAX_FRAGMENT_TEXT_CHARS)))
+
+    def defining(key: str, node: LexborNode, stop: LexborNode, until: tuple[str, ...]) -> str:
+        """A fragment's text: its key and the text after ``node`` (:func:`_following_text`);
+        "" without ``texts``."""
+        if not texts:
+            return ""
+        return squash(key + " " + _following_text(node, stop, MAX_FRAGMENT_TEXT_CHARS, until))
 
     if dts is None:
         dts = css(scope, "dt")
@@ -299,21 +313,20 @@ def extract_fragments(  # noqa: C901 - one walk over the page's ids for every ki
             continue
         key = node_text(dt)
         dl = dt.parent or dt  # the definition: this term's <dd>s in its list, up to the next <dt>
-        add(fid, key, squash(key + " " + _following_text(dt, dl, MAX_FRAGMENT_TEXT_CHARS, ("dt",))))
+        add(fid, key, defining(key, dt, dl, ("dt",)))
     for h in heads:
         fid = _anchor_id(h, ids) or _enclosing_id(h, scope, ids) or _preceding_anchor(h, ids)
         if fid is None:
             continue
         key = node_text(h)
-        add(fid, key, squash(key + " " + _following_text(h, scope, MAX_FRAGMENT_TEXT_CHARS,
-                                                          HEADING_TAGS)))
+        add(fid, key, defining(key, h, scope, HEADING_TAGS))
     for tr in rows:
         cell = css_first(tr, "td, th")
         if cell is None:
             continue
         fid = _anchor_id(cell, ids) or (tr.id if tr.id in ids else None)
         if fid is not None:
-            add(fid, node_text(cell), node_text(tr))
+            add(fid, node_text(cell), node_text(tr) if texts else "")
     for el in css(scope, "[id], a[name]"):
         if len(out) >= MAX_FRAGMENTS:
             break
@@ -323,13 +336,11 @@ def extract_fragments(  # noqa: C901 - one walk over the page's ids for every ki
         text = node_text(el)
         if not text:  # an empty named anchor: the words of its id, then what follows it
             if anchors and (key := id_key(fid, generic, serials)):
-                add(fid, key, squash(key + " " + _following_text(
-                    el, scope, MAX_FRAGMENT_TEXT_CHARS, (*HEADING_TAGS, "dt", "hr"))),
-                    named=True)
+                add(fid, key, defining(key, el, scope, (*HEADING_TAGS, "dt", "hr")), named=True)
             continue
         link = el if el.tag == "a" else css_first(el, "a[href]")
         if link is not None and not (link.attributes.get("href") or "#").startswith("#") \
                 and node_text(link) == text:
             continue  # a link to another page (a table of contents): it defines nothing here
-        add(fid, text, text, named=True)  # its id names an element, not a term
+        add(fid, text, text if texts else "", named=True)  # its id names an element, not a term
     return out

@@ -20,11 +20,14 @@ splits that text into blocks.
 from __future__ import annotations
 
 import re
+from functools import partial
 from hashlib import blake2b
-from typing import NamedTuple
+from itertools import repeat
+from typing import NamedTuple, cast
+
+import numpy as np
 
 from websift.core.cache import ClearingMemo
-from websift.core.html import squash
 from websift.indexer.settings import (
     NAV_MAX_LABEL_WORDS,
     NAV_MIN_LINKS,
@@ -62,6 +65,17 @@ def squashed_hash(text: str) -> int:
     return int.from_bytes(blake2b(key, digest_size=8).digest(), "little")
 
 
+_BLAKE8 = partial(blake2b, digest_size=8)
+
+
+def squashed_hashes(texts: list[str]) -> list[int]:
+    """:func:`squashed_hash` of each text, by C calls alone (``map``), none of Python's a text:
+    a page's blocks hashed at once."""
+    keys = map(str.encode, map(str.casefold, texts), repeat("utf-8"), repeat("surrogatepass"))
+    digests = b"".join(map(blake2b.digest, map(_BLAKE8, keys)))
+    return cast(list[int], np.frombuffer(digests, dtype="<u8").tolist())
+
+
 def _template_key(part: str, whole: int) -> int:
     """A block's template key (see :class:`Block`): the words outside its links (punctuation
     left out) when it has both links and such words, else its whole text's hash."""
@@ -74,13 +88,19 @@ def _skeleton_key(part: str) -> int | None:
     links and such words, else None (its key is its whole text's hash)."""
     if LINK not in part:
         return None
-    pieces = part.split(LINK)
-    if not any(p.strip() for p in pieces[1::2]):
+    skeleton = _skeleton(part.split(LINK))
+    return None if skeleton is None else squashed_hash(skeleton)  # a squashed text's
+
+
+def _skeleton(pieces: list[str]) -> str | None:
+    """What a block's template key hashes when it has both link text and words outside its
+    links (punctuation left out): those words after :data:`_SKELETON`; else None (its whole
+    text).  ``pieces``: the block split at its link marks."""
+    links = "".join(pieces[1::2])
+    if not links or links.isspace():
         return None  # no link text: the words outside are all of it
     outside = _words(" ".join(pieces[0::2]))
-    if not outside:
-        return None
-    return squashed_hash(_SKELETON + " ".join(outside))  # block_hash of a squashed text
+    return _SKELETON + " ".join(outside) if outside else None
 
 
 def _link_items(part: str) -> list[str]:
@@ -124,39 +144,34 @@ def page_blocks(raw: str, starts: list[int] | None = None) -> list[Block]:
     """The blocks of a scope's text with its block and link marks: each block's text split
     at the marks, navigation-shaped ones into items (:func:`_link_items`), with their hashes
     and template keys (:func:`_template_key`).  The same as those functions part by part, but
-    a block's label words are found once for both, and a block without links (most) costs a
-    split, a join and a hash.  ``starts``, when given, gets the index of the first block made
-    from each block element's text (a non-blank text between two marks)."""
-    out: list[Block] = []
-    new = tuple.__new__  # a NamedTuple's own __new__ is Python code: 7x the cost of a tuple's
+    a block without links (most) costs a split and a join, and the keys are hashed together at
+    the end (:func:`squashed_hashes`).  ``starts``, when given, gets the index of the first
+    block made from each block element's text (a non-blank text between two marks)."""
+    texts: list[str] = []
+    hashed: list[str] = []  # what each block's key is the hash of (its text or its skeleton)
     for block in raw.split(MARK):
         if not block or block.isspace():  # between two marks (the marks are whitespace too)
             continue
         if starts is not None:
-            starts.append(len(out))
+            starts.append(len(texts))
         if LINK not in block:
             text = " ".join(block.split())
-            out.append(new(Block, (text, squashed_hash(text))))
+            texts.append(text)
+            hashed.append(text)
             continue
         pieces = block.split(LINK)
-        labels = pieces[0::2]
         # Navigation-shaped: every label short (a label of few whitespace-separated tokens has
         # as few words: asked first, and the first long label ends the asking).
         if len(pieces) // 2 >= NAV_MIN_LINKS and len(pieces) % 2 == 1 and all(
                 len(p.split()) <= NAV_MAX_LABEL_WORDS or len(_words(p)) <= NAV_MAX_LABEL_WORDS
-                for p in labels):
+                for p in pieces[0::2]):
             for part in _link_items(block):
-                text = squash(part)
-                if text:
-                    key = _skeleton_key(part)
-                    out.append(new(Block, (text, squashed_hash(text) if key is None else key)))
+                if text := " ".join(part.split()):
+                    texts.append(text)
+                    hashed.append(_skeleton(part.split(LINK)) or text)
             continue
-        outside = _words(" ".join(labels))  # in one pass: no word spans a mark
-        text = squash(block)
-        if not text:
-            continue
-        # The whole text's hash only when it is the key (a paragraph's with links is not).
-        key = squashed_hash(_SKELETON + " ".join(outside)) \
-            if outside and any(p.strip() for p in pieces[1::2]) else squashed_hash(text)
-        out.append(new(Block, (text, key)))
-    return out
+        text = " ".join(block.split())  # not blank: never empty
+        texts.append(text)
+        hashed.append(_skeleton(pieces) or text)
+    new = tuple.__new__  # a NamedTuple's own __new__ is Python code: 7x the cost of a tuple's
+    return [new(Block, pair) for pair in zip(texts, squashed_hashes(hashed), strict=True)]

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from selectolax.lexbor import LexborHTMLParser
 
 from websift.core.html import squash
-from websift.indexer.display_text import GLUE, shown_text
+from websift.indexer.display_text import GLUE, join_shown, shown_text
 from websift.indexer.fragment_extract import _text_upto
 from websift.indexer.html_nodes import css, node_text
 from websift.indexer.parse import parse_html
@@ -25,6 +25,7 @@ from websift.indexer.template_keys import (
     _words,
     page_blocks,
     squashed_hash,
+    squashed_hashes,
 )
 
 # Letters, digits, underscore, punctuation, the marks, Unicode spaces, digits and numerals.
@@ -65,6 +66,12 @@ def test_blocks_equal_the_part_by_part_definition(parts: list[tuple[str, bool, b
     want: list[int] = []
     assert page_blocks(raw, starts) == _reference_blocks(raw, want)
     assert starts == want
+
+
+@given(st.lists(st.text(max_size=12) | st.sampled_from(["\ud800x", "Straße", "İ", ""]),
+                max_size=8))
+def test_hashes_at_once_are_each_texts_hash(texts: list[str]) -> None:
+    assert squashed_hashes(texts) == [squashed_hash(t) for t in texts]
 
 
 def test_blocks_of_a_navigation_and_a_paragraph() -> None:
@@ -117,6 +124,48 @@ def test_shown_text_equals_its_one_pattern_definition(marked: str) -> None:
     # Permalink links, then lone pilcrows, against the one alternation that defines them.
     want = " ".join(_SHOWN_DEFINITION.sub(" ", marked).replace(LINK, "").replace(GLUE, "").split())
     assert shown_text(marked) == want
+
+
+def _reference_join_shown(marked: str, starts: list[int], blocks: list[Block],
+                          dropped: set[int]) -> str:
+    """join_shown as its definition reads: each block element's text shown alone, or its kept
+    blocks' texts."""
+    parts = [p for p in marked.split(MARK) if p and not p.isspace()]
+    ends = [*starts[1:], len(blocks)]
+    out: list[str] = []
+    for part, first, end in zip(parts, starts, ends, strict=True):
+        drop = [b.key in dropped for b in blocks[first:end]]
+        if not any(drop):
+            if first < end and (text := shown_text(part)):
+                out.append(text)
+        elif not all(drop):
+            out.extend(b.text for b, d in zip(blocks[first:end], drop, strict=True) if not d)
+    return " ".join(out)
+
+
+# Block elements' texts: words, spaces, text node joints, links (permalinks among them) and
+# lone link marks, so that a permalink pattern could match across two elements' texts.
+_SHOWN_PIECE = st.sampled_from(["ab", "a", " ", "#", "¶", GLUE, f"{LINK}a{LINK}",
+                                f"{LINK}#{LINK}", f"{LINK} ¶{LINK}", LINK, f" #{LINK}"])
+
+
+@given(st.lists(st.lists(_SHOWN_PIECE, max_size=6), max_size=10), st.data())
+@settings(max_examples=800)
+def test_join_shown_equals_each_block_element_shown_alone(parts: list[list[str]],
+                                                          data: st.DataObject) -> None:
+    # Runs of block elements are shown at once and the text may stop after ``limit``
+    # characters: the first ``limit`` characters are those of the element-by-element text.
+    marked = MARK.join("".join(p) for p in parts)
+    starts: list[int] = []
+    blocks = page_blocks(marked, starts)
+    keys = sorted({b.key for b in blocks})
+    dropped = set(data.draw(st.lists(st.sampled_from(keys), max_size=3))) if keys else set()
+    want = _reference_join_shown(marked, starts, blocks, dropped) if dropped else shown_text(marked)
+    limit = data.draw(st.one_of(st.none(), st.integers(0, len(want) + 1)))
+    got = join_shown(marked, starts, blocks, dropped, limit)
+    assert got[:limit] == want[:limit]
+    if limit is None:
+        assert got == want
 
 
 _TEXT_NODE = st.text(st.sampled_from(list("ab 1,\u00a0")), max_size=8)

@@ -21,7 +21,11 @@ from websift.indexer.template_keys import block_hash
 CT = "text/html; charset=utf-8"
 
 
-def parse(html: str, settings: IndexSettings = DEFAULT_INDEX_SETTINGS) -> ParsedPage:
+# The fragments' defining texts are made for the defs field of defs="text" only.
+TEXTS = IndexSettings(defs="text")
+
+
+def parse(html: str, settings: IndexSettings = TEXTS) -> ParsedPage:
     return parse_html(html.encode(), "http://docs.example/lib/page.html", CT, structure=True,
                       settings=settings)
 
@@ -259,6 +263,22 @@ def test_a_terms_key_gains_the_words_of_its_id_that_it_lacks() -> None:
     assert frags["index-axes-box-1"].key == "axes box"  # the counter is no word
     off = IndexSettings(id_words=False)
     assert by_id(parse(PROPERTIES, off))["index-axes-contextmenu"].key == "contextmenu : graphics handle"
+
+
+@pytest.mark.parametrize("html", [SPHINX, DOCBOOK, TEXINFO, SETTINGS, TEXINFO_INDEX, NAMED,
+                                  PROPERTIES])
+def test_fragments_without_texts_have_the_same_ids_and_keys(html: str) -> None:
+    # The default defs field ("key") reads no defining text: none is made, the rest is the same.
+    with_texts = parse(html).fragments
+    keys_only = parse(html, DEFAULT_INDEX_SETTINGS).fragments
+    assert DEFAULT_INDEX_SETTINGS.defs == "key" and with_texts
+    assert [(f.id, f.key) for f in keys_only] == [(f.id, f.key) for f in with_texts]
+    assert all(f.text for f in with_texts) and not any(f.text for f in keys_only)
+    other = [parse(html, IndexSettings(**{k: False})).fragments for k in ("anchor_defs", "id_words")]
+    texts = [parse(html, IndexSettings(defs="text", **{k: False})).fragments
+             for k in ("anchor_defs", "id_words")]
+    assert [[(f.id, f.key) for f in fs] for fs in other] == \
+        [[(f.id, f.key) for f in fs] for fs in texts]
 
 
 def _texinfo_nav(*links: tuple[str, str]) -> str:

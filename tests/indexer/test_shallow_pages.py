@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from websift.indexer.parse import _TAG, nesting_bound, parse_html
+from websift.indexer.parse import _TAG, _TAG_NAME, nesting_bound, parse_html, quick_nesting_bound
 from websift.indexer.settings import MAX_LEXBOR_DEPTH, MAX_LEXBOR_TAGS, IndexSettings
 
 
@@ -77,3 +77,27 @@ def test_the_tag_scan_finds_the_tags_of_its_definition(body: bytes) -> None:
     # and self-closing slash (its truthiness is all nesting_bound reads).
     got = [(c, n, bool(s)) for c, n, s in _TAG.findall(body)]
     assert got == [(c, n, bool(s)) for c, n, s in _LAZY_TAG.findall(body)]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=40) | st.text("<>/ a=b'\"pBR1\n", max_size=40).map(str.encode))
+def test_the_name_scan_finds_the_same_tags(body: bytes) -> None:
+    # One group a tag: the same tags with the same names, the self-closing slash not read.
+    assert _TAG_NAME.findall(body) == [c + n for c, n, _ in _TAG.findall(body)]
+
+
+_SELF_CLOSED = st.sampled_from(["", "<div/>", "<span />", "<br/>", "<p/ >"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(["<div>", "</div>", "<p class=x>", "</p>", "<br>", "<IMG src=a>",
+                                 "text", "</span>", "<hr/>", "a < b"]), max_size=30),
+       st.lists(_SELF_CLOSED, max_size=30))
+def test_the_quick_bound_is_never_below_the_bound(tags: list[str], closed: list[str]) -> None:
+    # Without self-closed elements the two bounds are the same; each one only raises it.
+    plain = "".join(tags).encode()
+    assert quick_nesting_bound(plain) == nesting_bound(plain)
+    mixed = "".join(t + c for t, c in zip(tags, closed, strict=False)).encode()
+    assert quick_nesting_bound(mixed) >= nesting_bound(mixed)
+    assert quick_nesting_bound(mixed) <= nesting_bound(mixed) + sum(
+        c not in ("", "<br/>") for c in closed)
