@@ -104,6 +104,7 @@ class Outcome:
     partial: bool = False  # the search deadline stopped it: the best of what it had scored
     lang: str | None = None  # the language the query was analysed in
     did_you_mean: str | None = None  # the query with misspelt words replaced (api/index_words.py)
+    unknown_words: int = 0  # of its words, those no page of the index holds (not in the JSON)
 
 
 @dataclass(frozen=True)
@@ -240,6 +241,7 @@ def run_search(
         total_exact=results.total_exact,
         partial=results.partial,
         lang=results.lang,
+        unknown_words=results.unknown_words,
     )
 
 
@@ -444,5 +446,7 @@ class LocalSearch:
 
 
 def _wants_suggestion(outcome: Outcome, req: SearchRequest) -> bool:
-    """Whether an answer gets a spelling suggestion (api/index_words.py): few pages, first page."""
-    return outcome.total <= FEW_RESULTS and req.offset == 0
+    """Whether an answer gets a spelling suggestion (api/index_words.py): on the first page,
+    when it found few pages or one of its words is in no page (``theading lock`` finds the
+    pages about locks, and still means ``threading``)."""
+    return req.offset == 0 and (outcome.total <= FEW_RESULTS or outcome.unknown_words > 0)

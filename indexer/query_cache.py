@@ -31,6 +31,7 @@ class OwnStats:
 
     idfs: dict[str, float]
     pairs: list[tuple[str, str]]
+    unknown: int = 0  # of the idf terms, those no page holds
 
 
 @dataclass

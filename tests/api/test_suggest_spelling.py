@@ -9,6 +9,7 @@ import xml.etree.ElementTree as ET
 
 from fastapi.testclient import TestClient
 
+from websift.api.index_words import FEW_RESULTS
 from websift.indexer.analysis import Analyzer
 from websift.indexer.completion import Completer
 from websift.indexer.spelling import Speller
@@ -23,6 +24,16 @@ def test_a_misspelt_query_gets_did_you_mean_in_json_and_page(client: TestClient)
     assert client.get("/search", params={"q": "gardning"}).json()["did_you_mean"] == "garden"
     html = client.get("/", params={"q": "tulps", "as_typed": 1}).text  # as typed (see test_web)
     assert 'Did you mean <a href="/?q=tulips">tulips</a>?' in html
+
+
+def test_a_word_no_page_holds_gets_a_suggestion_though_the_others_find_pages(
+        client: TestClient) -> None:
+    r = client.get("/search", params={"q": "tulps garden"}).json()
+    assert r["total"] > FEW_RESULTS  # "garden" finds pages; "tulps" is in none
+    assert r["did_you_mean"] == "tulips garden"
+    later = client.get("/search", params={"q": "tulps garden", "offset": 10}).json()
+    assert later["did_you_mean"] is None  # offered on the first page only
+    assert client.get("/search", params={"q": "tulips garden"}).json()["did_you_mean"] is None
 
 
 def test_no_suggestion_for_good_words_cjk_or_nonsense(client: TestClient) -> None:
