@@ -85,7 +85,14 @@ def search_command(args: argparse.Namespace) -> int:
     """Answer one query over ``args.data`` as ``GET /search`` would (same ranking, defaults and
     error messages, the same settings from ``WEBSIFT_*``); print it for a person or as the
     ``/search`` JSON."""
-    from websift.api.retrieval import SearchRequest, check_request, rank_query
+    from websift.api.index_words import IndexWords
+    from websift.api.retrieval import (
+        SearchRequest,
+        check_request,
+        rank_query,
+        wants_suggestion,
+        with_suggestion,
+    )
     from websift.api.settings import Settings
     from websift.api.snapshot import SnapshotHolder
     from websift.core.datadir import DataDir
@@ -100,6 +107,8 @@ def search_command(args: argparse.Namespace) -> int:
     try:
         with holder.lease() as snap:
             outcome = rank_query(snap, req, settings)
+            if wants_suggestion(outcome, req):  # as /search offers it
+                outcome = with_suggestion(IndexWords(), snap, outcome)
     finally:
         holder.close()
     if args.json:
@@ -119,6 +128,8 @@ def _print_results(outcome: Outcome, offset: int) -> None:
     if outcome.topic_weights:
         mix = "; topic mix " + ", ".join(f"{n} {w:.2f}" for n, w in outcome.topic_weights.items())
     print(f"{outcome.total} matching documents; {shown} (importance: {outcome.static_score}{mix})")
+    if outcome.did_you_mean is not None:
+        print(f"did you mean: {outcome.did_you_mean}")
     for rank, r in enumerate(outcome.hits, offset + 1):
         h = r.hit
         print(f"{rank:2d}. {h.title}\n    {h.url}  (score {h.score:.3f} = text "

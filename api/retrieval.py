@@ -420,7 +420,7 @@ class LocalSearch:
                 return await anyio.to_thread.run_sync(
                     self._answer, snap, req, limiter=self.limiter)
             # The suggestion in a thread (the words may be built for it: not on the loop).
-            if _wants_suggestion(outcome, req):
+            if wants_suggestion(outcome, req):
                 outcome = await anyio.to_thread.run_sync(
                     self._did_you_mean, snap, outcome, limiter=self.limiter)
         return outcome
@@ -438,14 +438,19 @@ class LocalSearch:
     def _answer(self, snap: Snapshot, req: SearchRequest) -> Outcome:
         """:meth:`_search`, then the spelling suggestion when it finds few pages."""
         outcome = self._search(snap, req)
-        return self._did_you_mean(snap, outcome) if _wants_suggestion(outcome, req) else outcome
+        return self._did_you_mean(snap, outcome) if wants_suggestion(outcome, req) else outcome
 
     def _did_you_mean(self, snap: Snapshot, outcome: Outcome) -> Outcome:
-        fix = self.words.did_you_mean(snap, outcome.query, outcome.lang)
-        return outcome if fix is None else replace(outcome, did_you_mean=fix.query)
+        return with_suggestion(self.words, snap, outcome)
 
 
-def _wants_suggestion(outcome: Outcome, req: SearchRequest) -> bool:
+def with_suggestion(words: IndexWords, snap: Snapshot, outcome: Outcome) -> Outcome:
+    """``outcome`` with its spelling suggestion from ``words`` (api/index_words.py), if any."""
+    fix = words.did_you_mean(snap, outcome.query, outcome.lang)
+    return outcome if fix is None else replace(outcome, did_you_mean=fix.query)
+
+
+def wants_suggestion(outcome: Outcome, req: SearchRequest) -> bool:
     """Whether an answer gets a spelling suggestion (api/index_words.py): on the first page,
     when it found few pages or one of its words is in no page (``theading lock`` finds the
     pages about locks, and still means ``threading``)."""

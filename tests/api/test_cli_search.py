@@ -164,3 +164,16 @@ def test_output_to_a_reader_that_went_away_stops_quietly(site_data: DataDir) -> 
         os.close(write)
     assert done.returncode == EXIT_BROKEN_PIPE == 141
     assert done.stderr == ""
+
+
+def test_a_misspelling_gets_the_suggestion_search_gives(
+        client: TestClient, site_data: DataDir, capsys: pytest.CaptureFixture[str]) -> None:
+    for q in ("tulps", "tulps garden"):
+        api = client.get("/search", params={"q": q}).json()
+        assert api["did_you_mean"] is not None, q
+        assert main(["search", q, "--json", "--data", str(site_data.root)]) == 0
+        assert json.loads(capsys.readouterr().out)["did_you_mean"] == api["did_you_mean"]
+        assert main(["search", q, "--data", str(site_data.root)]) == 0
+        assert f"did you mean: {api['did_you_mean']}\n" in capsys.readouterr().out
+    assert main(["search", "tulips", "--data", str(site_data.root)]) == 0
+    assert "did you mean" not in capsys.readouterr().out
