@@ -553,12 +553,20 @@ def _rerun_completes_it(run_websift: Callable[..., subprocess.CompletedProcess[s
     assert _cash_total(data) == pytest.approx(1.0, abs=1e-9)
 
 
+# Pages of the imports stopped mid-run: enough that the first progress line (PROGRESS_INTERVAL,
+# 1 s into the run) comes well before the end.  The development machine imports 1,200 in 2.2 s
+# with or without workers, start-up included, and under the whole suite's load one such
+# import ended before its first progress line; 4,000 take about 4 s.
+STOPPED_IMPORT_PAGES = 4000
+
+
 def _start_import(tmp_path: Path, popen: Callable[..., Any], *, prefix: Sequence[str] = (),
                   extra: Sequence[str] = ()) -> tuple[Path, list[str], Path, Any]:
     """(source, its URLs, data directory, the child) of `websift import` started in a child
-    process over 1,200 pages, its stderr piped (progress lines), run through ``prefix``."""
+    process over STOPPED_IMPORT_PAGES pages, its stderr piped (progress lines), run through
+    ``prefix``."""
     source = tmp_path / "many.warc.gz"
-    urls = _many_pages(source, 1200)
+    urls = _many_pages(source, STOPPED_IMPORT_PAGES)
     data = tmp_path / "data"
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     child = popen([*prefix, sys.executable, "-m", "websift.api.cli", "import", "--data",
@@ -572,8 +580,8 @@ def test_an_interrupted_import_keeps_what_it_committed_and_a_rerun_completes_it(
     tmp_path: Path, run_websift: Callable[..., subprocess.CompletedProcess[str]],
 ) -> None:
     # The SIGINT follows the first progress line (PROGRESS_INTERVAL, 1 s, into the run): enough
-    # pages that it lands mid-run (1,200 take about 5 s on an idle machine); the rerun imports
-    # nearly all of them, bounded at 600 s for a loaded machine.
+    # pages that it lands mid-run (STOPPED_IMPORT_PAGES); the rerun imports nearly all of them,
+    # bounded at 600 s for a loaded machine.
     # Started with SIGINT ignored, as a shell's ``trap "" INT`` or a script's background job
     # starts it (Python keeps an inherited SIG_IGN): the import honours SIGINT all the same.
     source, urls, data, child = _start_import(
