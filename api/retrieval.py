@@ -19,7 +19,6 @@ searches this process's snapshot (one data directory, or several local shards as
 
 from __future__ import annotations
 
-import threading
 import time
 from collections import deque
 from collections.abc import Callable, Hashable
@@ -367,22 +366,18 @@ class InlinePolicy:
 
     def __init__(self, limit_ms: float) -> None:
         self.limit_s = limit_ms / 1000.0
+        # Whether each of the window's searches was slow: appended from the event loop's thread
+        # and workers', counted when asked (64 flags); each a single deque method, atomic.
         self._slow: deque[bool] = deque(maxlen=INLINE_WINDOW)
-        self._slow_count = 0  # of the window's searches, the slow ones
-        self._lock = threading.Lock()  # searches end on the event loop and in worker threads
 
     def inline(self) -> bool:
-        return (self.limit_s > 0 and len(self._slow) >= INLINE_MIN_SEEN
-                and self._slow_count <= INLINE_SLOW_SHARE * len(self._slow))
+        seen = len(self._slow)
+        return (self.limit_s > 0 and seen >= INLINE_MIN_SEEN
+                and self._slow.count(True) <= INLINE_SLOW_SHARE * seen)
 
     def record(self, seconds: float) -> None:
         """One search's time, from the event loop's thread or a worker's."""
-        slow = seconds > self.limit_s
-        with self._lock:
-            if len(self._slow) == self._slow.maxlen:
-                self._slow_count -= self._slow[0]
-            self._slow.append(slow)
-            self._slow_count += slow
+        self._slow.append(seconds > self.limit_s)
 
 
 class LocalSearch:
