@@ -149,7 +149,7 @@ def _mapped_npz(path: Path) -> dict[str, np.ndarray]:
         data = view[start : start + info.file_size]
         if len(data) != info.file_size or zlib.crc32(data) != info.CRC:
             raise zipfile.BadZipFile(f"{info.filename}: bad CRC-32")
-        head = io.BytesIO(data[: min(len(data), 1 << 16)])
+        head = io.BytesIO(data[: 1 << 16])  # the .npy header is within its first 64 KiB
         version = np.lib.format.read_magic(head)
         shape, fortran, dtype = (np.lib.format.read_array_header_1_0(head) if version == (1, 0)
                                  else np.lib.format.read_array_header_2_0(head))
