@@ -26,7 +26,8 @@ how many bytes merges write.
    - Fetch to searchable: each page's fetch time is its line in nginx's log ($msec); a probe
      asks ``/search`` (without snippets: it reads the hits' URLs) for the unique words of
      fetched pages not found yet (``w1 OR w2 ...``, ``PROBE_BATCH`` words a query, oldest
-     pages first), one query at a time and at most one every ``PROBE_EVERY`` seconds, evenly
+     pages first), one query at a time and at most one every ``PROBE_EVERY`` seconds (more
+     often while up fetches more pages a second than that asks for: ``Probe.pause``), evenly
      paced (never a burst for the timed queries to wait behind), only for pages fetched
      before the latest cut began (the indexer's ``follow-status.json``), a page again only
      after a newer cut or ``RETRY`` seconds; a page is searchable at the first answer that
@@ -124,10 +125,15 @@ INDEX_PROCS = 1
 EDITS = 4  # times the web changes while up runs, evenly spaced over its middle
 CHANGE_PAGES = 25  # pages changed at each edit (among those up fetched)
 NEW_PAGES = 10  # new pages at each edit, on as many hosts
-# The probe's pace: one query at most every PROBE_EVERY seconds (120 words a second, about
-# twice the pages up fetches with each asked twice), never two at once nor back to back, so a
-# timed query waits behind one probe query at most
+# The probe's pace: one query at most every PROBE_EVERY seconds (120 words a second), or
+# more often while up fetches faster than PROBE_HEADROOM / PROBE_BATCH of its words a second
+# (over the last PROBE_RATE_WINDOW seconds; at most one every PROBE_MIN_EVERY): a probe
+# slower than the crawl measures its own backlog, not the index's lag.  Never two at once nor
+# back to back, so a timed query waits behind one probe query at most
 PROBE_EVERY = 0.25
+PROBE_MIN_EVERY = 0.05
+PROBE_HEADROOM = 1.5
+PROBE_RATE_WINDOW = 10.0
 PROBE_BATCH = 30  # words per probe query: within the caps of 32 terms and 512 characters
 RETRY = 1.0  # s before a page not found is asked again with no newer cut (the reload check)
 QUERY_EVERY = 0.2  # seconds between two timed one-word queries
@@ -448,8 +454,17 @@ class Probe:
         if not due or status is None:
             return False
         self._ask(due, status.cuts)
-        self.next_at = time.time() + PROBE_EVERY
+        self.next_at = time.time() + self.pause(now)
         return True
+
+    def pause(self, now: float) -> float:
+        """Seconds between two probe queries: PROBE_EVERY, shorter while up's recent fetch
+        rate needs it (PROBE_HEADROOM times the words of its pages a second)."""
+        recent = len(self.ends) - bisect.bisect_left(self.ends, now - PROBE_RATE_WINDOW)
+        rate = recent / PROBE_RATE_WINDOW
+        if rate <= 0:
+            return PROBE_EVERY
+        return min(PROBE_EVERY, max(PROBE_MIN_EVERY, PROBE_BATCH / (PROBE_HEADROOM * rate)))
 
     def _ask(self, batch: list[tuple[Key, Target]], cuts: int) -> None:
         words = {t.word: (k, t) for k, t in batch}
