@@ -294,8 +294,7 @@ class Stats(BaseModel):
         "the last 512), max, last, total (wall) and cpu_total (the swapping thread's CPU); "
         "wall time by phase: segments_total (manifest read, new segments opened), "
         "state_total (the new generation's whole-index structures), caches_total (the old "
-        "generation's caches carried over), ranks_total (a new ranks generation opened); "
-        "gave_way_total: of those phases, the time the reload slept while requests ran")
+        "generation's caches carried over), ranks_total (a new ranks generation opened)")
     reload_cpu_seconds: float = Field(
         default=0.0, description="CPU seconds of the reload thread since the server started: "
         "every check for a newer generation and every swap")

@@ -12,11 +12,7 @@ interval: no request waits for it, nor for the opening of a newer generation (wi
 new searcher takes over the old one's opened segments and caches where they are the same
 (``Searcher.open(previous=...)``, indexer/searcher.py), its most recent decoded lists brought
 up to date before it serves; then the holder's reference is replaced in one assignment, so a
-request sees the old snapshot or the new one, never a mix.  While requests hold leases the
-reload thread gives way to them: between the units of its work (a lexicon chunk, a cached list
-brought up to date, a list of the new segment decoded) it sleeps, its interpreter lock
-released, so that it takes at most ``WEBSIFT_RELOAD_SHARE`` (0.2) of the time
-(core/give_way.py); the ``gave_way`` phase counts that sleep.  Leasing takes no lock.  A
+request sees the old snapshot or the new one, never a mix.  Leasing takes no lock.  A
 manifest or file that is damaged, or written by a newer websift, never takes a serving
 snapshot down: that part stays as it was, the failure is counted by error class in
 ``reload_failures`` (shown by ``/stats``) and looked at again at the next check, not on every
@@ -43,7 +39,6 @@ from __future__ import annotations
 
 import itertools
 import logging
-import os
 import threading
 import time
 from collections import Counter
@@ -58,7 +53,6 @@ from websift.api.reload_times import ReloadTimes
 from websift.core.checked import RereadJson
 from websift.core.datadir import DataDir
 from websift.core.errors import WebsiftError
-from websift.core.give_way import GiveWay, giving_way, waited
 from websift.indexer.errors import IndexMissing
 from websift.indexer.manifest import read_manifest as read_index_manifest
 from websift.indexer.searcher import Searcher
@@ -71,10 +65,6 @@ from websift.store.views import StoreReader
 
 T = TypeVar("T")
 log = logging.getLogger("websift.api")
-
-# The reload thread gives way to requests in flight (core/give_way.py): while one runs, the
-# reload takes at most this share of the time.
-RELOAD_SHARE_WHILE_SEARCHING = float(os.environ.get("WEBSIFT_RELOAD_SHARE", "0.2"))
 
 
 class Shared(Generic[T]):
@@ -306,19 +296,11 @@ class SnapshotHolder:
                 return
             started = time.thread_time()
             try:
-                with giving_way(self._give_way_policy()):
-                    self.refresh(force=True)
+                self.refresh(force=True)
             except Exception as exc:  # counted, logged, and the old snapshot serves
                 self.reload_failures[type(exc).__name__] += 1
                 log.exception("reload check failed; the current snapshot keeps serving")
             self.reload_cpu_seconds += time.thread_time() - started
-
-    def _searching(self) -> bool:
-        current = self._current
-        return current is not None and current._leases > 0
-
-    def _give_way_policy(self) -> GiveWay:
-        return GiveWay(self._searching, RELOAD_SHARE_WHILE_SEARCHING)
 
     def _wake_if_due(self) -> None:
         if time.monotonic() >= self._next_check and not self._wake.is_set():
@@ -367,7 +349,6 @@ class SnapshotHolder:
         """Swap in what changed on disk since ``current`` (:meth:`refresh`, under the swap
         lock); each swap's cost goes to ``reload_times``."""
         started, started_cpu = time.perf_counter(), time.thread_time()
-        slept = waited()
         searcher = current.searcher
         removals = current.searcher.value.removals
         try:
@@ -396,8 +377,6 @@ class SnapshotHolder:
         phases = {} if searcher is current.searcher else dict(searcher.value.open_phases)
         if ranks is not current.ranks:
             phases["ranks"] = time.perf_counter() - ranks_started
-        if waited() > slept:  # of the phases' wall time, asleep while requests ran
-            phases["gave_way"] = waited() - slept
         fresh = Snapshot(searcher, ranks)
         self._current = fresh  # the atomic swap: one reference assignment
         self.reloads += 1

@@ -56,7 +56,6 @@ from typing import Any
 import numpy as np
 
 from websift.core.cache import Cache
-from websift.core.give_way import give_way
 from websift.indexer import bm25f
 from websift.indexer.codec import block_bits_type
 from websift.indexer.narrow_tfs import (
@@ -505,7 +504,6 @@ class PostingStore:
             si = here.get(serial)
             if (si is not None and value is not None and size >= RELOAD_WARM_MIN_BYTES
                     and not term.startswith(_POSITIONS)):
-                give_way()  # a server's reload lets its searches go first (core/give_way.py)
                 p = view.get(term, si)  # brought up to date (and kept) if it was not
                 if p is not None:
                     view.saturated(p, si)
@@ -524,7 +522,6 @@ class PostingStore:
         made = 0
         for term in terms[:RELOAD_PREWARM_TERMS] if new else ():
             for si in new:
-                give_way()
                 p = view.get(term, si)
                 if p is not None:
                     view.saturated(p, si)

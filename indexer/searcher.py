@@ -57,7 +57,6 @@ from websift.core.cache import Cache
 from websift.core.checked import RereadJson, open_consistent
 from websift.core.datadir import DataDir
 from websift.core.distinct import distinct, distinct_small
-from websift.core.give_way import give_way
 from websift.core.id_set import IdSet, sorted_members
 from websift.indexer import bm25f, scoring_lengths
 from websift.indexer.analysis import Analyzer
@@ -1213,7 +1212,6 @@ def open_shard(index_dir: Path, verify: bool = True, *, reuse: Shard | None = No
                 segments.append(old[1])
                 continue
             directory = index_dir / entry.name
-            give_way()
             if verify:
                 verify_segment(directory, entry)
             segments.append(SegmentReader(directory))

@@ -17,7 +17,6 @@ from pathlib import Path
 import numpy as np
 from pyroaring import BitMap
 
-from websift.core.give_way import give_way
 from websift.indexer.codec import block_bits, decode, decode_at, delta_decode_groups
 from websift.indexer.errors import IndexAnalyzerMismatch, IndexCorrupt
 from websift.indexer.segment_format import CF, COL, DF, SEP, STREAMS, built_with, read_meta
@@ -203,7 +202,6 @@ class SegmentReader:
         if n <= LEXICON_DICT_MAX:
             self._term_dict = {}
             for first, words in self._terms.chunks(LEXICON_CHUNK):
-                give_way()  # a server's reload lets its searches go first (core/give_way.py)
                 self._term_dict.update(zip(words, range(first, first + len(words)),
                                            strict=True))
         # Whether term_row is one hash lookup (else a binary search in Python): a cache of the

@@ -112,7 +112,7 @@ def _reload_metrics(out: Exposition, holder: SnapshotHolder) -> None:
                 [({}, holder.reload_cpu_seconds)])
     out.counter("websift_snapshot_reload_phase_seconds_total",
                 "Wall time of swaps by phase: segments opened, whole-index state built, "
-                "caches carried over, ranks opened; gave_way: of those, asleep while requests ran",
+                "caches carried over, ranks opened",
                 [({"phase": k.removesuffix("_total")}, v) for k, v in times.items()
                  if k.endswith("_total") and k not in ("total", "cpu_total")])
     out.gauge("websift_snapshot_reload_seconds",

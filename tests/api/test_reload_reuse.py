@@ -427,27 +427,3 @@ def test_checks_parse_a_manifest_once_and_still_see_every_new_one(data: DataDir)
     assert answers(fresh.searcher.value) == answers(Searcher.open(data))
     assert holder.reload_failures == Counter({"IndexCorrupt": 1})
     holder.close()
-
-
-def test_the_reload_gives_way_to_requests_in_flight_and_still_swaps(data: DataDir) -> None:
-    holder = SnapshotHolder(data, reload_check_ms=1)
-    holder.start()
-    names = ["seg-000000", "seg-000001", "seg-000002"]
-    try:
-        with holder.lease() as snap:  # a request in flight through the whole reload
-            cut(data, "seg-000003", 0)
-            publish(data, [*names, "seg-000003"], 2)
-            # check_due() wakes the reload thread once the interval passed
-            wait_for(lambda: not holder.check_due() and holder.reloads == 1, "the swap")
-            assert snap.index_generation == 1  # the lease keeps its snapshot
-        slept = holder.reload_times.figures().get("gave_way_total", 0.0)
-        assert slept > 0  # it slept at its yield points while the lease was held
-        with holder.lease() as snap:
-            assert snap.index_generation == 2
-        cut(data, "seg-000004", 1)
-        publish(data, [*names, "seg-000003", "seg-000004"], 3)
-        wait_for(lambda: not holder.check_due() and holder.reloads == 2, "the second swap")
-        figures = holder.reload_times.figures()
-    finally:
-        holder.close()
-    assert figures.get("gave_way_total", 0.0) == slept  # nothing in flight: no sleep
