@@ -37,6 +37,7 @@ from websift.api.settings import Settings
 from websift.api.snapshot import RankView, Snapshot, SnapshotHolder
 from websift.indexer.query import parse_query
 from websift.indexer.searcher import CollectionStats, Hit, IndexQuery
+from websift.indexer.spelling import RARE_DF
 from websift.ranking.errors import UnknownTopic
 from websift.ranking.fusion import (
     FusionParams,
@@ -103,7 +104,7 @@ class Outcome:
     partial: bool = False  # the search deadline stopped it: the best of what it had scored
     lang: str | None = None  # the language the query was analysed in
     did_you_mean: str | None = None  # the query with misspelt words replaced (api/index_words.py)
-    unknown_words: int = 0  # of its words, those no page of the index holds (not in the JSON)
+    rarest_df: int | None = None  # its rarest word's document frequency (not in the JSON)
 
 
 @dataclass(frozen=True)
@@ -240,7 +241,7 @@ def run_search(
         total_exact=results.total_exact,
         partial=results.partial,
         lang=results.lang,
-        unknown_words=results.unknown_words,
+        rarest_df=results.rarest_df,
     )
 
 
@@ -447,6 +448,8 @@ def with_suggestion(words: IndexWords, snap: Snapshot, outcome: Outcome) -> Outc
 
 def wants_suggestion(outcome: Outcome, req: SearchRequest) -> bool:
     """Whether an answer gets a spelling suggestion (api/index_words.py): on the first page,
-    when it found few pages or one of its words is in no page (``theading lock`` finds the
-    pages about locks, and still means ``threading``)."""
-    return req.offset == 0 and (outcome.total <= FEW_RESULTS or outcome.unknown_words > 0)
+    when it found few pages or one of its words is in no page or in as few as the speller
+    corrects (RARE_DF: ``theading lock`` finds the pages about locks, and one page with the
+    typo, and still means ``threading``)."""
+    return req.offset == 0 and (outcome.total <= FEW_RESULTS or (
+        outcome.rarest_df is not None and outcome.rarest_df <= RARE_DF))

@@ -31,7 +31,7 @@ class OwnStats:
 
     idfs: dict[str, float]
     pairs: list[tuple[str, str]]
-    unknown: int = 0  # of the idf terms, those no page holds
+    rarest_df: int | None = None  # the smallest document frequency of the idf terms
 
 
 @dataclass

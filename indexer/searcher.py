@@ -130,9 +130,10 @@ class SearchResults:
     blocks: int = 0  # 128-posting blocks in the query's lists (pruned evaluation)
     blocks_read: int = 0  # of those, the blocks whose documents were scored
     lang: str | None = None  # the language the query was analysed in (None: English's analysis)
-    # Of the query's scored words, those no page of the index holds (document frequency 0, in
-    # the statistics it was scored with): what a spelling suggestion may mend (api/retrieval.py).
-    unknown_words: int = 0
+    # The smallest document frequency of the query's scored words, in the statistics it was
+    # scored with (None: no word scored): a word in no page, or in very few, is what a
+    # spelling suggestion may mend (api/retrieval.py).
+    rarest_df: int | None = None
 
 
 @dataclass(frozen=True)
@@ -576,14 +577,14 @@ class Searcher:
             if own is None:  # this snapshot's N and df never change: kept with the query
                 own = aq.own = self._own_stats(aq, postings)
             idfs, pairs = own.idfs, own.pairs
-            results.unknown_words = own.unknown
+            results.rarest_df = own.rarest_df
         else:
             # df clamped to [0, N]: figures from elsewhere must not leave idf's domain.
             dfs = {t: int(stats.df[t]) if t in stats.df else postings.df(t)
                    for t in aq.idf_terms}
             idfs = {t: bm25f.idf_one(n_docs, min(max(df, 0), n_docs)) for t, df in dfs.items()}
             pairs = _pairs(aq, idfs)
-            results.unknown_words = sum(1 for df in dfs.values() if df <= 0)
+            results.rarest_df = min((max(df, 0) for df in dfs.values()), default=None)
         site_masks = self._host_masks(tuple(sites)) if sites else None
         nosite_masks = self._host_masks(tuple(pq.excluded_sites)) if pq.excluded_sites else None
         small = sum(len(seg.doc_ids) for seg in self.segments) < EXHAUSTIVE_MAX_DOCS
@@ -765,11 +766,11 @@ class Searcher:
         return made
 
     def _own_stats(self, aq: AnalysedQuery, postings: QueryPostings) -> OwnStats:
-        """A query's idfs and proximity pairs under this searcher's own statistics, and how
-        many of its words no page holds."""
+        """A query's idfs and proximity pairs under this searcher's own statistics, and the
+        document frequency of its rarest word."""
         dfs = {t: postings.df(t) for t in aq.idf_terms}
         idfs = {t: bm25f.idf_one(self.n_docs, df) for t, df in dfs.items()}
-        return OwnStats(idfs, _pairs(aq, idfs), sum(1 for df in dfs.values() if df <= 0))
+        return OwnStats(idfs, _pairs(aq, idfs), min(dfs.values(), default=None))
 
     def _few(self, terms: list[str], postings: QueryPostings, pairs: list[tuple[str, str]],
              pq: ParsedQuery, *, timed: bool) -> bool:

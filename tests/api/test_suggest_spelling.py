@@ -6,11 +6,15 @@ from __future__ import annotations
 import json
 import random
 import xml.etree.ElementTree as ET
+from collections.abc import Callable
+from pathlib import Path
 
 from fastapi.testclient import TestClient
 
+from testkit.corpus import build_data_dir
 from websift.api.index_words import FEW_RESULTS
 from websift.indexer.analysis import Analyzer
+from websift.indexer.build import build_index
 from websift.indexer.completion import Completer
 from websift.indexer.spelling import Speller
 
@@ -97,3 +101,22 @@ def test_completer_top_k_equals_a_full_sort_over_wide_ranges() -> None:
         want = sorted((i for i, key in enumerate(c.keys) if key.startswith(p)),
                       key=lambda i: (-c.weights[i], c.keys[i]))[:8]
         assert [c.weights[i] for i in c._range(p, 8)] == [c.weights[i] for i in want], p
+
+
+def test_a_word_only_a_typo_page_holds_gets_a_suggestion_among_many_results(
+        tmp_path: Path, make_client: Callable[..., TestClient]) -> None:
+    base = "http://127.0.0.1:8942"
+    site = {f"{base}/{i}.html": f"<html><head><title>Threading locks {i}</title></head><body><p>The "
+            f"threading module's lock number {i} guards shared state.</p></body></html>"
+            for i in range(24)}
+    site[f"{base}/typo.html"] = ("<html><head><title>Typo</title></head><body><p>A theading "
+                                 "lock, and the zanzibar lock.</p></body></html>")
+    data = build_data_dir(tmp_path / "data", site)
+    build_index(data)
+    client = make_client(data)
+    r = client.get("/search", params={"q": "theading lock"}).json()
+    assert r["total"] > FEW_RESULTS  # every page holds "lock"; one holds the typo
+    assert r["did_you_mean"] == "threading lock"
+    # a rare word with no frequent word near it, and common words alone, are left as typed
+    assert client.get("/search", params={"q": "zanzibar lock"}).json()["did_you_mean"] is None
+    assert client.get("/search", params={"q": "threading lock"}).json()["did_you_mean"] is None
