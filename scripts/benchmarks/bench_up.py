@@ -126,13 +126,15 @@ EDITS = 4  # times the web changes while up runs, evenly spaced over its middle
 CHANGE_PAGES = 25  # pages changed at each edit (among those up fetched)
 NEW_PAGES = 10  # new pages at each edit, on as many hosts
 # The probe's pace: one query at most every PROBE_EVERY seconds (120 words a second), or
-# more often while up fetches faster than PROBE_HEADROOM / PROBE_BATCH of its words a second
-# (over the last PROBE_RATE_WINDOW seconds; at most one every PROBE_MIN_EVERY): a probe
-# slower than the crawl measures its own backlog, not the index's lag.  Never two at once nor
-# back to back, so a timed query waits behind one probe query at most
+# more often while up fetches more than PROBE_BATCH / PROBE_HEADROOM pages each such span
+# (over the last PROBE_RATE_WINDOW seconds; at most one every PROBE_MIN_EVERY): a page is
+# asked about twice (before and after the server loads its cut), and a query's own time adds
+# to the pause, so a probe paced at the crawl's rate measures its own backlog, not the index's
+# lag.  Never two at once nor back to back, so a timed query waits behind one probe query at
+# most
 PROBE_EVERY = 0.25
 PROBE_MIN_EVERY = 0.05
-PROBE_HEADROOM = 1.5
+PROBE_HEADROOM = 3.0
 PROBE_RATE_WINDOW = 10.0
 PROBE_BATCH = 30  # words per probe query: within the caps of 32 terms and 512 characters
 RETRY = 1.0  # s before a page not found is asked again with no newer cut (the reload check)
@@ -459,7 +461,7 @@ class Probe:
 
     def pause(self, now: float) -> float:
         """Seconds between two probe queries: PROBE_EVERY, shorter while up's recent fetch
-        rate needs it (PROBE_HEADROOM times the words of its pages a second)."""
+        rate needs it (words asked a second PROBE_HEADROOM times the pages fetched)."""
         recent = len(self.ends) - bisect.bisect_left(self.ends, now - PROBE_RATE_WINDOW)
         rate = recent / PROBE_RATE_WINDOW
         if rate <= 0:
