@@ -462,6 +462,9 @@ class Probe:
     def pause(self, now: float) -> float:
         """Seconds between two probe queries: PROBE_EVERY, shorter while up's recent fetch
         rate needs it (words asked a second PROBE_HEADROOM times the pages fetched)."""
+        # ends are in nginx's log order, each line written as its request ends: sorted to
+        # within the log's millisecond, so a bisection counts the window (``rate`` scans them
+        # all, once; this runs before every probe query)
         recent = len(self.ends) - bisect.bisect_left(self.ends, now - PROBE_RATE_WINDOW)
         rate = recent / PROBE_RATE_WINDOW
         if rate <= 0:
