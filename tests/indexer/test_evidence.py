@@ -77,7 +77,9 @@ def test_pairs_the_deadline_refused_are_learned_for_the_next_query(
     assert learner.settle(60.0)
     assert learner.stats()["learned"] == 2 and learner.stats()["failed"] == 0  # a job a segment
     assert _pairs_ready(s) == [True, True]
-    assert not _keys_decoded(s)  # the whole occurrences were the job's own
+    assert not _keys_decoded(s)  # the whole occurrences were the learner's own
+    assert len(learner.keys) == 6  # each word's occurrences, once per segment, kept
+
     warm = _ask(s, QUERY3)
     assert sorted(set(whole)) == [0, 1]  # now scored whole with the learned evidence
     assert cold == warm == _exhaustive(s, QUERY3)
@@ -123,11 +125,11 @@ def test_a_job_that_fails_is_counted_and_logged_and_the_learner_goes_on(
     real = evidence.compute
     calls = []
 
-    def first_fails(job: evidence.Job) -> None:
+    def first_fails(job: evidence.Job, keys: object = None) -> None:
         calls.append(job.si)
         if len(calls) == 1:
             raise OSError("segment file gone")
-        real(job)
+        real(job, keys)  # type: ignore[arg-type]
 
     refusing.setattr(evidence, "compute", first_fails)
     learner = evidence.enable()
@@ -148,9 +150,9 @@ def test_a_full_queue_drops_jobs_and_counts_them(tmp_path: Path,
     gate = evidence.threading.Event()
     real = evidence.compute
 
-    def held(job: evidence.Job) -> None:
+    def held(job: evidence.Job, keys: object = None) -> None:
         gate.wait(60.0)
-        real(job)
+        real(job, keys)  # type: ignore[arg-type]
 
     refusing.setattr(evidence, "compute", held)
     learner = evidence.enable(queue=1)
