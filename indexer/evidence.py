@@ -15,11 +15,9 @@ process: the evaluation hands over (:func:`learn`) the segment and the pairs and
 plan not in the caches; the thread computes them with its own view of the postings, puts them
 in the snapshot's pairs and phrases caches (the same entries the query would have made:
 functions of the segment alone, kept across generations) and the next time the query is asked
-its evidence is at hand.  The words' whole occurrence keys it decodes on the way are kept in a
-cache of its own (``EVIDENCE_KEYS_BYTES``), not in the postings cache, where at a million pages
-they would push out the lists queries read (8 bytes an occurrence: 70 MB for a word on every
-page); of the jobs queued it takes first the one with the most words whose keys it holds, so a
-common word in many pairs is decoded once for all of them while it is kept.  Answers do not
+its evidence is at hand.  The words' whole occurrence keys it decodes on the way are kept for
+the job only, not put in the postings cache, where at a million pages they would push out the
+lists queries read (8 bytes an occurrence: 70 MB for a word on every page).  Answers do not
 depend on it: the pruned evaluation gives the exhaustive top k with or without the evidence at
 hand (tests/indexer/test_topk.py); only the work a query does changes.
 
@@ -43,9 +41,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from websift.core.cache import Cache
-from websift.indexer.postings import POSITIONS_PREFIX
-from websift.indexer.settings import EVIDENCE_BUSY_SHARE, EVIDENCE_KEYS_BYTES, EVIDENCE_QUEUE
+from websift.indexer.settings import EVIDENCE_BUSY_SHARE, EVIDENCE_QUEUE
 
 if TYPE_CHECKING:
     from websift.indexer.postings import PostingStore
@@ -63,11 +59,6 @@ class Job:
     si: int
     pairs: tuple[tuple[str, str], ...]
     phrases: tuple[Phrase, ...]
-
-    @property
-    def words(self) -> set[str]:
-        return {t for pair in self.pairs for t in pair} | {
-            t for ph in self.phrases for t in ph.terms}
 
     @property
     def key(self) -> tuple[Any, ...]:
@@ -90,8 +81,6 @@ class Learner:
         self.dropped = 0  # jobs refused because the queue was full
         self.failed = 0  # jobs that raised (logged)
         self.seconds = 0.0  # wall time spent in jobs
-        # (segment serial, "\x00" + word) -> its whole occurrence keys, for the jobs alone
-        self.keys: Cache[Any, Any] = Cache(EVIDENCE_KEYS_BYTES, lambda v: 64 + v.docs.nbytes)
         self._thread = threading.Thread(target=self._run, name="websift-evidence", daemon=True)
         self._thread.start()
 
@@ -133,14 +122,6 @@ class Learner:
                 "dropped": self.dropped, "failed": self.failed,
                 "seconds": round(self.seconds, 3)}
 
-    def _next(self) -> tuple[Any, ...]:
-        """The queued job with the most words whose keys are kept (the oldest of those)."""
-        def held(job: Job) -> int:
-            serial = job.store.serials[job.si]
-            return sum((serial, POSITIONS_PREFIX + t) in self.keys for t in job.words)
-
-        return max(self._jobs, key=lambda k: held(self._jobs[k]))
-
     def _run(self) -> None:
         while True:
             with self._cond:
@@ -148,11 +129,11 @@ class Learner:
                     self._cond.wait()
                 if self._stop:
                     return
-                job = self._jobs.pop(self._next())
+                _key, job = self._jobs.popitem(last=False)
                 self._busy = True
             t0 = time.monotonic()
             try:
-                compute(job, self.keys)
+                compute(job)
                 self.learned += 1
             except Exception:  # a job's failure must not end the thread: counted, logged
                 self.failed += 1
@@ -167,12 +148,12 @@ class Learner:
                     self._cond.wait(took * (1.0 - self.share) / self.share)
 
 
-def compute(job: Job, keys: Cache[Any, Any] | None = None) -> None:
+def compute(job: Job) -> None:
     """The job's pairs' evidence and phrases' pages, into its store's caches (what
     ``QueryPostings.near_pairs`` and ``phrase_docs`` put there), each word's whole
-    occurrences decoded once and kept in ``keys`` (the learner's), not the postings cache."""
+    occurrences decoded once for the job and not kept in the postings cache."""
     view = job.store.query()
-    view.keys_cache = keys if keys is not None else Cache(EVIDENCE_KEYS_BYTES)
+    view.keep_position_keys = False
     for a, b in job.pairs:
         view.near_pairs(a, b, job.si)
     for ph in job.phrases:

@@ -96,7 +96,6 @@ NARROWED_KEPT = 64
 _UNSEEN: Any = object()  # QueryPostings.get's memo: not looked up yet (None: not there)
 _NOT_LOOKED = -2  # QueryPostings._fetch: the word's row in the lexicon not looked up yet
 _POSITIONS = "\x00pos:"  # a cache key's prefix: the term's occurrences, not its postings
-POSITIONS_PREFIX = _POSITIONS
 _NO_PAIRS = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64))
 _NO_DOCS = np.zeros(0, dtype=np.int64)
 _NO_TFS = np.zeros((0, N_FIELDS), dtype=np.uint8)
@@ -606,9 +605,9 @@ class QueryPostings:
         self.coefficients = store.coefficients if norms is None else norms.coefficients
         self.n_segments = len(store.segments)
         self._memo: dict[tuple[int, str], PostingList | None] = {}
-        # Where a word's occurrences decoded whole are looked for and kept (None: the
-        # postings cache, for later queries; indexer/evidence.py keeps its own)
-        self.keys_cache: Cache[tuple[int, str], PostingList | None] | None = None
+        # Whether a word's occurrences decoded whole go into the postings cache for later
+        # queries (False: kept in this view only, indexer/evidence.py)
+        self.keep_position_keys = True
 
     # ------------------------------------------------------------------ lists
     def get(self, term: str, si: int) -> PostingList | None:
@@ -754,9 +753,8 @@ class QueryPostings:
         key = (si, _POSITIONS + term)
         shared = (self.store.serials[si], _POSITIONS + term)
         memo = self._memo.get(key)
-        cache = self.store.decoded if self.keys_cache is None else self.keys_cache
         if memo is None:
-            kept = cache.get(shared)
+            kept = self.store.decoded.get(shared)
             if isinstance(kept, PostingList):
                 memo = self._memo[key] = kept
         if memo is not None:
@@ -768,7 +766,8 @@ class QueryPostings:
         # nbytes counts the keys alone).
         memo = PostingList(keys, _NO_TFS, p.row, _NO_TFS, _NO_DOCS)
         self._memo[key] = memo
-        cache.put(shared, memo)
+        if self.keep_position_keys:
+            self.store.decoded.put(shared, memo)
         return keys
 
     def has_position_keys(self, term: str, si: int) -> bool:

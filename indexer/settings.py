@@ -419,9 +419,6 @@ PRUNE_EVIDENCE_KEY_SECONDS = 60e-9
 # in one segment).
 EVIDENCE_BUSY_SHARE = 0.5
 EVIDENCE_QUEUE = 256
-# The learner keeps the whole occurrence keys it decodes, for its next jobs, up to this
-# (8 bytes an occurrence: 17-70 MB for one of the commonest words of a million pages).
-EVIDENCE_KEYS_BYTES = 256 << 20
 # The pruned path keeps the pages of a segment it has met (scored as candidates) as a sorted
 # array, each round's new ones found in it by binary search and merged in, until they are at
 # least this share of the segment; then as a mask as long as the segment (a byte a page:

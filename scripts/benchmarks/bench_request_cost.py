@@ -27,11 +27,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import statistics
 import time
-import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -161,34 +159,18 @@ def asgi_cpu_ms(data: DataDir, outcomes: dict[str, Outcome]) -> tuple[float, flo
         app.state.holder.close()
 
 
-def _learned(base: str, asks: int = 4) -> list[object]:
-    """``/stats`` ``evidence`` of a few answers (with --workers, of whichever process)."""
-    out = []
-    for _ in range(asks):
-        with urllib.request.urlopen(f"{base}/stats", timeout=30) as r:
-            ev = json.load(r).get("evidence")
-        out.append(None if ev is None else (ev["learned"], ev["queued"], round(ev["seconds"])))
-    return out
-
-
 def over_http(data: DataDir, queries: list[str], seconds: float, checkout: Path = ROOT,
-              workers: int = 1, *, warm: float = 10.0) -> tuple[float, float, float]:
+              workers: int = 1) -> tuple[float, float, float]:
     """(CPU ms per request, requests/s, p99 ms) of ``websift serve --workers workers`` (of
-    ``checkout``) under CLIENTS clients, after every query once per process and ``warm``
-    seconds more of the load (time for what the server learns in the background:
-    indexer/evidence.py)."""
+    ``checkout``) under CLIENTS clients."""
     with websift_server(data, cache_size=0, workers=workers, checkout=checkout) as (base, pid):
         # Warm as the in-process stages are: every query once per server process (then at
         # least 10 s), so the timed load meets the lists each process keeps, not a cold start.
         asyncio.run(load(base, queries, CLIENTS, API_WARMUP_MAX_SECONDS, passes=workers))
-        asyncio.run(load(base, queries, CLIENTS, warm))
-        learned = _learned(base)
+        asyncio.run(load(base, queries, CLIENTS, min(10.0, seconds)))
         c0 = process_cpu_seconds(pid)
         r = asyncio.run(load(base, queries, CLIENTS, seconds))
         c1 = process_cpu_seconds(pid)
-        print(f"  {checkout}: what its processes learned in the background "
-              f"(/stats evidence, a few answers), before / after the timed load: {learned} / "
-              f"{_learned(base)}", flush=True)
     n = max(1, len(r.latencies_ms))
     return (c1 - c0) * 1000.0 / n, r.throughput, r.pct(99)
 
@@ -212,10 +194,6 @@ def main(argv: list[str] | None = None) -> int:
                     help="only the load over HTTP (in turn, with --against or several "
                     "--workers): no in-process stages, which search without the deadline "
                     "and take long on a large corpus")
-    ap.add_argument("--warm-seconds", type=float, default=10.0,
-                    help="load before the timed one, after every query was asked once per "
-                    "process: time for what the servers learn in the background "
-                    "(indexer/evidence.py; `/stats` evidence)")
     args = ap.parse_args(argv)
     params = CorpusParams(args.docs, max(1, args.docs // PAGES_PER_HOST), args.seed)
     corpus = read_corpus(args.cache / params.key(), params)
@@ -228,8 +206,7 @@ def main(argv: list[str] | None = None) -> int:
         compare_in_turn(data, queries, args)
         return 0
     ip = in_process(data, queries)
-    http_ms, rps, p99 = over_http(data, queries, args.seconds, workers=args.workers[0],
-                                  warm=args.warm_seconds)
+    http_ms, rps, p99 = over_http(data, queries, args.seconds, workers=args.workers[0])
     rest = http_ms - ip["full"] - ip["plain"]
     print(f"{args.docs:,} pages, {len(queries)} queries, {os.cpu_count()} cores; CPU ms per "
           f"request (mean)\n")
@@ -261,12 +238,12 @@ def compare_in_turn(data: DataDir, queries: list[str], args: argparse.Namespace)
     if args.against is not None:
         figures = in_turn(data, queries, args.seconds, args.rounds,
                           {str(args.against): (args.against, args.workers[0]),
-                           str(ROOT): (ROOT, args.workers[0])}, warm=args.warm_seconds)
+                           str(ROOT): (ROOT, args.workers[0])})
         ratios(figures, str(ROOT), str(args.against))
         return
     figures = in_turn(data, queries, args.seconds, args.rounds,
                       {f"{n} worker process{'es' if n > 1 else ''}": (ROOT, n)
-                       for n in args.workers}, warm=args.warm_seconds)
+                       for n in args.workers})
     first = next(iter(figures))
     for other in list(figures)[1:]:
         ratios(figures, other, first)
@@ -276,13 +253,13 @@ Figures = dict[str, list[tuple[float, float, float]]]
 
 
 def in_turn(data: DataDir, queries: list[str], seconds: float, rounds: int,
-            servers: dict[str, tuple[Path, int]], *, warm: float = 10.0) -> Figures:
+            servers: dict[str, tuple[Path, int]]) -> Figures:
     """Each server (a name: its checkout and worker count) loaded in turn, ``rounds`` times:
     (CPU ms per request, req/s, p99 ms) of each turn, printed as a table."""
     figures: Figures = {name: [] for name in servers}
     for _ in range(rounds):
         for name, (checkout, workers) in servers.items():
-            figures[name].append(over_http(data, queries, seconds, checkout, workers, warm=warm))
+            figures[name].append(over_http(data, queries, seconds, checkout, workers))
     print(f"\nIn turn, {rounds} rounds of {seconds:.0f} s each ({CLIENTS} clients):")
     print("| server | CPU ms per request | req/s | p99 ms |")
     print("|---|---|---|---|")
