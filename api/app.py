@@ -65,7 +65,6 @@ from websift.api.snapshot import SnapshotHolder
 from websift.core.datadir import DataDir
 from websift.core.errors import WebsiftError
 from websift.core.extras import require
-from websift.indexer import evidence
 
 log = logging.getLogger("websift.api")
 
@@ -93,16 +92,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         holder = SnapshotHolder(data, settings.reload_check_ms, shards)
         holder.start()
 
-    learns = settings.learn_evidence and holder is not None
-
     @asynccontextmanager
     async def lifespan(running: FastAPI) -> AsyncIterator[None]:
         sampler: Sampler | None = running.state.admin_sampler
         task = None if sampler is None else asyncio.create_task(
             _sample_forever(sampler, settings.admin_sample_seconds))
         try:
-            with evidence.learning(learns):
-                yield
+            yield
         finally:
             try:
                 if task is not None and sampler is not None:

@@ -324,12 +324,6 @@ class Stats(BaseModel):
         description="the searcher's caches (postings, pairs, phrases, texts, site_masks), each "
         "bounded by bytes: entries, size and max_size in bytes, hits, misses, evictions",
     )
-    evidence: dict[str, float] | None = Field(
-        default=None,
-        description="proximity and phrase evidence that requests' deadlines refused, computed "
-        "in this process's background thread for the next time (null: off): jobs asked, "
-        "learned, queued, dropped (queue full), failed, seconds spent",
-    )
     gc: dict[str, Any] = Field(
         default_factory=dict,
         description="this process's cyclic garbage collector: objects frozen at start-up (out of "

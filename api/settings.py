@@ -71,10 +71,6 @@ class Settings(BaseSettings):
     # 0: every search in a worker thread.
     inline_search_ms: float = Field(default=2.0, ge=0)
 
-    # Proximity and phrase evidence a request's deadline refused, computed in a background
-    # thread of each process for the next time the query is asked (indexer/evidence.py).
-    learn_evidence: bool = True
-
     # Hot reload: look for a newer index or ranks generation at most this often, in a
     # background thread no request waits for (0: every request looks, and waits for the open).
     reload_check_ms: int = 250

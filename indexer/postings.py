@@ -605,9 +605,6 @@ class QueryPostings:
         self.coefficients = store.coefficients if norms is None else norms.coefficients
         self.n_segments = len(store.segments)
         self._memo: dict[tuple[int, str], PostingList | None] = {}
-        # Whether a word's occurrences decoded whole go into the postings cache for later
-        # queries (False: kept in this view only, indexer/evidence.py)
-        self.keep_position_keys = True
 
     # ------------------------------------------------------------------ lists
     def get(self, term: str, si: int) -> PostingList | None:
@@ -766,8 +763,7 @@ class QueryPostings:
         # nbytes counts the keys alone).
         memo = PostingList(keys, _NO_TFS, p.row, _NO_TFS, _NO_DOCS)
         self._memo[key] = memo
-        if self.keep_position_keys:
-            self.store.decoded.put(shared, memo)
+        self.store.decoded.put(shared, memo)
         return keys
 
     def has_position_keys(self, term: str, si: int) -> bool:

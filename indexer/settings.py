@@ -301,13 +301,7 @@ POSTINGS_CACHE_BYTES = (default_postings_cache_bytes(memory_bytes()) if _cache_m
 # MB at 150,000 pages) and recomputing it means a pass over both words' occurrences (tens of
 # ms); 16 MB held too few for a mix of such queries at 150,000 pages (nearly every one missed:
 # scripts/benchmarks/bench_query_tail.py).
-# The bound is a quarter of the postings cache's (768 MiB where that is 3 GiB): the 1,000
-# queries of bench_search_scale at a million pages need 158 MiB of it once their evidence is
-# learned (indexer/evidence.py), and at 128 MiB the learner computed evicted pairs again and
-# again (scripts/benchmarks/bench_scale_cpu.py --learn).
-_pairs_mb = os.environ.get("WEBSIFT_PAIRS_CACHE_MB")
-PAIRS_CACHE_BYTES = (POSTINGS_CACHE_BYTES // 4 if _pairs_mb is None
-                     else int(float(_pairs_mb) * (1 << 20)))
+PAIRS_CACHE_BYTES = int(float(os.environ.get("WEBSIFT_PAIRS_CACHE_MB", "128")) * (1 << 20))
 PHRASES_CACHE_BYTES = 16 << 20  # the pages holding recent phrases of several words
 TEXT_CACHE_BYTES = 32 << 20  # recent pages' texts (and their lower case), for snippets
 FRAGMENT_CACHE_BYTES = 16 << 20  # recent pages' fragments (and their keys' terms), for hits
@@ -413,12 +407,6 @@ PRUNE_DENSE_SHARE = 0.125
 # fits, otherwise the candidates' positions alone, in batches that watch the deadline.
 PRUNE_EVIDENCE_SHARE = 0.5
 PRUNE_EVIDENCE_KEY_SECONDS = 60e-9
-# What that rule refuses is computed in a background thread instead, once, for the next time
-# the query is asked (indexer/evidence.py; `websift serve` turns it on): at most this share of
-# the wall clock, at most EVIDENCE_QUEUE jobs waiting (a job: one query's pairs and phrases
-# in one segment).
-EVIDENCE_BUSY_SHARE = 0.5
-EVIDENCE_QUEUE = 256
 # The pruned path keeps the pages of a segment it has met (scored as candidates) as a sorted
 # array, each round's new ones found in it by binary search and merged in, until they are at
 # least this share of the segment; then as a mask as long as the segment (a byte a page:

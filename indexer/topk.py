@@ -68,7 +68,6 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from websift.core.distinct import distinct, distinct_small
-from websift.indexer.evidence import learn
 from websift.indexer.postings import (
     DOC_SHIFT,
     POS_MASK,
@@ -231,9 +230,6 @@ class _Evaluation:
         self._groups: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
         # Whether a candidate's match may depend on positions (a phrase required or excluded).
         self.phrased = any(len(ph.terms) > 1 for ph in [*plan.required, *plan.excluded])
-        # Segments where the deadline refused a step no deadline interrupts (a pair's
-        # evidence, a word's whole occurrences): handed to indexer/evidence.py after the run.
-        self.refused: set[int] = set()
 
     # ------------------------------------------------------------ bounds
     def _block_bound(self, p: PostingList, si: int, idf: float, starts: np.ndarray
@@ -545,7 +541,6 @@ class _Evaluation:
         if not need:
             return True
         if not self._affords(lambda: self._evidence_keys(need, si)):
-            self.refused.add(si)
             return False
         for a, b in need:
             self.postings.near_pairs(a, b, si)
@@ -788,12 +783,8 @@ class _Evaluation:
             return False
         if self.postings.has_position_keys(term, si):
             return True
-        if len(p.all_docs) > PRUNE_WHOLE_LIST * (n + p.positions_read):
-            return False
-        if self._affords(p.occurrence_count):
-            return True
-        self.refused.add(si)
-        return False
+        return (len(p.all_docs) <= PRUNE_WHOLE_LIST * (n + p.positions_read)
+                and self._affords(p.occurrence_count))
 
     def _phrase_in(self, ph: Phrase, si: int, sub: np.ndarray) -> np.ndarray:
         """Sorted ordinals of ``sub`` (each holding every word) holding the phrase: the rarest
@@ -1274,14 +1265,9 @@ def top_text(postings: QueryPostings, plan: Plan, settings: BM25FSettings, *, wa
     names the prior (the same key, the same function), so per-block prior maxima are kept
     with the cached lists.  ``prior_table``: segment -> ``prior`` of each of its pages by
     ordinal (the searcher's table of a named prior), read instead of calling ``prior``."""
-    ev = _Evaluation(postings, plan, settings, want=want, prior=prior,
-                     prior_bound=prior_bound, deadline=deadline, prior_key=prior_key,
-                     prior_table=prior_table)
-    out = ev.run()
-    for si in sorted(ev.refused):  # computed in the background for the next time
-        learn(postings.store, si, plan.pairs[:len(ev.pair_bonus)],
-              [*plan.required, *plan.excluded])
-    return out
+    return _Evaluation(postings, plan, settings, want=want, prior=prior,
+                       prior_bound=prior_bound, deadline=deadline, prior_key=prior_key,
+                       prior_table=prior_table).run()
 
 
 def proximity_bonus(postings: QueryPostings, settings: BM25FSettings,

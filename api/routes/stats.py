@@ -32,7 +32,6 @@ from websift.api.up_status import read_status, status_path, status_summary
 from websift.core.datadir import DataDir
 from websift.core.errors import CheckedFileError
 from websift.crawler.runs import LiveRun, read_live
-from websift.indexer import evidence
 from websift.store.schema import DISCOVERED, FETCHED
 from websift.store.views import StoreReader
 
@@ -194,7 +193,6 @@ def build_router() -> APIRouter:
             searches=_searches(request.app.state.engine),
             search_caches={name: asdict(c.stats()) for name, c in searcher.caches().items()},
             words=request.app.state.index_words.figures(),
-            evidence=None if (learner := evidence.learner()) is None else learner.stats(),
             gc=_gc_figures(),
             frontier=frontier,
             indexnow={**request.app.state.indexnow.figures(),
