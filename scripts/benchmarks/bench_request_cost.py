@@ -160,14 +160,15 @@ def asgi_cpu_ms(data: DataDir, outcomes: dict[str, Outcome]) -> tuple[float, flo
 
 
 def over_http(data: DataDir, queries: list[str], seconds: float, checkout: Path = ROOT,
-              workers: int = 1) -> tuple[float, float, float]:
+              workers: int = 1, *, warm: float = 10.0) -> tuple[float, float, float]:
     """(CPU ms per request, requests/s, p99 ms) of ``websift serve --workers workers`` (of
-    ``checkout``) under CLIENTS clients."""
+    ``checkout``) under CLIENTS clients, after every query once per process and ``warm``
+    seconds more of the load (time for the caches to fill as a long-running server's have)."""
     with websift_server(data, cache_size=0, workers=workers, checkout=checkout) as (base, pid):
         # Warm as the in-process stages are: every query once per server process (then at
         # least 10 s), so the timed load meets the lists each process keeps, not a cold start.
         asyncio.run(load(base, queries, CLIENTS, API_WARMUP_MAX_SECONDS, passes=workers))
-        asyncio.run(load(base, queries, CLIENTS, min(10.0, seconds)))
+        asyncio.run(load(base, queries, CLIENTS, warm))
         c0 = process_cpu_seconds(pid)
         r = asyncio.run(load(base, queries, CLIENTS, seconds))
         c1 = process_cpu_seconds(pid)
@@ -194,6 +195,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="only the load over HTTP (in turn, with --against or several "
                     "--workers): no in-process stages, which search without the deadline "
                     "and take long on a large corpus")
+    ap.add_argument("--warm-seconds", type=float, default=10.0,
+                    help="load before the timed one, after every query was asked once per "
+                    "process (10): a server that has run longer")
     args = ap.parse_args(argv)
     params = CorpusParams(args.docs, max(1, args.docs // PAGES_PER_HOST), args.seed)
     corpus = read_corpus(args.cache / params.key(), params)
@@ -206,7 +210,8 @@ def main(argv: list[str] | None = None) -> int:
         compare_in_turn(data, queries, args)
         return 0
     ip = in_process(data, queries)
-    http_ms, rps, p99 = over_http(data, queries, args.seconds, workers=args.workers[0])
+    http_ms, rps, p99 = over_http(data, queries, args.seconds, workers=args.workers[0],
+                                  warm=args.warm_seconds)
     rest = http_ms - ip["full"] - ip["plain"]
     print(f"{args.docs:,} pages, {len(queries)} queries, {os.cpu_count()} cores; CPU ms per "
           f"request (mean)\n")
@@ -238,12 +243,12 @@ def compare_in_turn(data: DataDir, queries: list[str], args: argparse.Namespace)
     if args.against is not None:
         figures = in_turn(data, queries, args.seconds, args.rounds,
                           {str(args.against): (args.against, args.workers[0]),
-                           str(ROOT): (ROOT, args.workers[0])})
+                           str(ROOT): (ROOT, args.workers[0])}, warm=args.warm_seconds)
         ratios(figures, str(ROOT), str(args.against))
         return
     figures = in_turn(data, queries, args.seconds, args.rounds,
                       {f"{n} worker process{'es' if n > 1 else ''}": (ROOT, n)
-                       for n in args.workers})
+                       for n in args.workers}, warm=args.warm_seconds)
     first = next(iter(figures))
     for other in list(figures)[1:]:
         ratios(figures, other, first)
@@ -253,13 +258,13 @@ Figures = dict[str, list[tuple[float, float, float]]]
 
 
 def in_turn(data: DataDir, queries: list[str], seconds: float, rounds: int,
-            servers: dict[str, tuple[Path, int]]) -> Figures:
+            servers: dict[str, tuple[Path, int]], *, warm: float = 10.0) -> Figures:
     """Each server (a name: its checkout and worker count) loaded in turn, ``rounds`` times:
     (CPU ms per request, req/s, p99 ms) of each turn, printed as a table."""
     figures: Figures = {name: [] for name in servers}
     for _ in range(rounds):
         for name, (checkout, workers) in servers.items():
-            figures[name].append(over_http(data, queries, seconds, checkout, workers))
+            figures[name].append(over_http(data, queries, seconds, checkout, workers, warm=warm))
     print(f"\nIn turn, {rounds} rounds of {seconds:.0f} s each ({CLIENTS} clients):")
     print("| server | CPU ms per request | req/s | p99 ms |")
     print("|---|---|---|---|")

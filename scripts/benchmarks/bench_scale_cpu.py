@@ -119,12 +119,17 @@ def _largest(entries: list[tuple[Any, Any, int]]) -> str:
             + f" (tfs {p.tfs.dtype})")
 
 
-def _timed(search: Callable[[str], Any], queries: list[Query]) -> dict[str, list[float]]:
+def _timed(search: Callable[[str], Any], queries: list[Query],
+           each: list[tuple[float, Query]] | None = None) -> dict[str, list[float]]:
+    """CPU ms per query by class; ``each`` gets (ms, query) of every query."""
     rows: dict[str, list[float]] = {}
     for q in queries:
         c0 = time.process_time()
         search(q.text)
-        rows.setdefault(q.cls, []).append((time.process_time() - c0) * 1e3)
+        ms = (time.process_time() - c0) * 1e3
+        rows.setdefault(q.cls, []).append(ms)
+        if each is not None:
+            each.append((ms, q))
     return rows
 
 
@@ -140,6 +145,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--postings-cache-mb", type=float,
                     help="the postings cache's bound for this process (default: the setting)")
     ap.add_argument("--no-tantivy", action="store_true")
+    ap.add_argument("--slowest", type=int, default=0, metavar="N",
+                    help="list the N queries of the last pass that took the most CPU")
     args = ap.parse_args(argv)
     if args.postings_cache_mb is not None:  # read when the settings module is first imported
         if "websift.indexer.settings" in sys.modules:
@@ -193,12 +200,17 @@ def main(argv: list[str] | None = None) -> int:
     for p in range(args.passes):
         decoded[:] = [0, 0]
         lists0 = store.decodes
-        rows = _timed(ours, queries)
+        each: list[tuple[float, Query]] = []
+        rows = _timed(ours, queries, each)
         print(f"\nwebsift, pass {p + 1}: {store.decodes - lists0:,} lists decoded "
               f"({decoded[0] / 1e6:,.0f}M postings, {decoded[1] / 1e6:,.0f}M occurrences); "
               f"postings cache {len(cache):,} entries, {cache.size / 2**20:,.0f} MiB; "
               f"load average {os.getloadavg()[0]:.1f}; CPU ms per query:")
         print("\n".join(_table(rows)), flush=True)
+    if args.slowest:
+        print(f"\nthe {args.slowest} slowest of the last pass (CPU ms, class, query):")
+        for ms, q in sorted(each, key=lambda e: -e[0])[: args.slowest]:
+            print(f"  {ms:7.1f}  {q.cls:<24} {q.text}")
     held, n_postings = _held([v for _, v, _ in cache.entries()])
     print(f"\npostings cache: {len(cache):,} entries, its count {cache.size / 2**20:,.0f} MiB; "
           f"arrays held {held / 2**20:,.0f} MiB (each once; {n_postings / 1e6:,.0f}M postings "
