@@ -197,10 +197,11 @@ def main(argv: list[str] | None = None) -> int:
           flush=True)
     for q in queries:  # untimed
         ours(q.text)
+    each: list[tuple[float, Query]] = []  # the last pass's queries and their CPU ms
     for p in range(args.passes):
         decoded[:] = [0, 0]
         lists0 = store.decodes
-        each: list[tuple[float, Query]] = []
+        each.clear()
         rows = _timed(ours, queries, each)
         print(f"\nwebsift, pass {p + 1}: {store.decodes - lists0:,} lists decoded "
               f"({decoded[0] / 1e6:,.0f}M postings, {decoded[1] / 1e6:,.0f}M occurrences); "
