@@ -165,8 +165,9 @@ def over_http(data: DataDir, queries: list[str], seconds: float, checkout: Path 
     ``checkout``) under CLIENTS clients, after every query once per process and ``warm``
     seconds more of the load (time for the caches to fill as a long-running server's have)."""
     with websift_server(data, cache_size=0, workers=workers, checkout=checkout) as (base, pid):
-        # Warm as the in-process stages are: every query once per server process (then at
-        # least 10 s), so the timed load meets the lists each process keeps, not a cold start.
+        # Warm as the in-process stages are: every query once per server process (then
+        # ``warm`` seconds more), so the timed load meets the lists each process keeps, not a
+        # cold start.
         asyncio.run(load(base, queries, CLIENTS, API_WARMUP_MAX_SECONDS, passes=workers))
         asyncio.run(load(base, queries, CLIENTS, warm))
         c0 = process_cpu_seconds(pid)
