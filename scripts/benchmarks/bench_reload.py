@@ -26,6 +26,9 @@
    in a child process importing its websift, on the same staged index and cuts; one table.
 6. ``--profile``: one reload of a new cut, timed (``refresh`` alone, then the first query on the
    new generation) and cProfiled by cumulative time.
+7. ``--switch-interval-ms MS``: the process's GIL switch interval (``sys.setswitchinterval``)
+   for the phases, to see whether a shorter one lets the queries take the interpreter back
+   from the reload thread sooner (docs/query-performance.md has the runs).
 
 Figures from a shared machine are noisy: read the same-run ratios, never absolute times.
 """
@@ -356,6 +359,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=6, help="idle then swaps phases, in turn")
     ap.add_argument("--clients", type=int, default=2)
     ap.add_argument("--reload-check-ms", type=int, default=500)
+    ap.add_argument("--switch-interval-ms", type=float, default=sys.getswitchinterval() * 1e3,
+                    help="this process's GIL switch interval (sys.setswitchinterval; "
+                    "Python's own, 5, by default): how long a thread that wants the GIL "
+                    "waits before the holder must let go")
     ap.add_argument("--queries", type=int, default=300)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--cache", type=Path, default=DEFAULT_CACHE)
@@ -383,6 +390,7 @@ def main(argv: list[str] | None = None) -> int:
     publisher = Publisher(root / "segments", data,
                           pinned_averages(root / "segments", [base, *(s.segments for s in steps)]))
     publisher.publish(base)
+    sys.setswitchinterval(args.switch_interval_ms / 1000.0)
     holder = SnapshotHolder(data, args.reload_check_ms)
     holder.start()
     if args.fill_terms:
@@ -417,8 +425,8 @@ def main(argv: list[str] | None = None) -> int:
     samples = [s for s in samples if s.phase not in ("warm-up", "catch-up")]
     print(f"\n{args.pages} pages, {len(base)} base segments of {args.segment_pages}, cuts of "
           f"{args.cut_pages} every {args.cut_seconds} s, merged by {args.merge_every}; "
-          f"{args.clients} clients, reload check {args.reload_check_ms} ms, {os.cpu_count()} "
-          "cores")
+          f"{args.clients} clients, reload check {args.reload_check_ms} ms, switch interval "
+          f"{args.switch_interval_ms:g} ms, {os.cpu_count()} cores")
     got = figures(samples, holder, args.rounds * args.seconds)
     report(got)
     if args.json is not None:
