@@ -41,7 +41,8 @@ how many bytes merges write.
      first fetch (the crawl alone is stopped then: its start-up is no fetching time), alone and
      under up, from nginx's log (each crawl told apart by its agent).  A crawl that fetched 90 % of the web in that window is flagged: the ratio
      then says nothing.
-   - Queries: a client thread sends one-word queries every ``QUERY_EVERY`` seconds; each is
+   - Queries: a client thread sends one-word queries every ``--query-every`` seconds
+     (``QUERY_EVERY``; a shorter pace gives the p99s more queries, and the server more load); each is
      classed by whether it overlapped a cut with its merges (``last_cut`` and
      ``last_cut_seconds`` of each cut in ``follow-status.json``, read every 0.1 s) or not.
      The idle figure: after ``up`` stopped, ``websift serve`` alone over the final index
@@ -502,13 +503,14 @@ class Probe:
 
 @dataclass
 class Queries:
-    """One-word queries, one every QUERY_EVERY seconds; (start, seconds) of each as the client
+    """One-word queries, one every ``every`` seconds; (start, seconds) of each as the client
     saw it, and beside it the seconds the server says its search took (``took_ms``: the
     search in its worker thread, without the wait for one, the spelling suggestion or the
     HTTP round trip)."""
 
     port: int
     words: list[str]
+    every: float = QUERY_EVERY
     done: list[tuple[float, float]] = field(default_factory=list)
     took: list[float] = field(default_factory=list)  # the server's took_ms of each, in s
     failed: int = 0
@@ -516,7 +518,7 @@ class Queries:
 
     def run(self) -> None:
         i = 0
-        while not self.stop.wait(QUERY_EVERY):  # the pace of the queries
+        while not self.stop.wait(self.every):  # the pace of the queries
             q = urllib.parse.urlencode({"q": self.words[i % len(self.words)], "k": 10})
             i += 1
             t0 = time.time()
@@ -841,7 +843,7 @@ def run_up(web: Web, server: Nginx, data: Path, args: argparse.Namespace,
              *crawl_args(web, UP_AGENT, args)],
             env=env(checkout), cwd=checkout, stdout=log, stderr=log)
     probe = Probe(tail, port, edits)
-    queries = Queries(port, web_words(web))
+    queries = Queries(port, web_words(web), args.query_every)
     client = queries.start()
     cuts: list[tuple[float, float]] = []
     seen_cuts = 0
@@ -1038,7 +1040,7 @@ def warm(port: int, words: list[str]) -> None:
 
 
 def idle_queries(data: Path, words: list[str], seconds: float,
-                 probe_sent: list[tuple[float, str]]
+                 probe_sent: list[tuple[float, str]], every: float = QUERY_EVERY
                  ) -> tuple[list[float], list[float], list[float]]:
     """The same queries to the final index served alone (nothing crawled, cut or merged):
     for ``seconds`` alone, then ``seconds`` with the probe's queries of the run's last
@@ -1049,13 +1051,13 @@ def idle_queries(data: Path, words: list[str], seconds: float,
     for replayed in (False, True):
         # a server of its own for each, without a result cache: up's server answers its
         # one-word queries from a generation a few seconds old, never from its cache (each
-        # word comes back after len(words) * QUERY_EVERY seconds); its caches of decoded
+        # word comes back after len(words) * ``every`` seconds); its caches of decoded
         # lists are warm, and so is this one's after a first unmeasured pass of the words
         server = ServeProcess(data, env={"WEBSIFT_RESULT_CACHE_SIZE": "0"})
         try:
             server.wait_ready()
             warm(server.port, words)
-            queries = Queries(server.port, words)
+            queries = Queries(server.port, words, every)
             end = probe_sent[-1][0] if probe_sent else 0.0
             replay = Replay(server.port, [x for x in probe_sent if x[0] >= end - seconds])
             loader = replay.start() if replayed else None
@@ -1083,6 +1085,9 @@ def main() -> int:
                         help="seconds of the crawl alone, and of both rate windows "
                         f"(default: {ALONE_SHARE:g} of --minutes)")
     parser.add_argument("--idle", type=number(float, low=5), default=IDLE)
+    parser.add_argument("--query-every", type=number(float, low=0.01), default=QUERY_EVERY,
+                        metavar="S", help="seconds between two timed one-word queries, under up "
+                        "and to the idle index")
     parser.add_argument("--index-procs", type=number(int, low=1), default=INDEX_PROCS,
                         help="the indexer's worker processes under up (websift up --procs)")
     parser.add_argument("--refetch", type=number(float, low=1), default=REFETCH,
@@ -1138,7 +1143,7 @@ def main() -> int:
                     edits.restore()
                 up.label = label
                 idle = idle_queries(run_dir / f"up{i}", up.queries.words, args.idle,
-                                    up.probe.sent)
+                                    up.probe.sent, args.query_every)
                 runs.append((up, idle, edits))
                 shutil.rmtree(run_dir / f"up{i}", ignore_errors=True)
             meter.stop.set()
