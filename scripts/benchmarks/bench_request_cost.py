@@ -54,6 +54,7 @@ from websift.core.datadir import DataDir
 from websift.indexer.searcher import IndexQuery
 
 CLIENTS = 8
+WARM_SECONDS = 10.0  # load after every query was asked once per process (--warm-seconds)
 
 
 def cpu_ms_each(run: Callable[[str], object], queries: list[str]) -> float:
@@ -160,7 +161,7 @@ def asgi_cpu_ms(data: DataDir, outcomes: dict[str, Outcome]) -> tuple[float, flo
 
 
 def over_http(data: DataDir, queries: list[str], seconds: float, checkout: Path = ROOT,
-              workers: int = 1, *, warm: float = 10.0) -> tuple[float, float, float]:
+              workers: int = 1, *, warm: float = WARM_SECONDS) -> tuple[float, float, float]:
     """(CPU ms per request, requests/s, p99 ms) of ``websift serve --workers workers`` (of
     ``checkout``) under CLIENTS clients, after every query once per process and ``warm``
     seconds more of the load (time for the caches to fill as a long-running server's have)."""
@@ -196,9 +197,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="only the load over HTTP (in turn, with --against or several "
                     "--workers): no in-process stages, which search without the deadline "
                     "and take long on a large corpus")
-    ap.add_argument("--warm-seconds", type=float, default=10.0,
+    ap.add_argument("--warm-seconds", type=float, default=WARM_SECONDS,
                     help="load before the timed one, after every query was asked once per "
-                    "process (10): a server that has run longer")
+                    f"process ({WARM_SECONDS:g}): a server that has run longer")
     args = ap.parse_args(argv)
     params = CorpusParams(args.docs, max(1, args.docs // PAGES_PER_HOST), args.seed)
     corpus = read_corpus(args.cache / params.key(), params)
@@ -259,7 +260,7 @@ Figures = dict[str, list[tuple[float, float, float]]]
 
 
 def in_turn(data: DataDir, queries: list[str], seconds: float, rounds: int,
-            servers: dict[str, tuple[Path, int]], *, warm: float = 10.0) -> Figures:
+            servers: dict[str, tuple[Path, int]], *, warm: float = WARM_SECONDS) -> Figures:
     """Each server (a name: its checkout and worker count) loaded in turn, ``rounds`` times:
     (CPU ms per request, req/s, p99 ms) of each turn, printed as a table."""
     figures: Figures = {name: [] for name in servers}

@@ -42,8 +42,8 @@ how many bytes merges write.
      under up, from nginx's log (each crawl told apart by its agent).  A crawl that fetched 90 % of the web in that window is flagged: the ratio
      then says nothing.
    - Queries: a client thread sends one-word queries every ``--query-every`` seconds
-     (``QUERY_EVERY``; a shorter pace gives the p99s more queries, and the server more load); each is
-     classed by whether it overlapped a cut with its merges (``last_cut`` and
+     (``QUERY_EVERY``; a shorter pace gives the p99s more queries, and the server more load);
+     each is classed by whether it overlapped a cut with its merges (``last_cut`` and
      ``last_cut_seconds`` of each cut in ``follow-status.json``, read every 0.1 s) or not.
      The idle figure: after ``up`` stopped, ``websift serve`` alone over the final index
      (without a result cache, as up's server whose generation changes every few seconds
