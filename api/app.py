@@ -35,6 +35,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from websift.api.admin_series import HISTORY_FILE, Sampler
 from websift.api.errors import describe_validation_errors, error_body, status_of
 from websift.api.fanout import FanOut, check_shard_server, split_shards
+from websift.api.gc_policy import gc_pauses
 from websift.api.index_words import IndexWords
 from websift.api.indexnow import IndexNow
 from websift.api.lean_search import LeanSearch
@@ -74,7 +75,11 @@ _HTTP_CODES = {404: "not_found", 405: "method_not_allowed", 401: "unauthorized",
                413: "body_too_large"}
 
 
-def create_app(settings: Settings | None = None) -> FastAPI:
+def create_app(settings: Settings | None = None, *, serving: bool = False) -> FastAPI:
+    """The application over ``settings`` (default: from the environment).  ``serving``: this
+    process is a server of its own (``websift serve``, each ``--workers`` process), whose
+    reload thread may freeze what outlived a swap (api/gc_policy.py); not an application made
+    inside another program, such as a test's."""
     settings = settings or get_settings()
     if settings.frontier is not None:  # a missing extra is said before any file opens
         require("cluster", "a shared frontier (--frontier)", ("redis",))
@@ -89,7 +94,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         # Opened here, before a server binds: an unreadable or newer-format index or ranks
         # refuse to start (IndexCorrupt / RanksCorrupt); no index yet is served as 503s until
         # one lands.
-        holder = SnapshotHolder(data, settings.reload_check_ms, shards)
+        holder = SnapshotHolder(data, settings.reload_check_ms, shards, settle_heap=serving)
         holder.start()
 
     @asynccontextmanager
@@ -231,13 +236,16 @@ def freeze_imported() -> None:
     live as long as the process, and every full collection walked them all while holding the
     GIL: about 0.1 s, in which no search ran.  Called before the application is made, so
     nothing that a new index generation replaces (a snapshot, its caches) is frozen: those
-    are still collected.  ``/stats`` ``gc`` shows the frozen count and the collections."""
+    are still collected (and what outlives a swap is frozen by the reload thread:
+    api/gc_policy.py).  Then every collection is timed from here on (``gc_pauses``).
+    ``/stats`` ``gc`` shows the frozen count, the collections and their pauses."""
     gc.collect()
     gc.freeze()
+    gc_pauses()
 
 
 def app_from_env() -> FastAPI:
     """The application from ``$WEBSIFT_*`` alone: uvicorn's factory in each worker process of
     ``websift serve --workers N`` (api/commands.py passes the settings that way)."""
     freeze_imported()
-    return create_app(Settings())
+    return create_app(Settings(), serving=True)

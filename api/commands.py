@@ -57,7 +57,7 @@ def serve_command(args: argparse.Namespace) -> int:
     freeze_imported()
     # Refuses a missing or foreign data directory, a bad index or ranks, or bad --shard values
     # before binding (with --workers, each worker opens its own afterwards).
-    app = create_app(settings)
+    app = create_app(settings, serving=True)
     # A port in use (or a host not ours) is one line and exit 2, before the line saying where
     # it serves; one server listens on this very socket, so nothing can take the port between.
     sock = bound(settings.host, settings.port)

@@ -326,8 +326,10 @@ class Stats(BaseModel):
     )
     gc: dict[str, Any] = Field(
         default_factory=dict,
-        description="this process's cyclic garbage collector: objects frozen at start-up (out of "
-        "its reach), and per generation (0, 1, 2) the collections run and the objects collected",
+        description="this process's cyclic garbage collector: objects frozen (out of its "
+        "reach), per generation (0, 1, 2) the collections run and the objects collected, "
+        "pauses: per generation the collections timed, their seconds and the longest (ms), "
+        "settler: the reload thread's settles and reclaims (null outside a server process)",
     )
     words: dict[str, Any] = Field(
         default_factory=dict,

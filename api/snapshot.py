@@ -28,6 +28,10 @@ again over the same opened segments with the new rules (``Searcher.with_removals
 masks computed once, indexer/removal_masks.py) and swapped in like a new generation.  A store
 that cannot be read keeps the rules as they were (counted in ``reload_failures``).
 
+The garbage collector: in a serving process (``settle_heap``) the reload thread freezes what
+outlived each swap after collecting what is young (api/gc_policy.py), so the collector's full
+passes do not walk the caches and snapshots while searches wait for the GIL.
+
 Shards (``websift serve --shard DIR ...``): the index part is then the live generation of each
 shard's index directory opened as one searcher (``Searcher.open_shards``: global statistics);
 the ranks, crawl store and topics are those of one data directory (``--ranks``, else the first
@@ -49,6 +53,7 @@ from typing import Generic, TypeVar
 
 import numpy as np
 
+from websift.api.gc_policy import HeapSettler
 from websift.api.reload_times import ReloadTimes
 from websift.core.checked import RereadJson
 from websift.core.datadir import DataDir
@@ -234,7 +239,7 @@ class SnapshotHolder:
     """
 
     def __init__(self, data: DataDir, reload_check_ms: int,
-                 shards: Sequence[DataDir] = ()) -> None:
+                 shards: Sequence[DataDir] = (), settle_heap: bool = False) -> None:
         self.data = data
         self.shards = list(shards) or [data]
         self._interval = reload_check_ms / 1000.0
@@ -255,6 +260,9 @@ class SnapshotHolder:
         # class (IndexCorrupt, IndexNewer, IndexMissing, RanksCorrupt, RanksNewer); the old
         # snapshot keeps serving and the next check tries again.
         self.reload_failures: Counter[str] = Counter()
+        # A serving process's reload thread keeps what outlived a swap out of the collector's
+        # full passes (api/gc_policy.py); off for a holder inside another program (a test).
+        self.heap = HeapSettler() if settle_heap else None
 
     def _fail(self, exc: WebsiftError, current: Snapshot) -> None:
         """Count a newer generation that cannot be read or opened, by error class; the old
@@ -295,11 +303,14 @@ class SnapshotHolder:
             if self._stopping:
                 return
             started = time.thread_time()
+            reloads = self.reloads
             try:
                 self.refresh(force=True)
             except Exception as exc:  # counted, logged, and the old snapshot serves
                 self.reload_failures[type(exc).__name__] += 1
                 log.exception("reload check failed; the current snapshot keeps serving")
+            if self.heap is not None:
+                self.heap.after_check(swapped=self.reloads != reloads)
             self.reload_cpu_seconds += time.thread_time() - started
 
     def _wake_if_due(self) -> None:

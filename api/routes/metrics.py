@@ -17,6 +17,7 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import PlainTextResponse
 
 from websift.api.dependencies import get_data, get_holder, get_result_cache
+from websift.api.gc_policy import gc_pauses
 from websift.api.prometheus import CONTENT_TYPE, Exposition, RequestMetrics
 from websift.api.result_cache import ResultCache
 from websift.api.retrieval import Outcome
@@ -118,6 +119,16 @@ def _reload_metrics(out: Exposition, holder: SnapshotHolder) -> None:
     out.gauge("websift_snapshot_reload_seconds",
               "One swap's wall time: median of the recent ones, the longest, the last",
               [({"stat": k}, times[k]) for k in ("p50", "max", "last")])
+    pauses = gc_pauses().generations
+    out.counter("websift_gc_pause_seconds_total",
+                "Time the cyclic garbage collector held the interpreter, by generation",
+                [({"generation": str(i)}, g.seconds) for i, g in enumerate(pauses)])
+    out.counter("websift_gc_collections_timed_total",
+                "Collections timed (since the server started), by generation",
+                [({"generation": str(i)}, g.count) for i, g in enumerate(pauses)])
+    out.gauge("websift_gc_longest_pause_seconds",
+              "The longest collection of each generation since the server started",
+              [({"generation": str(i)}, g.longest) for i, g in enumerate(pauses)])
 
 
 def _serving_metrics(out: Exposition, request: Request, holder: SnapshotHolder,

@@ -24,6 +24,7 @@ from websift.api.dependencies import (
     get_store,
     is_admin,
 )
+from websift.api.gc_policy import gc_pauses
 from websift.api.models import Health, LiveCrawl, Stats
 from websift.api.result_cache import ResultCache
 from websift.api.retrieval import LocalSearch, Outcome, SearchEngine
@@ -135,13 +136,16 @@ def public_up(up: dict[str, Any] | None) -> dict[str, Any] | None:
     return {**{k: v for k, v in up.items() if k != "pid"}, "parts": parts}
 
 
-def _gc_figures() -> dict[str, Any]:
-    """This process's garbage collector: objects frozen at start-up, and per generation the
-    collections run and the objects collected (one read of its figures)."""
+def _gc_figures(holder: SnapshotHolder) -> dict[str, Any]:
+    """This process's garbage collector: objects frozen (out of its reach), per generation the
+    collections run and the objects collected, the collections' pauses since the timer was
+    installed, and the reload thread's settles and reclaims (api/gc_policy.py)."""
     generations = gc.get_stats()
     return {"frozen": gc.get_freeze_count(),
             "collections": [g["collections"] for g in generations],
-            "collected": [g["collected"] for g in generations]}
+            "collected": [g["collected"] for g in generations],
+            "pauses": gc_pauses().as_dict(),
+            "settler": None if holder.heap is None else holder.heap.as_dict()}
 
 
 def build_router() -> APIRouter:
@@ -193,7 +197,7 @@ def build_router() -> APIRouter:
             searches=_searches(request.app.state.engine),
             search_caches={name: asdict(c.stats()) for name, c in searcher.caches().items()},
             words=request.app.state.index_words.figures(),
-            gc=_gc_figures(),
+            gc=_gc_figures(holder),
             frontier=frontier,
             indexnow={**request.app.state.indexnow.figures(),
                       **dict(zip(("stored", "taken"), store.push_counts(), strict=True))},

@@ -96,6 +96,7 @@ import urllib.request
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from scripts.benchmarks.crawl_scale import Hit, Nginx, find_nginx
 from testkit.genweb import HOME_TOP, MANIFEST, PORT, Web, WebParams, ensure_web
@@ -378,6 +379,27 @@ class Target:
     found: float | None = None
     asked_cut: int = -1  # the follower's cut count when last asked
     asked_at: float = 0.0
+
+
+def server_gc(port: int) -> dict[str, Any] | None:
+    """The server's ``/stats`` ``gc`` (None when it does not answer)."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/stats", timeout=30) as r:
+            return dict(json.loads(r.read()).get("gc") or {})
+    except OSError:
+        return None
+
+
+def gc_row(figures: dict[str, Any] | None) -> tuple[str, str]:
+    """The server's collections over the run: per generation, count / longest / all (ms)."""
+    label = "the server's GC collections, gen 0 / 1 / 2: count, longest, all (ms)"
+    pauses = (figures or {}).get("pauses")
+    if not pauses:
+        return label, "not reported (a checkout without gc pauses in /stats)"
+    return label, " / ".join(
+        f"{g['count']}, {g['longest_ms']:.1f}, {g['seconds'] * 1e3:.0f}"
+        for g in (pauses[k] for k in ("0", "1", "2"))) + (
+        f"; settles {figures['settler']['settles']}" if (figures or {}).get("settler") else "")
 
 
 def search(port: int, query: str, timeout: float = 10) -> bytes:
@@ -828,6 +850,7 @@ class UpRun:
     label: str = "this checkout"
     spied: Path | None = None  # --spy: py-spy's raw output
     ran: tuple[float, float] = (0.0, 0.0)  # (started, SIGTERM sent)
+    gc: dict[str, Any] | None = None  # the server's /stats gc at the end (None: not read)
 
 
 def run_up(web: Web, server: Nginx, data: Path, args: argparse.Namespace,
@@ -881,6 +904,7 @@ def run_up(web: Web, server: Nginx, data: Path, args: argparse.Namespace,
     client.join(timeout=30)
     sampler.join(timeout=30)
     ran = (t0, time.time())
+    gc_figures = server_gc(port)
     up.send_signal(signal.SIGTERM)
     try:
         code = up.wait(timeout=180)
@@ -898,7 +922,8 @@ def run_up(web: Web, server: Nginx, data: Path, args: argparse.Namespace,
     return UpRun(probe, queries, cuts, read_follow_status(DataDir(data)), code,
                  "\n".join(lines[-TAIL_LINES:]), commits.seen, cut_times, seqs,
                  list(merge_times.values()),
-                 spied=spy.out if spy is not None and spy.out.exists() else None, ran=ran)
+                 spied=spy.out if spy is not None and spy.out.exists() else None, ran=ran,
+                 gc=gc_figures)
 
 
 def open_store(data: Path) -> StoreReader | None:
@@ -1255,6 +1280,7 @@ def report(args: argparse.Namespace, *, pages: int, alone_s: float, alone_ends: 
         ("the server's own search time (took_ms) p50 / p99: during / between cuts / idle (ms)",
          " / ".join(f"{pct(v, .5) * 1e3:.1f} / {pct(v, .99) * 1e3:.1f}"
                     for v in (*took, idle_took))),
+        gc_row(up.gc),
         ("bytes written by merges / final index size", amp),
         ("up's exit status after SIGTERM", str(up.exit_code)),
         ("where a page's fetch-to-searchable time went", ""),

@@ -1,0 +1,118 @@
+"""The server's cyclic garbage collector: what a full collection walks, and its pauses timed.
+
+A collection holds the GIL while it walks the objects of its generation and the younger ones;
+a full one (generation 2) walks every object the collector tracks, and no search runs
+meanwhile.  CPython runs one when the objects that reached generation 2 since the last have
+grown by a quarter of those there.  A server under ``websift up`` swaps in a new index
+generation about every second, and its caches take in and let go of entries all the time (a
+list decoded for the new segment, a result, a stored text): those survive into generation 2,
+so a full collection came every 20-30 s and walked the caches whole, 120,000-150,000
+objects (the postings cache's lists, the result cache's hits), 30-250 ms each on the 2-core
+machine under the crawl's load (docs/query-performance.md, "The garbage collector").  None of
+them found garbage: the caches' entries and a snapshot's structures are freed by their
+reference counts (tests/api/test_gc_policy.py: a retired searcher goes with the collector
+off).
+
+So :class:`HeapSettler` keeps what has lived through a swap out of the collector's reach:
+after each swap (and at a check every ``SETTLE_SECONDS`` without one) the reload thread
+collects what is not frozen yet, young and few, then freezes what is left (``gc.freeze``), as
+``freeze_imported`` (api/app.py) does for the imports.  A frozen object that its references
+let go of is still freed at once; what freezing costs is a cycle among frozen objects that
+becomes garbage later (a request's exception caught in flight, say): it is kept until the
+next reclaim, every ``RECLAIM_SECONDS``, which unfreezes everything and runs one full
+collection.  :class:`GcPauses` times every collection (a ``gc.callbacks`` hook): ``/stats``
+``gc.pauses`` and ``/metrics`` ``websift_gc_pause_seconds``.
+"""
+
+from __future__ import annotations
+
+import gc
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+SETTLE_SECONDS = 60.0  # without a swap, a check freezes what survived this long
+RECLAIM_SECONDS = 3600.0  # every this long: unfreeze, one full collection, freeze again
+
+
+@dataclass
+class GenerationPauses:
+    """The collections of one generation: how many, their seconds in all, the longest."""
+
+    count: int = 0
+    seconds: float = 0.0
+    longest: float = 0.0
+
+    def as_dict(self) -> dict[str, float]:
+        return {"count": self.count, "seconds": round(self.seconds, 6),
+                "longest_ms": round(self.longest * 1000.0, 3)}
+
+
+@dataclass(eq=False)
+class GcPauses:
+    """Every collection this process runs, timed by generation (``gc.callbacks``)."""
+
+    generations: list[GenerationPauses] = field(
+        default_factory=lambda: [GenerationPauses() for _ in range(3)])
+    _started: float = 0.0
+
+    def __call__(self, phase: str, info: dict[str, Any]) -> None:
+        # Runs inside the collector, GIL held: one clock read each side, no allocation to
+        # speak of.  Collections do not nest, so one start time serves.
+        if phase == "start":
+            self._started = time.perf_counter()
+            return
+        took = time.perf_counter() - self._started
+        gen = self.generations[min(int(info["generation"]), 2)]
+        gen.count += 1
+        gen.seconds += took
+        gen.longest = max(gen.longest, took)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {str(i): g.as_dict() for i, g in enumerate(self.generations)}
+
+
+_PAUSES = GcPauses()
+_PAUSES_LOCK = threading.Lock()
+
+
+def gc_pauses() -> GcPauses:
+    """This process's collection timer, installed in ``gc.callbacks`` on first use."""
+    with _PAUSES_LOCK:
+        if not any(hook is _PAUSES for hook in gc.callbacks):
+            gc.callbacks.append(_PAUSES)
+    return _PAUSES
+
+
+class HeapSettler:
+    """Freezes what outlived a swap (module docstring); called by the reload thread only.
+
+    ``clock``: seconds, monotonic (a test's own clock)."""
+
+    def __init__(self, clock: Any = time.monotonic) -> None:
+        self._clock = clock
+        now = clock()
+        self._settled = now
+        self._reclaimed = now
+        self.settles = 0
+        self.reclaims = 0
+
+    def after_check(self, swapped: bool) -> None:
+        """After a reload check: settle when it swapped or ``SETTLE_SECONDS`` passed; reclaim
+        the frozen objects every ``RECLAIM_SECONDS``."""
+        now = self._clock()
+        if now - self._reclaimed >= RECLAIM_SECONDS:
+            gc.unfreeze()
+            gc.collect()
+            gc.freeze()
+            self._reclaimed = self._settled = now
+            self.reclaims += 1
+        elif swapped or now - self._settled >= SETTLE_SECONDS:
+            gc.collect()  # what is not frozen: what was made since the last settle
+            gc.freeze()
+            self._settled = now
+            self.settles += 1
+
+    def as_dict(self) -> dict[str, int]:
+        return {"settles": self.settles, "reclaims": self.reclaims}
