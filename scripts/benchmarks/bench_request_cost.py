@@ -173,12 +173,11 @@ def over_http(data: DataDir, queries: list[str], seconds: float, checkout: Path 
         # cold start.
         asyncio.run(load(base, queries, CLIENTS, API_WARMUP_MAX_SECONDS, passes=workers))
         asyncio.run(load(base, queries, CLIENTS, warm))
-        before = server_gc(base)
         c0 = process_cpu_seconds(pid)
         r = asyncio.run(load(base, queries, CLIENTS, seconds))
         c1 = process_cpu_seconds(pid)
         print(f"  {checkout.name}, {workers} process{'es' if workers > 1 else ''}: "
-              f"{gc_line(before, server_gc(base))}", flush=True)
+              f"{gc_line(server_gc(base))}", flush=True)
     n = max(1, len(r.latencies_ms))
     return (c1 - c0) * 1000.0 / n, r.throughput, r.pct(99)
 
@@ -192,16 +191,15 @@ def server_gc(base: str) -> dict[str, Any] | None:
         return None
 
 
-def gc_line(before: dict[str, Any] | None, after: dict[str, Any] | None) -> str:
-    """The full collections (generation 2) one server process ran during the timed load: how
-    many and their milliseconds (with several processes, the one that answered /stats)."""
-    pauses = [(f or {}).get("pauses") for f in (before, after)]
-    if not pauses[0] or not pauses[1]:
+def gc_line(figures: dict[str, Any] | None) -> str:
+    """The full collections (generation 2) of the server process that answered ``/stats``,
+    since it started (warm-up included; with several processes, one of them)."""
+    pauses = (figures or {}).get("pauses")
+    if not pauses:
         return "full collections not reported (a checkout without gc pauses in /stats)"
-    a, b = pauses[0]["2"], pauses[1]["2"]
-    return (f"{b['count'] - a['count']} full collections during the load, "
-            f"{(b['seconds'] - a['seconds']) * 1e3:.0f} ms in all, the longest since start "
-            f"{b['longest_ms']:.1f} ms")
+    full = pauses["2"]
+    return (f"{full['count']} full collections since start, {full['seconds'] * 1e3:.0f} ms "
+            f"in all, the longest {full['longest_ms']:.1f} ms")
 
 
 def main(argv: list[str] | None = None) -> int:
