@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import shutil
 import signal
@@ -244,3 +245,18 @@ def test_workers_die_with_a_run_killed_while_it_hands_them_a_batch(tmp_path: Pat
         for pid in workers:
             if not gone(pid):
                 os.kill(pid, signal.SIGKILL)
+
+
+def test_what_the_run_holds_is_frozen_before_the_workers_fork(tmp_path: Path) -> None:
+    # indexer/workers.py: the parent's long-lived objects are out of every full collection's
+    # walk, in it and in the workers that inherit them.
+    class Held:
+        pass
+
+    held = Held()
+    try:
+        assert any(o is held for o in gc.get_objects())
+        with AnalyserPool(tmp_path, 2, {}, DEFAULT_INDEX_SETTINGS):
+            assert not any(o is held for o in gc.get_objects())  # frozen: in no generation
+    finally:
+        gc.unfreeze()
