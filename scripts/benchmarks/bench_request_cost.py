@@ -27,11 +27,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import statistics
 import time
-import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -47,6 +45,7 @@ from scripts.benchmarks.bench_search_scale import (
     make_queries,
     read_corpus,
 )
+from scripts.benchmarks.bench_up import server_gc
 from websift.api.app import create_app
 from websift.api.retrieval import Outcome, SearchRequest, rank_query
 from websift.api.routes.search import SearchJSON, response_body, to_response
@@ -180,15 +179,6 @@ def over_http(data: DataDir, queries: list[str], seconds: float, checkout: Path 
               f"{gc_line(server_gc(base))}", flush=True)
     n = max(1, len(r.latencies_ms))
     return (c1 - c0) * 1000.0 / n, r.throughput, r.pct(99)
-
-
-def server_gc(base: str) -> dict[str, Any] | None:
-    """The answering server process's ``/stats`` ``gc`` (None when it does not answer)."""
-    try:
-        with urllib.request.urlopen(f"{base}/stats", timeout=30) as r:
-            return dict(json.loads(r.read()).get("gc") or {})
-    except OSError:
-        return None
 
 
 def gc_line(figures: dict[str, Any] | None) -> str:

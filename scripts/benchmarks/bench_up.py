@@ -381,10 +381,11 @@ class Target:
     asked_at: float = 0.0
 
 
-def server_gc(port: int) -> dict[str, Any] | None:
-    """The server's ``/stats`` ``gc`` (None when it does not answer)."""
+def server_gc(base: str) -> dict[str, Any] | None:
+    """The ``/stats`` ``gc`` of the server at ``base`` (with several processes, the one that
+    answered; None when none does)."""
     try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/stats", timeout=30) as r:
+        with urllib.request.urlopen(f"{base}/stats", timeout=30) as r:
             return dict(json.loads(r.read()).get("gc") or {})
     except OSError:
         return None
@@ -904,7 +905,7 @@ def run_up(web: Web, server: Nginx, data: Path, args: argparse.Namespace,
     client.join(timeout=30)
     sampler.join(timeout=30)
     ran = (t0, time.time())
-    gc_figures = server_gc(port)
+    gc_figures = server_gc(f"http://127.0.0.1:{port}")
     up.send_signal(signal.SIGTERM)
     try:
         code = up.wait(timeout=180)
