@@ -38,9 +38,9 @@ templates, the samples' parses) is collected once and frozen (``gc.freeze``): ne
 the workers, which inherit it, walk those objects in their full collections again, and the
 workers' collections do not write to the pages they share with it.  ``bench_small_site --runs
 5 --baseline`` a tree without it, two runs: 0.93x and 0.95x the wall time on the Python
-manual, 0.97x and 0.95x on the Octave manual (docs/benchmarks.md).  A cycle among those objects that becomes
-garbage later is kept until the process ends; a run is one process's life, and a follower
-forks its workers once.
+manual, 0.97x and 0.95x on the Octave manual (docs/benchmarks.md).  A cycle among those
+objects that becomes garbage later is kept until the process ends; a run is one process's
+life, and a follower forks its workers once.
 """
 
 from __future__ import annotations

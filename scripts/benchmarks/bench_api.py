@@ -18,15 +18,18 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlencode
 
 import httpx
@@ -165,6 +168,16 @@ async def load(base: str, queries: list[str], clients: int, seconds: float, *,
     await asyncio.gather(*(_client(base, queries, c * step, until, result, requests=each)
                            for c in range(clients)))
     return result
+
+
+def server_gc(base: str) -> dict[str, Any] | None:
+    """The ``/stats`` ``gc`` of the server at ``base`` (with several processes, the one that
+    answered; None when none does)."""
+    try:
+        with urllib.request.urlopen(f"{base}/stats", timeout=30) as r:
+            return dict(json.loads(r.read()).get("gc") or {})
+    except OSError:
+        return None
 
 
 def time_queries(run: Callable[[str], object], queries: list[str]) -> np.ndarray:

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
-from scripts.benchmarks.bench_api import ROOT, load, websift_server
+from scripts.benchmarks.bench_api import ROOT, load, server_gc, websift_server
 from scripts.benchmarks.bench_search_scale import (
     API_WARMUP_MAX_SECONDS,
     DEFAULT_CACHE,
@@ -45,7 +45,6 @@ from scripts.benchmarks.bench_search_scale import (
     make_queries,
     read_corpus,
 )
-from scripts.benchmarks.bench_up import server_gc
 from websift.api.app import create_app
 from websift.api.retrieval import Outcome, SearchRequest, rank_query
 from websift.api.routes.search import SearchJSON, response_body, to_response

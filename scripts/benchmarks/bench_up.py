@@ -98,6 +98,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from scripts.benchmarks.bench_api import server_gc
 from scripts.benchmarks.crawl_scale import Hit, Nginx, find_nginx
 from testkit.genweb import HOME_TOP, MANIFEST, PORT, Web, WebParams, ensure_web
 from testkit.ports import free_port
@@ -379,16 +380,6 @@ class Target:
     found: float | None = None
     asked_cut: int = -1  # the follower's cut count when last asked
     asked_at: float = 0.0
-
-
-def server_gc(base: str) -> dict[str, Any] | None:
-    """The ``/stats`` ``gc`` of the server at ``base`` (with several processes, the one that
-    answered; None when none does)."""
-    try:
-        with urllib.request.urlopen(f"{base}/stats", timeout=30) as r:
-            return dict(json.loads(r.read()).get("gc") or {})
-    except OSError:
-        return None
 
 
 def gc_row(figures: dict[str, Any] | None) -> tuple[str, str]:
