@@ -100,6 +100,7 @@ def test_the_reload_thread_collects_young_cycles_then_freezes_what_outlived_a_sw
 
 
 def test_a_check_without_a_swap_settles_only_after_settle_seconds() -> None:
+    gc.collect()  # the young heap empty: only the clock can call for a settle
     now = [0.0]
     settler = HeapSettler(clock=lambda: now[0])
     try:
@@ -110,6 +111,24 @@ def test_a_check_without_a_swap_settles_only_after_settle_seconds() -> None:
         assert settler.settles == 1
         settler.after_check(swapped=True)
         assert settler.settles == 2
+    finally:
+        gc.unfreeze()
+
+
+def test_a_check_settles_early_once_the_young_heap_grew() -> None:
+    # A busy server without swaps (its caches filling) settles before SETTLE_SECONDS, so the
+    # settle's collection walks tens of thousands of young objects, not a minute's worth.
+    gc.collect()
+    now = [1.0]
+    settler = HeapSettler(clock=lambda: now[0])
+    try:
+        settler.after_check(swapped=False)
+        assert settler.settles == 0
+        kept = [Node() for _ in range(40_000)]  # made and kept: generation 1 collected 5 times
+        assert gc.get_count()[2] >= gc_policy.SETTLE_GROWTH
+        settler.after_check(swapped=False)
+        assert settler.settles == 1
+        assert gc.get_count()[2] == 0 and not tracked(kept[0])
     finally:
         gc.unfreeze()
 
