@@ -16,9 +16,8 @@ off).
 So :class:`HeapSettler` keeps what has lived through a swap out of the collector's reach:
 after each swap (and, without one, at a check every ``SETTLE_SECONDS`` or once the young heap
 grew by ``SETTLE_GROWTH``) the reload thread collects what is not frozen yet, young and few,
-then freezes what is left (``gc.freeze``), as
-``freeze_imported`` (api/app.py) does for the imports.  A frozen object that its references
-let go of is still freed at once; what freezing costs is a cycle among frozen objects that
+then freezes what is left (``gc.freeze``), as ``freeze_imported`` (api/app.py) does for the
+imports.  A frozen object that its references let go of is still freed at once; what freezing costs is a cycle among frozen objects that
 becomes garbage later (a request's exception caught in flight, say): it is kept until the
 next reclaim, every ``RECLAIM_SECONDS``, which unfreezes everything and runs one full
 collection.  :class:`GcPauses` times every collection (a ``gc.callbacks`` hook): ``/stats``
