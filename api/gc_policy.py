@@ -13,15 +13,15 @@ them found garbage: the caches' entries and a snapshot's structures are freed by
 reference counts (tests/api/test_gc_policy.py: a retired searcher goes with the collector
 off).
 
-So :class:`HeapSettler` keeps what has lived through a swap out of the collector's reach:
-after each swap (and, without one, at a check every ``SETTLE_SECONDS`` or once the young heap
-grew by ``SETTLE_GROWTH``) the reload thread collects what is not frozen yet, young and few,
-then freezes what is left (``gc.freeze``), as ``freeze_imported`` (api/app.py) does for the
-imports.  A frozen object that its references let go of is still freed at once; what freezing costs is a cycle among frozen objects that
-becomes garbage later (a request's exception caught in flight, say): it is kept until the
-next reclaim, every ``RECLAIM_SECONDS``, which unfreezes everything and runs one full
-collection.  :class:`GcPauses` times every collection (a ``gc.callbacks`` hook): ``/stats``
-``gc.pauses`` and ``/metrics`` ``websift_gc_pause_seconds``.
+So :class:`HeapSettler` keeps what has lived through a swap out of the collector's reach: after
+each swap (and, without one, at a check every ``SETTLE_SECONDS`` or once the young heap grew by
+``SETTLE_GROWTH``) the reload thread collects what is not frozen yet, young and few, then
+freezes what is left (``gc.freeze``), as ``freeze_imported`` (api/app.py) does for the imports.
+A frozen object that its references let go of is still freed at once; what freezing costs is a
+cycle among frozen objects that becomes garbage later (a request's exception caught in flight,
+say): it is kept until the next reclaim, every ``RECLAIM_SECONDS``, which unfreezes everything
+and runs one full collection. :class:`GcPauses` times every collection (a ``gc.callbacks``
+hook): ``/stats`` ``gc.pauses`` and ``/metrics`` ``websift_gc_pause_seconds``.
 """
 
 from __future__ import annotations
