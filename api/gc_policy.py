@@ -20,7 +20,7 @@ freezes what is left (``gc.freeze``), as ``freeze_imported`` (api/app.py) does f
 A frozen object that its references let go of is still freed at once; what freezing costs is a
 cycle among frozen objects that becomes garbage later (a request's exception caught in flight,
 say): it is kept until the next reclaim, every ``RECLAIM_SECONDS``, which unfreezes everything
-and runs one full collection. :class:`GcPauses` times every collection (a ``gc.callbacks``
+and runs one full collection.  :class:`GcPauses` times every collection (a ``gc.callbacks``
 hook): ``/stats`` ``gc.pauses`` and ``/metrics`` ``websift_gc_pause_seconds``.
 """
 
