@@ -35,7 +35,6 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from websift.api.admin_series import HISTORY_FILE, Sampler
 from websift.api.errors import describe_validation_errors, error_body, status_of
 from websift.api.fanout import FanOut, check_shard_server, split_shards
-from websift.api.gc_policy import gc_pauses
 from websift.api.index_words import IndexWords
 from websift.api.indexnow import IndexNow
 from websift.api.lean_search import LeanSearch
@@ -66,6 +65,7 @@ from websift.api.snapshot import SnapshotHolder
 from websift.core.datadir import DataDir
 from websift.core.errors import WebsiftError
 from websift.core.extras import require
+from websift.core.gc_pauses import gc_pauses
 
 log = logging.getLogger("websift.api")
 

@@ -20,16 +20,14 @@ freezes what is left (``gc.freeze``), as ``freeze_imported`` (api/app.py) does f
 A frozen object that its references let go of is still freed at once; what freezing costs is a
 cycle among frozen objects that becomes garbage later (a request's exception caught in flight,
 say): it is kept until the next reclaim, every ``RECLAIM_SECONDS``, which unfreezes everything
-and runs one full collection.  :class:`GcPauses` times every collection (a ``gc.callbacks``
+and runs one full collection.  core/gc_pauses.py times every collection (a ``gc.callbacks``
 hook): ``/stats`` ``gc.pauses`` and ``/metrics`` ``websift_gc_pause_seconds``.
 """
 
 from __future__ import annotations
 
 import gc
-import threading
 import time
-from dataclasses import dataclass, field
 from typing import Any
 
 SETTLE_SECONDS = 60.0  # without a swap, a check freezes what survived this long
@@ -40,55 +38,6 @@ SETTLE_SECONDS = 60.0  # without a swap, a check freezes what survived this long
 # busy server without swaps (130 ms).
 SETTLE_GROWTH = 3
 RECLAIM_SECONDS = 3600.0  # every this long: unfreeze, one full collection, freeze again
-
-
-@dataclass
-class GenerationPauses:
-    """The collections of one generation: how many, their seconds in all, the longest."""
-
-    count: int = 0
-    seconds: float = 0.0
-    longest: float = 0.0
-
-    def as_dict(self) -> dict[str, float]:
-        return {"count": self.count, "seconds": round(self.seconds, 6),
-                "longest_ms": round(self.longest * 1000.0, 3)}
-
-
-@dataclass(eq=False)
-class GcPauses:
-    """Every collection this process runs, timed by generation (``gc.callbacks``)."""
-
-    generations: list[GenerationPauses] = field(
-        default_factory=lambda: [GenerationPauses() for _ in range(3)])
-    _started: float = 0.0
-
-    def __call__(self, phase: str, info: dict[str, Any]) -> None:
-        # Runs inside the collector, GIL held: one clock read each side, no allocation to
-        # speak of.  Collections do not nest, so one start time serves.
-        if phase == "start":
-            self._started = time.perf_counter()
-            return
-        took = time.perf_counter() - self._started
-        gen = self.generations[min(int(info["generation"]), 2)]
-        gen.count += 1
-        gen.seconds += took
-        gen.longest = max(gen.longest, took)
-
-    def as_dict(self) -> dict[str, Any]:
-        return {str(i): g.as_dict() for i, g in enumerate(self.generations)}
-
-
-_PAUSES = GcPauses()
-_PAUSES_LOCK = threading.Lock()
-
-
-def gc_pauses() -> GcPauses:
-    """This process's collection timer, installed in ``gc.callbacks`` on first use."""
-    with _PAUSES_LOCK:
-        if not any(hook is _PAUSES for hook in gc.callbacks):
-            gc.callbacks.append(_PAUSES)
-    return _PAUSES
 
 
 class HeapSettler:

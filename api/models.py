@@ -257,6 +257,11 @@ class LiveCrawl(BaseModel):
         "feeds and new items), sources by kind, and per host (by ID) the lastmod-driven "
         "refetches, how many found the page changed, and the trust in its lastmod"
     )
+    gc: dict[str, Any] = Field(
+        default_factory=dict, description="the crawling process's garbage collector: "
+        "threshold (gc.get_threshold()), pauses by generation (\"0\", \"1\", \"2\": count, "
+        "seconds, longest_ms)"
+    )
 
 
 class Stats(BaseModel):

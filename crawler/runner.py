@@ -16,6 +16,7 @@ run) and what was recorded is committed (``forced_stop``).  A third gets the def
 from __future__ import annotations
 
 import contextlib
+import gc
 import signal
 import sys
 import threading
@@ -28,6 +29,7 @@ from scrapy.utils.defer import deferred_from_coro
 from twisted.python.failure import Failure
 
 from websift.core.datadir import DataDir
+from websift.core.gc_pauses import gc_pauses
 from websift.crawler import settings as S
 from websift.crawler.http_client import HeadCappedDownloadHandler
 from websift.crawler.identity import agent_token
@@ -104,6 +106,14 @@ def scrapy_settings(config: CrawlConfig, progress: bool) -> dict[str, Any]:
     }
 
 
+def collect_less_often() -> None:
+    """This process's collector: generation 0 after ``GC_YOUNG_OBJECTS`` new objects (the older
+    generations' thresholds kept), and every collection timed for the live figures."""
+    _, older, oldest = gc.get_threshold()
+    gc.set_threshold(S.GC_YOUNG_OBJECTS, older, oldest)
+    gc_pauses()
+
+
 def run_session(session: CrawlSession, progress: bool = True) -> dict[str, Any]:
     """Run Scrapy until the session's frontier is exhausted (or its budget spent).
 
@@ -125,6 +135,7 @@ def run_session(session: CrawlSession, progress: bool = True) -> dict[str, Any]:
     crawler.signals.connect(spider_error, signal=signals.spider_error)
     crawler.signals.connect(closed, signal=signals.spider_closed)
     session.on_failed = lambda: _close_now(crawler, "storage_error")
+    collect_less_often()
     with SignalStop(session, process, crawler) as stop:
         process.crawl(crawler, session=session)
         process.start(install_signal_handlers=False)  # SignalStop's handlers, not Scrapy's

@@ -34,11 +34,13 @@ FORCED_STOP = "forced_stop"  # finish reason of a run stopped by a second signal
 # finish reason), start / last update (unix time), pages done, first fetches of pages never read
 # (discovery) and refetches of read ones (refresh), pages per second over the run and over the
 # last ``RATE_WINDOW`` seconds, requests in flight, failures by reason (dict), the frontier's
-# figures (dict, ``Frontier.stats``) and the virtual page's cash.
+# figures (dict, ``Frontier.stats``), the virtual page's cash, the removal rules in force, the
+# sites' signals (dict) and the crawling process's garbage collector (dict: its thresholds, and
+# its collections by generation with their count, seconds and longest_ms: core/gc_pauses.py).
 LIVE_KEYS = (
     "pid", "kind", "continuous", "state", "started", "updated", "pages", "discovery_fetches",
     "refresh_fetches", "pages_per_second", "recent_pages_per_second", "in_flight", "errors",
-    "frontier", "virtual_cash", "removals", "signals",
+    "frontier", "virtual_cash", "removals", "signals", "gc",
 )
 
 

@@ -22,6 +22,7 @@ store, the WARC writer and the OPIC state are opened here and closed by :meth:`c
 from __future__ import annotations
 
 import contextlib
+import gc
 import json
 import os
 import time
@@ -34,6 +35,7 @@ from typing import Any, Protocol
 from websift.core.datadir import DataDir
 from websift.core.errors import StageFailed, WebsiftError
 from websift.core.extras import require
+from websift.core.gc_pauses import gc_pauses
 from websift.crawler import settings as S
 from websift.crawler.dedup import NearDuplicateIndex
 from websift.crawler.dns import ADDRESS_PENDING, HostVerdicts
@@ -805,6 +807,7 @@ class CrawlSession:
             "virtual_cash": float(frontier.get("virtual_cash", 0.0)),
             "removals": len(self.scope.removals.removals),  # rules in force (crawler/scope.py)
             "signals": self.signal_figures(),
+            "gc": {"threshold": list(gc.get_threshold()), "pauses": gc_pauses().as_dict()},
         }
 
     def signal_figures(self) -> dict[str, Any]:

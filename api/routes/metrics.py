@@ -17,7 +17,6 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import PlainTextResponse
 
 from websift.api.dependencies import get_data, get_holder, get_result_cache
-from websift.api.gc_policy import gc_pauses
 from websift.api.prometheus import CONTENT_TYPE, Exposition, RequestMetrics
 from websift.api.result_cache import ResultCache
 from websift.api.retrieval import Outcome
@@ -25,6 +24,7 @@ from websift.api.snapshot import SnapshotHolder
 from websift.api.up_status import UpStatus, read_status, status_path
 from websift.core.datadir import DataDir
 from websift.core.errors import CheckedFileError, WebsiftError
+from websift.core.gc_pauses import gc_pauses
 from websift.crawler.runs import LiveRun, read_live
 from websift.store.views import StoreReader
 
@@ -74,6 +74,13 @@ def _crawl_metrics(out: Exposition, run: LiveRun | None) -> None:
                for k, v in (frontier.items() if isinstance(frontier, dict) else ())])
     out.gauge("websift_crawl_virtual_cash", "The OPIC virtual page's cash",
               [({}, number("virtual_cash"))])
+    collector = figures.get("gc")
+    collections = collector.get("pauses") if isinstance(collector, dict) else None
+    out.counter("websift_crawl_gc_pause_seconds_total",
+                "Seconds the crawling process spent in garbage collections, by generation",
+                [({"generation": str(k)}, float(v.get("seconds", 0.0)))
+                 for k, v in (collections.items() if isinstance(collections, dict) else ())
+                 if isinstance(v, dict)])
 
 
 def _up_metrics(out: Exposition, status: UpStatus | None) -> None:

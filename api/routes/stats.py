@@ -24,7 +24,6 @@ from websift.api.dependencies import (
     get_store,
     is_admin,
 )
-from websift.api.gc_policy import gc_pauses
 from websift.api.models import Health, LiveCrawl, Stats
 from websift.api.result_cache import ResultCache
 from websift.api.retrieval import LocalSearch, Outcome, SearchEngine
@@ -32,6 +31,7 @@ from websift.api.snapshot import RankView, Snapshot, SnapshotHolder
 from websift.api.up_status import read_status, status_path, status_summary
 from websift.core.datadir import DataDir
 from websift.core.errors import CheckedFileError
+from websift.core.gc_pauses import gc_pauses
 from websift.crawler.runs import LiveRun, read_live
 from websift.store.schema import DISCOVERED, FETCHED
 from websift.store.views import StoreReader

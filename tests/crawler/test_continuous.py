@@ -10,6 +10,7 @@ and the store say what happened.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import signal
@@ -37,6 +38,7 @@ from websift.crawler.pipeline import Fetched
 from websift.crawler.runs import read_live, scope_from_json, scope_to_json, stored_scope
 from websift.crawler.scope import ScopeConfig
 from websift.crawler.session import CrawlConfig, CrawlSession
+from websift.crawler.settings import GC_YOUNG_OBJECTS
 from websift.store.views import StoreReader
 
 pytestmark = pytest.mark.slow  # continuous crawls in child processes
@@ -411,10 +413,17 @@ def test_stats_and_metrics_show_the_running_crawl(web: TestWeb, tmp_path: Path) 
         assert now["running"] is True and now["continuous"] is True and now["finished"] is None
         assert now["discovery_fetches"] >= PAGES - 2 and now["kind"] == "crawl"
         assert now["frontier"] and now["virtual_cash"] is not None
-        metrics = {s.name: s.value for f in text_string_to_metric_families(
-            _get(base + "/metrics") or "") for s in f.samples if not s.labels}
+        # the crawling process's collector: generation 0 collected less often than CPython's
+        # default, every collection timed
+        assert now["gc"]["threshold"][0] == GC_YOUNG_OBJECTS != gc.get_threshold()[0]
+        assert set(now["gc"]["pauses"]) == {"0", "1", "2"}
+        samples = [s for f in text_string_to_metric_families(_get(base + "/metrics") or "")
+                   for s in f.samples]
+        metrics = {s.name: s.value for s in samples if not s.labels}
         assert metrics["websift_crawl_running"] == 1
         assert metrics["websift_crawl_pages_total"] >= PAGES - 2
+        assert {s.labels["generation"] for s in samples
+                if s.name == "websift_crawl_gc_pause_seconds_total"} == {"0", "1", "2"}
         crawler.send_signal(signal.SIGTERM)
         assert crawler.wait(timeout=WAIT) == 0
         ended = live()
