@@ -13,7 +13,8 @@
 3. ``websift crawl`` fetches ``--crawl-pages`` pages from the H home pages with no delay and 2
    requests in flight per host; then a plain Scrapy CrawlSpider (``bench_crawl.run_crawlspider``)
    does the same with the same concurrency, on the same web, in the same run (``--skip-peer``:
-   not).  Each runs as a child whose RSS (with its children) is sampled every 0.1 s.
+   not).  Each runs as a child whose RSS (with its children) is sampled every 0.1 s; its CPU
+   time (user and system, with its children) is taken when it ends.
 
 Everything about fetches is taken from nginx's log, the server's view, so both crawlers are
 measured alike: the rate over the first and the last W pages (W = 10,000, or a sixth of the crawl
@@ -21,7 +22,8 @@ when smaller), from the first to the W-th fetch and from the W-th last to the la
 second overall (pages / wall seconds of the process, start-up included); requests under the
 disallowed prefix (must be 0); pages requested before their host's robots.txt was answered
 (start = $msec - $request_time).  A crawler's requests are told apart by their User-Agent.
-From the crawl store (read-only): URLs known at the end; peak RSS / URLs known, and the RSS
+From the crawl store (read-only): the crawl's own summary with its garbage collections by
+generation (its live figures' ``gc``); URLs known at the end; peak RSS / URLs known, and the RSS
 growth from the first fetch to the peak / URLs known (the part that grows with the crawl).
 
 Requests in flight per host are not judged here: nginx's $msec is the time of its event-loop
@@ -44,6 +46,7 @@ import json
 import os
 import pwd
 import re
+import resource
 import shutil
 import signal
 import socket
@@ -269,6 +272,7 @@ class Run:
     progress: list[tuple[float, int, int]]  # (epoch, pages, queue) from the progress lines
     hits: list[Hit]  # this crawler's requests (by User-Agent)
     stderr_tail: str
+    cpu: float  # seconds of CPU, user and system, of the crawler and its children
 
 
 @dataclass(frozen=True)
@@ -309,6 +313,7 @@ def run_child(name: str, agent: str, cmd: list[str], server: Nginx) -> Run:
                 del tail[:-200]
 
     t0 = time.perf_counter()
+    cpu0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     child = subprocess.Popen(cmd, cwd=REPO, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                              stderr=subprocess.PIPE, env={**os.environ, "PYTHONPATH": str(REPO)})
     assert child.stderr is not None
@@ -325,10 +330,12 @@ def run_child(name: str, agent: str, cmd: list[str], server: Nginx) -> Run:
         except subprocess.TimeoutExpired:
             continue
     wall = time.perf_counter() - t0
+    cpu1 = resource.getrusage(resource.RUSAGE_CHILDREN)  # the child's, now that it was waited
+    cpu = (cpu1.ru_utime - cpu0.ru_utime) + (cpu1.ru_stime - cpu0.ru_stime)
     reader.join(timeout=5)
     hits = [h for h in server.hits(since) if h.agent.startswith(agent)]
     return Run(name, wall, child.returncode, max((r for _, r in rss), default=0), rss, progress,
-               hits, "\n".join(tail)[-TAIL_CHARS:])
+               hits, "\n".join(tail)[-TAIL_CHARS:], cpu)
 
 
 def websift_cmd(web: Web, data: Path, pages: int) -> list[str]:
@@ -517,6 +524,9 @@ def report(web: Web, runs: list[Run], stored: StoreFigures, window: int) -> int:
     row("robots.txt requests", [str(figs[n].robots) for n in names])
     row("wall seconds", [f"{r.wall:.1f}" for r in runs])
     row("pages/s overall", [f"{figs[n].overall_rate:.1f}" for n in names])
+    row("CPU seconds (user + system)", [f"{r.cpu:.1f}" for r in runs])
+    row("  CPU ms a page", [f"{r.cpu * 1e3 / figs[r.name].pages:.2f}" if figs[r.name].pages
+                            else "-" for r in runs])
     row(f"pages/s, first {window}", [f"{figs[n].first_rate:.1f}" for n in names])
     row(f"pages/s, last {window}", [f"{figs[n].last_rate:.1f}" for n in names])
     row("last / first", [f"{figs[n].last_rate / figs[n].first_rate:.2f}"
@@ -530,6 +540,13 @@ def report(web: Web, runs: list[Run], stored: StoreFigures, window: int) -> int:
     if stored.summary:
         print(f"websift's own summary: {stored.summary.get('pages')} pages, "
               f"{stored.summary.get('pages_per_second', 0):.1f}/s; store {stored.status}")
+        collector = (stored.summary.get("live") or {}).get("gc") or {}
+        pauses = collector.get("pauses") or {}
+        if pauses:
+            print("websift's garbage collections (generation: count, seconds, longest ms): "
+                  + "; ".join(f"{g}: {p['count']}, {p['seconds']:.2f}, {p['longest_ms']:.1f}"
+                              for g, p in sorted(pauses.items()))
+                  + f"; thresholds {collector.get('threshold')}")
     lines = timeline(ws)
     if lines:
         print("\nwebsift by tenths of its fetches (rate within each tenth; queue and RSS at its end)")
@@ -556,6 +573,7 @@ def report(web: Web, runs: list[Run], stored: StoreFigures, window: int) -> int:
         "peer_pages_per_s": f"{peer.overall_rate:.1f}" if peer else "-",
         "websift_over_peer": f"{vs_peer:.2f}" if vs_peer is not None else "-",
         "peak_rss_mb": f"{ws.peak_rss / 2**20:.0f}", "urls_known": urls,
+        "cpu_s": f"{ws.cpu:.1f}",
         "bytes_per_url": f"{per_url:.0f}", "growth_bytes_per_url": f"{growth:.0f}",
         "disallowed_fetches": wf.disallowed, "before_robots": wf.before_robots,
     }
