@@ -111,11 +111,11 @@ LIVE_EVERY = 1.0
 LIVE_STALE_AFTER = 30.0
 RATE_WINDOW = 60.0  # seconds over which the recent fetch rate is measured
 # The crawling process's garbage collector: generation 0 is collected after this many tracked
-# objects are made and kept (CPython's default is 700). A page's objects (its request and
+# objects are made and kept (CPython's default is 700).  A page's objects (its request and
 # response, the Deferreds and delayed calls around them, its parse) live for tens to hundreds of
 # ms, longer than 700 of them take to make, so at the default they were promoted to generation 2
 # and a full collection came every 2-3 s, walking the whole heap (150,000-220,000 objects in a
-# crawl of a 100,000-page web): 8% of a crawl's CPU, pauses up to 200 ms. At 20,000 most die
+# crawl of a 100,000-page web): 8% of a crawl's CPU, pauses up to 200 ms.  At 20,000 most die
 # young (docs/crawling.md, "The garbage collector").
 GC_YOUNG_OBJECTS = 20_000
 
