@@ -29,13 +29,13 @@ import json
 import random
 import threading
 import time
-import urllib.parse
-import urllib.request
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 import numpy as np
 
+from scripts.benchmarks.bench_api import server_gc
 from scripts.benchmarks.bench_search_scale import (
     DEFAULT_CACHE,
     DEFAULT_DOCS,
@@ -43,6 +43,7 @@ from scripts.benchmarks.bench_search_scale import (
     PAGES_PER_HOST,
     CorpusParams,
 )
+from scripts.benchmarks.bench_up import search
 from testkit.serve_process import ServeProcess
 from testkit.websift_process import REPO
 
@@ -65,9 +66,7 @@ def corpus_words(text: Path, seed: int) -> list[str]:
 
 
 def ask(port: int, q: str) -> dict[str, Any]:
-    url = f"http://127.0.0.1:{port}/search?" + urllib.parse.urlencode({"q": q, "k": 10})
-    with urllib.request.urlopen(url, timeout=60) as r:
-        body: dict[str, Any] = json.loads(r.read())
+    body: dict[str, Any] = json.loads(search(port, urlencode({"q": q, "k": 10}), timeout=60))
     return body
 
 
@@ -109,9 +108,7 @@ def one_run(data: Path, code: Path, words: list[str], args: argparse.Namespace
         prober.join(timeout=60)
         if failures:
             raise SystemExit(f"the probe failed: {failures[0]!r}")
-        with urllib.request.urlopen(f"http://127.0.0.1:{server.port}/stats",
-                                    timeout=30) as r:
-            gc_figures = json.loads(r.read()).get("gc")
+        gc_figures = server_gc(f"http://127.0.0.1:{server.port}")
     finally:
         server.stop()
     wall = np.array([t[1] for t in timed])
