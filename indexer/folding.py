@@ -28,6 +28,8 @@ from __future__ import annotations
 import re
 import unicodedata
 
+import numpy as np
+
 # Han (with extension A and compatibility ideographs), hiragana, katakana (and its phonetic
 # extensions, half-width forms), Hangul syllables and jamo.
 _CJK = ("\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
@@ -72,3 +74,69 @@ def bigrams(run: str) -> list[str]:
     if len(run) < 2:
         return [run]
     return [run[i : i + 2] for i in range(len(run) - 1)]
+
+
+class _CharFolds(dict[int, str]):
+    """Code point -> the character as the analyzer folds it (:func:`fold_text`, then
+    :func:`fold_term`): ``É`` -> ``e``, ``ß`` -> ``ss``, ``ﬁ`` -> ``fi``.  A character that
+    folds to nothing (a combining mark on its own) stays itself, so a view never gets shorter.
+    Filled as characters are met; a ``str.translate`` table."""
+
+    def __missing__(self, code: int) -> str:
+        ch = chr(code)
+        folded = fold_term(fold_text(ch)) or ch
+        self[code] = folded
+        return folded
+
+
+_CHAR_FOLDS = _CharFolds()
+_DENSE_NON_ASCII = 8  # a text with more non-ASCII characters than 1 in this many: translated whole
+
+
+def _non_ascii_places(text: str) -> np.ndarray:
+    """The indexes of ``text``'s non-ASCII characters (from the lead bytes of its UTF-8)."""
+    raw = np.frombuffer(text.encode("utf-8", "surrogatepass"), dtype=np.uint8)
+    leads = np.flatnonzero(raw >= 0xC0)
+    before = np.cumsum((raw & 0xC0) == 0x80)  # continuation bytes up to each byte
+    return leads - before[leads]
+
+
+def match_view(lower: str) -> tuple[str, list[int] | None]:
+    """``lower`` (a text with its ASCII letters lower-cased) with every other character folded
+    as the analyzer folds it, so a query word typed without accents (``reseau``) is found by
+    ``str.find`` where the text has it with them (``RÉSEAU``).  Returns (view, offsets):
+    offsets None when each of the view's characters stands where the text's does, else the
+    text's index of each view index, and one more for the end (``ß`` is two characters of the
+    view).  English text with a few symbols (``¶``, ``—``) costs a few tens of microseconds:
+    only its non-ASCII characters are looked at."""
+    if lower.isascii():
+        return lower, None
+    fold = _CHAR_FOLDS
+    places = _non_ascii_places(lower).tolist()
+    if len(places) * _DENSE_NON_ASCII > len(lower):
+        view = lower.translate(fold)
+        if len(view) == len(lower):
+            return view, None
+        changed = [(at, fold[ord(lower[at])]) for at in places]
+    else:
+        changed = [(at, f) for at in places if (f := fold[ord(lower[at])]) != lower[at]]
+        if not changed:
+            return lower, None
+        pieces: list[str] = []
+        done = 0
+        for at, f in changed:
+            pieces += (lower[done:at], f)
+            done = at + 1
+        pieces.append(lower[done:])
+        view = "".join(pieces)
+        if len(view) == len(lower):
+            return view, None
+    offsets: list[int] = []
+    done = 0
+    for at, f in changed:
+        if len(f) > 1:
+            offsets.extend(range(done, at))
+            offsets.extend([at] * len(f))
+            done = at + 1
+    offsets.extend(range(done, len(lower) + 1))
+    return view, offsets

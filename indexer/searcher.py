@@ -318,7 +318,8 @@ class Searcher:
         # function of the segment alone, so the next generation takes the caches themselves
         # (:meth:`adopt`); ``_page_caches_owned`` False once it did (close leaves them).
         self._texts: Cache[tuple[int, int], PageText] = Cache(
-            TEXT_CACHE_BYTES, lambda t: sys.getsizeof(t[0]) + sys.getsizeof(t[1]))
+            TEXT_CACHE_BYTES, lambda t: sys.getsizeof(t[0]) + sys.getsizeof(t[1]) + (
+                0 if t[2] is None else sys.getsizeof(t[2]) + 28 * len(t[2])))
         self._frags: Cache[tuple[int, int], StoredFragments] = Cache(
             FRAGMENT_CACHE_BYTES, StoredFragments.size)
         self._page_caches_owned = True

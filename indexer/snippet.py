@@ -5,29 +5,34 @@ words.
 Speed (one :class:`SnippetMaker` per query, used for each of its hits):
 
 * the page's stored text is decompressed only as far as it is scanned (SNIPPET_SCAN_CHARS), and
-  lower-cased on its UTF-8 bytes (ASCII letters only: C speed, every character keeps its
-  offset) instead of as text (the searcher keeps recent pages so read in an LRU cache);
+  lower-cased on its UTF-8 bytes (ASCII letters: C speed), then its other characters folded
+  as the analyzer folds them (``RÉSEAU`` -> ``reseau``, ``ß`` -> ``ss``:
+  :func:`~websift.indexer.folding.match_view`, a ``str.translate``), so a query typed without
+  accents finds the accented words; the searcher keeps recent pages so read in an LRU cache;
 * candidate places are found with ``str.find`` of each literal (the query's terms, which as
-  stems are prefixes of most word forms, and its raw words), in C; each candidate token is
-  confirmed through the analyzer, with the verdict memoised per query (word forms recur
-  across hits);
+  stems are prefixes of most word forms, and its raw words folded alike), in C; each candidate
+  token is confirmed through the analyzer (its folded form, then the text's own, whose accents
+  a stemmer may need), with the verdict memoised per query (word forms recur across hits);
 * the best window comes from one two-pointer pass over the sorted matches.
 """
 
 from __future__ import annotations
 
+import bisect
 import zlib
 
 from websift.indexer.analysis import Analyzer
 from websift.indexer.errors import IndexCorrupt
-from websift.indexer.folding import has_cjk
+from websift.indexer.folding import fold_term, fold_text, has_cjk, match_view
 from websift.indexer.settings import SNIPPET_CHARS, SNIPPET_SCAN_CHARS
 
 SNIPPET_MAX_PER_TERM = 40  # places kept per query literal
 SNIPPET_MAX_TRIES = 400  # candidate places looked at per literal
 
 _Match = tuple[int, int, int]  # (start, end, term number)
-PageText = tuple[str, str]  # (text, the same text lower-cased, same offsets)
+# (text, its match view: lower-cased and folded, the view's offsets into the text or None when
+# they are the same: folding.match_view)
+PageText = tuple[str, str, list[int] | None]
 
 
 class SnippetMaker:
@@ -41,7 +46,7 @@ class SnippetMaker:
         self.term_ids = {t: i for i, t in enumerate(sorted(terms))}
         # Raw words that analyse to no query term (stop words, "C") would only cost time.
         self.literals = sorted({t for t in terms if len(t) > 1} | {
-            w.lower() for w in words if any(t in terms for t in analyzer.terms(w))})
+            fold_term(fold_text(w)) for w in words if any(t in terms for t in analyzer.terms(w))})
         self._verdict: dict[str, int] = {}  # lower-cased token -> term number, -1 for none
 
     def _term_of(self, token: str) -> int:
@@ -65,12 +70,27 @@ class SnippetMaker:
             at = lower.find(lit, at + 1)
         return out
 
-    def matches(self, lower: str) -> list[_Match]:
-        """Confirmed query-term tokens of ``lower`` (a page's text in lower case), sorted and
-        without overlaps; at most SNIPPET_MAX_PER_TERM places per literal."""
+    def matches(self, lower: str, text: str | None = None,
+                offsets: list[int] | None = None) -> list[_Match]:
+        """Confirmed query-term tokens of ``lower`` (a page's text lower-cased and folded: its
+        match view), sorted and without overlaps; at most SNIPPET_MAX_PER_TERM places per
+        literal.  ``text``: the page's own text, whose tokens are asked too when their folded
+        form is no query term; ``offsets``: the view's offsets into it (None: the same)."""
         found: list[_Match] = []
         seen: set[int] = set()
-        token_at, term_of = self.analyzer.token_re.match, self._term_of
+        token_at, view_term = self.analyzer.token_re.match, self._term_of
+        folded = text is not None and not text.isascii()
+
+        def term_of(tok: str, at: int, end: int) -> int:
+            hit = view_term(tok)
+            if hit < 0 and folded:
+                assert text is not None
+                a, b = (at, end) if offsets is None else (offsets[at], offsets[end - 1] + 1)
+                own = fold_text(text[a:b])
+                if own != tok:
+                    hit = view_term(own)
+            return hit
+
         for lit in self.literals:
             if lit in self.term_ids and has_cjk(lit):  # a CJK bigram: found where it stands
                 found.extend(self._cjk(lower, lit, seen))
@@ -83,7 +103,7 @@ class SnippetMaker:
                         and at not in seen:
                     tok = token_at(lower, at)
                     if tok is not None:
-                        tid = term_of(tok.group(0))
+                        tid = term_of(tok.group(0), at, tok.end())
                         if tid >= 0:
                             seen.add(at)
                             found.append((at, tok.end(), tid))
@@ -98,16 +118,22 @@ class SnippetMaker:
             if m[0] >= last_end:
                 out.append(m)
                 last_end = m[1]
+        if offsets is not None:  # the view's places as the text's
+            out = [(offsets[a], offsets[b - 1] + 1, t) for a, b, t in out]
         return out
 
-    def make(self, text: str, lower: str | None = None) -> tuple[str, list[tuple[int, int]]]:
-        """(snippet, highlight spans inside it) for a page's stored ``text`` (``lower``: the
-        same text lower-cased with the same offsets, as :func:`read_text` gives it)."""
+    def make(self, text: str, view: str | None = None, offsets: list[int] | None = None
+             ) -> tuple[str, list[tuple[int, int]]]:
+        """(snippet, highlight spans inside it) for a page's stored ``text`` (``view`` and
+        ``offsets``: its match view, as :func:`read_text` gives them; made here when None)."""
         scan = text[: self.scan_chars]
-        lowered = scan.lower() if lower is None else lower[: self.scan_chars]
-        if len(lowered) != len(scan):  # a character whose lower case is longer ("İ")
-            lowered = "".join(c.lower() if len(c.lower()) == 1 else c for c in scan)
-        found = self.matches(lowered)
+        if view is None:
+            view, offsets = match_view(
+                "".join(c.lower() if c.isascii() else c for c in scan))
+        elif len(scan) < len(text):  # a shorter scan than the text read: the view cut alike
+            end = len(scan) if offsets is None else bisect.bisect_left(offsets, len(scan))
+            view, offsets = view[:end], None if offsets is None else offsets[: end + 1]
+        found = self.matches(view, scan, offsets)
         if not found:
             return _cut(scan, 0, self.width)[0], []
         best = best_window(found, len(self.term_ids), self.width)
@@ -145,9 +171,9 @@ def best_window(found: list[_Match], n_terms: int, width: int) -> int:
 
 
 def read_text(blob: bytes, chars: int = SNIPPET_SCAN_CHARS, name: str = "") -> PageText:
-    """The first ``chars`` characters of a zlib'd UTF-8 page text, and the same lower-cased
-    (ASCII letters, on the bytes).  Decompression stops once the bytes out hold that many
-    characters."""
+    """The first ``chars`` characters of a zlib'd UTF-8 page text, and its match view (ASCII
+    letters lower-cased on the bytes, the other characters folded: folding.match_view) with
+    the view's offsets.  Decompression stops once the bytes out hold that many characters."""
     d = zlib.decompressobj()
     tail, raw = blob, b""
     try:
@@ -161,8 +187,8 @@ def read_text(blob: bytes, chars: int = SNIPPET_SCAN_CHARS, name: str = "") -> P
             if not more and not d.eof:
                 raise zlib.error("the stream ends early")
             raw += more
-        return (raw.decode("utf-8", "surrogatepass")[:chars],
-                raw.lower().decode("utf-8", "surrogatepass")[:chars])
+        text = raw.decode("utf-8", "surrogatepass")[:chars]
+        return (text, *match_view(raw.lower().decode("utf-8", "surrogatepass")[:chars]))
     except (zlib.error, UnicodeError) as exc:
         raise IndexCorrupt(f"stored document {name} is corrupt ({exc})") from None
 

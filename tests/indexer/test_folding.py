@@ -63,3 +63,10 @@ def test_search_without_accents_and_inside_cjk_runs(tmp_path: Path) -> None:
     assert first("管理") in (3, 5)
     scores = [s.search(IndexQuery(q)).hits[0].text_score for q in ("reseau", "réseau")]
     assert scores[0] == scores[1]  # no lower without accents
+
+
+def test_a_search_without_accents_highlights_the_accented_words(tmp_path: Path) -> None:
+    s = Searcher.open(make_index(tmp_path / "d", PAGES))
+    for q, word in (("reseau", "réseau"), ("RESEAU", "réseau"), ("naive", "naïve")):
+        hit = s.search(IndexQuery(q)).hits[0]
+        assert [hit.snippet[a:b] for a, b in hit.highlights] == [word], q

@@ -17,6 +17,7 @@ from websift.core.datadir import DataDir
 from websift.indexer.analysis import Analyzer
 from websift.indexer.build import build_index
 from websift.indexer.errors import IndexCorrupt
+from websift.indexer.folding import fold_term, fold_text
 from websift.indexer.searcher import IndexQuery, Searcher
 from websift.indexer.snippet import SnippetMaker, best_window, read_text
 
@@ -29,21 +30,29 @@ def maker(query: str) -> SnippetMaker:
 
 # ------------------------------------------------------------------ reading the stored text
 @settings(max_examples=60, deadline=None)
-@given(text=st.text(alphabet=st.sampled_from("aZé—𝄞 ._\n€İ"), max_size=400),
+@given(text=st.text(alphabet=st.sampled_from("aZéÉß—𝄞 ._\nﬁ€İ\u0301"), max_size=400),
        chars=st.integers(min_value=0, max_value=420))
-def test_read_text_gives_the_prefix_and_its_lower_case_with_the_same_offsets(
+def test_read_text_gives_the_prefix_and_its_folded_view_with_offsets_into_it(
         text: str, chars: int) -> None:
     blob = zlib.compress(text.encode("utf-8"), 3)
-    got, lower = read_text(blob, chars)
+    got, view, offsets = read_text(blob, chars)
     assert got == text[:chars]
-    assert len(lower) == len(got)
-    # ASCII letters are lower-cased in place; every other character is left as it is.
-    assert lower == "".join(c.lower() if c.isascii() else c for c in got)
+    # Each character of the text, ASCII letters lower-cased and the others folded as the
+    # analyzer folds them, stands in the view at its offset.
+    def fold(c: str) -> str:
+        return c.lower() if c.isascii() else fold_term(fold_text(c)) or c
+    assert view == "".join(fold(c) for c in got)
+    if offsets is None:
+        assert len(view) == len(got)
+    else:
+        assert len(offsets) == len(view) + 1 and offsets[-1] == len(got)
+        assert all(view[i] in fold(got[offsets[i]]) for i in range(len(view)))
+        assert sorted(set(offsets)) == list(range(len(got) + 1))
 
 
 def test_read_text_stops_early_on_a_long_page() -> None:
     text = "word " * 200_000  # 1 MB
-    got, _ = read_text(zlib.compress(text.encode(), 3), 1000)
+    got, _, _ = read_text(zlib.compress(text.encode(), 3), 1000)
     assert got == text[:1000]
 
 
@@ -62,6 +71,29 @@ def test_matches_find_word_forms_in_any_case_and_confirm_them_through_the_analyz
     snippet, spans = m.make(text)
     words = [snippet[a:b] for a, b in spans]
     assert words == ["PyConfig", "PYCONFIG", "tulip", "Tulips"]
+
+
+def test_a_query_without_accents_highlights_the_accented_words() -> None:
+    m = maker("reseau naive strasse")
+    text = "Le réseau et le RÉSEAU; une idée naïve; die Straße, the strasse; rese"
+    for view in (None, read_text(zlib.compress(text.encode()), 1000)):
+        snippet, spans = m.make(text) if view is None else m.make(*view)
+        assert [snippet[a:b] for a, b in spans] == [
+            "réseau", "RÉSEAU", "naïve", "Straße", "strasse"]
+
+
+def test_a_query_with_accents_highlights_the_words_written_without_them() -> None:
+    m = maker("Réseau")
+    snippet, spans = m.make("un reseau, des Réseaux, RESEAU")
+    assert [snippet[a:b] for a, b in spans] == ["reseau", "RESEAU"]
+
+
+def test_a_word_after_an_expanding_character_is_highlighted_where_it_stands() -> None:
+    # "ß" and "ﬁ" are two characters each when folded: the spans are the text's own.
+    m = maker("tulip")
+    text = "ßßß ﬁﬁ tulip Straße tulips"
+    snippet, spans = m.make(*read_text(zlib.compress(text.encode()), 1000))
+    assert [snippet[a:b] for a, b in spans] == ["tulip", "tulips"]
 
 
 def test_a_part_inside_a_compound_already_matched_is_one_match() -> None:
