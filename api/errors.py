@@ -13,7 +13,7 @@ from typing import Any
 
 from websift.core.errors import StoreError, WebsiftError
 from websift.crawler.errors import RemovalError, ScopeError
-from websift.indexer.errors import IndexCorrupt, IndexMissing, QueryError
+from websift.indexer.errors import IndexAnalyzerMismatch, IndexCorrupt, IndexMissing, QueryError
 from websift.ranking.errors import GraphError, RanksCorrupt, RanksMissing, TopicError, UnknownTopic
 
 
@@ -63,6 +63,7 @@ _STATUS: Sequence[tuple[type[BaseException], int, str]] = (
     (TopicError, 422, "bad_topic"),
     (GraphError, 400, "bad_graph_request"),
     (IndexMissing, 503, "index_missing"),
+    (IndexAnalyzerMismatch, 503, "index_outdated"),
     (IndexCorrupt, 503, "index_corrupt"),
     (RanksMissing, 503, "ranks_missing"),
     (RanksCorrupt, 503, "ranks_corrupt"),

@@ -58,7 +58,7 @@ from websift.api.reload_times import ReloadTimes
 from websift.core.checked import RereadJson
 from websift.core.datadir import DataDir
 from websift.core.errors import WebsiftError
-from websift.indexer.errors import IndexMissing
+from websift.indexer.errors import IndexAnalyzerMismatch, IndexMissing
 from websift.indexer.manifest import read_manifest as read_index_manifest
 from websift.indexer.searcher import Searcher
 from websift.ranking import ranks as ranks_mod
@@ -276,7 +276,8 @@ class SnapshotHolder:
 
         A server must not start over a corrupt index or ranks, or ones of a newer format: that
         raises ``IndexCorrupt`` / ``RanksCorrupt``.  No index yet is fine: requests get 503 until
-        ``websift index`` writes one, which the next check picks up.  Then the reload thread
+        ``websift index`` writes one, which the next check picks up; so is an index an older
+        websift analysed (``IndexAnalyzerMismatch``), which ``websift index`` rebuilds.  Then the reload thread
         runs the checks (module docstring) until :meth:`close`.
         """
         ranks = _open_ranks(self.data)
@@ -284,6 +285,10 @@ class SnapshotHolder:
             searcher = _open_searcher(self.shards, removals=read_removals(self.data))
         except IndexMissing:
             searcher = None  # the first request that finds one opens it (errors go to it)
+        except IndexAnalyzerMismatch as exc:  # websift was upgraded: `index` rebuilds it
+            log.warning("%s: searches answer 503 until websift index rebuilds the index "
+                        "(websift up and websift index do it by themselves)", exc)
+            searcher = None
         if searcher is not None:
             with self._swap_lock:
                 self._current = Snapshot(searcher, ranks)

@@ -55,7 +55,15 @@ import re
 from collections.abc import Iterable
 from itertools import accumulate
 
-from websift.indexer.folding import bigrams, fold_term, fold_text, has_cjk, script_runs
+from websift.indexer.folding import (
+    MARK_CHARS,
+    WORD,
+    bigrams,
+    fold_term,
+    fold_text,
+    has_cjk,
+    script_runs,
+)
 from websift.indexer.languages import ENGLISH, stemmer_for, stoplist_for
 from websift.indexer.settings import (
     ANALYZER_VERSION,
@@ -67,14 +75,16 @@ from websift.indexer.settings import (
     IndexSettings,
 )
 
-PLAIN_TOKEN_RE = re.compile(r"\w+(?:\.?\w+)*")  # Whoosh's tokenizer (analyzer version 1)
+# Whoosh's tokenizer (analyzer version 1), a word's combining marks in it (version 5: WORD)
+PLAIN_TOKEN_RE = re.compile(rf"{WORD}+(?:\.?{WORD}+)*")
 _SYM = r"~%#+\-<>=!&|*^$@/\\"  # symbols a technical token may carry
 _SYM_CHARS = "~%#+-<>=!&|*^$@/\\"
 # Symbols alone: an operator ("<=", "**", "->", "<<="), not a rule or a shout ("!!!", "---").
 _TRIPLES = "|".join(re.escape(c * 3) for c in _SYM_CHARS)
-_TECH_WORD = rf"[{_SYM}]{{0,{MAX_SYMBOLS_ONLY}}}(?:(?<!\.)\.)?\w+(?:[{_SYM}.:]+\w+)*[{_SYM}]*"
+_TECH_WORD = rf"[{_SYM}]{{0,{MAX_SYMBOLS_ONLY}}}(?:(?<!\.)\.)?{WORD}+(?:[{_SYM}.:]+{WORD}+)*[{_SYM}]*"
 TECH_TOKEN_RE = re.compile(
-    rf"{_TECH_WORD}|(?<![\w.{_SYM}])(?!{_TRIPLES})[{_SYM}]{{2,{MAX_SYMBOLS_ONLY}}}(?![\w.{_SYM}])")
+    rf"{_TECH_WORD}|(?<![\w{MARK_CHARS}.{_SYM}])(?!{_TRIPLES})[{_SYM}]{{2,{MAX_SYMBOLS_ONLY}}}"
+    rf"(?![\w{MARK_CHARS}.{_SYM}])")
 # Operators (analyzer version 3): ASCII punctuation as code is written with it.  Brackets,
 # comma and semicolon are one character each ("f(x)", "{1, 2}"); the other symbols make runs
 # ("+", ".^", "&&", "<=", "!=", ".'", "..."), quotes included (a transpose, a docstring's
@@ -87,7 +97,9 @@ _SYMBOLS_FULL = re.compile(rf"[{re.escape(_OP_CHARS + _DELIMS)}]+\Z")
 _PART_SPLIT = re.compile(r"[._]+")
 # PLAIN_TOKEN_RE's language, written so a failed match cannot backtrack exponentially (a dot
 # only between two word characters).
-_PLAIN_FULL = re.compile(r"(?:\w|(?<=\w)\.(?=\w))+\Z")
+_PLAIN_FULL = re.compile(rf"(?:{WORD}|(?<={WORD})\.(?={WORD}))+\Z")
+# A character that makes a term a compound or technical one: not a letter, digit or mark.
+_NOT_WORD = re.compile(rf"[^\w{MARK_CHARS}]|_")
 
 
 def analyzer_version(settings: IndexSettings = DEFAULT_INDEX_SETTINGS) -> str:
@@ -123,8 +135,9 @@ _NOTHING: _Analysed = ((), (), 1)
 
 
 def is_whole(term: str) -> bool:
-    """A compound or technical term (``os.path``, ``--set``), not a stemmed word."""
-    return not term.isalnum()
+    """A compound or technical term (``os.path``, ``--set``), not a stemmed word (a word's
+    combining marks are its letters: ``हिन्दी``)."""
+    return not term.isalnum() and _NOT_WORD.search(term) is not None
 
 
 class Analyzer:

@@ -109,6 +109,36 @@ def _settings() -> IndexSettings | None:
         return None
 
 
+def older_analysis(index_dir: Path) -> str | None:
+    """Why the index in ``index_dir`` must be rebuilt before this websift adds to it (a segment
+    built by another analyzer version: websift was upgraded), or None (no index, or one it
+    reads)."""
+    from websift.indexer.errors import IndexAnalyzerMismatch, IndexMissing
+    from websift.indexer.manifest import read_manifest
+    from websift.indexer.segment_format import built_with, read_meta
+
+    try:
+        manifest = read_manifest(index_dir)
+    except IndexMissing:
+        return None
+    for entry in manifest.segments:
+        try:
+            built_with(entry.name, read_meta(index_dir / entry.name))
+        except IndexAnalyzerMismatch as exc:
+            return str(exc).split(": reindex with")[0]
+    return None
+
+
+def upgraded(index_dir: Path, when: str) -> bool:
+    """True, said on stderr, when the index must be rebuilt before this run adds to it
+    (:func:`older_analysis`: websift was upgraded and analyses words otherwise now)."""
+    older = older_analysis(index_dir)
+    if older is not None:
+        print(f"index: {older}; rebuilding the index from the crawl store {when}(the old "
+              "index stays on disk until the new one replaces it)", file=sys.stderr, flush=True)
+    return older is not None
+
+
 def _follow(data: DataDir, args: argparse.Namespace, settings: IndexSettings,
             say: Callable[[str], None] | None) -> int:
     """Follow the crawl (indexer/follow.py) until SIGINT or SIGTERM; 0 when stopped so."""
@@ -119,6 +149,11 @@ def _follow(data: DataDir, args: argparse.Namespace, settings: IndexSettings,
     def on_signal(signum: int, _frame: object) -> None:
         stop.set()
 
+    if upgraded(data.index_dir, "first "):  # rebuilt once, then followed
+        r = build_index(data, ram_mb=args.ram_mb, progress=say, rebuild=True,
+                        procs=args.procs, settings=settings)
+        print(f"index: rebuilt: generation {r.generation} ({r.live_docs} documents) in "
+              f"{r.seconds:.1f}s", file=sys.stderr, flush=True)
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         status = follow(data, stop, interval=args.interval, every=args.every,
@@ -166,7 +201,8 @@ def index_command(args: argparse.Namespace) -> int:
         except StageFailed as exc:
             print(f"index: --anchors-from: {exc}", file=sys.stderr)
             return 2
-    r = build_index(data, ram_mb=args.ram_mb, progress=say, rebuild=args.rebuild,
+    r = build_index(data, ram_mb=args.ram_mb, progress=say,
+                    rebuild=args.rebuild or upgraded(data.index_dir, ""),
                     procs=args.procs, settings=settings,
                     foreign=None if exports is None else
                     (lambda store: foreign_anchors(store, exports,

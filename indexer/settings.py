@@ -29,8 +29,9 @@ ANCHOR_GAP = 8  # position gap between two anchors, so a phrase never spans two 
 # default; an index records them (each segment's meta) and a searcher analyses queries with them.
 # 1: Whoosh's chain plus dotted names; 2: technical terms, stop words kept; 3: operator terms;
 # 4: Unicode folding and CJK bigrams (indexer/folding.py), stemming per page language
-# (indexer/languages.py)
-ANALYZER_VERSION = 4
+# (indexer/languages.py); 5: a word's combining marks in it (Devanagari, Tamil...), Thai, Lao,
+# Khmer and Myanmar runs as bigrams, Arabic and Hebrew diacritics folded (indexer/folding.py)
+ANALYZER_VERSION = 5
 # A page's language (indexer/languages.py): py3langid reads this many characters of the text,
 # from its middle; a text shorter than LANG_MIN_CHARS is not identified; the text overrides a
 # declared language when py3langid's probability is at least LANG_OVERRIDE_PROB.

@@ -19,16 +19,18 @@ Speed (one :class:`SnippetMaker` per query, used for each of its hits):
 from __future__ import annotations
 
 import bisect
+import re
 import zlib
 
 from websift.indexer.analysis import Analyzer
 from websift.indexer.errors import IndexCorrupt
-from websift.indexer.folding import fold_term, fold_text, has_cjk, match_view
+from websift.indexer.folding import WORD, fold_term, fold_text, has_cjk, match_view
 from websift.indexer.settings import SNIPPET_CHARS, SNIPPET_SCAN_CHARS
 
 SNIPPET_MAX_PER_TERM = 40  # places kept per query literal
 SNIPPET_MAX_TRIES = 400  # candidate places looked at per literal
 
+_WORD_CHAR = re.compile(WORD)  # a character of a word: a place after one is no word's start
 _Match = tuple[int, int, int]  # (start, end, term number)
 # (text, its match view: lower-cased and folded, the view's offsets into the text or None when
 # they are the same: folding.match_view)
@@ -79,6 +81,7 @@ class SnippetMaker:
         found: list[_Match] = []
         seen: set[int] = set()
         token_at, view_term = self.analyzer.token_re.match, self._term_of
+        word_char = _WORD_CHAR.match
         folded = text is not None and not text.isascii()
 
         def term_of(tok: str, at: int, end: int) -> int:
@@ -99,8 +102,7 @@ class SnippetMaker:
             at, kept, tried = lower.find(lit), 0, 0
             while at != -1 and kept < SNIPPET_MAX_PER_TERM and tried < SNIPPET_MAX_TRIES:
                 tried += 1
-                if (at == 0 or not (lower[at - 1].isalnum() or lower[at - 1] == "_")) \
-                        and at not in seen:
+                if (at == 0 or not word_char(lower, at - 1)) and at not in seen:
                     tok = token_at(lower, at)
                     if tok is not None:
                         tid = term_of(tok.group(0), at, tok.end())

@@ -29,6 +29,32 @@ def test_accents_case_and_width_give_one_term() -> None:
     assert a.terms("\uff30\uff39\uff34\uff28\uff2f\uff2e") == a.terms("python")
 
 
+def test_a_word_keeps_its_combining_marks_in_any_script() -> None:
+    a = Analyzer()
+    # Vowel signs and viramas are part of a Devanagari or Tamil word (no \w of their own).
+    assert a.terms("हिन्दी भाषा") == ["हिन्दी", "भाषा"]
+    assert a.terms("தமிழ் மொழி") == ["தமிழ்", "மொழி"]
+    assert a.terms("ქართული ენა") == ["ქართული", "ენა"]
+    # Arabic's harakat and tatweel and Hebrew's points are diacritics: folded away.
+    assert a.terms("العَرَبِيَّة العربـية") == a.terms("العربية العربية") == ["العربية"] * 2
+    assert a.terms("עִבְרִית") == a.terms("עברית")
+    # Invisible characters inside a word join it: a soft hyphen, a zero-width non-joiner.
+    assert a.terms("hyphen\u00adation") == a.terms("hyphenation")
+    assert a.terms("می\u200cخواهم") == a.terms("میخواهم")  # noqa: RUF001
+    # Compounds and technical terms are as they were.
+    assert a.terms("os.path --set") == ["os.path", "os", "path", "--set", "set"]
+
+
+def test_thai_lao_khmer_and_myanmar_runs_are_bigrams_like_cjk() -> None:
+    a = Analyzer()
+    run = a.terms("ภาษาไทยง่ายมาก")  # "the Thai language is very easy", no spaces
+    for word in ("ภาษา", "ไทย", "ง่าย"):
+        grams = a.terms(word)
+        assert len(grams) == len(word) - 1 and set(grams) <= set(run)
+    assert a.terms("ພາສາລາວ")[:2] == ["ພາ", "າສ"]
+    assert a.terms("ភាសាខ្មែរ")[0] == "ភា"
+
+
 def test_cjk_runs_are_bigrams_at_consecutive_positions() -> None:
     terms, positions, end = Analyzer().positions("我们的空间管理。python3の設定")
     assert terms[:6] == ["我们", "们的", "的空", "空间", "间管", "管理"]
@@ -44,6 +70,9 @@ PAGES = [
     ("학교", "학교에서 공부합니다"),
     ("パッケージ", "パッケージの管理をします"),
     ("Filler", "nothing here to see at all"),
+    ("हिन्दी", "हिन्दी भाषा का व्याकरण"),
+    ("ไทย", "ภาษาไทยง่ายมาก"),
+    ("عربي", "تعلم اللغة العَرَبِيَّة"),
 ]
 
 
@@ -61,6 +90,9 @@ def test_search_without_accents_and_inside_cjk_runs(tmp_path: Path) -> None:
     assert first("학교") == 4  # the word, its particle attached in the page
     assert first("パッケージの管理") == 5
     assert first("管理") in (3, 5)
+    assert first("व्याकरण") == first("हिन्दी") == 7  # a Devanagari word, found whole
+    assert first("ง่าย") == first("ภาษาไทย") == 8  # a Thai word inside its run
+    assert first("العربية") == first("العَرَبِيَّة") == 9  # typed without harakat, or with
     scores = [s.search(IndexQuery(q)).hits[0].text_score for q in ("reseau", "réseau")]
     assert scores[0] == scores[1]  # no lower without accents
 

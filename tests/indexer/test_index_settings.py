@@ -82,7 +82,7 @@ def test_a_setting_is_read_once_when_the_command_starts(
     seg = _segment(data)
     # Recorded: the settings of the start, not of the environment the workers were forked in.
     assert seg.index_settings == IndexSettings(analyzer_stops=False, defs="0")
-    assert seg.meta["analyzer_version"] == "4+technical+ops@title+headings+defs/first"
+    assert seg.meta["analyzer_version"] == "5+technical+ops@title+headings+defs/first"
     # Built with them: no stop word in the lexicon, nothing in the defs field.
     terms = set(seg.terms())
     assert "word7" in terms and "option7" in terms

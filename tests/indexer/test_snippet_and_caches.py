@@ -187,3 +187,10 @@ def test_proximity_and_scores_do_not_depend_on_the_cache_order(data: DataDir) ->
         ra, rb = a.search(IndexQuery(q)), b.search(IndexQuery(q))
         assert [h.doc_id for h in ra.hits] == [h.doc_id for h in rb.hits]
         assert np.allclose([h.score for h in ra.hits], [h.score for h in rb.hits])
+
+
+def test_a_word_found_inside_another_after_its_combining_mark_is_not_a_match() -> None:
+    # "भाषा" stands alone once, and once after the vowel sign of a longer word's first part.
+    m = maker("भाषा")
+    snippet, spans = m.make("हिन्दीभाषा और भाषा")
+    assert [snippet[a:b] for a, b in spans] == ["भाषा"] and spans[0][0] == len("हिन्दीभाषा और ")

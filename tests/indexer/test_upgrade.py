@@ -1,0 +1,100 @@
+"""An index an older websift analysed (another analyzer version): after an upgrade `websift
+index` and `websift index --follow` rebuild it from the crawl store by themselves, saying so,
+and a server started over it answers 503 ``index_outdated`` until the rebuilt one lands."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from testkit.corpus import build_data_dir, page
+from testkit.waiting import wait_for
+from testkit.websift_process import REPO, websift_command
+from tests.api.conftest import settings_for
+from websift.api.app import create_app
+from websift.api.cli import main
+from websift.core.datadir import DataDir
+from websift.indexer.analysis import analyzer_version
+from websift.indexer.build import build_index
+from websift.indexer.commands import older_analysis
+from websift.indexer.follow import read_status
+from websift.indexer.segment_format import read_meta
+
+PAGES = {f"http://site.test/{i}.html":
+         f"<html><head><title>Page {i}</title></head><body><p>rose tulip {i} "
+         f"हिन्दी भाषा</p></body></html>" for i in range(6)}
+
+
+def old_index(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> DataDir:
+    """A crawl and an index whose segment says an older analyzer built it (an older websift:
+    it writes and reads that version)."""
+    data = build_data_dir(tmp_path / "d", PAGES)
+    with monkeypatch.context() as m:
+        for module in ("segment_writer", "segment_format"):
+            m.setattr(f"websift.indexer.{module}.analyzer_version", lambda *_: "4+old")
+        build_index(data)
+    return data
+
+
+def versions(data: DataDir) -> set[str]:
+    manifest = json.loads((data.index_dir / "manifest.json").read_text())
+    return {read_meta(data.index_dir / s["name"])["analyzer_version"]
+            for s in manifest["segments"]}
+
+
+def test_index_rebuilds_an_index_an_older_analyzer_built(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    data = old_index(tmp_path, monkeypatch)
+    assert "built by analyzer 4+old" in (older_analysis(data.index_dir) or "")
+    assert main(["index", "--quiet", "--data", str(data.root)]) == 0
+    assert "rebuilding the index from the crawl store" in capsys.readouterr().err
+    assert versions(data) == {analyzer_version()}
+    assert older_analysis(data.index_dir) is None
+    # The rebuilt index finds the Devanagari word whole, as this analyzer indexes it.
+    assert main(["search", "--data", str(data.root), "भाषा"]) == 0
+    assert "6 matching documents" in capsys.readouterr().out
+    # Nothing to rebuild the next time: an incremental run.
+    assert main(["index", "--quiet", "--data", str(data.root)]) == 0
+    assert "rebuilding" not in capsys.readouterr().err
+
+
+def test_follow_rebuilds_first_then_follows(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    data = old_index(tmp_path, monkeypatch)
+    proc = subprocess.Popen(
+        websift_command("index", "--data", str(data.root), "--follow", "--interval", "0.2"),
+        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for(lambda: (s := read_status(data)) is not None and s.state == "following",
+                 "the follower following")
+        assert versions(data) == {analyzer_version()}
+        build_data_dir(data.root, {"http://site.test/new.html": page("New", "a fresh lily")})
+        wait_for(lambda: (s := read_status(data)) is not None and s.cuts >= 1, "a cut")
+        proc.send_signal(signal.SIGTERM)
+        _out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, err
+    assert "rebuilding the index from the crawl store first" in err
+    assert older_analysis(data.index_dir) is None and versions(data) == {analyzer_version()}
+
+
+def test_a_server_over_an_outdated_index_answers_503_until_it_is_rebuilt(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    data = old_index(tmp_path, monkeypatch)
+    with TestClient(create_app(settings_for(data)), raise_server_exceptions=False) as client:
+        r = client.get("/search", params={"q": "tulip"})
+        assert r.status_code == 503
+        assert r.json()["error"]["code"] == "index_outdated"
+        assert "built by analyzer 4+old" in r.json()["error"]["message"]
+        build_index(data, rebuild=True)
+        r = client.get("/search", params={"q": "tulip"})
+        assert r.status_code == 200 and r.json()["total"] == 6
