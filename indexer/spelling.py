@@ -25,6 +25,7 @@ for a second.
 
 from __future__ import annotations
 
+import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -34,7 +35,7 @@ from rapidfuzz.distance import OSA
 from rapidfuzz.process import extract
 
 from websift.indexer.analysis import Analyzer
-from websift.indexer.folding import fold_text, has_cjk
+from websift.indexer.folding import MARK_CHARS, fold_text, has_cjk
 from websift.indexer.segment import SegmentReader
 from websift.indexer.segment_format import DF
 
@@ -47,6 +48,9 @@ MAX_SPELLED_WORDS = 6  # a query with more words that could be corrected gets no
 NEAREST_MEMO = 16_384  # a speller's answers kept (words asked again: a probe re-asking them)
 
 
+_LETTERS = re.compile(rf"(?:(?![\d_])[\w{MARK_CHARS}])+\Z")  # letters and combining marks
+
+
 @dataclass(frozen=True)
 class Correction:
     """The query as typed with its misspelt words replaced, and the words replaced."""
@@ -56,7 +60,9 @@ class Correction:
 
 
 def _correctable(word: str) -> bool:
-    return len(word) >= MIN_WORD_CHARS and word.isalpha() and not has_cjk(word)
+    """A word of letters (with the combining marks of its script: ``हिन्दी``), not CJK."""
+    return len(word) >= MIN_WORD_CHARS and (word.isalpha() or (
+        not word.isascii() and _LETTERS.match(word) is not None)) and not has_cjk(word)
 
 
 class Speller:

@@ -83,6 +83,15 @@ def test_speller_prefers_fewer_edits_then_more_documents() -> None:
     assert speller.nearest("as", en) is None  # too short
 
 
+def test_a_word_with_its_scripts_combining_marks_gets_a_suggestion() -> None:
+    # Hindi: "व्याकरण" (grammar) typed with न for its ण; its vowel signs and virama are not letters
+    # to str.isalpha, but they are the word's.
+    hi = Analyzer(lang="hi")
+    speller = Speller({"व्याकरण": 40, "भाषा": 60}, {})
+    assert speller.nearest("व्याकरन", hi) == "व्याकरण"
+    assert speller.nearest("व्याकरण", hi) is None
+
+
 def test_completer_keeps_earlier_words_and_ranks_by_weight() -> None:
     c = Completer([("alpha", "alpha", 1.0), ("alphabet", "alphabet", 5.0),
                    ("beta", "beta", 2.0)])
