@@ -183,6 +183,8 @@ class Analyzer:
         term = self._stems.get(word)
         if term is None:
             term = fold_term(self.stem(word))
+            if not term:  # diacritics alone (harakat, points) or a tatweel: no term
+                return None
             if len(self._stems) < self.cache_size:
                 self._stems[word] = term
         return term

@@ -6,6 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from testkit.corpus import make_index
 from websift.indexer.analysis import Analyzer
 from websift.indexer.folding import fold_term, fold_text
@@ -43,6 +46,22 @@ def test_a_word_keeps_its_combining_marks_in_any_script() -> None:
     assert a.terms("می\u200cخواهم") == a.terms("میخواهم")  # noqa: RUF001
     # Compounds and technical terms are as they were.
     assert a.terms("os.path --set") == ["os.path", "os", "path", "--set", "set"]
+
+
+# Letters, marks alone and after letters, tatweel, invisible joiners, CJK and Thai, symbols.
+_ANY_SCRIPT = st.text(alphabet=st.sampled_from(
+    "aZé .-_\u0301\u064b\u0640\u05b0\u00ad\u200c\u200dिहन्दीภาษ่空间ßİ\ufb01"), max_size=40)
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=_ANY_SCRIPT)
+def test_no_text_gives_an_empty_term(text: str) -> None:
+    for lang in ("en", "ar", "hi"):
+        a = Analyzer(lang=lang)
+        terms, positions, end = a.positions(text)
+        # (an operator sits at the next word's position: at the end when none follows)
+        assert all(terms) and positions == sorted(positions) and all(p <= end for p in positions)
+        assert all(a.terms(text))
 
 
 def test_thai_lao_khmer_and_myanmar_runs_are_bigrams_like_cjk() -> None:

@@ -194,3 +194,21 @@ def test_a_word_found_inside_another_after_its_combining_mark_is_not_a_match() -
     m = maker("भाषा")
     snippet, spans = m.make("हिन्दीभाषा और भाषा")
     assert [snippet[a:b] for a, b in spans] == ["भाषा"] and spans[0][0] == len("हिन्दीभाषा और ")
+
+
+_SCRIPTS = st.text(alphabet=st.sampled_from(
+    "aeZé .-\u0301\u064b\u0640\u00adिहन्दीภาษ่空间ßİ\ufb01"), max_size=60)
+
+
+@settings(max_examples=150, deadline=None)
+@given(text=_SCRIPTS, query=_SCRIPTS)
+def test_highlights_are_query_words_of_the_snippet_in_any_script(text: str, query: str) -> None:
+    analyzer = Analyzer()
+    terms = set(analyzer.terms(query))
+    m = SnippetMaker(terms, query.split(), analyzer)
+    for got in (m.make(text), m.make(*read_text(zlib.compress(text.encode("utf-8")), 1000))):
+        snippet, spans = got
+        assert all(0 <= a < b <= len(snippet) for a, b in spans)
+        assert all(b <= c for (_, b), (c, _) in zip(spans, spans[1:]))
+        for a, b in spans:  # each mark is a word that analyses to a query term
+            assert terms & set(analyzer.terms(snippet[a:b])), (snippet, snippet[a:b])
