@@ -5,6 +5,7 @@ answers exactly as a cold one)."""
 from __future__ import annotations
 
 import zlib
+from itertools import pairwise
 from pathlib import Path
 
 import numpy as np
@@ -209,6 +210,6 @@ def test_highlights_are_query_words_of_the_snippet_in_any_script(text: str, quer
     for got in (m.make(text), m.make(*read_text(zlib.compress(text.encode("utf-8")), 1000))):
         snippet, spans = got
         assert all(0 <= a < b <= len(snippet) for a, b in spans)
-        assert all(b <= c for (_, b), (c, _) in zip(spans, spans[1:]))
+        assert all(b <= c for (_, b), (c, _) in pairwise(spans))
         for a, b in spans:  # each mark is a word that analyses to a query term
             assert terms & set(analyzer.terms(snippet[a:b])), (snippet, snippet[a:b])
