@@ -747,12 +747,13 @@ def _block_keys(warc_dir: Path, sample: _Sample, *, settings: IndexSettings,
     try:
         for url_id, url, content_type, loc in sample:
             try:
-                body = reader.read(WarcLocation(*loc))
+                body, header_lang = reader.read_page(WarcLocation(*loc))
             except WarcError:
                 errors += 1
                 continue
             parsed = parse_html(body, url, content_type, structure=True, shown=False,
                                 settings=settings)
+            parsed.lang = parsed.lang or header_lang  # the page's own declaration first
             pages.append((url, {b.key for b in parsed.blocks}))
             if len(parsed.marked) <= keep_chars:
                 keep_chars -= len(parsed.marked)

@@ -179,9 +179,10 @@ class BatchAnalyser:
         assert job.warc is not None
         parsed = self.parsed.pop((job.url_id, job.warc), None)
         if parsed is None:
-            body = self.reader.read(WarcLocation(*job.warc))
+            body, header_lang = self.reader.read_page(WarcLocation(*job.warc))
             parsed = parse_html(body, job.url, job.content_type, structure=True, shown=False,
                                 settings=self.settings)
+            parsed.lang = parsed.lang or header_lang  # the page's own declaration first
         text, content = parsed.text, parsed.body
         dropped = template if template and any(b.key in template for b in parsed.blocks) \
             else None

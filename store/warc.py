@@ -196,6 +196,13 @@ def _body_fast(raw: bytes) -> bytes | None:
     """The payload of one gzipped response record as this module writes it (WARC headers, an
     HTTP header block, the body), digest-checked; None when the record is not of that plain
     shape (or fails its check), so the caller takes warcio's path and its error message."""
+    got = _record_fast(raw)
+    return None if got is None else got[0]
+
+
+def _record_fast(raw: bytes) -> tuple[bytes, bytes] | None:
+    """:func:`_body_fast`'s payload and the record's HTTP header block (status line and
+    headers, lines ending CRLF), or None."""
     inflate = zlib.decompressobj(zlib.MAX_WBITS + 16)
     try:
         block = inflate.decompress(raw)
@@ -228,7 +235,19 @@ def _body_fast(raw: bytes) -> bytes | None:
     if http_end < 0:
         return None
     body = http[http_end + 4 :]
-    return body if payload_digest(body) == digest else None
+    return (body, http[: http_end + 2]) if payload_digest(body) == digest else None
+
+
+def _content_language(header_block: bytes) -> str | None:
+    """The first language of an HTTP header block's ``Content-Language`` (RFC 9110 8.5: a
+    list, "de, en"), or None."""
+    at = header_block.lower().find(b"\r\ncontent-language:")
+    if at < 0:
+        return None
+    start = at + len(b"\r\ncontent-language:")
+    end = header_block.find(b"\r\n", start)
+    first = header_block[start : end if end >= 0 else None].split(b",")[0].strip()
+    return first.decode("ascii", "replace") or None
 
 
 class BodyReader:
@@ -250,8 +269,7 @@ class BodyReader:
         self._fds[name] = fd
         return fd
 
-    def read(self, location: WarcLocation) -> bytes:
-        """The digest-checked body of one response record. Raises :class:`WarcError`."""
+    def _raw(self, location: WarcLocation) -> bytes:
         try:
             raw = os.pread(self._fd(location.file), location.length, location.offset)
         except OSError as exc:
@@ -259,8 +277,24 @@ class BodyReader:
                             f"{exc}") from None
         if len(raw) != location.length:
             raise WarcError(f"WARC record {location.file}@{location.offset} is truncated")
-        body = _body_fast(raw)
+        return raw
+
+    def read(self, location: WarcLocation) -> bytes:
+        """The digest-checked body of one response record. Raises :class:`WarcError`."""
+        body = _body_fast(self._raw(location))
         return body if body is not None else read_response(self.directory, location).body
+
+    def read_page(self, location: WarcLocation) -> tuple[bytes, str | None]:
+        """:meth:`read`'s body and the first language of the response's ``Content-Language``
+        header (None when it has none). Raises :class:`WarcError`."""
+        raw = self._raw(location)
+        got = _record_fast(raw)
+        if got is not None:
+            return got[0], _content_language(got[1])
+        response = read_response(self.directory, location)
+        header = response.header("Content-Language")
+        first = header.split(",")[0].strip() if header else ""
+        return response.body, first or None
 
     def prefetch(self, locations: Iterable[WarcLocation]) -> int:
         """Ask the kernel to read these records in the background (``posix_fadvise``

@@ -5,6 +5,8 @@ operator or its own words."""
 
 from __future__ import annotations
 
+import subprocess
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -12,6 +14,7 @@ import numpy as np
 import pytest
 
 from testkit.corpus import build_data_dir, field_lengths
+from testkit.testweb import Answer, TestWeb, html
 from websift.core.datadir import DataDir
 from websift.indexer.analysis import Analyzer
 from websift.indexer.build import build_index
@@ -214,3 +217,31 @@ def test_a_word_counts_toward_length_as_its_own_page_s_language_says(tmp_path: P
     assert lens[f"{site}/b"] == lens[f"{site}/c"]
     german_only = sum(lens[f"{site}/a"])
     assert german_only < sum(lens[f"{site}/b"])  # its stop words ("die", "mit") are no length
+
+
+def test_a_page_that_declares_its_language_only_in_http_is_analysed_in_it(
+        tmp_path: Path, run_websift: Callable[..., subprocess.CompletedProcess[str]]) -> None:
+    """A real crawl of a loopback site whose pages say their language only in the HTTP
+    ``Content-Language`` header (texts too short for the identifier): the index takes it from
+    the WARC record; a page's own ``lang`` wins over the header."""
+    web = TestWeb()
+    site = web.add_site("langs", "127.0.0.83", robots=None)
+    with web:
+        links = "".join(f"<a href='/{n}'>{n}</a> " for n in ("de", "fr", "own"))
+        site.page("/", Answer(body=html("home", f"<p>{links}</p>")))
+        site.page("/de", Answer(body=html("Pakete", "<p>Die Pakete</p>"),
+                                headers={"Content-Language": "de-DE, en"}))
+        site.page("/fr", Answer(body=html("Paquets", "<p>Les paquets</p>"),
+                                headers={"Content-Language": "fr"}))
+        site.page("/own", Answer(body=b"<html lang='it'><head><title>Pacchetti</title></head>"
+                                      b"<body><p>I pacchetti</p></body></html>",
+                                 headers={"Content-Language": "fr"}))
+        data = tmp_path / "data"
+        run = run_websift("crawl", site.url("/"), "--data", str(data), "--delay", "0",
+                          "--allow-private", "--quiet", "--no-signals")
+        assert run.returncode == 0, run.stderr
+    assert run_websift("index", "--quiet", "--data", str(data)).returncode == 0
+    s = Searcher.open(DataDir.open(data))
+    langs = {h.url.rsplit("/", 1)[1]: h.lang
+             for q in ("pakete", "paquets", "pacchetti") for h in s.search(IndexQuery(q)).hits}
+    assert langs == {"de": "de", "fr": "fr", "own": "it"}
