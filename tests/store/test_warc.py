@@ -135,3 +135,23 @@ def test_prefetch_merges_near_records_and_leaves_a_missing_file_to_the_reader(
             reader.read(WarcLocation("absent.warc.gz", 0, 10))
     finally:
         reader.close()
+
+
+def test_read_page_gives_the_first_content_language(tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    writer = WarcWriterFile(tmp_path)
+    cases = [([("Content-Language", "de-DE, en")], "de-DE"), ([("content-language", " fr ")], "fr"),
+             ([("Content-Type", "text/html")], None), ([("Content-Language", "")], None)]
+    locs = [writer.write_response(f"http://h/{i}", 200, "OK", headers, b"<p>x</p>")
+            for i, (headers, _) in enumerate(cases)]
+    writer.close()
+    reader = BodyReader(tmp_path)
+    try:
+        for loc, (_, want) in zip(locs, cases, strict=True):
+            assert reader.read_page(loc) == (b"<p>x</p>", want)
+        # warcio's path (taken by a record of another shape) gives the same
+        monkeypatch.setattr("websift.store.warc._record_fast", lambda _raw: None)
+        for loc, (_, want) in zip(locs, cases, strict=True):
+            assert reader.read_page(loc) == (b"<p>x</p>", want)
+    finally:
+        reader.close()
