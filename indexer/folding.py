@@ -126,15 +126,33 @@ def bigrams(run: str) -> list[str]:
 
 class _CharFolds(dict[int, str]):
     """Code point -> the character as the analyzer folds it (:func:`fold_text`, then
-    :func:`fold_term`): ``É`` -> ``e``, ``ß`` -> ``ss``, ``ﬁ`` -> ``fi``.  A character that
-    folds to nothing (a combining mark on its own) stays itself, so a view never gets shorter.
-    Filled as characters are met; a ``str.translate`` table."""
+    :func:`fold_term`): ``É`` -> ``e``, ``ß`` -> ``ss``, ``ﬁ`` -> ``fi``, a haraka or a
+    combining accent on its own -> nothing.  Filled as characters are met; a ``str.translate``
+    table.  ``odd``: the code points met whose fold is not one character, with its length."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.odd: dict[int, int] = {}
+        self._odd_arrays: tuple[int, np.ndarray, np.ndarray] = (
+            0, np.zeros(0, np.uint32), np.zeros(0, np.int64))
 
     def __missing__(self, code: int) -> str:
-        ch = chr(code)
-        folded = fold_term(fold_text(ch)) or ch
+        folded = fold_term(fold_text(chr(code)))
+        if len(folded) != 1:
+            self.odd[code] = len(folded)
         self[code] = folded
         return folded
+
+    def odd_arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        """:attr:`odd` as sorted code points and their fold's lengths (made again when it
+        grew; threads may both make them, alike)."""
+        made, codes, widths = self._odd_arrays
+        if made != len(self.odd):
+            items = sorted(list(self.odd.items()))
+            codes = np.array([c for c, _ in items], dtype=np.uint32)
+            widths = np.array([w for _, w in items], dtype=np.int64)
+            self._odd_arrays = (len(items), codes, widths)
+        return codes, widths
 
 
 _CHAR_FOLDS = _CharFolds()
@@ -149,23 +167,33 @@ def _non_ascii_places(text: str) -> np.ndarray:
     return leads - before[leads]
 
 
+def _odd_places(text: str) -> list[tuple[int, int]]:
+    """(index, fold length) of ``text``'s characters whose fold is not one character (all
+    of them already in the table)."""
+    codes, widths = _CHAR_FOLDS.odd_arrays()
+    if not len(codes):
+        return []
+    points = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+    at = np.minimum(np.searchsorted(codes, points), len(codes) - 1)
+    where = np.flatnonzero(codes[at] == points)
+    return list(zip(where.tolist(), widths[at[where]].tolist(), strict=True))
+
+
 def match_view(lower: str) -> tuple[str, list[int] | None]:
     """``lower`` (a text with its ASCII letters lower-cased) with every other character folded
     as the analyzer folds it, so a query word typed without accents (``reseau``) is found by
-    ``str.find`` where the text has it with them (``RÉSEAU``).  Returns (view, offsets):
-    offsets None when each of the view's characters stands where the text's does, else the
-    text's index of each view index, and one more for the end (``ß`` is two characters of the
-    view).  English text with a few symbols (``¶``, ``—``) costs a few tens of microseconds:
-    only its non-ASCII characters are looked at."""
+    ``str.find`` where the text has it with them (``RÉSEAU``, ``العَرَبِيَّة``).  Returns
+    (view, offsets): offsets None when each of the view's characters stands where the text's
+    does, else the text's index of each view index, and one more for the text's end (``ß`` is
+    two characters of the view, a haraka none).  English text with a few symbols (``¶``,
+    ``—``) costs a few tens of microseconds: only its non-ASCII characters are looked at."""
     if lower.isascii():
         return lower, None
     fold = _CHAR_FOLDS
     places = _non_ascii_places(lower).tolist()
     if len(places) * _DENSE_NON_ASCII > len(lower):
         view = lower.translate(fold)
-        if len(view) == len(lower):
-            return view, None
-        changed = [(at, fold[ord(lower[at])]) for at in places]
+        odd = _odd_places(lower)
     else:
         changed = [(at, f) for at in places if (f := fold[ord(lower[at])]) != lower[at]]
         if not changed:
@@ -177,14 +205,14 @@ def match_view(lower: str) -> tuple[str, list[int] | None]:
             done = at + 1
         pieces.append(lower[done:])
         view = "".join(pieces)
-        if len(view) == len(lower):
-            return view, None
+        odd = [(at, len(f)) for at, f in changed if len(f) != 1]
+    if not odd:
+        return view, None
     offsets: list[int] = []
     done = 0
-    for at, f in changed:
-        if len(f) > 1:
-            offsets.extend(range(done, at))
-            offsets.extend([at] * len(f))
-            done = at + 1
+    for at, width in odd:
+        offsets.extend(range(done, at))
+        offsets.extend([at] * width)
+        done = at + 1
     offsets.extend(range(done, len(lower) + 1))
     return view, offsets

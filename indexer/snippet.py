@@ -88,7 +88,7 @@ class SnippetMaker:
             hit = view_term(tok)
             if hit < 0 and folded:
                 assert text is not None
-                a, b = (at, end) if offsets is None else (offsets[at], offsets[end - 1] + 1)
+                a, b = (at, end) if offsets is None else (offsets[at], offsets[end])
                 own = fold_text(text[a:b])
                 if own != tok:
                     hit = view_term(own)
@@ -114,14 +114,19 @@ class SnippetMaker:
         found.sort()
         # A part found inside a compound already matched ("errors" in "fs_errors") is one
         # match with it.
+        # A match that overlaps the last one extends it: a CJK word's next bigram, or the
+        # compound (or its part) already matched.
         out: list[_Match] = []
         last_end = -1
         for m in found:
             if m[0] >= last_end:
                 out.append(m)
                 last_end = m[1]
-        if offsets is not None:  # the view's places as the text's
-            out = [(offsets[a], offsets[b - 1] + 1, t) for a, b, t in out]
+            elif m[1] > last_end:
+                out[-1] = (out[-1][0], m[1], out[-1][2])
+                last_end = m[1]
+        if offsets is not None:  # the view's places as the text's (with the marks after them)
+            out = [(offsets[a], offsets[b], t) for a, b, t in out]
         return out
 
     def make(self, text: str, view: str | None = None, offsets: list[int] | None = None
@@ -134,7 +139,7 @@ class SnippetMaker:
                 "".join(c.lower() if c.isascii() else c for c in scan))
         elif len(scan) < len(text):  # a shorter scan than the text read: the view cut alike
             end = len(scan) if offsets is None else bisect.bisect_left(offsets, len(scan))
-            view, offsets = view[:end], None if offsets is None else offsets[: end + 1]
+            view, offsets = view[:end], None if offsets is None else [*offsets[:end], len(scan)]
         found = self.matches(view, scan, offsets)
         if not found:
             return _cut(scan, 0, self.width)[0], []
