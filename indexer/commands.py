@@ -150,8 +150,18 @@ def _follow(data: DataDir, args: argparse.Namespace, settings: IndexSettings,
         stop.set()
 
     if upgraded(data.index_dir, "first "):  # rebuilt once, then followed
+        anchors_dir = getattr(args, "anchors_dir", None)  # with the other shards' anchors
+        try:
+            exports = read_exports(export_files(anchors_dir)) if anchors_dir is not None else []
+        except StageFailed as exc:  # the follow reads them again as they change
+            print(f"index: rebuilding without the other shards' anchors for now: {exc}",
+                  file=sys.stderr, flush=True)
+            exports = []
         r = build_index(data, ram_mb=args.ram_mb, progress=say, rebuild=True,
-                        procs=args.procs, settings=settings)
+                        procs=args.procs, settings=settings,
+                        foreign=(lambda store: foreign_anchors(
+                            store, exports, navigation=settings.anchor_templates))
+                        if exports else None)
         print(f"index: rebuilt: generation {r.generation} ({r.live_docs} documents) in "
               f"{r.seconds:.1f}s", file=sys.stderr, flush=True)
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
