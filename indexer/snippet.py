@@ -24,12 +24,20 @@ import zlib
 
 from websift.indexer.analysis import Analyzer
 from websift.indexer.errors import IndexCorrupt
-from websift.indexer.folding import WORD, fold_term, fold_text, has_cjk, match_view
+from websift.indexer.folding import (
+    MARK_CHARS,
+    WORD,
+    fold_term,
+    fold_text,
+    has_cjk,
+    match_view,
+)
 from websift.indexer.settings import SNIPPET_CHARS, SNIPPET_SCAN_CHARS
 
 SNIPPET_MAX_PER_TERM = 40  # places kept per query literal
 SNIPPET_MAX_TRIES = 400  # candidate places looked at per literal
 
+_MARK = re.compile(f"[{MARK_CHARS}]")  # a combining mark: it goes with the letter before it
 _WORD_CHAR = re.compile(WORD)  # a character of a word: a place after one is no word's start
 _Match = tuple[int, int, int]  # (start, end, term number)
 # (text, its match view: lower-cased and folded, the view's offsets into the text or None when
@@ -216,6 +224,11 @@ def _cut(text: str, begin: int, width: int) -> tuple[str, int]:
     """text[begin:begin+width] moved to word boundaries, with ellipses; returns (cut, offset)."""
     if has_cjk(text[begin : begin + width]):  # no spaces between words: cut by characters
         end = min(len(text), begin + width)
+        # never between a letter and its marks (a Thai vowel sign or tone mark)
+        while 0 < begin < end and _MARK.match(text, begin):
+            begin += 1
+        while end < len(text) and _MARK.match(text, end):
+            end += 1
         return ("…" if begin > 0 else "") + text[begin:end] + (
             "…" if end < len(text) else ""), begin
     if begin > 0:

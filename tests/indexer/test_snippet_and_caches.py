@@ -228,3 +228,14 @@ def test_highlights_are_query_words_of_the_snippet_in_any_script(text: str, quer
         assert all(b <= c for (_, b), (c, _) in pairwise(spans))
         for a, b in spans:  # each mark is a word that analyses to a query term
             assert terms & set(analyzer.terms(snippet[a:b])), (snippet, snippet[a:b])
+
+
+def test_a_snippet_cut_by_characters_keeps_each_letter_with_its_marks() -> None:
+    # Thai is cut by characters (no spaces between words), never between a consonant and its
+    # vowel sign or tone mark.
+    text = "ก่" * 400 + " คำค้น " + "ก่" * 400
+    m = SnippetMaker(set(Analyzer().terms("คำค้น")), ["คำค้น"], Analyzer(), width=101)
+    snippet, spans = m.make(text)
+    body = snippet.strip("…")
+    assert body[0] == "ก" and body[-1] == "่"
+    assert "คำค้น" in snippet and spans
