@@ -49,9 +49,10 @@ _CJK = ("\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 CJK_RE = re.compile(f"[{_CJK}]")
 _CJK_SPLIT = re.compile(f"([{_CJK}]+)")
 # Diacritics a term loses: Latin's (and Greek's, Cyrillic's) combining marks, Hebrew's points
-# and cantillation, Arabic's harakat and superscript alef.
+# and cantillation, Arabic's harakat and superscript alef, Devanagari's nukta (as Lucene's
+# HindiNormalizer: ज़ typed as ज).
 _MARKS = re.compile("[\u0300-\u036f\u0591-\u05bd\u05bf\u05c1\u05c2\u05c4\u05c5\u05c7"
-                    "\u064b-\u065f\u0670]")
+                    "\u064b-\u065f\u0670\u093c]")
 # Invisible characters inside words, taken out of the text: soft hyphen, zero-width non-joiner
 # and joiner, word joiner, zero-width no-break space.
 _IGNORABLE = ("\u00ad", "\u200c", "\u200d", "\u2060", "\ufeff")

@@ -41,6 +41,7 @@ def test_a_word_keeps_its_combining_marks_in_any_script() -> None:
     # Arabic's harakat and tatweel and Hebrew's points are diacritics: folded away.
     assert a.terms("العَرَبِيَّة العربـية") == a.terms("العربية العربية") == ["العربية"] * 2
     assert a.terms("עִבְרִית") == a.terms("עברית")
+    assert a.terms("ज़रूरत") == a.terms("जरूरत")  # Devanagari's nukta, as Lucene's HindiNormalizer
     # Invisible characters inside a word join it: a soft hyphen, a zero-width non-joiner.
     assert a.terms("hyphen\u00adation") == a.terms("hyphenation")
     assert a.terms("می\u200cخواهم") == a.terms("میخواهم")  # noqa: RUF001
