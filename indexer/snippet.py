@@ -120,10 +120,9 @@ class SnippetMaker:
                             kept += 1
                 at = lower.find(lit, at + 1)
         found.sort()
-        # A part found inside a compound already matched ("errors" in "fs_errors") is one
-        # match with it.
-        # A match that overlaps the last one extends it: a CJK word's next bigram, or the
-        # compound (or its part) already matched.
+        # A match that overlaps the last one is one match with it: a part found inside a
+        # compound already matched ("errors" in "fs_errors"), a CJK word's next bigram (which
+        # extends it).
         out: list[_Match] = []
         last_end = -1
         for m in found:
