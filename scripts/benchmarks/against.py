@@ -32,3 +32,18 @@ def figures_of(script: str, argv: list[str], checkouts: list[tuple[str, Path]],
         rows.append((name, json.loads(out.read_text())))
         out.unlink()
     return rows
+
+
+def child_in_tree(script: str, tree: Path, argv: list[str], module_key: str) -> Any:
+    """The JSON that ``script --child ARGV`` prints when run with ``PYTHONPATH=TREE`` (then the
+    checkout of ``script``), for benchmarks that time another source tree alternately with
+    this one; stops with an error when the file the child names under ``module_key`` is not
+    in ``tree`` (the child imported another websift)."""
+    root = Path(script).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": f"{tree}{os.pathsep}{root}"}
+    out = subprocess.run([sys.executable, str(Path(script).resolve()), "--child", *argv],
+                         cwd=root, env=env, check=True, capture_output=True, text=True).stdout
+    got = json.loads(out)
+    if not Path(got[module_key]).is_relative_to(tree.resolve()):
+        raise SystemExit(f"error: the child for {tree} imported {got[module_key]}")
+    return got

@@ -18,7 +18,6 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -48,13 +47,10 @@ def child(manual: str, files: int) -> tuple[float, str]:
 
 
 def run(tree: Path, manual: str, files: int) -> float:
-    env = {**os.environ, "PYTHONPATH": f"{tree}{os.pathsep}{ROOT}"}
-    out = subprocess.run([sys.executable, str(Path(__file__).resolve()),
-                          "--child", "--manual", manual, "--files", str(files)],
-                         cwd=ROOT, env=env, check=True, capture_output=True, text=True).stdout
-    got = json.loads(out)
-    if not Path(got["parser"]).is_relative_to(tree.resolve()):
-        raise SystemExit(f"error: the child for {tree} imported {got['parser']}")
+    # imported here, not in the child: a baseline tree's scripts/ may not have it
+    from scripts.benchmarks.against import child_in_tree
+
+    got = child_in_tree(__file__, tree, ["--manual", manual, "--files", str(files)], "parser")
     return float(got["us_per_page"])
 
 

@@ -20,7 +20,6 @@ import json
 import os
 import re
 import statistics
-import subprocess
 import sys
 import time
 import zlib
@@ -66,13 +65,11 @@ def child(site: str, files: int) -> dict[str, object]:
 
 
 def run(tree: Path, site: str, files: int) -> dict[str, float]:
-    env = {**os.environ, "PYTHONPATH": f"{tree}{os.pathsep}{ROOT}"}
-    out = subprocess.run([sys.executable, str(Path(__file__).resolve()),
-                          "--child", "--sites", site, "--files", str(files)],
-                         cwd=ROOT, env=env, check=True, capture_output=True, text=True).stdout
-    got = json.loads(out)
-    if not Path(got["module"]).is_relative_to(tree.resolve()):
-        raise SystemExit(f"error: the child for {tree} imported {got['module']}")
+    # imported here, not in the child: a baseline tree's scripts/ may not have it
+    from scripts.benchmarks.against import child_in_tree
+
+    got: dict[str, float] = child_in_tree(
+        __file__, tree, ["--sites", site, "--files", str(files)], "module")
     return got
 
 
