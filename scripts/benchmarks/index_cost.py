@@ -10,7 +10,7 @@ functions of each stage are wrapped with a timer of this process's CPU
 (``time.process_time``); a stage's time is its own, the stages it calls taken out (the
 template measurement parses its sample pages: that parsing counts as parsing).  The stages:
 
-- ``read``: WARC records read and digest-checked (store/warc.py ``BodyReader.read``);
+- ``read``: WARC records read and digest-checked (store/warc.py ``BodyReader.read_page``);
 - ``parse``: lexbor, the scope's text, blocks and their hashes, fragments (indexer/parse.py);
 - ``language``: the pages' languages (indexer/languages.py ``page_languages``);
 - ``template cut``: the text shown without a host's template blocks (indexer/display_text.py);
@@ -78,7 +78,7 @@ def instrument(clock: StageClock, english_only: bool) -> None:
         if hasattr(owner, name):
             setattr(owner, name, clock.wrap(stage, getattr(owner, name)))
 
-    wrap(BodyReader, "read", "read")
+    wrap(BodyReader, "read_page", "read")
     wrap(docbatch, "parse_html", "parse")
     wrap(build, "parse_html", "parse")
     if english_only:
