@@ -36,6 +36,7 @@ from rapidfuzz.process import extract
 
 from websift.indexer.analysis import Analyzer
 from websift.indexer.folding import MARK_CHARS, fold_text, has_cjk
+from websift.indexer.languages import analysis_language
 from websift.indexer.segment import SegmentReader
 from websift.indexer.segment_format import DF
 
@@ -187,7 +188,7 @@ class SegmentWords:
         df: dict[str, int] = {}
         for term, n in zip(seg.terms(), counts, strict=True):
             df[term] = df.get(term, 0) + n
-        return cls(df, surface_counts(titles([seg]), analyzer))
+        return cls(df, surface_counts(titled([seg]), analyzer))
 
 
 @dataclass(frozen=True)
@@ -251,18 +252,33 @@ def _most_common(seen: dict[str, Counter[str]]) -> dict[str, str]:
     return {term: c.most_common(1)[0][0] for term, c in seen.items()}
 
 
-def surface_counts(titles: Iterable[str], analyzer: Analyzer) -> dict[str, Counter[str]]:
-    """Each plain term of the titles -> the folded words that gave it, counted."""
+def titled(segments: Sequence[SegmentReader]) -> list[tuple[str, str]]:
+    """The title and language (``""``: unknown) of every document of the segments."""
+    return [(head["title"], head["lang"]) for seg in segments
+            for head in map(seg.head, range(len(seg.doc_ids)))]
+
+
+def surface_counts(titles: Iterable[tuple[str, str]], analyzer: Analyzer
+                   ) -> dict[str, Counter[str]]:
+    """Each plain term of the titles -> the folded words that gave it, counted.  A title's
+    words are analysed as its page's were (``analyzer``'s switches, the page language's
+    stemmer), so a Russian page's term ``установк`` is shown as its title's ``установка``."""
     seen: dict[str, Counter[str]] = defaultdict(Counter)
-    term_of: dict[str, str | None] = {}  # word -> its one term (None: not one plain term)
-    for title in titles:
+    analyzers: dict[str, Analyzer] = {analyzer.lang: analyzer}
+    # (analysis language, word) -> its one term (None: not one plain term)
+    term_of: dict[tuple[str, str], str | None] = {}
+    for title, lang in titles:
+        alang = analysis_language(lang or None)
         for raw in fold_text(title).split():
             word = raw.strip(".,:;!?()[]{}'\"")
-            if word in term_of:  # titles repeat their words: each analysed once
-                term = term_of[word]
+            key = (alang, word)
+            if key in term_of:  # titles repeat their words: each analysed once
+                term = term_of[key]
             else:
-                terms = analyzer.terms(word) if _correctable(word) else []
-                term = term_of[word] = terms[0] if len(terms) == 1 else None
+                if alang not in analyzers:
+                    analyzers[alang] = analyzer.for_lang(alang)
+                terms = analyzers[alang].terms(word) if _correctable(word) else []
+                term = term_of[key] = terms[0] if len(terms) == 1 else None
             if term is not None:
                 seen[term][word] += 1
     return dict(seen)

@@ -31,7 +31,7 @@ from websift.indexer.spelling import (
     SegmentWords,
     Speller,
     surface_counts,
-    titles,
+    titled,
 )
 
 WORDS = ("garden rose tulip soil water spade fence hedge lawn pond bird seed compost mulch "
@@ -285,7 +285,7 @@ def test_a_new_generations_speller_reads_only_new_segments_and_equals_a_fresh_on
         for seg in searcher.segments:
             for term, n in zip(seg.terms(), seg.lexicon[:, DF].tolist(), strict=True):
                 df[term] += n
-        seen = surface_counts(titles(searcher.segments), searcher.analyzer)
+        seen = surface_counts(titled(searcher.segments), searcher.analyzer)
         return Speller(dict(df), {t: c.most_common(1)[0][0] for t, c in seen.items()})
 
     def same_as_fresh(words: IndexWords, searcher: Searcher) -> None:

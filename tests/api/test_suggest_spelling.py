@@ -129,3 +129,17 @@ def test_a_word_only_a_typo_page_holds_gets_a_suggestion_among_many_results(
     # a rare word with no frequent word near it, and common words alone, are left as typed
     assert client.get("/search", params={"q": "zanzibar lock"}).json()["did_you_mean"] is None
     assert client.get("/search", params={"q": "threading lock"}).json()["did_you_mean"] is None
+
+
+def test_a_correction_in_another_language_is_shown_as_its_titles_write_it(
+        tmp_path: Path, make_client: Callable[..., TestClient]) -> None:
+    # Russian pages: the index holds the Russian stems ("установк"); the correction shows the
+    # word the titles write ("установка"), from titles analysed in their page's language.
+    base = "http://127.0.0.1:8943"
+    site = {f"{base}/{i}.html": f"<html lang='ru'><head><title>Установка пакета {i}</title>"
+            f"</head><body><p>Установка пакета номер {i} с помощью менеджера пакетов."
+            f"</p></body></html>" for i in range(24)}
+    data = build_data_dir(tmp_path / "data", site)
+    build_index(data)
+    r = make_client(data).get("/search", params={"q": "установкаа", "lang": "ru"}).json()
+    assert r["did_you_mean"] == "установка"
