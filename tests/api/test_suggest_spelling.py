@@ -137,7 +137,7 @@ def test_a_correction_in_another_language_is_shown_as_its_titles_write_it(
     # word the titles write ("установка"), from titles analysed in their page's language.
     base = "http://127.0.0.1:8943"
     site = {f"{base}/{i}.html": f"<html lang='ru'><head><title>Установка пакета {i}</title>"
-            f"</head><body><p>Установка пакета номер {i} с помощью менеджера пакетов."
+            f"</head><body><p>Установка пакета номер {i} с помощью менеджера пакетов."  # noqa: RUF001
             f"</p></body></html>" for i in range(24)}
     data = build_data_dir(tmp_path / "data", site)
     build_index(data)
