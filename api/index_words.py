@@ -208,4 +208,4 @@ class IndexWords:
         analyzer = self._analyzers.get(key)
         if analyzer is None:  # made once: its stop terms are stemmed at construction
             analyzer = self._analyzers[key] = Analyzer.of(*key)
-        return self.speller(snap).correct(query, analyzer)
+        return self.speller(snap).correct(query, analyzer, searcher.surface_of)

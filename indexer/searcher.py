@@ -42,6 +42,7 @@ of them would.
 
 from __future__ import annotations
 
+import re
 import sys
 import time
 from collections import Counter
@@ -62,6 +63,7 @@ from websift.indexer import bm25f, scoring_lengths
 from websift.indexer.analysis import Analyzer
 from websift.indexer.errors import IndexCorrupt
 from websift.indexer.fetched import unfetched_ids, with_fetched
+from websift.indexer.folding import WORD, fold_text
 from websift.indexer.fragments import StoredFragments, read_fragments
 from websift.indexer.languages import ENGLISH, analysis_language, query_language
 from websift.indexer.liveness import Shard, shard_live_masks
@@ -88,6 +90,7 @@ from websift.indexer.settings import (
     SITE_MASK_CACHE_BYTES,
     SPARSE_SHARE,
     STOP_PAIR_MIN_IDF,
+    SURFACE_PAGES,
     TEXT_CACHE_BYTES,
     BM25FSettings,
 )
@@ -1060,6 +1063,29 @@ class Searcher:
         return [None if at is None else maker.make(*self._page_text(*at))
                 for at in self.locate(doc_ids)]
 
+    def surface_of(self, term: str, pages: int = SURFACE_PAGES) -> str | None:
+        """How a plain ``term`` is written in the text of a page holding it (folded, its
+        accents kept: ``установк`` -> ``установка``), from the first ``pages`` pages (newest
+        segment first) whose text shows it; None when none does.  For a correction whose term
+        no title holds (indexer/spelling.py)."""
+        postings = self.postings.query(None)
+        looked = 0
+        for si in reversed(range(len(self.segments))):
+            p = postings.get(term, si)
+            if p is None:
+                continue
+            for ordinal in p.docs[:pages - looked].tolist():
+                looked += 1
+                text, view, offsets = self._page_text(si, ordinal)
+                lang = self.segments[si].head(ordinal)["lang"]
+                found = _written(term, text, view, offsets,
+                                 self._analyzer(analysis_language(lang or None)))
+                if found is not None:
+                    return found
+            if looked >= pages:
+                break
+        return None
+
     def _page_text(self, si: int, ordinal: int) -> PageText:
         """The scanned part of a page's stored text, and it lower-cased (cached)."""
         seg = self.segments[si]
@@ -1187,6 +1213,27 @@ def _pairs(aq: AnalysedQuery, idfs: dict[str, float]) -> list[tuple[str, str]]:
     stop pairs whose words are rare enough (STOP_PAIR_MIN_IDF)."""
     return [(a, b) for a, b in aq.word_pairs if a in idfs and b in idfs] + [
         (a, b) for a, b in aq.stop_pairs if min(idfs[a], idfs[b]) >= STOP_PAIR_MIN_IDF]
+
+
+_WORD_CHAR = re.compile(WORD)
+
+
+def _written(term: str, text: str, view: str, offsets: list[int] | None,
+             analyzer: Analyzer) -> str | None:
+    """The first word of a page's ``text`` (``view``, ``offsets``: its match view) that
+    ``analyzer`` makes ``term`` (a stem is a prefix of most of its word forms, found in the
+    view with ``str.find``), folded with its accents kept; None when there is none."""
+    at = view.find(term)
+    while at != -1:
+        if at == 0 or not _WORD_CHAR.match(view, at - 1):
+            tok = analyzer.token_re.match(view, at)
+            if tok is not None:
+                a, b = (at, tok.end()) if offsets is None else (offsets[at], offsets[tok.end()])
+                word = fold_text(text[a:b])
+                if analyzer.terms(word) == [term]:
+                    return word
+        at = view.find(term, at + 1)
+    return None
 
 
 def _raw_words(pq: ParsedQuery) -> list[str]:

@@ -341,6 +341,7 @@ MAX_QUERY_CHARS = 512
 MAX_QUERY_TERMS = 32
 DEFAULT_K = 10
 SNIPPET_CHARS = 240
+SURFACE_PAGES = 3  # pages whose text a correction's word is looked for in (Searcher.surface_of)
 SNIPPET_SCAN_CHARS = 30_000  # characters of stored text scanned for the best snippet window
 
 # ---------------------------------------------------------------- bounded work per query

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -90,9 +90,11 @@ class Speller:
     def size(self) -> int:
         return sum(len(v) for v in self._by_len.values())
 
-    def nearest(self, word: str, analyzer: Analyzer) -> str | None:
+    def nearest(self, word: str, analyzer: Analyzer,
+                surface_of: Callable[[str], str | None] | None = None) -> str | None:
         """The suggested surface word for a folded query ``word``, or None (it is right, or
-        nothing is near enough)."""
+        nothing is near enough).  ``surface_of``: how a term no title holds is written in
+        the pages (Searcher.surface_of), else it is shown as the term."""
         if not _correctable(word):
             return None
         key = ((analyzer.lang, analyzer.technical, analyzer.keep_stops, analyzer.operators,
@@ -100,7 +102,9 @@ class Speller:
         memo = self._nearest
         if key in memo:
             return memo[key]
-        found = self._nearest_of(word, analyzer)
+        term = self._nearest_of(word, analyzer)
+        found = term if term is None else self.surfaces.get(term) or (
+            surface_of(term) if surface_of is not None else None) or term
         if len(memo) < NEAREST_MEMO:
             memo[key] = found
         return found
@@ -129,14 +133,13 @@ class Speller:
                     key = (int(edits), -d, term)
                     if best is None or key < best:
                         best = key
-        if best is None:
-            return None
-        return self.surfaces.get(best[2], best[2])
+        return None if best is None else best[2]
 
-    def correct(self, query: str, analyzer: Analyzer) -> Correction | None:
+    def correct(self, query: str, analyzer: Analyzer,
+                surface_of: Callable[[str], str | None] | None = None) -> Correction | None:
         """The query with each misspelt word replaced (its other words, operators and quotes
         kept as typed), or None when every word is fine or it has too many words
-        (:func:`spelled_words`)."""
+        (:func:`spelled_words`).  ``surface_of``: as :meth:`nearest`'s."""
         if spelled_words(query) > MAX_SPELLED_WORDS:
             return None
         out: list[str] = []
@@ -144,7 +147,7 @@ class Speller:
         for token in query.split(" "):
             core, lead, tail = _parts(token)
             folded = fold_text(core)
-            fix = None if not _looked_up(core) else self.nearest(folded, analyzer)
+            fix = None if not _looked_up(core) else self.nearest(folded, analyzer, surface_of)
             if fix is None or fix == folded:
                 out.append(token)
                 continue

@@ -143,3 +143,17 @@ def test_a_correction_in_another_language_is_shown_as_its_titles_write_it(
     build_index(data)
     r = make_client(data).get("/search", params={"q": "установкаа", "lang": "ru"}).json()
     assert r["did_you_mean"] == "установка"
+
+
+def test_a_correction_no_title_holds_is_shown_as_the_pages_write_it(
+        tmp_path: Path, make_client: Callable[..., TestClient]) -> None:
+    # The word is in the pages' text only: the correction is its form there, found in the
+    # text of a page holding the stem, not the stem itself.
+    base = "http://127.0.0.1:8944"
+    site = {f"{base}/{i}.html": f"<html lang='ru'><head><title>Страница {i}</title></head>"
+            f"<body><p>Здесь описана Установка программы номер {i}.</p></body></html>"
+            for i in range(24)}
+    data = build_data_dir(tmp_path / "data", site)
+    build_index(data)
+    r = make_client(data).get("/search", params={"q": "установкаа", "lang": "ru"}).json()
+    assert r["did_you_mean"] == "установка"
