@@ -243,6 +243,6 @@ def test_a_snippet_cut_by_characters_keeps_each_letter_with_its_marks() -> None:
 
 def test_a_word_with_an_invisible_joiner_or_soft_hyphen_is_highlighted_whole() -> None:
     for query, text, word in (("hyphenation", "a hyphen\u00adation rule", "hyphen\u00adation"),
-                              ("میخواهم", "من می\u200cخواهم بروم", "می\u200cخواهم")):
+                              ("میخواهم", "من می\u200cخواهم بروم", "می\u200cخواهم")):  # noqa: RUF001
         snippet, spans = maker(query).make(*read_text(zlib.compress(text.encode()), 1000))
         assert [snippet[a:b] for a, b in spans] == [word]
