@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -122,3 +123,24 @@ def test_a_search_without_accents_highlights_the_accented_words(tmp_path: Path) 
     for q, word in (("reseau", "réseau"), ("RESEAU", "réseau"), ("naive", "naïve")):
         hit = s.search(IndexQuery(q)).hits[0]
         assert [hit.snippet[a:b] for a, b in hit.highlights] == [word], q
+
+
+# Words in many scripts, some with their marks (Devanagari's vowel signs, Thai's tone marks,
+# Arabic's harakat, Hebrew's points, Latin's accents), some CJK or Thai runs.
+_SCRIPT_WORDS = st.sampled_from([
+    "réseau", "naïve", "Straße", "Ελληνική", "установка", "ქართული", "हिन्दी", "व्याकरण",
+    "தமிழ்", "ภาษาไทย", "ง่าย", "العَرَبِيَّة", "العربية", "עִבְרִית", "空间管理", "パッケージ",
+    "학교에서", "Tiếng", "İstanbul", "hyphen\u00adation", "می\u200cخواهم"])  # noqa: RUF001
+
+
+@settings(max_examples=25, deadline=None)
+@given(words=st.lists(_SCRIPT_WORDS, min_size=3, max_size=8), pick=st.integers(0, 7))
+def test_every_word_a_page_holds_finds_it_in_any_script(
+        tmp_path_factory: pytest.TempPathFactory, words: list[str], pick: int) -> None:
+    # What the index makes of a page's words and what a query makes of the same word agree,
+    # in any script, typed with or without its accents and marks folded away.
+    pages = [("page", " ".join(words)), ("filler", "nothing to see here at all")]
+    s = Searcher.open(make_index(tmp_path_factory.mktemp("w") / "d", pages))
+    word = words[pick % len(words)]
+    for query in {word, fold_term(fold_text(word))}:
+        assert 1 in [h.doc_id for h in s.search(IndexQuery(query)).hits], query
