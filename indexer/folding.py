@@ -29,8 +29,8 @@ Devanagari, Tamil or Thai word is one token with its vowel signs and viramas (Py
 alone has no marks, and cut ``हिन्दी`` into ``ह``, ``न``, ``द``).  The invisible characters
 that join or break a word's letters (soft hyphen, zero-width joiner and non-joiner) are taken
 out of the text (:func:`fold_text`), so ``می‌خواهم`` typed with or without its non-joiner
-is one word.  Arabic's harakat and tatweel and Hebrew's points are diacritics too
-(:func:`fold_term`): ``العَرَبِيَّة`` is ``العربية``, as a reader types it.
+is one word.  Arabic's harakat and tatweel, Hebrew's points and Devanagari's nukta are
+diacritics too (:func:`fold_term`): ``العَرَبِيَّة`` is ``العربية``, as a reader types it.
 """
 
 from __future__ import annotations
