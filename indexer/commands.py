@@ -7,6 +7,7 @@ import argparse
 import signal
 import sys
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -29,6 +30,7 @@ from websift.indexer.settings import (
     DEFAULT_RAM_MB,
     FOLLOW_EVERY_PAGES,
     FOLLOW_INTERVAL_SECONDS,
+    REBUILD_PROGRESS_SECONDS,
     IndexSettings,
 )
 
@@ -129,6 +131,19 @@ def older_analysis(index_dir: Path) -> str | None:
     return None
 
 
+def _at_most_every(seconds: float, say: Callable[[str], None]) -> Callable[[str], None]:
+    """``say``, passing on at most one line every ``seconds`` (the first at once)."""
+    last = [float("-inf")]
+
+    def throttled(msg: str) -> None:
+        now = time.monotonic()
+        if now - last[0] >= seconds:
+            last[0] = now
+            say(msg)
+
+    return throttled
+
+
 def upgraded(index_dir: Path, when: str) -> bool:
     """True, said on stderr, when the index must be rebuilt before this run adds to it
     (:func:`older_analysis`: websift was upgraded and analyses words otherwise now)."""
@@ -157,7 +172,10 @@ def _follow(data: DataDir, args: argparse.Namespace, settings: IndexSettings,
             print(f"index: rebuilding without the other shards' anchors for now: {exc}",
                   file=sys.stderr, flush=True)
             exports = []
-        r = build_index(data, ram_mb=args.ram_mb, progress=say, rebuild=True,
+        # a long job even under --quiet (websift up): its progress, a line every half minute
+        r = build_index(data, ram_mb=args.ram_mb, rebuild=True,
+                        progress=say or _at_most_every(REBUILD_PROGRESS_SECONDS, lambda msg: print(
+                            f"index: rebuilding: {msg}", file=sys.stderr, flush=True)),
                         procs=args.procs, settings=settings,
                         foreign=(lambda store: foreign_anchors(
                             store, exports, navigation=settings.anchor_templates))

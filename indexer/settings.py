@@ -162,6 +162,7 @@ IN_FLIGHT_BYTES = 8 << 20
 WORKER_POLL_SECONDS = 1.0  # how often a waiting worker checks that its parent is alive
 WORKER_JOIN_SECONDS = 10.0  # a worker told to stop that has not after this is terminated
 PROGRESS_SECONDS = 2.0  # least time between two `websift index` progress lines
+REBUILD_PROGRESS_SECONDS = 30.0  # ... of index --follow --quiet's rebuild after an upgrade
 
 # ---------------------------------------------------------------- following the crawl
 # `websift index --follow` (indexer/follow.py): a segment is cut when this many seconds passed

@@ -68,7 +68,8 @@ def test_follow_rebuilds_first_then_follows(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     data = old_index(tmp_path, monkeypatch)
     proc = subprocess.Popen(
-        websift_command("index", "--data", str(data.root), "--follow", "--interval", "0.2"),
+        websift_command("index", "--data", str(data.root), "--follow", "--quiet",
+                        "--interval", "0.2"),
         cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         wait_for(lambda: (s := read_status(data)) is not None and s.state == "following",
@@ -84,6 +85,7 @@ def test_follow_rebuilds_first_then_follows(
             proc.wait()
     assert proc.returncode == 0, err
     assert "rebuilding the index from the crawl store first" in err
+    assert "index: rebuilding: " in err  # its progress, though the follower is --quiet
     assert older_analysis(data.index_dir) is None and versions(data) == {analyzer_version()}
 
 
