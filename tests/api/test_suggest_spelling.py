@@ -9,6 +9,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from fastapi.testclient import TestClient
 
 from testkit.corpus import build_data_dir
@@ -131,28 +132,19 @@ def test_a_word_only_a_typo_page_holds_gets_a_suggestion_among_many_results(
     assert client.get("/search", params={"q": "threading lock"}).json()["did_you_mean"] is None
 
 
-def test_a_correction_in_another_language_is_shown_as_its_titles_write_it(
-        tmp_path: Path, make_client: Callable[..., TestClient]) -> None:
-    # Russian pages: the index holds the Russian stems ("установк"); the correction shows the
-    # word the titles write ("установка"), from titles analysed in their page's language.
+@pytest.mark.parametrize(("title", "body"), [
+    # in the titles: the titles analysed in their page's language give the word
+    ("Установка пакета", "Установка пакета номер {i} с помощью менеджера пакетов."),  # noqa: RUF001
+    # in the text only: the text of a page holding the stem gives the word
+    ("Страница", "Здесь описана Установка программы номер {i}."),
+])
+def test_a_correction_in_another_language_is_shown_as_its_pages_write_it(
+        title: str, body: str, tmp_path: Path, make_client: Callable[..., TestClient]) -> None:
+    # Russian pages: the index holds the Russian stem ("установк"); the correction shows the
+    # word ("установка"), not the stem.
     base = "http://127.0.0.1:8943"
-    site = {f"{base}/{i}.html": f"<html lang='ru'><head><title>Установка пакета {i}</title>"
-            f"</head><body><p>Установка пакета номер {i} с помощью менеджера пакетов."  # noqa: RUF001
-            f"</p></body></html>" for i in range(24)}
-    data = build_data_dir(tmp_path / "data", site)
-    build_index(data)
-    r = make_client(data).get("/search", params={"q": "установкаа", "lang": "ru"}).json()
-    assert r["did_you_mean"] == "установка"
-
-
-def test_a_correction_no_title_holds_is_shown_as_the_pages_write_it(
-        tmp_path: Path, make_client: Callable[..., TestClient]) -> None:
-    # The word is in the pages' text only: the correction is its form there, found in the
-    # text of a page holding the stem, not the stem itself.
-    base = "http://127.0.0.1:8944"
-    site = {f"{base}/{i}.html": f"<html lang='ru'><head><title>Страница {i}</title></head>"
-            f"<body><p>Здесь описана Установка программы номер {i}.</p></body></html>"
-            for i in range(24)}
+    site = {f"{base}/{i}.html": f"<html lang='ru'><head><title>{title} {i}</title></head>"
+            f"<body><p>{body.format(i=i)}</p></body></html>" for i in range(24)}
     data = build_data_dir(tmp_path / "data", site)
     build_index(data)
     r = make_client(data).get("/search", params={"q": "установкаа", "lang": "ru"}).json()
