@@ -277,8 +277,8 @@ class SnapshotHolder:
         A server must not start over a corrupt index or ranks, or ones of a newer format: that
         raises ``IndexCorrupt`` / ``RanksCorrupt``.  No index yet is fine: requests get 503 until
         ``websift index`` writes one, which the next check picks up; so is an index an older
-        websift analysed (``IndexAnalyzerMismatch``), which ``websift index`` rebuilds.  Then the reload thread
-        runs the checks (module docstring) until :meth:`close`.
+        websift analysed (``IndexAnalyzerMismatch``), which ``websift index`` rebuilds.  Then
+        the reload thread runs the checks (module docstring) until :meth:`close`.
         """
         ranks = _open_ranks(self.data)
         try:

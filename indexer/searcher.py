@@ -1087,7 +1087,8 @@ class Searcher:
         return None
 
     def _page_text(self, si: int, ordinal: int) -> PageText:
-        """The scanned part of a page's stored text, and it lower-cased (cached)."""
+        """The scanned part of a page's stored text, with its match view and the view's
+        offsets (snippet.read_text; cached)."""
         seg = self.segments[si]
         key = (seg.serial, ordinal)
         hit = self._texts.get(key)
