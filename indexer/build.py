@@ -752,8 +752,7 @@ def _block_keys(warc_dir: Path, sample: _Sample, *, settings: IndexSettings,
                 errors += 1
                 continue
             parsed = parse_html(body, url, content_type, structure=True, shown=False,
-                                settings=settings)
-            parsed.lang = parsed.lang or header_lang  # the page's own declaration first
+                                settings=settings, content_language=header_lang)
             pages.append((url, {b.key for b in parsed.blocks}))
             if len(parsed.marked) <= keep_chars:
                 keep_chars -= len(parsed.marked)

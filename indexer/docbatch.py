@@ -181,8 +181,7 @@ class BatchAnalyser:
         if parsed is None:
             body, header_lang = self.reader.read_page(WarcLocation(*job.warc))
             parsed = parse_html(body, job.url, job.content_type, structure=True, shown=False,
-                                settings=self.settings)
-            parsed.lang = parsed.lang or header_lang  # the page's own declaration first
+                                settings=self.settings, content_language=header_lang)
         text, content = parsed.text, parsed.body
         dropped = template if template and any(b.key in template for b in parsed.blocks) \
             else None

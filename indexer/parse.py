@@ -257,13 +257,15 @@ def _shallow(body: bytes, shallow_lexbor: bool) -> bool:
                                or nesting_bound(body) <= MAX_LEXBOR_DEPTH)
 
 
-def parse_lxml(body: bytes, url: str, content_type: str | None = None) -> ParsedPage:
+def parse_lxml(body: bytes, url: str, content_type: str | None = None,
+               content_language: str | None = None) -> ParsedPage:
     """The same fields with lxml.etree (websift's parser before lexbor): for pages with more
     than MAX_LEXBOR_TAGS tags that may nest deeper than MAX_LEXBOR_DEPTH (:func:`_shallow`), as
     lexbor builds deeply nested trees in quadratic time (80,000 nested ``<div>`` take 8 s)
     while libxml2 caps the depth.  Its structure is one block (the body) and no fragments."""
     words = url_words(url)
-    empty = ParsedPage(title="", headings="", body="", url_words=words, text="")
+    empty = ParsedPage(title="", headings="", body="", url_words=words, text="",
+                       lang=content_language)
     m = _CHARSET.search(content_type or "")
     try:
         parser = lxml.etree.HTMLParser(encoding=m.group(1) if m else None,
@@ -279,7 +281,7 @@ def parse_lxml(body: bytes, url: str, content_type: str | None = None) -> Parsed
         return empty
     title_el = root.find(".//title")
     title = squash(text_of(title_el)) if title_el is not None else ""
-    lang = root.get("lang") or None
+    lang = root.get("lang") or content_language
     drop_invisible(root)
     main = None
     for path in (".//main", ".//*[@role='main']", ".//article", ".//body"):
@@ -314,18 +316,22 @@ def _declared_lang(tree: LexborHTMLParser, root: LexborNode | None) -> str | Non
 
 def parse_html(body: bytes, url: str, content_type: str | None = None, *,
                structure: bool = False, shown: bool = True,
-               settings: IndexSettings = DEFAULT_INDEX_SETTINGS) -> ParsedPage:
+               settings: IndexSettings = DEFAULT_INDEX_SETTINGS,
+               content_language: str | None = None) -> ParsedPage:
     """Fields of one HTML page (and its blocks and fragments when ``structure``). Never raises
     on bad HTML: an unparsable page has empty fields.  ``settings``: the run's (shallow_lexbor,
     anchor_defs, id_words).  ``shown`` off (with ``structure``): ``text`` is left empty when
     ``marked`` holds the scope's text, for the caller to make it (``join_shown``: the indexer
-    leaves a host's template blocks out of it, so the whole text would be thrown away)."""
+    leaves a host's template blocks out of it, so the whole text would be thrown away).
+    ``content_language``: the response's HTTP ``Content-Language`` (its first language), the
+    page's language when the page itself declares none."""
     words = url_words(url)
-    empty = ParsedPage(title="", headings="", body="", url_words=words, text="")
+    empty = ParsedPage(title="", headings="", body="", url_words=words, text="",
+                       lang=content_language)
     if not body or not body.strip():
         return empty
     if body.count(b"<", 0, MAX_HTML_BYTES) > MAX_LEXBOR_TAGS and not _shallow(body, settings.shallow_lexbor):
-        page = parse_lxml(body, url, content_type)
+        page = parse_lxml(body, url, content_type, content_language)
         if not structure:
             page.blocks = []
         return page
@@ -337,7 +343,7 @@ def parse_html(body: bytes, url: str, content_type: str | None = None, *,
     titles = tree.tags("title")  # by tag name: no selector to compile
     title = node_text(titles[0]) if titles else ""
     root = tree.root
-    lang = _declared_lang(tree, root)
+    lang = _declared_lang(tree, root) or content_language  # the page's own declaration first
     # The elements the crawler leaves out (core/html.py), found with one selector query and
     # destroyed last to first, so a descendant goes before its ancestor.
     # The main-content candidates are found in the same walk, and the one taken is one that
