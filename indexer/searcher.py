@@ -42,7 +42,6 @@ of them would.
 
 from __future__ import annotations
 
-import re
 import sys
 import time
 from collections import Counter
@@ -63,7 +62,7 @@ from websift.indexer import bm25f, scoring_lengths
 from websift.indexer.analysis import Analyzer
 from websift.indexer.errors import IndexCorrupt
 from websift.indexer.fetched import unfetched_ids, with_fetched
-from websift.indexer.folding import WORD, fold_text
+from websift.indexer.folding import fold_text
 from websift.indexer.fragments import StoredFragments, read_fragments
 from websift.indexer.languages import ENGLISH, analysis_language, query_language
 from websift.indexer.liveness import Shard, shard_live_masks
@@ -1078,10 +1077,13 @@ class Searcher:
                 looked += 1
                 text, view, offsets = self._page_text(si, ordinal)
                 lang = self.segments[si].head(ordinal)["lang"]
-                found = _written(term, text, view, offsets,
-                                 self._analyzer(analysis_language(lang or None)))
-                if found is not None:
-                    return found
+                analyzer = self._analyzer(analysis_language(lang or None))
+                # the snippets' search for the term, then a word that is the term alone (not
+                # a compound holding it)
+                for a, b, _ in SnippetMaker({term}, [], analyzer).matches(view, text, offsets):
+                    word = fold_text(text[a:b])
+                    if analyzer.terms(word) == [term]:
+                        return word
             if looked >= pages:
                 break
         return None
@@ -1214,27 +1216,6 @@ def _pairs(aq: AnalysedQuery, idfs: dict[str, float]) -> list[tuple[str, str]]:
     stop pairs whose words are rare enough (STOP_PAIR_MIN_IDF)."""
     return [(a, b) for a, b in aq.word_pairs if a in idfs and b in idfs] + [
         (a, b) for a, b in aq.stop_pairs if min(idfs[a], idfs[b]) >= STOP_PAIR_MIN_IDF]
-
-
-_WORD_CHAR = re.compile(WORD)
-
-
-def _written(term: str, text: str, view: str, offsets: list[int] | None,
-             analyzer: Analyzer) -> str | None:
-    """The first word of a page's ``text`` (``view``, ``offsets``: its match view) that
-    ``analyzer`` makes ``term`` (a stem is a prefix of most of its word forms, found in the
-    view with ``str.find``), folded with its accents kept; None when there is none."""
-    at = view.find(term)
-    while at != -1:
-        if at == 0 or not _WORD_CHAR.match(view, at - 1):
-            tok = analyzer.token_re.match(view, at)
-            if tok is not None:
-                a, b = (at, tok.end()) if offsets is None else (offsets[at], offsets[tok.end()])
-                word = fold_text(text[a:b])
-                if analyzer.terms(word) == [term]:
-                    return word
-        at = view.find(term, at + 1)
-    return None
 
 
 def _raw_words(pq: ParsedQuery) -> list[str]:
