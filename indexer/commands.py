@@ -18,6 +18,7 @@ from websift.core.datadir import DataDir
 from websift.core.errors import StageFailed
 from websift.indexer.anchor_exchange import (
     AnchorExport,
+    ForeignAnchors,
     export_anchors,
     export_files,
     foreign_anchors,
@@ -33,6 +34,7 @@ from websift.indexer.settings import (
     REBUILD_PROGRESS_SECONDS,
     IndexSettings,
 )
+from websift.store.views import StoreReader
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -115,7 +117,7 @@ def older_analysis(index_dir: Path) -> str | None:
     """Why the index in ``index_dir`` must be rebuilt before this websift adds to it (a segment
     built by another analyzer version: websift was upgraded), or None (no index, or one it
     reads)."""
-    from websift.indexer.errors import IndexAnalyzerMismatch, IndexMissing
+    from websift.indexer.errors import REBUILD_ADVICE, IndexAnalyzerMismatch, IndexMissing
     from websift.indexer.manifest import read_manifest
     from websift.indexer.segment_format import built_with, read_meta
 
@@ -127,8 +129,17 @@ def older_analysis(index_dir: Path) -> str | None:
         try:
             built_with(entry.name, read_meta(index_dir / entry.name))
         except IndexAnalyzerMismatch as exc:
-            return str(exc).split(": reindex with")[0]
+            return str(exc).removesuffix(f": {REBUILD_ADVICE}")
     return None
+
+
+def _foreign(exports: list[AnchorExport] | None, settings: IndexSettings
+             ) -> Callable[[StoreReader], ForeignAnchors] | None:
+    """build_index's ``foreign``: the other shards' anchor ``exports`` matched with the store
+    (None: none)."""
+    if exports is None:
+        return None
+    return lambda store: foreign_anchors(store, exports, navigation=settings.anchor_templates)
 
 
 def _at_most_every(seconds: float, say: Callable[[str], None]) -> Callable[[str], None]:
@@ -177,9 +188,7 @@ def _follow(data: DataDir, args: argparse.Namespace, settings: IndexSettings,
                         progress=say or _at_most_every(REBUILD_PROGRESS_SECONDS, lambda msg: print(
                             f"index: rebuilding: {msg}", file=sys.stderr, flush=True)),
                         procs=args.procs, settings=settings,
-                        foreign=(lambda store: foreign_anchors(
-                            store, exports, navigation=settings.anchor_templates))
-                        if exports else None)
+                        foreign=_foreign(exports or None, settings))
         print(f"index: rebuilt: generation {r.generation} ({r.live_docs} documents) in "
               f"{r.seconds:.1f}s", file=sys.stderr, flush=True)
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
@@ -231,10 +240,7 @@ def index_command(args: argparse.Namespace) -> int:
             return 2
     r = build_index(data, ram_mb=args.ram_mb, progress=say,
                     rebuild=args.rebuild or upgraded(data.index_dir, ""),
-                    procs=args.procs, settings=settings,
-                    foreign=None if exports is None else
-                    (lambda store: foreign_anchors(store, exports,
-                                                   navigation=settings.anchor_templates)))
+                    procs=args.procs, settings=settings, foreign=_foreign(exports, settings))
     if r.mode == "unchanged":
         print(f"index: nothing new since seq {r.last_seq}; generation {r.generation} "
               f"({r.live_docs} documents in {r.segments} segments)")

@@ -23,7 +23,11 @@ class IndexNewer(IndexCorrupt):
 
 class IndexAnalyzerMismatch(IndexCorrupt):
     """A segment was analysed with another analyzer version or policies (indexer/analysis.py):
-    its terms would not match this websift's queries."""
+    its terms would not match this websift's queries.  Its message ends with
+    :data:`REBUILD_ADVICE`."""
+
+
+REBUILD_ADVICE = "reindex with websift index --rebuild"
 
 
 class IndexBusy(IndexerError):

@@ -18,7 +18,7 @@ import numpy as np
 from pyroaring import BitMap
 
 from websift.indexer.codec import block_bits, decode, decode_at, delta_decode_groups
-from websift.indexer.errors import IndexAnalyzerMismatch, IndexCorrupt
+from websift.indexer.errors import REBUILD_ADVICE, IndexAnalyzerMismatch, IndexCorrupt
 from websift.indexer.segment_format import CF, COL, DF, SEP, STREAMS, built_with, read_meta
 from websift.indexer.settings import (
     BLOCK,
@@ -431,8 +431,7 @@ def query_settings(segments: Sequence[SegmentReader], expected: IndexSettings | 
         if got != want:
             diff = ", ".join(f"{k}={got[k]!r} (not {want[k]!r})" for k in got if got[k] != want[k])
             raise IndexAnalyzerMismatch(
-                f"segment {seg.name} was analysed with {diff}: reindex with websift index "
-                "--rebuild")
+                f"segment {seg.name} was analysed with {diff}: {REBUILD_ADVICE}")
     return first
 
 

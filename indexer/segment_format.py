@@ -49,7 +49,12 @@ from pydantic import ValidationError
 from websift.core import checked
 from websift.core.errors import CheckedFileError, CheckedFileNewer
 from websift.indexer.analysis import analyzer_version
-from websift.indexer.errors import IndexAnalyzerMismatch, IndexCorrupt, IndexNewer
+from websift.indexer.errors import (
+    REBUILD_ADVICE,
+    IndexAnalyzerMismatch,
+    IndexCorrupt,
+    IndexNewer,
+)
 from websift.indexer.settings import DEFAULT_INDEX_SETTINGS, SEGMENT_VERSION, IndexSettings
 
 SEGMENT_FORMAT = "websift-segment"
@@ -87,5 +92,5 @@ def built_with(name: str, meta: dict[str, Any]) -> IndexSettings:
     if built != analyzer_version(settings):
         raise IndexAnalyzerMismatch(
             f"segment {name} was built by analyzer {built}, this websift analyses with "
-            f"{analyzer_version(settings)}: reindex with websift index --rebuild")
+            f"{analyzer_version(settings)}: {REBUILD_ADVICE}")
     return settings
