@@ -142,8 +142,7 @@ class SnippetMaker:
         ``offsets``: its match view, as :func:`read_text` gives them; made here when None)."""
         scan = text[: self.scan_chars]
         if view is None:
-            view, offsets = match_view(
-                "".join(c.lower() if c.isascii() else c for c in scan))
+            view, offsets = _view_of(scan)
         elif len(scan) < len(text):  # a shorter scan than the text read: the view cut alike
             end = len(scan) if offsets is None else bisect.bisect_left(offsets, len(scan))
             view, offsets = view[:end], None if offsets is None else [*offsets[:end], len(scan)]
@@ -202,9 +201,15 @@ def read_text(blob: bytes, chars: int = SNIPPET_SCAN_CHARS, name: str = "") -> P
                 raise zlib.error("the stream ends early")
             raw += more
         text = raw.decode("utf-8", "surrogatepass")[:chars]
-        return (text, *match_view(raw.lower().decode("utf-8", "surrogatepass")[:chars]))
+        return (text, *_view_of(text))
     except (zlib.error, UnicodeError) as exc:
         raise IndexCorrupt(f"stored document {name} is corrupt ({exc})") from None
+
+
+def _view_of(text: str) -> tuple[str, list[int] | None]:
+    """``text``'s match view and offsets (folding.match_view), its ASCII letters lower-cased
+    on its UTF-8 bytes (C speed; every character keeps its place)."""
+    return match_view(text.encode("utf-8", "surrogatepass").lower().decode("utf-8", "surrogatepass"))
 
 
 def _whole(raw: bytes) -> bytes:

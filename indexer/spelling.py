@@ -247,7 +247,7 @@ class Lexicon:
 
 def titles(segments: Sequence[SegmentReader]) -> list[str]:
     """The title of every document of the segments."""
-    return [seg.head(i)["title"] for seg in segments for i in range(len(seg.doc_ids))]
+    return [title for title, _ in titled(segments)]
 
 
 def _most_common(seen: dict[str, Counter[str]]) -> dict[str, str]:
