@@ -5,7 +5,6 @@ a whole manifest and no tmp-* directory."""
 
 from __future__ import annotations
 
-import signal
 import subprocess
 import time
 from collections.abc import Iterator
@@ -16,7 +15,7 @@ import pytest
 from testkit.corpus import build_data_dir, page
 from testkit.following import FollowThread
 from testkit.waiting import wait_for
-from testkit.websift_process import REPO, websift_command
+from testkit.websift_process import REPO, terminated, websift_child, websift_command
 from websift.core.datadir import DataDir
 from websift.indexer.build import build_index, run_once
 from websift.indexer.errors import IndexCorrupt, IndexInterrupted, IndexMissing
@@ -171,11 +170,8 @@ def test_the_command_follows_new_hosts_with_two_procs_and_exits_0_on_sigterm(
         return {f"http://{h}.example/{i}": page(f"{h} {i}", f"{word}{h} common words {i}")
                 for h in names for i in range(6)}
 
-    proc = subprocess.Popen(
-        websift_command("index", "--data", str(tmp_path / "d"), "--follow", "--interval",
-                        str(INTERVAL), "--every", "100", "--procs", "2"),
-        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
+    with websift_child("index", "--data", str(tmp_path / "d"), "--follow", "--interval",
+                       str(INTERVAL), "--every", "100", "--procs", "2") as proc:
         wait_for((tmp_path / "d" / "index" / "follow-status.json").exists,
                  "the follower's first status")
         data = build_data_dir(tmp_path / "d", hosts("abc", "first"))
@@ -185,12 +181,7 @@ def test_the_command_follows_new_hosts_with_two_procs_and_exits_0_on_sigterm(
             build_data_dir(data.root, hosts(names, f"later{n}"))
             wait_for(lambda w=f"later{n}{names[-1]}": len(urls_for(data, w) or []) == 6,
                      f"cut {n + 2}", SEARCHABLE_WITHIN)
-        proc.send_signal(signal.SIGTERM)
-        out, err = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        out, err = terminated(proc)
     assert proc.returncode == 0, err
     cuts = [ln for ln in out.splitlines() if ln.startswith("index: cut ")]
     assert len(cuts) >= 3 and out.splitlines()[-1].startswith("index: stopped after")

@@ -5,8 +5,6 @@ and a server started over it answers 503 ``index_outdated`` until the rebuilt on
 from __future__ import annotations
 
 import json
-import signal
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -14,7 +12,7 @@ from fastapi.testclient import TestClient
 
 from testkit.corpus import build_data_dir, page
 from testkit.waiting import wait_for
-from testkit.websift_process import REPO, websift_command
+from testkit.websift_process import terminated, websift_child
 from tests.api.conftest import settings_for
 from websift.api.app import create_app
 from websift.api.cli import main
@@ -67,22 +65,14 @@ def test_index_rebuilds_an_index_an_older_analyzer_built(
 def test_follow_rebuilds_first_then_follows(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     data = old_index(tmp_path, monkeypatch)
-    proc = subprocess.Popen(
-        websift_command("index", "--data", str(data.root), "--follow", "--quiet",
-                        "--interval", "0.2"),
-        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
+    with websift_child("index", "--data", str(data.root), "--follow", "--quiet",
+                       "--interval", "0.2") as proc:
         wait_for(lambda: (s := read_status(data)) is not None and s.state == "following",
                  "the follower following")
         assert versions(data) == {analyzer_version()}
         build_data_dir(data.root, {"http://site.test/new.html": page("New", "a fresh lily")})
         wait_for(lambda: (s := read_status(data)) is not None and s.cuts >= 1, "a cut")
-        proc.send_signal(signal.SIGTERM)
-        _out, err = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        _out, err = terminated(proc)
     assert proc.returncode == 0, err
     assert "rebuilding the index from the crawl store first" in err
     assert "index: rebuilding: " in err  # its progress, though the follower is --quiet
