@@ -246,7 +246,8 @@ def build_index(data: DataDir, ram_mb: int = DEFAULT_RAM_MB,
                 rebuild: bool = False, procs: int = DEFAULT_INDEX_PROCS,
                 settings: IndexSettings = DEFAULT_INDEX_SETTINGS,
                 policy: MergePolicy = DEFAULT_MERGE_POLICY,
-                foreign: Callable[[StoreReader], ForeignAnchors] | None = None) -> IndexReport:
+                foreign: Callable[[StoreReader], ForeignAnchors] | None = None,
+                progress_every: float | None = None) -> IndexReport:
     """Index what changed in the crawl store since the last run (everything, the first time).
 
     ``rebuild``: index the whole store into one new segment whatever the incremental state says
@@ -260,7 +261,9 @@ def build_index(data: DataDir, ram_mb: int = DEFAULT_RAM_MB,
     environment once); recorded in the new segment.  An incremental run whose analysis differs
     from its older segments' raises IndexAnalyzerMismatch (run with ``rebuild``).  ``policy``:
     which segments merge after the run (indexer/merge_policy.py).  ``foreign``: other shards'
-    anchor texts matched with this store (indexer/anchor_exchange.py), or None."""
+    anchor texts matched with this store (indexer/anchor_exchange.py), or None.
+    ``progress_every``: least seconds between two progress lines to ``progress`` (None:
+    PROGRESS_SECONDS); its other lines (notices) are all said."""
     started = time.monotonic()
     index_dir = data.index_dir
     say = progress or (lambda _msg: None)
@@ -271,8 +274,8 @@ def build_index(data: DataDir, ram_mb: int = DEFAULT_RAM_MB,
         store = StoreReader.open(data.store_path)
         try:
             return run_once(data, store, manifest, ram_mb=ram_mb, started=started, say=say,
-                            counted=progress is not None, rebuild=rebuild, procs=procs,
-                            settings=settings, policy=policy,
+                            counted=progress is not None, progress_every=progress_every,
+                            rebuild=rebuild, procs=procs, settings=settings, policy=policy,
                             foreign=None if foreign is None else foreign(store))
         except BaseException as exc:
             # a full disk, or any failure: the half-built segment goes now (not at the next
@@ -298,7 +301,7 @@ def _live_segments(index_dir: Path, before: set[str]) -> set[str]:
 
 def run_once(data: DataDir, store: StoreReader, manifest: Manifest | None, *, ram_mb: int,
              started: float, say: Callable[[str], None], counted: bool = True,
-             rebuild: bool = False,
+             progress_every: float | None = None, rebuild: bool = False,
              procs: int = DEFAULT_INDEX_PROCS,
              settings: IndexSettings = DEFAULT_INDEX_SETTINGS,
              policy: MergePolicy = DEFAULT_MERGE_POLICY,
@@ -380,7 +383,7 @@ def run_once(data: DataDir, store: StoreReader, manifest: Manifest | None, *, ra
     tmp = index_dir / f"tmp-{generation:06d}-{os.getpid()}"
     try:
         segment_writer = _cut(data, store, manifest, tmp, ids, report=report, say=say,
-                              counted=counted,
+                              counted=counted, progress_every=progress_every,
                               ram_mb=ram_mb, procs=procs, settings=settings, pool=pool,
                               should_stop=should_stop, snap_seq=snap_seq,
                               prior_scale=store.importance_scale() if prior_scale is None
@@ -503,7 +506,7 @@ def _merges(index_dir: Path, published: Manifest, segments: list[SegmentEntry],
 
 def _cut(data: DataDir, store: StoreReader, manifest: Manifest | None, tmp: Path,
          ids: list[int], *, report: IndexReport, say: Callable[[str], None], counted: bool,
-         ram_mb: int, procs: int, settings: IndexSettings, pool: AnalyserPool | None,
+         progress_every: float | None = None, ram_mb: int, procs: int, settings: IndexSettings, pool: AnalyserPool | None,
          should_stop: Callable[[], bool], snap_seq: int, prior_scale: float,
          boilerplate: set[tuple[int, str]] | None,
          removals: RemovalRules | None = None,
@@ -552,7 +555,8 @@ def _cut(data: DataDir, store: StoreReader, manifest: Manifest | None, tmp: Path
     t0 = time.monotonic()
     # the progress line's total is a store query: made only for a run that shows progress
     meter = PageMeter(say, lambda: pages_to_index(
-        store, None if manifest is None else cand.tolist(), snap_seq)) if counted else None
+        store, None if manifest is None else cand.tolist(), snap_seq),
+        every=progress_every) if counted else None
     if pool is None:
         running: AbstractContextManager[AnalyserPool] = AnalyserPool(
             data.warc_dir, procs, writer.lexicon, settings, templates=templates.keys(),

@@ -7,7 +7,6 @@ import argparse
 import signal
 import sys
 import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -142,19 +141,6 @@ def _foreign(exports: list[AnchorExport] | None, settings: IndexSettings
     return lambda store: foreign_anchors(store, exports, navigation=settings.anchor_templates)
 
 
-def _at_most_every(seconds: float, say: Callable[[str], None]) -> Callable[[str], None]:
-    """``say``, passing on at most one line every ``seconds`` (the first at once)."""
-    last = [float("-inf")]
-
-    def throttled(msg: str) -> None:
-        now = time.monotonic()
-        if now - last[0] >= seconds:
-            last[0] = now
-            say(msg)
-
-    return throttled
-
-
 def upgraded(index_dir: Path, when: str) -> bool:
     """True, said on stderr, when the index must be rebuilt before this run adds to it
     (:func:`older_analysis`: websift was upgraded and analyses words otherwise now)."""
@@ -185,8 +171,9 @@ def _follow(data: DataDir, args: argparse.Namespace, settings: IndexSettings,
             exports = []
         # a long job even under --quiet (websift up): its progress, a line every half minute
         r = build_index(data, ram_mb=args.ram_mb, rebuild=True,
-                        progress=say or _at_most_every(REBUILD_PROGRESS_SECONDS, lambda msg: print(
-                            f"index: rebuilding: {msg}", file=sys.stderr, flush=True)),
+                        progress=say or (lambda msg: print(f"index: rebuilding: {msg}",
+                                                           file=sys.stderr, flush=True)),
+                        progress_every=None if say else REBUILD_PROGRESS_SECONDS,
                         procs=args.procs, settings=settings,
                         foreign=_foreign(exports or None, settings))
         print(f"index: rebuilt: generation {r.generation} ({r.live_docs} documents) in "
