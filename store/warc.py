@@ -239,15 +239,20 @@ def _record_fast(raw: bytes) -> tuple[bytes, bytes] | None:
 
 
 def _content_language(header_block: bytes) -> str | None:
-    """The first language of an HTTP header block's ``Content-Language`` (RFC 9110 8.5: a
-    list, "de, en"), or None."""
+    """The ``Content-Language`` value of an HTTP header block, or None."""
     at = header_block.lower().find(b"\r\ncontent-language:")
     if at < 0:
         return None
     start = at + len(b"\r\ncontent-language:")
     end = header_block.find(b"\r\n", start)
-    first = header_block[start : end if end >= 0 else None].split(b",")[0].strip()
-    return first.decode("ascii", "replace") or None
+    return header_block[start : end if end >= 0 else None].decode("ascii", "replace")
+
+
+def _first_language(value: str | None) -> str | None:
+    """The first language of a ``Content-Language`` value (RFC 9110 8.5: a list, "de, en"),
+    or None."""
+    first = (value or "").split(",")[0].strip()
+    return first or None
 
 
 class BodyReader:
@@ -290,11 +295,9 @@ class BodyReader:
         raw = self._raw(location)
         got = _record_fast(raw)
         if got is not None:
-            return got[0], _content_language(got[1])
+            return got[0], _first_language(_content_language(got[1]))
         response = read_response(self.directory, location)
-        header = response.header("Content-Language")
-        first = header.split(",")[0].strip() if header else ""
-        return response.body, first or None
+        return response.body, _first_language(response.header("Content-Language"))
 
     def prefetch(self, locations: Iterable[WarcLocation]) -> int:
         """Ask the kernel to read these records in the background (``posix_fadvise``
