@@ -39,18 +39,55 @@ ROOT = Path(__file__).resolve().parents[2]
 
 RUST_DOCS = Path("/usr/share/doc/rust-doc/html")
 WEBSIFT = str(ROOT / ".venv" / "bin" / "websift")
+# How often run_child samples a child's memory: each sample makes the kernel walk the page tables
+# of every process of the child.  On ``websift index`` of the Python manual (2 workers using both
+# cores) sampling every 20 ms added 11-17% to the wall time, every 50 ms 6%, every 200 ms nothing
+# measurable; the peak was within 3% of the finer samplings'.
+MEMORY_SAMPLE_SECONDS = 0.2
 
 
-def run_child(cmd: list[str], cwd: Path | None = None) -> tuple[float, float, int]:
+def _descendants(pid: int) -> list[int]:
+    """``pid`` and its descendants, from the kernel's per-thread ``children`` lists (a read of
+    each process's own files, not a scan of every process on the machine as psutil's
+    ``children(recursive=True)`` makes)."""
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        try:
+            for task in os.listdir(f"/proc/{p}/task"):
+                with open(f"/proc/{p}/task/{task}/children") as fh:
+                    todo.extend(int(c) for c in fh.read().split())
+        except OSError:
+            continue  # it ended meanwhile: it holds no memory
+    return out
+
+
+def _pss(pid: int) -> int:
+    """The proportional set size of process ``pid`` in bytes (0 when it has ended)."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as fh:
+            for line in fh:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError):
+        pass  # ended meanwhile, or a kernel without smaps_rollup: counted by ru_maxrss
+    return 0
+
+
+def run_child(cmd: list[str], cwd: Path | None = None, *, memory: bool = True
+              ) -> tuple[float, float, int]:
     """(wall seconds, CPU seconds, peak RSS bytes) of a child process.
 
-    CPU counts the child and every process it waited for (its workers); peak RSS is the largest
-    sum over the child and all its descendants, sampled every 20 ms, of each process's PSS
-    (its resident pages, those it shares after fork divided among the sharers: a plain RSS sum
-    would count the parent's pages once per worker); at least the child's own peak RSS."""
+    CPU counts the child and every process it waited for (its workers).  With ``memory``, peak
+    RSS is the largest sum over the child and all its descendants, sampled every
+    MEMORY_SAMPLE_SECONDS, of each process's PSS (its resident pages, those it shares after fork
+    divided among the sharers: a plain RSS sum would count the parent's pages once per
+    worker); at least the largest process's own peak RSS.  Sampling perturbs a child that uses
+    both cores (MEMORY_SAMPLE_SECONDS) and not a one-process peer, which leaves the sampler a
+    core: a benchmark that reports no memory passes ``memory=False``, and nothing runs beside
+    the child (peak RSS is then the largest process's own, ``ru_maxrss``)."""
     import threading
-
-    import psutil
 
     t = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, cwd=cwd)
@@ -58,37 +95,31 @@ def run_child(cmd: list[str], cwd: Path | None = None) -> tuple[float, float, in
     done = threading.Event()
 
     def sample() -> None:
-        try:
-            ps = psutil.Process(proc.pid)
-            while not done.is_set():
-                total = 0
-                for q in [ps, *ps.children(recursive=True)]:
-                    try:
-                        total += q.memory_full_info().pss
-                    except psutil.Error:
-                        continue  # a worker that just ended holds no memory
-                peak[0] = max(peak[0], total)
-                done.wait(0.02)
-        except psutil.Error:
-            return  # the child ended before the first sample
+        while not done.is_set():
+            peak[0] = max(peak[0], sum(map(_pss, _descendants(proc.pid))))
+            done.wait(MEMORY_SAMPLE_SECONDS)
 
     sampler = threading.Thread(target=sample, daemon=True)
-    sampler.start()
+    if memory:
+        sampler.start()
     _, status, usage = os.wait4(proc.pid, 0)
     done.set()
-    sampler.join()
+    if memory:
+        sampler.join()
     wall = time.perf_counter() - t
     if os.waitstatus_to_exitcode(status) != 0:
         raise SystemExit(f"{cmd} failed with status {status}")
     return wall, usage.ru_utime + usage.ru_stime, max(peak[0], usage.ru_maxrss * 1024)
 
 
-def peer_child(which: str, data: Path) -> tuple[float, float, int]:
+def peer_child(which: str, data: Path, *, memory: bool = True) -> tuple[float, float, int]:
+    """:func:`run_child` of peer ``which`` (scripts/evaluation/peers.py) indexing the pages
+    stored in ``data``."""
     code = ("from websift.core.datadir import DataDir\n"
             f"from scripts.evaluation.peers import stored_pages, {which}\n"
             f"p = {which}(list(stored_pages(DataDir.open({str(data)!r}))))\n"
             "p.close()\n")
-    return run_child([sys.executable, "-c", code], cwd=ROOT)
+    return run_child([sys.executable, "-c", code], cwd=ROOT, memory=memory)
 
 
 def whoosh_procs_child(data: Path, procs: int) -> tuple[float, float, int]:

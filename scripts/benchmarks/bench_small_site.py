@@ -11,6 +11,8 @@ all included), alternating with Whoosh in a child process on the same stored pag
 and the same lxml text extraction included, as ours is: scripts/evaluation/peers.py).  Prints
 the median wall and CPU seconds of each and the ratio websift / Whoosh (goal: at most 0.3x), and
 the CLI's start-up alone (``websift index --help``) beside the interpreter's (``python -c pass``).
+Nothing samples the children's memory (bench_index.py ``run_child(memory=False)``): on 2 cores
+a sampler slows the 2-worker run and not the one-process peer.
 Each tree's modules are compiled to bytecode first (``compileall``), as ``pip install`` compiles
 an installed package and as Whoosh's are: where PYTHONDONTWRITEBYTECODE is set (this machine's
 shell sets it), every run would otherwise compile websift's sources again, about 0.1 s of each
@@ -47,11 +49,11 @@ def bench_manual(name: str, data_dir: Path, runs: int, extra: list[str],
     index = [WEBSIFT, "index", "--data", str(data_dir), "--quiet", *extra]
     for _ in range(runs):
         shutil.rmtree(data.index_dir)
-        ours.append(run_child(index))
-        whoosh.append(peer_child("WhooshPeer", data_dir))
+        ours.append(run_child(index, memory=False))
+        whoosh.append(peer_child("WhooshPeer", data_dir, memory=False))
         if baseline is not None:
             shutil.rmtree(data.index_dir)
-            base.append(run_child(["env", f"PYTHONPATH={baseline}", *index]))
+            base.append(run_child(["env", f"PYTHONPATH={baseline}", *index], memory=False))
     manifest = json.loads((data.index_dir / "manifest.json").read_text())
     docs = sum(json.loads((data.index_dir / s["name"] / "meta.json").read_text())["doc_count"]
                for s in manifest["segments"])
@@ -83,8 +85,8 @@ def compile_tree(tree: Path) -> None:
 
 
 def startup(runs: int) -> None:
-    cli = [run_child([WEBSIFT, "index", "--help"]) for _ in range(runs)]
-    bare = [run_child([sys.executable, "-c", "pass"]) for _ in range(runs)]
+    cli = [run_child([WEBSIFT, "index", "--help"], memory=False) for _ in range(runs)]
+    bare = [run_child([sys.executable, "-c", "pass"], memory=False) for _ in range(runs)]
     print(f"\nstart-up, median of {runs}: `websift index --help` {_median(cli, 0):.2f} s wall "
           f"({_median(cli, 1):.2f} s CPU); `python -c pass` {_median(bare, 0):.2f} s wall "
           f"({_median(bare, 1):.2f} s CPU)")
