@@ -409,6 +409,7 @@ class PostingStore:
         self._owns_caches = True  # False once handed on to the next generation
         self.k1 = settings.k1
         self.window = settings.proximity_window
+        self.reverse = settings.proximity_reverse
         # Per field number (4 bits of a key): whether the field counts (weight > 0).
         self.weighted_field = np.zeros(16, dtype=bool)
         self.weighted_field[:N_FIELDS] = [settings.weights.get(f, 0.0) > 0 for f in FIELDS]
@@ -571,28 +572,45 @@ class PostingStore:
         return p
 
     def near(self, ka: np.ndarray, kb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(ordinals, c / (c + 1)) of the documents where an occurrence of ``kb`` follows one
-        of ``ka`` within the proximity window in a weighted field, c times (keys sorted)."""
-        # Keys are sorted: the next occurrence of b after each a is one searchsorted away;
-        # a gap of at most the window (< 2**24) means the same document and field.
+        """(ordinals, c / (c + 1)) of the documents where occurrences of ``ka`` stand within
+        the proximity window of one of ``kb`` in a weighted field (keys sorted): c counts each
+        occurrence of ``a`` followed by a ``b`` within the window once, and each one preceded
+        by a ``b`` within it ``reverse`` (BM25FSettings.proximity_reverse) more, so the words
+        typed in either order find the pages where they stand together (``vec macro`` and
+        ``macro vec`` both find "macro vec")."""
+        window = self.window
+        # Keys are sorted: the next occurrence of b after each a is one searchsorted away, the
+        # one before it too; a gap of at most the window (< 2**24) means the same document and
+        # field.
         if len(ka) > NEAR_FEW_RATIO * len(kb):
             # Few b beside many a (a rare word after the commonest): only the a within the
-            # window before some b can count, the runs [b - window, b) of ``ka``, found by
-            # binary search, not a pass over every a.
-            lo = np.searchsorted(ka, kb - self.window)
-            hi = np.searchsorted(ka, kb)
+            # window of some b can count, the runs [b - window, b) of ``ka`` (to b + window
+            # with reverse evidence), found by binary search, not a pass over every a.
+            lo = np.searchsorted(ka, kb - window)
+            hi = np.searchsorted(ka, kb + window + 1 if self.reverse else kb)
             lo[1:] = np.maximum(lo[1:], hi[:-1])  # runs overlap: each a once, in order
             ka = ka[_runs(lo, np.maximum(hi, lo))]
         nxt = np.searchsorted(kb, ka + 1)
         ok = nxt < len(kb)
         near = np.zeros(len(ka), dtype=bool)
-        near[ok] = kb[nxt[ok]] - ka[ok] <= self.window
+        near[ok] = kb[nxt[ok]] - ka[ok] <= window
+        weight: np.ndarray | None = None
+        if self.reverse:
+            prv = np.searchsorted(kb, ka) - 1
+            ok = prv >= 0
+            after = np.zeros(len(ka), dtype=bool)
+            after[ok] = ka[ok] - kb[prv[ok]] <= window
+            weight = near + self.reverse * after
+            near |= after
         near &= self.weighted_field[(ka >> FIELD_SHIFT) & 0xF]  # only fields that count
         if not near.any():
             return _NO_PAIRS
         owners = ka[near] >> DOC_SHIFT  # sorted, as the keys are: run lengths
         first = np.flatnonzero(np.diff(owners, prepend=-1))
-        c = np.diff(first, append=len(owners)).astype(np.float64)
+        if weight is None:
+            c = np.diff(first, append=len(owners)).astype(np.float64)
+        else:
+            c = np.add.reduceat(weight[near], first)
         return owners[first], c / (c + 1.0)
 
 

@@ -661,9 +661,11 @@ class _Evaluation:
                           ) -> np.ndarray | float:
         """An upper bound of a pair's c / (c + 1) per candidate from the two words' counts in
         the weighted fields (None: a word with no list, present anywhere).  c counts the
-        occurrences of ``a`` followed by ``b`` within the window: at most ``tf_a``, and at
-        most ``window`` of them share one occurrence of ``b``; 0 without both words."""
-        window = self.postings.store.window
+        occurrences of ``a`` followed by ``b`` within the window (at most ``tf_a``, and at
+        most ``window`` of them share one occurrence of ``b``) and ``reverse`` times those
+        preceded by ``b`` within it (as many at most); 0 without both words."""
+        store = self.postings.store
+        window, scale = store.window, 1.0 + store.reverse
         if tf_a is None and tf_b is None:
             return 1.0
         if tf_a is None:
@@ -673,7 +675,7 @@ class _Evaluation:
             c = tf_a
         else:
             c = np.minimum(tf_a, window * tf_b)
-        cf = c.astype(np.float64)  # converted once (exact: counts), not by each operation
+        cf = scale * c.astype(np.float64)  # converted once (exact: counts), not by each operation
         return cf / (cf + 1.0)
 
     def _needs_check(self, si: int, docs: np.ndarray, pairs: list[tuple[str, str]],

@@ -82,8 +82,14 @@ def test_proximity_prefers_query_words_close_together(tmp_path: Path) -> None:
     hits = near.search(IndexQuery("green tea")).hits
     assert [h.doc_id for h in hits] == [1, 2]
     assert hits[0].score > hits[1].score == pytest.approx(plain[1].score)
-    # Order matters: "tea green" finds no pair in that order within the window.
-    assert near.search(IndexQuery("kettle green")).hits[0].score == pytest.approx(
+    # Typed in the other order, the words standing together are evidence all the same
+    # ("kettle green" finds "green kettle"), unless only the query's order counts.
+    reversed_hits = near.search(IndexQuery("kettle green")).hits
+    assert [h.doc_id for h in reversed_hits] == [2, 1]
+    assert reversed_hits[0].score > far.search(IndexQuery("kettle green")).hits[0].score
+    ordered = Searcher.open(data, settings=replace(SETTINGS, proximity_weight=1.0,
+                                                    proximity_reverse=0.0))
+    assert ordered.search(IndexQuery("kettle green")).hits[0].score == pytest.approx(
         far.search(IndexQuery("kettle green")).hits[0].score)
 
 

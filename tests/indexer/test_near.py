@@ -1,5 +1,6 @@
 """PostingStore.near (indexer/postings.py) finds the pages where one word follows another
-within the window as a set computation does, by either of its two ways."""
+within the window (and, weighted by proximity_reverse, precedes it) as a set computation does,
+by either of its two ways."""
 
 from __future__ import annotations
 
@@ -17,19 +18,23 @@ KEY = st.builds(lambda d, f, p: (d << DOC_SHIFT) | (f << FIELD_SHIFT) | p,
 
 
 def _by_sets(store: PostingStore, ka: list[int], kb: list[int]) -> dict[int, float]:
-    count: dict[int, int] = {}
+    count: dict[int, float] = {}
     for a in ka:
         following = [b for b in kb if b > a]
-        if following and min(following) - a <= store.window and store.weighted_field[
-                (a >> FIELD_SHIFT) & 0xF]:
-            count[a >> DOC_SHIFT] = count.get(a >> DOC_SHIFT, 0) + 1
+        preceding = [b for b in kb if b < a]
+        weight = float(bool(following) and min(following) - a <= store.window)
+        weight += store.reverse * (bool(preceding) and a - max(preceding) <= store.window)
+        if weight and store.weighted_field[(a >> FIELD_SHIFT) & 0xF]:
+            count[a >> DOC_SHIFT] = count.get(a >> DOC_SHIFT, 0.0) + weight
     return {d: c / (c + 1.0) for d, c in sorted(count.items())}
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.sets(KEY, max_size=60), st.sets(KEY, max_size=12), st.sampled_from([0, 8, 10**9]))
-def test_near_equals_the_set_computation(a: set[int], b: set[int], ratio: int) -> None:
-    store = PostingStore([], [], [], BM25FSettings(), norms_key=b"")
+@given(st.sets(KEY, max_size=60), st.sets(KEY, max_size=12), st.sampled_from([0, 8, 10**9]),
+       st.sampled_from([0.0, 0.5, 1.0]))
+def test_near_equals_the_set_computation(a: set[int], b: set[int], ratio: int,
+                                         reverse: float) -> None:
+    store = PostingStore([], [], [], BM25FSettings(proximity_reverse=reverse), norms_key=b"")
     ka = np.array(sorted(a), dtype=np.int64)
     kb = np.array(sorted(b), dtype=np.int64)
     with pytest.MonkeyPatch.context() as mp:

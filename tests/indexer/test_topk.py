@@ -632,7 +632,7 @@ def test_many_rounds_check_the_open_candidates_highest_bound_first(tmp_path: Pat
         mp.setattr(topk, "PRUNE_MAX_ROUND_POSTINGS", 4 * BLOCK)
         mp.setattr(topk._Open, "head", spy)
         mp.setattr(topk._Open, "add", spy_add)
-        for q, k in [("alpha beta", 10), ("beta alpha", 3), ("alpha gamma", 50), ("alpha beta gamma", 100)]:
+        for q, k in [("alpha beta", 10), ("beta alpha", 20), ("alpha gamma", 50), ("alpha beta gamma", 100)]:
             heads.clear()
             adds[0] = 0
             want = reference.search(IndexQuery(q, k=k, exhaustive=True, snippets=False))
