@@ -14,7 +14,8 @@ case, no folding).  websift is asked with the query alone (its language found fr
 words), as a person would type it; the ``lang`` row gives each query its language (the ``lang``
 parameter a search page in that language would send).
 
-Printed: MRR@10 per language; the accents probe (the queries holding letters with diacritics,
+Printed: MRR@10 per language; the word-order probe (eval_relevance.py ``word_order``); the
+accents probe (the queries holding letters with diacritics,
 asked as written and with their diacritics stripped: goal, within 0.03 MRR@10); CJK word recall
 (goal >= 0.95): the words are the two- and three-character CJK strings of the Chinese and
 Japanese queries found in at least CJK_MIN_DF pages, the CJK_WORDS most frequent per language;
@@ -34,7 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
-from scripts.evaluation.eval_relevance import websift
+from scripts.evaluation.eval_relevance import websift, word_order
 from scripts.evaluation.peers import PeerDoc, TantivyPeer, WhooshPeer, stored_pages
 from scripts.tools.build_devset_languages import build_queries, build_site
 from testkit.devset import Query, evaluate, fetched_pages, serve_docs
@@ -170,6 +171,8 @@ def main(argv: list[str] | None = None) -> int:
         a = evaluate(lambda q, r=run: r(q, K), accented)["MRR@10"]
         b = evaluate(lambda q, r=run: r(q, K), stripped)["MRR@10"]
         print(f"| {name} | {a:.3f} | {b:.3f} | {b - a:+.3f} |")
+    word_order(data, queries, {"Whoosh": engines["Whoosh (StemmingAnalyzer)"],
+                               "tantivy": engines["tantivy (default tokenizer)"]})
     words = cjk_words(queries, docs)
     print(f"\nCJK word recall (goal >= 0.95): {', '.join(f'{len(w)} {k}' for k, w in words.items())}"
           f" words; top {RECALL_K}\n")

@@ -294,7 +294,7 @@ def query_latency(run_fn: Callable[[str], list[str]], queries: list[Query]) -> s
 
 
 def word_order(data: DataDir, queries: list[Query],
-               peers: dict[str, Callable[[str], list[str]]]) -> None:
+               peers: dict[str, Callable[..., list[str]]]) -> None:
     """The word-order probe: the queries of two or more words as written and with their words
     in reverse order (a person types ``vec macro`` or ``macro vec``), MRR@10 of websift with
     proximity evidence in either order (the default), in the query's order only, and of the
@@ -337,7 +337,7 @@ def run_manual(manual: Manual, data_dir: Path, args: argparse.Namespace) -> None
     print(_row("websift BM25F (all fields, anchors)", mine), flush=True)
     latency = query_latency(ours(searcher), queries)
     best: tuple[str, float] | None = None
-    peers: dict[str, Callable[[str], list[str]]] = {}
+    peers: dict[str, Callable[..., list[str]]] = {}
     opened: list[WhooshPeer | TantivyPeer] = []
     if not args.no_peers:
         docs = list(stored_pages(data))
