@@ -410,6 +410,7 @@ class PostingStore:
         self.k1 = settings.k1
         self.window = settings.proximity_window
         self.reverse = settings.proximity_reverse
+        self.reverse_window = settings.proximity_reverse_window
         # Per field number (4 bits of a key): whether the field counts (weight > 0).
         self.weighted_field = np.zeros(16, dtype=bool)
         self.weighted_field[:N_FIELDS] = [settings.weights.get(f, 0.0) > 0 for f in FIELDS]
@@ -572,22 +573,22 @@ class PostingStore:
         return p
 
     def near(self, ka: np.ndarray, kb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(ordinals, c / (c + 1)) of the documents where occurrences of ``ka`` stand within
-        the proximity window of one of ``kb`` in a weighted field (keys sorted): c counts each
-        occurrence of ``a`` followed by a ``b`` within the window once, and each one preceded
-        by a ``b`` within it ``reverse`` (BM25FSettings.proximity_reverse) more, so the words
+        """(ordinals, c / (c + 1)) of the documents where occurrences of ``ka`` stand near one
+        of ``kb`` in a weighted field (keys sorted): c counts each occurrence of ``a``
+        followed by a ``b`` within the window once, and each one preceded by a ``b`` within
+        ``reverse_window`` ``reverse`` more (BM25FSettings.proximity_reverse*), so the words
         typed in either order find the pages where they stand together (``vec macro`` and
-        ``macro vec`` both find "macro vec")."""
-        window = self.window
+        ``macro vec`` both find "macro vec", ``module sysconfig`` "sysconfig module")."""
+        window, back = self.window, self.reverse_window if self.reverse else 0
         # Keys are sorted: the next occurrence of b after each a is one searchsorted away, the
         # one before it too; a gap of at most the window (< 2**24) means the same document and
         # field.
         if len(ka) > NEAR_FEW_RATIO * len(kb):
             # Few b beside many a (a rare word after the commonest): only the a within the
-            # window of some b can count, the runs [b - window, b) of ``ka`` (to b + window
-            # with reverse evidence), found by binary search, not a pass over every a.
+            # window before some b (or ``back`` after it) can count, the runs [b - window,
+            # b + back] of ``ka`` but b itself, found by binary search, not a pass over every a.
             lo = np.searchsorted(ka, kb - window)
-            hi = np.searchsorted(ka, kb + window + 1 if self.reverse else kb)
+            hi = np.searchsorted(ka, kb + back + 1 if back else kb)
             lo[1:] = np.maximum(lo[1:], hi[:-1])  # runs overlap: each a once, in order
             ka = ka[_runs(lo, np.maximum(hi, lo))]
         nxt = np.searchsorted(kb, ka + 1)
@@ -595,11 +596,11 @@ class PostingStore:
         near = np.zeros(len(ka), dtype=bool)
         near[ok] = kb[nxt[ok]] - ka[ok] <= window
         weight: np.ndarray | None = None
-        if self.reverse:
+        if back:
             prv = np.searchsorted(kb, ka) - 1
             ok = prv >= 0
             after = np.zeros(len(ka), dtype=bool)
-            after[ok] = ka[ok] - kb[prv[ok]] <= window
+            after[ok] = ka[ok] - kb[prv[ok]] <= back
             weight = near + self.reverse * after
             near |= after
         near &= self.weighted_field[(ka >> FIELD_SHIFT) & 0xF]  # only fields that count

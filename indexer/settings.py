@@ -255,9 +255,11 @@ class BM25FSettings:
     # of each other in one field add ``proximity_weight`` * min(idf) * c / (c + 1).
     proximity_weight: float = 1.0
     proximity_window: int = 3
-    # ... and an occurrence of the first word preceded by the second within the window counts
-    # this much more (0: only the query's order is evidence).
+    # ... and an occurrence of the first word preceded by the second within
+    # ``proximity_reverse_window`` positions counts this much more (0: only the query's order is
+    # evidence): "module sysconfig" finds "sysconfig module", "vec macro" "macro vec".
     proximity_reverse: float = 1.0
+    proximity_reverse_window: int = 2
     # Pages in the query's language gain this, added to their text score, when the index holds
     # pages of several languages (a mild prior: scripts/evaluation/eval_languages.py).
     lang_prior: float = 1.0

@@ -663,20 +663,22 @@ class _Evaluation:
         the weighted fields (None: a word with no list, present anywhere).  c counts the
         occurrences of ``a`` followed by ``b`` within the window (at most ``tf_a``, and at
         most ``window`` of them share one occurrence of ``b``) and ``reverse`` times those
-        preceded by ``b`` within it (as many at most); 0 without both words."""
+        preceded by ``b`` within ``reverse_window`` (likewise); 0 without both words."""
         store = self.postings.store
-        window, scale = store.window, 1.0 + store.reverse
+        window, back = store.window, store.reverse_window if store.reverse else 0
         if tf_a is None and tf_b is None:
             return 1.0
         if tf_a is None:
             assert tf_b is not None
-            c = window * tf_b
+            c = (window + store.reverse * back) * tf_b.astype(np.float64)
         elif tf_b is None:
-            c = tf_a
+            c = (1.0 + (store.reverse if back else 0.0)) * tf_a.astype(np.float64)
         else:
-            c = np.minimum(tf_a, window * tf_b)
-        cf = scale * c.astype(np.float64)  # converted once (exact: counts), not by each operation
-        return cf / (cf + 1.0)
+            # converted once (exact: counts), not by each operation
+            c = np.minimum(tf_a, window * tf_b).astype(np.float64)
+            if back:
+                c += store.reverse * np.minimum(tf_a, back * tf_b)
+        return c / (c + 1.0)
 
     def _needs_check(self, si: int, docs: np.ndarray, pairs: list[tuple[str, str]],
                      hits: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:

@@ -1,6 +1,6 @@
 """PostingStore.near (indexer/postings.py) finds the pages where one word follows another
-within the window (and, weighted by proximity_reverse, precedes it) as a set computation does,
-by either of its two ways."""
+within the window (and, weighted by proximity_reverse, precedes it within
+proximity_reverse_window) as a set computation does, by either of its two ways."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ def _by_sets(store: PostingStore, ka: list[int], kb: list[int]) -> dict[int, flo
         following = [b for b in kb if b > a]
         preceding = [b for b in kb if b < a]
         weight = float(bool(following) and min(following) - a <= store.window)
-        weight += store.reverse * (bool(preceding) and a - max(preceding) <= store.window)
+        weight += store.reverse * (bool(preceding) and a - max(preceding) <= store.reverse_window)
         if weight and store.weighted_field[(a >> FIELD_SHIFT) & 0xF]:
             count[a >> DOC_SHIFT] = count.get(a >> DOC_SHIFT, 0.0) + weight
     return {d: c / (c + 1.0) for d, c in sorted(count.items())}
@@ -31,10 +31,11 @@ def _by_sets(store: PostingStore, ka: list[int], kb: list[int]) -> dict[int, flo
 
 @settings(max_examples=300, deadline=None)
 @given(st.sets(KEY, max_size=60), st.sets(KEY, max_size=12), st.sampled_from([0, 8, 10**9]),
-       st.sampled_from([0.0, 0.5, 1.0]))
+       st.sampled_from([0.0, 0.5, 1.0]), st.integers(1, 4))
 def test_near_equals_the_set_computation(a: set[int], b: set[int], ratio: int,
-                                         reverse: float) -> None:
-    store = PostingStore([], [], [], BM25FSettings(proximity_reverse=reverse), norms_key=b"")
+                                         reverse: float, back: int) -> None:
+    store = PostingStore([], [], [], BM25FSettings(proximity_reverse=reverse,
+                                                   proximity_reverse_window=back), norms_key=b"")
     ka = np.array(sorted(a), dtype=np.int64)
     kb = np.array(sorted(b), dtype=np.int64)
     with pytest.MonkeyPatch.context() as mp:
