@@ -580,9 +580,8 @@ class PostingStore:
         typed in either order find the pages where they stand together (``vec macro`` and
         ``macro vec`` both find "macro vec", ``module sysconfig`` "sysconfig module")."""
         window, back = self.window, self.reverse_window if self.reverse else 0
-        # Keys are sorted: the next occurrence of b after each a is one searchsorted away, the
-        # one before it too; a gap of at most the window (< 2**24) means the same document and
-        # field.
+        # Keys are sorted: the next occurrence of b after each a is one searchsorted away; a gap
+        # of at most the window (< 2**24) means the same document and field.
         if len(ka) > NEAR_FEW_RATIO * len(kb):
             # Few b beside many a (a rare word after the commonest): only the a within the
             # window before some b (or ``back`` after it) can count, the runs [b - window,
@@ -597,7 +596,12 @@ class PostingStore:
         near[ok] = kb[nxt[ok]] - ka[ok] <= window
         weight: np.ndarray | None = None
         if back:
-            prv = np.searchsorted(kb, ka) - 1
+            # The last b before each a is the one before the next b after it (no second search),
+            # or the one before that when a b stands at a's own key (two terms of a compound
+            # at one position: neither before nor after).
+            prv = nxt - 1
+            ok = prv >= 0
+            prv[ok] -= kb[prv[ok]] == ka[ok]
             ok = prv >= 0
             after = np.zeros(len(ka), dtype=bool)
             after[ok] = ka[ok] - kb[prv[ok]] <= back
