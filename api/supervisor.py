@@ -274,7 +274,9 @@ class Supervisor:
         if asked or self._stop_signal is not None or self._fatal is not None:
             s.state = "stopped"
             part.stopped = True
-            self._say(f"{s.name} stopped (exit {code})")
+            # uvicorn ends a server it drained on SIGTERM by raising the signal again: "exited
+            # on SIGTERM" is then its clean stop, as status 0 is the others'.
+            self._say(f"{s.name} stopped (exited {_exit_words(code)})")
             return
         if part.spec.kind == JOB and code == 0:
             s.state, s.last_success = "idle", now
