@@ -409,8 +409,11 @@ class PostingStore:
         self._owns_caches = True  # False once handed on to the next generation
         self.k1 = settings.k1
         self.window = settings.proximity_window
-        self.reverse = settings.proximity_reverse
-        self.reverse_window = settings.proximity_reverse_window
+        # Reverse-order evidence as :meth:`near` and the pruning bound use it: none when either
+        # its weight or its window is 0.
+        both = settings.proximity_reverse > 0 and settings.proximity_reverse_window > 0
+        self.reverse = settings.proximity_reverse if both else 0.0
+        self.reverse_window = settings.proximity_reverse_window if both else 0
         # Per field number (4 bits of a key): whether the field counts (weight > 0).
         self.weighted_field = np.zeros(16, dtype=bool)
         self.weighted_field[:N_FIELDS] = [settings.weights.get(f, 0.0) > 0 for f in FIELDS]
@@ -579,7 +582,7 @@ class PostingStore:
         ``reverse_window`` ``reverse`` more (BM25FSettings.proximity_reverse*), so the words
         typed in either order find the pages where they stand together (``vec macro`` and
         ``macro vec`` both find "macro vec", ``module sysconfig`` "sysconfig module")."""
-        window, back = self.window, self.reverse_window if self.reverse else 0
+        window, back = self.window, self.reverse_window
         # Keys are sorted: the next occurrence of b after each a is one searchsorted away; a gap
         # of at most the window (< 2**24) means the same document and field.
         if len(ka) > NEAR_FEW_RATIO * len(kb):

@@ -665,14 +665,14 @@ class _Evaluation:
         most ``window`` of them share one occurrence of ``b``) and ``reverse`` times those
         preceded by ``b`` within ``reverse_window`` (likewise); 0 without both words."""
         store = self.postings.store
-        window, back = store.window, store.reverse_window if store.reverse else 0
+        window, back = store.window, store.reverse_window
         if tf_a is None and tf_b is None:
             return 1.0
         if tf_a is None:
             assert tf_b is not None
             c = (window + store.reverse * back) * tf_b.astype(np.float64)
         elif tf_b is None:
-            c = (1.0 + (store.reverse if back else 0.0)) * tf_a.astype(np.float64)
+            c = (1.0 + store.reverse) * tf_a.astype(np.float64)
         else:
             # converted once (exact: counts), not by each operation
             c = np.minimum(tf_a, window * tf_b).astype(np.float64)
