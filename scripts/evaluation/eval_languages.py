@@ -171,8 +171,8 @@ def main(argv: list[str] | None = None) -> int:
         a = evaluate(lambda q, r=run: r(q, K), accented)["MRR@10"]
         b = evaluate(lambda q, r=run: r(q, K), stripped)["MRR@10"]
         print(f"| {name} | {a:.3f} | {b:.3f} | {b - a:+.3f} |")
-    word_order(data, queries, {"Whoosh": engines["Whoosh (StemmingAnalyzer)"],
-                               "tantivy": engines["tantivy (default tokenizer)"]})
+    word_order(searcher, queries, {"Whoosh": engines["Whoosh (StemmingAnalyzer)"],
+                                   "tantivy": engines["tantivy (default tokenizer)"]})
     words = cjk_words(queries, docs)
     print(f"\nCJK word recall (goal >= 0.95): {', '.join(f'{len(w)} {k}' for k, w in words.items())}"
           f" words; top {RECALL_K}\n")

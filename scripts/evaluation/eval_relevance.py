@@ -293,20 +293,20 @@ def query_latency(run_fn: Callable[[str], list[str]], queries: list[Query]) -> s
     return f"websift query latency (warm, {len(took)} queries): p50 {p50:.2f} ms, p90 {p90:.2f} ms"
 
 
-def word_order(data: DataDir, queries: list[Query],
+def word_order(searcher: Searcher, queries: list[Query],
                peers: dict[str, Callable[..., list[str]]]) -> None:
     """The word-order probe: the queries of two or more words as written and with their words
-    in reverse order (a person types ``vec macro`` or ``macro vec``), MRR@10 of websift with
-    proximity evidence in either order (the default), in the query's order only, and of the
-    peers."""
+    in reverse order (a person types ``vec macro`` or ``macro vec``), MRR@10 of websift
+    (``searcher``) with proximity evidence in either order (the default), in the query's
+    order only (the same segments), and of the peers."""
     multi = [q for q in queries if len(q.text.split()) >= 2]
     turned = [replace(q, text=" ".join(reversed(q.text.split()))) for q in multi]
     print(f"\nWord-order probe: {len(multi)} queries of two or more words, as written and "
           "reversed (MRR@10)\n")
     print("| engine | as written | reversed | difference |\n|---|---|---|---|")
-    engines = {"websift": ours(searcher_for(data, Row("default"))),
-               "websift, query's order only": ours(searcher_for(
-                   data, Row("ordered", ("proximity_reverse=0",)))), **peers}
+    ordered = Searcher(searcher.manifest, searcher.segments,
+                       settings_with(searcher.settings, ("proximity_reverse=0",)))
+    engines = {"websift": ours(searcher), "websift, query's order only": ours(ordered), **peers}
     for name, run in engines.items():
         a, b = evaluate(run, multi)["MRR@10"], evaluate(run, turned)["MRR@10"]
         print(f"| {name} | {a:.3f} | {b:.3f} | {b - a:+.3f} |")
@@ -337,8 +337,7 @@ def run_manual(manual: Manual, data_dir: Path, args: argparse.Namespace) -> None
     print(_row("websift BM25F (all fields, anchors)", mine), flush=True)
     latency = query_latency(ours(searcher), queries)
     best: tuple[str, float] | None = None
-    peers: dict[str, Callable[..., list[str]]] = {}
-    opened: list[WhooshPeer | TantivyPeer] = []
+    peers: dict[str, WhooshPeer | TantivyPeer] = {}
     if not args.no_peers:
         docs = list(stored_pages(data))
         for name, cls in (("Whoosh 2.7.4 BM25F title+body", WhooshPeer),
@@ -349,8 +348,7 @@ def run_manual(manual: Manual, data_dir: Path, args: argparse.Namespace) -> None
             per_kind(peer.search)
             if best is None or m["MRR@10"] > best[1]:
                 best = (name.split()[0], m["MRR@10"])
-            peers[name.split()[0]] = peer.search
-            opened.append(peer)
+            peers[name.split()[0]] = peer
     if len(kinds) > 1:
         systems = ["websift"] + ([] if args.no_peers else ["Whoosh", "tantivy"])
         print(f"\nMRR@10 per kind of query\n| kind | queries | {' | '.join(systems)} |")
@@ -380,8 +378,8 @@ def run_manual(manual: Manual, data_dir: Path, args: argparse.Namespace) -> None
     if refused:
         print(f"{manual.name}: {refused} of {len(queries)} queries refused by websift's query "
               "parser (no words left): scored as finding nothing")
-    word_order(data, queries, peers)
-    for peer in opened:
+    word_order(searcher, queries, {name: peer.search for name, peer in peers.items()})
+    for peer in peers.values():
         peer.close()
     if args.sweep:
         key, _, values = args.sweep.partition("=")
