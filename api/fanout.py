@@ -17,6 +17,14 @@ serve`` over its own data directory or local shards) in three rounds
    snippet reads and scans the page's stored text, the costliest part of a hit: asking for
    ``k`` per shard would do that work for ``shards * k`` pages to show ``k``).
 
+A first page that found few pages, or whose rarest word is in a page or two (the summed
+statistics say), is offered a spelling correction as one index over every shard would offer it
+(indexer/spelling.py): each shard that answered says, per query word, the df of its term and
+the terms near it with theirs (``/shard/spell``); the sums choose each word's replacement, shown
+as the titles of the shard holding it most write it, else as a page of a shard holding it does
+(``/shard/surfaces``, only for such terms).  A term held by fewer than MIN_DF pages in every
+shard is never offered, where one index might offer it.
+
 Importance (PageRank, OPIC, topics) is added by each shard from its own ranks generation: for
 scores to compare, every shard server serves the same ranks generation (one ``websift rank``
 over the whole link graph, copied to each).  Each call to a shard must answer within
@@ -46,7 +54,13 @@ import httpx
 from pydantic import BaseModel, ValidationError
 
 from websift.api.errors import ApiError, InvalidParameter
-from websift.api.retrieval import Outcome, RankedHit, SearchRequest, ShardCount
+from websift.api.retrieval import (
+    Outcome,
+    RankedHit,
+    SearchRequest,
+    ShardCount,
+    wants_suggestion,
+)
 from websift.api.settings import Settings
 from websift.api.shard_protocol import (
     SearchAnswer,
@@ -54,13 +68,19 @@ from websift.api.shard_protocol import (
     ShardHit,
     SnippetsAnswer,
     SnippetsAsk,
+    SpellAnswer,
+    SpellAsk,
     Statistics,
     StatsAnswer,
     StatsAsk,
+    SurfacesAnswer,
+    SurfacesAsk,
 )
 from websift.indexer.analysis import Analyzer
+from websift.indexer.folding import fold_text
 from websift.indexer.query import parse_query
 from websift.indexer.searcher import CollectionStats, Hit
+from websift.indexer.spelling import Near, correct_query
 
 log = logging.getLogger("websift.api")
 
@@ -288,17 +308,83 @@ class FanOut:
         page = merge_hits([a.hits for _, a in answers])[req.offset: req.offset + req.k]
         snippets = await self._snippets(req, page, answers) if req.snippets else {}
         head = answers[0][1]
-        return Outcome(
+        outcome = Outcome(
             query=req.q,
             total=sum(a.total for _, a in answers),
-            took_ms=round((time.perf_counter() - started) * 1000.0, 3),
+            took_ms=0.0,
             topic=req.topic,
             topic_weights=head.topic_weights,
             static_score=head.static_score,
             hits=[_ranked(h, snippets.get((i, h.doc_id))) for h, i in page],
             explain=head.fusion,
             shards=ShardCount(len(answers), len(shards)),
+            rarest_df=min(total.df.values(), default=None),
         )
+        if wants_suggestion(outcome, req):
+            outcome = await self._did_you_mean(outcome, [s for s, _ in answers])
+        return replace(outcome, took_ms=round((time.perf_counter() - started) * 1000.0, 3))
+
+    async def _did_you_mean(self, outcome: Outcome, shards: list[RemoteShard]) -> Outcome:
+        """``outcome`` with the spelling correction one index over ``shards`` would offer
+        (the module doc); a shard that fails is left out of it."""
+        ask = SpellAsk(q=outcome.query, langs=self.langs)
+        got = await gather_calls([partial(s.call, "/shard/spell", ask, SpellAnswer)
+                                  for s in shards])
+        near: dict[str, Near] = {}
+        # term -> (its df, the shard's place, the shard, how its titles write it) per shard
+        holders: dict[str, list[tuple[int, int, RemoteShard, str | None]]] = {}
+        for place, (shard, answer) in enumerate(zip(shards, got, strict=True)):
+            if isinstance(answer, Failure):
+                continue
+            for w in answer.words:
+                part = Near(w.df, tuple((t.term, t.edits, t.df) for t in w.terms))
+                near[w.word] = near[w.word].plus(part) if w.word in near else part
+                for t in w.terms:
+                    holders.setdefault(t.term, []).append((t.df, place, shard, t.surface))
+        best = {w: term for w, n in near.items() if (term := n.best()) is not None}
+        if not best:
+            return outcome
+        shown: dict[str, str] = {}
+        untitled: list[str] = []
+        for term in dict.fromkeys(best.values()):
+            holders[term].sort(key=lambda h: (-h[0], h[1]))
+            titled = next((h[3] for h in holders[term] if h[3]), None)
+            if titled is not None:
+                shown[term] = titled
+            else:
+                untitled.append(term)
+        if untitled:
+            shown.update(await self._surfaces(untitled, holders))
+        fix = correct_query(outcome.query,
+                            lambda w: shown.get(best[w], best[w]) if w in best else None)
+        if fix is None:
+            return outcome
+        unfound = all(near[fold_text(typed)].df == 0 for typed, _ in fix.words)
+        return replace(outcome, did_you_mean=fix.query, corrects_unfound=unfound)
+
+    async def _surfaces(self, terms: list[str],
+                        holders: dict[str, list[tuple[int, int, RemoteShard, str | None]]]
+                        ) -> dict[str, str]:
+        """How a page writes each of ``terms``: the answer of the shard holding it most
+        that has one (each shard asked once, for its terms)."""
+        asked: dict[int, tuple[RemoteShard, list[str]]] = {}
+        for term in terms:
+            for _, place, shard, _ in holders[term]:
+                asked.setdefault(place, (shard, []))[1].append(term)
+        order = sorted(asked)
+        got = await gather_calls([
+            partial(asked[p][0].call, "/shard/surfaces", SurfacesAsk(terms=asked[p][1]),
+                    SurfacesAnswer) for p in order])
+        said = {p: a.surfaces for p, a in zip(order, got, strict=True)
+                if not isinstance(a, Failure)}
+        out: dict[str, str] = {}
+        for term in terms:
+            for _, place, _, _ in holders[term]:  # the shard holding it most first
+                surface = said.get(place, {}).get(term)
+                if surface:
+                    out[term] = surface
+                    break
+        return out
 
     async def _statistics(self, q: str, shards: list[RemoteShard]
                           ) -> tuple[list[Failure], list[tuple[RemoteShard, StatsAnswer]],

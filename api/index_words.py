@@ -39,8 +39,10 @@ from websift.indexer.spelling import (
     MAX_SPELLED_WORDS,
     Correction,
     Lexicon,
+    Near,
     SegmentWords,
     Speller,
+    looked_up_words,
     spelled_words,
     titles,
 )
@@ -203,9 +205,31 @@ class IndexWords:
     def did_you_mean(self, snap: Snapshot, query: str, lang: str | None) -> Correction | None:
         if spelled_words(query) > MAX_SPELLED_WORDS:
             return None  # not corrected (indexer/spelling.py): the speller is not built for it
-        searcher = snap.searcher.value
-        key = (searcher.index_settings, analysis_language(lang))
+        return self.speller(snap).correct(query, self._analyzer(snap, lang),
+                                          snap.searcher.value.surface_of)
+
+    def near(self, snap: Snapshot, query: str, lang: str | None) -> dict[str, Near]:
+        """Per folded word of ``query`` that a correction looks up, what this index holds of
+        it (indexer/spelling.py :class:`Near`; a front server sums the shards' answers and
+        chooses as :meth:`did_you_mean` does); empty for a query that is not corrected."""
+        if spelled_words(query) > MAX_SPELLED_WORDS:
+            return {}
+        speller, analyzer = self.speller(snap), self._analyzer(snap, lang)
+        return {w: near for w in looked_up_words(query)
+                if (near := speller.near(w, analyzer)) is not None}
+
+    def surface(self, snap: Snapshot, term: str, *, pages: bool) -> str | None:
+        """How this index shows ``term`` in a correction: as its titles write it most, else
+        (``pages``) as a page holding it writes it; None: neither."""
+        speller = self.speller(snap)
+        found = speller.surfaces.get(term)
+        if found is None and pages:
+            found = snap.searcher.value.surface_of(term)
+        return found
+
+    def _analyzer(self, snap: Snapshot, lang: str | None) -> Analyzer:
+        key = (snap.searcher.value.index_settings, analysis_language(lang))
         analyzer = self._analyzers.get(key)
         if analyzer is None:  # made once: its stop terms are stemmed at construction
             analyzer = self._analyzers[key] = Analyzer.of(*key)
-        return self.speller(snap).correct(query, analyzer, searcher.surface_of)
+        return analyzer

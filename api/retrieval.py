@@ -104,6 +104,9 @@ class Outcome:
     partial: bool = False  # the search deadline stopped it: the best of what it had scored
     lang: str | None = None  # the language the query was analysed in
     did_you_mean: str | None = None  # the query with misspelt words replaced (api/index_words.py)
+    # Every word ``did_you_mean`` replaces is in no page (not in the JSON: the search page
+    # shows the correction's results then, api/routes/web.py).
+    corrects_unfound: bool = False
     rarest_df: int | None = None  # its rarest word's document frequency (not in the JSON)
 
 
@@ -443,7 +446,8 @@ class LocalSearch:
 def with_suggestion(words: IndexWords, snap: Snapshot, outcome: Outcome) -> Outcome:
     """``outcome`` with its spelling suggestion from ``words`` (api/index_words.py), if any."""
     fix = words.did_you_mean(snap, outcome.query, outcome.lang)
-    return outcome if fix is None else replace(outcome, did_you_mean=fix.query)
+    return outcome if fix is None else replace(outcome, did_you_mean=fix.query,
+                                                 corrects_unfound=fix.unfound)
 
 
 def wants_suggestion(outcome: Outcome, req: SearchRequest) -> bool:

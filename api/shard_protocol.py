@@ -13,6 +13,12 @@ Every ``websift serve`` that searches an index of its own is a shard server: it 
    snippets;
 3. ``/shard/snippets``: snippets of the pages that made the final page of results only.
 
+A query that finds few pages, or holds a word in at most a page or two, is offered a spelling
+correction as one index would offer it (indexer/spelling.py): ``/shard/spell`` gives, per
+query word, the df of its term in the shard and the terms near it with theirs; the front sums
+them and chooses; ``/shard/surfaces`` then asks how the shards write a chosen term that no
+title gave.
+
 The models here are the wire format of both sides; the functions run on the shard's side.
 """
 
@@ -23,6 +29,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from websift.api.errors import InvalidParameter
+from websift.api.index_words import IndexWords
 from websift.api.retrieval import (
     SITE_MAX_CHARS,
     TOPIC_MAX_CHARS,
@@ -31,13 +38,14 @@ from websift.api.retrieval import (
 )
 from websift.api.settings import Settings
 from websift.api.snapshot import Snapshot
-from websift.indexer.searcher import CollectionStats
+from websift.indexer.searcher import CollectionStats, query_langs_of
 from websift.indexer.settings import MAX_QUERY_CHARS, N_FIELDS
 
 # Figures from the wire become float64 and int64: keep them where both are exact.
 MAX_COUNT = 2**53
 MAX_DOC_ID = 2**63 - 1
 MAX_LANGS = 1000  # languages a collection's statistics may name
+MAX_NEAR_TERMS = 10_000  # terms near one query word a shard may name (a short word, many)
 
 
 class StatsAsk(BaseModel):
@@ -172,3 +180,58 @@ def shard_snippets(snap: Snapshot, ask: SnippetsAsk) -> SnippetsAnswer:
     return SnippetsAnswer(snippets=[
         ShardSnippet(doc_id=i, snippet=m[0], highlights=m[1])
         for i, m in zip(ids, made, strict=True) if m is not None])
+
+
+class SpellAsk(BaseModel):
+    q: str = Field(min_length=1, max_length=MAX_QUERY_CHARS, description="the query")
+    langs: dict[str, int] | None = Field(
+        default=None, max_length=MAX_LANGS, description="pages per language of the whole "
+        "collection (the query's language is told as one index of every shard would); "
+        "null: the shard's own")
+
+
+class NearTerm(BaseModel):
+    term: str
+    edits: int = Field(ge=0, description="optimal string alignment distance to the word")
+    df: int = Field(ge=0, le=MAX_COUNT, description="documents holding the term here")
+    surface: str | None = Field(description="how this shard's titles write it most, or null")
+
+
+class NearWord(BaseModel):
+    word: str = Field(description="the query word, folded")
+    df: int = Field(ge=0, le=MAX_COUNT, description="documents holding its term here")
+    terms: list[NearTerm] = Field(max_length=MAX_NEAR_TERMS)
+
+
+class SpellAnswer(BaseModel):
+    words: list[NearWord] = Field(description="the query's words a correction looks up "
+                                  "(none for a query not corrected)")
+
+
+class SurfacesAsk(BaseModel):
+    terms: list[str] = Field(max_length=MAX_QUERY_CHARS, description="analysed terms")
+
+
+class SurfacesAnswer(BaseModel):
+    surfaces: dict[str, str | None] = Field(description="how a page of this shard holding "
+                                            "each term writes it, or null")
+
+
+def shard_spell(snap: Snapshot, ask: SpellAsk, words: IndexWords) -> SpellAnswer:
+    bad = [n for n in (ask.langs or {}).values() if not 0 <= n <= MAX_COUNT]
+    if bad:
+        raise InvalidParameter(f"langs: counts must be between 0 and {MAX_COUNT} (got {bad[0]})")
+    searcher = snap.searcher.value
+    qlangs = None if ask.langs is None else query_langs_of(ask.langs)
+    _, lang, _, _ = searcher.query_analysis(ask.q, langs=qlangs)
+    speller = words.speller(snap)
+    return SpellAnswer(words=[
+        NearWord(word=w, df=near.df, terms=[
+            NearTerm(term=t, edits=e, df=d, surface=speller.surfaces.get(t))
+            for t, e, d in near.terms])
+        for w, near in words.near(snap, ask.q, lang).items()])
+
+
+def shard_surfaces(snap: Snapshot, ask: SurfacesAsk, words: IndexWords) -> SurfacesAnswer:
+    return SurfacesAnswer(surfaces={t: words.surface(snap, t, pages=True)
+                                    for t in dict.fromkeys(ask.terms)})

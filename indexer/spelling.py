@@ -58,6 +58,39 @@ class Correction:
 
     query: str
     words: tuple[tuple[str, str], ...]  # (typed, suggested)
+    # Every word replaced is in no page: the results as typed cannot hold it (the search page
+    # then shows the correction's results, api/routes/web.py).
+    unfound: bool = False
+
+
+@dataclass(frozen=True)
+class Near:
+    """What an index holds of a folded query word for a correction: the document frequency of
+    its term, and every term near enough to replace it (``(term, edits, df)``, by term), none
+    when the word is held too widely to be corrected.  The same word's ``Near`` of several
+    disjoint indexes add up (:meth:`plus`) to that of one index over them all, but for a term
+    held by fewer than MIN_DF documents in each (no index offers it)."""
+
+    df: int
+    terms: tuple[tuple[str, int, int], ...] = ()
+
+    def plus(self, other: Near) -> Near:
+        edits: dict[str, int] = {}
+        dfs: Counter[str] = Counter()
+        for term, e, d in (*self.terms, *other.terms):
+            edits[term] = min(edits.get(term, e), e)  # the same strings: the same edits
+            dfs[term] += d
+        return Near(self.df + other.df, tuple((t, edits[t], dfs[t]) for t in sorted(edits)))
+
+    def best(self) -> str | None:
+        """The term to suggest: the fewest edits, then the most documents, then the first
+        in order; only a term held by RARE_RATIO times the word's documents (and at least
+        MIN_DF), and only for a word held by at most RARE_DF documents."""
+        if self.df > RARE_DF:
+            return None
+        floor = max(MIN_DF, self.df * RARE_RATIO)
+        found = [(e, -d, t) for t, e, d in self.terms if d >= floor]
+        return min(found)[2] if found else None
 
 
 def _correctable(word: str) -> bool:
@@ -102,22 +135,33 @@ class Speller:
         memo = self._nearest
         if key in memo:
             return memo[key]
-        term = self._nearest_of(word, analyzer)
-        found = term if term is None else self.surfaces.get(term) or (
-            surface_of(term) if surface_of is not None else None) or term
+        near = self.near(word, analyzer)
+        term = None if near is None else near.best()
+        found = term if term is None else self.surface(term, surface_of)
         if len(memo) < NEAREST_MEMO:
             memo[key] = found
         return found
 
-    def _nearest_of(self, word: str, analyzer: Analyzer) -> str | None:
+    def surface(self, term: str, surface_of: Callable[[str], str | None] | None = None
+                ) -> str:
+        """How ``term`` is shown: as the titles write it most, else as ``surface_of`` finds
+        it in a page, else as the term."""
+        return self.surfaces.get(term) or (
+            surface_of(term) if surface_of is not None else None) or term
+
+    def near(self, word: str, analyzer: Analyzer) -> Near | None:
+        """What this index holds for correcting the folded query ``word`` (:class:`Near`;
+        None: a word never corrected, not one term)."""
+        if not _correctable(word):
+            return None
         terms = analyzer.terms(word)
         if len(terms) != 1:
             return None
         own = self.df.get(terms[0], 0)
         if own > RARE_DF:
-            return None
+            return Near(own)
         max_edits = 2 if len(word) >= LONG_WORD_CHARS else 1
-        best: tuple[int, int, str] | None = None  # (edits, -df, term)
+        edits: dict[str, int] = {}
         for probe in {word, terms[0]}:  # the word as typed and its stem, against the stems
             for n in range(len(probe) - max_edits, len(probe) + max_edits + 1):
                 pool = self._by_len.get(n)
@@ -125,37 +169,56 @@ class Speller:
                     continue
                 # every term near enough (no limit): the answer is the same whatever the
                 # order of the pool
-                for term, edits, _ in extract(probe, pool, scorer=OSA.distance,
-                                              score_cutoff=max_edits, limit=None):
-                    d = self.df[term]
-                    if d < max(MIN_DF, own * RARE_RATIO) or term == terms[0]:
-                        continue
-                    key = (int(edits), -d, term)
-                    if best is None or key < best:
-                        best = key
-        return None if best is None else best[2]
+                for term, e, _ in extract(probe, pool, scorer=OSA.distance,
+                                          score_cutoff=max_edits, limit=None):
+                    if term != terms[0]:
+                        edits[term] = min(edits.get(term, int(e)), int(e))
+        return Near(own, tuple((t, edits[t], self.df[t]) for t in sorted(edits)))
 
     def correct(self, query: str, analyzer: Analyzer,
                 surface_of: Callable[[str], str | None] | None = None) -> Correction | None:
         """The query with each misspelt word replaced (its other words, operators and quotes
         kept as typed), or None when every word is fine or it has too many words
         (:func:`spelled_words`).  ``surface_of``: as :meth:`nearest`'s."""
-        if spelled_words(query) > MAX_SPELLED_WORDS:
+        fix = correct_query(query, lambda w: self.nearest(w, analyzer, surface_of))
+        if fix is None:
             return None
-        out: list[str] = []
-        words: list[tuple[str, str]] = []
-        for token in query.split(" "):
-            core, lead, tail = _parts(token)
-            folded = fold_text(core)
-            fix = None if not _looked_up(core) else self.nearest(folded, analyzer, surface_of)
-            if fix is None or fix == folded:
-                out.append(token)
-                continue
-            words.append((core, fix))
-            out.append(lead + fix + tail)
-        if not words:
-            return None
-        return Correction(" ".join(out), tuple(words))
+        unfound = all(self.df.get(analyzer.terms(fold_text(typed))[0], 0) == 0
+                      for typed, _ in fix.words)
+        return Correction(fix.query, fix.words, unfound)
+
+
+def looked_up_words(query: str) -> list[str]:
+    """The folded words of ``query`` a correction looks up (:func:`correct_query`), in order."""
+    out: list[str] = []
+    for token in query.split(" "):
+        core = _parts(token)[0]
+        if _looked_up(core):
+            out.append(fold_text(core))
+    return out
+
+
+def correct_query(query: str, nearest: Callable[[str], str | None]) -> Correction | None:
+    """``query`` with each looked-up word (not an exclusion or a filter) that ``nearest``
+    (folded word -> its suggestion, or None) replaces replaced, its quotes and brackets and the
+    other words kept as typed; None when none is, or the query has more than
+    MAX_SPELLED_WORDS words to look up (:func:`spelled_words`)."""
+    if spelled_words(query) > MAX_SPELLED_WORDS:
+        return None
+    out: list[str] = []
+    words: list[tuple[str, str]] = []
+    for token in query.split(" "):
+        core, lead, tail = _parts(token)
+        folded = fold_text(core)
+        fix = None if not _looked_up(core) else nearest(folded)
+        if fix is None or fix == folded:
+            out.append(token)
+            continue
+        words.append((core, fix))
+        out.append(lead + fix + tail)
+    if not words:
+        return None
+    return Correction(" ".join(out), tuple(words))
 
 
 def _parts(token: str) -> tuple[str, str, str]:

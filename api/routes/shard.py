@@ -1,7 +1,9 @@
-"""``POST /shard/stats``, ``/shard/search``, ``/shard/snippets``: what a front server asks.
+"""``POST /shard/stats``, ``/shard/search``, ``/shard/snippets``, ``/shard/spell``,
+``/shard/surfaces``: what a front server asks.
 
 The calls of ``api/shard_protocol.py`` (statistics, scoring with the global statistics,
-snippets of the winners), answered from this server's snapshot.  Each runs in a worker thread
+snippets of the winners, what a spelling correction needs), answered from this server's
+snapshot.  Each runs in a worker thread
 under the same concurrency limit as ``GET /search``.  Only a server started as a shard server
 (``websift serve --shard-server``) has these routes, and they answer only a caller holding the
 shard secret (``$WEBSIFT_SHARD_TOKEN``, sent by the front server as a bearer token).
@@ -13,7 +15,7 @@ from collections.abc import Callable
 from typing import Annotated
 
 import anyio
-from fastapi import APIRouter, Depends, Response
+from fastapi import APIRouter, Depends, Request, Response
 from pydantic import BaseModel
 
 from websift.api.dependencies import (
@@ -29,11 +31,17 @@ from websift.api.shard_protocol import (
     SearchAsk,
     SnippetsAnswer,
     SnippetsAsk,
+    SpellAnswer,
+    SpellAsk,
     StatsAnswer,
     StatsAsk,
+    SurfacesAnswer,
+    SurfacesAsk,
     shard_search,
     shard_snippets,
+    shard_spell,
     shard_stats,
+    shard_surfaces,
 )
 from websift.api.snapshot import Snapshot
 
@@ -77,5 +85,28 @@ def build_router() -> APIRouter:
         limiter: Annotated[anyio.CapacityLimiter, Depends(get_search_limiter)],
     ) -> Response:
         return await _in_thread(limiter, lambda: shard_snippets(snap, ask))
+
+    @router.post("/spell", response_model=SpellAnswer,
+                 summary="For a front server's spelling correction: each query word's df here "
+                 "and the terms near it")
+    async def spell(
+        ask: SpellAsk,
+        request: Request,
+        snap: Annotated[Snapshot, Depends(get_snapshot)],
+        limiter: Annotated[anyio.CapacityLimiter, Depends(get_search_limiter)],
+    ) -> Response:
+        words = request.app.state.index_words
+        return await _in_thread(limiter, lambda: shard_spell(snap, ask, words))
+
+    @router.post("/surfaces", response_model=SurfacesAnswer,
+                 summary="For a front server's spelling correction: how pages write terms")
+    async def surfaces(
+        ask: SurfacesAsk,
+        request: Request,
+        snap: Annotated[Snapshot, Depends(get_snapshot)],
+        limiter: Annotated[anyio.CapacityLimiter, Depends(get_search_limiter)],
+    ) -> Response:
+        words = request.app.state.index_words
+        return await _in_thread(limiter, lambda: shard_surfaces(snap, ask, words))
 
     return router

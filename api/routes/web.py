@@ -209,11 +209,13 @@ def build_router(templates: Jinja2Templates) -> APIRouter:
             # This handler runs in a worker thread (it renders, and may read the disk for the
             # topic list); the engine is async (a front server awaits its shards).
             outcome = anyio.from_thread.run(engine.search, req)
-            # A query that finds nothing, with a spelling that finds pages, shows the pages
-            # of that spelling, as a reader expects of a search engine; ``as_typed`` (the
-            # "search instead for" link) keeps the query as typed.
+            # A query that finds nothing, or whose misspelt words are in no page (its
+            # pages are those of its other words: ``hashmpa insert``), with a spelling that
+            # finds pages, shows the pages of that spelling, as a reader expects of a search
+            # engine; ``as_typed`` (the "search instead for" link) keeps the query as typed.
             typed = None
-            if (outcome.total == 0 and outcome.did_you_mean is not None and off == 0
+            if ((outcome.total == 0 or outcome.corrects_unfound)
+                    and outcome.did_you_mean is not None and off == 0
                     and (as_typed or "").lower() not in ("1", "true", "yes", "on")):
                 fixed = anyio.from_thread.run(engine.search, replace(req, q=outcome.did_you_mean))
                 if fixed.total:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -173,6 +174,34 @@ def test_remote_shards_answer_as_the_whole_index(
     # the shards' addresses and the pid only for the admin token
     assert sorted(stats["shards"]) == ["shard 1", "shard 2", "shard 3"] and stats["pid"] is None
     assert sorted(front.get("/stats", headers=ADMIN).json()["shards"]) == sorted(shard_servers)
+
+
+# Misspelt words of one host, of two (a host's own words are on the next one's pages too),
+# of every host, beside right words.
+MISSPELT = ["falcn", "glaicer river", "nebual", "lantren", "rivr stone", "coper meadow",
+            "cedr", "walnutt canyon", "tundar", "marbel window"]
+
+
+def test_remote_shards_correct_spelling_as_the_whole_index(
+    site: tuple[DataDir, list[DataDir]], shard_servers: list[str],
+    app_client: Callable[..., TestClient],
+) -> None:
+    whole, _ = site
+    one = app_client(data=whole.root)
+    front = app_client(shards=shard_servers, shard_timeout_ms=PATIENT_MS)
+    for q in MISSPELT:
+        expected, got = answers(one, q), answers(front, q)
+        assert expected["did_you_mean"] is not None, q  # each is corrected: the test can fail
+        assert got["did_you_mean"] == expected["did_you_mean"], q
+        assert ranking(got) == ranking(expected), q
+    assert answers(front, "falcon")["did_you_mean"] is None  # a right word is left alone
+    # the search page shows the correction's pages: "coper" is in no page
+    html = front.get("/", params={"q": "coper meadow"}).text
+    assert "Showing results for <b>copper meadow</b>" in html
+    shown = re.findall(r'<li class="result">.*?<a href="([^"]+)"', html, re.S)
+    assert shown and shown == re.findall(
+        r'<li class="result">.*?<a href="([^"]+)"',
+        one.get("/", params={"q": "coper meadow"}).text, re.S)  # the pages one index shows
 
 
 def test_a_shard_down_gives_partial_results_not_an_error(

@@ -95,3 +95,20 @@ def test_a_misspelling_that_finds_nothing_shows_its_correction_s_pages(
     assert not results(page(client, q="tulps", offset=10))
     nothing = page(client, q="qqzzxxyy")
     assert not results(nothing) and "Showing results for" not in nothing
+
+
+def test_a_misspelt_word_in_no_page_beside_found_words_shows_the_correction_s_pages(
+        client: TestClient) -> None:
+    # "tulps garden" finds the garden notes by "garden" alone: "tulps" is in no page, so the
+    # pages that hold it as typed cannot be there; the correction's pages are shown.
+    typed = page(client, q="tulps garden", as_typed=1)
+    assert results(typed) and "Did you mean" in typed
+    shown = page(client, q="tulps garden")
+    assert ('<p class="did-you-mean corrected">Showing results for <b>tulips garden</b>. Search '
+            'instead for <a href="/?q=tulps+garden&amp;as_typed=1">tulps garden</a>.</p>') in shown
+    first = re.search(r'<li class="result">.*?</li>', shown, re.S)
+    assert first is not None and "tulips" in first.group(0)  # a tulips note ranks first
+    # the JSON answers the query as typed, with the suggestion
+    body = client.get("/search", params={"q": "tulps garden"}).json()
+    assert body["did_you_mean"] == "tulips garden" and body["total"] == len(
+        client.get("/search", params={"q": "garden", "k": 100}).json()["results"])
