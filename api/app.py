@@ -9,7 +9,7 @@ unexpected, has the body ``{"error": {"code": ..., "message": ...}}``.
 With ``settings.shards`` naming data directories, the holder searches their indexes as one
 (``--ranks`` or the first shard gives the ranks, crawl store and topics); naming URLs of other
 ``websift serve`` processes, the application is a front server: no holder, searches fanned out
-(``api/fanout.py``), and only ``/search``, ``/``, ``/stats``, ``/healthz`` and the docs.  Only a
+(``api/fanout.py``), and only ``/search``, ``/``, ``/suggest``, ``/stats``, ``/healthz`` and the docs.  Only a
 server started with ``settings.shard_server`` answers a front server's ``/shard/*`` calls.
 :func:`app_from_env` is the factory ``websift serve --workers N`` gives uvicorn.
 """

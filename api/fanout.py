@@ -25,6 +25,10 @@ as the titles of the shard holding it most write it, else as a page of a shard h
 (``/shard/surfaces``, only for such terms).  A term held by fewer than MIN_DF pages in every
 shard is never offered, where one index might offer it.
 
+The search box's completions (``/suggest``) are each shard's heaviest ``KEPT`` candidates
+(``/shard/complete``), their weights summed per key (indexer/completion.py ``summed``): a key
+that is among no shard's heaviest is not offered, though its sum might rank it.
+
 Importance (PageRank, OPIC, topics) is added by each shard from its own ranks generation: for
 scores to compare, every shard server serves the same ranks generation (one ``websift rank``
 over the whole link graph, copied to each).  Each call to a shard must answer within
@@ -63,6 +67,8 @@ from websift.api.retrieval import (
 )
 from websift.api.settings import Settings
 from websift.api.shard_protocol import (
+    CompleteAnswer,
+    CompleteAsk,
     SearchAnswer,
     SearchAsk,
     ShardHit,
@@ -77,6 +83,7 @@ from websift.api.shard_protocol import (
     SurfacesAsk,
 )
 from websift.indexer.analysis import Analyzer
+from websift.indexer.completion import KEPT, completions, summed
 from websift.indexer.folding import fold_text
 from websift.indexer.query import parse_query
 from websift.indexer.searcher import CollectionStats, Hit
@@ -361,6 +368,15 @@ class FanOut:
             return outcome
         unfound = all(near[fold_text(typed)].df == 0 for typed, _ in fix.words)
         return replace(outcome, did_you_mean=fix.query, corrects_unfound=unfound)
+
+    async def complete(self, q: str, k: int) -> list[str]:
+        """Up to ``k`` completions of ``q`` from the shards that answer (the module doc)."""
+        ask = CompleteAsk(q=q, n=KEPT)
+        got = await gather_calls([partial(s.call, "/shard/complete", ask, CompleteAnswer)
+                                  for s in self.shards])
+        answers = [a for a in got if not isinstance(a, Failure)]
+        return completions(q, k, summed((a.whole for a in answers), KEPT),
+                           summed((a.words for a in answers), KEPT))
 
     async def _surfaces(self, terms: list[str],
                         holders: dict[str, list[tuple[int, int, RemoteShard, str | None]]]

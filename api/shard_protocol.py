@@ -17,7 +17,8 @@ A query that finds few pages, or holds a word in at most a page or two, is offer
 correction as one index would offer it (indexer/spelling.py): ``/shard/spell`` gives, per
 query word, the df of its term in the shard and the terms near it with theirs; the front sums
 them and chooses; ``/shard/surfaces`` then asks how the shards write a chosen term that no
-title gave.
+title gave.  ``/shard/complete`` gives the search box's completions' candidates with their
+weights (indexer/completion.py), which the front sums.
 
 The models here are the wire format of both sides; the functions run on the shard's side.
 """
@@ -38,6 +39,7 @@ from websift.api.retrieval import (
 )
 from websift.api.settings import Settings
 from websift.api.snapshot import Snapshot
+from websift.indexer.completion import KEPT
 from websift.indexer.searcher import CollectionStats, query_langs_of
 from websift.indexer.settings import MAX_QUERY_CHARS, N_FIELDS
 
@@ -235,3 +237,22 @@ def shard_spell(snap: Snapshot, ask: SpellAsk, words: IndexWords) -> SpellAnswer
 def shard_surfaces(snap: Snapshot, ask: SurfacesAsk, words: IndexWords) -> SurfacesAnswer:
     return SurfacesAnswer(surfaces={t: words.surface(snap, t, pages=True)
                                     for t in dict.fromkeys(ask.terms)})
+
+
+class CompleteAsk(BaseModel):
+    q: str = Field(min_length=1, max_length=MAX_QUERY_CHARS, description="what is typed so far")
+    n: int = Field(ge=1, le=KEPT, description="candidates of each list")
+
+
+class CompleteAnswer(BaseModel):
+    whole: list[tuple[str, str, float]] = Field(
+        max_length=KEPT, description="(folded key, shown, weight) of the keys that start "
+        "with the whole query, heaviest first")
+    words: list[tuple[str, str, float]] = Field(
+        max_length=KEPT, description="those of the words that start with its last word (a "
+        "query of several words)")
+
+
+def shard_complete(snap: Snapshot, ask: CompleteAsk, words: IndexWords) -> CompleteAnswer:
+    whole, last = words.of(snap).completer.candidates(ask.q, ask.n)
+    return CompleteAnswer(whole=whole, words=last)

@@ -114,21 +114,62 @@ class Completer:
 
     def complete(self, query: str, k: int = 8) -> list[str]:
         """Up to ``k`` completions of ``query``, heaviest first."""
+        whole, words = self.candidates(query, k)
+        return completions(query, k, whole, words)
+
+    def candidates(self, query: str, n: int) -> tuple[list[Entry], list[Entry]]:
+        """The heaviest ``n`` entries (key, shown, weight) whose key starts with the whole
+        folded ``query``, and of a query of several words those of single words starting with
+        its last word (heaviest first): what :func:`completions` chooses from.  Several
+        indexes' candidates, their weights summed per key, complete as one index over them
+        all would, as far as each gave enough of them (api/fanout.py)."""
         key = _key(query)
-        if not key or k <= 0:
-            return []
-        out: list[str] = []
-        seen: set[str] = set()
+        if not key or n <= 0:
+            return [], []
         head, _, last = key.rpartition(" ")
-        typed = query.strip().rsplit(None, 1)[0] + " " if head else ""
-        whole = [self.shown[i] for i in self._range(key, k)]
-        words = [typed + self.shown[i] for i in self._range(last, k)
+        whole = [self._entry(i) for i in self._range(key, n)]
+        words = [self._entry(i) for i in self._range(last, n)
                  if " " not in self.keys[i]] if head else []
-        for text in whole + words:
-            folded = _key(text)
-            if folded not in seen and folded != key:
-                seen.add(folded)
-                out.append(text)
-            if len(out) == k:
-                break
-        return out
+        return whole, words
+
+    def _entry(self, i: int) -> Entry:
+        return self.keys[i], self.shown[i], float(self.weights[i])
+
+
+Entry = tuple[str, str, float]  # (folded key, what is shown, weight)
+
+
+def completions(query: str, k: int, whole: list[Entry], words: list[Entry]) -> list[str]:
+    """Up to ``k`` completions of ``query`` from :meth:`Completer.candidates`' lists: the
+    keys that start with the whole query, then the query's words before its last with each
+    word that completes the last (as typed), heaviest first in each list; no key twice and
+    not the query itself."""
+    key = _key(query)
+    if not key or k <= 0:
+        return []
+    head = key.rpartition(" ")[0]
+    typed = query.strip().rsplit(None, 1)[0] + " " if head else ""
+    out: list[str] = []
+    seen: set[str] = set()
+    for text in [e[1] for e in whole] + [typed + e[1] for e in words]:
+        folded = _key(text)
+        if folded not in seen and folded != key:
+            seen.add(folded)
+            out.append(text)
+        if len(out) == k:
+            break
+    return out
+
+
+def summed(lists: Iterable[list[Entry]], n: int) -> list[Entry]:
+    """Several indexes' candidate lists as one: each key's weights summed, shown as the
+    heaviest part shows it, the heaviest ``n`` (ties by key), as the completer's order."""
+    weight: dict[str, float] = {}
+    shown: dict[str, tuple[float, str]] = {}
+    for entries in lists:
+        for key, text, w in entries:
+            weight[key] = weight.get(key, 0.0) + w
+            if key not in shown or w > shown[key][0]:
+                shown[key] = (w, text)
+    ranked = sorted(weight, key=lambda k: (-weight[k], k))[:n]
+    return [(k, shown[k][1], weight[k]) for k in ranked]

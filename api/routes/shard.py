@@ -1,5 +1,5 @@
 """``POST /shard/stats``, ``/shard/search``, ``/shard/snippets``, ``/shard/spell``,
-``/shard/surfaces``: what a front server asks.
+``/shard/surfaces``, ``/shard/complete``: what a front server asks.
 
 The calls of ``api/shard_protocol.py`` (statistics, scoring with the global statistics,
 snippets of the winners, what a spelling correction needs), answered from this server's
@@ -27,6 +27,8 @@ from websift.api.dependencies import (
 from websift.api.models import error_responses
 from websift.api.settings import Settings
 from websift.api.shard_protocol import (
+    CompleteAnswer,
+    CompleteAsk,
     SearchAnswer,
     SearchAsk,
     SnippetsAnswer,
@@ -37,6 +39,7 @@ from websift.api.shard_protocol import (
     StatsAsk,
     SurfacesAnswer,
     SurfacesAsk,
+    shard_complete,
     shard_search,
     shard_snippets,
     shard_spell,
@@ -108,5 +111,16 @@ def build_router() -> APIRouter:
     ) -> Response:
         words = request.app.state.index_words
         return await _in_thread(limiter, lambda: shard_surfaces(snap, ask, words))
+
+    @router.post("/complete", response_model=CompleteAnswer,
+                 summary="For a front server's /suggest: this shard's heaviest completions")
+    async def complete(
+        ask: CompleteAsk,
+        request: Request,
+        snap: Annotated[Snapshot, Depends(get_snapshot)],
+        limiter: Annotated[anyio.CapacityLimiter, Depends(get_search_limiter)],
+    ) -> Response:
+        words = request.app.state.index_words
+        return await _in_thread(limiter, lambda: shard_complete(snap, ask, words))
 
     return router

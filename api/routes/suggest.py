@@ -4,13 +4,14 @@ browser's search engine.
 ``/suggest`` answers in the OpenSearch suggestions format (``application/x-suggestions+json``:
 ``[query, [completion, ...]]``), which browsers read as they are and the search page's script
 reads too.  Completions come from the served index's titles and words
-(``indexer/completion.py``); a front server, which holds no index, suggests nothing.
+(``indexer/completion.py``); a front server's from its shards' (api/fanout.py ``complete``).
 """
 
 import json
 from typing import Annotated
 from xml.sax.saxutils import escape, quoteattr
 
+import anyio
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import Response
 
@@ -63,6 +64,8 @@ def build_router(settings: Settings) -> APIRouter:
         if holder is not None and q.strip():
             with holder.lease() as snap:
                 found = words.of(snap).completer.complete(q, k)
+        elif q.strip():  # a front server: its shards' completions (this runs in a thread)
+            found = anyio.from_thread.run(request.app.state.engine.complete, q, k)
         body = json.dumps([q, found], ensure_ascii=False)
         return Response(body, media_type=SUGGESTIONS_TYPE)
 
