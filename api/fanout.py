@@ -296,9 +296,10 @@ class FanOut:
         started = time.perf_counter()
         self.queries += 1
         shards = list(self.shards)
-        failures, parts, total = await self._statistics(req.q, shards)
+        failures, parts, total = await self._statistics(req, shards)
         ask = SearchAsk(q=req.q, k=req.offset + req.k, topic=req.topic, site=req.site,
-                        explain=req.explain, stats=Statistics.of(total))
+                        explain=req.explain, stats=Statistics.of(total), lang=req.lang,
+                        lang_hint=req.lang_hint)
         second = await gather_calls([partial(s.call, "/shard/search", ask, SearchAnswer)
                                      for s, _ in parts])
         failures += [a for a in second if isinstance(a, Failure)]
@@ -326,15 +327,17 @@ class FanOut:
             explain=head.fusion,
             shards=ShardCount(len(answers), len(shards)),
             rarest_df=min(total.df.values(), default=None),
+            lang=head.lang,
         )
         if wants_suggestion(outcome, req):
-            outcome = await self._did_you_mean(outcome, [s for s, _ in answers])
+            outcome = await self._did_you_mean(req, outcome, [s for s, _ in answers])
         return replace(outcome, took_ms=round((time.perf_counter() - started) * 1000.0, 3))
 
-    async def _did_you_mean(self, outcome: Outcome, shards: list[RemoteShard]) -> Outcome:
-        """``outcome`` with the spelling correction one index over ``shards`` would offer
-        (the module doc); a shard that fails is left out of it."""
-        ask = SpellAsk(q=outcome.query, langs=self.langs)
+    async def _did_you_mean(self, req: SearchRequest, outcome: Outcome,
+                            shards: list[RemoteShard]) -> Outcome:
+        """``outcome`` of ``req`` with the spelling correction one index over ``shards`` would
+        offer (the module doc); a shard that fails is left out of it."""
+        ask = SpellAsk(q=outcome.query, langs=self.langs, lang=req.lang, lang_hint=req.lang_hint)
         got = await gather_calls([partial(s.call, "/shard/spell", ask, SpellAnswer)
                                   for s in shards])
         near: dict[str, Near] = {}
@@ -402,16 +405,17 @@ class FanOut:
                     break
         return out
 
-    async def _statistics(self, q: str, shards: list[RemoteShard]
+    async def _statistics(self, req: SearchRequest, shards: list[RemoteShard]
                           ) -> tuple[list[Failure], list[tuple[RemoteShard, StatsAnswer]],
                                      CollectionStats]:
-        """Round 1: every shard's statistics of ``q`` and their sums.  The query is analysed
-        as the whole collection's languages say (which languages a query may be in, and
-        whether the language prior applies): the sums of the last answers, asked again
+        """Round 1: every shard's statistics of ``req``'s query and their sums.  The query is
+        analysed in the language asked, else as the whole collection's languages say (which
+        languages a query may be in, and whether the language prior applies), with the
+        reader's languages as a hint: the sums of the last answers, asked again
         once when the answers' sums differ (the first query, or a shard's index moved).  The
         statistics returned say the languages the shards analysed the query with."""
         for _ in range(2):
-            ask = StatsAsk(q=q, langs=self.langs)
+            ask = StatsAsk(q=req.q, langs=self.langs, lang=req.lang, lang_hint=req.lang_hint)
             got = await gather_calls([partial(s.call, "/shard/stats", ask, StatsAnswer)
                                       for s in shards])
             failures = [a for a in got if isinstance(a, Failure)]
@@ -481,7 +485,7 @@ def _ranked(h: ShardHit, snippet: tuple[str, list[tuple[int, int]]] | None) -> R
     text, spans = snippet if snippet is not None else ("", [])
     hit = Hit(doc_id=h.doc_id, url=h.url, title=h.title, snippet=text, highlights=spans,
               score=h.score, text_score=h.text, prior_score=h.prior, explain=h.explain,
-              fragment=h.fragment, fetched=h.fetched)
+              fragment=h.fragment, fetched=h.fetched, lang=h.lang)
     return RankedHit(hit=hit, pagerank=h.pagerank, opic=h.opic, topic=h.topic, prior=h.prior)
 
 

@@ -32,6 +32,7 @@ from pydantic import BaseModel, Field
 from websift.api.errors import InvalidParameter
 from websift.api.index_words import IndexWords
 from websift.api.retrieval import (
+    LANG_MAX_CHARS,
     SITE_MAX_CHARS,
     TOPIC_MAX_CHARS,
     SearchRequest,
@@ -52,6 +53,11 @@ MAX_NEAR_TERMS = 10_000  # terms near one query word a shard may name (a short w
 
 class StatsAsk(BaseModel):
     q: str = Field(min_length=1, max_length=MAX_QUERY_CHARS, description="the query")
+    lang: str | None = Field(default=None, max_length=LANG_MAX_CHARS,
+                             description="the query's language as asked (the lang parameter)")
+    lang_hint: str | None = Field(default=None, max_length=LANG_MAX_CHARS,
+                                  description="the languages the reader accepts "
+                                  "(Accept-Language)")
     langs: dict[str, int] | None = Field(
         default=None, max_length=MAX_LANGS, description="pages per language of the whole "
         "collection, to analyse the query as one index of every shard would; null: the "
@@ -95,6 +101,11 @@ class StatsAnswer(BaseModel):
 
 class SearchAsk(BaseModel):
     q: str = Field(min_length=1, max_length=MAX_QUERY_CHARS, description="the query")
+    lang: str | None = Field(default=None, max_length=LANG_MAX_CHARS,
+                             description="the query's language as asked (the lang parameter)")
+    lang_hint: str | None = Field(default=None, max_length=LANG_MAX_CHARS,
+                                  description="the languages the reader accepts "
+                                  "(Accept-Language)")
     k: int = Field(ge=1, le=MAX_COUNT, description="hits to return (at most max_k + max_offset)")
     topic: str | None = Field(default=None, max_length=TOPIC_MAX_CHARS)
     site: str | None = Field(default=None, max_length=SITE_MAX_CHARS)
@@ -118,10 +129,13 @@ class ShardHit(BaseModel):
     fragment: str | None = Field(default=None, description="the element of the page the hit "
                                  "is about (an HTML id), or null")
     fetched: bool = Field(default=True, description="false: known only from links to it")
+    lang: str = Field(default="", description="the page's language, \"\" when unknown")
 
 
 class SearchAnswer(BaseModel):
     total: int
+    lang: str | None = Field(default=None, description="the language the query was analysed "
+                             "in (null: English's analysis)")
     static_score: str
     topic_weights: dict[str, float] | None
     fusion: dict[str, Any] = Field(description="how the prior was fused (explain)")
@@ -149,7 +163,8 @@ def shard_stats(snap: Snapshot, ask: StatsAsk) -> StatsAnswer:
     bad = [n for n in (ask.langs or {}).values() if not 0 <= n <= MAX_COUNT]
     if bad:
         raise InvalidParameter(f"langs: counts must be between 0 and {MAX_COUNT} (got {bad[0]})")
-    stats = snap.searcher.value.collection_stats(ask.q, ask.langs)
+    stats = snap.searcher.value.collection_stats(ask.q, ask.langs, lang=ask.lang,
+                                                 hint=ask.lang_hint)
     return StatsAnswer(stats=Statistics.of(stats), index_generation=snap.index_generation)
 
 
@@ -158,18 +173,20 @@ def shard_search(snap: Snapshot, ask: SearchAsk, settings: Settings) -> SearchAn
     if ask.k > cap:
         raise InvalidParameter(f"k: must be at most {cap} (got {ask.k})")
     req = SearchRequest(q=ask.q, k=ask.k, offset=0, topic=ask.topic or None,
-                        site=ask.site or None, explain=ask.explain, snippets=False)
+                        site=ask.site or None, explain=ask.explain, snippets=False,
+                        lang=ask.lang, lang_hint=ask.lang_hint)
     stats = ask.stats.collection_stats() if ask.stats is not None else None
     outcome = rank_query(snap, req, settings, stats=stats)
     return SearchAnswer(
         total=outcome.total,
+        lang=outcome.lang,
         static_score=outcome.static_score,
         topic_weights=outcome.topic_weights,
         fusion=outcome.explain,
         hits=[ShardHit(doc_id=r.hit.doc_id, url=r.hit.url, title=r.hit.title,
                        score=r.hit.score, text=r.hit.text_score, prior=r.prior,
                        pagerank=r.pagerank, opic=r.opic, topic=r.topic, explain=r.hit.explain,
-                       fragment=r.hit.fragment, fetched=r.hit.fetched)
+                       fragment=r.hit.fragment, fetched=r.hit.fetched, lang=r.hit.lang)
               for r in outcome.hits],
         index_generation=snap.index_generation,
         ranks_generation=snap.ranks_generation,
@@ -186,6 +203,11 @@ def shard_snippets(snap: Snapshot, ask: SnippetsAsk) -> SnippetsAnswer:
 
 class SpellAsk(BaseModel):
     q: str = Field(min_length=1, max_length=MAX_QUERY_CHARS, description="the query")
+    lang: str | None = Field(default=None, max_length=LANG_MAX_CHARS,
+                             description="the query's language as asked (the lang parameter)")
+    lang_hint: str | None = Field(default=None, max_length=LANG_MAX_CHARS,
+                                  description="the languages the reader accepts "
+                                  "(Accept-Language)")
     langs: dict[str, int] | None = Field(
         default=None, max_length=MAX_LANGS, description="pages per language of the whole "
         "collection (the query's language is told as one index of every shard would); "
@@ -225,7 +247,7 @@ def shard_spell(snap: Snapshot, ask: SpellAsk, words: IndexWords) -> SpellAnswer
         raise InvalidParameter(f"langs: counts must be between 0 and {MAX_COUNT} (got {bad[0]})")
     searcher = snap.searcher.value
     qlangs = None if ask.langs is None else query_langs_of(ask.langs)
-    _, lang, _, _ = searcher.query_analysis(ask.q, langs=qlangs)
+    _, lang, _, _ = searcher.query_analysis(ask.q, ask.lang, ask.lang_hint, langs=qlangs)
     speller = words.speller(snap)
     return SpellAnswer(words=[
         NearWord(word=w, df=near.df, terms=[

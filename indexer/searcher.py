@@ -454,15 +454,17 @@ class Searcher:
             self._other_norms = norms  # one assignment: a racing thread sees old or new
         return norms
 
-    def collection_stats(self, query: str, langs: Mapping[str, int] | None = None
+    def collection_stats(self, query: str, langs: Mapping[str, int] | None = None, *,
+                         lang: str | None = None, hint: str | None = None
                          ) -> CollectionStats:
         """This searcher's share of the statistics a query is scored with: live documents,
         field length sums, pages per language, and the df of the query's terms, the query
-        analysed as in a collection of ``langs`` pages per language (None: this index's);
+        analysed as in a collection of ``langs`` pages per language (None: this index's),
+        in language ``lang`` as asked, ``hint`` the reader's (:meth:`query_analysis`);
         QueryError on a bad query.  Filters (``site:``) do not change them: they are the
         whole collection's."""
         qlangs = None if langs is None else query_langs_of(langs)
-        text, _, analyzer, others = self.query_analysis(query, langs=qlangs)
+        text, _, analyzer, others = self.query_analysis(query, lang, hint, langs=qlangs)
         pq = parse_query(text, analyzer, stop_pairs=self.index_settings.stop_pairs,
                          others=others)
         postings = self.postings.query()

@@ -176,6 +176,28 @@ def test_remote_shards_answer_as_the_whole_index(
     assert sorted(front.get("/stats", headers=ADMIN).json()["shards"]) == sorted(shard_servers)
 
 
+def comparable(body: dict[str, Any]) -> dict[str, Any]:
+    """An answer without what says how it was made (its time, its shards, the cache)."""
+    return {k: v for k, v in body.items() if k not in ("took_ms", "shards", "cached")}
+
+
+def test_a_front_answers_in_every_field_as_the_whole_index_in_the_asked_language(
+    site: tuple[DataDir, list[DataDir]], shard_servers: list[str],
+    app_client: Callable[..., TestClient],
+) -> None:
+    whole, _ = site
+    one = app_client(data=whole.root)
+    front = app_client(shards=shard_servers, shard_timeout_ms=PATIENT_MS)
+    for q, params, headers in [
+            ("river falcon", {}, {}), ("lantern", {"lang": "fr"}, {}),
+            ("copper meadow", {}, {"accept-language": "de-DE,de;q=0.9"}),
+            ("stone lang:es", {}, {})]:
+        expected = one.get("/search", params={"q": q, **params}, headers=headers)
+        got = front.get("/search", params={"q": q, **params}, headers=headers)
+        assert expected.status_code == got.status_code == 200, got.text
+        assert comparable(got.json()) == comparable(expected.json()), (q, params, headers)
+
+
 # Misspelt words of one host, of two (a host's own words are on the next one's pages too),
 # of every host, beside right words.
 MISSPELT = ["falcn", "glaicer river", "nebual", "lantren", "rivr stone", "coper meadow",
