@@ -191,7 +191,8 @@ def test_a_front_answers_in_every_field_as_the_whole_index_in_the_asked_language
     for q, params, headers in [
             ("river falcon", {}, {}), ("lantern", {"lang": "fr"}, {}),
             ("copper meadow", {}, {"accept-language": "de-DE,de;q=0.9"}),
-            ("stone lang:es", {}, {})]:
+            ("stone lang:es", {}, {}), ("market bridge", {"explain": "true", "offset": 3}, {}),
+            ("orchard site:beta.test", {"k": 3}, {}), ('"river stone"', {"snippets": "false"}, {})]:
         expected = one.get("/search", params={"q": q, **params}, headers=headers)
         got = front.get("/search", params={"q": q, **params}, headers=headers)
         assert expected.status_code == got.status_code == 200, got.text
