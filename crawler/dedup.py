@@ -8,6 +8,19 @@ every bit position sums +1/-1 over the distinct shingles, and the fingerprint ke
 each sum.
 Similar texts get fingerprints a few bits apart (Hamming distance), unrelated ones about 32.
 
+A near duplicate is the same document changed a little, so it has the same title: the
+fingerprint the crawler stores (:func:`text_fingerprint`) is the text's SimHash XOR 64 bits of
+the page's title (:func:`title_key`: whitespace collapsed, case folded; 0 for no title).  Two
+pages of one title are as far apart as their texts' SimHashes; two of different titles about 32
+bits, never within the near-duplicate distance but by chance (about 4e-15).  Without it, pages
+whose navigation outweighs their own text were taken for copies of each other and left out of
+the index: in a crawl of the Rust documentation (29,785 pages; rustdoc and mdBook), 1,036 of the
+1,050 near-duplicate pairs had different titles ("Structs - Rust By Example" and "Types - Rust
+By Example": short pages under mdBook's full table of contents; ``hash_map::Keys`` and
+``hash_map::Iter``: small pages listing the same 75 ``Iterator`` methods), and 14 the same.
+Fingerprints stored before it (the plain SimHash) match none made since, but of untitled pages:
+a page crawled before keeps its mark until it is fetched changed.
+
 Lookup (:class:`NearDuplicateIndex`) splits the 64 bits into 4 bands of 16: two fingerprints
 within Hamming distance 3 agree exactly on at least one band (pigeonhole), so only documents
 sharing a band are compared.
@@ -119,10 +132,22 @@ class TextFingerprint:
         return self.tokens >= MIN_TOKENS
 
 
-def text_fingerprint(text: str, shingle: int = SHINGLE_SIZE) -> TextFingerprint:
-    """SimHash and token count in one pass (what the crawler stores and indexes)."""
+def title_key(title: str) -> int:
+    """64 bits of a page's title, whitespace collapsed and case folded (BLAKE2b); 0 for an
+    empty title."""
+    folded = " ".join(title.split()).casefold()
+    if not folded:
+        return 0
+    return int.from_bytes(_blake2b_64(folded.encode("utf-8", "surrogatepass")).digest(), "big")
+
+
+def text_fingerprint(text: str, shingle: int = SHINGLE_SIZE, *, title: str = ""
+                     ) -> TextFingerprint:
+    """SimHash (XOR the page's :func:`title_key`: near duplicates have one title, module
+    doc) and token count in one pass (what the crawler stores and indexes)."""
     tokens = text_fingerprint_tokens(text)
-    return TextFingerprint(simhash_tokens(tokens, shingle), len(tokens))
+    return TextFingerprint(to_signed64(simhash_tokens(tokens, shingle) ^ title_key(title)),
+                           len(tokens))
 
 
 def hamming(a: int, b: int) -> int:

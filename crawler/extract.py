@@ -191,7 +191,7 @@ def extract(
     titles = doc.xpath("//title")
     if titles:
         out.title = collapse(titles[0].text_content(), 1000)
-    # The text the indexer will index (core/html.py), for the near-duplicate fingerprint.
+    # The page's visible text (core/html.py), for the near-duplicate fingerprint.
     drop_invisible(doc)
     body_el = doc.find("body")
     out.text = visible_text(body_el if body_el is not None else doc)[:1_000_000]

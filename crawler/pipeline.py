@@ -110,7 +110,7 @@ def prepare(f: Fetched, agent: str = S.ROBOTS_AGENT, gzip_level: int = DEFAULT_G
     fp: TextFingerprint | None = None
     if is_html(f.content_type):
         ex = extract(f.body, f.url, f.encoding, f.header_all("X-Robots-Tag"), agent=agent)
-        fp = text_fingerprint(ex.text[: S.SIMHASH_MAX_CHARS])
+        fp = text_fingerprint(ex.text[: S.SIMHASH_MAX_CHARS], title=ex.title)
     return Prepared(content_hash(f.body) if digest is None else digest, member, ex, fp)
 
 

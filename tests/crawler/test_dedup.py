@@ -19,6 +19,7 @@ from websift.crawler.dedup import (
     hamming,
     simhash,
     text_fingerprint,
+    title_key,
     text_fingerprint_tokens,
     to_signed64,
     to_unsigned64,
@@ -223,3 +224,20 @@ _STORED = {
 @pytest.mark.parametrize("text", sorted(_STORED))
 def test_fingerprints_are_those_stores_already_hold(text: str) -> None:
     assert tuple(simhash(text, k) for k in (1, 2, 3, 4)) == _STORED[text]
+
+
+def test_pages_of_different_titles_are_never_near_duplicates_of_one_title_as_before() -> None:
+    rng = random.Random(5)
+    for text in _page_texts(30):
+        edited = _edit(text, rng, 1)
+        plain = hamming(simhash(text), simhash(edited))
+        # one title: the texts' distance, whatever the title (and none: the plain SimHash)
+        assert hamming(text_fingerprint(text, title="Sorting HOW TO").simhash,
+                       text_fingerprint(edited, title="  sorting   how to").simhash) == plain
+        assert text_fingerprint(text).simhash == simhash(text)
+        # another title: far, the same text or not
+        assert hamming(text_fingerprint(text, title="Structs").simhash,
+                       text_fingerprint(text, title="Types").simhash) > 3
+        assert hamming(text_fingerprint(text, title="Structs").simhash,
+                       text_fingerprint(edited, title="Types").simhash) > 3
+    assert title_key("") == title_key("  ") == 0 and title_key("A b") == title_key("a  B")

@@ -163,6 +163,31 @@ def test_exact_copies_are_marked_duplicates_of_the_first(parts: Parts) -> None:
     assert parts.stats["outcome/duplicate_exact"] == 1
 
 
+def test_near_copies_are_duplicates_only_under_one_title(parts: Parts) -> None:
+    # A site's navigation (mdBook's table of contents) outweighs each page's own few words:
+    # the texts are near copies, but pages of other titles are other documents.
+    nav = "".join(f'<li><a href="/ch{i}.html">Chapter {i}: {w} and more {w}</a></li>'
+                  for i, w in enumerate(["structs", "types", "traits", "generics", "closures",
+                                         "iterators", "modules", "crates", "macros", "tests"]
+                                        * 30))
+
+    def page(title: str, words: str) -> bytes:
+        return (f"<html><head><title>{title}</title></head><body><nav><ol>{nav}</ol></nav>"
+                f"<main><h1>{title}</h1><p>{words}</p></main></body></html>").encode()
+
+    pages = {"/structs": page("Structs", "Structs hold named fields."),
+             "/types": page("Types", "Types name kinds of values."),
+             "/types-again": page("Types", "Types name kinds of values!")}  # other bytes
+    ids = {path: parts.seed(A + path) for path in pages}
+    for path, body in pages.items():
+        parts.recorder.page(parts.fetched(ids[path], A + path, body))
+    parts.batch.commit()
+    assert parts.row(A + "/structs").duplicate_of is None
+    assert parts.row(A + "/types").duplicate_of is None
+    assert parts.row(A + "/types-again").duplicate_of == ids["/types"]
+    assert parts.stats["outcome/duplicate_near"] == 1
+
+
 def test_other_types_are_archived_not_parsed_and_x_robots_tag_applies(parts: Parts) -> None:
     uid = parts.seed(A + "/doc.pdf")
     body = b'%PDF-1.4 <a href="/hidden">not a link</a>'
