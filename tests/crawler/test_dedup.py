@@ -19,8 +19,8 @@ from websift.crawler.dedup import (
     hamming,
     simhash,
     text_fingerprint,
-    title_key,
     text_fingerprint_tokens,
+    title_key,
     to_signed64,
     to_unsigned64,
 )
