@@ -328,6 +328,8 @@ class FanOut:
             shards=ShardCount(len(answers), len(shards)),
             rarest_df=min(total.df.values(), default=None),
             lang=head.lang,
+            index_outdated=next((a.index_outdated for _, a in answers if a.index_outdated),
+                                None),
         )
         if wants_suggestion(outcome, req):
             outcome = await self._did_you_mean(req, outcome, [s for s, _ in answers])

@@ -113,6 +113,10 @@ class SearchResponse(BaseModel):
         default=None, description="when the query finds few pages: the query with its "
         "misspelt words replaced by near words the index holds in many pages (never searched "
         "instead of the query)")
+    index_outdated: str | None = Field(
+        default=None, description="null, or why words may not be found: the index was built "
+        "by an older websift's analysis and is being rebuilt (the answer comes from it "
+        "meanwhile)")
     shards: ShardsAnswered = Field(
         default_factory=lambda: ShardsAnswered(answered=1, total=1),
         description="index shards searched and how many answered")
@@ -286,6 +290,9 @@ class Stats(BaseModel):
     indexed_docs: int
     index_segments: int
     index_generation: int
+    index_outdated: str | None = Field(
+        default=None, description="null, or why searches may miss words: an older websift's "
+        "analysis built the index served, which websift index is rebuilding")
     ranks_generation: int | None
     last_crawl: dict[str, Any] | None
     live_crawl: LiveCrawl | None = Field(

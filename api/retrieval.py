@@ -107,6 +107,9 @@ class Outcome:
     # Every word ``did_you_mean`` replaces is in no page (not in the JSON: the search page
     # shows the correction's results then, api/routes/web.py).
     corrects_unfound: bool = False
+    # The index was built by another analyzer version and is being rebuilt: why words may not
+    # be found until then (Searcher.outdated), or None.
+    index_outdated: str | None = None
     rarest_df: int | None = None  # its rarest word's document frequency (not in the JSON)
 
 
@@ -245,6 +248,7 @@ def run_search(
         partial=results.partial,
         lang=results.lang,
         rarest_df=results.rarest_df,
+        index_outdated=searcher.outdated,
     )
 
 

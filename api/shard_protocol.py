@@ -134,6 +134,8 @@ class ShardHit(BaseModel):
 
 class SearchAnswer(BaseModel):
     total: int
+    index_outdated: str | None = Field(default=None, description="why words may not be found "
+                                       "(an index an older analysis built, being rebuilt)")
     lang: str | None = Field(default=None, description="the language the query was analysed "
                              "in (null: English's analysis)")
     static_score: str
@@ -179,6 +181,7 @@ def shard_search(snap: Snapshot, ask: SearchAsk, settings: Settings) -> SearchAn
     outcome = rank_query(snap, req, settings, stats=stats)
     return SearchAnswer(
         total=outcome.total,
+        index_outdated=outcome.index_outdated,
         lang=outcome.lang,
         static_score=outcome.static_score,
         topic_weights=outcome.topic_weights,

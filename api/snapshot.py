@@ -58,7 +58,7 @@ from websift.api.reload_times import ReloadTimes
 from websift.core.checked import RereadJson
 from websift.core.datadir import DataDir
 from websift.core.errors import WebsiftError
-from websift.indexer.errors import IndexAnalyzerMismatch, IndexMissing
+from websift.indexer.errors import IndexMissing
 from websift.indexer.manifest import read_manifest as read_index_manifest
 from websift.indexer.searcher import Searcher
 from websift.ranking import ranks as ranks_mod
@@ -196,12 +196,14 @@ class Snapshot:
 def _open_searcher(shards: Sequence[DataDir], previous: Searcher | None = None,
                    removals: RemovalRules | None = None,
                    manifests: RereadJson | None = None) -> Shared[Searcher]:
+    # An index an older analyzer built serves while ``websift index`` rebuilds it (each
+    # answer says so: Searcher.outdated), rather than no answer for the rebuild's length.
     if len(shards) == 1:
         return Shared(Searcher.open(shards[0], removals=removals, previous=previous,
-                                    manifests=manifests), lambda s: s.close())
+                                    manifests=manifests, outdated_ok=True), lambda s: s.close())
     reuse = previous.shards if previous is not None else ()
     opened = Searcher.open_shards([d.index_dir for d in shards], reuse=reuse,
-                                  removals=removals, manifests=manifests)
+                                  removals=removals, manifests=manifests, outdated_ok=True)
     if previous is not None:
         started = time.perf_counter()
         opened.adopt(previous)
@@ -277,18 +279,19 @@ class SnapshotHolder:
         A server must not start over a corrupt index or ranks, or ones of a newer format: that
         raises ``IndexCorrupt`` / ``RanksCorrupt``.  No index yet is fine: requests get 503 until
         ``websift index`` writes one, which the next check picks up; so is an index an older
-        websift analysed (``IndexAnalyzerMismatch``), which ``websift index`` rebuilds.  Then
-        the reload thread runs the checks (module docstring) until :meth:`close`.
+        websift analysed, which ``websift index`` rebuilds: it serves meanwhile, each answer
+        saying so (``index_outdated``).  Then the reload thread runs the checks (module
+        docstring) until :meth:`close`.
         """
         ranks = _open_ranks(self.data)
         try:
             searcher = _open_searcher(self.shards, removals=read_removals(self.data))
         except IndexMissing:
             searcher = None  # the first request that finds one opens it (errors go to it)
-        except IndexAnalyzerMismatch as exc:  # websift was upgraded: `index` rebuilds it
-            log.warning("%s: searches answer 503 until websift index rebuilds the index "
-                        "(websift up and websift index do it by themselves)", exc)
-            searcher = None
+        if searcher is not None and searcher.value.outdated:  # websift was upgraded
+            log.warning("%s: searches are answered from it, saying so, until websift index "
+                        "rebuilds the index (websift up and websift index do it by "
+                        "themselves)", searcher.value.outdated)
         if searcher is not None:
             with self._swap_lock:
                 self._current = Snapshot(searcher, ranks)

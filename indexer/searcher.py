@@ -346,15 +346,18 @@ class Searcher:
     def open(cls, data: DataDir, settings: BM25FSettings | None = None,
              verify: bool = True, *, site_cache_bytes: int | None = None,
              removals: RemovalRules | None = None, previous: Searcher | None = None,
-             manifests: RereadJson | None = None) -> Searcher:
+             manifests: RereadJson | None = None, outdated_ok: bool = False) -> Searcher:
         """Open the generation the manifest names now; IndexMissing / IndexCorrupt.
         ``previous``: the searcher it replaces, whose segments and caches it takes over where
         they are the same (module docstring: Reloads).  ``manifests``: a poller's reader of
-        the manifest (core/checked.py: not parsed again when the poll just read it)."""
+        the manifest (core/checked.py: not parsed again when the poll just read it).
+        ``outdated_ok``: segments another analyzer version built are opened, not refused
+        (:attr:`outdated` says so; SegmentReader)."""
         started = time.perf_counter()
         reuse = None if previous is None else next(
             (s for s in previous.shards if s.index_dir == data.index_dir), None)
-        shard = open_shard(data.index_dir, verify, reuse=reuse, manifests=manifests)
+        shard = open_shard(data.index_dir, verify, reuse=reuse, manifests=manifests,
+                           outdated_ok=outdated_ok)
         opened_segments = time.perf_counter()
         opened = cls(shard.manifest, shard.segments, settings,
                      site_cache_bytes=site_cache_bytes, shards=[shard], removals=removals,
@@ -402,12 +405,13 @@ class Searcher:
     def open_shards(cls, index_dirs: Sequence[Path], settings: BM25FSettings | None = None,
                     verify: bool = True, *, site_cache_bytes: int | None = None,
                     reuse: Sequence[Shard] = (), removals: RemovalRules | None = None,
-                    manifests: RereadJson | None = None) -> Searcher:
+                    manifests: RereadJson | None = None, outdated_ok: bool = False
+                    ) -> Searcher:
         """Open the live generation of each index directory as one searcher (module docstring).
 
         ``reuse``: shards of a previous searcher; one whose directory still names the same
         generation is taken as it is (its files were checked when it was opened).
-        ``manifests``: as :meth:`open`'s.
+        ``manifests``, ``outdated_ok``: as :meth:`open`'s.
         IndexMissing / IndexCorrupt (of the first shard that fails), ShardsConflict.
         """
         started = time.perf_counter()
@@ -419,7 +423,8 @@ class Searcher:
                     == old.manifest.generation):
                 shards.append(old)
             else:
-                shards.append(open_shard(index_dir, verify, reuse=old, manifests=manifests))
+                shards.append(open_shard(index_dir, verify, reuse=old, manifests=manifests,
+                                         outdated_ok=outdated_ok))
         opened_segments = time.perf_counter()
         opened = cls(shards[0].manifest, shards[0].segments, settings,
                      site_cache_bytes=site_cache_bytes, shards=shards, removals=removals)
@@ -429,6 +434,12 @@ class Searcher:
 
     def doc_count(self) -> int:
         return self.n_docs
+
+    @property
+    def outdated(self) -> str | None:
+        """Why its queries may miss words (a segment another analyzer version built, opened
+        with ``outdated_ok`` while the index is rebuilt), or None."""
+        return next((seg.outdated for seg in self.segments if seg.outdated), None)
 
     def _coefficients(self, avg_lens: np.ndarray, reuse: Searcher | None = None
                       ) -> list[np.ndarray]:
@@ -1227,7 +1238,7 @@ def _raw_words(pq: ParsedQuery) -> list[str]:
 
 
 def open_shard(index_dir: Path, verify: bool = True, *, reuse: Shard | None = None,
-               manifests: RereadJson | None = None) -> Shard:
+               manifests: RereadJson | None = None, outdated_ok: bool = False) -> Shard:
     """The segments the manifest of ``index_dir`` names now, their files checked against it
     (``verify``); IndexMissing / IndexCorrupt.  ``reuse``: a shard opened from ``index_dir``
     before; a segment it holds that the manifest names with the same files (sizes and CRC32s)
@@ -1247,7 +1258,7 @@ def open_shard(index_dir: Path, verify: bool = True, *, reuse: Shard | None = No
             directory = index_dir / entry.name
             if verify:
                 verify_segment(directory, entry)
-            segments.append(SegmentReader(directory))
+            segments.append(SegmentReader(directory, outdated_ok=outdated_ok))
         return Shard(index_dir, manifest, segments)
 
     # An indexing run may have replaced the manifest and swept old segments between our

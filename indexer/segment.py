@@ -19,7 +19,17 @@ from pyroaring import BitMap
 
 from websift.indexer.codec import block_bits, decode, decode_at, delta_decode_groups
 from websift.indexer.errors import REBUILD_ADVICE, IndexAnalyzerMismatch, IndexCorrupt
-from websift.indexer.segment_format import CF, COL, DF, SEP, STREAMS, built_with, read_meta
+from websift.indexer.segment_format import (
+    CF,
+    COL,
+    DF,
+    SEP,
+    STREAMS,
+    analysis_mismatch,
+    built_with,
+    read_meta,
+    recorded_settings,
+)
 from websift.indexer.settings import (
     BLOCK,
     DEFAULT_INDEX_SETTINGS,
@@ -138,14 +148,23 @@ def hosts_under(reversed_names: Sequence[str], domain: str) -> list[str]:
 class SegmentReader:
     """A read-only, memory-mapped segment."""
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, *, outdated_ok: bool = False) -> None:
+        """IndexAnalyzerMismatch when another analyzer version built the segment, but with
+        ``outdated_ok`` (a server, while ``websift index`` rebuilds the index: its queries
+        are analysed as this websift analyses, and words the analysis changed may not be
+        found): then ``outdated`` says so."""
         self.directory = directory
         self.name = directory.name
         # Unique to this opened reader in the process (a name may come back with other
         # contents, an ``id`` be reused): what caches shared across generations key by.
         self.serial = next(_READER_SERIALS)
         self.meta = meta = read_meta(directory)
-        self.index_settings = built_with(directory.name, meta)
+        if outdated_ok:
+            self.index_settings = recorded_settings(directory.name, meta)
+            self.outdated = analysis_mismatch(directory.name, meta, self.index_settings)
+        else:
+            self.index_settings = built_with(directory.name, meta)
+            self.outdated = None
         try:
             self._terms = _Terms(np.load(directory / "terms.npy").tobytes(),
                                  np.load(directory / "term_off.npy"))

@@ -81,16 +81,33 @@ def built_with(name: str, meta: dict[str, Any]) -> IndexSettings:
     """The IndexSettings a segment was built with (its meta's "index_settings"; a segment from
     before them: the defaults).  IndexAnalyzerMismatch when its analyzer version is not theirs
     (an older analyzer, or one from before the settings were recorded that was not the
-    default: its terms would silently match nothing); IndexCorrupt when they do not read."""
+    default: its terms would silently match nothing); IndexCorrupt when they do not read.
+    :func:`analysis_mismatch` says the mismatch without raising it."""
+    settings = recorded_settings(name, meta)
+    outdated = analysis_mismatch(name, meta, settings)
+    if outdated is not None:
+        raise IndexAnalyzerMismatch(outdated)
+    return settings
+
+
+def analysis_mismatch(name: str, meta: dict[str, Any], settings: IndexSettings | None = None
+                   ) -> str | None:
+    """Why this websift's queries would not match segment ``name``'s terms (another analyzer
+    version built it: :func:`built_with`'s IndexAnalyzerMismatch message), or None."""
+    settings = recorded_settings(name, meta) if settings is None else settings
+    built = str(meta.get("analyzer_version", "1"))
+    if built == analyzer_version(settings):
+        return None
+    return (f"segment {name} was built by analyzer {built}, this websift analyses with "
+            f"{analyzer_version(settings)}: {REBUILD_ADVICE}")
+
+
+def recorded_settings(name: str, meta: dict[str, Any]) -> IndexSettings:
+    """The IndexSettings a segment's meta records (the defaults for none); IndexCorrupt."""
     recorded = meta.get("index_settings")
     try:
         settings = DEFAULT_INDEX_SETTINGS if recorded is None else IndexSettings(
             **{k: v for k, v in dict(recorded).items() if k in IndexSettings.model_fields})
     except (TypeError, ValueError, ValidationError) as exc:
         raise IndexCorrupt(f"segment {name}: index_settings do not read ({exc})") from None
-    built = str(meta.get("analyzer_version", "1"))
-    if built != analyzer_version(settings):
-        raise IndexAnalyzerMismatch(
-            f"segment {name} was built by analyzer {built}, this websift analyses with "
-            f"{analyzer_version(settings)}: {REBUILD_ADVICE}")
     return settings

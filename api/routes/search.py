@@ -50,6 +50,7 @@ def to_response(outcome: Outcome, req: SearchRequest) -> SearchResponse:
         cached=outcome.cached,
         lang=outcome.lang,
         did_you_mean=outcome.did_you_mean,
+        index_outdated=outcome.index_outdated,
         shards=ShardsAnswered(answered=outcome.shards.answered, total=outcome.shards.total),
         results=[
             SearchResult(
@@ -97,6 +98,7 @@ def response_body(outcome: Outcome, req: SearchRequest) -> dict[str, Any]:
         "cached": outcome.cached,
         "lang": outcome.lang,
         "did_you_mean": outcome.did_you_mean,
+        "index_outdated": outcome.index_outdated,
         "shards": {"answered": outcome.shards.answered, "total": outcome.shards.total},
         "results": [
             {

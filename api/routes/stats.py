@@ -185,6 +185,7 @@ def build_router() -> APIRouter:
             indexed_docs=int(searcher.doc_count()),
             index_segments=int(searcher.segment_count()),
             index_generation=snap.index_generation,
+            index_outdated=searcher.outdated,
             ranks_generation=snap.ranks_generation,
             last_crawl=last_crawl,
             live_crawl=live,

@@ -113,6 +113,22 @@ def _pagination(
     return {"page_links": links, "prev_href": prev_href, "next_href": next_href}
 
 
+def _notices(outcome: Outcome) -> list[str]:
+    """What the reader should know of how the results were made."""
+    out = []
+    shards = outcome.shards
+    if outcome.partial:
+        out.append("Partial results: this query took longer than the search deadline; these "
+                   "are the best pages found in time.")
+    if shards.answered < shards.total:
+        out.append(f"Partial results: {shards.answered} of {shards.total} index shards "
+                   "answered in time; pages held by the others are missing.")
+    if outcome.index_outdated:
+        out.append("The index is being rebuilt for this version of websift: until it is done, "
+                   "some words may not be found.")
+    return out
+
+
 def _results(outcome: Outcome, page_info_links: bool) -> list[dict[str, Any]]:
     return [
         {
@@ -225,15 +241,7 @@ def build_router(templates: Jinja2Templates) -> APIRouter:
             status, _ = status_of(exc)
             context["error"] = str(exc)
             return render(request, "search.html", context, status)
-        shards = outcome.shards
-        if outcome.partial:
-            context["notices"].append(
-                "Partial results: this query took longer than the search deadline; these are "
-                "the best pages found in time.")
-        if shards.answered < shards.total:
-            context["notices"].append(
-                f"Partial results: {shards.answered} of {shards.total} index shards answered "
-                "in time; pages held by the others are missing.")
+        context["notices"].extend(_notices(outcome))
         context.update(
             typed=typed,
             typed_href=None if typed is None else _search_href(typed, topic, 0, as_typed=True),

@@ -1,6 +1,7 @@
 """An index an older websift analysed (another analyzer version): after an upgrade `websift
 index` and `websift index --follow` rebuild it from the crawl store by themselves, saying so,
-and a server started over it answers 503 ``index_outdated`` until the rebuilt one lands."""
+and a server started over it answers from it meanwhile, each answer saying so
+(``index_outdated``), until the rebuilt one lands."""
 
 from __future__ import annotations
 
@@ -79,14 +80,20 @@ def test_follow_rebuilds_first_then_follows(
     assert older_analysis(data.index_dir) is None and versions(data) == {analyzer_version()}
 
 
-def test_a_server_over_an_outdated_index_answers_503_until_it_is_rebuilt(
+def test_a_server_over_an_outdated_index_answers_from_it_saying_so_until_it_is_rebuilt(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     data = old_index(tmp_path, monkeypatch)
     with TestClient(create_app(settings_for(data)), raise_server_exceptions=False) as client:
         r = client.get("/search", params={"q": "tulip"})
-        assert r.status_code == 503
-        assert r.json()["error"]["code"] == "index_outdated"
-        assert "built by analyzer 4+old" in r.json()["error"]["message"]
+        assert r.status_code == 200 and r.json()["total"] == 6
+        assert "built by analyzer 4+old" in r.json()["index_outdated"]
+        assert "reindex with websift index --rebuild" in r.json()["index_outdated"]
+        page = client.get("/", params={"q": "tulip"}).text
+        assert "The index is being rebuilt for this version of websift" in page
+        assert "4+old" in client.get("/stats").json()["index_outdated"]
         build_index(data, rebuild=True)
         r = client.get("/search", params={"q": "tulip"})
         assert r.status_code == 200 and r.json()["total"] == 6
+        assert r.json()["index_outdated"] is None
+        assert client.get("/stats").json()["index_outdated"] is None
+        assert "being rebuilt" not in client.get("/", params={"q": "tulip"}).text
