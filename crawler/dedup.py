@@ -18,8 +18,9 @@ the index: in a crawl of the Rust documentation (29,785 pages; rustdoc and mdBoo
 1,050 near-duplicate pairs had different titles ("Structs - Rust By Example" and "Types - Rust
 By Example": short pages under mdBook's full table of contents; ``hash_map::Keys`` and
 ``hash_map::Iter``: small pages listing the same 75 ``Iterator`` methods), and 14 the same.
-Fingerprints stored before it (the plain SimHash) match none made since, but of untitled pages:
-a page crawled before keeps its mark until it is fetched changed.
+A store from before it is upgraded (store/schema.py, version 7): the pages it marked near
+duplicates (not exact copies, not canonical variants) are unmarked, to be indexed at the next
+run, and their plain fingerprints dropped.
 
 Lookup (:class:`NearDuplicateIndex`) splits the 64 bits into 4 bands of 16: two fingerprints
 within Hamming distance 3 agree exactly on at least one band (pigeonhole), so only documents

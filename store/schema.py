@@ -16,8 +16,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-SCHEMA_VERSION = 6  # 2: lazy OPIC (urls.opic_level, opic_flags); 3: removals; 4: signals tables;
-# 5: a partitioned crawl's mailbox (outgoing transfers, applied batches); 6: pushes (IndexNow)
+SCHEMA_VERSION = 7  # 2: lazy OPIC (urls.opic_level, opic_flags); 3: removals; 4: signals tables;
+# 5: a partitioned crawl's mailbox (outgoing transfers, applied batches); 6: pushes (IndexNow);
+# 7: near duplicates of one title only (crawler/dedup.py)
 
 # Page status values (urls.status).
 DISCOVERED = "discovered"  # known from a link or a seed, never fetched
@@ -206,6 +207,24 @@ WHERE g_last IS NOT NULL;
     5: PARTITION_MAILBOX,
     # site owners' pushes (IndexNow; api/indexnow.py, crawler/pushes.py): the table alone
     6: PUSHES_TABLE,
+    # near duplicates must have one title (crawler/dedup.py): the pages marked near duplicates
+    # by the SimHash alone (not exact copies, not rel="canonical" variants) are unmarked, each
+    # with a new seq so the next index run indexes them, and their stored fingerprint (the
+    # plain SimHash, which matches none made since) dropped
+    7: """
+CREATE TEMP TABLE near_by_simhash_alone AS
+SELECT u.id AS id, ROW_NUMBER() OVER (ORDER BY u.id) AS n
+FROM urls u JOIN urls d ON d.id = u.duplicate_of
+WHERE u.content_hash IS NOT d.content_hash
+  AND u.id NOT IN (SELECT url_id FROM canonicals WHERE same_site = 1);
+UPDATE urls SET duplicate_of = NULL, simhash = NULL,
+    seq = (SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'seq')
+          + (SELECT n FROM near_by_simhash_alone t WHERE t.id = urls.id)
+WHERE id IN (SELECT id FROM near_by_simhash_alone);
+UPDATE meta SET value = CAST(value AS INTEGER) + (SELECT COUNT(*) FROM near_by_simhash_alone)
+WHERE key = 'seq';
+DROP TABLE near_by_simhash_alone;
+""",
 }
 
 
