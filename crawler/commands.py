@@ -21,6 +21,7 @@ import sys
 import time
 from collections.abc import Iterable
 from dataclasses import replace
+from typing import Any
 
 from websift.core.arguments import number, seconds
 from websift.core.datadir import DataDir
@@ -280,13 +281,28 @@ def _one_per_origin(urls: Iterable[str]) -> list[str]:
     return list({origin_of(u): u for u in urls}.values())
 
 
-def _finish(summary: dict[str, object], quiet: bool) -> int:
+def summary_notes(summary: dict[str, Any]) -> list[str]:
+    """What the operator must know of a run's figures, said even by a quiet run: the limits
+    that left pages unfetched."""
+    counts = summary.get("counts") or {}
+    left = counts.get("skipped/host_page_limit", 0)
+    if not left:
+        return []
+    limit = (summary.get("settings") or {}).get("max_pages_per_host")
+    return [f"{left} URLs of hosts that reached the per-host page limit ({limit} pages a run) "
+            "are left for a later run: raise --max-pages-per-host to crawl a large site in "
+            "one run"]
+
+
+def _finish(summary: dict[str, Any], quiet: bool) -> int:
     if not quiet and summary:
         from websift.crawler.progress import (
             print_summary,  # rich, only when there is a table to print
         )
 
         print_summary(summary)
+    for note in summary_notes(summary):
+        print(f"websift crawl: note: {note}", file=sys.stderr)
     if summary.get("frontier_data_lost"):
         # not a setup error: the crawl failed; its shard is sound and kept as it is
         print(f"websift crawl: error: {summary.get('frontier_lost')}; this crawler's pages are "

@@ -57,7 +57,8 @@ def test_page_budgets_per_run_and_per_host(
     base = ["crawl", site.url("/"), "--data", str(data), "--allow-private", "--delay", "0",
             "--concurrency-per-host", str(K), "--quiet", "--no-signals"]  # exact request counts
     slow_web.clear()
-    assert run_websift(*base, "--max-pages", "4").returncode == 0
+    first = run_websift(*base, "--max-pages", "4")
+    assert first.returncode == 0 and "note:" not in first.stderr  # the run's own budget
     assert len([e for e in slow_web.entries("slow") if e.path != "/robots.txt"]) == 4
     slow_web.clear()  # the next run resumes: the budgets count pages of that run
     done = run_websift(*base, "--max-pages-per-host", "5")
@@ -69,3 +70,7 @@ def test_page_budgets_per_run_and_per_host(
         last = store.last_crawl()
     assert last is not None and last[3] is not None
     assert json.loads(last[3])["counts"]["skipped/host_page_limit"] == PAGES + 1 - 9
+    # said even by a quiet run: the site was not crawled whole
+    assert (f"websift crawl: note: {PAGES + 1 - 9} URLs of hosts that reached the per-host "
+            "page limit (5 pages a run) are left for a later run: raise --max-pages-per-host"
+            ) in done.stderr
