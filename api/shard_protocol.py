@@ -43,6 +43,7 @@ from websift.api.snapshot import Snapshot
 from websift.indexer.completion import KEPT
 from websift.indexer.searcher import CollectionStats, query_langs_of
 from websift.indexer.settings import MAX_QUERY_CHARS, N_FIELDS
+from websift.indexer.spelling import MAX_SPELLED_WORDS
 
 # Figures from the wire become float64 and int64: keep them where both are exact.
 MAX_COUNT = 2**53
@@ -236,7 +237,9 @@ class SpellAnswer(BaseModel):
 
 
 class SurfacesAsk(BaseModel):
-    terms: list[str] = Field(max_length=MAX_QUERY_CHARS, description="analysed terms")
+    terms: list[str] = Field(max_length=MAX_SPELLED_WORDS, description="analysed terms (a "
+                             "correction replaces at most this many words; each term costs "
+                             "reads of the pages holding it)")
 
 
 class SurfacesAnswer(BaseModel):
