@@ -44,6 +44,30 @@ def saturate(pseudo: np.ndarray, k1: float) -> np.ndarray:
     return pseudo / (k1 + pseudo)
 
 
+def title_share(title_tfs: np.ndarray, title_lens: np.ndarray) -> np.ndarray:
+    """A term's share of its page's title, per posting: its tf in the title over the title's
+    length, at most 1 (0 for a page without a title), float32."""
+    tf = np.asarray(title_tfs, dtype=np.float32)
+    lens = np.asarray(title_lens, dtype=np.float32)
+    return np.where(lens > 0, np.minimum(tf / np.maximum(lens, 1.0), 1.0), 0.0).astype(
+        np.float32)
+
+
+def term_parts(tfs: np.ndarray, coefficients: np.ndarray, k1: float,
+               title_lens: np.ndarray | None = None, share_weight: float = 0.0) -> np.ndarray:
+    """A term's score per posting divided by its idf: tf~/(k1 + tf~), plus ``share_weight``
+    times its share of the page's title (:func:`title_share`; ``title_lens``: the postings'
+    pages' title lengths, column 0 of ``tfs`` the title's tf)."""
+    sat = saturate(pseudo_tf(tfs, coefficients), k1)
+    if share_weight <= 0 or title_lens is None:
+        return sat
+    return (sat + np.float32(share_weight) * title_share(tfs[:, TITLE], title_lens)).astype(
+        np.float32)
+
+
+TITLE = 0  # the title's column of a tf matrix (FIELDS and LEGACY_FIELDS both start with it)
+
+
 def bm25f(tfs: np.ndarray, field_lens: np.ndarray, *, avg_lens: np.ndarray, weights: np.ndarray,
           b: np.ndarray, k1: float, n_docs: int, df: int) -> np.ndarray:
     """BM25F score of one term for documents given their (n, fields) tf and length matrices."""

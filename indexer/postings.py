@@ -400,14 +400,16 @@ class PostingStore:
         # Per segment, what a list's live postings and saturations depend on besides the
         # segment: a list cached with another token is from another generation (or removal
         # rules) and is brought up to date when used (:meth:`QueryPostings.get`).
-        norms = hashlib.blake2b(norms_key + repr(settings.k1).encode(),
-                                digest_size=16).digest()
+        norms = hashlib.blake2b(
+            norms_key + repr((settings.k1, settings.title_share)).encode(),
+            digest_size=16).digest()
         self.tokens = [k + norms for k in live_keys]
         self.live_keys = live_keys
         # Per segment, older live keys whose live pages include this snapshot's (:meth:`adopt`)
         self.narrowed_from: dict[int, tuple[bytes, ...]] = {}
         self._owns_caches = True  # False once handed on to the next generation
         self.k1 = settings.k1
+        self.title_share = settings.title_share  # bm25f.term_parts
         self.window = settings.proximity_window
         # Reverse-order evidence as :meth:`near` and the pruning bound use it: none when either
         # its weight or its window is 0.
@@ -695,19 +697,27 @@ class QueryPostings:
 
     # ------------------------------------------------------------------ scores
     def saturated(self, p: PostingList, si: int) -> np.ndarray:
-        """tf~/(k1 + tf~) of each posting of ``p``, computed once per list and norms."""
-        k1 = self.store.k1
+        """tf~/(k1 + tf~) of each posting of ``p``, plus its share of the title weighted
+        (bm25f.term_parts: the term's score over its idf), computed once per list and
+        norms."""
         if self.norms is None:
             if p.saturated is None:
-                p.saturated = bm25f.saturate(
-                    bm25f.pseudo_tf(p.tf_matrix(), self.coefficients[si][p.docs]), k1)
+                p.saturated = self._parts(p.tf_matrix(), si, p.docs)
             return p.saturated
         kept = p.saturated_for
         if kept is None or kept[0] != self.norms.key:
-            kept = (self.norms.key, bm25f.saturate(
-                bm25f.pseudo_tf(p.tf_matrix(), self.coefficients[si][p.docs]), k1))
+            kept = (self.norms.key, self._parts(p.tf_matrix(), si, p.docs))
             p.saturated_for = kept
         return kept[1]
+
+    def _parts(self, tfs: np.ndarray, si: int, docs: np.ndarray) -> np.ndarray:
+        """bm25f.term_parts of postings (``tfs``) of pages ``docs`` of segment ``si``: what
+        the idf multiplies, tf~/(k1 + tf~) and the share of the title."""
+        store = self.store
+        lens = (np.take(store.segments[si].field_lens[:, bm25f.TITLE], docs)
+                if store.title_share > 0 else None)
+        return bm25f.term_parts(tfs, self.coefficients[si][docs], store.k1, lens,
+                                store.title_share)
 
     def saturated_kept(self, p: PostingList) -> np.ndarray | None:
         """The saturations :meth:`saturated_at` reads, of every posting of ``p``, when the
@@ -721,8 +731,7 @@ class QueryPostings:
         kept = self.saturated_kept(p)
         if kept is not None:
             return kept[j]
-        return bm25f.saturate(bm25f.pseudo_tf(p.tf_rows(j), self.coefficients[si][docs]),
-                              self.store.k1)
+        return self._parts(p.tf_rows(j), si, docs)
 
     def unit_scores(self, units: Sequence[Sequence[str]], si: int, idfs: Mapping[str, float]
                     ) -> tuple[np.ndarray, np.ndarray, set[str]]:

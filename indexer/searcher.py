@@ -1144,11 +1144,15 @@ class Searcher:
                 tf = p.tf_rows(np.array([j]))[0].astype(np.float64)
                 parts = tf * coeff
                 tt = float(parts.sum())
+                share = float(bm25f.title_share(
+                    tf[bm25f.TITLE:bm25f.TITLE + 1],
+                    self.segments[si].field_lens[ordinal:ordinal + 1, bm25f.TITLE])[0])
                 terms_out[term] = {
                     "idf": idfs[term],
                     "tf": {f: int(tf[i]) for i, f in enumerate(FIELDS) if tf[i]},
                     "weighted_tf": {f: float(parts[i]) for i, f in enumerate(FIELDS) if tf[i]},
-                    "score": idfs[term] * tt / (s.k1 + tt),
+                    "title_share": share,
+                    "score": idfs[term] * (tt / (s.k1 + tt) + s.title_share * share),
                 }
             matched_units += unit_hit
         coord = (matched_units / len(units)) ** s.coord_power if units else 0.0

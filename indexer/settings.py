@@ -260,6 +260,12 @@ class BM25FSettings:
     # evidence): "module sysconfig" finds "sysconfig module", "vec macro" "macro vec".
     proximity_reverse: float = 1.0
     proximity_reverse_window: int = 2
+    # Each query word also scores ``title_share`` * idf * its share of the page's title (its
+    # occurrences in the title over the title's length, at most 1): of pages that hold a word
+    # alike, one whose title the query makes up ("Cachegrind: a cache profiler" for
+    # ``cachegrind``, ``Keys`` in std::collections::hash_map for ``hash_map keys``) comes
+    # before one naming it in a longer title or in its text only.  0: none.
+    title_share: float = 0.5
     # Pages in the query's language gain this, added to their text score, when the index holds
     # pages of several languages (a mild prior: scripts/evaluation/eval_languages.py).
     lang_prior: float = 1.0

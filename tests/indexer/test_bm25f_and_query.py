@@ -44,14 +44,21 @@ def test_bm25f_matches_a_hand_computed_example(tmp_path: Path) -> None:
     # doc 2: body tf 1, len 2 -> 1 / (0.25 + 0.75 * 2/3) = 4/3.
     doc1 = math.log(1.6) * 4 / (1.2 + 4)
     doc2 = math.log(1.6) * (4 / 3) / (1.2 + 4 / 3)
+    # and the title share: doc 1's title is "apple" alone (share 1): + title_share * idf
+    titled = doc1 + SETTINGS.title_share * math.log(1.6)
     assert [h.doc_id for h in res.hits] == [1, 2]
-    assert res.hits[0].score == pytest.approx(doc1, rel=1e-6)
+    assert res.hits[0].score == pytest.approx(titled, rel=1e-6)
     assert res.hits[1].score == pytest.approx(doc2, rel=1e-6)
     ex = res.hits[0].explain
     assert ex is not None
     assert ex["terms"]["appl"]["tf"] == {"title": 1, "body": 2}
     assert ex["terms"]["appl"]["weighted_tf"] == {"title": pytest.approx(2.0),
                                                   "body": pytest.approx(2.0)}
+    assert ex["terms"]["appl"]["title_share"] == 1.0
+    assert ex["terms"]["appl"]["score"] == pytest.approx(titled, rel=1e-6)
+    untitled = Searcher.open(make_index(tmp_path / "e", DOCS),
+                             settings=replace(SETTINGS, title_share=0))
+    assert untitled.search(IndexQuery("apple")).hits[0].score == pytest.approx(doc1, rel=1e-6)
     # The pure function agrees.
     tfs = np.array([[1, 0, 2, 0, 0], [0, 0, 1, 0, 0]])
     lens = np.array([[1, 0, 3, 0, 0], [1, 0, 2, 0, 0]], dtype=np.float64)

@@ -124,8 +124,9 @@ def test_a_tf_past_255_keeps_the_wide_type_and_every_score_is_the_wide_ones(
         docs, wide = seg.postings(p.row)  # as decoded: uint32
         assert wide.dtype == np.uint32 and np.array_equal(wide, p.tf_matrix())
         assert p.occurrence_count() == int(wide.sum())
-        want = bm25f.saturate(bm25f.pseudo_tf(wide, view.coefficients[0][docs]),
-                              searcher.postings.k1)
+        want = bm25f.term_parts(wide, view.coefficients[0][docs], searcher.postings.k1,
+                                np.take(seg.field_lens[:, bm25f.TITLE], docs),
+                                searcher.postings.title_share)
         assert np.array_equal(view.saturated(p, 0), want), term  # bit for bit
         every = np.arange(len(docs))
         assert np.array_equal(p.tf_rows(every[::-1]), wide[::-1])
