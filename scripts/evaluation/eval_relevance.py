@@ -105,6 +105,7 @@ def _only(keep: tuple[str, ...]) -> tuple[str, ...]:
 ABLATIONS: tuple[Row, ...] = (
     Row("websift without proximity evidence", ("proximity_weight=0",)),
     Row("websift proximity in the query's word order only", ("proximity_reverse=0",)),
+    Row("websift without the title share", ("title_share=0",)),
     Row("websift without coordination factor", ("coord_power=0",)),
     Row("websift without anchor field", ("weights.anchor=0",)),
     Row("websift title+body only", _only(("title", "body"))),
