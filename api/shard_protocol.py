@@ -205,17 +205,8 @@ def shard_snippets(snap: Snapshot, ask: SnippetsAsk) -> SnippetsAnswer:
         for i, m in zip(ids, made, strict=True) if m is not None])
 
 
-class SpellAsk(BaseModel):
-    q: str = Field(min_length=1, max_length=MAX_QUERY_CHARS, description="the query")
-    lang: str | None = Field(default=None, max_length=LANG_MAX_CHARS,
-                             description="the query's language as asked (the lang parameter)")
-    lang_hint: str | None = Field(default=None, max_length=LANG_MAX_CHARS,
-                                  description="the languages the reader accepts "
-                                  "(Accept-Language)")
-    langs: dict[str, int] | None = Field(
-        default=None, max_length=MAX_LANGS, description="pages per language of the whole "
-        "collection (the query's language is told as one index of every shard would); "
-        "null: the shard's own")
+class SpellAsk(StatsAsk):
+    """The query and its languages, as ``/shard/stats`` is asked them."""
 
 
 class NearTerm(BaseModel):

@@ -43,7 +43,7 @@ from scripts.evaluation.eval_relevance import (
     environment,
     evaluate,
     load_queries,
-    parse_override,
+    parse_rows,
     reindexed_copy,
     searcher_for,
 )
@@ -187,14 +187,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.row_child:  # one WEBSIFT_* row, searched here (row_ablation)
         _row_child(args.row_child, load_queries(manual.queries))
         return 0
-    extra = [Row(name, tuple(o for o in spec.split(",") if o)) for name, _, spec in
-             (r.partition(":") for r in args.row)]
-    for r in extra:
-        for spec in r.overrides:
-            try:
-                parse_override(spec)
-            except ValueError as e:
-                ap.error(str(e))
+    extra = parse_rows(ap, args.row)
 
     tmp = None
     if args.data is None:

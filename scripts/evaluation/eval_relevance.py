@@ -150,6 +150,19 @@ def parse_override(spec: str) -> tuple[str, str]:
     return key, value
 
 
+def parse_rows(ap: argparse.ArgumentParser, specs: list[str]) -> list[Row]:
+    """``--row NAME:KEY=VALUE,...`` arguments as rows; a bad override is ``ap``'s error."""
+    rows = [Row(name, tuple(o for o in spec.split(",") if o)) for name, _, spec in
+            (r.partition(":") for r in specs)]
+    for r in rows:
+        for spec in r.overrides:
+            try:
+                parse_override(spec)
+            except ValueError as e:
+                ap.error(str(e))
+    return rows
+
+
 def settings_with(base: BM25FSettings, overrides: tuple[str, ...]) -> BM25FSettings:
     """``base`` with the BM25FSettings overrides of a row (environment ones are skipped)."""
     out = base

@@ -25,7 +25,7 @@ import sys
 from pathlib import Path
 
 from scripts.evaluation.eval_ranking import METRICS, row, runner, snapshot_of
-from scripts.evaluation.eval_relevance import Row, parse_override, settings_with
+from scripts.evaluation.eval_relevance import parse_rows, settings_with
 from testkit.devset import Query, evaluate, result_path, serve_docs
 from websift.core.datadir import DataDir
 from websift.indexer.searcher import Searcher
@@ -85,14 +85,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--row", action="append", default=[], metavar="NAME:KEY=VALUE,...",
                     help="an extra row: BM25FSettings overrides")
     args = ap.parse_args(argv)
-    rows = [Row(name, tuple(o for o in spec.split(",") if o)) for name, _, spec in
-            (r.partition(":") for r in args.row)]
-    for r in rows:
-        for spec in r.overrides:
-            try:
-                parse_override(spec)
-            except ValueError as e:
-                ap.error(str(e))
+    rows = parse_rows(ap, args.row)
     data = crawl(args.data)
     queries = item_queries(data, args.queries, args.seed)
     searcher, ranks = Searcher.open(data), Ranks.open(data)

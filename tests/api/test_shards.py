@@ -176,18 +176,22 @@ def test_remote_shards_answer_as_the_whole_index(
     assert sorted(front.get("/stats", headers=ADMIN).json()["shards"]) == sorted(shard_servers)
 
 
+@pytest.fixture
+def one_and_front(site: tuple[DataDir, list[DataDir]], shard_servers: list[str],
+                  app_client: Callable[..., TestClient]) -> tuple[TestClient, TestClient]:
+    """A server over the whole index, and a front over the shard servers."""
+    return (app_client(data=site[0].root),
+            app_client(shards=shard_servers, shard_timeout_ms=PATIENT_MS))
+
+
 def comparable(body: dict[str, Any]) -> dict[str, Any]:
     """An answer without what says how it was made (its time, its shards, the cache)."""
     return {k: v for k, v in body.items() if k not in ("took_ms", "shards", "cached")}
 
 
 def test_a_front_answers_in_every_field_as_the_whole_index_in_the_asked_language(
-    site: tuple[DataDir, list[DataDir]], shard_servers: list[str],
-    app_client: Callable[..., TestClient],
-) -> None:
-    whole, _ = site
-    one = app_client(data=whole.root)
-    front = app_client(shards=shard_servers, shard_timeout_ms=PATIENT_MS)
+        one_and_front: tuple[TestClient, TestClient]) -> None:
+    one, front = one_and_front
     for q, params, headers in [
             ("river falcon", {}, {}), ("lantern", {"lang": "fr"}, {}),
             ("copper meadow", {}, {"accept-language": "de-DE,de;q=0.9"}),
@@ -206,12 +210,8 @@ MISSPELT = ["falcn", "glaicer river", "nebual", "lantren", "rivr stone", "coper 
 
 
 def test_remote_shards_correct_spelling_as_the_whole_index(
-    site: tuple[DataDir, list[DataDir]], shard_servers: list[str],
-    app_client: Callable[..., TestClient],
-) -> None:
-    whole, _ = site
-    one = app_client(data=whole.root)
-    front = app_client(shards=shard_servers, shard_timeout_ms=PATIENT_MS)
+        one_and_front: tuple[TestClient, TestClient]) -> None:
+    one, front = one_and_front
     for q in MISSPELT:
         expected, got = answers(one, q), answers(front, q)
         assert expected["did_you_mean"] is not None, q  # each is corrected: the test can fail
@@ -228,12 +228,8 @@ def test_remote_shards_correct_spelling_as_the_whole_index(
 
 
 def test_remote_shards_complete_as_the_whole_index(
-    site: tuple[DataDir, list[DataDir]], shard_servers: list[str],
-    app_client: Callable[..., TestClient],
-) -> None:
-    whole, _ = site
-    one = app_client(data=whole.root)
-    front = app_client(shards=shard_servers, shard_timeout_ms=PATIENT_MS)
+        one_and_front: tuple[TestClient, TestClient]) -> None:
+    one, front = one_and_front
     # prefixes each shard has fewer candidates of than it sends: the sums are exact
     for q in ["falc", "glac", "nebu", "lant", "river fa", "Stone Gl"]:
         expected = one.get("/suggest", params={"q": q}).json()
