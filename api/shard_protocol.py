@@ -244,11 +244,11 @@ def shard_spell(snap: Snapshot, ask: SpellAsk, words: IndexWords) -> SpellAnswer
         raise InvalidParameter(f"langs: counts must be between 0 and {MAX_COUNT} (got {bad[0]})")
     searcher = snap.searcher.value
     qlangs = None if ask.langs is None else query_langs_of(ask.langs)
-    _, lang, _, _ = searcher.query_analysis(ask.q, ask.lang, ask.lang_hint, langs=qlangs)
+    _, lang, analyzer, _ = searcher.query_analysis(ask.q, ask.lang, ask.lang_hint, langs=qlangs)
     speller = words.speller(snap)
     return SpellAnswer(words=[
         NearWord(word=w, df=near.df, terms=[
-            NearTerm(term=t, edits=e, df=d, surface=speller.surfaces.get(t))
+            NearTerm(term=t, edits=e, df=d, surface=speller.title_surface(t, analyzer))
             for t, e, d in near.terms])
         for w, near in words.near(snap, ask.q, lang).items()])
 

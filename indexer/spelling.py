@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -103,9 +103,13 @@ class Speller:
     """Document frequencies of the index's plain-word terms and their title surface forms."""
 
     def __init__(self, df: dict[str, int], surfaces: dict[str, str],
-                 by_len: dict[int, list[str]] | None = None) -> None:
+                 by_len: dict[int, list[str]] | None = None,
+                 seen: Mapping[str, Counter[str]] | None = None) -> None:
+        """``surfaces``: each term's most common title word; ``seen``: each term's title words
+        counted (:meth:`title_surface` takes the query language's among them)."""
         self.df = df
         self.surfaces = surfaces
+        self._seen = seen or {}
         # Candidates by length: a word is compared with terms at most two letters longer or
         # shorter only.  ``by_len``: these pools already made (:meth:`Lexicon.extended`).
         if by_len is None:
@@ -137,17 +141,29 @@ class Speller:
             return memo[key]
         near = self.near(word, analyzer)
         term = None if near is None else near.best()
-        found = term if term is None else self.surface(term, surface_of)
+        found = term if term is None else self.surface(term, surface_of, analyzer)
         if len(memo) < NEAREST_MEMO:
             memo[key] = found
         return found
 
-    def surface(self, term: str, surface_of: Callable[[str], str | None] | None = None
-                ) -> str:
-        """How ``term`` is shown: as the titles write it most, else as ``surface_of`` finds
-        it in a page, else as the term."""
-        return self.surfaces.get(term) or (
+    def surface(self, term: str, surface_of: Callable[[str], str | None] | None = None,
+                analyzer: Analyzer | None = None) -> str:
+        """How ``term`` is shown: as the titles write it most (:meth:`title_surface`), else as
+        ``surface_of`` finds it in a page, else as the term."""
+        return self.title_surface(term, analyzer) or (
             surface_of(term) if surface_of is not None else None) or term
+
+    def title_surface(self, term: str, analyzer: Analyzer | None = None) -> str | None:
+        """The title word most often giving ``term``; with the query's ``analyzer``, the most
+        common one that its language analyses to the term, when one does (one lexicon holds
+        every language's terms: Spanish ``interactivo`` and English ``interactive`` are both
+        ``interact``, and a Spanish query is corrected to the Spanish word)."""
+        counts = self._seen.get(term)
+        if analyzer is not None and counts is not None and len(counts) > 1:
+            for word, _ in counts.most_common():
+                if analyzer.terms(word) == [term]:
+                    return word
+        return self.surfaces.get(term)
 
     def near(self, word: str, analyzer: Analyzer) -> Near | None:
         """What this index holds for correcting the folded query ``word`` (:class:`Near`;
@@ -278,7 +294,8 @@ class Lexicon:
         for part in parts:
             for term, words in part.surfaces.items():
                 seen[term].update(words)
-        return cls(tuple(parts), df, dict(seen), Speller(df, _most_common(seen)))
+        seen = dict(seen)
+        return cls(tuple(parts), df, seen, Speller(df, _most_common(seen), seen=seen))
 
     def extended(self, parts: Sequence[SegmentWords]) -> Lexicon:
         """The lexicon of ``parts``: when they are this one's followed by new ones (a cut
@@ -304,7 +321,7 @@ class Lexicon:
                 merged = seen[term] = Counter(seen.get(term, ()))
                 merged.update(words)
                 surfaces[term] = merged.most_common(1)[0][0]
-        speller = Speller(df, surfaces, {**pools, **grown})
+        speller = Speller(df, surfaces, {**pools, **grown}, seen=seen)
         return Lexicon(tuple(parts), df, seen, speller, whole=False)
 
 

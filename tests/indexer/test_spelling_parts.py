@@ -47,3 +47,18 @@ def test_a_correction_keeps_the_query_s_other_words_quotes_and_filters() -> None
     assert got.query == '"falcon river" -rivr site:rivr.test stone'
     assert got.words == (("falcn", "falcon"), ("rivr", "river"))
     assert correct_query("stone", fixes.get) is None
+
+
+def test_a_correction_is_shown_as_the_query_s_language_writes_it() -> None:
+    # One lexicon holds every language's terms: English "interactive" and Spanish "interactivo"
+    # are both "interact", and the titles write the English one more often.
+    seen = {"interact": Counter({"interactive": 5, "interactivo": 2})}
+    speller = Speller({"interact": 50}, {"interact": "interactive"}, seen=seen)
+    spanish = ANALYZER.for_lang("es")
+    assert speller.nearest("interactvo", spanish) == "interactivo"
+    assert speller.nearest("interactve", ANALYZER) == "interactive"
+    fix = speller.correct("solucionador interactvo", spanish)
+    assert fix is not None and fix.query == "solucionador interactivo"
+    # without the counts (or a language none of its words is in) the most common one
+    assert Speller({"interact": 50}, {"interact": "interactive"}).nearest(
+        "interactvo", spanish) == "interactive"
