@@ -16,6 +16,7 @@ from pydantic import SecretStr
 from starlette.concurrency import run_in_threadpool
 
 from websift.api.errors import Forbidden, Unauthorized
+from websift.api.index_words import IndexWords
 from websift.api.result_cache import ResultCache
 from websift.api.retrieval import Outcome
 from websift.api.schedule_cache import ScheduleCache
@@ -40,6 +41,11 @@ async def get_holder(request: Request) -> SnapshotHolder:
 async def get_search_limiter(request: Request) -> anyio.CapacityLimiter:
     limiter: anyio.CapacityLimiter = request.app.state.search_limiter
     return limiter
+
+
+async def get_index_words(request: Request) -> IndexWords:
+    words: IndexWords = request.app.state.index_words
+    return words
 
 
 async def get_result_cache(request: Request) -> ResultCache[Outcome]:

@@ -343,16 +343,16 @@ class FanOut:
         got = await gather_calls([partial(s.call, "/shard/spell", ask, SpellAnswer)
                                   for s in shards])
         near: dict[str, Near] = {}
-        # term -> (its df, the shard's place, the shard, how its titles write it) per shard
-        holders: dict[str, list[tuple[int, int, RemoteShard, str | None]]] = {}
-        for place, (shard, answer) in enumerate(zip(shards, got, strict=True)):
+        # term -> (its df, the shard's place in ``shards``, how its titles write it) per shard
+        holders: dict[str, list[tuple[int, int, str | None]]] = {}
+        for place, answer in enumerate(got):
             if isinstance(answer, Failure):
                 continue
             for w in answer.words:
                 part = Near(w.df, tuple((t.term, t.edits, t.df) for t in w.terms))
                 near[w.word] = near[w.word].plus(part) if w.word in near else part
                 for t in w.terms:
-                    holders.setdefault(t.term, []).append((t.df, place, shard, t.surface))
+                    holders.setdefault(t.term, []).append((t.df, place, t.surface))
         best = {w: term for w, n in near.items() if (term := n.best()) is not None}
         if not best:
             return outcome
@@ -360,13 +360,13 @@ class FanOut:
         untitled: list[str] = []
         for term in dict.fromkeys(best.values()):
             holders[term].sort(key=lambda h: (-h[0], h[1]))
-            titled = next((h[3] for h in holders[term] if h[3]), None)
+            titled = next((h[2] for h in holders[term] if h[2]), None)
             if titled is not None:
                 shown[term] = titled
             else:
                 untitled.append(term)
         if untitled:
-            shown.update(await self._surfaces(untitled, holders))
+            shown.update(await self._surfaces(untitled, holders, shards))
         fix = correct_query(outcome.query,
                             lambda w: shown.get(best[w], best[w]) if w in best else None)
         if fix is None:
@@ -384,23 +384,23 @@ class FanOut:
                            summed((a.words for a in answers), KEPT))
 
     async def _surfaces(self, terms: list[str],
-                        holders: dict[str, list[tuple[int, int, RemoteShard, str | None]]]
-                        ) -> dict[str, str]:
+                        holders: dict[str, list[tuple[int, int, str | None]]],
+                        shards: list[RemoteShard]) -> dict[str, str]:
         """How a page writes each of ``terms``: the answer of the shard holding it most
-        that has one (each shard asked once, for its terms)."""
-        asked: dict[int, tuple[RemoteShard, list[str]]] = {}
+        that has one (each shard of ``shards`` asked once, for its terms)."""
+        asked: dict[int, list[str]] = {}
         for term in terms:
-            for _, place, shard, _ in holders[term]:
-                asked.setdefault(place, (shard, []))[1].append(term)
+            for _, place, _ in holders[term]:
+                asked.setdefault(place, []).append(term)
         order = sorted(asked)
         got = await gather_calls([
-            partial(asked[p][0].call, "/shard/surfaces", SurfacesAsk(terms=asked[p][1]),
+            partial(shards[p].call, "/shard/surfaces", SurfacesAsk(terms=asked[p]),
                     SurfacesAnswer) for p in order])
         said = {p: a.surfaces for p, a in zip(order, got, strict=True)
                 if not isinstance(a, Failure)}
         out: dict[str, str] = {}
         for term in terms:
-            for _, place, _, _ in holders[term]:  # the shard holding it most first
+            for _, place, _ in holders[term]:  # the shard holding it most first
                 surface = said.get(place, {}).get(term)
                 if surface:
                     out[term] = surface

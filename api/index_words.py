@@ -218,14 +218,11 @@ class IndexWords:
         return {w: near for w in looked_up_words(query)
                 if (near := speller.near(w, analyzer)) is not None}
 
-    def surface(self, snap: Snapshot, term: str, *, pages: bool) -> str | None:
+    def surface(self, snap: Snapshot, term: str) -> str | None:
         """How this index shows ``term`` in a correction: as its titles write it most, else
-        (``pages``) as a page holding it writes it; None: neither."""
-        speller = self.speller(snap)
-        found = speller.surfaces.get(term)
-        if found is None and pages:
-            found = snap.searcher.value.surface_of(term)
-        return found
+        as a page holding it writes it; None: neither."""
+        return (self.speller(snap).title_surface(term)
+                or snap.searcher.value.surface_of(term))
 
     def _analyzer(self, snap: Snapshot, lang: str | None) -> Analyzer:
         key = (snap.searcher.value.index_settings, analysis_language(lang))

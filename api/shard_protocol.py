@@ -162,10 +162,15 @@ class SnippetsAnswer(BaseModel):
     snippets: list[ShardSnippet] = Field(description="one per page indexed here")
 
 
-def shard_stats(snap: Snapshot, ask: StatsAsk) -> StatsAnswer:
+def _check_langs(ask: StatsAsk) -> None:
+    """InvalidParameter for a page count of ``ask.langs`` that is not exact on the wire."""
     bad = [n for n in (ask.langs or {}).values() if not 0 <= n <= MAX_COUNT]
     if bad:
         raise InvalidParameter(f"langs: counts must be between 0 and {MAX_COUNT} (got {bad[0]})")
+
+
+def shard_stats(snap: Snapshot, ask: StatsAsk) -> StatsAnswer:
+    _check_langs(ask)
     stats = snap.searcher.value.collection_stats(ask.q, ask.langs, lang=ask.lang,
                                                  hint=ask.lang_hint)
     return StatsAnswer(stats=Statistics.of(stats), index_generation=snap.index_generation)
@@ -239,9 +244,7 @@ class SurfacesAnswer(BaseModel):
 
 
 def shard_spell(snap: Snapshot, ask: SpellAsk, words: IndexWords) -> SpellAnswer:
-    bad = [n for n in (ask.langs or {}).values() if not 0 <= n <= MAX_COUNT]
-    if bad:
-        raise InvalidParameter(f"langs: counts must be between 0 and {MAX_COUNT} (got {bad[0]})")
+    _check_langs(ask)
     searcher = snap.searcher.value
     qlangs = None if ask.langs is None else query_langs_of(ask.langs)
     _, lang, analyzer, _ = searcher.query_analysis(ask.q, ask.lang, ask.lang_hint, langs=qlangs)
@@ -254,7 +257,7 @@ def shard_spell(snap: Snapshot, ask: SpellAsk, words: IndexWords) -> SpellAnswer
 
 
 def shard_surfaces(snap: Snapshot, ask: SurfacesAsk, words: IndexWords) -> SurfacesAnswer:
-    return SurfacesAnswer(surfaces={t: words.surface(snap, t, pages=True)
+    return SurfacesAnswer(surfaces={t: words.surface(snap, t)
                                     for t in dict.fromkeys(ask.terms)})
 
 

@@ -44,6 +44,9 @@ def saturate(pseudo: np.ndarray, k1: float) -> np.ndarray:
     return pseudo / (k1 + pseudo)
 
 
+TITLE = 0  # the title's column of a tf matrix (FIELDS and LEGACY_FIELDS both start with it)
+
+
 def title_share(title_tfs: np.ndarray, title_lens: np.ndarray) -> np.ndarray:
     """A term's share of its page's title, per posting: its tf in the title over the title's
     length, at most 1 (0 for a page without a title), float32."""
@@ -63,9 +66,6 @@ def term_parts(tfs: np.ndarray, coefficients: np.ndarray, k1: float,
         return sat
     return (sat + np.float32(share_weight) * title_share(tfs[:, TITLE], title_lens)).astype(
         np.float32)
-
-
-TITLE = 0  # the title's column of a tf matrix (FIELDS and LEGACY_FIELDS both start with it)
 
 
 def bm25f(tfs: np.ndarray, field_lens: np.ndarray, *, avg_lens: np.ndarray, weights: np.ndarray,

@@ -26,7 +26,6 @@ from websift.indexer.segment_format import (
     SEP,
     STREAMS,
     analysis_mismatch,
-    built_with,
     read_meta,
     recorded_settings,
 )
@@ -159,12 +158,10 @@ class SegmentReader:
         # contents, an ``id`` be reused): what caches shared across generations key by.
         self.serial = next(_READER_SERIALS)
         self.meta = meta = read_meta(directory)
-        if outdated_ok:
-            self.index_settings = recorded_settings(directory.name, meta)
-            self.outdated = analysis_mismatch(directory.name, meta, self.index_settings)
-        else:
-            self.index_settings = built_with(directory.name, meta)
-            self.outdated = None
+        self.index_settings = recorded_settings(directory.name, meta)
+        self.outdated = analysis_mismatch(directory.name, meta, self.index_settings)
+        if self.outdated is not None and not outdated_ok:
+            raise IndexAnalyzerMismatch(self.outdated)
         try:
             self._terms = _Terms(np.load(directory / "terms.npy").tobytes(),
                                  np.load(directory / "term_off.npy"))

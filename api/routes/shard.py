@@ -15,15 +15,17 @@ from collections.abc import Callable
 from typing import Annotated
 
 import anyio
-from fastapi import APIRouter, Depends, Request, Response
+from fastapi import APIRouter, Depends, Response
 from pydantic import BaseModel
 
 from websift.api.dependencies import (
     get_app_settings,
+    get_index_words,
     get_search_limiter,
     get_snapshot,
     require_shard_token,
 )
+from websift.api.index_words import IndexWords
 from websift.api.models import error_responses
 from websift.api.settings import Settings
 from websift.api.shard_protocol import (
@@ -94,33 +96,30 @@ def build_router() -> APIRouter:
                  "and the terms near it")
     async def spell(
         ask: SpellAsk,
-        request: Request,
         snap: Annotated[Snapshot, Depends(get_snapshot)],
+        words: Annotated[IndexWords, Depends(get_index_words)],
         limiter: Annotated[anyio.CapacityLimiter, Depends(get_search_limiter)],
     ) -> Response:
-        words = request.app.state.index_words
         return await _in_thread(limiter, lambda: shard_spell(snap, ask, words))
 
     @router.post("/surfaces", response_model=SurfacesAnswer,
                  summary="For a front server's spelling correction: how pages write terms")
     async def surfaces(
         ask: SurfacesAsk,
-        request: Request,
         snap: Annotated[Snapshot, Depends(get_snapshot)],
+        words: Annotated[IndexWords, Depends(get_index_words)],
         limiter: Annotated[anyio.CapacityLimiter, Depends(get_search_limiter)],
     ) -> Response:
-        words = request.app.state.index_words
         return await _in_thread(limiter, lambda: shard_surfaces(snap, ask, words))
 
     @router.post("/complete", response_model=CompleteAnswer,
                  summary="For a front server's /suggest: this shard's heaviest completions")
     async def complete(
         ask: CompleteAsk,
-        request: Request,
         snap: Annotated[Snapshot, Depends(get_snapshot)],
+        words: Annotated[IndexWords, Depends(get_index_words)],
         limiter: Annotated[anyio.CapacityLimiter, Depends(get_search_limiter)],
     ) -> Response:
-        words = request.app.state.index_words
         return await _in_thread(limiter, lambda: shard_complete(snap, ask, words))
 
     return router
